@@ -1,0 +1,86 @@
+// swift-tools-version: 6.0
+//
+// cuff — simulate and decode Bluetooth LE blood-pressure cuffs on Linux.
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// Layers, bottom to top (data flows one way):
+//   bytes → BloodPressure (codecs) → GATT (ATT PDUs, client, server) → CuffSession → Sinks
+// CuffCore, BloodPressure, GATT, CuffSimulator and CuffSession are pure: no Glibc, no sockets, no clocks.
+// Transport, CuffRuntime, Capture's file readers, Sinks' store, BlueZ and the CLI are the I/O edges.
+// Only BlueZ (and its C module CBlueZ) touches libbluetooth (GPL-2.0-or-later).
+
+import PackageDescription
+
+let package = Package(
+    name: "cuff",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "cuff", targets: ["cuff"]),
+        .library(name: "BloodPressure", targets: ["BloodPressure"]),
+        .library(name: "GATT", targets: ["GATT"]),
+        .library(name: "CuffSession", targets: ["CuffSession"]),
+        .library(name: "Capture", targets: ["Capture"]),
+        .library(name: "Sinks", targets: ["Sinks"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+    ],
+    targets: [
+        // Pure foundations: byte reading/writing, hex, JSON writer, time values, the bearer seam.
+        .target(name: "CuffCore", linkerSettings: [.linkedLibrary("m")]),
+        // Blood Pressure Service codecs (pure).
+        .target(name: "BloodPressure", dependencies: ["CuffCore"]),
+        // ATT PDUs, attribute database, GATT client and server state machines (pure).
+        .target(name: "GATT", dependencies: ["CuffCore"]),
+        // The simulated cuff as a state machine over a GATT server (pure).
+        .target(name: "CuffSimulator", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
+        // The measurement session state machine (pure).
+        .target(name: "CuffSession", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
+        // Syscalls wrapped once, Unix SEQPACKET and in-process bearers.
+        .target(
+            name: "Transport",
+            dependencies: ["CuffCore"],
+            swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
+        ),
+        // Drivers that run the state machines over a bearer with a real clock.
+        .target(
+            name: "CuffRuntime",
+            dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport"]
+        ),
+        // btsnoop / pcap / pcapng readers and writers, HCI → L2CAP → ATT.
+        .target(name: "Capture", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
+        // NDJSON, FHIR R4, Open mHealth, SQLite store.
+        .target(
+            name: "Sinks",
+            dependencies: ["CuffCore", "BloodPressure", "CuffSession", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        // BlueZ (libbluetooth, GPL-2.0-or-later): HCI scan/advertise, L2CAP ATT sockets, MGMT pairing agent.
+        .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        .target(
+            name: "BlueZ",
+            dependencies: ["CBlueZ", "CuffCore", "Transport"],
+            swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
+        ),
+        .executableTarget(
+            name: "cuff",
+            dependencies: [
+                "CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
+                "Capture", "Sinks", "BlueZ",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(name: "CuffBenchmarks", dependencies: ["CuffCore", "BloodPressure", "Capture", "GATT"]),
+
+        .testTarget(name: "CuffCoreTests", dependencies: ["CuffCore"]),
+        .testTarget(name: "BloodPressureTests", dependencies: ["BloodPressure", "CuffCore"]),
+        .testTarget(name: "GATTTests", dependencies: ["GATT", "CuffCore", "Transport"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore"]),
+        .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "CuffSessionTests", dependencies: ["CuffSession", "CuffRuntime", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "GATT", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "SinksTests", dependencies: ["Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "Transport", "CuffCore"]),
+        .testTarget(name: "CLITests", dependencies: ["CuffCore"]),
+    ]
+)

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+/// Hex text ⇄ bytes.
+public enum Hex {
+    /// Lowercase hex with no separators: `[0x1e, 0x8a]` → `"1e8a"`.
+    public static func encode<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.underestimatedCount * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Parses hex with spaces, colons, dashes or nothing between bytes; an optional `0x` prefix on
+    /// the whole string or on each group. Returns nil for an odd digit count or a non-hex character.
+    public static func decode(_ text: String) -> [UInt8]? {
+        var nibbles: [UInt8] = []
+        let scalars = Array(text.utf8)
+        var i = 0
+        while i < scalars.count {
+            let c = scalars[i]
+            if c == UInt8(ascii: "0"), i + 1 < scalars.count, scalars[i + 1] | 0x20 == UInt8(ascii: "x"),
+               i == 0 || isSeparator(scalars[i - 1]) {
+                // A "0x" prefix only counts at the start of a group.
+                if nibbles.count % 2 == 0 { i += 2; continue }
+            }
+            if isSeparator(c) {
+                // A separator may not split a byte.
+                if nibbles.count % 2 != 0 { return nil }
+                i += 1
+                continue
+            }
+            guard let v = nibble(c) else { return nil }
+            nibbles.append(v)
+            i += 1
+        }
+        guard nibbles.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(nibbles.count / 2)
+        var j = 0
+        while j < nibbles.count {
+            out.append(nibbles[j] << 4 | nibbles[j + 1])
+            j += 2
+        }
+        return out
+    }
+
+    private static func isSeparator(_ c: UInt8) -> Bool {
+        c == UInt8(ascii: " ") || c == UInt8(ascii: ":") || c == UInt8(ascii: "-") || c == UInt8(ascii: "\t")
+            || c == UInt8(ascii: ",") || c == UInt8(ascii: "\r")
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
