@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+
+/// Blood Pressure Measurement (0x2A35, indicate) and Intermediate Cuff Pressure (0x2A36, notify).
+///
+/// Both share one layout (GATT Specification Supplement, "Blood Pressure Measurement"):
+/// flags, three SFLOAT pressures in the flagged unit, then Time Stamp (bit 1), Pulse Rate
+/// (bit 2), User ID (bit 3) and Measurement Status (bit 4). In 0x2A36 the first pressure is the
+/// current cuff pressure and the other two are unused (NaN on the wire, but any value is accepted).
+public struct BloodPressureMeasurement: Sendable, Hashable {
+    /// Flags bits: 0 unit, 1 time stamp, 2 pulse rate, 3 user ID, 4 status, 5–7 RFU.
+    public enum Flag {
+        public static let kPa: UInt8 = 1 << 0
+        public static let timestamp: UInt8 = 1 << 1
+        public static let pulseRate: UInt8 = 1 << 2
+        public static let userID: UInt8 = 1 << 3
+        public static let status: UInt8 = 1 << 4
+        public static let rfuMask: UInt8 = 0xE0
+    }
+
+    public var unit: PressureUnit
+    /// Systolic (0x2A35) or current cuff pressure (0x2A36).
+    public var systolic: SFloat
+    public var diastolic: SFloat
+    public var meanArterialPressure: SFloat
+    public var timestamp: DateTime?
+    /// Beats per minute, whatever the unit flag.
+    public var pulseRate: SFloat?
+    /// 0xFF is "unknown user".
+    public var userID: UInt8?
+    public var status: MeasurementStatus?
+    /// Flags bits 5–7 as received (sent back by the encoder, for RFU tests).
+    public var rfuFlags: UInt8
+
+    public init(
+        unit: PressureUnit = .mmHg, systolic: SFloat, diastolic: SFloat, meanArterialPressure: SFloat,
+        timestamp: DateTime? = nil, pulseRate: SFloat? = nil, userID: UInt8? = nil, status: MeasurementStatus? = nil,
+        rfuFlags: UInt8 = 0
+    ) {
+        self.unit = unit
+        self.systolic = systolic
+        self.diastolic = diastolic
+        self.meanArterialPressure = meanArterialPressure
+        self.timestamp = timestamp
+        self.pulseRate = pulseRate
+        self.userID = userID
+        self.status = status
+        self.rfuFlags = rfuFlags & Flag.rfuMask
+    }
+
+    /// An Intermediate Cuff Pressure value: the current pressure, unused slots NaN.
+    public static func cuffPressure(
+        _ pressure: SFloat, unit: PressureUnit = .mmHg, timestamp: DateTime? = nil, pulseRate: SFloat? = nil,
+        userID: UInt8? = nil, status: MeasurementStatus? = nil
+    ) -> BloodPressureMeasurement {
+        BloodPressureMeasurement(
+            unit: unit, systolic: pressure, diastolic: .nan, meanArterialPressure: .nan, timestamp: timestamp,
+            pulseRate: pulseRate, userID: userID, status: status)
+    }
+
+    /// The current cuff pressure of an Intermediate Cuff Pressure value.
+    public var cuffPressure: SFloat { systolic }
+
+    public var flags: UInt8 {
+        var f = rfuFlags & Flag.rfuMask
+        if unit == .kPa { f |= Flag.kPa }
+        if timestamp != nil { f |= Flag.timestamp }
+        if pulseRate != nil { f |= Flag.pulseRate }
+        if userID != nil { f |= Flag.userID }
+        if status != nil { f |= Flag.status }
+        return f
+    }
+
+    /// Decodes a 0x2A35 or 0x2A36 value.
+    ///
+    /// - Parameters:
+    ///   - bytes: the attribute value as received.
+    ///   - quirks: a device profile's deviations, if any.
+    /// - Throws: ``BPSDecodingError`` naming the field and byte offset when the value ends early.
+    @inlinable
+    public static func decode(
+        _ bytes: ArraySlice<UInt8>, quirks: QuirkProfile.Options = []
+    ) throws(BPSDecodingError) -> Decoded<BloodPressureMeasurement> {
+        var r = ByteReader(bytes)
+        var warnings: [DecodeWarning] = []
+        let flags = try r.u8("Flags")
+        if flags & Flag.rfuMask != 0 {
+            warnings.append(DecodeWarning(.rfuFlags, "reserved Flags bits set: 0x" + Hex.encode([flags & Flag.rfuMask]), offset: 0))
+        }
+        let sys = try r.sfloat("Systolic")
+        let dia = try r.sfloat("Diastolic")
+        let map = try r.sfloat("Mean Arterial Pressure")
+        var ts: DateTime? = nil
+        if flags & Flag.timestamp != 0 {
+            let at = r.offset
+            ts = try DateTime(reading: &r)
+            ts!.validate(at: at, &warnings)
+        }
+        let bigEndian = quirks.contains(.bigEndianPulseAndStatus)
+        var pulse: SFloat? = nil
+        if flags & Flag.pulseRate != 0 {
+            pulse = SFloat(rawValue: try (bigEndian ? r.u16BigEndian("Pulse Rate") : r.u16("Pulse Rate")))
+        }
+        var uid: UInt8? = nil
+        if flags & Flag.userID != 0 {
+            uid = try r.u8("User ID")
+        } else if quirks.contains(.userIDWithoutFlag),
+            r.remaining == (flags & Flag.status != 0 ? 3 : 1)
+        {
+            uid = try r.u8("User ID")
+            warnings.append(DecodeWarning(.quirkApplied, "User ID read without its flag (device quirk)", offset: r.offset - 1))
+        }
+        var status: MeasurementStatus? = nil
+        if flags & Flag.status != 0 {
+            let at = r.offset
+            status = MeasurementStatus(rawValue: try (bigEndian ? r.u16BigEndian("Measurement Status") : r.u16("Measurement Status")))
+            status!.check(at: at, &warnings)
+        }
+        r.noteTrailing(&warnings)
+        let m = BloodPressureMeasurement(
+            unit: flags & Flag.kPa != 0 ? .kPa : .mmHg, systolic: sys, diastolic: dia, meanArterialPressure: map,
+            timestamp: ts, pulseRate: pulse, userID: uid, status: status, rfuFlags: flags)
+        return Decoded(value: m, warnings: warnings)
+    }
+
+    /// Encodes in the standard layout (or a quirk profile's, for simulating that device).
+    public func encode(quirks: QuirkProfile.Options = []) -> [UInt8] {
+        var w = ByteWriter(capacity: 19)
+        var f = flags
+        if quirks.contains(.userIDWithoutFlag) { f &= ~Flag.userID }
+        w.write(f)
+        w.write(systolic.rawValue)
+        w.write(diastolic.rawValue)
+        w.write(meanArterialPressure.rawValue)
+        timestamp?.encode(into: &w)
+        let bigEndian = quirks.contains(.bigEndianPulseAndStatus)
+        if let pulseRate { bigEndian ? w.writeBigEndian(pulseRate.rawValue) : w.write(pulseRate.rawValue) }
+        if let userID { w.write(userID) }
+        if let status { bigEndian ? w.writeBigEndian(status.rawValue) : w.write(status.rawValue) }
+        return w.bytes
+    }
+}

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+
+/// The characteristics `cuff` decodes, by 16-bit UUID.
+public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
+    case bloodPressureMeasurement = 0x2A35
+    case intermediateCuffPressure = 0x2A36
+    case bloodPressureFeature = 0x2A49
+    case enhancedBloodPressureMeasurement = 0x2B34
+    case enhancedIntermediateCuffPressure = 0x2B35
+    case bloodPressureRecord = 0x2B36
+    case recordAccessControlPoint = 0x2A52
+    case dateTime = 0x2A08
+    case currentTime = 0x2A2B
+
+    /// `"2A35"`.
+    public var uuidString: String {
+        let s = String(rawValue, radix: 16, uppercase: true)
+        return String(repeating: "0", count: 4 - s.count) + s
+    }
+
+    /// Parses `2a35`, `2A35` or `0x2a35`.
+    public init?(argument: String) {
+        var s = argument.lowercased()
+        if s.hasPrefix("0x") { s.removeFirst(2) }
+        guard s.count == 4, let v = UInt16(s, radix: 16), let c = BPSCharacteristic(rawValue: v) else { return nil }
+        self = c
+    }
+
+    public var name: String {
+        switch self {
+        case .bloodPressureMeasurement: "Blood Pressure Measurement"
+        case .intermediateCuffPressure: "Intermediate Cuff Pressure"
+        case .bloodPressureFeature: "Blood Pressure Feature"
+        case .enhancedBloodPressureMeasurement: "Enhanced Blood Pressure Measurement"
+        case .enhancedIntermediateCuffPressure: "Enhanced Intermediate Cuff Pressure"
+        case .bloodPressureRecord: "Blood Pressure Record"
+        case .recordAccessControlPoint: "Record Access Control Point"
+        case .dateTime: "Date Time"
+        case .currentTime: "Current Time"
+        }
+    }
+
+    /// Decodes `bytes` as this characteristic into the JSON object `cuff decode` prints.
+    public func decodeJSON(_ bytes: ArraySlice<UInt8>, quirks: QuirkProfile.Options = []) throws(BPSDecodingError) -> JSON {
+        let raw = JSON.string(Hex.encode(bytes))
+        switch self {
+        case .bloodPressureMeasurement, .intermediateCuffPressure:
+            let d = try BloodPressureMeasurement.decode(bytes, quirks: quirks)
+            return d.value.json(as: self, warnings: d.warnings, raw: raw)
+        case .enhancedBloodPressureMeasurement, .enhancedIntermediateCuffPressure:
+            let d = try EnhancedBloodPressureMeasurement.decode(bytes, cuffPressure: self == .enhancedIntermediateCuffPressure)
+            return d.value.json(warnings: d.warnings, raw: raw)
+        case .bloodPressureFeature:
+            let d = try BloodPressureFeature.decode(bytes)
+            return .object([
+                ("type", .string("feature")), ("characteristic", .string(uuidString)),
+                ("features", d.value.json), ("value", .int(Int64(d.value.rawValue))),
+                ("warnings", d.warnings.json), ("raw", raw),
+            ])
+        case .dateTime:
+            let d = try DateTime.decode(bytes)
+            return .object([
+                ("type", .string("date_time")), ("characteristic", .string(uuidString)),
+                ("timestamp", JSON.from(d.value.iso8601, JSON.string)), ("fields", d.value.json),
+                ("warnings", d.warnings.json), ("raw", raw),
+            ])
+        case .currentTime:
+            let d = try CurrentTime.decode(bytes)
+            return .object([
+                ("type", .string("current_time")), ("characteristic", .string(uuidString)),
+                ("timestamp", JSON.from(d.value.dateTime.iso8601, JSON.string)), ("fields", d.value.dateTime.json),
+                ("day_of_week", d.value.dayOfWeek == 0 ? .null : .int(Int64(d.value.dayOfWeek))),
+                ("fractions256", .int(Int64(d.value.fractions256))), ("adjust_reason", .int(Int64(d.value.adjustReason))),
+                ("warnings", d.warnings.json), ("raw", raw),
+            ])
+        case .recordAccessControlPoint:
+            let d = try RecordAccessControlPoint.decode(bytes)
+            var pairs: [(String, JSON)] = [("type", .string("record_access_control_point")), ("characteristic", .string(uuidString))]
+            if case let .object(inner) = d.value.json { pairs += inner }
+            pairs += [("warnings", d.warnings.json), ("raw", raw)]
+            return .object(pairs)
+        case .bloodPressureRecord:
+            let seg = try RecordSegment.decode(bytes)
+            var pairs: [(String, JSON)] = [
+                ("type", .string("record")), ("characteristic", .string(uuidString)),
+                ("first_segment", .bool(seg.isFirst)), ("last_segment", .bool(seg.isLast)),
+                ("segment_counter", .int(Int64(seg.counter))),
+            ]
+            var warnings: [DecodeWarning] = []
+            if seg.isFirst && seg.isLast {
+                let d = try BloodPressureRecord.decode(bytes)
+                warnings = d.warnings
+                pairs.append(("sequence_number", .int(Int64(d.value.sequenceNumber))))
+                pairs.append(("recorded_characteristic", .string(BPSCharacteristic.hex4(d.value.recordedUUID))))
+                do {
+                    if let inner = try d.value.enhancedMeasurement() {
+                        pairs.append(("record", inner.value.json(warnings: inner.warnings, raw: .string(Hex.encode(d.value.recorded)))))
+                    } else {
+                        pairs.append(("record", .null))
+                    }
+                } catch {
+                    throw BPSDecodingError(error.code, field: "Recorded Characteristic: " + error.field, offset: error.offset + 5, detail: error.detail)
+                }
+            } else {
+                pairs.append(("segment", .string(Hex.encode(seg.data))))
+            }
+            pairs += [("warnings", warnings.json), ("raw", raw)]
+            return .object(pairs)
+        }
+    }
+
+    static func hex4(_ v: UInt16) -> String {
+        let s = String(v, radix: 16, uppercase: true)
+        return String(repeating: "0", count: 4 - s.count) + s
+    }
+}
+
+extension Array where Element == DecodeWarning {
+    public var json: JSON {
+        .array(map { w in
+            .object([("code", .string(w.code.rawValue)), ("message", .string(w.message)), ("offset", JSON.from(w.offset) { .int(Int64($0)) })])
+        })
+    }
+}
+
+extension BPSDecodingError {
+    /// `{"code": ..., "message": ..., "offset": N}`.
+    public var json: JSON {
+        .object([("code", .string(code.rawValue)), ("field", .string(field)), ("message", .string(message)), ("offset", .int(Int64(offset)))])
+    }
+}
+
+extension BloodPressureMeasurement {
+    /// The keys of `cuff decode` for 0x2A35 / 0x2A36.
+    public func json(as characteristic: BPSCharacteristic, warnings: [DecodeWarning], raw: JSON) -> JSON {
+        var pairs: [(String, JSON)] = []
+        let isICP = characteristic == .intermediateCuffPressure
+        pairs.append(("type", .string(isICP ? "cuff_pressure" : "measurement")))
+        pairs.append(("characteristic", .string(characteristic.uuidString)))
+        pairs.append(("unit", .string(unit.rawValue)))
+        if isICP {
+            pairs.append(("cuff_pressure", systolic.json))
+        } else {
+            pairs.append(("systolic", systolic.json))
+            pairs.append(("diastolic", diastolic.json))
+            pairs.append(("mean_arterial_pressure", meanArterialPressure.json))
+        }
+        pairs.append(("pulse_rate", JSON.from(pulseRate) { $0.json }))
+        pairs.append(("timestamp", JSON.from(timestamp?.iso8601, JSON.string)))
+        pairs.append(("user_id", userID == nil || userID == 0xFF ? .null : .int(Int64(userID!))))
+        pairs.append(("status", JSON.from(status) { $0.json }))
+        pairs.append(("warnings", warnings.json))
+        pairs.append(("raw", raw))
+        if let timestamp, timestamp.iso8601 == nil {
+            pairs.append(("timestamp_fields", timestamp.json))
+        }
+        if userID == 0xFF { pairs.append(("user_unknown", .bool(true))) }
+        return .object(pairs)
+    }
+}
+
+extension EnhancedBloodPressureMeasurement {
+    /// The keys of `cuff decode` for 0x2B34 / 0x2B35, plus `user_facing_time` and `epoch`.
+    public func json(warnings: [DecodeWarning], raw: JSON) -> JSON {
+        var pairs: [(String, JSON)] = []
+        pairs.append(("type", .string(isCuffPressure ? "cuff_pressure" : "measurement")))
+        pairs.append(("characteristic", .string(isCuffPressure ? "2B35" : "2B34")))
+        pairs.append(("unit", .string(unit.rawValue)))
+        switch kind {
+        case let .measurement(s, d, m):
+            pairs += [("systolic", s.json), ("diastolic", d.json), ("mean_arterial_pressure", m.json)]
+        case let .cuffPressure(p):
+            pairs.append(("cuff_pressure", p.json))
+        }
+        pairs.append(("pulse_rate", JSON.from(pulseRate) { $0.json }))
+        pairs.append(("timestamp", JSON.from(timestampISO8601, JSON.string)))
+        pairs.append(("user_id", userID == nil || userID == 0xFF ? .null : .int(Int64(userID!))))
+        pairs.append(("status", JSON.from(status) { $0.json }))
+        pairs.append(("warnings", warnings.json))
+        pairs.append(("raw", raw))
+        pairs.append(("user_facing_time", JSON.from(userFacingTimeISO8601, JSON.string)))
+        pairs.append(("epoch", .int(Int64(epoch.rawValue))))
+        if userID == 0xFF { pairs.append(("user_unknown", .bool(true))) }
+        return .object(pairs)
+    }
+}

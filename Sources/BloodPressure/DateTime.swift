@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+
+/// Date Time (0x2A08): 7 bytes, no time zone — the cuff's local wall clock.
+///
+/// Year, month or day 0 means "not known" and is representable, not an error.
+public struct DateTime: Sendable, Hashable, CustomStringConvertible {
+    public var year: UInt16
+    public var month: UInt8
+    public var day: UInt8
+    public var hours: UInt8
+    public var minutes: UInt8
+    public var seconds: UInt8
+
+    public static let byteCount = 7
+
+    public init(year: UInt16, month: UInt8, day: UInt8, hours: UInt8, minutes: UInt8, seconds: UInt8) {
+        self.year = year
+        self.month = month
+        self.day = day
+        self.hours = hours
+        self.minutes = minutes
+        self.seconds = seconds
+    }
+
+    @inlinable
+    init(reading r: inout ByteReader) throws(BPSDecodingError) {
+        guard r.remaining >= DateTime.byteCount else {
+            throw .truncated("Time Stamp", at: r.offset, need: DateTime.byteCount, have: r.remaining)
+        }
+        year = r.readUInt16()!
+        month = r.readUInt8()!
+        day = r.readUInt8()!
+        hours = r.readUInt8()!
+        minutes = r.readUInt8()!
+        seconds = r.readUInt8()!
+    }
+
+    /// Decodes a stand-alone Date Time value (exactly 7 bytes; more is a warning).
+    public static func decode(_ bytes: ArraySlice<UInt8>) throws(BPSDecodingError) -> Decoded<DateTime> {
+        var r = ByteReader(bytes)
+        guard bytes.count >= byteCount else {
+            throw BPSDecodingError(.invalidLength, field: "Date Time", offset: 0, detail: "needs 7 bytes, got \(bytes.count)")
+        }
+        let v = try DateTime(reading: &r)
+        var w: [DecodeWarning] = []
+        v.validate(at: 0, &w)
+        r.noteTrailing(&w)
+        return Decoded(value: v, warnings: w)
+    }
+
+    public func encode(into w: inout ByteWriter) {
+        w.write(year)
+        w.write(month)
+        w.write(day)
+        w.write(hours)
+        w.write(minutes)
+        w.write(seconds)
+    }
+
+    /// True when year, month and day are all known.
+    public var isDateKnown: Bool { year != 0 && month != 0 && day != 0 }
+
+    /// Fields are within the GSS ranges (unknown 0 allowed for year/month/day).
+    public var isValid: Bool {
+        (year == 0 || (1582...9999).contains(year)) && month <= 12 && day <= 31 && hours <= 23 && minutes <= 59
+            && seconds <= 59
+    }
+
+    @usableFromInline func validate(at offset: Int, _ w: inout [DecodeWarning]) {
+        if !isValid { w.append(DecodeWarning(.invalidDateTime, "Date Time fields out of range: \(description)", offset: offset)) }
+    }
+
+    /// `2020-05-21T10:30:45` (ISO 8601 local time, no offset), or nil when the date is unknown or invalid.
+    public var iso8601: String? {
+        guard isDateKnown, isValid else { return nil }
+        return description
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS` with unknown parts as zeros.
+    public var description: String {
+        pad(Int(year), 4) + "-" + pad(Int(month), 2) + "-" + pad(Int(day), 2) + "T" + pad(Int(hours), 2) + ":"
+            + pad(Int(minutes), 2) + ":" + pad(Int(seconds), 2)
+    }
+
+    /// Every field, unknown ones as null.
+    public var json: JSON {
+        .object([
+            ("year", year == 0 ? .null : .int(Int64(year))),
+            ("month", month == 0 ? .null : .int(Int64(month))),
+            ("day", day == 0 ? .null : .int(Int64(day))),
+            ("hours", .int(Int64(hours))),
+            ("minutes", .int(Int64(minutes))),
+            ("seconds", .int(Int64(seconds))),
+        ])
+    }
+
+    /// Civil date of `secondsSince1970` (UTC, proleptic Gregorian).
+    public init(unixSeconds: Int64) {
+        let days = unixSeconds >= 0 ? unixSeconds / 86400 : (unixSeconds - 86399) / 86400
+        let secs = unixSeconds - days * 86400
+        let (y, m, d) = CivilCalendar.civil(fromDays: days)
+        self.init(
+            year: UInt16(clamping: y), month: UInt8(m), day: UInt8(d), hours: UInt8(secs / 3600),
+            minutes: UInt8(secs % 3600 / 60), seconds: UInt8(secs % 60))
+    }
+
+    /// Seconds since 1970-01-01T00:00:00 if the fields were UTC, or nil when the date is unknown.
+    public var unixSeconds: Int64? {
+        guard isDateKnown else { return nil }
+        let days = CivilCalendar.days(fromCivil: Int64(year), Int64(month), Int64(day))
+        return days * 86400 + Int64(hours) * 3600 + Int64(minutes) * 60 + Int64(seconds)
+    }
+}
+
+func pad(_ v: Int, _ width: Int) -> String {
+    let s = String(v)
+    return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+}
+
+/// Days ⇄ proleptic Gregorian civil dates (the well-known era-based algorithm).
+enum CivilCalendar {
+    static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+        let y = m <= 2 ? y0 - 1 : y0
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (m + 9) % 12
+        let doy = (153 * mp + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146097 + doe - 719468
+    }
+
+    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+        let z = z0 + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let doe = z - era * 146097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+        let y = yoe + era * 400
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (m <= 2 ? y + 1 : y, m, d)
+    }
+}
+
+/// A decoded value with the warnings its decoding raised.
+public struct Decoded<Value: Sendable>: Sendable {
+    public var value: Value
+    public var warnings: [DecodeWarning]
+    public init(value: Value, warnings: [DecodeWarning]) {
+        self.value = value
+        self.warnings = warnings
+    }
+}
+extension Decoded: Equatable where Value: Equatable {}

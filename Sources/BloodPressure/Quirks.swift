@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+/// Device-specific deviations from the Blood Pressure Service layouts, opt-in by name.
+///
+/// A profile is chosen by the user (`--quirk NAME`) or from the device's name / model number
+/// (Device Information 0x2A24) with ``QuirkProfile/matching(name:model:)``.
+public struct QuirkProfile: Sendable, Hashable {
+    public struct Options: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// A User ID byte follows the pulse rate even when flags bit 3 is clear.
+        public static let userIDWithoutFlag = Options(rawValue: 1)
+        /// Pulse Rate and Measurement Status are big-endian.
+        public static let bigEndianPulseAndStatus = Options(rawValue: 2)
+    }
+
+    public var name: String
+    public var options: Options
+    /// Substrings of the advertised name or model number that select this profile.
+    public var deviceMatches: [String]
+    /// Why this profile exists.
+    public var evidence: String
+
+    public init(name: String, options: Options, deviceMatches: [String], evidence: String) {
+        self.name = name
+        self.options = options
+        self.deviceMatches = deviceMatches
+        self.evidence = evidence
+    }
+
+    /// The Beurer BM85 family (BM85, BM48, BM59, ELITE900 / Sanitas relatives).
+    public static let beurerBM85 = QuirkProfile(
+        name: "beurer-bm85",
+        options: [.userIDWithoutFlag, .bigEndianPulseAndStatus],
+        deviceMatches: ["BM85", "BM48", "BM59", "ELITE900"],
+        evidence: """
+            Real-device frames in derdilla/blood-pressure-monitor-fl's tests and a bleak user script \
+            (collected in shared/spec/peers-and-user-needs.md §6): the cuff appends a user-ID byte \
+            without setting flags bit 3, and sends Pulse Rate and Measurement Status big-endian.
+            """)
+
+    public static let all: [QuirkProfile] = [.beurerBM85]
+
+    public static func named(_ name: String) -> QuirkProfile? {
+        all.first { $0.name == name.lowercased() }
+    }
+
+    /// The first profile whose match string appears in the device name or model (case-insensitive).
+    public static func matching(name: String?, model: String?) -> QuirkProfile? {
+        let hay = [name, model].compactMap { $0?.uppercased() }
+        return all.first { p in p.deviceMatches.contains { m in hay.contains { $0.contains(m) } } }
+    }
+}

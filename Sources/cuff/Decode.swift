@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import ArgumentParser
+import BloodPressure
+import CuffCore
+
+struct Decode: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decode Blood Pressure Service characteristic values given as hex.",
+        discussion: """
+            Each HEX argument (or, with none, each line of stdin) is one attribute value; bytes may be \
+            separated by spaces, colons or nothing. Prints one JSON object per input. Exit status 0 when \
+            every input decoded, 1 otherwise.
+            """
+    )
+
+    @Option(
+        name: .long,
+        help: "Characteristic: 2a35 (default), 2a36, 2a49, 2b34, 2b35, 2b36, 2a52, 2a08 or 2a2b.",
+        transform: { s in
+            guard let c = BPSCharacteristic(argument: s) else {
+                throw ValidationError("unknown characteristic '\(s)'; use one of 2a35 2a36 2a49 2b34 2b35 2b36 2a52 2a08 2a2b")
+            }
+            return c
+        })
+    var characteristic: BPSCharacteristic = .bloodPressureMeasurement
+
+    @Option(name: .long, help: "Device quirk profile: \(QuirkProfile.all.map(\.name).joined(separator: ", ")).")
+    var quirk: String?
+
+    @Flag(name: .long, help: "Indent the JSON.")
+    var pretty = false
+
+    @Argument(help: "Attribute values as hex, e.g. '1E 8A 00 58 00 78 00'.")
+    var hex: [String] = []
+
+    func validate() throws {
+        if let quirk, QuirkProfile.named(quirk) == nil {
+            throw ValidationError("unknown quirk '\(quirk)'; known: \(QuirkProfile.all.map(\.name).joined(separator: ", "))")
+        }
+    }
+
+    func run() throws {
+        let quirks = quirk.flatMap(QuirkProfile.named)?.options ?? []
+        var failed = 0
+        var index = 0
+        func handle(_ text: String) {
+            index += 1
+            let (json, error) = Decode.decodeLine(text, characteristic: characteristic, quirks: quirks)
+            Output.line(json.serialized(pretty: pretty))
+            if let error {
+                failed += 1
+                Output.log("cuff decode: input \(index): \(error)")
+            }
+        }
+        if hex.isEmpty {
+            while let line = readLine(strippingNewline: true) {
+                if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
+                handle(line)
+            }
+        } else {
+            for h in hex { handle(h) }
+        }
+        Output.flush()
+        if failed > 0 { throw ExitCode(1) }
+    }
+
+    /// Decodes one hex text; returns the JSON to print and, on failure, the message for stderr.
+    static func decodeLine(_ text: String, characteristic: BPSCharacteristic, quirks: QuirkProfile.Options) -> (JSON, String?) {
+        let trimmed = text.trimmingCharacters(in: " \t\r")
+        guard let bytes = Hex.decode(trimmed) else {
+            let e = BPSDecodingError(.invalidHex, field: "'\(trimmed)'", offset: 0, detail: "expected pairs of hex digits")
+            return (.object([("error", e.json), ("raw", .string(trimmed))]), e.message)
+        }
+        do {
+            return (try characteristic.decodeJSON(bytes[...], quirks: quirks), nil)
+        } catch {
+            return (.object([("error", error.json), ("raw", .string(Hex.encode(bytes)))]), "\(characteristic.uuidString): \(error.message)")
+        }
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: String) -> String {
+        let chars = Set(set)
+        var s = Substring(self)
+        while let f = s.first, chars.contains(f) { s.removeFirst() }
+        while let l = s.last, chars.contains(l) { s.removeLast() }
+        return String(s)
+    }
+}
