@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+@Suite("cuff decode")
+struct DecodeCommandTests {
+    @Test func decodesArgumentsOneJSONObjectEach() throws {
+        let r = try CLI.run(["decode", "1E 8A 00 58 00 78 00 00 00 04 11 14 29 3B 3C 00 01 27 00", "15:BD:F0:0B:00:9F:F0:3C:00:12:00"])
+        #expect(r.status == 0)
+        #expect(r.stderr.isEmpty)
+        let lines = r.stdoutLines
+        #expect(lines.count == 2)
+        let a = try CLI.json(lines[0])
+        #expect(a["type"] as? String == "measurement")
+        #expect(a["characteristic"] as? String == "2A35")
+        #expect(a["unit"] as? String == "mmHg")
+        #expect(a["systolic"] as? Double == 138)
+        #expect(a["pulse_rate"] as? Double == 60)
+        #expect(a["user_id"] as? Int == 1)
+        #expect(a["timestamp"] is NSNull)
+        let status = try #require(a["status"] as? [String: Any])
+        #expect(status["pulse_rate_range"] as? String == "in_range")
+        #expect(status["improper_position"] as? Bool == true)
+        #expect(a["raw"] as? String == "1e8a00580078000000041114293b3c00012700")
+        let b = try CLI.json(lines[1])
+        #expect(b["unit"] as? String == "kPa")
+        #expect(b["systolic"] as? Double == 18.9)
+        // Finite values print as JSON numbers with a decimal point.
+        #expect(lines[1].contains("\"systolic\":18.9"))
+        #expect(lines[1].contains("\"diastolic\":11.0"))
+    }
+
+    @Test func readsStdinLinesAndReportsErrorsOnBothStreams() throws {
+        let r = try CLI.run(["decode", "--characteristic", "2a36"], stdin: "00 64 00 FF 07 FF 07\n\n03 02 03\nzz\n")
+        #expect(r.status == 1)
+        let lines = r.stdoutLines
+        #expect(lines.count == 3)
+        let ok = try CLI.json(lines[0])
+        #expect(ok["type"] as? String == "cuff_pressure")
+        #expect(ok["cuff_pressure"] as? Double == 100)
+        let bad = try CLI.json(lines[1])
+        let err = try #require(bad["error"] as? [String: Any])
+        #expect(err["code"] as? String == "truncated")
+        #expect(err["offset"] as? Int == 3)
+        #expect(err["field"] as? String == "Diastolic")
+        #expect(bad["raw"] as? String == "030203")
+        let notHex = try CLI.json(lines[2])
+        #expect((notHex["error"] as? [String: Any])?["code"] as? String == "invalid_hex")
+        #expect(r.stderr.split(separator: "\n").count == 2)
+    }
+
+    @Test func specialValuesAreStringsNeverNumbers() throws {
+        let r = try CLI.run(["decode", "14 FF 07 00 08 FE 07 02 08 00 00"])
+        #expect(r.status == 0)
+        let line = try #require(r.stdoutLines.first)
+        #expect(line.contains("\"systolic\":\"NaN\""))
+        #expect(line.contains("\"diastolic\":\"NRes\""))
+        #expect(line.contains("\"mean_arterial_pressure\":\"+INF\""))
+        #expect(line.contains("\"pulse_rate\":\"-INF\""))
+        #expect(!line.contains("2047"))
+    }
+
+    @Test func quirkOptionAndUnknownQuirk() throws {
+        let r = try CLI.run(["decode", "--quirk", "beurer-bm85", "14 80 00 55 00 65 00 00 48 02 00 04"])
+        #expect(r.status == 0)
+        let j = try CLI.json(try #require(r.stdoutLines.first))
+        #expect(j["pulse_rate"] as? Double == 72)
+        #expect(j["user_id"] as? Int == 2)
+        let bad = try CLI.run(["decode", "--quirk", "nope", "00"])
+        #expect(bad.status != 0 && bad.status != 1)
+        #expect(bad.stderr.contains("beurer-bm85"))
+    }
+
+    @Test func everyCharacteristicDecodes() throws {
+        let cases: [(String, String, String)] = [
+            ("2a49", "FF 01", "feature"), ("2b34", "7E 78 00 50 00 64 00 80 51 01 00 48 00 05 03 00 00 A3 02 00", "measurement"),
+            ("2b35", "00 78 00", "cuff_pressure"), ("2b36", "03 01 00 34 2B 00 78 00 50 00 5D 00", "record"),
+            ("2a52", "06 00 01 01", "record_access_control_point"), ("2a08", "E3 07 0C 19 0A 1E 2D", "date_time"),
+            ("2a2b", "E8 07 06 17 0E 23 0A 07 80 01", "current_time"),
+        ]
+        for (c, hex, type) in cases {
+            let r = try CLI.run(["decode", "--characteristic", c, hex])
+            #expect(r.status == 0, "\(c): \(r.stderr)")
+            let j = try CLI.json(try #require(r.stdoutLines.first))
+            #expect(j["type"] as? String == type, "\(c)")
+        }
+        let dt = try CLI.json(try CLI.run(["decode", "--characteristic", "2a08", "E3 07 0C 19 0A 1E 2D"]).stdoutLines[0])
+        #expect(dt["timestamp"] as? String == "2019-12-25T10:30:45")
+    }
+
+    @Test func prettyIndents() throws {
+        let r = try CLI.run(["decode", "--pretty", "00 78 00 50 00 5D 00"])
+        #expect(r.stdout.contains("\n  \"systolic\": 120.0"))
+    }
+}
