@@ -70,7 +70,9 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "CuffBenchmarks", dependencies: ["CuffCore", "BloodPressure", "Capture", "GATT"]),
+        // Counts heap allocations for the benchmarks (interposes malloc; benchmark binary only).
+        .target(name: "CMallocCounter"),
+        .executableTarget(name: "CuffBenchmarks", dependencies: ["CuffCore", "BloodPressure", "Capture", "GATT", "CMallocCounter"]),
 
         .testTarget(name: "CuffCoreTests", dependencies: ["CuffCore"]),
         .testTarget(name: "BloodPressureTests", dependencies: ["BloodPressure", "CuffCore"]),
