@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+
+/// When an event happened: a monotonic instant for timeouts, and wall-clock time for records.
+///
+/// Live sessions take both from the system; replay takes both from the capture's timestamps.
+public struct EventTime: Sendable, Hashable {
+    public var monotonic: Timestamp
+    /// Microseconds since 1970-01-01T00:00:00Z.
+    public var wallMicros: Int64
+
+    public init(monotonic: Timestamp, wallMicros: Int64) {
+        self.monotonic = monotonic
+        self.wallMicros = wallMicros
+    }
+
+    /// `2026-11-22T07:31:54.123Z`.
+    public var iso8601: String { EventTime.iso8601(wallMicros: wallMicros) }
+
+    public static func iso8601(wallMicros: Int64) -> String {
+        let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
+        let ms = (wallMicros - secs * 1_000_000) / 1000
+        let s = String(ms)
+        return DateTime(unixSeconds: secs).description + "." + String(repeating: "0", count: 3 - s.count) + s + "Z"
+    }
+}
+
+/// What the session knows about the cuff.
+public struct DeviceInfo: Sendable, Hashable {
+    /// Where it is: `AA:BB:CC:DD:EE:FF`, `unix:/tmp/cuff.sock`, `simulated`.
+    public var address: String
+    public var name: String?
+    public var manufacturer: String?
+    public var model: String?
+    public var serial: String?
+    public var firmware: String?
+    /// Blood Pressure Feature, once read.
+    public var features: BloodPressureFeature?
+
+    public init(
+        address: String, name: String? = nil, manufacturer: String? = nil, model: String? = nil, serial: String? = nil,
+        firmware: String? = nil, features: BloodPressureFeature? = nil
+    ) {
+        self.address = address
+        self.name = name
+        self.manufacturer = manufacturer
+        self.model = model
+        self.serial = serial
+        self.firmware = firmware
+        self.features = features
+    }
+
+    public var json: JSON {
+        .object([
+            ("address", .string(address)),
+            ("name", JSON.from(name, JSON.string)),
+            ("manufacturer", JSON.from(manufacturer, JSON.string)),
+            ("model", JSON.from(model, JSON.string)),
+            ("serial", JSON.from(serial, JSON.string)),
+            ("firmware", JSON.from(firmware, JSON.string)),
+        ])
+    }
+
+    /// A stable identity for deduplication: serial when known, else the address.
+    public var identity: String { serial.map { "serial:" + $0 } ?? "address:" + address }
+}
+
+/// One blood-pressure result: the decoded value, where it came from, when it arrived.
+public struct MeasurementRecord: Sendable, Hashable {
+    /// 0x2A35, 0x2B34, or 0x2B36 (a stored record carrying 0x2B34).
+    public var characteristic: BPSCharacteristic
+    /// The attribute value as received (for 0x2B36: the reassembled record body's recorded value).
+    public var raw: [UInt8]
+    public var unit: PressureUnit
+    public var systolic: SFloat
+    public var diastolic: SFloat
+    public var meanArterialPressure: SFloat
+    public var pulseRate: SFloat?
+    /// ISO 8601; device-local without offset for Date Time, UTC (`Z`) for BPS 1.1 time stamps.
+    public var timestamp: String?
+    public var userID: UInt8?
+    public var status: MeasurementStatus?
+    public var warnings: [DecodeWarning]
+    public var device: DeviceInfo
+    public var receivedAt: EventTime
+    /// Sent from the cuff's memory (a burst after subscription, or a RACP report), not measured now.
+    public var stored: Bool
+    /// BPS 1.1 record sequence number, when known.
+    public var sequenceNumber: UInt16?
+    /// The codec's JSON object for the value (`cuff decode`'s keys).
+    public var decoded: JSON
+
+    public init(
+        characteristic: BPSCharacteristic, raw: [UInt8], unit: PressureUnit, systolic: SFloat, diastolic: SFloat,
+        meanArterialPressure: SFloat, pulseRate: SFloat?, timestamp: String?, userID: UInt8?, status: MeasurementStatus?,
+        warnings: [DecodeWarning], device: DeviceInfo, receivedAt: EventTime, stored: Bool, sequenceNumber: UInt16?, decoded: JSON
+    ) {
+        self.characteristic = characteristic
+        self.raw = raw
+        self.unit = unit
+        self.systolic = systolic
+        self.diastolic = diastolic
+        self.meanArterialPressure = meanArterialPressure
+        self.pulseRate = pulseRate
+        self.timestamp = timestamp
+        self.userID = userID
+        self.status = status
+        self.warnings = warnings
+        self.device = device
+        self.receivedAt = receivedAt
+        self.stored = stored
+        self.sequenceNumber = sequenceNumber
+        self.decoded = decoded
+    }
+
+    public static func == (a: MeasurementRecord, b: MeasurementRecord) -> Bool {
+        a.characteristic == b.characteristic && a.raw == b.raw && a.device == b.device && a.receivedAt == b.receivedAt
+            && a.stored == b.stored && a.sequenceNumber == b.sequenceNumber
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(raw)
+        h.combine(receivedAt)
+    }
+
+    /// True when systolic and diastolic are numbers (not an error frame).
+    public var hasValues: Bool { systolic.doubleValue != nil && diastolic.doubleValue != nil }
+
+    /// Deduplication key: sequence number when known, else device + user + timestamp + values.
+    public var dedupKey: String {
+        if let sequenceNumber { return "\(device.identity)|user:\(userID.map(String.init) ?? "-")|seq:\(sequenceNumber)" }
+        return "\(device.identity)|user:\(userID.map(String.init) ?? "-")|ts:\(timestamp ?? "-")|\(Hex.encode([systolic.rawValue, diastolic.rawValue, meanArterialPressure.rawValue, pulseRate?.rawValue ?? 0].flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }))"
+    }
+
+    /// The NDJSON `measurement` object: the codec's keys, then `device`, `received_at`, `stored`, `sequence_number`.
+    public var json: JSON {
+        guard case var .object(pairs) = decoded else { return decoded }
+        pairs.append(("device", device.json))
+        pairs.append(("received_at", .string(receivedAt.iso8601)))
+        pairs.append(("stored", .bool(stored)))
+        pairs.append(("sequence_number", JSON.from(sequenceNumber) { .int(Int64($0)) }))
+        return .object(pairs)
+    }
+
+    /// Builds a record from a 0x2A35 value.
+    public static func from(
+        bpm value: BloodPressureMeasurement, warnings: [DecodeWarning], raw: [UInt8], device: DeviceInfo, at: EventTime,
+        stored: Bool
+    ) -> MeasurementRecord {
+        MeasurementRecord(
+            characteristic: .bloodPressureMeasurement, raw: raw, unit: value.unit, systolic: value.systolic,
+            diastolic: value.diastolic, meanArterialPressure: value.meanArterialPressure, pulseRate: value.pulseRate,
+            timestamp: value.timestamp?.iso8601, userID: value.userID, status: value.status, warnings: warnings, device: device,
+            receivedAt: at, stored: stored, sequenceNumber: nil,
+            decoded: value.json(as: .bloodPressureMeasurement, warnings: warnings, raw: .string(Hex.encode(raw))))
+    }
+
+    /// Builds a record from a 0x2B34 value (directly, or recorded in a 0x2B36 record).
+    public static func from(
+        enhanced value: EnhancedBloodPressureMeasurement, warnings: [DecodeWarning], raw: [UInt8], device: DeviceInfo,
+        at: EventTime, stored: Bool, sequenceNumber: UInt16?
+    ) -> MeasurementRecord? {
+        guard case let .measurement(s, d, m) = value.kind else { return nil }
+        return MeasurementRecord(
+            characteristic: sequenceNumber == nil ? .enhancedBloodPressureMeasurement : .bloodPressureRecord, raw: raw,
+            unit: value.unit, systolic: s, diastolic: d, meanArterialPressure: m, pulseRate: value.pulseRate,
+            timestamp: value.timestampISO8601 ?? value.userFacingTimeISO8601, userID: value.userID, status: value.status,
+            warnings: warnings, device: device, receivedAt: at, stored: stored, sequenceNumber: sequenceNumber,
+            decoded: value.json(warnings: warnings, raw: .string(Hex.encode(raw))))
+    }
+}
+
+/// Phase of a measurement as the cuff pressure shows it.
+public enum MeasurementPhase: String, Sendable, Hashable {
+    case inflating
+    case deflating
+}
+
+/// A cuff-pressure update (from 0x2A36 / 0x2B35).
+public struct ProgressRecord: Sendable, Hashable {
+    public var phase: MeasurementPhase
+    public var cuffPressure: SFloat
+    public var unit: PressureUnit
+    /// Seconds since the measurement started (first cuff-pressure value).
+    public var elapsed: Double
+    public var at: EventTime
+
+    public init(phase: MeasurementPhase, cuffPressure: SFloat, unit: PressureUnit, elapsed: Double, at: EventTime) {
+        self.phase = phase
+        self.cuffPressure = cuffPressure
+        self.unit = unit
+        self.elapsed = elapsed
+        self.at = at
+    }
+
+    public var json: JSON {
+        .object([
+            ("type", .string("progress")),
+            ("phase", .string(phase.rawValue)),
+            ("cuff_pressure", cuffPressure.json),
+            ("unit", .string(unit.rawValue)),
+            ("elapsed", .double((elapsed * 1000).rounded() / 1000)),
+            ("received_at", .string(at.iso8601)),
+        ])
+    }
+}
+
+/// How a session ended.
+public enum SessionOutcome: String, Sendable, Hashable, CaseIterable {
+    /// At least one result arrived and the session ended normally.
+    case completed
+    /// The user stopped it (Ctrl-C, `--stop-after`, a stop command).
+    case stopped
+    /// It ended normally but no result arrived.
+    case noResult = "no_result"
+    case disconnected
+    case timedOut = "timed_out"
+    case securityRefused = "security_refused"
+    case serviceMissing = "service_missing"
+    case protocolError = "protocol_error"
+    case connectionFailed = "connection_failed"
+
+    /// Exit status of `cuff measure` for this outcome.
+    public var exitCode: Int32 {
+        switch self {
+        case .completed: 0
+        case .noResult: 2
+        case .stopped: 3
+        case .disconnected: 4
+        case .timedOut: 5
+        case .securityRefused: 6
+        case .serviceMissing: 7
+        case .protocolError: 8
+        case .connectionFailed: 9
+        }
+    }
+}
+
+/// The `session` record, at start and at end.
+public struct SessionRecord: Sendable, Hashable {
+    public enum Event: String, Sendable { case start, end }
+    public var event: Event
+    public var device: DeviceInfo
+    public var at: EventTime
+    public var outcome: SessionOutcome?
+    public var measurements: Int
+    public var message: String?
+
+    public init(event: Event, device: DeviceInfo, at: EventTime, outcome: SessionOutcome? = nil, measurements: Int = 0, message: String? = nil) {
+        self.event = event
+        self.device = device
+        self.at = at
+        self.outcome = outcome
+        self.measurements = measurements
+        self.message = message
+    }
+
+    public var json: JSON {
+        var pairs: [(String, JSON)] = [
+            ("type", .string("session")),
+            ("event", .string(event.rawValue)),
+            ("device", device.json),
+            ("name", JSON.from(device.name, JSON.string)),
+            ("manufacturer", JSON.from(device.manufacturer, JSON.string)),
+            ("model", JSON.from(device.model, JSON.string)),
+            ("serial", JSON.from(device.serial, JSON.string)),
+            ("address", .string(device.address)),
+            ("features", JSON.from(device.features) { .array($0.featureNames.map(JSON.string)) }),
+            ("at", .string(at.iso8601)),
+        ]
+        if event == .end {
+            pairs.append(("outcome", JSON.from(outcome) { .string($0.rawValue) }))
+            pairs.append(("measurements", .int(Int64(measurements))))
+            pairs.append(("message", JSON.from(message, JSON.string)))
+        }
+        return .object(pairs)
+    }
+}
+
+/// Everything a session hands to its sinks.
+public enum SessionOutput: Sendable, Hashable {
+    case session(SessionRecord)
+    case progress(ProgressRecord)
+    case measurement(MeasurementRecord)
+
+    public var json: JSON {
+        switch self {
+        case let .session(s): s.json
+        case let .progress(p): p.json
+        case let .measurement(m):
+            { () -> JSON in
+                guard case var .object(pairs) = m.json else { return m.json }
+                // `type` stays "measurement" for every result, whichever characteristic carried it.
+                if let i = pairs.firstIndex(where: { $0.0 == "type" }) { pairs[i].1 = .string("measurement") }
+                return .object(pairs)
+            }()
+        }
+    }
+}
