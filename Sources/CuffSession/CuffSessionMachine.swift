@@ -1,0 +1,565 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+
+/// Options for one measurement session.
+public struct CuffSessionConfiguration: Sendable {
+    /// Where the cuff is (address, socket path, `simulated`); goes into every record.
+    public var address: String
+    /// Name seen while scanning, if any.
+    public var advertisedName: String?
+    /// Security to ask for right after connecting (`--security`); `.low` asks for nothing.
+    public var security: SecurityLevel = .low
+    /// Send the start command when the cuff has one (`--start`).
+    public var sendStart = false
+    /// Keep the session open for further measurements (`--follow`).
+    public var follow = false
+    /// Give up when no result arrived this long after connecting (`--timeout`); nil waits forever.
+    public var timeout: Duration? = .seconds(300)
+    /// After the first result, wait this long for the stored records that may follow.
+    public var settle: Duration = .seconds(2)
+    /// A quirk profile chosen by the user; nil picks one from the device's name and model.
+    public var quirk: QuirkProfile?
+    /// Write Current Time when the cuff lets us (time sync).
+    public var setTime = true
+    /// Seconds east of UTC of the host's local time, for the Current Time write.
+    public var localUTCOffsetSeconds: Int64 = 0
+    /// Ask a BPS 1.1 cuff for its stored records through RACP.
+    public var requestStoredRecords = true
+    /// Deduplication keys of records already kept (from a store).
+    public var knownRecordKeys: Set<String> = []
+    /// Highest BPS 1.1 record sequence number already kept, to ask only for newer ones.
+    public var lastSequenceNumber: UInt16?
+    /// A cuff that sends nothing this long after subscription is considered done sending stored records.
+    public var storedBurstWindow: Duration = .milliseconds(1500)
+
+    public init(address: String) { self.address = address }
+}
+
+/// The session a user sees: connect, secure, discover, configure, wait for the cuff, follow the
+/// measurement, hand out results, end — as a value that takes events and returns actions.
+///
+/// The driver executes actions in order. In particular `.emit` comes before `.confirmIndication`:
+/// a result is handed to every sink (and made durable there) before the cuff hears it arrived.
+public struct CuffSessionMachine: Sendable {
+    public enum State: Sendable, Hashable {
+        case idle
+        case connecting
+        case securing
+        case discovering
+        case configuring
+        case receivingStoredRecords
+        case ready
+        case measuring(MeasurementPhase)
+        case result
+        case stopping
+        case done(SessionOutcome)
+
+        public var name: String {
+            switch self {
+            case .idle: "idle"
+            case .connecting: "connecting"
+            case .securing: "securing"
+            case .discovering: "discovering"
+            case .configuring: "configuring"
+            case .receivingStoredRecords: "receiving_stored_records"
+            case .ready: "ready"
+            case let .measuring(p): "measuring (\(p.rawValue))"
+            case .result: "result"
+            case .stopping: "stopping"
+            case let .done(o): o == .stopped ? "stopped" : o == .completed ? "done" : o.rawValue
+            }
+        }
+
+        public var isFinal: Bool {
+            if case .done = self { return true }
+            return false
+        }
+    }
+
+    public enum Event: Sendable, Hashable {
+        case start(EventTime)
+        case connected(EventTime)
+        case connectionFailed(String, EventTime)
+        case securityRaised(SecurityLevel, EventTime)
+        case securityRefused(String, EventTime)
+        case discovered(CuffProfile, EventTime)
+        case readCompleted(CuffCharacteristic, [UInt8], EventTime)
+        case writeCompleted(CuffCharacteristic, EventTime)
+        case subscribed(CuffCharacteristic, EventTime)
+        /// A request failed with an ATT error (code) or a local reason.
+        case requestFailed(CuffCharacteristic, String, EventTime)
+        case notification(CuffCharacteristic, [UInt8], EventTime)
+        case indication(CuffCharacteristic, [UInt8], EventTime)
+        case disconnected(String?, EventTime)
+        /// The GATT layer gave up: malformed PDUs, wrong answers, a hostile peer.
+        case protocolError(String, EventTime)
+        /// The 30 s ATT transaction timeout expired.
+        case transactionTimedOut(EventTime)
+        case stopRequested(EventTime)
+        case tick(EventTime)
+    }
+
+    public enum Action: Sendable, Hashable {
+        case connect
+        case raiseSecurity(SecurityLevel)
+        case discover
+        case read(CuffCharacteristic)
+        case write(CuffCharacteristic, [UInt8])
+        case subscribe(CuffCharacteristic, indicate: Bool)
+        case emit(SessionOutput)
+        case confirmIndication
+        case disconnect
+        case log(String)
+        /// The session is over; the driver closes the link and exits with the outcome.
+        case finished(SessionOutcome)
+    }
+
+    public private(set) var state: State = .idle
+    public private(set) var configuration: CuffSessionConfiguration
+    public private(set) var device: DeviceInfo
+    public private(set) var profile: CuffProfile?
+    public private(set) var measurements = 0
+    /// Live (not stored) results.
+    public private(set) var liveResults = 0
+    /// The earliest time the driver must send a `.tick`.
+    public var nextDeadline: Timestamp? { [overallDeadline, settleDeadline, burstDeadline, stopDeadline].compactMap { $0 }.min() }
+
+    var steps: [Step] = []
+    var pending: Step?
+    var startedAt: EventTime?
+    var overallDeadline: Timestamp?
+    var settleDeadline: Timestamp?
+    var burstDeadline: Timestamp?
+    var stopDeadline: Timestamp?
+    var measurementStart: Timestamp?
+    var lastPressure: Double?
+    var phase: MeasurementPhase = .inflating
+    var cuffPressureSinceResult = false
+    var seenKeys: Set<String>
+    var recordAssembler = RecordAssembler()
+    var quirks: QuirkProfile.Options = []
+    var racpInProgress = false
+    var failure: (SessionOutcome, String)?
+
+    enum Step: Sendable, Hashable {
+        case read(CuffCharacteristic)
+        case write(CuffCharacteristic, [UInt8])
+        case subscribe(CuffCharacteristic, indicate: Bool)
+        case racpReport
+        case startCommand
+    }
+
+    public init(configuration: CuffSessionConfiguration) {
+        self.configuration = configuration
+        self.device = DeviceInfo(address: configuration.address, name: configuration.advertisedName)
+        self.seenKeys = configuration.knownRecordKeys
+        self.quirks = configuration.quirk?.options ?? []
+    }
+
+    public mutating func handle(_ event: Event) -> [Action] {
+        if state.isFinal { return [] }
+        switch event {
+        case let .start(at):
+            guard state == .idle else { return [] }
+            startedAt = at
+            state = .connecting
+            if let t = configuration.timeout { overallDeadline = at.monotonic + t }
+            return [.emit(.session(SessionRecord(event: .start, device: device, at: at))), .connect]
+
+        case let .connected(at):
+            guard state == .connecting else { return [] }
+            if configuration.security > .low {
+                state = .securing
+                return [.log("connected to \(device.address); raising security to \(configuration.security)"), .raiseSecurity(configuration.security)]
+            }
+            state = .discovering
+            _ = at
+            return [.log("connected to \(device.address); discovering services"), .discover]
+
+        case let .connectionFailed(why, at):
+            return finish(.connectionFailed, why, at)
+
+        case .securityRaised(_, _):
+            guard state == .securing else { return [] }
+            state = .discovering
+            return [.log("link secured; discovering services"), .discover]
+
+        case let .securityRefused(why, at):
+            return finish(.securityRefused, why, at)
+
+        case let .discovered(p, at):
+            guard state == .discovering else { return [] }
+            profile = p
+            guard p.hasBloodPressureService, p.has(.bloodPressureMeasurement) || p.has(.enhancedBloodPressureMeasurement) else {
+                return finish(.serviceMissing, "the device has no Blood Pressure Service (0x1810) with a Blood Pressure Measurement characteristic", at)
+            }
+            state = .configuring
+            steps = plan(p)
+            return advance(at)
+
+        case let .readCompleted(c, value, at):
+            guard pending == .read(c) else { return [] }
+            pending = nil
+            var actions = apply(read: c, value: value, at: at)
+            actions += advance(at)
+            return actions
+
+        case let .writeCompleted(c, at):
+            guard let p = pending else { return [] }
+            switch p {
+            case .write(c, _), .startCommand where c == .cuffControl:
+                pending = nil
+                if state == .stopping { return finish(.stopped, "stopped by the user", at) }
+                return advance(at)
+            case .racpReport where c == .recordAccessControlPoint:
+                pending = nil
+                // Records and the RACP response arrive as indications.
+                state = .receivingStoredRecords
+                racpInProgress = true
+                return [.log("asked the cuff for its stored records")]
+            default:
+                return []
+            }
+
+        case let .subscribed(c, at):
+            guard case let .subscribe(pc, _) = pending, pc == c else { return [] }
+            pending = nil
+            return advance(at)
+
+        case let .requestFailed(c, why, at):
+            guard let p = pending else { return [] }
+            pending = nil
+            switch p {
+            case .read:
+                return [.log("reading \(c.rawValue) failed: \(why) — continuing")] + advance(at)
+            case .write(.currentTime, _):
+                return [.log("setting the cuff's clock failed: \(why) — continuing")] + advance(at)
+            case .racpReport:
+                return [.log("stored-record request failed: \(why) — continuing")] + advance(at)
+            case .startCommand, .write:
+                if state == .stopping { return finish(.stopped, "stopped by the user", at) }
+                return [.log("start command failed: \(why) — press the cuff's button")] + advance(at)
+            case .subscribe(.bloodPressureMeasurement, _), .subscribe(.enhancedBloodPressureMeasurement, _):
+                return finish(.protocolError, "subscribing to \(c.rawValue) failed: \(why)", at)
+            case .subscribe:
+                return [.log("subscribing to \(c.rawValue) failed: \(why) — continuing")] + advance(at)
+            }
+
+        case let .notification(c, value, at):
+            return received(c, value, at, indication: false)
+
+        case let .indication(c, value, at):
+            return received(c, value, at, indication: true)
+
+        case let .disconnected(why, at):
+            if state == .stopping { return finish(.stopped, "stopped by the user", at) }
+            if liveResults > 0 || (measurements > 0 && !isMidMeasurement) {
+                return finish(.completed, why ?? "the cuff disconnected", at)
+            }
+            return finish(.disconnected, "the cuff disconnected" + (why.map { ": " + $0 } ?? "") + (isMidMeasurement ? " in the middle of a measurement" : ""), at)
+
+        case let .protocolError(why, at):
+            return finish(.protocolError, why, at)
+
+        case let .transactionTimedOut(at):
+            return finish(.timedOut, "the cuff did not answer an ATT request within 30 s", at)
+
+        case let .stopRequested(at):
+            switch state {
+            case .measuring, .ready, .result, .receivingStoredRecords, .configuring:
+                stopDeadline = at.monotonic + .seconds(2)
+                if profile?.has(.cuffControl) == true, pending == nil, isMidMeasurement || state == .ready {
+                    state = .stopping
+                    pending = .write(.cuffControl, [CuffControl.Command.stop.rawValue])
+                    return [.log("stopping the cuff"), .write(.cuffControl, [CuffControl.Command.stop.rawValue])]
+                }
+                state = .stopping
+                return [.disconnect] + finish(.stopped, "stopped by the user", at)
+            case .stopping:
+                return []
+            default:
+                return finish(.stopped, "stopped by the user", at)
+            }
+
+        case let .tick(at):
+            let now = at.monotonic
+            if let d = stopDeadline, now >= d { return [.disconnect] + finish(.stopped, "stopped by the user (the cuff did not acknowledge)", at) }
+            if let d = settleDeadline, now >= d {
+                settleDeadline = nil
+                if !configuration.follow { return [.disconnect] + finish(.completed, "measurement complete", at) }
+            }
+            if let d = burstDeadline, now >= d {
+                burstDeadline = nil
+                if state == .receivingStoredRecords && !racpInProgress { state = .ready }
+            }
+            if let d = overallDeadline, now >= d {
+                overallDeadline = nil
+                if measurements == 0 {
+                    return [.disconnect] + finish(.timedOut, "no result within \(configuration.timeout.map { "\($0.secondsDouble)" } ?? "?") s", at)
+                }
+                if !configuration.follow { return [.disconnect] + finish(.completed, "time limit reached", at) }
+            }
+            return []
+        }
+    }
+
+    var isMidMeasurement: Bool {
+        if case .measuring = state { return true }
+        return false
+    }
+
+    // MARK: - Configuration plan
+
+    func plan(_ p: CuffProfile) -> [Step] {
+        var s: [Step] = []
+        for c in [CuffCharacteristic.bloodPressureFeature, .deviceName, .manufacturerName, .modelNumber, .serialNumber, .firmwareRevision]
+        where p.properties(c).contains(.read) {
+            s.append(.read(c))
+        }
+        if configuration.setTime, p.properties(.currentTime).contains(.write), let t = startedAt {
+            let local = t.wallMicros / 1_000_000 + configuration.localUTCOffsetSeconds
+            s.append(.write(.currentTime, CurrentTime(localSeconds: local, adjustReason: 1).encode()))
+        }
+        func subscribe(_ c: CuffCharacteristic) {
+            let props = p.properties(c)
+            if props.contains(.indicate) {
+                s.append(.subscribe(c, indicate: true))
+            } else if props.contains(.notify) {
+                s.append(.subscribe(c, indicate: false))
+            }
+        }
+        // One cuff-pressure stream and one result stream: the 1.0 characteristics when present.
+        subscribe(p.has(.intermediateCuffPressure) ? .intermediateCuffPressure : .enhancedIntermediateCuffPressure)
+        subscribe(p.has(.bloodPressureMeasurement) ? .bloodPressureMeasurement : .enhancedBloodPressureMeasurement)
+        if configuration.requestStoredRecords, p.has(.recordAccessControlPoint), p.has(.bloodPressureRecord) {
+            subscribe(.bloodPressureRecord)
+            subscribe(.recordAccessControlPoint)
+            s.append(.racpReport)
+        }
+        if configuration.sendStart, p.properties(.cuffControl).contains(.write) {
+            s.append(.startCommand)
+        }
+        return s
+    }
+
+    mutating func advance(_ at: EventTime) -> [Action] {
+        guard pending == nil, state == .configuring || state == .receivingStoredRecords || state == .ready else { return [] }
+        guard !steps.isEmpty else {
+            if state == .configuring {
+                state = .ready
+                burstDeadline = at.monotonic + configuration.storedBurstWindow
+                let startHint = configuration.sendStart && profile?.has(.cuffControl) == true ? "cuff started" : "press the cuff's start button"
+                return [.log("ready: waiting for the cuff (\(startHint))")]
+            }
+            return []
+        }
+        let step = steps.removeFirst()
+        pending = step
+        switch step {
+        case let .read(c): return [.read(c)]
+        case let .write(c, v): return [.write(c, v)]
+        case let .subscribe(c, indicate):
+            if c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement {
+                burstDeadline = at.monotonic + configuration.storedBurstWindow
+            }
+            return [.subscribe(c, indicate: indicate)]
+        case .racpReport:
+            let req: RecordAccessControlPoint =
+                if let last = configuration.lastSequenceNumber, last < UInt16.max {
+                    .request(opCode: .reportStoredRecords, operator: .greaterThanOrEqualTo, filter: .sequenceNumber(last + 1))
+                } else {
+                    .request(opCode: .reportStoredRecords, operator: .allRecords, filter: nil)
+                }
+            return [.write(.recordAccessControlPoint, req.encode())]
+        case .startCommand:
+            return [.log("sending the start command"), .write(.cuffControl, [CuffControl.Command.start.rawValue])]
+        }
+    }
+
+    mutating func apply(read c: CuffCharacteristic, value: [UInt8], at: EventTime) -> [Action] {
+        func text() -> String {
+            String(decoding: value.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        switch c {
+        case .bloodPressureFeature:
+            do {
+                device.features = try BloodPressureFeature.decode(value[...]).value
+            } catch {
+                return [.log("Blood Pressure Feature unreadable: \(error.message)")]
+            }
+        case .deviceName: if device.name == nil || device.name!.isEmpty { device.name = text() }
+        case .manufacturerName: device.manufacturer = text()
+        case .modelNumber: device.model = text()
+        case .serialNumber: device.serial = text()
+        case .firmwareRevision:
+            device.firmware = text()
+        default: break
+        }
+        if configuration.quirk == nil, let q = QuirkProfile.matching(name: device.name, model: device.model), quirks != q.options {
+            quirks = q.options
+            return [.log("applying quirk profile \(q.name) for \(device.model ?? device.name ?? "this device")")]
+        }
+        return []
+    }
+
+    // MARK: - Received values
+
+    mutating func received(_ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime, indication: Bool) -> [Action] {
+        var actions: [Action] = []
+        defer { if indication { actions.append(.confirmIndication) } }
+        switch c {
+        case .intermediateCuffPressure, .enhancedIntermediateCuffPressure:
+            actions += cuffPressure(c, value, at)
+        case .bloodPressureMeasurement:
+            do {
+                let d = try BloodPressureMeasurement.decode(value[...], quirks: quirks)
+                let stored = isStored
+                let r = MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: stored)
+                actions += result(r, at)
+            } catch {
+                actions += [.log("ignored a malformed Blood Pressure Measurement: \(error.message) (raw \(Hex.encode(value)))")]
+            }
+        case .enhancedBloodPressureMeasurement:
+            do {
+                let d = try EnhancedBloodPressureMeasurement.decode(value[...], cuffPressure: false)
+                if let r = MeasurementRecord.from(enhanced: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: isStored, sequenceNumber: nil) {
+                    actions += result(r, at)
+                }
+            } catch {
+                actions += [.log("ignored a malformed Enhanced Blood Pressure Measurement: \(error.message)")]
+            }
+        case .bloodPressureRecord:
+            actions += record(value, at)
+        case .recordAccessControlPoint:
+            actions += racpResponse(value, at)
+        default:
+            actions += [.log("unexpected value from \(c.rawValue): \(Hex.encode(value))")]
+        }
+        return actions
+    }
+
+    /// A result is live when cuff pressure was seen since the previous result, or when the cuff has
+    /// no cuff-pressure characteristic and the post-subscription burst is over.
+    var isStored: Bool {
+        if cuffPressureSinceResult { return false }
+        let hasICP = profile.map { $0.has(.intermediateCuffPressure) || $0.has(.enhancedIntermediateCuffPressure) } ?? false
+        if !hasICP && burstDeadline == nil && state == .ready { return false }
+        return true
+    }
+
+    mutating func cuffPressure(_ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime) -> [Action] {
+        let pressure: SFloat
+        let unit: PressureUnit
+        do {
+            if c == .intermediateCuffPressure {
+                let d = try BloodPressureMeasurement.decode(value[...], quirks: quirks)
+                pressure = d.value.cuffPressure
+                unit = d.value.unit
+            } else {
+                let d = try EnhancedBloodPressureMeasurement.decode(value[...], cuffPressure: true)
+                guard case let .cuffPressure(p) = d.value.kind else { return [] }
+                pressure = p
+                unit = d.value.unit
+            }
+        } catch {
+            return [.log("ignored a malformed cuff-pressure value: \(error.message)")]
+        }
+        if !cuffPressureSinceResult {
+            measurementStart = at.monotonic
+            lastPressure = nil
+            phase = .inflating
+        }
+        cuffPressureSinceResult = true
+        settleDeadline = nil
+        if let v = pressure.doubleValue {
+            if let last = lastPressure {
+                if v > last + 0.05 { phase = .inflating } else if v < last - 0.05 { phase = .deflating }
+            }
+            lastPressure = v
+        }
+        if state != .stopping { state = .measuring(phase) }
+        let elapsed = (at.monotonic - (measurementStart ?? at.monotonic)).secondsDouble
+        return [.emit(.progress(ProgressRecord(phase: phase, cuffPressure: pressure, unit: unit, elapsed: elapsed, at: at)))]
+    }
+
+    mutating func result(_ r: MeasurementRecord, _ at: EventTime) -> [Action] {
+        let key = r.dedupKey
+        guard seenKeys.insert(key).inserted else {
+            return [.log("skipped a stored record already received (\(r.timestamp ?? "no time stamp"))")]
+        }
+        measurements += 1
+        var actions: [Action] = [.emit(.measurement(r))]
+        if !r.stored {
+            liveResults += 1
+            cuffPressureSinceResult = false
+            if state != .stopping { state = .result }
+            settleDeadline = at.monotonic + configuration.settle
+            if !r.hasValues { actions.append(.log("the cuff reported an error (no values) — measure again")) }
+        } else if state == .ready || state == .configuring {
+            if state == .ready { state = .receivingStoredRecords }
+            burstDeadline = at.monotonic + configuration.storedBurstWindow
+        }
+        if r.stored, liveResults > 0, settleDeadline != nil {
+            settleDeadline = at.monotonic + configuration.settle
+        }
+        return actions
+    }
+
+    mutating func record(_ value: [UInt8], _ at: EventTime) -> [Action] {
+        do {
+            let seg = try RecordSegment.decode(value[...])
+            guard let body = try recordAssembler.feed(seg) else { return [] }
+            let hasCRC = device.features?.contains(.e2eCRC) ?? false
+            let rec = try BloodPressureRecord.decodeBody(body[...], hasCRC: hasCRC).value
+            guard let inner = try rec.enhancedMeasurement() else {
+                return [.log("stored record \(rec.sequenceNumber) holds characteristic 0x\(String(rec.recordedUUID, radix: 16)); skipped")]
+            }
+            guard let r = MeasurementRecord.from(enhanced: inner.value, warnings: inner.warnings, raw: rec.recorded, device: device, at: at, stored: true, sequenceNumber: rec.sequenceNumber) else {
+                return []
+            }
+            return result(r, at)
+        } catch {
+            return [.log("ignored a malformed Blood Pressure Record: \(error.message)")]
+        }
+    }
+
+    mutating func racpResponse(_ value: [UInt8], _ at: EventTime) -> [Action] {
+        guard let d = try? RecordAccessControlPoint.decode(value[...], as: .response) else {
+            return [.log("ignored a malformed RACP response \(Hex.encode(value))")]
+        }
+        var actions: [Action] = []
+        switch d.value {
+        case let .responseCode(_, code):
+            actions.append(.log(code == .success ? "stored records complete" : "stored records: \(code.name)"))
+        case let .numberOfRecords(n, _), let .combinedReportResponse(n, _):
+            actions.append(.log("the cuff holds \(n) stored record(s)"))
+        case .request:
+            break
+        }
+        let wasInProgress = racpInProgress
+        racpInProgress = false
+        guard wasInProgress, state == .receivingStoredRecords else { return actions }
+        // Back to the remaining configuration steps (or ready when none are left).
+        state = .configuring
+        return actions + advance(at)
+    }
+
+    mutating func finish(_ outcome: SessionOutcome, _ message: String, _ at: EventTime) -> [Action] {
+        // Results received before a fault are kept; the exit status says whether any arrived.
+        state = .done(outcome)
+        overallDeadline = nil
+        settleDeadline = nil
+        burstDeadline = nil
+        stopDeadline = nil
+        let end = SessionRecord(event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: message)
+        return [.log(message), .emit(.session(end)), .finished(outcome)]
+    }
+
+    /// Exit status: 0 when any result arrived, else the outcome's own code.
+    public var exitCode: Int32 {
+        guard case let .done(o) = state else { return SessionOutcome.noResult.exitCode }
+        if measurements > 0 { return 0 }
+        return o == .completed ? SessionOutcome.noResult.exitCode : o.exitCode
+    }
+}
