@@ -407,7 +407,6 @@ public struct CuffSessionMachine: Sendable {
 
     mutating func received(_ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime, indication: Bool) -> [Action] {
         var actions: [Action] = []
-        defer { if indication { actions.append(.confirmIndication) } }
         switch c {
         case .intermediateCuffPressure, .enhancedIntermediateCuffPressure:
             actions += cuffPressure(c, value, at)
@@ -436,6 +435,8 @@ public struct CuffSessionMachine: Sendable {
         default:
             actions += [.log("unexpected value from \(c.rawValue): \(Hex.encode(value))")]
         }
+        // Confirm only after the result was emitted (and made durable by the sinks).
+        if indication { actions.append(.confirmIndication) }
         return actions
     }
 
@@ -472,6 +473,7 @@ public struct CuffSessionMachine: Sendable {
         }
         cuffPressureSinceResult = true
         settleDeadline = nil
+        burstDeadline = nil
         if let v = pressure.doubleValue {
             if let last = lastPressure {
                 if v > last + 0.05 { phase = .inflating } else if v < last - 0.05 { phase = .deflating }

@@ -1,0 +1,312 @@
+import Testing
+import BloodPressure
+import CuffCore
+@testable import CuffSession
+
+func t(_ s: Double) -> EventTime { EventTime(monotonic: .seconds(s), wallMicros: 1_790_000_000_000_000 + Int64(s * 1e6)) }
+
+let fullProfile = CuffProfile(hasBloodPressureService: true, characteristics: [
+    .bloodPressureMeasurement: .indicate, .intermediateCuffPressure: .notify, .bloodPressureFeature: .read,
+    .manufacturerName: .read, .modelNumber: .read, .currentTime: [.read, .write], .cuffControl: .write,
+])
+
+let bps11Profile = CuffProfile(hasBloodPressureService: true, characteristics: [
+    .bloodPressureMeasurement: .indicate, .intermediateCuffPressure: .notify, .bloodPressureFeature: .read,
+    .bloodPressureRecord: .indicate, .recordAccessControlPoint: [.write, .indicate],
+])
+
+let bpmHex = "1E 78 00 50 00 5D 00 E8 07 06 17 0E 23 0A 48 00 01 00 00"
+func hx(_ s: String) -> [UInt8] { Hex.decode(s)! }
+func icp(_ mmHg: Int) -> [UInt8] { BloodPressureMeasurement.cuffPressure(SFloat(Double(mmHg))).encode() }
+
+/// Drives a machine and answers its requests the way a well-behaved cuff would.
+struct Harness {
+    var m: CuffSessionMachine
+    var log: [CuffSessionMachine.Action] = []
+    var clock = 0.0
+
+    init(_ config: CuffSessionConfiguration = CuffSessionConfiguration(address: "test")) { m = CuffSessionMachine(configuration: config) }
+
+    mutating func send(_ e: CuffSessionMachine.Event) -> [CuffSessionMachine.Action] {
+        let a = m.handle(e)
+        log += a
+        return a
+    }
+
+    /// Answers reads/writes/subscribes immediately until the machine waits for the cuff.
+    mutating func autoAnswer(_ actions: [CuffSessionMachine.Action], profile: CuffProfile = fullProfile) {
+        var queue = actions
+        while !queue.isEmpty {
+            let a = queue.removeFirst()
+            clock += 0.01
+            switch a {
+            case .connect: queue += send(.connected(t(clock)))
+            case .raiseSecurity(let l): queue += send(.securityRaised(l, t(clock)))
+            case .discover: queue += send(.discovered(profile, t(clock)))
+            case .read(let c):
+                let v: [UInt8] = c == .bloodPressureFeature ? [0x3F, 0] : c == .modelNumber ? Array("HEM-7600T".utf8) : Array("Cuffco".utf8)
+                queue += send(.readCompleted(c, v, t(clock)))
+            case .write(let c, let v):
+                if c == .recordAccessControlPoint { queue += send(.writeCompleted(c, t(clock))); _ = v } else { queue += send(.writeCompleted(c, t(clock))) }
+            case .subscribe(let c, _): queue += send(.subscribed(c, t(clock)))
+            default: break
+            }
+        }
+    }
+
+    mutating func toReady(profile: CuffProfile = fullProfile) {
+        autoAnswer(send(.start(t(0))), profile: profile)
+    }
+
+    var emitted: [SessionOutput] { log.compactMap { if case let .emit(o) = $0 { return o } else { return nil } } }
+    var measurements: [MeasurementRecord] { emitted.compactMap { if case let .measurement(r) = $0 { return r } else { return nil } } }
+    var outcome: SessionOutcome? { if case let .done(o) = m.state { return o } else { return nil } }
+}
+
+@Suite("Cuff session state machine")
+struct SessionMachineTests {
+    @Test func happyPathOrderOfRequests() throws {
+        var h = Harness()
+        var c = CuffSessionConfiguration(address: "test")
+        c.sendStart = true
+        h = Harness(c)
+        h.toReady()
+        #expect(h.m.state == .ready)
+        let requests = h.log.compactMap { a -> String? in
+            switch a {
+            case .connect: "connect"
+            case .discover: "discover"
+            case .read(let c): "read \(c.rawValue)"
+            case .write(let c, _): "write \(c.rawValue)"
+            case .subscribe(let c, let ind): "subscribe \(c.rawValue) \(ind ? "indicate" : "notify")"
+            default: nil
+            }
+        }
+        #expect(requests == [
+            "connect", "discover", "read bloodPressureFeature", "read manufacturerName", "read modelNumber",
+            "write currentTime", "subscribe intermediateCuffPressure notify", "subscribe bloodPressureMeasurement indicate",
+            "write cuffControl",
+        ])
+        #expect(h.m.device.manufacturer == "Cuffco")
+        #expect(h.m.device.features == .allVersion10)
+        // The Current Time written is the event's wall clock (UTC offset 0 here), a valid 10-byte value.
+        let cts = h.log.compactMap { if case let .write(.currentTime, v) = $0 { return v } else { return nil } }.first!
+        #expect(try CurrentTime.decode(cts[...]).value.dateTime.iso8601 == DateTime(unixSeconds: t(0.0).wallMicros / 1_000_000).iso8601)
+    }
+
+    @Test func measurementProgressResultThenSettle() {
+        var h = Harness()
+        h.toReady()
+        for (i, p) in [20, 60, 120, 160, 158, 140, 100].enumerated() {
+            _ = h.send(.notification(.intermediateCuffPressure, icp(p), t(1 + Double(i) * 0.25)))
+        }
+        #expect(h.m.state == .measuring(.deflating))
+        let progress = h.emitted.compactMap { if case let .progress(p) = $0 { return p } else { return nil } }
+        #expect(progress.map(\.phase) == [.inflating, .inflating, .inflating, .inflating, .deflating, .deflating, .deflating])
+        #expect(progress.map { $0.cuffPressure.doubleValue } == [20, 60, 120, 160, 158, 140, 100])
+        #expect(progress.last!.elapsed == 1.5)
+        let a = h.send(.indication(.bloodPressureMeasurement, hx(bpmHex), t(5)))
+        // The result reaches the sinks before the cuff gets its confirmation.
+        let emitIndex = a.firstIndex { if case .emit(.measurement) = $0 { return true } else { return false } }!
+        let confirmIndex = a.firstIndex(of: .confirmIndication)!
+        #expect(emitIndex < confirmIndex)
+        #expect(h.m.state == .result)
+        #expect(h.measurements.count == 1)
+        #expect(h.measurements[0].stored == false)
+        #expect(h.measurements[0].systolic.doubleValue == 120)
+        #expect(h.m.nextDeadline == Timestamp.seconds(7))
+        _ = h.send(.tick(t(6.9)))
+        #expect(h.m.state == .result)
+        _ = h.send(.tick(t(7)))
+        #expect(h.outcome == .completed)
+        #expect(h.m.exitCode == 0)
+        guard case let .session(end) = h.emitted.last else { Issue.record("no session end"); return }
+        #expect(end.event == .end && end.outcome == .completed && end.measurements == 1)
+    }
+
+    @Test func storedBurstBeforeMeasurementIsMarkedStoredAndDeduplicated() {
+        var c = CuffSessionConfiguration(address: "test")
+        let older = "1E 78 00 50 00 5D 00 E8 07 06 16 08 00 00 48 00 01 00 00"
+        let seenKey = MeasurementRecord.from(
+            bpm: try! BloodPressureMeasurement.decode(hx(older)[...]).value, warnings: [], raw: hx(older),
+            device: DeviceInfo(address: "test"), at: t(0), stored: true
+        ).dedupKey
+        c.knownRecordKeys = [seenKey]
+        var h = Harness(c)
+        h.toReady()
+        _ = h.send(.indication(.bloodPressureMeasurement, hx(older), t(1)))  // known → skipped, still confirmed
+        _ = h.send(.indication(.bloodPressureMeasurement, hx(bpmHex), t(1.1)))
+        _ = h.send(.indication(.bloodPressureMeasurement, hx(bpmHex), t(1.2)))  // repeated in the burst → skipped
+        #expect(h.log.filter { $0 == .confirmIndication }.count == 3)
+        #expect(h.measurements.count == 1)
+        #expect(h.measurements[0].stored)
+        #expect(h.m.state == .receivingStoredRecords)
+        _ = h.send(.tick(t(2.7)))
+        #expect(h.m.state == .ready)
+    }
+
+    @Test func bps11AsksRACPForRecordsAfterLastKnownSequence() throws {
+        var c = CuffSessionConfiguration(address: "test")
+        c.lastSequenceNumber = 4
+        var h = Harness(c)
+        h.toReady(profile: bps11Profile)
+        let racp = h.log.compactMap { if case let .write(.recordAccessControlPoint, v) = $0 { return v } else { return nil } }
+        #expect(racp == [hx("01 03 01 05 00")])
+        #expect(h.m.state == .receivingStoredRecords)
+        let inner = EnhancedBloodPressureMeasurement(
+            kind: .measurement(systolic: SFloat(118), diastolic: SFloat(76), meanArterialPressure: SFloat(90)), timestamp: 800_000_000, userID: 1)
+        let rec = BloodPressureRecord(sequenceNumber: 5, recorded: inner.encode())
+        _ = h.send(.indication(.bloodPressureRecord, [3] + rec.encodeBody(), t(1)))
+        _ = h.send(.indication(.recordAccessControlPoint, hx("06 00 01 01"), t(1.1)))
+        #expect(h.m.state == .ready)
+        #expect(h.measurements.count == 1)
+        #expect(h.measurements[0].sequenceNumber == 5)
+        #expect(h.measurements[0].characteristic == .bloodPressureRecord)
+        #expect(h.measurements[0].systolic.doubleValue == 118)
+    }
+
+    @Test func serviceMissing() {
+        var h = Harness()
+        h.toReady(profile: CuffProfile(hasBloodPressureService: false, characteristics: [:]))
+        #expect(h.outcome == .serviceMissing)
+        #expect(h.m.exitCode == SessionOutcome.serviceMissing.exitCode)
+    }
+
+    @Test func securityIsRaisedBeforeDiscoveryWhenAsked() {
+        var c = CuffSessionConfiguration(address: "test")
+        c.security = .medium
+        var h = Harness(c)
+        _ = h.send(.start(t(0)))
+        #expect(h.send(.connected(t(0.1))).contains(.raiseSecurity(.medium)))
+        #expect(h.m.state == .securing)
+        _ = h.send(.securityRefused("pairing rejected", t(0.2)))
+        #expect(h.outcome == .securityRefused)
+    }
+
+    @Test func errorFrameIsAResultWithoutValues() {
+        var h = Harness()
+        h.toReady()
+        _ = h.send(.notification(.intermediateCuffPressure, icp(30), t(1)))
+        _ = h.send(.indication(.bloodPressureMeasurement, hx("14 FF 07 FF 07 FF 07 FF 07 00 00"), t(2)))
+        #expect(h.measurements.count == 1)
+        #expect(!h.measurements[0].hasValues)
+        #expect(h.log.contains(.log("the cuff reported an error (no values) — measure again")))
+    }
+
+    @Test func timeoutWithoutResult() {
+        var c = CuffSessionConfiguration(address: "test")
+        c.timeout = .seconds(10)
+        var h = Harness(c)
+        h.toReady()
+        _ = h.send(.tick(t(9.99)))
+        #expect(h.outcome == nil)
+        _ = h.send(.tick(t(10)))
+        #expect(h.outcome == .timedOut)
+        #expect(h.m.exitCode == SessionOutcome.timedOut.exitCode)
+    }
+
+    @Test func followKeepsGoingUntilDisconnect() {
+        var c = CuffSessionConfiguration(address: "test")
+        c.follow = true
+        var h = Harness(c)
+        h.toReady()
+        _ = h.send(.notification(.intermediateCuffPressure, icp(30), t(1)))
+        _ = h.send(.indication(.bloodPressureMeasurement, hx(bpmHex), t(2)))
+        _ = h.send(.tick(t(30)))
+        #expect(h.outcome == nil)
+        _ = h.send(.disconnected(nil, t(31)))
+        #expect(h.outcome == .completed)
+    }
+
+    @Test func malformedValuesAreLoggedNotFatal() {
+        var h = Harness()
+        h.toReady()
+        _ = h.send(.indication(.bloodPressureMeasurement, [0x03, 0x01], t(1)))
+        #expect(h.outcome == nil)
+        #expect(h.log.last == .confirmIndication)
+        #expect(h.measurements.isEmpty)
+    }
+
+    // MARK: Table: stop and disconnect from every state
+
+    /// Drives a fresh machine into `state`.
+    static func machine(in state: String) -> Harness {
+        var c = CuffSessionConfiguration(address: "test")
+        c.security = state == "securing" ? .medium : .low
+        var h = Harness(c)
+        switch state {
+        case "idle": break
+        case "connecting": _ = h.send(.start(t(0)))
+        case "securing": _ = h.send(.start(t(0))); _ = h.send(.connected(t(0.1)))
+        case "discovering": _ = h.send(.start(t(0))); _ = h.send(.connected(t(0.1)))
+        case "configuring": _ = h.send(.start(t(0))); _ = h.send(.connected(t(0.1))); _ = h.send(.discovered(fullProfile, t(0.2)))
+        case "receiving_stored_records":
+            h.toReady(); _ = h.send(.indication(.bloodPressureMeasurement, hx(bpmHex), t(1)))
+        case "ready": h.toReady()
+        case "measuring":
+            h.toReady(); _ = h.send(.notification(.intermediateCuffPressure, icp(40), t(1)))
+        case "result":
+            h.toReady(); _ = h.send(.notification(.intermediateCuffPressure, icp(40), t(1)))
+            _ = h.send(.indication(.bloodPressureMeasurement, hx(bpmHex), t(2)))
+        case "stopping":
+            h.toReady(); _ = h.send(.notification(.intermediateCuffPressure, icp(40), t(1))); _ = h.send(.stopRequested(t(1.5)))
+        default: Issue.record("unknown state \(state)")
+        }
+        #expect(h.m.state.name.hasPrefix(state), "reached \(h.m.state.name), wanted \(state)")
+        return h
+    }
+
+    static let states = ["idle", "connecting", "securing", "discovering", "configuring", "receiving_stored_records", "ready", "measuring", "result", "stopping"]
+
+    @Test(arguments: states)
+    func stopFromEveryState(state: String) {
+        var h = Self.machine(in: state)
+        let a = h.send(.stopRequested(t(3)))
+        if state == "measuring" || state == "ready" {
+            // A cuff with a control point is told to stop (deflate) first.
+            #expect(a.contains(.write(.cuffControl, [0x02])))
+            #expect(h.m.state == .stopping)
+            _ = h.send(.writeCompleted(.cuffControl, t(3.1)))
+        } else if state == "stopping" {
+            #expect(a.isEmpty)
+            _ = h.send(.tick(t(3.6)))  // the cuff never acknowledged: give up after 2 s
+        }
+        #expect(h.outcome == .stopped, "from \(state): \(h.m.state)")
+        if state == "result" || state == "receiving_stored_records" {
+            #expect(h.m.exitCode == 0)  // results received before the stop are kept
+        } else {
+            #expect(h.m.exitCode == SessionOutcome.stopped.exitCode)
+        }
+    }
+
+    @Test(arguments: states)
+    func disconnectFromEveryState(state: String) {
+        var h = Self.machine(in: state)
+        _ = h.send(.disconnected("link lost", t(3)))
+        let expected: SessionOutcome =
+            switch state {
+            case "idle": .disconnected
+            case "stopping": .stopped
+            case "result", "receiving_stored_records": .completed
+            default: .disconnected
+            }
+        #expect(h.outcome == expected, "from \(state)")
+        #expect(h.emitted.last.map { if case .session = $0 { true } else { false } } == true)
+    }
+
+    @Test(arguments: states)
+    func protocolErrorFromEveryState(state: String) {
+        var h = Self.machine(in: state)
+        _ = h.send(.protocolError("peer sent garbage", t(3)))
+        #expect(h.outcome == .protocolError)
+        _ = h.send(.tick(t(100)))  // nothing happens after the end
+        #expect(h.outcome == .protocolError)
+    }
+
+    @Test(arguments: states)
+    func transactionTimeoutFromEveryState(state: String) {
+        var h = Self.machine(in: state)
+        _ = h.send(.transactionTimedOut(t(40)))
+        #expect(h.outcome == .timedOut)
+    }
+}
