@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+
+/// How the simulated cuff is set up.
+public struct SimulatorConfiguration: Sendable {
+    public var scenario: Scenario = .normal
+    public var persona: Persona = .bps10
+    public var seed: UInt64 = 1
+    /// Start measuring as soon as a client subscribed to the result.
+    public var autostart = false
+    public var name = "cuff-sim"
+    public var manufacturer = "cuff project"
+    public var model = "CUFF-SIM 1"
+    public var serial = "SIM-000001"
+    public var firmware = "0.1.0"
+    /// The cuff's clock at start-up, as local wall-clock seconds since 1970 (no zone, like the cuff).
+    public var clockStart: Int64 = 1_767_254_400  // 2026-01-01T08:00:00
+    /// Cuff-pressure notifications per second.
+    public var icpRate: Double = 5
+    /// How long the cuff stays connected after its result was confirmed.
+    public var linger: Duration = .seconds(3)
+
+    public init(scenario: Scenario = .normal, persona: Persona = .bps10, seed: UInt64 = 1, autostart: Bool = false) {
+        self.scenario = scenario
+        self.persona = persona
+        self.seed = seed
+        self.autostart = autostart
+        if scenario == .beurerBM85 {
+            name = "BM85"
+            manufacturer = "Beurer GmbH"
+            model = "BM85"
+        }
+    }
+
+    /// Blood Pressure Feature this cuff reports.
+    public var features: BloodPressureFeature {
+        persona == .bps11 ? [.allVersion10, .userFacingTime] : .allVersion10
+    }
+
+    var quirks: QuirkProfile.Options { scenario == .beurerBM85 ? QuirkProfile.beurerBM85.options : [] }
+    var unit: PressureUnit { scenario == .kpa ? .kPa : .mmHg }
+}
+
+/// The simulated cuff: a value that takes GATT-level events (subscriptions, writes,
+/// confirmations, button presses, time) and returns what the cuff sends.
+///
+/// A measurement inflates at about 15 mmHg/s to 30–40 mmHg above systolic, deflates at about
+/// 3 mmHg/s with the oscillometric wiggle (largest around the mean arterial pressure, at the
+/// pulse rate), notifies the cuff pressure `icpRate` times a second, then indicates the result.
+public struct CuffSimulatorMachine: Sendable {
+    public enum Event: Sendable, Hashable {
+        case connected(Timestamp)
+        case subscriptionChanged(CuffCharacteristic, notify: Bool, indicate: Bool, Timestamp)
+        case written(CuffCharacteristic, [UInt8], Timestamp)
+        case indicationConfirmed(Timestamp)
+        /// A confirmation never came (30 s): the link must be dropped.
+        case indicationTimedOut(Timestamp)
+        /// The cuff's start button (SIGUSR1).
+        case buttonPressed(Timestamp)
+        case tick(Timestamp)
+        case disconnected(Timestamp)
+    }
+
+    public enum Action: Sendable, Hashable {
+        case notify(CuffCharacteristic, [UInt8])
+        case indicate(CuffCharacteristic, [UInt8])
+        /// Answer to a write: nil accepts it, a code rejects it with that ATT error.
+        case writeResult(CuffCharacteristic, error: UInt8?)
+        /// A readable value changed (Current Time after a write, the clock ticking).
+        case setValue(CuffCharacteristic, [UInt8])
+        case disconnect(String)
+        case log(String)
+    }
+
+    enum Phase: Sendable, Hashable {
+        case idle
+        case inflating(since: Timestamp, top: Double)
+        case deflating(since: Timestamp, top: Double)
+        case dumping(since: Timestamp, from: Double)
+    }
+
+    public let configuration: SimulatorConfiguration
+    var random: SeededRandom
+    var phase: Phase = .idle
+    var nextSample: Timestamp?
+    var lingerUntil: Timestamp?
+    var subscribed: [CuffCharacteristic: (notify: Bool, indicate: Bool)] = [:]
+    var outstandingIndications = 0
+    var resultPending = false
+    var connected = false
+    var sentBurst = false
+    var reading: Reading
+    var lastPressure = 0.0
+    var clockBase: Int64
+    var clockSetAt: Timestamp = .zero
+    var records: [StoredRecord] = []
+    var nextSequence: UInt16 = 0
+    var racpBusy = false
+    var measurementsDone = 0
+    var indicationSentAt: [Timestamp] = []
+
+    struct StoredRecord: Sendable, Hashable {
+        var sequence: UInt16
+        var reading: Reading
+        var localSeconds: Int64
+    }
+
+    public init(configuration: SimulatorConfiguration) {
+        self.configuration = configuration
+        random = SeededRandom(seed: configuration.seed)
+        clockBase = configuration.clockStart
+        reading = Reading(systolic: 120, diastolic: 80, pulse: 72, status: MeasurementStatus())
+        reading = makeReading()
+        if configuration.scenario == .storedRecords || configuration.scenario == .slowConfirm || configuration.scenario == .multiUser {
+            let count = configuration.scenario == .slowConfirm ? 5 : configuration.scenario == .multiUser ? 1 : 3
+            for i in 0..<count {
+                var r = makeReading()
+                r.userID = 1
+                let when = configuration.clockStart - Int64(count - i) * 86_400 + Int64(i) * 613
+                records.append(StoredRecord(sequence: nextSequence, reading: r, localSeconds: when))
+                nextSequence &+= 1
+            }
+        }
+    }
+
+    /// The values of readable characteristics at start-up.
+    public var initialValues: [CuffCharacteristic: [UInt8]] {
+        [
+            .bloodPressureFeature: configuration.features.encode(),
+            .deviceName: Array(configuration.name.utf8),
+            .manufacturerName: Array(configuration.manufacturer.utf8),
+            .modelNumber: Array(configuration.model.utf8),
+            .serialNumber: Array(configuration.serial.utf8),
+            .firmwareRevision: Array(configuration.firmware.utf8),
+            .currentTime: CurrentTime(localSeconds: configuration.clockStart, adjustReason: 0).encode(),
+        ]
+    }
+
+    /// The earliest time the driver must send `.tick`.
+    public var nextDeadline: Timestamp? { [nextSample, lingerUntil].compactMap { $0 }.min() }
+
+    public var isMeasuring: Bool { phase != .idle }
+
+    mutating func makeReading() -> Reading {
+        func jitter(_ v: Double, _ d: Double) -> Double { (v + Double.random(in: -d...d, using: &random)).rounded() }
+        var r: Reading
+        switch configuration.scenario {
+        case .hypertensive:
+            r = Reading(systolic: jitter(165, 4), diastolic: jitter(102, 3), pulse: jitter(104, 3), status: MeasurementStatus(pulseRateRange: .aboveUpperLimit))
+        case .hypotensive:
+            r = Reading(systolic: jitter(88, 3), diastolic: jitter(56, 2), pulse: jitter(46, 2), status: MeasurementStatus(pulseRateRange: .belowLowerLimit))
+        case .irregularPulse:
+            r = Reading(systolic: jitter(132, 4), diastolic: jitter(86, 3), pulse: jitter(94, 6), status: MeasurementStatus(irregularPulse: true))
+        case .bodyMovement:
+            r = Reading(systolic: jitter(126, 4), diastolic: jitter(82, 3), pulse: jitter(78, 3), status: MeasurementStatus(bodyMovement: true))
+        case .cuffLoose:
+            r = Reading(systolic: jitter(118, 4), diastolic: jitter(79, 3), pulse: jitter(70, 3), status: MeasurementStatus(cuffTooLoose: true))
+        case .improperPosition:
+            r = Reading(systolic: jitter(124, 4), diastolic: jitter(81, 3), pulse: jitter(73, 3), status: MeasurementStatus(improperPosition: true))
+        case .rfuBits:
+            r = Reading(systolic: jitter(121, 4), diastolic: jitter(79, 3), pulse: jitter(71, 3), status: MeasurementStatus(rfuBits: 0x8040))
+        default:
+            r = Reading(systolic: jitter(120, 5), diastolic: jitter(80, 4), pulse: jitter(72, 4), status: MeasurementStatus())
+        }
+        if configuration.scenario == .multiUser { r.userID = 2 }
+        return r
+    }
+
+    // MARK: - Events
+
+    public mutating func handle(_ event: Event) -> [Action] {
+        switch event {
+        case let .connected(now):
+            connected = true
+            subscribed = [:]
+            outstandingIndications = 0
+            sentBurst = false
+            racpBusy = false
+            lingerUntil = nil
+            _ = now
+            return [.setValue(.currentTime, currentTime(now))]
+
+        case let .subscriptionChanged(c, notify, indicate, now):
+            subscribed[c] = (notify, indicate)
+            var actions: [Action] = [.log("client \(indicate ? "subscribed to indications of" : notify ? "subscribed to notifications of" : "unsubscribed from") \(c.rawValue)")]
+            let isResult = c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement
+            if isResult && indicate {
+                if configuration.persona == .bps10 && !sentBurst && !records.isEmpty {
+                    sentBurst = true
+                    actions.append(.log("sending \(records.count) stored reading(s), oldest first"))
+                    for r in records { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
+                }
+                if configuration.autostart && phase == .idle && measurementsDone == 0 {
+                    actions += startMeasurement(now, why: "autostart: a client subscribed")
+                }
+            }
+            return actions
+
+        case let .written(c, value, now):
+            return written(c, value, now)
+
+        case let .indicationConfirmed(now):
+            outstandingIndications = max(0, outstandingIndications - 1)
+            var actions: [Action] = []
+            if !indicationSentAt.isEmpty {
+                let sent = indicationSentAt.removeFirst()
+                let waited = (now - sent).secondsDouble
+                if waited > 1 { actions.append(.log(String(format1(waited)) + " s until the client confirmed an indication")) }
+            }
+            if outstandingIndications == 0 && resultPending {
+                resultPending = false
+                lingerUntil = now + configuration.linger
+            }
+            return actions
+
+        case .indicationTimedOut:
+            return [.log("no confirmation within 30 s: dropping the link (ATT transaction timeout)"), .disconnect("indication not confirmed")]
+
+        case let .buttonPressed(now):
+            if phase == .idle { return startMeasurement(now, why: "start button pressed") }
+            return stopMeasurement(now, why: "button pressed during the measurement")
+
+        case let .tick(now):
+            var actions: [Action] = []
+            if let l = lingerUntil, now >= l {
+                lingerUntil = nil
+                actions += [.log("measurement done; the cuff switches off"), .disconnect("cuff switched off after the measurement")]
+                return actions
+            }
+            if let n = nextSample, now >= n {
+                actions += sample(now)
+            }
+            return actions
+
+        case .disconnected:
+            connected = false
+            subscribed = [:]
+            if phase != .idle {
+                phase = .idle
+                nextSample = nil
+                return [.log("client disconnected during the measurement; the cuff deflates")]
+            }
+            nextSample = nil
+            lingerUntil = nil
+            return []
+        }
+    }
+
+    // MARK: - Writes
+
+    mutating func written(_ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp) -> [Action] {
+        switch c {
+        case .cuffControl:
+            guard value.count == 1, let cmd = CuffControl.Command(rawValue: value[0]) else {
+                return [.writeResult(c, error: 0x80), .log("rejected control command \(Hex.encode(value))")]
+            }
+            switch cmd {
+            case .start:
+                if phase != .idle { return [.writeResult(c, error: 0xFE)] }
+                return [.writeResult(c, error: nil)] + startMeasurement(now, why: "start command")
+            case .stop:
+                return [.writeResult(c, error: nil)] + stopMeasurement(now, why: "stop command")
+            }
+        case .currentTime:
+            guard let ct = try? CurrentTime.decode(value[...]).value, let secs = ct.dateTime.unixSeconds, ct.dateTime.isValid else {
+                return [.writeResult(c, error: 0xFF), .log("rejected Current Time \(Hex.encode(value))")]
+            }
+            clockBase = secs
+            clockSetAt = now
+            return [.writeResult(c, error: nil), .setValue(.currentTime, currentTime(now)), .log("clock set to \(ct.dateTime.description)")]
+        case .recordAccessControlPoint:
+            return racp(value, now)
+        default:
+            return [.writeResult(c, error: 0x03)]
+        }
+    }
+
+    mutating func racp(_ value: [UInt8], _ now: Timestamp) -> [Action] {
+        guard subscribed[.recordAccessControlPoint]?.indicate == true else {
+            return [.writeResult(.recordAccessControlPoint, error: 0xFD)]  // CCCD improperly configured
+        }
+        if racpBusy { return [.writeResult(.recordAccessControlPoint, error: 0xFE)] }
+        var actions: [Action] = [.writeResult(.recordAccessControlPoint, error: nil)]
+        func respond(_ op: RecordAccessControlPoint.OpCode, _ code: RecordAccessControlPoint.ResponseCode) {
+            actions.append(contentsOf: indicate(.recordAccessControlPoint, RecordAccessControlPoint.responseCode(requestOpCode: op, response: code).encode(), now))
+        }
+        guard let req = try? RecordAccessControlPoint.decode(value[...], as: .request).value,
+            case let .request(op, opr, filter) = req
+        else {
+            let op = RecordAccessControlPoint.OpCode(rawValue: value.first ?? 0)
+            respond(op, value.count < 2 ? .invalidOperator : .opCodeNotSupported)
+            return actions
+        }
+        func select() -> [StoredRecord]? {
+            switch opr {
+            case .allRecords: return records
+            case .firstRecord: return records.first.map { [$0] } ?? []
+            case .lastRecord: return records.last.map { [$0] } ?? []
+            case .lessThanOrEqualTo, .greaterThanOrEqualTo, .withinRangeOf:
+                switch filter {
+                case let .sequenceNumber(n)?: return records.filter { opr == .lessThanOrEqualTo ? $0.sequence <= n : $0.sequence >= n }
+                case let .sequenceNumberRange(a, b)?: return records.filter { (a...max(a, b)).contains($0.sequence) }
+                default: return nil
+                }
+            default: return nil
+            }
+        }
+        switch op {
+        case .reportStoredRecords:
+            guard let sel = select() else { respond(op, filter == nil ? .invalidOperator : .operandNotSupported); return actions }
+            if sel.isEmpty { respond(op, .noRecordsFound); return actions }
+            actions.append(.log("RACP: reporting \(sel.count) stored record(s)"))
+            for r in sel {
+                let rec = BloodPressureRecord(sequenceNumber: r.sequence, recordedUUID: 0x2B34, recorded: enhanced(r.reading, localSeconds: r.localSeconds).encode())
+                actions += indicate(.bloodPressureRecord, [0x03] + rec.encodeBody(withCRC: configuration.features.contains(.e2eCRC)), now)
+            }
+            respond(op, .success)
+        case .deleteStoredRecords:
+            guard let sel = select() else { respond(op, .invalidOperator); return actions }
+            let gone = Set(sel.map(\.sequence))
+            records.removeAll { gone.contains($0.sequence) }
+            respond(op, sel.isEmpty ? .noRecordsFound : .success)
+        case .abortOperation:
+            respond(op, .success)
+        case .reportNumberOfStoredRecords:
+            guard let sel = select() else { respond(op, .invalidOperator); return actions }
+            actions += indicate(.recordAccessControlPoint, RecordAccessControlPoint.numberOfRecords(UInt32(sel.count), width: 2).encode(), now)
+        default:
+            respond(op, .opCodeNotSupported)
+        }
+        return actions
+    }
+
+    // MARK: - Measurement
+
+    mutating func startMeasurement(_ now: Timestamp, why: String) -> [Action] {
+        guard phase == .idle else { return [] }
+        reading = makeReading()
+        lingerUntil = nil
+        let top = reading.systolic + 30 + Double.random(in: 0...10, using: &random).rounded()
+        phase = .inflating(since: now, top: top)
+        lastPressure = 0
+        nextSample = now
+        return [.log("measurement started (\(why)); target \(Int(reading.systolic))/\(Int(reading.diastolic)) pulse \(Int(reading.pulse))")]
+    }
+
+    mutating func stopMeasurement(_ now: Timestamp, why: String) -> [Action] {
+        switch phase {
+        case .idle: return [.log("stop: nothing to stop")]
+        case .dumping: return []
+        default:
+            phase = .dumping(since: now, from: lastPressure)
+            nextSample = now
+            return [.log("measurement stopped (\(why)); deflating at once, no result")]
+        }
+    }
+
+    var sampleInterval: Duration { .nanoseconds(Int64(1e9 / configuration.icpRate)) }
+
+    mutating func sample(_ now: Timestamp) -> [Action] {
+        nextSample = now + sampleInterval
+        switch phase {
+        case .idle:
+            nextSample = nil
+            return []
+        case let .inflating(since, top):
+            let t = (now - since).secondsDouble
+            var p = min(top, 15 * t) + Double.random(in: -0.4...0.4, using: &random)
+            p = max(0, p)
+            if 15 * t >= top {
+                phase = .deflating(since: now, top: top)
+            }
+            return cuffPressure(p, now)
+        case let .deflating(since, top):
+            let t = (now - since).secondsDouble
+            let base = top - 3 * t
+            let r = reading
+            if configuration.scenario == .disconnect && base <= (top + r.diastolic) / 2 {
+                phase = .idle
+                nextSample = nil
+                return [.log("scenario disconnect: dropping the link mid-measurement"), .disconnect("simulated link loss")]
+            }
+            if base <= r.diastolic - 10 {
+                phase = .idle
+                nextSample = nil
+                measurementsDone += 1
+                let local = cuffClock(now)
+                var actions: [Action] = cuffPressure(max(0, base), now)
+                if configuration.scenario != .error {
+                    records.append(StoredRecord(sequence: nextSequence, reading: r, localSeconds: local))
+                    nextSequence &+= 1
+                }
+                actions += indicateResult(r, localSeconds: local, sequence: nil, now: now, live: true)
+                return actions
+            }
+            // Oscillations: largest near MAP, at the pulse rate; irregular pulse varies the beat.
+            var rate = r.pulse / 60
+            if configuration.scenario == .irregularPulse { rate *= 1 + 0.25 * PureMath.sin(t * 0.7) }
+            let spread = max(8, (r.systolic - r.diastolic) * 0.45)
+            let u = (base - r.map) / spread
+            let amplitude = 0.4 + 2.6 / (1 + u * u + u * u * u * u / 2)
+            var p = base + amplitude * PureMath.sin(2 * Double.pi * rate * t) + Double.random(in: -0.2...0.2, using: &random)
+            if configuration.scenario == .bodyMovement, (9.0..<10.0).contains(t) { p += 9 }
+            return cuffPressure(max(0, p), now)
+        case let .dumping(since, from):
+            let t = (now - since).secondsDouble
+            let p = max(0, from - 60 * t)
+            if p <= 0 {
+                phase = .idle
+                nextSample = nil
+            }
+            return cuffPressure(p, now)
+        }
+    }
+
+    mutating func cuffPressure(_ mmHg: Double, _ now: Timestamp) -> [Action] {
+        lastPressure = mmHg
+        let unit = configuration.unit
+        let v = SFloat(unit == .kPa ? (mmHg / PressureUnit.mmHgPerKPa * 10).rounded() / 10 : mmHg.rounded())
+        var actions: [Action] = []
+        if subscribed[.intermediateCuffPressure]?.notify == true {
+            var m = BloodPressureMeasurement.cuffPressure(v, unit: unit)
+            if configuration.scenario == .rfuBits { m.rfuFlags = 0x80 }
+            actions.append(.notify(.intermediateCuffPressure, m.encode(quirks: configuration.quirks)))
+        }
+        if subscribed[.enhancedIntermediateCuffPressure]?.notify == true {
+            actions.append(.notify(.enhancedIntermediateCuffPressure, EnhancedBloodPressureMeasurement(unit: unit, kind: .cuffPressure(v)).encode()))
+        }
+        return actions
+    }
+
+    // MARK: - Results
+
+    func measurement(_ r: Reading, localSeconds: Int64) -> BloodPressureMeasurement {
+        let unit = configuration.unit
+        func p(_ mmHg: Double) -> SFloat {
+            if configuration.scenario == .error { return .nan }
+            return SFloat(unit == .kPa ? (mmHg / PressureUnit.mmHgPerKPa * 10).rounded() / 10 : mmHg)
+        }
+        if configuration.scenario == .error {
+            // What real cuffs send on "Err": every value NaN, status 0.
+            return BloodPressureMeasurement(
+                unit: unit, systolic: .nan, diastolic: .nan, meanArterialPressure: .nan, pulseRate: .nan, status: MeasurementStatus())
+        }
+        return BloodPressureMeasurement(
+            unit: unit, systolic: p(r.systolic), diastolic: p(r.diastolic), meanArterialPressure: p(r.map),
+            timestamp: DateTime(unixSeconds: localSeconds), pulseRate: SFloat(r.pulse), userID: r.userID, status: r.status,
+            rfuFlags: configuration.scenario == .rfuBits ? 0x60 : 0)
+    }
+
+    func enhanced(_ r: Reading, localSeconds: Int64) -> EnhancedBloodPressureMeasurement {
+        let m = measurement(r, localSeconds: localSeconds)
+        let since2000 = UInt32(clamping: localSeconds - Epoch.year2000.unixOffset)
+        return EnhancedBloodPressureMeasurement(
+            unit: m.unit, kind: .measurement(systolic: m.systolic, diastolic: m.diastolic, meanArterialPressure: m.meanArterialPressure),
+            timestamp: m.timestamp == nil ? nil : since2000, pulseRate: m.pulseRate, userID: m.userID, status: m.status,
+            userFacingTime: m.timestamp == nil || !configuration.features.contains(.userFacingTime) ? nil : since2000, epoch: .year2000)
+    }
+
+    mutating func indicateResult(_ r: Reading, localSeconds: Int64, sequence: UInt16?, now: Timestamp, live: Bool = false) -> [Action] {
+        var actions: [Action] = []
+        if subscribed[.bloodPressureMeasurement]?.indicate == true {
+            actions += indicate(.bloodPressureMeasurement, measurement(r, localSeconds: localSeconds).encode(quirks: configuration.quirks), now)
+        } else if subscribed[.enhancedBloodPressureMeasurement]?.indicate == true {
+            actions += indicate(.enhancedBloodPressureMeasurement, enhanced(r, localSeconds: localSeconds).encode(), now)
+        } else if live {
+            actions.append(.log("result ready but nobody subscribed to it; kept as a stored record"))
+        }
+        if live && !actions.isEmpty {
+            resultPending = true
+            let m = measurement(r, localSeconds: localSeconds)
+            actions.append(.log("result: \(m.systolic)/\(m.diastolic) \(m.unit.rawValue), pulse \(m.pulseRate.map { "\($0)" } ?? "-")"))
+        }
+        return actions
+    }
+
+    mutating func indicate(_ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp) -> [Action] {
+        outstandingIndications += 1
+        indicationSentAt.append(now)
+        return [.indicate(c, value)]
+    }
+
+    func cuffClock(_ now: Timestamp) -> Int64 {
+        clockBase + Int64((now - clockSetAt).secondsDouble.rounded(.down))
+    }
+
+    func currentTime(_ now: Timestamp) -> [UInt8] { CurrentTime(localSeconds: cuffClock(now), adjustReason: 0).encode() }
+}
+
+func format1(_ x: Double) -> String { String((x * 10).rounded() / 10) }
