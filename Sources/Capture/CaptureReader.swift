@@ -52,6 +52,9 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
     /// File offset of the next unread byte.
     public var offset: Int64 { input.offset }
 
+    /// The byte source (for inspection; reading from it directly desynchronises the reader).
+    public var source: Source { input.source }
+
     /// The next record, or nil at the end of the capture.
     public mutating func next() throws(CaptureError) -> HCIRecord? {
         do {
