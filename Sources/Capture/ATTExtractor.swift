@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import CuffCore
+
+/// Turns a stream of ``HCIRecord``s into connections and reassembled ATT PDUs: HCI → ACL → L2CAP → ATT.
+///
+/// A pure state machine: feed records in file order with ``consume(_:into:)``, collect
+/// ``CaptureEvent``s. Connections are tracked per (adapter, handle) from LE Connection Complete
+/// (LE Meta 0x3E sub 0x01), LE Enhanced Connection Complete (sub 0x0A, v2 0x29) and Disconnection
+/// Complete (0x05). ACL fragments are reassembled per connection and direction (packet boundary
+/// 0b00/0b10/0b11 start, 0b01 continuation); frames on CID 0x0004 become ``CaptureEvent/att(_:)``.
+/// ATT on a handle with no connection event seen still comes through with
+/// ``ATTPacket/connectionKnown`` false.
+///
+/// ### Bad fragments
+/// A continuation without a start, a start while a frame is incomplete (`acl_out_of_order`), an ACL
+/// length or L2CAP length that disagrees with the bytes (`l2cap_length_mismatch`) and a cut-short
+/// HCI header (`malformed_packet`) produce a ``CaptureEvent/warning(_:)``, drop the affected frame and
+/// let the stream go on — a capture that lost one packet still yields every later session. With
+/// `strict: true` the same conditions throw instead.
+///
+/// Reassembly buffers are bounded: a frame never grows past 4 + 65535 bytes, because the L2CAP
+/// length is checked as soon as its header is complete.
+///
+/// Sniffer records (``HCIPacketKind/linkLayer``, LINKTYPE 256) are handled per access address:
+/// CONNECT_IND on the advertising channel announces the link, unencrypted data-channel PDUs
+/// (LLID 2 start, 1 continuation) are reassembled, LL_TERMINATE_IND ends it. Encrypted links
+/// (after LL_ENC_REQ, unless the pseudo-header says decrypted) and CRC failures are skipped;
+/// an exact retransmission (same SN, same bytes) is dropped.
+public struct ATTExtractor: Sendable {
+    public static let attCID: UInt16 = 0x0004
+    public let strict: Bool
+
+    private var links: [LinkKey: Link] = [:]
+    private var sniffed: [UInt32: SniffedLink] = [:]
+    private var nextSniffedHandle: UInt16 = 0
+
+    struct LinkKey: Hashable, Sendable {
+        var adapter: UInt16
+        var handle: UInt16
+    }
+
+    struct Reassembly: Sendable {
+        var buffer: [UInt8] = []
+        var active = false
+        var timestamp = Timestamp.zero
+        var fileOffset: Int64 = 0
+    }
+
+    struct Link: Sendable {
+        var known = false
+        var tx = Reassembly()
+        var rx = Reassembly()
+    }
+
+    struct SniffedLink: Sendable {
+        var handle: UInt16
+        var known: Bool
+        var encrypted = false
+        var toPeripheral = Reassembly()
+        var toCentral = Reassembly()
+        var other = Reassembly()
+        var lastPDU: [Int: [UInt8]] = [:]
+    }
+
+    public init(strict: Bool = false) { self.strict = strict }
+
+    /// Feeds one record; returns the events it completes.
+    public mutating func consume(_ record: HCIRecord) throws(CaptureError) -> [CaptureEvent] {
+        var events: [CaptureEvent] = []
+        try consume(record, into: &events)
+        return events
+    }
+
+    /// Feeds one record, appending the events it completes to `events`.
+    public mutating func consume(_ record: HCIRecord, into events: inout [CaptureEvent]) throws(CaptureError) {
+        switch record.kind {
+        case .event: try handleEvent(record, &events)
+        case .aclData: try handleACL(record, &events)
+        case .linkLayer: try handleLinkLayer(record, &events)
+        case .monitorDeleteIndex:
+            links = links.filter { $0.key.adapter != record.adapterIndex }
+        default: break
+        }
+    }
+
+    // MARK: - Warnings
+
+    private func warn(_ code: CaptureError.Code, _ message: String, _ record: HCIRecord,
+                      _ events: inout [CaptureEvent]) throws(CaptureError) {
+        let error = CaptureError(code, message, offset: record.fileOffset, isRecoverable: true)
+        if strict { throw error }
+        events.append(.warning(error))
+    }
+
+    // MARK: - HCI events
+
+    private mutating func handleEvent(_ record: HCIRecord, _ events: inout [CaptureEvent]) throws(CaptureError) {
+        var r = ByteReader(record.payload)
+        guard let code = r.readUInt8(), let plen = r.readUInt8(), let params = r.readBytes(Int(plen)) else {
+            return try warn(.malformedPacket, "expected an HCI event header and its parameters, found \(record.payload.count) bytes", record, &events)
+        }
+        var p = ByteReader(params)
+        switch code {
+        case 0x05:  // Disconnection Complete: status, handle, reason
+            guard let status = p.readUInt8(), let handle = p.readUInt16(), let reason = p.readUInt8() else {
+                return try warn(.malformedPacket, "expected a 4-byte Disconnection Complete, found \(plen) bytes", record, &events)
+            }
+            guard status == 0 else { return }
+            let key = LinkKey(adapter: record.adapterIndex, handle: handle & 0x0FFF)
+            links[key] = nil
+            events.append(.disconnected(Disconnection(adapter: key.adapter, connectionHandle: key.handle, reason: reason,
+                                                      timestamp: record.timestamp, fileOffset: record.fileOffset)))
+        case 0x3E:
+            guard let sub = p.readUInt8() else { return }
+            guard sub == 0x01 || sub == 0x0A || sub == 0x29 else { return }
+            // Common prefix of LE (Enhanced) Connection Complete: status, handle, role, peer type, peer address.
+            guard let status = p.readUInt8(), let handle = p.readUInt16(), let role = p.readUInt8(),
+                  let peerType = p.readUInt8(), let peer = p.readAddress() else {
+                return try warn(.malformedPacket, "expected an LE Connection Complete with handle, role and peer address, found \(plen) bytes", record, &events)
+            }
+            guard status == 0 else { return }
+            let key = LinkKey(adapter: record.adapterIndex, handle: handle & 0x0FFF)
+            links[key] = Link(known: true)
+            events.append(.connected(ConnectionInfo(adapter: key.adapter, connectionHandle: key.handle,
+                                                    role: role == 0 ? .central : .peripheral, peerAddress: peer,
+                                                    peerAddressType: AddressType(rawValue: peerType),
+                                                    timestamp: record.timestamp, fileOffset: record.fileOffset)))
+        default:
+            break
+        }
+    }
+
+    // MARK: - ACL
+
+    private mutating func handleACL(_ record: HCIRecord, _ events: inout [CaptureEvent]) throws(CaptureError) {
+        var r = ByteReader(record.payload)
+        guard let handleAndFlags = r.readUInt16(), let length = r.readUInt16() else {
+            return try warn(.malformedPacket, "expected a 4-byte ACL header, found \(record.payload.count) bytes", record, &events)
+        }
+        let key = LinkKey(adapter: record.adapterIndex, handle: handleAndFlags & 0x0FFF)
+        let boundary = (handleAndFlags >> 12) & 0x3
+        let data = r.readRemaining()
+        var link = links[key] ?? Link()
+        links[key] = nil  // keep the buffers uniquely referenced while appending
+        defer { links[key] = link }
+        let known = link.known
+        if record.direction == .sent {
+            try reassemble(&link.tx, boundary: boundary, declared: Int(length), data: data, record: record, events: &events) { pdu, first in
+                .att(ATTPacket(adapter: key.adapter, connectionHandle: key.handle, direction: .fromLocal, pdu: pdu,
+                               timestamp: first.timestamp, fileOffset: first.fileOffset, connectionKnown: known))
+            }
+        } else {
+            try reassemble(&link.rx, boundary: boundary, declared: Int(length), data: data, record: record, events: &events) { pdu, first in
+                .att(ATTPacket(adapter: key.adapter, connectionHandle: key.handle, direction: .toLocal, pdu: pdu,
+                               timestamp: first.timestamp, fileOffset: first.fileOffset, connectionKnown: known))
+            }
+        }
+    }
+
+    /// One fragment into one direction's buffer; emits the ATT event when a CID-4 frame completes.
+    ///
+    /// `boundary`: 0b01 continuation, anything else a start. `declared` is the fragment's own length
+    /// field (ACL data length, LL PDU length), checked against `data`.
+    private func reassemble(_ re: inout Reassembly, boundary: UInt16, declared: Int, data: ArraySlice<UInt8>,
+                            record: HCIRecord, events: inout [CaptureEvent],
+                            make: (_ pdu: [UInt8], _ first: Reassembly) -> CaptureEvent) throws(CaptureError) {
+        guard declared == data.count else {
+            let wasActive = re.active
+            re = Reassembly()
+            return try warn(.l2capLengthMismatch, "expected \(declared) data bytes as the fragment header says, found \(data.count)"
+                + (wasActive ? "; the pending frame is dropped" : ""), record, &events)
+        }
+        if boundary == 0b01 {
+            guard re.active else {
+                return try warn(.aclOutOfOrder, "expected a start fragment, found a continuation of \(data.count) bytes with no frame pending", record, &events)
+            }
+            re.buffer.append(contentsOf: data)
+        } else {
+            if re.active {
+                let pending = re.buffer.count
+                re = Reassembly()
+                try warn(.aclOutOfOrder, "expected a continuation, found a new start while \(pending) bytes of a frame were pending; the pending frame is dropped", record, &events)
+            }
+            re.active = true
+            re.buffer.removeAll(keepingCapacity: true)
+            re.buffer.append(contentsOf: data)
+            re.timestamp = record.timestamp
+            re.fileOffset = record.fileOffset
+        }
+        guard re.buffer.count >= 4 else { return }
+        var h = ByteReader(re.buffer[0..<4])
+        let l2capLength = Int(h.readUInt16()!)
+        let cid = h.readUInt16()!
+        let total = 4 + l2capLength
+        if re.buffer.count < total { return }
+        if re.buffer.count > total {
+            let have = re.buffer.count
+            re = Reassembly()
+            return try warn(.l2capLengthMismatch, "expected an L2CAP frame of \(total) bytes (length field \(l2capLength)), the fragments carry \(have)", record, &events)
+        }
+        let first = re
+        re.active = false
+        if cid == ATTExtractor.attCID {
+            events.append(make(Array(first.buffer[4...]), first))
+        }
+        re.buffer.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: - Sniffed link layer (LINKTYPE 256)
+
+    private mutating func handleLinkLayer(_ record: HCIRecord, _ events: inout [CaptureEvent]) throws(CaptureError) {
+        guard let packet = LinkLayer.Packet(record.payload) else {
+            return try warn(.malformedPacket, "expected a pseudo-header, access address and a PDU as long as its header says, found \(record.payload.count) bytes", record, &events)
+        }
+        if packet.crcChecked && !packet.crcValid { return }
+        if packet.accessAddress == LinkLayer.advertisingAccessAddress {
+            guard packet.header0 & 0x0F == 0x05, let c = LinkLayer.ConnectIndication(packet) else { return }
+            let handle = nextSniffedHandle
+            nextSniffedHandle &+= 1
+            sniffed[c.accessAddress] = SniffedLink(handle: handle, known: true)
+            events.append(.connected(ConnectionInfo(adapter: record.adapterIndex, connectionHandle: handle, role: .central,
+                                                    peerAddress: c.advertiser, peerAddressType: c.advertiserType,
+                                                    accessAddress: c.accessAddress, timestamp: record.timestamp,
+                                                    fileOffset: record.fileOffset)))
+            return
+        }
+        let aa = packet.accessAddress
+        var link: SniffedLink
+        if let l = sniffed[aa] {
+            link = l
+        } else {
+            link = SniffedLink(handle: nextSniffedHandle, known: false)
+            nextSniffedHandle &+= 1
+        }
+        sniffed[aa] = nil
+        defer { sniffed[aa] = link }
+        let llid = packet.header0 & 0x03
+        let sn = Int(packet.header0 >> 3 & 1)
+        let directionKey = packet.direction == .centralToPeripheral ? 0 : packet.direction == .peripheralToCentral ? 1 : 2
+        // An exact retransmission (same SN, same bytes, same direction) was already taken.
+        let signature = [UInt8(sn)] + packet.pdu
+        if llid != 0b01 || !packet.pdu.isEmpty {
+            if link.lastPDU[directionKey] == signature { return }
+            link.lastPDU[directionKey] = signature
+        }
+        if link.encrypted && !packet.decrypted { return }
+        switch llid {
+        case 0b11:  // LL control
+            guard let opcode = packet.pdu.first else { return }
+            if opcode == 0x03 { link.encrypted = true }  // LL_ENC_REQ
+            if opcode == 0x02, packet.pdu.count >= 2 {  // LL_TERMINATE_IND
+                events.append(.disconnected(Disconnection(adapter: record.adapterIndex, connectionHandle: link.handle,
+                                                          reason: packet.pdu[1], timestamp: record.timestamp,
+                                                          fileOffset: record.fileOffset)))
+                link = SniffedLink(handle: link.handle, known: link.known)
+            }
+        case 0b01 where packet.pdu.isEmpty:
+            return  // empty PDU: keep-alive, not a continuation
+        case 0b01, 0b10:
+            let handle = link.handle, known = link.known
+            let make: (_ pdu: [UInt8], _ first: Reassembly) -> CaptureEvent = { pdu, first in
+                .att(ATTPacket(adapter: record.adapterIndex, connectionHandle: handle, direction: packet.direction, pdu: pdu,
+                               timestamp: first.timestamp, fileOffset: first.fileOffset, connectionKnown: known, accessAddress: aa))
+            }
+            let boundary: UInt16 = llid == 0b01 ? 0b01 : 0b10
+            switch directionKey {
+            case 0: try reassemble(&link.toPeripheral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, events: &events, make: make)
+            case 1: try reassemble(&link.toCentral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, events: &events, make: make)
+            default: try reassemble(&link.other, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, events: &events, make: make)
+            }
+        default:
+            return
+        }
+    }
+}

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import CuffCore
+
+/// btsnoop datalink types (BlueZ `src/shared/btsnoop.h`).
+public enum BTSnoopDatalink: UInt32, Sendable, CaseIterable {
+    /// Un-encapsulated HCI (H1): flags bit 0 is the direction, bit 1 command/event vs data.
+    case hci = 1001
+    /// HCI UART (H4): the first payload byte is the H4 packet type.
+    case uart = 1002
+    /// Linux monitor (`btmon -w`): flags = index << 16 | opcode.
+    case monitor = 2001
+}
+
+/// The btsnoop v1 file format: constants and pure record codecs.
+///
+/// File header: `"btsnoop\0"`, BE32 version (1), BE32 datalink. Each record: BE32 original length,
+/// BE32 included length, BE32 flags, BE32 cumulative drops, BE64 timestamp in µs since
+/// 0000-01-01, then the included bytes.
+///
+/// The epoch: BlueZ writes `(unix_seconds − 946684800) · 10⁶ + µs + 0x00E03AB44A676000`, i.e.
+/// 0x00E03AB44A676000 is year 0 → **2000**-01-01, so year 0 → 1970-01-01 is 0x00DCDDB30F2F8000
+/// (62 168 256 000 000 000 µs, Wireshark's `KUnixTimeBase`). Checked on the shared btmon sample:
+/// its first record decodes to the capture day, and `tshark -T fields -e frame.time_epoch` agrees
+/// to the microsecond. Subtracting 0x00E03AB44A676000 alone lands 30 years early.
+public enum BTSnoop {
+    public static let magic: [UInt8] = Array("btsnoop".utf8) + [0]
+    public static let fileHeaderLength = 16
+    public static let recordHeaderLength = 24
+    /// µs from 0000-01-01 to 1970-01-01 in btsnoop's calendar.
+    public static let unixEpochMicroseconds: Int64 = 0x00DC_DDB3_0F2F_8000
+
+    struct RecordHeader {
+        var originalLength: UInt32
+        var includedLength: UInt32
+        var flags: UInt32
+        var drops: UInt32
+        var timestamp: UInt64
+    }
+
+    /// Parses the 16-byte file header. `bytes` must hold all 16.
+    static func parseFileHeader(_ bytes: ArraySlice<UInt8>) throws(CaptureError) -> BTSnoopDatalink {
+        var r = ByteReader(bytes)
+        let magic = r.readBytes(8)!
+        guard magic.elementsEqual(BTSnoop.magic) else {
+            throw CaptureError(.badMagic, "expected btsnoop magic 62 74 73 6e 6f 6f 70 00, found \(Hex.encode(magic))", offset: 0)
+        }
+        let version = r.readUInt32BigEndian()!
+        guard version == 1 else {
+            throw CaptureError(.unsupportedVersion, "expected btsnoop version 1, found \(version)", offset: 8)
+        }
+        let type = r.readUInt32BigEndian()!
+        guard let datalink = BTSnoopDatalink(rawValue: type) else {
+            throw CaptureError(.unknownDatalink, "expected btsnoop datalink 1001, 1002 or 2001, found \(type)", offset: 12)
+        }
+        return datalink
+    }
+
+    static func parseRecordHeader(_ bytes: ArraySlice<UInt8>) -> RecordHeader {
+        var r = ByteReader(bytes)
+        return RecordHeader(originalLength: r.readUInt32BigEndian()!, includedLength: r.readUInt32BigEndian()!,
+                            flags: r.readUInt32BigEndian()!, drops: r.readUInt32BigEndian()!,
+                            timestamp: r.readUInt64BigEndian()!)
+    }
+
+    /// btsnoop µs-since-year-0 → ``Timestamp`` (ns since the Unix epoch), saturating.
+    public static func timestamp(fromBTSnoop ts: UInt64) -> Timestamp {
+        let us = Int64(clamping: ts) &- unixEpochMicroseconds
+        let (ns, overflow) = us.multipliedReportingOverflow(by: 1000)
+        return Timestamp(nanoseconds: overflow ? (us < 0 ? .min : .max) : ns)
+    }
+
+    /// ``Timestamp`` → btsnoop µs since year 0 (clamped to ≥ 0).
+    public static func btsnoopTimestamp(_ t: Timestamp) -> UInt64 {
+        let us = t.nanoseconds >= 0 ? t.nanoseconds / 1000 : (t.nanoseconds - 999) / 1000
+        let (v, o) = us.addingReportingOverflow(unixEpochMicroseconds)
+        return o ? UInt64(Int64.max) : UInt64(max(0, v))
+    }
+
+    /// Turns one record body into an ``HCIRecord``.
+    static func decode(_ header: RecordHeader, body: ArraySlice<UInt8>, datalink: BTSnoopDatalink,
+                       fileOffset: Int64) throws(CaptureError) -> HCIRecord {
+        let ts = timestamp(fromBTSnoop: header.timestamp)
+        let original = Int(header.originalLength)
+        switch datalink {
+        case .hci:
+            let direction: HCIDirection = header.flags & 1 == 0 ? .sent : .received
+            let kind: HCIPacketKind = header.flags & 2 == 0
+                ? .aclData : (direction == .sent ? .command : .event)
+            return HCIRecord(timestamp: ts, direction: direction, kind: kind, payload: Array(body),
+                             originalLength: original, fileOffset: fileOffset)
+        case .uart:
+            var r = ByteReader(body)
+            guard let type = r.readUInt8() else {
+                throw CaptureError(.malformedPacket, "expected an H4 packet-type byte in an empty record",
+                                   offset: fileOffset, isRecoverable: true)
+            }
+            let direction: HCIDirection = header.flags & 1 == 0 ? .sent : .received
+            return HCIRecord(timestamp: ts, direction: direction, kind: .fromH4(type: type),
+                             payload: Array(r.readRemaining()), originalLength: max(0, original - 1),
+                             fileOffset: fileOffset)
+        case .monitor:
+            let (kind, direction) = HCIPacketKind.fromMonitor(opcode: UInt16(truncatingIfNeeded: header.flags))
+            return HCIRecord(timestamp: ts, adapterIndex: UInt16(truncatingIfNeeded: header.flags >> 16),
+                             direction: direction, kind: kind, payload: Array(body),
+                             originalLength: original, fileOffset: fileOffset)
+        }
+    }
+
+    /// Encodes one record (header + body) for `datalink`.
+    static func encode(_ record: HCIRecord, datalink: BTSnoopDatalink, into w: inout ByteWriter) throws(CaptureError) {
+        var flags: UInt32
+        var prefix: UInt8?
+        switch datalink {
+        case .hci:
+            switch record.kind {
+            case .command, .event: flags = 2
+            case .aclData, .scoData: flags = 0
+            default:
+                throw CaptureError(.unsupportedRecord, "btsnoop datalink 1001 cannot carry a \(record.kind) record")
+            }
+            flags |= record.direction == .received ? 1 : 0
+        case .uart:
+            guard let t = record.kind.h4Type else {
+                throw CaptureError(.unsupportedRecord, "btsnoop datalink 1002 cannot carry a \(record.kind) record")
+            }
+            prefix = t
+            flags = (record.direction == .received ? 1 : 0) | (record.kind == .command || record.kind == .event ? 2 : 0)
+        case .monitor:
+            guard let op = record.kind.monitorOpcode(direction: record.direction) else {
+                throw CaptureError(.unsupportedRecord, "btsnoop datalink 2001 cannot carry a \(record.kind) record")
+            }
+            flags = UInt32(record.adapterIndex) << 16 | UInt32(op)
+        }
+        let length = UInt32(record.payload.count + (prefix == nil ? 0 : 1))
+        w.writeBigEndian(length)
+        w.writeBigEndian(length)
+        w.writeBigEndian(flags)
+        w.writeBigEndian(UInt32(0))
+        w.writeBigEndian(btsnoopTimestamp(record.timestamp))
+        if let prefix { w.write(prefix) }
+        w.write(contentsOf: record.payload)
+    }
+}

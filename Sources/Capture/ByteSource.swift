@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where a capture reader gets its bytes: a file, an in-memory buffer, a pipe.
+///
+/// Readers ask for bytes in bounded chunks, so memory stays bounded whatever the file size.
+public protocol ByteSource: Sendable {
+    /// Appends up to `maxCount` bytes to `buffer`.
+    ///
+    /// - Returns: How many bytes were appended; 0 only at the end of the source.
+    /// - Throws: ``CaptureError`` with code `io_error` when the underlying read fails.
+    mutating func read(into buffer: inout [UInt8], maxCount: Int) throws(CaptureError) -> Int
+}
+
+/// A byte source over an array already in memory (tests, bytes received from elsewhere).
+public struct ArrayByteSource: ByteSource {
+    public let bytes: [UInt8]
+    public private(set) var position: Int = 0
+
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    public mutating func read(into buffer: inout [UInt8], maxCount: Int) throws(CaptureError) -> Int {
+        let n = min(maxCount, bytes.count - position)
+        guard n > 0 else { return 0 }
+        buffer.append(contentsOf: bytes[position..<(position + n)])
+        position += n
+        return n
+    }
+}
+
+/// A byte source reading a file through `open`/`read`; the descriptor closes when the last copy goes.
+///
+/// Copies share one descriptor (and so one file position): hand a source to one reader only.
+public final class FileByteSource: ByteSource {
+    public let path: String
+    private let fd: Int32
+
+    /// Opens `path` read-only.
+    ///
+    /// - Throws: ``CaptureError`` `io_error` naming the path and the C error. The corresponding C
+    ///   function is `open`.
+    public init(path: String) throws(CaptureError) {
+        self.path = path
+        var fd: Int32
+        repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        guard fd >= 0 else {
+            let e = errno
+            throw CaptureError(.ioError, "cannot open \(path): \(String(cString: strerror(e)))", errno: e)
+        }
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    public func read(into buffer: inout [UInt8], maxCount: Int) throws(CaptureError) -> Int {
+        guard maxCount > 0 else { return 0 }
+        let old = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: maxCount))
+        var got: Int
+        repeat {
+            got = buffer.withUnsafeMutableBytes { raw in Glibc.read(fd, raw.baseAddress! + old, maxCount) }
+        } while got < 0 && errno == EINTR
+        if got < 0 {
+            let e = errno
+            buffer.removeLast(maxCount)
+            throw CaptureError(.ioError, "read from \(path) failed: \(String(cString: strerror(e)))", errno: e)
+        }
+        buffer.removeLast(maxCount - got)
+        return got
+    }
+}
+
+/// A bounded read-ahead buffer over a ``ByteSource`` that tracks the file offset of the next byte.
+///
+/// The buffer only ever holds the bytes of the field being read plus one chunk, so its size is
+/// bounded by the largest `take` a reader allows (readers cap lengths before asking).
+struct ChunkedInput<Source: ByteSource>: Sendable {
+    var source: Source
+    private var buffer: [UInt8] = []
+    private var position = 0
+    private var atEnd = false
+    /// File offset of the next unread byte.
+    private(set) var offset: Int64 = 0
+    let chunkSize: Int
+
+    init(_ source: Source, chunkSize: Int = 64 * 1024) {
+        self.source = source
+        self.chunkSize = chunkSize
+    }
+
+    /// Bytes available without another read, after `fill`.
+    var buffered: Int { buffer.count - position }
+
+    /// Makes `count` bytes available if the source has them; returns how many are available.
+    @discardableResult
+    mutating func fill(_ count: Int) throws(CaptureError) -> Int {
+        if buffered >= count || atEnd { return buffered }
+        if position > 0 {
+            buffer.removeSubrange(0..<position)
+            position = 0
+        }
+        while buffer.count < count && !atEnd {
+            let want = max(chunkSize, count - buffer.count)
+            if try source.read(into: &buffer, maxCount: want) == 0 { atEnd = true }
+        }
+        return buffered
+    }
+
+    /// Peeks at up to `count` bytes without consuming them.
+    mutating func peek(_ count: Int) throws(CaptureError) -> ArraySlice<UInt8> {
+        let n = min(try fill(count), count)
+        return buffer[position..<(position + n)]
+    }
+
+    /// Consumes exactly `count` bytes, or returns nil (consuming nothing) if the source ends first.
+    mutating func take(_ count: Int) throws(CaptureError) -> ArraySlice<UInt8>? {
+        guard try fill(count) >= count else { return nil }
+        defer { position += count; offset += Int64(count) }
+        return buffer[position..<(position + count)]
+    }
+
+    /// Discards `count` bytes without buffering more than one chunk; returns false if the source ends first.
+    mutating func skip(_ count: Int64) throws(CaptureError) -> Bool {
+        var left = count
+        while left > 0 {
+            let have = try fill(Int(min(left, Int64(chunkSize))))
+            if have == 0 { return false }
+            let n = Int(min(Int64(have), left))
+            position += n
+            offset += Int64(n)
+            left -= Int64(n)
+        }
+        return true
+    }
+
+    /// True when no byte is left.
+    mutating func isAtEnd() throws(CaptureError) -> Bool { try fill(1) == 0 }
+}

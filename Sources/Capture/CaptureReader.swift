@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import CuffCore
+
+/// The container format of a capture file.
+public enum CaptureFormat: String, Sendable, CaseIterable {
+    /// Detect from the first bytes.
+    case auto
+    case btsnoop
+    case pcap
+    case pcapng
+}
+
+/// Streams ``HCIRecord``s out of a btsnoop, pcap or pcapng capture.
+///
+/// Memory stays bounded whatever the file size: the reader holds one record plus one read chunk,
+/// and rejects records longer than ``HCIRecord/maximumPayloadLength`` as `oversize_record` before
+/// reading them.
+///
+/// Iterator contract: ``next()`` returns records in file order, then `nil` at a clean end. A file
+/// cut short yields every complete record before the cut, then throws `truncated_header` or
+/// `truncated_record`; after a non-recoverable error ``next()`` returns `nil`. After an error with
+/// ``CaptureError/isRecoverable`` (a malformed packet inside a well-framed record, a pcapng packet on
+/// an unknown interface) ``next()`` goes on with the following record.
+public struct CaptureReader<Source: ByteSource>: Sendable {
+    private var input: ChunkedInput<Source>
+    private var state: State
+    /// The container format, once the file header has been read.
+    public private(set) var format: CaptureFormat?
+    /// The btsnoop datalink or the pcap link type, once known (pcapng: the last interface declared).
+    public private(set) var datalink: UInt32?
+
+    private enum State: Sendable {
+        case start(CaptureFormat)
+        case btsnoop(BTSnoopDatalink)
+        case pcap(Pcap.FileHeader)
+        case pcapng(PcapngState)
+        case finished
+    }
+
+    struct PcapngState: Sendable {
+        var endian = Pcapng.Endian(big: false)
+        /// Interfaces of the current section; nil where the link type is not one we decode.
+        var interfaces: [Pcapng.Interface?] = []
+    }
+
+    public init(source: Source, format: CaptureFormat = .auto, chunkSize: Int = 64 * 1024) {
+        input = ChunkedInput(source, chunkSize: chunkSize)
+        state = .start(format)
+    }
+
+    /// File offset of the next unread byte.
+    public var offset: Int64 { input.offset }
+
+    /// The byte source (for inspection; reading from it directly desynchronises the reader).
+    public var source: Source { input.source }
+
+    /// The next record, or nil at the end of the capture.
+    public mutating func next() throws(CaptureError) -> HCIRecord? {
+        do {
+            while true {
+                switch state {
+                case .finished:
+                    return nil
+                case .start(let format):
+                    try readFileHeader(format)
+                case .btsnoop(let datalink):
+                    return try nextBTSnoop(datalink)
+                case .pcap(let header):
+                    return try nextPcap(header)
+                case .pcapng(var st):
+                    state = .finished  // keep `st` uniquely referenced while it changes
+                    defer { if case .finished = state { state = .pcapng(st) } }
+                    let record = try nextPcapng(&st)
+                    if let record { return record }
+                    if try input.isAtEnd() { return nil }
+                }
+            }
+        } catch {
+            if !error.isRecoverable { state = .finished }
+            throw error
+        }
+    }
+
+    /// Reads every remaining record (tests and small files; prefer ``next()`` for big ones).
+    public mutating func readAll() throws(CaptureError) -> [HCIRecord] {
+        var out: [HCIRecord] = []
+        while let r = try next() { out.append(r) }
+        return out
+    }
+
+    // MARK: - File header
+
+    private mutating func readFileHeader(_ forced: CaptureFormat) throws(CaptureError) {
+        let head = try input.peek(8)
+        if head.isEmpty { throw CaptureError(.truncatedHeader, "expected a capture file header, the file is empty", offset: 0) }
+        let format: CaptureFormat
+        if forced != .auto {
+            format = forced
+        } else if BTSnoop.magic.starts(with: head) || head.starts(with: BTSnoop.magic) {
+            format = .btsnoop
+        } else if head.count >= 4 && Pcap.isMagic(head) {
+            format = .pcap
+        } else if head.count >= 4 && head.prefix(4).elementsEqual([0x0A, 0x0D, 0x0D, 0x0A]) {
+            format = .pcapng
+        } else if head.count < 4 {
+            throw CaptureError(.truncatedHeader, "expected a capture file header, the file has only \(head.count) bytes", offset: 0)
+        } else {
+            throw CaptureError(.badMagic, "expected btsnoop, pcap or pcapng magic, found \(Hex.encode(head))", offset: 0)
+        }
+        self.format = format
+        switch format {
+        case .auto: preconditionFailure("resolved above")
+        case .btsnoop:
+            guard let bytes = try input.take(BTSnoop.fileHeaderLength) else {
+                let have = try input.fill(BTSnoop.fileHeaderLength)
+                if !BTSnoop.magic.starts(with: try input.peek(8)) {
+                    throw CaptureError(.badMagic, "expected btsnoop magic, found \(Hex.encode(try input.peek(8)))", offset: 0)
+                }
+                throw CaptureError(.truncatedHeader, "expected a 16-byte btsnoop file header, the file has \(have) bytes", offset: 0)
+            }
+            let datalink = try BTSnoop.parseFileHeader(bytes)
+            self.datalink = datalink.rawValue
+            state = .btsnoop(datalink)
+        case .pcap:
+            guard let bytes = try input.take(Pcap.fileHeaderLength) else {
+                let have = try input.fill(Pcap.fileHeaderLength)
+                if !Pcap.isMagic(try input.peek(4)) {
+                    throw CaptureError(.badMagic, "expected pcap magic, found \(Hex.encode(try input.peek(4)))", offset: 0)
+                }
+                throw CaptureError(.truncatedHeader, "expected a 24-byte pcap file header, the file has \(have) bytes", offset: 0)
+            }
+            let header = try Pcap.parseFileHeader(bytes)
+            datalink = header.linkType
+            state = .pcap(header)
+        case .pcapng:
+            guard head.count >= 4, head.prefix(4).elementsEqual([0x0A, 0x0D, 0x0D, 0x0A]) else {
+                throw CaptureError(.badMagic, "expected a pcapng Section Header Block 0a0d0d0a, found \(Hex.encode(head.prefix(4)))", offset: 0)
+            }
+            state = .pcapng(PcapngState())
+        }
+    }
+
+    // MARK: - btsnoop
+
+    private mutating func nextBTSnoop(_ datalink: BTSnoopDatalink) throws(CaptureError) -> HCIRecord? {
+        let recordOffset = input.offset
+        guard let headerBytes = try input.take(BTSnoop.recordHeaderLength) else {
+            let have = try input.fill(BTSnoop.recordHeaderLength)
+            if have == 0 { state = .finished; return nil }
+            throw CaptureError(.truncatedHeader, "expected a 24-byte btsnoop record header, the file ends after \(have) bytes", offset: recordOffset)
+        }
+        let header = BTSnoop.parseRecordHeader(headerBytes)
+        guard header.includedLength <= HCIRecord.maximumPayloadLength else {
+            throw CaptureError(.oversizeRecord, "expected an included length ≤ \(HCIRecord.maximumPayloadLength), found \(header.includedLength)", offset: recordOffset)
+        }
+        let length = Int(header.includedLength)
+        guard let body = try input.take(length) else {
+            let have = try input.fill(length)
+            throw CaptureError(.truncatedRecord, "expected \(length) record bytes after the header, the file ends after \(have)", offset: recordOffset)
+        }
+        return try BTSnoop.decode(header, body: body, datalink: datalink, fileOffset: recordOffset)
+    }
+
+    // MARK: - pcap
+
+    private mutating func nextPcap(_ file: Pcap.FileHeader) throws(CaptureError) -> HCIRecord? {
+        let recordOffset = input.offset
+        guard let headerBytes = try input.take(Pcap.recordHeaderLength) else {
+            let have = try input.fill(Pcap.recordHeaderLength)
+            if have == 0 { state = .finished; return nil }
+            throw CaptureError(.truncatedHeader, "expected a 16-byte pcap record header, the file ends after \(have) bytes", offset: recordOffset)
+        }
+        let header = Pcap.parseRecordHeader(headerBytes, file)
+        guard header.includedLength <= HCIRecord.maximumPayloadLength else {
+            throw CaptureError(.oversizeRecord, "expected an included length ≤ \(HCIRecord.maximumPayloadLength), found \(header.includedLength)", offset: recordOffset)
+        }
+        let length = Int(header.includedLength)
+        guard let body = try input.take(length) else {
+            let have = try input.fill(length)
+            throw CaptureError(.truncatedRecord, "expected \(length) packet bytes after the header, the file ends after \(have)", offset: recordOffset)
+        }
+        return try LinkType.decode(linkType: file.linkType, data: body, originalLength: Int(header.originalLength),
+                                   timestamp: header.timestamp, interface: 0, fileOffset: recordOffset)
+    }
+
+    // MARK: - pcapng
+
+    /// Reads one block; returns a record for a packet block, nil for any other block.
+    private mutating func nextPcapng(_ st: inout PcapngState) throws(CaptureError) -> HCIRecord? {
+        let blockOffset = input.offset
+        let head = try input.peek(12)
+        if head.isEmpty { return nil }
+        guard head.count >= 8 else {
+            throw CaptureError(.truncatedHeader, "expected an 8-byte pcapng block header, the file ends after \(head.count) bytes", offset: blockOffset)
+        }
+        var r = ByteReader(head)
+        let rawType = r.readUInt32BigEndian()!
+        let isSection = rawType == Pcapng.sectionHeaderType
+        if isSection {
+            guard head.count >= 12 else {
+                throw CaptureError(.truncatedHeader, "expected a 12-byte Section Header Block start, the file ends after \(head.count) bytes", offset: blockOffset)
+            }
+            var m = ByteReader(head.dropFirst(8))
+            switch m.readUInt32BigEndian()! {
+            case Pcapng.byteOrderMagic: st.endian = .init(big: true)
+            case Pcapng.byteOrderMagic.byteSwapped: st.endian = .init(big: false)
+            case let other:
+                throw CaptureError(.badMagic, "expected byte-order magic 1a2b3c4d in either order, found \(String(other, radix: 16))", offset: blockOffset + 8)
+            }
+        } else if st.interfaces.isEmpty && blockOffset == 0 {
+            throw CaptureError(.badMagic, "expected a pcapng Section Header Block first", offset: 0)
+        }
+        r = ByteReader(head)
+        let type = st.endian.u32(&r)!
+        let length = st.endian.u32(&r)!
+        guard length >= 12, length % 4 == 0 else {
+            throw CaptureError(.badBlockLength, "expected a block length ≥ 12 and a multiple of 4, found \(length)", offset: blockOffset + 4)
+        }
+        let known = [Pcapng.sectionHeaderType, Pcapng.interfaceDescriptionType, Pcapng.enhancedPacketType, Pcapng.simplePacketType].contains(type)
+        guard known else {
+            guard try input.skip(Int64(length)) else {
+                throw CaptureError(.truncatedRecord, "expected a \(length)-byte block (type \(type)), the file ends first", offset: blockOffset)
+            }
+            return nil
+        }
+        guard length <= Pcapng.maximumBufferedBlock else {
+            throw CaptureError(.oversizeRecord, "expected a block length ≤ \(Pcapng.maximumBufferedBlock), found \(length)", offset: blockOffset)
+        }
+        guard let block = try input.take(Int(length)) else {
+            let have = try input.fill(Int(length))
+            throw CaptureError(.truncatedRecord, "expected a \(length)-byte block, the file ends after \(have)", offset: blockOffset)
+        }
+        var tail = ByteReader(block.suffix(4))
+        let trailer = st.endian.u32(&tail)!
+        guard trailer == length else {
+            throw CaptureError(.badBlockLength, "expected the trailing block length to repeat \(length), found \(trailer)", offset: blockOffset + Int64(length) - 4)
+        }
+        let body = block.dropFirst(8).dropLast(4)
+        switch type {
+        case Pcapng.sectionHeaderType:
+            var b = ByteReader(body)
+            _ = b.readUInt32()
+            guard let major = st.endian.u16(&b) else {
+                throw CaptureError(.badBlockLength, "expected a Section Header Block with a version", offset: blockOffset)
+            }
+            guard major == 1 else {
+                throw CaptureError(.unsupportedVersion, "expected pcapng major version 1, found \(major)", offset: blockOffset + 12)
+            }
+            st.interfaces = []
+            format = .pcapng
+            return nil
+        case Pcapng.interfaceDescriptionType:
+            let interface = try Pcapng.parseInterface(body, st.endian, offset: blockOffset)
+            datalink = interface.linkType
+            guard LinkType.supported.contains(interface.linkType) else {
+                st.interfaces.append(nil)
+                throw CaptureError(.unknownDatalink, "interface \(st.interfaces.count - 1) has link type \(interface.linkType), expected 201, 254 or 256; its packets are skipped",
+                                   offset: blockOffset, isRecoverable: true)
+            }
+            st.interfaces.append(interface)
+            return nil
+        case Pcapng.enhancedPacketType:
+            var b = ByteReader(body)
+            guard let id = st.endian.u32(&b), let high = st.endian.u32(&b), let low = st.endian.u32(&b),
+                  let captured = st.endian.u32(&b), let original = st.endian.u32(&b),
+                  let data = b.readBytes(Int(captured)) else {
+                throw CaptureError(.badBlockLength, "expected an Enhanced Packet Block whose captured length fits its block length \(length)",
+                                   offset: blockOffset, isRecoverable: true)
+            }
+            guard Int(id) < st.interfaces.count else {
+                throw CaptureError(.unknownInterface, "expected an interface id < \(st.interfaces.count), found \(id)",
+                                   offset: blockOffset + 8, isRecoverable: true)
+            }
+            guard let interface = st.interfaces[Int(id)] else { return nil }
+            let ticks = UInt64(high) << 32 | UInt64(low)
+            return try LinkType.decode(linkType: interface.linkType, data: data, originalLength: Int(original),
+                                       timestamp: interface.timestamp(ticks: ticks), interface: UInt16(truncatingIfNeeded: id),
+                                       fileOffset: blockOffset)
+        default:  // Simple Packet Block: interface 0, no timestamp.
+            var b = ByteReader(body)
+            guard let original = st.endian.u32(&b) else {
+                throw CaptureError(.badBlockLength, "expected a Simple Packet Block with an original length", offset: blockOffset, isRecoverable: true)
+            }
+            guard !st.interfaces.isEmpty else {
+                throw CaptureError(.unknownInterface, "expected an Interface Description Block before a Simple Packet Block", offset: blockOffset, isRecoverable: true)
+            }
+            guard let interface = st.interfaces[0] else { return nil }
+            var count = min(Int(original), b.remaining)
+            if interface.snapLength > 0 { count = min(count, Int(interface.snapLength)) }
+            let data = b.readBytes(count)!
+            return try LinkType.decode(linkType: interface.linkType, data: data, originalLength: Int(original),
+                                       timestamp: .zero, interface: 0, fileOffset: blockOffset)
+        }
+    }
+}
+
+extension CaptureReader where Source == FileByteSource {
+    /// Opens the capture at `path`.
+    public init(path: String, format: CaptureFormat = .auto) throws(CaptureError) {
+        self.init(source: try FileByteSource(path: path), format: format)
+    }
+}

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+/// Why bytes are not a valid ATT PDU, with the opcode and the byte offset where the problem lies.
+///
+/// Equality compares ``code`` only, so tests can match on the kind of failure.
+public struct ATTDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// Zero bytes: not even an opcode.
+        case empty
+        /// A fixed field is cut short.
+        case truncated
+        /// Bytes follow the last field of a fixed-size PDU.
+        case trailingBytes = "trailing_bytes"
+        /// A list's length byte or element size does not divide its data, or the list is empty.
+        case invalidLength = "invalid_length"
+        /// A Find Information Response format byte other than 1 or 2.
+        case invalidFormat = "invalid_format"
+        /// A UUID field that is neither 2 nor 16 bytes.
+        case invalidUUIDLength = "invalid_uuid_length"
+    }
+
+    public var code: Code
+    /// The PDU's opcode, nil for an empty PDU.
+    public var opcode: ATTOpcode?
+    /// Offset in the PDU (opcode at 0) where the offending field starts.
+    public var offset: Int
+    public var message: String
+
+    public init(_ code: Code, opcode: ATTOpcode?, offset: Int, _ message: String) {
+        self.code = code
+        self.opcode = opcode
+        self.offset = offset
+        self.message = message
+    }
+
+    public static func == (a: ATTDecodingError, b: ATTDecodingError) -> Bool { a.code == b.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// `ATTDecodingError.truncated: Read Request (0x0A) at offset 1: handle needs 2 bytes, 1 left`.
+    public var description: String {
+        let what = opcode.map { "\($0)" } ?? "PDU"
+        return "ATTDecodingError.\(code.rawValue): \(what) at offset \(offset): \(message)"
+    }
+}

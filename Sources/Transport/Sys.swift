@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Typed wrappers over the `system_*` shims: `Result<_, Errno>`, EINTR retried where right.
+///
+/// Following swift-system, each function documents `retryOnInterrupt` and names its C function.
+/// Package access: Transport and BlueZ use these; the public API is the bearers.
+package enum Sys {
+    /// Runs `call` until it succeeds or fails with something other than EINTR (when retrying).
+    @inline(__always)
+    package static func valueOrErrno<I: FixedWidthInteger>(
+        retryOnInterrupt: Bool, _ call: () -> I
+    ) -> Result<I, Errno> {
+        while true {
+            let r = call()
+            if r != -1 { return .success(r) }
+            let e = Errno.current
+            if retryOnInterrupt && e == .interrupted { continue }
+            return .failure(e)
+        }
+    }
+
+    /// Creates a socket. The corresponding C function is `socket`.
+    package static func socket(domain: CInt, type: CInt, protocol proto: CInt = 0) -> Result<CInt, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_socket(domain, type, proto) }
+    }
+
+    /// Creates a connected pair of sockets. The corresponding C function is `socketpair`.
+    package static func socketpair(domain: CInt, type: CInt, protocol proto: CInt = 0) -> Result<(CInt, CInt), Errno> {
+        var fds: [CInt] = [-1, -1]
+        return fds.withUnsafeMutableBufferPointer { p in
+            valueOrErrno(retryOnInterrupt: true) { system_socketpair(domain, type, proto, p.baseAddress!) }
+                .map { _ in (p[0], p[1]) }
+        }
+    }
+
+    /// Binds `fd` to the socket address `address` (any `sockaddr_*` struct, passed whole).
+    /// The corresponding C function is `bind`.
+    package static func bind<A>(_ fd: CInt, _ address: A) -> Result<Void, Errno> {
+        withUnsafeBytes(of: address) { raw in
+            let sa = raw.baseAddress!.assumingMemoryBound(to: sockaddr.self)
+            return valueOrErrno(retryOnInterrupt: true) { system_bind(fd, sa, socklen_t(raw.count)) }.map { _ in () }
+        }
+    }
+
+    /// Connects `fd` to `address`.
+    ///
+    /// - Parameter retryOnInterrupt: retry on EINTR. Right for AF_UNIX (the call has no effect when
+    ///   interrupted); wrong for sockets whose connect continues in the background.
+    /// The corresponding C function is `connect`.
+    package static func connect<A>(_ fd: CInt, _ address: A, retryOnInterrupt: Bool = true) -> Result<Void, Errno> {
+        withUnsafeBytes(of: address) { raw in
+            let sa = raw.baseAddress!.assumingMemoryBound(to: sockaddr.self)
+            return valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_connect(fd, sa, socklen_t(raw.count)) }.map { _ in () }
+        }
+    }
+
+    /// Marks `fd` as listening. The corresponding C function is `listen`.
+    package static func listen(_ fd: CInt, backlog: CInt) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_listen(fd, backlog) }.map { _ in () }
+    }
+
+    /// Accepts a connection; the new descriptor is close-on-exec.
+    /// The corresponding C functions are `accept` and `fcntl(F_SETFD)`.
+    package static func accept(_ fd: CInt, retryOnInterrupt: Bool = true) -> Result<CInt, Errno> {
+        valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_accept(fd, nil, nil) }.map(setCloseOnExec)
+    }
+
+    /// Accepts a connection and reports the peer's address as an `A` (e.g. `sockaddr_l2`); the new
+    /// descriptor is close-on-exec. The corresponding C functions are `accept` and `fcntl(F_SETFD)`.
+    package static func accept<A>(_ fd: CInt, peer: inout A, retryOnInterrupt: Bool = true) -> Result<CInt, Errno> {
+        withUnsafeMutableBytes(of: &peer) { raw in
+            let sa = raw.baseAddress!.assumingMemoryBound(to: sockaddr.self)
+            var len = socklen_t(raw.count)
+            return valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_accept(fd, sa, &len) }
+        }.map(setCloseOnExec)
+    }
+
+    private static func setCloseOnExec(_ fd: CInt) -> CInt {
+        _ = valueOrErrno(retryOnInterrupt: true) { system_fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        return fd
+    }
+
+    /// Sets or clears `O_NONBLOCK`. The corresponding C function is `fcntl(F_SETFL)`.
+    package static func setNonBlocking(_ fd: CInt, _ on: Bool) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_fcntl(fd, F_GETFL, 0) }.flatMap { flags in
+            let new = on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK
+            return valueOrErrno(retryOnInterrupt: true) { system_fcntl(fd, F_SETFL, new) }.map { _ in () }
+        }
+    }
+
+    /// Sends the bytes of `buffer` as one record. The corresponding C function is `send`.
+    package static func send(_ fd: CInt, _ buffer: UnsafeRawBufferPointer, flags: CInt, retryOnInterrupt: Bool = true) -> Result<Int, Errno> {
+        valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_send(fd, buffer.baseAddress, buffer.count, flags) }
+    }
+
+    /// Receives into `buffer`; returns the byte count (or, with `MSG_TRUNC`, the record's real
+    /// length). The corresponding C function is `recv`.
+    package static func recv(_ fd: CInt, _ buffer: UnsafeMutableRawBufferPointer, flags: CInt, retryOnInterrupt: Bool = true) -> Result<Int, Errno> {
+        valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_recv(fd, buffer.baseAddress, buffer.count, flags) }
+    }
+
+    /// Waits for `events` on one descriptor; returns the `revents` (0 on timeout).
+    ///
+    /// - Parameter timeoutMS: milliseconds, -1 for no limit.
+    /// - Parameter retryOnInterrupt: usually false: a signal should wake the waiter, so drivers
+    ///   can check their stop flags.
+    /// The corresponding C function is `poll`.
+    package static func poll(_ fd: CInt, events: Int16, timeoutMS: CInt, retryOnInterrupt: Bool = false) -> Result<Int16, Errno> {
+        var p = pollfd(fd: fd, events: events, revents: 0)
+        return valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_poll(&p, 1, timeoutMS) }
+            .map { n in n == 0 ? 0 : p.revents }
+    }
+
+    /// Sets a socket option from the bytes of `value`. The corresponding C function is `setsockopt`.
+    package static func setsockopt<T>(_ fd: CInt, level: CInt, name: CInt, _ value: T) -> Result<Void, Errno> {
+        withUnsafeBytes(of: value) { raw in
+            valueOrErrno(retryOnInterrupt: true) { system_setsockopt(fd, level, name, raw.baseAddress, socklen_t(raw.count)) }.map { _ in () }
+        }
+    }
+
+    /// Reads a socket option into a `T` (starting from `initial`). The corresponding C function is `getsockopt`.
+    package static func getsockopt<T>(_ fd: CInt, level: CInt, name: CInt, initial: T) -> Result<T, Errno> {
+        var value = initial
+        let r: Result<CInt, Errno> = withUnsafeMutableBytes(of: &value) { raw in
+            var len = socklen_t(raw.count)
+            return valueOrErrno(retryOnInterrupt: true) { system_getsockopt(fd, level, name, raw.baseAddress, &len) }
+        }
+        return r.map { _ in value }
+    }
+
+    /// The pending error on a socket (`SO_ERROR`), nil when none. Reading it clears it.
+    package static func socketError(_ fd: CInt) -> Errno? {
+        switch getsockopt(fd, level: SOL_SOCKET, name: SO_ERROR, initial: CInt(0)) {
+        case .success(let e): e == 0 ? nil : Errno(rawValue: e)
+        case .failure: nil
+        }
+    }
+
+    /// Shuts a socket down in one or both directions. The corresponding C function is `shutdown`.
+    package static func shutdown(_ fd: CInt, how: CInt) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_shutdown(fd, how) }.map { _ in () }
+    }
+
+    /// Closes a descriptor. Never retried: on Linux the descriptor is gone even when EINTR is
+    /// reported. The corresponding C function is `close`.
+    package static func close(_ fd: CInt) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: false) { system_close(fd) }.map { _ in () }
+    }
+
+    /// Removes a name from the file system. The corresponding C function is `unlink`.
+    package static func unlink(_ path: String) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_unlink(path) }.map { _ in () }
+    }
+
+    /// File status without following a final symbolic link. The corresponding C function is `lstat`.
+    package static func lstat(_ path: String) -> Result<stat, Errno> {
+        var st = stat()
+        return valueOrErrno(retryOnInterrupt: true) { system_lstat(path, &st) }.map { _ in st }
+    }
+
+    /// A device or socket control request. The corresponding C function is `ioctl`.
+    package static func ioctl(_ fd: CInt, _ request: UInt, _ arg: UnsafeMutableRawPointer) -> Result<CInt, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_ioctl(fd, request, arg) }
+    }
+
+    /// Converts a wait limit to `poll` milliseconds: nil → -1 (no limit), rounded up, clamped.
+    package static func pollMilliseconds(_ timeout: Duration?) -> CInt {
+        guard let timeout else { return -1 }
+        let ns = timeout.nanoseconds
+        if ns <= 0 { return 0 }
+        let ms = (ns + 999_999) / 1_000_000
+        return ms > Int64(CInt.max) ? CInt.max : CInt(ms)
+    }
+}

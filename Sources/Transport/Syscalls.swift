@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The only place where the transports call the kernel. Each `system_*` shim wraps exactly one C
+// function, checks the debug-build mock table first, and otherwise returns what the kernel gave
+// (-1 with `errno` set on failure). The typed layer in `Sys` turns that into `Result<_, Errno>`
+// and retries EINTR where that is right. BlueZ reuses these (package access).
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@inline(__always)
+private func mock(_ name: String, _ args: Int...) -> Int? {
+    #if ENABLE_MOCKING
+    return mockedResult(name, args)
+    #else
+    return nil
+    #endif
+}
+
+/// The corresponding C function is `socket`.
+package func system_socket(_ domain: CInt, _ type: CInt, _ proto: CInt) -> CInt {
+    if let r = mock("socket", Int(domain), Int(type), Int(proto)) { return CInt(r) }
+    return Glibc.socket(domain, type, proto)
+}
+
+/// The corresponding C function is `socketpair`.
+package func system_socketpair(_ domain: CInt, _ type: CInt, _ proto: CInt, _ fds: UnsafeMutablePointer<CInt>) -> CInt {
+    if let r = mock("socketpair", Int(domain), Int(type), Int(proto)) { return CInt(r) }
+    return Glibc.socketpair(domain, type, proto, fds)
+}
+
+/// The corresponding C function is `bind`.
+package func system_bind(_ fd: CInt, _ addr: UnsafePointer<sockaddr>, _ len: socklen_t) -> CInt {
+    if let r = mock("bind", Int(fd), Int(len)) { return CInt(r) }
+    return Glibc.bind(fd, addr, len)
+}
+
+/// The corresponding C function is `connect`.
+package func system_connect(_ fd: CInt, _ addr: UnsafePointer<sockaddr>, _ len: socklen_t) -> CInt {
+    if let r = mock("connect", Int(fd), Int(len)) { return CInt(r) }
+    return Glibc.connect(fd, addr, len)
+}
+
+/// The corresponding C function is `listen`.
+package func system_listen(_ fd: CInt, _ backlog: CInt) -> CInt {
+    if let r = mock("listen", Int(fd), Int(backlog)) { return CInt(r) }
+    return Glibc.listen(fd, backlog)
+}
+
+/// The corresponding C function is `accept`.
+package func system_accept(_ fd: CInt, _ addr: UnsafeMutablePointer<sockaddr>?, _ len: UnsafeMutablePointer<socklen_t>?) -> CInt {
+    if let r = mock("accept", Int(fd)) { return CInt(r) }
+    return Glibc.accept(fd, addr, len)
+}
+
+/// The corresponding C function is `fcntl` (with an integer argument).
+package func system_fcntl(_ fd: CInt, _ command: CInt, _ value: CInt) -> CInt {
+    if let r = mock("fcntl", Int(fd), Int(command), Int(value)) { return CInt(r) }
+    return Glibc.fcntl(fd, command, value)
+}
+
+/// The corresponding C function is `send`.
+package func system_send(_ fd: CInt, _ buf: UnsafeRawPointer?, _ len: Int, _ flags: CInt) -> Int {
+    if let r = mock("send", Int(fd), len, Int(flags)) { return r }
+    return Glibc.send(fd, buf, len, flags)
+}
+
+/// The corresponding C function is `recv`.
+package func system_recv(_ fd: CInt, _ buf: UnsafeMutableRawPointer?, _ len: Int, _ flags: CInt) -> Int {
+    if let r = mock("recv", Int(fd), len, Int(flags)) { return r }
+    return Glibc.recv(fd, buf, len, flags)
+}
+
+/// The corresponding C function is `poll`.
+package func system_poll(_ fds: UnsafeMutablePointer<pollfd>, _ count: nfds_t, _ timeoutMS: CInt) -> CInt {
+    if let r = mock("poll", Int(fds.pointee.fd), Int(count), Int(timeoutMS)) { return CInt(r) }
+    return Glibc.poll(fds, count, timeoutMS)
+}
+
+/// The corresponding C function is `setsockopt`.
+package func system_setsockopt(_ fd: CInt, _ level: CInt, _ name: CInt, _ value: UnsafeRawPointer?, _ len: socklen_t) -> CInt {
+    if let r = mock("setsockopt", Int(fd), Int(level), Int(name)) { return CInt(r) }
+    return Glibc.setsockopt(fd, level, name, value, len)
+}
+
+/// The corresponding C function is `getsockopt`.
+package func system_getsockopt(_ fd: CInt, _ level: CInt, _ name: CInt, _ value: UnsafeMutableRawPointer?, _ len: UnsafeMutablePointer<socklen_t>?) -> CInt {
+    if let r = mock("getsockopt", Int(fd), Int(level), Int(name)) { return CInt(r) }
+    return Glibc.getsockopt(fd, level, name, value, len)
+}
+
+/// The corresponding C function is `shutdown`.
+package func system_shutdown(_ fd: CInt, _ how: CInt) -> CInt {
+    if let r = mock("shutdown", Int(fd), Int(how)) { return CInt(r) }
+    return Glibc.shutdown(fd, how)
+}
+
+/// The corresponding C function is `close`.
+package func system_close(_ fd: CInt) -> CInt {
+    if let r = mock("close", Int(fd)) { return CInt(r) }
+    return Glibc.close(fd)
+}
+
+/// The corresponding C function is `unlink`.
+package func system_unlink(_ path: UnsafePointer<CChar>) -> CInt {
+    if let r = mock("unlink") { return CInt(r) }
+    return Glibc.unlink(path)
+}
+
+/// The corresponding C function is `lstat`.
+package func system_lstat(_ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>) -> CInt {
+    if let r = mock("lstat") { return CInt(r) }
+    return Glibc.lstat(path, buf)
+}
+
+/// The corresponding C function is `ioctl` (with an integer or pointer argument).
+package func system_ioctl(_ fd: CInt, _ request: UInt, _ arg: UnsafeMutableRawPointer) -> CInt {
+    if let r = mock("ioctl", Int(fd), Int(request)) { return CInt(r) }
+    return Glibc.ioctl(fd, request, arg)
+}
+
+/// The corresponding C function is `sigaction`.
+package func system_sigaction(_ signo: CInt, _ action: UnsafePointer<sigaction>?, _ old: UnsafeMutablePointer<sigaction>?) -> CInt {
+    if let r = mock("sigaction", Int(signo)) { return CInt(r) }
+    return sigaction(signo, action, old)
+}
+
+/// The corresponding C function is `pthread_sigmask` (returns an error number, not -1/errno).
+package func system_pthread_sigmask(_ how: CInt, _ set: UnsafePointer<sigset_t>?, _ old: UnsafeMutablePointer<sigset_t>?) -> CInt {
+    if let r = mock("pthread_sigmask", Int(how)) { return r == -1 ? Errno.current.rawValue : CInt(r) }
+    return pthread_sigmask(how, set, old)
+}

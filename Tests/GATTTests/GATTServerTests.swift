@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import CuffCore
+import Testing
+@testable import GATT
+
+let t0 = Timestamp.seconds(100)
+
+/// Scripted bytes: each request is hand-written from Core Vol 3 Part F §3.4, each answer exact.
+@Suite struct GATTServerTests {
+    var server = GATTServer(database: testDatabase())
+
+    /// Feeds hex, returns actions.
+    mutating func rx(_ hex: String, at now: Timestamp = t0) -> [GATTServerAction] {
+        server.receive(h(hex), now: now)
+    }
+
+    @Test mutating func primaryServiceDiscovery() {
+        // Two 16-bit services fit; the 128-bit one has another length and waits for the next request.
+        #expect(rx("10 0100 ffff 0028") == [send("11 06 0100 0300 0018 0400 0c00 1018")])
+        #expect(rx("10 0d00 ffff 0028") == [send("11 14 0d00 1000 78563412f0debc9a78563412 00ff0000")])
+        #expect(rx("10 1100 ffff 0028") == [send("01 10 1100 0a")])
+        #expect(rx("10 0100 ffff 0128") == [send("01 10 0100 0a")], "no secondary services")
+        #expect(rx("10 0100 ffff 0328") == [send("01 10 0100 10")], "Unsupported Group Type")
+    }
+
+    @Test mutating func characteristicDiscovery() {
+        // 2 + 3 × 7 = 23 bytes: exactly the default MTU.
+        #expect(rx("08 0400 0c00 0328") == [send("09 07 0500 20 0600 352a 0800 10 0900 362a 0b00 02 0c00 492a")])
+        #expect(rx("08 0c00 0c00 0328") == [send("01 08 0c00 0a")])
+        #expect(rx("08 0d00 1000 0328") == [send("09 15 0e00 2c 0f00 78563412f0debc9a78563412 01ff0000")])
+    }
+
+    @Test mutating func descriptorDiscovery() {
+        #expect(rx("04 0700 0700") == [send("05 01 0700 0229")])
+        #expect(rx("04 0100 0300") == [send("05 01 0100 0028 0200 0328 0300 002a")])
+        // The value attribute has a 128-bit type, the CCCD a 16-bit one: only the first goes.
+        #expect(rx("04 0f00 1000") == [send("05 02 0f00 78563412f0debc9a78563412 01ff0000")])
+        #expect(rx("04 1000 1000") == [send("05 01 1000 0229")])
+        #expect(rx("04 2000 ffff") == [send("01 04 2000 0a")])
+        #expect(rx("04 0000 0100") == [send("01 04 0000 01")], "start handle 0")
+        #expect(rx("04 0500 0400") == [send("01 04 0500 01")], "start > end")
+    }
+
+    @Test mutating func findByTypeValue() {
+        #expect(rx("06 0100 ffff 0028 1018") == [send("07 0400 0c00")])
+        #expect(rx("06 0100 ffff 0028 0d18") == [send("01 06 0100 0a")])
+    }
+
+    @Test mutating func readAndReadBlob() {
+        // A 36-byte value: 22 bytes (MTU-1) in the Read Response, the rest by Read Blob.
+        #expect(rx("0a 0300") == [.send([0x0B] + deviceNameValue.prefix(22))])
+        #expect(rx("0c 0300 1600") == [.send([0x0D] + deviceNameValue.suffix(14))])
+        #expect(rx("0c 0300 2400") == [send("0d")], "offset == length: empty part")
+        #expect(rx("0c 0300 2500") == [send("01 0c 0300 07")], "Invalid Offset")
+        #expect(rx("0a 5000") == [send("01 0a 5000 01")], "Invalid Handle")
+        #expect(rx("0a 0000") == [send("01 0a 0000 01")], "handle 0 is never valid")
+        #expect(rx("0a 0600") == [send("01 0a 0600 02")], "Read Not Permitted")
+        #expect(rx("0a 0700") == [send("0b 0000")], "CCCD starts off")
+    }
+
+    @Test mutating func readByTypeCutsValuesToMTUMinus4() {
+        #expect(rx("08 0100 ffff 002a") == [.send([0x09, 0x15, 0x03, 0x00] + deviceNameValue.prefix(19))])
+        #expect(rx("08 0100 ffff 0629") == [send("01 08 0100 0a")])
+        #expect(rx("08 0600 0600 352a") == [send("01 08 0600 02")], "first match unreadable")
+    }
+
+    @Test mutating func encryptionRequired() {
+        #expect(rx("0a 0c00") == [send("01 0a 0c00 05")], "Insufficient Authentication on an unencrypted link")
+        #expect(rx("08 0100 ffff 492a") == [send("01 08 0c00 05")])
+        server.unencryptedLinkError = .insufficientEncryption
+        #expect(rx("0a 0c00") == [send("01 0a 0c00 0f")])
+        server.linkSecurityChanged(level: .medium)
+        #expect(rx("0a 0c00") == [send("0b 2100")])
+    }
+
+    @Test func authenticationRequired() {
+        var b = AttributeDatabase.Builder()
+        b.addService(BluetoothUUID(0x1810))
+        b.addCharacteristic(BluetoothUUID(0x2A49), properties: [.read, .write], permissions: [.readWrite, .authenticationRequired], value: [1])
+        var s = GATTServer(database: b.build())
+        #expect(s.receive(h("0a 0300"), now: t0) == [send("01 0a 0300 05")])
+        s.linkSecurityChanged(level: .medium)
+        #expect(s.receive(h("0a 0300"), now: t0) == [send("01 0a 0300 05")])
+        #expect(s.receive(h("12 0300 02"), now: t0) == [send("01 12 0300 05")])
+        s.linkSecurityChanged(level: .high)
+        #expect(s.receive(h("0a 0300"), now: t0) == [send("0b 01")])
+        #expect(s.receive(h("12 0300 02"), now: t0) == [send("13"), .written(handle: 3, uuid: BluetoothUUID(0x2A49), value: [2], withResponse: true)])
+        #expect(s.database.attribute(3)?.value == [2])
+    }
+
+    @Test mutating func writes() {
+        #expect(rx("12 0700 020000") == [send("01 12 0700 0d")], "CCCD value of 3 bytes")
+        #expect(rx("12 0700 02") == [send("01 12 0700 0d")], "CCCD value of 1 byte")
+        #expect(rx("12 0700 0200") == [send("13"),
+            .subscriptionChanged(valueHandle: 6, uuid: BluetoothUUID(0x2A35), notify: false, indicate: true)])
+        #expect(rx("0a 0700") == [send("0b 0200")])
+        #expect(server.subscription(valueHandle: 6) == (false, true))
+        #expect(rx("12 0600 01") == [send("01 12 0600 03")], "Write Not Permitted")
+        #expect(rx("12 0500 01") == [send("01 12 0500 03")], "declarations are read-only")
+        #expect(rx("12 9900 01") == [send("01 12 9900 01")])
+        #expect(rx("52 0600 01") == [], "a refused command gets no answer")
+        let long = [UInt8](repeating: 7, count: 513)
+        #expect(server.receive([0x12, 0x0F, 0x00] + long, now: t0) == [send("01 12 0f00 0d")])
+    }
+
+    @Test mutating func unknownAndMalformed() {
+        #expect(rx("3f 0102") == [send("01 3f 0000 06")], "unknown request: Request Not Supported")
+        #expect(rx("0e 0300 0600") == [send("01 0e 0000 06")], "Read Multiple is not supported")
+        #expect(rx("7f 0102") == [], "unknown command: ignored")
+        #expect(rx("d2 0f00 01 000000000000000000000000") == [], "signed write: ignored")
+        #expect(rx("0a 03") == [send("01 0a 0000 04")], "truncated request: Invalid PDU")
+        #expect(rx("08 0100 ffff 032800") == [send("01 08 0000 04")], "3-byte UUID: Invalid PDU")
+        guard case .protocolViolation = rx("52 0f").first else { Issue.record("truncated command"); return }
+        guard case .protocolViolation = server.receive([], now: t0).first else { Issue.record("empty PDU"); return }
+        guard case .protocolViolation = rx("0b 0102").first else { Issue.record("a response sent to a server"); return }
+    }
+
+    @Test mutating func exchangeMTU() {
+        #expect(rx("02 0002") == [send("03 f700")])
+        #expect(server.mtu == 247)
+        server.preferredMTU = 100
+        #expect(rx("02 0502") == [send("03 6400")])
+        #expect(server.mtu == 100)
+        #expect(rx("02 0a00") == [send("03 6400")])
+        #expect(server.mtu == 23, "a client MTU below 23 counts as 23")
+        server.preferredMTU = 5
+        #expect(server.preferredMTU == 23)
+    }
+
+    @Test mutating func notifications() {
+        let value = [UInt8](0..<25)
+        #expect(server.notify(handle: 9, value: value) == [.dropped(handle: 9, reason: .notSubscribed)])
+        #expect(server.notify(handle: 6, value: value) == [.dropped(handle: 6, reason: .notSupported)])
+        _ = rx("12 0a00 0100")
+        #expect(server.notify(handle: 9, value: value) == [.send([0x1B, 0x09, 0x00] + value.prefix(20))])
+        _ = rx("02 f700")
+        #expect(server.notify(handle: 9, value: value) == [.send([0x1B, 0x09, 0x00] + value)])
+    }
+
+    @Test mutating func indicationsOneAtATime() {
+        #expect(server.indicate(handle: 6, value: [1], now: t0) == [.dropped(handle: 6, reason: .notSubscribed)])
+        _ = rx("12 0700 0200")
+        #expect(server.indicate(handle: 6, value: [1], now: t0) == [send("1d 0600 01")])
+        #expect(server.indicate(handle: 6, value: [2], now: t0) == [])
+        #expect(server.queuedIndications == 1)
+        #expect(server.nextDeadline == t0 + .seconds(30))
+        #expect(rx("1e", at: t0 + .seconds(1)) == [.indicationConfirmed(handle: 6), send("1d 0600 02")])
+        #expect(server.nextDeadline == t0 + .seconds(31))
+        #expect(rx("1e") == [.indicationConfirmed(handle: 6)])
+        #expect(server.nextDeadline == nil)
+        guard case .protocolViolation = rx("1e").first else { Issue.record("stray confirmation"); return }
+    }
+
+    @Test mutating func queuedIndicationDroppedWhenUnsubscribed() {
+        _ = rx("12 0700 0200")
+        _ = server.indicate(handle: 6, value: [1], now: t0)
+        _ = server.indicate(handle: 6, value: [2], now: t0)
+        _ = rx("12 0700 0000")
+        #expect(rx("1e") == [.indicationConfirmed(handle: 6), .dropped(handle: 6, reason: .notSubscribed)])
+    }
+
+    @Test mutating func indicationFloodAndTimeout() {
+        _ = rx("12 0700 0200")
+        #expect(server.indicate(handle: 6, value: [0], now: t0) == [send("1d 0600 00")])
+        for i in 1...64 { #expect(server.indicate(handle: 6, value: [UInt8(i)], now: t0) == []) }
+        #expect(server.indicate(handle: 6, value: [65], now: t0) == [.dropped(handle: 6, reason: .queueFull)])
+        #expect(server.tick(now: t0 + .milliseconds(29_999)) == [])
+        let timedOut = server.tick(now: t0 + .seconds(30))
+        #expect(timedOut.first == .indicationTimedOut(handle: 6))
+        #expect(timedOut.dropFirst() == ArraySlice(repeating: .dropped(handle: 6, reason: .transactionTimedOut), count: 64))
+        #expect(server.indicationsStopped)
+        #expect(server.indicate(handle: 6, value: [1], now: t0 + .seconds(31)) == [.dropped(handle: 6, reason: .transactionTimedOut)])
+        #expect(server.tick(now: t0 + .seconds(90)) == [])
+        // A new connection: CCCDs, MTU and the stopped state are gone.
+        _ = rx("02 f700")
+        server.reset()
+        #expect(server.mtu == 23 && !server.indicationsStopped)
+        #expect(server.indicate(handle: 6, value: [1], now: t0) == [.dropped(handle: 6, reason: .notSubscribed)])
+        #expect(rx("0a 0700") == [send("0b 0000")])
+    }
+
+    @Test mutating func controlPointValidatorAndDeferredWrites() {
+        let control = vendorUUID
+        server.writeValidator = { request in
+            request.uuid == control && !request.indicateEnabled ? .cccdImproperlyConfigured : nil
+        }
+        #expect(rx("12 0f00 01") == [send("01 12 0f00 fd")], "indications off: 0xFD")
+        #expect(rx("52 0f00 01") == [], "rejected command: silently dropped")
+        _ = rx("12 1000 0200")
+        server.deferredWriteHandles = [0x0F]
+        #expect(rx("12 0f00 01") == [.written(handle: 0x0F, uuid: control, value: [1], withResponse: true)])
+        guard case .protocolViolation = rx("0a 0300").first else { Issue.record("request during a pending write"); return }
+        guard case .protocolViolation = server.respondToWrite(handle: 0x03, error: nil).first else {
+            Issue.record("wrong handle"); return
+        }
+        #expect(server.respondToWrite(handle: 0x0F, error: nil) == [send("13")])
+        #expect(server.database.attribute(0x0F)?.value == [1])
+        #expect(rx("12 0f00 02") == [.written(handle: 0x0F, uuid: control, value: [2], withResponse: true)])
+        #expect(server.respondToWrite(handle: 0x0F, error: .application(1)) == [send("01 12 0f00 81")])
+        #expect(server.database.attribute(0x0F)?.value == [1], "a refused write is not stored")
+        #expect(rx("52 0f00 03") == [.written(handle: 0x0F, uuid: control, value: [3], withResponse: false)])
+    }
+}
