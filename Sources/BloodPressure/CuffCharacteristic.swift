@@ -35,7 +35,7 @@ public enum CuffCharacteristic: String, Sendable, Hashable, CaseIterable {
 }
 
 /// GATT properties the session cares about.
-public struct CharacteristicProperties: OptionSet, Sendable, Hashable {
+public struct CuffProperties: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     // Same bit positions as the characteristic declaration's properties byte.

@@ -4,13 +4,13 @@ import BloodPressure
 /// What discovery found on the device, reduced to what the session needs.
 public struct CuffProfile: Sendable, Hashable {
     public var hasBloodPressureService: Bool
-    public var characteristics: [CuffCharacteristic: CharacteristicProperties]
+    public var characteristics: [CuffCharacteristic: CuffProperties]
 
-    public init(hasBloodPressureService: Bool, characteristics: [CuffCharacteristic: CharacteristicProperties]) {
+    public init(hasBloodPressureService: Bool, characteristics: [CuffCharacteristic: CuffProperties]) {
         self.hasBloodPressureService = hasBloodPressureService
         self.characteristics = characteristics
     }
 
     public func has(_ c: CuffCharacteristic) -> Bool { characteristics[c] != nil }
-    public func properties(_ c: CuffCharacteristic) -> CharacteristicProperties { characteristics[c] ?? [] }
+    public func properties(_ c: CuffCharacteristic) -> CuffProperties { characteristics[c] ?? [] }
 }

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import GATT
+
+/// The simulated cuff as a GATT server: the attribute database of a real cuff, a ``GATTServer``
+/// for one connection, and the ``CuffSimulatorMachine`` deciding what the cuff does.
+///
+/// Pure: PDUs and time in, PDUs out. A driver moves them over a bearer (in process, a Unix
+/// `SOCK_SEQPACKET` socket, or BlueZ's L2CAP ATT channel).
+public struct CuffPeripheral: Sendable {
+    public enum Output: Sendable, Hashable {
+        case send([UInt8])
+        case disconnect(String)
+        case log(String)
+    }
+
+    public private(set) var server: GATTServer
+    public private(set) var machine: CuffSimulatorMachine
+    /// Value handle of each characteristic the cuff has.
+    public let handles: [CuffCharacteristic: UInt16]
+    let characteristicsByHandle: [UInt16: CuffCharacteristic]
+
+    /// - Parameter requireEncryption: the result and cuff-pressure subscriptions need an encrypted
+    ///   link (a cuff that must be bonded first); clients get Insufficient Authentication until then.
+    public init(configuration: SimulatorConfiguration, requireEncryption: Bool = false) {
+        let machine = CuffSimulatorMachine(configuration: configuration)
+        let values = machine.initialValues
+        var b = AttributeDatabase.Builder()
+        var handles: [CuffCharacteristic: UInt16] = [:]
+        let cccd: AttributePermissions = requireEncryption ? [.read, .write, .writeEncrypted] : .readWrite
+        func add(_ c: CuffCharacteristic, _ props: GATT.CharacteristicProperties, _ perms: AttributePermissions, cccd: AttributePermissions = .readWrite) {
+            let uuid = c.uuid16.map { BluetoothUUID($0) } ?? BluetoothUUID(CuffControl.controlPointUUID)!
+            handles[c] = b.addCharacteristic(uuid, properties: props, permissions: perms, value: values[c] ?? [], cccdPermissions: cccd).valueHandle
+        }
+        b.addService(.genericAccess)
+        add(.deviceName, .read, .read)
+        b.addService(BluetoothUUID(BPSUUID.bloodPressureService))
+        add(.bloodPressureMeasurement, .indicate, [], cccd: cccd)
+        add(.intermediateCuffPressure, .notify, [], cccd: cccd)
+        add(.bloodPressureFeature, .read, .read)
+        if configuration.persona == .bps11 {
+            add(.enhancedBloodPressureMeasurement, .indicate, [], cccd: cccd)
+            add(.enhancedIntermediateCuffPressure, .notify, [], cccd: cccd)
+            add(.bloodPressureRecord, .indicate, [], cccd: cccd)
+            add(.recordAccessControlPoint, [.write, .indicate], requireEncryption ? [.write, .writeEncrypted] : .write, cccd: cccd)
+        }
+        b.addService(BluetoothUUID(BPSUUID.deviceInformationService))
+        add(.manufacturerName, .read, .read)
+        add(.modelNumber, .read, .read)
+        add(.serialNumber, .read, .read)
+        add(.firmwareRevision, .read, .read)
+        b.addService(BluetoothUUID(BPSUUID.currentTimeService))
+        add(.currentTime, [.read, .write, .notify], .readWrite)
+        b.addService(BluetoothUUID(CuffControl.serviceUUID)!)
+        add(.cuffControl, .write, .write)
+        var server = GATTServer(database: b.build())
+        server.deferredWriteHandles = Set([.cuffControl, .currentTime, .recordAccessControlPoint].compactMap { handles[$0] })
+        self.server = server
+        self.machine = machine
+        self.handles = handles
+        self.characteristicsByHandle = Dictionary(uniqueKeysWithValues: handles.map { ($1, $0) })
+    }
+
+    public var nextDeadline: Timestamp? { [server.nextDeadline, machine.nextDeadline].compactMap { $0 }.min() }
+
+    /// A client connected: a fresh GATT connection state.
+    public mutating func connected(now: Timestamp) -> [Output] {
+        server.reset()
+        return run(machine.handle(.connected(now)), now)
+    }
+
+    public mutating func disconnected(now: Timestamp) -> [Output] {
+        let out = run(machine.handle(.disconnected(now)), now)
+        server.reset()
+        return out
+    }
+
+    public mutating func linkSecurityChanged(_ level: SecurityLevel) { server.linkSecurityChanged(level: level) }
+
+    /// One PDU from the client.
+    public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [Output] {
+        serverActions(server.receive(pdu, now: now), now)
+    }
+
+    /// The start button (SIGUSR1).
+    public mutating func buttonPressed(now: Timestamp) -> [Output] { run(machine.handle(.buttonPressed(now)), now) }
+
+    /// Time passed: indication timeouts, the next cuff-pressure sample, the end of the linger.
+    public mutating func tick(now: Timestamp) -> [Output] {
+        serverActions(server.tick(now: now), now) + run(machine.handle(.tick(now)), now)
+    }
+
+    mutating func serverActions(_ actions: [GATTServerAction], _ now: Timestamp) -> [Output] {
+        var out: [Output] = []
+        for a in actions {
+            switch a {
+            case let .send(pdu):
+                out.append(.send(pdu))
+            case let .written(handle, _, value, withResponse):
+                guard let c = characteristicsByHandle[handle] else { continue }
+                var results = machine.handle(.written(c, value, now))
+                if !withResponse { results.removeAll { if case .writeResult = $0 { true } else { false } } }
+                out += run(results, now)
+            case let .subscriptionChanged(valueHandle, _, notify, indicate):
+                guard let c = characteristicsByHandle[valueHandle] else { continue }
+                out += run(machine.handle(.subscriptionChanged(c, notify: notify, indicate: indicate, now)), now)
+            case .indicationConfirmed:
+                out += run(machine.handle(.indicationConfirmed(now)), now)
+            case .indicationTimedOut:
+                out += run(machine.handle(.indicationTimedOut(now)), now)
+            case let .dropped(handle, reason):
+                if reason != .notSubscribed {
+                    out.append(.log("value for handle 0x\(String(handle, radix: 16)) not sent: \(reason.rawValue)"))
+                }
+            case let .protocolViolation(why):
+                out.append(.log("client protocol violation: \(why)"))
+            }
+        }
+        return out
+    }
+
+    mutating func run(_ actions: [CuffSimulatorMachine.Action], _ now: Timestamp) -> [Output] {
+        var out: [Output] = []
+        for a in actions {
+            switch a {
+            case let .notify(c, v):
+                guard let h = handles[c] else { continue }
+                out += serverActions(server.notify(handle: h, value: v), now)
+            case let .indicate(c, v):
+                guard let h = handles[c] else { continue }
+                out += serverActions(server.indicate(handle: h, value: v, now: now), now)
+            case let .writeResult(c, error):
+                guard let h = handles[c] else { continue }
+                out += serverActions(server.respondToWrite(handle: h, error: error.map(ATTErrorCode.init(rawValue:))), now)
+            case let .setValue(c, v):
+                if let h = handles[c] { _ = server.setValue(handle: h, v) }
+            case let .disconnect(why):
+                out.append(.disconnect(why))
+            case let .log(s):
+                out.append(.log(s))
+            }
+        }
+        return out
+    }
+}
