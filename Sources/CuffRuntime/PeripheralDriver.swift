@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+import CuffSimulator
+import Transport
+
+/// Runs a ``CuffPeripheral`` over one bearer connection after another.
+public final class PeripheralDriver {
+    public enum End: Sendable, Equatable {
+        /// The client went away (or the cuff dropped the link).
+        case disconnected(String)
+        /// SIGINT/SIGTERM.
+        case interrupted
+        case transportFailed(String)
+    }
+
+    public private(set) var peripheral: CuffPeripheral
+    public let clock: SimulationClock
+    let log: (String) -> Void
+    let signals: SignalFlags?
+    /// Longest real wait in one poll, so signals are seen promptly.
+    let pollSlice: Duration = .milliseconds(100)
+
+    public init(peripheral: CuffPeripheral, clock: SimulationClock, signals: SignalFlags? = .shared, log: @escaping (String) -> Void) {
+        self.peripheral = peripheral
+        self.clock = clock
+        self.signals = signals
+        self.log = log
+    }
+
+    /// Serves one connection until it ends.
+    public func serve(_ bearer: ATTBearer) -> End {
+        defer { bearer.close() }
+        peripheral.linkSecurityChanged(bearer.securityLevel)
+        if let end = execute(peripheral.connected(now: clock.now()), bearer) { return end }
+        while true {
+            if let s = signals {
+                if s.isRaised(.int) || s.isRaised(.term) {
+                    _ = peripheral.disconnected(now: clock.now())
+                    return .interrupted
+                }
+                if s.consume(.usr1), let end = execute(peripheral.buttonPressed(now: clock.now()), bearer) { return end }
+            }
+            var wait = pollSlice
+            if let d = peripheral.nextDeadline { wait = min(wait, clock.realInterval(until: d)) }
+            let event: BearerEvent
+            do {
+                event = try bearer.next(timeout: wait)
+            } catch {
+                _ = peripheral.disconnected(now: clock.now())
+                return .transportFailed(error.message)
+            }
+            switch event {
+            case let .pdu(pdu):
+                peripheral.linkSecurityChanged(bearer.securityLevel)
+                if let end = execute(peripheral.receive(pdu, now: clock.now()), bearer) { return end }
+            case .timeout:
+                break
+            case let .closed(why):
+                let out = peripheral.disconnected(now: clock.now())
+                for case let .log(s) in out { log(s) }
+                return .disconnected(why ?? "the client closed the connection")
+            }
+            if let d = peripheral.nextDeadline, clock.now() >= d {
+                if let end = execute(peripheral.tick(now: clock.now()), bearer) { return end }
+            }
+        }
+    }
+
+    /// Sends, logs, disconnects; returns the end when the cuff dropped the link.
+    func execute(_ outputs: [CuffPeripheral.Output], _ bearer: ATTBearer) -> End? {
+        for o in outputs {
+            switch o {
+            case let .send(pdu):
+                do {
+                    try bearer.send(pdu)
+                } catch {
+                    _ = peripheral.disconnected(now: clock.now())
+                    return .transportFailed(error.message)
+                }
+            case let .log(s):
+                log(s)
+            case let .disconnect(why):
+                let out = peripheral.disconnected(now: clock.now())
+                for case let .log(s) in out { log(s) }
+                return .disconnected(why)
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import ArgumentParser
+import CuffCore
+import CuffRuntime
+import CuffSimulator
+import Transport
+
+struct SimulatorOptions: ParsableArguments {
+    @Option(help: "Scenario to play (see `cuff simulate --list`).", transform: { s in
+        guard let v = Scenario(rawValue: s) else {
+            throw ValidationError("unknown scenario '\(s)'; known: \(Scenario.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return v
+    })
+    var scenario: Scenario = .normal
+
+    @Option(help: "Blood Pressure Service version: bps-1.0 or bps-1.1 (adds Enhanced BPM/ICP, Record and RACP).", transform: { s in
+        guard let v = Persona(rawValue: s) else { throw ValidationError("unknown persona '\(s)'; use bps-1.0 or bps-1.1") }
+        return v
+    })
+    var persona: Persona = .bps10
+
+    @Option(help: "Seed for the simulated readings (same seed, same readings).")
+    var seed: UInt64 = 1
+
+    @Option(help: "Run simulated time this many times faster than real time.")
+    var speed: Double = 1
+
+    @Flag(help: "Start measuring as soon as a client has subscribed (else: a start command, or SIGUSR1 as the button).")
+    var autostart = false
+
+    func validate() throws {
+        guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
+    }
+
+    var configuration: SimulatorConfiguration {
+        SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: autostart)
+    }
+}
+
+struct Simulate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Be a blood-pressure cuff: a GATT server on a Unix socket (or a Bluetooth adapter).",
+        discussion: """
+            Serves one client after another until stopped (Ctrl-C). Each session is logged to stderr. \
+            With --listen unix:PATH, connect with `cuff measure --connect unix:PATH`. Send SIGUSR1 to \
+            press the cuff's start button.
+            """
+    )
+
+    @Flag(help: "List the scenarios, one per line, and exit.")
+    var list = false
+
+    @Option(help: "Where to listen: unix:PATH.")
+    var listen: String?
+
+    @Option(help: "Bluetooth adapter to be a cuff on, e.g. hci0 (needs Linux Bluetooth and root).")
+    var adapter: String?
+
+    @OptionGroup var options: SimulatorOptions
+
+    func validate() throws {
+        if list { return }
+        if listen == nil && adapter == nil { throw ValidationError("give --listen unix:PATH or --adapter hciN") }
+        if let listen, !listen.hasPrefix("unix:") { throw ValidationError("--listen takes unix:PATH") }
+    }
+
+    func run() throws {
+        if list {
+            for s in Scenario.allCases { Output.line("\(s.rawValue)\t\(s.summary)") }
+            return
+        }
+        let signals = SignalFlags.shared
+        try signals.install()
+        let clock = SimulationClock(speed: options.speed)
+        let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: options.configuration), clock: clock, signals: signals) { Output.log("cuff simulate: " + $0) }
+        if let adapter {
+            try BlueZCommands.simulate(adapter: adapter, driver: driver, options: options)
+            return
+        }
+        let path = String(listen!.dropFirst("unix:".count))
+        let listener: UnixSeqpacketListener
+        do {
+            listener = try UnixSeqpacketListener(path: path)
+        } catch {
+            Output.log("cuff simulate: cannot listen at \(path): \(error.message)")
+            throw ExitCode(SessionExit.connectionFailed)
+        }
+        defer { listener.close() }
+        Output.log("cuff simulate: \(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×) listening at unix:\(path)")
+        var session = 0
+        while !signals.isRaised(.int) && !signals.isRaised(.term) {
+            let bearer: UnixSeqpacketBearer?
+            do {
+                bearer = try listener.accept(timeout: .milliseconds(200))
+            } catch {
+                Output.log("cuff simulate: accept failed: \(error.message)")
+                throw ExitCode(SessionExit.connectionFailed)
+            }
+            guard let bearer else { continue }
+            session += 1
+            Output.log("cuff simulate: session \(session): client connected")
+            let end = driver.serve(bearer)
+            Output.log("cuff simulate: session \(session) ended: \(end)")
+            if end == .interrupted { break }
+        }
+        Output.log("cuff simulate: stopped")
+    }
+}
+
+enum SessionExit {
+    static let connectionFailed: Int32 = 9
+}
