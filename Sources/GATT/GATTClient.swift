@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import CuffCore
+
+/// The client side of one ATT bearer, as a value that takes events and returns actions
+/// (Core Vol 3 Part F §3.3, Part G §4).
+///
+/// Procedures wait in a queue and run one at a time, with at most one request on the air
+/// (Part F §3.3.2). Each gets a ``GATTRequestID`` and finishes with
+/// ``GATTClientAction/completed(_:_:)``. The driver sends every ``GATTClientAction/send(_:)``,
+/// feeds every PDU to ``receive(_:now:)`` and calls ``tick(now:)`` by ``nextDeadline``.
+///
+/// Indications are not confirmed automatically: the application calls ``confirmIndication()``
+/// once it has kept the value, so a server never drops a record the client has not stored.
+public struct GATTClient: Sendable {
+    /// Core Vol 3 Part F §3.3.3.
+    public static let transactionTimeout: Duration = .seconds(30)
+
+    /// The receive MTU this client offers in Exchange MTU.
+    public let preferredMTU: UInt16
+    /// The ATT_MTU in use.
+    public private(set) var mtu: UInt16 = GATTServer.minimumMTU
+    /// The link security the client believes it has.
+    public private(set) var securityLevel: SecurityLevel
+    /// Set after a fatal error; the bearer must be closed.
+    public private(set) var failure: GATTClientError?
+    /// True while an indication waits for ``confirmIndication()``.
+    public private(set) var indicationPending = false
+
+    private var nextID = 1
+    private var queue: [Running] = []
+    private var current: Running?
+    /// The request on the air (or waiting for a security raise before it is sent again).
+    private var request: (pdu: ATTPDU, sentAt: Timestamp?)?
+    private var securityTarget: (level: SecurityLevel, error: ATTErrorCode, handle: UInt16)?
+
+    public init(preferredMTU: UInt16 = 247, securityLevel: SecurityLevel = .low) {
+        self.preferredMTU = min(max(preferredMTU, GATTServer.minimumMTU), 517)
+        self.securityLevel = securityLevel
+    }
+
+    /// When ``tick(now:)`` must next be called, nil when no request is on the air.
+    public var nextDeadline: Timestamp? { request?.sentAt.map { $0 + Self.transactionTimeout } }
+
+    /// Procedures queued or running.
+    public var pendingProcedures: Int { queue.count + (current == nil ? 0 : 1) }
+
+    // MARK: Procedures
+
+    /// Exchange MTU (Part G §4.3.1). Completes with ``GATTClientResponse/mtu(_:)``; a server
+    /// that does not support it leaves the MTU at 23.
+    public mutating func exchangeMTU(now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+        submit(.exchangeMTU, now: now)
+    }
+
+    /// Discovers primary services (all, or only those in `services`), their characteristics and
+    /// descriptors (Part G §4.4.1, §4.6.1, §4.7.1). Completes with ``GATTClientResponse/profile(_:)``.
+    public mutating func discover(services: [BluetoothUUID] = [], now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+        submit(.discover(Discovery(filter: services)), now: now)
+    }
+
+    /// Reads a value, long ones with Read Blob (Part G §4.8.1, §4.8.3), up to 512 bytes.
+    public mutating func read(_ handle: UInt16, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+        submit(.read(handle: handle, value: []), now: now)
+    }
+
+    /// Writes a value that fits in one Write Request (Part G §4.9.3).
+    public mutating func write(_ handle: UInt16, _ value: [UInt8], now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+        submit(.write(handle: handle, value: value), now: now)
+    }
+
+    /// Writes the CCCD at `cccdHandle` (Part G §3.3.3.3).
+    public mutating func subscribe(cccdHandle: UInt16, notify: Bool, indicate: Bool, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+        write(cccdHandle, [(notify ? 1 : 0) | (indicate ? 2 : 0), 0], now: now)
+    }
+
+    /// Writes a discovered characteristic's CCCD; fails with ``GATTClientError/Code/noCCCD`` when it has none.
+    public mutating func subscribe(_ characteristic: GATTProfile.Characteristic, notify: Bool, indicate: Bool, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+        guard let cccd = characteristic.cccdHandle else {
+            let id = makeID()
+            return (id, [.completed(id, .failure(GATTClientError(
+                .noCCCD, "characteristic \(characteristic.uuid) at \(hex4(characteristic.valueHandle)) has no CCCD",
+                handle: characteristic.valueHandle)))])
+        }
+        return subscribe(cccdHandle: cccd, notify: notify, indicate: indicate, now: now)
+    }
+
+    /// Sends a Write Command at once (commands are not subject to the one-request rule, §3.3.2)
+    /// and completes immediately.
+    public mutating func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+        let id = makeID()
+        if let failure { return (id, [.completed(id, .failure(bearerFailed(failure)))]) }
+        guard value.count <= Int(mtu) - 3 else {
+            return (id, [.completed(id, .failure(tooLong(handle, value)))])
+        }
+        return (id, [.send(ATTPDU.writeCommand(handle: handle, value: value).bytes), .completed(id, .success(.written))])
+    }
+
+    /// Confirms the pending indication (Part F §3.4.7.3); no action when none is pending.
+    public mutating func confirmIndication() -> [GATTClientAction] {
+        guard indicationPending, failure == nil else { return [] }
+        indicationPending = false
+        return [.send(ATTPDU.handleValueConfirmation.bytes)]
+    }
+
+    // MARK: Security
+
+    /// The link now has `level`: the request that asked for it goes out again, or fails when the
+    /// level is still too low.
+    public mutating func securityRaised(level: SecurityLevel, now: Timestamp) -> [GATTClientAction] {
+        securityLevel = level
+        guard let target = securityTarget, let pending = request else { return [] }
+        securityTarget = nil
+        guard level >= target.level else {
+            return finish(.failure(GATTClientError(
+                .attError, "\(target.error) at \(hex4(target.handle)) persists: link raised to \(level), not \(target.level)",
+                attError: target.error, handle: target.handle)), now: now)
+        }
+        request = (pending.pdu, now)
+        return [.send(pending.pdu.bytes)]
+    }
+
+    /// The caller could not or would not raise security: the waiting procedure fails.
+    public mutating func securityRefused(now: Timestamp) -> [GATTClientAction] {
+        guard let target = securityTarget else { return [] }
+        securityTarget = nil
+        return finish(.failure(GATTClientError(
+            .securityRefused, "\(target.error) at \(hex4(target.handle)): security not raised to \(target.level)",
+            attError: target.error, handle: target.handle)), now: now)
+    }
+
+    /// BlueZ's policy (src/shared/att.c): 0x0F asks for encryption; 0x05 and 0x0C step up a level.
+    static func level(after error: ATTErrorCode, at level: SecurityLevel) -> SecurityLevel? {
+        switch error {
+        case .insufficientEncryption:
+            return level < .medium ? .medium : nil
+        case .insufficientAuthentication, .insufficientEncryptionKeySize:
+            return SecurityLevel(rawValue: level.rawValue + 1)
+        default:
+            return nil
+        }
+    }
+
+    // MARK: Events
+
+    /// Checks the transaction timer.
+    public mutating func tick(now: Timestamp) -> [GATTClientAction] {
+        guard failure == nil, let sent = request?.sentAt, now - sent >= Self.transactionTimeout else { return [] }
+        let pdu = request!.pdu
+        return fail(GATTClientError(.timeout, "no answer to \(pdu.opcode) within 30 s"))
+    }
+
+    /// Handles one PDU from the server.
+    public mutating func receive(_ bytes: [UInt8], now: Timestamp) -> [GATTClientAction] {
+        guard failure == nil else { return [] }
+        let timedOut = tick(now: now)
+        guard timedOut.isEmpty else { return timedOut }
+        guard bytes.count <= Int(mtu) else {
+            return fail(GATTClientError(.pduTooLarge, "\(bytes.count)-byte PDU (opcode 0x\(hex2(bytes[0]))) exceeds ATT_MTU \(mtu)"))
+        }
+        let pdu: ATTPDU
+        do {
+            pdu = try ATTPDU(parsing: bytes)
+        } catch {
+            return fail(GATTClientError(.malformedPDU, error.description))
+        }
+        switch pdu {
+        case let .handleValueNotification(handle, value):
+            return [.notification(handle: handle, value: value)]
+        case let .handleValueIndication(handle, value):
+            guard !indicationPending else {
+                return fail(GATTClientError(.unconfirmedIndication,
+                    "indication of \(hex4(handle)) arrived before the previous one was confirmed", handle: handle))
+            }
+            indicationPending = true
+            return [.indication(handle: handle, value: value)]
+        case let .exchangeMTURequest(serverMTU):
+            // The peer's client role asks; answer for our (empty) server role.
+            mtu = max(GATTServer.minimumMTU, min(serverMTU, preferredMTU))
+            return [.send(ATTPDU.exchangeMTUResponse(serverMTU: preferredMTU).bytes)]
+        case let .unknown(opcode, _) where opcode.isCommand:
+            return []
+        case .writeCommand:
+            return []
+        default:
+            if pdu.opcode.isRequest {
+                // This client has no attribute database of its own.
+                return [.send(ATTPDU.errorResponse(request: pdu.opcode, handle: 0, error: .requestNotSupported).bytes)]
+            }
+            return response(pdu, now: now)
+        }
+    }
+
+    // MARK: Internals
+
+    private enum Procedure: Sendable {
+        case exchangeMTU
+        case discover(Discovery)
+        case read(handle: UInt16, value: [UInt8])
+        case write(handle: UInt16, value: [UInt8])
+    }
+
+    private struct Running: Sendable {
+        var id: GATTRequestID
+        var procedure: Procedure
+    }
+
+    private mutating func makeID() -> GATTRequestID {
+        defer { nextID += 1 }
+        return GATTRequestID(rawValue: nextID)
+    }
+
+    private func bearerFailed(_ cause: GATTClientError) -> GATTClientError {
+        GATTClientError(.bearerFailed, "the bearer failed earlier: \(cause.message)")
+    }
+
+    private func tooLong(_ handle: UInt16, _ value: [UInt8]) -> GATTClientError {
+        GATTClientError(.valueTooLong, "\(value.count)-byte value for \(hex4(handle)) exceeds ATT_MTU \(mtu) - 3", handle: handle)
+    }
+
+    private mutating func submit(_ procedure: Procedure, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+        let id = makeID()
+        if let failure { return (id, [.completed(id, .failure(bearerFailed(failure)))]) }
+        queue.append(Running(id: id, procedure: procedure))
+        return (id, pump(now: now))
+    }
+
+    /// Starts queued procedures until one has a request on the air.
+    private mutating func pump(now: Timestamp) -> [GATTClientAction] {
+        var actions: [GATTClientAction] = []
+        while current == nil, !queue.isEmpty {
+            var running = queue.removeFirst()
+            let step = start(&running.procedure)
+            current = running
+            actions += apply(step, now: now)
+        }
+        return actions
+    }
+
+    /// Sends a step's request, or completes the current procedure and starts the next.
+    private mutating func apply(_ step: ProcedureStep, now: Timestamp) -> [GATTClientAction] {
+        switch step {
+        case let .send(pdu):
+            request = (pdu, now)
+            return [.send(pdu.bytes)]
+        case let .done(result):
+            return finish(result, now: now)
+        }
+    }
+
+    private mutating func finish(_ result: Result<GATTClientResponse, GATTClientError>, now: Timestamp) -> [GATTClientAction] {
+        request = nil
+        securityTarget = nil
+        guard let done = current else { return pump(now: now) }
+        current = nil
+        return [.completed(done.id, result)] + pump(now: now)
+    }
+
+    /// Completes every procedure with `error` and stops the client.
+    private mutating func fail(_ error: GATTClientError) -> [GATTClientAction] {
+        failure = error
+        request = nil
+        securityTarget = nil
+        var actions: [GATTClientAction] = []
+        if let current { actions.append(.completed(current.id, .failure(error))) }
+        actions += queue.map { .completed($0.id, .failure(bearerFailed(error))) }
+        current = nil
+        queue = []
+        actions.append(.failed(error))
+        return actions
+    }
+
+    private func start(_ procedure: inout Procedure) -> ProcedureStep {
+        switch procedure {
+        case .exchangeMTU:
+            return .send(.exchangeMTURequest(clientMTU: preferredMTU))
+        case var .discover(d):
+            let step = d.next()
+            procedure = .discover(d)
+            return step
+        case let .read(handle, _):
+            return .send(.readRequest(handle: handle))
+        case let .write(handle, value):
+            guard value.count <= Int(mtu) - 3 else { return .done(.failure(tooLong(handle, value))) }
+            return .send(.writeRequest(handle: handle, value: value))
+        }
+    }
+
+    /// A response to the request on the air.
+    private mutating func response(_ pdu: ATTPDU, now: Timestamp) -> [GATTClientAction] {
+        guard let sent = request, sent.sentAt != nil, var running = current else {
+            return fail(GATTClientError(.unexpectedResponse, "unsolicited \(pdu.opcode): no request is outstanding"))
+        }
+        let asked = sent.pdu.opcode
+        if case let .errorResponse(request, handle, error) = pdu {
+            guard request == asked else {
+                return fail(GATTClientError(.unexpectedResponse,
+                    "Error Response for \(request) while \(asked) is outstanding", attError: error, handle: handle))
+            }
+            if error.isSecurityError {
+                guard let target = Self.level(after: error, at: securityLevel) else {
+                    return finish(.failure(GATTClientError(
+                        .attError, "\(error) at \(hex4(handle)) for \(asked), and the link is already \(securityLevel)",
+                        attError: error, handle: handle)), now: now)
+                }
+                securityTarget = (target, error, handle)
+                self.request = (sent.pdu, nil)
+                return [.raiseSecurity(to: target)]
+            }
+        } else if pdu.opcode != asked.responseOpcode {
+            return fail(GATTClientError(.unexpectedResponse, "\(pdu.opcode) in answer to \(asked)"))
+        }
+        let step = advance(&running.procedure, with: pdu)
+        current = running
+        return apply(step, now: now)
+    }
+
+    /// Moves a procedure on with the answer to its request.
+    private mutating func advance(_ procedure: inout Procedure, with pdu: ATTPDU) -> ProcedureStep {
+        switch (procedure, pdu) {
+        case let (.exchangeMTU, .exchangeMTUResponse(serverMTU)):
+            mtu = max(GATTServer.minimumMTU, min(serverMTU, preferredMTU))
+            return .done(.success(.mtu(mtu)))
+        case (.exchangeMTU, .errorResponse(_, _, .requestNotSupported)):
+            return .done(.success(.mtu(mtu)))
+
+        case (.discover(var d), let pdu):
+            let step = d.handle(pdu)
+            procedure = .discover(d)
+            return step
+
+        case let (.read(handle, sofar), .readResponse(value)),
+             let (.read(handle, sofar), .readBlobResponse(value)):
+            var all = sofar + value
+            if all.count > GATTServer.maximumValueLength { all = Array(all.prefix(GATTServer.maximumValueLength)) }
+            procedure = .read(handle: handle, value: all)
+            // A full PDU may mean more follows (Part G §4.8.3).
+            guard value.count == Int(mtu) - 1, all.count < GATTServer.maximumValueLength else {
+                return .done(.success(.value(all)))
+            }
+            return .send(.readBlobRequest(handle: handle, offset: UInt16(all.count)))
+        case let (.read(_, value), .errorResponse(.readBlobRequest, _, error))
+            where error == .attributeNotLong || error == .invalidOffset:
+            // The value ended exactly at a PDU boundary.
+            return .done(.success(.value(value)))
+
+        case (.write, .writeResponse):
+            return .done(.success(.written))
+
+        case let (_, .errorResponse(request, handle, error)):
+            return .done(.failure(GATTClientError(.attError, "\(error) at \(hex4(handle)) for \(request)", attError: error, handle: handle)))
+        default:
+            return .done(.failure(GATTClientError(.unexpectedResponse, "\(pdu.opcode) does not answer this procedure")))
+        }
+    }
+}
