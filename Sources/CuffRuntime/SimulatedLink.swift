@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#if canImport(Glibc)
+import Glibc
+#endif
+import CuffCore
+import CuffSession
+import CuffSimulator
+import Transport
+
+/// A simulated cuff and a session in one process, on a virtual clock: PDUs cross a simulated
+/// link with a fixed latency, and time jumps from one event to the next — `speed` times faster
+/// than real time, or as fast as possible when `speed` is nil. Deterministic for a given seed.
+public final class SimulatedLink {
+    public private(set) var peripheral: CuffPeripheral
+    public private(set) var central: CuffCentral
+    let hooks: SessionHooks
+    let simulatorLog: ((String) -> Void)?
+    let speed: Double?
+    let latency: Duration
+    let signals: SignalFlags?
+    let stopAfter: Duration?
+    let wallStart: Int64
+    var now: Timestamp = .zero
+    var toPeripheral: [(Timestamp, [UInt8])] = []
+    var toCentral: [(Timestamp, [UInt8])] = []
+    var centralSeesDisconnectAt: Timestamp?
+    var linkUp = true
+    var stopSent = false
+    public private(set) var sinkFailure: String?
+
+    public init(
+        simulator: SimulatorConfiguration, session: CuffSessionConfiguration, hooks: SessionHooks,
+        simulatorLog: ((String) -> Void)? = nil, speed: Double?, latency: Duration = .microseconds(7500),
+        requireEncryption: Bool = false, signals: SignalFlags? = nil, stopAfter: Duration? = nil,
+        wallStartMicros: Int64 = WallClock.nowMicros()
+    ) {
+        var sim = simulator
+        // The cuff's clock starts at the host's local time, as a cuff that was set before would.
+        sim.clockStart = wallStartMicros / 1_000_000 + WallClock.localUTCOffsetSeconds()
+        peripheral = CuffPeripheral(configuration: sim, requireEncryption: requireEncryption)
+        central = CuffCentral(configuration: session)
+        self.hooks = hooks
+        self.simulatorLog = simulatorLog
+        self.speed = speed
+        self.latency = latency
+        self.signals = signals
+        self.stopAfter = stopAfter
+        self.wallStart = wallStartMicros
+    }
+
+    func at(_ t: Timestamp) -> EventTime { EventTime(monotonic: t, wallMicros: wallStart + t.nanoseconds / 1000) }
+
+    /// Runs until the session ends; returns its outcome.
+    @discardableResult
+    public func run() -> SessionOutcome {
+        let realStart = MonotonicClock.now()
+        hooks.link?(.connected(at(now)))
+        peripheralOut(peripheral.connected(now: now))
+        centralOut(central.start(at: at(now)))
+        while !central.isFinished {
+            if let s = signals, !stopSent, s.isRaised(.int) || s.isRaised(.term) {
+                stopSent = true
+                hooks.log("stopping (interrupted)")
+                centralOut(central.stop(at: at(now)))
+                continue
+            }
+            if let limit = stopAfter, !stopSent, now >= .zero + limit {
+                stopSent = true
+                hooks.log("stopping (--stop-after reached)")
+                centralOut(central.stop(at: at(now)))
+                continue
+            }
+            let candidates: [Timestamp?] = [
+                toPeripheral.first?.0, toCentral.first?.0, centralSeesDisconnectAt, central.nextDeadline,
+                linkUp ? peripheral.nextDeadline : nil, stopAfter.map { .zero + $0 },
+            ]
+            guard let next = candidates.compactMap({ $0 }).min() else {
+                hooks.log("simulated link: nothing left to happen")
+                centralOut(central.disconnected("simulated link idle", at: at(now)))
+                break
+            }
+            if let speed { pace(until: next, realStart: realStart, speed: speed) }
+            if signals.map({ $0.isRaised(.int) || $0.isRaised(.term) }) == true && !stopSent { continue }
+            now = max(now, next)
+            step()
+        }
+        if case let .done(o) = central.state { return o }
+        return .noResult
+    }
+
+    /// Sleeps until simulated `t` is due in real time, in slices so signals are seen.
+    func pace(until t: Timestamp, realStart: Timestamp, speed: Double) {
+        let due = realStart + .nanoseconds(Int64(Double(t.nanoseconds) / speed))
+        while true {
+            let left = due - MonotonicClock.now()
+            if left <= .zero { return }
+            if signals.map({ $0.isRaised(.int) || $0.isRaised(.term) }) == true { return }
+            let slice = min(left, .milliseconds(50))
+            var ts = timespec(tv_sec: Int(slice.nanoseconds / 1_000_000_000), tv_nsec: Int(slice.nanoseconds % 1_000_000_000))
+            nanosleep(&ts, nil)
+        }
+    }
+
+    func step() {
+        while let (t, pdu) = toPeripheral.first, t <= now {
+            toPeripheral.removeFirst()
+            if linkUp { peripheralOut(peripheral.receive(pdu, now: now)) }
+        }
+        while let (t, pdu) = toCentral.first, t <= now {
+            toCentral.removeFirst()
+            hooks.link?(.pdu(sent: false, pdu, at(now)))
+            centralOut(central.receive(pdu, at: at(now)))
+            if central.isFinished { return }
+        }
+        if let d = centralSeesDisconnectAt, d <= now {
+            centralSeesDisconnectAt = nil
+            toCentral = []
+            hooks.link?(.disconnected(at(now)))
+            centralOut(central.disconnected("the cuff closed the link", at: at(now)))
+            if central.isFinished { return }
+        }
+        if linkUp, let d = peripheral.nextDeadline, d <= now { peripheralOut(peripheral.tick(now: now)) }
+        if let d = central.nextDeadline, d <= now { centralOut(central.tick(at: at(now))) }
+    }
+
+    func peripheralOut(_ outputs: [CuffPeripheral.Output]) {
+        for o in outputs {
+            switch o {
+            case let .send(pdu):
+                if linkUp { toCentral.append((now + latency, pdu)) }
+            case let .disconnect(why):
+                guard linkUp else { continue }
+                linkUp = false
+                simulatorLog?("disconnect: \(why)")
+                for case let .log(s) in peripheral.disconnected(now: now) { simulatorLog?(s) }
+                // PDUs already on the air still arrive; then the central sees the link go.
+                centralSeesDisconnectAt = (toCentral.last?.0 ?? now) + latency
+                toPeripheral = []
+            case let .log(s):
+                simulatorLog?(s)
+            }
+        }
+    }
+
+    func centralOut(_ outputs: [CuffCentral.Output]) {
+        for o in outputs {
+            switch o {
+            case let .send(pdu):
+                guard linkUp else { continue }
+                hooks.link?(.pdu(sent: true, pdu, at(now)))
+                toPeripheral.append((now + latency, pdu))
+            case let .raiseSecurity(level):
+                peripheral.linkSecurityChanged(level)
+                centralOut(central.securityRaised(level, at: at(now)))
+            case let .emit(output):
+                do {
+                    try hooks.emit(output)
+                } catch {
+                    sinkFailure = "\(error)"
+                    hooks.log("cannot store the result: \(error)")
+                    closeLinkFromCentral()
+                    centralOut(central.disconnected("sink failed", at: at(now)))
+                    return
+                }
+            case .disconnect:
+                closeLinkFromCentral()
+            case let .log(s):
+                hooks.log(s)
+            case .finished:
+                if linkUp { closeLinkFromCentral() }
+            }
+        }
+    }
+
+    func closeLinkFromCentral() {
+        guard linkUp else { return }
+        linkUp = false
+        hooks.link?(.disconnected(at(now)))
+        for case let .log(s) in peripheral.disconnected(now: now) { simulatorLog?(s) }
+        toPeripheral = []
+        toCentral = []
+    }
+}

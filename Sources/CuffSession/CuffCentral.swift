@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import GATT
+
+/// A measurement session over GATT: the ``CuffSessionMachine`` driving a ``GATTClient``.
+///
+/// Pure: PDUs and time in; PDUs, records and requests to the link out. The same value runs
+/// against a real cuff, the simulator, and a recorded capture.
+public struct CuffCentral: Sendable {
+    public enum Output: Sendable, Hashable {
+        /// Send this PDU.
+        case send([UInt8])
+        /// Raise the link's security, then call ``securityRaised(_:at:)`` or ``securityRefused(_:at:)``.
+        case raiseSecurity(SecurityLevel)
+        /// Hand this to every sink; it must be durable before the next `.send` goes out.
+        case emit(SessionOutput)
+        case disconnect
+        case log(String)
+        case finished(SessionOutcome)
+    }
+
+    enum Pending: Sendable, Hashable {
+        case mtu
+        case discovery
+        case read(CuffCharacteristic)
+        case write(CuffCharacteristic)
+        case subscribe(CuffCharacteristic)
+    }
+
+    public private(set) var session: CuffSessionMachine
+    public private(set) var client: GATTClient
+    var gattProfile: GATTProfile?
+    var byHandle: [UInt16: CuffCharacteristic] = [:]
+    var byCharacteristic: [CuffCharacteristic: GATTProfile.Characteristic] = [:]
+    var pending: [GATTRequestID: Pending] = [:]
+    var securityForClient = false
+
+    public init(configuration: CuffSessionConfiguration, preferredMTU: UInt16 = 247) {
+        session = CuffSessionMachine(configuration: configuration)
+        client = GATTClient(preferredMTU: preferredMTU)
+    }
+
+    public var state: CuffSessionMachine.State { session.state }
+    public var isFinished: Bool { session.state.isFinal }
+    public var nextDeadline: Timestamp? { [session.nextDeadline, client.nextDeadline].compactMap { $0 }.min() }
+
+    /// The link is up: start the session.
+    public mutating func start(at: EventTime) -> [Output] {
+        var out = run(session.handle(.start(at)), at)
+        out += run(session.handle(.connected(at)), at)
+        return out
+    }
+
+    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [Output] {
+        gatt(client.receive(pdu, now: at.monotonic), at)
+    }
+
+    public mutating func tick(at: EventTime) -> [Output] {
+        gatt(client.tick(now: at.monotonic), at) + run(session.handle(.tick(at)), at)
+    }
+
+    public mutating func disconnected(_ why: String?, at: EventTime) -> [Output] {
+        run(session.handle(.disconnected(why, at)), at)
+    }
+
+    public mutating func stop(at: EventTime) -> [Output] {
+        run(session.handle(.stopRequested(at)), at)
+    }
+
+    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [Output] {
+        if securityForClient {
+            securityForClient = false
+            return gatt(client.securityRaised(level: level, now: at.monotonic), at)
+        }
+        return run(session.handle(.securityRaised(level, at)), at)
+    }
+
+    public mutating func securityRefused(_ why: String, at: EventTime) -> [Output] {
+        if securityForClient {
+            securityForClient = false
+            return gatt(client.securityRefused(now: at.monotonic), at)
+        }
+        return run(session.handle(.securityRefused(why, at)), at)
+    }
+
+    // MARK: - Session actions → GATT procedures
+
+    mutating func run(_ actions: [CuffSessionMachine.Action], _ at: EventTime) -> [Output] {
+        var out: [Output] = []
+        let now = at.monotonic
+        for a in actions {
+            switch a {
+            case .connect:
+                break  // the driver hands us a connected link
+            case let .raiseSecurity(l):
+                securityForClient = false
+                out.append(.raiseSecurity(l))
+            case .discover:
+                let m = client.exchangeMTU(now: now)
+                pending[m.id] = .mtu
+                out += gatt(m.actions, at)
+                let d = client.discover(services: [], now: now)
+                pending[d.id] = .discovery
+                out += gatt(d.actions, at)
+            case let .read(c):
+                guard let ch = byCharacteristic[c] else { out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue }
+                let r = client.read(ch.valueHandle, now: now)
+                pending[r.id] = .read(c)
+                out += gatt(r.actions, at)
+            case let .write(c, v):
+                guard let ch = byCharacteristic[c] else { out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue }
+                let r = client.write(ch.valueHandle, v, now: now)
+                pending[r.id] = .write(c)
+                out += gatt(r.actions, at)
+            case let .subscribe(c, indicate):
+                guard let ch = byCharacteristic[c] else { out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue }
+                let r = client.subscribe(ch, notify: !indicate, indicate: indicate, now: now)
+                pending[r.id] = .subscribe(c)
+                out += gatt(r.actions, at)
+            case let .emit(o):
+                out.append(.emit(o))
+            case .confirmIndication:
+                out += gatt(client.confirmIndication(), at)
+            case .disconnect:
+                out.append(.disconnect)
+            case let .log(s):
+                out.append(.log(s))
+            case let .finished(o):
+                out.append(.finished(o))
+            }
+        }
+        return out
+    }
+
+    // MARK: - GATT actions → session events
+
+    mutating func gatt(_ actions: [GATTClientAction], _ at: EventTime) -> [Output] {
+        var out: [Output] = []
+        for a in actions {
+            switch a {
+            case let .send(pdu):
+                out.append(.send(pdu))
+            case let .completed(id, result):
+                guard let p = pending.removeValue(forKey: id) else { continue }
+                out += completed(p, result, at)
+            case let .notification(handle, value):
+                if let c = byHandle[handle] {
+                    out += run(session.handle(.notification(c, value, at)), at)
+                } else {
+                    out.append(.log("notification from unknown handle 0x\(String(handle, radix: 16)): \(Hex.encode(value))"))
+                }
+            case let .indication(handle, value):
+                if let c = byHandle[handle], session.state.isFinal == false {
+                    out += run(session.handle(.indication(c, value, at)), at)
+                } else {
+                    out.append(.log("indication from handle 0x\(String(handle, radix: 16)) confirmed and ignored: \(Hex.encode(value))"))
+                    out += gatt(client.confirmIndication(), at)
+                }
+            case let .raiseSecurity(level):
+                securityForClient = true
+                out.append(.log("the cuff asks for more security; raising the link to \(level)"))
+                out.append(.raiseSecurity(level))
+            case let .failed(error):
+                if error.code == .timeout {
+                    out += run(session.handle(.transactionTimedOut(at)), at)
+                } else if error.code == .securityRefused {
+                    out += run(session.handle(.securityRefused(error.message, at)), at)
+                } else {
+                    out += run(session.handle(.protocolError(error.message, at)), at)
+                }
+            }
+        }
+        return out
+    }
+
+    mutating func completed(_ p: Pending, _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
+        switch (p, result) {
+        case (.mtu, _):
+            return []
+        case let (.discovery, .success(.profile(profile))):
+            gattProfile = profile
+            let mapped = CuffCentral.map(profile)
+            byHandle = mapped.byHandle
+            byCharacteristic = mapped.byCharacteristic
+            return run(session.handle(.discovered(mapped.profile, at)), at)
+        case let (.discovery, .failure(e)):
+            if e.code == .securityRefused { return run(session.handle(.securityRefused(e.message, at)), at) }
+            return run(session.handle(.protocolError("discovery failed: \(e.message)", at)), at)
+        case let (.read(c), .success(.value(v))):
+            return run(session.handle(.readCompleted(c, v, at)), at)
+        case let (.write(c), .success):
+            return run(session.handle(.writeCompleted(c, at)), at)
+        case let (.subscribe(c), .success):
+            return run(session.handle(.subscribed(c, at)), at)
+        case let (.read(c), .failure(e)), let (.write(c), .failure(e)), let (.subscribe(c), .failure(e)):
+            if e.code == .securityRefused { return run(session.handle(.securityRefused(e.message, at)), at) }
+            return run(session.handle(.requestFailed(c, e.message, at)), at)
+        default:
+            return [.log("unexpected GATT completion for \(p)")]
+        }
+    }
+
+    /// Reduces a discovered GATT profile to the characteristics a cuff session uses.
+    public static func map(_ profile: GATTProfile) -> (profile: CuffProfile, byHandle: [UInt16: CuffCharacteristic], byCharacteristic: [CuffCharacteristic: GATTProfile.Characteristic]) {
+        var chars: [CuffCharacteristic: CuffProperties] = [:]
+        var byHandle: [UInt16: CuffCharacteristic] = [:]
+        var byChar: [CuffCharacteristic: GATTProfile.Characteristic] = [:]
+        let control = BluetoothUUID(CuffControl.controlPointUUID)
+        for s in profile.services {
+            for ch in s.characteristics {
+                let c: CuffCharacteristic?
+                if let u = ch.uuid.uuid16 { c = CuffCharacteristic(uuid16: u) } else { c = ch.uuid == control ? .cuffControl : nil }
+                guard let c, byChar[c] == nil else { continue }
+                chars[c] = CuffProperties(rawValue: ch.properties.rawValue)
+                byHandle[ch.valueHandle] = c
+                byChar[c] = ch
+            }
+        }
+        let hasBPS = profile.service(BluetoothUUID(BPSUUID.bloodPressureService)) != nil
+        return (CuffProfile(hasBloodPressureService: hasBPS, characteristics: chars), byHandle, byChar)
+    }
+}
