@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import CuffSession
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Pressures for the clinical formats (FHIR, Open mHealth), which take mmHg only.
+public enum ClinicalValue {
+    /// The value in mmHg, or nil for a special SFLOAT. kPa is converted with
+    /// ``PressureUnit/mmHgPerKPa`` (7.500 617; output-formats.md rounds it to 7.50062) and
+    /// rounded to one decimal; mmHg values pass through unchanged.
+    public static func mmHg(_ v: SFloat, unit: PressureUnit) -> Double? {
+        guard let d = v.doubleValue else { return nil }
+        switch unit {
+        case .mmHg: return d
+        case .kPa: return (d * PressureUnit.mmHgPerKPa * 10).rounded(.toNearestOrAwayFromZero) / 10
+        }
+    }
+
+    /// HL7 data-absent-reason code for a special SFLOAT (nil for a number): NaN → `not-a-number`,
+    /// NRes → `error`, +INF → `positive-infinity`, −INF → `negative-infinity`, reserved → `error`.
+    public static func dataAbsentReason(_ v: SFloat) -> String? {
+        switch v.value {
+        case .finite: nil
+        case .nan: "not-a-number"
+        case .nres: "error"
+        case .positiveInfinity: "positive-infinity"
+        case .negativeInfinity: "negative-infinity"
+        case .reserved: "error"
+        }
+    }
+}
+
+/// The host's offset from UTC, used to give a zone-less device time an explicit offset.
+///
+/// The device's Date Time has no zone; output-formats.md C.0/3 says to assume the host's zone at
+/// ingest. So the offset is the host's offset *at the record's `received_at`* (not at the device
+/// time, which may be wrong), in seconds east of UTC.
+public struct UTCOffsetPolicy: Sendable {
+    public let offsetSeconds: @Sendable (MeasurementRecord) -> Int
+
+    public init(_ offsetSeconds: @escaping @Sendable (MeasurementRecord) -> Int) { self.offsetSeconds = offsetSeconds }
+
+    /// The host's zone (`TZ`, `/etc/localtime`) at `received_at`, via `localtime_r`.
+    public static let system = UTCOffsetPolicy { m in hostUTCOffset(atUnixSeconds: m.receivedAt.wallMicros / 1_000_000) }
+
+    /// Always `seconds` east of UTC.
+    public static func fixed(_ seconds: Int) -> UTCOffsetPolicy { UTCOffsetPolicy { _ in seconds } }
+
+    /// Offsets recorded at ingest, by `dedupKey` (see ``StoredMeasurement/hostUTCOffsetSeconds``),
+    /// falling back to `fallback` for records not in `recorded`.
+    public static func recorded(_ recorded: [String: Int], fallback: UTCOffsetPolicy = .system) -> UTCOffsetPolicy {
+        UTCOffsetPolicy { m in recorded[m.dedupKey] ?? fallback.offsetSeconds(m) }
+    }
+
+    /// The host zone's offset from UTC at `unixSeconds`.
+    public static func hostUTCOffset(atUnixSeconds s: Int64) -> Int {
+        var t = time_t(s)
+        var tmv = tm()
+        guard localtime_r(&t, &tmv) != nil else { return 0 }
+        return Int(tmv.tm_gmtoff)
+    }
+}
+
+/// Which clock an effective time comes from (the `time_basis` of output-formats.md C.5).
+public enum TimeBasis: String, Sendable, Hashable {
+    /// The cuff's Date Time, with the host's offset at ingest attached.
+    case deviceLocalAssumedHostOffset = "device-local-assumed-host-offset"
+    /// A BPS 1.1 Time Stamp, which is UTC.
+    case utcEnhanced = "utc-enhanced"
+    /// No usable device time: when the host received it.
+    case hostReceive = "host-receive"
+}
+
+/// When a measurement was taken, as RFC 3339 with an explicit offset.
+public struct EffectiveTime: Sendable, Hashable {
+    public var rfc3339: String
+    public var basis: TimeBasis
+
+    public init(rfc3339: String, basis: TimeBasis) {
+        self.rfc3339 = rfc3339
+        self.basis = basis
+    }
+
+    /// The device time when the record has one (`timestamp`, with the host offset attached when it
+    /// has no zone), else `received_at` (UTC).
+    public static func of(_ m: MeasurementRecord, offset: UTCOffsetPolicy) -> EffectiveTime {
+        if let ts = m.timestamp, isLocalDateTime(ts.hasSuffix("Z") ? String(ts.dropLast()) : ts) {
+            if ts.hasSuffix("Z") { return EffectiveTime(rfc3339: ts, basis: .utcEnhanced) }
+            return EffectiveTime(rfc3339: ts + formatOffset(offset.offsetSeconds(m)), basis: .deviceLocalAssumedHostOffset)
+        }
+        return EffectiveTime(rfc3339: m.receivedAt.iso8601, basis: .hostReceive)
+    }
+
+    /// `+02:00`, `-05:30`, `+00:00`.
+    public static func formatOffset(_ seconds: Int) -> String {
+        let sign = seconds < 0 ? "-" : "+"
+        let minutes = abs(seconds) / 60
+        let h = String(minutes / 60), m = String(minutes % 60)
+        return sign + String(repeating: "0", count: max(0, 2 - h.count)) + h + ":" + String(repeating: "0", count: 2 - m.count) + m
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS`, digits where digits belong.
+    static func isLocalDateTime(_ s: String) -> Bool {
+        let u = Array(s.utf8)
+        guard u.count == 19 else { return false }
+        for (i, c) in u.enumerated() {
+            switch i {
+            case 4, 7: if c != UInt8(ascii: "-") { return false }
+            case 10: if c != UInt8(ascii: "T") { return false }
+            case 13, 16: if c != UInt8(ascii: ":") { return false }
+            default: if !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) { return false }
+            }
+        }
+        return true
+    }
+}
+
+/// Wall-clock time in microseconds since 1970 (injectable so tests get fixed output).
+public struct WallClock: Sendable {
+    public let nowMicros: @Sendable () -> Int64
+    public init(_ nowMicros: @escaping @Sendable () -> Int64) { self.nowMicros = nowMicros }
+
+    public static let system = WallClock {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
+    }
+
+    public static func fixed(_ micros: Int64) -> WallClock { WallClock { micros } }
+}
+
+/// SplitMix64: a small, seedable generator for reproducible ids in tests and `--seed` runs.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    public var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Makes RFC 9562 version-4 UUIDs from a generator: the system's, or a seeded one for tests.
+public final class UUIDGenerator: Sendable {
+    private let next: Mutex<() -> UInt64>
+
+    /// Uses `SystemRandomNumberGenerator` (getrandom).
+    public static func system() -> UUIDGenerator {
+        UUIDGenerator { var g = SystemRandomNumberGenerator(); return g.next() }
+    }
+
+    /// Reproducible: the same seed gives the same ids.
+    public static func seeded(_ seed: UInt64) -> UUIDGenerator {
+        var g = SplitMix64(seed: seed)
+        return UUIDGenerator { g.next() }
+    }
+
+    private init(_ next: sending @escaping () -> UInt64) { self.next = Mutex(next) }
+
+    /// `xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx`, lowercase.
+    public func make() -> String {
+        let (a, b) = next.withLock { n in (n(), n()) }
+        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: a >> (8 * $0)) } + (0..<8).map { UInt8(truncatingIfNeeded: b >> (8 * $0)) }
+        bytes[6] = bytes[6] & 0x0F | 0x40
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let hex = Hex.encode(bytes).lowercased()
+        let u = Array(hex)
+        return String(u[0..<8]) + "-" + String(u[8..<12]) + "-" + String(u[12..<16]) + "-" + String(u[16..<20]) + "-" + String(u[20..<32])
+    }
+}
+
+extension DeviceInfo {
+    /// `Omron M7 (serial 123, AA:BB:CC:DD:EE:FF)`; just the address when nothing else is known.
+    var humanName: String {
+        let label = [manufacturer, model].compactMap { $0 }.joined(separator: " ")
+        let named = label.isEmpty ? (name ?? "") : label
+        var details: [String] = []
+        if let serial { details.append("serial " + serial) }
+        details.append(address)
+        return named.isEmpty ? details.joined(separator: ", ") : named + " (" + details.joined(separator: ", ") + ")"
+    }
+}

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+
+/// Why a sink could not take, keep or give back a result — naming what failed and where.
+public enum SinkError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Writing to a line output (stdout, a file descriptor) failed with `errno`.
+    case writeFailed(destination: String, errno: Int32)
+    /// `write` or `finish` was called after `finish`.
+    case finished(sink: String)
+    /// `--format` named something that is not `ndjson`, `fhir` or `omh`.
+    case unknownFormat(String)
+    /// The store file could not be created, opened, or migrated.
+    case storeOpen(path: String, reason: String)
+    /// The store file is readable or writable by group or others (its mode is given), or is not a regular file.
+    case insecureStoreFile(path: String, mode: UInt32)
+    /// A measurement could not be stored.
+    case storeWrite(path: String, dedupKey: String, reason: String)
+    /// Stored rows could not be read.
+    case storeRead(path: String, reason: String)
+    /// A stored row's raw bytes no longer decode with the BloodPressure codec (or name an unknown characteristic).
+    case storedValueUndecodable(path: String, rowID: Int64, reason: String)
+
+    public var description: String {
+        switch self {
+        case let .writeFailed(d, e): "cannot write to \(d): errno \(e) (\(errnoName(e)))"
+        case let .finished(s): "\(s): write after finish"
+        case let .unknownFormat(f): "unknown output format \"\(f)\" (expected ndjson, fhir or omh)"
+        case let .storeOpen(p, r): "cannot open store \(p): \(r)"
+        case let .insecureStoreFile(p, m):
+            "store \(p) has mode \(String(m & 0o7777, radix: 8)) or is not a regular file; it must be a regular file with mode 600 (chmod 600 \(p))"
+        case let .storeWrite(p, k, r): "cannot store measurement \(k) in \(p): \(r)"
+        case let .storeRead(p, r): "cannot read store \(p): \(r)"
+        case let .storedValueUndecodable(p, id, r): "store \(p), measurement row \(id): raw value does not decode: \(r)"
+        }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+func errnoName(_ e: Int32) -> String {
+    guard let s = strerror(e) else { return "unknown" }
+    return String(cString: s)
+}
