@@ -133,7 +133,7 @@ public struct CuffSessionMachine: Sendable {
     var burstDeadline: Timestamp?
     var stopDeadline: Timestamp?
     var measurementStart: Timestamp?
-    var lastPressure: Double?
+    var peakPressure: Double?
     var phase: MeasurementPhase = .inflating
     var cuffPressureSinceResult = false
     var seenKeys: Set<String>
@@ -349,7 +349,7 @@ public struct CuffSessionMachine: Sendable {
             if state == .configuring {
                 state = .ready
                 burstDeadline = at.monotonic + configuration.storedBurstWindow
-                let startHint = configuration.sendStart && profile?.has(.cuffControl) == true ? "cuff started" : "press the cuff's start button"
+                let startHint = configuration.sendStart && profile?.has(.cuffControl) == true ? "start command sent" : "start it with its button if it has not started"
                 return [.log("ready: waiting for the cuff (\(startHint))")]
             }
             return []
@@ -468,17 +468,25 @@ public struct CuffSessionMachine: Sendable {
         }
         if !cuffPressureSinceResult {
             measurementStart = at.monotonic
-            lastPressure = nil
+            peakPressure = nil
             phase = .inflating
         }
         cuffPressureSinceResult = true
         settleDeadline = nil
         burstDeadline = nil
         if let v = pressure.doubleValue {
-            if let last = lastPressure {
-                if v > last + 0.05 { phase = .inflating } else if v < last - 0.05 { phase = .deflating }
+            // The oscillometric wiggle makes the pressure rise a little during deflation: the phase
+            // turns to deflating once the pressure fell clearly below its peak, and back to
+            // inflating only if it climbs above that peak again (a re-inflation).
+            let mmHg = unit == .kPa ? v * PressureUnit.mmHgPerKPa : v
+            let peak = peakPressure ?? mmHg
+            if mmHg > peak + 0.5 {
+                phase = .inflating
+                peakPressure = mmHg
+            } else if mmHg < peak - 3 {
+                phase = .deflating
             }
-            lastPressure = v
+            if peakPressure == nil { peakPressure = mmHg }
         }
         if state != .stopping { state = .measuring(phase) }
         let elapsed = (at.monotonic - (measurementStart ?? at.monotonic)).secondsDouble

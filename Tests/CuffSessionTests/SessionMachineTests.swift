@@ -102,7 +102,7 @@ struct SessionMachineTests {
         }
         #expect(h.m.state == .measuring(.deflating))
         let progress = h.emitted.compactMap { if case let .progress(p) = $0 { return p } else { return nil } }
-        #expect(progress.map(\.phase) == [.inflating, .inflating, .inflating, .inflating, .deflating, .deflating, .deflating])
+        #expect(progress.map(\.phase) == [.inflating, .inflating, .inflating, .inflating, .inflating, .deflating, .deflating])
         #expect(progress.map { $0.cuffPressure.doubleValue } == [20, 60, 120, 160, 158, 140, 100])
         #expect(progress.last!.elapsed == 1.5)
         let a = h.send(.indication(.bloodPressureMeasurement, hx(bpmHex), t(5)))

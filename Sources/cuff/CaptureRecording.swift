@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import Capture
+import CuffCore
+import CuffRuntime
+
+/// Writes a live or simulated session as a btsnoop file (`--capture FILE`), with the HCI events a
+/// real controller would log around the ATT traffic, as the central's controller sees it.
+final class CaptureRecording {
+    var writer: BTSnoopWriter<FileByteSink>
+    var recorder: SessionRecorder
+    let peer: BDAddress
+    let path: String
+    var failed = false
+
+    init(path: String, datalink: BTSnoopDatalink, peer: BDAddress, local: BDAddress = BDAddress("00:AA:01:01:00:01")!) throws {
+        self.path = path
+        self.peer = peer
+        writer = try BTSnoopWriter(path: path, datalink: datalink)
+        recorder = SessionRecorder(datalink: datalink, adapter: 0, localAddress: local)
+    }
+
+    func handle(_ e: LinkEvent) {
+        guard !failed else { return }
+        do {
+            switch e {
+            case let .connected(at):
+                try writer.write(contentsOf: recorder.connected(peer: peer, role: .central, at: ts(at.wallMicros)))
+            case let .pdu(sent, pdu, at):
+                try writer.write(contentsOf: recorder.att(pdu, direction: sent ? .fromLocal : .toLocal, at: ts(at.wallMicros)))
+            case let .disconnected(at):
+                try writer.write(contentsOf: recorder.disconnected(at: ts(at.wallMicros)))
+            }
+        } catch {
+            failed = true
+            Output.log("cuff: writing the capture \(path) failed: \(error)")
+        }
+    }
+
+    func finish() {
+        do { try writer.flush() } catch { Output.log("cuff: writing the capture \(path) failed: \(error)") }
+    }
+
+    func ts(_ micros: Int64) -> Timestamp { Timestamp(nanoseconds: micros * 1000) }
+}
