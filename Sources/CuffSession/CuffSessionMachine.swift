@@ -140,6 +140,7 @@ public struct CuffSessionMachine: Sendable {
     var recordAssembler = RecordAssembler()
     var quirks: QuirkProfile.Options = []
     var racpInProgress = false
+    var configured = false
     var failure: (SessionOutcome, String)?
 
     enum Step: Sendable, Hashable {
@@ -215,7 +216,7 @@ public struct CuffSessionMachine: Sendable {
             case .racpReport where c == .recordAccessControlPoint:
                 pending = nil
                 // Records and the RACP response arrive as indications.
-                state = .receivingStoredRecords
+                if state == .configuring || state == .ready { state = .receivingStoredRecords }
                 racpInProgress = true
                 return [.log("asked the cuff for its stored records")]
             default:
@@ -344,9 +345,13 @@ public struct CuffSessionMachine: Sendable {
     }
 
     mutating func advance(_ at: EventTime) -> [Action] {
-        guard pending == nil, state == .configuring || state == .receivingStoredRecords || state == .ready else { return [] }
+        // Configuration goes on whatever the cuff does meanwhile (it may start measuring, or send
+        // stored records, as soon as it sees the first subscription).
+        guard pending == nil, !state.isFinal, state != .stopping, state != .discovering, state != .securing else { return [] }
         guard !steps.isEmpty else {
-            if state == .configuring {
+            if !configured {
+                configured = true
+                if state != .configuring { return [] }
                 state = .ready
                 burstDeadline = at.monotonic + configuration.storedBurstWindow
                 let startHint = configuration.sendStart && profile?.has(.cuffControl) == true ? "start command sent" : "start it with its button if it has not started"
@@ -549,9 +554,9 @@ public struct CuffSessionMachine: Sendable {
         }
         let wasInProgress = racpInProgress
         racpInProgress = false
-        guard wasInProgress, state == .receivingStoredRecords else { return actions }
+        guard wasInProgress else { return actions }
         // Back to the remaining configuration steps (or ready when none are left).
-        state = .configuring
+        if state == .receivingStoredRecords { state = configured ? .ready : .configuring }
         return actions + advance(at)
     }
 

@@ -90,6 +90,7 @@ public struct CuffSimulatorMachine: Sendable {
     var resultPending = false
     var connected = false
     var sentBurst = false
+    var autostartPending = false
     var reading: Reading
     var lastPressure = 0.0
     var clockBase: Int64
@@ -176,6 +177,7 @@ public struct CuffSimulatorMachine: Sendable {
             subscribed = [:]
             outstandingIndications = 0
             sentBurst = false
+            autostartPending = false
             racpBusy = false
             lingerUntil = nil
             _ = now
@@ -192,7 +194,12 @@ public struct CuffSimulatorMachine: Sendable {
                     for r in records { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
                 }
                 if configuration.autostart && phase == .idle && measurementsDone == 0 {
-                    actions += startMeasurement(now, why: "autostart: a client subscribed")
+                    // Upload first, then measure: start once the stored readings are confirmed.
+                    if outstandingIndications > 0 {
+                        autostartPending = true
+                    } else {
+                        actions += startMeasurement(now, why: "autostart: a client subscribed")
+                    }
                 }
             }
             return actions
@@ -207,6 +214,10 @@ public struct CuffSimulatorMachine: Sendable {
                 let sent = indicationSentAt.removeFirst()
                 let waited = (now - sent).secondsDouble
                 if waited > 1 { actions.append(.log(String(format1(waited)) + " s until the client confirmed an indication")) }
+            }
+            if outstandingIndications == 0 && autostartPending {
+                autostartPending = false
+                actions += startMeasurement(now, why: "autostart: stored readings delivered")
             }
             if outstandingIndications == 0 && resultPending {
                 resultPending = false
