@@ -295,7 +295,7 @@ public struct GATTClient: Sendable {
         if case let .errorResponse(request, handle, error) = pdu {
             guard request == asked else {
                 return fail(GATTClientError(.unexpectedResponse,
-                    "Error Response for \(request) while \(asked) is outstanding", attError: error, handle: handle))
+                    "Error Response (\(error)) for \(request) while \(asked) is outstanding", handle: handle))
             }
             if error.isSecurityError {
                 guard let target = Self.level(after: error, at: securityLevel) else {
