@@ -2,12 +2,6 @@
 
 import CuffCore
 
-/// What a client procedure does next: send a request, or finish.
-enum ProcedureStep: Sendable {
-    case send(ATTPDU)
-    case done(Result<GATTClientResponse, GATTClientError>)
-}
-
 /// The discovery procedure's progress: primary services, then each service's characteristics,
 /// then each characteristic's descriptors (Core Vol 3 Part G §4.4.1, §4.6.1, §4.7.1).
 ///
