@@ -225,14 +225,21 @@ public struct GATTClient: Sendable {
         return (id, pump(now: now))
     }
 
-    /// Starts queued procedures until one has a request on the air.
+    /// Starts queued procedures until one has a request on the air (iteratively: a long queue of
+    /// procedures that complete at once does not recurse).
     private mutating func pump(now: Timestamp) -> [GATTClientAction] {
         var actions: [GATTClientAction] = []
         while current == nil, !queue.isEmpty {
             var running = queue.removeFirst()
             let step = start(&running.procedure)
             current = running
-            actions += apply(step, now: now)
+            switch step {
+            case let .send(pdu):
+                request = (pdu, now)
+                actions.append(.send(pdu.bytes))
+            case let .done(result):
+                actions += complete(result)
+            }
         }
         return actions
     }
@@ -248,12 +255,17 @@ public struct GATTClient: Sendable {
         }
     }
 
+    /// Completes the current procedure and starts the next.
     private mutating func finish(_ result: Result<GATTClientResponse, GATTClientError>, now: Timestamp) -> [GATTClientAction] {
+        complete(result) + pump(now: now)
+    }
+
+    private mutating func complete(_ result: Result<GATTClientResponse, GATTClientError>) -> [GATTClientAction] {
         request = nil
         securityTarget = nil
-        guard let done = current else { return pump(now: now) }
+        guard let done = current else { return [] }
         current = nil
-        return [.completed(done.id, result)] + pump(now: now)
+        return [.completed(done.id, result)]
     }
 
     /// Completes every procedure with `error` and stops the client.

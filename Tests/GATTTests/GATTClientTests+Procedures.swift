@@ -298,3 +298,20 @@ func csend(_ hex: String) -> GATTClientAction { .send(h(hex)) }
         #expect(actions == [.completed(r.id, .success(.value([UInt8](repeating: 0xAA, count: 512))))])
     }
 }
+
+@Suite struct GATTClientQueueTests {
+    @Test func manyProceduresThatFailAtOnceDoNotRecurse() {
+        var c = GATTClient()
+        let first = c.read(3, now: t0)
+        let big = [UInt8](repeating: 0, count: 100)
+        let ids = (0..<20_000).map { _ in c.write(0x0F, big, now: t0).id }
+        let last = c.read(4, now: t0)
+        #expect(c.pendingProcedures == 20_002)
+        let actions = c.receive(h("0b 00"), now: t0)
+        #expect(actions.count == 20_002)
+        #expect(actions.first == .completed(first.id, .success(.value([0]))))
+        #expect(actions[1] == .completed(ids[0], .failure(GATTClientError(.valueTooLong, ""))))
+        #expect(actions.last == csend("0a 0400"))
+        #expect(last.actions == [])
+    }
+}
