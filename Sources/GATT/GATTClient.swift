@@ -106,7 +106,8 @@ public struct GATTClient: Sendable {
     // MARK: Security
 
     /// The link now has `level`: the request that asked for it goes out again, or fails when the
-    /// level is still too low.
+    /// level is still too low. Also call it when the caller raised security on its own, so later
+    /// step-ups start from the right level.
     public mutating func securityRaised(level: SecurityLevel, now: Timestamp) -> [GATTClientAction] {
         securityLevel = level
         guard let target = securityTarget, let pending = request else { return [] }
