@@ -30,24 +30,24 @@ func randomPDUs(count: Int, seed: UInt64) -> [[UInt8]] {
 
 @Suite struct RobustnessTests {
     @Test func parserRoundTripsWhatItAccepts() {
-        for pdu in randomPDUs(count: 20_000, seed: 0x5EED) {
+        for pdu in randomPDUs(count: 5_000, seed: 0x5EED) {
             guard let parsed = try? ATTPDU(parsing: pdu) else { continue }
             // Find Information with a base-UUID in format 2 re-encodes in format 1; every other
             // accepted PDU encodes back to its bytes.
             if case .findInformationResponse = parsed, pdu[1] == 2 { continue }
-            #expect(parsed.bytes == pdu, "\(Hex.encode(pdu))")
+            if parsed.bytes != pdu { Issue.record("\(Hex.encode(pdu)) re-encodes as \(Hex.encode(parsed.bytes))") }
         }
     }
 
     @Test func serverAnswersEveryRequestWithinTheMTU() {
         var server = GATTServer(database: testDatabase())
-        for pdu in randomPDUs(count: 20_000, seed: 0xC0FFEE) {
+        for pdu in randomPDUs(count: 5_000, seed: 0xC0FFEE) {
             let actions = server.receive(pdu, now: t0)
             let sends = actions.compactMap { if case let .send(b) = $0 { b } else { nil } }
-            #expect(sends.allSatisfy { $0.count <= Int(server.mtu) })
-            if let op = pdu.first, ATTOpcode(op).isRequest {
-                // Every request gets exactly one answer, unless a deferred write waits (none here).
-                #expect(sends.count == 1, "\(Hex.encode(pdu))")
+            if !sends.allSatisfy({ $0.count <= Int(server.mtu) }) { Issue.record("oversize answer to \(Hex.encode(pdu))") }
+            // Every request gets exactly one answer (no deferred writes here).
+            if let op = pdu.first, ATTOpcode(op).isRequest, sends.count != 1 {
+                Issue.record("\(sends.count) answers to \(Hex.encode(pdu))")
             }
         }
     }
