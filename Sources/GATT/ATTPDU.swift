@@ -17,6 +17,7 @@ public enum ATTPDU: Sendable, Hashable {
     /// §3.4.3.1
     case findInformationRequest(start: UInt16, end: UInt16)
     /// §3.4.3.2: encoded in format 1 when every UUID has a 16-bit alias, else format 2 (128-bit).
+    /// (So a format-2 entry holding a Base-UUID alias re-encodes in format 1.)
     case findInformationResponse([HandleUUID])
     /// §3.4.3.3: the type is always a 16-bit UUID.
     case findByTypeValueRequest(start: UInt16, end: UInt16, type: UInt16, value: [UInt8])

@@ -152,6 +152,15 @@ public struct AttributeDatabase: Sendable, Hashable {
             return append(uuid, value, permissions)
         }
 
+        /// Adds the Generic Access service with a readable Device Name and Appearance
+        /// (Core Vol 3 Part C §12.1–12.2).
+        public mutating func addGenericAccessService(deviceName: String, appearance: UInt16) {
+            addService(.genericAccess)
+            addCharacteristic(.deviceName, properties: .read, permissions: .read, value: Array(deviceName.utf8))
+            addCharacteristic(.appearance, properties: .read, permissions: .read,
+                              value: [UInt8(truncatingIfNeeded: appearance), UInt8(truncatingIfNeeded: appearance >> 8)])
+        }
+
         private mutating func closeService() {
             guard !services.isEmpty else { return }
             services[services.count - 1].endHandle = UInt16(attributes.count)

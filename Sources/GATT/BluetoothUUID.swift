@@ -46,6 +46,7 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
             let dashes = s.indices.enumerated().filter { [8, 13, 18, 23].contains($0.offset) }.map { s[$0.element] }
             guard dashes.allSatisfy({ $0 == "-" }) else { return nil }
             s = Substring(s.filter { $0 != "-" })
+            guard s.count == 32 else { return nil }
         }
         guard s.allSatisfy(\.isHexDigit), s.allSatisfy(\.isASCII) else { return nil }
         switch s.count {

@@ -2,12 +2,6 @@
 
 import CuffCore
 
-/// What a client procedure does next: send a request, or finish.
-enum ProcedureStep: Sendable {
-    case send(ATTPDU)
-    case done(Result<GATTClientResponse, GATTClientError>)
-}
-
 /// The discovery procedure's progress: primary services, then each service's characteristics,
 /// then each characteristic's descriptors (Core Vol 3 Part G §4.4.1, §4.6.1, §4.7.1).
 ///
@@ -72,7 +66,7 @@ struct Discovery: Sendable {
             var at = cursor
             for g in groups {
                 guard Int(g.handle) >= at, g.endGroupHandle >= g.handle else {
-                    return invalid("service group \(hex4(g.handle))-\(hex4(g.endGroupHandle)) does not advance past \(hex4(UInt16(at - 1)))", g.handle)
+                    return invalid("service group \(hex4(g.handle))-\(hex4(g.endGroupHandle)) does not advance past \(handleText(at - 1))", g.handle)
                 }
                 guard let uuid = BluetoothUUID(littleEndian: g.value[...]) else {
                     return invalid("service at \(hex4(g.handle)) has a \(g.value.count)-byte UUID", g.handle)
@@ -91,7 +85,7 @@ struct Discovery: Sendable {
             var at = cursor ?? Int(service.handle) + 1
             for e in entries {
                 guard Int(e.handle) >= at, e.handle <= service.endHandle else {
-                    return invalid("characteristic declaration at \(hex4(e.handle)) is outside \(hex4(UInt16(at)))-\(hex4(service.endHandle))", e.handle)
+                    return invalid("characteristic declaration at \(hex4(e.handle)) is outside \(handleText(at))-\(hex4(service.endHandle))", e.handle)
                 }
                 var r = ByteReader(e.value)
                 guard let properties = r.readUInt8(), let valueHandle = r.readUInt16(),
@@ -115,7 +109,7 @@ struct Discovery: Sendable {
             var at = cursor ?? lower
             for d in list {
                 guard Int(d.handle) >= at, Int(d.handle) <= upper else {
-                    return invalid("descriptor at \(hex4(d.handle)) is outside \(hex4(UInt16(at)))-\(hex4(UInt16(upper)))", d.handle)
+                    return invalid("descriptor at \(hex4(d.handle)) is outside \(handleText(at))-\(handleText(upper))", d.handle)
                 }
                 services[s].characteristics[c].descriptors.append(d)
                 if d.uuid == .clientCharacteristicConfiguration, services[s].characteristics[c].cccdHandle == nil {
@@ -135,4 +129,9 @@ struct Discovery: Sendable {
         }
         return next()
     }
+}
+
+/// `0x0005`; a cursor past the last handle prints as `0x10000` instead of trapping.
+private func handleText(_ cursor: Int) -> String {
+    cursor <= 0xFFFF ? hex4(UInt16(cursor)) : "0x" + String(cursor, radix: 16, uppercase: true)
 }

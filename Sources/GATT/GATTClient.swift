@@ -106,7 +106,8 @@ public struct GATTClient: Sendable {
     // MARK: Security
 
     /// The link now has `level`: the request that asked for it goes out again, or fails when the
-    /// level is still too low.
+    /// level is still too low. Also call it when the caller raised security on its own, so later
+    /// step-ups start from the right level.
     public mutating func securityRaised(level: SecurityLevel, now: Timestamp) -> [GATTClientAction] {
         securityLevel = level
         guard let target = securityTarget, let pending = request else { return [] }
@@ -225,14 +226,21 @@ public struct GATTClient: Sendable {
         return (id, pump(now: now))
     }
 
-    /// Starts queued procedures until one has a request on the air.
+    /// Starts queued procedures until one has a request on the air (iteratively: a long queue of
+    /// procedures that complete at once does not recurse).
     private mutating func pump(now: Timestamp) -> [GATTClientAction] {
         var actions: [GATTClientAction] = []
         while current == nil, !queue.isEmpty {
             var running = queue.removeFirst()
             let step = start(&running.procedure)
             current = running
-            actions += apply(step, now: now)
+            switch step {
+            case let .send(pdu):
+                request = (pdu, now)
+                actions.append(.send(pdu.bytes))
+            case let .done(result):
+                actions += complete(result)
+            }
         }
         return actions
     }
@@ -248,12 +256,17 @@ public struct GATTClient: Sendable {
         }
     }
 
+    /// Completes the current procedure and starts the next.
     private mutating func finish(_ result: Result<GATTClientResponse, GATTClientError>, now: Timestamp) -> [GATTClientAction] {
+        complete(result) + pump(now: now)
+    }
+
+    private mutating func complete(_ result: Result<GATTClientResponse, GATTClientError>) -> [GATTClientAction] {
         request = nil
         securityTarget = nil
-        guard let done = current else { return pump(now: now) }
+        guard let done = current else { return [] }
         current = nil
-        return [.completed(done.id, result)] + pump(now: now)
+        return [.completed(done.id, result)]
     }
 
     /// Completes every procedure with `error` and stops the client.
@@ -295,7 +308,7 @@ public struct GATTClient: Sendable {
         if case let .errorResponse(request, handle, error) = pdu {
             guard request == asked else {
                 return fail(GATTClientError(.unexpectedResponse,
-                    "Error Response for \(request) while \(asked) is outstanding", attError: error, handle: handle))
+                    "Error Response (\(error)) for \(request) while \(asked) is outstanding", handle: handle))
             }
             if error.isSecurityError {
                 guard let target = Self.level(after: error, at: securityLevel) else {

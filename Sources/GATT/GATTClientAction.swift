@@ -2,25 +2,6 @@
 
 import CuffCore
 
-/// A client procedure's identity, handed out when the procedure is queued.
-public struct GATTRequestID: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public var rawValue: Int
-    public init(rawValue: Int) { self.rawValue = rawValue }
-    public var description: String { "#\(rawValue)" }
-}
-
-/// What a procedure produced.
-public enum GATTClientResponse: Sendable, Hashable {
-    /// Exchange MTU: the ATT_MTU now in use.
-    case mtu(UInt16)
-    /// Discovery.
-    case profile(GATTProfile)
-    /// Read (all parts of a long value).
-    case value([UInt8])
-    /// Write, write without response, subscribe.
-    case written
-}
-
 /// What a ``GATTClient`` asks its driver to do, or tells the application.
 public enum GATTClientAction: Sendable, Hashable {
     /// Send this PDU on the bearer.

@@ -194,3 +194,18 @@ let vectors: [(hex: String, pdu: ATTPDU, note: String)] = [
         #expect(ATTErrorCode.invalidOffset.description == "Invalid Offset (0x07)")
     }
 }
+
+@Suite struct ATTPDUDescriptionTests {
+    @Test func oneLineSummaries() throws {
+        let cases: [(String, String)] = [
+            ("08 0100 ffff 0328", "Read By Type Request 0x0001-0xFFFF type 2803"),
+            ("1d 0600 1e8a", "Handle Value Indication 0x0006: 1e8a"),
+            ("01 0a 0c00 05", "Error Response to Read Request (0x0A) at 0x000C: Insufficient Authentication (0x05)"),
+            ("11 06 0100 0500 0018", "Read By Group Type Response 0x0001-0x0005: 0018"),
+            ("05 01 0700 0229", "Find Information Response 0x0007 2902"),
+            ("1e", "Handle Value Confirmation"),
+            ("3f 01", "opcode 0x3F: 01"),
+        ]
+        for (hex, text) in cases { #expect(try ATTPDU(parsing: h(hex)).description == text) }
+    }
+}

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
+import CuffCore
 import Testing
 @testable import GATT
 
@@ -52,5 +53,12 @@ import Testing
         #expect(db.services.first?.isPrimary == false)
         #expect(db.attribute(1)?.type == .secondaryService)
         #expect(db.services.first?.endHandle == 5)
+    }
+
+    @Test func genericAccessService() {
+        var b = AttributeDatabase.Builder()
+        b.addGenericAccessService(deviceName: "Cuff", appearance: 0x0381)  // Generic Blood Pressure: Arm
+        let db = b.build()
+        #expect(db.attributes.map { Hex.encode($0.value) } == ["0018", "020300002a", "43756666", "020500012a", "8103"])
     }
 }

@@ -201,4 +201,24 @@ let t0 = Timestamp.seconds(100)
         #expect(server.database.attribute(0x0F)?.value == [1], "a refused write is not stored")
         #expect(rx("52 0f00 03") == [.written(handle: 0x0F, uuid: control, value: [3], withResponse: false)])
     }
+
+    @Test mutating func readByTypeListRules() {
+        // Three 7-byte entries fill a 23-byte PDU.
+        #expect(rx("08 0100 ffff 0328") == [send("09 07 0200 02 0300 002a 0500 20 0600 352a 0800 10 0900 362a")])
+        // CCCDs are per connection: the list shows this client's configuration.
+        _ = rx("12 0a00 0100")
+        #expect(rx("08 0100 ffff 0229") == [send("09 04 0700 0000 0a00 0100 1000 0000")])
+
+        var b = AttributeDatabase.Builder()
+        b.addService(BluetoothUUID(0x180A))
+        b.addCharacteristic(BluetoothUUID(0x2A29), properties: .read, permissions: .read, value: [1, 2])
+        b.addCharacteristic(BluetoothUUID(0x2A29), properties: .read, permissions: .read, value: [3, 4])
+        b.addCharacteristic(BluetoothUUID(0x2A29), properties: .read, permissions: [], value: [5, 6])
+        b.addCharacteristic(BluetoothUUID(0x2A29), properties: .read, permissions: .read, value: [7, 8])
+        var s = GATTServer(database: b.build())
+        // The unreadable third value ends the list; the client asks again after it.
+        #expect(s.receive(h("08 0100 ffff 292a"), now: t0) == [send("09 04 0300 0102 0500 0304")])
+        #expect(s.receive(h("08 0600 ffff 292a"), now: t0) == [send("01 08 0700 02")])
+        #expect(s.receive(h("08 0800 ffff 292a"), now: t0) == [send("09 04 0900 0708")])
+    }
 }
