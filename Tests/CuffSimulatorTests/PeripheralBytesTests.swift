@@ -1,0 +1,113 @@
+import Testing
+import BloodPressure
+import CuffCore
+import CuffSimulator
+import GATT
+
+/// The simulated cuff's exact answers to hand-written request PDUs.
+@Suite("Simulated cuff, byte for byte")
+struct PeripheralBytesTests {
+    func hx(_ s: String) -> [UInt8] { Hex.decode(s)! }
+    func sent(_ out: [CuffPeripheral.Output]) -> [String] { out.compactMap { if case let .send(p) = $0 { Hex.encode(p) } else { nil } } }
+
+    func peripheral(_ scenario: Scenario = .normal, persona: Persona = .bps10, autostart: Bool = false) -> CuffPeripheral {
+        var p = CuffPeripheral(configuration: SimulatorConfiguration(scenario: scenario, persona: persona, seed: 3, autostart: autostart))
+        _ = p.connected(now: .zero)
+        return p
+    }
+
+    @Test func primaryServicesAndHandles() {
+        var p = peripheral()
+        // Exchange MTU 247 → server MTU 247.
+        #expect(sent(p.receive(hx("02 F7 00"), now: .zero)) == ["03f700"])
+        // Read By Group Type (primary service) over everything: GAP, BPS, DIS, CTS as 16-bit groups.
+        #expect(sent(p.receive(hx("10 01 00 FF FF 00 28"), now: .zero)) == ["110601000300001804000c0010180d0015000a18160019000518"])
+        // The next range starts after CTS: the vendor service with its 128-bit UUID.
+        #expect(sent(p.receive(hx("10 1A 00 FF FF 00 28"), now: .zero)) == ["11141a001c00f1c0000000000080004d49536666756 3".replacingOccurrences(of: " ", with: "")])
+        // Past the end: Attribute Not Found.
+        #expect(sent(p.receive(hx("10 1D 00 FF FF 00 28"), now: .zero)) == ["01101d000a"])
+        #expect(p.handles[.bloodPressureMeasurement] == 6)
+        #expect(p.handles[.intermediateCuffPressure] == 9)
+        #expect(p.handles[.bloodPressureFeature] == 12)
+    }
+
+    @Test func readsAndWrites() {
+        var p = peripheral(.beurerBM85)
+        #expect(sent(p.receive(hx("0A 0C 00"), now: .zero)) == ["0b3f00"])  // Feature: all BPS 1.0 bits
+        #expect(sent(p.receive(hx("0A 11 00"), now: .zero)) == ["0b" + Hex.encode(Array("BM85".utf8))])  // model number
+        // CCCD write with 3 bytes → Invalid Attribute Value Length.
+        #expect(sent(p.receive(hx("12 07 00 02 00 00"), now: .zero)) == ["011207000d"])
+        // Writing the (indicate-only) measurement value → Write Not Permitted.
+        #expect(sent(p.receive(hx("12 06 00 01"), now: .zero)) == ["011206000 3".replacingOccurrences(of: " ", with: "")])
+        // Unknown control command → application error 0x80; start → Write Response.
+        let control = p.handles[.cuffControl]!
+        let lo = String(format2(control & 0xFF)), hi = String(format2(control >> 8))
+        #expect(sent(p.receive(hx("12 \(lo) \(hi) 07"), now: .zero)) == ["0112\(lo)\(hi)80"])
+        #expect(sent(p.receive(hx("12 \(lo) \(hi) 01"), now: .zero)) == ["13"])
+        #expect(p.machine.isMeasuring)
+        // Malformed request (Read Request without a handle) → Invalid PDU.
+        #expect(sent(p.receive(hx("0A 01"), now: .zero)) == ["010a000004"])
+    }
+
+    @Test func subscribeThenMeasurementNotifiesAndIndicates() {
+        var p = peripheral(.normal, autostart: true)
+        #expect(sent(p.receive(hx("12 0A 00 01 00"), now: .zero)) == ["13"])  // ICP notify on
+        #expect(sent(p.receive(hx("12 07 00 02 00"), now: .zero)) == ["13"])  // BPM indicate on → autostart
+        var t = Timestamp.zero
+        var notifications = 0
+        var indication: [UInt8]?
+        while t < .seconds(120), indication == nil {
+            for case let .send(pdu) in p.tick(now: t) {
+                if pdu[0] == 0x1B {
+                    notifications += 1
+                    #expect(Array(pdu[1...2]) == [0x09, 0x00])
+                    // The unused ICP slots are NaN.
+                    #expect(Array(pdu[6...9]) == [0xFF, 0x07, 0xFF, 0x07])
+                }
+                if pdu[0] == 0x1D { indication = pdu }
+            }
+            t = t + .milliseconds(100)
+        }
+        let ind = try! #require(indication)
+        #expect(Array(ind[1...2]) == [0x06, 0x00])
+        let m = try! BloodPressureMeasurement.decode(ind[3...]).value
+        #expect(m.timestamp != nil && m.pulseRate != nil && m.userID == 1)
+        #expect(notifications > 150)  // 5 per second over ~35 s of inflation and deflation
+        // A second indication waits for the confirmation; the confirmation is accepted once.
+        #expect(sent(p.receive([0x1E], now: t)).isEmpty)
+        let again = p.receive([0x1E], now: t)
+        #expect(again.contains { if case .log = $0 { true } else { false } })  // protocol violation logged, no answer
+    }
+
+    @Test func racpNeedsItsCCCDAndReportsRecords() throws {
+        var p = peripheral(.storedRecords, persona: .bps11)
+        let racp = p.handles[.recordAccessControlPoint]!
+        let rec = p.handles[.bloodPressureRecord]!
+        func le(_ h: UInt16) -> String { format2(h & 0xFF) + " " + format2(h >> 8) }
+        // RACP write before enabling its indications → CCCD Improperly Configured (0xFD).
+        #expect(sent(p.receive(hx("12 \(le(racp)) 01 01"), now: .zero)) == ["0112" + le(racp).replacingOccurrences(of: " ", with: "") + "fd"])
+        _ = p.receive(hx("12 \(le(rec + 1)) 02 00"), now: .zero)
+        _ = p.receive(hx("12 \(le(racp + 1)) 02 00"), now: .zero)
+        // Number of stored records: 3.
+        var out = sent(p.receive(hx("12 \(le(racp)) 04 01"), now: .zero))
+        #expect(out == ["13", "1d" + le(racp).replacingOccurrences(of: " ", with: "") + "05000300"])
+        _ = p.receive([0x1E], now: .zero)
+        // Report all: three 0x2B36 indications, one at a time, then the success response.
+        out = sent(p.receive(hx("12 \(le(racp)) 01 01"), now: .zero))
+        var records: [[UInt8]] = []
+        while let last = out.last {
+            let pdu = Hex.decode(last)!
+            if pdu[0] == 0x1D { records.append(pdu) }
+            out = sent(p.receive([0x1E], now: .zero))
+        }
+        #expect(records.count == 4)
+        let seqs = try records.prefix(3).map { try BloodPressureRecord.decode($0[3...]).value.sequenceNumber }
+        #expect(seqs == [0, 1, 2])
+        #expect(Hex.encode(records[3][3...]) == "06000101")
+    }
+}
+
+func format2(_ v: UInt16) -> String {
+    let s = String(v, radix: 16)
+    return s.count == 1 ? "0" + s : s
+}
