@@ -175,6 +175,9 @@ public struct CuffCentral: Sendable {
     }
 
     mutating func completed(_ p: Pending, _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
+        // When the client itself failed (timeout, protocol violation), every queued procedure fails
+        // first; the `.failed` action that follows says why, once.
+        if case .failure = result, client.failure != nil { return [] }
         switch (p, result) {
         case (.mtu, _):
             return []
