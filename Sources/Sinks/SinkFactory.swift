@@ -32,10 +32,13 @@ public struct SinkOptions: Sendable {
     /// Open mHealth header ids: nil for the system generator, or a seed for reproducible output.
     public var uuidSeed: UInt64?
     public var clock: WallClock
+    /// With a store: print a measurement the store already held (a cuff resending its memory) again.
+    public var printsStoredDuplicates: Bool
 
     public init(
         format: OutputFormat = .ndjson, storePath: String? = nil, fhirSubject: FHIRSubject = .cuffUser,
-        utcOffset: UTCOffsetPolicy = .system, uuidSeed: UInt64? = nil, clock: WallClock = .system
+        utcOffset: UTCOffsetPolicy = .system, uuidSeed: UInt64? = nil, clock: WallClock = .system,
+        printsStoredDuplicates: Bool = true
     ) {
         self.format = format
         self.storePath = storePath
@@ -43,6 +46,7 @@ public struct SinkOptions: Sendable {
         self.utcOffset = utcOffset
         self.uuidSeed = uuidSeed
         self.clock = clock
+        self.printsStoredDuplicates = printsStoredDuplicates
     }
 }
 
@@ -79,7 +83,7 @@ public enum SinkFactory {
         _ options: SinkOptions, output: any LineOutput = FileDescriptorOutput.standardOutput(),
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) -> FanOutSink {
-        FanOutSink(try makeSinks(options, output: output, warn: warn))
+        FanOutSink(try makeSinks(options, output: output, warn: warn), skipsStoredDuplicates: !options.printsStoredDuplicates)
     }
 
     /// `cuff history --store PATH --format F`: every stored measurement, decoded again from its raw

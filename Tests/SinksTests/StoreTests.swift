@@ -309,4 +309,22 @@ func vectorRecords() throws -> [MeasurementRecord] {
         #expect(throws: SinkError.finished(sink: "store")) { try sink.finish() }
         #expect(throws: SinkError.finished(sink: "ndjson")) { try sink.sinks[1].write(session) }
     }
+
+    @Test(arguments: [true, false])
+    func storedDuplicatesArePrintedOnlyWhenAskedTo(prints: Bool) throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let out = MemoryOutput()
+        let options = SinkOptions(storePath: dir.file("d.db"), printsStoredDuplicates: prints)
+        let sink = try SinkFactory.makeSink(options, output: out, warn: SinkWarnings.ignore)
+        let m = try Vectors.bpm(Vectors.kPa)
+        try sink.write(session)
+        try sink.write(.measurement(m))
+        try sink.write(.measurement(m))
+        try sink.write(.measurement(try Vectors.bpm(Vectors.mmHgFull)))
+        #expect(out.lines.count == (prints ? 4 : 3))
+        let store = try #require(sink.sinks[0] as? SQLiteStore)
+        #expect(try store.history().count == 2)
+        try sink.finish()
+    }
 }
