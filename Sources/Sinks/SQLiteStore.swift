@@ -134,7 +134,8 @@ public final class SQLiteStore: SampleSink, Sendable {
     }
 
     /// Creates `path` with mode 0600 if it does not exist (and `create`); otherwise checks it is a
-    /// regular file (not a symlink) that only its owner can read or write.
+    /// regular file (not a symlink) that only its owner can read or write. Existing `-wal`, `-shm`
+    /// and `-journal` files must pass the same check.
     public static func prepareFile(_ path: String, create: Bool = true) throws(SinkError) {
         var created = create
         var fd = create ? open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) : -1
@@ -155,6 +156,15 @@ public final class SQLiteStore: SampleSink, Sendable {
         let mode = UInt32(st.st_mode)
         guard mode & UInt32(S_IFMT) == UInt32(S_IFREG), mode & 0o077 == 0 else {
             throw .insecureStoreFile(path: path, mode: mode)
+        }
+        // SQLite's side files hold the same data; refuse ones left behind with a looser mode.
+        for suffix in ["-wal", "-shm", "-journal"] {
+            var side = stat()
+            guard lstat(path + suffix, &side) == 0 else { continue }
+            let m = UInt32(side.st_mode)
+            guard m & UInt32(S_IFMT) == UInt32(S_IFREG), m & 0o077 == 0 else {
+                throw .insecureStoreFile(path: path + suffix, mode: m)
+            }
         }
     }
 

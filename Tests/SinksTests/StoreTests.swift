@@ -67,6 +67,18 @@ func vectorRecords() throws -> [MeasurementRecord] {
         _ = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
     }
 
+    @Test func looseWALLeftBehindIsRefused() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.file("d.db")
+        #expect(FileManager.default.createFile(atPath: path + "-wal", contents: nil, attributes: [.posixPermissions: 0o666]))
+        #expect(chmod(path + "-wal", 0o666) == 0)
+        let err = #expect(throws: SinkError.self) { try SQLiteStore(path: path, warn: SinkWarnings.ignore) }
+        guard case let .insecureStoreFile(p, mode) = err else { Issue.record("wrong error \(String(describing: err))"); return }
+        #expect(p == path + "-wal")
+        #expect(mode & 0o777 == 0o666)
+    }
+
     @Test func symlinkDirectoryAndMissingFileAreRefused() throws {
         let dir = try TempDir()
         defer { dir.cleanup() }
