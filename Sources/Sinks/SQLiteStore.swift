@@ -343,6 +343,34 @@ public final class SQLiteStore: SampleSink, Sendable {
         }
     }
 
+    /// The dedup keys of every stored measurement (for the session's `knownRecordKeys`).
+    public func knownKeys() throws(SinkError) -> Set<String> {
+        do {
+            return try db.read { Set(try String.fetchAll($0, sql: "SELECT dedup_key FROM measurements")) }
+        } catch {
+            throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// The highest BPS 1.1 record sequence number stored for the device last seen at `address`
+    /// (for the session's `lastSequenceNumber`), or nil when none is stored.
+    public func lastSequenceNumber(address: String) throws(SinkError) -> UInt16? {
+        do {
+            let v = try db.read {
+                try Int64.fetchOne(
+                    $0,
+                    sql: """
+                        SELECT max(m.sequence_number) FROM measurements m JOIN devices d ON d.id = m.device_id
+                        WHERE d.address = ?
+                        """,
+                    arguments: [address])
+            }
+            return v.flatMap { UInt16(exactly: $0) }
+        } catch {
+            throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+
     /// ``history()`` decoded back into records (from the raw bytes), for printing through the sinks.
     public func records() throws(SinkError) -> [MeasurementRecord] {
         var out: [MeasurementRecord] = []

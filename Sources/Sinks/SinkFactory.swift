@@ -21,7 +21,7 @@ public enum OutputFormat: String, Sendable, Hashable, CaseIterable, CustomString
 }
 
 /// Everything needed to build a session's sinks.
-public struct SinkOptions: Sendable {
+public struct SinkConfiguration: Sendable {
     public var format: OutputFormat
     /// `--store PATH`, or nil.
     public var storePath: String?
@@ -53,7 +53,7 @@ public struct SinkOptions: Sendable {
 public enum SinkFactory {
     /// The sink for `format` writing to `output`.
     public static func formatSink(
-        _ options: SinkOptions, output: any LineOutput, warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+        _ options: SinkConfiguration, output: any LineOutput, warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) -> any SampleSink & Sendable {
         switch options.format {
         case .ndjson: return NDJSONSink(output: output)
@@ -69,7 +69,7 @@ public enum SinkFactory {
     /// (stdout by default). Write to them with ``FanOutSink``, which stops at the first failure, so a
     /// measurement the store could not keep is not printed either.
     public static func makeSinks(
-        _ options: SinkOptions, output: any LineOutput = FileDescriptorOutput.standardOutput(),
+        _ options: SinkConfiguration, output: any LineOutput = FileDescriptorOutput.standardOutput(),
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) -> [any SampleSink & Sendable] {
         var sinks: [any SampleSink & Sendable] = []
@@ -80,7 +80,7 @@ public enum SinkFactory {
 
     /// ``makeSinks(_:output:warn:)`` behind one ``FanOutSink``.
     public static func makeSink(
-        _ options: SinkOptions, output: any LineOutput = FileDescriptorOutput.standardOutput(),
+        _ options: SinkConfiguration, output: any LineOutput = FileDescriptorOutput.standardOutput(),
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) -> FanOutSink {
         FanOutSink(try makeSinks(options, output: output, warn: warn), skipsStoredDuplicates: !options.printsStoredDuplicates)
@@ -92,7 +92,7 @@ public enum SinkFactory {
     /// the sink and returns how many measurements were printed.
     @discardableResult
     public static func printHistory(
-        storePath: String, options: SinkOptions, output: any LineOutput = FileDescriptorOutput.standardOutput(),
+        storePath: String, options: SinkConfiguration, output: any LineOutput = FileDescriptorOutput.standardOutput(),
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) -> Int {
         let store = try SQLiteStore(path: storePath, mustExist: true, utcOffset: options.utcOffset, warn: warn)

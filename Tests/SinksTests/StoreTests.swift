@@ -152,6 +152,22 @@ func vectorRecords() throws -> [MeasurementRecord] {
         }
     }
 
+    @Test func knownKeysAndLastSequenceNumberForTheSession() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        #expect(try store.knownKeys().isEmpty)
+        #expect(try store.lastSequenceNumber(address: Vectors.device.address) == nil)
+        let records = try vectorRecords()
+        for r in records { try store.insert(r) }
+        #expect(try store.knownKeys() == Set(records.map(\.dedupKey)))
+        #expect(try store.lastSequenceNumber(address: Vectors.device.address) == 7)
+        try store.insert(try Vectors.enhancedRecord(sequenceNumber: 300))
+        try store.insert(try Vectors.enhancedRecord(sequenceNumber: 12))
+        #expect(try store.lastSequenceNumber(address: Vectors.device.address) == 300)
+        #expect(try store.lastSequenceNumber(address: "11:22:33:44:55:66") == nil)
+    }
+
     @Test func columnsKeepUnitWordsAndSpecialNames() throws {
         let dir = try TempDir()
         defer { dir.cleanup() }
@@ -255,7 +271,7 @@ func vectorRecords() throws -> [MeasurementRecord] {
         let dir = try TempDir()
         defer { dir.cleanup() }
         let path = dir.file("d.db")
-        let options = SinkOptions(format: format, storePath: path, utcOffset: .fixed(3600), uuidSeed: 5, clock: .fixed(Vectors.receivedMicros))
+        let options = SinkConfiguration(format: format, storePath: path, utcOffset: .fixed(3600), uuidSeed: 5, clock: .fixed(Vectors.receivedMicros))
         let live = MemoryOutput()
         let sink = try SinkFactory.makeSink(options, output: live, warn: SinkWarnings.ignore)
         #expect(sink.sinks.count == 2 && sink.sinks[0] is SQLiteStore)
@@ -302,16 +318,16 @@ func vectorRecords() throws -> [MeasurementRecord] {
 
     @Test func sinksForEachFormatWithoutStore() throws {
         let out = MemoryOutput()
-        #expect(try SinkFactory.makeSinks(SinkOptions(format: .ndjson), output: out).map { type(of: $0) == NDJSONSink.self } == [true])
-        #expect(try SinkFactory.makeSinks(SinkOptions(format: .fhir), output: out).map { type(of: $0) == FHIRSink.self } == [true])
-        #expect(try SinkFactory.makeSinks(SinkOptions(format: .omh), output: out).map { type(of: $0) == OMHSink.self } == [true])
+        #expect(try SinkFactory.makeSinks(SinkConfiguration(format: .ndjson), output: out).map { type(of: $0) == NDJSONSink.self } == [true])
+        #expect(try SinkFactory.makeSinks(SinkConfiguration(format: .fhir), output: out).map { type(of: $0) == FHIRSink.self } == [true])
+        #expect(try SinkFactory.makeSinks(SinkConfiguration(format: .omh), output: out).map { type(of: $0) == OMHSink.self } == [true])
     }
 
     @Test func fanOutStopsAtTheStoreSoNothingIsPrintedForAnUnkeptMeasurement() throws {
         let dir = try TempDir()
         defer { dir.cleanup() }
         let out = MemoryOutput()
-        let sink = try SinkFactory.makeSink(SinkOptions(storePath: dir.file("d.db")), output: out, warn: SinkWarnings.ignore)
+        let sink = try SinkFactory.makeSink(SinkConfiguration(storePath: dir.file("d.db")), output: out, warn: SinkWarnings.ignore)
         try sink.write(.measurement(try Vectors.bpm(Vectors.kPa)))
         #expect(out.lines.count == 1)
         try sink.sinks[0].finish()  // the store goes away
@@ -327,7 +343,7 @@ func vectorRecords() throws -> [MeasurementRecord] {
         let dir = try TempDir()
         defer { dir.cleanup() }
         let out = MemoryOutput()
-        let options = SinkOptions(storePath: dir.file("d.db"), printsStoredDuplicates: prints)
+        let options = SinkConfiguration(storePath: dir.file("d.db"), printsStoredDuplicates: prints)
         let sink = try SinkFactory.makeSink(options, output: out, warn: SinkWarnings.ignore)
         let m = try Vectors.bpm(Vectors.kPa)
         try sink.write(session)
