@@ -59,8 +59,15 @@ public struct UTCOffsetPolicy: Sendable {
         UTCOffsetPolicy { m in recorded[m.dedupKey] ?? fallback.offsetSeconds(m) }
     }
 
+    /// Reads `TZ` / `/etc/localtime` once (localtime_r need not).
+    private static let tzLoaded: Bool = {
+        tzset()
+        return true
+    }()
+
     /// The host zone's offset from UTC at `unixSeconds`.
     public static func hostUTCOffset(atUnixSeconds s: Int64) -> Int {
+        _ = tzLoaded
         var t = time_t(s)
         var tmv = tm()
         guard localtime_r(&t, &tmv) != nil else { return 0 }

@@ -15,6 +15,31 @@ public enum FHIRSubject: Sendable, Hashable {
     /// `{"identifier": {"system": …, "value": …}}`.
     case identifier(system: String, value: String)
 
+    /// From a command-line value: `cuff-user` (the default), `Type/id` (a reference, e.g.
+    /// `Patient/123`), `SYSTEM|VALUE` (an identifier), anything else a display name.
+    public init(parsing s: String) {
+        if s == "cuff-user" {
+            self = .cuffUser
+        } else if let bar = s.firstIndex(of: "|"), bar != s.startIndex, s.index(after: bar) != s.endIndex {
+            self = .identifier(system: String(s[..<bar]), value: String(s[s.index(after: bar)...]))
+        } else if FHIRSubject.isReference(s) {
+            self = .reference(s)
+        } else {
+            self = .display(s)
+        }
+    }
+
+    /// `Type/id` with a FHIR resource type name and a FHIR id (`[A-Za-z0-9\-\.]{1,64}`).
+    static func isReference(_ s: String) -> Bool {
+        let parts = s.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let t = parts[0].first, t.isASCII, t.isUppercase,
+            parts[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }),
+            (1...64).contains(parts[1].count),
+            parts[1].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") })
+        else { return false }
+        return true
+    }
+
     func json(for m: MeasurementRecord) -> JSON {
         switch self {
         case .cuffUser:

@@ -71,14 +71,29 @@ public final class WarningCollector: Sendable {
 /// Writes every output to several sinks in order, stopping at the first that throws.
 ///
 /// Put the store first: if it cannot keep a measurement, nothing is printed either, and the cuff's
-/// retransmission is printed once.
+/// retransmission is printed once. With `skipsStoredDuplicates`, a measurement that an
+/// ``SQLiteStore`` among the sinks already held (same dedup key) is not passed to the sinks after it.
 public final class FanOutSink: SampleSink, Sendable {
     public let sinks: [any SampleSink & Sendable]
+    public let skipsStoredDuplicates: Bool
 
-    public init(_ sinks: [any SampleSink & Sendable]) { self.sinks = sinks }
+    public init(_ sinks: [any SampleSink & Sendable], skipsStoredDuplicates: Bool = false) {
+        self.sinks = sinks
+        self.skipsStoredDuplicates = skipsStoredDuplicates
+    }
 
     public func write(_ output: SessionOutput) throws(SinkError) {
-        for s in sinks { try s.write(output) }
+        guard skipsStoredDuplicates, case let .measurement(m) = output else {
+            for s in sinks { try s.write(output) }
+            return
+        }
+        for s in sinks {
+            if let store = s as? SQLiteStore {
+                if try store.insert(m) == .duplicate { return }
+            } else {
+                try s.write(output)
+            }
+        }
     }
 
     /// Finishes every sink, even after one fails; throws the first failure.

@@ -37,12 +37,11 @@ package enum Sys {
         }
     }
 
-    /// Binds `fd` to the socket address `address` (any `sockaddr_*` struct, passed whole).
-    /// The corresponding C function is `bind`.
+    /// Binds `fd` to the socket address `address` (any `sockaddr_*` struct, passed whole, with
+    /// C's size including tail padding). The corresponding C function is `bind`.
     package static func bind<A>(_ fd: CInt, _ address: A) -> Result<Void, Errno> {
-        withUnsafeBytes(of: address) { raw in
-            let sa = raw.baseAddress!.assumingMemoryBound(to: sockaddr.self)
-            return valueOrErrno(retryOnInterrupt: true) { system_bind(fd, sa, socklen_t(raw.count)) }.map { _ in () }
+        withSocketAddress(address) { sa, len in
+            valueOrErrno(retryOnInterrupt: true) { system_bind(fd, sa, len) }.map { _ in () }
         }
     }
 
@@ -52,10 +51,19 @@ package enum Sys {
     ///   interrupted); wrong for sockets whose connect continues in the background.
     /// The corresponding C function is `connect`.
     package static func connect<A>(_ fd: CInt, _ address: A, retryOnInterrupt: Bool = true) -> Result<Void, Errno> {
-        withUnsafeBytes(of: address) { raw in
-            let sa = raw.baseAddress!.assumingMemoryBound(to: sockaddr.self)
-            return valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_connect(fd, sa, socklen_t(raw.count)) }.map { _ in () }
+        withSocketAddress(address) { sa, len in
+            valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_connect(fd, sa, len) }.map { _ in () }
         }
+    }
+
+    /// Copies `address` into zeroed storage of its stride (C's `sizeof`, tail padding included).
+    private static func withSocketAddress<A, R>(_ address: A, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        let length = MemoryLayout<A>.stride
+        let storage = UnsafeMutableRawPointer.allocate(byteCount: max(length, MemoryLayout<sockaddr>.size), alignment: 8)
+        defer { storage.deallocate() }
+        storage.initializeMemory(as: UInt8.self, repeating: 0, count: max(length, MemoryLayout<sockaddr>.size))
+        withUnsafeBytes(of: address) { storage.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        return body(storage.assumingMemoryBound(to: sockaddr.self), socklen_t(length))
     }
 
     /// Marks `fd` as listening. The corresponding C function is `listen`.
@@ -115,9 +123,22 @@ package enum Sys {
             .map { n in n == 0 ? 0 : p.revents }
     }
 
+    /// Waits on several descriptors; fills in their `revents`; returns how many are ready.
+    /// The corresponding C function is `poll`.
+    package static func poll(_ fds: inout [pollfd], timeoutMS: CInt, retryOnInterrupt: Bool = false) -> Result<Int, Errno> {
+        fds.withUnsafeMutableBufferPointer { p in
+            valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_poll(p.baseAddress!, nfds_t(p.count), timeoutMS) }.map(Int.init)
+        }
+    }
+
     /// Sets a socket option from the bytes of `value`. The corresponding C function is `setsockopt`.
+    /// The option is passed with C's size (the struct's stride, tail padding zeroed).
     package static func setsockopt<T>(_ fd: CInt, level: CInt, name: CInt, _ value: T) -> Result<Void, Errno> {
+        var storage = [UInt8](repeating: 0, count: MemoryLayout<T>.stride)
         withUnsafeBytes(of: value) { raw in
+            for i in 0..<raw.count { storage[i] = raw[i] }
+        }
+        return storage.withUnsafeBytes { raw in
             valueOrErrno(retryOnInterrupt: true) { system_setsockopt(fd, level, name, raw.baseAddress, socklen_t(raw.count)) }.map { _ in () }
         }
     }
@@ -162,9 +183,52 @@ package enum Sys {
         return valueOrErrno(retryOnInterrupt: true) { system_lstat(path, &st) }.map { _ in st }
     }
 
-    /// A device or socket control request. The corresponding C function is `ioctl`.
+    /// Reads a small file whole (at most `limit` bytes), e.g. under /proc or /sys.
+    /// The corresponding C functions are `open`, `read` and `close`.
+    package static func readFile(_ path: String, limit: Int = 4096) -> Result<[UInt8], Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_open(path, O_RDONLY | O_CLOEXEC) }.flatMap { fd in
+            defer { _ = close(fd) }
+            var out: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: min(limit, 4096))
+            while out.count < limit {
+                let want = min(chunk.count, limit - out.count)
+                let r = chunk.withUnsafeMutableBytes { raw in
+                    valueOrErrno(retryOnInterrupt: true) { system_read(fd, raw.baseAddress, want) }
+                }
+                switch r {
+                case .success(0): return .success(out)
+                case .success(let n): out += chunk[0..<n]
+                case .failure(let e): return .failure(e)
+                }
+            }
+            return .success(out)
+        }
+    }
+
+    /// The names in a directory (without `.` and `..`), at most `limit` of them.
+    /// The corresponding C functions are `opendir`, `readdir` and `closedir`.
+    package static func listDirectory(_ path: String, limit: Int = 100_000) -> Result<[String], Errno> {
+        guard let dir = system_opendir(path) else { return .failure(Errno.current) }
+        defer { _ = system_closedir(dir) }
+        var names: [String] = []
+        while names.count < limit, let entry = system_readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return .success(names)
+    }
+
+    /// A device or socket control request with a pointer argument. The corresponding C function is `ioctl`.
     package static func ioctl(_ fd: CInt, _ request: UInt, _ arg: UnsafeMutableRawPointer) -> Result<CInt, Errno> {
         valueOrErrno(retryOnInterrupt: true) { system_ioctl(fd, request, arg) }
+    }
+
+    /// A control request whose argument is an integer (e.g. `HCIDEVUP`'s device index).
+    /// The corresponding C function is `ioctl`.
+    package static func ioctl(_ fd: CInt, _ request: UInt, integer: Int) -> Result<CInt, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_ioctl(fd, request, UnsafeMutableRawPointer(bitPattern: integer)) }
     }
 
     /// Converts a wait limit to `poll` milliseconds: nil → -1 (no limit), rounded up, clamped.

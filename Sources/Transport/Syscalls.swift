@@ -114,9 +114,11 @@ package func system_lstat(_ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePoin
     return Glibc.lstat(path, buf)
 }
 
-/// The corresponding C function is `ioctl` (with an integer or pointer argument).
-package func system_ioctl(_ fd: CInt, _ request: UInt, _ arg: UnsafeMutableRawPointer) -> CInt {
+/// The corresponding C function is `ioctl` (with a pointer argument, or an integer passed as a
+/// pointer's bit pattern; nil is integer 0).
+package func system_ioctl(_ fd: CInt, _ request: UInt, _ arg: UnsafeMutableRawPointer?) -> CInt {
     if let r = mock("ioctl", Int(fd), Int(request)) { return CInt(r) }
+    guard let arg else { return Glibc.ioctl(fd, request, CInt(0)) }
     return Glibc.ioctl(fd, request, arg)
 }
 
@@ -130,4 +132,32 @@ package func system_sigaction(_ signo: CInt, _ action: UnsafePointer<sigaction>?
 package func system_pthread_sigmask(_ how: CInt, _ set: UnsafePointer<sigset_t>?, _ old: UnsafeMutablePointer<sigset_t>?) -> CInt {
     if let r = mock("pthread_sigmask", Int(how)) { return r == -1 ? Errno.current.rawValue : CInt(r) }
     return pthread_sigmask(how, set, old)
+}
+
+/// The corresponding C function is `open`.
+package func system_open(_ path: UnsafePointer<CChar>, _ flags: CInt) -> CInt {
+    if let r = mock("open", Int(flags)) { return CInt(r) }
+    return Glibc.open(path, flags)
+}
+
+/// The corresponding C function is `read`.
+package func system_read(_ fd: CInt, _ buf: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    if let r = mock("read", Int(fd), count) { return r }
+    return Glibc.read(fd, buf, count)
+}
+
+/// The corresponding C function is `opendir`.
+package func system_opendir(_ path: UnsafePointer<CChar>) -> OpaquePointer? {
+    if let r = mock("opendir"), r == -1 { return nil }
+    return Glibc.opendir(path)
+}
+
+/// The corresponding C function is `readdir` (nil at the end, or on error with errno set).
+package func system_readdir(_ dir: OpaquePointer) -> UnsafeMutablePointer<dirent>? {
+    Glibc.readdir(dir)
+}
+
+/// The corresponding C function is `closedir`.
+package func system_closedir(_ dir: OpaquePointer) -> CInt {
+    Glibc.closedir(dir)
 }

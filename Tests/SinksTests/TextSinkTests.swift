@@ -254,6 +254,17 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
         try #require(try validate("fhir", lines)?.0 == 0)
     }
 
+    @Test func subjectFromTheCommandLine() {
+        #expect(FHIRSubject(parsing: "cuff-user") == .cuffUser)
+        #expect(FHIRSubject(parsing: "Patient/123") == .reference("Patient/123"))
+        #expect(FHIRSubject(parsing: "Patient/a.b-c") == .reference("Patient/a.b-c"))
+        #expect(FHIRSubject(parsing: "urn:oid:1.2.3|p-9") == .identifier(system: "urn:oid:1.2.3", value: "p-9"))
+        #expect(FHIRSubject(parsing: "Jane Doe") == .display("Jane Doe"))
+        #expect(FHIRSubject(parsing: "patient/1") == .display("patient/1"))
+        #expect(FHIRSubject(parsing: "Patient/") == .display("Patient/"))
+        #expect(FHIRSubject(parsing: "|x") == .display("|x"))
+    }
+
     @Test func theValidatorRejectsABrokenObservation() throws {
         // Proves validation above can fail: a status outside the required binding.
         var line = try run([.measurement(try Vectors.bpm(Vectors.kPa))])[0]

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import CBlueZ
+import CuffCore
+import Glibc
+import Synchronization
+import Transport
+
+/// An ``ATTBearer`` over the kernel's LE L2CAP fixed channel for ATT (CID 4).
+///
+/// A `SOCK_SEQPACKET` socket: one ATT PDU per record, as on a Unix socketpair, and the same
+/// poll-then-`recv(MSG_DONTWAIT)` engine (never sleeping in `recv`, which misbehaves while the
+/// socket is in BT_CONFIG during pairing). End of link comes from POLLHUP/POLLERR with the reason
+/// taken from `SO_ERROR` (ECONNRESET: the peer disconnected; ETIMEDOUT: supervision timeout).
+///
+/// Security: ``raiseSecurity(to:)`` sets `BT_SECURITY` *after* the connection is up and waits for
+/// the socket to become writable again (it sits in BT_CONFIG until the link is encrypted). On
+/// kernels that ask user space to confirm even Just Works pairing, a ``PairingAgent`` must run
+/// (or bluetoothd with an agent), otherwise SMP stalls until its 30 s timeout.
+public final class L2CAPATTBearer: ATTBearer, Sendable {
+    /// Largest PDU accepted by default (ATT's maximum is 517; margin for hostile peers is cheap).
+    public static let defaultMaxPDUSize = 1024
+
+    public let adapter: BluetoothAdapter
+    public let peer: BluetoothAddress
+    public var peerDescription: String { peer.type == .public ? peer.description : "\(peer)/random" }
+    /// How long ``raiseSecurity(to:)`` waits for pairing / encryption.
+    public let securityTimeout: Duration
+    private let channel: SeqpacketChannel
+
+    /// Adopts a connected L2CAP ATT socket (from connect or accept).
+    init(adopting fd: CInt, adapter: BluetoothAdapter, peer: BluetoothAddress, maxPDUSize: Int, securityTimeout: Duration) {
+        self.adapter = adapter
+        self.peer = peer
+        self.securityTimeout = securityTimeout
+        let label = peer.type == .public ? peer.description : "\(peer)/random"
+        channel = SeqpacketChannel(adopting: fd, label: label, maxPDUSize: maxPDUSize, closeReason: BlueZErrors.closeReason)
+    }
+
+    /// Connects to `peer`'s ATT channel through `adapter`.
+    ///
+    /// The connect is non-blocking with our own `timeout` (the kernel's own is 40 s). A SIGINT or
+    /// SIGTERM caught by ``SignalFlags`` during the wait aborts it.
+    ///
+    /// - Throws: `TransportError` with what to do: Bluetooth absent (EAFNOSUPPORT), no adapter,
+    ///   adapter down, permission, EBUSY (bluetoothd owns the channel), ECONNREFUSED, ETIMEDOUT, ….
+    public static func connect(
+        adapter: BluetoothAdapter, to peer: BluetoothAddress, timeout: Duration = .seconds(20),
+        maxPDUSize: Int = defaultMaxPDUSize, securityTimeout: Duration = .seconds(35)
+    ) throws(TransportError) -> L2CAPATTBearer {
+        try connect(adapter: adapter, local: adapter.addressIfUp(), to: peer, timeout: timeout,
+                    maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
+    }
+
+    /// `connect` once the adapter's address is known (tests drive this one with mocks).
+    static func connect(
+        adapter: BluetoothAdapter, local: BluetoothAddress, to peer: BluetoothAddress, timeout: Duration,
+        maxPDUSize: Int, securityTimeout: Duration
+    ) throws(TransportError) -> L2CAPATTBearer {
+        let fd: CInt
+        switch Sys.socket(domain: BT.af, type: BT.seqpacket | BT.cloexec | BT.nonblock, protocol: BT.protoL2CAP) {
+        case .success(let s): fd = s
+        case .failure(let e): throw BlueZErrors.socket("AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP", e)
+        }
+        var ok = false
+        defer { if !ok { _ = Sys.close(fd) } }
+        if case .failure(let e) = Sys.bind(fd, l2Address(local)) {
+            throw TransportError.system("bind", "\(adapter) \(local), ATT CID 4", e, hint: BlueZErrors.adapterHint(e, adapter: adapter.name))
+        }
+        let object = "\(adapter) → \(peer) (\(peer.type)), ATT CID 4"
+        switch Sys.connect(fd, l2Address(peer), retryOnInterrupt: false) {
+        case .success, .failure(.nowInProgress), .failure(.interrupted): break
+        case .failure(let e):
+            throw TransportError.system("connect", object, e, hint: BlueZErrors.connectHint(e, peer: peer.description, adapter: adapter.name))
+        }
+        let deadline = MonotonicClock.now() + timeout
+        while true {
+            let left = deadline - MonotonicClock.now()
+            if left <= .zero {
+                throw TransportError.system("connect", object, .timedOut,
+                                            hint: BlueZErrors.connectHint(.timedOut, peer: peer.description, adapter: adapter.name) ?? "")
+            }
+            switch Sys.poll(fd, events: Int16(POLLOUT), timeoutMS: Sys.pollMilliseconds(left)) {
+            case .success(0): continue
+            case .success(let revents):
+                if let e = Sys.socketError(fd) {
+                    throw TransportError.system("connect", object, e, hint: BlueZErrors.connectHint(e, peer: peer.description, adapter: adapter.name))
+                }
+                if revents & Int16(POLLOUT) != 0 {
+                    ok = true
+                    return L2CAPATTBearer(adopting: fd, adapter: adapter, peer: peer, maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
+                }
+                throw TransportError(.notConnected, "connect(\(object)): the link closed while connecting")
+            case .failure(.interrupted):
+                if SignalFlags.shared.isRaised(.int) || SignalFlags.shared.isRaised(.term) {
+                    throw TransportError(.timedOut, "connect(\(object)): interrupted by a signal", errno: EINTR)
+                }
+            case .failure(let e):
+                throw TransportError.system("poll", object, e)
+            }
+        }
+    }
+
+    /// The kernel's `sockaddr_l2` for an LE ATT endpoint.
+    static func l2Address(_ address: BluetoothAddress) -> sockaddr_l2 {
+        var sa = sockaddr_l2()
+        sa.l2_family = sa_family_t(AF_BLUETOOTH)
+        sa.l2_psm = 0
+        sa.l2_bdaddr = address.bdaddr
+        sa.l2_cid = BT.attCID.littleEndian
+        sa.l2_bdaddr_type = address.leAddressTypeCode
+        return sa
+    }
+
+    public func send(_ pdu: [UInt8]) throws(TransportError) {
+        try channel.send(pdu)
+    }
+
+    public func next(timeout: Duration?) throws(TransportError) -> BearerEvent {
+        try channel.next(timeout: timeout)
+    }
+
+    /// Raises link security to at least `level` and waits until the link has it.
+    ///
+    /// Sets `BT_SECURITY` (the kernel starts SMP pairing or encrypts with a stored key), then waits
+    /// for POLLOUT up to ``securityTimeout``. Call it after connecting — typically when the peer
+    /// answered with ATT error 0x05 or 0x0F — not before: some devices drop the link when asked to
+    /// pair unprompted.
+    ///
+    /// - Throws: `.securityRefused` when pairing is rejected (EACCES) or the link drops during it,
+    ///   `.timedOut` when nobody answers (no pairing agent?). The bearer should be closed then:
+    ///   a socket whose pairing failed can stay stuck.
+    public func raiseSecurity(to level: SecurityLevel) throws(TransportError) {
+        guard let fd = channel.descriptor else {
+            throw TransportError(.notConnected, "raiseSecurity(\(peerDescription)): the bearer is closed")
+        }
+        if securityLevel >= level { return }
+        let what = "\(peerDescription), BT_SECURITY \(level)"
+        var request = bt_security()
+        request.level = UInt8(level.rawValue)
+        request.key_size = 0
+        if case .failure(let e) = Sys.setsockopt(fd, level: BT.solBluetooth, name: BT.optSecurity, request) {
+            throw TransportError.system("setsockopt", what, e)
+        }
+        switch channel.waitWritable(timeout: securityTimeout) {
+        case .success(0):
+            throw TransportError(
+                .timedOut,
+                "raiseSecurity(\(what)): pairing did not finish within \(securityTimeout) — is a pairing agent running (cuff starts one when run as root; with bluetoothd, `bluetoothctl agent NoInputNoOutput` + `default-agent`)?",
+                errno: ETIMEDOUT)
+        case .success(let revents):
+            if revents & (Int16(POLLERR) | Int16(POLLHUP)) != 0 || revents & Int16(POLLOUT) == 0 {
+                let e = Sys.socketError(fd)
+                throw TransportError(
+                    .securityRefused,
+                    "raiseSecurity(\(what)): \(BlueZErrors.closeReason(e))" + (e == .permissionDenied ? " — " + (BlueZErrors.connectHint(.permissionDenied, peer: peer.description, adapter: adapter.name) ?? "") : ""),
+                    errno: e?.rawValue)
+            }
+        case .failure(let e):
+            throw TransportError.system("poll", what, e)
+        }
+        let now = securityLevel
+        guard now >= level else {
+            throw TransportError(.securityRefused, "raiseSecurity(\(what)): the link came back at level \(now), below \(level)")
+        }
+    }
+
+    /// The link's security now (`BT_SECURITY`); `.low` when unknown.
+    public var securityLevel: SecurityLevel {
+        guard let fd = channel.descriptor,
+              case .success(let s) = Sys.getsockopt(fd, level: BT.solBluetooth, name: BT.optSecurity, initial: bt_security())
+        else { return .low }
+        return SecurityLevel(rawValue: Int(s.level)) ?? .low
+    }
+
+    public func close() {
+        channel.close()
+    }
+}

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import CuffCore
+import Transport
+
+/// Legacy LE advertising for the simulated cuff, with raw HCI commands: connectable undirected
+/// (ADV_IND), Flags 0x06, 16-bit UUID list (0x1810), the complete local name, and the name again
+/// in the scan response.
+///
+/// A controller stops legacy advertising when a central connects; call ``restart()`` after the
+/// link ends so the next central can find us. Needs CAP_NET_RAW and bluetoothd not advertising on
+/// the same adapter (with bluetoothd, register an advertisement over D-Bus
+/// `LEAdvertisingManager1` instead, or `btmgmt add-adv`).
+public final class LEAdvertiser {
+    public let adapter: BluetoothAdapter
+    public let advertisingData: [UInt8]
+    public let scanResponseData: [UInt8]
+    private let socket: HCISocket
+    private let interval: (UInt16, UInt16)
+    public private(set) var isAdvertising = false
+
+    /// Configures (but does not start) advertising.
+    ///
+    /// - Parameters:
+    ///   - intervalMilliseconds: advertising interval (min; max is 1.5×), 20…10240 ms.
+    public init(adapter: BluetoothAdapter, name: String, serviceUUIDs16: [UInt16] = [0x1810], intervalMilliseconds: Int = 100) throws(TransportError) {
+        self.adapter = adapter
+        advertisingData = AdvertisingData.make(name: name, serviceUUIDs16: serviceUUIDs16)
+        scanResponseData = AdvertisingData.scanResponse(name: name)
+        let units = UInt16(clamping: max(32, min(16384, intervalMilliseconds * 8 / 5)))
+        interval = (units, UInt16(clamping: min(16384, Int(units) * 3 / 2)))
+        socket = try HCISocket(adapter: adapter)
+    }
+
+    deinit { stop() }
+
+    /// Sets parameters and data, then enables advertising.
+    public func start() throws(TransportError) {
+        _ = try? socket.execute(.leSetAdvertisingEnable(false))
+        try socket.execute(.leSetAdvertisingParameters(intervalMin: interval.0, intervalMax: interval.1))
+        try socket.execute(.leSetAdvertisingData(advertisingData))
+        try socket.execute(.leSetScanResponseData(scanResponseData))
+        try socket.execute(.leSetAdvertisingEnable(true))
+        isAdvertising = true
+    }
+
+    /// Enables advertising again (after a connection ended it). "Command disallowed" while a
+    /// central is still connected is reported as an error; call it once the link is gone.
+    public func restart() throws(TransportError) {
+        try socket.execute(.leSetAdvertisingEnable(true))
+        isAdvertising = true
+    }
+
+    /// Disables advertising and closes the socket. Idempotent.
+    public func stop() {
+        if isAdvertising {
+            _ = try? socket.execute(.leSetAdvertisingEnable(false))
+            isAdvertising = false
+        }
+        socket.close()
+    }
+}

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import CuffSession
+import Foundation
+import GRDB
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One row of the `measurements` table, with its device.
+///
+/// Pressures are in the row's `unit` (as received, not converted); a special SFLOAT has a NULL
+/// number and its name (`NaN`, `NRes`, `+INF`, `-INF`, `reserved`) in the `…Special` column. The raw
+/// 16-bit words are kept too, but ``record()`` rebuilds the ``MeasurementRecord`` from `raw` with the
+/// BloodPressure codec, not from these columns.
+public struct StoredMeasurement: Sendable, Hashable {
+    public var id: Int64
+    public var device: DeviceInfo
+    public var characteristic: BPSCharacteristic
+    public var raw: [UInt8]
+    /// The codec options under which `raw` decoded to the record's values when it was stored.
+    public var quirks: QuirkProfile.Options
+    public var unit: PressureUnit
+    public var systolic: Double?
+    public var diastolic: Double?
+    public var meanArterialPressure: Double?
+    public var pulseRate: Double?
+    public var systolicRaw: UInt16
+    public var diastolicRaw: UInt16
+    public var meanArterialPressureRaw: UInt16
+    public var pulseRateRaw: UInt16?
+    public var systolicSpecial: String?
+    public var diastolicSpecial: String?
+    public var meanArterialPressureSpecial: String?
+    public var pulseRateSpecial: String?
+    public var timestamp: String?
+    public var userID: UInt8?
+    public var status: UInt16?
+    public var stored: Bool
+    public var sequenceNumber: UInt16?
+    /// `received_at` as printed (`2026-11-22T07:31:54.123Z`) and in microseconds since 1970.
+    public var receivedAt: String
+    public var receivedAtMicros: Int64
+    /// The host's offset from UTC at ingest (seconds east), used for a zone-less device time.
+    public var hostUTCOffsetSeconds: Int
+    public var dedupKey: String
+    /// JSON text: the decode warnings, and the codec's object for the value.
+    public var warningsJSON: String
+    public var decodedJSON: String
+
+    /// Decodes `raw` again with the BloodPressure codec (and the stored quirk options) into the record
+    /// a session would have produced. `receivedAt.monotonic` is not stored; it is set to the wall time.
+    public func record() throws(BPSDecodingError) -> MeasurementRecord {
+        let at = EventTime(monotonic: Timestamp(nanoseconds: receivedAtMicros &* 1000), wallMicros: receivedAtMicros)
+        switch characteristic {
+        case .bloodPressureMeasurement:
+            let d = try BloodPressureMeasurement.decode(raw[...], quirks: quirks)
+            return MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: stored)
+        case .enhancedBloodPressureMeasurement, .bloodPressureRecord:
+            let seq = characteristic == .bloodPressureRecord ? sequenceNumber : nil
+            if characteristic == .bloodPressureRecord && seq == nil {
+                throw BPSDecodingError(.invalidValue, field: "Sequence Number", offset: 0, detail: "a stored 2B36 record needs one")
+            }
+            let d = try EnhancedBloodPressureMeasurement.decode(raw[...], cuffPressure: false)
+            guard let r = MeasurementRecord.from(
+                enhanced: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: stored, sequenceNumber: seq)
+            else { throw BPSDecodingError(.invalidValue, field: "Enhanced Blood Pressure Measurement", offset: 0, detail: "not a measurement") }
+            return r
+        default:
+            throw BPSDecodingError(.unsupported, field: "characteristic \(characteristic.uuidString)", offset: 0)
+        }
+    }
+}
+
+/// `--store PATH`: measurements kept in SQLite (GRDB), deduplicated by ``MeasurementRecord/dedupKey``.
+///
+/// * The file is created with mode 0600 before SQLite opens it; an existing file that group or
+///   others can read or write, a symlink, or a non-regular file is refused. SQLite gives its `-wal`
+///   and `-shm` files the database file's mode.
+/// * Durable on return: WAL journal with `synchronous = FULL`, so each commit fsyncs the WAL and a
+///   kill -9 (or power loss) right after ``write(_:)`` returns keeps the row. Both are checked at open.
+/// * Schema by migration `v1`: `devices` (one row per ``DeviceInfo/identity``, names updated as
+///   they are learned) and `measurements` (see ``StoredMeasurement``).
+/// * Session and progress records are not stored.
+public final class SQLiteStore: SampleSink, Sendable {
+    public let path: String
+    let db: DatabaseQueue
+    public let utcOffset: UTCOffsetPolicy
+    let warn: SinkWarningHandler
+    private let done = FinishGuard("store")
+
+    /// What ``insert(_:)`` did.
+    public enum InsertOutcome: Sendable, Hashable {
+        /// A new row, with its id.
+        case inserted(rowID: Int64)
+        /// A row with the same dedup key was already there; nothing changed.
+        case duplicate
+        public var isNew: Bool { if case .inserted = self { true } else { false } }
+    }
+
+    /// Opens (creating if needed, mode 0600, unless `mustExist`) and migrates the store at `path`.
+    public init(
+        path: String, mustExist: Bool = false, utcOffset: UTCOffsetPolicy = .system,
+        warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+    ) throws(SinkError) {
+        self.path = path
+        self.utcOffset = utcOffset
+        self.warn = warn
+        try SQLiteStore.prepareFile(path, create: !mustExist)
+        var config = Configuration()
+        config.label = "cuff.store"
+        config.busyMode = .timeout(5)
+        config.prepareDatabase { db in
+            // Not `journalMode = .wal`: GRDB then sets synchronous = NORMAL, which may lose the last commit.
+            let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            guard mode == "wal" else { throw DatabaseError(message: "journal_mode is \(mode ?? "nil"), not wal") }
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        }
+        do {
+            db = try DatabaseQueue(path: path, configuration: config)
+            try SQLiteStore.migrator.migrate(db)
+            let sync = try db.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
+            guard sync == 2 else { throw DatabaseError(message: "synchronous is \(sync.map(String.init) ?? "nil"), not FULL (2)") }
+        } catch let e as SinkError {
+            throw e
+        } catch {
+            throw .storeOpen(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// Creates `path` with mode 0600 if it does not exist (and `create`); otherwise checks it is a
+    /// regular file (not a symlink) that only its owner can read or write. Existing `-wal`, `-shm`
+    /// and `-journal` files must pass the same check.
+    public static func prepareFile(_ path: String, create: Bool = true) throws(SinkError) {
+        var created = create
+        var fd = create ? open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) : -1
+        if !create || (fd < 0 && errno == EEXIST) {
+            created = false
+            fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+        }
+        guard fd >= 0 else {
+            let e = errno
+            throw .storeOpen(path: path, reason: e == ELOOP ? "is a symbolic link" : e == ENOENT ? "no such file" : "open: \(errnoName(e))")
+        }
+        defer { close(fd) }
+        if created && fchmod(fd, 0o600) != 0 {
+            throw .storeOpen(path: path, reason: "fchmod 600: \(errnoName(errno))")
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .storeOpen(path: path, reason: "fstat: \(errnoName(errno))") }
+        let mode = UInt32(st.st_mode)
+        guard mode & UInt32(S_IFMT) == UInt32(S_IFREG), mode & 0o077 == 0 else {
+            throw .insecureStoreFile(path: path, mode: mode)
+        }
+        // SQLite's side files hold the same data; refuse ones left behind with a looser mode.
+        for suffix in ["-wal", "-shm", "-journal"] {
+            var side = stat()
+            guard lstat(path + suffix, &side) == 0 else { continue }
+            let m = UInt32(side.st_mode)
+            guard m & UInt32(S_IFMT) == UInt32(S_IFREG), m & 0o077 == 0 else {
+                throw .insecureStoreFile(path: path + suffix, mode: m)
+            }
+        }
+    }
+
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE devices (
+                    id INTEGER PRIMARY KEY,
+                    identity TEXT NOT NULL UNIQUE,
+                    address TEXT NOT NULL,
+                    name TEXT,
+                    manufacturer TEXT,
+                    model TEXT,
+                    serial TEXT,
+                    firmware TEXT
+                );
+                CREATE TABLE measurements (
+                    id INTEGER PRIMARY KEY,
+                    device_id INTEGER NOT NULL REFERENCES devices(id),
+                    characteristic TEXT NOT NULL,
+                    raw BLOB NOT NULL,
+                    quirks INTEGER NOT NULL DEFAULT 0,
+                    unit TEXT NOT NULL CHECK (unit IN ('mmHg', 'kPa')),
+                    systolic REAL,
+                    diastolic REAL,
+                    mean_arterial_pressure REAL,
+                    pulse_rate REAL,
+                    systolic_raw INTEGER NOT NULL,
+                    diastolic_raw INTEGER NOT NULL,
+                    mean_arterial_pressure_raw INTEGER NOT NULL,
+                    pulse_rate_raw INTEGER,
+                    systolic_special TEXT,
+                    diastolic_special TEXT,
+                    mean_arterial_pressure_special TEXT,
+                    pulse_rate_special TEXT,
+                    timestamp TEXT,
+                    user_id INTEGER,
+                    status INTEGER,
+                    stored INTEGER NOT NULL,
+                    sequence_number INTEGER,
+                    received_at TEXT NOT NULL,
+                    received_at_us INTEGER NOT NULL,
+                    host_utc_offset INTEGER NOT NULL,
+                    dedup_key TEXT NOT NULL UNIQUE,
+                    warnings TEXT NOT NULL,
+                    decoded TEXT NOT NULL
+                );
+                CREATE INDEX measurements_by_received ON measurements(received_at_us, id);
+                """)
+        }
+        return m
+    }
+
+    // MARK: SampleSink
+
+    /// Stores a measurement (committed and fsynced on return); other outputs are ignored.
+    public func write(_ o: SessionOutput) throws(SinkError) {
+        try done.check()
+        guard case let .measurement(m) = o else { return }
+        try insert(m)
+    }
+
+    /// Closes the database (checkpointing the WAL).
+    public func finish() throws(SinkError) {
+        try done.finish()
+        do { try db.close() } catch { throw .storeOpen(path: path, reason: "close: " + SQLiteStore.describe(error)) }
+    }
+
+    // MARK: Writing
+
+    /// Stores `m` unless a row with its dedup key exists. Returns whether it was new.
+    @discardableResult
+    public func insert(_ m: MeasurementRecord) throws(SinkError) -> InsertOutcome {
+        try done.check()
+        let quirks: QuirkProfile.Options
+        if let q = SQLiteStore.reproducingOptions(m) {
+            quirks = q
+        } else {
+            quirks = []
+            warn(SinkWarning(
+                sink: "store", message: "the record's decoded values do not match its raw bytes under any quirk profile; history will decode the raw bytes without quirks",
+                dedupKey: m.dedupKey))
+        }
+        let offset = utcOffset.offsetSeconds(m)
+        func num(_ s: SFloat?) -> Double? { s?.doubleValue }
+        func word(_ s: SFloat?) -> Int64? { s.map { Int64($0.rawValue) } }
+        do {
+            return try db.write { db -> InsertOutcome in
+                let d = m.device
+                try db.execute(
+                    sql: """
+                        INSERT INTO devices (identity, address, name, manufacturer, model, serial, firmware)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(identity) DO UPDATE SET
+                            address = excluded.address,
+                            name = coalesce(excluded.name, name),
+                            manufacturer = coalesce(excluded.manufacturer, manufacturer),
+                            model = coalesce(excluded.model, model),
+                            serial = coalesce(excluded.serial, serial),
+                            firmware = coalesce(excluded.firmware, firmware)
+                        """,
+                    arguments: [d.identity, d.address, d.name, d.manufacturer, d.model, d.serial, d.firmware])
+                guard let deviceID = try Int64.fetchOne(db, sql: "SELECT id FROM devices WHERE identity = ?", arguments: [d.identity]) else {
+                    throw DatabaseError(message: "device row missing after upsert")
+                }
+                // ON CONFLICT on the dedup key only: other constraint failures are errors, not "duplicates".
+                try db.execute(
+                    sql: """
+                        INSERT INTO measurements (
+                            device_id, characteristic, raw, quirks, unit,
+                            systolic, diastolic, mean_arterial_pressure, pulse_rate,
+                            systolic_raw, diastolic_raw, mean_arterial_pressure_raw, pulse_rate_raw,
+                            systolic_special, diastolic_special, mean_arterial_pressure_special, pulse_rate_special,
+                            timestamp, user_id, status, stored, sequence_number,
+                            received_at, received_at_us, host_utc_offset, dedup_key, warnings, decoded)
+                        VALUES (?, ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?, ?,  ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(dedup_key) DO NOTHING
+                        """,
+                    arguments: StatementArguments([
+                        deviceID, m.characteristic.uuidString, Data(m.raw), Int64(quirks.rawValue), m.unit.rawValue,
+                        num(m.systolic), num(m.diastolic), num(m.meanArterialPressure), num(m.pulseRate),
+                        word(m.systolic), word(m.diastolic), word(m.meanArterialPressure), word(m.pulseRate),
+                        m.systolic.specialName, m.diastolic.specialName, m.meanArterialPressure.specialName, m.pulseRate?.specialName,
+                        m.timestamp, m.userID.map { Int64($0) }, m.status.map { Int64($0.rawValue) }, m.stored, m.sequenceNumber.map { Int64($0) },
+                        m.receivedAt.iso8601, m.receivedAt.wallMicros, Int64(offset), m.dedupKey, m.warnings.json.serialized(),
+                        m.decoded.serialized(),
+                    ] as [(any DatabaseValueConvertible)?]))
+                return db.changesCount > 0 ? .inserted(rowID: db.lastInsertedRowID) : .duplicate
+            }
+        } catch {
+            throw .storeWrite(path: path, dedupKey: m.dedupKey, reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// The codec options under which `m.raw` decodes to `m.decoded` (none, or a quirk profile's),
+    /// or nil when no option set reproduces it.
+    static func reproducingOptions(_ m: MeasurementRecord) -> QuirkProfile.Options? {
+        let rawJSON = JSON.string(Hex.encode(m.raw))
+        switch m.characteristic {
+        case .bloodPressureMeasurement:
+            for o in [QuirkProfile.Options()] + QuirkProfile.all.map(\.options) {
+                if let d = try? BloodPressureMeasurement.decode(m.raw[...], quirks: o),
+                    d.value.json(as: .bloodPressureMeasurement, warnings: d.warnings, raw: rawJSON) == m.decoded
+                {
+                    return o
+                }
+            }
+            return nil
+        case .enhancedBloodPressureMeasurement, .bloodPressureRecord:
+            guard let d = try? EnhancedBloodPressureMeasurement.decode(m.raw[...], cuffPressure: false) else { return nil }
+            return d.value.json(warnings: d.warnings, raw: rawJSON) == m.decoded ? [] : nil
+        default:
+            return nil
+        }
+    }
+
+    // MARK: Reading
+
+    /// Every stored measurement, in received order (then insertion order).
+    public func history() throws(SinkError) -> [StoredMeasurement] {
+        do {
+            return try db.read { db in
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT m.*, d.address AS d_address, d.name AS d_name, d.manufacturer AS d_manufacturer,
+                           d.model AS d_model, d.serial AS d_serial, d.firmware AS d_firmware
+                    FROM measurements m JOIN devices d ON d.id = m.device_id
+                    ORDER BY m.received_at_us, m.id
+                    """)
+                return try rows.map(SQLiteStore.stored(from:))
+            }
+        } catch let e as SinkError {
+            throw e
+        } catch {
+            throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// The dedup keys of every stored measurement (for the session's `knownRecordKeys`).
+    public func knownKeys() throws(SinkError) -> Set<String> {
+        do {
+            return try db.read { Set(try String.fetchAll($0, sql: "SELECT dedup_key FROM measurements")) }
+        } catch {
+            throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// The highest BPS 1.1 record sequence number stored for the device last seen at `address`
+    /// (for the session's `lastSequenceNumber`), or nil when none is stored.
+    public func lastSequenceNumber(address: String) throws(SinkError) -> UInt16? {
+        do {
+            let v = try db.read {
+                try Int64.fetchOne(
+                    $0,
+                    sql: """
+                        SELECT max(m.sequence_number) FROM measurements m JOIN devices d ON d.id = m.device_id
+                        WHERE d.address = ?
+                        """,
+                    arguments: [address])
+            }
+            return v.flatMap { UInt16(exactly: $0) }
+        } catch {
+            throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// ``history()`` decoded back into records (from the raw bytes), for printing through the sinks.
+    public func records() throws(SinkError) -> [MeasurementRecord] {
+        var out: [MeasurementRecord] = []
+        for s in try history() {
+            do throws(BPSDecodingError) { out.append(try s.record()) } catch {
+                throw .storedValueUndecodable(path: path, rowID: s.id, reason: error.message)
+            }
+        }
+        return out
+    }
+
+    /// The host offsets recorded at ingest, by dedup key, for ``UTCOffsetPolicy/recorded(_:fallback:)``.
+    public func recordedOffsets() throws(SinkError) -> [String: Int] {
+        Dictionary(try history().map { ($0.dedupKey, $0.hostUTCOffsetSeconds) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Writes every stored measurement to `sink` as `.measurement` (then nothing else; the caller
+    /// finishes the sink). Returns how many were written.
+    @discardableResult
+    public func replay(into sink: any SampleSink) throws(SinkError) -> Int {
+        let rs = try records()
+        for r in rs { try sink.write(.measurement(r)) }
+        return rs.count
+    }
+
+    /// A PRAGMA's current value as text (for checks and tests).
+    func pragma(_ name: String) throws -> String? {
+        try db.read { try String.fetchOne($0, sql: "PRAGMA " + name) }
+    }
+
+    static func stored(from row: Row) throws -> StoredMeasurement {
+        func bad(_ what: String) -> DatabaseError { DatabaseError(message: "row \(row["id"] as Int64? ?? -1): bad \(what)") }
+        guard let ch = BPSCharacteristic(argument: row["characteristic"]) else { throw bad("characteristic") }
+        guard let unit = PressureUnit(rawValue: row["unit"]) else { throw bad("unit") }
+        let raw: Data = row["raw"]
+        func u16(_ c: String) throws -> UInt16? {
+            guard let v: Int64 = row[c] else { return nil }
+            guard let w = UInt16(exactly: v) else { throw bad(c) }
+            return w
+        }
+        func req(_ c: String) throws -> UInt16 {
+            guard let v = try u16(c) else { throw bad(c) }
+            return v
+        }
+        let uid: Int64? = row["user_id"]
+        return StoredMeasurement(
+            id: row["id"],
+            device: DeviceInfo(
+                address: row["d_address"], name: row["d_name"], manufacturer: row["d_manufacturer"], model: row["d_model"],
+                serial: row["d_serial"], firmware: row["d_firmware"]),
+            characteristic: ch, raw: [UInt8](raw), quirks: QuirkProfile.Options(rawValue: UInt8(truncatingIfNeeded: row["quirks"] as Int64)),
+            unit: unit, systolic: row["systolic"], diastolic: row["diastolic"], meanArterialPressure: row["mean_arterial_pressure"],
+            pulseRate: row["pulse_rate"], systolicRaw: try req("systolic_raw"), diastolicRaw: try req("diastolic_raw"),
+            meanArterialPressureRaw: try req("mean_arterial_pressure_raw"), pulseRateRaw: try u16("pulse_rate_raw"),
+            systolicSpecial: row["systolic_special"], diastolicSpecial: row["diastolic_special"],
+            meanArterialPressureSpecial: row["mean_arterial_pressure_special"], pulseRateSpecial: row["pulse_rate_special"],
+            timestamp: row["timestamp"], userID: try uid.map { v in guard let u = UInt8(exactly: v) else { throw bad("user_id") }; return u },
+            status: try u16("status"), stored: row["stored"], sequenceNumber: try u16("sequence_number"),
+            receivedAt: row["received_at"], receivedAtMicros: row["received_at_us"], hostUTCOffsetSeconds: row["host_utc_offset"],
+            dedupKey: row["dedup_key"], warningsJSON: row["warnings"], decodedJSON: row["decoded"])
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let e = error as? DatabaseError { return e.message.map { "\(e.resultCode): \($0)" } ?? "\(e.resultCode)" }
+        return String(describing: error)
+    }
+}

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+/// `--format`: what goes to stdout.
+public enum OutputFormat: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Every session output as its JSON line (the default).
+    case ndjson
+    /// FHIR R4 Observations, one resource per line.
+    case fhir
+    /// Open mHealth data points, one per line.
+    case omh
+
+    /// Parses `ndjson`, `fhir`, `omh` (case-insensitive; `jsonl` is accepted for ndjson).
+    public init(parsing name: String) throws(SinkError) {
+        let n = name.lowercased()
+        if n == "jsonl" { self = .ndjson; return }
+        guard let f = OutputFormat(rawValue: n) else { throw .unknownFormat(name) }
+        self = f
+    }
+
+    public var description: String { rawValue }
+}
+
+/// Everything needed to build a session's sinks.
+public struct SinkConfiguration: Sendable {
+    public var format: OutputFormat
+    /// `--store PATH`, or nil.
+    public var storePath: String?
+    /// FHIR `Observation.subject`.
+    public var fhirSubject: FHIRSubject
+    /// How a zone-less device time gets its offset (FHIR, OMH, and the offset recorded in the store).
+    public var utcOffset: UTCOffsetPolicy
+    /// Open mHealth header ids: nil for the system generator, or a seed for reproducible output.
+    public var uuidSeed: UInt64?
+    public var clock: WallClock
+    /// With a store: print a measurement the store already held (a cuff resending its memory) again.
+    public var printsStoredDuplicates: Bool
+
+    public init(
+        format: OutputFormat = .ndjson, storePath: String? = nil, fhirSubject: FHIRSubject = .cuffUser,
+        utcOffset: UTCOffsetPolicy = .system, uuidSeed: UInt64? = nil, clock: WallClock = .system,
+        printsStoredDuplicates: Bool = true
+    ) {
+        self.format = format
+        self.storePath = storePath
+        self.fhirSubject = fhirSubject
+        self.utcOffset = utcOffset
+        self.uuidSeed = uuidSeed
+        self.clock = clock
+        self.printsStoredDuplicates = printsStoredDuplicates
+    }
+}
+
+public enum SinkFactory {
+    /// The sink for `format` writing to `output`.
+    public static func formatSink(
+        _ options: SinkConfiguration, output: any LineOutput, warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+    ) -> any SampleSink & Sendable {
+        switch options.format {
+        case .ndjson: return NDJSONSink(output: output)
+        case .fhir: return FHIRSink(output: output, subject: options.fhirSubject, utcOffset: options.utcOffset)
+        case .omh:
+            return OMHSink(
+                output: output, ids: options.uuidSeed.map(UUIDGenerator.seeded) ?? .system(), clock: options.clock,
+                utcOffset: options.utcOffset, warn: warn)
+        }
+    }
+
+    /// A session's sinks: the store first (when `storePath` is set), then the format on `output`
+    /// (stdout by default). Write to them with ``FanOutSink``, which stops at the first failure, so a
+    /// measurement the store could not keep is not printed either.
+    public static func makeSinks(
+        _ options: SinkConfiguration, output: any LineOutput = FileDescriptorOutput.standardOutput(),
+        warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+    ) throws(SinkError) -> [any SampleSink & Sendable] {
+        var sinks: [any SampleSink & Sendable] = []
+        if let p = options.storePath { sinks.append(try SQLiteStore(path: p, utcOffset: options.utcOffset, warn: warn)) }
+        sinks.append(formatSink(options, output: output, warn: warn))
+        return sinks
+    }
+
+    /// ``makeSinks(_:output:warn:)`` behind one ``FanOutSink``.
+    public static func makeSink(
+        _ options: SinkConfiguration, output: any LineOutput = FileDescriptorOutput.standardOutput(),
+        warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+    ) throws(SinkError) -> FanOutSink {
+        FanOutSink(try makeSinks(options, output: output, warn: warn), skipsStoredDuplicates: !options.printsStoredDuplicates)
+    }
+
+    /// `cuff history --store PATH --format F`: every stored measurement, decoded again from its raw
+    /// bytes, written through the format's sink, with the host offsets recorded at ingest. The store
+    /// must exist (a missing one is an error, not an empty history). Finishes
+    /// the sink and returns how many measurements were printed.
+    @discardableResult
+    public static func printHistory(
+        storePath: String, options: SinkConfiguration, output: any LineOutput = FileDescriptorOutput.standardOutput(),
+        warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+    ) throws(SinkError) -> Int {
+        let store = try SQLiteStore(path: storePath, mustExist: true, utcOffset: options.utcOffset, warn: warn)
+        var o = options
+        o.utcOffset = .recorded(try store.recordedOffsets(), fallback: options.utcOffset)
+        let sink = formatSink(o, output: output, warn: warn)
+        let n = try store.replay(into: sink)
+        try sink.finish()
+        try store.finish()
+        return n
+    }
+}

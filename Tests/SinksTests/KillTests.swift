@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import CuffSession
+import Foundation
+import Testing
+
+@testable import Sinks
+
+let killChildVariable = "CUFF_SINKS_KILL_CHILD_DB"
+
+/// Runs only inside the child process that ``KillNineTests`` spawns (this same test binary):
+/// stores numbered records one after another, printing `WRITTEN n` after each `write` returns,
+/// until it is killed.
+@Suite struct SinksKillChild {
+    @Test(.enabled(if: ProcessInfo.processInfo.environment[killChildVariable] != nil))
+    func childWritesUntilKilled() throws {
+        let path = try #require(ProcessInfo.processInfo.environment[killChildVariable])
+        let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        for n in 0..<60_000 {
+            try store.write(.measurement(try Vectors.enhancedRecord(sequenceNumber: UInt16(n))))
+            let line = "WRITTEN \(n)\n"
+            _ = line.withCString { write(1, $0, strlen($0)) }
+        }
+    }
+}
+
+@Suite struct KillNineTests {
+    /// The contract of `write`: once it returns, a kill -9 does not lose the row. (Power loss is
+    /// covered by `synchronous = FULL`, checked in ``SQLiteStoreTests/walWithSynchronousFull()``.)
+    @Test func killNineRightAfterWriteReturnsLosesNothingAcknowledged() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.file("k.db")
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: exe)
+        child.arguments = ["--testing-library", "swift-testing", "--filter", "childWritesUntilKilled"]
+        var env = ProcessInfo.processInfo.environment
+        env[killChildVariable] = path
+        child.environment = env
+        let out = Pipe()
+        child.standardOutput = out
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        // Wait for some acknowledged writes, then kill at once.
+        let target = 25
+        var acknowledged = -1
+        var text = ""
+        let deadline = Date().addingTimeInterval(60)
+        while acknowledged < target && Date() < deadline {
+            let data = out.fileHandleForReading.availableData
+            if data.isEmpty { break }  // EOF: the child ended on its own
+            text += String(decoding: data, as: UTF8.self)
+            for line in text.split(separator: "\n") where line.hasPrefix("WRITTEN ") {
+                acknowledged = max(acknowledged, Int(line.dropFirst(8)) ?? -1)
+            }
+        }
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+        try #require(acknowledged >= target, "child acknowledged only \(acknowledged) writes; output: \(text.suffix(500))")
+        #expect(child.terminationReason == .uncaughtSignal)
+        // Read what survived, from a fresh store.
+        let store = try SQLiteStore(path: path, mustExist: true, warn: SinkWarnings.ignore)
+        #expect(try store.pragma("integrity_check") == "ok")
+        let seqs = try store.history().compactMap(\.sequenceNumber)
+        #expect(seqs.count >= acknowledged + 1)
+        #expect(Array(seqs.prefix(acknowledged + 1)) == (0...acknowledged).map(UInt16.init))
+    }
+}

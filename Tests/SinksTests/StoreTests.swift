@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import CuffSession
+import Foundation
+import Testing
+
+@testable import Sinks
+
+/// A fresh directory under /tmp, removed by `cleanup()`.
+struct TempDir {
+    let path: String
+    init() throws {
+        var template = Array("/tmp/cuff-sinks-XXXXXX".utf8CString)
+        guard let p = mkdtemp(&template) else { throw TestFailure("mkdtemp failed") }
+        path = String(cString: p)
+    }
+    func file(_ name: String) -> String { path + "/" + name }
+    func cleanup() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+func fileMode(_ path: String) -> UInt32? {
+    var st = stat()
+    guard lstat(path, &st) == 0 else { return nil }
+    return UInt32(st.st_mode) & 0o7777
+}
+
+/// The public vectors as records, with distinct reception times.
+func vectorRecords() throws -> [MeasurementRecord] {
+    func at(_ n: Int64) -> EventTime { EventTime(monotonic: .seconds(Double(n)), wallMicros: Vectors.receivedMicros + n * 1_000_000) }
+    return [
+        try Vectors.bpm(Vectors.mmHgFull, at: at(0)),
+        try Vectors.bpm(Vectors.kPa, at: at(1)),
+        try Vectors.bpm(Vectors.errorFrame, at: at(2)),
+        try Vectors.enhancedRecord(at: at(3)),
+        try Vectors.bpm(Vectors.withDateTime, at: at(4), stored: true),
+        try Vectors.enhancedRecord(sequenceNumber: 7, at: at(5)),
+    ]
+}
+
+@Suite struct SQLiteStoreTests {
+    @Test func newStoreFileAndItsWALAreMode600() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.file("cuff.db")
+        let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        #expect(fileMode(path) == 0o600)
+        try store.write(.measurement(try Vectors.bpm(Vectors.mmHgFull)))
+        #expect(fileMode(path + "-wal") == 0o600)
+        #expect(fileMode(path + "-shm") == 0o600)
+        try store.finish()
+    }
+
+    @Test func groupReadableStoreIsRefused() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.file("open.db")
+        #expect(FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644]))
+        #expect(fileMode(path) == 0o644)
+        let err = #expect(throws: SinkError.self) { try SQLiteStore(path: path, warn: SinkWarnings.ignore) }
+        guard case let .insecureStoreFile(p, mode) = err else { Issue.record("wrong error \(String(describing: err))"); return }
+        #expect(p == path)
+        #expect(mode & 0o777 == 0o644)
+        #expect(err?.description.contains("chmod 600") == true)
+        // Once fixed, it opens.
+        #expect(chmod(path, 0o600) == 0)
+        _ = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+    }
+
+    @Test func looseWALLeftBehindIsRefused() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.file("d.db")
+        #expect(FileManager.default.createFile(atPath: path + "-wal", contents: nil, attributes: [.posixPermissions: 0o666]))
+        #expect(chmod(path + "-wal", 0o666) == 0)
+        let err = #expect(throws: SinkError.self) { try SQLiteStore(path: path, warn: SinkWarnings.ignore) }
+        guard case let .insecureStoreFile(p, mode) = err else { Issue.record("wrong error \(String(describing: err))"); return }
+        #expect(p == path + "-wal")
+        #expect(mode & 0o777 == 0o666)
+    }
+
+    @Test func symlinkDirectoryAndMissingFileAreRefused() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let target = dir.file("target.db")
+        #expect(FileManager.default.createFile(atPath: target, contents: nil, attributes: [.posixPermissions: 0o600]))
+        #expect(symlink(target, dir.file("link.db")) == 0)
+        #expect(throws: SinkError.storeOpen(path: dir.file("link.db"), reason: "is a symbolic link")) {
+            try SQLiteStore(path: dir.file("link.db"), warn: SinkWarnings.ignore)
+        }
+        #expect(throws: SinkError.self) { try SQLiteStore(path: dir.path, warn: SinkWarnings.ignore) }
+        #expect(throws: SinkError.storeOpen(path: dir.file("none.db"), reason: "no such file")) {
+            try SQLiteStore(path: dir.file("none.db"), mustExist: true, warn: SinkWarnings.ignore)
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.file("none.db")))
+    }
+
+    @Test func walWithSynchronousFull() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        #expect(try store.pragma("journal_mode") == "wal")
+        #expect(try store.pragma("synchronous") == "2")
+    }
+
+    @Test func sameRecordTwiceIsOneRow() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        let m = try Vectors.bpm(Vectors.mmHgFull)
+        #expect(try store.insert(m).isNew)
+        #expect(try store.insert(m) == .duplicate)
+        // A retransmission arriving later is the same measurement.
+        var again = m
+        again.receivedAt = EventTime(monotonic: .seconds(99), wallMicros: m.receivedAt.wallMicros + 30_000_000)
+        #expect(try store.insert(again) == .duplicate)
+        try store.write(.measurement(m))
+        #expect(try store.history().count == 1)
+        #expect(try store.insert(try Vectors.bpm(Vectors.kPa)).isNew)
+        #expect(try store.history().count == 2)
+    }
+
+    @Test func reopenReadsBackIdenticalBytesAndRecords() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.file("d.db")
+        let records = try vectorRecords()
+        let w = WarningCollector()
+        do {
+            let store = try SQLiteStore(path: path, utcOffset: .fixed(3600), warn: w.handler)
+            for r in records { try store.write(.measurement(r)) }
+            try store.finish()
+        }
+        #expect(w.warnings.isEmpty)
+        let store = try SQLiteStore(path: path, mustExist: true, warn: SinkWarnings.ignore)
+        let rows = try store.history()
+        #expect(rows.map(\.raw) == records.map(\.raw))
+        #expect(rows.map(\.dedupKey) == records.map(\.dedupKey))
+        #expect(rows.map(\.hostUTCOffsetSeconds) == Array(repeating: 3600, count: records.count))
+        #expect(rows.map(\.characteristic) == [.bloodPressureMeasurement, .bloodPressureMeasurement, .bloodPressureMeasurement, .enhancedBloodPressureMeasurement, .bloodPressureMeasurement, .bloodPressureRecord])
+        #expect(rows[5].sequenceNumber == 7)
+        #expect(rows[4].stored && !rows[0].stored)
+        #expect(rows[0].device == Vectors.device)
+        let back = try store.records()
+        #expect(back.count == records.count)
+        for (a, b) in zip(back, records) {
+            #expect(a.json == b.json)
+            #expect(a.dedupKey == b.dedupKey)
+            #expect(a.receivedAt.wallMicros == b.receivedAt.wallMicros)
+            #expect(a.characteristic == b.characteristic)
+            #expect(a.sequenceNumber == b.sequenceNumber)
+        }
+    }
+
+    @Test func knownKeysAndLastSequenceNumberForTheSession() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        #expect(try store.knownKeys().isEmpty)
+        #expect(try store.lastSequenceNumber(address: Vectors.device.address) == nil)
+        let records = try vectorRecords()
+        for r in records { try store.insert(r) }
+        #expect(try store.knownKeys() == Set(records.map(\.dedupKey)))
+        #expect(try store.lastSequenceNumber(address: Vectors.device.address) == 7)
+        try store.insert(try Vectors.enhancedRecord(sequenceNumber: 300))
+        try store.insert(try Vectors.enhancedRecord(sequenceNumber: 12))
+        #expect(try store.lastSequenceNumber(address: Vectors.device.address) == 300)
+        #expect(try store.lastSequenceNumber(address: "11:22:33:44:55:66") == nil)
+    }
+
+    @Test func columnsKeepUnitWordsAndSpecialNames() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        try store.insert(try Vectors.bpm(Vectors.kPa))
+        try store.insert(try Vectors.bpm(Vectors.errorFrame))
+        let rows = try store.history()
+        let k = rows[0], e = rows[1]
+        #expect(k.unit == .kPa)
+        #expect(k.systolic == 18.9 && k.diastolic == 11 && k.meanArterialPressure == 15.9 && k.pulseRate == 60)
+        #expect(k.systolicRaw == 0xF0BD && k.status == 0x0012 && k.systolicSpecial == nil)
+        #expect(e.systolic == nil && e.diastolic == nil && e.meanArterialPressure == nil && e.pulseRate == nil)
+        #expect(e.systolicRaw == 0x07FF && e.pulseRateRaw == 0x07FF)
+        #expect([e.systolicSpecial, e.diastolicSpecial, e.meanArterialPressureSpecial, e.pulseRateSpecial] == ["NaN", "NaN", "NaN", "NaN"])
+        let warnings = try JSONSerialization.jsonObject(with: Data(e.warningsJSON.utf8)) as? [Any]
+        #expect(warnings?.isEmpty == true)
+        let decoded = try JSONSerialization.jsonObject(with: Data(k.decodedJSON.utf8)) as? [String: Any]
+        #expect(decoded?["systolic"] as? Double == 18.9)
+    }
+
+    @Test func quirkFramesDecodeAgainWithTheirProfile() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let v = BloodPressureMeasurement(
+            systolic: SFloat(rawValue: 125), diastolic: SFloat(rawValue: 82), meanArterialPressure: SFloat(rawValue: 96),
+            pulseRate: SFloat(rawValue: 0x0102), userID: 2, status: MeasurementStatus(rawValue: 0x0004))
+        let q = QuirkProfile.beurerBM85.options
+        let raw = v.encode(quirks: q)
+        let d = try BloodPressureMeasurement.decode(raw[...], quirks: q)
+        let m = MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: raw, device: Vectors.device, at: Vectors.at, stored: false)
+        #expect(m.pulseRate == SFloat(rawValue: 0x0102))
+        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        try store.insert(m)
+        #expect(try store.history()[0].quirks == q)
+        let back = try #require(try store.records().first)
+        #expect(back.pulseRate == SFloat(rawValue: 0x0102))
+        #expect(back.json == m.json)
+    }
+
+    @Test func bytesThatNoLongerDecodeAreATypedErrorNamingTheRow() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        var m = try Vectors.bpm(Vectors.mmHgFull)
+        m.raw = Array(m.raw.prefix(9))  // ends inside the Time Stamp
+        let w = WarningCollector()
+        let store = try SQLiteStore(path: dir.file("d.db"), warn: w.handler)
+        try store.insert(m)
+        #expect(w.warnings.count == 1 && w.warnings[0].sink == "store")
+        let err = #expect(throws: SinkError.self) { try store.records() }
+        guard case let .storedValueUndecodable(p, row, reason) = err else { Issue.record("wrong error \(String(describing: err))"); return }
+        #expect(p == dir.file("d.db"))
+        #expect(row == 1)
+        #expect(reason.contains("Time Stamp"))
+    }
+
+    @Test func sessionAndProgressAreNotStoredAndFinishCloses() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        try store.write(session)
+        try store.write(progress)
+        #expect(try store.history().isEmpty)
+        try store.finish()
+        #expect(throws: SinkError.finished(sink: "store")) { try store.write(.measurement(try Vectors.bpm(Vectors.kPa))) }
+    }
+
+    /// Durability short of kill -9: the row is visible to a second connection (and a second process)
+    /// while the writer is still open — it is committed, not sitting in the writer. The real
+    /// kill -9 test runs at CLI level.
+    @Test func committedRowIsVisibleToAnotherConnectionAndProcessBeforeClose() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.file("d.db")
+        let writer = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        let m = try Vectors.enhancedRecord()
+        try writer.write(.measurement(m))
+        let reader = try SQLiteStore(path: path, mustExist: true, warn: SinkWarnings.ignore)
+        #expect(try reader.history().map(\.dedupKey) == [m.dedupKey])
+        #expect(try reader.history().first?.raw == m.raw)
+        // Another process (python3's sqlite3), if there is one.
+        if let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: python)
+            p.arguments = ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('select hex(raw) from measurements').fetchone()[0])", path]
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            #expect(p.terminationStatus == 0)
+            #expect(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == Hex.encode(m.raw).uppercased())
+        }
+        // The writer still works after the reader came and went.
+        #expect(try writer.insert(try Vectors.bpm(Vectors.kPa)).isNew)
+    }
+}
+
+@Suite struct HistoryAndFactoryTests {
+    /// Prints `records` live through `format`, stores them, then prints history: both outputs must match.
+    func liveAndHistory(_ format: OutputFormat) throws -> (live: [String], history: [String]) {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.file("d.db")
+        let options = SinkConfiguration(format: format, storePath: path, utcOffset: .fixed(3600), uuidSeed: 5, clock: .fixed(Vectors.receivedMicros))
+        let live = MemoryOutput()
+        let sink = try SinkFactory.makeSink(options, output: live, warn: SinkWarnings.ignore)
+        #expect(sink.sinks.count == 2 && sink.sinks[0] is SQLiteStore)
+        for r in try vectorRecords() { try sink.write(.measurement(r)) }
+        try sink.finish()
+        // History on a host whose zone changed since: the offsets recorded at ingest win.
+        var later = options
+        later.utcOffset = .fixed(-7200)
+        let hist = MemoryOutput()
+        let n = try SinkFactory.printHistory(storePath: path, options: later, output: hist, warn: SinkWarnings.ignore)
+        #expect(n == 6)
+        return (live.lines, hist.lines)
+    }
+
+    @Test func historyThroughNDJSONMatchesLive() throws {
+        let (live, history) = try liveAndHistory(.ndjson)
+        #expect(live.count == 6)
+        #expect(history == live)
+    }
+
+    @Test func historyThroughFHIRMatchesLiveAndValidates() throws {
+        let (live, history) = try liveAndHistory(.fhir)
+        #expect(live.count == 12)  // every vector has a pulse rate
+        #expect(history == live)
+        #expect(history.contains { $0.contains("\"effectiveDateTime\":\"2024-06-23T14:35:10+01:00\"") })
+        try #require(try validate("fhir", history)?.0 == 0)
+    }
+
+    @Test func historyThroughOMHMatchesLiveAndValidates() throws {
+        let (live, history) = try liveAndHistory(.omh)
+        #expect(live.count == 10)  // the error frame gives none
+        #expect(history == live)  // same seed, same clock
+        try #require(try validate("omh", history)?.0 == 0)
+    }
+
+    @Test func formatNames() throws {
+        #expect(try OutputFormat(parsing: "ndjson") == .ndjson)
+        #expect(try OutputFormat(parsing: "FHIR") == .fhir)
+        #expect(try OutputFormat(parsing: "omh") == .omh)
+        #expect(try OutputFormat(parsing: "jsonl") == .ndjson)
+        #expect(throws: SinkError.unknownFormat("csv")) { try OutputFormat(parsing: "csv") }
+        #expect(OutputFormat.allCases.map(\.description) == ["ndjson", "fhir", "omh"])
+    }
+
+    @Test func sinksForEachFormatWithoutStore() throws {
+        let out = MemoryOutput()
+        #expect(try SinkFactory.makeSinks(SinkConfiguration(format: .ndjson), output: out).map { type(of: $0) == NDJSONSink.self } == [true])
+        #expect(try SinkFactory.makeSinks(SinkConfiguration(format: .fhir), output: out).map { type(of: $0) == FHIRSink.self } == [true])
+        #expect(try SinkFactory.makeSinks(SinkConfiguration(format: .omh), output: out).map { type(of: $0) == OMHSink.self } == [true])
+    }
+
+    @Test func fanOutStopsAtTheStoreSoNothingIsPrintedForAnUnkeptMeasurement() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let out = MemoryOutput()
+        let sink = try SinkFactory.makeSink(SinkConfiguration(storePath: dir.file("d.db")), output: out, warn: SinkWarnings.ignore)
+        try sink.write(.measurement(try Vectors.bpm(Vectors.kPa)))
+        #expect(out.lines.count == 1)
+        try sink.sinks[0].finish()  // the store goes away
+        #expect(throws: SinkError.finished(sink: "store")) { try sink.write(.measurement(try Vectors.bpm(Vectors.mmHgFull))) }
+        #expect(out.lines.count == 1)
+        // finish() still finishes the others, then reports the store's failure.
+        #expect(throws: SinkError.finished(sink: "store")) { try sink.finish() }
+        #expect(throws: SinkError.finished(sink: "ndjson")) { try sink.sinks[1].write(session) }
+    }
+
+    @Test(arguments: [true, false])
+    func storedDuplicatesArePrintedOnlyWhenAskedTo(prints: Bool) throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let out = MemoryOutput()
+        let options = SinkConfiguration(storePath: dir.file("d.db"), printsStoredDuplicates: prints)
+        let sink = try SinkFactory.makeSink(options, output: out, warn: SinkWarnings.ignore)
+        let m = try Vectors.bpm(Vectors.kPa)
+        try sink.write(session)
+        try sink.write(.measurement(m))
+        try sink.write(.measurement(m))
+        try sink.write(.measurement(try Vectors.bpm(Vectors.mmHgFull)))
+        #expect(out.lines.count == (prints ? 4 : 3))
+        let store = try #require(sink.sinks[0] as? SQLiteStore)
+        #expect(try store.history().count == 2)
+        try sink.finish()
+    }
+}
