@@ -19,8 +19,10 @@ import CuffCore
 /// let the stream go on — a capture that lost one packet still yields every later session. With
 /// `strict: true` the same conditions throw instead.
 ///
-/// Reassembly buffers are bounded: a frame never grows past 4 + 65535 bytes, because the L2CAP
-/// length is checked as soon as its header is complete.
+/// Memory is bounded: a frame never grows past 4 + 65535 bytes, because the L2CAP length is checked
+/// as soon as its header is complete; a handle with no connection event and nothing pending is not
+/// remembered; and at most ``maximumTrackedLinks`` links are tracked at once (beyond that an idle
+/// link is forgotten, so its later ATT reads as `connectionKnown == false`).
 ///
 /// Sniffer records (``HCIPacketKind/linkLayer``, LINKTYPE 256) are handled per access address:
 /// CONNECT_IND on the advertising channel announces the link, unencrypted data-channel PDUs
@@ -29,6 +31,8 @@ import CuffCore
 /// an exact retransmission (same SN, same bytes) is dropped.
 public struct ATTExtractor: Sendable {
     public static let attCID: UInt16 = 0x0004
+    /// Most connections (HCI or sniffed) tracked at once.
+    public static let maximumTrackedLinks = 512
     public let strict: Bool
 
     private var links: [LinkKey: Link] = [:]
@@ -65,6 +69,9 @@ public struct ATTExtractor: Sendable {
 
     public init(strict: Bool = false) { self.strict = strict }
 
+    /// Connections currently tracked (HCI and sniffed).
+    public var trackedLinkCount: Int { links.count + sniffed.count }
+
     /// Feeds one record; returns the events it completes.
     public mutating func consume(_ record: HCIRecord) throws(CaptureError) -> [CaptureEvent] {
         var events: [CaptureEvent] = []
@@ -82,6 +89,18 @@ public struct ATTExtractor: Sendable {
             links = links.filter { $0.key.adapter != record.adapterIndex }
         default: break
         }
+    }
+
+    /// Forgets one link that has no frame pending when the table is full (any link, if all have).
+    private mutating func makeRoom(for key: LinkKey) {
+        guard links[key] == nil, links.count >= Self.maximumTrackedLinks else { return }
+        let victim = links.first { !$0.value.tx.active && !$0.value.rx.active }?.key ?? links.first!.key
+        links[victim] = nil
+    }
+
+    private mutating func makeRoomSniffed(for aa: UInt32) {
+        guard sniffed[aa] == nil, sniffed.count >= Self.maximumTrackedLinks else { return }
+        sniffed[sniffed.first!.key] = nil
     }
 
     // MARK: - Warnings
@@ -121,6 +140,7 @@ public struct ATTExtractor: Sendable {
             }
             guard status == 0 else { return }
             let key = LinkKey(adapter: record.adapterIndex, handle: handle & 0x0FFF)
+            makeRoom(for: key)
             links[key] = Link(known: true)
             events.append(.connected(ConnectionInfo(adapter: key.adapter, connectionHandle: key.handle,
                                                     role: role == 0 ? .central : .peripheral, peerAddress: peer,
@@ -141,9 +161,17 @@ public struct ATTExtractor: Sendable {
         let key = LinkKey(adapter: record.adapterIndex, handle: handleAndFlags & 0x0FFF)
         let boundary = (handleAndFlags >> 12) & 0x3
         let data = r.readRemaining()
-        var link = links[key] ?? Link()
-        links[key] = nil  // keep the buffers uniquely referenced while appending
-        defer { links[key] = link }
+        var link: Link
+        if let existing = links.removeValue(forKey: key) {  // keep the buffers uniquely referenced while appending
+            link = existing
+        } else {
+            makeRoom(for: key)
+            link = Link()
+        }
+        defer {
+            // A handle with no connection event and nothing pending needs no memory.
+            if link.known || link.tx.active || link.rx.active { links[key] = link }
+        }
         let known = link.known
         if record.direction == .sent {
             try reassemble(&link.tx, boundary: boundary, declared: Int(length), data: data, record: record, events: &events) { pdu, first in
@@ -218,6 +246,7 @@ public struct ATTExtractor: Sendable {
             guard packet.header0 & 0x0F == 0x05, let c = LinkLayer.ConnectIndication(packet) else { return }
             let handle = nextSniffedHandle
             nextSniffedHandle &+= 1
+            makeRoomSniffed(for: c.accessAddress)
             sniffed[c.accessAddress] = SniffedLink(handle: handle, known: true)
             events.append(.connected(ConnectionInfo(adapter: record.adapterIndex, connectionHandle: handle, role: .central,
                                                     peerAddress: c.advertiser, peerAddressType: c.advertiserType,
@@ -230,6 +259,7 @@ public struct ATTExtractor: Sendable {
         if let l = sniffed[aa] {
             link = l
         } else {
+            makeRoomSniffed(for: aa)
             link = SniffedLink(handle: nextSniffedHandle, known: false)
             nextSniffedHandle &+= 1
         }

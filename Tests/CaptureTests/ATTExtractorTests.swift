@@ -189,4 +189,23 @@ import Testing
         ])
         #expect(events.compactMap(\.att).map(\.connectionKnown) == [false, true])
     }
+
+    @Test func trackedLinksAreBounded() throws {
+        var x = ATTExtractor()
+        // Unknown handles with complete frames leave nothing behind.
+        for h in 0..<2000 {
+            _ = try x.consume(Self.acl([UInt8(h & 0xff), UInt8(h >> 8 & 0x0f | 0x20), 5, 0, 1, 0, 4, 0, 0x1e], .received, adapter: UInt16(h >> 12)))
+        }
+        #expect(x.trackedLinkCount == 0)
+        // Connection events beyond the cap evict idle links.
+        for h in 0..<2000 {
+            var ev = Self.connectionComplete
+            ev[4] = UInt8(h & 0xff); ev[5] = UInt8(h >> 8)
+            _ = try x.consume(Self.event(ev))
+        }
+        #expect(x.trackedLinkCount == ATTExtractor.maximumTrackedLinks)
+        // The newest is still known.
+        let events = try x.consume(Self.acl([0xcf, 0x27, 5, 0, 1, 0, 4, 0, 0x1e], .received))  // handle 1999 = 0x7cf
+        #expect(events.first?.att?.connectionKnown == true)
+    }
 }
