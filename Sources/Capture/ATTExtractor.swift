@@ -107,6 +107,11 @@ public struct ATTExtractor: Sendable {
 
     private func warn(_ code: CaptureError.Code, _ message: String, _ record: HCIRecord,
                       _ events: inout [CaptureEvent]) throws(CaptureError) {
+        try Self.warn(strict: strict, code, message, record, &events)
+    }
+
+    private static func warn(strict: Bool, _ code: CaptureError.Code, _ message: String, _ record: HCIRecord,
+                             _ events: inout [CaptureEvent]) throws(CaptureError) {
         let error = CaptureError(code, message, offset: record.fileOffset, isRecoverable: true)
         if strict { throw error }
         events.append(.warning(error))
@@ -161,54 +166,70 @@ public struct ATTExtractor: Sendable {
         let key = LinkKey(adapter: record.adapterIndex, handle: handleAndFlags & 0x0FFF)
         let boundary = (handleAndFlags >> 12) & 0x3
         let data = r.readRemaining()
-        var link: Link
-        if let existing = links.removeValue(forKey: key) {  // keep the buffers uniquely referenced while appending
-            link = existing
-        } else {
-            makeRoom(for: key)
-            link = Link()
-        }
-        defer {
-            // A handle with no connection event and nothing pending needs no memory.
-            if link.known || link.tx.active || link.rx.active { links[key] = link }
-        }
+        if links[key] == nil { makeRoom(for: key) }
+        let strict = self.strict
+        // Mutate the entry in place (one lookup, buffers stay uniquely referenced).
+        let keep = try Self.feed(&links[key, default: Link()], key: key, boundary: boundary, declared: Int(length),
+                                 data: data, record: record, strict: strict, events: &events)
+        // A handle with no connection event and nothing pending needs no memory.
+        if !keep { links[key] = nil }
+    }
+
+    private static func feed(_ link: inout Link, key: LinkKey, boundary: UInt16, declared: Int, data: ArraySlice<UInt8>,
+                             record: HCIRecord, strict: Bool, events: inout [CaptureEvent]) throws(CaptureError) -> Bool {
         let known = link.known
         if record.direction == .sent {
-            try reassemble(&link.tx, boundary: boundary, declared: Int(length), data: data, record: record, events: &events) { pdu, first in
+            try reassemble(&link.tx, boundary: boundary, declared: declared, data: data, record: record, strict: strict, events: &events) { pdu, timestamp, offset in
                 .att(ATTPacket(adapter: key.adapter, connectionHandle: key.handle, direction: .fromLocal, pdu: pdu,
-                               timestamp: first.timestamp, fileOffset: first.fileOffset, connectionKnown: known))
+                               timestamp: timestamp, fileOffset: offset, connectionKnown: known))
             }
         } else {
-            try reassemble(&link.rx, boundary: boundary, declared: Int(length), data: data, record: record, events: &events) { pdu, first in
+            try reassemble(&link.rx, boundary: boundary, declared: declared, data: data, record: record, strict: strict, events: &events) { pdu, timestamp, offset in
                 .att(ATTPacket(adapter: key.adapter, connectionHandle: key.handle, direction: .toLocal, pdu: pdu,
-                               timestamp: first.timestamp, fileOffset: first.fileOffset, connectionKnown: known))
+                               timestamp: timestamp, fileOffset: offset, connectionKnown: known))
             }
         }
+        return link.known || link.tx.active || link.rx.active
     }
 
     /// One fragment into one direction's buffer; emits the ATT event when a CID-4 frame completes.
     ///
     /// `boundary`: 0b01 continuation, anything else a start. `declared` is the fragment's own length
     /// field (ACL data length, LL PDU length), checked against `data`.
-    private func reassemble(_ re: inout Reassembly, boundary: UInt16, declared: Int, data: ArraySlice<UInt8>,
-                            record: HCIRecord, events: inout [CaptureEvent],
-                            make: (_ pdu: [UInt8], _ first: Reassembly) -> CaptureEvent) throws(CaptureError) {
+    private static func reassemble(_ re: inout Reassembly, boundary: UInt16, declared: Int, data: ArraySlice<UInt8>,
+                                   record: HCIRecord, strict: Bool, events: inout [CaptureEvent],
+                                   make: (_ pdu: [UInt8], _ timestamp: Timestamp, _ fileOffset: Int64) -> CaptureEvent) throws(CaptureError) {
+        func warn(_ code: CaptureError.Code, _ message: String) throws(CaptureError) {
+            try Self.warn(strict: strict, code, message, record, &events)
+        }
+        // Fast path: a whole L2CAP frame in one fragment, nothing pending.
+        if boundary != 0b01 && !re.active && declared == data.count && data.count >= 4 {
+            var h = ByteReader(data.prefix(4))
+            let length = Int(h.readUInt16()!)
+            let cid = h.readUInt16()!
+            if length + 4 == data.count {
+                if cid == ATTExtractor.attCID {
+                    events.append(make(Array(data.dropFirst(4)), record.timestamp, record.fileOffset))
+                }
+                return
+            }
+        }
         guard declared == data.count else {
             let wasActive = re.active
             re = Reassembly()
             return try warn(.l2capLengthMismatch, "expected \(declared) data bytes as the fragment header says, found \(data.count)"
-                + (wasActive ? "; the pending frame is dropped" : ""), record, &events)
+                + (wasActive ? "; the pending frame is dropped" : ""))
         }
         if boundary == 0b01 {
             guard re.active else {
-                return try warn(.aclOutOfOrder, "expected a start fragment, found a continuation of \(data.count) bytes with no frame pending", record, &events)
+                return try warn(.aclOutOfOrder, "expected a start fragment, found a continuation of \(data.count) bytes with no frame pending")
             }
             re.buffer.append(contentsOf: data)
         } else {
             if re.active {
                 let pending = re.buffer.count
                 re = Reassembly()
-                try warn(.aclOutOfOrder, "expected a continuation, found a new start while \(pending) bytes of a frame were pending; the pending frame is dropped", record, &events)
+                try warn(.aclOutOfOrder, "expected a continuation, found a new start while \(pending) bytes of a frame were pending; the pending frame is dropped")
             }
             re.active = true
             re.buffer.removeAll(keepingCapacity: true)
@@ -225,12 +246,11 @@ public struct ATTExtractor: Sendable {
         if re.buffer.count > total {
             let have = re.buffer.count
             re = Reassembly()
-            return try warn(.l2capLengthMismatch, "expected an L2CAP frame of \(total) bytes (length field \(l2capLength)), the fragments carry \(have)", record, &events)
+            return try warn(.l2capLengthMismatch, "expected an L2CAP frame of \(total) bytes (length field \(l2capLength)), the fragments carry \(have)")
         }
-        let first = re
         re.active = false
         if cid == ATTExtractor.attCID {
-            events.append(make(Array(first.buffer[4...]), first))
+            events.append(make(Array(re.buffer[4...]), re.timestamp, re.fileOffset))
         }
         re.buffer.removeAll(keepingCapacity: true)
     }
@@ -289,15 +309,15 @@ public struct ATTExtractor: Sendable {
             return  // empty PDU: keep-alive, not a continuation
         case 0b01, 0b10:
             let handle = link.handle, known = link.known
-            let make: (_ pdu: [UInt8], _ first: Reassembly) -> CaptureEvent = { pdu, first in
+            let make: (_ pdu: [UInt8], _ timestamp: Timestamp, _ fileOffset: Int64) -> CaptureEvent = { pdu, timestamp, offset in
                 .att(ATTPacket(adapter: record.adapterIndex, connectionHandle: handle, direction: packet.direction, pdu: pdu,
-                               timestamp: first.timestamp, fileOffset: first.fileOffset, connectionKnown: known, accessAddress: aa))
+                               timestamp: timestamp, fileOffset: offset, connectionKnown: known, accessAddress: aa))
             }
             let boundary: UInt16 = llid == 0b01 ? 0b01 : 0b10
             switch directionKey {
-            case 0: try reassemble(&link.toPeripheral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, events: &events, make: make)
-            case 1: try reassemble(&link.toCentral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, events: &events, make: make)
-            default: try reassemble(&link.other, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, events: &events, make: make)
+            case 0: try Self.reassemble(&link.toPeripheral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, strict: strict, events: &events, make: make)
+            case 1: try Self.reassemble(&link.toCentral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, strict: strict, events: &events, make: make)
+            default: try Self.reassemble(&link.other, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, strict: strict, events: &events, make: make)
             }
         default:
             return
