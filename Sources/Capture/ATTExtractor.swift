@@ -19,8 +19,10 @@ import CuffCore
 /// let the stream go on — a capture that lost one packet still yields every later session. With
 /// `strict: true` the same conditions throw instead.
 ///
-/// Reassembly buffers are bounded: a frame never grows past 4 + 65535 bytes, because the L2CAP
-/// length is checked as soon as its header is complete.
+/// Memory is bounded: a frame never grows past 4 + 65535 bytes, because the L2CAP length is checked
+/// as soon as its header is complete; a handle with no connection event and nothing pending is not
+/// remembered; and at most ``maximumTrackedLinks`` links are tracked at once (beyond that an idle
+/// link is forgotten, so its later ATT reads as `connectionKnown == false`).
 ///
 /// Sniffer records (``HCIPacketKind/linkLayer``, LINKTYPE 256) are handled per access address:
 /// CONNECT_IND on the advertising channel announces the link, unencrypted data-channel PDUs
@@ -29,6 +31,8 @@ import CuffCore
 /// an exact retransmission (same SN, same bytes) is dropped.
 public struct ATTExtractor: Sendable {
     public static let attCID: UInt16 = 0x0004
+    /// Most connections (HCI or sniffed) tracked at once.
+    public static let maximumTrackedLinks = 512
     public let strict: Bool
 
     private var links: [LinkKey: Link] = [:]
@@ -65,6 +69,9 @@ public struct ATTExtractor: Sendable {
 
     public init(strict: Bool = false) { self.strict = strict }
 
+    /// Connections currently tracked (HCI and sniffed).
+    public var trackedLinkCount: Int { links.count + sniffed.count }
+
     /// Feeds one record; returns the events it completes.
     public mutating func consume(_ record: HCIRecord) throws(CaptureError) -> [CaptureEvent] {
         var events: [CaptureEvent] = []
@@ -84,10 +91,27 @@ public struct ATTExtractor: Sendable {
         }
     }
 
+    /// Forgets one link that has no frame pending when the table is full (any link, if all have).
+    private mutating func makeRoom(for key: LinkKey) {
+        guard links[key] == nil, links.count >= Self.maximumTrackedLinks else { return }
+        let victim = links.first { !$0.value.tx.active && !$0.value.rx.active }?.key ?? links.first!.key
+        links[victim] = nil
+    }
+
+    private mutating func makeRoomSniffed(for aa: UInt32) {
+        guard sniffed[aa] == nil, sniffed.count >= Self.maximumTrackedLinks else { return }
+        sniffed[sniffed.first!.key] = nil
+    }
+
     // MARK: - Warnings
 
     private func warn(_ code: CaptureError.Code, _ message: String, _ record: HCIRecord,
                       _ events: inout [CaptureEvent]) throws(CaptureError) {
+        try Self.warn(strict: strict, code, message, record, &events)
+    }
+
+    private static func warn(strict: Bool, _ code: CaptureError.Code, _ message: String, _ record: HCIRecord,
+                             _ events: inout [CaptureEvent]) throws(CaptureError) {
         let error = CaptureError(code, message, offset: record.fileOffset, isRecoverable: true)
         if strict { throw error }
         events.append(.warning(error))
@@ -121,6 +145,7 @@ public struct ATTExtractor: Sendable {
             }
             guard status == 0 else { return }
             let key = LinkKey(adapter: record.adapterIndex, handle: handle & 0x0FFF)
+            makeRoom(for: key)
             links[key] = Link(known: true)
             events.append(.connected(ConnectionInfo(adapter: key.adapter, connectionHandle: key.handle,
                                                     role: role == 0 ? .central : .peripheral, peerAddress: peer,
@@ -141,46 +166,70 @@ public struct ATTExtractor: Sendable {
         let key = LinkKey(adapter: record.adapterIndex, handle: handleAndFlags & 0x0FFF)
         let boundary = (handleAndFlags >> 12) & 0x3
         let data = r.readRemaining()
-        var link = links[key] ?? Link()
-        links[key] = nil  // keep the buffers uniquely referenced while appending
-        defer { links[key] = link }
+        if links[key] == nil { makeRoom(for: key) }
+        let strict = self.strict
+        // Mutate the entry in place (one lookup, buffers stay uniquely referenced).
+        let keep = try Self.feed(&links[key, default: Link()], key: key, boundary: boundary, declared: Int(length),
+                                 data: data, record: record, strict: strict, events: &events)
+        // A handle with no connection event and nothing pending needs no memory.
+        if !keep { links[key] = nil }
+    }
+
+    private static func feed(_ link: inout Link, key: LinkKey, boundary: UInt16, declared: Int, data: ArraySlice<UInt8>,
+                             record: HCIRecord, strict: Bool, events: inout [CaptureEvent]) throws(CaptureError) -> Bool {
         let known = link.known
         if record.direction == .sent {
-            try reassemble(&link.tx, boundary: boundary, declared: Int(length), data: data, record: record, events: &events) { pdu, first in
+            try reassemble(&link.tx, boundary: boundary, declared: declared, data: data, record: record, strict: strict, events: &events) { pdu, timestamp, offset in
                 .att(ATTPacket(adapter: key.adapter, connectionHandle: key.handle, direction: .fromLocal, pdu: pdu,
-                               timestamp: first.timestamp, fileOffset: first.fileOffset, connectionKnown: known))
+                               timestamp: timestamp, fileOffset: offset, connectionKnown: known))
             }
         } else {
-            try reassemble(&link.rx, boundary: boundary, declared: Int(length), data: data, record: record, events: &events) { pdu, first in
+            try reassemble(&link.rx, boundary: boundary, declared: declared, data: data, record: record, strict: strict, events: &events) { pdu, timestamp, offset in
                 .att(ATTPacket(adapter: key.adapter, connectionHandle: key.handle, direction: .toLocal, pdu: pdu,
-                               timestamp: first.timestamp, fileOffset: first.fileOffset, connectionKnown: known))
+                               timestamp: timestamp, fileOffset: offset, connectionKnown: known))
             }
         }
+        return link.known || link.tx.active || link.rx.active
     }
 
     /// One fragment into one direction's buffer; emits the ATT event when a CID-4 frame completes.
     ///
     /// `boundary`: 0b01 continuation, anything else a start. `declared` is the fragment's own length
     /// field (ACL data length, LL PDU length), checked against `data`.
-    private func reassemble(_ re: inout Reassembly, boundary: UInt16, declared: Int, data: ArraySlice<UInt8>,
-                            record: HCIRecord, events: inout [CaptureEvent],
-                            make: (_ pdu: [UInt8], _ first: Reassembly) -> CaptureEvent) throws(CaptureError) {
+    private static func reassemble(_ re: inout Reassembly, boundary: UInt16, declared: Int, data: ArraySlice<UInt8>,
+                                   record: HCIRecord, strict: Bool, events: inout [CaptureEvent],
+                                   make: (_ pdu: [UInt8], _ timestamp: Timestamp, _ fileOffset: Int64) -> CaptureEvent) throws(CaptureError) {
+        func warn(_ code: CaptureError.Code, _ message: String) throws(CaptureError) {
+            try Self.warn(strict: strict, code, message, record, &events)
+        }
+        // Fast path: a whole L2CAP frame in one fragment, nothing pending.
+        if boundary != 0b01 && !re.active && declared == data.count && data.count >= 4 {
+            var h = ByteReader(data.prefix(4))
+            let length = Int(h.readUInt16()!)
+            let cid = h.readUInt16()!
+            if length + 4 == data.count {
+                if cid == ATTExtractor.attCID {
+                    events.append(make(Array(data.dropFirst(4)), record.timestamp, record.fileOffset))
+                }
+                return
+            }
+        }
         guard declared == data.count else {
             let wasActive = re.active
             re = Reassembly()
             return try warn(.l2capLengthMismatch, "expected \(declared) data bytes as the fragment header says, found \(data.count)"
-                + (wasActive ? "; the pending frame is dropped" : ""), record, &events)
+                + (wasActive ? "; the pending frame is dropped" : ""))
         }
         if boundary == 0b01 {
             guard re.active else {
-                return try warn(.aclOutOfOrder, "expected a start fragment, found a continuation of \(data.count) bytes with no frame pending", record, &events)
+                return try warn(.aclOutOfOrder, "expected a start fragment, found a continuation of \(data.count) bytes with no frame pending")
             }
             re.buffer.append(contentsOf: data)
         } else {
             if re.active {
                 let pending = re.buffer.count
                 re = Reassembly()
-                try warn(.aclOutOfOrder, "expected a continuation, found a new start while \(pending) bytes of a frame were pending; the pending frame is dropped", record, &events)
+                try warn(.aclOutOfOrder, "expected a continuation, found a new start while \(pending) bytes of a frame were pending; the pending frame is dropped")
             }
             re.active = true
             re.buffer.removeAll(keepingCapacity: true)
@@ -197,12 +246,11 @@ public struct ATTExtractor: Sendable {
         if re.buffer.count > total {
             let have = re.buffer.count
             re = Reassembly()
-            return try warn(.l2capLengthMismatch, "expected an L2CAP frame of \(total) bytes (length field \(l2capLength)), the fragments carry \(have)", record, &events)
+            return try warn(.l2capLengthMismatch, "expected an L2CAP frame of \(total) bytes (length field \(l2capLength)), the fragments carry \(have)")
         }
-        let first = re
         re.active = false
         if cid == ATTExtractor.attCID {
-            events.append(make(Array(first.buffer[4...]), first))
+            events.append(make(Array(re.buffer[4...]), re.timestamp, re.fileOffset))
         }
         re.buffer.removeAll(keepingCapacity: true)
     }
@@ -218,6 +266,7 @@ public struct ATTExtractor: Sendable {
             guard packet.header0 & 0x0F == 0x05, let c = LinkLayer.ConnectIndication(packet) else { return }
             let handle = nextSniffedHandle
             nextSniffedHandle &+= 1
+            makeRoomSniffed(for: c.accessAddress)
             sniffed[c.accessAddress] = SniffedLink(handle: handle, known: true)
             events.append(.connected(ConnectionInfo(adapter: record.adapterIndex, connectionHandle: handle, role: .central,
                                                     peerAddress: c.advertiser, peerAddressType: c.advertiserType,
@@ -230,6 +279,7 @@ public struct ATTExtractor: Sendable {
         if let l = sniffed[aa] {
             link = l
         } else {
+            makeRoomSniffed(for: aa)
             link = SniffedLink(handle: nextSniffedHandle, known: false)
             nextSniffedHandle &+= 1
         }
@@ -259,15 +309,15 @@ public struct ATTExtractor: Sendable {
             return  // empty PDU: keep-alive, not a continuation
         case 0b01, 0b10:
             let handle = link.handle, known = link.known
-            let make: (_ pdu: [UInt8], _ first: Reassembly) -> CaptureEvent = { pdu, first in
+            let make: (_ pdu: [UInt8], _ timestamp: Timestamp, _ fileOffset: Int64) -> CaptureEvent = { pdu, timestamp, offset in
                 .att(ATTPacket(adapter: record.adapterIndex, connectionHandle: handle, direction: packet.direction, pdu: pdu,
-                               timestamp: first.timestamp, fileOffset: first.fileOffset, connectionKnown: known, accessAddress: aa))
+                               timestamp: timestamp, fileOffset: offset, connectionKnown: known, accessAddress: aa))
             }
             let boundary: UInt16 = llid == 0b01 ? 0b01 : 0b10
             switch directionKey {
-            case 0: try reassemble(&link.toPeripheral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, events: &events, make: make)
-            case 1: try reassemble(&link.toCentral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, events: &events, make: make)
-            default: try reassemble(&link.other, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, events: &events, make: make)
+            case 0: try Self.reassemble(&link.toPeripheral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, strict: strict, events: &events, make: make)
+            case 1: try Self.reassemble(&link.toCentral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, strict: strict, events: &events, make: make)
+            default: try Self.reassemble(&link.other, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, strict: strict, events: &events, make: make)
             }
         default:
             return

@@ -44,6 +44,9 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         var interfaces: [Pcapng.Interface?] = []
     }
 
+    /// Most pcapng interfaces per section (their ids become 16-bit adapter indexes).
+    public static var maximumInterfaces: Int { 65536 }
+
     public init(source: Source, format: CaptureFormat = .auto, chunkSize: Int = 64 * 1024) {
         input = ChunkedInput(source, chunkSize: chunkSize)
         state = .start(format)
@@ -253,10 +256,13 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         case Pcapng.interfaceDescriptionType:
             let interface = try Pcapng.parseInterface(body, st.endian, offset: blockOffset)
             datalink = interface.linkType
-            guard LinkType.supported.contains(interface.linkType) else {
+            guard LinkType.supported.contains(interface.linkType) || st.interfaces.count >= Self.maximumInterfaces else {
                 st.interfaces.append(nil)
                 throw CaptureError(.unknownDatalink, "interface \(st.interfaces.count - 1) has link type \(interface.linkType), expected 201, 254 or 256; its packets are skipped",
                                    offset: blockOffset, isRecoverable: true)
+            }
+            guard st.interfaces.count < Self.maximumInterfaces else {
+                throw CaptureError(.oversizeRecord, "expected at most \(Self.maximumInterfaces) interfaces in a section", offset: blockOffset)
             }
             st.interfaces.append(interface)
             return nil

@@ -123,12 +123,14 @@ import Testing
 
     @Test func lengthMismatchesWarn() throws {
         let events = try extract([
-            Self.acl(hex("2a 20 09 00 01 00 04 00 1e"), .received),  // ACL says 9, carries 5
-            Self.acl(hex("2a 20 06 00 01 00 04 00 1e ff"), .received),  // L2CAP says 1, frame carries 2
-            Self.acl(hex("2a 20 05 00 03 00 04 00 0a"), .received),  // L2CAP 3: start…
-            Self.acl(hex("2a 10 04 00 01 00 02 03"), .received),  // …continuation overshoots by 1
-            Self.acl(hex("2a 20"), .received),  // no ACL header
+            Self.acl(hex("2a 20 09 00 01 00 04 00 1e"), .received, offset: 100),  // ACL says 9, carries 5
+            Self.acl(hex("2a 20 06 00 01 00 04 00 1e ff"), .received, offset: 200),  // L2CAP says 1, frame carries 2
+            Self.acl(hex("2a 20 05 00 03 00 04 00 0a"), .received, offset: 300),  // L2CAP 3: start…
+            Self.acl(hex("2a 10 04 00 01 00 02 03"), .received, offset: 400),  // …continuation overshoots by 1
+            Self.acl(hex("2a 20"), .received, offset: 500),  // no ACL header
         ])
+        let offsets = events.compactMap { e -> Int64? in if case .warning(let w) = e { w.offset } else { nil } }
+        #expect(offsets == [100, 200, 400, 500])
         let codes = events.map { e -> CaptureError.Code? in if case .warning(let w) = e { w.code } else { nil } }
         let expected: [CaptureError.Code?] = [.l2capLengthMismatch, .l2capLengthMismatch, .l2capLengthMismatch, .malformedPacket]
         #expect(codes == expected)
@@ -188,5 +190,24 @@ import Testing
             Self.acl(hex("2a 20 05 00 01 00 04 00 1e"), .received, adapter: 0),
         ])
         #expect(events.compactMap(\.att).map(\.connectionKnown) == [false, true])
+    }
+
+    @Test func trackedLinksAreBounded() throws {
+        var x = ATTExtractor()
+        // Unknown handles with complete frames leave nothing behind.
+        for h in 0..<2000 {
+            _ = try x.consume(Self.acl([UInt8(h & 0xff), UInt8(h >> 8 & 0x0f | 0x20), 5, 0, 1, 0, 4, 0, 0x1e], .received, adapter: UInt16(h >> 12)))
+        }
+        #expect(x.trackedLinkCount == 0)
+        // Connection events beyond the cap evict idle links.
+        for h in 0..<2000 {
+            var ev = Self.connectionComplete
+            ev[4] = UInt8(h & 0xff); ev[5] = UInt8(h >> 8)
+            _ = try x.consume(Self.event(ev))
+        }
+        #expect(x.trackedLinkCount == ATTExtractor.maximumTrackedLinks)
+        // The newest is still known.
+        let events = try x.consume(Self.acl([0xcf, 0x27, 5, 0, 1, 0, 4, 0, 0x1e], .received))  // handle 1999 = 0x7cf
+        #expect(events.first?.att?.connectionKnown == true)
     }
 }

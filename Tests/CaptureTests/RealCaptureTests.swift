@@ -84,7 +84,7 @@ import Testing
 
     /// Each session's PDUs per controller equal what the two test programs logged in results-all-scenarios.jsonl.
     @Test(.enabled(if: available)) func sessionsMatchCompanionResults() throws {
-        let jsonl = try String(contentsOfFile: "/work/shared/vmble/samples/results-all-scenarios.jsonl", encoding: .utf8)
+        let jsonl = try String(contentsOfFile: sharedResults, encoding: .utf8)
         var expectedCentral: [[String]] = []
         var expectedPeripheral: [[String]] = []
         for line in jsonl.split(separator: "\n") {

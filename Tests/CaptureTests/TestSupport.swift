@@ -10,8 +10,18 @@ func hex(_ s: String) -> [UInt8] {
     return b
 }
 
-/// The real two-controller btmon capture shared with the project.
-let sharedSample = "/work/shared/vmble/samples/capture-all-scenarios.btsnoop"
+/// The project's shared/ folder: $CUFF_SHARED_DIR, else shared/ beside the repository (as CI lays it
+/// out), else /work/shared.
+let sharedDirectory: String = {
+    if let dir = ProcessInfo.processInfo.environment["CUFF_SHARED_DIR"] { return dir }
+    let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let beside = repo.deletingLastPathComponent().appendingPathComponent("shared").path
+    return FileManager.default.fileExists(atPath: beside + "/vmble") ? beside : "/work/shared"
+}()
+
+/// The real two-controller btmon capture shared with the project, and the test programs' results.
+let sharedSample = sharedDirectory + "/vmble/samples/capture-all-scenarios.btsnoop"
+let sharedResults = sharedDirectory + "/vmble/samples/results-all-scenarios.jsonl"
 
 /// Reads every record of `bytes`; returns the records before the first error and that error.
 func readAll(_ bytes: [UInt8], format: CaptureFormat = .auto) -> (records: [HCIRecord], error: CaptureError?) {
