@@ -112,19 +112,14 @@ struct Measure: ParsableCommand {
         let display = ProgressDisplay(quiet: sinks.quiet)
         let signals = SignalFlags.shared
         try signals.install()
-        var sinkList: [any SampleSink & Sendable] = [sinks.stdoutSink()]
-        var store: SQLiteStore?
-        if let path = sinks.store {
-            do {
-                let s = try SQLiteStore(path: path)
-                store = s
-                sinkList.append(s)
-            } catch {
-                Output.log("cuff measure: \(error)")
-                throw ExitCode(10)
-            }
+        let fan: FanOutSink
+        let store: SQLiteStore?
+        do {
+            (fan, store) = try sinks.makeSinks()
+        } catch {
+            Output.log("cuff measure: \(error)")
+            throw ExitCode(10)
         }
-        let fan = FanOutSink(sinkList)
         var recording: CaptureRecording?
         if let capture {
             do {
@@ -148,7 +143,7 @@ struct Measure: ParsableCommand {
         var sinkFailed = false
         if let scenario = simulated {
             var config = sessionConfiguration(address: "simulated:\(scenario.rawValue)")
-            if let store { config.knownRecordKeys = store.knownKeys(); config.lastSequenceNumber = store.lastSequenceNumber(address: config.address) }
+            if let store { config.knownRecordKeys = (try? store.knownKeys()) ?? []; config.lastSequenceNumber = try? store.lastSequenceNumber(address: config.address) }
             let sim = SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: !start)
             let link = SimulatedLink(
                 simulator: sim, session: config, hooks: hooks, simulatorLog: sinks.quiet ? nil : { Output.log("cuff (simulated cuff): " + $0) },
@@ -159,7 +154,7 @@ struct Measure: ParsableCommand {
         } else if let connect {
             let path = String(connect.dropFirst("unix:".count))
             var config = sessionConfiguration(address: connect)
-            if let store { config.knownRecordKeys = store.knownKeys(); config.lastSequenceNumber = store.lastSequenceNumber(address: config.address) }
+            if let store { config.knownRecordKeys = (try? store.knownKeys()) ?? []; config.lastSequenceNumber = try? store.lastSequenceNumber(address: config.address) }
             let bearer: UnixSeqpacketBearer
             do {
                 bearer = try UnixSeqpacketBearer.connect(path: path)

@@ -11,22 +11,28 @@ struct SinkOptions: ParsableArguments {
     @Option(help: "Also keep every measurement in this SQLite file (created with mode 0600), deduplicated.")
     var store: String?
 
+    @Option(name: .customLong("fhir-subject"), help: "FHIR Observation.subject: cuff-user (default), Type/id, SYSTEM|VALUE or a display name.")
+    var fhirSubject: String?
+
     @Flag(help: "No progress or logs on stderr.")
     var quiet = false
 
     func validate() throws {
-        guard ["ndjson", "fhir", "omh"].contains(format) else {
+        do { _ = try OutputFormat(parsing: format) } catch {
             throw ValidationError("unknown --format '\(format)'; use ndjson, fhir or omh")
         }
     }
 
-    /// The stdout sink for `--format`.
-    func stdoutSink() -> any SampleSink & Sendable {
-        let out = FileDescriptorOutput.standardOutput()
-        switch format {
-        case "fhir": return FHIRSink(output: out)
-        case "omh": return OMHSink(output: out)
-        default: return NDJSONSink(output: out)
-        }
+    var configuration: SinkConfiguration {
+        SinkConfiguration(
+            format: (try? OutputFormat(parsing: format)) ?? .ndjson, storePath: store,
+            fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser)
+    }
+
+    /// The store (when `--store`) and the stdout format sink.
+    func makeSinks() throws(SinkError) -> (FanOutSink, SQLiteStore?) {
+        let sinks = try SinkFactory.makeSinks(configuration)
+        let store = sinks.first { $0 is SQLiteStore } as? SQLiteStore
+        return (FanOutSink(sinks), store)
     }
 }

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import ArgumentParser
+import Sinks
+
+struct History: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print what a store holds, oldest first, in any output format.",
+        discussion: "Measurements are decoded again from the raw bytes the store kept."
+    )
+
+    @Option(help: "The SQLite store written by `cuff measure --store PATH`.")
+    var store: String
+
+    @Option(help: "ndjson (default), fhir or omh.")
+    var format: String = "ndjson"
+
+    @Option(name: .customLong("fhir-subject"), help: "FHIR Observation.subject: cuff-user (default), Type/id, SYSTEM|VALUE or a display name.")
+    var fhirSubject: String?
+
+    func validate() throws {
+        do { _ = try OutputFormat(parsing: format) } catch {
+            throw ValidationError("unknown --format '\(format)'; use ndjson, fhir or omh")
+        }
+    }
+
+    func run() throws {
+        let options = SinkConfiguration(
+            format: (try? OutputFormat(parsing: format)) ?? .ndjson,
+            fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser)
+        do {
+            let n = try SinkFactory.printHistory(storePath: store, options: options)
+            Output.log("cuff history: \(n) measurement\(n == 1 ? "" : "s") in \(store)")
+        } catch {
+            Output.log("cuff history: \(error)")
+            throw ExitCode(1)
+        }
+    }
+}
