@@ -255,7 +255,7 @@ public struct CuffSessionMachine: Sendable {
 
         case let .disconnected(why, at):
             if state == .stopping { return finish(.stopped, "stopped by the user", at) }
-            if liveResults > 0 || (measurements > 0 && !isMidMeasurement) {
+            if liveResults > 0 || state == .result || (measurements > 0 && !isMidMeasurement) {
                 return finish(.completed, why ?? "the cuff disconnected", at)
             }
             return finish(.disconnected, "the cuff disconnected" + (why.map { ": " + $0 } ?? "") + (isMidMeasurement ? " in the middle of a measurement" : ""), at)
@@ -499,23 +499,26 @@ public struct CuffSessionMachine: Sendable {
     }
 
     mutating func result(_ r: MeasurementRecord, _ at: EventTime) -> [Action] {
-        let key = r.dedupKey
-        guard seenKeys.insert(key).inserted else {
-            return [.log("skipped a stored record already received (\(r.timestamp ?? "no time stamp"))")]
+        let isNew = seenKeys.insert(r.dedupKey).inserted
+        var actions: [Action] = []
+        if isNew {
+            measurements += 1
+            actions.append(.emit(.measurement(r)))
+        } else {
+            actions.append(.log("skipped a \(r.stored ? "stored record" : "result") already received (\(r.timestamp ?? "no time stamp"))"))
         }
-        measurements += 1
-        var actions: [Action] = [.emit(.measurement(r))]
         if !r.stored {
-            liveResults += 1
+            // A live result ends the measurement even when it repeats one already kept.
+            if isNew { liveResults += 1 }
             cuffPressureSinceResult = false
             if state != .stopping { state = .result }
             settleDeadline = at.monotonic + configuration.settle
-            if !r.hasValues { actions.append(.log("the cuff reported an error (no values) — measure again")) }
+            if isNew && !r.hasValues { actions.append(.log("the cuff reported an error (no values) — measure again")) }
         } else if state == .ready || state == .configuring {
             if state == .ready { state = .receivingStoredRecords }
             burstDeadline = at.monotonic + configuration.storedBurstWindow
         }
-        if r.stored, liveResults > 0, settleDeadline != nil {
+        if r.stored, settleDeadline != nil {
             settleDeadline = at.monotonic + configuration.settle
         }
         return actions

@@ -130,7 +130,9 @@ public struct MeasurementRecord: Sendable, Hashable {
     /// Deduplication key: sequence number when known, else device + user + timestamp + values.
     public var dedupKey: String {
         if let sequenceNumber { return "\(device.identity)|user:\(userID.map(String.init) ?? "-")|seq:\(sequenceNumber)" }
-        return "\(device.identity)|user:\(userID.map(String.init) ?? "-")|ts:\(timestamp ?? "-")|\(Hex.encode([systolic.rawValue, diastolic.rawValue, meanArterialPressure.rawValue, pulseRate?.rawValue ?? 0].flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }))"
+        // Without a time stamp two equal readings cannot be told apart from one sent twice; keeping
+        // both (keyed by arrival) loses nothing, merging them could.
+        return "\(device.identity)|user:\(userID.map(String.init) ?? "-")|ts:\(timestamp ?? "received " + receivedAt.iso8601)|\(Hex.encode([systolic.rawValue, diastolic.rawValue, meanArterialPressure.rawValue, pulseRate?.rawValue ?? 0].flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }))"
     }
 
     /// The NDJSON `measurement` object: the codec's keys, then `device`, `received_at`, `stored`, `sequence_number`.

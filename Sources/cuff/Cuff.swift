@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @main
 struct Cuff: ParsableCommand {
@@ -12,4 +15,10 @@ struct Cuff: ParsableCommand {
         version: "0.1.0",
         subcommands: [Decode.self, Measure.self, Simulate.self, History.self]
     )
+
+    static func main() {
+        // A closed stdout (`cuff measure | head`) becomes a write error the sinks report, not a kill.
+        signal(SIGPIPE, SIG_IGN)
+        main(nil)
+    }
 }
