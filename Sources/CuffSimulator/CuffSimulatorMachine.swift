@@ -91,6 +91,8 @@ public struct CuffSimulatorMachine: Sendable {
     var connected = false
     var sentBurst = false
     var autostartPending = false
+    /// Autostart measures once per connection.
+    var autostarted = false
     var reading: Reading
     var lastPressure = 0.0
     var clockBase: Int64
@@ -178,6 +180,7 @@ public struct CuffSimulatorMachine: Sendable {
             outstandingIndications = 0
             sentBurst = false
             autostartPending = false
+            autostarted = false
             racpBusy = false
             lingerUntil = nil
             _ = now
@@ -193,7 +196,8 @@ public struct CuffSimulatorMachine: Sendable {
                     actions.append(.log("sending \(records.count) stored reading(s), oldest first"))
                     for r in records { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
                 }
-                if configuration.autostart && phase == .idle && measurementsDone == 0 {
+                if configuration.autostart && phase == .idle && !autostarted {
+                    autostarted = true
                     // Upload first, then measure: start once the stored readings are confirmed.
                     if outstandingIndications > 0 {
                         autostartPending = true

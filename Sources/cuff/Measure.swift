@@ -112,6 +112,8 @@ struct Measure: ParsableCommand {
         let display = ProgressDisplay(quiet: sinks.quiet)
         let signals = SignalFlags.shared
         try signals.install()
+        // A parent may have blocked these (test runners do); a child inherits the mask.
+        try signals.unblockOnCurrentThread()
         let fan: FanOutSink
         let store: SQLiteStore?
         do {

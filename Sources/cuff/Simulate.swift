@@ -72,6 +72,8 @@ struct Simulate: ParsableCommand {
         }
         let signals = SignalFlags.shared
         try signals.install()
+        // A parent may have blocked these (test runners do); a child inherits the mask.
+        try signals.unblockOnCurrentThread()
         let clock = SimulationClock(speed: options.speed)
         let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: options.configuration), clock: clock, signals: signals) { Output.log("cuff simulate: " + $0) }
         if let adapter {

@@ -41,7 +41,7 @@ enum CLI {
         let deadline = Date().addingTimeInterval(timeout)
         while p.isRunning && Date() < deadline { usleep(2_000) }
         if p.isRunning {
-            p.terminate()
+            kill(p.processIdentifier, SIGKILL)
             Issue.record("cuff \(args.joined(separator: " ")) timed out after \(timeout) s")
         }
         p.waitUntilExit()

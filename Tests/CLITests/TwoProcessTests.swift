@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+
+/// `cuff simulate --listen unix:PATH` in one process, `cuff measure --connect unix:PATH` in another.
+@Suite("Two processes over a Unix socket", .serialized)
+struct TwoProcessTests {
+    final class Simulator {
+        let process = Process()
+        let path: String
+        let log: URL
+        let dir: URL
+
+        init(_ args: [String]) throws {
+            dir = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-2p-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            path = dir.appendingPathComponent("cuff.sock").path
+            log = dir.appendingPathComponent("sim.log")
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            process.executableURL = CLI.binary
+            process.arguments = ["simulate", "--listen", "unix:\(path)"] + args
+            process.standardError = try FileHandle(forWritingTo: log)
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(10)
+            while !FileManager.default.fileExists(atPath: path) && Date() < deadline { usleep(10_000) }
+        }
+
+        var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+        func stop() -> Int32 {
+            kill(process.processIdentifier, SIGINT)
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(at: dir)
+            return process.terminationStatus
+        }
+    }
+
+    func measurements(_ r: CLIResult) throws -> [[String: Any]] {
+        try r.stdoutLines.map(CLI.json).filter { $0["type"] as? String == "measurement" }
+    }
+
+    @Test(arguments: ["normal", "error", "stored-records", "disconnect", "kpa"])
+    func scenario(name: String) throws {
+        let sim = try Simulator(["--scenario", name, "--speed", "100", "--autostart", "--seed", "3"])
+        let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--timeout", "60"])
+        let log = sim.logText
+        #expect(sim.stop() == 0, "\(log)")
+        let ms = try measurements(r)
+        switch name {
+        case "disconnect":
+            #expect(r.status == 4)
+            #expect(ms.isEmpty)
+        case "stored-records":
+            #expect(r.status == 0)
+            #expect(ms.filter { $0["stored"] as? Bool == true }.count == 3)
+            #expect(ms.filter { $0["stored"] as? Bool == false }.count == 1)
+        case "error":
+            #expect(r.status == 0)
+            #expect(ms.count == 1 && ms[0]["systolic"] as? String == "NaN")
+        default:
+            #expect(r.status == 0, "\(r.stderr.suffix(300))")
+            #expect(ms.count == 1)
+        }
+        #expect(log.contains("session 1: client connected"))
+        #expect(r.stdoutLines.filter { $0.contains("\"type\":\"progress\"") }.count > 20)
+    }
+
+    @Test func serveOneClientAfterAnother() throws {
+        let sim = try Simulator(["--speed", "200", "--autostart"])
+        let a = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--quiet"])
+        let b = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--quiet"])
+        let log = sim.logText
+        _ = sim.stop()
+        #expect(a.status == 0 && b.status == 0)
+        #expect(log.contains("session 2: client connected"))
+    }
+
+    @Test func ctrlCStopsTheCuffAndKeepsWhatArrived() throws {
+        let sim = try Simulator(["--speed", "5"])
+        let out = sim.dir.appendingPathComponent("measure.out")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        let p = Process()
+        p.executableURL = CLI.binary
+        p.arguments = ["measure", "--connect", "unix:\(sim.path)", "--start"]
+        p.standardOutput = try FileHandle(forWritingTo: out)
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        // Wait until the cuff is inflating, then press Ctrl-C.
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !((try? String(contentsOf: out, encoding: .utf8)) ?? "").contains("\"type\":\"progress\"") { usleep(20_000) }
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        let log = sim.logText
+        let text = try String(contentsOf: out, encoding: .utf8)
+        _ = sim.stop()
+        #expect(p.terminationStatus == 3)
+        #expect(text.contains("\"outcome\":\"stopped\""))
+        #expect(log.contains("stop command"))
+    }
+
+    @Test func killMinus9KeepsEveryConfirmedMeasurementInTheStore() throws {
+        let sim = try Simulator(["--scenario", "slow-confirm", "--speed", "100", "--autostart"])
+        let db = sim.dir.appendingPathComponent("bp.sqlite").path
+        let out = sim.dir.appendingPathComponent("measure.out")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        let p = Process()
+        p.executableURL = CLI.binary
+        p.arguments = ["measure", "--connect", "unix:\(sim.path)", "--store", db, "--follow", "--quiet"]
+        p.standardOutput = try FileHandle(forWritingTo: out)
+        try p.run()
+        // Kill as soon as some stored records were printed (printed after the store committed them).
+        let deadline = Date().addingTimeInterval(20)
+        var printed = 0
+        while Date() < deadline {
+            printed = ((try? String(contentsOf: out, encoding: .utf8)) ?? "").components(separatedBy: "\"type\":\"measurement\"").count - 1
+            if printed >= 2 { break }
+            usleep(2_000)
+        }
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        _ = sim.logText
+        let h = try CLI.run(["history", "--store", db])
+        _ = sim.stop()
+        #expect(printed >= 2)
+        #expect(h.status == 0)
+        #expect(h.stdoutLines.count >= printed)
+    }
+}
