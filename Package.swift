@@ -49,7 +49,7 @@ let package = Package(
             dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport"]
         ),
         // btsnoop / pcap / pcapng readers and writers, HCI → L2CAP → ATT.
-        .target(name: "Capture", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
+        .target(name: "Capture", dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSession"]),
         // NDJSON, FHIR R4, Open mHealth, SQLite store.
         .target(
             name: "Sinks",

@@ -10,6 +10,6 @@ struct Cuff: ParsableCommand {
             Data goes to stdout as JSON, one object per line; progress and logs go to stderr.
             """,
         version: "0.1.0",
-        subcommands: [Decode.self, Simulate.self, Measure.self]
+        subcommands: [Decode.self, Simulate.self, Measure.self, Replay.self]
     )
 }
