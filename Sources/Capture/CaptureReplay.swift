@@ -31,6 +31,10 @@ public struct CaptureReplay: Sendable {
         public struct Counts: Sendable, Hashable {
             public var notifications = 0
             public var indications = 0
+            public init(notifications: Int = 0, indications: Int = 0) {
+                self.notifications = notifications
+                self.indications = indications
+            }
         }
     }
 
@@ -255,6 +259,8 @@ public struct CaptureReplay: Sendable {
     static func reasonText(_ reason: UInt8) -> String {
         let name: String
         switch reason {
+        case 0x05: name = "authentication failure"
+        case 0x06: name = "PIN or key missing"
         case 0x08: name = "connection timeout"
         case 0x13: name = "remote user terminated connection"
         case 0x14: name = "remote device terminated connection due to low resources"

@@ -152,20 +152,34 @@ struct Replay: ParsableCommand {
         }
         do { try fan.finish() } catch { Output.log("cuff replay: \(error)"); sinkFailed = true }
         display.clearGauge()
+        // One hint per controller and set of handles, however many connections showed it.
+        var groups: [(key: String, first: CaptureReplay.Unmapped, connections: Int, totals: [UInt16: CaptureReplay.Unmapped.Counts])] = []
         for u in replay.unmapped {
-            let list = u.handles.keys.sorted().map { h -> String in
-                let n = u.handles[h]!
+            let key = "\(u.adapter)|\(u.address)|" + u.handles.keys.sorted().map { String($0) }.joined(separator: ",")
+            if let i = groups.firstIndex(where: { $0.key == key }) {
+                groups[i].connections += 1
+                for (h, n) in u.handles {
+                    groups[i].totals[h, default: .init()].notifications += n.notifications
+                    groups[i].totals[h, default: .init()].indications += n.indications
+                }
+            } else {
+                groups.append((key, u, 1, u.handles))
+            }
+        }
+        for g in groups {
+            let list = g.totals.keys.sorted().map { h -> String in
+                let n = g.totals[h]!
                 var kinds: [String] = []
                 if n.indications > 0 { kinds.append("\(n.indications) indication\(n.indications == 1 ? "" : "s")") }
                 if n.notifications > 0 { kinds.append("\(n.notifications) notification\(n.notifications == 1 ? "" : "s")") }
                 return "\(Replay.hex4(h)) (\(kinds.joined(separator: ", ")))"
             }
-            Output.log("cuff replay: hci\(u.adapter) connection \(Replay.hex4(u.connectionHandle)) to \(u.address): the capture holds no service discovery, so these value handles are unknown: \(list.joined(separator: ", ")).")
-            let example = u.handles.keys.sorted().map { h -> String in
-                let n = u.handles[h]!
-                return "--handle \(Replay.hex4(h))=\(n.indications > 0 ? "2a35" : "2a36")"
+            let conns = g.connections == 1 ? "connection \(Replay.hex4(g.first.connectionHandle))" : "\(g.connections) connections"
+            Output.log("cuff replay: hci\(g.first.adapter) \(conns) to \(g.first.address): no service discovery in the capture, so these value handles are unknown: \(list.joined(separator: ", ")).")
+            let example = g.totals.keys.sorted().map { h -> String in
+                "--handle \(Replay.hex4(h))=\(g.totals[h]!.indications > 0 ? "2a35" : "2a36")"
             }.joined(separator: " ")
-            Output.log("cuff replay: map them with --handle HANDLE=UUID: indications usually carry the Blood Pressure Measurement (2a35, or 2b34 enhanced), notifications the Intermediate Cuff Pressure (2a36, or 2b35); e.g. \(example)")
+            Output.log("cuff replay: map them with --handle HANDLE=UUID (indications usually carry the Blood Pressure Measurement 2a35, or 2b34 enhanced; notifications the Intermediate Cuff Pressure 2a36, or 2b35), e.g. cuff replay \(file) \(example)")
         }
         if let fault {
             Output.log("cuff replay: \(file): \(Replay.describe(fault))")
