@@ -49,7 +49,7 @@ let package = Package(
             dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport"]
         ),
         // btsnoop / pcap / pcapng readers and writers, HCI → L2CAP → ATT.
-        .target(name: "Capture", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
+        .target(name: "Capture", dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSession"]),
         // NDJSON, FHIR R4, Open mHealth, SQLite store.
         .target(
             name: "Sinks",
@@ -80,7 +80,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore"]),
         .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore"]),
         .testTarget(name: "CuffSessionTests", dependencies: ["CuffSession", "CuffRuntime", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "GATT", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore"]),
         .testTarget(name: "SinksTests", dependencies: ["Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore"]),

@@ -32,6 +32,16 @@ public struct CuffSessionConfiguration: Sendable {
     public var lastSequenceNumber: UInt16?
     /// A cuff that sends nothing this long after subscription is considered done sending stored records.
     public var storedBurstWindow: Duration = .milliseconds(1500)
+    /// Observer mode (replaying a capture): the machine follows the requests a third party was seen
+    /// making instead of its own plan. A completion that matches a later step of the plan skips the
+    /// steps before it (the observed client did not make them); one that matches no step still
+    /// takes effect (a read still fills in the device, a RACP write still starts a stored-record
+    /// report); and a step not observed within ``observerStepWindow`` ends the plan, so the
+    /// machine never waits for a request the observed client never made. Requests it returns are
+    /// only its expectations; a replay driver ignores them.
+    public var observer = false
+    /// In observer mode, how long to wait for the next planned step before giving the plan up.
+    public var observerStepWindow: Duration = .milliseconds(1500)
 
     public init(address: String) { self.address = address }
 }
@@ -123,7 +133,13 @@ public struct CuffSessionMachine: Sendable {
     /// Live (not stored) results.
     public private(set) var liveResults = 0
     /// The earliest time the driver must send a `.tick`.
-    public var nextDeadline: Timestamp? { [overallDeadline, settleDeadline, burstDeadline, stopDeadline].compactMap { $0 }.min() }
+    public var nextDeadline: Timestamp? {
+        var d = overallDeadline
+        for x in [settleDeadline, burstDeadline, stopDeadline, observerStepDeadline] {
+            if let x, d == nil || x < d! { d = x }
+        }
+        return d
+    }
 
     var steps: [Step] = []
     var pending: Step?
@@ -132,6 +148,7 @@ public struct CuffSessionMachine: Sendable {
     var settleDeadline: Timestamp?
     var burstDeadline: Timestamp?
     var stopDeadline: Timestamp?
+    var observerStepDeadline: Timestamp?
     var measurementStart: Timestamp?
     var peakPressure: Double?
     var phase: MeasurementPhase = .inflating
@@ -149,6 +166,14 @@ public struct CuffSessionMachine: Sendable {
         case subscribe(CuffCharacteristic, indicate: Bool)
         case racpReport
         case startCommand
+
+        var characteristic: CuffCharacteristic {
+            switch self {
+            case let .read(c), let .write(c, _), let .subscribe(c, _): c
+            case .racpReport: .recordAccessControlPoint
+            case .startCommand: .cuffControl
+            }
+        }
     }
 
     public init(configuration: CuffSessionConfiguration) {
@@ -200,14 +225,33 @@ public struct CuffSessionMachine: Sendable {
             return advance(at)
 
         case let .readCompleted(c, value, at):
-            guard pending == .read(c) else { return [] }
+            guard pending == .read(c) || observe({ $0 == .read(c) }) else {
+                // Observer mode: a read outside the plan still tells us about the device.
+                return configuration.observer && !state.isFinal ? apply(read: c, value: value, at: at) : []
+            }
             pending = nil
+            observerStepDeadline = nil
             var actions = apply(read: c, value: value, at: at)
             actions += advance(at)
             return actions
 
         case let .writeCompleted(c, at):
+            _ = observe { s in
+                switch s {
+                case .write(c, _): true
+                case .startCommand: c == .cuffControl
+                case .racpReport: c == .recordAccessControlPoint
+                default: false
+                }
+            }
+            if configuration.observer, c == .recordAccessControlPoint, pending != .racpReport, !state.isFinal {
+                // An observed stored-record request outside the plan.
+                if state == .configuring || state == .ready { state = .receivingStoredRecords }
+                racpInProgress = true
+                return [.log("the client asked the cuff for its stored records")]
+            }
             guard let p = pending else { return [] }
+            observerStepDeadline = nil
             switch p {
             case .write(c, _), .startCommand where c == .cuffControl:
                 pending = nil
@@ -224,13 +268,17 @@ public struct CuffSessionMachine: Sendable {
             }
 
         case let .subscribed(c, at):
+            _ = observe { if case let .subscribe(sc, _) = $0 { sc == c } else { false } }
             guard case let .subscribe(pc, _) = pending, pc == c else { return [] }
             pending = nil
+            observerStepDeadline = nil
             return advance(at)
 
         case let .requestFailed(c, why, at):
+            _ = observe { $0.characteristic == c }
             guard let p = pending else { return [] }
             pending = nil
+            observerStepDeadline = nil
             switch p {
             case .read:
                 return [.log("reading \(c.rawValue) failed: \(why) — continuing")] + advance(at)
@@ -285,6 +333,15 @@ public struct CuffSessionMachine: Sendable {
 
         case let .tick(at):
             let now = at.monotonic
+            if let d = observerStepDeadline, now >= d {
+                // Observer mode: the observed client did not make the step we expected; it is done configuring.
+                observerStepDeadline = nil
+                pending = nil
+                steps = []
+                let actions = advance(at)
+                if state.isFinal { return actions }
+                return actions + handle(.tick(at))
+            }
             if let d = stopDeadline, now >= d { return [.disconnect] + finish(.stopped, "stopped by the user (the cuff did not acknowledge)", at) }
             if let d = settleDeadline, now >= d {
                 settleDeadline = nil
@@ -303,6 +360,17 @@ public struct CuffSessionMachine: Sendable {
             }
             return []
         }
+    }
+
+    /// Observer mode: when the pending step does not match but a later one does, skips to it and
+    /// makes it the pending step. Returns true when `matches` now holds for the pending step.
+    mutating func observe(_ matches: (Step) -> Bool) -> Bool {
+        guard configuration.observer else { return false }
+        if let p = pending, matches(p) { return true }
+        guard let i = steps.firstIndex(where: matches) else { return false }
+        pending = steps[i]
+        steps.removeFirst(i + 1)
+        return true
     }
 
     var isMidMeasurement: Bool {
@@ -361,6 +429,7 @@ public struct CuffSessionMachine: Sendable {
         }
         let step = steps.removeFirst()
         pending = step
+        if configuration.observer { observerStepDeadline = at.monotonic + configuration.observerStepWindow }
         switch step {
         case let .read(c): return [.read(c)]
         case let .write(c, v): return [.write(c, v)]
@@ -570,6 +639,7 @@ public struct CuffSessionMachine: Sendable {
         settleDeadline = nil
         burstDeadline = nil
         stopDeadline = nil
+        observerStepDeadline = nil
         let end = SessionRecord(event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: message)
         return [.log(message), .emit(.session(end)), .finished(outcome)]
     }

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import BloodPressure
+import CuffCore
+import CuffSession
+
+/// Replays a whole capture: records in, the records each cuff session would have given out.
+///
+/// Pure: feed ``HCIRecord``s in file order to ``consume(_:into:)``, then call ``finish(_:into:)``.
+/// Connections are kept apart per (controller index, connection handle); each one where the
+/// local controller is the central (from LE (Enhanced) Connection Complete, or, when the capture
+/// starts mid-connection, from who sends requests) gets a ``SessionObserver``. A controller that
+/// is the peripheral of a connection (the cuff's side, as in a two-controller `btmon` file) is
+/// not reported, so each session appears once per central controller. `adapter` keeps one
+/// controller only.
+public struct CaptureReplay: Sendable {
+    public enum Output: Sendable, Hashable {
+        case emit(SessionOutput)
+        case log(String)
+        /// A skipped fragment or frame; the replay goes on.
+        case warning(CaptureError)
+    }
+
+    /// A connection whose values could not be decoded: no discovery in the capture, no `--handle`.
+    public struct Unmapped: Sendable, Hashable {
+        public var adapter: UInt16
+        public var connectionHandle: UInt16
+        public var address: String
+        /// Value handle → (notifications, indications) seen.
+        public var handles: [UInt16: Counts]
+        public struct Counts: Sendable, Hashable {
+            public var notifications = 0
+            public var indications = 0
+            public init(notifications: Int = 0, indications: Int = 0) {
+                self.notifications = notifications
+                self.indications = indications
+            }
+        }
+    }
+
+    public let adapter: UInt16?
+    public let overrides: [UInt16: CuffCharacteristic]
+    public let configuration: CuffSessionConfiguration
+
+    var extractor = ATTExtractor()
+    var connections: [Key: Connection] = [:]
+    var events: [CaptureEvent] = []
+    var serial = 0
+    /// The earliest machine deadline over all open sessions (cached).
+    var earliest: Timestamp?
+    public private(set) var lastTimestamp: Timestamp?
+    /// Sessions reported (connections where a reported controller is the central).
+    public private(set) var sessions = 0
+    public private(set) var measurements = 0
+    public private(set) var unmapped: [Unmapped] = []
+
+    struct Key: Hashable, Sendable {
+        var adapter: UInt16
+        var handle: UInt16
+    }
+
+    struct Connection: Sendable {
+        var serial: Int
+        var address: String
+        /// nil: the local controller is the peripheral here (not reported).
+        var observer: SessionObserver?
+        var sniffed: Bool
+    }
+
+    /// - Parameters:
+    ///   - configuration: the session options; `address` is replaced per connection by the peer's address.
+    public init(configuration: CuffSessionConfiguration = CuffSessionConfiguration(address: ""), adapter: UInt16? = nil,
+                overrides: [UInt16: CuffCharacteristic] = [:]) {
+        self.configuration = configuration
+        self.adapter = adapter
+        self.overrides = overrides
+    }
+
+    /// Feeds one record.
+    public mutating func consume(_ record: HCIRecord, into out: inout [Output]) {
+        if let adapter, record.adapterIndex != adapter { return }
+        lastTimestamp = record.timestamp
+        if let e = earliest, e < record.timestamp { fireDeadlines(before: record.timestamp, &out) }
+        events.removeAll(keepingCapacity: true)
+        do {
+            try extractor.consume(record, into: &events)
+        } catch {
+            out.append(.warning(error))  // not reached: the extractor is not strict
+        }
+        for e in events {
+            switch e {
+            case let .connected(info): connected(info, &out)
+            case let .att(p): att(p, &out)
+            case let .disconnected(d): disconnected(d, &out)
+            case let .warning(w): out.append(.warning(w))
+            }
+        }
+    }
+
+    /// Ends every session still open (the capture ends, or breaks off): deadlines up to the last
+    /// timestamp fire, then the session sees the link go with `why`.
+    public mutating func finish(_ why: String = "the capture ends", into out: inout [Output]) {
+        let open = connections.sorted { $0.value.serial < $1.value.serial }
+        let at = SessionObserver.eventTime(lastTimestamp ?? .zero)
+        for (key, var c) in open {
+            guard c.observer != nil else { continue }
+            var sub: [SessionObserver.Output] = []
+            c.observer!.disconnected(why, at: at, into: &sub)
+            forward(sub, &out)
+            end(key, c)
+        }
+        connections = [:]
+        earliest = nil
+    }
+
+    // MARK: - Connections
+
+    mutating func connected(_ info: ConnectionInfo, _ out: inout [Output]) {
+        let key = Key(adapter: info.adapter, handle: info.connectionHandle)
+        if var old = connections[key], old.observer != nil {
+            var sub: [SessionObserver.Output] = []
+            old.observer!.disconnected("the connection handle was reused without a disconnection", at: SessionObserver.eventTime(info.timestamp), into: &sub)
+            forward(sub, &out)
+            end(key, old)
+        }
+        serial += 1
+        let address = info.peerAddress.description + (info.peerAddressType.rawValue & 1 == 1 ? "/random" : "")
+        var c = Connection(serial: serial, address: address, observer: nil, sniffed: info.accessAddress != nil)
+        if info.role == .central {
+            c.observer = newObserver(address, at: info.timestamp, &out)
+        } else {
+            out.append(.log("hci\(info.adapter) connection \(hex4(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported"))
+        }
+        connections[key] = c
+        updateEarliest()
+    }
+
+    mutating func newObserver(_ address: String, at: Timestamp, _ out: inout [Output]) -> SessionObserver {
+        sessions += 1
+        var config = configuration
+        config.address = address
+        var o = SessionObserver(configuration: config, overrides: overrides)
+        var sub: [SessionObserver.Output] = []
+        o.connected(at: SessionObserver.eventTime(at), into: &sub)
+        forward(sub, &out)
+        return o
+    }
+
+    mutating func att(_ p: ATTPacket, _ out: inout [Output]) {
+        let key = Key(adapter: p.adapter, handle: p.connectionHandle)
+        guard let opcode = p.pdu.first else { return }
+        let sentByClient = CaptureReplay.isClientOpcode(opcode)
+        if connections[key] == nil {
+            // No connection event: decide from who sends requests.
+            guard let clientSide = sentByClient else { return }
+            serial += 1
+            let address = "hci\(p.adapter)/" + hex4(p.connectionHandle)
+            let sniffed = p.accessAddress != nil
+            let localIsCentral: Bool
+            switch p.direction {
+            case .fromLocal: localIsCentral = clientSide
+            case .toLocal: localIsCentral = !clientSide
+            default: localIsCentral = true
+            }
+            var c = Connection(serial: serial, address: address, observer: nil, sniffed: sniffed)
+            if localIsCentral {
+                c.observer = newObserver(address, at: p.timestamp, &out)
+            } else {
+                out.append(.log("hci\(p.adapter) connection \(hex4(p.connectionHandle)): this controller is the peripheral (it answers requests); not reported"))
+            }
+            connections[key] = c
+        }
+        guard var c = connections[key], c.observer != nil else { return }
+        let fromCentral: Bool
+        switch p.direction {
+        case .fromLocal, .centralToPeripheral: fromCentral = true
+        case .toLocal, .peripheralToCentral: fromCentral = false
+        case .unknown: fromCentral = sentByClient ?? false
+        }
+        connections[key] = nil  // keep the observer uniquely referenced while it changes
+        var sub: [SessionObserver.Output] = []
+        c.observer!.pdu(p.pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &sub)
+        connections[key] = c
+        forward(sub, &out)
+        updateEarliest()
+    }
+
+    mutating func disconnected(_ d: Disconnection, _ out: inout [Output]) {
+        let key = Key(adapter: d.adapter, handle: d.connectionHandle)
+        guard var c = connections.removeValue(forKey: key) else { return }
+        if c.observer != nil {
+            var sub: [SessionObserver.Output] = []
+            c.observer!.disconnected(CaptureReplay.reasonText(d.reason), at: SessionObserver.eventTime(d.timestamp), into: &sub)
+            forward(sub, &out)
+            end(key, c)
+        }
+        updateEarliest()
+    }
+
+    mutating func end(_ key: Key, _ c: Connection) {
+        guard let o = c.observer, !o.isMapped, !o.unmappedHandles.isEmpty else { return }
+        var handles: [UInt16: Unmapped.Counts] = [:]
+        for (h, n) in o.unmappedHandles { handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications) }
+        unmapped.append(Unmapped(adapter: key.adapter, connectionHandle: key.handle, address: c.address, handles: handles))
+    }
+
+    mutating func forward(_ sub: [SessionObserver.Output], _ out: inout [Output]) {
+        for o in sub {
+            switch o {
+            case let .emit(e):
+                if case .measurement = e { measurements += 1 }
+                out.append(.emit(e))
+            case let .log(s):
+                out.append(.log(s))
+            }
+        }
+    }
+
+    // MARK: - Deadlines
+
+    mutating func updateEarliest() {
+        var e: Timestamp?
+        for (_, c) in connections {
+            if let d = c.observer?.deadline, e == nil || d < e! { e = d }
+        }
+        earliest = e
+    }
+
+    /// Fires every session deadline before `t`, earliest first.
+    mutating func fireDeadlines(before t: Timestamp, _ out: inout [Output]) {
+        while true {
+            var best: (Key, Timestamp, Int)?
+            for (k, c) in connections {
+                guard let d = c.observer?.deadline, d < t else { continue }
+                if best == nil || d < best!.1 || (d == best!.1 && c.serial < best!.2) { best = (k, d, c.serial) }
+            }
+            guard let (k, d, _) = best else { break }
+            var c = connections.removeValue(forKey: k)!
+            var sub: [SessionObserver.Output] = []
+            c.observer!.advance(to: d, inclusive: true, into: &sub)
+            connections[k] = c
+            forward(sub, &out)
+        }
+        updateEarliest()
+    }
+
+    // MARK: - Helpers
+
+    /// True for PDUs a client sends, false for a server's, nil for opcodes that don't say.
+    static func isClientOpcode(_ op: UInt8) -> Bool? {
+        switch op {
+        case 0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x1E, 0x20, 0x52, 0xD2: true
+        case 0x01, 0x03, 0x05, 0x07, 0x09, 0x0B, 0x0D, 0x0F, 0x11, 0x13, 0x17, 0x19, 0x1B, 0x1D, 0x21, 0x23: false
+        default: nil
+        }
+    }
+
+    /// An HCI disconnection reason for the session's end message.
+    static func reasonText(_ reason: UInt8) -> String {
+        let name: String
+        switch reason {
+        case 0x05: name = "authentication failure"
+        case 0x06: name = "PIN or key missing"
+        case 0x08: name = "connection timeout"
+        case 0x13: name = "remote user terminated connection"
+        case 0x14: name = "remote device terminated connection due to low resources"
+        case 0x15: name = "remote device terminated connection due to power off"
+        case 0x16: name = "connection terminated by local host"
+        case 0x22: name = "LL response timeout"
+        case 0x3B: name = "unacceptable connection parameters"
+        case 0x3D: name = "connection terminated due to MIC failure"
+        case 0x3E: name = "connection failed to be established"
+        default: name = "reason"
+        }
+        let hex = String(reason, radix: 16, uppercase: true)
+        return "\(name) (0x\(hex.count < 2 ? "0" + hex : hex))"
+    }
+}

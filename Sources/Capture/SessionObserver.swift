@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import BloodPressure
+import CuffCore
+import CuffSession
+import GATT
+
+/// Follows one connection's ATT traffic as a third party and drives the same
+/// ``CuffSessionMachine`` a live `cuff measure` session uses, in observer mode.
+///
+/// Pure: feed the PDUs of one connection (with which side sent them) and its end, in capture
+/// order, with the capture's time; collect the machine's `.emit` outputs and logs. The machine's
+/// own requests are ignored: the capture already holds what the real client did.
+///
+/// - Requests are paired with responses (one outstanding request at a time, as ATT allows):
+///   Exchange MTU; Read By Group Type (primary services), Read By Type 0x2803 (characteristics)
+///   and Find Information (descriptors, CCCDs) build the handle → UUID map; Read (and Read Blob)
+///   responses become `.readCompleted`, Write Responses `.writeCompleted` or, on a CCCD,
+///   `.subscribed`; Error Responses `.requestFailed`.
+/// - Discovery is reported (`.discovered`) at the time of the last discovery response, just before
+///   the first PDU that is not part of discovery.
+/// - `overrides` (`--handle 0x0012=2a35`) name value handles a capture without discovery (a bonded
+///   reconnect) does not; they also win over what discovery found.
+/// - Deadlines (settle, stored-record burst) are ticked from the capture's clock by the caller
+///   through ``advance(to:into:)``.
+public struct SessionObserver: Sendable {
+    public enum Output: Sendable, Hashable {
+        case emit(SessionOutput)
+        case log(String)
+    }
+
+    public private(set) var machine: CuffSessionMachine
+    let overrides: [UInt16: CuffCharacteristic]
+
+    // ATT state
+    var clientMTU: UInt16 = 23
+    var serverMTU: UInt16 = 23
+    var mtu: Int { Int(max(23, min(clientMTU, serverMTU))) }
+    var outstanding: ATTPDU?
+    var lastWrite: (handle: UInt16, value: [UInt8])?
+    var partialRead: (handle: UInt16, value: [UInt8], at: EventTime)?
+
+    // Discovery
+    var services: [GATTProfile.Service] = []
+    var characteristics: [GATTProfile.Characteristic] = []
+    var descriptors: [UInt16: BluetoothUUID] = [:]
+    var sawDiscovery = false
+    var lastDiscoveryAt: EventTime?
+    var reported = false
+    var byHandle: [UInt16: CuffCharacteristic] = [:]
+    var cccdOwner: [UInt16: CuffCharacteristic] = [:]
+
+    /// Value handles that carried notifications or indications no discovery or override maps.
+    public private(set) var unmappedHandles: [UInt16: (notifications: Int, indications: Int)] = [:]
+    /// True once the handle → characteristic map is known (discovery or overrides).
+    public var isMapped: Bool { reported && machine.profile != nil }
+    public var deadline: Timestamp? { machine.state.isFinal ? nil : machine.nextDeadline }
+    public var isFinished: Bool { machine.state.isFinal }
+
+    public init(configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:]) {
+        var c = configuration
+        c.observer = true
+        machine = CuffSessionMachine(configuration: c)
+        self.overrides = overrides
+    }
+
+    // MARK: - Events
+
+    /// The link came up (or, for a capture that starts mid-connection, the first PDU was seen).
+    public mutating func connected(at: EventTime, into out: inout [Output]) {
+        run(.start(at), &out)
+        run(.connected(at), &out)
+    }
+
+    /// Fires every machine deadline up to `time` (inclusive when `inclusive`).
+    public mutating func advance(to time: Timestamp, inclusive: Bool, into out: inout [Output]) {
+        while let d = deadline, inclusive ? d <= time : d < time {
+            run(.tick(SessionObserver.eventTime(d)), &out)
+        }
+    }
+
+    /// The link went down.
+    public mutating func disconnected(_ why: String?, at: EventTime, into out: inout [Output]) {
+        advance(to: at.monotonic, inclusive: true, into: &out)
+        flushRead(&out)
+        ensureReported(at, &out)
+        run(.disconnected(why, at), &out)
+    }
+
+    /// One ATT PDU; `fromCentral` says which side sent it.
+    public mutating func pdu(_ bytes: [UInt8], fromCentral: Bool, at: EventTime, into out: inout [Output]) {
+        advance(to: at.monotonic, inclusive: false, into: &out)
+        guard !machine.state.isFinal else { return }
+        let pdu: ATTPDU
+        do {
+            pdu = try ATTPDU(parsing: bytes)
+        } catch {
+            out.append(.log("ignored a malformed ATT PDU \(Hex.encode(bytes)): \(error)"))
+            return
+        }
+        if fromCentral { request(pdu, at, &out) } else { response(pdu, at, &out) }
+    }
+
+    // MARK: - Client → server
+
+    mutating func request(_ pdu: ATTPDU, _ at: EventTime, _ out: inout [Output]) {
+        if case let .readBlobRequest(h, _) = pdu, partialRead?.handle == h {
+            outstanding = pdu
+            return
+        }
+        flushRead(&out)
+        switch pdu {
+        case let .exchangeMTURequest(m):
+            clientMTU = m
+            outstanding = pdu
+        case .readByGroupTypeRequest, .readByTypeRequest, .findInformationRequest, .findByTypeValueRequest:
+            sawDiscovery = true
+            outstanding = pdu
+        case .readRequest, .readBlobRequest:
+            ensureReported(at, &out)
+            outstanding = pdu
+        case let .writeRequest(h, v):
+            ensureReported(at, &out)
+            outstanding = pdu
+            lastWrite = (h, v)
+        case .writeCommand, .handleValueConfirmation:
+            ensureReported(at, &out)
+        default:
+            outstanding = pdu
+        }
+    }
+
+    // MARK: - Server → client
+
+    mutating func response(_ pdu: ATTPDU, _ at: EventTime, _ out: inout [Output]) {
+        switch pdu {
+        case let .handleValueNotification(h, v):
+            ensureReported(at, &out)
+            value(h, v, indication: false, at, &out)
+            return
+        case let .handleValueIndication(h, v):
+            ensureReported(at, &out)
+            value(h, v, indication: true, at, &out)
+            return
+        default:
+            break
+        }
+        let asked = outstanding
+        outstanding = nil
+        switch (asked, pdu) {
+        case let (_, .exchangeMTUResponse(m)):
+            serverMTU = m
+        case let (.readByGroupTypeRequest(_, _, type)?, .readByGroupTypeResponse(groups)) where type == .primaryService:
+            for g in groups {
+                if let uuid = BluetoothUUID(littleEndian: g.value[...]) {
+                    services.append(GATTProfile.Service(uuid: uuid, handle: g.handle, endHandle: g.endGroupHandle))
+                }
+            }
+            lastDiscoveryAt = at
+        case let (.readByTypeRequest(_, _, type)?, .readByTypeResponse(entries)) where type == .characteristic:
+            for e in entries {
+                var r = ByteReader(e.value)
+                guard let props = r.readUInt8(), let vh = r.readUInt16(), let uuid = BluetoothUUID(littleEndian: r.readRemaining()) else { continue }
+                characteristics.append(GATTProfile.Characteristic(
+                    uuid: uuid, properties: CharacteristicProperties(rawValue: props), declarationHandle: e.handle, valueHandle: vh))
+            }
+            lastDiscoveryAt = at
+        case let (.findInformationRequest?, .findInformationResponse(list)):
+            for d in list { descriptors[d.handle] = d.uuid }
+            lastDiscoveryAt = at
+        case (.findByTypeValueRequest?, _), (.readByGroupTypeRequest?, .errorResponse), (.readByTypeRequest?, .errorResponse),
+             (.findInformationRequest?, .errorResponse):
+            lastDiscoveryAt = at
+        case let (.readRequest(h)?, .readResponse(v)):
+            if v.count >= mtu - 1 {
+                partialRead = (h, v, at)
+            } else {
+                readDone(h, v, at, &out)
+            }
+        case let (.readBlobRequest(h, _)?, .readBlobResponse(v)):
+            if var p = partialRead, p.handle == h {
+                p.value += v
+                p.at = at
+                partialRead = p
+                if v.count < mtu - 1 { flushRead(&out) }
+            }
+        case let (.readBlobRequest(h, _)?, .errorResponse):
+            if partialRead?.handle == h { flushRead(&out) }
+        case let (.readRequest(h)?, .errorResponse(_, _, error)):
+            if let c = characteristic(h) { run(.requestFailed(c, "\(error) at \(hex4(h)) for \(ATTOpcode.readRequest)", at), &out) }
+        case let (.writeRequest(h, v)?, .writeResponse):
+            if let c = cccdOwner[h] {
+                if v.first.map({ $0 & 0x03 != 0 }) == true { run(.subscribed(c, at), &out) }
+            } else if let c = characteristic(h) {
+                run(.writeCompleted(c, at), &out)
+            }
+        case let (.writeRequest(h, _)?, .errorResponse(_, _, error)):
+            if let c = cccdOwner[h] ?? characteristic(h) {
+                run(.requestFailed(c, "\(error) at \(hex4(h)) for \(ATTOpcode.writeRequest)", at), &out)
+            }
+        default:
+            break
+        }
+    }
+
+    mutating func value(_ h: UInt16, _ v: [UInt8], indication: Bool, _ at: EventTime, _ out: inout [Output]) {
+        guard let c = characteristic(h) else {
+            var u = unmappedHandles[h] ?? (0, 0)
+            if indication { u.indications += 1 } else { u.notifications += 1 }
+            unmappedHandles[h] = u
+            if !isMapped, u.notifications + u.indications == 1 {
+                out.append(.log("\(indication ? "indication" : "notification") from handle \(hex4(h)), which no discovery in the capture and no --handle maps"))
+            }
+            return
+        }
+        run(indication ? .indication(c, v, at) : .notification(c, v, at), &out)
+    }
+
+    func characteristic(_ h: UInt16) -> CuffCharacteristic? {
+        overrides[h] ?? byHandle[h]
+    }
+
+    mutating func readDone(_ h: UInt16, _ v: [UInt8], _ at: EventTime, _ out: inout [Output]) {
+        guard let c = characteristic(h) else { return }
+        run(.readCompleted(c, v, at), &out)
+    }
+
+    mutating func flushRead(_ out: inout [Output]) {
+        guard let p = partialRead else { return }
+        partialRead = nil
+        readDone(p.handle, p.value, p.at, &out)
+    }
+
+    // MARK: - Discovery
+
+    mutating func ensureReported(_ at: EventTime, _ out: inout [Output]) {
+        guard !reported else { return }
+        if !sawDiscovery && overrides.isEmpty { return }
+        report(lastDiscoveryAt ?? at, &out)
+    }
+
+    /// Builds the profile from what discovery showed (plus overrides) and hands it to the machine.
+    mutating func report(_ at: EventTime, _ out: inout [Output]) {
+        reported = true
+        var svc = services.sorted { $0.handle < $1.handle }
+        let chars = characteristics.sorted { $0.valueHandle < $1.valueHandle }
+        for (i, s) in svc.enumerated() {
+            var list = chars.filter { $0.declarationHandle > s.handle && $0.valueHandle <= s.endHandle }
+            for j in list.indices {
+                let upper = j + 1 < list.count ? Int(list[j + 1].declarationHandle) - 1 : Int(s.endHandle)
+                let lower = Int(list[j].valueHandle) + 1
+                if lower <= upper {
+                    for h in lower...upper {
+                        guard let u = descriptors[UInt16(h)] else { continue }
+                        list[j].descriptors.append(ATTPDU.HandleUUID(handle: UInt16(h), uuid: u))
+                        if u == .clientCharacteristicConfiguration, list[j].cccdHandle == nil { list[j].cccdHandle = UInt16(h) }
+                    }
+                }
+            }
+            svc[i].characteristics = list
+        }
+        let mapped = CuffCentral.map(GATTProfile(services: svc))
+        var profile = mapped.profile
+        byHandle = mapped.byHandle
+        for (c, ch) in mapped.byCharacteristic {
+            if let cccd = ch.cccdHandle { cccdOwner[cccd] = c }
+        }
+        // Characteristics outside any discovered service (a partial discovery) still count.
+        for ch in chars where byHandle[ch.valueHandle] == nil {
+            guard let u = ch.uuid.uuid16, let c = CuffCharacteristic(uuid16: u) ?? (ch.uuid == BluetoothUUID(CuffControl.controlPointUUID) ? .cuffControl : nil),
+                  profile.characteristics[c] == nil else { continue }
+            profile.characteristics[c] = CuffProperties(rawValue: ch.properties.rawValue)
+            byHandle[ch.valueHandle] = c
+        }
+        for (h, c) in overrides {
+            byHandle[h] = c
+            if profile.characteristics[c] == nil { profile.characteristics[c] = SessionObserver.assumedProperties(c) }
+            if cccdOwner.values.contains(c) == false { cccdOwner[h &+ 1] = c }
+            if [.bloodPressureMeasurement, .enhancedBloodPressureMeasurement, .intermediateCuffPressure,
+                .enhancedIntermediateCuffPressure, .bloodPressureRecord, .recordAccessControlPoint, .bloodPressureFeature].contains(c) {
+                profile.hasBloodPressureService = true
+            }
+        }
+        run(.discovered(profile, at), &out)
+    }
+
+    /// Properties assumed for a characteristic known only from `--handle`.
+    static func assumedProperties(_ c: CuffCharacteristic) -> CuffProperties {
+        switch c {
+        case .bloodPressureMeasurement, .enhancedBloodPressureMeasurement, .bloodPressureRecord: .indicate
+        case .intermediateCuffPressure, .enhancedIntermediateCuffPressure: .notify
+        case .recordAccessControlPoint: [.write, .indicate]
+        case .cuffControl: .write
+        case .currentTime: [.read, .write]
+        default: .read
+        }
+    }
+
+    // MARK: - Machine
+
+    mutating func run(_ event: CuffSessionMachine.Event, _ out: inout [Output]) {
+        for a in machine.handle(event) {
+            switch a {
+            case let .emit(o): out.append(.emit(o))
+            case let .log(s): out.append(.log(s))
+            default: break  // the capture already holds what the real client did
+            }
+        }
+    }
+
+    /// Capture time as the machine's time: monotonic = wall = the capture's timestamp.
+    public static func eventTime(_ t: Timestamp) -> EventTime {
+        let ns = t.nanoseconds
+        return EventTime(monotonic: t, wallMicros: ns >= 0 ? ns / 1000 : (ns - 999) / 1000)
+    }
+}
+
+func hex4(_ v: UInt16) -> String {
+    let s = String(v, radix: 16, uppercase: true)
+    return "0x" + String(repeating: "0", count: max(0, 4 - s.count)) + s
+}

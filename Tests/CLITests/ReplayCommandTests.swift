@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+
+/// `cuff measure --simulated … --capture F` then `cuff replay F`: the same records.
+@Suite("cuff replay")
+struct ReplayCommandTests {
+    static let scenarios: [String] = {
+        guard let r = try? CLI.run(["simulate", "--list"]) else { return [] }
+        return r.stdoutLines.map { String($0.split(separator: "\t")[0]) }
+    }()
+
+    static let cases: [(String, String)] = scenarios.flatMap { s in ["bps-1.0", "bps-1.1"].map { (s, $0) } }
+
+    static var captures: URL { CLI.packageRoot.appendingPathComponent("captures") }
+
+    static func tempFile(_ name: String) -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("cuff-replay-\(UUID().uuidString)-\(name)")
+    }
+
+    /// The record with `device.address` taken out: live says `simulated:SCENARIO`, the capture only
+    /// holds the cuff's Bluetooth address.
+    static func comparable(_ line: String) throws -> NSDictionary {
+        var o = try CLI.json(line)
+        if var d = o["device"] as? [String: Any] { d["address"] = nil; o["device"] = d }
+        return o as NSDictionary
+    }
+
+    @Test func everyScenarioIsListed() {
+        #expect(Self.scenarios.count >= 15)
+    }
+
+    @Test(arguments: cases)
+    func replayGivesTheLiveSessionsRecords(_ scenario: String, _ persona: String) throws {
+        let file = Self.tempFile("\(scenario)-\(persona).btsnoop")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let live = try CLI.run(["measure", "--simulated", scenario, "--persona", persona, "--seed", "3", "--speed", "0", "--quiet", "--capture", file.path])
+        #expect(live.status == 0 || (scenario == "disconnect" && live.status == 4), "\(live.stderr)")
+        let replayed = try CLI.run(["replay", file.path, "--quiet"])
+        #expect(replayed.status == 0 || (scenario == "disconnect" && replayed.status == 2), "\(replayed.stderr)")
+        func records(_ r: CLIResult, _ type: String) throws -> [NSDictionary] {
+            try r.stdoutLines.filter { $0.contains("\"type\":\"\(type)\"") }.map(Self.comparable)
+        }
+        let liveM = try records(live, "measurement"), replayM = try records(replayed, "measurement")
+        #expect(liveM == replayM)
+        #expect(!liveM.isEmpty || scenario == "disconnect")
+        let liveP = try records(live, "progress"), replayP = try records(replayed, "progress")
+        #expect(liveP == replayP)
+        #expect(liveP.count > 20)
+        // Session records: the same outcome and counts (the address and the disconnect message differ).
+        let liveS = try records(live, "session"), replayS = try records(replayed, "session")
+        #expect(liveS.count == 2 && replayS.count == 2)
+        #expect(liveS.last?["outcome"] as? String == replayS.last?["outcome"] as? String)
+        #expect(liveS.last?["measurements"] as? Int == replayS.last?["measurements"] as? Int)
+        #expect(liveS.first?["at"] as? String == replayS.first?["at"] as? String)
+        #expect(liveS.last?["at"] as? String == replayS.last?["at"] as? String)
+    }
+
+    @Test func committedCapturesReplayToTheirNDJSON() throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.captures.path).filter { $0.hasSuffix(".btsnoop") }.sorted()
+        #expect(names.count >= 16)
+        for n in names {
+            let base = String(n.dropLast(".btsnoop".count))
+            let r = try CLI.run(["replay", Self.captures.appendingPathComponent(n).path, "--quiet"])
+            #expect(r.status == 0 || (base == "disconnect" && r.status == 2), "\(base): \(r.stderr)")
+            let want = try String(contentsOf: Self.captures.appendingPathComponent(base + ".ndjson"), encoding: .utf8)
+            #expect(r.stdout == want, "\(base)")
+        }
+    }
+
+    @Test func otherFormatsOfTheSameSession() throws {
+        let f = Self.captures.appendingPathComponent("normal.btsnoop").path
+        let fhir = try CLI.run(["replay", f, "--format", "fhir", "--quiet"])
+        #expect(fhir.status == 0)
+        #expect(fhir.stdout.contains("\"resourceType\""))
+        let omh = try CLI.run(["replay", f, "--format", "omh", "--quiet"])
+        #expect(omh.status == 0)
+        #expect(!omh.stdout.isEmpty)
+    }
+
+    @Test func truncatedCapturePrintsWhatCameBeforeThenNamesTheOffset() throws {
+        let src = try Data(contentsOf: Self.captures.appendingPathComponent("normal.btsnoop"))
+        let file = Self.tempFile("cut.btsnoop")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try src.prefix(src.count * 2 / 3 + 5).write(to: file)
+        let r = try CLI.run(["replay", file.path, "--quiet"])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("truncated_"))
+        #expect(r.stderr.contains("at offset "))
+        #expect(r.stdoutLines.filter { $0.contains("\"progress\"") }.count > 100)
+        #expect(r.stdoutLines.last?.contains("\"end\"") == true)
+    }
+
+    @Test func badMagicAndOversizeLengths() throws {
+        let file = Self.tempFile("bad.btsnoop")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data("not a capture at all".utf8).write(to: file)
+        let r = try CLI.run(["replay", file.path])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("bad_magic at offset 0"))
+        #expect(r.stdout.isEmpty)
+        // A record header claiming 4 GB after the first records.
+        var bytes = [UInt8](try Data(contentsOf: Self.captures.appendingPathComponent("normal.btsnoop")))
+        bytes = Array(bytes.prefix(16 + 24 + Int(UInt32(bigEndian: bytes[20..<24].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }))))
+        bytes += [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF] + [UInt8](repeating: 0, count: 16)
+        try Data(bytes).write(to: file)
+        let o = try CLI.run(["replay", file.path])
+        #expect(o.status == 1)
+        #expect(o.stderr.contains("oversize_record at offset"))
+    }
+
+    @Test func missingDiscoverySaysWhichHandlesToMap() throws {
+        let sample = "/work/shared/vmble/samples/capture-all-scenarios.btsnoop"
+        guard FileManager.default.fileExists(atPath: sample) else { return }
+        let r = try CLI.run(["replay", sample, "--quiet"])
+        #expect(r.status == 7)
+        #expect(r.stderr.contains("0x0003 (6 indications)"))
+        #expect(r.stderr.contains("--handle 0x0003=2a35"))
+        let m = try CLI.run(["replay", sample, "--quiet", "--handle", "0x0003=2a35"])
+        #expect(m.status == 0)
+        #expect(m.stdoutLines.filter { $0.contains("\"measurement\"") }.count == 6)
+        let bad = try CLI.run(["replay", sample, "--handle", "3=zz"])
+        #expect(bad.status != 0)
+    }
+}
