@@ -80,16 +80,13 @@ struct Replay: ParsableCommand {
 
     func run() throws {
         let display = ProgressDisplay(quiet: sinks.quiet)
-        var sinkList: [any SampleSink & Sendable] = [sinks.stdoutSink()]
-        if let path = sinks.store {
-            do {
-                sinkList.append(try SQLiteStore(path: path))
-            } catch {
-                Output.log("cuff replay: \(error)")
-                throw ExitCode(10)
-            }
+        let fan: FanOutSink
+        do {
+            (fan, _) = try sinks.makeSinks()
+        } catch {
+            Output.log("cuff replay: \(error)")
+            throw ExitCode(10)
         }
-        let fan = FanOutSink(sinkList)
         var reader: CaptureReader<FileByteSource>
         do {
             reader = try CaptureReader(path: file, format: captureFormat)
