@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
-# Installs the Debian packages cuff's build and tests need (idempotent; skips when present).
+# Installs the Debian packages cuff needs. Idempotent: installs only what is missing.
+#   tools/install-deps.sh          build and run (libbluetooth-dev for the BlueZ target)
+#   tools/install-deps.sh --test   also what the tests need (schema validator, tshark, the VM test's qemu/kernel/BlueZ)
 set -euo pipefail
-pkgs=(libbluetooth-dev pkg-config libsqlite3-dev python3-jsonschema tshark)
-if [ "${CUFF_VM_TEST:-1}" != 0 ]; then
-  pkgs+=(qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools)
+pkgs=(libbluetooth-dev pkg-config libsqlite3-dev)
+if [ "${1:-}" = --test ]; then
+  pkgs+=(python3 python3-jsonschema tshark)
+  if [ "${CUFF_VM_TEST:-1}" != 0 ]; then
+    pkgs+=(qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools)
+  fi
 fi
 missing=()
-for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  echo "installing: ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# The validator needs jsonschema; Debian's python3-jsonschema provides it for /usr/bin/python3.
+if [ "${1:-}" = --test ] && ! python3 -c 'import jsonschema' 2>/dev/null; then
+  python3 -m pip install -q jsonschema || true
 fi

@@ -1,6 +1,39 @@
 #!/usr/bin/env bash
-# The test command: unit and integration tests, then the checks that need the built CLI.
+# The test command (README, .ci/run): installs what the tests need, runs every test, then checks
+# what `cuff` prints against the official FHIR and Open mHealth schemas, then the BlueZ VM test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build
+root=$(pwd)
+shared="${CUFF_SHARED_DIR:-$root/../shared}"
+
+bash tools/install-deps.sh --test
+
+echo "== build"
+swift build --build-tests
+
+echo "== swift test"
 swift test 2>&1 | tee .build/test.log
+# `swift test` exits non-zero on failure (pipefail).
+
+echo "== schema validation of cuff's own output (every scenario, both personas)"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for persona in bps-1.0 bps-1.1; do
+  for s in $(.build/debug/cuff simulate --list | cut -f1); do
+    for f in fhir omh; do
+      rc=0
+      .build/debug/cuff measure --simulated "$s" --persona "$persona" --speed 0 --format "$f" --quiet >> "$out/all.$f.ndjson" || rc=$?
+      if [ "$rc" != 0 ] && ! { [ "$s" = disconnect ] && [ "$rc" = 4 ]; }; then
+        echo "cuff measure --simulated $s --persona $persona --format $f exited $rc"; exit 1
+      fi
+    done
+  done
+done
+python3 "$shared/schemas/validate.py" fhir "$out/all.fhir.ndjson"
+python3 "$shared/schemas/validate.py" omh "$out/all.omh.ndjson"
+
+if [ "${CUFF_VM_TEST:-1}" != 0 ] && [ -x tools/vm/run.sh ] && [ -f tools/vm/test-ble.sh ]; then
+  echo "== BlueZ end to end in a VM"
+  bash tools/vm/test-ble.sh
+fi
+echo "== all checks passed"
