@@ -28,25 +28,16 @@ enum CLI {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let outURL = dir.appendingPathComponent("out"), errURL = dir.appendingPathComponent("err"), inURL = dir.appendingPathComponent("in")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
         FileManager.default.createFile(atPath: inURL.path, contents: Data((stdin ?? "").utf8))
-        let p = Process()
-        p.executableURL = binary
-        p.arguments = args
-        p.standardOutput = try FileHandle(forWritingTo: outURL)
-        p.standardError = try FileHandle(forWritingTo: errURL)
-        p.standardInput = try FileHandle(forReadingFrom: inURL)
-        try p.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while p.isRunning && Date() < deadline { usleep(2_000) }
-        if p.isRunning {
-            kill(p.processIdentifier, SIGKILL)
+        let p = try Spawned(args, stdin: inURL.path, stdout: outURL.path, stderr: errURL.path)
+        guard let status = p.wait(timeout: timeout) else {
+            p.signal(SIGKILL)
+            _ = p.wait(timeout: 10)
             Issue.record("cuff \(args.joined(separator: " ")) timed out after \(timeout) s")
+            return CLIResult(status: -1, stdout: "", stderr: "")
         }
-        p.waitUntilExit()
         return CLIResult(
-            status: p.terminationStatus, stdout: try String(contentsOf: outURL, encoding: .utf8),
+            status: status, stdout: try String(contentsOf: outURL, encoding: .utf8),
             stderr: try String(contentsOf: errURL, encoding: .utf8))
     }
 
@@ -54,4 +45,59 @@ enum CLI {
         let obj = try JSONSerialization.jsonObject(with: Data(line.utf8))
         return try #require(obj as? [String: Any])
     }
+}
+
+/// A `cuff` child process started with posix_spawn (Foundation's Process is avoided: it raced
+/// when many tests spawned at once). Its stdio goes to files; the signal mask is cleared.
+final class Spawned: @unchecked Sendable {
+    let pid: pid_t
+    private var exitStatus: Int32?
+
+    init(_ args: [String], executable: String = CLI.binary.path, stdin: String = "/dev/null", stdout: String = "/dev/null", stderr: String = "/dev/null") throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var attr = posix_spawnattr_t()
+        posix_spawnattr_init(&attr)
+        defer { posix_spawnattr_destroy(&attr) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attr, &none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigdefault(&attr, &all)
+        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let path = executable
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, path, &actions, &attr, argv, environ)
+        guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EIO) }
+        pid = child
+    }
+
+    /// The exit status (128 + signal when killed), or nil when still running after `timeout`.
+    func wait(timeout: TimeInterval) -> Int32? {
+        if let exitStatus { return exitStatus }
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            var status: Int32 = 0
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid {
+                let code: Int32 = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+                exitStatus = code
+                return code
+            }
+            if r < 0 && errno != EINTR { return -1 }
+            usleep(2_000)
+        } while Date() < deadline
+        return nil
+    }
+
+    var isRunning: Bool { wait(timeout: 0) == nil }
+
+    func signal(_ s: Int32) { kill(pid, s) }
 }

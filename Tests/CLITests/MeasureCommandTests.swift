@@ -91,16 +91,11 @@ struct MeasureCommandTests {
             Issue.record("the schema validator \(validator.path) is missing")
             return
         }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", validator.path, format, file.path]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "\(text)")
+        let report = dir.appendingPathComponent("validate.out")
+        let p = try Spawned([validator.path, format, file.path], executable: "/usr/bin/python3", stdout: report.path)
+        let status = p.wait(timeout: 120)
+        let text = (try? String(contentsOf: report, encoding: .utf8)) ?? ""
+        #expect(status == 0, "\(text)")
         #expect(text.contains(" 0 failed"))
     }
 

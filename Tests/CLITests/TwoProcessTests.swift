@@ -5,7 +5,7 @@ import Testing
 @Suite("Two processes over a Unix socket", .serialized)
 struct TwoProcessTests {
     final class Simulator {
-        let process = Process()
+        var process: Spawned!
         let path: String
         let log: URL
         let dir: URL
@@ -16,11 +16,7 @@ struct TwoProcessTests {
             path = dir.appendingPathComponent("cuff.sock").path
             log = dir.appendingPathComponent("sim.log")
             FileManager.default.createFile(atPath: log.path, contents: nil)
-            process.executableURL = CLI.binary
-            process.arguments = ["simulate", "--listen", "unix:\(path)"] + args
-            process.standardError = try FileHandle(forWritingTo: log)
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
+            process = try Spawned(["simulate", "--listen", "unix:\(path)"] + args, stderr: log.path)
             let deadline = Date().addingTimeInterval(10)
             while !FileManager.default.fileExists(atPath: path) && Date() < deadline { usleep(10_000) }
         }
@@ -28,13 +24,14 @@ struct TwoProcessTests {
         var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
         func stop() -> Int32 {
-            kill(process.processIdentifier, SIGINT)
-            let deadline = Date().addingTimeInterval(10)
-            while process.isRunning && Date() < deadline { usleep(10_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
+            process.signal(SIGINT)
+            var status = process.wait(timeout: 10)
+            if status == nil {
+                process.signal(SIGKILL)
+                status = process.wait(timeout: 10)
+            }
             try? FileManager.default.removeItem(at: dir)
-            return process.terminationStatus
+            return status ?? -1
         }
     }
 
@@ -82,21 +79,16 @@ struct TwoProcessTests {
         let sim = try Simulator(["--speed", "5"])
         let out = sim.dir.appendingPathComponent("measure.out")
         FileManager.default.createFile(atPath: out.path, contents: nil)
-        let p = Process()
-        p.executableURL = CLI.binary
-        p.arguments = ["measure", "--connect", "unix:\(sim.path)", "--start"]
-        p.standardOutput = try FileHandle(forWritingTo: out)
-        p.standardError = FileHandle.nullDevice
-        try p.run()
+        let p = try Spawned(["measure", "--connect", "unix:\(sim.path)", "--start"], stdout: out.path)
         // Wait until the cuff is inflating, then press Ctrl-C.
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline, !((try? String(contentsOf: out, encoding: .utf8)) ?? "").contains("\"type\":\"progress\"") { usleep(20_000) }
-        kill(p.processIdentifier, SIGINT)
-        p.waitUntilExit()
+        p.signal(SIGINT)
+        let status = p.wait(timeout: 20)
         let log = sim.logText
         let text = try String(contentsOf: out, encoding: .utf8)
         _ = sim.stop()
-        #expect(p.terminationStatus == 3)
+        #expect(status == 3)
         #expect(text.contains("\"outcome\":\"stopped\""))
         #expect(log.contains("stop command"))
     }
@@ -106,11 +98,7 @@ struct TwoProcessTests {
         let db = sim.dir.appendingPathComponent("bp.sqlite").path
         let out = sim.dir.appendingPathComponent("measure.out")
         FileManager.default.createFile(atPath: out.path, contents: nil)
-        let p = Process()
-        p.executableURL = CLI.binary
-        p.arguments = ["measure", "--connect", "unix:\(sim.path)", "--store", db, "--follow", "--quiet"]
-        p.standardOutput = try FileHandle(forWritingTo: out)
-        try p.run()
+        let p = try Spawned(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--follow", "--quiet"], stdout: out.path)
         // Kill as soon as some stored records were printed (printed after the store committed them).
         let deadline = Date().addingTimeInterval(20)
         var printed = 0
@@ -119,8 +107,8 @@ struct TwoProcessTests {
             if printed >= 2 { break }
             usleep(2_000)
         }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        p.signal(SIGKILL)
+        _ = p.wait(timeout: 10)
         _ = sim.logText
         let h = try CLI.run(["history", "--store", db])
         _ = sim.stop()
