@@ -90,6 +90,8 @@ public struct MeasurementRecord: Sendable, Hashable {
     public var sequenceNumber: UInt16?
     /// The codec's JSON object for the value (`cuff decode`'s keys).
     public var decoded: JSON
+    /// The device's own time fields as sent (also when the date is partly unknown), for deduplication.
+    public var deviceTime: String?
 
     public init(
         characteristic: BPSCharacteristic, raw: [UInt8], unit: PressureUnit, systolic: SFloat, diastolic: SFloat,
@@ -112,6 +114,7 @@ public struct MeasurementRecord: Sendable, Hashable {
         self.stored = stored
         self.sequenceNumber = sequenceNumber
         self.decoded = decoded
+        self.deviceTime = timestamp
     }
 
     public static func == (a: MeasurementRecord, b: MeasurementRecord) -> Bool {
@@ -132,7 +135,7 @@ public struct MeasurementRecord: Sendable, Hashable {
         if let sequenceNumber { return "\(device.identity)|user:\(userID.map(String.init) ?? "-")|seq:\(sequenceNumber)" }
         // Without a time stamp two equal readings cannot be told apart from one sent twice; keeping
         // both (keyed by arrival) loses nothing, merging them could.
-        return "\(device.identity)|user:\(userID.map(String.init) ?? "-")|ts:\(timestamp ?? "received " + receivedAt.iso8601)|\(Hex.encode([systolic.rawValue, diastolic.rawValue, meanArterialPressure.rawValue, pulseRate?.rawValue ?? 0].flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }))"
+        return "\(device.identity)|user:\(userID.map(String.init) ?? "-")|ts:\(deviceTime ?? timestamp ?? "received " + receivedAt.iso8601)|\(Hex.encode([systolic.rawValue, diastolic.rawValue, meanArterialPressure.rawValue, pulseRate?.rawValue ?? 0].flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }))"
     }
 
     /// The NDJSON `measurement` object: the codec's keys, then `device`, `received_at`, `stored`, `sequence_number`.
@@ -156,6 +159,13 @@ public struct MeasurementRecord: Sendable, Hashable {
             timestamp: value.timestamp?.iso8601, userID: value.userID, status: value.status, warnings: warnings, device: device,
             receivedAt: at, stored: stored, sequenceNumber: nil,
             decoded: value.json(as: .bloodPressureMeasurement, warnings: warnings, raw: .string(Hex.encode(raw))))
+            .withDeviceTime(value.timestamp?.description)
+    }
+
+    func withDeviceTime(_ t: String?) -> MeasurementRecord {
+        var copy = self
+        if let t { copy.deviceTime = t }
+        return copy
     }
 
     /// Builds a record from a 0x2B34 value (directly, or recorded in a 0x2B36 record).
