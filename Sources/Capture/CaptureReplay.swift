@@ -45,6 +45,7 @@ public struct CaptureReplay: Sendable {
     var extractor = ATTExtractor()
     var connections: [Key: Connection] = [:]
     var events: [CaptureEvent] = []
+    var scratch: [SessionObserver.Output] = []
     var serial = 0
     /// The earliest machine deadline over all open sessions (cached).
     var earliest: Timestamp?
@@ -170,19 +171,21 @@ public struct CaptureReplay: Sendable {
             }
             connections[key] = c
         }
-        guard var c = connections[key], c.observer != nil else { return }
+        guard let index = connections.index(forKey: key), connections.values[index].observer != nil else { return }
         let fromCentral: Bool
         switch p.direction {
         case .fromLocal, .centralToPeripheral: fromCentral = true
         case .toLocal, .peripheralToCentral: fromCentral = false
         case .unknown: fromCentral = sentByClient ?? false
         }
-        connections[key] = nil  // keep the observer uniquely referenced while it changes
-        var sub: [SessionObserver.Output] = []
-        c.observer!.pdu(p.pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &sub)
-        connections[key] = c
-        forward(sub, &out)
-        updateEarliest()
+        scratch.removeAll(keepingCapacity: true)
+        connections.values[index].observer!.pdu(p.pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &scratch)
+        if !scratch.isEmpty { forward(scratch, &out) }
+        if connections.count == 1 {
+            earliest = connections.values[index].observer!.deadline
+        } else {
+            updateEarliest()
+        }
     }
 
     mutating func disconnected(_ d: Disconnection, _ out: inout [Output]) {

@@ -134,11 +134,12 @@ public struct CuffSessionMachine: Sendable {
     public private(set) var liveResults = 0
     /// The earliest time the driver must send a `.tick`.
     public var nextDeadline: Timestamp? {
-        var d = overallDeadline
-        for x in [settleDeadline, burstDeadline, stopDeadline, observerStepDeadline] {
-            if let x, d == nil || x < d! { d = x }
+        func earlier(_ a: Timestamp?, _ b: Timestamp?) -> Timestamp? {
+            guard let a else { return b }
+            guard let b else { return a }
+            return b < a ? b : a
         }
-        return d
+        return earlier(earlier(overallDeadline, settleDeadline), earlier(earlier(burstDeadline, stopDeadline), observerStepDeadline))
     }
 
     var steps: [Step] = []

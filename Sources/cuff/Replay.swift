@@ -80,7 +80,7 @@ struct Replay: ParsableCommand {
 
     func run() throws {
         let display = ProgressDisplay(quiet: sinks.quiet)
-        var sinkList: [any SampleSink & Sendable] = [sinks.stdoutSink()]
+        var sinkList: [any SampleSink & Sendable] = [sinks.format == "ndjson" ? ReplayNDJSONSink(flushEachRecord: realtime) : sinks.stdoutSink()]
         if let path = sinks.store {
             do {
                 sinkList.append(try SQLiteStore(path: path))
@@ -233,5 +233,115 @@ enum UUIDText {
         let hex = s.filter { $0 != "-" }
         guard hex.count == 32, hex.hasPrefix("0000"), hex.hasSuffix("00001000800000805f9b34fb") else { return nil }
         return UInt16(hex.dropFirst(4).prefix(4), radix: 16)
+    }
+}
+
+/// `cuff replay`'s NDJSON on stdout: the same bytes as ``NDJSONSink`` (`SessionOutput.json`,
+/// serialised, one per line), buffered in 64 KiB writes instead of one write per record (a replay
+/// has no cuff waiting for a confirmation), with progress records — most of a session — written
+/// straight to bytes. `flushEachRecord` (for `--realtime`) delivers every line at once.
+final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
+    let fd: Int32
+    let flushEachRecord: Bool
+    var buffer: [UInt8] = []
+    var second: Int64 = .min
+    var secondText: [UInt8] = []
+
+    init(fd: Int32 = 1, flushEachRecord: Bool) {
+        self.fd = fd
+        self.flushEachRecord = flushEachRecord
+        buffer.reserveCapacity(80 * 1024)
+    }
+
+    func write(_ o: SessionOutput) throws(SinkError) {
+        if case let .progress(p) = o {
+            progress(p)
+        } else {
+            buffer.append(contentsOf: o.json.serialized().utf8)
+        }
+        buffer.append(0x0A)
+        if flushEachRecord || buffer.count >= 64 * 1024 { try drain() }
+    }
+
+    func finish() throws(SinkError) { try drain() }
+
+    /// `{"type":"progress","phase":…,"cuff_pressure":…,"unit":…,"elapsed":…,"received_at":…}`, as ProgressRecord.json.
+    func progress(_ p: ProgressRecord) {
+        append(#"{"type":"progress","phase":""#)
+        append(p.phase == .inflating ? "inflating" : "deflating")
+        append(#"","cuff_pressure":"#)
+        if let d = p.cuffPressure.doubleValue { number(d) } else { append("\""); append(p.cuffPressure.description); append("\"") }
+        append(#","unit":""#)
+        append(p.unit == .mmHg ? "mmHg" : "kPa")
+        append(#"","elapsed":"#)
+        number((p.elapsed * 1000).rounded() / 1000)
+        append(#","received_at":""#)
+        iso8601(p.at.wallMicros)
+        append("\"}")
+    }
+
+    @inline(__always) func append(_ s: StaticString) {
+        buffer.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    func append(_ s: String) { buffer.append(contentsOf: s.utf8) }
+
+    /// JSON.format: the shortest round-trip form, always with a decimal point or exponent.
+    func number(_ d: Double) {
+        guard d.isFinite else { append("null"); return }
+        if d == d.rounded(), abs(d) < 1e9 {
+            // Whole numbers print as `127.0` (Double.description does the same below 1e16).
+            var v = Int64(d)
+            if v == 0 && d.sign == .minus { append("-0.0"); return }
+            if v < 0 { buffer.append(0x2D); v = -v }
+            digits(UInt64(v))
+            append(".0")
+            return
+        }
+        let s = d.description
+        append(s)
+        if !s.contains("."), !s.contains("e") { append(".0") }
+    }
+
+    func digits(_ v: UInt64) {
+        var tmp: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                  UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var n = v, i = 20
+        withUnsafeMutableBytes(of: &tmp) { b in
+            repeat { i -= 1; b[i] = UInt8(0x30 + n % 10); n /= 10 } while n > 0
+            buffer.append(contentsOf: b[i..<20])
+        }
+    }
+
+    /// EventTime.iso8601: `2026-11-22T07:31:54.123Z`; the date and time of day are computed once per second.
+    func iso8601(_ wallMicros: Int64) {
+        let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
+        if secs != second {
+            second = secs
+            let full = EventTime.iso8601(wallMicros: secs * 1_000_000)  // "…:SS.000Z"
+            secondText = Array(full.utf8.dropLast(5))
+        }
+        buffer.append(contentsOf: secondText)
+        let ms = Int((wallMicros - secs * 1_000_000) / 1000)
+        buffer.append(0x2E)
+        buffer.append(UInt8(0x30 + ms / 100))
+        buffer.append(UInt8(0x30 + ms / 10 % 10))
+        buffer.append(UInt8(0x30 + ms % 10))
+        buffer.append(0x5A)
+    }
+
+    func drain() throws(SinkError) {
+        var off = 0
+        while off < buffer.count {
+            let n = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + off, $0.count - off) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let e = errno
+                buffer.removeAll(keepingCapacity: true)
+                throw SinkError.writeFailed(destination: "stdout", errno: e)
+            }
+            off += n
+        }
+        buffer.removeAll(keepingCapacity: true)
     }
 }
