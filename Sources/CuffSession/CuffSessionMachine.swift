@@ -160,6 +160,12 @@ public struct CuffSessionMachine: Sendable {
     var racpInProgress = false
     var configured = false
     var failure: (SessionOutcome, String)?
+    var quirkCheckedFor: QuirkKey?
+
+    struct QuirkKey: Sendable, Hashable {
+        var name: String?
+        var model: String?
+    }
 
     enum Step: Sendable, Hashable {
         case read(CuffCharacteristic)
@@ -471,7 +477,10 @@ public struct CuffSessionMachine: Sendable {
             device.firmware = text()
         default: break
         }
-        if configuration.quirk == nil, let q = QuirkProfile.matching(name: device.name, model: device.model), quirks != q.options {
+        // The profile depends on name and model only: look again only when one of them changed.
+        guard configuration.quirk == nil, quirkCheckedFor == nil || quirkCheckedFor! != QuirkKey(name: device.name, model: device.model) else { return [] }
+        quirkCheckedFor = QuirkKey(name: device.name, model: device.model)
+        if let q = QuirkProfile.matching(name: device.name, model: device.model), quirks != q.options {
             quirks = q.options
             return [.log("applying quirk profile \(q.name) for \(device.model ?? device.name ?? "this device")")]
         }

@@ -244,8 +244,8 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
     let fd: Int32
     let flushEachRecord: Bool
     var buffer: [UInt8] = []
-    var second: Int64 = .min
-    var secondText: [UInt8] = []
+    var day: Int64 = .min
+    var dayText: [UInt8] = []
 
     init(fd: Int32 = 1, flushEachRecord: Bool) {
         self.fd = fd
@@ -257,7 +257,7 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
         if case let .progress(p) = o {
             progress(p)
         } else {
-            buffer.append(contentsOf: o.json.serialized().utf8)
+            json(o.json)
         }
         buffer.append(0x0A)
         if flushEachRecord || buffer.count >= 64 * 1024 { try drain() }
@@ -278,6 +278,56 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
         append(#","received_at":""#)
         iso8601(p.at.wallMicros)
         append("\"}")
+    }
+
+    /// JSON.serialized() (compact), byte for byte.
+    func json(_ v: JSON) {
+        switch v {
+        case .null: append("null")
+        case let .bool(b): append(b ? "true" : "false")
+        case let .int(i):
+            if i < 0 { buffer.append(0x2D); digits(i == .min ? UInt64(1) << 63 : UInt64(-i)) } else { digits(UInt64(i)) }
+        case let .double(d): number(d)
+        case let .string(s): string(s)
+        case let .array(items):
+            buffer.append(0x5B)
+            for (n, item) in items.enumerated() {
+                if n > 0 { buffer.append(0x2C) }
+                json(item)
+            }
+            buffer.append(0x5D)
+        case let .object(pairs):
+            buffer.append(0x7B)
+            for (n, (k, item)) in pairs.enumerated() {
+                if n > 0 { buffer.append(0x2C) }
+                string(k)
+                buffer.append(0x3A)
+                json(item)
+            }
+            buffer.append(0x7D)
+        }
+    }
+
+    /// JSON.escape: `"` `\\` and control characters escaped, everything else as UTF-8.
+    func string(_ s: String) {
+        buffer.append(0x22)
+        var s = s
+        s.withUTF8 { u in
+            for b in u {
+                switch b {
+                case 0x22: buffer.append(0x5C); buffer.append(0x22)
+                case 0x5C: buffer.append(0x5C); buffer.append(0x5C)
+                case 0x0A: buffer.append(0x5C); buffer.append(0x6E)
+                case 0x0D: buffer.append(0x5C); buffer.append(0x72)
+                case 0x09: buffer.append(0x5C); buffer.append(0x74)
+                case 0..<0x20:
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    buffer.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+                default: buffer.append(b)
+                }
+            }
+        }
+        buffer.append(0x22)
     }
 
     @inline(__always) func append(_ s: StaticString) {
@@ -313,21 +363,33 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
         }
     }
 
-    /// EventTime.iso8601: `2026-11-22T07:31:54.123Z`; the date and time of day are computed once per second.
+    /// EventTime.iso8601: `2026-11-22T07:31:54.123Z`; the date is computed once per day.
     func iso8601(_ wallMicros: Int64) {
         let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
-        if secs != second {
-            second = secs
-            let full = EventTime.iso8601(wallMicros: secs * 1_000_000)  // "…:SS.000Z"
-            secondText = Array(full.utf8.dropLast(5))
+        let d = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400
+        if d != day {
+            day = d
+            let full = EventTime.iso8601(wallMicros: d * 86_400_000_000)  // "YYYY-MM-DDT00:00:00.000Z"
+            dayText = Array(full.utf8.dropLast(13))
         }
-        buffer.append(contentsOf: secondText)
+        buffer.append(contentsOf: dayText)
+        let tod = Int(secs - d * 86400)
+        two(tod / 3600)
+        buffer.append(0x3A)
+        two(tod / 60 % 60)
+        buffer.append(0x3A)
+        two(tod % 60)
         let ms = Int((wallMicros - secs * 1_000_000) / 1000)
         buffer.append(0x2E)
         buffer.append(UInt8(0x30 + ms / 100))
         buffer.append(UInt8(0x30 + ms / 10 % 10))
         buffer.append(UInt8(0x30 + ms % 10))
         buffer.append(0x5A)
+    }
+
+    @inline(__always) func two(_ v: Int) {
+        buffer.append(UInt8(0x30 + v / 10))
+        buffer.append(UInt8(0x30 + v % 10))
     }
 
     func drain() throws(SinkError) {
