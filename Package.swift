@@ -72,7 +72,7 @@ let package = Package(
         ),
         // Counts heap allocations for the benchmarks (interposes malloc; benchmark binary only).
         .target(name: "CMallocCounter"),
-        .executableTarget(name: "CuffBenchmarks", dependencies: ["CuffCore", "BloodPressure", "Capture", "GATT", "CMallocCounter"]),
+        .executableTarget(name: "CuffBenchmarks", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "GATT", "CMallocCounter"]),
 
         .testTarget(name: "CuffCoreTests", dependencies: ["CuffCore"]),
         .testTarget(name: "BloodPressureTests", dependencies: ["BloodPressure", "CuffCore"]),

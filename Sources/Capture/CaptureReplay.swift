@@ -45,6 +45,7 @@ public struct CaptureReplay: Sendable {
     var extractor = ATTExtractor()
     var connections: [Key: Connection] = [:]
     var events: [CaptureEvent] = []
+    var scratch: [SessionObserver.Output] = []
     var serial = 0
     /// The earliest machine deadline over all open sessions (cached).
     var earliest: Timestamp?
@@ -59,12 +60,20 @@ public struct CaptureReplay: Sendable {
         var handle: UInt16
     }
 
-    struct Connection: Sendable {
-        var serial: Int
-        var address: String
+    /// A class, so the hot path mutates the observer in place instead of copying it in and out of the dictionary.
+    final class Connection: @unchecked Sendable {
+        let serial: Int
+        let address: String
         /// nil: the local controller is the peripheral here (not reported).
         var observer: SessionObserver?
-        var sniffed: Bool
+        let sniffed: Bool
+
+        init(serial: Int, address: String, observer: SessionObserver?, sniffed: Bool) {
+            self.serial = serial
+            self.address = address
+            self.observer = observer
+            self.sniffed = sniffed
+        }
     }
 
     /// - Parameters:
@@ -102,7 +111,7 @@ public struct CaptureReplay: Sendable {
     public mutating func finish(_ why: String = "the capture ends", into out: inout [Output]) {
         let open = connections.sorted { $0.value.serial < $1.value.serial }
         let at = SessionObserver.eventTime(lastTimestamp ?? .zero)
-        for (key, var c) in open {
+        for (key, c) in open {
             guard c.observer != nil else { continue }
             var sub: [SessionObserver.Output] = []
             c.observer!.disconnected(why, at: at, into: &sub)
@@ -117,7 +126,7 @@ public struct CaptureReplay: Sendable {
 
     mutating func connected(_ info: ConnectionInfo, _ out: inout [Output]) {
         let key = Key(adapter: info.adapter, handle: info.connectionHandle)
-        if var old = connections[key], old.observer != nil {
+        if let old = connections[key], old.observer != nil {
             var sub: [SessionObserver.Output] = []
             old.observer!.disconnected("the connection handle was reused without a disconnection", at: SessionObserver.eventTime(info.timestamp), into: &sub)
             forward(sub, &out)
@@ -125,7 +134,7 @@ public struct CaptureReplay: Sendable {
         }
         serial += 1
         let address = info.peerAddress.description + (info.peerAddressType.rawValue & 1 == 1 ? "/random" : "")
-        var c = Connection(serial: serial, address: address, observer: nil, sniffed: info.accessAddress != nil)
+        let c = Connection(serial: serial, address: address, observer: nil, sniffed: info.accessAddress != nil)
         if info.role == .central {
             c.observer = newObserver(address, at: info.timestamp, &out)
         } else {
@@ -162,7 +171,7 @@ public struct CaptureReplay: Sendable {
             case .toLocal: localIsCentral = !clientSide
             default: localIsCentral = true
             }
-            var c = Connection(serial: serial, address: address, observer: nil, sniffed: sniffed)
+            let c = Connection(serial: serial, address: address, observer: nil, sniffed: sniffed)
             if localIsCentral {
                 c.observer = newObserver(address, at: p.timestamp, &out)
             } else {
@@ -170,24 +179,26 @@ public struct CaptureReplay: Sendable {
             }
             connections[key] = c
         }
-        guard var c = connections[key], c.observer != nil else { return }
+        guard let c = connections[key], c.observer != nil else { return }
         let fromCentral: Bool
         switch p.direction {
         case .fromLocal, .centralToPeripheral: fromCentral = true
         case .toLocal, .peripheralToCentral: fromCentral = false
         case .unknown: fromCentral = sentByClient ?? false
         }
-        connections[key] = nil  // keep the observer uniquely referenced while it changes
-        var sub: [SessionObserver.Output] = []
-        c.observer!.pdu(p.pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &sub)
-        connections[key] = c
-        forward(sub, &out)
-        updateEarliest()
+        scratch.removeAll(keepingCapacity: true)
+        c.observer!.pdu(p.pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &scratch)
+        if !scratch.isEmpty { forward(scratch, &out) }
+        if connections.count == 1 {
+            earliest = c.observer!.deadline
+        } else {
+            updateEarliest()
+        }
     }
 
     mutating func disconnected(_ d: Disconnection, _ out: inout [Output]) {
         let key = Key(adapter: d.adapter, handle: d.connectionHandle)
-        guard var c = connections.removeValue(forKey: key) else { return }
+        guard let c = connections.removeValue(forKey: key) else { return }
         if c.observer != nil {
             var sub: [SessionObserver.Output] = []
             c.observer!.disconnected(CaptureReplay.reasonText(d.reason), at: SessionObserver.eventTime(d.timestamp), into: &sub)
@@ -235,10 +246,9 @@ public struct CaptureReplay: Sendable {
                 if best == nil || d < best!.1 || (d == best!.1 && c.serial < best!.2) { best = (k, d, c.serial) }
             }
             guard let (k, d, _) = best else { break }
-            var c = connections.removeValue(forKey: k)!
+            let c = connections[k]!
             var sub: [SessionObserver.Output] = []
             c.observer!.advance(to: d, inclusive: true, into: &sub)
-            connections[k] = c
             forward(sub, &out)
         }
         updateEarliest()

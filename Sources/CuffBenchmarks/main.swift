@@ -53,11 +53,16 @@ func format3(_ x: Double) -> String {
     return String(r)
 }
 
-let which = CommandLine.arguments.dropFirst().first ?? "all"
+let args = Array(CommandLine.arguments.dropFirst())
+let which = args.first ?? "all"
 switch which {
 case "decode", "all":
     benchDecode()
+case "make-capture" where args.count >= 4:
+    makeCapture(out: args[1], megabytes: Int(args[2]) ?? 200, inputs: Array(args[3...]))
+case "replay" where args.count == 2:
+    benchReplay(args[1])
 default:
-    print("usage: CuffBenchmarks [decode|all]")
+    print("usage: CuffBenchmarks [decode|all] | make-capture OUT.btsnoop MEGABYTES IN.btsnoop... | replay FILE")
     exit(2)
 }

@@ -134,11 +134,12 @@ public struct CuffSessionMachine: Sendable {
     public private(set) var liveResults = 0
     /// The earliest time the driver must send a `.tick`.
     public var nextDeadline: Timestamp? {
-        var d = overallDeadline
-        for x in [settleDeadline, burstDeadline, stopDeadline, observerStepDeadline] {
-            if let x, d == nil || x < d! { d = x }
+        func earlier(_ a: Timestamp?, _ b: Timestamp?) -> Timestamp? {
+            guard let a else { return b }
+            guard let b else { return a }
+            return b < a ? b : a
         }
-        return d
+        return earlier(earlier(overallDeadline, settleDeadline), earlier(earlier(burstDeadline, stopDeadline), observerStepDeadline))
     }
 
     var steps: [Step] = []
@@ -159,6 +160,12 @@ public struct CuffSessionMachine: Sendable {
     var racpInProgress = false
     var configured = false
     var failure: (SessionOutcome, String)?
+    var quirkCheckedFor: QuirkKey?
+
+    struct QuirkKey: Sendable, Hashable {
+        var name: String?
+        var model: String?
+    }
 
     enum Step: Sendable, Hashable {
         case read(CuffCharacteristic)
@@ -470,7 +477,10 @@ public struct CuffSessionMachine: Sendable {
             device.firmware = text()
         default: break
         }
-        if configuration.quirk == nil, let q = QuirkProfile.matching(name: device.name, model: device.model), quirks != q.options {
+        // The profile depends on name and model only: look again only when one of them changed.
+        guard configuration.quirk == nil, quirkCheckedFor == nil || quirkCheckedFor! != QuirkKey(name: device.name, model: device.model) else { return [] }
+        quirkCheckedFor = QuirkKey(name: device.name, model: device.model)
+        if let q = QuirkProfile.matching(name: device.name, model: device.model), quirks != q.options {
             quirks = q.options
             return [.log("applying quirk profile \(q.name) for \(device.model ?? device.name ?? "this device")")]
         }

@@ -82,7 +82,12 @@ struct Replay: ParsableCommand {
         let display = ProgressDisplay(quiet: sinks.quiet)
         let fan: FanOutSink
         do {
-            (fan, _) = try sinks.makeSinks()
+            // The store first (a record it cannot keep is not printed), then stdout; NDJSON through
+            // the replay's own buffered writer (same bytes as NDJSONSink, fewer syscalls).
+            var list: [any SampleSink & Sendable] = []
+            if let path = sinks.store { list.append(try SQLiteStore(path: path)) }
+            list.append(sinks.format == "ndjson" ? ReplayNDJSONSink(flushEachRecord: realtime || sinks.store != nil) : SinkFactory.formatSink(sinks.configuration, output: FileDescriptorOutput.standardOutput()))
+            fan = FanOutSink(list)
         } catch {
             Output.log("cuff replay: \(error)")
             throw ExitCode(10)
@@ -230,5 +235,177 @@ enum UUIDText {
         let hex = s.filter { $0 != "-" }
         guard hex.count == 32, hex.hasPrefix("0000"), hex.hasSuffix("00001000800000805f9b34fb") else { return nil }
         return UInt16(hex.dropFirst(4).prefix(4), radix: 16)
+    }
+}
+
+/// `cuff replay`'s NDJSON on stdout: the same bytes as ``NDJSONSink`` (`SessionOutput.json`,
+/// serialised, one per line), buffered in 64 KiB writes instead of one write per record (a replay
+/// has no cuff waiting for a confirmation), with progress records — most of a session — written
+/// straight to bytes. `flushEachRecord` (for `--realtime`) delivers every line at once.
+final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
+    let fd: Int32
+    let flushEachRecord: Bool
+    var buffer: [UInt8] = []
+    var day: Int64 = .min
+    var dayText: [UInt8] = []
+
+    init(fd: Int32 = 1, flushEachRecord: Bool) {
+        self.fd = fd
+        self.flushEachRecord = flushEachRecord
+        buffer.reserveCapacity(80 * 1024)
+    }
+
+    func write(_ o: SessionOutput) throws(SinkError) {
+        if case let .progress(p) = o {
+            progress(p)
+        } else {
+            json(o.json)
+        }
+        buffer.append(0x0A)
+        if flushEachRecord || buffer.count >= 64 * 1024 { try drain() }
+    }
+
+    func finish() throws(SinkError) { try drain() }
+
+    /// `{"type":"progress","phase":…,"cuff_pressure":…,"unit":…,"elapsed":…,"received_at":…}`, as ProgressRecord.json.
+    func progress(_ p: ProgressRecord) {
+        append(#"{"type":"progress","phase":""#)
+        append(p.phase == .inflating ? "inflating" : "deflating")
+        append(#"","cuff_pressure":"#)
+        if let d = p.cuffPressure.doubleValue { number(d) } else { append("\""); append(p.cuffPressure.description); append("\"") }
+        append(#","unit":""#)
+        append(p.unit == .mmHg ? "mmHg" : "kPa")
+        append(#"","elapsed":"#)
+        number((p.elapsed * 1000).rounded() / 1000)
+        append(#","received_at":""#)
+        iso8601(p.at.wallMicros)
+        append("\"}")
+    }
+
+    /// JSON.serialized() (compact), byte for byte.
+    func json(_ v: JSON) {
+        switch v {
+        case .null: append("null")
+        case let .bool(b): append(b ? "true" : "false")
+        case let .int(i):
+            if i < 0 { buffer.append(0x2D); digits(i == .min ? UInt64(1) << 63 : UInt64(-i)) } else { digits(UInt64(i)) }
+        case let .double(d): number(d)
+        case let .string(s): string(s)
+        case let .array(items):
+            buffer.append(0x5B)
+            for (n, item) in items.enumerated() {
+                if n > 0 { buffer.append(0x2C) }
+                json(item)
+            }
+            buffer.append(0x5D)
+        case let .object(pairs):
+            buffer.append(0x7B)
+            for (n, (k, item)) in pairs.enumerated() {
+                if n > 0 { buffer.append(0x2C) }
+                string(k)
+                buffer.append(0x3A)
+                json(item)
+            }
+            buffer.append(0x7D)
+        }
+    }
+
+    /// JSON.escape: `"` `\\` and control characters escaped, everything else as UTF-8.
+    func string(_ s: String) {
+        buffer.append(0x22)
+        var s = s
+        s.withUTF8 { u in
+            for b in u {
+                switch b {
+                case 0x22: buffer.append(0x5C); buffer.append(0x22)
+                case 0x5C: buffer.append(0x5C); buffer.append(0x5C)
+                case 0x0A: buffer.append(0x5C); buffer.append(0x6E)
+                case 0x0D: buffer.append(0x5C); buffer.append(0x72)
+                case 0x09: buffer.append(0x5C); buffer.append(0x74)
+                case 0..<0x20:
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    buffer.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+                default: buffer.append(b)
+                }
+            }
+        }
+        buffer.append(0x22)
+    }
+
+    @inline(__always) func append(_ s: StaticString) {
+        buffer.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    func append(_ s: String) { buffer.append(contentsOf: s.utf8) }
+
+    /// JSON.format: the shortest round-trip form, always with a decimal point or exponent.
+    func number(_ d: Double) {
+        guard d.isFinite else { append("null"); return }
+        if d == d.rounded(), abs(d) < 1e9 {
+            // Whole numbers print as `127.0` (Double.description does the same below 1e16).
+            var v = Int64(d)
+            if v == 0 && d.sign == .minus { append("-0.0"); return }
+            if v < 0 { buffer.append(0x2D); v = -v }
+            digits(UInt64(v))
+            append(".0")
+            return
+        }
+        let s = d.description
+        append(s)
+        if !s.contains("."), !s.contains("e") { append(".0") }
+    }
+
+    func digits(_ v: UInt64) {
+        var tmp: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                  UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var n = v, i = 20
+        withUnsafeMutableBytes(of: &tmp) { b in
+            repeat { i -= 1; b[i] = UInt8(0x30 + n % 10); n /= 10 } while n > 0
+            buffer.append(contentsOf: b[i..<20])
+        }
+    }
+
+    /// EventTime.iso8601: `2026-11-22T07:31:54.123Z`; the date is computed once per day.
+    func iso8601(_ wallMicros: Int64) {
+        let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
+        let d = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400
+        if d != day {
+            day = d
+            let full = EventTime.iso8601(wallMicros: d * 86_400_000_000)  // "YYYY-MM-DDT00:00:00.000Z"
+            dayText = Array(full.utf8.dropLast(13))
+        }
+        buffer.append(contentsOf: dayText)
+        let tod = Int(secs - d * 86400)
+        two(tod / 3600)
+        buffer.append(0x3A)
+        two(tod / 60 % 60)
+        buffer.append(0x3A)
+        two(tod % 60)
+        let ms = Int((wallMicros - secs * 1_000_000) / 1000)
+        buffer.append(0x2E)
+        buffer.append(UInt8(0x30 + ms / 100))
+        buffer.append(UInt8(0x30 + ms / 10 % 10))
+        buffer.append(UInt8(0x30 + ms % 10))
+        buffer.append(0x5A)
+    }
+
+    @inline(__always) func two(_ v: Int) {
+        buffer.append(UInt8(0x30 + v / 10))
+        buffer.append(UInt8(0x30 + v % 10))
+    }
+
+    func drain() throws(SinkError) {
+        var off = 0
+        while off < buffer.count {
+            let n = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + off, $0.count - off) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let e = errno
+                buffer.removeAll(keepingCapacity: true)
+                throw SinkError.writeFailed(destination: "stdout", errno: e)
+            }
+            off += n
+        }
+        buffer.removeAll(keepingCapacity: true)
     }
 }

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import Capture
+import CMallocCounter
+import CuffCore
+import CuffSession
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes a btsnoop of at least `megabytes` MB by repeating the sessions in `inputs` one after the
+/// other, each copy with timestamps moved past the previous one and its own connection handle
+/// (cycling through 0x0001–0x0EFF). Streams: one input's records in memory at a time.
+func makeCapture(out: String, megabytes: Int, inputs: [String]) {
+    do {
+        var sessions: [[HCIRecord]] = []
+        for path in inputs {
+            var r = try CaptureReader(path: path)
+            sessions.append(try r.readAll())
+        }
+        var writer = try BTSnoopWriter(path: out, datalink: .monitor)
+        let target = Int64(megabytes) * 1_000_000
+        var written: Int64 = 16
+        var copy = 0
+        var clock = sessions.first?.first?.timestamp.nanoseconds ?? 0
+        while written < target {
+            let s = sessions[copy % sessions.count]
+            guard let first = s.first, let last = s.last else { break }
+            let shift = clock - first.timestamp.nanoseconds
+            let handle = UInt16(1 + copy % 0x0EFF)
+            for var r in s {
+                r.timestamp = Timestamp(nanoseconds: r.timestamp.nanoseconds + shift)
+                setHandle(&r, handle)
+                try writer.write(r)
+                written += 24 + Int64(r.payload.count)
+            }
+            clock += (last.timestamp.nanoseconds - first.timestamp.nanoseconds) + 1_000_000_000
+            copy += 1
+        }
+        try writer.flush()
+        print("make-capture: \(out): \(written) bytes, \(copy) sessions")
+    } catch {
+        print("make-capture: \(error)")
+        exit(1)
+    }
+}
+
+/// Rewrites the connection handle of ACL data, LE Connection Complete, Disconnection Complete and
+/// Number Of Completed Packets.
+func setHandle(_ r: inout HCIRecord, _ h: UInt16) {
+    func put(_ i: Int) {
+        guard r.payload.count >= i + 2 else { return }
+        r.payload[i] = UInt8(h & 0xFF)
+        r.payload[i + 1] = (r.payload[i + 1] & 0xF0) | UInt8(h >> 8)
+    }
+    switch r.kind {
+    case .aclData: put(0)
+    case .event:
+        guard r.payload.count >= 2 else { return }
+        switch r.payload[0] {
+        case 0x3E where r.payload.count > 2 && [0x01, 0x0A, 0x29].contains(r.payload[2]): put(4)
+        case 0x05: put(3)
+        case 0x13: put(3)
+        default: break
+        }
+    default: break
+    }
+}
+
+/// Replays `path` in-process (reader → extractor → observer → session machine; no serialisation) and
+/// reports throughput and heap allocations per record.
+func benchReplay(_ path: String) {
+    do {
+        var reader = try CaptureReader(path: path)
+        var replay = CaptureReplay()
+        var out: [CaptureReplay.Output] = []
+        var records = 0
+        var bytesOut = 0
+        let allocs0 = cuff_malloc_count()
+        let t0 = now()
+        while let r = try reader.next() {
+            records += 1
+            replay.consume(r, into: &out)
+            for o in out { if case .emit = o { bytesOut += 1 } }
+            out.removeAll(keepingCapacity: true)
+        }
+        replay.finish(into: &out)
+        let t1 = now()
+        let allocs = cuff_malloc_count() - allocs0
+        let size = Double(reader.offset)
+        print("replay \(path): \(records) records, \(Int(size)) bytes, \(replay.sessions) sessions, \(replay.measurements) measurements, \(bytesOut) records out (not serialised)")
+        print("replay: \(format3(t1 - t0)) s = \(format3(size / (t1 - t0) / 1e6)) MB/s, \(format3(Double(records) / (t1 - t0) / 1e6)) million records/s; \(format3(Double(allocs) / Double(max(records, 1)))) heap allocations per record")
+    } catch {
+        print("replay: \(error)")
+        exit(1)
+    }
+}
