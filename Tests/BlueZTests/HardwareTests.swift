@@ -33,11 +33,11 @@ enum BTHardware {
     static let central = adapter("CUFF_BT_CENTRAL", 1)
 }
 
-@Suite("BlueZ on real controllers", .serialized, .enabled(if: BTHardware.available, BTHardware.skipReason))
+@Suite("BlueZ on real controllers", .serialized, .enabled(if: BTHardware.available, BTHardware.skipReason), .timeLimit(.minutes(1)))
 struct HardwareTests {
     init() throws {
-        try BTHardware.peripheral.bringUp()
-        try BTHardware.central.bringUp()
+        try BTHardware.peripheral.powerOn()
+        try BTHardware.central.powerOn()
     }
 
     @Test func adaptersAreListedAndUp() throws {
