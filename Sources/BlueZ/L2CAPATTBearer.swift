@@ -158,7 +158,7 @@ public final class L2CAPATTBearer: ATTBearer, Sendable {
                 continue
             case .failure(let e):
                 throw TransportError.system("setsockopt", what, e,
-                                            hint: e == .invalidArgument ? "the kernel offers no SMP on this link (is the peer LE-capable of pairing?)" : nil)
+                                            hint: e == .invalidArgument ? "the kernel has no SMP channel on this link: was \(adapter) brought up with `hciconfig up` (HCIDEVUP) rather than MGMT? Power-cycle it with `btmgmt -i \(adapter) power off` and `power on`" : nil)
             }
             break
         }
