@@ -15,6 +15,8 @@ BTMON=$!
 # host btvirt can answer the kernel's first HCI Reset of a controller too late ("Opcode 0x0c03
 # failed: -110"); that controller then never finishes its setup and MGMT calls it an invalid
 # index. Nothing brings it back but a new controller: restart btvirt (up to 3 times).
+# Read btvirt (and what it links) once first: a cold start over 9p is what makes it late.
+cat "$(command -v btvirt)" /lib/x86_64-linux-gnu/libglib-2.0.so.0 > /dev/null 2>&1
 listed() { btmgmt info 2>/dev/null | grep -q "^$1:"; }
 BTVIRT=; P=; C=
 for attempt in 1 2 3; do
