@@ -8,15 +8,13 @@ say() { printf '[guest %6.2f] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; 
 
 modprobe bluetooth || { say "modprobe bluetooth failed"; exit 125; }
 modprobe hci_vhci || { say "modprobe hci_vhci failed"; exit 125; }
-rm -f capture.btsnoop capture.txt
+rm -f capture.btsnoop capture.txt dmesg-setup-attempts.txt
 btmon -w capture.btsnoop > /dev/null 2> btmon.log &
 BTMON=$!
 # btvirt -L -l2: two LE controllers in one process, so they see each other. Under TCG on a busy
 # host btvirt can answer the kernel's first HCI Reset of a controller too late ("Opcode 0x0c03
 # failed: -110"); that controller then never finishes its setup and MGMT calls it an invalid
 # index. Nothing brings it back but a new controller: restart btvirt (up to 3 times).
-# Read btvirt (and what it links) once first: a cold start over 9p is what makes it late.
-cat "$(command -v btvirt)" /lib/x86_64-linux-gnu/libglib-2.0.so.0 > /dev/null 2>&1
 listed() { btmgmt info 2>/dev/null | grep -q "^$1:"; }
 BTVIRT=; P=; C=
 for attempt in 1 2 3; do
@@ -33,9 +31,14 @@ for attempt in 1 2 3; do
   P=$(echo "$new" | sed -n 1p); C=$(echo "$new" | sed -n 2p)
   ok=0
   if [ -n "$P" ] && [ -n "$C" ]; then
-    for _ in $(seq 16); do listed "$P" && listed "$C" && { ok=1; break; }; sleep 0.5; done
+    for _ in $(seq 16); do
+      listed "$P" && listed "$C" && { ok=1; break; }
+      dmesg | grep -qE "($P|$C): Opcode 0x0c03 failed" && break   # a lost HCI Reset: don't wait
+      sleep 0.5
+    done
   fi
   [ $ok = 1 ] && break
+  dmesg >> dmesg-setup-attempts.txt; dmesg -C
   say "attempt $attempt: controllers '${P:-none}' '${C:-none}' did not finish their setup; restarting btvirt"
   kill "$BTVIRT" 2>/dev/null; wait "$BTVIRT" 2>/dev/null
   for _ in $(seq 50); do [ -e "/sys/class/bluetooth/$P" ] || break; sleep 0.1; done
