@@ -62,19 +62,18 @@ public struct BluetoothAdapter: Sendable, Hashable, CustomStringConvertible {
         return i.address
     }
 
-    /// Powers the adapter up (`HCIDEVUP`); does nothing if it is up already. Needs CAP_NET_ADMIN.
+    /// Powers the adapter on through MGMT (Set Powered), as `btmgmt power on` and bluetoothd do.
+    /// Does nothing when MGMT already reports it powered. Needs CAP_NET_ADMIN.
     ///
-    /// With bluetoothd running prefer `bluetoothctl power on`; without it this is what
-    /// `hciconfig hciN up` does.
-    public func bringUp() throws(TransportError) {
-        let fd = try Self.controlSocket()
-        defer { _ = Sys.close(fd) }
-        // HCIDEVUP takes the index itself as the argument. EALREADY: it is up.
-        switch Sys.ioctl(fd, cuff_ioctl_hcidevup(), integer: Int(index)) {
-        case .success, .failure(.alreadyInProcess): return
-        case .failure(let e):
-            throw TransportError.system("ioctl", "\(name), HCIDEVUP", e, hint: BlueZErrors.adapterHint(e, adapter: name))
-        }
+    /// Not `HCIDEVUP` (`hciconfig up`): that path brings the controller up without the kernel's
+    /// "powered" sequence, which is where the LE SMP channel is registered — raising security on
+    /// such an adapter fails with EINVAL ("security requested but not available").
+    public func powerOn() throws(TransportError) {
+        let mgmt = try MGMTSocket()
+        defer { mgmt.close() }
+        let info = try mgmt.execute(MGMTCommand.readControllerInfo(index: index))
+        if MGMTCommand.isPowered(controllerInfo: info) == true { return }
+        try mgmt.execute(MGMTCommand.setPowered(index: index, true), timeout: .seconds(10))
     }
 
     /// All adapters the kernel knows (`HCIGETDEVLIST`), in index order.

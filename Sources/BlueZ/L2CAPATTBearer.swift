@@ -34,7 +34,11 @@ public final class L2CAPATTBearer: ATTBearer, Sendable {
         self.peer = peer
         self.securityTimeout = securityTimeout
         let label = peer.type == .public ? peer.description : "\(peer)/random"
-        channel = SeqpacketChannel(adopting: fd, label: label, maxPDUSize: maxPDUSize, closeReason: BlueZErrors.closeReason)
+        // No shutdown() before close(): on Debian's 6.1 kernel, shutdown then close of an LE ATT
+        // socket whose link is already gone hit a double free in hci_chan_del (kernel BUG seen in
+        // the VM). close() alone is what BlueZ's own tools do.
+        channel = SeqpacketChannel(adopting: fd, label: label, maxPDUSize: maxPDUSize,
+                                   closeReason: BlueZErrors.closeReason, shutdownOnClose: false)
     }
 
     /// Connects to `peer`'s ATT channel through `adapter`.
@@ -139,8 +143,24 @@ public final class L2CAPATTBearer: ATTBearer, Sendable {
         var request = bt_security()
         request.level = UInt8(level.rawValue)
         request.key_size = 0
-        if case .failure(let e) = Sys.setsockopt(fd, level: BT.solBluetooth, name: BT.optSecurity, request) {
-            throw TransportError.system("setsockopt", what, e)
+        // Right after the connection completes the kernel may not have the SMP channel yet
+        // ("security requested but not available"): setsockopt fails with EINVAL. Retry for a
+        // moment, waiting in poll so a dropped link ends the wait at once.
+        let settle = MonotonicClock.now() + .seconds(3)
+        while true {
+            switch Sys.setsockopt(fd, level: BT.solBluetooth, name: BT.optSecurity, request) {
+            case .success: break
+            case .failure(.invalidArgument) where MonotonicClock.now() < settle:
+                if case .success(let r) = Sys.poll(fd, events: 0, timeoutMS: 50), r & (Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+                    throw TransportError(.notConnected, "raiseSecurity(\(what)): \(BlueZErrors.closeReason(Sys.socketError(fd)))")
+                }
+                if securityLevel >= level { return }
+                continue
+            case .failure(let e):
+                throw TransportError.system("setsockopt", what, e,
+                                            hint: e == .invalidArgument ? "the kernel has no SMP channel on this link: was \(adapter) brought up with `hciconfig up` (HCIDEVUP) rather than MGMT? Power-cycle it with `btmgmt -i \(adapter) power off` and `power on`" : nil)
+            }
+            break
         }
         switch channel.waitWritable(timeout: securityTimeout) {
         case .success(0):

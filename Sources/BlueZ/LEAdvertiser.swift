@@ -47,7 +47,13 @@ public final class LEAdvertiser {
     /// Enables advertising again (after a connection ended it). "Command disallowed" while a
     /// central is still connected is reported as an error; call it once the link is gone.
     public func restart() throws(TransportError) {
-        try socket.execute(.leSetAdvertisingEnable(true))
+        do {
+            try socket.execute(.leSetAdvertisingEnable(true))
+        } catch where error.message.contains("command disallowed") {
+            // Some controllers (pre-5.0 rules) refuse "enable" while still enabled: cycle it.
+            _ = try? socket.execute(.leSetAdvertisingEnable(false))
+            try socket.execute(.leSetAdvertisingEnable(true))
+        }
         isAdvertising = true
     }
 

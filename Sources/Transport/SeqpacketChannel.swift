@@ -28,10 +28,13 @@ package final class SeqpacketChannel: Sendable {
     package let label: String
     /// Turns the socket's pending error (or nil) into the `.closed` reason.
     private let closeReason: @Sendable (Errno?) -> String
+    /// Whether `close()` calls `shutdown(SHUT_RDWR)` first (wakes a reader on another thread).
+    private let shutdownOnClose: Bool
 
     package init(
         adopting fd: CInt, label: String, maxPDUSize: Int = 1024, sendTimeout: Duration = .seconds(5),
-        closeReason: @escaping @Sendable (Errno?) -> String = SeqpacketChannel.defaultCloseReason
+        closeReason: @escaping @Sendable (Errno?) -> String = SeqpacketChannel.defaultCloseReason,
+        shutdownOnClose: Bool = true
     ) {
         precondition(maxPDUSize > 0, "maxPDUSize must be positive")
         fdState = Mutex(fd)
@@ -39,6 +42,7 @@ package final class SeqpacketChannel: Sendable {
         self.maxPDUSize = maxPDUSize
         self.sendTimeout = sendTimeout
         self.closeReason = closeReason
+        self.shutdownOnClose = shutdownOnClose
     }
 
     deinit {
@@ -180,7 +184,7 @@ package final class SeqpacketChannel: Sendable {
         }
     }
 
-    /// Shuts the socket down (waking any waiter) and closes it. Idempotent.
+    /// Shuts the socket down (waking any waiter, unless disabled) and closes it. Idempotent.
     package func close() {
         let fd = fdState.withLock { fd -> CInt in
             let old = fd
@@ -188,7 +192,7 @@ package final class SeqpacketChannel: Sendable {
             return old
         }
         guard fd >= 0 else { return }
-        _ = Sys.shutdown(fd, how: CInt(SHUT_RDWR))
+        if shutdownOnClose { _ = Sys.shutdown(fd, how: CInt(SHUT_RDWR)) }
         _ = Sys.close(fd)
     }
 }

@@ -33,11 +33,11 @@ enum BTHardware {
     static let central = adapter("CUFF_BT_CENTRAL", 1)
 }
 
-@Suite("BlueZ on real controllers", .serialized, .enabled(if: BTHardware.available, BTHardware.skipReason))
+@Suite("BlueZ on real controllers", .serialized, .enabled(if: BTHardware.available, BTHardware.skipReason), .timeLimit(.minutes(1)))
 struct HardwareTests {
     init() throws {
-        try BTHardware.peripheral.bringUp()
-        try BTHardware.central.bringUp()
+        try BTHardware.peripheral.powerOn()
+        try BTHardware.central.powerOn()
     }
 
     @Test func adaptersAreListedAndUp() throws {
@@ -122,6 +122,14 @@ struct HardwareTests {
         #expect(serverLog.last?.hasPrefix("end: closed(") == true)
         #expect(agent.confirmationsAnswered >= 1, "the kernel asked user space to confirm Just Works")
         #expect(agent.failures == 0)
+
+        // The controller stopped advertising when the central connected; after the disconnect
+        // the simulator turns it on again and can be found again.
+        try advertiser.restart()
+        let scanner = try LEScanner(adapter: BTHardware.central)
+        defer { scanner.stop() }
+        let again = try scanner.collect(for: .seconds(10)) { $0.address == peripheralAddress }
+        #expect(again.contains { $0.address == peripheralAddress }, "advertising again after the disconnect")
     }
 
     @Test func connectingToNobodyFailsClearly() throws {

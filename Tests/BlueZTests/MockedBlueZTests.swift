@@ -146,6 +146,45 @@ struct MockedBlueZTests {
         #expect(Array(sent.prefix(n)) == [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00])
     }
 
+    /// MGMT over a socketpair standing in for the kernel's control channel.
+    private func withFakeMGMT(replies: [[UInt8]], _ body: () throws -> Void) throws -> [[UInt8]] {
+        var fds: [CInt] = [-1, -1]
+        try #require(socketpair(AF_UNIX, CInt(SOCK_SEQPACKET.rawValue), 0, &fds) == 0)
+        defer { close(fds[1]) }
+        for r in replies { _ = r.withUnsafeBytes { send(fds[1], $0.baseAddress, $0.count, 0) } }
+        let mock = SyscallMock(["socket": [.value(Int(fds[0]))], "bind": [.value(0)]])
+        try mock.run { try body() }
+        var sent: [[UInt8]] = []
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while true {
+            let n = recv(fds[1], &buffer, 64, CInt(MSG_DONTWAIT))
+            if n <= 0 { break }
+            sent.append(Array(buffer.prefix(n)))
+        }
+        return sent
+    }
+
+    @Test func powerOnReadsInfoThenSetsPowered() throws {
+        // Read Controller Information reply for hci1: address, version, manufacturer,
+        // supported settings, current settings = 0x00000200 (LE, not powered), …
+        let infoPacket = MGMTPacket(code: 0x0001, index: 1, parameters: [0x04, 0x00, 0x00] + Array(repeating: 0, count: 9) + [0, 0, 0, 0] + [0x00, 0x02, 0x00, 0x00] + Array(repeating: 0, count: 263)).encoded
+        let powered = MGMTPacket(code: 0x0001, index: 1, parameters: [0x05, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00]).encoded
+        let sent = try withFakeMGMT(replies: [infoPacket, powered]) { try central.powerOn() }
+        #expect(sent == [[0x04, 0x00, 0x01, 0x00, 0x00, 0x00], [0x05, 0x00, 0x01, 0x00, 0x01, 0x00, 0x01]])
+    }
+
+    @Test func powerOnSkipsAPoweredAdapterAndExplainsRefusals() throws {
+        let poweredInfo = MGMTPacket(code: 0x0001, index: 1, parameters: [0x04, 0x00, 0x00] + Array(repeating: 0, count: 9) + [0, 0, 0, 0] + [0x01, 0x02, 0x00, 0x00] + Array(repeating: 0, count: 263)).encoded
+        let sent = try withFakeMGMT(replies: [poweredInfo]) { try central.powerOn() }
+        #expect(sent.count == 1)
+        // An untrusted socket: Command Status "permission denied".
+        let denied = MGMTPacket(code: 0x0002, index: 1, parameters: [0x04, 0x00, 0x14]).encoded
+        _ = try withFakeMGMT(replies: [denied]) {
+            let error = #expect(throws: TransportError.self) { try central.powerOn() }
+            #expect(error?.message == "MGMT command 0x4 on hci1: permission denied (0x14) — \(BlueZErrors.permissionHint)")
+        }
+    }
+
     @Test func adapterNames() throws {
         #expect(try BluetoothAdapter(parsing: "hci0").index == 0)
         #expect(try BluetoothAdapter(parsing: "12").name == "hci12")
