@@ -1,0 +1,54 @@
+import Testing
+import BloodPressure
+import CuffCore
+import CuffRuntime
+import CuffSimulator
+import Transport
+@testable import CuffSession
+
+final class Collected { var items: [SessionOutput] = []; var logs: [String] = [] }
+
+/// The in-process simulated link on its virtual clock: deterministic, and instant.
+@Suite("Simulated link (virtual time)")
+struct SimulatedLinkTests {
+    func run(_ scenario: Scenario, persona: Persona = .bps10, requireEncryption: Bool = false, seed: UInt64 = 9) -> (SessionOutcome, Collected) {
+        let c = Collected()
+        let link = SimulatedLink(
+            simulator: SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: true),
+            session: CuffSessionConfiguration(address: "simulated"), hooks: SessionHooks(emit: { c.items.append($0) }, log: { c.logs.append($0) }),
+            speed: nil, requireEncryption: requireEncryption, wallStartMicros: 1_790_000_000_000_000)
+        return (link.run(), c)
+    }
+
+    @Test func aCuffThatNeedsABondGetsItsLinkRaisedAndTheRequestRetried() {
+        let (outcome, c) = run(.normal, requireEncryption: true)
+        #expect(outcome == .completed)
+        #expect(c.logs.contains { $0.contains("asks for more security") })
+        #expect(c.items.contains { if case .measurement = $0 { true } else { false } })
+    }
+
+    @Test func deterministicForASeed() {
+        let a = run(.irregularPulse).1.items, b = run(.irregularPulse).1.items
+        #expect(a == b)
+        #expect(a.count > 150)
+        let c = run(.irregularPulse, seed: 10).1.items
+        #expect(a != c)
+    }
+
+    @Test func notificationsArriveAtTheCuffsRate() {
+        let (_, c) = run(.normal)
+        let times = c.items.compactMap { if case let .progress(p) = $0 { p.elapsed } else { nil } }
+        let gaps = zip(times, times.dropFirst()).map { ($1 - $0) }
+        #expect(gaps.allSatisfy { abs($0 - 0.2) < 0.011 })  // 5 per second, on the cuff's clock
+        // Inflation ~15 mmHg/s to 30–40 above systolic, deflation ~3 mmHg/s.
+        let p = c.items.compactMap { if case let .progress(p) = $0 { p } else { nil } }
+        let peakIndex = p.indices.max { (p[$0].cuffPressure.doubleValue ?? 0) < (p[$1].cuffPressure.doubleValue ?? 0) }!
+        let inflateRate = (p[peakIndex].cuffPressure.doubleValue! - p[0].cuffPressure.doubleValue!) / (p[peakIndex].elapsed - p[0].elapsed)
+        let deflateRate = (p[peakIndex].cuffPressure.doubleValue! - p.last!.cuffPressure.doubleValue!) / (p.last!.elapsed - p[peakIndex].elapsed)
+        #expect((12...18).contains(inflateRate))
+        #expect((2.5...3.5).contains(deflateRate))
+        let m = c.items.compactMap { if case let .measurement(m) = $0 { m } else { nil } }.first!
+        let over = p[peakIndex].cuffPressure.doubleValue! - m.systolic.doubleValue!
+        #expect((28...42).contains(over))
+    }
+}
