@@ -43,7 +43,7 @@ for scenario in $SCENARIOS; do
   for sec in $SECURITY; do
     name=$scenario-$sec
     t1=$(now)
-    "$CUFF" simulate --adapter "$P" --scenario "$scenario" --seed 1 --speed 20 --autostart \
+    "$CUFF" simulate --adapter "$P" --scenario "$scenario" --seed 1 --speed "${CUFF_VM_SPEED:-6}" --autostart \
       > "sim-$name.ndjson" 2> "sim-$name.log" &
     SIM=$!
     found=false

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The BlueZ end-to-end check CI runs: in a VM with two virtual LE controllers,
+#   1. the BlueZ hardware tests (advertise, scan, L2CAP ATT, Just Works pairing with our agent);
+#   2. `cuff simulate --adapter` on one controller, `cuff scan` + `cuff measure ADDRESS` on the other,
+#      for the normal, error, stored-records and disconnect scenarios, plain and with --security medium;
+#   3. on the host, `cuff replay` of the btmon capture must give the same measurement records as
+#      the live runs (all keys but received_at, which is the capture's clock instead of ours).
+# Prints its wall time. Needs `swift build --build-tests` first (tools/test.sh does it).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+start=$(date +%s)
+out=tools/vm/out
+
+echo "-- in one VM: the BlueZ hardware tests, then cuff scan / simulate --adapter / measure"
+rc=0
+tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-tests.sh" && "$CUFF_REPO/tools/vm/guest-measure.sh"' || rc=$?
+cat "$out/measure-results.jsonl" 2>/dev/null || true
+if [ "$rc" != 0 ]; then
+  echo "guest-measure failed ($rc); logs:"; tail -n 20 "$out"/measure-*.log 2>/dev/null || true
+  exit 1
+fi
+
+echo "-- cuff replay of the btmon capture vs the live runs"
+python3 - "$out" <<'PY'
+import glob, json, subprocess, sys
+out = sys.argv[1]
+def measurements(lines):
+    ms = []
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        r = json.loads(line)
+        if r.get("type") == "measurement":
+            r.pop("received_at", None)
+            r["device"].pop("address", None)
+            ms.append(json.dumps(r, sort_keys=True))
+    return ms
+live = []
+for f in sorted(glob.glob(out + "/measure-*.ndjson")):
+    live += measurements(open(f))
+replayed = subprocess.run([".build/debug/cuff", "replay", out + "/capture.btsnoop", "--quiet"], capture_output=True, text=True)
+got = measurements(replayed.stdout.splitlines())
+print(f"live measurements: {len(live)}, replayed (both controllers' view, central sessions only): {len(got)}")
+if not live:
+    sys.exit("no live measurements to compare")
+missing = [m for m in live if m not in got]
+if missing:
+    print("live records missing from the replay:")
+    for m in missing[:5]:
+        print("  ", m)
+    sys.exit(1)
+extra = [m for m in got if m not in live]
+if extra:
+    print(f"replay has {len(extra)} record(s) the live runs did not print:")
+    for m in extra[:5]:
+        print("  ", m)
+    sys.exit(1)
+print("replay matches the live runs")
+PY
+echo "BlueZ VM test: $(( $(date +%s) - start )) s wall"
