@@ -297,7 +297,7 @@ struct NDJSONBytes {
         append(#","unit":""#)
         append(p.unit == .mmHg ? "mmHg" : "kPa")
         append(#"","elapsed":"#)
-        number((p.elapsed * 1000).rounded() / 1000)
+        milliseconds(p.elapsed)
         append(#","received_at":""#)
         iso8601(p.at.wallMicros)
         append("\"}")
@@ -358,6 +358,25 @@ struct NDJSONBytes {
     }
 
     mutating func append(_ s: String) { buffer.append(contentsOf: s.utf8) }
+
+    /// `(x * 1000).rounded() / 1000` as JSON.format prints it. For |x| < 10⁹ the shortest form of
+    /// k/1000 is k/1000 in decimal with trailing zeros dropped (distinct 3-decimal numbers that
+    /// small are distinct doubles), so no Double → text conversion is needed.
+    mutating func milliseconds(_ x: Double) {
+        let r = (x * 1000).rounded()
+        guard r.isFinite, abs(r) < 1e12, r != 0 || r.sign == .plus else { number(r / 1000); return }
+        var k = Int64(r)
+        if k < 0 { buffer.append(0x2D); k = -k }
+        digits(UInt64(k / 1000))
+        buffer.append(0x2E)
+        var frac = Int(k % 1000)
+        if frac == 0 { buffer.append(0x30); return }
+        var width = 3
+        while frac % 10 == 0 { frac /= 10; width -= 1 }
+        var div = 1
+        for _ in 1..<width { div *= 10 }
+        while div > 0 { buffer.append(UInt8(0x30 + frac / div % 10)); div /= 10 }
+    }
 
     /// JSON.format: the shortest round-trip form, always with a decimal point or exponent.
     mutating func number(_ d: Double) {
