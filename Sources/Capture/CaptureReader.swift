@@ -306,4 +306,7 @@ extension CaptureReader where Source == FileByteSource {
     public init(path: String, format: CaptureFormat = .auto) throws(CaptureError) {
         self.init(source: try FileByteSource(path: path), format: format)
     }
+
+    /// ``next()``, compiled for files inside this module (so callers elsewhere get the specialised code).
+    public mutating func nextFromFile() throws(CaptureError) -> HCIRecord? { try next() }
 }

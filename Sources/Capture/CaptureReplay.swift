@@ -64,15 +64,27 @@ public struct CaptureReplay: Sendable {
     final class Connection: @unchecked Sendable {
         let serial: Int
         let address: String
-        /// nil: the local controller is the peripheral here (not reported).
-        var observer: SessionObserver?
+        /// False: the local controller is the peripheral here (not reported; `session` is unused).
+        var central = false
+        var session: SessionObserver
         let sniffed: Bool
+        /// The session's next deadline, cached after every change.
+        var deadline: Timestamp?
 
-        init(serial: Int, address: String, observer: SessionObserver?, sniffed: Bool) {
+        init(serial: Int, address: String, sniffed: Bool) {
             self.serial = serial
             self.address = address
-            self.observer = observer
+            self.session = SessionObserver(configuration: CuffSessionConfiguration(address: address))
             self.sniffed = sniffed
+        }
+
+        /// The observer, for a connection where the local controller is the central.
+        var observer: SessionObserver? { central ? session : nil }
+
+        func set(_ o: SessionObserver) {
+            central = true
+            session = o
+            deadline = o.deadline
         }
     }
 
@@ -112,9 +124,9 @@ public struct CaptureReplay: Sendable {
         let open = connections.sorted { $0.value.serial < $1.value.serial }
         let at = SessionObserver.eventTime(lastTimestamp ?? .zero)
         for (key, c) in open {
-            guard c.observer != nil else { continue }
+            guard c.central else { continue }
             var sub: [SessionObserver.Output] = []
-            c.observer!.disconnected(why, at: at, into: &sub)
+            c.session.disconnected(why, at: at, into: &sub)
             forward(sub, &out)
             end(key, c)
         }
@@ -126,17 +138,17 @@ public struct CaptureReplay: Sendable {
 
     mutating func connected(_ info: ConnectionInfo, _ out: inout [Output]) {
         let key = Key(adapter: info.adapter, handle: info.connectionHandle)
-        if let old = connections[key], old.observer != nil {
+        if let old = connections[key], old.central {
             var sub: [SessionObserver.Output] = []
-            old.observer!.disconnected("the connection handle was reused without a disconnection", at: SessionObserver.eventTime(info.timestamp), into: &sub)
+            old.session.disconnected("the connection handle was reused without a disconnection", at: SessionObserver.eventTime(info.timestamp), into: &sub)
             forward(sub, &out)
             end(key, old)
         }
         serial += 1
         let address = info.peerAddress.description + (info.peerAddressType.rawValue & 1 == 1 ? "/random" : "")
-        let c = Connection(serial: serial, address: address, observer: nil, sniffed: info.accessAddress != nil)
+        let c = Connection(serial: serial, address: address, sniffed: info.accessAddress != nil)
         if info.role == .central {
-            c.observer = newObserver(address, at: info.timestamp, &out)
+            c.set(newObserver(address, at: info.timestamp, &out))
         } else {
             out.append(.log("hci\(info.adapter) connection \(hex4(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported"))
         }
@@ -171,15 +183,15 @@ public struct CaptureReplay: Sendable {
             case .toLocal: localIsCentral = !clientSide
             default: localIsCentral = true
             }
-            let c = Connection(serial: serial, address: address, observer: nil, sniffed: sniffed)
+            let c = Connection(serial: serial, address: address, sniffed: sniffed)
             if localIsCentral {
-                c.observer = newObserver(address, at: p.timestamp, &out)
+                c.set(newObserver(address, at: p.timestamp, &out))
             } else {
                 out.append(.log("hci\(p.adapter) connection \(hex4(p.connectionHandle)): this controller is the peripheral (it answers requests); not reported"))
             }
             connections[key] = c
         }
-        guard let c = connections[key], c.observer != nil else { return }
+        guard let c = connections[key], c.central else { return }
         let fromCentral: Bool
         switch p.direction {
         case .fromLocal, .centralToPeripheral: fromCentral = true
@@ -187,10 +199,11 @@ public struct CaptureReplay: Sendable {
         case .unknown: fromCentral = sentByClient ?? false
         }
         scratch.removeAll(keepingCapacity: true)
-        c.observer!.pdu(p.pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &scratch)
+        c.session.pdu(p.pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &scratch)
         if !scratch.isEmpty { forward(scratch, &out) }
+        c.deadline = c.session.deadline
         if connections.count == 1 {
-            earliest = c.observer!.deadline
+            earliest = c.deadline
         } else {
             updateEarliest()
         }
@@ -199,9 +212,9 @@ public struct CaptureReplay: Sendable {
     mutating func disconnected(_ d: Disconnection, _ out: inout [Output]) {
         let key = Key(adapter: d.adapter, handle: d.connectionHandle)
         guard let c = connections.removeValue(forKey: key) else { return }
-        if c.observer != nil {
+        if c.central {
             var sub: [SessionObserver.Output] = []
-            c.observer!.disconnected(CaptureReplay.reasonText(d.reason), at: SessionObserver.eventTime(d.timestamp), into: &sub)
+            c.session.disconnected(CaptureReplay.reasonText(d.reason), at: SessionObserver.eventTime(d.timestamp), into: &sub)
             forward(sub, &out)
             end(key, c)
         }
@@ -232,7 +245,7 @@ public struct CaptureReplay: Sendable {
     mutating func updateEarliest() {
         var e: Timestamp?
         for (_, c) in connections {
-            if let d = c.observer?.deadline, e == nil || d < e! { e = d }
+            if let d = c.deadline, e == nil || d < e! { e = d }
         }
         earliest = e
     }
@@ -242,13 +255,14 @@ public struct CaptureReplay: Sendable {
         while true {
             var best: (Key, Timestamp, Int)?
             for (k, c) in connections {
-                guard let d = c.observer?.deadline, d < t else { continue }
+                guard let d = c.deadline, d < t else { continue }
                 if best == nil || d < best!.1 || (d == best!.1 && c.serial < best!.2) { best = (k, d, c.serial) }
             }
             guard let (k, d, _) = best else { break }
             let c = connections[k]!
             var sub: [SessionObserver.Output] = []
-            c.observer!.advance(to: d, inclusive: true, into: &sub)
+            c.session.advance(to: d, inclusive: true, into: &sub)
+            c.deadline = c.session.deadline
             forward(sub, &out)
         }
         updateEarliest()

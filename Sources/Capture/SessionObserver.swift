@@ -266,11 +266,18 @@ public struct SessionObserver: Sendable {
             if let cccd = ch.cccdHandle { cccdOwner[cccd] = c }
         }
         // Characteristics outside any discovered service (a partial discovery) still count.
-        for ch in chars where byHandle[ch.valueHandle] == nil {
-            guard let u = ch.uuid.uuid16, let c = CuffCharacteristic(uuid16: u) ?? (ch.uuid == BluetoothUUID(CuffControl.controlPointUUID) ? .cuffControl : nil),
-                  profile.characteristics[c] == nil else { continue }
+        // (A capture that lost a discovery response: the service declaration or part of it.)
+        for (i, ch) in chars.enumerated() where byHandle[ch.valueHandle] == nil {
+            let c: CuffCharacteristic? = ch.uuid == BluetoothUUID(CuffControl.controlPointUUID) ? .cuffControl : ch.uuid.uuid16.flatMap { CuffCharacteristic(uuid16: $0) }
+            guard let c, profile.characteristics[c] == nil else { continue }
             profile.characteristics[c] = CuffProperties(rawValue: ch.properties.rawValue)
             byHandle[ch.valueHandle] = c
+            let upper = i + 1 < chars.count ? Int(chars[i + 1].declarationHandle) - 1 : 0xFFFF
+            if Int(ch.valueHandle) < upper,
+               let cccd = descriptors.filter({ Int($0.key) > Int(ch.valueHandle) && Int($0.key) <= upper && $0.value == .clientCharacteristicConfiguration }).keys.min() {
+                cccdOwner[cccd] = c
+            }
+            if [.bloodPressureMeasurement, .enhancedBloodPressureMeasurement].contains(c) { profile.hasBloodPressureService = true }
         }
         for (h, c) in overrides {
             byHandle[h] = c

@@ -77,7 +77,7 @@ func benchReplay(_ path: String) {
         var bytesOut = 0
         let allocs0 = cuff_malloc_count()
         let t0 = now()
-        while let r = try reader.next() {
+        while let r = try reader.nextFromFile() {
             records += 1
             replay.consume(r, into: &out)
             for o in out { if case .emit = o { bytesOut += 1 } }

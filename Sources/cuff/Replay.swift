@@ -134,7 +134,7 @@ struct Replay: ParsableCommand {
 
         reading: while true {
             do {
-                guard let record = try reader.next() else { break }
+                guard let record = try reader.nextFromFile() else { break }
                 pacer?.wait(until: record.timestamp)
                 replay.consume(record, into: &out)
                 if !out.isEmpty, !drain() { break reading }
@@ -240,35 +240,58 @@ enum UUIDText {
 
 /// `cuff replay`'s NDJSON on stdout: the same bytes as ``NDJSONSink`` (`SessionOutput.json`,
 /// serialised, one per line), buffered in 64 KiB writes instead of one write per record (a replay
-/// has no cuff waiting for a confirmation), with progress records — most of a session — written
-/// straight to bytes. `flushEachRecord` (for `--realtime`) delivers every line at once.
+/// has no cuff waiting for a confirmation). `flushEachRecord` (for `--realtime`) delivers every line at once.
 final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
     let fd: Int32
     let flushEachRecord: Bool
-    var buffer: [UInt8] = []
-    var day: Int64 = .min
-    var dayText: [UInt8] = []
+    var encoder = NDJSONBytes()
 
     init(fd: Int32 = 1, flushEachRecord: Bool) {
         self.fd = fd
         self.flushEachRecord = flushEachRecord
-        buffer.reserveCapacity(80 * 1024)
     }
 
     func write(_ o: SessionOutput) throws(SinkError) {
+        encoder.record(o)
+        if flushEachRecord || encoder.buffer.count >= 64 * 1024 { try drain() }
+    }
+
+    func finish() throws(SinkError) { try drain() }
+
+    func drain() throws(SinkError) {
+        var off = 0
+        defer { encoder.buffer.removeAll(keepingCapacity: true) }
+        while off < encoder.buffer.count {
+            let n = encoder.buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + off, $0.count - off) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw SinkError.writeFailed(destination: "stdout", errno: errno)
+            }
+            off += n
+        }
+    }
+}
+
+/// NDJSON lines as bytes, equal to `SessionOutput.json.serialized()` + newline: a byte-level JSON
+/// writer, with progress records (most of a session) written without building their JSON value.
+struct NDJSONBytes {
+    var buffer: [UInt8] = []
+    var day: Int64 = .min
+    var dayText: [UInt8] = []
+
+    init() { buffer.reserveCapacity(80 * 1024) }
+
+    mutating func record(_ o: SessionOutput) {
         if case let .progress(p) = o {
             progress(p)
         } else {
             json(o.json)
         }
         buffer.append(0x0A)
-        if flushEachRecord || buffer.count >= 64 * 1024 { try drain() }
     }
 
-    func finish() throws(SinkError) { try drain() }
-
     /// `{"type":"progress","phase":…,"cuff_pressure":…,"unit":…,"elapsed":…,"received_at":…}`, as ProgressRecord.json.
-    func progress(_ p: ProgressRecord) {
+    mutating func progress(_ p: ProgressRecord) {
         append(#"{"type":"progress","phase":""#)
         append(p.phase == .inflating ? "inflating" : "deflating")
         append(#"","cuff_pressure":"#)
@@ -276,14 +299,14 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
         append(#","unit":""#)
         append(p.unit == .mmHg ? "mmHg" : "kPa")
         append(#"","elapsed":"#)
-        number((p.elapsed * 1000).rounded() / 1000)
+        milliseconds(p.elapsed)
         append(#","received_at":""#)
         iso8601(p.at.wallMicros)
         append("\"}")
     }
 
     /// JSON.serialized() (compact), byte for byte.
-    func json(_ v: JSON) {
+    mutating func json(_ v: JSON) {
         switch v {
         case .null: append("null")
         case let .bool(b): append(b ? "true" : "false")
@@ -311,7 +334,7 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
     }
 
     /// JSON.escape: `"` `\\` and control characters escaped, everything else as UTF-8.
-    func string(_ s: String) {
+    mutating func string(_ s: String) {
         buffer.append(0x22)
         var s = s
         s.withUTF8 { u in
@@ -332,14 +355,33 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
         buffer.append(0x22)
     }
 
-    @inline(__always) func append(_ s: StaticString) {
+    @inline(__always) mutating func append(_ s: StaticString) {
         buffer.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
-    func append(_ s: String) { buffer.append(contentsOf: s.utf8) }
+    mutating func append(_ s: String) { buffer.append(contentsOf: s.utf8) }
+
+    /// `(x * 1000).rounded() / 1000` as JSON.format prints it. For |x| < 10⁹ the shortest form of
+    /// k/1000 is k/1000 in decimal with trailing zeros dropped (distinct 3-decimal numbers that
+    /// small are distinct doubles), so no Double → text conversion is needed.
+    mutating func milliseconds(_ x: Double) {
+        let r = (x * 1000).rounded()
+        guard r.isFinite, abs(r) < 1e12, r != 0 || r.sign == .plus else { number(r / 1000); return }
+        var k = Int64(r)
+        if k < 0 { buffer.append(0x2D); k = -k }
+        digits(UInt64(k / 1000))
+        buffer.append(0x2E)
+        var frac = Int(k % 1000)
+        if frac == 0 { buffer.append(0x30); return }
+        var width = 3
+        while frac % 10 == 0 { frac /= 10; width -= 1 }
+        var div = 1
+        for _ in 1..<width { div *= 10 }
+        while div > 0 { buffer.append(UInt8(0x30 + frac / div % 10)); div /= 10 }
+    }
 
     /// JSON.format: the shortest round-trip form, always with a decimal point or exponent.
-    func number(_ d: Double) {
+    mutating func number(_ d: Double) {
         guard d.isFinite else { append("null"); return }
         if d == d.rounded(), abs(d) < 1e9 {
             // Whole numbers print as `127.0` (Double.description does the same below 1e16).
@@ -355,18 +397,18 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
         if !s.contains("."), !s.contains("e") { append(".0") }
     }
 
-    func digits(_ v: UInt64) {
+    mutating func digits(_ v: UInt64) {
         var tmp: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
                   UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         var n = v, i = 20
         withUnsafeMutableBytes(of: &tmp) { b in
             repeat { i -= 1; b[i] = UInt8(0x30 + n % 10); n /= 10 } while n > 0
-            buffer.append(contentsOf: b[i..<20])
         }
+        withUnsafeBytes(of: &tmp) { b in buffer.append(contentsOf: b[i..<20]) }
     }
 
     /// EventTime.iso8601: `2026-11-22T07:31:54.123Z`; the date is computed once per day.
-    func iso8601(_ wallMicros: Int64) {
+    mutating func iso8601(_ wallMicros: Int64) {
         let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
         let d = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400
         if d != day {
@@ -389,23 +431,9 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
         buffer.append(0x5A)
     }
 
-    @inline(__always) func two(_ v: Int) {
+    @inline(__always) mutating func two(_ v: Int) {
         buffer.append(UInt8(0x30 + v / 10))
         buffer.append(UInt8(0x30 + v % 10))
     }
 
-    func drain() throws(SinkError) {
-        var off = 0
-        while off < buffer.count {
-            let n = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + off, $0.count - off) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
-                buffer.removeAll(keepingCapacity: true)
-                throw SinkError.writeFailed(destination: "stdout", errno: e)
-            }
-            off += n
-        }
-        buffer.removeAll(keepingCapacity: true)
-    }
 }

@@ -137,6 +137,30 @@ struct ReplayTests {
         #expect(Set(both.lines) == Set(sa.lines + sb.lines))
     }
 
+    @Test func aLostFragmentIsReportedAndTheSessionStillDecodes() throws {
+        var reader = try CaptureReader(path: capturesDirectory.appendingPathComponent("normal.btsnoop").path)
+        var records = try reader.readAll()
+        // Drop the first start fragment of a multi-fragment frame (a discovery response): its
+        // continuations arrive with no frame pending.
+        let i = try #require(records.firstIndex { r in
+            guard r.kind == .aclData, r.payload.count >= 8 else { return false }
+            let pb = r.payload[1] >> 4 & 3
+            let aclLength = Int(r.payload[2]) | Int(r.payload[3]) << 8
+            let l2capLength = Int(r.payload[4]) | Int(r.payload[5]) << 8
+            return (pb == 0 || pb == 2) && l2capLength + 4 > aclLength
+        })
+        let lostOffset = records[i + 1].fileOffset
+        records.remove(at: i)
+        var r = CaptureReplay()
+        var out: [CaptureReplay.Output] = []
+        for rec in records { r.consume(rec, into: &out) }
+        r.finish(into: &out)
+        let warnings = out.compactMap { o -> CaptureError? in if case let .warning(w) = o { return w } else { return nil } }
+        #expect(warnings.first?.code == .aclOutOfOrder)
+        #expect(warnings.first?.offset == lostOffset)
+        #expect(r.measurements == 1)
+    }
+
     @Test func truncatedCaptureKeepsTheRecordsBeforeTheCut() throws {
         let bytes = try [UInt8](Data(contentsOf: capturesDirectory.appendingPathComponent("normal.btsnoop")))
         let cut = Array(bytes.prefix(bytes.count / 2 + 7))
