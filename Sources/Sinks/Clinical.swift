@@ -143,18 +143,8 @@ public struct WallClock: Sendable {
     public static func fixed(_ micros: Int64) -> WallClock { WallClock { micros } }
 }
 
-/// SplitMix64: a small, seedable generator for reproducible ids in tests and `--seed` runs.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
-    public var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// SplitMix64 for reproducible ids: the one generator the project has (`CuffCore.SeededRandom`).
+public typealias SplitMix64 = SeededRandom
 
 /// Makes RFC 9562 version-4 UUIDs from a generator: the system's, or a seeded one for tests.
 public final class UUIDGenerator: Sendable {

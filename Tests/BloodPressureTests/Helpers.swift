@@ -11,15 +11,5 @@ func approx(_ a: Double?, _ b: Double, tolerance: Double = 1e-9) -> Bool {
     return abs(a - b) <= tolerance * max(1, abs(b))
 }
 
-/// A small deterministic generator (SplitMix64) so property tests are reproducible.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The project's seeded generator, so property tests are reproducible.
+typealias SeededGenerator = SeededRandom

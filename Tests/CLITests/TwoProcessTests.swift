@@ -39,9 +39,9 @@ struct TwoProcessTests {
         try r.stdoutLines.map(CLI.json).filter { $0["type"] as? String == "measurement" }
     }
 
-    @Test(arguments: ["normal", "error", "stored-records", "disconnect", "kpa"])
-    func scenario(name: String) throws {
-        let sim = try Simulator(["--scenario", name, "--speed", "100", "--autostart", "--seed", "3"])
+    @Test(arguments: MeasureCommandTests.scenarios, ["bps-1.0", "bps-1.1"])
+    func scenario(name: String, persona: String) throws {
+        let sim = try Simulator(["--scenario", name, "--persona", persona, "--speed", "100", "--autostart", "--seed", "3"])
         let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--timeout", "60"])
         let log = sim.logText
         #expect(sim.stop() == 0, "\(log)")
@@ -50,13 +50,16 @@ struct TwoProcessTests {
         case "disconnect":
             #expect(r.status == 4)
             #expect(ms.isEmpty)
-        case "stored-records":
+        case "stored-records", "slow-confirm", "multi-user":
             #expect(r.status == 0)
-            #expect(ms.filter { $0["stored"] as? Bool == true }.count == 3)
+            #expect(ms.filter { $0["stored"] as? Bool == true }.count == ["stored-records": 3, "slow-confirm": 5, "multi-user": 1][name])
             #expect(ms.filter { $0["stored"] as? Bool == false }.count == 1)
         case "error":
             #expect(r.status == 0)
             #expect(ms.count == 1 && ms[0]["systolic"] as? String == "NaN")
+        case "kpa":
+            #expect(r.status == 0)
+            #expect(ms.count == 1 && ms[0]["unit"] as? String == "kPa")
         default:
             #expect(r.status == 0, "\(r.stderr.suffix(300))")
             #expect(ms.count == 1)

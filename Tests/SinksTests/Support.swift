@@ -99,10 +99,6 @@ func validate(_ kind: String, _ lines: [String], sourceLocation: SourceLocation 
     let data = out.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
     let text = String(decoding: data, as: UTF8.self)
-    if p.terminationStatus != 0 && p.terminationStatus != 2 {
-        let err = (try? String(contentsOf: errFile, encoding: .utf8)) ?? ""
-        print("validator \(kind): \(text) \(err)")
-    }
     if p.terminationStatus == 2 {
         let err = (try? String(contentsOf: errFile, encoding: .utf8)) ?? ""
         Issue.record("validator could not run (exit 2): \(text) \(err)", sourceLocation: sourceLocation)
