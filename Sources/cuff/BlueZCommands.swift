@@ -28,14 +28,33 @@ enum BlueZCommands {
         }
     }
 
-    /// Starts our MGMT pairing agent unless bluetoothd owns pairing (then says what to do).
-    static func pairingAgent(_ adapter: BluetoothAdapter, log: @escaping @Sendable (String) -> Void) -> PairingAgent? {
+    /// A running pairing agent: ours on MGMT, or a D-Bus `org.bluez.Agent1` when bluetoothd owns pairing.
+    enum Agent {
+        case mgmt(PairingAgent)
+        case dbus(BlueZAgent)
+
+        func stop() {
+            switch self {
+            case .mgmt(let a): a.stop()
+            case .dbus(let a): a.stop()
+            }
+        }
+    }
+
+    /// Starts our MGMT pairing agent; when bluetoothd owns pairing, registers a NoInputNoOutput
+    /// agent with it over D-Bus instead (and says what to do if that fails).
+    static func pairingAgent(_ adapter: BluetoothAdapter, log: @escaping @Sendable (String) -> Void) -> Agent? {
         if let advice = BluetoothDaemon.advice(simulating: false) {
-            log(advice)
-            return nil
+            do {
+                return .dbus(try BlueZAgent(onEvent: { log("pairing agent (D-Bus): " + $0) }))
+            } catch {
+                log("no D-Bus pairing agent: \(error.message)")
+                log(advice)
+                return nil
+            }
         }
         do {
-            return try PairingAgent(adapter: adapter, onEvent: { log("pairing agent: " + $0) })
+            return .mgmt(try PairingAgent(adapter: adapter, onEvent: { log("pairing agent: " + $0) }))
         } catch {
             log("no pairing agent: \(error.message) — pairing that needs confirmation may stall")
             return nil

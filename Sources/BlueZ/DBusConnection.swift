@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import CuffCore
+import Glibc
+import Transport
+
+/// A minimal D-Bus client connection over a Unix stream socket: SASL EXTERNAL, framing,
+/// method calls with replies. Used by one thread at a time (hand-overs must be ordered, e.g. by
+/// a thread join), hence `@unchecked Sendable`.
+public final class DBusConnection: @unchecked Sendable {
+    /// The socket (owned: ``close()`` closes it).
+    let fd: CInt
+    private var buffer: [UInt8] = []
+    private var nextSerial: UInt32 = 1
+    private var closed = false
+    /// Messages that arrived while waiting for a reply, in order.
+    private var pending: [DBusMessage] = []
+    /// Our unique name (from Hello).
+    public private(set) var uniqueName: String?
+
+    /// The system bus socket path: `$DBUS_SYSTEM_BUS_ADDRESS` (first `unix:path=`), else
+    /// `/run/dbus/system_bus_socket`.
+    public static func systemBusPath(environment: String? = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) }) -> String {
+        if let environment {
+            for address in environment.split(separator: ";") where address.hasPrefix("unix:") {
+                for pair in address.dropFirst(5).split(separator: ",") where pair.hasPrefix("path=") {
+                    return unescape(String(pair.dropFirst(5)))
+                }
+            }
+        }
+        return "/run/dbus/system_bus_socket"
+    }
+
+    /// D-Bus address values escape bytes as %XX.
+    static func unescape(_ s: String) -> String {
+        var out: [UInt8] = []
+        var bytes = Array(s.utf8)[...]
+        while let b = bytes.popFirst() {
+            if b == UInt8(ascii: "%"), bytes.count >= 2,
+               let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) {
+                out.append(v)
+                bytes = bytes.dropFirst(2)
+            } else {
+                out.append(b)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Takes ownership of a connected stream socket (e.g. one end of a `socketpair`, in tests).
+    package init(fd: CInt) {
+        self.fd = fd
+    }
+
+    /// Connects to the Unix stream socket at `path` (no handshake yet).
+    public convenience init(path: String) throws(TransportError) {
+        let address = try UnixSocketAddress.make(path, call: "connect")
+        let fd: CInt
+        switch Sys.socket(domain: AF_UNIX, type: CInt(SOCK_STREAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue)) {
+        case .success(let s): fd = s
+        case .failure(let e): throw TransportError.system("socket", "AF_UNIX stream (D-Bus)", e)
+        }
+        if case .failure(let e) = Sys.connect(fd, address) {
+            _ = Sys.close(fd)
+            throw TransportError.system("connect", "D-Bus system bus \(path)", e)
+        }
+        self.init(fd: fd)
+    }
+
+    deinit { close() }
+
+    /// Closes the socket. Idempotent.
+    public func close() {
+        if closed { return }
+        closed = true
+        _ = Sys.close(fd)
+    }
+
+    // MARK: - Bytes
+
+    private func sendAll(_ bytes: [UInt8]) throws(TransportError) {
+        var offset = 0
+        while offset < bytes.count {
+            let r = bytes.withUnsafeBytes { raw in
+                Sys.send(fd, UnsafeRawBufferPointer(rebasing: raw[offset...]), flags: CInt(MSG_NOSIGNAL))
+            }
+            switch r {
+            case .success(let n): offset += n
+            case .failure(let e): throw TransportError.system("send", "D-Bus", e)
+            }
+        }
+    }
+
+    /// Reads what is there into `buffer`, waiting until `deadline` (nil: forever).
+    /// Returns false on timeout; throws on end of stream or error.
+    private func fill(until deadline: ContinuousClock.Instant?) throws(TransportError) -> Bool {
+        while true {
+            var ms: CInt = -1
+            if let deadline {
+                let left = deadline - .now
+                ms = left <= .zero ? 0 : Sys.pollMilliseconds(left)
+            }
+            switch Sys.poll(fd, events: Int16(POLLIN), timeoutMS: ms) {
+            case .failure(.interrupted): continue
+            case .failure(let e): throw TransportError.system("poll", "D-Bus", e)
+            case .success(0):
+                if let deadline, ContinuousClock.now >= deadline { return false }
+                continue
+            case .success: break
+            }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let r = chunk.withUnsafeMutableBytes { Sys.recv(fd, $0, flags: CInt(MSG_DONTWAIT)) }
+            switch r {
+            case .success(0): throw TransportError(.notConnected, "D-Bus: the bus closed the connection")
+            case .success(let n):
+                buffer += chunk[0..<n]
+                return true
+            case .failure(.wouldBlock), .failure(.interrupted): continue
+            case .failure(let e): throw TransportError.system("recv", "D-Bus", e)
+            }
+        }
+    }
+
+    // MARK: - SASL
+
+    /// `AUTH EXTERNAL` with our uid, then `BEGIN`. Returns the server's GUID.
+    @discardableResult
+    public func authenticate(uid: UInt32 = getuid(), timeout: Duration = .seconds(5)) throws(TransportError) -> String {
+        let hex = Array(String(uid).utf8).map { b in
+            let digits = Array("0123456789abcdef".utf8)
+            return String(decoding: [digits[Int(b >> 4)], digits[Int(b & 0xF)]], as: UTF8.self)
+        }.joined()
+        try sendAll([0] + Array("AUTH EXTERNAL \(hex)\r\n".utf8))
+        let deadline = ContinuousClock.now + timeout
+        var line: [UInt8] = []
+        while true {
+            if let end = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                line = Array(buffer[..<end])
+                buffer.removeSubrange(...end)
+                break
+            }
+            if buffer.count > 512 { throw Self.error(.authentication("server line longer than 512 bytes")) }
+            guard try fill(until: deadline) else { throw TransportError(.timedOut, "D-Bus: no answer to AUTH within \(timeout)") }
+        }
+        if line.last == UInt8(ascii: "\r") { line.removeLast() }
+        let text = String(decoding: line.map { (32...126).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+        guard text.hasPrefix("OK ") else { throw Self.error(.authentication("server said \"\(text)\"")) }
+        try sendAll(Array("BEGIN\r\n".utf8))
+        return String(text.dropFirst(3))
+    }
+
+    static func error(_ e: DBusProtocolError) -> TransportError {
+        TransportError(.systemCall, e.description)
+    }
+
+    // MARK: - Messages
+
+    /// Sends `message` with the next serial; returns the serial.
+    @discardableResult
+    public func send(_ message: DBusMessage) throws(TransportError) -> UInt32 {
+        let serial = nextSerial
+        nextSerial = nextSerial == UInt32.max ? 1 : nextSerial + 1
+        try sendAll(message.encoded(serial: serial))
+        return serial
+    }
+
+    /// The next message (queued ones first), waiting until `deadline` (nil: forever); nil on timeout.
+    public func receive(until deadline: ContinuousClock.Instant?) throws(TransportError) -> DBusMessage? {
+        if !pending.isEmpty { return pending.removeFirst() }
+        return try receiveFromWire(until: deadline)
+    }
+
+    private func receiveFromWire(until deadline: ContinuousClock.Instant?) throws(TransportError) -> DBusMessage? {
+        while true {
+            do throws(DBusProtocolError) {
+                if let total = try DBusMessage.frameLength(buffer[...]), buffer.count >= total {
+                    let message = try DBusMessage(parsing: Array(buffer[..<total]))
+                    buffer.removeSubrange(..<total)
+                    return message
+                }
+            } catch {
+                throw Self.error(error)
+            }
+            guard try fill(until: deadline) else { return nil }
+        }
+    }
+
+    /// Whether a message is waiting already (queued or buffered whole).
+    var hasBufferedMessage: Bool {
+        if !pending.isEmpty { return true }
+        guard let total = try? DBusMessage.frameLength(buffer[...]) else { return false }
+        return buffer.count >= total
+    }
+
+    /// Calls a method and waits for its reply; other messages meanwhile are queued for ``receive(until:)``.
+    /// Throws on an error reply (with its name and text) or timeout.
+    @discardableResult
+    public func call(_ message: DBusMessage, timeout: Duration = .seconds(5)) throws(TransportError) -> DBusMessage {
+        let serial = try send(message)
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            guard let m = try receiveFromWire(until: deadline) else {
+                throw TransportError(.timedOut, "D-Bus: no reply to \(message.interface ?? "").\(message.member ?? "") within \(timeout)")
+            }
+            if (m.kind == .methodReturn || m.kind == .error), m.replySerial == serial {
+                if m.kind == .error {
+                    var text = ""
+                    if case .string(let s)? = m.body?.first { text = ": " + s }
+                    throw TransportError(.systemCall, "D-Bus \(message.member ?? "call") failed: \(m.errorName ?? "error")\(text)")
+                }
+                return m
+            }
+            if pending.count < 64 { pending.append(m) }
+        }
+    }
+
+    /// `org.freedesktop.DBus.Hello`; stores and returns our unique name.
+    @discardableResult
+    public func hello() throws(TransportError) -> String {
+        let reply = try call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello"))
+        guard case .string(let name)? = reply.body?.first else { throw Self.error(.malformed("Hello reply without a name")) }
+        uniqueName = name
+        return name
+    }
+}
