@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import CuffCore
+import Glibc
+import Testing
+@testable import BlueZ
+import Transport
+
+/// Hand-written D-Bus wire bytes.
+enum DBusBytes {
+    static func text(_ s: String) -> [UInt8] { Array(s.utf8) + [0] }
+
+    /// `Hello` as a client sends it, fields in libdbus's order (path, destination, interface, member).
+    static let hello: [UInt8] =
+        Hex.decode("6c010001 00000000 01000000 6e000000")!      // call, body 0, serial 1, fields 110
+        + Hex.decode("01016f00 15000000")! + text("/org/freedesktop/DBus") + [0, 0]          // 16…47
+        + Hex.decode("06017300 14000000")! + text("org.freedesktop.DBus") + [0, 0, 0]        // 48…79
+        + Hex.decode("02017300 14000000")! + text("org.freedesktop.DBus") + [0, 0, 0]        // 80…111
+        + Hex.decode("03017300 05000000")! + text("Hello") + [0, 0]                          // 112…125 + pad
+
+    /// The bus's reply to Hello: method return (flags NO_REPLY_EXPECTED), serial 1, reply to 1, body ":1.5".
+    static let helloReply: [UInt8] =
+        Hex.decode("6c020101 09000000 01000000 3d000000")!
+        + Hex.decode("06017300 04000000")! + text(":1.5") + [0, 0, 0]   // 16…31
+        + Hex.decode("05017500 01000000")!                              // 32…39
+        + Hex.decode("08016700 017300")! + [0]                          // 40…47
+        + Hex.decode("07017300 14000000")! + text("org.freedesktop.DBus") + [0, 0, 0]  // 48…79 (fields end at 77)
+        + Hex.decode("04000000")! + text(":1.5")                        // body, 9 bytes
+
+    /// Our accepting reply to a RequestConfirmation with serial 7 from ":1.1", sent as our serial 4.
+    static let confirmationReply: [UInt8] =
+        Hex.decode("6c020001 00000000 04000000 15000000")!
+        + Hex.decode("05017500 07000000")!
+        + Hex.decode("06017300 04000000")! + text(":1.1") + [0, 0, 0]
+}
+
+@Suite("D-Bus marshalling")
+struct DBusMarshallingTests {
+    @Test func parsesAKnownHello() throws {
+        let m = try DBusMessage(parsing: DBusBytes.hello)
+        #expect(m.kind == .methodCall)
+        #expect(m.serial == 1)
+        #expect(m.path == "/org/freedesktop/DBus")
+        #expect(m.interface == "org.freedesktop.DBus")
+        #expect(m.member == "Hello")
+        #expect(m.destination == "org.freedesktop.DBus")
+        #expect(m.signature == "")
+        #expect(m.body == [])
+        #expect(try DBusMessage.frameLength(DBusBytes.hello[...]) == 128)
+    }
+
+    @Test func encodesHelloAsHandWritten() throws {
+        let m = DBusMessage.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello")
+        // Ours orders fields by code: path, interface, member, destination (fields 109 bytes).
+        let expected: [UInt8] =
+            Hex.decode("6c010001 00000000 01000000 6d000000")!
+            + Hex.decode("01016f00 15000000")! + DBusBytes.text("/org/freedesktop/DBus") + [0, 0]
+            + Hex.decode("02017300 14000000")! + DBusBytes.text("org.freedesktop.DBus") + [0, 0, 0]
+            + Hex.decode("03017300 05000000")! + DBusBytes.text("Hello") + [0, 0]
+            + Hex.decode("06017300 14000000")! + DBusBytes.text("org.freedesktop.DBus") + [0, 0, 0]
+        #expect(Hex.encode(m.encoded(serial: 1)) == Hex.encode(expected))
+        var parsed = try DBusMessage(parsing: expected)
+        parsed.serial = 0
+        #expect(parsed == m)
+    }
+
+    @Test func parsesAKnownMethodReturnAndRoundTrips() throws {
+        let m = try DBusMessage(parsing: DBusBytes.helloReply)
+        #expect(m.kind == .methodReturn)
+        #expect(m.flags == DBusMessage.noReplyExpected)
+        #expect(m.replySerial == 1)
+        #expect(m.destination == ":1.5")
+        #expect(m.sender == "org.freedesktop.DBus")
+        #expect(m.signature == "s")
+        #expect(m.body == [.string(":1.5")])
+        let again = try DBusMessage(parsing: m.encoded(serial: 1))
+        #expect(again == m)
+    }
+
+    @Test func roundTripsEveryBasicType() throws {
+        let body: [DBusValue] = [.byte(7), .uint32(0xDEAD_BEEF), .byte(1), .uint16(0x1234), .int16(-2), .boolean(true),
+                                 .int32(-5), .string("é"), .objectPath("/a/b"), .signature("a{sv}")]
+        let m = DBusMessage(kind: .signal, serial: 9, path: "/x", interface: "x.y", member: "Z", body: body)
+        let parsed = try DBusMessage(parsing: m.encoded(serial: 9))
+        #expect(parsed == m)
+    }
+
+    @Test func encodesTheConfirmationReply() {
+        let call = DBusMessage(kind: .methodCall, serial: 7, path: "/cuff/agent", interface: "org.bluez.Agent1",
+                               member: "RequestConfirmation", sender: ":1.1",
+                               body: [.objectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01"), .uint32(0)])
+        let (reply, line) = BlueZAgent.response(to: call, path: "/cuff/agent")
+        #expect(line?.contains("accept") == true)
+        #expect(reply.map { Hex.encode($0.encoded(serial: 4)) } == Hex.encode(DBusBytes.confirmationReply))
+    }
+
+    @Test func rejectsHostileOrTruncatedInput() {
+        // Every strict prefix of a message is refused, never a crash.
+        for n in 0..<DBusBytes.helloReply.count {
+            #expect(throws: DBusProtocolError.self) { try DBusMessage(parsing: Array(DBusBytes.helloReply.prefix(n))) }
+        }
+        // 4 GiB body announced: refused from the first 16 bytes, nothing allocated.
+        #expect(throws: DBusProtocolError.self) { try DBusMessage.frameLength(Hex.decode("6c010001 ffffffff 01000000 00000000")![...]) }
+        #expect(throws: DBusProtocolError.self) { try DBusMessage.frameLength(Hex.decode("6c010001 00000000 01000000 ffffff7f")![...]) }
+        // Bad endianness mark, bad version.
+        var bad = DBusBytes.hello
+        bad[0] = UInt8(ascii: "x")
+        #expect(throws: DBusProtocolError.self) { try DBusMessage(parsing: bad) }
+        bad = DBusBytes.hello
+        bad[3] = 2
+        #expect(throws: DBusProtocolError.self) { try DBusMessage(parsing: bad) }
+        // A string announcing more bytes than the message holds.
+        bad = DBusBytes.helloReply
+        bad[80] = 0xFF; bad[81] = 0xFF; bad[82] = 0xFF; bad[83] = 0x7F
+        #expect(throws: DBusProtocolError.self) { try DBusMessage(parsing: bad) }
+        // A string whose NUL is missing.
+        bad = DBusBytes.helloReply
+        bad[88] = 0x41
+        #expect(throws: DBusProtocolError.self) { try DBusMessage(parsing: bad) }
+        // Header field array length pointing past the header.
+        bad = DBusBytes.helloReply
+        bad[12] = 0x50
+        #expect(throws: DBusProtocolError.self) { try DBusMessage(parsing: bad) }
+    }
+
+    @Test func systemBusAddress() {
+        #expect(DBusConnection.systemBusPath(environment: nil) == "/run/dbus/system_bus_socket")
+        #expect(DBusConnection.systemBusPath(environment: "unix:path=/tmp/x%2dy,guid=1") == "/tmp/x-y")
+        #expect(DBusConnection.systemBusPath(environment: "tcp:host=a;unix:path=/b") == "/b")
+    }
+}
+
+@Suite("BlueZ Agent1 answers")
+struct BlueZAgentResponseTests {
+    static func call(_ member: String, _ body: [DBusValue], path: String = "/cuff/agent", flags: UInt8 = 0) -> DBusMessage {
+        DBusMessage(kind: .methodCall, flags: flags, serial: 3, path: path, interface: "org.bluez.Agent1", member: member,
+                    sender: ":1.1", body: body)
+    }
+
+    @Test func answersEveryAgentMethod() {
+        let dev = DBusValue.objectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01")
+        let cases: [(String, [DBusValue], [DBusValue])] = [
+            ("RequestConfirmation", [dev, .uint32(1)], []), ("RequestAuthorization", [dev], []),
+            ("AuthorizeService", [dev, .string("1810")], []), ("RequestPasskey", [dev], [.uint32(0)]),
+            ("RequestPinCode", [dev], [.string("0000")]), ("DisplayPasskey", [dev, .uint32(1), .uint16(0)], []),
+            ("DisplayPinCode", [dev, .string("1234")], []), ("Release", [], []), ("Cancel", [], []),
+        ]
+        for (member, args, expected) in cases {
+            let reply = BlueZAgent.response(to: Self.call(member, args), path: "/cuff/agent").reply
+            #expect(reply?.kind == .methodReturn, "\(member)")
+            #expect(reply?.replySerial == 3)
+            #expect(reply?.destination == ":1.1")
+            #expect(reply?.body == expected, "\(member)")
+        }
+    }
+
+    @Test func refusesUnknownCalls() {
+        for m in [Self.call("Frobnicate", []), Self.call("RequestConfirmation", [.uint32(1)]),
+                  Self.call("Release", [], path: "/other")] {
+            let reply = BlueZAgent.response(to: m, path: "/cuff/agent").reply
+            #expect(reply?.kind == .error)
+            #expect(reply?.errorName == "org.freedesktop.DBus.Error.UnknownMethod")
+        }
+        #expect(BlueZAgent.response(to: Self.call("Frobnicate", [], flags: DBusMessage.noReplyExpected), path: "/cuff/agent").reply == nil)
+        #expect(BlueZAgent.response(to: Self.call("Release", [], flags: DBusMessage.noReplyExpected), path: "/cuff/agent").reply == nil)
+        let signal = DBusMessage(kind: .signal, serial: 2, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameAcquired", body: [.string(":1.5")])
+        #expect(BlueZAgent.response(to: signal, path: "/cuff/agent").reply == nil)
+    }
+}
+
+/// The bus end of a `socketpair`: reads lines and whole messages with a time limit.
+final class FakeBus: @unchecked Sendable {
+    let fd: CInt
+    var buffer: [UInt8] = []
+
+    init(fd: CInt) { self.fd = fd }
+
+    private func fill() -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, 5000) == 1 else { return false }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let n = recv(fd, &chunk, chunk.count, 0)
+        guard n > 0 else { return false }
+        buffer += chunk[0..<n]
+        return true
+    }
+
+    func line() -> String? {
+        while true {
+            if let i = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let l = buffer[..<i]
+                buffer.removeSubrange(...i)
+                return String(decoding: l, as: UTF8.self)
+            }
+            guard fill() else { return nil }
+        }
+    }
+
+    func rawMessage() -> [UInt8]? {
+        while true {
+            if let total = try? DBusMessage.frameLength(buffer[...]), buffer.count >= total {
+                defer { buffer.removeSubrange(..<total) }
+                return Array(buffer[..<total])
+            }
+            guard fill() else { return nil }
+        }
+    }
+
+    func message() -> DBusMessage? { rawMessage().flatMap { try? DBusMessage(parsing: $0) } }
+
+    func write(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+    func write(_ m: DBusMessage, serial: UInt32) { write(m.encoded(serial: serial)) }
+
+    func reply(to m: DBusMessage, serial: UInt32, body: [DBusValue] = []) {
+        var r = DBusMessage.methodReturn(to: m, body: body)
+        r.sender = "org.freedesktop.DBus"
+        write(r, serial: serial)
+    }
+}
+
+@Suite("D-Bus agent against a scripted bus")
+struct DBusAgentScriptTests {
+    static func pair() throws -> (CInt, CInt) {
+        var fds: [CInt] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { throw TransportError(.systemCall, "socketpair") }
+        return (fds[0], fds[1])
+    }
+
+    @Test func registersAndAcceptsAConfirmation() throws {
+        let (ours, theirs) = try Self.pair()
+        let bus = FakeBus(fd: theirs)
+        defer { close(theirs) }
+        let uidHex = Hex.encode(Array(String(getuid()).utf8))
+        let script = Background { () -> [String] in
+            var seen: [String] = []
+            seen.append(bus.line() ?? "<none>")
+            bus.write(Array("OK 0123456789abcdef0123456789abcdef\r\n".utf8))
+            seen.append(bus.line() ?? "<none>")
+            guard let hello = bus.message() else { return seen + ["no Hello"] }
+            seen.append(hello.member ?? "?")
+            // A signal before the reply: the client must queue it, not mistake it for the reply.
+            bus.write(DBusMessage(kind: .signal, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameAcquired",
+                                  destination: ":1.5", sender: "org.freedesktop.DBus", body: [.string(":1.5")]), serial: 2)
+            bus.write(DBusBytes.helloReply)
+            guard let register = bus.message() else { return seen + ["no RegisterAgent"] }
+            seen.append("\(register.destination ?? "") \(register.path ?? "") \(register.interface ?? "").\(register.member ?? "") \(register.body ?? [])")
+            bus.reply(to: register, serial: 3)
+            guard let request = bus.message() else { return seen + ["no RequestDefaultAgent"] }
+            seen.append("\(request.member ?? "") \(request.body ?? [])")
+            bus.reply(to: request, serial: 4)
+            bus.write(DBusMessage(kind: .methodCall, path: "/cuff/agent", interface: "org.bluez.Agent1", member: "RequestConfirmation",
+                                  destination: ":1.5", sender: ":1.1",
+                                  body: [.objectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01"), .uint32(0)]), serial: 7)
+            guard let answer = bus.rawMessage() else { return seen + ["no answer"] }
+            seen.append(Hex.encode(answer))
+            bus.write(DBusMessage(kind: .methodCall, path: "/cuff/agent", interface: "org.bluez.Agent1", member: "Bogus",
+                                  destination: ":1.5", sender: ":1.1"), serial: 8)
+            guard let error = bus.message() else { return seen + ["no error"] }
+            seen.append("\(error.kind) \(error.errorName ?? "") \(error.replySerial ?? 0)")
+            guard let unregister = bus.message() else { return seen + ["no UnregisterAgent"] }
+            seen.append("\(unregister.member ?? "") \(unregister.body ?? [])")
+            bus.reply(to: unregister, serial: 9)
+            return seen
+        }
+        let agent = try BlueZAgent(connection: DBusConnection(fd: ours))
+        let deadline = ContinuousClock.now + .seconds(5)
+        while agent.callsAnswered < 2 && ContinuousClock.now < deadline { usleep(10_000) }
+        agent.stop()
+        let seen = try #require(script.join())
+        #expect(seen == [
+            "\0AUTH EXTERNAL \(uidHex)\r", "BEGIN\r", "Hello",
+            "org.bluez /org/bluez org.bluez.AgentManager1.RegisterAgent [BlueZ.DBusValue.objectPath(\"/cuff/agent\"), BlueZ.DBusValue.string(\"NoInputNoOutput\")]",
+            "RequestDefaultAgent [BlueZ.DBusValue.objectPath(\"/cuff/agent\")]",
+            Hex.encode(DBusBytes.confirmationReply),
+            "error org.freedesktop.DBus.Error.UnknownMethod 8",
+            "UnregisterAgent [BlueZ.DBusValue.objectPath(\"/cuff/agent\")]",
+        ])
+        #expect(agent.log.contains { $0.contains("confirm /org/bluez/hci0/dev_00_AA_01_01_00_01") })
+        #expect(agent.log.contains("agent: default agent"))
+    }
+
+    @Test func refusedAuthenticationIsATypedError() throws {
+        let (ours, theirs) = try Self.pair()
+        let bus = FakeBus(fd: theirs)
+        defer { close(theirs) }
+        let script = Background { () -> Bool in
+            _ = bus.line()
+            bus.write(Array("REJECTED EXTERNAL\r\n".utf8))
+            return true
+        }
+        #expect(throws: TransportError.self) { try BlueZAgent(connection: DBusConnection(fd: ours), timeout: .seconds(2)) }
+        _ = script.join()
+    }
+
+    @Test func hostileLengthFromTheBusIsRefused() throws {
+        let (ours, theirs) = try Self.pair()
+        let bus = FakeBus(fd: theirs)
+        defer { close(theirs) }
+        let script = Background { () -> Bool in
+            _ = bus.line()
+            bus.write(Array("OK 0123456789abcdef0123456789abcdef\r\n".utf8))
+            _ = bus.line()
+            _ = bus.message()
+            bus.write(Hex.decode("6c020101 ffffff7f 01000000 08000000")!)  // 2 GiB body announced
+            return true
+        }
+        let error = #expect(throws: TransportError.self) { try BlueZAgent(connection: DBusConnection(fd: ours), timeout: .seconds(2)) }
+        #expect(error?.message.contains("too long") == true)
+        _ = script.join()
+    }
+
+    @Test func errorReplyToRegisterIsReported() throws {
+        let (ours, theirs) = try Self.pair()
+        let bus = FakeBus(fd: theirs)
+        defer { close(theirs) }
+        let script = Background { () -> Bool in
+            _ = bus.line()
+            bus.write(Array("OK 0123456789abcdef0123456789abcdef\r\n".utf8))
+            _ = bus.line()
+            _ = bus.message()
+            bus.write(DBusBytes.helloReply)
+            guard let register = bus.message() else { return false }
+            bus.write(DBusMessage.errorReply(to: register, name: "org.freedesktop.DBus.Error.ServiceUnknown", text: "The name org.bluez was not provided"), serial: 3)
+            return true
+        }
+        let error = #expect(throws: TransportError.self) { try BlueZAgent(connection: DBusConnection(fd: ours), timeout: .seconds(2)) }
+        #expect(error?.message.contains("ServiceUnknown") == true)
+        #expect(script.join() == true)
+    }
+}
