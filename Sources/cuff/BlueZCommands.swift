@@ -203,7 +203,7 @@ struct Scan: ParsableCommand {
 struct Pair: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Pair (bond) with a cuff, answering the confirmation BlueZ asks for.",
-        discussion: "Connects to the ATT channel, raises the link security and answers the kernel's pairing requests (MGMT) itself when bluetoothd is not running."
+        discussion: "Connects to the ATT channel, raises the link security and answers the kernel's pairing requests (MGMT) itself when bluetoothd is not running; when it runs, registers a NoInputNoOutput org.bluez.Agent1 with it over D-Bus that accepts."
     )
 
     @Argument(help: "Bluetooth address of the cuff (append /random for a random address).")
