@@ -9,8 +9,8 @@
 # answers the peripheral side), then `cuff measure ADDRESS --security medium` on the central:
 # with bluetoothd running, measure registers a NoInputNoOutput org.bluez.Agent1 over D-Bus
 # (pure Swift) as the default agent, which accepts the pairing. Then `cuff pair` once more.
-# Passes when measure exits 0 with NDJSON, its log shows the D-Bus agent answering, and
-# bluetoothd logged no "No agent available".
+# Passes when measure exits 0 with NDJSON and its log shows the D-Bus agent registered, pair
+# reports "paired", and a control run whose agent can't reach the bus fails with the advice.
 # env: CUFF_BIN (default $CUFF_REPO/.build/debug/cuff).
 set -u
 REPO=${CUFF_REPO:?run through tools/vm/run.sh}
@@ -36,6 +36,11 @@ say "dbus-daemon $DBUS, bluetoothd $BTD: $(grep -c 'has been enabled' bluetoothd
 btmgmt -i "$P" power on > /dev/null 2>&1
 btmgmt -i "$C" power on > /dev/null 2>&1
 PADDR=$(hciconfig "$P" | awk '/BD Address/{print $3}')
+CADDR=$(hciconfig "$C" | awk '/BD Address/{print $3}')
+unpair() {  # drop the LE bond on both sides (-t 1: LE public; btmgmt's default is BR/EDR)
+  btmgmt -i "$C" unpair -t 1 "$PADDR" 2>&1 | sed 's/^/    /'
+  btmgmt -i "$P" unpair -t 1 "$CADDR" 2>&1 | sed 's/^/    /'
+}
 fails=0
 run() {  # NAME COMMAND...: simulator up, scan, then COMMAND; echoes its exit status into $name.rc
   local name=$1; shift
@@ -67,12 +72,23 @@ grep -qE 'confirm|authorize' measure-dbus.log && say "the D-Bus agent answered b
   || say "note: no Agent1 call logged (bluetoothd may not have asked, e.g. bond already present)"
 
 # cuff pair: drop the bond first so pairing really runs again.
-btmgmt -i "$C" unpair "$PADDR" > /dev/null 2>&1
+unpair
 run pair-dbus "$CUFF" pair "$PADDR" --adapter "$C" --security medium
 if [ "$(cat pair-dbus.rc)" = 0 ] && grep -q '"paired"' pair-dbus.ndjson; then
   say "pair with bluetoothd: PASS"
 else
   say "pair with bluetoothd: FAIL"; fails=$((fails + 1))
+fi
+
+# Control: the same measure with the D-Bus agent unable to reach the bus must fall back to the
+# advice and fail to pair (bluetoothd: "No agent available"), so the agent is what made it work.
+unpair
+run measure-noagent env DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent "$CUFF" measure "$PADDR" --adapter "$C" --security medium
+if [ "$(cat measure-noagent.rc)" != 0 ] && grep -q 'no D-Bus pairing agent' measure-noagent.log \
+   && grep -q 'register an agent' measure-noagent.log; then
+  say "control without the D-Bus agent: fails as expected (advice printed): PASS"
+else
+  say "control without the D-Bus agent: FAIL (exit $(cat measure-noagent.rc))"; fails=$((fails + 1))
 fi
 
 say "bluetoothd on agents and pairing:"
