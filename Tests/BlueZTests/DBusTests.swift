@@ -77,6 +77,16 @@ struct DBusMarshallingTests {
         #expect(again == m)
     }
 
+    @Test func parsesBigEndian() throws {
+        // 'B', method return, NO_REPLY_EXPECTED, body 4, serial 2, fields 15: REPLY_SERIAL 1, SIGNATURE "u"; body 42.
+        let bytes = Hex.decode("42020101 00000004 00000002 0000000f 05017500 00000001 08016700 01750000 0000002a")!
+        let m = try DBusMessage(parsing: bytes)
+        #expect(m.kind == .methodReturn)
+        #expect(m.serial == 2)
+        #expect(m.replySerial == 1)
+        #expect(m.body == [.uint32(42)])
+    }
+
     @Test func roundTripsEveryBasicType() throws {
         let body: [DBusValue] = [.byte(7), .uint32(0xDEAD_BEEF), .byte(1), .uint16(0x1234), .int16(-2), .boolean(true),
                                  .int32(-5), .string("é"), .objectPath("/a/b"), .signature("a{sv}")]
