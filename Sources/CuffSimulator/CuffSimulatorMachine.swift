@@ -243,8 +243,11 @@ public struct CuffSimulatorMachine: Sendable {
                 actions += [.log("measurement done; the cuff switches off"), .disconnect("cuff switched off after the measurement")]
                 return actions
             }
-            if let n = nextSample, now >= n {
-                actions += sample(now)
+            // Every sample due by now, each at its own time: a driver that woke late (a busy
+            // machine, a fast --speed) catches up instead of skipping, so the sequence of values
+            // depends only on the seed.
+            while let n = nextSample, now >= n {
+                actions += sample(n)
             }
             return actions
 

@@ -89,7 +89,7 @@ struct SocketScenarioTests {
         #expect(end.device.features?.contains(.bodyMovementDetection) == true)
         // Progress: a real inflation then deflation, several notifications per second.
         let p = r.progress
-        #expect(p.count > 40)  // at 400× the driver skips samples it is late for, as a cuff's timer would
+        #expect(p.count > 150)  // 5 per simulated second over ~35 s; a late driver catches up
         let peak = p.compactMap { $0.cuffPressure.doubleValue }.max() ?? 0
         let peakMmHg = scenario == .kpa ? peak * PressureUnit.mmHgPerKPa : peak
         #expect(peakMmHg > 110 && peakMmHg < 220)
@@ -147,7 +147,7 @@ struct SocketScenarioTests {
         #expect(r.outcome == .disconnected)
         #expect(r.exitCode == SessionOutcome.disconnected.exitCode)
         #expect(r.measurements.isEmpty)
-        #expect(r.progress.count > 20)
+        #expect(r.progress.count > 80)
         #expect(r.progress.last?.phase == .deflating)
         #expect(r.sessions.last?.message?.contains("in the middle of a measurement") == true)
     }
