@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 import CBlueZ
+#if canImport(Glibc)
+import Glibc
+#endif
 import Transport
 
 extension BluetoothAddress {

@@ -77,10 +77,9 @@ public indirect enum JSON: Sendable, Equatable {
     /// Shortest round-trip form, always with a decimal point or exponent (`127.0`, `18.9`, `1e-05`).
     static func format(_ d: Double) -> String {
         guard d.isFinite else { return "null" }
-        var s = d.description
-        if s.hasSuffix(".0") == false, !s.contains("."), !s.contains("e") { s += ".0" }
-        // Swift prints 1e-05 and 1e+20; both are valid JSON.
-        return s
+        // Swift's shortest round-trip form always has a "." or an exponent (127.0, 1e-05, 1e+20),
+        // all valid JSON numbers.
+        return d.description
     }
 
     static func escape(_ s: String, into out: inout String) {

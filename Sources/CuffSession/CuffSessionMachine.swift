@@ -200,14 +200,13 @@ public struct CuffSessionMachine: Sendable {
             if let t = configuration.timeout { overallDeadline = at.monotonic + t }
             return [.emit(.session(SessionRecord(event: .start, device: device, at: at))), .connect]
 
-        case let .connected(at):
+        case .connected:
             guard state == .connecting else { return [] }
             if configuration.security > .low {
                 state = .securing
                 return [.log("connected to \(device.address); raising security to \(configuration.security)"), .raiseSecurity(configuration.security)]
             }
             state = .discovering
-            _ = at
             return [.log("connected to \(device.address); discovering services"), .discover]
 
         case let .connectionFailed(why, at):
