@@ -37,3 +37,6 @@ if [ "${CUFF_VM_TEST:-1}" != 0 ] && [ -x tools/vm/run.sh ] && [ -f tools/vm/test
   bash tools/vm/test-ble.sh
 fi
 echo "== all checks passed"
+# One closing line for the whole run: the Swift tests (the VM's own test count is printed above).
+n=$(grep -Eo "Test run with [0-9]+ tests" .build/test.log | tail -n 1 | grep -Eo "[0-9]+" || true)
+echo "cuff: ${n:-0} passed, 0 failed"
