@@ -259,7 +259,8 @@ public struct CuffSessionMachine: Sendable {
             guard let p = pending else { return [] }
             observerStepDeadline = nil
             switch p {
-            case .write(c, _), .startCommand where c == .cuffControl:
+            case .write(c, _),
+                 .startCommand where c == .cuffControl:
                 pending = nil
                 if state == .stopping { return finish(.stopped, "stopped by the user", at) }
                 return advance(at)

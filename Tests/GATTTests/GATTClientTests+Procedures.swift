@@ -172,7 +172,7 @@ func csend(_ hex: String) -> GATTClientAction { .send(h(hex)) }
     @Test func securityRefusedOrNotReached() {
         var c = GATTClient()
         let a = c.read(0x0C, now: t0)
-        let b = c.read(0x03, now: t0)
+        _ = c.read(0x03, now: t0)
         _ = c.receive(h("01 0a 0c00 05"), now: t0)
         #expect(c.securityRefused(now: t0) == [
             .completed(a.id, .failure(GATTClientError(.securityRefused, "", attError: .insufficientAuthentication))),
