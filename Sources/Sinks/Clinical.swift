@@ -40,15 +40,24 @@ public enum ClinicalValue {
 /// The host's offset from UTC, used to give a zone-less device time an explicit offset.
 ///
 /// The device's Date Time has no zone; output-formats.md C.0/3 says to assume the host's zone at
-/// ingest. So the offset is the host's offset *at the record's `received_at`* (not at the device
-/// time, which may be wrong), in seconds east of UTC.
+/// ingest. ``system`` reads the wall time in the host's zone (`TZ`, `/etc/localtime`) as it is
+/// when the record is ingested, so a reading taken in summer and uploaded from the cuff's memory in
+/// winter gets its summer offset; ``systemAtReception`` is the plainer rule (the offset at
+/// `received_at`). The offset is in seconds east of UTC.
 public struct UTCOffsetPolicy: Sendable {
     public let offsetSeconds: @Sendable (MeasurementRecord) -> Int
 
     public init(_ offsetSeconds: @escaping @Sendable (MeasurementRecord) -> Int) { self.offsetSeconds = offsetSeconds }
 
-    /// The host's zone (`TZ`, `/etc/localtime`) at `received_at`, via `localtime_r`.
-    public static let system = UTCOffsetPolicy { m in hostUTCOffset(atUnixSeconds: m.receivedAt.wallMicros / 1_000_000) }
+    /// The host zone's offset at the device's wall time (DST included, `mktime` with
+    /// `tm_isdst = -1`), or at `received_at` when the record has no zone-less device time.
+    public static let system = UTCOffsetPolicy { m in
+        if let ts = m.timestamp, let off = hostUTCOffset(atLocalDateTime: ts) { return off }
+        return hostUTCOffset(atUnixSeconds: m.receivedAt.wallMicros / 1_000_000)
+    }
+
+    /// The host zone's offset at `received_at`.
+    public static let systemAtReception = UTCOffsetPolicy { m in hostUTCOffset(atUnixSeconds: m.receivedAt.wallMicros / 1_000_000) }
 
     /// Always `seconds` east of UTC.
     public static func fixed(_ seconds: Int) -> UTCOffsetPolicy { UTCOffsetPolicy { _ in seconds } }
@@ -64,6 +73,24 @@ public struct UTCOffsetPolicy: Sendable {
         tzset()
         return true
     }()
+
+    /// The host zone's offset for the local wall time `YYYY-MM-DDTHH:MM:SS`, or nil when `s` is not one.
+    public static func hostUTCOffset(atLocalDateTime s: String) -> Int? {
+        guard EffectiveTime.isLocalDateTime(s) else { return nil }
+        let u = Array(s.utf8)
+        func n(_ r: Range<Int>) -> Int32 { r.reduce(0) { $0 * 10 + Int32(u[$1] - UInt8(ascii: "0")) } }
+        _ = tzLoaded
+        var tmv = tm()
+        tmv.tm_year = n(0..<4) - 1900
+        tmv.tm_mon = n(5..<7) - 1
+        tmv.tm_mday = n(8..<10)
+        tmv.tm_hour = n(11..<13)
+        tmv.tm_min = n(14..<16)
+        tmv.tm_sec = n(17..<19)
+        tmv.tm_isdst = -1
+        guard mktime(&tmv) != -1 else { return nil }
+        return Int(tmv.tm_gmtoff)
+    }
 
     /// The host zone's offset from UTC at `unixSeconds`.
     public static func hostUTCOffset(atUnixSeconds s: Int64) -> Int {

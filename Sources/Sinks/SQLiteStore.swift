@@ -45,7 +45,8 @@ public struct StoredMeasurement: Sendable, Hashable {
     /// `received_at` as printed (`2026-11-22T07:31:54.123Z`) and in microseconds since 1970.
     public var receivedAt: String
     public var receivedAtMicros: Int64
-    /// The host's offset from UTC at ingest (seconds east), used for a zone-less device time.
+    /// The offset (seconds east of UTC) the store's ``UTCOffsetPolicy`` gave this record at ingest,
+    /// used again for its zone-less device time when history is printed.
     public var hostUTCOffsetSeconds: Int
     public var dedupKey: String
     /// JSON text: the decode warnings, and the codec's object for the value.

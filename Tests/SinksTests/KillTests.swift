@@ -68,3 +68,45 @@ let killChildVariable = "CUFF_SINKS_KILL_CHILD_DB"
         #expect(Array(seqs.prefix(acknowledged + 1)) == (0...acknowledged).map(UInt16.init))
     }
 }
+
+let tzChildVariable = "CUFF_SINKS_TZ_CHILD"
+
+/// Runs only in the child that ``HostZoneTests`` spawns with a `TZ`: prints the FHIR and OMH times
+/// of the C.0 worked example (device-local 2024-06-23T14:35:10) under the system offset policy.
+@Suite struct SinksTZChild {
+    @Test(.enabled(if: ProcessInfo.processInfo.environment[tzChildVariable] != nil))
+    func childPrintsEffectiveTimes() throws {
+        let m = try Vectors.bpm(Vectors.withDateTime)
+        let line = "EFFECTIVE " + EffectiveTime.of(m, offset: .system).rfc3339 + " " + EffectiveTime.of(m, offset: .systemAtReception).rfc3339 + "\n"
+        _ = line.withCString { write(1, $0, strlen($0)) }
+    }
+}
+
+@Suite struct HostZoneTests {
+    /// The device time gets the host's offset at ingest, read from the real zone machinery.
+    @Test(arguments: [
+        ("CUF-5:45", "+05:45", "+05:45"), ("America/New_York", "-04:00", "-05:00"), ("Australia/Sydney", "+10:00", "+11:00"),
+        ("UTC", "+00:00", "+00:00"),
+    ])
+    func deviceTimeGetsTheHostZoneOffset(tz: String, atDeviceTime: String, atReception: String) throws {
+        // The device time is 2024-06-23 (New York on EDT, Sydney on AEST); received_at is
+        // 2026-11-22 (New York on EST, Sydney on AEDT).
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: exe)
+        child.arguments = ["--testing-library", "swift-testing", "--filter", "childPrintsEffectiveTimes"]
+        var env = ProcessInfo.processInfo.environment
+        env[tzChildVariable] = "1"
+        env["TZ"] = tz
+        child.environment = env
+        let out = Pipe()
+        child.standardOutput = out
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        child.waitUntilExit()
+        #expect(child.terminationStatus == 0)
+        let line = text.split(separator: "\n").first { $0.hasPrefix("EFFECTIVE ") }
+        #expect(line == "EFFECTIVE 2024-06-23T14:35:10\(atDeviceTime) 2024-06-23T14:35:10\(atReception)"[...])
+    }
+}
