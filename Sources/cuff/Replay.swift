@@ -86,7 +86,7 @@ struct Replay: ParsableCommand {
             // the replay's own buffered writer (same bytes as NDJSONSink, fewer syscalls).
             var list: [any SampleSink & Sendable] = []
             if let path = sinks.store { list.append(try SQLiteStore(path: path)) }
-            list.append(sinks.format == "ndjson" ? ReplayNDJSONSink(flushEachRecord: realtime || sinks.store != nil) : SinkFactory.formatSink(sinks.configuration, output: FileDescriptorOutput.standardOutput()))
+            list.append(sinks.format == "ndjson" ? ReplayNDJSONSink(flushEachRecord: realtime || sinks.store != nil) : SinkFactory.formatSink(sinks.configuration, output: FileDescriptorOutput.standardOutput(), warn: sinks.quiet ? SinkWarnings.ignore : SinkWarnings.standardError))
             fan = FanOutSink(list)
         } catch {
             Output.log("cuff replay: \(error)")

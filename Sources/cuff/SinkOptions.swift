@@ -31,7 +31,8 @@ struct SinkOptions: ParsableArguments {
 
     /// The store (when `--store`) and the stdout format sink.
     func makeSinks() throws(SinkError) -> (FanOutSink, SQLiteStore?) {
-        let sinks = try SinkFactory.makeSinks(configuration)
+        // --quiet means nothing on stderr, sink warnings included.
+        let sinks = try SinkFactory.makeSinks(configuration, warn: quiet ? SinkWarnings.ignore : SinkWarnings.standardError)
         let store = sinks.first { $0 is SQLiteStore } as? SQLiteStore
         return (FanOutSink(sinks), store)
     }
