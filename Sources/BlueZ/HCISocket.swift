@@ -51,22 +51,33 @@ public final class HCISocket: Sendable {
     public let adapter: BluetoothAdapter
     private let fdState: Mutex<CInt>
 
-    /// Opens and binds the socket; lets through `filter`'s events only.
-    public init(adapter: BluetoothAdapter, filter: HCIFilter = .leDefault) throws(TransportError) {
-        self.adapter = adapter
+    /// A raw HCI socket bound to `device` (an adapter index, or `BT.devNone`) on `channel`: the
+    /// one place HCI and MGMT sockets are opened, with the same errors and hints for all.
+    static func openBound(
+        device: UInt16, channel: UInt16, socketLabel: String, bindLabel: String, adapterName: String
+    ) throws(TransportError) -> CInt {
         let fd: CInt
         switch Sys.socket(domain: BT.af, type: BT.raw | BT.cloexec, protocol: BT.protoHCI) {
         case .success(let s): fd = s
-        case .failure(let e): throw BlueZErrors.socket("AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI", e)
+        case .failure(let e): throw BlueZErrors.socket(socketLabel, e)
         }
         var address = sockaddr_hci()
         address.hci_family = sa_family_t(AF_BLUETOOTH)
-        address.hci_dev = adapter.index
-        address.hci_channel = BT.channelRaw
+        address.hci_dev = device
+        address.hci_channel = channel
         if case .failure(let e) = Sys.bind(fd, address) {
             _ = Sys.close(fd)
-            throw TransportError.system("bind", "\(adapter), HCI_CHANNEL_RAW", e, hint: BlueZErrors.adapterHint(e, adapter: adapter.name))
+            throw TransportError.system("bind", bindLabel, e, hint: BlueZErrors.adapterHint(e, adapter: adapterName))
         }
+        return fd
+    }
+
+    /// Opens and binds the socket; lets through `filter`'s events only.
+    public init(adapter: BluetoothAdapter, filter: HCIFilter = .leDefault) throws(TransportError) {
+        self.adapter = adapter
+        let fd = try HCISocket.openBound(
+            device: adapter.index, channel: BT.channelRaw, socketLabel: "AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI",
+            bindLabel: "\(adapter), HCI_CHANNEL_RAW", adapterName: adapter.name)
         if case .failure(let e) = Sys.setsockopt(fd, level: BT.solHCI, name: BT.optHCIFilter, filter.cValue) {
             _ = Sys.close(fd)
             throw TransportError.system("setsockopt", "\(adapter), HCI_FILTER", e)

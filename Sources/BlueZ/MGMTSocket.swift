@@ -13,20 +13,15 @@ import Transport
 public final class MGMTSocket: Sendable {
     private let fdState: Mutex<CInt>
 
+    /// The kernel's management channel (HCI_CHANNEL_CONTROL, no adapter), opened and bound.
+    static func openControl() throws(TransportError) -> CInt {
+        try HCISocket.openBound(
+            device: BT.devNone, channel: BT.channelControl, socketLabel: "AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI (MGMT)",
+            bindLabel: "HCI_CHANNEL_CONTROL", adapterName: "MGMT")
+    }
+
     public init() throws(TransportError) {
-        let fd: CInt
-        switch Sys.socket(domain: BT.af, type: BT.raw | BT.cloexec, protocol: BT.protoHCI) {
-        case .success(let s): fd = s
-        case .failure(let e): throw BlueZErrors.socket("AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI (MGMT)", e)
-        }
-        var address = sockaddr_hci()
-        address.hci_family = sa_family_t(AF_BLUETOOTH)
-        address.hci_dev = BT.devNone
-        address.hci_channel = BT.channelControl
-        if case .failure(let e) = Sys.bind(fd, address) {
-            _ = Sys.close(fd)
-            throw TransportError.system("bind", "HCI_CHANNEL_CONTROL", e, hint: BlueZErrors.adapterHint(e, adapter: "MGMT"))
-        }
+        let fd = try MGMTSocket.openControl()
         fdState = Mutex(fd)
     }
 

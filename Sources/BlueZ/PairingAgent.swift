@@ -51,19 +51,7 @@ public final class PairingAgent: Sendable {
         if !Self.hasNetAdmin() {
             throw TransportError(.systemCall, "pairing agent: this process lacks CAP_NET_ADMIN, so the kernel won't send it pairing requests — \(BlueZErrors.permissionHint)", errno: EPERM)
         }
-        let fd: CInt
-        switch Sys.socket(domain: BT.af, type: BT.raw | BT.cloexec, protocol: BT.protoHCI) {
-        case .success(let s): fd = s
-        case .failure(let e): throw BlueZErrors.socket("AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI (MGMT)", e)
-        }
-        var address = sockaddr_hci()
-        address.hci_family = sa_family_t(AF_BLUETOOTH)
-        address.hci_dev = BT.devNone
-        address.hci_channel = BT.channelControl
-        if case .failure(let e) = Sys.bind(fd, address) {
-            _ = Sys.close(fd)
-            throw TransportError.system("bind", "HCI_CHANNEL_CONTROL", e, hint: BlueZErrors.adapterHint(e, adapter: "MGMT"))
-        }
+        let fd = try MGMTSocket.openControl()
         let wake: (CInt, CInt)
         switch Sys.socketpair(domain: AF_UNIX, type: CInt(SOCK_SEQPACKET.rawValue) | BT.cloexec) {
         case .success(let pair): wake = pair
