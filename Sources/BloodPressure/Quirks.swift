@@ -47,7 +47,25 @@ public struct QuirkProfile: Sendable, Hashable {
 
     /// The first profile whose match string appears in the device name or model (case-insensitive).
     public static func matching(name: String?, model: String?) -> QuirkProfile? {
-        let hay = [name, model].compactMap { $0?.uppercased() }
-        return all.first { p in p.deviceMatches.contains { m in hay.contains { $0.contains(m) } } }
+        all.first { p in
+            p.deviceMatches.contains { m in
+                (name.map { containsIgnoringASCIICase($0, m) } ?? false) || (model.map { containsIgnoringASCIICase($0, m) } ?? false)
+            }
+        }
+    }
+
+    /// True when `needle` occurs in `haystack`, comparing ASCII letters without case (match
+    /// strings are ASCII; other bytes compare exactly).
+    static func containsIgnoringASCIICase(_ haystack: String, _ needle: String) -> Bool {
+        func fold(_ b: UInt8) -> UInt8 { b >= 0x61 && b <= 0x7A ? b - 0x20 : b }
+        let h = Array(haystack.utf8), n = Array(needle.utf8)
+        guard !n.isEmpty else { return true }
+        guard h.count >= n.count else { return false }
+        for start in 0...(h.count - n.count) {
+            var i = 0
+            while i < n.count && fold(h[start + i]) == fold(n[i]) { i += 1 }
+            if i == n.count { return true }
+        }
+        return false
     }
 }

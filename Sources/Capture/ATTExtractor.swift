@@ -39,6 +39,15 @@ public struct ATTExtractor: Sendable {
     private var sniffed: [UInt32: SniffedLink] = [:]
     private var nextSniffedHandle: UInt16 = 0
 
+    /// What ``singleFrame(_:)`` needs of the last link it looked up; cleared whenever `links` may change.
+    struct HotLink: Sendable {
+        var key: LinkKey
+        var known: Bool
+        var txActive: Bool
+        var rxActive: Bool
+    }
+    private var hot: HotLink?
+
     struct LinkKey: Hashable, Sendable {
         var adapter: UInt16
         var handle: UInt16
@@ -79,8 +88,52 @@ public struct ATTExtractor: Sendable {
         return events
     }
 
+    /// Where a whole ATT PDU sits inside one ACL record.
+    public struct SingleFrame: Sendable, Hashable {
+        public var adapter: UInt16
+        public var connectionHandle: UInt16
+        public var direction: ATTDirection
+        public var connectionKnown: Bool
+        /// The ATT PDU's bytes: indices into the record's `payload`.
+        public var pdu: Range<Int>
+    }
+
+    /// The short path of ``consume(_:into:)`` for the commonest record: an ACL fragment that holds a
+    /// whole L2CAP frame on the ATT channel, on a tracked link with no frame pending that way.
+    ///
+    /// For such a record `consume` would change nothing and emit exactly one `.att` event whose
+    /// PDU is `record.payload[frame.pdu]`; this returns that without copying. Anything else gives
+    /// nil, and the record must go through `consume`.
+    public mutating func singleFrame(_ record: HCIRecord) -> SingleFrame? {
+        guard case .aclData = record.kind else { return nil }
+        return record.payload.withUnsafeBufferPointer { b -> SingleFrame? in
+            guard b.count >= 8 else { return nil }
+            let handleAndFlags = UInt16(b[0]) | UInt16(b[1]) << 8
+            let aclLength = Int(UInt16(b[2]) | UInt16(b[3]) << 8)
+            let l2capLength = Int(UInt16(b[4]) | UInt16(b[5]) << 8)
+            let cid = UInt16(b[6]) | UInt16(b[7]) << 8
+            guard (handleAndFlags >> 12) & 0x3 != 0b01, aclLength == b.count - 4, l2capLength == b.count - 8,
+                  cid == Self.attCID else { return nil }
+            let key = LinkKey(adapter: record.adapterIndex, handle: handleAndFlags & 0x0FFF)
+            let sent = record.direction == .sent
+            let state: HotLink
+            if let hot, hot.key == key {
+                state = hot
+            } else {
+                guard let index = links.index(forKey: key) else { return nil }
+                let link = links.values[index]
+                state = HotLink(key: key, known: link.known, txActive: link.tx.active, rxActive: link.rx.active)
+                hot = state
+            }
+            guard !(sent ? state.txActive : state.rxActive) else { return nil }
+            return SingleFrame(adapter: key.adapter, connectionHandle: key.handle, direction: sent ? .fromLocal : .toLocal,
+                               connectionKnown: state.known, pdu: 8..<b.count)
+        }
+    }
+
     /// Feeds one record, appending the events it completes to `events`.
     public mutating func consume(_ record: HCIRecord, into events: inout [CaptureEvent]) throws(CaptureError) {
+        hot = nil  // only this path changes `links`
         switch record.kind {
         case .event: try handleEvent(record, &events)
         case .aclData: try handleACL(record, &events)

@@ -80,31 +80,44 @@ public enum BTSnoop {
     /// Turns one record body into an ``HCIRecord``.
     static func decode(_ header: RecordHeader, body: ArraySlice<UInt8>, datalink: BTSnoopDatalink,
                        fileOffset: Int64) throws(CaptureError) -> HCIRecord {
-        let ts = timestamp(fromBTSnoop: header.timestamp)
+        var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
+        try decode(header, body: body, datalink: datalink, fileOffset: fileOffset, into: &record)
+        return record
+    }
+
+    /// Turns one record body into an ``HCIRecord``, refilling `record` (its payload storage is reused).
+    static func decode(_ header: RecordHeader, body: ArraySlice<UInt8>, datalink: BTSnoopDatalink,
+                       fileOffset: Int64, into record: inout HCIRecord) throws(CaptureError) {
         let original = Int(header.originalLength)
+        var payload = body
         switch datalink {
         case .hci:
             let direction: HCIDirection = header.flags & 1 == 0 ? .sent : .received
-            let kind: HCIPacketKind = header.flags & 2 == 0
-                ? .aclData : (direction == .sent ? .command : .event)
-            return HCIRecord(timestamp: ts, direction: direction, kind: kind, payload: Array(body),
-                             originalLength: original, fileOffset: fileOffset)
+            record.direction = direction
+            record.kind = header.flags & 2 == 0 ? .aclData : (direction == .sent ? .command : .event)
+            record.adapterIndex = 0
+            record.originalLength = original
         case .uart:
-            var r = ByteReader(body)
-            guard let type = r.readUInt8() else {
+            guard let type = body.first else {
                 throw CaptureError(.malformedPacket, "expected an H4 packet-type byte in an empty record",
                                    offset: fileOffset, isRecoverable: true)
             }
-            let direction: HCIDirection = header.flags & 1 == 0 ? .sent : .received
-            return HCIRecord(timestamp: ts, direction: direction, kind: .fromH4(type: type),
-                             payload: Array(r.readRemaining()), originalLength: max(0, original - 1),
-                             fileOffset: fileOffset)
+            record.direction = header.flags & 1 == 0 ? .sent : .received
+            record.kind = .fromH4(type: type)
+            record.adapterIndex = 0
+            record.originalLength = max(0, original - 1)
+            payload = body.dropFirst()
         case .monitor:
             let (kind, direction) = HCIPacketKind.fromMonitor(opcode: UInt16(truncatingIfNeeded: header.flags))
-            return HCIRecord(timestamp: ts, adapterIndex: UInt16(truncatingIfNeeded: header.flags >> 16),
-                             direction: direction, kind: kind, payload: Array(body),
-                             originalLength: original, fileOffset: fileOffset)
+            record.direction = direction
+            record.kind = kind
+            record.adapterIndex = UInt16(truncatingIfNeeded: header.flags >> 16)
+            record.originalLength = original
         }
+        record.timestamp = timestamp(fromBTSnoop: header.timestamp)
+        record.fileOffset = fileOffset
+        record.payload.removeAll(keepingCapacity: true)
+        record.payload.append(contentsOf: payload)
     }
 
     /// Encodes one record (header + body) for `datalink`.

@@ -85,6 +85,23 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         }
     }
 
+    /// ``next()`` refilling `record` in place: its payload's storage is reused, so reading a
+    /// btsnoop file allocates nothing per record once the payload has grown to the largest one.
+    /// Returns false at a clean end (and leaves `record` as it was); throws as ``next()`` does.
+    public mutating func next(into record: inout HCIRecord) throws(CaptureError) -> Bool {
+        if case .btsnoop(let datalink) = state {
+            do {
+                return try nextBTSnoop(datalink, into: &record)
+            } catch {
+                if !error.isRecoverable { state = .finished }
+                throw error
+            }
+        }
+        guard let r = try next() else { return false }
+        record = r
+        return true
+    }
+
     /// Reads every remaining record (tests and small files; prefer ``next()`` for big ones).
     public mutating func readAll() throws(CaptureError) -> [HCIRecord] {
         var out: [HCIRecord] = []
@@ -147,10 +164,15 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
     // MARK: - btsnoop
 
     private mutating func nextBTSnoop(_ datalink: BTSnoopDatalink) throws(CaptureError) -> HCIRecord? {
+        var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
+        return try nextBTSnoop(datalink, into: &record) ? record : nil
+    }
+
+    private mutating func nextBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord) throws(CaptureError) -> Bool {
         let recordOffset = input.offset
         guard let headerBytes = try input.take(BTSnoop.recordHeaderLength) else {
             let have = try input.fill(BTSnoop.recordHeaderLength)
-            if have == 0 { state = .finished; return nil }
+            if have == 0 { state = .finished; return false }
             throw CaptureError(.truncatedHeader, "expected a 24-byte btsnoop record header, the file ends after \(have) bytes", offset: recordOffset)
         }
         let header = BTSnoop.parseRecordHeader(headerBytes)
@@ -162,7 +184,8 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             let have = try input.fill(length)
             throw CaptureError(.truncatedRecord, "expected \(length) record bytes after the header, the file ends after \(have)", offset: recordOffset)
         }
-        return try BTSnoop.decode(header, body: body, datalink: datalink, fileOffset: recordOffset)
+        try BTSnoop.decode(header, body: body, datalink: datalink, fileOffset: recordOffset, into: &record)
+        return true
     }
 
     // MARK: - pcap
@@ -309,4 +332,7 @@ extension CaptureReader where Source == FileByteSource {
 
     /// ``next()``, compiled for files inside this module (so callers elsewhere get the specialised code).
     public mutating func nextFromFile() throws(CaptureError) -> HCIRecord? { try next() }
+
+    /// ``next(into:)``, compiled for files inside this module.
+    public mutating func nextFromFile(into record: inout HCIRecord) throws(CaptureError) -> Bool { try next(into: &record) }
 }

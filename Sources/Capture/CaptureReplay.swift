@@ -4,6 +4,14 @@ import BloodPressure
 import CuffCore
 import CuffSession
 
+/// What a replay gives out, in order.
+public enum ReplayOutput: Sendable, Hashable {
+    case emit(SessionOutput)
+    case log(String)
+    /// A skipped fragment or frame; the replay goes on.
+    case warning(CaptureError)
+}
+
 /// Replays a whole capture: records in, the records each cuff session would have given out.
 ///
 /// Pure: feed ``HCIRecord``s in file order to ``consume(_:into:)``, then call ``finish(_:into:)``.
@@ -14,12 +22,7 @@ import CuffSession
 /// not reported, so each session appears once per central controller. `adapter` keeps one
 /// controller only.
 public struct CaptureReplay: Sendable {
-    public enum Output: Sendable, Hashable {
-        case emit(SessionOutput)
-        case log(String)
-        /// A skipped fragment or frame; the replay goes on.
-        case warning(CaptureError)
-    }
+    public typealias Output = ReplayOutput
 
     /// A connection whose values could not be decoded: no discovery in the capture, no `--handle`.
     public struct Unmapped: Sendable, Hashable {
@@ -45,7 +48,8 @@ public struct CaptureReplay: Sendable {
     var extractor = ATTExtractor()
     var connections: [Key: Connection] = [:]
     var events: [CaptureEvent] = []
-    var scratch: [SessionObserver.Output] = []
+    /// The connection of the last ATT PDU (most PDUs follow one on the same link); cleared when `connections` changes.
+    var hot: (key: Key, connection: Connection)?
     var serial = 0
     /// The earliest machine deadline over all open sessions (cached).
     var earliest: Timestamp?
@@ -66,10 +70,12 @@ public struct CaptureReplay: Sendable {
         let address: String
         /// False: the local controller is the peripheral here (not reported; `session` is unused).
         var central = false
-        var session: SessionObserver
+        // Unchecked: a replay runs on one thread and never overlaps accesses; the dynamic checks
+        // cost more than the hot path's work.
+        @exclusivity(unchecked) var session: SessionObserver
         let sniffed: Bool
         /// The session's next deadline, cached after every change.
-        var deadline: Timestamp?
+        @exclusivity(unchecked) var deadline: Timestamp?
 
         init(serial: Int, address: String, sniffed: Bool) {
             self.serial = serial
@@ -102,6 +108,11 @@ public struct CaptureReplay: Sendable {
         if let adapter, record.adapterIndex != adapter { return }
         lastTimestamp = record.timestamp
         if let e = earliest, e < record.timestamp { fireDeadlines(before: record.timestamp, &out) }
+        if let f = extractor.singleFrame(record) {
+            att(adapter: f.adapter, handle: f.connectionHandle, direction: f.direction, pdu: record.payload[f.pdu],
+                timestamp: record.timestamp, accessAddress: nil, &out)
+            return
+        }
         events.removeAll(keepingCapacity: true)
         do {
             try extractor.consume(record, into: &events)
@@ -125,12 +136,13 @@ public struct CaptureReplay: Sendable {
         let at = SessionObserver.eventTime(lastTimestamp ?? .zero)
         for (key, c) in open {
             guard c.central else { continue }
-            var sub: [SessionObserver.Output] = []
-            c.session.disconnected(why, at: at, into: &sub)
-            forward(sub, &out)
+            let start = out.count
+            c.session.disconnected(why, at: at, into: &out)
+            count(out, from: start)
             end(key, c)
         }
         connections = [:]
+        hot = nil
         earliest = nil
     }
 
@@ -139,9 +151,9 @@ public struct CaptureReplay: Sendable {
     mutating func connected(_ info: ConnectionInfo, _ out: inout [Output]) {
         let key = Key(adapter: info.adapter, handle: info.connectionHandle)
         if let old = connections[key], old.central {
-            var sub: [SessionObserver.Output] = []
-            old.session.disconnected("the connection handle was reused without a disconnection", at: SessionObserver.eventTime(info.timestamp), into: &sub)
-            forward(sub, &out)
+            let start = out.count
+            old.session.disconnected("the connection handle was reused without a disconnection", at: SessionObserver.eventTime(info.timestamp), into: &out)
+            count(out, from: start)
             end(key, old)
         }
         serial += 1
@@ -153,6 +165,7 @@ public struct CaptureReplay: Sendable {
             out.append(.log("hci\(info.adapter) connection \(hex4(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported"))
         }
         connections[key] = c
+        hot = nil
         updateEarliest()
     }
 
@@ -161,17 +174,30 @@ public struct CaptureReplay: Sendable {
         var config = configuration
         config.address = address
         var o = SessionObserver(configuration: config, overrides: overrides)
-        var sub: [SessionObserver.Output] = []
-        o.connected(at: SessionObserver.eventTime(at), into: &sub)
-        forward(sub, &out)
+        let start = out.count
+        o.connected(at: SessionObserver.eventTime(at), into: &out)
+        count(out, from: start)
         return o
     }
 
     mutating func att(_ p: ATTPacket, _ out: inout [Output]) {
+        att(adapter: p.adapter, handle: p.connectionHandle, direction: p.direction, pdu: p.pdu[...], timestamp: p.timestamp,
+            accessAddress: p.accessAddress, &out)
+    }
+
+    mutating func att(adapter: UInt16, handle: UInt16, direction: ATTDirection, pdu: ArraySlice<UInt8>, timestamp: Timestamp,
+                      accessAddress: UInt32?, _ out: inout [Output]) {
+        let p = (adapter: adapter, connectionHandle: handle, direction: direction, pdu: pdu, timestamp: timestamp, accessAddress: accessAddress)
         let key = Key(adapter: p.adapter, handle: p.connectionHandle)
         guard let opcode = p.pdu.first else { return }
         let sentByClient = CaptureReplay.isClientOpcode(opcode)
-        if connections[key] == nil {
+        var found: Connection?
+        if let hot, hot.key == key {
+            found = hot.connection
+        } else {
+            found = connections[key]
+        }
+        if found == nil {
             // No connection event: decide from who sends requests.
             guard let clientSide = sentByClient else { return }
             serial += 1
@@ -190,17 +216,20 @@ public struct CaptureReplay: Sendable {
                 out.append(.log("hci\(p.adapter) connection \(hex4(p.connectionHandle)): this controller is the peripheral (it answers requests); not reported"))
             }
             connections[key] = c
+            found = c
         }
-        guard let c = connections[key], c.central else { return }
+        guard let c = found else { return }
+        hot = (key, c)
+        guard c.central else { return }
         let fromCentral: Bool
         switch p.direction {
         case .fromLocal, .centralToPeripheral: fromCentral = true
         case .toLocal, .peripheralToCentral: fromCentral = false
         case .unknown: fromCentral = sentByClient ?? false
         }
-        scratch.removeAll(keepingCapacity: true)
-        c.session.pdu(p.pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &scratch)
-        if !scratch.isEmpty { forward(scratch, &out) }
+        let start = out.count
+        c.session.pdu(p.pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &out)
+        if out.count > start { count(out, from: start) }
         c.deadline = c.session.deadline
         if connections.count == 1 {
             earliest = c.deadline
@@ -211,11 +240,12 @@ public struct CaptureReplay: Sendable {
 
     mutating func disconnected(_ d: Disconnection, _ out: inout [Output]) {
         let key = Key(adapter: d.adapter, handle: d.connectionHandle)
+        hot = nil
         guard let c = connections.removeValue(forKey: key) else { return }
         if c.central {
-            var sub: [SessionObserver.Output] = []
-            c.session.disconnected(CaptureReplay.reasonText(d.reason), at: SessionObserver.eventTime(d.timestamp), into: &sub)
-            forward(sub, &out)
+            let start = out.count
+            c.session.disconnected(CaptureReplay.reasonText(d.reason), at: SessionObserver.eventTime(d.timestamp), into: &out)
+            count(out, from: start)
             end(key, c)
         }
         updateEarliest()
@@ -228,15 +258,10 @@ public struct CaptureReplay: Sendable {
         unmapped.append(Unmapped(adapter: key.adapter, connectionHandle: key.handle, address: c.address, handles: handles))
     }
 
-    mutating func forward(_ sub: [SessionObserver.Output], _ out: inout [Output]) {
-        for o in sub {
-            switch o {
-            case let .emit(e):
-                if case .measurement = e { measurements += 1 }
-                out.append(.emit(e))
-            case let .log(s):
-                out.append(.log(s))
-            }
+    /// Counts the measurements among the outputs appended since `start`.
+    mutating func count(_ out: [Output], from start: Int) {
+        for i in start..<out.count {
+            if case .emit(.measurement) = out[i] { measurements += 1 }
         }
     }
 
@@ -260,10 +285,10 @@ public struct CaptureReplay: Sendable {
             }
             guard let (k, d, _) = best else { break }
             let c = connections[k]!
-            var sub: [SessionObserver.Output] = []
-            c.session.advance(to: d, inclusive: true, into: &sub)
+            let start = out.count
+            c.session.advance(to: d, inclusive: true, into: &out)
             c.deadline = c.session.deadline
-            forward(sub, &out)
+            count(out, from: start)
         }
         updateEarliest()
     }

@@ -24,10 +24,7 @@ import GATT
 /// - Deadlines (settle, stored-record burst) are ticked from the capture's clock by the caller
 ///   through ``advance(to:into:)``.
 public struct SessionObserver: Sendable {
-    public enum Output: Sendable, Hashable {
-        case emit(SessionOutput)
-        case log(String)
-    }
+    public typealias Output = ReplayOutput
 
     public private(set) var machine: CuffSessionMachine
     let overrides: [UInt16: CuffCharacteristic]
@@ -49,6 +46,9 @@ public struct SessionObserver: Sendable {
     var reported = false
     var byHandle: [UInt16: CuffCharacteristic] = [:]
     var cccdOwner: [UInt16: CuffCharacteristic] = [:]
+    /// One-entry cache of ``characteristic(_:)``: valid while `byHandle` doesn't change.
+    var lastHandle: UInt16?
+    var lastCharacteristic: CuffCharacteristic?
 
     /// Value handles that carried notifications or indications no discovery or override maps.
     public private(set) var unmappedHandles: [UInt16: (notifications: Int, indications: Int)] = [:]
@@ -89,8 +89,25 @@ public struct SessionObserver: Sendable {
 
     /// One ATT PDU; `fromCentral` says which side sent it.
     public mutating func pdu(_ bytes: [UInt8], fromCentral: Bool, at: EventTime, into out: inout [Output]) {
+        pdu(bytes[...], fromCentral: fromCentral, at: at, into: &out)
+    }
+
+    /// One ATT PDU; `fromCentral` says which side sent it.
+    ///
+    /// A cuff-pressure notification on a known handle (most of a session) takes a short path that
+    /// neither parses a ``ATTPDU`` nor builds a machine event; it ends in the same machine code and
+    /// gives the same output as the general path.
+    public mutating func pdu(_ bytes: ArraySlice<UInt8>, fromCentral: Bool, at: EventTime, into out: inout [Output]) {
         advance(to: at.monotonic, inclusive: false, into: &out)
         guard !machine.state.isFinal else { return }
+        if !fromCentral, reported, bytes.count >= 3, bytes.first == ATTOpcode.handleValueNotification.rawValue {
+            let i = bytes.startIndex
+            let h = UInt16(bytes[i + 1]) | UInt16(bytes[i + 2]) << 8
+            if let c = cachedCharacteristic(h), let p = machine.progress(notified: c, bytes[(i + 3)...], at: at) {
+                out.append(.emit(.progress(p)))
+                return
+            }
+        }
         let pdu: ATTPDU
         do {
             pdu = try ATTPDU(parsing: bytes)
@@ -217,7 +234,17 @@ public struct SessionObserver: Sendable {
     }
 
     func characteristic(_ h: UInt16) -> CuffCharacteristic? {
-        overrides[h] ?? byHandle[h]
+        if h == lastHandle { return lastCharacteristic }
+        return overrides[h] ?? byHandle[h]
+    }
+
+    /// Remembers the last value handle looked up while the map stays as it is (`report` clears it).
+    mutating func cachedCharacteristic(_ h: UInt16) -> CuffCharacteristic? {
+        if h == lastHandle { return lastCharacteristic }
+        let c = overrides[h] ?? byHandle[h]
+        lastHandle = h
+        lastCharacteristic = c
+        return c
     }
 
     mutating func readDone(_ h: UInt16, _ v: [UInt8], _ at: EventTime, _ out: inout [Output]) {
@@ -242,6 +269,8 @@ public struct SessionObserver: Sendable {
     /// Builds the profile from what discovery showed (plus overrides) and hands it to the machine.
     mutating func report(_ at: EventTime, _ out: inout [Output]) {
         reported = true
+        lastHandle = nil
+        lastCharacteristic = nil
         var svc = services.sorted { $0.handle < $1.handle }
         let chars = characteristics.sorted { $0.valueHandle < $1.valueHandle }
         for (i, s) in svc.enumerated() {
@@ -268,7 +297,7 @@ public struct SessionObserver: Sendable {
         // Characteristics outside any discovered service (a partial discovery) still count.
         // (A capture that lost a discovery response: the service declaration or part of it.)
         for (i, ch) in chars.enumerated() where byHandle[ch.valueHandle] == nil {
-            let c: CuffCharacteristic? = ch.uuid == BluetoothUUID(CuffControl.controlPointUUID) ? .cuffControl : ch.uuid.uuid16.flatMap { CuffCharacteristic(uuid16: $0) }
+            let c: CuffCharacteristic? = ch.uuid == CuffCentral.controlPointUUID ? .cuffControl : ch.uuid.uuid16.flatMap { CuffCharacteristic(uuid16: $0) }
             guard let c, profile.characteristics[c] == nil else { continue }
             profile.characteristics[c] = CuffProperties(rawValue: ch.properties.rawValue)
             byHandle[ch.valueHandle] = c

@@ -77,7 +77,8 @@ func benchReplay(_ path: String) {
         var bytesOut = 0
         let allocs0 = cuff_malloc_count()
         let t0 = now()
-        while let r = try reader.nextFromFile() {
+        var r = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
+        while try reader.nextFromFile(into: &r) {
             records += 1
             replay.consume(r, into: &out)
             for o in out { if case .emit = o { bytesOut += 1 } }
@@ -91,6 +92,36 @@ func benchReplay(_ path: String) {
         print("replay: \(format3(t1 - t0)) s = \(format3(size / (t1 - t0) / 1e6)) MB/s, \(format3(Double(records) / (t1 - t0) / 1e6)) million records/s; \(format3(Double(allocs) / Double(max(records, 1)))) heap allocations per record")
     } catch {
         print("replay: \(error)")
+        exit(1)
+    }
+}
+
+/// Times each stage of the replay pipeline on `path`: reader alone, reader + extractor.
+func benchReplayStages(_ path: String) {
+    do {
+        var reader = try CaptureReader(path: path)
+        var records = 0
+        var a0 = cuff_malloc_count()
+        var t0 = now()
+        var rec = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
+        while try reader.nextFromFile(into: &rec) { records += 1 }
+        var t1 = now()
+        print("stage reader: \(format3(t1 - t0)) s, \(format3(Double(cuff_malloc_count() - a0) / Double(max(records, 1)))) allocations/record, \(records) records")
+        reader = try CaptureReader(path: path)
+        var extractor = ATTExtractor()
+        var events: [CaptureEvent] = []
+        var atts = 0
+        a0 = cuff_malloc_count()
+        t0 = now()
+        while let r = try reader.nextFromFile() {
+            events.removeAll(keepingCapacity: true)
+            try extractor.consume(r, into: &events)
+            atts += events.count
+        }
+        t1 = now()
+        print("stage reader+extractor: \(format3(t1 - t0)) s, \(format3(Double(cuff_malloc_count() - a0) / Double(max(records, 1)))) allocations/record, \(atts) events")
+    } catch {
+        print("stages: \(error)")
         exit(1)
     }
 }

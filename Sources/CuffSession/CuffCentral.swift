@@ -204,12 +204,15 @@ public struct CuffCentral: Sendable {
         }
     }
 
+    /// Our vendor control point's UUID, parsed once.
+    public static let controlPointUUID = BluetoothUUID(CuffControl.controlPointUUID)!
+
     /// Reduces a discovered GATT profile to the characteristics a cuff session uses.
     public static func map(_ profile: GATTProfile) -> (profile: CuffProfile, byHandle: [UInt16: CuffCharacteristic], byCharacteristic: [CuffCharacteristic: GATTProfile.Characteristic]) {
         var chars: [CuffCharacteristic: CuffProperties] = [:]
         var byHandle: [UInt16: CuffCharacteristic] = [:]
         var byChar: [CuffCharacteristic: GATTProfile.Characteristic] = [:]
-        let control = BluetoothUUID(CuffControl.controlPointUUID)
+        let control = CuffCentral.controlPointUUID
         for s in profile.services {
             for ch in s.characteristics {
                 let c: CuffCharacteristic?

@@ -533,6 +533,31 @@ public struct CuffSessionMachine: Sendable {
         return true
     }
 
+    /// The hot path of `handle(.notification(c, value, at))` for a cuff-pressure value (most of a
+    /// session's traffic): the same state change and the same progress record, without building
+    /// the event or the action array. Returns nil, changing nothing, where `handle` must decide
+    /// instead: a final state, another characteristic, a value that does not decode, or an
+    /// enhanced value that is not a cuff pressure.
+    public mutating func progress(notified c: CuffCharacteristic, _ value: ArraySlice<UInt8>, at: EventTime) -> ProgressRecord? {
+        guard !state.isFinal else { return nil }
+        let pressure: SFloat
+        let unit: PressureUnit
+        switch c {
+        case .intermediateCuffPressure:
+            guard let d = try? BloodPressureMeasurement.decode(value, quirks: quirks) else { return nil }
+            pressure = d.value.cuffPressure
+            unit = d.value.unit
+        case .enhancedIntermediateCuffPressure:
+            guard let d = try? EnhancedBloodPressureMeasurement.decode(value, cuffPressure: true),
+                  case let .cuffPressure(p) = d.value.kind else { return nil }
+            pressure = p
+            unit = d.value.unit
+        default:
+            return nil
+        }
+        return cuffPressure(pressure, unit, at)
+    }
+
     mutating func cuffPressure(_ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime) -> [Action] {
         let pressure: SFloat
         let unit: PressureUnit
@@ -550,6 +575,11 @@ public struct CuffSessionMachine: Sendable {
         } catch {
             return [.log("ignored a malformed cuff-pressure value: \(error.message)")]
         }
+        return [.emit(.progress(cuffPressure(pressure, unit, at)))]
+    }
+
+    /// A decoded cuff pressure: phase tracking, and the progress record.
+    mutating func cuffPressure(_ pressure: SFloat, _ unit: PressureUnit, _ at: EventTime) -> ProgressRecord {
         if !cuffPressureSinceResult {
             measurementStart = at.monotonic
             peakPressure = nil
@@ -574,7 +604,7 @@ public struct CuffSessionMachine: Sendable {
         }
         if state != .stopping { state = .measuring(phase) }
         let elapsed = (at.monotonic - (measurementStart ?? at.monotonic)).secondsDouble
-        return [.emit(.progress(ProgressRecord(phase: phase, cuffPressure: pressure, unit: unit, elapsed: elapsed, at: at)))]
+        return ProgressRecord(phase: phase, cuffPressure: pressure, unit: unit, elapsed: elapsed, at: at)
     }
 
     mutating func result(_ r: MeasurementRecord, _ at: EventTime) -> [Action] {

@@ -5,6 +5,7 @@ import Capture
 import CuffCore
 import CuffSession
 import Sinks
+import Transport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -81,6 +82,8 @@ struct Replay: ParsableCommand {
     func run() throws {
         let display = ProgressDisplay(quiet: sinks.quiet)
         let fan: FanOutSink
+        /// The only sink, when it is stdout's NDJSON (called directly: the replay's hot loop).
+        let direct: ReplayNDJSONSink?
         do {
             // The store first (a record it cannot keep is not printed), then stdout; NDJSON through
             // the replay's own buffered writer (same bytes as NDJSONSink, fewer syscalls).
@@ -88,6 +91,7 @@ struct Replay: ParsableCommand {
             if let path = sinks.store { list.append(try SQLiteStore(path: path)) }
             list.append(sinks.format == "ndjson" ? ReplayNDJSONSink(flushEachRecord: realtime || sinks.store != nil) : SinkFactory.formatSink(sinks.configuration, output: FileDescriptorOutput.standardOutput(), warn: sinks.quiet ? SinkWarnings.ignore : SinkWarnings.standardError))
             fan = FanOutSink(list)
+            direct = list.count == 1 ? list[0] as? ReplayNDJSONSink : nil
         } catch {
             Output.log("cuff replay: \(error)")
             throw ExitCode(10)
@@ -105,53 +109,48 @@ struct Replay: ParsableCommand {
         config.timeout = .seconds(300)
         var replay = CaptureReplay(configuration: config, adapter: adapter, overrides: overrides)
         var out: [CaptureReplay.Output] = []
-        out.reserveCapacity(64)
+        out.reserveCapacity(ReplayOutputPipe.batchSize + 64)
         var fault: CaptureError?
-        var warnings = 0
-        var sinkFailed = false
         let pacer = realtime ? Pacer() : nil
+        let drain = ReplayDrain(display: display, fan: fan, direct: direct, file: file)
+        // Without pacing, a second thread serialises and writes the outputs while this one reads
+        // and decodes, batch by batch, in order. With --realtime every record goes out at once.
+        let pipe = realtime ? nil : ReplayOutputPipe(drain)
 
-        func drain() -> Bool {
-            for o in out {
-                switch o {
-                case let .emit(e):
-                    display.show(e)
-                    do { try fan.write(e) } catch {
-                        Output.log("cuff replay: \(error)")
-                        sinkFailed = true
-                        return false
-                    }
-                case let .log(s):
-                    display.log(s)
-                case let .warning(w):
-                    warnings += 1
-                    Output.log("cuff replay: \(file): \(Replay.describe(w))")
-                }
+        func deliver(force: Bool) -> Bool {
+            if let pipe {
+                guard out.count >= ReplayOutputPipe.batchSize || (force && !out.isEmpty) else { return true }
+                pipe.send(&out)
+                return !pipe.failed
             }
+            let ok = drain.drain(out)
             out.removeAll(keepingCapacity: true)
-            return true
+            return ok
         }
 
+        var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
         reading: while true {
             do {
-                guard let record = try reader.nextFromFile() else { break }
+                guard try reader.nextFromFile(into: &record) else { break }
                 pacer?.wait(until: record.timestamp)
                 replay.consume(record, into: &out)
-                if !out.isEmpty, !drain() { break reading }
+                if !out.isEmpty, !deliver(force: false) { break reading }
             } catch {
                 if error.isRecoverable {
-                    warnings += 1
-                    Output.log("cuff replay: \(file): \(Replay.describe(error))")
+                    out.append(.warning(error))
                     continue
                 }
                 fault = error
                 break
             }
         }
-        if !sinkFailed {
+        if !(pipe?.failed ?? drain.sinkFailed) {
             replay.finish(fault == nil ? "the capture ends" : "the capture breaks off", into: &out)
-            _ = drain()
+            _ = deliver(force: true)
         }
+        pipe?.close()
+        var sinkFailed = drain.sinkFailed
+        let warnings = drain.warnings
         do { try fan.finish() } catch { Output.log("cuff replay: \(error)"); sinkFailed = true }
         display.clearGauge()
         // One hint per controller and set of handles, however many connections showed it.
@@ -208,6 +207,132 @@ struct Replay: ParsableCommand {
     }
 }
 
+/// Hands a replay's outputs to the display and the sinks; counts warnings, remembers a sink failure.
+/// Used by one thread at a time (the replay's, or the pipe's writer thread).
+final class ReplayDrain: @unchecked Sendable {
+    let display: ProgressDisplay
+    let fan: FanOutSink
+    let direct: ReplayNDJSONSink?
+    let file: String
+    private(set) var warnings = 0
+    private(set) var sinkFailed = false
+
+    init(display: ProgressDisplay, fan: FanOutSink, direct: ReplayNDJSONSink?, file: String) {
+        self.display = display
+        self.fan = fan
+        self.direct = direct
+        self.file = file
+    }
+
+    /// False once a sink failed (the outputs after it are dropped).
+    func drain(_ outputs: [CaptureReplay.Output]) -> Bool {
+        if sinkFailed { return false }
+        for o in outputs {
+            switch o {
+            case let .emit(e):
+                display.show(e)
+                do {
+                    if let direct { try direct.write(e) } else { try fan.write(e) }
+                } catch {
+                    Output.log("cuff replay: \(error)")
+                    sinkFailed = true
+                    return false
+                }
+            case let .log(s):
+                display.log(s)
+            case let .warning(w):
+                warnings += 1
+                Output.log("cuff replay: \(file): \(Replay.describe(w))")
+            }
+        }
+        return true
+    }
+}
+
+/// Batches of outputs from the replay thread to a writer thread, in order, at most two in flight.
+final class ReplayOutputPipe: @unchecked Sendable {
+    static let batchSize = 4096
+    private var mutex = pthread_mutex_t()
+    private var changed = pthread_cond_t()
+    private var queue: [[CaptureReplay.Output]] = []
+    private var spare: [[CaptureReplay.Output]] = []
+    private var closed = false
+    private var failedFlag = false
+    private var thread: OSThread?
+    private let drain: ReplayDrain
+
+    init(_ drain: ReplayDrain) {
+        self.drain = drain
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&changed, nil)
+        thread = OSThread.start { [self] in run() }
+    }
+
+    deinit {
+        pthread_cond_destroy(&changed)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    /// True once the writer stopped on a sink failure.
+    var failed: Bool {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return failedFlag
+    }
+
+    /// Queues `batch` (waiting while two are queued) and gives back an empty array to fill.
+    func send(_ batch: inout [CaptureReplay.Output]) {
+        guard thread != nil else {  // no second thread: write here
+            _ = drain.drain(batch)
+            batch.removeAll(keepingCapacity: true)
+            return
+        }
+        pthread_mutex_lock(&mutex)
+        while queue.count >= 2 && !failedFlag { pthread_cond_wait(&changed, &mutex) }
+        if failedFlag {
+            pthread_mutex_unlock(&mutex)
+            batch.removeAll(keepingCapacity: true)
+            return
+        }
+        queue.append(batch)
+        batch = spare.popLast() ?? []
+        pthread_cond_broadcast(&changed)
+        pthread_mutex_unlock(&mutex)
+        if batch.capacity == 0 { batch.reserveCapacity(Self.batchSize + 64) }
+    }
+
+    /// Waits until everything queued was written, and the writer thread is gone.
+    func close() {
+        guard let thread else { return }
+        pthread_mutex_lock(&mutex)
+        closed = true
+        pthread_cond_broadcast(&changed)
+        pthread_mutex_unlock(&mutex)
+        thread.join()
+        self.thread = nil
+    }
+
+    private func run() {
+        pthread_mutex_lock(&mutex)
+        while true {
+            while queue.isEmpty && !closed { pthread_cond_wait(&changed, &mutex) }
+            if queue.isEmpty { break }
+            var batch = queue.removeFirst()
+            pthread_mutex_unlock(&mutex)
+            let ok = drain.drain(batch)
+            batch.removeAll(keepingCapacity: true)
+            pthread_mutex_lock(&mutex)
+            spare.append(batch)
+            if !ok {
+                failedFlag = true
+                queue.removeAll()
+            }
+            pthread_cond_broadcast(&changed)
+        }
+        pthread_mutex_unlock(&mutex)
+    }
+}
+
 /// `--realtime`: sleeps so records go out at the pace of their timestamps.
 final class Pacer {
     var first: (capture: Timestamp, real: Timestamp)?
@@ -244,7 +369,7 @@ enum UUIDText {
 final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
     let fd: Int32
     let flushEachRecord: Bool
-    var encoder = NDJSONBytes()
+    let lines = NDJSONLineBuffer()
 
     init(fd: Int32 = 1, flushEachRecord: Bool) {
         self.fd = fd
@@ -252,17 +377,18 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
     }
 
     func write(_ o: SessionOutput) throws(SinkError) {
-        encoder.record(o)
-        if flushEachRecord || encoder.buffer.count >= 64 * 1024 { try drain() }
+        lines.append(o)
+        if flushEachRecord || lines.count >= 64 * 1024 { try drain() }
     }
 
     func finish() throws(SinkError) { try drain() }
 
     func drain() throws(SinkError) {
+        defer { lines.removeAll() }
+        let bytes = lines.bytes
         var off = 0
-        defer { encoder.buffer.removeAll(keepingCapacity: true) }
-        while off < encoder.buffer.count {
-            let n = encoder.buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + off, $0.count - off) }
+        while off < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + off, bytes.count - off)
             if n < 0 {
                 if errno == EINTR { continue }
                 throw SinkError.writeFailed(destination: "stdout", errno: errno)
@@ -270,170 +396,4 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
             off += n
         }
     }
-}
-
-/// NDJSON lines as bytes, equal to `SessionOutput.json.serialized()` + newline: a byte-level JSON
-/// writer, with progress records (most of a session) written without building their JSON value.
-struct NDJSONBytes {
-    var buffer: [UInt8] = []
-    var day: Int64 = .min
-    var dayText: [UInt8] = []
-
-    init() { buffer.reserveCapacity(80 * 1024) }
-
-    mutating func record(_ o: SessionOutput) {
-        if case let .progress(p) = o {
-            progress(p)
-        } else {
-            json(o.json)
-        }
-        buffer.append(0x0A)
-    }
-
-    /// `{"type":"progress","phase":…,"cuff_pressure":…,"unit":…,"elapsed":…,"received_at":…}`, as ProgressRecord.json.
-    mutating func progress(_ p: ProgressRecord) {
-        append(#"{"type":"progress","phase":""#)
-        append(p.phase == .inflating ? "inflating" : "deflating")
-        append(#"","cuff_pressure":"#)
-        if let d = p.cuffPressure.doubleValue { number(d) } else { append("\""); append(p.cuffPressure.description); append("\"") }
-        append(#","unit":""#)
-        append(p.unit == .mmHg ? "mmHg" : "kPa")
-        append(#"","elapsed":"#)
-        milliseconds(p.elapsed)
-        append(#","received_at":""#)
-        iso8601(p.at.wallMicros)
-        append("\"}")
-    }
-
-    /// JSON.serialized() (compact), byte for byte.
-    mutating func json(_ v: JSON) {
-        switch v {
-        case .null: append("null")
-        case let .bool(b): append(b ? "true" : "false")
-        case let .int(i):
-            if i < 0 { buffer.append(0x2D); digits(i == .min ? UInt64(1) << 63 : UInt64(-i)) } else { digits(UInt64(i)) }
-        case let .double(d): number(d)
-        case let .string(s): string(s)
-        case let .array(items):
-            buffer.append(0x5B)
-            for (n, item) in items.enumerated() {
-                if n > 0 { buffer.append(0x2C) }
-                json(item)
-            }
-            buffer.append(0x5D)
-        case let .object(pairs):
-            buffer.append(0x7B)
-            for (n, (k, item)) in pairs.enumerated() {
-                if n > 0 { buffer.append(0x2C) }
-                string(k)
-                buffer.append(0x3A)
-                json(item)
-            }
-            buffer.append(0x7D)
-        }
-    }
-
-    /// JSON.escape: `"` `\\` and control characters escaped, everything else as UTF-8.
-    mutating func string(_ s: String) {
-        buffer.append(0x22)
-        var s = s
-        s.withUTF8 { u in
-            for b in u {
-                switch b {
-                case 0x22: buffer.append(0x5C); buffer.append(0x22)
-                case 0x5C: buffer.append(0x5C); buffer.append(0x5C)
-                case 0x0A: buffer.append(0x5C); buffer.append(0x6E)
-                case 0x0D: buffer.append(0x5C); buffer.append(0x72)
-                case 0x09: buffer.append(0x5C); buffer.append(0x74)
-                case 0..<0x20:
-                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                    buffer.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
-                default: buffer.append(b)
-                }
-            }
-        }
-        buffer.append(0x22)
-    }
-
-    @inline(__always) mutating func append(_ s: StaticString) {
-        buffer.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
-    }
-
-    mutating func append(_ s: String) { buffer.append(contentsOf: s.utf8) }
-
-    /// `(x * 1000).rounded() / 1000` as JSON.format prints it. For |x| < 10⁹ the shortest form of
-    /// k/1000 is k/1000 in decimal with trailing zeros dropped (distinct 3-decimal numbers that
-    /// small are distinct doubles), so no Double → text conversion is needed.
-    mutating func milliseconds(_ x: Double) {
-        let r = (x * 1000).rounded()
-        guard r.isFinite, abs(r) < 1e12, r != 0 || r.sign == .plus else { number(r / 1000); return }
-        var k = Int64(r)
-        if k < 0 { buffer.append(0x2D); k = -k }
-        digits(UInt64(k / 1000))
-        buffer.append(0x2E)
-        var frac = Int(k % 1000)
-        if frac == 0 { buffer.append(0x30); return }
-        var width = 3
-        while frac % 10 == 0 { frac /= 10; width -= 1 }
-        var div = 1
-        for _ in 1..<width { div *= 10 }
-        while div > 0 { buffer.append(UInt8(0x30 + frac / div % 10)); div /= 10 }
-    }
-
-    /// JSON.format: the shortest round-trip form, always with a decimal point or exponent.
-    mutating func number(_ d: Double) {
-        guard d.isFinite else { append("null"); return }
-        if d == d.rounded(), abs(d) < 1e9 {
-            // Whole numbers print as `127.0` (Double.description does the same below 1e16).
-            var v = Int64(d)
-            if v == 0 && d.sign == .minus { append("-0.0"); return }
-            if v < 0 { buffer.append(0x2D); v = -v }
-            digits(UInt64(v))
-            append(".0")
-            return
-        }
-        let s = d.description
-        append(s)
-        if !s.contains("."), !s.contains("e") { append(".0") }
-    }
-
-    mutating func digits(_ v: UInt64) {
-        var tmp: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                  UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var n = v, i = 20
-        withUnsafeMutableBytes(of: &tmp) { b in
-            repeat { i -= 1; b[i] = UInt8(0x30 + n % 10); n /= 10 } while n > 0
-        }
-        withUnsafeBytes(of: &tmp) { b in buffer.append(contentsOf: b[i..<20]) }
-    }
-
-    /// EventTime.iso8601: `2026-11-22T07:31:54.123Z`; the date is computed once per day.
-    mutating func iso8601(_ wallMicros: Int64) {
-        let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
-        let d = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400
-        if d != day {
-            day = d
-            let full = EventTime.iso8601(wallMicros: d * 86_400_000_000)  // "YYYY-MM-DDT00:00:00.000Z"
-            dayText = Array(full.utf8.dropLast(13))
-        }
-        buffer.append(contentsOf: dayText)
-        let tod = Int(secs - d * 86400)
-        two(tod / 3600)
-        buffer.append(0x3A)
-        two(tod / 60 % 60)
-        buffer.append(0x3A)
-        two(tod % 60)
-        let ms = Int((wallMicros - secs * 1_000_000) / 1000)
-        buffer.append(0x2E)
-        buffer.append(UInt8(0x30 + ms / 100))
-        buffer.append(UInt8(0x30 + ms / 10 % 10))
-        buffer.append(UInt8(0x30 + ms % 10))
-        buffer.append(0x5A)
-    }
-
-    @inline(__always) mutating func two(_ v: Int) {
-        buffer.append(UInt8(0x30 + v / 10))
-        buffer.append(UInt8(0x30 + v % 10))
-    }
-
 }

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+import CuffSession
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// NDJSON lines built straight into one reusable byte buffer: for every output, the same bytes as
+/// `output.json.serialized()` followed by a newline (what ``NDJSONSink`` writes), without building
+/// the JSON value of a progress record (most of a session) and without allocating per line.
+///
+/// For a writer that drains the buffer itself (`cuff replay`): append lines, write ``bytes`` out,
+/// ``removeAll()``. Not thread-safe: one owner at a time.
+public final class NDJSONLineBuffer: @unchecked Sendable {
+    // Unchecked: one owner at a time (see above); the dynamic checks cost more than the writes.
+    @exclusivity(unchecked) private var base: UnsafeMutablePointer<UInt8>
+    @exclusivity(unchecked) private var capacity: Int
+    /// Bytes held.
+    @exclusivity(unchecked) public private(set) var count = 0
+    /// The day of the last timestamp written, and its `YYYY-MM-DDT` text.
+    private var day: Int64 = .min
+    private var dayText: [UInt8] = []
+
+    public init(capacity: Int = 128 * 1024) {
+        self.capacity = max(capacity, 1024)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    /// The bytes held, valid until the next call on this buffer.
+    public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    /// Forgets the bytes held (the storage stays).
+    public func removeAll() { count = 0 }
+
+    /// Appends one line: `output`'s JSON and a newline.
+    public func append(_ output: SessionOutput) {
+        if case let .progress(p) = output {
+            progress(p)
+        } else {
+            json(output.json)
+        }
+        ensure(1)
+        put(0x0A)
+    }
+
+    // MARK: - Records
+
+    /// `{"type":"progress","phase":…,"cuff_pressure":…,"unit":…,"elapsed":…,"received_at":…}`, as ProgressRecord.json.
+    func progress(_ p: ProgressRecord) {
+        // Everything but a special cuff pressure's text fits in 160 bytes.
+        ensure(160)
+        put(#"{"type":"progress","phase":""#)
+        put(p.phase == .inflating ? "inflating" : "deflating")
+        put(#"","cuff_pressure":"#)
+        if let d = p.cuffPressure.doubleValue {
+            number(d)
+        } else {
+            string(p.cuffPressure.description)
+            ensure(96)
+        }
+        put(#","unit":""#)
+        put(p.unit == .mmHg ? "mmHg" : "kPa")
+        put(#"","elapsed":"#)
+        milliseconds(p.elapsed)
+        put(#","received_at":""#)
+        iso8601(p.at.wallMicros)
+        put("\"}")
+    }
+
+    /// JSON.serialized() (compact), byte for byte.
+    func json(_ v: JSON) {
+        switch v {
+        case .null: ensure(4); put("null")
+        case let .bool(b): ensure(5); put(b ? "true" : "false")
+        case let .int(i):
+            ensure(21)
+            if i < 0 { put(0x2D); digits(i == .min ? UInt64(1) << 63 : UInt64(-i)) } else { digits(UInt64(i)) }
+        case let .double(d): ensure(32); number(d)
+        case let .string(s): string(s)
+        case let .array(items):
+            ensure(1)
+            put(0x5B)
+            for (n, item) in items.enumerated() {
+                if n > 0 { ensure(1); put(0x2C) }
+                json(item)
+            }
+            ensure(1)
+            put(0x5D)
+        case let .object(pairs):
+            ensure(1)
+            put(0x7B)
+            for (n, (k, item)) in pairs.enumerated() {
+                if n > 0 { ensure(1); put(0x2C) }
+                string(k)
+                ensure(1)
+                put(0x3A)
+                json(item)
+            }
+            ensure(1)
+            put(0x7D)
+        }
+    }
+
+    // MARK: - Pieces (callers `ensure` room first, except `string` and `number`'s long form)
+
+    /// JSON.escape: `"` `\\` and control characters escaped, everything else as UTF-8.
+    func string(_ s: String) {
+        var s = s
+        s.withUTF8 { u in
+            ensure(u.count * 6 + 2)
+            put(0x22)
+            for b in u {
+                switch b {
+                case 0x22: put(0x5C); put(0x22)
+                case 0x5C: put(0x5C); put(0x5C)
+                case 0x0A: put(0x5C); put(0x6E)
+                case 0x0D: put(0x5C); put(0x72)
+                case 0x09: put(0x5C); put(0x74)
+                case 0..<0x20:
+                    put(0x5C); put(0x75); put(0x30); put(0x30)
+                    put(NDJSONLineBuffer.hexDigit(b >> 4)); put(NDJSONLineBuffer.hexDigit(b & 0xF))
+                default: put(b)
+                }
+            }
+            put(0x22)
+        }
+    }
+
+    static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 + v : 0x57 + v }
+
+    /// JSON.format: the shortest round-trip form, always with a decimal point or exponent.
+    func number(_ d: Double) {
+        guard d.isFinite else { put("null"); return }
+        if d == d.rounded(), abs(d) < 1e9 {
+            // Whole numbers print as `127.0` (Double.description does the same below 1e16).
+            var v = Int64(d)
+            if v == 0 && d.sign == .minus { put("-0.0"); return }
+            if v < 0 { put(0x2D); v = -v }
+            digits(UInt64(v))
+            put(".0")
+            return
+        }
+        let s = d.description
+        ensure(s.utf8.count + 2)
+        for b in s.utf8 { put(b) }
+        if !s.utf8.contains(0x2E), !s.utf8.contains(0x65) { put(".0") }
+    }
+
+    /// `(x * 1000).rounded() / 1000` as JSON.format prints it. For |x| < 10⁹ the shortest form of
+    /// k/1000 is k/1000 in decimal with trailing zeros dropped (distinct 3-decimal numbers that
+    /// small are distinct doubles), so no Double → text conversion is needed.
+    func milliseconds(_ x: Double) {
+        let r = (x * 1000).rounded()
+        guard r.isFinite, abs(r) < 1e12, r != 0 || r.sign == .plus else { number(r / 1000); return }
+        var k = Int64(r)
+        if k < 0 { put(0x2D); k = -k }
+        digits(UInt64(k / 1000))
+        put(0x2E)
+        var frac = Int(k % 1000)
+        if frac == 0 { put(0x30); return }
+        var width = 3
+        while frac % 10 == 0 { frac /= 10; width -= 1 }
+        var div = 1
+        for _ in 1..<width { div *= 10 }
+        while div > 0 { put(UInt8(0x30 + frac / div % 10)); div /= 10 }
+    }
+
+    /// Decimal digits of `v` (at most 20 bytes).
+    func digits(_ v: UInt64) {
+        var n = v
+        var len = 1
+        var t = n / 10
+        while t > 0 { len += 1; t /= 10 }
+        var i = count + len
+        count = i
+        repeat { i -= 1; base[i] = UInt8(0x30 + n % 10); n /= 10 } while n > 0
+    }
+
+    /// EventTime.iso8601: `2026-11-22T07:31:54.123Z`; the date is computed once per day.
+    func iso8601(_ wallMicros: Int64) {
+        let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
+        let d = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400
+        if d != day {
+            day = d
+            let full = EventTime.iso8601(wallMicros: d * 86_400_000_000)  // "YYYY-MM-DDT00:00:00.000Z"
+            dayText = Array(full.utf8.dropLast(13))
+        }
+        ensure(dayText.count + 13)
+        dayText.withUnsafeBufferPointer { t in
+            (base + count).update(from: t.baseAddress!, count: t.count)
+            count += t.count
+        }
+        let tod = Int(secs - d * 86400)
+        two(tod / 3600)
+        put(0x3A)
+        two(tod / 60 % 60)
+        put(0x3A)
+        two(tod % 60)
+        let ms = Int((wallMicros - secs * 1_000_000) / 1000)
+        put(0x2E)
+        put(UInt8(0x30 + ms / 100))
+        put(UInt8(0x30 + ms / 10 % 10))
+        put(UInt8(0x30 + ms % 10))
+        put(0x5A)
+    }
+
+    @inline(__always) func two(_ v: Int) {
+        put(UInt8(0x30 + v / 10))
+        put(UInt8(0x30 + v % 10))
+    }
+
+    // MARK: - Storage
+
+    /// Makes room for `n` more bytes.
+    @inline(__always) func ensure(_ n: Int) {
+        if count + n > capacity { grow(n) }
+    }
+
+    func grow(_ n: Int) {
+        // Slack past `n`, so a caller's earlier `ensure` still holds after a nested one grew the buffer.
+        let newCapacity = max(capacity * 2, count + n + 1024)
+        let new = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        new.update(from: base, count: count)
+        base.deallocate()
+        base = new
+        capacity = newCapacity
+    }
+
+    @inline(__always) func put(_ b: UInt8) {
+        base[count] = b
+        count += 1
+    }
+
+    @inline(__always) func put(_ s: StaticString) {
+        (base + count).update(from: s.utf8Start, count: s.utf8CodeUnitCount)
+        count += s.utf8CodeUnitCount
+    }
+}
