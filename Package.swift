@@ -80,7 +80,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore"]),
         .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore"]),
         .testTarget(name: "CuffSessionTests", dependencies: ["CuffSession", "CuffRuntime", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks"]),
         .testTarget(name: "SinksTests", dependencies: ["Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore"]),

@@ -58,14 +58,17 @@ public struct QuirkProfile: Sendable, Hashable {
     /// strings are ASCII; other bytes compare exactly).
     static func containsIgnoringASCIICase(_ haystack: String, _ needle: String) -> Bool {
         func fold(_ b: UInt8) -> UInt8 { b >= 0x61 && b <= 0x7A ? b - 0x20 : b }
-        let h = Array(haystack.utf8), n = Array(needle.utf8)
-        guard !n.isEmpty else { return true }
-        guard h.count >= n.count else { return false }
-        for start in 0...(h.count - n.count) {
-            var i = 0
-            while i < n.count && fold(h[start + i]) == fold(n[i]) { i += 1 }
-            if i == n.count { return true }
+        func search(_ h: UnsafeBufferPointer<UInt8>, _ n: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard !n.isEmpty else { return true }
+            guard h.count >= n.count else { return false }
+            for start in 0...(h.count - n.count) {
+                var i = 0
+                while i < n.count && fold(h[start + i]) == fold(n[i]) { i += 1 }
+                if i == n.count { return true }
+            }
+            return false
         }
-        return false
+        var h = haystack, n = needle  // withUTF8 makes them native (no copy when they already are)
+        return h.withUTF8 { hb in n.withUTF8 { nb in search(hb, nb) } }
     }
 }

@@ -88,6 +88,17 @@ public enum BTSnoop {
     /// Turns one record body into an ``HCIRecord``, refilling `record` (its payload storage is reused).
     static func decode(_ header: RecordHeader, body: ArraySlice<UInt8>, datalink: BTSnoopDatalink,
                        fileOffset: Int64, into record: inout HCIRecord) throws(CaptureError) {
+        if datalink == .uart && body.isEmpty {
+            throw CaptureError(.malformedPacket, "expected an H4 packet-type byte in an empty record",
+                               offset: fileOffset, isRecoverable: true)
+        }
+        body.withUnsafeBytes { fill(&record, header: header, body: $0, datalink: datalink, fileOffset: fileOffset) }
+    }
+
+    /// ``decode(_:body:datalink:fileOffset:into:)`` for a body in memory that is known good (an H4
+    /// body has its type byte).
+    static func fill(_ record: inout HCIRecord, header: RecordHeader, body: UnsafeRawBufferPointer, datalink: BTSnoopDatalink,
+                     fileOffset: Int64) {
         let original = Int(header.originalLength)
         var payload = body
         switch datalink {
@@ -98,15 +109,11 @@ public enum BTSnoop {
             record.adapterIndex = 0
             record.originalLength = original
         case .uart:
-            guard let type = body.first else {
-                throw CaptureError(.malformedPacket, "expected an H4 packet-type byte in an empty record",
-                                   offset: fileOffset, isRecoverable: true)
-            }
             record.direction = header.flags & 1 == 0 ? .sent : .received
-            record.kind = .fromH4(type: type)
+            record.kind = .fromH4(type: body[0])
             record.adapterIndex = 0
             record.originalLength = max(0, original - 1)
-            payload = body.dropFirst()
+            payload = UnsafeRawBufferPointer(rebasing: body[1...])
         case .monitor:
             let (kind, direction) = HCIPacketKind.fromMonitor(opcode: UInt16(truncatingIfNeeded: header.flags))
             record.direction = direction

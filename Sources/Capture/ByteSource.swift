@@ -124,6 +124,18 @@ struct ChunkedInput<Source: ByteSource>: Sendable {
         return buffer[position..<(position + count)]
     }
 
+    /// Lends the bytes already buffered (no read) to `body`, which returns how many it consumed
+    /// (0 to leave them) and a result.
+    mutating func withBuffered<R>(_ body: (UnsafeRawBufferPointer) -> (consumed: Int, result: R)) -> R {
+        let start = position
+        let (consumed, result) = buffer.withUnsafeBytes { raw in
+            body(UnsafeRawBufferPointer(rebasing: raw[start...]))
+        }
+        position += consumed
+        offset += Int64(consumed)
+        return result
+    }
+
     /// Discards `count` bytes without buffering more than one chunk; returns false if the source ends first.
     mutating func skip(_ count: Int64) throws(CaptureError) -> Bool {
         var left = count

@@ -170,6 +170,22 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
 
     private mutating func nextBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord) throws(CaptureError) -> Bool {
         let recordOffset = input.offset
+        // Short path: the whole record is already buffered and well formed. Anything else (a refill,
+        // a cut, an oversize length, an empty H4 record) takes the checked path below.
+        let done = input.withBuffered { raw -> (consumed: Int, result: Bool) in
+            guard raw.count >= BTSnoop.recordHeaderLength else { return (0, false) }
+            func be32(_ at: Int) -> UInt32 { UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
+            let included = Int(be32(4))
+            let total = BTSnoop.recordHeaderLength + included
+            guard included <= HCIRecord.maximumPayloadLength, raw.count >= total,
+                  datalink != .uart || included > 0 else { return (0, false) }
+            let header = BTSnoop.RecordHeader(originalLength: be32(0), includedLength: UInt32(included), flags: be32(8), drops: be32(12),
+                                              timestamp: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
+            BTSnoop.fill(&record, header: header, body: UnsafeRawBufferPointer(rebasing: raw[BTSnoop.recordHeaderLength..<total]),
+                         datalink: datalink, fileOffset: recordOffset)
+            return (total, true)
+        }
+        if done { return true }
         guard let headerBytes = try input.take(BTSnoop.recordHeaderLength) else {
             let have = try input.fill(BTSnoop.recordHeaderLength)
             if have == 0 { state = .finished; return false }

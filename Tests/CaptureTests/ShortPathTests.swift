@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import BloodPressure
+import Capture
+import CuffCore
+import CuffSession
+import Foundation
+import Sinks
+import Testing
+
+/// The replay's short paths give what the general paths give, on real captures.
+@Suite("Replay short paths")
+struct ShortPathTests {
+    /// Every committed capture, and the shared two-controller btmon file.
+    static var files: [String] {
+        committedCaptures().map { capturesDirectory.appendingPathComponent($0 + ".btsnoop").path } + [sharedSample]
+    }
+
+    static func bytes(_ path: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    /// Reads with `next(into:)` into one record; returns copies of the records and the error.
+    static func readInPlace(_ bytes: [UInt8], chunkSize: Int) -> (records: [HCIRecord], error: CaptureError?) {
+        var reader = CaptureReader(source: ArrayByteSource(bytes), chunkSize: chunkSize)
+        var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
+        var out: [HCIRecord] = []
+        do {
+            while try reader.next(into: &record) { out.append(record) }
+            return (out, nil)
+        } catch {
+            return (out, error)
+        }
+    }
+
+    @Test func inPlaceReadingEqualsNext() throws {
+        for path in Self.files {
+            let b = try Self.bytes(path)
+            let expected = readAll(b)
+            #expect(expected.error == nil)
+            #expect(expected.records.count > 100, "\(path)")
+            for chunk in [64 * 1024, 1000, 23] {  // whole records buffered, and refills mid-record
+                let got = Self.readInPlace(b, chunkSize: chunk)
+                #expect(got.records == expected.records, "\(path), chunk \(chunk)")
+                #expect(got.error == nil)
+            }
+        }
+    }
+
+    @Test func inPlaceReadingOfEveryPrefixEqualsNext() throws {
+        // The first 3,000 bytes of a capture (the header and ~60 records), cut at every length:
+        // the same records before the cut and the same error (code and offset).
+        let b = Array(try Self.bytes(capturesDirectory.appendingPathComponent("normal.btsnoop").path).prefix(3000))
+        for n in 0...b.count {
+            let prefix = Array(b.prefix(n))
+            let expected = readAll(prefix)
+            let got = Self.readInPlace(prefix, chunkSize: 64 * 1024)
+            #expect(got.records == expected.records, "prefix \(n)")
+            #expect(got.error?.code == expected.error?.code && got.error?.offset == expected.error?.offset, "prefix \(n)")
+        }
+    }
+
+    @Test func inPlaceReadingOfH4AndEmptyRecords() {
+        // Datalink 1002 with an empty record between two good ones: the same recoverable error.
+        var w = ByteWriter()
+        w.write(contentsOf: BTSnoop.magic)
+        w.writeBigEndian(UInt32(1))
+        w.writeBigEndian(UInt32(1002))
+        for body: [UInt8] in [[0x04, 0x0E, 0x01, 0x00], [], [0x02, 0x40, 0x00, 0x00, 0x00]] {
+            w.writeBigEndian(UInt32(body.count)); w.writeBigEndian(UInt32(body.count))
+            w.writeBigEndian(UInt32(1)); w.writeBigEndian(UInt32(0)); w.writeBigEndian(UInt64(BTSnoop.unixEpochMicroseconds))
+            w.write(contentsOf: body)
+        }
+        for chunk in [64 * 1024, 5] {
+            var a = CaptureReader(source: ArrayByteSource(w.bytes), chunkSize: chunk)
+            var b = CaptureReader(source: ArrayByteSource(w.bytes), chunkSize: chunk)
+            var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
+            for _ in 0..<4 {
+                let x: Result<HCIRecord?, CaptureError> = Result { () throws(CaptureError) in try a.next() }
+                let y: Result<HCIRecord?, CaptureError> = Result { () throws(CaptureError) in try b.next(into: &record) ? record : nil }
+                #expect(x == y, "chunk \(chunk)")
+            }
+        }
+    }
+
+    @Test func singleFrameEqualsConsume() throws {
+        var taken = 0
+        for path in Self.files {
+            var reader = try CaptureReader(path: path)
+            var x = ATTExtractor()
+            while let record = try reader.next() {
+                if let f = x.singleFrame(record) {
+                    taken += 1
+                    var copy = x
+                    let events = try copy.consume(record)
+                    #expect(events.count == 1, "\(path) at \(record.fileOffset)")
+                    if case let .att(p)? = events.first {
+                        #expect(p.pdu[...] == record.payload[f.pdu])
+                        #expect(p.adapter == f.adapter && p.connectionHandle == f.connectionHandle)
+                        #expect(p.direction == f.direction && p.connectionKnown == f.connectionKnown)
+                        #expect(p.timestamp == record.timestamp && p.fileOffset == record.fileOffset)
+                    } else {
+                        Issue.record("\(path) at \(record.fileOffset): expected one ATT event, got \(events)")
+                    }
+                    #expect(copy.trackedLinkCount == x.trackedLinkCount)
+                }
+                _ = try x.consume(record)
+            }
+        }
+        #expect(taken > 3000)  // most of the traffic takes it (one ICP notification per record)
+    }
+
+    @Test func lineBufferEqualsSerialisedJSON() throws {
+        var outputs: [SessionOutput] = []
+        for path in Self.files { outputs += try replayFile(path).outputs }
+        #expect(outputs.count > 3000)
+        // Special values, control characters, non-ASCII text, a string longer than the buffer.
+        let at = EventTime(monotonic: .seconds(1), wallMicros: -1_500)
+        for p in [SFloat.nan, SFloat(rawValue: 0x0800), SFloat(rawValue: 0x07FE), SFloat(rawValue: 0x0802), SFloat(rawValue: 0x0801), SFloat(-12.5), SFloat(0.001)] {
+            outputs.append(.progress(ProgressRecord(phase: .deflating, cuffPressure: p, unit: .kPa, elapsed: -0.0005, at: at)))
+        }
+        outputs.append(.progress(ProgressRecord(phase: .inflating, cuffPressure: SFloat(3), unit: .mmHg, elapsed: 1e13, at: at)))
+        var device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF")
+        device.name = "ctl\u{1}\t\"q\"\\ é 漢 " + String(repeating: "x", count: 5000)
+        outputs.append(.session(SessionRecord(event: .start, device: device, at: at)))
+        let lines = NDJSONLineBuffer(capacity: 1024)
+        var expected: [UInt8] = []
+        for o in outputs {
+            lines.append(o)
+            expected += Array(o.json.serialized().utf8) + [0x0A]
+        }
+        let got = Array(lines.bytes)
+        #expect(got.count == expected.count)
+        if got != expected, let i = zip(got, expected).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
+            Issue.record("first difference at byte \(i): got \(String(decoding: got[max(0, i - 80)..<min(got.count, i + 40)], as: UTF8.self))")
+        }
+        lines.removeAll()
+        #expect(lines.count == 0)
+    }
+}

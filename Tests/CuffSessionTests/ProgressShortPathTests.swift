@@ -1,0 +1,72 @@
+import Testing
+import BloodPressure
+import CuffCore
+@testable import CuffSession
+
+/// `CuffSessionMachine.progress(notified:_:at:)` (the replay's short path for cuff-pressure
+/// notifications) must change the machine exactly as `handle(.notification)` does, and give the
+/// same progress record; where it returns nil, `handle` decides.
+@Suite("Cuff-pressure short path")
+struct ProgressShortPathTests {
+    static func eicp(_ p: SFloat, unit: PressureUnit = .mmHg) -> [UInt8] {
+        EnhancedBloodPressureMeasurement(unit: unit, kind: .cuffPressure(p)).encode()
+    }
+
+    /// Values a session meets: a rise, the wiggle on the way down, kPa, special values, a
+    /// malformed value, an enhanced cuff pressure, and a value of the wrong kind.
+    static let values: [(CuffCharacteristic, [UInt8])] = {
+        var v: [(CuffCharacteristic, [UInt8])] = []
+        for p in stride(from: 0, through: 160, by: 15) { v.append((.intermediateCuffPressure, icp(p))) }
+        for p in [158, 159, 155, 156, 150, 151, 140, 120, 100, 80, 40] { v.append((.intermediateCuffPressure, icp(p))) }
+        v.append((.intermediateCuffPressure, BloodPressureMeasurement.cuffPressure(SFloat(12.5), unit: .kPa).encode()))
+        v.append((.intermediateCuffPressure, BloodPressureMeasurement.cuffPressure(.nan).encode()))
+        v.append((.intermediateCuffPressure, BloodPressureMeasurement.cuffPressure(SFloat(rawValue: 0x0800)).encode()))  // NRes
+        v.append((.intermediateCuffPressure, [0x00, 0x50]))  // cut short
+        v.append((.intermediateCuffPressure, icp(60) + [0xAA]))  // trailing byte: a warning, still a value
+        v.append((.intermediateCuffPressure, [0x80] + Array(icp(61).dropFirst())))  // RFU flag bit
+        v.append((.enhancedIntermediateCuffPressure, eicp(SFloat(70))))
+        v.append((.enhancedIntermediateCuffPressure, eicp(SFloat(9.1), unit: .kPa)))
+        v.append((.enhancedIntermediateCuffPressure, EnhancedBloodPressureMeasurement(
+            kind: .measurement(systolic: SFloat(120), diastolic: SFloat(80), meanArterialPressure: SFloat(93))).encode()))
+        v.append((.enhancedIntermediateCuffPressure, [0x00]))
+        v.append((.bloodPressureMeasurement, hx(bpmHex)))  // not a cuff pressure: nil, `handle` decides
+        for p in [190, 170, 120] { v.append((.intermediateCuffPressure, icp(p))) }  // a new measurement
+        return v
+    }()
+
+    @Test func sameStateAndRecordsAsHandle() {
+        var a = Harness()
+        a.toReady()
+        var b = a
+        var shortPathTaken = 0
+        for (i, (c, v)) in Self.values.enumerated() {
+            let at = t(1 + Double(i) * 0.2)
+            let expected = a.m.handle(.notification(c, v, at))
+            let got: [CuffSessionMachine.Action]
+            if let p = b.m.progress(notified: c, v[...], at: at) {
+                shortPathTaken += 1
+                got = [.emit(.progress(p))]
+            } else {
+                got = b.m.handle(.notification(c, v, at))
+            }
+            #expect(got == expected, "value \(i): \(Hex.encode(v)) on \(c)")
+            #expect(a.m.state == b.m.state, "value \(i)")
+            #expect(a.m.nextDeadline == b.m.nextDeadline, "value \(i)")
+        }
+        #expect(shortPathTaken >= Self.values.count - 6)
+        // What follows depends on the state the values left: a live result, then the settle tick.
+        let result = t(20)
+        #expect(a.m.handle(.indication(.bloodPressureMeasurement, hx(bpmHex), result)) == b.m.handle(.indication(.bloodPressureMeasurement, hx(bpmHex), result)))
+        #expect(a.m.handle(.tick(t(40))) == b.m.handle(.tick(t(40))))
+        #expect(a.m.state == b.m.state)
+    }
+
+    @Test func finalStateGivesNil() {
+        var h = Harness()
+        h.toReady()
+        _ = h.send(.disconnected(nil, t(1)))
+        #expect(h.m.state.isFinal)
+        #expect(h.m.progress(notified: .intermediateCuffPressure, icp(40)[...], at: t(2)) == nil)
+        #expect(h.m.handle(.notification(.intermediateCuffPressure, icp(40), t(2))).isEmpty)
+    }
+}
