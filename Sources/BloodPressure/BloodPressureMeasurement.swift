@@ -123,6 +123,22 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
         return Decoded(value: m, warnings: warnings)
     }
 
+    /// The cuff pressure and unit of a 0x2A35/0x2A36 value, without decoding the rest: non-nil
+    /// exactly when ``decode(_:quirks:)`` succeeds (with any quirks: they change byte order, not
+    /// lengths), and then equal to its `cuffPressure` and `unit`. The replay's short path for
+    /// Intermediate Cuff Pressure notifications; no warnings are built.
+    public static func cuffPressure(in value: UnsafeRawBufferPointer) -> (pressure: SFloat, unit: PressureUnit)? {
+        guard value.count >= 7 else { return nil }
+        let flags = value[0]
+        var need = 7
+        if flags & Flag.timestamp != 0 { need += DateTime.byteCount }
+        if flags & Flag.pulseRate != 0 { need += 2 }
+        if flags & Flag.userID != 0 { need += 1 }
+        if flags & Flag.status != 0 { need += 2 }
+        guard value.count >= need else { return nil }
+        return (SFloat(rawValue: UInt16(value[1]) | UInt16(value[2]) << 8), flags & Flag.kPa != 0 ? .kPa : .mmHg)
+    }
+
     /// Encodes in the standard layout (or a quirk profile's, for simulating that device).
     public func encode(quirks: QuirkProfile.Options = []) -> [UInt8] {
         var w = ByteWriter(capacity: 19)

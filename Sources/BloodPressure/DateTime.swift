@@ -79,8 +79,23 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
 
     /// `YYYY-MM-DDTHH:MM:SS` with unknown parts as zeros.
     public var description: String {
-        pad(Int(year), 4) + "-" + pad(Int(month), 2) + "-" + pad(Int(day), 2) + "T" + pad(Int(hours), 2) + ":"
-            + pad(Int(minutes), 2) + ":" + pad(Int(seconds), 2)
+        // One buffer, one String (records carry several of these).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { b in
+            var n = 0
+            func put(_ v: Int, _ width: Int) {
+                var digits = 1, t = v / 10
+                while t > 0 { digits += 1; t /= 10 }
+                for _ in digits..<max(width, digits) { b[n] = 0x30; n += 1 }
+                var i = n + digits
+                n = i
+                var x = v
+                repeat { i -= 1; b[i] = UInt8(0x30 + x % 10); x /= 10 } while x > 0
+            }
+            func sep(_ c: UInt8) { b[n] = c; n += 1 }
+            put(Int(year), 4); sep(0x2D); put(Int(month), 2); sep(0x2D); put(Int(day), 2); sep(0x54)
+            put(Int(hours), 2); sep(0x3A); put(Int(minutes), 2); sep(0x3A); put(Int(seconds), 2)
+            return String(decoding: UnsafeBufferPointer(rebasing: b[0..<n]), as: UTF8.self)
+        }
     }
 
     /// Every field, unknown ones as null.

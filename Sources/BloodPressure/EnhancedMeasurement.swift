@@ -122,6 +122,21 @@ public struct EnhancedBloodPressureMeasurement: Sendable, Hashable {
         return Decoded(value: v, warnings: warnings)
     }
 
+    /// The cuff pressure and unit of a 0x2B35 value, without decoding the rest: non-nil exactly
+    /// when `decode(value, cuffPressure: true)` succeeds, and then equal to its pressure and unit.
+    public static func cuffPressure(in value: UnsafeRawBufferPointer) -> (pressure: SFloat, unit: PressureUnit)? {
+        guard value.count >= 3 else { return nil }
+        let flags = value[0]
+        var need = 3
+        if flags & Flag.timestamp != 0 { need += 4 }
+        if flags & Flag.pulseRate != 0 { need += 2 }
+        if flags & Flag.userID != 0 { need += 1 }
+        if flags & Flag.status != 0 { need += 2 }
+        if flags & Flag.userFacingTime != 0 { need += 4 }
+        guard value.count >= need else { return nil }
+        return (SFloat(rawValue: UInt16(value[1]) | UInt16(value[2]) << 8), flags & Flag.kPa != 0 ? .kPa : .mmHg)
+    }
+
     public func encode() -> [UInt8] {
         var w = ByteWriter(capacity: 20)
         w.write(flags)

@@ -9,7 +9,7 @@ public enum ReplayOutput: Sendable, Hashable {
     case emit(SessionOutput)
     case log(String)
     /// A skipped fragment or frame; the replay goes on.
-    case warning(CaptureError)
+    indirect case warning(CaptureError)
 }
 
 /// Replays a whole capture: records in, the records each cuff session would have given out.
@@ -109,8 +109,10 @@ public struct CaptureReplay: Sendable {
         lastTimestamp = record.timestamp
         if let e = earliest, e < record.timestamp { fireDeadlines(before: record.timestamp, &out) }
         if let f = extractor.singleFrame(record) {
-            att(adapter: f.adapter, handle: f.connectionHandle, direction: f.direction, pdu: record.payload[f.pdu],
-                timestamp: record.timestamp, accessAddress: nil, &out)
+            record.payload.withUnsafeBytes { raw in
+                att(adapter: f.adapter, handle: f.connectionHandle, direction: f.direction,
+                    pdu: UnsafeRawBufferPointer(rebasing: raw[f.pdu]), timestamp: record.timestamp, accessAddress: nil, &out)
+            }
             return
         }
         events.removeAll(keepingCapacity: true)
@@ -181,15 +183,17 @@ public struct CaptureReplay: Sendable {
     }
 
     mutating func att(_ p: ATTPacket, _ out: inout [Output]) {
-        att(adapter: p.adapter, handle: p.connectionHandle, direction: p.direction, pdu: p.pdu[...], timestamp: p.timestamp,
-            accessAddress: p.accessAddress, &out)
+        p.pdu.withUnsafeBytes { raw in
+            att(adapter: p.adapter, handle: p.connectionHandle, direction: p.direction, pdu: raw, timestamp: p.timestamp,
+                accessAddress: p.accessAddress, &out)
+        }
     }
 
-    mutating func att(adapter: UInt16, handle: UInt16, direction: ATTDirection, pdu: ArraySlice<UInt8>, timestamp: Timestamp,
+    mutating func att(adapter: UInt16, handle: UInt16, direction: ATTDirection, pdu: UnsafeRawBufferPointer, timestamp: Timestamp,
                       accessAddress: UInt32?, _ out: inout [Output]) {
-        let p = (adapter: adapter, connectionHandle: handle, direction: direction, pdu: pdu, timestamp: timestamp, accessAddress: accessAddress)
+        let p = (adapter: adapter, connectionHandle: handle, direction: direction, timestamp: timestamp, accessAddress: accessAddress)
         let key = Key(adapter: p.adapter, handle: p.connectionHandle)
-        guard let opcode = p.pdu.first else { return }
+        guard let opcode = pdu.first else { return }
         let sentByClient = CaptureReplay.isClientOpcode(opcode)
         var found: Connection?
         if let hot, hot.key == key {
@@ -219,7 +223,7 @@ public struct CaptureReplay: Sendable {
             found = c
         }
         guard let c = found else { return }
-        hot = (key, c)
+        if hot?.key != key { hot = (key, c) }
         guard c.central else { return }
         let fromCentral: Bool
         switch p.direction {
@@ -228,7 +232,7 @@ public struct CaptureReplay: Sendable {
         case .unknown: fromCentral = sentByClient ?? false
         }
         let start = out.count
-        c.session.pdu(p.pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &out)
+        c.session.pdu(pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &out)
         if out.count > start { count(out, from: start) }
         c.deadline = c.session.deadline
         if connections.count == 1 {

@@ -191,10 +191,15 @@ public struct BDAddress: Sendable, Hashable, CustomStringConvertible {
     public static let zero = BDAddress(littleEndian: [0, 0, 0, 0, 0, 0])
 
     public var description: String {
-        bytes.reversed().map { b in
-            let s = String(b, radix: 16, uppercase: true)
-            return b < 16 ? "0" + s : s
-        }.joined(separator: ":")
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 3)
+        for b in bytes.reversed() {
+            if !text.isEmpty { text.append(0x3A) }
+            let hi = b >> 4, lo = b & 0xF
+            text.append(hi < 10 ? 0x30 + hi : 0x37 + hi)
+            text.append(lo < 10 ? 0x30 + lo : 0x37 + lo)
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }
 

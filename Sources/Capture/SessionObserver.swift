@@ -89,7 +89,7 @@ public struct SessionObserver: Sendable {
 
     /// One ATT PDU; `fromCentral` says which side sent it.
     public mutating func pdu(_ bytes: [UInt8], fromCentral: Bool, at: EventTime, into out: inout [Output]) {
-        pdu(bytes[...], fromCentral: fromCentral, at: at, into: &out)
+        bytes.withUnsafeBytes { pdu($0, fromCentral: fromCentral, at: at, into: &out) }
     }
 
     /// One ATT PDU; `fromCentral` says which side sent it.
@@ -97,17 +97,18 @@ public struct SessionObserver: Sendable {
     /// A cuff-pressure notification on a known handle (most of a session) takes a short path that
     /// neither parses a ``ATTPDU`` nor builds a machine event; it ends in the same machine code and
     /// gives the same output as the general path.
-    public mutating func pdu(_ bytes: ArraySlice<UInt8>, fromCentral: Bool, at: EventTime, into out: inout [Output]) {
+    public mutating func pdu(_ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, into out: inout [Output]) {
         advance(to: at.monotonic, inclusive: false, into: &out)
         guard !machine.state.isFinal else { return }
-        if !fromCentral, reported, bytes.count >= 3, bytes.first == ATTOpcode.handleValueNotification.rawValue {
-            let i = bytes.startIndex
-            let h = UInt16(bytes[i + 1]) | UInt16(bytes[i + 2]) << 8
-            if let c = cachedCharacteristic(h), let p = machine.progress(notified: c, bytes[(i + 3)...], at: at) {
+        if !fromCentral, reported, raw.count >= 3, raw[0] == ATTOpcode.handleValueNotification.rawValue {
+            let h = UInt16(raw[1]) | UInt16(raw[2]) << 8
+            if let c = cachedCharacteristic(h),
+               let p = machine.progress(notified: c, UnsafeRawBufferPointer(rebasing: raw[3...]), at: at) {
                 out.append(.emit(.progress(p)))
                 return
             }
         }
+        let bytes = Array(raw)
         let pdu: ATTPDU
         do {
             pdu = try ATTPDU(parsing: bytes)

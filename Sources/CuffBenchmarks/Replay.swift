@@ -125,3 +125,38 @@ func benchReplayStages(_ path: String) {
         exit(1)
     }
 }
+
+/// Sizes of the values the replay moves around per record.
+func printLayouts() {
+    print("SessionOutput \(MemoryLayout<SessionOutput>.size) B, ReplayOutput \(MemoryLayout<ReplayOutput>.size) B, ProgressRecord \(MemoryLayout<ProgressRecord>.size) B, HCIRecord \(MemoryLayout<HCIRecord>.size) B")
+}
+
+/// Per-session cost: replays the one-session capture `path` `n` times in-process (no
+/// serialisation), once whole and once without its cuff-pressure notifications.
+func benchSessionCost(_ path: String, _ n: Int) {
+    do {
+        var reader = try CaptureReader(path: path)
+        let all = try reader.readAll()
+        let withoutICP = all.filter { r in
+            !(r.kind == .aclData && r.payload.count > 8 && r.payload[8] == 0x1B)
+        }
+        for (label, records) in [("whole", all), ("without ICP", withoutICP)] {
+            var out: [CaptureReplay.Output] = []
+            out.reserveCapacity(1024)
+            let a0 = cuff_malloc_count()
+            let t0 = now()
+            for _ in 0..<n {
+                var replay = CaptureReplay()
+                for r in records { replay.consume(r, into: &out); out.removeAll(keepingCapacity: true) }
+                replay.finish(into: &out)
+                out.removeAll(keepingCapacity: true)
+            }
+            let t1 = now()
+            let per = (t1 - t0) / Double(n)
+            print("session-cost \(label): \(records.count) records, \(format3(per * 1e6)) µs per session, \(format3(Double(cuff_malloc_count() - a0) / Double(n))) allocations per session")
+        }
+    } catch {
+        print("session-cost: \(error)")
+        exit(1)
+    }
+}

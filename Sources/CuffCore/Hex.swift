@@ -4,12 +4,12 @@
 public enum Hex {
     /// Lowercase hex with no separators: `[0x1e, 0x8a]` → `"1e8a"`.
     public static func encode<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        @inline(__always) func digit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 + v : 0x57 + v }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.underestimatedCount * 2)
         for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0xF)])
+            out.append(digit(b >> 4))
+            out.append(digit(b & 0xF))
         }
         return String(decoding: out, as: UTF8.self)
     }

@@ -538,24 +538,16 @@ public struct CuffSessionMachine: Sendable {
     /// the event or the action array. Returns nil, changing nothing, where `handle` must decide
     /// instead: a final state, another characteristic, a value that does not decode, or an
     /// enhanced value that is not a cuff pressure.
-    public mutating func progress(notified c: CuffCharacteristic, _ value: ArraySlice<UInt8>, at: EventTime) -> ProgressRecord? {
+    public mutating func progress(notified c: CuffCharacteristic, _ value: UnsafeRawBufferPointer, at: EventTime) -> ProgressRecord? {
         guard !state.isFinal else { return nil }
-        let pressure: SFloat
-        let unit: PressureUnit
+        let decoded: (pressure: SFloat, unit: PressureUnit)?
         switch c {
-        case .intermediateCuffPressure:
-            guard let d = try? BloodPressureMeasurement.decode(value, quirks: quirks) else { return nil }
-            pressure = d.value.cuffPressure
-            unit = d.value.unit
-        case .enhancedIntermediateCuffPressure:
-            guard let d = try? EnhancedBloodPressureMeasurement.decode(value, cuffPressure: true),
-                  case let .cuffPressure(p) = d.value.kind else { return nil }
-            pressure = p
-            unit = d.value.unit
-        default:
-            return nil
+        case .intermediateCuffPressure: decoded = BloodPressureMeasurement.cuffPressure(in: value)
+        case .enhancedIntermediateCuffPressure: decoded = EnhancedBloodPressureMeasurement.cuffPressure(in: value)
+        default: return nil
         }
-        return cuffPressure(pressure, unit, at)
+        guard let decoded else { return nil }
+        return cuffPressure(decoded.pressure, decoded.unit, at)
     }
 
     mutating func cuffPressure(_ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime) -> [Action] {
@@ -603,7 +595,8 @@ public struct CuffSessionMachine: Sendable {
             if peakPressure == nil { peakPressure = mmHg }
         }
         if state != .stopping { state = .measuring(phase) }
-        let elapsed = (at.monotonic - (measurementStart ?? at.monotonic)).secondsDouble
+        // (at − start).secondsDouble, without the round trip through Duration.
+        let elapsed = Double(at.monotonic.nanoseconds - (measurementStart ?? at.monotonic).nanoseconds) / 1e9
         return ProgressRecord(phase: phase, cuffPressure: pressure, unit: unit, elapsed: elapsed, at: at)
     }
 

@@ -20,9 +20,14 @@ public struct EventTime: Sendable, Hashable {
 
     public static func iso8601(wallMicros: Int64) -> String {
         let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
-        let ms = (wallMicros - secs * 1_000_000) / 1000
-        let s = String(ms)
-        return DateTime(unixSeconds: secs).description + "." + String(repeating: "0", count: 3 - s.count) + s + "Z"
+        let ms = Int((wallMicros - secs * 1_000_000) / 1000)
+        var text = DateTime(unixSeconds: secs).description
+        text.append(contentsOf: ".")
+        text.append(Character(Unicode.Scalar(UInt8(0x30 + ms / 100))))
+        text.append(Character(Unicode.Scalar(UInt8(0x30 + ms / 10 % 10))))
+        text.append(Character(Unicode.Scalar(UInt8(0x30 + ms % 10))))
+        text.append("Z")
+        return text
     }
 }
 
@@ -292,9 +297,11 @@ public struct SessionRecord: Sendable, Hashable {
 
 /// Everything a session hands to its sinks.
 public enum SessionOutput: Sendable, Hashable {
-    case session(SessionRecord)
+    // Indirect: the big records stay out of line, so the enum (and every array of outputs) is
+    // as small as a progress record, which most outputs are.
+    indirect case session(SessionRecord)
     case progress(ProgressRecord)
-    case measurement(MeasurementRecord)
+    indirect case measurement(MeasurementRecord)
 
     public var json: JSON {
         switch self {

@@ -43,7 +43,7 @@ struct ProgressShortPathTests {
             let at = t(1 + Double(i) * 0.2)
             let expected = a.m.handle(.notification(c, v, at))
             let got: [CuffSessionMachine.Action]
-            if let p = b.m.progress(notified: c, v[...], at: at) {
+            if let p = v.withUnsafeBytes({ b.m.progress(notified: c, $0, at: at) }) {
                 shortPathTaken += 1
                 got = [.emit(.progress(p))]
             } else {
@@ -66,7 +66,7 @@ struct ProgressShortPathTests {
         h.toReady()
         _ = h.send(.disconnected(nil, t(1)))
         #expect(h.m.state.isFinal)
-        #expect(h.m.progress(notified: .intermediateCuffPressure, icp(40)[...], at: t(2)) == nil)
+        #expect(icp(40).withUnsafeBytes { h.m.progress(notified: .intermediateCuffPressure, $0, at: t(2)) } == nil)
         #expect(h.m.handle(.notification(.intermediateCuffPressure, icp(40), t(2))).isEmpty)
     }
 }
