@@ -80,7 +80,7 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
     /// `YYYY-MM-DDTHH:MM:SS` with unknown parts as zeros.
     public var description: String {
         // One buffer, one String (records carry several of these).
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { b in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { b in  // at most 5+3+3+3+3+3 digits and 5 separators
             var n = 0
             func put(_ v: Int, _ width: Int) {
                 var digits = 1, t = v / 10
