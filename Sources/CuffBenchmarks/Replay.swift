@@ -133,14 +133,14 @@ func printLayouts() {
 
 /// Per-session cost: replays the one-session capture `path` `n` times in-process (no
 /// serialisation), once whole and once without its cuff-pressure notifications.
-func benchSessionCost(_ path: String, _ n: Int) {
+func benchSessionCost(_ path: String, _ n: Int, onlyGeneric: Bool = false) {
     do {
         var reader = try CaptureReader(path: path)
         let all = try reader.readAll()
         let withoutICP = all.filter { r in
             !(r.kind == .aclData && r.payload.count > 8 && r.payload[8] == 0x1B)
         }
-        for (label, records) in [("whole", all), ("without ICP", withoutICP)] {
+        for (label, records) in onlyGeneric ? [("without ICP", withoutICP)] : [("whole", all), ("without ICP", withoutICP)] {
             var out: [CaptureReplay.Output] = []
             out.reserveCapacity(1024)
             let a0 = cuff_malloc_count()

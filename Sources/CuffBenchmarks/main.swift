@@ -60,8 +60,8 @@ case "decode", "all":
     benchDecode()
 case "make-capture" where args.count >= 4:
     makeCapture(out: args[1], megabytes: Int(args[2]) ?? 200, inputs: Array(args[3...]))
-case "session-cost" where args.count == 3:
-    benchSessionCost(args[1], Int(args[2]) ?? 1000)
+case "session-cost" where args.count >= 3:
+    benchSessionCost(args[1], Int(args[2]) ?? 1000, onlyGeneric: args.count > 3 && args[3] == "generic")
 case "layouts":
     printLayouts()
 case "stages" where args.count == 2:

@@ -93,8 +93,26 @@ public struct MeasurementRecord: Sendable, Hashable {
     public var stored: Bool
     /// BPS 1.1 record sequence number, when known.
     public var sequenceNumber: UInt16?
-    /// The codec's JSON object for the value (`cuff decode`'s keys).
-    public var decoded: JSON
+    /// The codec's JSON object for the value (`cuff decode`'s keys), built when first asked for
+    /// (sinks do, off the session's thread in a replay).
+    public var decoded: JSON {
+        get {
+            switch decodedSource {
+            case let .json(j): j
+            case let .bpm(v): v.json(as: .bloodPressureMeasurement, warnings: warnings, raw: .string(Hex.encode(raw)))
+            case let .enhanced(v): v.json(warnings: warnings, raw: .string(Hex.encode(raw)))
+            }
+        }
+        set { decodedSource = .json(newValue) }
+    }
+
+    /// What ``decoded`` is built from.
+    enum DecodedSource: Sendable {
+        case json(JSON)
+        case bpm(BloodPressureMeasurement)
+        case enhanced(EnhancedBloodPressureMeasurement)
+    }
+    var decodedSource: DecodedSource
     /// The device's own time fields as sent (also when the date is partly unknown), for deduplication.
     public var deviceTime: String?
 
@@ -118,7 +136,7 @@ public struct MeasurementRecord: Sendable, Hashable {
         self.receivedAt = receivedAt
         self.stored = stored
         self.sequenceNumber = sequenceNumber
-        self.decoded = decoded
+        self.decodedSource = .json(decoded)
         self.deviceTime = timestamp
     }
 
@@ -162,13 +180,13 @@ public struct MeasurementRecord: Sendable, Hashable {
             characteristic: .bloodPressureMeasurement, raw: raw, unit: value.unit, systolic: value.systolic,
             diastolic: value.diastolic, meanArterialPressure: value.meanArterialPressure, pulseRate: value.pulseRate,
             timestamp: value.timestamp?.iso8601, userID: value.userID, status: value.status, warnings: warnings, device: device,
-            receivedAt: at, stored: stored, sequenceNumber: nil,
-            decoded: value.json(as: .bloodPressureMeasurement, warnings: warnings, raw: .string(Hex.encode(raw))))
-            .withDeviceTime(value.timestamp?.description)
+            receivedAt: at, stored: stored, sequenceNumber: nil, decoded: .null)
+            .with(.bpm(value), deviceTime: value.timestamp?.description)
     }
 
-    func withDeviceTime(_ t: String?) -> MeasurementRecord {
+    func with(_ source: DecodedSource, deviceTime t: String? = nil) -> MeasurementRecord {
         var copy = self
+        copy.decodedSource = source
         if let t { copy.deviceTime = t }
         return copy
     }
@@ -184,7 +202,7 @@ public struct MeasurementRecord: Sendable, Hashable {
             unit: value.unit, systolic: s, diastolic: d, meanArterialPressure: m, pulseRate: value.pulseRate,
             timestamp: value.timestampISO8601 ?? value.userFacingTimeISO8601, userID: value.userID, status: value.status,
             warnings: warnings, device: device, receivedAt: at, stored: stored, sequenceNumber: sequenceNumber,
-            decoded: value.json(warnings: warnings, raw: .string(Hex.encode(raw))))
+            decoded: .null).with(.enhanced(value))
     }
 }
 

@@ -251,7 +251,8 @@ final class ReplayDrain: @unchecked Sendable {
 
 /// Batches of outputs from the replay thread to a writer thread, in order, at most two in flight.
 final class ReplayOutputPipe: @unchecked Sendable {
-    static let batchSize = 4096
+    // 2048 outputs of 33 bytes stay under glibc's mmap threshold (no map/unmap per batch).
+    static let batchSize = 2048
     private var mutex = pthread_mutex_t()
     private var changed = pthread_cond_t()
     private var queue: [[CaptureReplay.Output]] = []
