@@ -46,6 +46,8 @@ public struct SessionObserver: Sendable {
     var reported = false
     var byHandle: [UInt16: CuffCharacteristic] = [:]
     var cccdOwner: [UInt16: CuffCharacteristic] = [:]
+    /// The general path's copy of a PDU (its storage is reused from PDU to PDU).
+    var scratch: [UInt8] = []
     /// One-entry cache of ``characteristic(_:)``: valid while `byHandle` doesn't change.
     var lastHandle: UInt16?
     var lastCharacteristic: CuffCharacteristic?
@@ -108,7 +110,9 @@ public struct SessionObserver: Sendable {
                 return
             }
         }
-        let bytes = Array(raw)
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: raw)
+        let bytes = scratch
         let pdu: ATTPDU
         do {
             pdu = try ATTPDU(parsing: bytes)
@@ -274,17 +278,19 @@ public struct SessionObserver: Sendable {
         lastCharacteristic = nil
         var svc = services.sorted { $0.handle < $1.handle }
         let chars = characteristics.sorted { $0.valueHandle < $1.valueHandle }
+        // Descriptors in handle order: each characteristic takes those between its value and the
+        // next declaration (a walk over what discovery found, not over the handle range, which
+        // for the last service runs to 0xFFFF).
+        let found = descriptors.sorted { $0.key < $1.key }
         for (i, s) in svc.enumerated() {
             var list = chars.filter { $0.declarationHandle > s.handle && $0.valueHandle <= s.endHandle }
             for j in list.indices {
                 let upper = j + 1 < list.count ? Int(list[j + 1].declarationHandle) - 1 : Int(s.endHandle)
                 let lower = Int(list[j].valueHandle) + 1
-                if lower <= upper {
-                    for h in lower...upper {
-                        guard let u = descriptors[UInt16(h)] else { continue }
-                        list[j].descriptors.append(ATTPDU.HandleUUID(handle: UInt16(h), uuid: u))
-                        if u == .clientCharacteristicConfiguration, list[j].cccdHandle == nil { list[j].cccdHandle = UInt16(h) }
-                    }
+                guard lower <= upper else { continue }
+                for (h, u) in found where Int(h) >= lower && Int(h) <= upper {
+                    list[j].descriptors.append(ATTPDU.HandleUUID(handle: h, uuid: u))
+                    if u == .clientCharacteristicConfiguration, list[j].cccdHandle == nil { list[j].cccdHandle = h }
                 }
             }
             svc[i].characteristics = list

@@ -23,6 +23,9 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     /// The day of the last timestamp written, and its `YYYY-MM-DDT` text.
     private var day: Int64 = .min
     private var dayText: [UInt8] = []
+    /// The second of the last timestamp written, and its `YYYY-MM-DDTHH:MM:SS.` text.
+    private var second: Int64 = .min
+    private var secondText: [UInt8] = []
 
     public init(capacity: Int = 128 * 1024) {
         self.capacity = max(capacity, 1024)
@@ -57,7 +60,12 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         put(#"{"type":"progress","phase":""#)
         put(p.phase == .inflating ? "inflating" : "deflating")
         put(#"","cuff_pressure":"#)
-        if let d = p.cuffPressure.doubleValue {
+        if case let .finite(m, 0) = p.cuffPressure.value {
+            // A whole number (mantissa, exponent 0): what number(Double(m)) prints, `m.0`.
+            if m < 0 { put(0x2D) }
+            digits(UInt64(abs(Int(m))))
+            put(".0")
+        } else if let d = p.cuffPressure.doubleValue {
             number(d)
         } else {
             string(p.cuffPressure.description)
@@ -181,37 +189,36 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         repeat { i -= 1; base[i] = UInt8(0x30 + n % 10); n /= 10 } while n > 0
     }
 
-    /// EventTime.iso8601: `2026-11-22T07:31:54.123Z`; the date is computed once per day.
+    /// EventTime.iso8601: `2026-11-22T07:31:54.123Z`; the text up to the seconds is computed
+    /// once per second (a cuff notifies several times a second), the date once per day.
     func iso8601(_ wallMicros: Int64) {
         let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
-        let d = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400
-        if d != day {
-            day = d
-            let full = EventTime.iso8601(wallMicros: d * 86_400_000_000)  // "YYYY-MM-DDT00:00:00.000Z"
-            dayText = Array(full.utf8.dropLast(13))
+        if secs != second || secondText.isEmpty {
+            second = secs
+            let d = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400
+            if d != day {
+                day = d
+                let full = EventTime.iso8601(wallMicros: d * 86_400_000_000)  // "YYYY-MM-DDT00:00:00.000Z"
+                dayText = Array(full.utf8.dropLast(13))
+            }
+            let tod = Int(secs - d * 86400)
+            secondText = dayText
+            for (v, sep) in [(tod / 3600, UInt8(0x3A)), (tod / 60 % 60, 0x3A), (tod % 60, 0x2E)] {
+                secondText.append(UInt8(0x30 + v / 10))
+                secondText.append(UInt8(0x30 + v % 10))
+                secondText.append(sep)
+            }
         }
-        ensure(dayText.count + 13)
-        dayText.withUnsafeBufferPointer { t in
+        ensure(secondText.count + 4)
+        secondText.withUnsafeBufferPointer { t in
             (base + count).update(from: t.baseAddress!, count: t.count)
             count += t.count
         }
-        let tod = Int(secs - d * 86400)
-        two(tod / 3600)
-        put(0x3A)
-        two(tod / 60 % 60)
-        put(0x3A)
-        two(tod % 60)
         let ms = Int((wallMicros - secs * 1_000_000) / 1000)
-        put(0x2E)
         put(UInt8(0x30 + ms / 100))
         put(UInt8(0x30 + ms / 10 % 10))
         put(UInt8(0x30 + ms % 10))
         put(0x5A)
-    }
-
-    @inline(__always) func two(_ v: Int) {
-        put(UInt8(0x30 + v / 10))
-        put(UInt8(0x30 + v % 10))
     }
 
     // MARK: - Storage
