@@ -170,22 +170,31 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
 
     private mutating func nextBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord) throws(CaptureError) -> Bool {
         let recordOffset = input.offset
-        // Short path: the whole record is already buffered and well formed. Anything else (a refill,
-        // a cut, an oversize length, an empty H4 record) takes the checked path below.
-        let done = input.withBuffered { raw -> (consumed: Int, result: Bool) in
-            guard raw.count >= BTSnoop.recordHeaderLength else { return (0, false) }
-            func be32(_ at: Int) -> UInt32 { UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
-            let included = Int(be32(4))
-            let total = BTSnoop.recordHeaderLength + included
-            guard included <= HCIRecord.maximumPayloadLength, raw.count >= total,
-                  datalink != .uart || included > 0 else { return (0, false) }
-            let header = BTSnoop.RecordHeader(originalLength: be32(0), includedLength: UInt32(included), flags: be32(8), drops: be32(12),
-                                              timestamp: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
-            BTSnoop.fill(&record, header: header, body: UnsafeRawBufferPointer(rebasing: raw[BTSnoop.recordHeaderLength..<total]),
-                         datalink: datalink, fileOffset: recordOffset)
-            return (total, true)
+        // Short path: a well-formed record read straight from the buffer, refilled first when the
+        // record runs past it. Anything else (a cut, an oversize length, an empty H4 record) takes
+        // the checked path below, which names the problem.
+        for attempt in 0..<2 {
+            let r = input.withBuffered { raw -> (consumed: Int, result: BTSnoopShortPath) in
+                guard raw.count >= BTSnoop.recordHeaderLength else { return (0, .need(BTSnoop.recordHeaderLength)) }
+                func be32(_ at: Int) -> UInt32 { UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
+                let included = Int(be32(4))
+                let total = BTSnoop.recordHeaderLength + included
+                guard included <= HCIRecord.maximumPayloadLength, datalink != .uart || included > 0 else { return (0, .checked) }
+                guard raw.count >= total else { return (0, .need(total)) }
+                let header = BTSnoop.RecordHeader(originalLength: be32(0), includedLength: UInt32(included), flags: be32(8), drops: be32(12),
+                                                  timestamp: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
+                BTSnoop.fill(&record, header: header, body: UnsafeRawBufferPointer(rebasing: raw[BTSnoop.recordHeaderLength..<total]),
+                             datalink: datalink, fileOffset: recordOffset)
+                return (total, .done)
+            }
+            switch r {
+            case .done: return true
+            case .checked: break
+            case let .need(n):
+                if attempt == 0, try input.fill(n) >= n { continue }
+            }
+            break
         }
-        if done { return true }
         guard let headerBytes = try input.take(BTSnoop.recordHeaderLength) else {
             let have = try input.fill(BTSnoop.recordHeaderLength)
             if have == 0 { state = .finished; return false }
@@ -339,6 +348,9 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         }
     }
 }
+
+/// What the btsnoop short path found: a record read, more bytes needed, or a case for the checked path.
+enum BTSnoopShortPath { case done, need(Int), checked }
 
 extension CaptureReader where Source == FileByteSource {
     /// Opens the capture at `path`.
