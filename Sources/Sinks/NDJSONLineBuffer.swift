@@ -21,11 +21,11 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     /// Bytes held.
     @exclusivity(unchecked) public private(set) var count = 0
     /// The day of the last timestamp written, and its `YYYY-MM-DDT` text.
-    private var day: Int64 = .min
-    private var dayText: [UInt8] = []
+    @exclusivity(unchecked) private var day: Int64 = .min
+    @exclusivity(unchecked) private var dayText: [UInt8] = []
     /// The second of the last timestamp written, and its `YYYY-MM-DDTHH:MM:SS.` text.
-    private var second: Int64 = .min
-    private var secondText: [UInt8] = []
+    @exclusivity(unchecked) private var second: Int64 = .min
+    @exclusivity(unchecked) private var secondText: [UInt8] = []
 
     public init(capacity: Int = 128 * 1024) {
         self.capacity = max(capacity, 1024)
