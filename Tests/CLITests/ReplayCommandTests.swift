@@ -90,6 +90,19 @@ struct ReplayCommandTests {
         #expect(r.stdoutLines.last?.contains("\"end\"") == true)
     }
 
+    @Test func aSinkThatFailsStopsTheReplayWithStatus10() throws {
+        // stdout on /dev/full: the writer thread's first write fails (ENOSPC); the replay must stop,
+        // say why, and exit 10 — not hang with the reading thread waiting on a full pipe.
+        let capture = Self.captures.appendingPathComponent("stored-records.btsnoop").path
+        let err = Self.tempFile("err")
+        defer { try? FileManager.default.removeItem(at: err) }
+        let p = try Spawned(["replay", capture, "--quiet"], stdout: "/dev/full", stderr: err.path)
+        let status = p.wait(timeout: 60)
+        if status == nil { p.signal(SIGKILL); _ = p.wait(timeout: 10) }
+        #expect(status == 10)
+        #expect(try String(contentsOf: err, encoding: .utf8).contains("No space left on device"))
+    }
+
     @Test func badMagicAndOversizeLengths() throws {
         let file = Self.tempFile("bad.btsnoop")
         defer { try? FileManager.default.removeItem(at: file) }
