@@ -175,6 +175,7 @@ public struct SessionObserver: Sendable {
         case let (.readByGroupTypeRequest(_, _, type)?, .readByGroupTypeResponse(groups)) where type == .primaryService:
             for g in groups {
                 if let uuid = BluetoothUUID(littleEndian: g.value[...]) {
+                    if services.isEmpty { services.reserveCapacity(8) }
                     services.append(GATTProfile.Service(uuid: uuid, handle: g.handle, endHandle: g.endGroupHandle))
                 }
             }
@@ -183,11 +184,13 @@ public struct SessionObserver: Sendable {
             for e in entries {
                 var r = ByteReader(e.value)
                 guard let props = r.readUInt8(), let vh = r.readUInt16(), let uuid = BluetoothUUID(littleEndian: r.readRemaining()) else { continue }
+                if characteristics.isEmpty { characteristics.reserveCapacity(16) }
                 characteristics.append(GATTProfile.Characteristic(
                     uuid: uuid, properties: CharacteristicProperties(rawValue: props), declarationHandle: e.handle, valueHandle: vh))
             }
             lastDiscoveryAt = at
         case let (.findInformationRequest?, .findInformationResponse(list)):
+            if descriptors.isEmpty { descriptors.reserveCapacity(16) }
             for d in list { descriptors[d.handle] = d.uuid }
             lastDiscoveryAt = at
         case (.findByTypeValueRequest?, _), (.readByGroupTypeRequest?, .errorResponse), (.readByTypeRequest?, .errorResponse),

@@ -209,9 +209,11 @@ public struct CuffCentral: Sendable {
 
     /// Reduces a discovered GATT profile to the characteristics a cuff session uses.
     public static func map(_ profile: GATTProfile) -> (profile: CuffProfile, byHandle: [UInt16: CuffCharacteristic], byCharacteristic: [CuffCharacteristic: GATTProfile.Characteristic]) {
-        var chars: [CuffCharacteristic: CuffProperties] = [:]
-        var byHandle: [UInt16: CuffCharacteristic] = [:]
-        var byChar: [CuffCharacteristic: GATTProfile.Characteristic] = [:]
+        // Sized once (a cuff has a dozen characteristics): no rehashing while they are added.
+        let count = profile.services.reduce(0) { $0 + $1.characteristics.count }
+        var chars = [CuffCharacteristic: CuffProperties](minimumCapacity: count)
+        var byHandle = [UInt16: CuffCharacteristic](minimumCapacity: count)
+        var byChar = [CuffCharacteristic: GATTProfile.Characteristic](minimumCapacity: count)
         let control = CuffCentral.controlPointUUID
         for s in profile.services {
             for ch in s.characteristics {
