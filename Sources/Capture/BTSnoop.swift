@@ -124,7 +124,7 @@ public enum BTSnoop {
         record.timestamp = timestamp(fromBTSnoop: header.timestamp)
         record.fileOffset = fileOffset
         record.payload.removeAll(keepingCapacity: true)
-        record.payload.append(contentsOf: payload)
+        record.payload.append(contentsOf: payload.assumingMemoryBound(to: UInt8.self))  // typed: one memcpy
     }
 
     /// Encodes one record (header + body) for `datalink`.

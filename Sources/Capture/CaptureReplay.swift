@@ -194,7 +194,6 @@ public struct CaptureReplay: Sendable {
         let p = (adapter: adapter, connectionHandle: handle, direction: direction, timestamp: timestamp, accessAddress: accessAddress)
         let key = Key(adapter: p.adapter, handle: p.connectionHandle)
         guard let opcode = pdu.first else { return }
-        let sentByClient = CaptureReplay.isClientOpcode(opcode)
         var found: Connection?
         if let hot, hot.key == key {
             found = hot.connection
@@ -203,7 +202,7 @@ public struct CaptureReplay: Sendable {
         }
         if found == nil {
             // No connection event: decide from who sends requests.
-            guard let clientSide = sentByClient else { return }
+            guard let clientSide = CaptureReplay.isClientOpcode(opcode) else { return }
             serial += 1
             let address = "hci\(p.adapter)/" + hex4(p.connectionHandle)
             let sniffed = p.accessAddress != nil
@@ -229,7 +228,7 @@ public struct CaptureReplay: Sendable {
         switch p.direction {
         case .fromLocal, .centralToPeripheral: fromCentral = true
         case .toLocal, .peripheralToCentral: fromCentral = false
-        case .unknown: fromCentral = sentByClient ?? false
+        case .unknown: fromCentral = CaptureReplay.isClientOpcode(opcode) ?? false
         }
         let start = out.count
         c.session.pdu(pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &out)

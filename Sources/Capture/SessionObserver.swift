@@ -111,7 +111,7 @@ public struct SessionObserver: Sendable {
             }
         }
         scratch.removeAll(keepingCapacity: true)
-        scratch.append(contentsOf: raw)
+        scratch.append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
         let bytes = scratch
         let pdu: ATTPDU
         do {
