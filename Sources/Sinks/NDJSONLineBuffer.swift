@@ -120,6 +120,15 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     func string(_ s: String) {
         var s = s
         s.withUTF8 { u in
+            // Most strings need no escape: one scan, one copy.
+            if !u.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 }) {
+                ensure(u.count + 2)
+                put(0x22)
+                if let p = u.baseAddress { (base + count).update(from: p, count: u.count) }
+                count += u.count
+                put(0x22)
+                return
+            }
             ensure(u.count * 6 + 2)
             put(0x22)
             for b in u {
