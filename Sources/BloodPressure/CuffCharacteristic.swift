@@ -29,9 +29,47 @@ public enum CuffCharacteristic: String, Sendable, Hashable, CaseIterable {
 
     /// Looks a characteristic up by its 16-bit UUID.
     public init?(uuid16: UInt16) {
-        guard let c = CuffCharacteristic.allCases.first(where: { $0.uuid16 == uuid16 }) else { return nil }
-        self = c
+        switch uuid16 {
+        case 0x2A35: self = .bloodPressureMeasurement
+        case 0x2A36: self = .intermediateCuffPressure
+        case 0x2A49: self = .bloodPressureFeature
+        case 0x2B34: self = .enhancedBloodPressureMeasurement
+        case 0x2B35: self = .enhancedIntermediateCuffPressure
+        case 0x2B36: self = .bloodPressureRecord
+        case 0x2A52: self = .recordAccessControlPoint
+        case BPSUUID.currentTime: self = .currentTime
+        case BPSUUID.deviceName: self = .deviceName
+        case BPSUUID.manufacturerName: self = .manufacturerName
+        case BPSUUID.modelNumber: self = .modelNumber
+        case BPSUUID.serialNumber: self = .serialNumber
+        case BPSUUID.firmwareRevision: self = .firmwareRevision
+        default: return nil
+        }
     }
+
+    // Hashed and compared by case, not by the raw-value string (dictionaries keyed by
+    // characteristic are on the session's path).
+    var ordinal: UInt8 {
+        switch self {
+        case .bloodPressureMeasurement: 0
+        case .intermediateCuffPressure: 1
+        case .bloodPressureFeature: 2
+        case .enhancedBloodPressureMeasurement: 3
+        case .enhancedIntermediateCuffPressure: 4
+        case .bloodPressureRecord: 5
+        case .recordAccessControlPoint: 6
+        case .currentTime: 7
+        case .cuffControl: 8
+        case .deviceName: 9
+        case .manufacturerName: 10
+        case .modelNumber: 11
+        case .serialNumber: 12
+        case .firmwareRevision: 13
+        }
+    }
+
+    public static func == (a: CuffCharacteristic, b: CuffCharacteristic) -> Bool { a.ordinal == b.ordinal }
+    public func hash(into h: inout Hasher) { h.combine(ordinal) }
 }
 
 /// GATT properties the session cares about.

@@ -155,10 +155,29 @@ public struct MeasurementRecord: Sendable, Hashable {
 
     /// Deduplication key: sequence number when known, else device + user + timestamp + values.
     public var dedupKey: String {
-        if let sequenceNumber { return "\(device.identity)|user:\(userID.map(String.init) ?? "-")|seq:\(sequenceNumber)" }
+        // `identity|user:U|seq:N`, or `identity|user:U|ts:T|` + the four SFLOAT words as
+        // little-endian hex. (Appended piece by piece: a session computes one per result.)
+        var key = device.identity
+        key.reserveCapacity(key.utf8.count + 64)
+        key += "|user:"
+        key += userID.map(String.init) ?? "-"
+        if let sequenceNumber {
+            key += "|seq:"
+            key += String(sequenceNumber)
+            return key
+        }
         // Without a time stamp two equal readings cannot be told apart from one sent twice; keeping
         // both (keyed by arrival) loses nothing, merging them could.
-        return "\(device.identity)|user:\(userID.map(String.init) ?? "-")|ts:\(deviceTime ?? timestamp ?? "received " + receivedAt.iso8601)|\(Hex.encode([systolic.rawValue, diastolic.rawValue, meanArterialPressure.rawValue, pulseRate?.rawValue ?? 0].flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }))"
+        key += "|ts:"
+        key += deviceTime ?? timestamp ?? "received " + receivedAt.iso8601
+        key += "|"
+        func nibble(_ v: UInt16) { let d = UInt8(v & 0xF); key.unicodeScalars.append(Unicode.Scalar(d < 10 ? 0x30 + d : 0x57 + d)) }
+        func word(_ w: UInt16) { nibble(w >> 4); nibble(w); nibble(w >> 12); nibble(w >> 8) }  // low byte first
+        word(systolic.rawValue)
+        word(diastolic.rawValue)
+        word(meanArterialPressure.rawValue)
+        word(pulseRate?.rawValue ?? 0)
+        return key
     }
 
     /// The NDJSON `measurement` object: the codec's keys, then `device`, `received_at`, `stored`, `sequence_number`.

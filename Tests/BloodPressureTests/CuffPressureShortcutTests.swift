@@ -69,3 +69,20 @@ struct DateTimeTextTests {
         #expect(cases[2].description == "2026-11-22T07:05:09")
     }
 }
+
+@Suite("Characteristic identity")
+struct CuffCharacteristicIdentityTests {
+    @Test func uuidLookupAndHashingByCase() {
+        var seen = Set<CuffCharacteristic>()
+        for c in CuffCharacteristic.allCases {
+            if let u = c.uuid16 { #expect(CuffCharacteristic(uuid16: u) == c) }
+            #expect(seen.insert(c).inserted)
+            #expect(CuffCharacteristic(rawValue: c.rawValue) == c)
+        }
+        #expect(seen.count == CuffCharacteristic.allCases.count)
+        let known = Set(CuffCharacteristic.allCases.compactMap(\.uuid16))
+        for u in UInt16(0)...UInt16.max where !known.contains(u) {
+            if CuffCharacteristic(uuid16: u) != nil { Issue.record("0x\(String(u, radix: 16)) maps to a characteristic"); break }
+        }
+    }
+}

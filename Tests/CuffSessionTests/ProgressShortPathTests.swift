@@ -70,3 +70,35 @@ struct ProgressShortPathTests {
         #expect(h.m.handle(.notification(.intermediateCuffPressure, icp(40), t(2))).isEmpty)
     }
 }
+
+/// The deduplication key is stored (SQLite `dedup_key`), so its text must never change.
+@Suite("Dedup key text")
+struct DedupKeyTextTests {
+    /// The key as first specified.
+    static func reference(_ r: MeasurementRecord) -> String {
+        if let seq = r.sequenceNumber { return "\(r.device.identity)|user:\(r.userID.map(String.init) ?? "-")|seq:\(seq)" }
+        let words = [r.systolic.rawValue, r.diastolic.rawValue, r.meanArterialPressure.rawValue, r.pulseRate?.rawValue ?? 0]
+        return "\(r.device.identity)|user:\(r.userID.map(String.init) ?? "-")|ts:\(r.deviceTime ?? r.timestamp ?? "received " + r.receivedAt.iso8601)|\(Hex.encode(words.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }))"
+    }
+
+    @Test func keysMatchTheirSpecifiedText() throws {
+        var g = SeededRandom(seed: 99)
+        var checked = 0
+        for i in 0..<500 {
+            let ts: DateTime? = i % 3 == 0 ? nil : DateTime(year: UInt16.random(in: 0...2030, using: &g), month: 11, day: 22, hours: 8, minutes: 14, seconds: UInt8(i % 60))
+            let m = BloodPressureMeasurement(
+                unit: .mmHg, systolic: SFloat(rawValue: UInt16.random(in: 0...UInt16.max, using: &g)),
+                diastolic: SFloat(rawValue: UInt16.random(in: 0...UInt16.max, using: &g)), meanArterialPressure: .nan, timestamp: ts,
+                pulseRate: i % 2 == 0 ? nil : SFloat(rawValue: UInt16.random(in: 0...UInt16.max, using: &g)),
+                userID: i % 4 == 0 ? nil : UInt8(i % 256), status: nil)
+            var device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF")
+            if i % 5 == 0 { device.serial = "SN-\(i)" }
+            var r = MeasurementRecord.from(bpm: m, warnings: [], raw: m.encode(), device: device, at: t(Double(i)), stored: i % 2 == 0)
+            #expect(r.dedupKey == Self.reference(r))
+            r.sequenceNumber = i % 7 == 0 ? UInt16(i) : nil
+            #expect(r.dedupKey == Self.reference(r))
+            checked += 1
+        }
+        #expect(checked == 500)
+    }
+}
