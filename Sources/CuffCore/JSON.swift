@@ -26,6 +26,7 @@ public indirect enum JSON: Sendable, Equatable {
     }
 
     /// Convenience for an optional: `nil` becomes `.null`.
+    @inlinable
     public static func from<T>(_ value: T?, _ transform: (T) -> JSON) -> JSON {
         value.map(transform) ?? .null
     }
