@@ -57,9 +57,9 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     func progress(_ p: ProgressRecord) {
         // Everything but a special cuff pressure's text fits in 160 bytes.
         ensure(160)
-        put(#"{"type":"progress","phase":""#)
-        put(p.phase == .inflating ? "inflating" : "deflating")
-        put(#"","cuff_pressure":"#)
+        // The constant pieces as few copies as possible (one per phase, one per unit).
+        put(p.phase == .inflating ? #"{"type":"progress","phase":"inflating","cuff_pressure":"#
+                                  : #"{"type":"progress","phase":"deflating","cuff_pressure":"#)
         if case let .finite(m, 0) = p.cuffPressure.value {
             // A whole number (mantissa, exponent 0): what number(Double(m)) prints, `m.0`.
             if m < 0 { put(0x2D) }
@@ -71,9 +71,7 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
             string(p.cuffPressure.description)
             ensure(96)
         }
-        put(#","unit":""#)
-        put(p.unit == .mmHg ? "mmHg" : "kPa")
-        put(#"","elapsed":"#)
+        put(p.unit == .mmHg ? #","unit":"mmHg","elapsed":"# : #","unit":"kPa","elapsed":"#)
         milliseconds(p.elapsed)
         put(#","received_at":""#)
         iso8601(p.at.wallMicros)
@@ -178,17 +176,23 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         if k < 0 { put(0x2D); k = -k }
         digits(UInt64(k / 1000))
         put(0x2E)
-        var frac = Int(k % 1000)
-        if frac == 0 { put(0x30); return }
-        var width = 3
-        while frac % 10 == 0 { frac /= 10; width -= 1 }
-        var div = 1
-        for _ in 1..<width { div *= 10 }
-        while div > 0 { put(UInt8(0x30 + frac / div % 10)); div /= 10 }
+        // Three decimals with trailing zeros dropped (at least one digit).
+        let frac = Int(k % 1000)
+        let d1 = frac / 100, d2 = frac / 10 % 10, d3 = frac % 10
+        put(UInt8(0x30 + d1))
+        if d2 != 0 || d3 != 0 { put(UInt8(0x30 + d2)) }
+        if d3 != 0 { put(UInt8(0x30 + d3)) }
     }
 
     /// Decimal digits of `v` (at most 20 bytes).
-    func digits(_ v: UInt64) {
+    @inline(__always) func digits(_ v: UInt64) {
+        if v < 10 { put(UInt8(0x30 + v)); return }
+        if v < 100 { put(UInt8(0x30 + v / 10)); put(UInt8(0x30 + v % 10)); return }
+        if v < 1000 { put(UInt8(0x30 + v / 100)); put(UInt8(0x30 + v / 10 % 10)); put(UInt8(0x30 + v % 10)); return }
+        longDigits(v)
+    }
+
+    func longDigits(_ v: UInt64) {
         var n = v
         var len = 1
         var t = n / 10

@@ -120,6 +120,12 @@ struct ShortPathTests {
             outputs.append(.progress(ProgressRecord(phase: .deflating, cuffPressure: p, unit: .kPa, elapsed: -0.0005, at: at)))
         }
         outputs.append(.progress(ProgressRecord(phase: .inflating, cuffPressure: SFloat(3), unit: .mmHg, elapsed: 1e13, at: at)))
+        // Elapsed times whose milliseconds end in zeros, or not; whole and negative pressures.
+        for (i, e) in [0.0, 0.05, 0.005, 0.2, 1.25, 12.205, 7.1, 999.999, 0.0004, 0.0006, 41.8, -3.25].enumerated() {
+            let p = [SFloat(0), SFloat(-7), SFloat(999), SFloat(1000), SFloat(2045), SFloat(12.5), SFloat(rawValue: 0x07FF)][i % 7]
+            outputs.append(.progress(ProgressRecord(phase: i % 2 == 0 ? .inflating : .deflating, cuffPressure: p,
+                                                    unit: i % 3 == 0 ? .kPa : .mmHg, elapsed: e, at: at)))
+        }
         var device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF")
         device.name = "ctl\u{1}\t\"q\"\\ é 漢 " + String(repeating: "x", count: 5000)
         outputs.append(.session(SessionRecord(event: .start, device: device, at: at)))
