@@ -86,6 +86,9 @@ struct Measure: ParsableCommand {
     @OptionGroup var sinks: SinkOptions
 
     func validate() throws {
+        if let c = sinks.captureFormatName {
+            throw ValidationError("--format \(c) names a capture format; cuff measure writes ndjson, fhir or omh (and --capture FILE records a btsnoop)")
+        }
         let sources = [address != nil, connect != nil, simulated != nil].filter { $0 }.count
         guard sources == 1 else { throw ValidationError("give exactly one of ADDRESS, --connect unix:PATH or --simulated SCENARIO") }
         if let connect, !connect.hasPrefix("unix:") { throw ValidationError("--connect takes unix:PATH") }

@@ -14,8 +14,9 @@ struct Replay: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Replay a capture (btsnoop, pcap, pcapng) of a cuff session: print the records a live session gave.",
         discussion: """
-            Reads btsnoop (1001, 1002, 2001 = btmon -w), pcap and pcapng (link types 201, 254, 256), \
-            follows every connection where a controller in the capture is the central, and prints the \
+            Reads btsnoop (1001, 1002, 2001 = btmon -w), pcap and pcapng (link types 201, 254, 256); \
+            the format comes from the file's magic, or --format btsnoop|pcap|pcapng forces it (--format \
+            also picks the output, ndjson, fhir or omh: --format pcap --format fhir). It follows every connection where a controller in the capture is the central, and prints the \
             session, progress and measurement records `cuff measure` would have printed, with the \
             capture's timestamps as received_at. Several connections, cuffs and controllers in one file \
             are kept apart; --adapter keeps one controller.
@@ -32,11 +33,16 @@ struct Replay: ParsableCommand {
     @Argument(help: "The capture file.")
     var file: String
 
-    @Option(name: .customLong("capture-format"), help: "auto (default: from the magic), btsnoop, pcap or pcapng.", transform: { s in
+    @Option(name: .customLong("capture-format"), help: ArgumentHelp("The same as --format auto|btsnoop|pcap|pcapng.", visibility: .hidden), transform: { s in
         guard let f = CaptureFormat(rawValue: s) else { throw ValidationError("--capture-format takes auto, btsnoop, pcap or pcapng") }
         return f
     })
-    var captureFormat: CaptureFormat = .auto
+    var captureFormatOption: CaptureFormat?
+
+    /// `--format btsnoop|pcap|pcapng|auto` (or `--capture-format`); default: from the magic.
+    var captureFormat: CaptureFormat {
+        sinks.captureFormatName.flatMap(CaptureFormat.init(rawValue:)) ?? captureFormatOption ?? .auto
+    }
 
     @Option(name: .customLong("handle"), help: ArgumentHelp("Map a value handle to a characteristic: HANDLE=UUID, e.g. 0x0012=2a35 (repeatable).", valueName: "H=UUID"),
             transform: Replay.parseHandle)

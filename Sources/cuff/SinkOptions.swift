@@ -5,8 +5,20 @@ import Sinks
 
 /// `--format`, `--store`, `--quiet`: where results go.
 struct SinkOptions: ParsableArguments {
-    @Option(help: "Output on stdout: ndjson (default; session, progress and measurement records), fhir (R4 Observations) or omh (Open mHealth data points).")
-    var format: String = "ndjson"
+    /// Repeatable: `cuff replay` also takes the capture's format here (`--format pcap --format fhir`);
+    /// the two sets of names do not overlap.
+    @Option(name: .customLong("format"), help: ArgumentHelp(
+        "Output on stdout: ndjson (default; session, progress and measurement records), fhir (R4 Observations) or omh (Open mHealth data points). cuff replay also takes the capture's format here: auto (default), btsnoop, pcap or pcapng.",
+        valueName: "format"))
+    var formats: [String] = []
+
+    /// The output format's name (the last one given).
+    var format: String { formats.last { (try? OutputFormat(parsing: $0)) != nil } ?? "ndjson" }
+
+    /// The capture format named with `--format`, if any (only `cuff replay` accepts one).
+    var captureFormatName: String? { formats.last { SinkOptions.captureFormatNames.contains($0) } }
+
+    static let captureFormatNames = ["auto", "btsnoop", "pcap", "pcapng"]
 
     @Option(help: "Also keep every measurement in this SQLite file (created with mode 0600), deduplicated.")
     var store: String?
@@ -18,8 +30,8 @@ struct SinkOptions: ParsableArguments {
     var quiet = false
 
     func validate() throws {
-        do { _ = try OutputFormat(parsing: format) } catch {
-            throw ValidationError("unknown --format '\(format)'; use ndjson, fhir or omh")
+        for f in formats where (try? OutputFormat(parsing: f)) == nil && !SinkOptions.captureFormatNames.contains(f) {
+            throw ValidationError("unknown --format '\(f)'; use ndjson, fhir or omh (cuff replay also takes auto, btsnoop, pcap or pcapng)")
         }
     }
 

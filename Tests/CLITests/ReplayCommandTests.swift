@@ -77,6 +77,30 @@ struct ReplayCommandTests {
         #expect(!omh.stdout.isEmpty)
     }
 
+    @Test func formatForcesTheCaptureFormatAndPicksTheOutput() throws {
+        let f = Self.captures.appendingPathComponent("normal.btsnoop").path
+        let plain = try CLI.run(["replay", f, "--quiet"])
+        let forced = try CLI.run(["replay", f, "--format", "btsnoop", "--quiet"])
+        #expect(forced.status == 0 && forced.stdout == plain.stdout)
+        // Forced to the wrong container: the magic does not match, and the error says what was expected.
+        let wrong = try CLI.run(["replay", f, "--format", "pcapng", "--quiet"])
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.contains("pcapng"))
+        // Both at once: the capture's format and the output's, in either order.
+        for args in [["--format", "btsnoop", "--format", "fhir"], ["--format", "fhir", "--format", "btsnoop"]] {
+            let both = try CLI.run(["replay", f] + args + ["--quiet"])
+            #expect(both.status == 0)
+            #expect(both.stdout.contains("\"resourceType\""))
+        }
+        let bogus = try CLI.run(["replay", f, "--format", "xml"])
+        #expect(bogus.status == 64)
+        #expect(bogus.stderr.contains("unknown --format 'xml'"))
+        // cuff measure writes no capture format.
+        let measure = try CLI.run(["measure", "--simulated", "normal", "--speed", "0", "--format", "pcap"])
+        #expect(measure.status == 64)
+        #expect(measure.stderr.contains("capture format"))
+    }
+
     @Test func truncatedCapturePrintsWhatCameBeforeThenNamesTheOffset() throws {
         let src = try Data(contentsOf: Self.captures.appendingPathComponent("normal.btsnoop"))
         let file = Self.tempFile("cut.btsnoop")
