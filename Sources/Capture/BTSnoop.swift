@@ -123,8 +123,13 @@ public enum BTSnoop {
         }
         record.timestamp = timestamp(fromBTSnoop: header.timestamp)
         record.fileOffset = fileOffset
-        record.payload.removeAll(keepingCapacity: true)
-        record.payload.append(contentsOf: payload.assumingMemoryBound(to: UInt8.self))  // typed: one memcpy
+        if record.payload.count == payload.count {
+            // The same length as the record before (the common case): copy over it, no resize.
+            record.payload.withUnsafeMutableBytes { $0.copyMemory(from: payload) }
+        } else {
+            record.payload.removeAll(keepingCapacity: true)
+            record.payload.append(contentsOf: payload.assumingMemoryBound(to: UInt8.self))  // typed: one memcpy
+        }
     }
 
     /// Encodes one record (header + body) for `datalink`.
