@@ -88,7 +88,7 @@ public final class HCISocket: Sendable {
     deinit { close() }
 
     private func descriptor(_ call: String) throws(TransportError) -> CInt {
-        guard let fd = (fdState.withLock { $0 >= 0 ? $0 : nil }) else {
+        guard let fd = fdState.openDescriptor else {
             throw TransportError(.notConnected, "\(call)(\(adapter), HCI): the socket is closed")
         }
         return fd
@@ -168,11 +168,6 @@ public final class HCISocket: Sendable {
 
     /// Closes the socket. Idempotent.
     public func close() {
-        let fd = fdState.withLock { fd -> CInt in
-            let old = fd
-            fd = -1
-            return old
-        }
-        if fd >= 0 { _ = Sys.close(fd) }
+        if let fd = fdState.takeDescriptor() { _ = Sys.close(fd) }
     }
 }

@@ -54,7 +54,7 @@ public final class L2CAPATTListener: Sendable {
     ///
     /// - Returns: the bearer, or nil when the time ran out or a signal woke the wait.
     public func accept(timeout: Duration?) throws(TransportError) -> L2CAPATTBearer? {
-        guard let fd = (fdState.withLock { $0 >= 0 ? $0 : nil }) else {
+        guard let fd = fdState.openDescriptor else {
             throw TransportError(.notConnected, "accept(\(adapter), ATT CID 4): the listener is closed")
         }
         switch Sys.poll(fd, events: Int16(POLLIN), timeoutMS: Sys.pollMilliseconds(timeout)) {
@@ -80,11 +80,6 @@ public final class L2CAPATTListener: Sendable {
 
     /// Stops listening. Idempotent.
     public func close() {
-        let fd = fdState.withLock { fd -> CInt in
-            let old = fd
-            fd = -1
-            return old
-        }
-        if fd >= 0 { _ = Sys.close(fd) }
+        if let fd = fdState.takeDescriptor() { _ = Sys.close(fd) }
     }
 }

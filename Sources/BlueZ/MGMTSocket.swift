@@ -33,7 +33,7 @@ public final class MGMTSocket: Sendable {
     /// - Throws: the MGMT status, explained, or `.timedOut`.
     @discardableResult
     public func execute(_ command: MGMTPacket, timeout: Duration = .seconds(5)) throws(TransportError) -> [UInt8] {
-        guard let fd = (fdState.withLock { $0 >= 0 ? $0 : nil }) else {
+        guard let fd = fdState.openDescriptor else {
             throw TransportError(.notConnected, "MGMT: the socket is closed")
         }
         let name = "MGMT command 0x\(String(command.code, radix: 16)) on hci\(command.index)"
@@ -81,12 +81,7 @@ public final class MGMTSocket: Sendable {
 
     /// Closes the socket. Idempotent.
     public func close() {
-        let fd = fdState.withLock { fd -> CInt in
-            let old = fd
-            fd = -1
-            return old
-        }
-        if fd >= 0 { _ = Sys.close(fd) }
+        if let fd = fdState.takeDescriptor() { _ = Sys.close(fd) }
     }
 }
 

@@ -186,12 +186,7 @@ package final class SeqpacketChannel: Sendable {
 
     /// Shuts the socket down (waking any waiter, unless disabled) and closes it. Idempotent.
     package func close() {
-        let fd = fdState.withLock { fd -> CInt in
-            let old = fd
-            fd = -1
-            return old
-        }
-        guard fd >= 0 else { return }
+        guard let fd = fdState.takeDescriptor() else { return }
         if shutdownOnClose { _ = Sys.shutdown(fd, how: CInt(SHUT_RDWR)) }
         _ = Sys.close(fd)
     }

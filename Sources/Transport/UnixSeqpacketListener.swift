@@ -76,7 +76,7 @@ public final class UnixSeqpacketListener: Sendable {
     /// - Returns: the connected bearer, or nil when the time ran out or a signal woke the wait.
     /// - Throws: `TransportError` when the listener is closed or the kernel fails.
     public func accept(timeout: Duration?) throws(TransportError) -> UnixSeqpacketBearer? {
-        guard let fd = (fdState.withLock { $0 >= 0 ? $0 : nil }) else {
+        guard let fd = fdState.openDescriptor else {
             throw TransportError(.notConnected, "accept(unix:\(path)): the listener is closed")
         }
         switch Sys.poll(fd, events: Int16(POLLIN), timeoutMS: Sys.pollMilliseconds(timeout)) {
@@ -99,12 +99,7 @@ public final class UnixSeqpacketListener: Sendable {
 
     /// Stops listening and removes the path. Idempotent.
     public func close() {
-        let fd = fdState.withLock { fd -> CInt in
-            let old = fd
-            fd = -1
-            return old
-        }
-        guard fd >= 0 else { return }
+        guard let fd = fdState.takeDescriptor() else { return }
         _ = Sys.close(fd)
         _ = Sys.unlink(path)
     }
