@@ -77,14 +77,6 @@ public enum BTSnoop {
         return o ? UInt64(Int64.max) : UInt64(max(0, v))
     }
 
-    /// Turns one record body into an ``HCIRecord``.
-    static func decode(_ header: RecordHeader, body: ArraySlice<UInt8>, datalink: BTSnoopDatalink,
-                       fileOffset: Int64) throws(CaptureError) -> HCIRecord {
-        var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
-        try decode(header, body: body, datalink: datalink, fileOffset: fileOffset, into: &record)
-        return record
-    }
-
     /// Turns one record body into an ``HCIRecord``, refilling `record` (its payload storage is reused).
     static func decode(_ header: RecordHeader, body: ArraySlice<UInt8>, datalink: BTSnoopDatalink,
                        fileOffset: Int64, into record: inout HCIRecord) throws(CaptureError) {

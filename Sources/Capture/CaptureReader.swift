@@ -173,28 +173,9 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         // Short path: a well-formed record read straight from the buffer, refilled first when the
         // record runs past it. Anything else (a cut, an oversize length, an empty H4 record) takes
         // the checked path below, which names the problem.
-        for attempt in 0..<2 {
-            let r = input.withBuffered { raw -> (consumed: Int, result: BTSnoopShortPath) in
-                guard raw.count >= BTSnoop.recordHeaderLength else { return (0, .need(BTSnoop.recordHeaderLength)) }
-                func be32(_ at: Int) -> UInt32 { UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
-                let included = Int(be32(4))
-                let total = BTSnoop.recordHeaderLength + included
-                guard included <= HCIRecord.maximumPayloadLength, datalink != .uart || included > 0 else { return (0, .checked) }
-                guard raw.count >= total else { return (0, .need(total)) }
-                let header = BTSnoop.RecordHeader(originalLength: be32(0), includedLength: UInt32(included), flags: be32(8), drops: be32(12),
-                                                  timestamp: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
-                BTSnoop.fill(&record, header: header, body: UnsafeRawBufferPointer(rebasing: raw[BTSnoop.recordHeaderLength..<total]),
-                             datalink: datalink, fileOffset: recordOffset)
-                return (total, .done)
-            }
-            switch r {
-            case .done: return true
-            case .checked: break
-            case let .need(n):
-                if attempt == 0, try input.fill(n) >= n { continue }
-            }
-            break
-        }
+        var short = bufferedBTSnoop(datalink, into: &record, at: recordOffset)
+        if case let .need(n) = short, try input.fill(n) >= n { short = bufferedBTSnoop(datalink, into: &record, at: recordOffset) }
+        if case .done = short { return true }
         guard let headerBytes = try input.take(BTSnoop.recordHeaderLength) else {
             let have = try input.fill(BTSnoop.recordHeaderLength)
             if have == 0 { state = .finished; return false }
@@ -211,6 +192,23 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         }
         try BTSnoop.decode(header, body: body, datalink: datalink, fileOffset: recordOffset, into: &record)
         return true
+    }
+
+    /// Reads one btsnoop record from the bytes already buffered, when they hold all of it.
+    private mutating func bufferedBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord, at recordOffset: Int64) -> BTSnoopShortPath {
+        input.withBuffered { raw -> (consumed: Int, result: BTSnoopShortPath) in
+            guard raw.count >= BTSnoop.recordHeaderLength else { return (0, .need(BTSnoop.recordHeaderLength)) }
+            func be32(_ at: Int) -> UInt32 { UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
+            let included = Int(be32(4))
+            let total = BTSnoop.recordHeaderLength + included
+            guard included <= HCIRecord.maximumPayloadLength, datalink != .uart || included > 0 else { return (0, .checked) }
+            guard raw.count >= total else { return (0, .need(total)) }
+            let header = BTSnoop.RecordHeader(originalLength: be32(0), includedLength: UInt32(included), flags: be32(8), drops: be32(12),
+                                              timestamp: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
+            BTSnoop.fill(&record, header: header, body: UnsafeRawBufferPointer(rebasing: raw[BTSnoop.recordHeaderLength..<total]),
+                         datalink: datalink, fileOffset: recordOffset)
+            return (total, .done)
+        }
     }
 
     // MARK: - pcap

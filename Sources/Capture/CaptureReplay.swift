@@ -191,8 +191,7 @@ public struct CaptureReplay: Sendable {
 
     mutating func att(adapter: UInt16, handle: UInt16, direction: ATTDirection, pdu: UnsafeRawBufferPointer, timestamp: Timestamp,
                       accessAddress: UInt32?, _ out: inout [Output]) {
-        let p = (adapter: adapter, connectionHandle: handle, direction: direction, timestamp: timestamp, accessAddress: accessAddress)
-        let key = Key(adapter: p.adapter, handle: p.connectionHandle)
+        let key = Key(adapter: adapter, handle: handle)
         guard let opcode = pdu.first else { return }
         var found: Connection?
         if let hot, hot.key == key {
@@ -204,19 +203,19 @@ public struct CaptureReplay: Sendable {
             // No connection event: decide from who sends requests.
             guard let clientSide = CaptureReplay.isClientOpcode(opcode) else { return }
             serial += 1
-            let address = "hci\(p.adapter)/" + hex4(p.connectionHandle)
-            let sniffed = p.accessAddress != nil
+            let address = "hci\(adapter)/" + hex4(handle)
+            let sniffed = accessAddress != nil
             let localIsCentral: Bool
-            switch p.direction {
+            switch direction {
             case .fromLocal: localIsCentral = clientSide
             case .toLocal: localIsCentral = !clientSide
             default: localIsCentral = true
             }
             let c = Connection(serial: serial, address: address, sniffed: sniffed)
             if localIsCentral {
-                c.set(newObserver(address, at: p.timestamp, &out))
+                c.set(newObserver(address, at: timestamp, &out))
             } else {
-                out.append(.log("hci\(p.adapter) connection \(hex4(p.connectionHandle)): this controller is the peripheral (it answers requests); not reported"))
+                out.append(.log("hci\(adapter) connection \(hex4(handle)): this controller is the peripheral (it answers requests); not reported"))
             }
             connections[key] = c
             found = c
@@ -225,13 +224,13 @@ public struct CaptureReplay: Sendable {
         if hot?.key != key { hot = (key, c) }
         guard c.central else { return }
         let fromCentral: Bool
-        switch p.direction {
+        switch direction {
         case .fromLocal, .centralToPeripheral: fromCentral = true
         case .toLocal, .peripheralToCentral: fromCentral = false
         case .unknown: fromCentral = CaptureReplay.isClientOpcode(opcode) ?? false
         }
         let start = out.count
-        c.session.pdu(pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &out)
+        c.session.pdu(pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(timestamp), into: &out)
         if out.count > start { count(out, from: start) }
         c.deadline = c.session.deadline
         if connections.count == 1 {

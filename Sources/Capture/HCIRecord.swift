@@ -195,9 +195,8 @@ public struct BDAddress: Sendable, Hashable, CustomStringConvertible {
         text.reserveCapacity(bytes.count * 3)
         for b in bytes.reversed() {
             if !text.isEmpty { text.append(0x3A) }
-            let hi = b >> 4, lo = b & 0xF
-            text.append(hi < 10 ? 0x30 + hi : 0x37 + hi)
-            text.append(lo < 10 ? 0x30 + lo : 0x37 + lo)
+            text.append(Hex.digit(b >> 4, uppercase: true))
+            text.append(Hex.digit(b & 0xF, uppercase: true))
         }
         return String(decoding: text, as: UTF8.self)
     }

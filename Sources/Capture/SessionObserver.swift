@@ -242,14 +242,14 @@ public struct SessionObserver: Sendable {
     }
 
     func characteristic(_ h: UInt16) -> CuffCharacteristic? {
-        if h == lastHandle { return lastCharacteristic }
-        return overrides[h] ?? byHandle[h]
+        overrides[h] ?? byHandle[h]
     }
 
-    /// Remembers the last value handle looked up while the map stays as it is (`report` clears it).
+    /// ``characteristic(_:)``, remembering the last value handle looked up while the map stays as
+    /// it is (`report` clears it): the cuff-pressure short path asks for the same handle each time.
     mutating func cachedCharacteristic(_ h: UInt16) -> CuffCharacteristic? {
         if h == lastHandle { return lastCharacteristic }
-        let c = overrides[h] ?? byHandle[h]
+        let c = characteristic(h)
         lastHandle = h
         lastCharacteristic = c
         return c

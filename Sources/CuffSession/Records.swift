@@ -171,12 +171,8 @@ public struct MeasurementRecord: Sendable, Hashable {
         key += "|ts:"
         key += deviceTime ?? timestamp ?? "received " + receivedAt.iso8601
         key += "|"
-        func nibble(_ v: UInt16) { let d = UInt8(v & 0xF); key.unicodeScalars.append(Unicode.Scalar(d < 10 ? 0x30 + d : 0x57 + d)) }
-        func word(_ w: UInt16) { nibble(w >> 4); nibble(w); nibble(w >> 12); nibble(w >> 8) }  // low byte first
-        word(systolic.rawValue)
-        word(diastolic.rawValue)
-        word(meanArterialPressure.rawValue)
-        word(pulseRate?.rawValue ?? 0)
+        let words = [systolic.rawValue, diastolic.rawValue, meanArterialPressure.rawValue, pulseRate?.rawValue ?? 0]
+        key += Hex.encode(words.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })  // little-endian
         return key
     }
 

@@ -138,15 +138,13 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
                 case 0x09: put(0x5C); put(0x74)
                 case 0..<0x20:
                     put(0x5C); put(0x75); put(0x30); put(0x30)
-                    put(NDJSONLineBuffer.hexDigit(b >> 4)); put(NDJSONLineBuffer.hexDigit(b & 0xF))
+                    put(Hex.digit(b >> 4)); put(Hex.digit(b & 0xF))
                 default: put(b)
                 }
             }
             put(0x22)
         }
     }
-
-    static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 + v : 0x57 + v }
 
     /// JSON.format: the shortest round-trip form, always with a decimal point or exponent.
     func number(_ d: Double) {

@@ -236,7 +236,7 @@ final class ReplayDrain: @unchecked Sendable {
         for o in outputs {
             switch o {
             case let .emit(e):
-                if !display.quiet { display.show(e) }
+                display.show(e)
                 do {
                     if let direct { try direct.write(e) } else { try fan.write(e) }
                 } catch {
