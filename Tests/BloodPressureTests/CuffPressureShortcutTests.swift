@@ -8,39 +8,42 @@ import CuffCore
 struct CuffPressureShortcutTests {
     static let quirkSets: [QuirkProfile.Options] = [[], [.userIDWithoutFlag], [.bigEndianPulseAndStatus], [.userIDWithoutFlag, .bigEndianPulseAndStatus]]
 
-    @Test func intermediateCuffPressureAgreesWithDecode() {
-        var g = SeededGenerator(seed: 36)
-        var succeeded = 0, failed = 0
+    /// Calls `body` with a seeded random value for every flags byte and every length 0–26 (the
+    /// first byte set to the flags when there is one).
+    static func everyFlagsAndLength(seed: UInt64, _ body: (_ flags: Int, _ value: [UInt8]) -> Void) {
+        var g = SeededGenerator(seed: seed)
         for flags in 0...255 {
             for length in 0...26 {
                 var value = (0..<length).map { _ in UInt8.random(in: 0...255, using: &g) }
                 if length > 0 { value[0] = UInt8(flags) }
-                let short = value.withUnsafeBytes { BloodPressureMeasurement.cuffPressure(in: $0) }
-                for quirks in Self.quirkSets {
-                    let full = try? BloodPressureMeasurement.decode(value[...], quirks: quirks)
-                    #expect(short?.pressure == full?.value.cuffPressure && short?.unit == full?.value.unit,
-                            "flags \(flags), \(length) bytes, quirks \(quirks.rawValue)")
-                    if full == nil { failed += 1 } else { succeeded += 1 }
-                }
+                body(flags, value)
+            }
+        }
+    }
+
+    @Test func intermediateCuffPressureAgreesWithDecode() {
+        var succeeded = 0, failed = 0
+        Self.everyFlagsAndLength(seed: 36) { flags, value in
+            let short = value.withUnsafeBytes { BloodPressureMeasurement.cuffPressure(in: $0) }
+            for quirks in Self.quirkSets {
+                let full = try? BloodPressureMeasurement.decode(value[...], quirks: quirks)
+                #expect(short?.pressure == full?.value.cuffPressure && short?.unit == full?.value.unit,
+                        "flags \(flags), \(value.count) bytes, quirks \(quirks.rawValue)")
+                if full == nil { failed += 1 } else { succeeded += 1 }
             }
         }
         #expect(succeeded > 10_000 && failed > 10_000)  // both outcomes are covered
     }
 
     @Test func enhancedIntermediateCuffPressureAgreesWithDecode() {
-        var g = SeededGenerator(seed: 235)
         var succeeded = 0, failed = 0
-        for flags in 0...255 {
-            for length in 0...26 {
-                var value = (0..<length).map { _ in UInt8.random(in: 0...255, using: &g) }
-                if length > 0 { value[0] = UInt8(flags) }
-                let short = value.withUnsafeBytes { EnhancedBloodPressureMeasurement.cuffPressure(in: $0) }
-                let full = try? EnhancedBloodPressureMeasurement.decode(value[...], cuffPressure: true)
-                var fullPressure: SFloat?
-                if case let .cuffPressure(p)? = full?.value.kind { fullPressure = p }
-                #expect(short?.pressure == fullPressure && short?.unit == full?.value.unit, "flags \(flags), \(length) bytes")
-                if full == nil { failed += 1 } else { succeeded += 1 }
-            }
+        Self.everyFlagsAndLength(seed: 235) { flags, value in
+            let short = value.withUnsafeBytes { EnhancedBloodPressureMeasurement.cuffPressure(in: $0) }
+            let full = try? EnhancedBloodPressureMeasurement.decode(value[...], cuffPressure: true)
+            var fullPressure: SFloat?
+            if case let .cuffPressure(p)? = full?.value.kind { fullPressure = p }
+            #expect(short?.pressure == fullPressure && short?.unit == full?.value.unit, "flags \(flags), \(value.count) bytes")
+            if full == nil { failed += 1 } else { succeeded += 1 }
         }
         #expect(succeeded > 2_000 && failed > 2_000)
     }
