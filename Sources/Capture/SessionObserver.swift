@@ -56,7 +56,9 @@ public struct SessionObserver: Sendable {
     public private(set) var unmappedHandles: [UInt16: (notifications: Int, indications: Int)] = [:]
     /// True once the handle → characteristic map is known (discovery or overrides).
     public var isMapped: Bool { reported && machine.profile != nil }
-    public var deadline: Timestamp? { machine.state.isFinal ? nil : machine.nextDeadline }
+    // (Always inlined: a call on an observer held in a class field, as the replay's are, would
+    // first copy the whole observer.)
+    @inline(__always) public var deadline: Timestamp? { machine.state.isFinal ? nil : machine.nextDeadline }
     public var isFinished: Bool { machine.state.isFinal }
 
     public init(configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:]) {
@@ -241,7 +243,7 @@ public struct SessionObserver: Sendable {
         run(indication ? .indication(c, v, at) : .notification(c, v, at), &out)
     }
 
-    func characteristic(_ h: UInt16) -> CuffCharacteristic? {
+    @inline(__always) func characteristic(_ h: UInt16) -> CuffCharacteristic? {
         overrides[h] ?? byHandle[h]
     }
 

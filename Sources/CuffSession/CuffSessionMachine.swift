@@ -81,7 +81,7 @@ public struct CuffSessionMachine: Sendable {
             }
         }
 
-        public var isFinal: Bool {
+        @inlinable public var isFinal: Bool {
             if case .done = self { return true }
             return false
         }
@@ -133,7 +133,9 @@ public struct CuffSessionMachine: Sendable {
     /// Live (not stored) results.
     public private(set) var liveResults = 0
     /// The earliest time the driver must send a `.tick`.
-    public var nextDeadline: Timestamp? {
+    /// Inlinable, so a caller holding the machine in place (an observer's field) reads five
+    /// fields instead of copying the whole machine to call a getter.
+    @inlinable public var nextDeadline: Timestamp? {
         func earlier(_ a: Timestamp?, _ b: Timestamp?) -> Timestamp? {
             guard let a else { return b }
             guard let b else { return a }
@@ -145,11 +147,11 @@ public struct CuffSessionMachine: Sendable {
     var steps: [Step] = []
     var pending: Step?
     var startedAt: EventTime?
-    var overallDeadline: Timestamp?
-    var settleDeadline: Timestamp?
-    var burstDeadline: Timestamp?
-    var stopDeadline: Timestamp?
-    var observerStepDeadline: Timestamp?
+    @usableFromInline var overallDeadline: Timestamp?
+    @usableFromInline var settleDeadline: Timestamp?
+    @usableFromInline var burstDeadline: Timestamp?
+    @usableFromInline var stopDeadline: Timestamp?
+    @usableFromInline var observerStepDeadline: Timestamp?
     var measurementStart: Timestamp?
     var peakPressure: Double?
     var phase: MeasurementPhase = .inflating
