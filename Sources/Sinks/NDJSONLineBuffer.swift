@@ -20,19 +20,24 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     @exclusivity(unchecked) private var capacity: Int
     /// Bytes held.
     @exclusivity(unchecked) public private(set) var count = 0
-    /// The day of the last timestamp written, and its `YYYY-MM-DDT` text.
+    /// The day of the last timestamp written; `prefix` holds its `YYYY-MM-DDT` text (`dayLength`
+    /// bytes, longer for years past 9999).
     @exclusivity(unchecked) private var day: Int64 = .min
-    @exclusivity(unchecked) private var dayText: [UInt8] = []
-    /// The second of the last timestamp written, and its `YYYY-MM-DDTHH:MM:SS.` text.
+    @exclusivity(unchecked) private var dayLength = 0
+    /// The second of the last timestamp written; `prefix` holds its `YYYY-MM-DDTHH:MM:SS.` text.
     @exclusivity(unchecked) private var second: Int64 = .min
-    @exclusivity(unchecked) private var secondText: [UInt8] = []
+    /// The text of a timestamp up to its milliseconds: at most 9 + 20 + 10 bytes (a year of Int64 range).
+    private let prefix = UnsafeMutablePointer<UInt8>.allocate(capacity: 48)
 
     public init(capacity: Int = 128 * 1024) {
         self.capacity = max(capacity, 1024)
         base = .allocate(capacity: self.capacity)
     }
 
-    deinit { base.deallocate() }
+    deinit {
+        base.deallocate()
+        prefix.deallocate()
+    }
 
     /// The bytes held, valid until the next call on this buffer.
     public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
@@ -204,27 +209,29 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     /// once per second (a cuff notifies several times a second), the date once per day.
     func iso8601(_ wallMicros: Int64) {
         let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
-        if secs != second || secondText.isEmpty {
+        if secs != second {
             second = secs
             let d = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400
             if d != day {
                 day = d
-                let full = EventTime.iso8601(wallMicros: d * 86_400_000_000)  // "YYYY-MM-DDT00:00:00.000Z"
-                dayText = Array(full.utf8.dropLast(13))
+                // "YYYY-MM-DDT00:00:00.000Z" from the shared formatter, once per day: keep "YYYY-MM-DDT".
+                var full = EventTime.iso8601(wallMicros: d * 86_400_000_000)
+                full.withUTF8 { u in
+                    dayLength = u.count - 13
+                    prefix.update(from: u.baseAddress!, count: dayLength)
+                }
             }
             let tod = Int(secs - d * 86400)
-            secondText = dayText
-            for (v, sep) in [(tod / 3600, UInt8(0x3A)), (tod / 60 % 60, 0x3A), (tod % 60, 0x2E)] {
-                secondText.append(UInt8(0x30 + v / 10))
-                secondText.append(UInt8(0x30 + v % 10))
-                secondText.append(sep)
-            }
+            let p = prefix + dayLength
+            let h = tod / 3600, m = tod / 60 % 60, s = tod % 60
+            p[0] = UInt8(0x30 + h / 10); p[1] = UInt8(0x30 + h % 10); p[2] = 0x3A
+            p[3] = UInt8(0x30 + m / 10); p[4] = UInt8(0x30 + m % 10); p[5] = 0x3A
+            p[6] = UInt8(0x30 + s / 10); p[7] = UInt8(0x30 + s % 10); p[8] = 0x2E
         }
-        ensure(secondText.count + 4)
-        secondText.withUnsafeBufferPointer { t in
-            (base + count).update(from: t.baseAddress!, count: t.count)
-            count += t.count
-        }
+        let n = dayLength + 9
+        ensure(n + 4)
+        (base + count).update(from: prefix, count: n)
+        count += n
         let ms = Int((wallMicros - secs * 1_000_000) / 1000)
         put(UInt8(0x30 + ms / 100))
         put(UInt8(0x30 + ms / 10 % 10))

@@ -126,6 +126,13 @@ struct ShortPathTests {
             outputs.append(.progress(ProgressRecord(phase: i % 2 == 0 ? .inflating : .deflating, cuffPressure: p,
                                                     unit: i % 3 == 0 ? .kPa : .mmHg, elapsed: e, at: at)))
         }
+        // Received-at times: within one second, the next second, the next day, back a day, before
+        // 1970, a five-digit year (the cached date and time-of-day text must follow each change).
+        for micros: Int64 in [86_399_998_000, 86_399_999_999, 86_400_000_000, 86_400_000_001, 86_401_250_000, 86_399_000_000,
+                              -86_400_000_001, 0, 253_402_300_799_999_999, 253_402_300_800_000_000, 253_402_387_199_123_456, 59_000] {
+            let t = EventTime(monotonic: .seconds(2), wallMicros: micros)
+            outputs.append(.progress(ProgressRecord(phase: .inflating, cuffPressure: SFloat(42), unit: .mmHg, elapsed: 0.5, at: t)))
+        }
         var device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF")
         device.name = "ctl\u{1}\t\"q\"\\ é 漢 " + String(repeating: "x", count: 5000)
         outputs.append(.session(SessionRecord(event: .start, device: device, at: at)))
