@@ -47,10 +47,10 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
 
     /// Appends one line: `output`'s JSON and a newline.
     public func append(_ output: SessionOutput) {
-        if case let .progress(p) = output {
-            progress(p)
-        } else {
-            json(output.json)
+        switch output {
+        case let .progress(p): progress(p)
+        case let .session(s): session(s)
+        case let .measurement(m): measurement(m)
         }
         ensure(1)
         put(0x0A)
@@ -83,6 +83,106 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         put("\"}")
     }
 
+    /// SessionRecord.json, without building it: the same keys in the same order.
+    func session(_ s: SessionRecord) {
+        ensure(48)
+        put(s.event == .start ? #"{"type":"session","event":"start","device":"# : #"{"type":"session","event":"end","device":"#)
+        device(s.device)
+        key(#","name":"#); optional(s.device.name)
+        key(#","manufacturer":"#); optional(s.device.manufacturer)
+        key(#","model":"#); optional(s.device.model)
+        key(#","serial":"#); optional(s.device.serial)
+        key(#","address":"#); string(s.device.address)
+        key(#","features":"#)
+        if let f = s.device.features {
+            ensure(1)
+            put(0x5B)
+            for (n, name) in f.featureNames.enumerated() {
+                if n > 0 { ensure(1); put(0x2C) }
+                string(name)
+            }
+            ensure(1)
+            put(0x5D)
+        } else {
+            ensure(4)
+            put("null")
+        }
+        key(#","at":""#)
+        iso8601(s.at.wallMicros)
+        ensure(1)
+        put(0x22)
+        if s.event == .end {
+            key(#","outcome":"#); optional(s.outcome?.rawValue)
+            key(#","measurements":"#)
+            ensure(21)
+            signed(Int64(s.measurements))
+            key(#","message":"#); optional(s.message)
+        }
+        ensure(1)
+        put(0x7D)
+    }
+
+    /// SessionOutput.measurement's JSON: the codec's object (its JSON value, as built for every sink)
+    /// with `type` set to "measurement", then `device`, `received_at`, `stored`, `sequence_number`
+    /// written straight, as MeasurementRecord.json appends them.
+    func measurement(_ m: MeasurementRecord) {
+        let decoded = m.decoded
+        guard case let .object(pairs) = decoded else { json(decoded); return }
+        ensure(1)
+        put(0x7B)
+        var typed = false
+        for (n, (k, item)) in pairs.enumerated() {
+            if n > 0 { ensure(1); put(0x2C) }
+            string(k)
+            ensure(1)
+            put(0x3A)
+            if !typed && k == "type" {
+                typed = true
+                ensure(13)
+                put(#""measurement""#)
+            } else {
+                json(item)
+            }
+        }
+        if !pairs.isEmpty { ensure(1); put(0x2C) }
+        key(#""device":"#)
+        device(m.device)
+        key(#","received_at":""#)
+        iso8601(m.receivedAt.wallMicros)
+        ensure(64)
+        put(m.stored ? #"","stored":true,"sequence_number":"# : #"","stored":false,"sequence_number":"#)
+        if let n = m.sequenceNumber { digits(UInt64(n)) } else { put("null") }
+        put(0x7D)
+    }
+
+    /// DeviceInfo.json.
+    func device(_ d: DeviceInfo) {
+        key(#"{"address":"#); string(d.address)
+        key(#","name":"#); optional(d.name)
+        key(#","manufacturer":"#); optional(d.manufacturer)
+        key(#","model":"#); optional(d.model)
+        key(#","serial":"#); optional(d.serial)
+        key(#","firmware":"#); optional(d.firmware)
+        ensure(1)
+        put(0x7D)
+    }
+
+    /// A constant piece (a key with its punctuation).
+    @inline(__always) func key(_ s: StaticString) {
+        ensure(s.utf8CodeUnitCount)
+        put(s)
+    }
+
+    /// A string, or `null`.
+    func optional(_ s: String?) {
+        if let s { string(s) } else { ensure(4); put("null") }
+    }
+
+    /// An integer as JSON.int prints it (callers ensure 21 bytes).
+    func signed(_ i: Int64) {
+        if i < 0 { put(0x2D); digits(i == .min ? UInt64(1) << 63 : UInt64(-i)) } else { digits(UInt64(i)) }
+    }
+
     /// JSON.serialized() (compact), byte for byte.
     func json(_ v: JSON) {
         switch v {
@@ -90,7 +190,7 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         case let .bool(b): ensure(5); put(b ? "true" : "false")
         case let .int(i):
             ensure(21)
-            if i < 0 { put(0x2D); digits(i == .min ? UInt64(1) << 63 : UInt64(-i)) } else { digits(UInt64(i)) }
+            signed(i)
         case let .double(d): ensure(32); number(d)
         case let .string(s): string(s)
         case let .array(items):

@@ -136,6 +136,26 @@ struct ShortPathTests {
         var device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF")
         device.name = "ctl\u{1}\t\"q\"\\ é 漢 " + String(repeating: "x", count: 5000)
         outputs.append(.session(SessionRecord(event: .start, device: device, at: at)))
+        // Session ends with and without outcome, message and features; measurement records whose
+        // codec object has no `type`, two of them, none at all, or is not an object.
+        device.features = BloodPressureFeature(rawValue: 0x003F)
+        outputs.append(.session(SessionRecord(event: .end, device: device, at: at, outcome: .protocolError, measurements: 12,
+                                              message: "broke \"here\"\n")))
+        outputs.append(.session(SessionRecord(event: .end, device: DeviceInfo(address: "x"), at: at)))
+        device.features = BloodPressureFeature(rawValue: 0)
+        outputs.append(.session(SessionRecord(event: .start, device: device, at: at)))
+        let measured = outputs.compactMap { o -> MeasurementRecord? in if case let .measurement(m) = o { m } else { nil } }
+        #expect(measured.count > 20)
+        if var m = measured.first {
+            m.device = device
+            m.sequenceNumber = 65535
+            m.stored = true
+            for d: JSON in [.object([]), .object([("a", .int(-3)), ("type", .string("x")), ("type", .string("y"))]),
+                            .object([("b", .array([.double(1.5), .null, .bool(false)]))]), .string("not an object"), .null] {
+                m.decoded = d
+                outputs.append(.measurement(m))
+            }
+        }
         let lines = NDJSONLineBuffer(capacity: 1024)
         var expected: [UInt8] = []
         for o in outputs {
