@@ -9,14 +9,25 @@ public enum Hex {
         v < 10 ? 0x30 + v : (uppercase ? 0x37 : 0x57) + v
     }
 
+    /// (Inlinable, so each caller gets a copy specialised for its collection type.)
+    @inlinable
     public static func encode<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for b in bytes {
-            out.append(digit(b >> 4))
-            out.append(digit(b & 0xF))
+        if let s = bytes.withContiguousStorageIfAvailable({ encode(contiguous: $0) }) { return s }
+        return Array(bytes).withUnsafeBufferPointer { encode(contiguous: $0) }
+    }
+
+    /// `encode` of bytes in memory: the text is written straight into the string's storage.
+    @inlinable
+    public static func encode(contiguous bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            var i = 0
+            for b in bytes {
+                out[i] = digit(b >> 4)
+                out[i + 1] = digit(b & 0xF)
+                i += 2
+            }
+            return i
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Parses hex with spaces, colons, dashes or nothing between bytes; an optional `0x` prefix on

@@ -171,8 +171,9 @@ public struct MeasurementRecord: Sendable, Hashable {
         key += "|ts:"
         key += deviceTime ?? timestamp ?? "received " + receivedAt.iso8601
         key += "|"
-        let words = [systolic.rawValue, diastolic.rawValue, meanArterialPressure.rawValue, pulseRate?.rawValue ?? 0]
-        key += Hex.encode(words.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })  // little-endian
+        var words = (systolic.rawValue.littleEndian, diastolic.rawValue.littleEndian, meanArterialPressure.rawValue.littleEndian,
+                     (pulseRate?.rawValue ?? 0).littleEndian)
+        key += withUnsafeBytes(of: &words) { Hex.encode(contiguous: $0.assumingMemoryBound(to: UInt8.self)) }
         return key
     }
 

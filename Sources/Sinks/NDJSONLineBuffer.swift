@@ -18,8 +18,10 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     // Unchecked: one owner at a time (see above); the dynamic checks cost more than the writes.
     @exclusivity(unchecked) private var base: UnsafeMutablePointer<UInt8>
     @exclusivity(unchecked) private var capacity: Int
-    /// Bytes held.
-    @exclusivity(unchecked) public private(set) var count = 0
+    @exclusivity(unchecked) private var count = 0
+    /// Bytes held. (A getter: the unchecked stored property, read from another module, would be
+    /// checked there.)
+    public var byteCount: Int { count }
     /// The day of the last timestamp written; `prefix` holds its `YYYY-MM-DDT` text (`dayLength`
     /// bytes, longer for years past 9999).
     @exclusivity(unchecked) private var day: Int64 = .min

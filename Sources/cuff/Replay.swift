@@ -385,7 +385,7 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
 
     func write(_ o: SessionOutput) throws(SinkError) {
         lines.append(o)
-        if flushEachRecord || lines.count >= 64 * 1024 { try drain() }
+        if flushEachRecord || lines.byteCount >= 64 * 1024 { try drain() }
     }
 
     func finish() throws(SinkError) { try drain() }

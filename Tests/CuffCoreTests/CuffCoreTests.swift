@@ -68,6 +68,10 @@ struct HexTests {
     @Test func encodeIsLowercase() {
         #expect(Hex.encode([0x00, 0xAB, 0xFF]) == "00abff")
         #expect(Hex.decode("") == [])
+        // Bytes not in contiguous memory (a range), a slice, nothing at all.
+        #expect(Hex.encode(UInt8(0x0E)...UInt8(0x11)) == "0e0f1011")
+        #expect(Hex.encode([0x01, 0x9C, 0xF0, 0x7A][1...2]) == "9cf0")
+        #expect(Hex.encode([UInt8]()) == "")
     }
 }
 
