@@ -56,7 +56,11 @@ public struct CaptureReplay: Sendable {
     public private(set) var lastTimestamp: Timestamp?
     /// Sessions reported (connections where a reported controller is the central).
     public private(set) var sessions = 0
-    public private(set) var measurements = 0
+    /// Measurements emitted, over every session (each machine counts those it emitted).
+    public var measurements: Int {
+        endedMeasurements + connections.values.reduce(0) { $0 + ($1.central ? $1.session.machine.measurements : 0) }
+    }
+    var endedMeasurements = 0
     public private(set) var unmapped: [Unmapped] = []
 
     struct Key: Hashable, Sendable {
@@ -138,9 +142,7 @@ public struct CaptureReplay: Sendable {
         let at = SessionObserver.eventTime(lastTimestamp ?? .zero)
         for (key, c) in open {
             guard c.central else { continue }
-            let start = out.count
             c.session.disconnected(why, at: at, into: &out)
-            count(out, from: start)
             end(key, c)
         }
         connections = [:]
@@ -153,9 +155,7 @@ public struct CaptureReplay: Sendable {
     mutating func connected(_ info: ConnectionInfo, _ out: inout [Output]) {
         let key = Key(adapter: info.adapter, handle: info.connectionHandle)
         if let old = connections[key], old.central {
-            let start = out.count
             old.session.disconnected("the connection handle was reused without a disconnection", at: SessionObserver.eventTime(info.timestamp), into: &out)
-            count(out, from: start)
             end(key, old)
         }
         serial += 1
@@ -176,9 +176,7 @@ public struct CaptureReplay: Sendable {
         var config = configuration
         config.address = address
         var o = SessionObserver(configuration: config, overrides: overrides)
-        let start = out.count
         o.connected(at: SessionObserver.eventTime(at), into: &out)
-        count(out, from: start)
         return o
     }
 
@@ -229,9 +227,7 @@ public struct CaptureReplay: Sendable {
         case .toLocal, .peripheralToCentral: fromCentral = false
         case .unknown: fromCentral = CaptureReplay.isClientOpcode(opcode) ?? false
         }
-        let start = out.count
         c.session.pdu(pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(timestamp), into: &out)
-        if out.count > start { count(out, from: start) }
         c.deadline = c.session.deadline
         if connections.count == 1 {
             earliest = c.deadline
@@ -245,26 +241,19 @@ public struct CaptureReplay: Sendable {
         hot = nil
         guard let c = connections.removeValue(forKey: key) else { return }
         if c.central {
-            let start = out.count
             c.session.disconnected(CaptureReplay.reasonText(d.reason), at: SessionObserver.eventTime(d.timestamp), into: &out)
-            count(out, from: start)
             end(key, c)
         }
         updateEarliest()
     }
 
+    /// A connection ends: its measurements are counted, and its values no mapping named are noted.
     mutating func end(_ key: Key, _ c: Connection) {
+        if c.central { endedMeasurements += c.session.machine.measurements }
         guard let o = c.observer, !o.isMapped, !o.unmappedHandles.isEmpty else { return }
         var handles: [UInt16: Unmapped.Counts] = [:]
         for (h, n) in o.unmappedHandles { handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications) }
         unmapped.append(Unmapped(adapter: key.adapter, connectionHandle: key.handle, address: c.address, handles: handles))
-    }
-
-    /// Counts the measurements among the outputs appended since `start`.
-    mutating func count(_ out: [Output], from start: Int) {
-        for i in start..<out.count {
-            if case .emit(.measurement) = out[i] { measurements += 1 }
-        }
     }
 
     // MARK: - Deadlines
@@ -287,10 +276,8 @@ public struct CaptureReplay: Sendable {
             }
             guard let (k, d, _) = best else { break }
             let c = connections[k]!
-            let start = out.count
             c.session.advance(to: d, inclusive: true, into: &out)
             c.deadline = c.session.deadline
-            count(out, from: start)
         }
         updateEarliest()
     }

@@ -102,7 +102,7 @@ public struct SessionObserver: Sendable {
     /// neither parses a ``ATTPDU`` nor builds a machine event; it ends in the same machine code and
     /// gives the same output as the general path.
     public mutating func pdu(_ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, into out: inout [Output]) {
-        advance(to: at.monotonic, inclusive: false, into: &out)
+        if let d = deadline, d < at.monotonic { advance(to: at.monotonic, inclusive: false, into: &out) }
         guard !machine.state.isFinal else { return }
         if !fromCentral, reported, raw.count >= 3, raw[0] == ATTOpcode.handleValueNotification.rawValue {
             let h = UInt16(raw[1]) | UInt16(raw[2]) << 8
