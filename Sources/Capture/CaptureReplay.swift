@@ -81,21 +81,22 @@ public struct CaptureReplay: Sendable {
         /// The session's next deadline, cached after every change.
         @exclusivity(unchecked) var deadline: Timestamp?
 
-        init(serial: Int, address: String, sniffed: Bool) {
+        /// - Parameter observer: the session, when the local controller is the central; nil for the peripheral's side.
+        init(serial: Int, address: String, sniffed: Bool, observer: SessionObserver?) {
             self.serial = serial
             self.address = address
-            self.session = SessionObserver(configuration: CuffSessionConfiguration(address: address))
             self.sniffed = sniffed
+            if let observer {
+                central = true
+                session = observer
+                deadline = observer.deadline
+            } else {
+                session = SessionObserver(configuration: CuffSessionConfiguration(address: address))
+            }
         }
 
         /// The observer, for a connection where the local controller is the central.
         var observer: SessionObserver? { central ? session : nil }
-
-        func set(_ o: SessionObserver) {
-            central = true
-            session = o
-            deadline = o.deadline
-        }
     }
 
     /// - Parameters:
@@ -160,11 +161,13 @@ public struct CaptureReplay: Sendable {
         }
         serial += 1
         let address = info.peerAddress.description + (info.peerAddressType.rawValue & 1 == 1 ? "/random" : "")
-        let c = Connection(serial: serial, address: address, sniffed: info.accessAddress != nil)
+        let sniffed = info.accessAddress != nil
+        let c: Connection
         if info.role == .central {
-            c.set(newObserver(address, at: info.timestamp, &out))
+            c = Connection(serial: serial, address: address, sniffed: sniffed, observer: newObserver(address, at: info.timestamp, &out))
         } else {
             out.append(.log("hci\(info.adapter) connection \(hex4(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported"))
+            c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
         }
         connections[key] = c
         hot = nil
@@ -209,11 +212,12 @@ public struct CaptureReplay: Sendable {
             case .toLocal: localIsCentral = !clientSide
             default: localIsCentral = true
             }
-            let c = Connection(serial: serial, address: address, sniffed: sniffed)
+            let c: Connection
             if localIsCentral {
-                c.set(newObserver(address, at: timestamp, &out))
+                c = Connection(serial: serial, address: address, sniffed: sniffed, observer: newObserver(address, at: timestamp, &out))
             } else {
                 out.append(.log("hci\(adapter) connection \(hex4(handle)): this controller is the peripheral (it answers requests); not reported"))
+                c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
             }
             connections[key] = c
             found = c

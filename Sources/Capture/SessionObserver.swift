@@ -104,7 +104,7 @@ public struct SessionObserver: Sendable {
     public mutating func pdu(_ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, into out: inout [Output]) {
         if let d = deadline, d < at.monotonic { advance(to: at.monotonic, inclusive: false, into: &out) }
         guard !machine.state.isFinal else { return }
-        if !fromCentral, reported, raw.count >= 3, raw[0] == ATTOpcode.handleValueNotification.rawValue {
+        if !fromCentral, reported, raw.count >= 3, raw[0] == 0x1B {  // Handle Value Notification (a literal: the named constant is a lazily initialised global)
             let h = UInt16(raw[1]) | UInt16(raw[2]) << 8
             if let c = cachedCharacteristic(h),
                let p = machine.progress(notified: c, UnsafeRawBufferPointer(rebasing: raw[3...]), at: at) {
