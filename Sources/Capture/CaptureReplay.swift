@@ -48,8 +48,11 @@ public struct CaptureReplay: Sendable {
     var extractor = ATTExtractor()
     var connections: [Key: Connection] = [:]
     var events: [CaptureEvent] = []
-    /// The connection of the last ATT PDU (most PDUs follow one on the same link); cleared when `connections` changes.
-    var hot: (key: Key, connection: Connection)?
+    /// The connection of the last ATT PDU (most PDUs follow one on the same link), held unretained
+    /// (no reference counting per PDU): `connections` keeps it alive, and every removal from
+    /// `connections` clears it.
+    var hotKey: Key?
+    var hotConnection: Unmanaged<Connection>?
     var serial = 0
     /// The earliest machine deadline over all open sessions (cached).
     var earliest: Timestamp?
@@ -147,7 +150,8 @@ public struct CaptureReplay: Sendable {
             end(key, c)
         }
         connections = [:]
-        hot = nil
+        hotKey = nil
+        hotConnection = nil
         earliest = nil
     }
 
@@ -170,7 +174,8 @@ public struct CaptureReplay: Sendable {
             c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
         }
         connections[key] = c
-        hot = nil
+        hotKey = nil
+        hotConnection = nil
         updateEarliest()
     }
 
@@ -194,13 +199,14 @@ public struct CaptureReplay: Sendable {
                       accessAddress: UInt32?, _ out: inout [Output]) {
         let key = Key(adapter: adapter, handle: handle)
         guard let opcode = pdu.first else { return }
-        var found: Connection?
-        if let hot, hot.key == key {
-            found = hot.connection
-        } else {
-            found = connections[key]
+        if hotKey == key, let hotConnection {
+            hotConnection._withUnsafeGuaranteedRef { deliver($0, opcode, direction, pdu, timestamp, &out) }
+            return
         }
-        if found == nil {
+        let c: Connection
+        if let known = connections[key] {
+            c = known
+        } else {
             // No connection event: decide from who sends requests.
             guard let clientSide = CaptureReplay.isClientOpcode(opcode) else { return }
             serial += 1
@@ -212,7 +218,6 @@ public struct CaptureReplay: Sendable {
             case .toLocal: localIsCentral = !clientSide
             default: localIsCentral = true
             }
-            let c: Connection
             if localIsCentral {
                 c = Connection(serial: serial, address: address, sniffed: sniffed, observer: newObserver(address, at: timestamp, &out))
             } else {
@@ -220,10 +225,15 @@ public struct CaptureReplay: Sendable {
                 c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
             }
             connections[key] = c
-            found = c
         }
-        guard let c = found else { return }
-        if hot?.key != key { hot = (key, c) }
+        hotKey = key
+        hotConnection = .passUnretained(c)
+        deliver(c, opcode, direction, pdu, timestamp, &out)
+    }
+
+    /// One ATT PDU to its connection's session.
+    mutating func deliver(_ c: Connection, _ opcode: UInt8, _ direction: ATTDirection, _ pdu: UnsafeRawBufferPointer,
+                          _ timestamp: Timestamp, _ out: inout [Output]) {
         guard c.central else { return }
         let fromCentral: Bool
         switch direction {
@@ -242,7 +252,8 @@ public struct CaptureReplay: Sendable {
 
     mutating func disconnected(_ d: Disconnection, _ out: inout [Output]) {
         let key = Key(adapter: d.adapter, handle: d.connectionHandle)
-        hot = nil
+        hotKey = nil
+        hotConnection = nil
         guard let c = connections.removeValue(forKey: key) else { return }
         if c.central {
             c.session.disconnected(CaptureReplay.reasonText(d.reason), at: SessionObserver.eventTime(d.timestamp), into: &out)
