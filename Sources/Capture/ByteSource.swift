@@ -55,6 +55,17 @@ public final class FileByteSource: ByteSource {
         self.fd = fd
     }
 
+    /// Opens `path` read-only, positioned at byte `offset` (a reader that continues mid-file).
+    ///
+    /// - Throws: as ``init(path:)``; `io_error` also when the position cannot be set (`lseek`).
+    public convenience init(path: String, offset: Int64) throws(CaptureError) {
+        try self.init(path: path)
+        guard lseek(fd, off_t(offset), SEEK_SET) >= 0 else {
+            let e = errno
+            throw CaptureError(.ioError, "cannot seek to \(offset) in \(path): \(String(cString: strerror(e)))", errno: e)
+        }
+    }
+
     deinit { close(fd) }
 
     public func read(into buffer: inout [UInt8], maxCount: Int) throws(CaptureError) -> Int {
@@ -88,9 +99,11 @@ struct ChunkedInput<Source: ByteSource>: Sendable {
     private(set) var offset: Int64 = 0
     let chunkSize: Int
 
-    init(_ source: Source, chunkSize: Int = 64 * 1024) {
+    /// - Parameter offset: the file offset of the source's first byte (a source that starts mid-file).
+    init(_ source: Source, chunkSize: Int = 64 * 1024, offset: Int64 = 0) {
         self.source = source
         self.chunkSize = chunkSize
+        self.offset = offset
     }
 
     /// Bytes available without another read, after `fill`.

@@ -52,11 +52,33 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         state = .start(format)
     }
 
+    /// A reader of btsnoop records that starts after the file header: `source` holds the file's
+    /// bytes from `offset` on (the start of a record). Records and errors name file offsets as a
+    /// reader of the whole file would.
+    public init(btsnoopRecords source: Source, datalink: BTSnoopDatalink, offset: Int64, chunkSize: Int = 64 * 1024) {
+        input = ChunkedInput(source, chunkSize: chunkSize, offset: offset)
+        state = .btsnoop(datalink)
+        format = .btsnoop
+        self.datalink = datalink.rawValue
+    }
+
     /// File offset of the next unread byte.
     public var offset: Int64 { input.offset }
 
     /// The byte source (for inspection; reading from it directly desynchronises the reader).
     public var source: Source { input.source }
+
+    /// Reads the file header now (``next()`` does otherwise), so ``format`` and ``datalink`` are known.
+    public mutating func readHeader() throws(CaptureError) {
+        if case let .start(format) = state {
+            do {
+                try readFileHeader(format)
+            } catch {
+                state = .finished
+                throw error
+            }
+        }
+    }
 
     /// The next record, or nil at the end of the capture.
     public mutating func next() throws(CaptureError) -> HCIRecord? {

@@ -56,6 +56,15 @@ struct Replay: ParsableCommand {
 
     @OptionGroup var sinks: SinkOptions
 
+    @Option(help: ArgumentHelp("Threads that replay a btsnoop file's quiet-point stretches (1: one replay thread; default: the CPUs, at most 4).", visibility: .hidden))
+    var jobs: Int?
+
+    @Option(name: .customLong("segment-bytes"), help: ArgumentHelp("Smallest stretch handed to a replay thread, in bytes (default 262144).", visibility: .hidden))
+    var segmentBytes: Int?
+
+    /// One replay thread per CPU, at most 4 (beyond that the writer and the disk set the pace).
+    static var defaultJobs: Int { max(1, min(4, sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
     struct HandleMapping: Sendable {
         var handle: UInt16
         var characteristic: CuffCharacteristic
@@ -113,55 +122,85 @@ struct Replay: ParsableCommand {
         for m in handles { overrides[m.handle] = m.characteristic }
         var config = CuffSessionConfiguration(address: "")
         config.timeout = .seconds(300)
-        var replay = CaptureReplay(configuration: config, adapter: adapter, overrides: overrides)
-        var out: [CaptureReplay.Output] = []
-        out.reserveCapacity(ReplayOutputPipe.batchSize + 64)
-        var fault: CaptureError?
-        let pacer = realtime ? Pacer() : nil
         let drain = ReplayDrain(display: display, fan: fan, direct: direct, file: file)
-        // Without pacing, a second thread serialises and writes the outputs while this one reads
-        // and decodes, batch by batch, in order. With --realtime every record goes out at once.
-        let pipe = realtime ? nil : ReplayOutputPipe(drain)
+        var sessions = 0
+        var measurements = 0
+        var unmapped: [CaptureReplay.Unmapped] = []
+        var fault: CaptureError?
 
-        func deliver(force: Bool) -> Bool {
-            if let pipe {
-                guard out.count >= ReplayOutputPipe.batchSize || (force && !out.isEmpty) else { return true }
-                pipe.send(&out)
-                return !pipe.failed
-            }
-            let ok = drain.drain(out)
-            out.removeAll(keepingCapacity: true)
-            return ok
-        }
-
-        var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
-        reading: while true {
-            do {
-                guard try reader.nextFromFile(into: &record) else { break }
-                pacer?.wait(until: record.timestamp)
-                replay.consume(record, into: &out)
-                if !out.isEmpty, !deliver(force: false) { break reading }
-            } catch {
-                if error.isRecoverable {
-                    out.append(.warning(error))
-                    continue
+        /// One replay over what `reader` has left. Without pacing, a second thread serialises and
+        /// writes the outputs while this one reads and decodes, batch by batch, in order. With
+        /// --realtime every record goes out at once.
+        func sequential(_ reader: inout CaptureReader<FileByteSource>) {
+            var replay = CaptureReplay(configuration: config, adapter: adapter, overrides: overrides)
+            var out: [CaptureReplay.Output] = []
+            out.reserveCapacity(ReplayOutputPipe.batchSize + 64)
+            let pacer = realtime ? Pacer() : nil
+            let pipe = realtime ? nil : ReplayOutputPipe(drain)
+            func deliver(_ out: inout [CaptureReplay.Output], force: Bool) -> Bool {
+                if let pipe {
+                    guard out.count >= ReplayOutputPipe.batchSize || (force && !out.isEmpty) else { return true }
+                    pipe.send(&out)
+                    return !pipe.failed
                 }
-                fault = error
-                break
+                let ok = drain.drain(out)
+                out.removeAll(keepingCapacity: true)
+                return ok
             }
+            let ending = replay.replay(&reader, into: &out, before: { pacer?.wait(until: $0.timestamp) },
+                                       deliver: { deliver(&$0, force: false) })
+            if case let .fault(e) = ending { fault = e }
+            if !(pipe?.failed ?? drain.sinkFailed) {
+                replay.finish(fault == nil ? "the capture ends" : "the capture breaks off", into: &out)
+                _ = deliver(&out, force: true)
+            }
+            pipe?.close()
+            sessions += replay.sessions
+            measurements += replay.measurements
+            unmapped += replay.unmapped
         }
-        if !(pipe?.failed ?? drain.sinkFailed) {
-            replay.finish(fault == nil ? "the capture ends" : "the capture breaks off", into: &out)
-            _ = deliver(force: true)
+
+        var headerFault: CaptureError?
+        do { try reader.readHeader() } catch { headerFault = error }
+        let threads = jobs ?? Replay.defaultJobs
+        if let headerFault {
+            fault = headerFault
+        } else if let direct, threads > 1, !realtime, reader.format == .btsnoop,
+                  let datalink = reader.datalink.flatMap(BTSnoopDatalink.init(rawValue:)) {
+            // A btsnoop file with NDJSON to stdout: cut at quiet points and replayed on several threads.
+            let parallel = ParallelReplay(path: file, datalink: datalink, configuration: config, adapter: adapter,
+                                          overrides: overrides, showAll: !sinks.quiet, threads: threads,
+                                          segmentBytes: segmentBytes ?? 256 * 1024)
+            if parallel.started {
+                let o = parallel.run(from: reader.offset) { r in
+                    drain.show(r.shown)
+                    return drain.write(serialized: r.ndjson.bytes, to: direct)
+                }
+                sessions = o.sessions
+                measurements = o.measurements
+                unmapped = o.unmapped
+                fault = o.fault
+                if let resume = o.resumeAt {
+                    do {
+                        var rest = CaptureReader(btsnoopRecords: try FileByteSource(path: file, offset: resume), datalink: datalink, offset: resume)
+                        sequential(&rest)
+                    } catch {
+                        fault = error
+                    }
+                }
+            } else {
+                sequential(&reader)
+            }
+        } else {
+            sequential(&reader)
         }
-        pipe?.close()
         var sinkFailed = drain.sinkFailed
         let warnings = drain.warnings
         do { try fan.finish() } catch { Output.log("cuff replay: \(error)"); sinkFailed = true }
         display.clearGauge()
         // One hint per controller and set of handles, however many connections showed it.
         var groups: [(key: String, first: CaptureReplay.Unmapped, connections: Int, totals: [UInt16: CaptureReplay.Unmapped.Counts])] = []
-        for u in replay.unmapped {
+        for u in unmapped {
             let key = "\(u.adapter)|\(u.address)|" + u.handles.keys.sorted().map { String($0) }.joined(separator: ",")
             if let i = groups.firstIndex(where: { $0.key == key }) {
                 groups[i].connections += 1
@@ -192,12 +231,12 @@ struct Replay: ParsableCommand {
             Output.log("cuff replay: \(file): \(Replay.describe(fault))")
         }
         if !sinks.quiet {
-            Output.log("cuff replay: \(replay.sessions) session\(replay.sessions == 1 ? "" : "s"), \(replay.measurements) measurement\(replay.measurements == 1 ? "" : "s")")
+            Output.log("cuff replay: \(sessions) session\(sessions == 1 ? "" : "s"), \(measurements) measurement\(measurements == 1 ? "" : "s")")
         }
         if sinkFailed { throw ExitCode(10) }
         if fault != nil || warnings > 0 { throw ExitCode(1) }
-        if !replay.unmapped.isEmpty { throw ExitCode(7) }
-        if replay.measurements == 0 { throw ExitCode(2) }
+        if !unmapped.isEmpty { throw ExitCode(7) }
+        if measurements == 0 { throw ExitCode(2) }
     }
 
     static func describe(_ e: CaptureError) -> String {
@@ -228,6 +267,33 @@ final class ReplayDrain: @unchecked Sendable {
         self.fan = fan
         self.direct = direct
         self.file = file
+    }
+
+    /// Shows outputs whose records were already serialised elsewhere (a parallel replay's): the
+    /// progress display, logs and warnings, as ``drain(_:)`` would.
+    func show(_ outputs: [CaptureReplay.Output]) {
+        for o in outputs {
+            switch o {
+            case let .emit(e): display.show(e)
+            case let .log(s): display.log(s)
+            case let .warning(w):
+                warnings += 1
+                Output.log("cuff replay: \(file): \(Replay.describe(w))")
+            }
+        }
+    }
+
+    /// Writes NDJSON already serialised; false (and the failure reported) when stdout fails.
+    func write(serialized bytes: UnsafeRawBufferPointer, to sink: ReplayNDJSONSink) -> Bool {
+        if sinkFailed { return false }
+        do {
+            try sink.write(serialized: bytes)
+            return true
+        } catch {
+            Output.log("cuff replay: \(error)")
+            sinkFailed = true
+            return false
+        }
     }
 
     /// False once a sink failed (the outputs after it are dropped).
@@ -395,15 +461,28 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
 
     func drain() throws(SinkError) {
         defer { lines.removeAll() }
-        let bytes = lines.bytes
+        let e = writeAll(lines.bytes)
+        if e != 0 { throw SinkError.writeFailed(destination: "stdout", errno: e) }
+    }
+
+    /// Writes NDJSON bytes as they are (after anything buffered).
+    func write(serialized bytes: UnsafeRawBufferPointer) throws(SinkError) {
+        if lines.byteCount > 0 { try drain() }
+        let e = writeAll(bytes)
+        if e != 0 { throw SinkError.writeFailed(destination: "stdout", errno: e) }
+    }
+
+    /// Writes all of `bytes`; 0, or the errno of the write that failed.
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) -> Int32 {
         var off = 0
         while off < bytes.count {
             let n = Glibc.write(fd, bytes.baseAddress! + off, bytes.count - off)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw SinkError.writeFailed(destination: "stdout", errno: errno)
+                return errno
             }
             off += n
         }
+        return 0
     }
 }

@@ -114,6 +114,42 @@ struct ReplayCommandTests {
         #expect(r.stdoutLines.last?.contains("\"end\"") == true)
     }
 
+    /// A btsnoop file is cut where no connection is open and its stretches replayed on several
+    /// threads: stdout, stderr and the exit status are the one-thread replay's, whole, cut short in
+    /// a record, or stopped by an oversize header; stretches as small as one session each, or
+    /// several, or the default.
+    @Test func severalThreadsGiveWhatOneThreadGives() throws {
+        // Every committed capture and the shared two-controller btmon file, one after the other.
+        var files = try FileManager.default.contentsOfDirectory(atPath: Self.captures.path).filter { $0.hasSuffix(".btsnoop") }.sorted()
+            .map { Self.captures.appendingPathComponent($0).path }
+        let sample = "/work/shared/vmble/samples/capture-all-scenarios.btsnoop"
+        if FileManager.default.fileExists(atPath: sample) { files.insert(sample, at: files.count / 2) }
+        var joined: [UInt8] = []
+        for f in files {
+            let b = [UInt8](try Data(contentsOf: URL(fileURLWithPath: f)))
+            #expect(b[12..<16].elementsEqual([0, 0, 0x07, 0xD1]), "\(f) is not btmon's datalink 2001")
+            joined += joined.isEmpty ? b : Array(b.dropFirst(16))
+        }
+        let oversize = joined + [0, 0, 0, 9, 0xFF, 0xFF, 0xFF, 0xFF] + [UInt8](repeating: 0, count: 16) + joined.dropFirst(16).prefix(5000)
+        for (name, bytes) in [("whole", joined), ("cut", Array(joined.prefix(joined.count * 2 / 3 + 7))), ("oversize", oversize)] {
+            let file = Self.tempFile("\(name).btsnoop")
+            defer { try? FileManager.default.removeItem(at: file) }
+            try Data(bytes).write(to: file)
+            for quiet in [false, true] {
+                let q = quiet ? ["--quiet"] : []
+                let one = try CLI.run(["replay", file.path, "--jobs", "1"] + q)
+                #expect(one.stdoutLines.count > 1000)
+                if name == "whole" { #expect(one.status == 0 || one.status == 7, "\(one.stderr.suffix(300))") } else { #expect(one.status == 1) }
+                for args in [["--segment-bytes", "1"], ["--segment-bytes", "1", "--jobs", "4"], ["--segment-bytes", "30000", "--jobs", "3"], []] {
+                    let many = try CLI.run(["replay", file.path] + args + q)
+                    #expect(many.status == one.status, "\(name) \(args)")
+                    #expect(many.stdout == one.stdout, "\(name) \(args): stdout differs")
+                    #expect(many.stderr == one.stderr, "\(name) \(args): stderr differs")
+                }
+            }
+        }
+    }
+
     @Test func aSinkThatFailsStopsTheReplayWithStatus10() throws {
         // stdout on /dev/full: the writer thread's first write fails (ENOSPC); the replay must stop,
         // say why, and exit 10 — not hang with the reading thread waiting on a full pipe.

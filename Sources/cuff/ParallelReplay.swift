@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import Capture
+import CuffCore
+import CuffSession
+import Sinks
+import Transport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `cuff replay` of a btsnoop file on several threads, with the same output as one replay.
+///
+/// This thread reads the file and cuts it at quiet points (``QuietPoints``: no connection open, so
+/// a fresh ``CaptureReplay`` started there is in the state the whole replay would be in). Worker
+/// threads replay the stretches between cuts, each with its own replay, and serialise their
+/// NDJSON; this thread writes the stretches' bytes in file order and shows their progress and
+/// warnings in order. A stretch ends at the first quiet point past ``segmentBytes``; one that finds
+/// none within ``maximumPendingBytes`` (connections that never close) makes the parallel part stop
+/// there: everything written so far stands, and the caller replays the rest from ``Outcome/resumeAt``
+/// on one thread. Memory stays bounded: at most ``maximumInFlight`` stretches are read ahead.
+final class ParallelReplay: @unchecked Sendable {
+    struct Segment: Sendable {
+        var index: Int
+        var bytes: [UInt8]
+        var offset: Int64
+        /// The capture ends with this stretch (its replay finishes).
+        var last: Bool
+        /// A read error that came after these bytes: the stretch's replay ends with it.
+        var fault: CaptureError?
+    }
+
+    struct Result: @unchecked Sendable {
+        /// The stretch's NDJSON (the buffer it was written into, handed over whole).
+        var ndjson: NDJSONLineBuffer
+        /// What the display and the warning count need, in order (logs and emits only when not quiet).
+        var shown: [CaptureReplay.Output]
+        var sessions: Int
+        var measurements: Int
+        var unmapped: [CaptureReplay.Unmapped]
+        var fault: CaptureError?
+        /// The stretch's bytes, for reuse.
+        var bytes: [UInt8]
+    }
+
+    struct Outcome {
+        var sessions = 0
+        var measurements = 0
+        var unmapped: [CaptureReplay.Unmapped] = []
+        var fault: CaptureError?
+        /// The writer failed (the replay stopped; the error was reported).
+        var sinkFailed = false
+        /// Where to go on with a one-thread replay (no quiet point came); nil when the capture was done.
+        var resumeAt: Int64?
+    }
+
+    let path: String
+    let datalink: BTSnoopDatalink
+    let configuration: CuffSessionConfiguration
+    let adapter: UInt16?
+    let overrides: [UInt16: CuffCharacteristic]
+    let showAll: Bool
+    let segmentBytes: Int
+    let maximumPendingBytes: Int
+    let maximumInFlight: Int
+
+    private var mutex = pthread_mutex_t()
+    private var changed = pthread_cond_t()
+    private var queue: [Segment] = []
+    private var results: [Int: Result] = [:]
+    private var closed = false
+    private var workers: [OSThread] = []
+    /// Buffers come back after use (fewer fresh allocations, and the heap of each thread does not
+    /// keep growing with buffers freed by another): NDJSON buffers and stretch bytes.
+    private var spareLines: [NDJSONLineBuffer] = []
+    private var spareBytes: [[UInt8]] = []
+
+    init(path: String, datalink: BTSnoopDatalink, configuration: CuffSessionConfiguration, adapter: UInt16?,
+         overrides: [UInt16: CuffCharacteristic], showAll: Bool, threads: Int, segmentBytes: Int) {
+        self.path = path
+        self.datalink = datalink
+        self.configuration = configuration
+        self.adapter = adapter
+        self.overrides = overrides
+        self.showAll = showAll
+        self.segmentBytes = max(segmentBytes, 1)
+        maximumPendingBytes = max(16 << 20, 4 * self.segmentBytes)
+        maximumInFlight = threads + 2
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&changed, nil)
+        for _ in 0..<threads {
+            if let t = OSThread.start({ [self] in work() }) { workers.append(t) }
+        }
+    }
+
+    deinit {
+        pthread_cond_destroy(&changed)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    /// False when no worker thread could start (the caller replays on one thread instead).
+    var started: Bool { !workers.isEmpty }
+
+    // MARK: - Workers
+
+    private func work() {
+        pthread_mutex_lock(&mutex)
+        while true {
+            while queue.isEmpty && !closed { pthread_cond_wait(&changed, &mutex) }
+            if queue.isEmpty { break }
+            let segment = queue.removeFirst()
+            let lines = spareLines.popLast() ?? NDJSONLineBuffer(capacity: segmentBytes * 3)
+            pthread_mutex_unlock(&mutex)
+            let r = replay(segment, into: lines)
+            pthread_mutex_lock(&mutex)
+            results[segment.index] = r
+            pthread_cond_broadcast(&changed)
+        }
+        pthread_mutex_unlock(&mutex)
+    }
+
+    /// Replays one stretch on its own, as `cuff replay` replays a whole file.
+    func replay(_ segment: Segment, into lines: NDJSONLineBuffer) -> Result {
+        var replay = CaptureReplay(configuration: configuration, adapter: adapter, overrides: overrides)
+        var shown: [CaptureReplay.Output] = []
+        var out: [CaptureReplay.Output] = []
+        out.reserveCapacity(64)
+        let showAll = self.showAll
+        func take(_ out: inout [CaptureReplay.Output]) -> Bool {
+            for o in out {
+                switch o {
+                case let .emit(e):
+                    lines.append(e)
+                    if showAll { shown.append(o) }
+                case .log:
+                    if showAll { shown.append(o) }
+                case .warning:
+                    shown.append(o)
+                }
+            }
+            out.removeAll(keepingCapacity: true)
+            return true
+        }
+        var fault: CaptureError?
+        do {
+            var reader = CaptureReader(btsnoopRecords: ArrayByteSource(segment.bytes), datalink: datalink, offset: segment.offset)
+            if case let .fault(e) = replay.replay(&reader, into: &out, deliver: take) { fault = e }
+        }  // (the reader's copy of the bytes goes here, so they come back unshared)
+        if fault == nil { fault = segment.fault }
+        if segment.last || fault != nil {
+            replay.finish(fault == nil ? "the capture ends" : "the capture breaks off", into: &out)
+            _ = take(&out)
+        }
+        return Result(ndjson: lines, shown: shown, sessions: replay.sessions, measurements: replay.measurements,
+                      unmapped: replay.unmapped, fault: fault, bytes: segment.bytes)
+    }
+
+    // MARK: - Reading, cutting, writing (this thread)
+
+    private var outcome = Outcome()
+    private var dispatched = 0
+    private var written = 0
+    private var stopped = false
+    private var write: (Result) -> Bool = { _ in true }
+
+    /// Writes the next stretch's result when it is ready (waiting for it when `wait`); false if it was not.
+    private func writeNext(wait: Bool) -> Bool {
+        pthread_mutex_lock(&mutex)
+        while results[written] == nil {
+            if !wait {
+                pthread_mutex_unlock(&mutex)
+                return false
+            }
+            pthread_cond_wait(&changed, &mutex)
+        }
+        var r = results.removeValue(forKey: written)!
+        pthread_mutex_unlock(&mutex)
+        written += 1
+        defer {
+            r.ndjson.removeAll()
+            r.bytes.removeAll(keepingCapacity: true)
+            pthread_mutex_lock(&mutex)
+            spareLines.append(r.ndjson)
+            spareBytes.append(r.bytes)
+            pthread_mutex_unlock(&mutex)
+        }
+        guard !stopped else { return true }
+        outcome.sessions += r.sessions
+        outcome.measurements += r.measurements
+        outcome.unmapped += r.unmapped
+        if !write(r) {
+            outcome.sinkFailed = true
+            stopped = true
+        }
+        if let f = r.fault {
+            outcome.fault = f
+            stopped = true  // nothing after a fault is replayed
+        }
+        return true
+    }
+
+    private func dispatch(_ bytes: ArraySlice<UInt8>, at offset: Int64, last: Bool, fault: CaptureError? = nil) {
+        while dispatched - written >= maximumInFlight { _ = writeNext(wait: true) }
+        pthread_mutex_lock(&mutex)
+        var copy = spareBytes.popLast() ?? []
+        copy.append(contentsOf: bytes)
+        queue.append(Segment(index: dispatched, bytes: copy, offset: offset, last: last, fault: fault))
+        pthread_cond_broadcast(&changed)
+        pthread_mutex_unlock(&mutex)
+        dispatched += 1
+    }
+
+    /// Replays the file from `offset` (the first record, after the file header); `write` takes each
+    /// stretch's NDJSON and display outputs in order and returns false when the sink failed.
+    func run(from offset: Int64, write: @escaping (Result) -> Bool) -> Outcome {
+        self.write = write
+        defer { self.write = { _ in true } }
+        let source: FileByteSource
+        do {
+            source = try FileByteSource(path: path, offset: offset)
+        } catch {
+            outcome.fault = error
+            finishAll()
+            return outcome
+        }
+        var points = QuietPoints(datalink: datalink)
+        var pending: [UInt8] = []  // the file from `start` on, read but not yet handed out
+        var start = offset
+        var scanned = 0  // bytes of `pending` scanned (whole records)
+        var quiet: Int?  // the last quiet point in `pending`
+        let chunk = 256 << 10
+        while !stopped {
+            var end = false
+            var readError: CaptureError?
+            do {
+                if try source.read(into: &pending, maxCount: chunk) == 0 { end = true }
+            } catch {
+                readError = error
+            }
+            var handed = 0  // bytes of `pending` handed out in this round
+            var cutAt: Int?  // past a header no reader gets past: the capture stops there
+            scan: while true {
+                let step = pending.withUnsafeBytes { points.step(UnsafeRawBufferPointer(rebasing: $0[scanned...])) }
+                switch step {
+                case let .record(length, isQuiet):
+                    scanned += length
+                    guard isQuiet else { continue }
+                    quiet = scanned
+                    if scanned - handed >= segmentBytes {
+                        dispatch(pending[handed..<scanned], at: start + Int64(handed), last: false)
+                        handed = scanned
+                    }
+                case .need:
+                    break scan
+                case .stop:
+                    cutAt = min(pending.count, scanned + BTSnoop.recordHeaderLength)
+                    break scan
+                }
+            }
+            if let readError {
+                // The records read whole, then the error, as a one-thread reader gives them.
+                dispatch(pending[handed..<scanned], at: start + Int64(handed), last: true, fault: readError)
+                break
+            }
+            if end || cutAt != nil {
+                dispatch(pending[handed..<(cutAt ?? pending.count)], at: start + Int64(handed), last: true)
+                break
+            }
+            if pending.count - handed > maximumPendingBytes {
+                // Connections that stay open: from here on, one thread.
+                if let q = quiet, q > handed {
+                    dispatch(pending[handed..<q], at: start + Int64(handed), last: false)
+                    handed = q
+                }
+                outcome.resumeAt = start + Int64(handed)
+                break
+            }
+            pending.removeSubrange(..<handed)
+            start += Int64(handed)
+            scanned -= handed
+            if let q = quiet { quiet = q >= handed ? q - handed : nil }
+            while writeNext(wait: false) {}
+        }
+        finishAll()
+        if stopped { outcome.resumeAt = nil }
+        return outcome
+    }
+
+    /// Writes every stretch still out, then ends the workers.
+    private func finishAll() {
+        while written < dispatched { _ = writeNext(wait: true) }
+        pthread_mutex_lock(&mutex)
+        closed = true
+        pthread_cond_broadcast(&changed)
+        pthread_mutex_unlock(&mutex)
+        for t in workers { t.join() }
+        workers = []
+    }
+}
