@@ -84,7 +84,7 @@ final class ParallelReplay: @unchecked Sendable {
         self.overrides = overrides
         self.showAll = showAll
         self.segmentBytes = max(segmentBytes, 1)
-        maximumPendingBytes = max(16 << 20, 4 * self.segmentBytes)
+        maximumPendingBytes = max(1 << 20, 64 * self.segmentBytes)
         maximumInFlight = threads + 2
         pthread_mutex_init(&mutex, nil)
         pthread_cond_init(&changed, nil)

@@ -118,10 +118,10 @@ struct ReplayCommandTests {
     /// threads: stdout, stderr and the exit status are the one-thread replay's, whole, cut short in
     /// a record, or stopped by an oversize header; stretches as small as one session each, or
     /// several, or the default.
-    @Test func severalThreadsGiveWhatOneThreadGives() throws {
-        // Every committed capture and the shared two-controller btmon file, one after the other.
-        var files = try FileManager.default.contentsOfDirectory(atPath: Self.captures.path).filter { $0.hasSuffix(".btsnoop") }.sorted()
-            .map { Self.captures.appendingPathComponent($0).path }
+    /// Every committed capture and the shared two-controller btmon file, one after the other, as one btsnoop file.
+    static func joinedCaptures() throws -> [UInt8] {
+        var files = try FileManager.default.contentsOfDirectory(atPath: captures.path).filter { $0.hasSuffix(".btsnoop") }.sorted()
+            .map { captures.appendingPathComponent($0).path }
         let sample = "/work/shared/vmble/samples/capture-all-scenarios.btsnoop"
         if FileManager.default.fileExists(atPath: sample) { files.insert(sample, at: files.count / 2) }
         var joined: [UInt8] = []
@@ -130,6 +130,11 @@ struct ReplayCommandTests {
             #expect(b[12..<16].elementsEqual([0, 0, 0x07, 0xD1]), "\(f) is not btmon's datalink 2001")
             joined += joined.isEmpty ? b : Array(b.dropFirst(16))
         }
+        return joined
+    }
+
+    @Test func severalThreadsGiveWhatOneThreadGives() throws {
+        let joined = try Self.joinedCaptures()
         let oversize = joined + [0, 0, 0, 9, 0xFF, 0xFF, 0xFF, 0xFF] + [UInt8](repeating: 0, count: 16) + joined.dropFirst(16).prefix(5000)
         for (name, bytes) in [("whole", joined), ("cut", Array(joined.prefix(joined.count * 2 / 3 + 7))), ("oversize", oversize)] {
             let file = Self.tempFile("\(name).btsnoop")
@@ -147,6 +152,35 @@ struct ReplayCommandTests {
                     #expect(many.stderr == one.stderr, "\(name) \(args): stderr differs")
                 }
             }
+        }
+    }
+
+    /// A connection that never closes leaves no quiet point: past 64 stretches' worth of bytes the
+    /// rest goes to one thread, after what the threads already wrote; the output is unchanged.
+    @Test func aConnectionThatNeverClosesHandsTheRestToOneThread() throws {
+        let joined = try Self.joinedCaptures()
+        let records = joined.dropFirst(16)
+        // An ATT Read Request sent on handle 0x0EEE, which no event opens or closes (its session
+        // times out later, in the capture's time).
+        let firstRecord = Array(records.prefix(24))
+        var acl: [UInt8] = [0, 0, 0, 11, 0, 0, 0, 11, 0, 0, 0, 4, 0, 0, 0, 0] + firstRecord[16..<24]
+        acl += [0xEE, 0x2E, 7, 0, 3, 0, 4, 0, 0x0A, 3, 0]
+        var bytes = Array(joined.prefix(16))
+        for i in 0..<7 {
+            if i == 2 { bytes += acl }  // after two rounds cut into stretches, none any more
+            bytes += records
+        }
+        #expect(bytes.count > 1 << 20)
+        let file = Self.tempFile("open.btsnoop")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(bytes).write(to: file)
+        let one = try CLI.run(["replay", file.path, "--jobs", "1"])
+        #expect(one.stderr.contains("hci0/0x0EEE"))
+        for args in [["--segment-bytes", "1"], ["--segment-bytes", "1", "--jobs", "3"]] {
+            let many = try CLI.run(["replay", file.path] + args)
+            #expect(many.status == one.status)
+            #expect(many.stdout == one.stdout, "\(args): stdout differs")
+            #expect(many.stderr == one.stderr, "\(args): stderr differs")
         }
     }
 

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import Capture
+import CuffCore
+import Testing
+
+/// Quiet points: after a record with no connection that a replay could still have open.
+@Suite("Quiet points")
+struct QuietPointsTests {
+    /// One btsnoop record (monitor datalink 2001: flags = adapter << 16 | opcode).
+    static func record(_ opcode: UInt16, adapter: UInt16 = 0, _ payload: [UInt8], included: UInt32? = nil) -> [UInt8] {
+        var w = ByteWriter()
+        w.writeBigEndian(UInt32(payload.count))
+        w.writeBigEndian(included ?? UInt32(payload.count))
+        w.writeBigEndian(UInt32(adapter) << 16 | UInt32(opcode))
+        w.writeBigEndian(UInt32(0))
+        w.writeBigEndian(UInt64(0x00E0_3AB4_4A67_6000))
+        w.write(contentsOf: payload)
+        return w.bytes
+    }
+
+    static func event(_ code: UInt8, _ params: [UInt8], adapter: UInt16 = 0) -> [UInt8] {
+        record(3, adapter: adapter, [code, UInt8(params.count)] + params)
+    }
+
+    static func connected(_ handle: UInt16, status: UInt8 = 0, sub: UInt8 = 0x01, adapter: UInt16 = 0) -> [UInt8] {
+        event(0x3E, [sub, status, UInt8(handle & 0xFF), UInt8(handle >> 8), 0, 0, 1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0], adapter: adapter)
+    }
+
+    static func disconnected(_ handle: UInt16, status: UInt8 = 0, adapter: UInt16 = 0) -> [UInt8] {
+        event(0x05, [status, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x13], adapter: adapter)
+    }
+
+    /// An ACL fragment (flags in the handle's top bits) holding an ATT Read Request.
+    static func acl(_ handle: UInt16, adapter: UInt16 = 0, received: Bool = false) -> [UInt8] {
+        record(received ? 5 : 4, adapter: adapter, [UInt8(handle & 0xFF), UInt8(handle >> 8 | 0x20), 7, 0, 3, 0, 4, 0, 0x0A, 3, 0])
+    }
+
+    /// Steps through `records`; the quiet flag after each.
+    static func quietAfterEach(_ records: [[UInt8]]) -> [Bool] {
+        var points = QuietPoints(datalink: .monitor)
+        return records.map { r in
+            r.withUnsafeBytes { raw -> Bool in
+                guard case let .record(length, quiet) = points.step(raw) else { Issue.record("not a whole record"); return false }
+                #expect(length == r.count)
+                return quiet
+            }
+        }
+    }
+
+    @Test func connectionsOpenOnEventsAndTrafficAndCloseOnlyOnSuccessfulDisconnection() {
+        let steps: [([UInt8], Bool)] = [
+            (Self.event(0x0E, [1, 0x03, 0x0C, 0]), true),  // Command Complete: nothing opens
+            (Self.connected(0x0040), false),
+            (Self.acl(0x0041, received: true), false),  // traffic on a handle no event announced
+            (Self.disconnected(0x0040), false),  // 0x0041 is still open
+            (Self.disconnected(0x0041, status: 0x0C), false),  // a failed disconnection closes nothing
+            (Self.disconnected(0x1041), true),  // the handle's top bits are flags, not part of it
+            (Self.connected(0x0042, status: 0x3E), false),  // even a failed connection counts as open
+            (Self.disconnected(0x0042), true),
+            (Self.connected(0x0043, sub: 0x0A, adapter: 1), false),  // Enhanced, on another controller
+            (Self.disconnected(0x0043, adapter: 0), false),  // not the same connection
+            (Self.disconnected(0x0043, adapter: 1), true),
+            (Self.connected(0x0044, sub: 0x29), false),  // Enhanced v2
+            (Self.record(3, [0x05, 4, 0, 0x44]), false),  // a Disconnection Complete cut short: ignored
+            (Self.record(3, [0x05, 9, 0, 0x44, 0, 0x13]), false),  // its length says more than it holds
+            (Self.disconnected(0x0044), true),
+            (Self.record(0, [1, 2, 3]), true),  // New Index and other monitor records
+        ]
+        #expect(Self.quietAfterEach(steps.map(\.0)) == steps.map(\.1))
+    }
+
+    @Test func partialAndOversizeRecords() {
+        var points = QuietPoints(datalink: .monitor)
+        let r = Self.connected(0x0040)
+        for n in [0, 1, 23, 24, r.count - 1] {
+            let step = r.prefix(n).withUnsafeBytes { points.step($0) }
+            #expect(step == .need(count: n < 24 ? 24 : r.count))
+        }
+        let huge = Self.record(3, [], included: UInt32(HCIRecord.maximumPayloadLength + 1))
+        #expect(huge.withUnsafeBytes { points.step($0) } == .stop)
+        #expect(points.isQuiet)  // nothing was taken in
+    }
+
+    @Test func h4AndH1Datalinks() {
+        // btsnoop 1002: the H4 type byte first; 1001: flags bit 1 tells events from ACL.
+        func step(_ datalink: BTSnoopDatalink, _ flags: UInt32, _ payload: [UInt8], _ points: inout QuietPoints) -> Bool {
+            var w = ByteWriter()
+            for v in [UInt32(payload.count), UInt32(payload.count), flags, 0] { w.writeBigEndian(v) }
+            w.writeBigEndian(UInt64(0))
+            w.write(contentsOf: payload)
+            guard case let .record(_, quiet) = w.bytes.withUnsafeBytes({ points.step($0) }) else { return false }
+            return quiet
+        }
+        var h4 = QuietPoints(datalink: .uart)
+        #expect(step(.uart, 1, [0x02, 0x40, 0x20, 1, 0, 0], &h4) == false)  // ACL on 0x0040
+        #expect(step(.uart, 1, [], &h4) == false)  // an empty record: no type byte, no change
+        #expect(step(.uart, 3, [0x04, 0x05, 4, 0, 0x40, 0, 0x13], &h4) == true)
+        var h1 = QuietPoints(datalink: .hci)
+        #expect(step(.hci, 3, [0x3E, 4, 0x01, 0, 0x40, 0], &h1) == false)  // event: LE Connection Complete (short, handle read)
+        #expect(step(.hci, 3, [0x05, 4, 0, 0x40, 0, 0x13], &h1) == true)
+        #expect(step(.hci, 0, [0x41, 0x20, 1, 0, 0], &h1) == false)  // ACL
+    }
+
+    @Test func tooManyOpenConnectionsStopsTracking() {
+        var points = QuietPoints(datalink: .monitor)
+        for h in 0...UInt16(QuietPoints.maximumOpen) {
+            _ = Self.acl(h).withUnsafeBytes { points.step($0) }
+        }
+        for h in 0...UInt16(QuietPoints.maximumOpen) {
+            _ = Self.disconnected(h).withUnsafeBytes { points.step($0) }
+        }
+        #expect(!points.isQuiet)  // never again: what was open is no longer known
+    }
+}
