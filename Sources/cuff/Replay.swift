@@ -165,7 +165,7 @@ struct Replay: ParsableCommand {
         let threads = jobs ?? Replay.defaultJobs
         if let headerFault {
             fault = headerFault
-        } else if let direct, threads > 1, !realtime, reader.format == .btsnoop,
+        } else if let direct, threads > 1, !realtime, reader.format == .btsnoop, Replay.isRegularFile(file),
                   let datalink = reader.datalink.flatMap(BTSnoopDatalink.init(rawValue:)) {
             // A btsnoop file with NDJSON to stdout: cut at quiet points and replayed on several threads.
             let parallel = ParallelReplay(path: file, datalink: datalink, configuration: config, adapter: adapter,
@@ -237,6 +237,12 @@ struct Replay: ParsableCommand {
         if fault != nil || warnings > 0 { throw ExitCode(1) }
         if !unmapped.isEmpty { throw ExitCode(7) }
         if measurements == 0 { throw ExitCode(2) }
+    }
+
+    /// True for a regular file (one that can be read again from an offset; not a pipe or a device).
+    static func isRegularFile(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
     }
 
     static func describe(_ e: CaptureError) -> String {

@@ -184,6 +184,22 @@ struct ReplayCommandTests {
         }
     }
 
+    /// A capture read from a pipe (it cannot be read again from an offset) is replayed in one pass.
+    @Test func aCaptureFromAPipe() throws {
+        let joined = try Self.joinedCaptures()
+        let file = Self.tempFile("piped.btsnoop")
+        let out = Self.tempFile("piped.out"), err = Self.tempFile("piped.err")
+        defer { for f in [file, out, err] { try? FileManager.default.removeItem(at: f) } }
+        try Data(joined).write(to: file)
+        let p = try Spawned(["-c", "cat '\(file.path)' | '\(CLI.binary.path)' replay /dev/stdin --quiet --segment-bytes 1"],
+                            executable: "/bin/sh", stdout: out.path, stderr: err.path)
+        let status = p.wait(timeout: 120)
+        let direct = try CLI.run(["replay", file.path, "--quiet", "--jobs", "1"])
+        #expect(status == direct.status)
+        #expect(try String(contentsOf: out, encoding: .utf8) == direct.stdout)
+        #expect(direct.stdoutLines.count > 1000)
+    }
+
     @Test func aSinkThatFailsStopsTheReplayWithStatus10() throws {
         // stdout on /dev/full: the writer thread's first write fails (ENOSPC); the replay must stop,
         // say why, and exit 10 — not hang with the reading thread waiting on a full pipe.
