@@ -46,42 +46,49 @@ public struct QuietPoints: Sendable {
     public mutating func step(_ bytes: UnsafeRawBufferPointer) -> Step {
         let header = BTSnoop.recordHeaderLength
         guard bytes.count >= header else { return .need(count: header) }
-        func be32(_ at: Int) -> UInt32 { UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
-        let included = Int(be32(4))
+        let included = Int(UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
         guard included <= HCIRecord.maximumPayloadLength else { return .stop }
         let total = header + included
         guard bytes.count >= total else { return .need(count: total) }
-        let flags = be32(8)
-        var body = UnsafeRawBufferPointer(rebasing: bytes[header..<total])
-        let kind: HCIPacketKind
+        let flags = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+        // The packet's kind, as the readers tell it (BTSnoop.fill), and where its bytes start.
+        var at = header
+        let isACL: Bool
+        let isEvent: Bool
         var adapter: UInt32 = 0
         switch datalink {
         case .hci:
-            kind = flags & 2 == 0 ? .aclData : (flags & 1 == 0 ? .command : .event)
+            isACL = flags & 2 == 0
+            isEvent = !isACL && flags & 1 != 0
         case .uart:
-            guard let type = body.first else { return .record(length: total, quiet: isQuiet) }
-            kind = .fromH4(type: type)
-            body = UnsafeRawBufferPointer(rebasing: body[1...])
+            guard included > 0 else { return .record(length: total, quiet: isQuiet) }  // no type byte
+            isACL = bytes[at] == HCIPacketKind.H4Type.acl
+            isEvent = bytes[at] == HCIPacketKind.H4Type.event
+            at += 1
         case .monitor:
-            kind = HCIPacketKind.fromMonitor(opcode: UInt16(truncatingIfNeeded: flags)).0
+            let opcode = UInt16(truncatingIfNeeded: flags)
+            isACL = opcode == HCIPacketKind.MonitorOpcode.aclTX || opcode == HCIPacketKind.MonitorOpcode.aclRX
+            isEvent = opcode == HCIPacketKind.MonitorOpcode.event
             adapter = flags >> 16
         }
-        switch kind {
-        case .aclData where body.count >= 2:
-            note(adapter, body, at: 0, opening: true)
-        case .event where body.count >= 2 && body.count - 2 >= Int(body[1]):
+        let count = total - at
+        if isACL {
+            if count >= 2 { note(adapter, bytes, at: at, opening: true) }
+        } else if isEvent, count >= 2, count - 2 >= Int(bytes[at + 1]) {
             // Parameters as the event's own length gives them (the extractor reads no further).
-            let params = UnsafeRawBufferPointer(rebasing: body[2..<(2 + Int(body[1]))])
-            switch body[0] {
-            case 0x05 where params.count >= 4 && params[0] == 0:  // Disconnection Complete, status 0
-                note(adapter, params, at: 1, opening: false)
-            case 0x3E where params.count >= 4 && [0x01, 0x0A, 0x29].contains(params[0]):  // LE (Enhanced) Connection Complete
-                note(adapter, params, at: 2, opening: true)
+            let length = Int(bytes[at + 1])
+            let params = at + 2
+            switch bytes[at] {
+            case 0x05 where length >= 4 && bytes[params] == 0:  // Disconnection Complete, status 0
+                note(adapter, bytes, at: params + 1, opening: false)
+            case 0x3E where length >= 4:
+                switch bytes[params] {
+                case 0x01, 0x0A, 0x29: note(adapter, bytes, at: params + 2, opening: true)  // LE (Enhanced) Connection Complete
+                default: break
+                }
             default:
                 break
             }
-        default:
-            break
         }
         return .record(length: total, quiet: isQuiet)
     }

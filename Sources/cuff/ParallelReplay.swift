@@ -199,11 +199,11 @@ final class ParallelReplay: @unchecked Sendable {
         return true
     }
 
-    private func dispatch(_ bytes: ArraySlice<UInt8>, at offset: Int64, last: Bool, fault: CaptureError? = nil) {
+    private func dispatch(_ bytes: Slice<UnsafeRawBufferPointer>, at offset: Int64, last: Bool, fault: CaptureError? = nil) {
         while dispatched - written >= maximumInFlight { _ = writeNext(wait: true) }
         pthread_mutex_lock(&mutex)
         var copy = spareBytes.popLast() ?? []
-        copy.append(contentsOf: bytes)
+        copy.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes).assumingMemoryBound(to: UInt8.self))
         queue.append(Segment(index: dispatched, bytes: copy, offset: offset, last: last, fault: fault))
         pthread_cond_broadcast(&changed)
         pthread_mutex_unlock(&mutex)
@@ -239,42 +239,45 @@ final class ParallelReplay: @unchecked Sendable {
             }
             var handed = 0  // bytes of `pending` handed out in this round
             var cutAt: Int?  // past a header no reader gets past: the capture stops there
-            scan: while true {
-                let step = pending.withUnsafeBytes { points.step(UnsafeRawBufferPointer(rebasing: $0[scanned...])) }
-                switch step {
-                case let .record(length, isQuiet):
-                    scanned += length
-                    guard isQuiet else { continue }
-                    quiet = scanned
-                    if scanned - handed >= segmentBytes {
-                        dispatch(pending[handed..<scanned], at: start + Int64(handed), last: false)
-                        handed = scanned
+            let done = pending.withUnsafeBytes { raw -> Bool in
+                scan: while true {
+                    switch points.step(UnsafeRawBufferPointer(rebasing: raw[scanned...])) {
+                    case let .record(length, isQuiet):
+                        scanned += length
+                        guard isQuiet else { continue }
+                        quiet = scanned
+                        if scanned - handed >= segmentBytes {
+                            dispatch(raw[handed..<scanned], at: start + Int64(handed), last: false)
+                            handed = scanned
+                        }
+                    case .need:
+                        break scan
+                    case .stop:
+                        cutAt = min(raw.count, scanned + BTSnoop.recordHeaderLength)
+                        break scan
                     }
-                case .need:
-                    break scan
-                case .stop:
-                    cutAt = min(pending.count, scanned + BTSnoop.recordHeaderLength)
-                    break scan
                 }
-            }
-            if let readError {
-                // The records read whole, then the error, as a one-thread reader gives them.
-                dispatch(pending[handed..<scanned], at: start + Int64(handed), last: true, fault: readError)
-                break
-            }
-            if end || cutAt != nil {
-                dispatch(pending[handed..<(cutAt ?? pending.count)], at: start + Int64(handed), last: true)
-                break
-            }
-            if pending.count - handed > maximumPendingBytes {
-                // Connections that stay open: from here on, one thread.
-                if let q = quiet, q > handed {
-                    dispatch(pending[handed..<q], at: start + Int64(handed), last: false)
-                    handed = q
+                if let readError {
+                    // The records read whole, then the error, as a one-thread reader gives them.
+                    dispatch(raw[handed..<scanned], at: start + Int64(handed), last: true, fault: readError)
+                    return true
                 }
-                outcome.resumeAt = start + Int64(handed)
-                break
+                if end || cutAt != nil {
+                    dispatch(raw[handed..<(cutAt ?? raw.count)], at: start + Int64(handed), last: true)
+                    return true
+                }
+                if raw.count - handed > maximumPendingBytes {
+                    // Connections that stay open: from here on, one thread.
+                    if let q = quiet, q > handed {
+                        dispatch(raw[handed..<q], at: start + Int64(handed), last: false)
+                        handed = q
+                    }
+                    outcome.resumeAt = start + Int64(handed)
+                    return true
+                }
+                return false
             }
+            if done { break }
             pending.removeSubrange(..<handed)
             start += Int64(handed)
             scanned -= handed
