@@ -27,6 +27,12 @@ public struct ArrayByteSource: ByteSource {
     public mutating func read(into buffer: inout [UInt8], maxCount: Int) throws(CaptureError) -> Int {
         let n = min(maxCount, bytes.count - position)
         guard n > 0 else { return 0 }
+        if buffer.isEmpty && position == 0 && n == bytes.count {
+            // All of it into an empty buffer: share the storage instead of copying.
+            buffer = bytes
+            position = n
+            return n
+        }
         buffer.append(contentsOf: bytes[position..<(position + n)])
         position += n
         return n

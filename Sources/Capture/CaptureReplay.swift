@@ -348,24 +348,24 @@ extension CaptureReplay {
     /// gave outputs, `deliver` gets them (it may empty the array) and returns false to stop.
     /// (``finish(_:into:)`` is the caller's: a stretch of a longer capture is not its end.)
     public mutating func replay(_ reader: inout CaptureReader<FileByteSource>, into out: inout [Output],
-                                before: (HCIRecord) -> Void = { _ in }, deliver: (inout [Output]) -> Bool) -> Ending {
+                                before: ((HCIRecord) -> Void)? = nil, deliver: (inout [Output]) -> Bool) -> Ending {
         replayRecords(&reader, into: &out, before: before, deliver: deliver)
     }
 
     /// ``replay(_:into:before:deliver:)`` for records in memory (a stretch of a file).
     public mutating func replay(_ reader: inout CaptureReader<ArrayByteSource>, into out: inout [Output],
-                                before: (HCIRecord) -> Void = { _ in }, deliver: (inout [Output]) -> Bool) -> Ending {
+                                before: ((HCIRecord) -> Void)? = nil, deliver: (inout [Output]) -> Bool) -> Ending {
         replayRecords(&reader, into: &out, before: before, deliver: deliver)
     }
 
     // Generic here, specialised for the two sources above inside this module.
     mutating func replayRecords<S: ByteSource>(_ reader: inout CaptureReader<S>, into out: inout [Output],
-                                               before: (HCIRecord) -> Void, deliver: (inout [Output]) -> Bool) -> Ending {
+                                               before: ((HCIRecord) -> Void)?, deliver: (inout [Output]) -> Bool) -> Ending {
         var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
         while true {
             do {
                 guard try reader.next(into: &record) else { return .end }
-                before(record)
+                before?(record)
                 consume(record, into: &out)
             } catch {
                 guard error.isRecoverable else { return .fault(error) }

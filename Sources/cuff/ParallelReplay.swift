@@ -143,7 +143,9 @@ final class ParallelReplay: @unchecked Sendable {
         }
         var fault: CaptureError?
         do {
-            var reader = CaptureReader(btsnoopRecords: ArrayByteSource(segment.bytes), datalink: datalink, offset: segment.offset)
+            // One chunk: the reader takes the stretch's bytes whole, without copying them.
+            var reader = CaptureReader(btsnoopRecords: ArrayByteSource(segment.bytes), datalink: datalink, offset: segment.offset,
+                                       chunkSize: max(segment.bytes.count, 64 * 1024))
             if case let .fault(e) = replay.replay(&reader, into: &out, deliver: take) { fault = e }
         }  // (the reader's copy of the bytes goes here, so they come back unshared)
         if fault == nil { fault = segment.fault }
@@ -203,7 +205,9 @@ final class ParallelReplay: @unchecked Sendable {
         while dispatched - written >= maximumInFlight { _ = writeNext(wait: true) }
         pthread_mutex_lock(&mutex)
         var copy = spareBytes.popLast() ?? []
+        pthread_mutex_unlock(&mutex)
         copy.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes).assumingMemoryBound(to: UInt8.self))
+        pthread_mutex_lock(&mutex)
         queue.append(Segment(index: dispatched, bytes: copy, offset: offset, last: last, fault: fault))
         pthread_cond_broadcast(&changed)
         pthread_mutex_unlock(&mutex)

@@ -147,7 +147,7 @@ struct Replay: ParsableCommand {
                 out.removeAll(keepingCapacity: true)
                 return ok
             }
-            let ending = replay.replay(&reader, into: &out, before: { pacer?.wait(until: $0.timestamp) },
+            let ending = replay.replay(&reader, into: &out, before: pacer.map { p in { p.wait(until: $0.timestamp) } },
                                        deliver: { deliver(&$0, force: false) })
             if case let .fault(e) = ending { fault = e }
             if !(pipe?.failed ?? drain.sinkFailed) {
