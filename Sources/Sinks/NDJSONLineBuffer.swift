@@ -61,7 +61,31 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     // MARK: - Records
 
     /// `{"type":"progress","phase":…,"cuff_pressure":…,"unit":…,"elapsed":…,"received_at":…}`, as ProgressRecord.json.
+    ///
+    /// The common line (a whole-number pressure, an elapsed time of fewer than 10⁹ s) is written
+    /// through one local pointer; any other goes the general way.
     func progress(_ p: ProgressRecord) {
+        guard case let .finite(m, 0) = p.cuffPressure.value, let ms = Self.wholeMilliseconds(p.elapsed) else {
+            return progressGeneral(p)
+        }
+        ensure(160)
+        var q = base + count
+        Self.put(p.phase == .inflating ? #"{"type":"progress","phase":"inflating","cuff_pressure":"#
+                                       : #"{"type":"progress","phase":"deflating","cuff_pressure":"#, &q)
+        // A whole number (mantissa, exponent 0): what number(Double(m)) prints, `m.0`.
+        if m < 0 { Self.put(0x2D, &q) }
+        Self.digits(UInt64(abs(Int(m))), &q)
+        Self.put(".0", &q)
+        Self.put(p.unit == .mmHg ? #","unit":"mmHg","elapsed":"# : #","unit":"kPa","elapsed":"#, &q)
+        Self.milliseconds(ms, &q)
+        Self.put(#","received_at":""#, &q)
+        iso8601(p.at.wallMicros, &q)
+        Self.put("\"}", &q)
+        count = q - base
+    }
+
+    /// ``progress(_:)`` for any pressure and elapsed time.
+    func progressGeneral(_ p: ProgressRecord) {
         // Everything but a special cuff pressure's text fits in 160 bytes.
         ensure(160)
         // The constant pieces as few copies as possible (one per phase, one per unit).
@@ -275,70 +299,101 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     /// k/1000 is k/1000 in decimal with trailing zeros dropped (distinct 3-decimal numbers that
     /// small are distinct doubles), so no Double → text conversion is needed.
     func milliseconds(_ x: Double) {
+        guard let k = Self.wholeMilliseconds(x) else { number((x * 1000).rounded() / 1000); return }
+        ensure(32)
+        var q = base + count
+        Self.milliseconds(k, &q)
+        count = q - base
+    }
+
+    /// `x` in whole milliseconds, when the short form applies: finite, under 10⁹ s, not −0.
+    @inline(__always) static func wholeMilliseconds(_ x: Double) -> Int64? {
         let r = (x * 1000).rounded()
-        guard r.isFinite, abs(r) < 1e12, r != 0 || r.sign == .plus else { number(r / 1000); return }
-        var k = Int64(r)
-        if k < 0 { put(0x2D); k = -k }
-        digits(UInt64(k / 1000))
-        put(0x2E)
-        // Three decimals with trailing zeros dropped (at least one digit).
+        guard r.isFinite, abs(r) < 1e12, r != 0 || r.sign == .plus else { return nil }
+        return Int64(r)
+    }
+
+    /// `k` milliseconds as seconds: digits, a point, three decimals with trailing zeros dropped
+    /// (at least one digit).
+    @inline(__always) static func milliseconds(_ k: Int64, _ q: inout UnsafeMutablePointer<UInt8>) {
+        var k = k
+        if k < 0 { put(0x2D, &q); k = -k }
+        digits(UInt64(k / 1000), &q)
         let frac = Int(k % 1000)
         let d1 = frac / 100, d2 = frac / 10 % 10, d3 = frac % 10
-        put(UInt8(0x30 + d1))
-        if d2 != 0 || d3 != 0 { put(UInt8(0x30 + d2)) }
-        if d3 != 0 { put(UInt8(0x30 + d3)) }
+        q[0] = 0x2E
+        q[1] = UInt8(0x30 + d1)
+        q += 2
+        if d2 != 0 || d3 != 0 { put(UInt8(0x30 + d2), &q) }
+        if d3 != 0 { put(UInt8(0x30 + d3), &q) }
     }
 
     /// Decimal digits of `v` (at most 20 bytes).
     @inline(__always) func digits(_ v: UInt64) {
-        if v < 10 { put(UInt8(0x30 + v)); return }
-        if v < 100 { put(UInt8(0x30 + v / 10)); put(UInt8(0x30 + v % 10)); return }
-        if v < 1000 { put(UInt8(0x30 + v / 100)); put(UInt8(0x30 + v / 10 % 10)); put(UInt8(0x30 + v % 10)); return }
-        longDigits(v)
+        var q = base + count
+        Self.digits(v, &q)
+        count = q - base
     }
 
-    func longDigits(_ v: UInt64) {
+    @inline(__always) static func digits(_ v: UInt64, _ q: inout UnsafeMutablePointer<UInt8>) {
+        if v < 10 { put(UInt8(0x30 + v), &q); return }
+        if v < 100 { q[0] = UInt8(0x30 + v / 10); q[1] = UInt8(0x30 + v % 10); q += 2; return }
+        if v < 1000 { q[0] = UInt8(0x30 + v / 100); q[1] = UInt8(0x30 + v / 10 % 10); q[2] = UInt8(0x30 + v % 10); q += 3; return }
+        longDigits(v, &q)
+    }
+
+    static func longDigits(_ v: UInt64, _ q: inout UnsafeMutablePointer<UInt8>) {
         var n = v
         var len = 1
         var t = n / 10
         while t > 0 { len += 1; t /= 10 }
-        var i = count + len
-        count = i
-        repeat { i -= 1; base[i] = UInt8(0x30 + n % 10); n /= 10 } while n > 0
+        q += len
+        var i = q
+        repeat { i -= 1; i.pointee = UInt8(0x30 + n % 10); n /= 10 } while n > 0
     }
 
-    /// EventTime.iso8601: `2026-11-22T07:31:54.123Z`; the text up to the seconds is computed
-    /// once per second (a cuff notifies several times a second), the date once per day.
+    /// EventTime.iso8601: `2026-11-22T07:31:54.123Z`.
     func iso8601(_ wallMicros: Int64) {
+        ensure(48)
+        var q = base + count
+        iso8601(wallMicros, &q)
+        count = q - base
+    }
+
+    /// ``iso8601(_:)`` at `q` (at most 14 + 9 + 4 bytes); the text up to the seconds is computed
+    /// once per second (a cuff notifies several times a second), the date once per day.
+    @inline(__always) func iso8601(_ wallMicros: Int64, _ q: inout UnsafeMutablePointer<UInt8>) {
         let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
-        if secs != second {
-            second = secs
-            let d = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400
-            if d != day {
-                day = d
-                // "YYYY-MM-DDT00:00:00.000Z" from the shared formatter, once per day: keep "YYYY-MM-DDT".
-                var full = EventTime.iso8601(wallMicros: d * 86_400_000_000)
-                full.withUTF8 { u in
-                    dayLength = u.count - 13
-                    prefix.update(from: u.baseAddress!, count: dayLength)
-                }
-            }
-            let tod = Int(secs - d * 86400)
-            let p = prefix + dayLength
-            let h = tod / 3600, m = tod / 60 % 60, s = tod % 60
-            p[0] = UInt8(0x30 + h / 10); p[1] = UInt8(0x30 + h % 10); p[2] = 0x3A
-            p[3] = UInt8(0x30 + m / 10); p[4] = UInt8(0x30 + m % 10); p[5] = 0x3A
-            p[6] = UInt8(0x30 + s / 10); p[7] = UInt8(0x30 + s % 10); p[8] = 0x2E
-        }
+        if secs != second { newSecond(secs) }
         let n = dayLength + 9
-        ensure(n + 4)
-        (base + count).update(from: prefix, count: n)
-        count += n
+        q.update(from: prefix, count: n)
         let ms = Int((wallMicros - secs * 1_000_000) / 1000)
-        put(UInt8(0x30 + ms / 100))
-        put(UInt8(0x30 + ms / 10 % 10))
-        put(UInt8(0x30 + ms % 10))
-        put(0x5A)
+        q[n] = UInt8(0x30 + ms / 100)
+        q[n + 1] = UInt8(0x30 + ms / 10 % 10)
+        q[n + 2] = UInt8(0x30 + ms % 10)
+        q[n + 3] = 0x5A
+        q += n + 4
+    }
+
+    /// Rewrites the cached `YYYY-MM-DDTHH:MM:SS.` for another second (and the date for another day).
+    func newSecond(_ secs: Int64) {
+        second = secs
+        let d = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400
+        if d != day {
+            day = d
+            // "YYYY-MM-DDT00:00:00.000Z" from the shared formatter, once per day: keep "YYYY-MM-DDT".
+            var full = EventTime.iso8601(wallMicros: d * 86_400_000_000)
+            full.withUTF8 { u in
+                dayLength = u.count - 13
+                prefix.update(from: u.baseAddress!, count: dayLength)
+            }
+        }
+        let tod = Int(secs - d * 86400)
+        let p = prefix + dayLength
+        let h = tod / 3600, m = tod / 60 % 60, s = tod % 60
+        p[0] = UInt8(0x30 + h / 10); p[1] = UInt8(0x30 + h % 10); p[2] = 0x3A
+        p[3] = UInt8(0x30 + m / 10); p[4] = UInt8(0x30 + m % 10); p[5] = 0x3A
+        p[6] = UInt8(0x30 + s / 10); p[7] = UInt8(0x30 + s % 10); p[8] = 0x2E
     }
 
     // MARK: - Storage
@@ -366,5 +421,16 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     @inline(__always) func put(_ s: StaticString) {
         (base + count).update(from: s.utf8Start, count: s.utf8CodeUnitCount)
         count += s.utf8CodeUnitCount
+    }
+
+    // Through a local pointer (the caller ensured room and stores the count after).
+    @inline(__always) static func put(_ b: UInt8, _ q: inout UnsafeMutablePointer<UInt8>) {
+        q.pointee = b
+        q += 1
+    }
+
+    @inline(__always) static func put(_ s: StaticString, _ q: inout UnsafeMutablePointer<UInt8>) {
+        q.update(from: s.utf8Start, count: s.utf8CodeUnitCount)
+        q += s.utf8CodeUnitCount
     }
 }
