@@ -62,20 +62,17 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
 
     /// `{"type":"progress","phase":…,"cuff_pressure":…,"unit":…,"elapsed":…,"received_at":…}`, as ProgressRecord.json.
     ///
-    /// The common line (a whole-number pressure, an elapsed time of fewer than 10⁹ s) is written
-    /// through one local pointer; any other goes the general way.
+    /// The common line (a pressure with at most three decimals, an elapsed time of fewer than 10⁹ s)
+    /// is written through one local pointer; any other goes the general way.
     func progress(_ p: ProgressRecord) {
-        guard case let .finite(m, 0) = p.cuffPressure.value, let ms = Self.wholeMilliseconds(p.elapsed) else {
+        guard case let .finite(m, e) = p.cuffPressure.value, e <= 0, e >= -3, let ms = Self.wholeMilliseconds(p.elapsed) else {
             return progressGeneral(p)
         }
         ensure(160)
         var q = base + count
         Self.put(p.phase == .inflating ? #"{"type":"progress","phase":"inflating","cuff_pressure":"#
                                        : #"{"type":"progress","phase":"deflating","cuff_pressure":"#, &q)
-        // A whole number (mantissa, exponent 0): what number(Double(m)) prints, `m.0`.
-        if m < 0 { Self.put(0x2D, &q) }
-        Self.digits(UInt64(abs(Int(m))), &q)
-        Self.put(".0", &q)
+        Self.decimal(Int(m), decimals: Int(-e), &q)
         Self.put(p.unit == .mmHg ? #","unit":"mmHg","elapsed":"# : #","unit":"kPa","elapsed":"#, &q)
         Self.milliseconds(ms, &q)
         Self.put(#","received_at":""#, &q)
@@ -304,6 +301,28 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         var q = base + count
         Self.milliseconds(k, &q)
         count = q - base
+    }
+
+    /// `m`·10⁻ᵈ (d ≤ 3, |m| < 2¹¹, an SFLOAT's mantissa) as number() prints the Double SFloat
+    /// makes of it (m / 10ᵈ, correctly rounded): its shortest round-trip form is the decimal
+    /// itself, `m.0` for d = 0, else trailing zeros dropped with at least one decimal.
+    @inline(__always) static func decimal(_ m: Int, decimals d: Int, _ q: inout UnsafeMutablePointer<UInt8>) {
+        if m < 0 { put(0x2D, &q) }
+        let v = abs(m)
+        guard d > 0 else {
+            digits(UInt64(v), &q)
+            put(".0", &q)
+            return
+        }
+        let scale = d == 1 ? 10 : d == 2 ? 100 : 1000
+        digits(UInt64(v / scale), &q)
+        put(0x2E, &q)
+        var frac = v % scale
+        var n = d
+        while n > 1 && frac % 10 == 0 { frac /= 10; n -= 1 }  // trailing zeros, keeping one digit
+        var i = n
+        while i > 0 { i -= 1; q[i] = UInt8(0x30 + frac % 10); frac /= 10 }
+        q += n
     }
 
     /// `x` in whole milliseconds, when the short form applies: finite, under 10⁹ s, not −0.

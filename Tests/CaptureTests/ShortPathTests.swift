@@ -133,6 +133,14 @@ struct ShortPathTests {
             let t = EventTime(monotonic: .seconds(2), wallMicros: micros)
             outputs.append(.progress(ProgressRecord(phase: .inflating, cuffPressure: SFloat(42), unit: .mmHg, elapsed: 0.5, at: t)))
         }
+        // Every SFLOAT mantissa with exponents −4…2 (the short path takes −3…0), both units.
+        for e in -4...2 {
+            for m in -2048...2047 {
+                let raw = UInt16(UInt16(bitPattern: Int16(e)) << 12) | UInt16(UInt16(bitPattern: Int16(m)) & 0x0FFF)
+                outputs.append(.progress(ProgressRecord(phase: .deflating, cuffPressure: SFloat(rawValue: raw), unit: m & 1 == 0 ? .kPa : .mmHg,
+                                                        elapsed: Double(m) / 7, at: at)))
+            }
+        }
         var device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF")
         device.name = "ctl\u{1}\t\"q\"\\ é 漢 " + String(repeating: "x", count: 5000)
         outputs.append(.session(SessionRecord(event: .start, device: device, at: at)))
