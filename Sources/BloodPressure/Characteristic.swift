@@ -135,6 +135,7 @@ extension BloodPressureMeasurement {
     /// The keys of `cuff decode` for 0x2A35 / 0x2A36.
     public func json(as characteristic: BPSCharacteristic, warnings: [DecodeWarning], raw: JSON) -> JSON {
         var pairs: [(String, JSON)] = []
+        pairs.reserveCapacity(16)  // the most keys an object here has: no regrowth
         let isICP = characteristic == .intermediateCuffPressure
         pairs.append(("type", .string(isICP ? "cuff_pressure" : "measurement")))
         pairs.append(("characteristic", .string(characteristic.uuidString)))
@@ -164,6 +165,7 @@ extension EnhancedBloodPressureMeasurement {
     /// The keys of `cuff decode` for 0x2B34 / 0x2B35, plus `user_facing_time` and `epoch`.
     public func json(warnings: [DecodeWarning], raw: JSON) -> JSON {
         var pairs: [(String, JSON)] = []
+        pairs.reserveCapacity(16)  // the most keys an object here has: no regrowth
         pairs.append(("type", .string(isCuffPressure ? "cuff_pressure" : "measurement")))
         pairs.append(("characteristic", .string(isCuffPressure ? "2B35" : "2B34")))
         pairs.append(("unit", .string(unit.rawValue)))

@@ -154,17 +154,17 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         ensure(1)
         put(0x7B)
         var typed = false
-        for (n, (k, item)) in pairs.enumerated() {
+        for n in pairs.indices {
             if n > 0 { ensure(1); put(0x2C) }
-            string(k)
+            string(pairs[n].0)
             ensure(1)
             put(0x3A)
-            if !typed && k == "type" {
+            if !typed && pairs[n].0 == "type" {
                 typed = true
                 ensure(13)
                 put(#""measurement""#)
             } else {
-                json(item)
+                json(pairs[n].1)
             }
         }
         if !pairs.isEmpty { ensure(1); put(0x2C) }
