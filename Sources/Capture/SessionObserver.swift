@@ -293,9 +293,11 @@ public struct SessionObserver: Sendable {
                 let upper = j + 1 < list.count ? Int(list[j + 1].declarationHandle) - 1 : Int(s.endHandle)
                 let lower = Int(list[j].valueHandle) + 1
                 guard lower <= upper else { continue }
-                for (h, u) in found where Int(h) >= lower && Int(h) <= upper {
-                    list[j].descriptors.append(ATTPDU.HandleUUID(handle: h, uuid: u))
-                    if u == .clientCharacteristicConfiguration, list[j].cccdHandle == nil { list[j].cccdHandle = h }
+                // Only the CCCD matters here (the profile's descriptor lists go unread: what the
+                // mapping keeps of a characteristic is its CCCD).
+                for (h, u) in found where Int(h) >= lower && Int(h) <= upper && u == .clientCharacteristicConfiguration {
+                    list[j].cccdHandle = h
+                    break
                 }
             }
             svc[i].characteristics = list
