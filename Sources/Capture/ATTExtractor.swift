@@ -106,29 +106,34 @@ public struct ATTExtractor: Sendable {
     /// nil, and the record must go through `consume`.
     public mutating func singleFrame(_ record: HCIRecord) -> SingleFrame? {
         guard case .aclData = record.kind else { return nil }
-        return record.payload.withUnsafeBufferPointer { b -> SingleFrame? in
-            guard b.count >= 8 else { return nil }
-            let handleAndFlags = UInt16(b[0]) | UInt16(b[1]) << 8
-            let aclLength = Int(UInt16(b[2]) | UInt16(b[3]) << 8)
-            let l2capLength = Int(UInt16(b[4]) | UInt16(b[5]) << 8)
-            let cid = UInt16(b[6]) | UInt16(b[7]) << 8
-            guard (handleAndFlags >> 12) & 0x3 != 0b01, aclLength == b.count - 4, l2capLength == b.count - 8,
-                  cid == Self.attCID else { return nil }
-            let key = LinkKey(adapter: record.adapterIndex, handle: handleAndFlags & 0x0FFF)
-            let sent = record.direction == .sent
-            let state: HotLink
-            if let hot, hot.key == key {
-                state = hot
-            } else {
-                guard let index = links.index(forKey: key) else { return nil }
-                let link = links.values[index]
-                state = HotLink(key: key, known: link.known, txActive: link.tx.active, rxActive: link.rx.active)
-                hot = state
-            }
-            guard !(sent ? state.txActive : state.rxActive) else { return nil }
-            return SingleFrame(adapter: key.adapter, connectionHandle: key.handle, direction: sent ? .fromLocal : .toLocal,
-                               connectionKnown: state.known, pdu: 8..<b.count)
+        return record.payload.withUnsafeBytes {
+            singleFrame(adapter: record.adapterIndex, direction: record.direction, payload: $0)
         }
+    }
+
+    /// ``singleFrame(_:)`` of an ACL record's parts (a payload lent by a reader).
+    mutating func singleFrame(adapter: UInt16, direction: HCIDirection, payload: UnsafeRawBufferPointer) -> SingleFrame? {
+        guard payload.count >= 8 else { return nil }
+        let handleAndFlags = UInt16(payload[0]) | UInt16(payload[1]) << 8
+        let aclLength = Int(UInt16(payload[2]) | UInt16(payload[3]) << 8)
+        let l2capLength = Int(UInt16(payload[4]) | UInt16(payload[5]) << 8)
+        let cid = UInt16(payload[6]) | UInt16(payload[7]) << 8
+        guard (handleAndFlags >> 12) & 0x3 != 0b01, aclLength == payload.count - 4, l2capLength == payload.count - 8,
+              cid == Self.attCID else { return nil }
+        let key = LinkKey(adapter: adapter, handle: handleAndFlags & 0x0FFF)
+        let sent = direction == .sent
+        let state: HotLink
+        if let hot, hot.key == key {
+            state = hot
+        } else {
+            guard let index = links.index(forKey: key) else { return nil }
+            let link = links.values[index]
+            state = HotLink(key: key, known: link.known, txActive: link.tx.active, rxActive: link.rx.active)
+            hot = state
+        }
+        guard !(sent ? state.txActive : state.rxActive) else { return nil }
+        return SingleFrame(adapter: key.adapter, connectionHandle: key.handle, direction: sent ? .fromLocal : .toLocal,
+                           connectionKnown: state.known, pdu: 8..<payload.count)
     }
 
     /// Feeds one record, appending the events it completes to `events`.

@@ -91,30 +91,14 @@ public enum BTSnoop {
     /// body has its type byte).
     static func fill(_ record: inout HCIRecord, header: RecordHeader, body: UnsafeRawBufferPointer, datalink: BTSnoopDatalink,
                      fileOffset: Int64) {
-        let original = Int(header.originalLength)
-        var payload = body
-        switch datalink {
-        case .hci:
-            let direction: HCIDirection = header.flags & 1 == 0 ? .sent : .received
-            record.direction = direction
-            record.kind = header.flags & 2 == 0 ? .aclData : (direction == .sent ? .command : .event)
-            record.adapterIndex = 0
-            record.originalLength = original
-        case .uart:
-            record.direction = header.flags & 1 == 0 ? .sent : .received
-            record.kind = .fromH4(type: body[0])
-            record.adapterIndex = 0
-            record.originalLength = max(0, original - 1)
-            payload = UnsafeRawBufferPointer(rebasing: body[1...])
-        case .monitor:
-            let (kind, direction) = HCIPacketKind.fromMonitor(opcode: UInt16(truncatingIfNeeded: header.flags))
-            record.direction = direction
-            record.kind = kind
-            record.adapterIndex = UInt16(truncatingIfNeeded: header.flags >> 16)
-            record.originalLength = original
-        }
-        record.timestamp = timestamp(fromBTSnoop: header.timestamp)
+        let view = RecordView(header: header, body: body, datalink: datalink, fileOffset: fileOffset)
+        record.direction = view.direction
+        record.kind = view.kind
+        record.adapterIndex = view.adapterIndex
+        record.originalLength = view.originalLength
+        record.timestamp = view.timestamp
         record.fileOffset = fileOffset
+        let payload = view.payload
         if record.payload.count == payload.count {
             // The same length as the record before (the common case): copy over it, no resize.
             record.payload.withUnsafeMutableBytes { $0.copyMemory(from: payload) }
@@ -157,5 +141,41 @@ public enum BTSnoop {
         w.writeBigEndian(btsnoopTimestamp(record.timestamp))
         if let prefix { w.write(prefix) }
         w.write(contentsOf: record.payload)
+    }
+}
+
+/// An ``HCIRecord`` whose payload is borrowed from a reader's buffer (valid only while it is lent).
+struct RecordView {
+    var timestamp: Timestamp
+    var adapterIndex: UInt16
+    var direction: HCIDirection
+    var kind: HCIPacketKind
+    var originalLength: Int
+    var fileOffset: Int64
+    var payload: UnsafeRawBufferPointer
+
+    /// What one btsnoop record body holds, per datalink (an H4 body must have its type byte).
+    init(header: BTSnoop.RecordHeader, body: UnsafeRawBufferPointer, datalink: BTSnoopDatalink, fileOffset: Int64) {
+        let original = Int(header.originalLength)
+        payload = body
+        switch datalink {
+        case .hci:
+            direction = header.flags & 1 == 0 ? .sent : .received
+            kind = header.flags & 2 == 0 ? .aclData : (direction == .sent ? .command : .event)
+            adapterIndex = 0
+            originalLength = original
+        case .uart:
+            direction = header.flags & 1 == 0 ? .sent : .received
+            kind = .fromH4(type: body[0])
+            adapterIndex = 0
+            originalLength = max(0, original - 1)
+            payload = UnsafeRawBufferPointer(rebasing: body[1...])
+        case .monitor:
+            (kind, direction) = HCIPacketKind.fromMonitor(opcode: UInt16(truncatingIfNeeded: header.flags))
+            adapterIndex = UInt16(truncatingIfNeeded: header.flags >> 16)
+            originalLength = original
+        }
+        timestamp = BTSnoop.timestamp(fromBTSnoop: header.timestamp)
+        self.fileOffset = fileOffset
     }
 }

@@ -191,16 +191,41 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
     }
 
     private mutating func nextBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord) throws(CaptureError) -> Bool {
+        try nextBTSnoop(datalink, into: &record, lending: { _ in false }) != .end
+    }
+
+    /// How ``next(into:lending:)`` gave a record.
+    enum Lent: Equatable { case end, record, taken }
+
+    /// ``next(into:)``, that first lends a btsnoop record whole in the read buffer to `take` (no
+    /// copy of its payload): when `take` returns true the record was dealt with and `record` is
+    /// left as it was (`.taken`); otherwise, or for a record that is not in the buffer whole or
+    /// not btsnoop, `record` is filled as `next(into:)` fills it (`.record`).
+    mutating func next(into record: inout HCIRecord, lending take: (RecordView) -> Bool) throws(CaptureError) -> Lent {
+        if case .btsnoop(let datalink) = state {
+            do {
+                return try nextBTSnoop(datalink, into: &record, lending: take)
+            } catch {
+                if !error.isRecoverable { state = .finished }
+                throw error
+            }
+        }
+        return try next(into: &record) ? .record : .end
+    }
+
+    private mutating func nextBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord,
+                                      lending take: (RecordView) -> Bool) throws(CaptureError) -> Lent {
         let recordOffset = input.offset
         // Short path: a well-formed record read straight from the buffer, refilled first when the
         // record runs past it. Anything else (a cut, an oversize length, an empty H4 record) takes
         // the checked path below, which names the problem.
-        var short = bufferedBTSnoop(datalink, into: &record, at: recordOffset)
-        if case let .need(n) = short, try input.fill(n) >= n { short = bufferedBTSnoop(datalink, into: &record, at: recordOffset) }
-        if case .done = short { return true }
+        var short = bufferedBTSnoop(datalink, into: &record, at: recordOffset, lending: take)
+        if case let .need(n) = short, try input.fill(n) >= n { short = bufferedBTSnoop(datalink, into: &record, at: recordOffset, lending: take) }
+        if case .done = short { return .record }
+        if case .taken = short { return .taken }
         guard let headerBytes = try input.take(BTSnoop.recordHeaderLength) else {
             let have = try input.fill(BTSnoop.recordHeaderLength)
-            if have == 0 { state = .finished; return false }
+            if have == 0 { state = .finished; return .end }
             throw CaptureError(.truncatedHeader, "expected a 24-byte btsnoop record header, the file ends after \(have) bytes", offset: recordOffset)
         }
         let header = BTSnoop.parseRecordHeader(headerBytes)
@@ -213,11 +238,12 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             throw CaptureError(.truncatedRecord, "expected \(length) record bytes after the header, the file ends after \(have)", offset: recordOffset)
         }
         try BTSnoop.decode(header, body: body, datalink: datalink, fileOffset: recordOffset, into: &record)
-        return true
+        return .record
     }
 
     /// Reads one btsnoop record from the bytes already buffered, when they hold all of it.
-    private mutating func bufferedBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord, at recordOffset: Int64) -> BTSnoopShortPath {
+    private mutating func bufferedBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord, at recordOffset: Int64,
+                                          lending take: (RecordView) -> Bool) -> BTSnoopShortPath {
         input.withBuffered { raw -> (consumed: Int, result: BTSnoopShortPath) in
             guard raw.count >= BTSnoop.recordHeaderLength else { return (0, .need(BTSnoop.recordHeaderLength)) }
             func be32(_ at: Int) -> UInt32 { UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
@@ -227,8 +253,11 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             guard raw.count >= total else { return (0, .need(total)) }
             let header = BTSnoop.RecordHeader(originalLength: be32(0), includedLength: UInt32(included), flags: be32(8), drops: be32(12),
                                               timestamp: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
-            BTSnoop.fill(&record, header: header, body: UnsafeRawBufferPointer(rebasing: raw[BTSnoop.recordHeaderLength..<total]),
-                         datalink: datalink, fileOffset: recordOffset)
+            let body = UnsafeRawBufferPointer(rebasing: raw[BTSnoop.recordHeaderLength..<total])
+            if take(RecordView(header: header, body: body, datalink: datalink, fileOffset: recordOffset)) {
+                return (total, .taken)
+            }
+            BTSnoop.fill(&record, header: header, body: body, datalink: datalink, fileOffset: recordOffset)
             return (total, .done)
         }
     }
@@ -370,7 +399,7 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
 }
 
 /// What the btsnoop short path found: a record read, more bytes needed, or a case for the checked path.
-enum BTSnoopShortPath { case done, need(Int), checked }
+enum BTSnoopShortPath { case done, taken, need(Int), checked }
 
 extension CaptureReader where Source == FileByteSource {
     /// Opens the capture at `path`.

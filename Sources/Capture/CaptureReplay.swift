@@ -139,6 +139,22 @@ public struct CaptureReplay: Sendable {
         }
     }
 
+    /// ``consume(_:into:)``'s short path for a record lent by a reader: an ACL fragment holding a
+    /// whole ATT frame on a tracked link is replayed from the lent bytes (true); for anything else
+    /// nothing changes and the caller consumes the record (false).
+    mutating func take(_ record: RecordView, _ out: inout [Output]) -> Bool {
+        if let adapter, record.adapterIndex != adapter { return true }  // consume() skips it whole
+        guard case .aclData = record.kind,
+              let f = extractor.singleFrame(adapter: record.adapterIndex, direction: record.direction, payload: record.payload) else {
+            return false
+        }
+        lastTimestamp = record.timestamp
+        if let e = earliest, e < record.timestamp { fireDeadlines(before: record.timestamp, &out) }
+        att(adapter: f.adapter, handle: f.connectionHandle, direction: f.direction,
+            pdu: UnsafeRawBufferPointer(rebasing: record.payload[f.pdu]), timestamp: record.timestamp, accessAddress: nil, &out)
+        return true
+    }
+
     /// Ends every session still open (the capture ends, or breaks off): deadlines up to the last
     /// timestamp fire, then the session sees the link go with `why`.
     public mutating func finish(_ why: String = "the capture ends", into out: inout [Output]) {
@@ -364,9 +380,18 @@ extension CaptureReplay {
         var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
         while true {
             do {
-                guard try reader.next(into: &record) else { return .end }
-                before?(record)
-                consume(record, into: &out)
+                if let before {
+                    guard try reader.next(into: &record) else { return .end }
+                    before(record)
+                    consume(record, into: &out)
+                } else {
+                    // A whole ATT frame in the reader's buffer is taken from there, without a copy.
+                    switch try reader.next(into: &record, lending: { take($0, &out) }) {
+                    case .end: return .end
+                    case .record: consume(record, into: &out)
+                    case .taken: break
+                    }
+                }
             } catch {
                 guard error.isRecoverable else { return .fault(error) }
                 out.append(.warning(error))

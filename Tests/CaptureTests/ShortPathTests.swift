@@ -110,6 +110,40 @@ struct ShortPathTests {
         #expect(taken > 3000)  // most of the traffic takes it (one ICP notification per record)
     }
 
+    /// `CaptureReplay.replay(_:…)` takes whole ATT frames from the reader's buffer without copying
+    /// them into a record: the outputs equal those of consuming every record, for every capture,
+    /// with small read chunks (records cut by the buffer's end take the copying path), one
+    /// controller only, and a capture cut short.
+    @Test func lentRecordsReplayAsCopiedOnes() throws {
+        var lent = 0
+        for path in Self.files {
+            let bytes = try Self.bytes(path)
+            for (data, adapter) in [(bytes, nil), (bytes, 1), (Array(bytes.prefix(bytes.count * 3 / 5)), nil)] as [([UInt8], UInt16?)] {
+                let (records, error) = Self.readInPlace(data, chunkSize: 4096)
+                var one = CaptureReplay(adapter: adapter)
+                var expected: [CaptureReplay.Output] = []
+                for r in records { one.consume(r, into: &expected) }
+                if let error { expected.append(.warning(error)) }  // (stands for the fault below)
+                for chunk in [4096, 173, 1 << 20] {
+                    var reader = CaptureReader(source: ArrayByteSource(data), chunkSize: chunk)
+                    var replay = CaptureReplay(adapter: adapter)
+                    var got: [CaptureReplay.Output] = []
+                    var out: [CaptureReplay.Output] = []
+                    let ending = replay.replay(&reader, into: &out) { o in
+                        got += o
+                        o.removeAll()
+                        return true
+                    }
+                    if case let .fault(e) = ending { got.append(.warning(e)) } else { #expect(ending == .end) }
+                    #expect(got == expected, "\(path) adapter \(adapter.map(String.init) ?? "all") chunk \(chunk)")
+                    #expect(replay.sessions == one.sessions && replay.measurements == one.measurements)
+                }
+                lent += records.count
+            }
+        }
+        #expect(lent > 10000)
+    }
+
     @Test func lineBufferEqualsSerialisedJSON() throws {
         var outputs: [SessionOutput] = []
         for path in Self.files { outputs += try replayFile(path).outputs }
