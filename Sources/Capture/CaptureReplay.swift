@@ -360,23 +360,24 @@ extension CaptureReplay {
     }
 
     /// Feeds every record `reader` gives, in order, as `cuff replay` does: an error the reader can
-    /// go on after becomes a `.warning` output; any other ends the replay. After each record that
-    /// gave outputs, `deliver` gets them (it may empty the array) and returns false to stop.
-    /// (``finish(_:into:)`` is the caller's: a stretch of a longer capture is not its end.)
+    /// go on after becomes a `.warning` output; any other ends the replay. Once `out` holds at
+    /// least `batch` outputs after a record, `deliver` gets them (it may empty the array) and
+    /// returns false to stop; what is left in `out` at the end is the caller's, as is
+    /// ``finish(_:into:)`` (a stretch of a longer capture is not its end).
     public mutating func replay(_ reader: inout CaptureReader<FileByteSource>, into out: inout [Output],
-                                before: ((HCIRecord) -> Void)? = nil, deliver: (inout [Output]) -> Bool) -> Ending {
-        replayRecords(&reader, into: &out, before: before, deliver: deliver)
+                                before: ((HCIRecord) -> Void)? = nil, batch: Int = 1, deliver: (inout [Output]) -> Bool) -> Ending {
+        replayRecords(&reader, into: &out, before: before, batch: batch, deliver: deliver)
     }
 
     /// ``replay(_:into:before:deliver:)`` for records in memory (a stretch of a file).
     public mutating func replay(_ reader: inout CaptureReader<ArrayByteSource>, into out: inout [Output],
-                                before: ((HCIRecord) -> Void)? = nil, deliver: (inout [Output]) -> Bool) -> Ending {
-        replayRecords(&reader, into: &out, before: before, deliver: deliver)
+                                before: ((HCIRecord) -> Void)? = nil, batch: Int = 1, deliver: (inout [Output]) -> Bool) -> Ending {
+        replayRecords(&reader, into: &out, before: before, batch: batch, deliver: deliver)
     }
 
     // Generic here, specialised for the two sources above inside this module.
     mutating func replayRecords<S: ByteSource>(_ reader: inout CaptureReader<S>, into out: inout [Output],
-                                               before: ((HCIRecord) -> Void)?, deliver: (inout [Output]) -> Bool) -> Ending {
+                                               before: ((HCIRecord) -> Void)?, batch: Int, deliver: (inout [Output]) -> Bool) -> Ending {
         var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
         while true {
             do {
@@ -396,7 +397,7 @@ extension CaptureReplay {
                 guard error.isRecoverable else { return .fault(error) }
                 out.append(.warning(error))
             }
-            if !out.isEmpty, !deliver(&out) { return .stopped }
+            if out.count >= batch, !out.isEmpty, !deliver(&out) { return .stopped }
         }
     }
 }

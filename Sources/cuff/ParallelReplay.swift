@@ -124,7 +124,7 @@ final class ParallelReplay: @unchecked Sendable {
         var replay = CaptureReplay(configuration: configuration, adapter: adapter, overrides: overrides)
         var shown: [CaptureReplay.Output] = []
         var out: [CaptureReplay.Output] = []
-        out.reserveCapacity(64)
+        out.reserveCapacity(1024 + 64)
         let showAll = self.showAll
         func take(_ out: inout [CaptureReplay.Output]) -> Bool {
             for o in out {
@@ -146,13 +146,13 @@ final class ParallelReplay: @unchecked Sendable {
             // One chunk: the reader takes the stretch's bytes whole, without copying them.
             var reader = CaptureReader(btsnoopRecords: ArrayByteSource(segment.bytes), datalink: datalink, offset: segment.offset,
                                        chunkSize: max(segment.bytes.count, 64 * 1024))
-            if case let .fault(e) = replay.replay(&reader, into: &out, deliver: take) { fault = e }
+            if case let .fault(e) = replay.replay(&reader, into: &out, batch: 1024, deliver: take) { fault = e }
         }  // (the reader's copy of the bytes goes here, so they come back unshared)
         if fault == nil { fault = segment.fault }
         if segment.last || fault != nil {
             replay.finish(fault == nil ? "the capture ends" : "the capture breaks off", into: &out)
-            _ = take(&out)
         }
+        _ = take(&out)
         return Result(ndjson: lines, shown: shown, sessions: replay.sessions, measurements: replay.measurements,
                       unmapped: replay.unmapped, fault: fault, bytes: segment.bytes)
     }
