@@ -148,7 +148,7 @@ struct Replay: ParsableCommand {
                 return ok
             }
             let ending = replay.replay(&reader, into: &out, before: pacer.map { p in { p.wait(until: $0.timestamp) } },
-                                       deliver: { deliver(&$0, force: false) })
+                                       batch: pipe == nil ? 1 : ReplayOutputPipe.batchSize, deliver: { deliver(&$0, force: false) })
             if case let .fault(e) = ending { fault = e }
             if !(pipe?.failed ?? drain.sinkFailed) {
                 replay.finish(fault == nil ? "the capture ends" : "the capture breaks off", into: &out)
