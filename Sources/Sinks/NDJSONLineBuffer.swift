@@ -62,17 +62,17 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
 
     /// `{"type":"progress","phase":…,"cuff_pressure":…,"unit":…,"elapsed":…,"received_at":…}`, as ProgressRecord.json.
     ///
-    /// The common line (a pressure with at most three decimals, an elapsed time of fewer than 10⁹ s)
+    /// The common line (a pressure with an exponent from −3 to 5, an elapsed time of fewer than 10⁹ s)
     /// is written through one local pointer; any other goes the general way.
     func progress(_ p: ProgressRecord) {
-        guard case let .finite(m, e) = p.cuffPressure.value, e <= 0, e >= -3, let ms = Self.wholeMilliseconds(p.elapsed) else {
+        guard case let .finite(m, e) = p.cuffPressure.value, e <= 5, e >= -3, let ms = Self.wholeMilliseconds(p.elapsed) else {
             return progressGeneral(p)
         }
         ensure(160)
         var q = base + count
         Self.put(p.phase == .inflating ? #"{"type":"progress","phase":"inflating","cuff_pressure":"#
                                        : #"{"type":"progress","phase":"deflating","cuff_pressure":"#, &q)
-        Self.decimal(Int(m), decimals: Int(-e), &q)
+        Self.decimal(Int(m), exponent: Int(e), &q)
         Self.put(p.unit == .mmHg ? #","unit":"mmHg","elapsed":"# : #","unit":"kPa","elapsed":"#, &q)
         Self.milliseconds(ms, &q)
         Self.put(#","received_at":""#, &q)
@@ -303,17 +303,20 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         count = q - base
     }
 
-    /// `m`·10⁻ᵈ (d ≤ 3, |m| < 2¹¹, an SFLOAT's mantissa) as number() prints the Double SFloat
-    /// makes of it (m / 10ᵈ, correctly rounded): its shortest round-trip form is the decimal
-    /// itself, `m.0` for d = 0, else trailing zeros dropped with at least one decimal.
-    @inline(__always) static func decimal(_ m: Int, decimals d: Int, _ q: inout UnsafeMutablePointer<UInt8>) {
+    /// `m`·10ᵉ (−3 ≤ e ≤ 5, |m| < 2¹¹, an SFLOAT's mantissa) as number() prints the Double SFloat
+    /// makes of it (m / 10⁻ᵉ correctly rounded, or m · 10ᵉ exactly): its shortest round-trip form
+    /// is the decimal itself: a whole number (< 10⁹) as `n.0`, else trailing zeros dropped with at
+    /// least one decimal.
+    @inline(__always) static func decimal(_ m: Int, exponent e: Int, _ q: inout UnsafeMutablePointer<UInt8>) {
         if m < 0 { put(0x2D, &q) }
-        let v = abs(m)
-        guard d > 0 else {
+        var v = abs(m)
+        guard e < 0 else {
+            for _ in 0..<e { v *= 10 }
             digits(UInt64(v), &q)
             put(".0", &q)
             return
         }
+        let d = -e
         let scale = d == 1 ? 10 : d == 2 ? 100 : 1000
         digits(UInt64(v / scale), &q)
         put(0x2E, &q)

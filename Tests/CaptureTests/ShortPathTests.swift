@@ -167,8 +167,8 @@ struct ShortPathTests {
             let t = EventTime(monotonic: .seconds(2), wallMicros: micros)
             outputs.append(.progress(ProgressRecord(phase: .inflating, cuffPressure: SFloat(42), unit: .mmHg, elapsed: 0.5, at: t)))
         }
-        // Every SFLOAT mantissa with exponents −4…2 (the short path takes −3…0), both units.
-        for e in -4...2 {
+        // Every SFLOAT mantissa with every exponent (the short path takes −3…5), both units.
+        for e in -8...7 {
             for m in -2048...2047 {
                 let raw = UInt16(UInt16(bitPattern: Int16(e)) << 12) | UInt16(UInt16(bitPattern: Int16(m)) & 0x0FFF)
                 outputs.append(.progress(ProgressRecord(phase: .deflating, cuffPressure: SFloat(rawValue: raw), unit: m & 1 == 0 ? .kPa : .mmHg,
