@@ -56,7 +56,7 @@ struct Replay: ParsableCommand {
 
     @OptionGroup var sinks: SinkOptions
 
-    @Option(help: ArgumentHelp("Threads that replay a btsnoop file's quiet-point stretches (1: one replay thread; default: the CPUs, at most 4).", visibility: .hidden))
+    @Option(help: "Threads that replay a btsnoop file, stretch by stretch (1: one thread; default: one per CPU, at most 4). The output is the same.")
     var jobs: Int?
 
     @Option(name: .customLong("segment-bytes"), help: ArgumentHelp("Smallest stretch handed to a replay thread, in bytes (default 262144).", visibility: .hidden))
@@ -92,6 +92,11 @@ struct Replay: ParsableCommand {
             throw ValidationError("--handle: '\(parts[1])' is not a characteristic cuff knows (2a35 2a36 2a49 2b34 2b35 2b36 2a52 2a2b 2a00 2a29 2a24 2a25 2a26)")
         }
         return HandleMapping(handle: handle, characteristic: c)
+    }
+
+    func validate() throws {
+        if let jobs, !(1...64).contains(jobs) { throw ValidationError("--jobs takes a number of threads from 1 to 64; got \(jobs)") }
+        if let segmentBytes, segmentBytes < 1 { throw ValidationError("--segment-bytes takes a positive number of bytes; got \(segmentBytes)") }
     }
 
     func run() throws {

@@ -184,6 +184,16 @@ struct ReplayCommandTests {
         }
     }
 
+    @Test func jobsMustBeAThreadCount() throws {
+        let capture = Self.captures.appendingPathComponent("normal.btsnoop").path
+        for bad in ["0", "65"] {
+            let r = try CLI.run(["replay", capture, "--jobs", bad])
+            #expect(r.status == 64)
+            #expect(r.stderr.contains("--jobs takes a number of threads from 1 to 64"))
+        }
+        #expect(try CLI.run(["replay", capture, "--jobs", "3", "--quiet"]).stdoutLines.count > 100)
+    }
+
     /// A capture read from a pipe (it cannot be read again from an offset) is replayed in one pass.
     @Test func aCaptureFromAPipe() throws {
         let joined = try Self.joinedCaptures()
