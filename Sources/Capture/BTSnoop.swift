@@ -154,6 +154,17 @@ struct RecordView {
     var fileOffset: Int64
     var payload: UnsafeRawBufferPointer
 
+    /// A record's fields, with `payload` its payload's bytes.
+    init(_ record: HCIRecord, payload: UnsafeRawBufferPointer) {
+        timestamp = record.timestamp
+        adapterIndex = record.adapterIndex
+        direction = record.direction
+        kind = record.kind
+        originalLength = record.originalLength
+        fileOffset = record.fileOffset
+        self.payload = payload
+    }
+
     /// What one btsnoop record body holds, per datalink (an H4 body must have its type byte).
     init(header: BTSnoop.RecordHeader, body: UnsafeRawBufferPointer, datalink: BTSnoopDatalink, fileOffset: Int64) {
         let original = Int(header.originalLength)

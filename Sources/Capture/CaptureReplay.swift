@@ -113,16 +113,9 @@ public struct CaptureReplay: Sendable {
 
     /// Feeds one record.
     public mutating func consume(_ record: HCIRecord, into out: inout [Output]) {
-        if let adapter, record.adapterIndex != adapter { return }
+        if record.payload.withUnsafeBytes({ take(RecordView(record, payload: $0), &out) }) { return }
         lastTimestamp = record.timestamp
         if let e = earliest, e < record.timestamp { fireDeadlines(before: record.timestamp, &out) }
-        if let f = extractor.singleFrame(record) {
-            record.payload.withUnsafeBytes { raw in
-                att(adapter: f.adapter, handle: f.connectionHandle, direction: f.direction,
-                    pdu: UnsafeRawBufferPointer(rebasing: raw[f.pdu]), timestamp: record.timestamp, accessAddress: nil, &out)
-            }
-            return
-        }
         events.removeAll(keepingCapacity: true)
         do {
             try extractor.consume(record, into: &events)
@@ -139,9 +132,10 @@ public struct CaptureReplay: Sendable {
         }
     }
 
-    /// ``consume(_:into:)``'s short path for a record lent by a reader: an ACL fragment holding a
-    /// whole ATT frame on a tracked link is replayed from the lent bytes (true); for anything else
-    /// nothing changes and the caller consumes the record (false).
+    /// ``consume(_:into:)``'s short path, also for a record lent by a reader: a record of another
+    /// controller than `adapter` is skipped, and an ACL fragment holding a whole ATT frame on a
+    /// tracked link is replayed from the record's bytes (true); for anything else nothing changes
+    /// and the record goes the general way (false).
     mutating func take(_ record: RecordView, _ out: inout [Output]) -> Bool {
         if let adapter, record.adapterIndex != adapter { return true }  // consume() skips it whole
         guard case .aclData = record.kind,
