@@ -111,17 +111,7 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
     /// btsnoop file allocates nothing per record once the payload has grown to the largest one.
     /// Returns false at a clean end (and leaves `record` as it was); throws as ``next()`` does.
     public mutating func next(into record: inout HCIRecord) throws(CaptureError) -> Bool {
-        if case .btsnoop(let datalink) = state {
-            do {
-                return try nextBTSnoop(datalink, into: &record)
-            } catch {
-                if !error.isRecoverable { state = .finished }
-                throw error
-            }
-        }
-        guard let r = try next() else { return false }
-        record = r
-        return true
+        try next(into: &record, lending: { _ in false }) != .end
     }
 
     /// Reads every remaining record (tests and small files; prefer ``next()`` for big ones).
@@ -187,11 +177,7 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
 
     private mutating func nextBTSnoop(_ datalink: BTSnoopDatalink) throws(CaptureError) -> HCIRecord? {
         var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
-        return try nextBTSnoop(datalink, into: &record) ? record : nil
-    }
-
-    private mutating func nextBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord) throws(CaptureError) -> Bool {
-        try nextBTSnoop(datalink, into: &record, lending: { _ in false }) != .end
+        return try nextBTSnoop(datalink, into: &record, lending: { _ in false }) == .end ? nil : record
     }
 
     /// How ``next(into:lending:)`` gave a record.
@@ -210,7 +196,9 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
                 throw error
             }
         }
-        return try next(into: &record) ? .record : .end
+        guard let r = try next() else { return .end }
+        record = r
+        return .record
     }
 
     private mutating func nextBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord,
