@@ -36,6 +36,21 @@ public enum BTSnoop {
         var flags: UInt32
         var drops: UInt32
         var timestamp: UInt64
+
+        /// The header at the start of `raw`, which holds at least ``BTSnoop/recordHeaderLength`` bytes.
+        init(loading raw: UnsafeRawBufferPointer) {
+            func be32(_ at: Int) -> UInt32 { UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
+            self.init(originalLength: be32(0), includedLength: be32(4), flags: be32(8), drops: be32(12),
+                      timestamp: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
+        }
+
+        init(originalLength: UInt32, includedLength: UInt32, flags: UInt32, drops: UInt32, timestamp: UInt64) {
+            self.originalLength = originalLength
+            self.includedLength = includedLength
+            self.flags = flags
+            self.drops = drops
+            self.timestamp = timestamp
+        }
     }
 
     /// Parses the 16-byte file header. `bytes` must hold all 16.

@@ -234,13 +234,11 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
                                           lending take: (RecordView) -> Bool) -> BTSnoopShortPath {
         input.withBuffered { raw -> (consumed: Int, result: BTSnoopShortPath) in
             guard raw.count >= BTSnoop.recordHeaderLength else { return (0, .need(BTSnoop.recordHeaderLength)) }
-            func be32(_ at: Int) -> UInt32 { UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
-            let included = Int(be32(4))
+            let header = BTSnoop.RecordHeader(loading: raw)
+            let included = Int(header.includedLength)
             let total = BTSnoop.recordHeaderLength + included
             guard included <= HCIRecord.maximumPayloadLength, datalink != .uart || included > 0 else { return (0, .checked) }
             guard raw.count >= total else { return (0, .need(total)) }
-            let header = BTSnoop.RecordHeader(originalLength: be32(0), includedLength: UInt32(included), flags: be32(8), drops: be32(12),
-                                              timestamp: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
             let body = UnsafeRawBufferPointer(rebasing: raw[BTSnoop.recordHeaderLength..<total])
             if take(RecordView(header: header, body: body, datalink: datalink, fileOffset: recordOffset)) {
                 return (total, .taken)

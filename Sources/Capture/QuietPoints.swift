@@ -44,51 +44,38 @@ public struct QuietPoints: Sendable {
 
     /// Looks at the record at the start of `bytes`.
     public mutating func step(_ bytes: UnsafeRawBufferPointer) -> Step {
-        let header = BTSnoop.recordHeaderLength
-        guard bytes.count >= header else { return .need(count: header) }
-        let included = Int(UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
+        guard bytes.count >= BTSnoop.recordHeaderLength else { return .need(count: BTSnoop.recordHeaderLength) }
+        let header = BTSnoop.RecordHeader(loading: bytes)
+        let included = Int(header.includedLength)
         guard included <= HCIRecord.maximumPayloadLength else { return .stop }
-        let total = header + included
+        let total = BTSnoop.recordHeaderLength + included
         guard bytes.count >= total else { return .need(count: total) }
-        let flags = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
-        // The packet's kind, as the readers tell it (BTSnoop.fill), and where its bytes start.
-        var at = header
-        let isACL: Bool
-        let isEvent: Bool
-        var adapter: UInt32 = 0
-        switch datalink {
-        case .hci:
-            isACL = flags & 2 == 0
-            isEvent = !isACL && flags & 1 != 0
-        case .uart:
-            guard included > 0 else { return .record(length: total, quiet: isQuiet) }  // no type byte
-            isACL = bytes[at] == HCIPacketKind.H4Type.acl
-            isEvent = bytes[at] == HCIPacketKind.H4Type.event
-            at += 1
-        case .monitor:
-            let opcode = UInt16(truncatingIfNeeded: flags)
-            isACL = opcode == HCIPacketKind.MonitorOpcode.aclTX || opcode == HCIPacketKind.MonitorOpcode.aclRX
-            isEvent = opcode == HCIPacketKind.MonitorOpcode.event
-            adapter = flags >> 16
-        }
-        let count = total - at
-        if isACL {
-            if count >= 2 { note(adapter, bytes, at: at, opening: true) }
-        } else if isEvent, count >= 2, count - 2 >= Int(bytes[at + 1]) {
+        // An empty H4 record has no packet type: the reader warns and nothing changes.
+        guard datalink != .uart || included > 0 else { return .record(length: total, quiet: isQuiet) }
+        // The record as the readers see it (kind, controller, payload).
+        let record = RecordView(header: header, body: UnsafeRawBufferPointer(rebasing: bytes[BTSnoop.recordHeaderLength..<total]),
+                                datalink: datalink, fileOffset: 0)
+        let adapter = UInt32(record.adapterIndex)
+        let payload = record.payload
+        switch record.kind {
+        case .aclData where payload.count >= 2:
+            note(adapter, payload, at: 0, opening: true)
+        case .event where payload.count >= 2 && payload.count - 2 >= Int(payload[1]):
             // Parameters as the event's own length gives them (the extractor reads no further).
-            let length = Int(bytes[at + 1])
-            let params = at + 2
-            switch bytes[at] {
-            case 0x05 where length >= 4 && bytes[params] == 0:  // Disconnection Complete, status 0
-                note(adapter, bytes, at: params + 1, opening: false)
+            let length = Int(payload[1])
+            switch payload[0] {
+            case 0x05 where length >= 4 && payload[2] == 0:  // Disconnection Complete, status 0
+                note(adapter, payload, at: 3, opening: false)
             case 0x3E where length >= 4:
-                switch bytes[params] {
-                case 0x01, 0x0A, 0x29: note(adapter, bytes, at: params + 2, opening: true)  // LE (Enhanced) Connection Complete
+                switch payload[2] {
+                case 0x01, 0x0A, 0x29: note(adapter, payload, at: 4, opening: true)  // LE (Enhanced) Connection Complete
                 default: break
                 }
             default:
                 break
             }
+        default:
+            break
         }
         return .record(length: total, quiet: isQuiet)
     }
