@@ -281,16 +281,19 @@ final class ReplayDrain: @unchecked Sendable {
     }
 
     /// Shows outputs whose records were already serialised elsewhere (a parallel replay's): the
-    /// progress display, logs and warnings, as ``drain(_:)`` would.
+    /// progress display, logs and warnings, as ``drain(_:)`` does.
     func show(_ outputs: [CaptureReplay.Output]) {
-        for o in outputs {
-            switch o {
-            case let .emit(e): display.show(e)
-            case let .log(s): display.log(s)
-            case let .warning(w):
-                warnings += 1
-                Output.log("cuff replay: \(file): \(Replay.describe(w))")
-            }
+        for o in outputs { show(o) }
+    }
+
+    /// One output on the display (a record, a log line), or a warning counted and printed.
+    private func show(_ o: CaptureReplay.Output) {
+        switch o {
+        case let .emit(e): display.show(e)
+        case let .log(s): display.log(s)
+        case let .warning(w):
+            warnings += 1
+            Output.log("cuff replay: \(file): \(Replay.describe(w))")
         }
     }
 
@@ -301,34 +304,31 @@ final class ReplayDrain: @unchecked Sendable {
             try sink.write(serialized: bytes)
             return true
         } catch {
-            Output.log("cuff replay: \(error)")
-            sinkFailed = true
-            return false
+            return failed(error)
         }
     }
 
-    /// False once a sink failed (the outputs after it are dropped).
+    /// Shows each output, then hands each record to the sinks. False once a sink failed (the
+    /// outputs after it are dropped).
     func drain(_ outputs: [CaptureReplay.Output]) -> Bool {
         if sinkFailed { return false }
         for o in outputs {
-            switch o {
-            case let .emit(e):
-                display.show(e)
-                do {
-                    if let direct { try direct.write(e) } else { try fan.write(e) }
-                } catch {
-                    Output.log("cuff replay: \(error)")
-                    sinkFailed = true
-                    return false
-                }
-            case let .log(s):
-                display.log(s)
-            case let .warning(w):
-                warnings += 1
-                Output.log("cuff replay: \(file): \(Replay.describe(w))")
+            show(o)
+            guard case let .emit(e) = o else { continue }
+            do {
+                if let direct { try direct.write(e) } else { try fan.write(e) }
+            } catch {
+                return failed(error)
             }
         }
         return true
+    }
+
+    /// A sink failed: said once, remembered, and the replay stops writing (false).
+    private func failed(_ error: SinkError) -> Bool {
+        Output.log("cuff replay: \(error)")
+        sinkFailed = true
+        return false
     }
 }
 
