@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
 import CuffCore
 import CuffSession
 
@@ -70,10 +71,9 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         }
         ensure(160)
         var q = base + count
-        Self.put(p.phase == .inflating ? #"{"type":"progress","phase":"inflating","cuff_pressure":"#
-                                       : #"{"type":"progress","phase":"deflating","cuff_pressure":"#, &q)
+        Self.put(Self.head(p.phase), &q)
         Self.decimal(Int(m), exponent: Int(e), &q)
-        Self.put(p.unit == .mmHg ? #","unit":"mmHg","elapsed":"# : #","unit":"kPa","elapsed":"#, &q)
+        Self.put(Self.unitKey(p.unit), &q)
         Self.milliseconds(ms, &q)
         Self.put(#","received_at":""#, &q)
         iso8601(p.at.wallMicros, &q)
@@ -85,25 +85,40 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     func progressGeneral(_ p: ProgressRecord) {
         // Everything but a special cuff pressure's text fits in 160 bytes.
         ensure(160)
-        // The constant pieces as few copies as possible (one per phase, one per unit).
-        put(p.phase == .inflating ? #"{"type":"progress","phase":"inflating","cuff_pressure":"#
-                                  : #"{"type":"progress","phase":"deflating","cuff_pressure":"#)
-        if case let .finite(m, 0) = p.cuffPressure.value {
-            // A whole number (mantissa, exponent 0): what number(Double(m)) prints, `m.0`.
-            if m < 0 { put(0x2D) }
-            digits(UInt64(abs(Int(m))))
-            put(".0")
-        } else if let d = p.cuffPressure.doubleValue {
-            number(d)
-        } else {
-            string(p.cuffPressure.description)
-            ensure(96)
-        }
-        put(p.unit == .mmHg ? #","unit":"mmHg","elapsed":"# : #","unit":"kPa","elapsed":"#)
+        put(Self.head(p.phase))
+        pressure(p.cuffPressure)
+        put(Self.unitKey(p.unit))
         milliseconds(p.elapsed)
         put(#","received_at":""#)
         iso8601(p.at.wallMicros)
         put("\"}")
+    }
+
+    /// A progress line up to its pressure (one constant per phase).
+    @inline(__always) static func head(_ phase: MeasurementPhase) -> StaticString {
+        phase == .inflating ? #"{"type":"progress","phase":"inflating","cuff_pressure":"#
+                            : #"{"type":"progress","phase":"deflating","cuff_pressure":"#
+    }
+
+    /// From after the pressure to the elapsed time (one constant per unit).
+    @inline(__always) static func unitKey(_ unit: PressureUnit) -> StaticString {
+        unit == .mmHg ? #","unit":"mmHg","elapsed":"# : #","unit":"kPa","elapsed":"#
+    }
+
+    /// SFloat.json: the number (``decimal(_:exponent:_:)`` where it applies), or a special value's name.
+    func pressure(_ v: SFloat) {
+        if case let .finite(m, e) = v.value, e <= 5, e >= -3 {
+            ensure(16)
+            var q = base + count
+            Self.decimal(Int(m), exponent: Int(e), &q)
+            count = q - base
+        } else if let d = v.doubleValue {
+            ensure(32)
+            number(d)
+        } else {
+            string(v.description)
+            ensure(96)
+        }
     }
 
     /// SessionRecord.json, without building it: the same keys in the same order.
