@@ -152,6 +152,16 @@ public struct CaptureReplay: Sendable {
     /// Ends every session still open (the capture ends, or breaks off): deadlines up to the last
     /// timestamp fire, then the session sees the link go with `why`.
     public mutating func finish(_ why: String = "the capture ends", into out: inout [Output]) {
+        finishSessions(why, &out)
+    }
+
+    /// ``finish(_:into:)`` after ``replay(_:into:before:batch:deliver:)``: the capture ends, or,
+    /// after `fault`, breaks off.
+    public mutating func finish(after fault: CaptureError?, into out: inout [Output]) {
+        finishSessions(fault == nil ? "the capture ends" : "the capture breaks off", &out)
+    }
+
+    mutating func finishSessions(_ why: String, _ out: inout [Output]) {
         let open = connections.sorted { $0.value.serial < $1.value.serial }
         let at = SessionObserver.eventTime(lastTimestamp ?? .zero)
         for (key, c) in open {

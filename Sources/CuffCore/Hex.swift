@@ -2,13 +2,13 @@
 
 /// Hex text ⇄ bytes.
 public enum Hex {
-    /// Lowercase hex with no separators: `[0x1e, 0x8a]` → `"1e8a"`.
     /// The ASCII hex digit of a nibble (`v` < 16), lowercase unless asked.
     @inlinable
     public static func digit(_ v: UInt8, uppercase: Bool = false) -> UInt8 {
         v < 10 ? 0x30 + v : (uppercase ? 0x37 : 0x57) + v
     }
 
+    /// Lowercase hex with no separators: `[0x1e, 0x8a]` → `"1e8a"`.
     /// (Inlinable, so each caller gets a copy specialised for its collection type.)
     @inlinable
     public static func encode<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {

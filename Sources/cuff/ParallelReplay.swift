@@ -150,7 +150,7 @@ final class ParallelReplay: @unchecked Sendable {
         }  // (the reader's copy of the bytes goes here, so they come back unshared)
         if fault == nil { fault = segment.fault }
         if segment.last || fault != nil {
-            replay.finish(fault == nil ? "the capture ends" : "the capture breaks off", into: &out)
+            replay.finish(after: fault, into: &out)
         }
         _ = take(&out)
         return Result(ndjson: lines, shown: shown, sessions: replay.sessions, measurements: replay.measurements,

@@ -156,7 +156,7 @@ struct Replay: ParsableCommand {
                                        batch: pipe == nil ? 1 : ReplayOutputPipe.batchSize, deliver: { deliver(&$0, force: false) })
             if case let .fault(e) = ending { fault = e }
             if !(pipe?.failed ?? drain.sinkFailed) {
-                replay.finish(fault == nil ? "the capture ends" : "the capture breaks off", into: &out)
+                replay.finish(after: fault, into: &out)
                 _ = deliver(&out, force: true)
             }
             pipe?.close()
