@@ -81,8 +81,8 @@ public struct CaptureReplay: Sendable {
         // cost more than the hot path's work.
         @exclusivity(unchecked) var session: SessionObserver
         let sniffed: Bool
-        /// The session's next deadline, cached after every change.
-        @exclusivity(unchecked) var deadline: Timestamp?
+        /// The session's next deadline (the peripheral side's placeholder session never has one).
+        var deadline: Timestamp? { session.deadline }
 
         /// - Parameter observer: the session, when the local controller is the central; nil for the peripheral's side.
         init(serial: Int, address: String, sniffed: Bool, observer: SessionObserver?) {
@@ -92,7 +92,6 @@ public struct CaptureReplay: Sendable {
             if let observer {
                 central = true
                 session = observer
-                deadline = observer.deadline
             } else {
                 session = SessionObserver(configuration: CuffSessionConfiguration(address: address))
             }
@@ -262,7 +261,6 @@ public struct CaptureReplay: Sendable {
         case .unknown: fromCentral = CaptureReplay.isClientOpcode(opcode) ?? false
         }
         c.session.pdu(pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(timestamp), into: &out)
-        c.deadline = c.session.deadline
         if connections.count == 1 {
             earliest = c.deadline
         } else {
@@ -312,7 +310,6 @@ public struct CaptureReplay: Sendable {
             guard let (k, d, _) = best else { break }
             let c = connections[k]!
             c.session.advance(to: d, inclusive: true, into: &out)
-            c.deadline = c.session.deadline
         }
         updateEarliest()
     }
