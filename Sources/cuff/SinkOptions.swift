@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import Capture
 import CuffSession
 import Sinks
 
@@ -16,9 +17,7 @@ struct SinkOptions: ParsableArguments {
     var format: String { formats.last { (try? OutputFormat(parsing: $0)) != nil } ?? "ndjson" }
 
     /// The capture format named with `--format`, if any (only `cuff replay` accepts one).
-    var captureFormatName: String? { formats.last { SinkOptions.captureFormatNames.contains($0) } }
-
-    static let captureFormatNames = ["auto", "btsnoop", "pcap", "pcapng"]
+    var captureFormatName: String? { formats.last { CaptureFormat(rawValue: $0) != nil } }
 
     @Option(help: "Also keep every measurement in this SQLite file (created with mode 0600), deduplicated.")
     var store: String?
@@ -30,7 +29,7 @@ struct SinkOptions: ParsableArguments {
     var quiet = false
 
     func validate() throws {
-        for f in formats where (try? OutputFormat(parsing: f)) == nil && !SinkOptions.captureFormatNames.contains(f) {
+        for f in formats where (try? OutputFormat(parsing: f)) == nil && CaptureFormat(rawValue: f) == nil {
             throw ValidationError("unknown --format '\(f)'; use ndjson, fhir or omh (cuff replay also takes auto, btsnoop, pcap or pcapng)")
         }
     }
