@@ -53,7 +53,7 @@ let package = Package(
         // NDJSON, FHIR R4, Open mHealth, SQLite store.
         .target(
             name: "Sinks",
-            dependencies: ["CuffCore", "BloodPressure", "CuffSession", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["CuffCore", "BloodPressure", "CuffSession", "Transport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // BlueZ (libbluetooth, GPL-2.0-or-later): HCI scan/advertise, L2CAP ATT sockets, MGMT pairing agent.
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
@@ -81,7 +81,10 @@ let package = Package(
         .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore"]),
         .testTarget(name: "CuffSessionTests", dependencies: ["CuffSession", "CuffRuntime", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks"]),
-        .testTarget(name: "SinksTests", dependencies: ["Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
+        .testTarget(
+            name: "SinksTests",
+            dependencies: ["Sinks", "CuffSession", "BloodPressure", "CuffCore", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore"]),
     ]

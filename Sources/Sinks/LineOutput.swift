@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import Synchronization
+import Transport
 
 #if canImport(Glibc)
 import Glibc
@@ -48,22 +49,9 @@ public final class FileDescriptorOutput: LineOutput {
         let fd = self.fd, name = self.name, flushesStdio = self.flushesStdio
         try buffer.withLock { (b: inout [UInt8]) throws(SinkError) in
             if flushesStdio { fflush(nil) }
-            var failure: Int32 = 0
-            let written: Int = b.withUnsafeBytes { buf in
-                var off = 0
-                while off < buf.count {
-                    let n = write(fd, buf.baseAddress! + off, buf.count - off)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        failure = errno
-                        break
-                    }
-                    off += n
-                }
-                return off
-            }
+            let (written, failure) = b.withUnsafeBytes { Sys.writeAll(fd, $0) }
             b.removeFirst(written)
-            if failure != 0 { throw .writeFailed(destination: name, errno: failure) }
+            if let failure { throw .writeFailed(destination: name, errno: failure.rawValue) }
         }
     }
 }

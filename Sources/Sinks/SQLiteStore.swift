@@ -84,8 +84,9 @@ public struct StoredMeasurement: Sendable, Hashable {
 ///   and `-shm` files the database file's mode.
 /// * Durable on return: WAL journal with `synchronous = FULL`, so each commit fsyncs the WAL and a
 ///   kill -9 (or power loss) right after ``write(_:)`` returns keeps the row. Both are checked at open.
-/// * Schema by migration `v1`: `devices` (one row per ``DeviceInfo/identity``, names updated as
-///   they are learned) and `measurements` (see ``StoredMeasurement``).
+/// * Schema by migrations, applied in one immediate transaction (see ``migrate(_:)``); `v1` makes
+///   `devices` (one row per ``DeviceInfo/identity``, names updated as they are learned) and
+///   `measurements` (see ``StoredMeasurement``).
 /// * Session and progress records are not stored.
 public final class SQLiteStore: SampleSink, Sendable {
     public let path: String
@@ -124,7 +125,7 @@ public final class SQLiteStore: SampleSink, Sendable {
         }
         do {
             db = try DatabaseQueue(path: path, configuration: config)
-            try SQLiteStore.migrator.migrate(db)
+            try SQLiteStore.migrate(db)
             let sync = try db.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
             guard sync == 2 else { throw DatabaseError(message: "synchronous is \(sync.map(String.init) ?? "nil"), not FULL (2)") }
         } catch let e as SinkError {
@@ -169,55 +170,82 @@ public final class SQLiteStore: SampleSink, Sendable {
         }
     }
 
-    static var migrator: DatabaseMigrator {
-        var m = DatabaseMigrator()
-        m.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE devices (
-                    id INTEGER PRIMARY KEY,
-                    identity TEXT NOT NULL UNIQUE,
-                    address TEXT NOT NULL,
-                    name TEXT,
-                    manufacturer TEXT,
-                    model TEXT,
-                    serial TEXT,
-                    firmware TEXT
-                );
-                CREATE TABLE measurements (
-                    id INTEGER PRIMARY KEY,
-                    device_id INTEGER NOT NULL REFERENCES devices(id),
-                    characteristic TEXT NOT NULL,
-                    raw BLOB NOT NULL,
-                    quirks INTEGER NOT NULL DEFAULT 0,
-                    unit TEXT NOT NULL CHECK (unit IN ('mmHg', 'kPa')),
-                    systolic REAL,
-                    diastolic REAL,
-                    mean_arterial_pressure REAL,
-                    pulse_rate REAL,
-                    systolic_raw INTEGER NOT NULL,
-                    diastolic_raw INTEGER NOT NULL,
-                    mean_arterial_pressure_raw INTEGER NOT NULL,
-                    pulse_rate_raw INTEGER,
-                    systolic_special TEXT,
-                    diastolic_special TEXT,
-                    mean_arterial_pressure_special TEXT,
-                    pulse_rate_special TEXT,
-                    timestamp TEXT,
-                    user_id INTEGER,
-                    status INTEGER,
-                    stored INTEGER NOT NULL,
-                    sequence_number INTEGER,
-                    received_at TEXT NOT NULL,
-                    received_at_us INTEGER NOT NULL,
-                    host_utc_offset INTEGER NOT NULL,
-                    dedup_key TEXT NOT NULL UNIQUE,
-                    warnings TEXT NOT NULL,
-                    decoded TEXT NOT NULL
-                );
-                CREATE INDEX measurements_by_received ON measurements(received_at_us, id);
-                """)
+    /// The schema's migrations, oldest first: an identifier and the SQL that makes it.
+    static let migrations: [(identifier: String, sql: String)] = [
+        ("v1", """
+            CREATE TABLE devices (
+                id INTEGER PRIMARY KEY,
+                identity TEXT NOT NULL UNIQUE,
+                address TEXT NOT NULL,
+                name TEXT,
+                manufacturer TEXT,
+                model TEXT,
+                serial TEXT,
+                firmware TEXT
+            );
+            CREATE TABLE measurements (
+                id INTEGER PRIMARY KEY,
+                device_id INTEGER NOT NULL REFERENCES devices(id),
+                characteristic TEXT NOT NULL,
+                raw BLOB NOT NULL,
+                quirks INTEGER NOT NULL DEFAULT 0,
+                unit TEXT NOT NULL CHECK (unit IN ('mmHg', 'kPa')),
+                systolic REAL,
+                diastolic REAL,
+                mean_arterial_pressure REAL,
+                pulse_rate REAL,
+                systolic_raw INTEGER NOT NULL,
+                diastolic_raw INTEGER NOT NULL,
+                mean_arterial_pressure_raw INTEGER NOT NULL,
+                pulse_rate_raw INTEGER,
+                systolic_special TEXT,
+                diastolic_special TEXT,
+                mean_arterial_pressure_special TEXT,
+                pulse_rate_special TEXT,
+                timestamp TEXT,
+                user_id INTEGER,
+                status INTEGER,
+                stored INTEGER NOT NULL,
+                sequence_number INTEGER,
+                received_at TEXT NOT NULL,
+                received_at_us INTEGER NOT NULL,
+                host_utc_offset INTEGER NOT NULL,
+                dedup_key TEXT NOT NULL UNIQUE,
+                warnings TEXT NOT NULL,
+                decoded TEXT NOT NULL
+            );
+            CREATE INDEX measurements_by_received ON measurements(received_at_us, id);
+            """),
+    ]
+
+    /// Brings the schema up to date, safe when several processes open one new store at once.
+    ///
+    /// The check of what is applied and the migrations themselves run in one `BEGIN IMMEDIATE`
+    /// transaction: the first opener takes the write lock and makes the schema; the others wait
+    /// for it (the busy timeout), then find every migration applied. (GRDB's migrator reads what is
+    /// applied before it takes the lock, so two openers could both try to create the tables.) The
+    /// applied identifiers live in `grdb_migrations`, the table stores made by GRDB's migrator have.
+    static func migrate(_ queue: DatabaseQueue) throws {
+        try queue.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                try db.execute(sql: "CREATE TABLE IF NOT EXISTS grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)")
+                let applied = Set(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations"))
+                let known = Set(migrations.map(\.identifier))
+                if let unknown = applied.subtracting(known).sorted().first {
+                    throw DatabaseError(message: "the store has schema migration \(unknown), which this cuff does not know: it was written by a newer cuff")
+                }
+                for m in migrations where !applied.contains(m.identifier) {
+                    try db.execute(sql: m.sql)
+                    try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [m.identifier])
+                }
+                return .commit
+            }
         }
-        return m
+    }
+
+    /// The identifiers of the migrations applied to this store, in the order they were applied.
+    func appliedMigrations() throws -> [String] {
+        try db.read { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid") }
     }
 
     // MARK: SampleSink

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
 import CuffSession
 import Synchronization
+import Transport
 
 #if canImport(Glibc)
 import Glibc
@@ -42,18 +44,7 @@ public typealias SinkWarningHandler = @Sendable (SinkWarning) -> Void
 public enum SinkWarnings {
     /// Writes `warning: …` lines to stderr (unbuffered `write(2)`).
     public static let standardError: SinkWarningHandler = { w in
-        var s = w.description + "\n"
-        s.withUTF8 { buf in
-            var off = 0
-            while off < buf.count {
-                let n = write(2, buf.baseAddress! + off, buf.count - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                off += n
-            }
-        }
+        Sys.writeAll(2, TerminalText.escapingControlCharacters(w.description) + "\n")
     }
 
     /// Drops warnings.

@@ -20,6 +20,11 @@ public enum SinkError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stored row's raw bytes no longer decode with the BloodPressure codec (or name an unknown characteristic).
     case storedValueUndecodable(path: String, rowID: Int64, reason: String)
 
+    /// A write to a pipe or socket whose reader has gone (EPIPE): `cuff … | head -1`.
+    public var isBrokenPipe: Bool {
+        if case let .writeFailed(_, e) = self { e == EPIPE } else { false }
+    }
+
     public var description: String {
         switch self {
         case let .writeFailed(d, e): "cannot write to \(d): errno \(e) (\(errnoName(e)))"

@@ -183,6 +183,27 @@ package enum Sys {
         return valueOrErrno(retryOnInterrupt: true) { system_lstat(path, &st) }.map { _ in st }
     }
 
+    /// Writes all of `buffer`, retrying short writes and EINTR. Returns how many bytes were written
+    /// before a failure (all of them on success) and the failure's errno, if any.
+    /// The corresponding C function is `write`.
+    package static func writeAll(_ fd: CInt, _ buffer: UnsafeRawBufferPointer) -> (written: Int, error: Errno?) {
+        var done = 0
+        while done < buffer.count {
+            switch valueOrErrno(retryOnInterrupt: true, { system_write(fd, buffer.baseAddress! + done, buffer.count - done) }) {
+            case .success(let n): done += n
+            case .failure(let e): return (done, e)
+            }
+        }
+        return (done, nil)
+    }
+
+    /// Writes all of `text`'s UTF-8 bytes (see ``writeAll(_:_:)-(CInt,UnsafeRawBufferPointer)``); nil or the errno.
+    @discardableResult
+    package static func writeAll(_ fd: CInt, _ text: String) -> Errno? {
+        var text = text
+        return text.withUTF8 { writeAll(fd, UnsafeRawBufferPointer($0)).error }
+    }
+
     /// Reads a small file whole (at most `limit` bytes), e.g. under /proc or /sys.
     /// The corresponding C functions are `open`, `read` and `close`.
     package static func readFile(_ path: String, limit: Int = 4096) -> Result<[UInt8], Errno> {

@@ -146,6 +146,12 @@ package func system_read(_ fd: CInt, _ buf: UnsafeMutableRawPointer?, _ count: I
     return Glibc.read(fd, buf, count)
 }
 
+/// The corresponding C function is `write`.
+package func system_write(_ fd: CInt, _ buf: UnsafeRawPointer?, _ count: Int) -> Int {
+    if let r = mock("write", Int(fd), count) { return r }
+    return Glibc.write(fd, buf, count)
+}
+
 /// The corresponding C function is `opendir`.
 package func system_opendir(_ path: UnsafePointer<CChar>) -> OpaquePointer? {
     if let r = mock("opendir"), r == -1 { return nil }

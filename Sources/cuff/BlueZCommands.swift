@@ -180,23 +180,26 @@ struct Scan: ParsableCommand {
                 if let old = seen[key] { seen[key] = old.merged(with: r) } else { seen[key] = r; order.append(key) }
                 if let m = seen[key], !printed.contains(key), m.localName != nil, all || m.isBloodPressureCuff {
                     printed.insert(key)
-                    emit(m)
+                    try emit(m)
                 }
             }
         }
         for key in order where !printed.contains(key) {
-            if let m = seen[key], all || m.isBloodPressureCuff { emit(m) }
+            if let m = seen[key], all || m.isBloodPressureCuff { try emit(m) }
         }
-        Output.flush()
         Output.log("cuff scan: \(seen.count) device(s) seen, \(seen.values.filter(\.isBloodPressureCuff).count) advertising the Blood Pressure service")
     }
 
-    func emit(_ r: AdvertisingReport) {
+    func emit(_ r: AdvertisingReport) throws {
         guard case var .object(pairs) = r.json else { return }
         pairs.insert(("type", .string("device")), at: 0)
         pairs.append(("blood_pressure", .bool(r.isBloodPressureCuff)))
-        Output.line(JSON.object(pairs).serialized())
-        Output.flush()
+        do {
+            try Output.line(JSON.object(pairs).serialized())
+            try Output.flush()
+        } catch {
+            throw ExitCode(Output.sinkFailed("cuff scan", error))
+        }
     }
 }
 
@@ -223,18 +226,24 @@ struct Pair: ParsableCommand {
         let peer = try BlueZCommands.address(address)
         let agent = BlueZCommands.pairingAgent(adapter) { Output.log("cuff pair: " + $0) }
         defer { agent?.stop() }
+        let reached: SecurityLevel
         do {
             let bearer = try L2CAPATTBearer.connect(adapter: adapter, to: peer)
             defer { bearer.close() }
             try bearer.raiseSecurity(to: level)
-            Output.line(JSON.object([
-                ("type", .string("paired")), ("address", .string(peer.description)),
-                ("address_type", .string(peer.type.description)), ("security", .string(bearer.securityLevel.description)),
-            ]).serialized())
-            Output.flush()
+            reached = bearer.securityLevel
         } catch {
             Output.log("cuff pair: \(error.message)")
             throw ExitCode(SessionOutcome.securityRefused.exitCode)
+        }
+        do {
+            try Output.line(JSON.object([
+                ("type", .string("paired")), ("address", .string(peer.description)),
+                ("address_type", .string(peer.type.description)), ("security", .string(reached.description)),
+            ]).serialized())
+            try Output.flush()
+        } catch {
+            throw ExitCode(Output.sinkFailed("cuff pair", error))
         }
     }
 }

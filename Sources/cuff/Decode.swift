@@ -2,6 +2,7 @@
 import ArgumentParser
 import BloodPressure
 import CuffCore
+import Sinks
 
 struct Decode: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -9,7 +10,7 @@ struct Decode: ParsableCommand {
         discussion: """
             Each HEX argument (or, with none, each line of stdin) is one attribute value; bytes may be \
             separated by spaces, colons or nothing. Prints one JSON object per input. Exit status 0 when \
-            every input decoded, 1 otherwise.
+            every input decoded, 1 otherwise, 10 when stdout cannot be written (141, quietly, when its reader went away).
             """
     )
 
@@ -43,24 +44,30 @@ struct Decode: ParsableCommand {
         let quirks = quirk.flatMap(QuirkProfile.named)?.options ?? []
         var failed = 0
         var index = 0
-        func handle(_ text: String) {
+        func handle(_ text: String) throws(SinkError) {
             index += 1
             let (json, error) = Decode.decodeLine(text, characteristic: characteristic, quirks: quirks)
-            Output.line(json.serialized(pretty: pretty))
+            try Output.line(json.serialized(pretty: pretty))
             if let error {
                 failed += 1
                 Output.log("cuff decode: input \(index): \(error)")
             }
         }
-        if hex.isEmpty {
-            while let line = readLine(strippingNewline: true) {
-                if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
-                handle(line)
+        do {
+            if hex.isEmpty {
+                while let line = readLine(strippingNewline: true) {
+                    if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
+                    try handle(line)
+                    // A line read is a line answered, for a program that talks to cuff through a pipe.
+                    try Output.flush()
+                }
+            } else {
+                for h in hex { try handle(h) }
             }
-        } else {
-            for h in hex { handle(h) }
+            try Output.flush()
+        } catch {
+            throw ExitCode(Output.sinkFailed("cuff decode", error))
         }
-        Output.flush()
         if failed > 0 { throw ExitCode(1) }
     }
 

@@ -5,7 +5,10 @@ import Sinks
 struct History: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print what a store holds, oldest first, in any output format.",
-        discussion: "Measurements are decoded again from the raw bytes the store kept."
+        discussion: """
+            Measurements are decoded again from the raw bytes the store kept. Exit status 0, or 10 when \
+            the store cannot be read or stdout cannot be written (141, quietly, when its reader went away).
+            """
     )
 
     @Option(help: "The SQLite store written by `cuff measure --store PATH`.")
@@ -31,8 +34,7 @@ struct History: ParsableCommand {
             let n = try SinkFactory.printHistory(storePath: store, options: options)
             Output.log("cuff history: \(n) measurement\(n == 1 ? "" : "s") in \(store)")
         } catch {
-            Output.log("cuff history: \(error)")
-            throw ExitCode(1)
+            throw ExitCode(Output.sinkFailed("cuff history", error))
         }
     }
 }

@@ -137,7 +137,7 @@ struct Measure: ParsableCommand {
         let hooks = SessionHooks(
             emit: { o in
                 display.show(o)
-                try fan.write(o)
+                do { try fan.write(o) } catch { Output.noteFailure(error); throw error }
             },
             log: { display.log($0) },
             link: recording.map { r in { r.handle($0) } })
@@ -177,10 +177,10 @@ struct Measure: ParsableCommand {
                 signals: signals, stopAfter: stopAfterDuration, store: store)
         }
         recording?.finish()
-        do { try fan.finish() } catch { Output.log("cuff measure: \(error)"); sinkFailed = true }
+        do { try fan.finish() } catch { _ = Output.sinkFailed("cuff measure", error); sinkFailed = true }
         display.clearGauge()
         if !sinks.quiet { Output.log("cuff: session ended: \(outcome.rawValue)") }
-        if sinkFailed { throw ExitCode(10) }
+        if sinkFailed { throw ExitCode(Output.sinkFailureStatus) }
         if exit != 0 { throw ExitCode(exit) }
     }
 

@@ -1,41 +1,72 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+import Sinks
+import Synchronization
+import Transport
+
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
 /// stdout carries data only (one JSON object per line); everything for humans goes to stderr.
+///
+/// Every write to stdout is checked. A failed one is a failed sink: said on stderr, exit status 10
+/// (``sinkFailed(_:_:)``). A reader that went away (EPIPE: `cuff replay BIG | head -1`) is not an
+/// error worth a message: cuff stops quietly, says nothing more on stderr, and exits with
+/// ``readerGoneStatus``, the status a shell shows for a program ended by SIGPIPE.
 enum Output {
-    /// One line of data on stdout (libc-buffered; flushed by ``flush()``).
-    static func line(_ s: String) {
-        print(s)
+    /// Exit status when stdout's reader went away: 128 + SIGPIPE, as for `cat` in `cat BIG | head -1`.
+    static let readerGoneStatus: Int32 = 141
+    /// Exit status when a sink (stdout, the store) failed.
+    static let sinkFailedStatus: Int32 = 10
+
+    /// stdout, buffered here and written with `write(2)` (nothing goes through C stdio).
+    private static let standardOutput = FileDescriptorOutput(fd: 1, name: "stdout")
+    /// Buffered bytes above which ``line(_:)`` writes them out.
+    private static let flushThreshold = 64 * 1024
+    private static let pending = Atomic<Int>(0)
+    /// Set once stdout's reader has gone; stderr stays quiet from then on.
+    private static let readerGone = Atomic<Bool>(false)
+
+    /// One line of data on stdout (buffered; written by ``flush()`` or when the buffer is large).
+    static func line(_ s: String) throws(SinkError) {
+        try standardOutput.writeLine(s)
+        if pending.add(s.utf8.count + 1, ordering: .relaxed).newValue >= flushThreshold { try flush() }
     }
 
-    static func flush() { fflush(nil) }
+    /// Writes what ``line(_:)`` buffered.
+    static func flush() throws(SinkError) {
+        pending.store(0, ordering: .relaxed)
+        do { try standardOutput.flush() } catch { noteFailure(error); throw error }
+    }
 
-    /// One line for humans on stderr (unbuffered).
+    /// Remembers that stdout's reader went away when `error` says so (stderr then stays quiet).
+    static func noteFailure(_ error: any Error) {
+        if let e = error as? SinkError, e.isBrokenPipe { readerGone.store(true, ordering: .relaxed) }
+    }
+
+    /// Whether stdout's reader went away.
+    static var readerHasGone: Bool { readerGone.load(ordering: .relaxed) }
+
+    /// The exit status for a sink failure already seen (and said, unless the reader went away).
+    static var sinkFailureStatus: Int32 { readerHasGone ? readerGoneStatus : sinkFailedStatus }
+
+    /// Reports a failed sink as `command: error` on stderr (nothing when stdout's reader went away)
+    /// and returns the exit status to end with.
+    static func sinkFailed(_ command: String, _ error: any Error) -> Int32 {
+        noteFailure(error)
+        log("\(command): \(error)")
+        return sinkFailureStatus
+    }
+
+    /// One line for humans on stderr (unbuffered), its control characters escaped.
     static func log(_ s: String) {
-        writeAll(2, s + "\n")
+        guard !readerHasGone else { return }
+        Sys.writeAll(2, TerminalText.escapingControlCharacters(s) + "\n")
     }
 
-    /// Text on stderr without a newline (for the live gauge).
-    static func raw(_ s: String) { writeAll(2, s) }
-
-    static func writeAll(_ fd: Int32, _ s: String) {
-        var s = s
-        s.withUTF8 { buf in
-            var off = 0
-            while off < buf.count {
-                let n = write(fd, buf.baseAddress! + off, buf.count - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                off += n
-            }
-        }
-    }
+    /// Text on stderr as it is, without a newline (the live gauge's own escape sequences).
+    static func raw(_ s: String) { Sys.writeAll(2, s) }
 
     static var stderrIsTerminal: Bool { isatty(2) != 0 }
 }

@@ -201,7 +201,7 @@ struct Replay: ParsableCommand {
         }
         var sinkFailed = drain.sinkFailed
         let warnings = drain.warnings
-        do { try fan.finish() } catch { Output.log("cuff replay: \(error)"); sinkFailed = true }
+        do { try fan.finish() } catch { _ = Output.sinkFailed("cuff replay", error); sinkFailed = true }
         display.clearGauge()
         // One hint per controller and set of handles, however many connections showed it.
         var groups: [(key: String, first: CaptureReplay.Unmapped, connections: Int, totals: [UInt16: CaptureReplay.Unmapped.Counts])] = []
@@ -238,7 +238,7 @@ struct Replay: ParsableCommand {
         if !sinks.quiet {
             Output.log("cuff replay: \(sessions) session\(sessions == 1 ? "" : "s"), \(measurements) measurement\(measurements == 1 ? "" : "s")")
         }
-        if sinkFailed { throw ExitCode(10) }
+        if sinkFailed { throw ExitCode(Output.sinkFailureStatus) }
         if fault != nil || warnings > 0 { throw ExitCode(1) }
         if !unmapped.isEmpty { throw ExitCode(7) }
         if measurements == 0 { throw ExitCode(2) }
@@ -326,7 +326,7 @@ final class ReplayDrain: @unchecked Sendable {
 
     /// A sink failed: said once, remembered, and the replay stops writing (false).
     private func failed(_ error: SinkError) -> Bool {
-        Output.log("cuff replay: \(error)")
+        _ = Output.sinkFailed("cuff replay", error)
         sinkFailed = true
         return false
     }
@@ -472,28 +472,16 @@ final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
 
     func drain() throws(SinkError) {
         defer { lines.removeAll() }
-        let e = writeAll(lines.bytes)
-        if e != 0 { throw SinkError.writeFailed(destination: "stdout", errno: e) }
+        try writeAll(lines.bytes)
     }
 
     /// Writes NDJSON bytes as they are (after anything buffered).
     func write(serialized bytes: UnsafeRawBufferPointer) throws(SinkError) {
         if lines.byteCount > 0 { try drain() }
-        let e = writeAll(bytes)
-        if e != 0 { throw SinkError.writeFailed(destination: "stdout", errno: e) }
+        try writeAll(bytes)
     }
 
-    /// Writes all of `bytes`; 0, or the errno of the write that failed.
-    private func writeAll(_ bytes: UnsafeRawBufferPointer) -> Int32 {
-        var off = 0
-        while off < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + off, bytes.count - off)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            off += n
-        }
-        return 0
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(SinkError) {
+        if let e = Sys.writeAll(fd, bytes).error { throw SinkError.writeFailed(destination: "stdout", errno: e.rawValue) }
     }
 }

@@ -67,7 +67,12 @@ struct Simulate: ParsableCommand {
 
     func run() throws {
         if list {
-            for s in Scenario.allCases { Output.line("\(s.rawValue)\t\(s.summary)") }
+            do {
+                for s in Scenario.allCases { try Output.line("\(s.rawValue)\t\(s.summary)") }
+                try Output.flush()
+            } catch {
+                throw ExitCode(Output.sinkFailed("cuff simulate", error))
+            }
             return
         }
         let signals = SignalFlags.shared

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+/// Text bound for a terminal (stderr) with the control characters made visible.
+///
+/// Messages quote what cuff read: hex a user typed, device names a peripheral advertised, file
+/// names, bytes from a capture. Written raw, an ESC or a BEL in them would drive the terminal
+/// (colours, cursor moves, the window title). Every C0 control (U+0000–U+001F, newline and tab
+/// included: one message is one line), DEL and every C1 control (U+0080–U+009F, which some
+/// terminals read as ESC sequences) is written as `\xHH` or `\u{HHHH}`; a backslash itself is
+/// left alone. Everything else, any script's letters included, passes as it is.
+public enum TerminalText {
+    /// `text` with its control characters escaped, or `text` itself when it has none.
+    public static func escapingControlCharacters(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            guard isControl(scalar) else {
+                out.append(scalar)
+                continue
+            }
+            let v = scalar.value
+            let digits = v < 0x80 ? 2 : 4
+            let hex = String(v, radix: 16, uppercase: true)
+            let padded = String(repeating: "0", count: digits - hex.count) + hex
+            out.append(contentsOf: (v < 0x80 ? "\\x\(padded)" : "\\u{\(padded)}").unicodeScalars)
+        }
+        return String(out)
+    }
+
+    @inline(__always)
+    static func isControl(_ s: Unicode.Scalar) -> Bool {
+        s.value < 0x20 || (s.value >= 0x7F && s.value <= 0x9F)
+    }
+}
