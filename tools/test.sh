@@ -33,8 +33,14 @@ python3 "$shared/schemas/validate.py" fhir "$out/all.fhir.ndjson"
 python3 "$shared/schemas/validate.py" omh "$out/all.omh.ndjson"
 
 if [ "${CUFF_VM_TEST:-1}" != 0 ] && [ -x tools/vm/run.sh ] && [ -f tools/vm/test-ble.sh ]; then
-  echo "== BlueZ end to end in a VM"
-  bash tools/vm/test-ble.sh
+  echo "== BlueZ end to end in a VM (from a copy of the repository under /tmp, where the guest mounts tmpfs)"
+  # Users clone anywhere, /tmp included, and the guest covers /tmp with a tmpfs: run the VM test
+  # from such a place (the tracked files copied, the build linked) so that case stays working.
+  vmcopy=$(mktemp -d /tmp/cuff-vm-clone.XXXXXX)
+  trap 'rm -rf "$out" "$vmcopy"' EXIT
+  git ls-files -z | xargs -0 cp --parents -t "$vmcopy"
+  ln -s "$root/.build" "$vmcopy/.build"
+  bash "$vmcopy/tools/vm/test-ble.sh"
 fi
 echo "== all checks passed"
 # One closing line for the whole run: the Swift tests (the VM's own test count is printed above).

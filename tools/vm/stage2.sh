@@ -8,13 +8,26 @@ OUT=
 for arg in $(cat /proc/cmdline); do case "$arg" in cuff.out=*) OUT=${arg#cuff.out=} ;; esac; done
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-# tmpfs where the guest writes. An out dir below one of them (e.g. /tmp/x) is moved aside first
-# and put back on top, so it stays visible.
+# tmpfs where the guest writes. These hide what the host has there: the repository itself when
+# it was cloned under one of them (/tmp/cuff, /var/tmp/…), and the out dir below it. So first a
+# view of the whole host tree is kept at /run/.cuff-root, the out share is moved aside, and after
+# the tmpfs mounts the repository is bound back from that view and the out share put on top.
+REPO=$(cd "$HERE/../.." && pwd)
+TMPFS_DIRS="/tmp /var/tmp /var/lib/bluetooth /var/log /var/cache"
 mount -t tmpfs -o mode=755 tmpfs /run
-mkdir -p /run/.cuff-out
+mkdir -p /run/.cuff-out /run/.cuff-root
+mount --bind / /run/.cuff-root || echo "stage2: cannot keep a view of the host tree"
 mount --move "$OUT" /run/.cuff-out || echo "stage2: cannot move the out share"
-for d in /tmp /var/tmp /var/lib/bluetooth /var/log /var/cache; do
+for d in $TMPFS_DIRS; do
   mount -t tmpfs -o mode=1777 tmpfs "$d" 2>/dev/null || echo "stage2: no tmpfs on $d"
+done
+for d in /run $TMPFS_DIRS; do
+  case "$REPO/" in
+    "$d"/*)
+      mkdir -p "$REPO" && mount --bind "/run/.cuff-root$REPO" "$REPO" \
+        || echo "stage2: cannot show the repository at $REPO (it lies below the tmpfs on $d)"
+      break ;;
+  esac
 done
 mkdir -p "$OUT" 2>/dev/null
 mount --move /run/.cuff-out "$OUT" || echo "stage2: cannot put the out share back at $OUT"
