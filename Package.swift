@@ -49,7 +49,7 @@ let package = Package(
             dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport"]
         ),
         // btsnoop / pcap / pcapng readers and writers, HCI → L2CAP → ATT.
-        .target(name: "Capture", dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSession"]),
+        .target(name: "Capture", dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSession", "Transport"]),
         // NDJSON, FHIR R4, Open mHealth, SQLite store.
         .target(
             name: "Sinks",
@@ -72,7 +72,8 @@ let package = Package(
         ),
         // Counts heap allocations for the benchmarks (interposes malloc; benchmark binary only).
         .target(name: "CMallocCounter"),
-        .executableTarget(name: "CuffBenchmarks", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "GATT", "CMallocCounter"]),
+        .executableTarget(
+            name: "CuffBenchmarks", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "GATT", "Transport", "CMallocCounter"]),
 
         .testTarget(name: "CuffCoreTests", dependencies: ["CuffCore"]),
         .testTarget(name: "BloodPressureTests", dependencies: ["BloodPressure", "CuffCore"]),

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 import CuffCore
+import Transport
 
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
 /// Where a capture writer puts its bytes.
@@ -31,28 +30,18 @@ public final class FileByteSink: ByteSink {
     /// Creates or truncates `path` with mode 0644. The corresponding C function is `open`.
     public init(path: String) throws(CaptureError) {
         self.path = path
-        var fd: Int32
-        repeat { fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) } while fd < 0 && errno == EINTR
-        guard fd >= 0 else {
-            let e = errno
-            throw CaptureError(.ioError, "cannot create \(path): \(String(cString: strerror(e)))", errno: e)
+        switch Sys.open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644) {
+        case .success(let fd): self.fd = fd
+        case .failure(let e): throw CaptureError(.ioError, "cannot create \(path): \(e)", errno: e.rawValue)
         }
-        self.fd = fd
     }
 
-    deinit { close(fd) }
+    deinit { _ = Sys.close(fd) }
 
     /// Writes all bytes, retrying short writes and EINTR. The corresponding C function is `write`.
     public func write(_ bytes: ArraySlice<UInt8>) throws(CaptureError) {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { raw in Glibc.write(fd, raw.baseAddress! + done, raw.count - done) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
-                throw CaptureError(.ioError, "write to \(path) failed: \(String(cString: strerror(e)))", errno: e)
-            }
-            done += n
+        if let e = bytes.withUnsafeBytes({ Sys.writeAll(fd, $0).error }) {
+            throw CaptureError(.ioError, "write to \(path) failed: \(e)", errno: e.rawValue)
         }
     }
 }

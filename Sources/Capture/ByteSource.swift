@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import Transport
 
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
 /// Where a capture reader gets its bytes: a file, an in-memory buffer, a pipe.
@@ -52,13 +51,10 @@ public final class FileByteSource: ByteSource {
     ///   function is `open`.
     public init(path: String) throws(CaptureError) {
         self.path = path
-        var fd: Int32
-        repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
-        guard fd >= 0 else {
-            let e = errno
-            throw CaptureError(.ioError, "cannot open \(path): \(String(cString: strerror(e)))", errno: e)
+        switch Sys.open(path, O_RDONLY) {
+        case .success(let fd): self.fd = fd
+        case .failure(let e): throw CaptureError(.ioError, "cannot open \(path): \(e)", errno: e.rawValue)
         }
-        self.fd = fd
     }
 
     /// Opens `path` read-only, positioned at byte `offset` (a reader that continues mid-file).
@@ -66,29 +62,28 @@ public final class FileByteSource: ByteSource {
     /// - Throws: as ``init(path:)``; `io_error` also when the position cannot be set (`lseek`).
     public convenience init(path: String, offset: Int64) throws(CaptureError) {
         try self.init(path: path)
-        guard lseek(fd, off_t(offset), SEEK_SET) >= 0 else {
-            let e = errno
-            throw CaptureError(.ioError, "cannot seek to \(offset) in \(path): \(String(cString: strerror(e)))", errno: e)
+        if case .failure(let e) = Sys.seek(fd, to: offset) {
+            throw CaptureError(.ioError, "cannot seek to \(offset) in \(path): \(e)", errno: e.rawValue)
         }
     }
 
-    deinit { close(fd) }
+    deinit { _ = Sys.close(fd) }
 
     public func read(into buffer: inout [UInt8], maxCount: Int) throws(CaptureError) -> Int {
         guard maxCount > 0 else { return 0 }
         let old = buffer.count
         buffer.append(contentsOf: repeatElement(0, count: maxCount))
-        var got: Int
-        repeat {
-            got = buffer.withUnsafeMutableBytes { raw in Glibc.read(fd, raw.baseAddress! + old, maxCount) }
-        } while got < 0 && errno == EINTR
-        if got < 0 {
-            let e = errno
-            buffer.removeLast(maxCount)
-            throw CaptureError(.ioError, "read from \(path) failed: \(String(cString: strerror(e)))", errno: e)
+        let result = buffer.withUnsafeMutableBytes { raw in
+            Sys.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: raw[old..<(old + maxCount)]))
         }
-        buffer.removeLast(maxCount - got)
-        return got
+        switch result {
+        case .success(let got):
+            buffer.removeLast(maxCount - got)
+            return got
+        case .failure(let e):
+            buffer.removeLast(maxCount)
+            throw CaptureError(.ioError, "read from \(path) failed: \(e)", errno: e.rawValue)
+        }
     }
 }
 

@@ -3,15 +3,13 @@
 import BloodPressure
 import CMallocCounter
 import CuffCore
+import Transport
 #if canImport(Glibc)
 import Glibc
 #endif
 
-func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
+/// Seconds on the monotonic clock.
+func now() -> Double { Double(MonotonicClock.now().nanoseconds) / 1e9 }
 
 @inline(never)
 func blackHole<T>(_ x: T) { withExtendedLifetime(x) {} }

@@ -32,7 +32,7 @@ public final class SimulatedLink {
         simulator: SimulatorConfiguration, session: CuffSessionConfiguration, hooks: SessionHooks,
         simulatorLog: ((String) -> Void)? = nil, speed: Double?, latency: Duration = .microseconds(7500),
         requireEncryption: Bool = false, signals: SignalFlags? = nil, stopAfter: Duration? = nil,
-        wallStartMicros: Int64 = WallClock.nowMicros()
+        wallStartMicros: Int64 = WallClock.system.nowMicros()
     ) {
         var sim = simulator
         // The cuff's clock starts at the host's local time, as a cuff that was set before would.

@@ -3,6 +3,7 @@ import BloodPressure
 import CuffCore
 import CuffSession
 import Synchronization
+import Transport
 
 #if canImport(Glibc)
 import Glibc
@@ -154,20 +155,6 @@ public struct EffectiveTime: Sendable, Hashable {
         }
         return true
     }
-}
-
-/// Wall-clock time in microseconds since 1970 (injectable so tests get fixed output).
-public struct WallClock: Sendable {
-    public let nowMicros: @Sendable () -> Int64
-    public init(_ nowMicros: @escaping @Sendable () -> Int64) { self.nowMicros = nowMicros }
-
-    public static let system = WallClock {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
-    }
-
-    public static func fixed(_ micros: Int64) -> WallClock { WallClock { micros } }
 }
 
 /// SplitMix64 for reproducible ids: the one generator the project has (`CuffCore.SeededRandom`).

@@ -2,6 +2,7 @@
 import BloodPressure
 import CuffCore
 import CuffSession
+import Transport
 
 /// `--format omh`: Open mHealth data points, one per line.
 ///

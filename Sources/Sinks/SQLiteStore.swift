@@ -4,11 +4,10 @@ import CuffCore
 import CuffSession
 import Foundation
 import GRDB
+import Transport
 
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
 /// One row of the `measurements` table, with its device.
@@ -140,29 +139,33 @@ public final class SQLiteStore: SampleSink, Sendable {
     /// and `-journal` files must pass the same check.
     public static func prepareFile(_ path: String, create: Bool = true) throws(SinkError) {
         var created = create
-        var fd = create ? open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) : -1
-        if !create || (fd < 0 && errno == EEXIST) {
+        var opened = create ? Sys.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600) : .failure(Errno(rawValue: EEXIST))
+        if case .failure(let e) = opened, e.rawValue == EEXIST {
             created = false
-            fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+            opened = Sys.open(path, O_RDWR | O_NOFOLLOW)
         }
-        guard fd >= 0 else {
-            let e = errno
-            throw .storeOpen(path: path, reason: e == ELOOP ? "is a symbolic link" : e == ENOENT ? "no such file" : "open: \(errnoName(e))")
+        let fd: CInt
+        switch opened {
+        case .success(let d): fd = d
+        case .failure(let e):
+            throw .storeOpen(path: path, reason: e.rawValue == ELOOP ? "is a symbolic link" : e.rawValue == ENOENT ? "no such file" : "open: \(e)")
         }
-        defer { close(fd) }
-        if created && fchmod(fd, 0o600) != 0 {
-            throw .storeOpen(path: path, reason: "fchmod 600: \(errnoName(errno))")
+        defer { _ = Sys.close(fd) }
+        if created, case .failure(let e) = Sys.fchmod(fd, 0o600) {
+            throw .storeOpen(path: path, reason: "fchmod 600: \(e)")
         }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .storeOpen(path: path, reason: "fstat: \(errnoName(errno))") }
+        let st: stat
+        switch Sys.fstat(fd) {
+        case .success(let s): st = s
+        case .failure(let e): throw .storeOpen(path: path, reason: "fstat: \(e)")
+        }
         let mode = UInt32(st.st_mode)
         guard mode & UInt32(S_IFMT) == UInt32(S_IFREG), mode & 0o077 == 0 else {
             throw .insecureStoreFile(path: path, mode: mode)
         }
         // SQLite's side files hold the same data; refuse ones left behind with a looser mode.
         for suffix in ["-wal", "-shm", "-journal"] {
-            var side = stat()
-            guard lstat(path + suffix, &side) == 0 else { continue }
+            guard case .success(let side) = Sys.lstat(path + suffix) else { continue }
             let m = UInt32(side.st_mode)
             guard m & UInt32(S_IFMT) == UInt32(S_IFREG), m & 0o077 == 0 else {
                 throw .insecureStoreFile(path: path + suffix, mode: m)

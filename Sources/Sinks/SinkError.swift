@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import BloodPressure
+import Transport
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Why a sink could not take, keep or give back a result — naming what failed and where.
 public enum SinkError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -27,7 +32,7 @@ public enum SinkError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .writeFailed(d, e): "cannot write to \(d): errno \(e) (\(errnoName(e)))"
+        case let .writeFailed(d, e): "cannot write to \(d): \(Errno(rawValue: e))"
         case let .finished(s): "\(s): write after finish"
         case let .unknownFormat(f): "unknown output format \"\(f)\" (expected ndjson, fhir or omh)"
         case let .storeOpen(p, r): "cannot open store \(p): \(r)"
@@ -38,15 +43,4 @@ public enum SinkError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .storedValueUndecodable(p, id, r): "store \(p), measurement row \(id): raw value does not decode: \(r)"
         }
     }
-}
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-func errnoName(_ e: Int32) -> String {
-    guard let s = strerror(e) else { return "unknown" }
-    return String(cString: s)
 }

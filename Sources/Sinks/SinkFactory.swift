@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import Transport
 
 /// `--format`: what goes to stdout.
 public enum OutputFormat: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {

@@ -183,6 +183,33 @@ package enum Sys {
         return valueOrErrno(retryOnInterrupt: true) { system_lstat(path, &st) }.map { _ in st }
     }
 
+    /// Opens (or, with `O_CREAT`, creates with `mode`) a file; `O_CLOEXEC` is always added.
+    /// The corresponding C function is `open`.
+    package static func open(_ path: String, _ flags: CInt, mode: mode_t = 0) -> Result<CInt, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_open(path, flags | O_CLOEXEC, mode) }
+    }
+
+    /// Reads at most `buffer.count` bytes; 0 at the end of the file. The corresponding C function is `read`.
+    package static func read(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_read(fd, buffer.baseAddress, buffer.count) }
+    }
+
+    /// Moves a file's position to `offset` from its start. The corresponding C function is `lseek`.
+    package static func seek(_ fd: CInt, to offset: Int64) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_lseek(fd, off_t(offset), SEEK_SET) }.map { _ in () }
+    }
+
+    /// The status of an open file. The corresponding C function is `fstat`.
+    package static func fstat(_ fd: CInt) -> Result<stat, Errno> {
+        var st = stat()
+        return valueOrErrno(retryOnInterrupt: true) { system_fstat(fd, &st) }.map { _ in st }
+    }
+
+    /// Sets an open file's permission bits. The corresponding C function is `fchmod`.
+    package static func fchmod(_ fd: CInt, _ mode: mode_t) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_fchmod(fd, mode) }.map { _ in () }
+    }
+
     /// Writes all of `buffer`, retrying short writes and EINTR. Returns how many bytes were written
     /// before a failure (all of them on success) and the failure's errno, if any.
     /// The corresponding C function is `write`.

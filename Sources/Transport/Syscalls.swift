@@ -140,6 +140,30 @@ package func system_open(_ path: UnsafePointer<CChar>, _ flags: CInt) -> CInt {
     return Glibc.open(path, flags)
 }
 
+/// The corresponding C function is `open` (with a mode, for `O_CREAT`).
+package func system_open(_ path: UnsafePointer<CChar>, _ flags: CInt, _ mode: mode_t) -> CInt {
+    if let r = mock("open", Int(flags), Int(mode)) { return CInt(r) }
+    return Glibc.open(path, flags, mode)
+}
+
+/// The corresponding C function is `lseek`.
+package func system_lseek(_ fd: CInt, _ offset: off_t, _ whence: CInt) -> off_t {
+    if let r = mock("lseek", Int(fd), Int(offset), Int(whence)) { return off_t(r) }
+    return Glibc.lseek(fd, offset, whence)
+}
+
+/// The corresponding C function is `fstat`.
+package func system_fstat(_ fd: CInt, _ buf: UnsafeMutablePointer<stat>) -> CInt {
+    if let r = mock("fstat", Int(fd)) { return CInt(r) }
+    return Glibc.fstat(fd, buf)
+}
+
+/// The corresponding C function is `fchmod`.
+package func system_fchmod(_ fd: CInt, _ mode: mode_t) -> CInt {
+    if let r = mock("fchmod", Int(fd), Int(mode)) { return CInt(r) }
+    return Glibc.fchmod(fd, mode)
+}
+
 /// The corresponding C function is `read`.
 package func system_read(_ fd: CInt, _ buf: UnsafeMutableRawPointer?, _ count: Int) -> Int {
     if let r = mock("read", Int(fd), count) { return r }

@@ -107,7 +107,7 @@ struct Measure: ParsableCommand {
         c.timeout = timeout > 0 ? .nanoseconds(Int64(timeout * 1e9)) : nil
         c.quirk = quirk.flatMap(QuirkProfile.named)
         c.setTime = !noSetTime
-        c.localUTCOffsetSeconds = CuffRuntime.WallClock.localUTCOffsetSeconds()
+        c.localUTCOffsetSeconds = WallClock.localUTCOffsetSeconds()
         return c
     }
 

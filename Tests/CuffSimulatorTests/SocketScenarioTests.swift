@@ -138,7 +138,7 @@ struct SocketScenarioTests {
         }
         if scenario != .error {
             // The cuff's clock was set by the session, so the time stamp is today's.
-            #expect(m.timestamp?.hasPrefix(String(EventTime.iso8601(wallMicros: WallClock.nowMicros()).prefix(8))) == true)
+            #expect(m.timestamp?.hasPrefix(String(EventTime.iso8601(wallMicros: WallClock.system.nowMicros()).prefix(8))) == true)
         }
     }
 
