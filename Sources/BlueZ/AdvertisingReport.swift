@@ -109,10 +109,6 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
     /// "service_uuids":["1810"],"manufacturer_data":[{"company_id","data"}],"tx_power","data"}`;
     /// absent values are `null`, lists may be empty. UUIDs and data are lowercase hex.
     public var json: JSON {
-        func hex4(_ v: UInt16) -> String {
-            let s = String(v, radix: 16)
-            return String(repeating: "0", count: 4 - s.count) + s
-        }
         var pairs: [(String, JSON)] = [
             ("address", .string(address.description)),
             ("address_type", .string(address.type.description)),
@@ -122,9 +118,9 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
             ("name", JSON.from(localName) { .string($0) }),
             ("name_complete", .bool(isNameComplete)),
             ("flags", JSON.from(flags) { .int(Int64($0)) }),
-            ("service_uuids", .array(serviceUUIDs16.map { .string(hex4($0)) })),
+            ("service_uuids", .array(serviceUUIDs16.map { .string(Hex.digits($0, 4, uppercase: false)) })),
             ("manufacturer_data", .array(manufacturerData.map {
-                .object([("company_id", .string(hex4($0.companyID))), ("data", .string(Hex.encode($0.data)))])
+                .object([("company_id", .string(Hex.digits($0.companyID, 4, uppercase: false))), ("data", .string(Hex.encode($0.data)))])
             })),
             ("tx_power", JSON.from(txPower) { .int(Int64($0)) }),
             ("data", .string(Hex.encode(data))),

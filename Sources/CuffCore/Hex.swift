@@ -8,6 +8,22 @@ public enum Hex {
         v < 10 ? 0x30 + v : (uppercase ? 0x37 : 0x57) + v
     }
 
+    /// The digits of `value`, `digits` of them (leading zeros kept), uppercase unless asked:
+    /// `digits(0x2A35, 4)` → `"2A35"`, `digits(0x0A, 2)` → `"0A"`.
+    @inlinable
+    public static func digits<T: FixedWidthInteger & UnsignedInteger>(_ value: T, _ digits: Int, uppercase: Bool = true) -> String {
+        String(unsafeUninitializedCapacity: digits) { out in
+            for i in 0..<digits {
+                out[i] = digit(UInt8(truncatingIfNeeded: value >> T(4 * (digits - 1 - i))) & 0xF, uppercase: uppercase)
+            }
+            return digits
+        }
+    }
+
+    /// A 16-bit value as the Bluetooth specs write handles and UUIDs in prose: `0x002A`.
+    @inlinable
+    public static func handle(_ value: UInt16) -> String { "0x" + digits(value, 4) }
+
     /// Lowercase hex with no separators: `[0x1e, 0x8a]` → `"1e8a"`.
     /// (Inlinable, so each caller gets a copy specialised for its collection type.)
     @inlinable

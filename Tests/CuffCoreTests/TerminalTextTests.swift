@@ -23,3 +23,19 @@ import Testing
         #expect(TerminalText.escapingControlCharacters("Blutdruckmessgerät 血圧 \\ok") == "Blutdruckmessgerät 血圧 \\ok")
     }
 }
+
+@Suite struct HexDigitsTests {
+    @Test func fixedWidthDigitsMatchStringRadixPadded() {
+        for v in [UInt16(0), 1, 0xA, 0x2A, 0x2A35, 0xFFFF, 0x0100, 0xBEEF] {
+            let plain = String(v, radix: 16, uppercase: true)
+            let padded = String(repeating: "0", count: 4 - plain.count) + plain
+            #expect(Hex.digits(v, 4) == padded)
+            #expect(Hex.digits(v, 4, uppercase: false) == padded.lowercased())
+            #expect(Hex.handle(v) == "0x" + padded)
+        }
+        for v in UInt8.min...UInt8.max {
+            let plain = String(v, radix: 16, uppercase: true)
+            #expect(Hex.digits(v, 2) == (plain.count == 1 ? "0" + plain : plain))
+        }
+    }
+}
