@@ -215,13 +215,15 @@ struct Pair: ParsableCommand {
     @Option(help: "Bluetooth adapter.")
     var adapter: String = "hci0"
 
-    @Option(help: "medium (encrypted, Just Works) or high (authenticated).")
-    var security: String = "medium"
+    @Option(help: "medium (default: encrypted, Just Works) or high (authenticated).")
+    var security: SecurityLevel?
+
+    func validate() throws {
+        guard (security ?? .medium) > .low else { throw ValidationError("--security takes medium or high: pairing is what raises the link above low") }
+    }
 
     func run() throws {
-        guard let level = SecurityLevel.allCases.first(where: { $0.description == security }), level > .low else {
-            throw ValidationError("--security takes medium or high")
-        }
+        let level = security ?? .medium
         let adapter = try BlueZCommands.adapter(self.adapter)
         let peer = try BlueZCommands.address(address)
         let agent = BlueZCommands.pairingAgent(adapter) { Output.log("cuff pair: " + $0) }

@@ -14,19 +14,11 @@ struct Decode: ParsableCommand {
             """
     )
 
-    @Option(
-        name: .long,
-        help: "Characteristic: 2a35 (default), 2a36, 2a49, 2b34, 2b35, 2b36, 2a52, 2a08 or 2a2b.",
-        transform: { s in
-            guard let c = BPSCharacteristic(argument: s) else {
-                throw ValidationError("unknown characteristic '\(s)'; use one of 2a35 2a36 2a49 2b34 2b35 2b36 2a52 2a08 2a2b")
-            }
-            return c
-        })
-    var characteristic: BPSCharacteristic = .bloodPressureMeasurement
+    @Option(help: "The characteristic the values are from (default: 2a35).")
+    var characteristic: BPSCharacteristic?
 
-    @Option(name: .long, help: "Device quirk profile: \(QuirkProfile.all.map(\.name).joined(separator: ", ")).")
-    var quirk: String?
+    @Option(help: "Device quirk profile.")
+    var quirk: QuirkProfile?
 
     @Flag(name: .long, help: "Indent the JSON.")
     var pretty = false
@@ -34,19 +26,13 @@ struct Decode: ParsableCommand {
     @Argument(help: "Attribute values as hex, e.g. '1E 8A 00 58 00 78 00'.")
     var hex: [String] = []
 
-    func validate() throws {
-        if let quirk, QuirkProfile.named(quirk) == nil {
-            throw ValidationError("unknown quirk '\(quirk)'; known: \(QuirkProfile.all.map(\.name).joined(separator: ", "))")
-        }
-    }
-
     func run() throws {
-        let quirks = quirk.flatMap(QuirkProfile.named)?.options ?? []
+        let quirks = quirk?.options ?? []
         var failed = 0
         var index = 0
         func handle(_ text: String) throws(SinkError) {
             index += 1
-            let (json, error) = Decode.decodeLine(text, characteristic: characteristic, quirks: quirks)
+            let (json, error) = Decode.decodeLine(text, characteristic: characteristic ?? .bloodPressureMeasurement, quirks: quirks)
             try Output.line(json.serialized(pretty: pretty))
             if let error {
                 failed += 1

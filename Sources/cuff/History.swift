@@ -14,21 +14,15 @@ struct History: ParsableCommand {
     @Option(help: "The SQLite store written by `cuff measure --store PATH`.")
     var store: String
 
-    @Option(help: "ndjson (default), fhir or omh.")
-    var format: String = "ndjson"
+    @Option(help: "Output on stdout: NDJSON records, FHIR R4 Observations or Open mHealth data points.")
+    var format: OutputFormat = .ndjson
 
     @Option(name: .customLong("fhir-subject"), help: "FHIR Observation.subject: cuff-user (default), Type/id, SYSTEM|VALUE or a display name.")
     var fhirSubject: String?
 
-    func validate() throws {
-        do { _ = try OutputFormat(parsing: format) } catch {
-            throw ValidationError("unknown --format '\(format)'; use ndjson, fhir or omh")
-        }
-    }
-
     func run() throws {
         let options = SinkConfiguration(
-            format: (try? OutputFormat(parsing: format)) ?? .ndjson,
+            format: format,
             fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser)
         do {
             let n = try SinkFactory.printHistory(storePath: store, options: options)

@@ -31,36 +31,16 @@ struct Measure: ParsableCommand {
     @Option(help: "Connect to a simulator: unix:PATH.")
     var connect: String?
 
-    @Option(help: "Run this simulator scenario in-process (see `cuff simulate --list`).", transform: { s in
-        guard let v = Scenario(rawValue: s) else {
-            throw ValidationError("unknown scenario '\(s)'; known: \(Scenario.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        return v
-    })
+    @Option(help: "Run this simulator scenario in-process (see `cuff simulate --list`).")
     var simulated: Scenario?
 
-    @Option(help: "With --simulated: bps-1.0 (default) or bps-1.1.", transform: { s in
-        guard let v = Persona(rawValue: s) else { throw ValidationError("unknown persona '\(s)'; use bps-1.0 or bps-1.1") }
-        return v
-    })
-    var persona: Persona = .bps10
-
-    @Option(help: "With --simulated: seed of the simulated readings.")
-    var seed: UInt64 = 1
-
-    @Option(help: "With --simulated: how many times faster than real time (0 = as fast as possible).")
-    var speed: Double = 10
+    @OptionGroup(title: "With --simulated") var simulation: SimulationOptions
 
     @Option(help: "Bluetooth adapter for a real cuff.")
     var adapter: String = "hci0"
 
-    @Option(help: "Link security to ask for at once: low, medium (encrypted, Just Works) or high (MITM). Raised anyway when the cuff asks.", transform: { s in
-        guard let l = SecurityLevel.allCases.first(where: { $0.description == s }) else {
-            throw ValidationError("--security takes low, medium or high")
-        }
-        return l
-    })
-    var security: SecurityLevel = .low
+    @Option(help: "Link security to ask for at once: low (default), medium (encrypted, Just Works) or high (MITM). Raised anyway when the cuff asks.")
+    var security: SecurityLevel?
 
     @Flag(help: "Send the start command (cuffs with a start control point; the simulator has one).")
     var start = false
@@ -75,7 +55,7 @@ struct Measure: ParsableCommand {
     var stopAfter: Double?
 
     @Option(help: "Apply this quirk profile (default: chosen from the device's name and model).")
-    var quirk: String?
+    var quirk: QuirkProfile?
 
     @Flag(name: .customLong("no-set-time"), help: "Do not write the cuff's Current Time.")
     var noSetTime = false
@@ -92,20 +72,16 @@ struct Measure: ParsableCommand {
         let sources = [address != nil, connect != nil, simulated != nil].filter { $0 }.count
         guard sources == 1 else { throw ValidationError("give exactly one of ADDRESS, --connect unix:PATH or --simulated SCENARIO") }
         if let connect, !connect.hasPrefix("unix:") { throw ValidationError("--connect takes unix:PATH") }
-        if let quirk, QuirkProfile.named(quirk) == nil {
-            throw ValidationError("unknown quirk '\(quirk)'; known: \(QuirkProfile.all.map(\.name).joined(separator: ", "))")
-        }
-        guard speed >= 0, speed.isFinite else { throw ValidationError("--speed must be 0 or a positive number") }
         guard timeout >= 0 else { throw ValidationError("--timeout must not be negative") }
     }
 
     func sessionConfiguration(address: String) -> CuffSessionConfiguration {
         var c = CuffSessionConfiguration(address: address)
-        c.security = security
+        c.security = security ?? .low
         c.sendStart = start
         c.follow = follow
         c.timeout = timeout > 0 ? .nanoseconds(Int64(timeout * 1e9)) : nil
-        c.quirk = quirk.flatMap(QuirkProfile.named)
+        c.quirk = quirk
         c.setTime = !noSetTime
         c.localUTCOffsetSeconds = WallClock.localUTCOffsetSeconds()
         return c
@@ -149,10 +125,10 @@ struct Measure: ParsableCommand {
         if let scenario = simulated {
             var config = sessionConfiguration(address: "simulated:\(scenario.rawValue)")
             if let store { config.knownRecordKeys = (try? store.knownKeys()) ?? []; config.lastSequenceNumber = try? store.lastSequenceNumber(address: config.address) }
-            let sim = SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: !start)
+            let sim = SimulatorConfiguration(scenario: scenario, persona: simulation.persona, seed: simulation.seed, autostart: !start)
             let link = SimulatedLink(
                 simulator: sim, session: config, hooks: hooks, simulatorLog: sinks.quiet ? nil : { Output.log("cuff (simulated cuff): " + $0) },
-                speed: speed == 0 ? nil : speed, signals: signals, stopAfter: stopAfterDuration)
+                speed: simulation.speed == 0 ? nil : simulation.speed, signals: signals, stopAfter: stopAfterDuration)
             outcome = link.run()
             exit = link.central.session.exitCode
             sinkFailed = link.sinkFailure != nil

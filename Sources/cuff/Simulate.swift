@@ -6,32 +6,22 @@ import CuffSimulator
 import Transport
 
 struct SimulatorOptions: ParsableArguments {
-    @Option(help: "Scenario to play (see `cuff simulate --list`).", transform: { s in
-        guard let v = Scenario(rawValue: s) else {
-            throw ValidationError("unknown scenario '\(s)'; known: \(Scenario.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        return v
-    })
+    @Option(help: "Scenario to play (see `cuff simulate --list`).")
     var scenario: Scenario = .normal
 
-    @Option(help: "Blood Pressure Service version: bps-1.0 or bps-1.1 (adds Enhanced BPM/ICP, Record and RACP).", transform: { s in
-        guard let v = Persona(rawValue: s) else { throw ValidationError("unknown persona '\(s)'; use bps-1.0 or bps-1.1") }
-        return v
-    })
-    var persona: Persona = .bps10
-
-    @Option(help: "Seed for the simulated readings (same seed, same readings).")
-    var seed: UInt64 = 1
-
-    @Option(help: "Run simulated time this many times faster than real time.")
-    var speed: Double = 1
+    @OptionGroup var simulation: SimulationOptions
 
     @Flag(help: "Start measuring as soon as a client has subscribed (else: a start command, or SIGUSR1 as the button).")
     var autostart = false
 
     func validate() throws {
-        guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
+        // A peer on a socket or a radio needs paced time: "as fast as possible" is for in-process runs.
+        guard simulation.speed > 0 else { throw ValidationError("cuff simulate needs --speed above 0 (0 is for measure --simulated)") }
     }
+
+    var persona: Persona { simulation.persona }
+    var seed: UInt64 { simulation.seed }
+    var speed: Double { simulation.speed }
 
     var configuration: SimulatorConfiguration {
         SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: autostart)

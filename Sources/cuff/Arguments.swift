@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import ArgumentParser
+import BloodPressure
+import CuffCore
+import CuffSimulator
+import Sinks
+
+// The values options take, parsed by argument-parser itself: `--help` lists them, and a wrong one
+// is refused with the list of right ones (no `transform:` closures with hand-kept lists).
+// argument-parser prints an integer-backed enum's default as its raw value (`default: 1`), so
+// options of those types (SecurityLevel, BPSCharacteristic) are optional with the default in code
+// and named in their help.
+
+extension Scenario: ExpressibleByArgument {}
+
+extension Persona: ExpressibleByArgument {}
+
+extension SecurityLevel: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let level = Self.allCases.first(where: { $0.description == argument }) else { return nil }
+        self = level
+    }
+
+    public static var allValueStrings: [String] { allCases.map(\.description) }
+    public static var allValueDescriptions: [String: String] { [:] }
+    public var defaultValueDescription: String { description }
+}
+
+extension BPSCharacteristic: ExpressibleByArgument {
+    public static var allValueStrings: [String] { allCases.map { $0.uuidString.lowercased() } }
+    public static var allValueDescriptions: [String: String] { [:] }
+    public var defaultValueDescription: String { uuidString.lowercased() }
+}
+
+extension OutputFormat: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let format = try? OutputFormat(parsing: argument) else { return nil }
+        self = format
+    }
+
+    public static var allValueStrings: [String] { allCases.map(\.rawValue) }
+    public var defaultValueDescription: String { rawValue }
+}
+
+extension QuirkProfile: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let profile = QuirkProfile.named(argument) else { return nil }
+        self = profile
+    }
+
+    public static var allValueStrings: [String] { all.map(\.name) }
+}
+
+/// `--persona`, `--seed`, `--speed`: the simulated cuff's options that `cuff measure --simulated`
+/// and `cuff simulate` share, with the same names, meanings and defaults.
+struct SimulationOptions: ParsableArguments {
+    @Option(help: "Blood Pressure Service version of the simulated cuff (bps-1.1 adds Enhanced BPM/ICP, Record and RACP).")
+    var persona: Persona = .bps10
+
+    @Option(help: "Seed of the simulated readings (same seed, same readings).")
+    var seed: UInt64 = 1
+
+    @Option(help: "How many times faster than real time the simulated cuff runs (1: real time; 0, for measure --simulated only: as fast as possible).")
+    var speed: Double = 10
+
+    func validate() throws {
+        guard speed >= 0, speed.isFinite else { throw ValidationError("--speed must be a number, 0 or more") }
+    }
+}
