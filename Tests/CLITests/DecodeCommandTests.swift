@@ -87,6 +87,35 @@ struct DecodeCommandTests {
         #expect(dt["timestamp"] as? String == "2019-12-25T10:30:45")
     }
 
+    @Test func impossibleCalendarDatesAreNotTimestamps() throws {
+        // 2023-02-29, 2024-04-31, 9999-02-31: each field in range, the day not in its month.
+        let dates = ["E7 07 02 1D 0A 1E 00", "E8 07 04 1F 0A 1E 00", "0F 27 02 1F 0A 1E 00"]
+        let texts = ["2023-02-29", "2024-04-31", "9999-02-31"]
+        let r = try CLI.run(["decode"] + dates.map { "02 78 00 50 00 5D 00 " + $0 })
+        #expect(r.status == 0)
+        #expect(r.stdoutLines.count == 3)
+        for (line, text) in zip(r.stdoutLines, texts) {
+            let j = try CLI.json(line)
+            #expect(j["timestamp"] is NSNull, "\(text)")
+            let fields = try #require(j["timestamp_fields"] as? [String: Any])
+            #expect("\(fields["year"]!)-\(fields["month"]!)-\(fields["day"]!)" == text.split(separator: "-").map { String(Int($0)!) }.joined(separator: "-"))
+            let warnings = try #require(j["warnings"] as? [[String: Any]])
+            #expect(warnings.map { $0["code"] as? String } == ["invalid_date_time"], "\(text)")
+            #expect(warnings.first?["offset"] as? Int == 7)
+        }
+        let dt = try CLI.run(["decode", "--characteristic", "2a08"] + dates)
+        for (line, text) in zip(dt.stdoutLines, texts) {
+            let j = try CLI.json(line)
+            #expect(j["timestamp"] is NSNull, "\(text)")
+            #expect((j["warnings"] as? [[String: Any]])?.first?["code"] as? String == "invalid_date_time")
+        }
+        // A leap day that exists stays a timestamp, without a warning.
+        let leap = try CLI.json(try CLI.run(["decode", "02 78 00 50 00 5D 00 E8 07 02 1D 0A 1E 00"]).stdoutLines[0])
+        #expect(leap["timestamp"] as? String == "2024-02-29T10:30:00")
+        #expect((leap["warnings"] as? [Any])?.isEmpty == true)
+        #expect(leap["timestamp_fields"] == nil)
+    }
+
     @Test func prettyIndents() throws {
         let r = try CLI.run(["decode", "--pretty", "00 78 00 50 00 5D 00"])
         #expect(r.stdout.contains("\n  \"systolic\": 120.0"))
