@@ -78,6 +78,24 @@ struct TwoProcessTests {
         #expect(log.contains("session 2: client connected"))
     }
 
+    /// The second client of one `cuff simulate` gets no stored reading the first confirmed (a Unix
+    /// socket has no client address: all its clients are one bonded client).
+    @Test func confirmedStoredReadingsGoToTheFirstClientOnly() throws {
+        let sim = try Simulator(["--scenario", "stored-records", "--speed", "200", "--autostart", "--seed", "3"])
+        let a = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--quiet"])
+        let b = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--quiet"])
+        let log = sim.logText
+        _ = sim.stop()
+        #expect(a.status == 0 && b.status == 0)
+        let ma = try measurements(a), mb = try measurements(b)
+        #expect(ma.filter { $0["stored"] as? Bool == true }.count == 3)
+        #expect(ma.filter { $0["stored"] as? Bool == false }.count == 1)
+        #expect(mb.filter { $0["stored"] as? Bool == true }.isEmpty, "\(b.stdout)")
+        #expect(mb.filter { $0["stored"] as? Bool == false }.count == 1)
+        #expect(log.contains("session 2: client connected"))
+        #expect(log.components(separatedBy: "stored reading(s), oldest first").count == 2, "\(log)")
+    }
+
     @Test func ctrlCStopsTheCuffAndKeepsWhatArrived() throws {
         let sim = try Simulator(["--speed", "5"])
         let out = sim.dir.appendingPathComponent("measure.out")

@@ -111,3 +111,98 @@ func format2(_ v: UInt16) -> String {
     let s = String(v, radix: 16)
     return s.count == 1 ? "0" + s : s
 }
+
+/// A stored reading goes to a client until the client confirms it, then not again.
+@Suite("Simulated cuff: confirmed readings are not sent again")
+struct ConfirmedReadingTests {
+    typealias M = CuffSimulatorMachine
+
+    /// The Blood Pressure Measurement indications among `actions`.
+    static func results(_ actions: [M.Action]) -> [BloodPressureMeasurement] {
+        actions.compactMap { a in
+            if case let .indicate(.bloodPressureMeasurement, v) = a { try? BloodPressureMeasurement.decode(v[...]).value } else { nil }
+        }
+    }
+
+    /// Connects (as `client`) and subscribes to results; returns the stored readings sent.
+    static func subscribe(_ m: inout M, client: String? = nil, at t: Timestamp) -> [BloodPressureMeasurement] {
+        _ = m.connect(client: client, now: t)
+        return results(m.handle(.subscriptionChanged(.bloodPressureMeasurement, notify: false, indicate: true, t)))
+    }
+
+    @Test func confirmedStoredReadingsAreNotResentOnTheNextConnection() {
+        var m = M(configuration: SimulatorConfiguration(scenario: .storedRecords, seed: 3))
+        let first = Self.subscribe(&m, at: .seconds(1))
+        #expect(first.count == 3)
+        for _ in first { _ = m.handle(.indicationConfirmed(.seconds(2))) }
+        _ = m.handle(.disconnected(.seconds(3)))
+        #expect(Self.subscribe(&m, at: .seconds(10)).isEmpty)
+        _ = m.handle(.disconnected(.seconds(11)))
+        // The same holds through the plain `.connected` event (the anonymous client).
+        _ = m.handle(.connected(.seconds(20)))
+        #expect(Self.results(m.handle(.subscriptionChanged(.bloodPressureMeasurement, notify: false, indicate: true, .seconds(20)))).isEmpty)
+    }
+
+    @Test func unconfirmedReadingsAreSentAgain() {
+        var m = M(configuration: SimulatorConfiguration(scenario: .storedRecords, seed: 3))
+        let first = Self.subscribe(&m, at: .seconds(1))
+        #expect(first.count == 3)
+        _ = m.handle(.indicationConfirmed(.seconds(2)))  // only the oldest confirmed
+        _ = m.handle(.disconnected(.seconds(3)))
+        let second = Self.subscribe(&m, at: .seconds(10))
+        #expect(second.map(\.timestamp) == first.dropFirst().map(\.timestamp))
+    }
+
+    @Test func eachClientGetsTheReadingsItHasNotConfirmed() {
+        var m = M(configuration: SimulatorConfiguration(scenario: .storedRecords, seed: 3))
+        let a = Self.subscribe(&m, client: "AA:AA:AA:AA:AA:01", at: .seconds(1))
+        for _ in a { _ = m.handle(.indicationConfirmed(.seconds(2))) }
+        _ = m.handle(.disconnected(.seconds(3)))
+        #expect(Self.subscribe(&m, client: "BB:BB:BB:BB:BB:02", at: .seconds(10)).count == 3)
+        _ = m.handle(.disconnected(.seconds(11)))
+        #expect(Self.subscribe(&m, client: "AA:AA:AA:AA:AA:01", at: .seconds(20)).isEmpty)
+    }
+
+    @Test func aConfirmedLiveResultIsNotSentAsAStoredOne() {
+        var sim = SimulatorConfiguration(scenario: .normal, seed: 3, autostart: true)
+        sim.linger = .seconds(1)
+        var m = M(configuration: sim)
+        #expect(Self.subscribe(&m, at: .zero).isEmpty)
+        var t = Timestamp.zero
+        var live: [BloodPressureMeasurement] = []
+        while live.isEmpty, t < .seconds(120) {
+            t = t + .milliseconds(200)
+            live += Self.results(m.handle(.tick(t)))
+        }
+        #expect(live.count == 1)
+        _ = m.handle(.indicationConfirmed(t))
+        _ = m.handle(.disconnected(t + .seconds(1)))
+        #expect(Self.subscribe(&m, at: t + .seconds(10)).isEmpty)
+    }
+
+    @Test func aScenarioMayOptInToResending() {
+        #expect(Scenario.allCases.allSatisfy { !$0.resendsConfirmedReadings })
+        var sim = SimulatorConfiguration(scenario: .storedRecords, seed: 3)
+        sim.resendsConfirmedReadings = true
+        var m = M(configuration: sim)
+        let first = Self.subscribe(&m, at: .seconds(1))
+        for _ in first { _ = m.handle(.indicationConfirmed(.seconds(2))) }
+        _ = m.handle(.disconnected(.seconds(3)))
+        #expect(Self.subscribe(&m, at: .seconds(10)).count == 3)
+    }
+
+    @Test func racpStillReportsEveryStoredReading() {
+        var m = M(configuration: SimulatorConfiguration(scenario: .storedRecords, persona: .bps11, seed: 3))
+        for round in 0..<2 {
+            let t = Timestamp.seconds(Double(round * 10))
+            _ = m.connect(client: nil, now: t)
+            _ = m.handle(.subscriptionChanged(.bloodPressureRecord, notify: false, indicate: true, t))
+            _ = m.handle(.subscriptionChanged(.recordAccessControlPoint, notify: false, indicate: true, t))
+            let out = m.handle(.written(.recordAccessControlPoint, [0x01, 0x01], t))
+            let records = out.filter { if case .indicate(.bloodPressureRecord, _) = $0 { true } else { false } }
+            #expect(records.count == 3, "round \(round)")
+            for _ in 0..<(records.count + 1) { _ = m.handle(.indicationConfirmed(t)) }
+            _ = m.handle(.disconnected(t + .seconds(1)))
+        }
+    }
+}
