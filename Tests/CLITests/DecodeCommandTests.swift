@@ -116,6 +116,34 @@ struct DecodeCommandTests {
         #expect(leap["timestamp_fields"] == nil)
     }
 
+    @Test func recordSegmentsDecode() throws {
+        // V35 in three segments (first, middle, last), a whole one, and one with a damaged inner value.
+        let r = try CLI.run(["decode", "--characteristic", "2b36", "01 01 00 34 2B 00 78 00", "04 50 00", "0A 5D 00",
+                             "03 01 00 34 2B 00 78 00 50 00 5D 00", "03 01 00 34 2B 00 78 00 50"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdoutLines
+        #expect(lines.count == 5)
+        let first = try CLI.json(lines[0])
+        #expect(first["sequence_number"] as? Int == 1)
+        #expect(first["recorded_characteristic"] as? String == "2B34")
+        #expect(first["partial_record"] as? String == "007800")
+        #expect(first["first_segment"] as? Bool == true && first["last_segment"] as? Bool == false)
+        let middle = try CLI.json(lines[1])
+        #expect(middle["continuation"] as? String == "5000")
+        #expect(middle["segment_counter"] as? Int == 1)
+        #expect(middle["sequence_number"] == nil)
+        let last = try CLI.json(lines[2])
+        #expect(last["continuation"] as? String == "5d00")
+        #expect(last["last_segment"] as? Bool == true)
+        // A whole record: as before.
+        #expect(lines[3].hasPrefix(#"{"type":"record","characteristic":"2B36","first_segment":true,"last_segment":true,"segment_counter":0,"sequence_number":1,"recorded_characteristic":"2B34","record":{"type":"measurement""#))
+        let damaged = try CLI.json(lines[4])
+        #expect(damaged["sequence_number"] as? Int == 1)
+        #expect(damaged["record"] is NSNull)
+        #expect((damaged["record_error"] as? [String: Any])?["field"] as? String == "Recorded Characteristic: Diastolic")
+        #expect((damaged["warnings"] as? [[String: Any]])?.first?["code"] as? String == "invalid_recorded_value")
+    }
+
     @Test func prettyIndents() throws {
         let r = try CLI.run(["decode", "--pretty", "00 78 00 50 00 5D 00"])
         #expect(r.stdout.contains("\n  \"systolic\": 120.0"))
