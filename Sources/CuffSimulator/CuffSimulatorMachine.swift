@@ -24,6 +24,10 @@ public struct SimulatorConfiguration: Sendable {
     /// confirmed (what some careless cuffs do). Off unless the scenario asks for it
     /// (``Scenario/resendsConfirmedReadings``); a faithful cuff sends a reading until it is confirmed.
     public var resendsConfirmedReadings = false
+    /// Send each RACP-reported Blood Pressure Record in segments of at most this many bytes
+    /// (header included; at least 6, so the first segment holds the sequence number and UUID).
+    /// nil: one message per record (header 0x03), which fits any ATT MTU the simulator accepts.
+    public var recordSegmentLength: Int? = nil
 
     public init(scenario: Scenario = .normal, persona: Persona = .bps10, seed: UInt64 = 1, autostart: Bool = false) {
         self.scenario = scenario
@@ -110,6 +114,8 @@ public struct CuffSimulatorMachine: Sendable {
     /// The stored reading each indication in flight carries (nil: a RACP record or response, or
     /// a live result), in the order sent — confirmations come back in that order.
     var indicationCarries: [UInt16?] = []
+    /// The Blood Pressure Record rolling segment counter (segmented records only).
+    var recordCounter: UInt8 = 0
     /// Who is connected: the identity the driver gave (a Bluetooth address), or nil for a client
     /// the simulator cannot tell from others (a Unix socket) — all such clients are one client.
     var client: String?
@@ -354,7 +360,14 @@ public struct CuffSimulatorMachine: Sendable {
             actions.append(.log("RACP: reporting \(sel.count) stored record(s)"))
             for r in sel {
                 let rec = BloodPressureRecord(sequenceNumber: r.sequence, recordedUUID: 0x2B34, recorded: enhanced(r.reading, localSeconds: r.localSeconds).encode())
-                actions += indicate(.bloodPressureRecord, [0x03] + rec.encodeBody(withCRC: configuration.features.contains(.e2eCRC)), now)
+                let withCRC = configuration.features.contains(.e2eCRC)
+                if let n = configuration.recordSegmentLength {
+                    let segments = rec.segments(maxLength: max(6, n), startCounter: recordCounter, withCRC: withCRC)
+                    for seg in segments { actions += indicate(.bloodPressureRecord, seg.encode(), now) }
+                    recordCounter = UInt8((Int(recordCounter) + segments.count) & 0x3F)
+                } else {
+                    actions += indicate(.bloodPressureRecord, [0x03] + rec.encodeBody(withCRC: withCRC), now)
+                }
             }
             respond(op, .success)
         case .deleteStoredRecords:

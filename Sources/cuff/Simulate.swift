@@ -29,12 +29,18 @@ struct SimulatorOptions: ParsableArguments {
     @Flag(help: "Start measuring as soon as a client has subscribed (else: a start command, or SIGUSR1 as the button).")
     var autostart = false
 
+    @Option(name: .customLong("record-segment"), help: "bps-1.1: send each Blood Pressure Record in segments of at most N bytes (6-512; as a small ATT MTU would force).")
+    var recordSegment: Int?
+
     func validate() throws {
         guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
+        if let n = recordSegment, !(6...512).contains(n) { throw ValidationError("--record-segment takes 6 to 512 bytes") }
     }
 
     var configuration: SimulatorConfiguration {
-        SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: autostart)
+        var c = SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: autostart)
+        c.recordSegmentLength = recordSegment
+        return c
     }
 }
 

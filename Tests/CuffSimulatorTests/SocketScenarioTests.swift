@@ -169,6 +169,27 @@ struct SocketScenarioTests {
         #expect(logs.lines.filter { $0.hasPrefix("sending ") }.count == (seeded > 0 ? 1 : 0))
     }
 
+    /// bps-1.1 stored records in segments of 8 bytes reach the session as the same records.
+    @Test func segmentedRecordsAreReassembled() throws {
+        func run(segment: Int?) throws -> SocketRun {
+            var sim = SimulatorConfiguration(scenario: .storedRecords, persona: .bps11, seed: 7, autostart: true)
+            sim.linger = .seconds(1)
+            sim.recordSegmentLength = segment
+            let logs = LogBox()
+            let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil, log: { logs.append($0) })
+            return try SocketRun.run(driver: driver, logs: logs)
+        }
+        let whole = try run(segment: nil)
+        let split = try run(segment: 8)
+        #expect(split.outcome == .completed)
+        let a = whole.measurements.filter(\.stored), b = split.measurements.filter(\.stored)
+        #expect(b.count == 3)
+        #expect(b.map(\.sequenceNumber) == [0, 1, 2])
+        #expect(b.map(\.raw) == a.map(\.raw))
+        #expect(b.allSatisfy { $0.characteristic == .bloodPressureRecord })
+        #expect(!split.logs.contains { $0.contains("warning") || $0.contains("malformed") }, "\(split.logs)")
+    }
+
     @Test func disconnectMidMeasurement() throws {
         let r = try SocketRun.run(.disconnect)
         #expect(r.outcome == .disconnected)
