@@ -206,3 +206,17 @@ struct ConfirmedReadingTests {
         }
     }
 }
+
+@Suite("Simulated cuff: Current Time writes")
+struct CurrentTimeWriteTests {
+    @Test func anImpossibleDateIsRejectedAValidLeapDayAccepted() {
+        var m = CuffSimulatorMachine(configuration: SimulatorConfiguration())
+        _ = m.handle(.connected(.zero))
+        // 2023-02-29 10:30:00 (Current Time: Date Time, day of week, fractions, adjust reason).
+        let bad = m.handle(.written(.currentTime, Hex.decode("E7 07 02 1D 0A 1E 00 03 00 00")!, .zero))
+        #expect(bad.contains(.writeResult(.currentTime, error: 0xFF)))
+        let good = m.handle(.written(.currentTime, Hex.decode("E8 07 02 1D 0A 1E 00 04 00 00")!, .zero))
+        #expect(good.contains(.writeResult(.currentTime, error: nil)))
+        #expect(good.contains(.log("clock set to 2024-02-29T10:30:00")))
+    }
+}
