@@ -96,6 +96,23 @@ struct TwoProcessTests {
         #expect(log.components(separatedBy: "stored reading(s), oldest first").count == 2, "\(log)")
     }
 
+    /// Stored records sent in 8-byte segments: `cuff measure` reassembles them, and so does
+    /// `cuff replay` of the capture it recorded, to the same lines.
+    @Test func segmentedRecordsLiveAndReplayed() throws {
+        let sim = try Simulator(["--scenario", "stored-records", "--persona", "bps-1.1", "--record-segment", "8", "--speed", "200", "--autostart", "--seed", "3"])
+        let capture = sim.dir.appendingPathComponent("seg.btsnoop").path
+        let live = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--quiet", "--capture", capture])
+        let replay = try CLI.run(["replay", capture, "--quiet"])
+        _ = sim.stop()
+        #expect(live.status == 0, "\(live.stderr)")
+        let stored = try measurements(live).filter { $0["stored"] as? Bool == true }
+        #expect(stored.map { $0["sequence_number"] as? Int } == [0, 1, 2])
+        #expect(!live.stderr.contains("warning"))
+        let replayed = try measurements(replay).filter { $0["stored"] as? Bool == true }
+        #expect(replayed.map { $0["sequence_number"] as? Int } == [0, 1, 2])
+        #expect(replayed.map { $0["raw"] as? String } == stored.map { $0["raw"] as? String })
+    }
+
     @Test func ctrlCStopsTheCuffAndKeepsWhatArrived() throws {
         let sim = try Simulator(["--speed", "5"])
         let out = sim.dir.appendingPathComponent("measure.out")
