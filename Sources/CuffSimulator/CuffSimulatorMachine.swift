@@ -111,8 +111,9 @@ public struct CuffSimulatorMachine: Sendable {
     var racpBusy = false
     var measurementsDone = 0
     var indicationSentAt: [Timestamp] = []
-    /// The stored reading each indication in flight carries (nil: a RACP record or response, or
-    /// a live result), in the order sent — confirmations come back in that order.
+    /// The stored reading each indication in flight carries, a result (spontaneous, or the live
+    /// one, which the cuff stores too) by its sequence number; nil for RACP records and responses.
+    /// In the order sent: confirmations come back in that order.
     var indicationCarries: [UInt16?] = []
     /// The Blood Pressure Record rolling segment counter (segmented records only).
     var recordCounter: UInt8 = 0
@@ -121,8 +122,13 @@ public struct CuffSimulatorMachine: Sendable {
     var client: String?
     /// Set by ``connect(client:now:)`` for the `.connected` event that follows.
     var connectingClient: String?
-    /// Sequence numbers of the readings each client confirmed (key "" for the anonymous client).
+    /// Sequence numbers of the readings each client confirmed (key "" for the anonymous client),
+    /// for the `maxBondedClients` clients seen last (`deliveredOrder`, oldest first).
     var delivered: [String: Set<UInt16>] = [:]
+    var deliveredOrder: [String] = []
+    /// How many clients the cuff remembers (real cuffs keep a handful of bonds); a client beyond
+    /// that makes it forget the one it saw longest ago, which then gets every reading again.
+    static let maxBondedClients = 8
 
     struct StoredRecord: Sendable, Hashable {
         var sequence: UInt16
@@ -241,7 +247,7 @@ public struct CuffSimulatorMachine: Sendable {
             outstandingIndications = max(0, outstandingIndications - 1)
             var actions: [Action] = []
             if !indicationCarries.isEmpty, let seq = indicationCarries.removeFirst() {
-                delivered[clientKey, default: []].insert(seq)
+                markDelivered(seq)
             }
             if !indicationSentAt.isEmpty {
                 let sent = indicationSentAt.removeFirst()
@@ -548,6 +554,15 @@ public struct CuffSimulatorMachine: Sendable {
     }
 
     var clientKey: String { client ?? "" }
+
+    mutating func markDelivered(_ sequence: UInt16) {
+        let key = clientKey
+        if delivered[key] == nil {
+            if deliveredOrder.count >= Self.maxBondedClients { delivered[deliveredOrder.removeFirst()] = nil }
+            deliveredOrder.append(key)
+        }
+        delivered[key, default: []].insert(sequence)
+    }
 
     /// The stored readings the connected client has not confirmed yet, oldest first (all of them
     /// when the configuration resends confirmed readings). RACP reports ignore this: a cuff keeps

@@ -1,7 +1,7 @@
 import Testing
 import BloodPressure
 import CuffCore
-import CuffSimulator
+@testable import CuffSimulator
 import GATT
 
 /// The simulated cuff's exact answers to hand-written request PDUs.
@@ -161,6 +161,20 @@ struct ConfirmedReadingTests {
         #expect(Self.subscribe(&m, client: "BB:BB:BB:BB:BB:02", at: .seconds(10)).count == 3)
         _ = m.handle(.disconnected(.seconds(11)))
         #expect(Self.subscribe(&m, client: "AA:AA:AA:AA:AA:01", at: .seconds(20)).isEmpty)
+    }
+
+    @Test func theCuffRemembersABoundedNumberOfClients() {
+        var m = M(configuration: SimulatorConfiguration(scenario: .storedRecords, seed: 3))
+        for i in 0..<40 {
+            let sent = Self.subscribe(&m, client: "client-\(i)", at: .seconds(Double(i)))
+            #expect(sent.count == 3)
+            for _ in sent { _ = m.handle(.indicationConfirmed(.seconds(Double(i)))) }
+            _ = m.handle(.disconnected(.seconds(Double(i))))
+        }
+        #expect(m.delivered.count == M.maxBondedClients)
+        #expect(Self.subscribe(&m, client: "client-39", at: .seconds(100)).isEmpty)
+        _ = m.handle(.disconnected(.seconds(100)))
+        #expect(Self.subscribe(&m, client: "client-0", at: .seconds(101)).count == 3)
     }
 
     @Test func aConfirmedLiveResultIsNotSentAsAStoredOne() {
