@@ -74,6 +74,8 @@ public struct DecodeWarning: Sendable, Hashable, CustomStringConvertible {
         case quirkApplied = "quirk_applied"
         case invalidDateTime = "invalid_date_time"
         case reservedPulseRateRange = "reserved_pulse_rate_range"
+        /// A Blood Pressure Record's recorded value does not decode; the record's header stands.
+        case invalidRecordedValue = "invalid_recorded_value"
     }
     public var code: Code
     public var message: String

@@ -30,6 +30,34 @@ public struct RecordSegment: Sendable, Hashable {
     }
 
     public func encode() -> [UInt8] { [header] + data }
+
+    /// Decodes one message with the fields its place in the record gives it. A first segment
+    /// starts the record body: Sequence Number and UUID, then the start of the recorded value
+    /// (im97mori's reading of BPS 1.1; RonanB96 repeats them in every segment, which we do not
+    /// follow). A later segment carries only continuation bytes (in the last one, the E2E-CRC
+    /// when the Feature says so). Only the record as a whole can be decoded further.
+    public static func decodeFields(_ bytes: ArraySlice<UInt8>) throws(BPSDecodingError) -> RecordSegmentFields {
+        var r = ByteReader(bytes)
+        let h = try r.u8("Segmentation Header")
+        let segment = RecordSegment(header: h, data: Array(bytes.dropFirst()))
+        guard segment.isFirst else {
+            return RecordSegmentFields(segment: segment, sequenceNumber: nil, recordedUUID: nil, recordedData: segment.data)
+        }
+        let seq = try r.u16("Sequence Number")
+        let uuid = try r.u16("UUID")
+        return RecordSegmentFields(segment: segment, sequenceNumber: seq, recordedUUID: uuid, recordedData: Array(r.readRemaining()))
+    }
+}
+
+/// One Blood Pressure Record message, its fields decoded (``RecordSegment/decodeFields(_:)``).
+public struct RecordSegmentFields: Sendable, Hashable {
+    public var segment: RecordSegment
+    /// In a first segment only.
+    public var sequenceNumber: UInt16?
+    /// The recorded characteristic's UUID, in a first segment only.
+    public var recordedUUID: UInt16?
+    /// The part of the recorded value this message carries (a last segment's may end with the E2E-CRC).
+    public var recordedData: [UInt8]
 }
 
 /// A whole Blood Pressure Record: sequence number, the UUID of the recorded characteristic, its
@@ -119,7 +147,10 @@ public struct BloodPressureRecord: Sendable, Hashable {
 /// Reassembles multi-segment Blood Pressure Records (bounded: at most `maxBodyLength` bytes).
 ///
 /// Segments after the first carry only a continuation of the body (sequence number and UUID
-/// travel once, in the first segment), and the rolling counter must advance by one each time.
+/// travel once, in the first segment), and the rolling counter must advance by one each time
+/// (mod 64). Whatever breaks that — a continuation without a first segment, a counter out of
+/// order or skipped, a new first segment before the last one, a body longer than
+/// `maxBodyLength` — drops the unfinished record (never merges across the break) and says why.
 public struct RecordAssembler: Sendable {
     public var maxBodyLength: Int
     var body: [UInt8] = []
@@ -127,33 +158,72 @@ public struct RecordAssembler: Sendable {
 
     public init(maxBodyLength: Int = 512) { self.maxBodyLength = maxBodyLength }
 
-    /// Feeds one segment; returns the record body when the last segment arrives.
-    public mutating func feed(_ s: RecordSegment) throws(BPSDecodingError) -> [UInt8]? {
+    /// What one segment did: a whole record body when it completed one, and the reason when it
+    /// dropped an unfinished record (or was dropped itself). Both may be set: a single-segment
+    /// record that arrives in the middle of another completes, and drops the other.
+    public struct Step: Sendable, Hashable {
+        public var body: [UInt8]?
+        public var dropped: BPSDecodingError?
+    }
+
+    /// True while a record's first segment arrived and its last has not.
+    public var isAssembling: Bool { expectedCounter != nil }
+
+    /// Feeds one segment.
+    public mutating func add(_ s: RecordSegment) -> Step {
+        var dropped: BPSDecodingError? = nil
         if s.isFirst {
+            if let exp = expectedCounter {
+                dropped = BPSDecodingError(
+                    .invalidValue, field: "Segmentation Header", offset: 0,
+                    detail: "a new first segment (counter \(s.counter)) before the last one of the record being reassembled (expected counter \(exp)); its \(body.count) bytes dropped")
+            }
             body = []
+            expectedCounter = nil
         } else {
             guard let exp = expectedCounter else {
-                throw BPSDecodingError(.invalidValue, field: "Segmentation Header", offset: 0, detail: "continuation segment without a first segment")
+                return Step(body: nil, dropped: BPSDecodingError(
+                    .invalidValue, field: "Segmentation Header", offset: 0,
+                    detail: "continuation segment (counter \(s.counter)) without a first segment; dropped"))
             }
             guard s.counter == exp else {
-                body = []
-                expectedCounter = nil
-                throw BPSDecodingError(.invalidValue, field: "Segmentation Header", offset: 0, detail: "segment counter \(s.counter), expected \(exp)")
+                let n = body.count
+                reset()
+                return Step(body: nil, dropped: BPSDecodingError(
+                    .invalidValue, field: "Segmentation Header", offset: 0,
+                    detail: "segment counter \(s.counter), expected \(exp); the record's \(n) bytes dropped"))
             }
         }
         guard body.count + s.data.count <= maxBodyLength else {
-            body = []
-            expectedCounter = nil
-            throw BPSDecodingError(.invalidLength, field: "Blood Pressure Record", offset: 0, detail: "reassembled record exceeds \(maxBodyLength) bytes")
+            let n = body.count + s.data.count
+            reset()
+            return Step(body: nil, dropped: BPSDecodingError(
+                .invalidLength, field: "Blood Pressure Record", offset: 0,
+                detail: "reassembled record exceeds \(maxBodyLength) bytes (\(n)); dropped"))
         }
         body += s.data
         if s.isLast {
-            expectedCounter = nil
-            defer { body = [] }
-            return body
+            let whole = body
+            reset()
+            return Step(body: whole, dropped: dropped)
         }
         expectedCounter = (s.counter + 1) & 0x3F
+        return Step(body: nil, dropped: dropped)
+    }
+
+    /// Feeds one segment; returns the record body when the last segment arrives, and throws when
+    /// the segment dropped a record without completing one (see ``add(_:)``).
+    public mutating func feed(_ s: RecordSegment) throws(BPSDecodingError) -> [UInt8]? {
+        let step = add(s)
+        if let body = step.body { return body }
+        if let why = step.dropped { throw why }
         return nil
+    }
+
+    /// Forgets an unfinished record (a new connection: segments never continue across links).
+    public mutating func reset() {
+        body = []
+        expectedCounter = nil
     }
 }
 

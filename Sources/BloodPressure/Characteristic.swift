@@ -81,7 +81,8 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
             pairs += [("warnings", d.warnings.json), ("raw", raw)]
             return .object(pairs)
         case .bloodPressureRecord:
-            let seg = try RecordSegment.decode(bytes)
+            let f = try RecordSegment.decodeFields(bytes)
+            let seg = f.segment
             var pairs: [(String, JSON)] = [
                 ("type", .string("record")), ("characteristic", .string(uuidString)),
                 ("first_segment", .bool(seg.isFirst)), ("last_segment", .bool(seg.isLast)),
@@ -100,17 +101,30 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
                         pairs.append(("record", .null))
                     }
                 } catch {
-                    throw BPSDecodingError(error.code, field: "Recorded Characteristic: " + error.field, offset: error.offset + 5, detail: error.detail)
+                    // The header (sequence number, UUID) stands; the recorded value is reported, not decoded.
+                    let inner = BPSDecodingError(error.code, field: "Recorded Characteristic: " + error.field, offset: error.offset + 5, detail: error.detail)
+                    pairs.append(("record", .null))
+                    pairs.append(("record_error", inner.json))
+                    warnings.append(DecodeWarning(.invalidRecordedValue, inner.message, offset: inner.offset))
                 }
-            } else {
+            } else if let seq = f.sequenceNumber, let uuid = f.recordedUUID {
+                // The first of several segments: the header, and the start of the recorded value.
+                pairs.append(("sequence_number", .int(Int64(seq))))
+                pairs.append(("recorded_characteristic", .string(BPSCharacteristic.hex4(uuid))))
                 pairs.append(("segment", .string(Hex.encode(seg.data))))
+                pairs.append(("partial_record", .string(Hex.encode(f.recordedData))))
+            } else {
+                // A middle or last segment: more of the recorded value (and the E2E-CRC, if any).
+                pairs.append(("segment", .string(Hex.encode(seg.data))))
+                pairs.append(("continuation", .string(Hex.encode(f.recordedData))))
             }
             pairs += [("warnings", warnings.json), ("raw", raw)]
             return .object(pairs)
         }
     }
 
-    static func hex4(_ v: UInt16) -> String {
+    /// `2B34`: four upper-case hex digits.
+    public static func hex4(_ v: UInt16) -> String {
         let s = String(v, radix: 16, uppercase: true)
         return String(repeating: "0", count: 4 - s.count) + s
     }

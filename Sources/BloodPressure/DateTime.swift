@@ -61,14 +61,38 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
     /// True when year, month and day are all known.
     public var isDateKnown: Bool { year != 0 && month != 0 && day != 0 }
 
-    /// Fields are within the GSS ranges (unknown 0 allowed for year/month/day).
+    /// Fields are within the GSS ranges (unknown 0 allowed for year/month/day) and the day exists in
+    /// its month (Gregorian leap years). An unknown part never rules a date out: with the month
+    /// unknown any day 1–31 may exist, with the year unknown February 29 may.
     public var isValid: Bool {
+        areFieldsInRange && day <= DateTime.lastDay(ofMonth: month, year: year)
+    }
+
+    /// Each field within its GSS range, without asking whether the day exists in its month.
+    var areFieldsInRange: Bool {
         (year == 0 || (1582...9999).contains(year)) && month <= 12 && day <= 31 && hours <= 23 && minutes <= 59
             && seconds <= 59
     }
 
+    /// The last day of `month` (1–12) in `year` (proleptic Gregorian); 31 when the month is unknown
+    /// (0) or out of range, 29 for February of an unknown year (0).
+    public static func lastDay(ofMonth month: UInt8, year: UInt16) -> UInt8 {
+        switch month {
+        case 4, 6, 9, 11: return 30
+        case 2:
+            if year == 0 { return 29 }
+            let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+            return leap ? 29 : 28
+        default: return 31
+        }
+    }
+
     @usableFromInline func validate(at offset: Int, _ w: inout [DecodeWarning]) {
-        if !isValid { w.append(DecodeWarning(.invalidDateTime, "Date Time fields out of range: \(description)", offset: offset)) }
+        if !areFieldsInRange {
+            w.append(DecodeWarning(.invalidDateTime, "Date Time fields out of range: \(description)", offset: offset))
+        } else if !isValid {
+            w.append(DecodeWarning(.invalidDateTime, "Date Time is not a calendar date: \(description)", offset: offset))
+        }
     }
 
     /// `2020-05-21T10:30:45` (ISO 8601 local time, no offset), or nil when the date is unknown or invalid.

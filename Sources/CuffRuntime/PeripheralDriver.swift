@@ -27,11 +27,12 @@ public final class PeripheralDriver {
         self.log = log
     }
 
-    /// Serves one connection until it ends.
-    public func serve(_ bearer: ATTBearer) -> End {
+    /// Serves one connection until it ends. `client` identifies the peer when the transport knows
+    /// it (a Bluetooth address): the cuff remembers which stored readings each client confirmed.
+    public func serve(_ bearer: ATTBearer, client: String? = nil) -> End {
         defer { bearer.close() }
         peripheral.linkSecurityChanged(bearer.securityLevel)
-        if let end = execute(peripheral.connected(now: clock.now()), bearer) { return end }
+        if let end = execute(peripheral.connected(now: clock.now(), client: client), bearer) { return end }
         while true {
             if let s = signals {
                 if s.isRaised(.int) || s.isRaised(.term) {

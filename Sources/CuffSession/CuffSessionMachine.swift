@@ -628,22 +628,46 @@ public struct CuffSessionMachine: Sendable {
         return actions
     }
 
+    /// One Blood Pressure Record message. The segments of a record are reassembled (bounded,
+    /// in counter order) and the whole record is decoded as its recorded characteristic and
+    /// emitted like a single-segment one. A broken sequence (a gap, a counter out of order, a new
+    /// first segment before the last, a record over 512 bytes) drops the unfinished record with a
+    /// warning: a partial reading is never emitted. A record whose recorded value does not decode
+    /// is reported with its sequence number and UUID, and not emitted (it has no values to keep).
     mutating func record(_ value: [UInt8], _ at: EventTime) -> [Action] {
+        let seg: RecordSegment
         do {
-            let seg = try RecordSegment.decode(value[...])
-            guard let body = try recordAssembler.feed(seg) else { return [] }
-            let hasCRC = device.features?.contains(.e2eCRC) ?? false
-            let rec = try BloodPressureRecord.decodeBody(body[...], hasCRC: hasCRC).value
-            guard let inner = try rec.enhancedMeasurement() else {
-                return [.log("stored record \(rec.sequenceNumber) holds characteristic 0x\(String(rec.recordedUUID, radix: 16)); skipped")]
-            }
-            guard let r = MeasurementRecord.from(enhanced: inner.value, warnings: inner.warnings, raw: rec.recorded, device: device, at: at, stored: true, sequenceNumber: rec.sequenceNumber) else {
-                return []
-            }
-            return result(r, at)
+            seg = try RecordSegment.decode(value[...])
         } catch {
             return [.log("ignored a malformed Blood Pressure Record: \(error.message)")]
         }
+        let step = recordAssembler.add(seg)
+        var actions: [Action] = []
+        if let why = step.dropped {
+            actions.append(.log("warning: Blood Pressure Record segments out of sequence: \(why.message)"))
+        }
+        guard let body = step.body else { return actions }
+        let hasCRC = device.features?.contains(.e2eCRC) ?? false
+        let rec: BloodPressureRecord
+        do {
+            rec = try BloodPressureRecord.decodeBody(body[...], hasCRC: hasCRC).value
+        } catch {
+            return actions + [.log("ignored a malformed Blood Pressure Record: \(error.message)")]
+        }
+        let inner: Decoded<EnhancedBloodPressureMeasurement>
+        do {
+            guard let d = try rec.enhancedMeasurement() else {
+                return actions + [.log("stored record \(rec.sequenceNumber) holds characteristic 0x\(String(rec.recordedUUID, radix: 16)); skipped")]
+            }
+            inner = d
+        } catch {
+            return actions + [.log(
+                "warning: stored record \(rec.sequenceNumber) (0x\(BPSCharacteristic.hex4(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value \(Hex.encode(rec.recorded))); skipped")]
+        }
+        guard let r = MeasurementRecord.from(enhanced: inner.value, warnings: inner.warnings, raw: rec.recorded, device: device, at: at, stored: true, sequenceNumber: rec.sequenceNumber) else {
+            return actions
+        }
+        return actions + result(r, at)
     }
 
     mutating func racpResponse(_ value: [UInt8], _ at: EventTime) -> [Action] {

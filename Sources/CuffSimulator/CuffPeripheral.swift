@@ -64,10 +64,12 @@ public struct CuffPeripheral: Sendable {
 
     public var nextDeadline: Timestamp? { [server.nextDeadline, machine.nextDeadline].compactMap { $0 }.min() }
 
-    /// A client connected: a fresh GATT connection state.
-    public mutating func connected(now: Timestamp) -> [Output] {
+    /// A client connected: a fresh GATT connection state. `client` tells clients apart (a
+    /// Bluetooth address); nil when the transport cannot (a Unix socket): then every client is the
+    /// same one, so a reading one of them confirmed is not sent to the next spontaneously.
+    public mutating func connected(now: Timestamp, client: String? = nil) -> [Output] {
         server.reset()
-        return run(machine.handle(.connected(now)), now)
+        return run(machine.connect(client: client, now: now), now)
     }
 
     public mutating func disconnected(now: Timestamp) -> [Output] {

@@ -20,12 +20,21 @@ public struct SimulatorConfiguration: Sendable {
     public var icpRate: Double = 5
     /// How long the cuff stays connected after its result was confirmed.
     public var linger: Duration = .seconds(3)
+    /// Send every stored reading again after each subscription, also the ones a client already
+    /// confirmed (what some careless cuffs do). Off unless the scenario asks for it
+    /// (``Scenario/resendsConfirmedReadings``); a faithful cuff sends a reading until it is confirmed.
+    public var resendsConfirmedReadings = false
+    /// Send each RACP-reported Blood Pressure Record in segments of at most this many bytes
+    /// (header included; at least 6, so the first segment holds the sequence number and UUID).
+    /// nil: one message per record (header 0x03), which fits any ATT MTU the simulator accepts.
+    public var recordSegmentLength: Int? = nil
 
     public init(scenario: Scenario = .normal, persona: Persona = .bps10, seed: UInt64 = 1, autostart: Bool = false) {
         self.scenario = scenario
         self.persona = persona
         self.seed = seed
         self.autostart = autostart
+        resendsConfirmedReadings = scenario.resendsConfirmedReadings
         if scenario == .beurerBM85 {
             name = "BM85"
             manufacturer = "Beurer GmbH"
@@ -102,6 +111,24 @@ public struct CuffSimulatorMachine: Sendable {
     var racpBusy = false
     var measurementsDone = 0
     var indicationSentAt: [Timestamp] = []
+    /// The stored reading each indication in flight carries, a result (spontaneous, or the live
+    /// one, which the cuff stores too) by its sequence number; nil for RACP records and responses.
+    /// In the order sent: confirmations come back in that order.
+    var indicationCarries: [UInt16?] = []
+    /// The Blood Pressure Record rolling segment counter (segmented records only).
+    var recordCounter: UInt8 = 0
+    /// Who is connected: the identity the driver gave (a Bluetooth address), or nil for a client
+    /// the simulator cannot tell from others (a Unix socket) — all such clients are one client.
+    var client: String?
+    /// Set by ``connect(client:now:)`` for the `.connected` event that follows.
+    var connectingClient: String?
+    /// Sequence numbers of the readings each client confirmed (key "" for the anonymous client),
+    /// for the `maxBondedClients` clients seen last (`deliveredOrder`, oldest first).
+    var delivered: [String: Set<UInt16>] = [:]
+    var deliveredOrder: [String] = []
+    /// How many clients the cuff remembers (real cuffs keep a handful of bonds); a client beyond
+    /// that makes it forget the one it saw longest ago, which then gets every reading again.
+    static let maxBondedClients = 8
 
     struct StoredRecord: Sendable, Hashable {
         var sequence: UInt16
@@ -176,6 +203,10 @@ public struct CuffSimulatorMachine: Sendable {
         switch event {
         case let .connected(now):
             connected = true
+            client = connectingClient
+            connectingClient = nil
+            indicationCarries = []
+            indicationSentAt = []
             subscribed = [:]
             outstandingIndications = 0
             sentBurst = false
@@ -191,10 +222,11 @@ public struct CuffSimulatorMachine: Sendable {
             var actions: [Action] = [.log("client \(indicate ? "subscribed to indications of" : notify ? "subscribed to notifications of" : "unsubscribed from") \(c.rawValue)")]
             let isResult = c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement
             if isResult && indicate {
-                if configuration.persona == .bps10 && !sentBurst && !records.isEmpty {
+                let pending = undeliveredRecords
+                if configuration.persona == .bps10 && !sentBurst && !pending.isEmpty {
                     sentBurst = true
-                    actions.append(.log("sending \(records.count) stored reading(s), oldest first"))
-                    for r in records { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
+                    actions.append(.log("sending \(pending.count) stored reading(s), oldest first"))
+                    for r in pending { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
                 }
                 if configuration.autostart && phase == .idle && !autostarted {
                     autostarted = true
@@ -214,6 +246,9 @@ public struct CuffSimulatorMachine: Sendable {
         case let .indicationConfirmed(now):
             outstandingIndications = max(0, outstandingIndications - 1)
             var actions: [Action] = []
+            if !indicationCarries.isEmpty, let seq = indicationCarries.removeFirst() {
+                markDelivered(seq)
+            }
             if !indicationSentAt.isEmpty {
                 let sent = indicationSentAt.removeFirst()
                 let waited = (now - sent).secondsDouble
@@ -331,7 +366,14 @@ public struct CuffSimulatorMachine: Sendable {
             actions.append(.log("RACP: reporting \(sel.count) stored record(s)"))
             for r in sel {
                 let rec = BloodPressureRecord(sequenceNumber: r.sequence, recordedUUID: 0x2B34, recorded: enhanced(r.reading, localSeconds: r.localSeconds).encode())
-                actions += indicate(.bloodPressureRecord, [0x03] + rec.encodeBody(withCRC: configuration.features.contains(.e2eCRC)), now)
+                let withCRC = configuration.features.contains(.e2eCRC)
+                if let n = configuration.recordSegmentLength {
+                    let segments = rec.segments(maxLength: max(6, n), startCounter: recordCounter, withCRC: withCRC)
+                    for seg in segments { actions += indicate(.bloodPressureRecord, seg.encode(), now) }
+                    recordCounter = UInt8((Int(recordCounter) + segments.count) & 0x3F)
+                } else {
+                    actions += indicate(.bloodPressureRecord, [0x03] + rec.encodeBody(withCRC: withCRC), now)
+                }
             }
             respond(op, .success)
         case .deleteStoredRecords:
@@ -405,11 +447,13 @@ public struct CuffSimulatorMachine: Sendable {
                 measurementsDone += 1
                 let local = cuffClock(now)
                 var actions: [Action] = cuffPressure(max(0, base), now)
+                var stored: UInt16? = nil
                 if configuration.scenario != .error {
+                    stored = nextSequence
                     records.append(StoredRecord(sequence: nextSequence, reading: r, localSeconds: local))
                     nextSequence &+= 1
                 }
-                actions += indicateResult(r, localSeconds: local, sequence: nil, now: now, live: true)
+                actions += indicateResult(r, localSeconds: local, sequence: stored, now: now, live: true)
                 return actions
             }
             // Oscillations: largest near MAP, at the pulse rate; irregular pulse varies the beat.
@@ -476,12 +520,14 @@ public struct CuffSimulatorMachine: Sendable {
             userFacingTime: m.timestamp == nil || !configuration.features.contains(.userFacingTime) ? nil : since2000, epoch: .year2000)
     }
 
+    /// `sequence`: the stored reading this result is (it counts as delivered to the client once
+    /// the client confirms it).
     mutating func indicateResult(_ r: Reading, localSeconds: Int64, sequence: UInt16?, now: Timestamp, live: Bool = false) -> [Action] {
         var actions: [Action] = []
         if subscribed[.bloodPressureMeasurement]?.indicate == true {
-            actions += indicate(.bloodPressureMeasurement, measurement(r, localSeconds: localSeconds).encode(quirks: configuration.quirks), now)
+            actions += indicate(.bloodPressureMeasurement, measurement(r, localSeconds: localSeconds).encode(quirks: configuration.quirks), now, carrying: sequence)
         } else if subscribed[.enhancedBloodPressureMeasurement]?.indicate == true {
-            actions += indicate(.enhancedBloodPressureMeasurement, enhanced(r, localSeconds: localSeconds).encode(), now)
+            actions += indicate(.enhancedBloodPressureMeasurement, enhanced(r, localSeconds: localSeconds).encode(), now, carrying: sequence)
         } else if live {
             actions.append(.log("result ready but nobody subscribed to it; kept as a stored record"))
         }
@@ -493,10 +539,38 @@ public struct CuffSimulatorMachine: Sendable {
         return actions
     }
 
-    mutating func indicate(_ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp) -> [Action] {
+    mutating func indicate(_ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp, carrying sequence: UInt16? = nil) -> [Action] {
         outstandingIndications += 1
         indicationSentAt.append(now)
+        indicationCarries.append(sequence)
         return [.indicate(c, value)]
+    }
+
+    /// A client connected, known by `client` (a Bluetooth address) when the driver can tell
+    /// clients apart; nil is the one anonymous client (every Unix-socket client).
+    public mutating func connect(client: String?, now: Timestamp) -> [Action] {
+        connectingClient = client
+        return handle(.connected(now))
+    }
+
+    var clientKey: String { client ?? "" }
+
+    mutating func markDelivered(_ sequence: UInt16) {
+        let key = clientKey
+        if delivered[key] == nil {
+            if deliveredOrder.count >= Self.maxBondedClients { delivered[deliveredOrder.removeFirst()] = nil }
+            deliveredOrder.append(key)
+        }
+        delivered[key, default: []].insert(sequence)
+    }
+
+    /// The stored readings the connected client has not confirmed yet, oldest first (all of them
+    /// when the configuration resends confirmed readings). RACP reports ignore this: a cuff keeps
+    /// its readings for RACP until a client deletes them.
+    var undeliveredRecords: [StoredRecord] {
+        if configuration.resendsConfirmedReadings { return records }
+        guard let done = delivered[clientKey], !done.isEmpty else { return records }
+        return records.filter { !done.contains($0.sequence) }
     }
 
     func cuffClock(_ now: Timestamp) -> Int64 {

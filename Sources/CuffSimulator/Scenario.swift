@@ -19,6 +19,11 @@ public enum Scenario: String, Sendable, Hashable, CaseIterable {
     case hypotensive
     case multiUser = "multi-user"
 
+    /// The cuff sends every stored reading again after each subscription, also the ones the
+    /// client already confirmed. No scenario does: a faithful cuff sends a stored reading until
+    /// the client confirms it, then not again to that client.
+    public var resendsConfirmedReadings: Bool { false }
+
     public var summary: String {
         switch self {
         case .normal: "a normal reading, about 120/80 mmHg, pulse about 72"
@@ -29,7 +34,7 @@ public enum Scenario: String, Sendable, Hashable, CaseIterable {
         case .improperPosition: "improper measurement position (status bit 5)"
         case .error: "the cuff fails (\"Err\"): every value NaN, status 0"
         case .kpa: "cuff pressure and result in kPa"
-        case .storedRecords: "three stored readings sent right after subscription, oldest first (and by RACP with bps-1.1), then a live one"
+        case .storedRecords: "three stored readings sent right after subscription until a client confirmed them, oldest first (and by RACP with bps-1.1), then a live one"
         case .disconnect: "the link drops in the middle of the deflation"
         case .slowConfirm: "five stored readings queued at once; one indication in flight, link dropped if a confirmation is missing for 30 s"
         case .beurerBM85: "a Beurer BM85: user ID without its flag, pulse and status big-endian"

@@ -153,7 +153,13 @@ public struct EffectiveTime: Sendable, Hashable {
             default: if !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) { return false }
             }
         }
-        return true
+        // The same calendar rule as the codec's (a store written before it knew leap years may
+        // hold 2023-02-29; such a time is not a time FHIR or Open mHealth accept).
+        func number(_ r: Range<Int>) -> Int { u[r].reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) } }
+        let dt = DateTime(
+            year: UInt16(number(0..<4)), month: UInt8(number(5..<7)), day: UInt8(number(8..<10)),
+            hours: UInt8(number(11..<13)), minutes: UInt8(number(14..<16)), seconds: UInt8(number(17..<19)))
+        return dt.isDateKnown && dt.isValid
     }
 }
 

@@ -127,7 +127,7 @@ enum BlueZCommands {
             guard let bearer else { continue }
             session += 1
             Output.log("cuff simulate: session \(session): \(bearer.peerDescription) connected")
-            let end = driver.serve(bearer)
+            let end = driver.serve(bearer, client: bearer.peerDescription)
             Output.log("cuff simulate: session \(session) ended: \(end)")
             if end == .interrupted { break }
             do { try advertiser.restart() } catch { Output.log("cuff simulate: re-advertising failed: \(error.message)") }

@@ -14,9 +14,13 @@ struct SimulatorOptions: ParsableArguments {
     @Flag(help: "Start measuring as soon as a client has subscribed (else: a start command, or SIGUSR1 as the button).")
     var autostart = false
 
+    @Option(name: .customLong("record-segment"), help: "bps-1.1: send each Blood Pressure Record in segments of at most N bytes (6-512; as a small ATT MTU would force).")
+    var recordSegment: Int?
+
     func validate() throws {
         // A peer on a socket or a radio needs paced time: "as fast as possible" is for in-process runs.
         guard simulation.speed > 0 else { throw ValidationError("cuff simulate needs --speed above 0 (0 is for measure --simulated)") }
+        if let n = recordSegment, !(6...512).contains(n) { throw ValidationError("--record-segment takes 6 to 512 bytes") }
     }
 
     var persona: Persona { simulation.persona }
@@ -24,7 +28,9 @@ struct SimulatorOptions: ParsableArguments {
     var speed: Double { simulation.speed }
 
     var configuration: SimulatorConfiguration {
-        SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: autostart)
+        var c = SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: autostart)
+        c.recordSegmentLength = recordSegment
+        return c
     }
 }
 

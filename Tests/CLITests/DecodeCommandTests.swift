@@ -87,6 +87,63 @@ struct DecodeCommandTests {
         #expect(dt["timestamp"] as? String == "2019-12-25T10:30:45")
     }
 
+    @Test func impossibleCalendarDatesAreNotTimestamps() throws {
+        // 2023-02-29, 2024-04-31, 9999-02-31: each field in range, the day not in its month.
+        let dates = ["E7 07 02 1D 0A 1E 00", "E8 07 04 1F 0A 1E 00", "0F 27 02 1F 0A 1E 00"]
+        let texts = ["2023-02-29", "2024-04-31", "9999-02-31"]
+        let r = try CLI.run(["decode"] + dates.map { "02 78 00 50 00 5D 00 " + $0 })
+        #expect(r.status == 0)
+        #expect(r.stdoutLines.count == 3)
+        for (line, text) in zip(r.stdoutLines, texts) {
+            let j = try CLI.json(line)
+            #expect(j["timestamp"] is NSNull, "\(text)")
+            let fields = try #require(j["timestamp_fields"] as? [String: Any])
+            #expect("\(fields["year"]!)-\(fields["month"]!)-\(fields["day"]!)" == text.split(separator: "-").map { String(Int($0)!) }.joined(separator: "-"))
+            let warnings = try #require(j["warnings"] as? [[String: Any]])
+            #expect(warnings.map { $0["code"] as? String } == ["invalid_date_time"], "\(text)")
+            #expect(warnings.first?["offset"] as? Int == 7)
+        }
+        let dt = try CLI.run(["decode", "--characteristic", "2a08"] + dates)
+        for (line, text) in zip(dt.stdoutLines, texts) {
+            let j = try CLI.json(line)
+            #expect(j["timestamp"] is NSNull, "\(text)")
+            #expect((j["warnings"] as? [[String: Any]])?.first?["code"] as? String == "invalid_date_time")
+        }
+        // A leap day that exists stays a timestamp, without a warning.
+        let leap = try CLI.json(try CLI.run(["decode", "02 78 00 50 00 5D 00 E8 07 02 1D 0A 1E 00"]).stdoutLines[0])
+        #expect(leap["timestamp"] as? String == "2024-02-29T10:30:00")
+        #expect((leap["warnings"] as? [Any])?.isEmpty == true)
+        #expect(leap["timestamp_fields"] == nil)
+    }
+
+    @Test func recordSegmentsDecode() throws {
+        // V35 in three segments (first, middle, last), a whole one, and one with a damaged inner value.
+        let r = try CLI.run(["decode", "--characteristic", "2b36", "01 01 00 34 2B 00 78 00", "04 50 00", "0A 5D 00",
+                             "03 01 00 34 2B 00 78 00 50 00 5D 00", "03 01 00 34 2B 00 78 00 50"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdoutLines
+        #expect(lines.count == 5)
+        let first = try CLI.json(lines[0])
+        #expect(first["sequence_number"] as? Int == 1)
+        #expect(first["recorded_characteristic"] as? String == "2B34")
+        #expect(first["partial_record"] as? String == "007800")
+        #expect(first["first_segment"] as? Bool == true && first["last_segment"] as? Bool == false)
+        let middle = try CLI.json(lines[1])
+        #expect(middle["continuation"] as? String == "5000")
+        #expect(middle["segment_counter"] as? Int == 1)
+        #expect(middle["sequence_number"] == nil)
+        let last = try CLI.json(lines[2])
+        #expect(last["continuation"] as? String == "5d00")
+        #expect(last["last_segment"] as? Bool == true)
+        // A whole record: as before.
+        #expect(lines[3].hasPrefix(#"{"type":"record","characteristic":"2B36","first_segment":true,"last_segment":true,"segment_counter":0,"sequence_number":1,"recorded_characteristic":"2B34","record":{"type":"measurement""#))
+        let damaged = try CLI.json(lines[4])
+        #expect(damaged["sequence_number"] as? Int == 1)
+        #expect(damaged["record"] is NSNull)
+        #expect((damaged["record_error"] as? [String: Any])?["field"] as? String == "Recorded Characteristic: Diastolic")
+        #expect((damaged["warnings"] as? [[String: Any]])?.first?["code"] as? String == "invalid_recorded_value")
+    }
+
     @Test func prettyIndents() throws {
         let r = try CLI.run(["decode", "--pretty", "00 78 00 50 00 5D 00"])
         #expect(r.stdout.contains("\n  \"systolic\": 120.0"))

@@ -11,6 +11,14 @@ struct MeasureCommandTests {
 
     func records(_ r: CLIResult) throws -> [[String: Any]] { try r.stdoutLines.map(CLI.json) }
 
+    @Test func recordSegmentLengthIsChecked() throws {
+        for bad in ["5", "513", "-1"] {
+            let r = try CLI.run(["simulate", "--listen", "unix:/nonexistent/cuff.sock", "--record-segment", bad])
+            #expect(r.status != 0 && r.status != 1, "\(bad)")
+            #expect(r.stderr.contains("--record-segment"), "\(bad): \(r.stderr)")
+        }
+    }
+
     @Test func listMatchesTheScenariosWeTest() throws {
         let r = try CLI.run(["simulate", "--list"])
         #expect(r.status == 0)

@@ -78,6 +78,41 @@ struct TwoProcessTests {
         #expect(log.contains("session 2: client connected"))
     }
 
+    /// The second client of one `cuff simulate` gets no stored reading the first confirmed (a Unix
+    /// socket has no client address: all its clients are one bonded client).
+    @Test func confirmedStoredReadingsGoToTheFirstClientOnly() throws {
+        let sim = try Simulator(["--scenario", "stored-records", "--speed", "200", "--autostart", "--seed", "3"])
+        let a = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--quiet"])
+        let b = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--quiet"])
+        let log = sim.logText
+        _ = sim.stop()
+        #expect(a.status == 0 && b.status == 0)
+        let ma = try measurements(a), mb = try measurements(b)
+        #expect(ma.filter { $0["stored"] as? Bool == true }.count == 3)
+        #expect(ma.filter { $0["stored"] as? Bool == false }.count == 1)
+        #expect(mb.filter { $0["stored"] as? Bool == true }.isEmpty, "\(b.stdout)")
+        #expect(mb.filter { $0["stored"] as? Bool == false }.count == 1)
+        #expect(log.contains("session 2: client connected"))
+        #expect(log.components(separatedBy: "stored reading(s), oldest first").count == 2, "\(log)")
+    }
+
+    /// Stored records sent in 8-byte segments: `cuff measure` reassembles them, and so does
+    /// `cuff replay` of the capture it recorded, to the same lines.
+    @Test func segmentedRecordsLiveAndReplayed() throws {
+        let sim = try Simulator(["--scenario", "stored-records", "--persona", "bps-1.1", "--record-segment", "8", "--speed", "200", "--autostart", "--seed", "3"])
+        let capture = sim.dir.appendingPathComponent("seg.btsnoop").path
+        let live = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--quiet", "--capture", capture])
+        let replay = try CLI.run(["replay", capture, "--quiet"])
+        _ = sim.stop()
+        #expect(live.status == 0, "\(live.stderr)")
+        let stored = try measurements(live).filter { $0["stored"] as? Bool == true }
+        #expect(stored.map { $0["sequence_number"] as? Int } == [0, 1, 2])
+        #expect(!live.stderr.contains("warning"))
+        let replayed = try measurements(replay).filter { $0["stored"] as? Bool == true }
+        #expect(replayed.map { $0["sequence_number"] as? Int } == [0, 1, 2])
+        #expect(replayed.map { $0["raw"] as? String } == stored.map { $0["raw"] as? String })
+    }
+
     @Test func ctrlCStopsTheCuffAndKeepsWhatArrived() throws {
         let sim = try Simulator(["--speed", "5"])
         let out = sim.dir.appendingPathComponent("measure.out")

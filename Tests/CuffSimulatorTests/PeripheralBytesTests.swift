@@ -1,7 +1,7 @@
 import Testing
 import BloodPressure
 import CuffCore
-import CuffSimulator
+@testable import CuffSimulator
 import GATT
 
 /// The simulated cuff's exact answers to hand-written request PDUs.
@@ -110,4 +110,127 @@ struct PeripheralBytesTests {
 func format2(_ v: UInt16) -> String {
     let s = String(v, radix: 16)
     return s.count == 1 ? "0" + s : s
+}
+
+/// A stored reading goes to a client until the client confirms it, then not again.
+@Suite("Simulated cuff: confirmed readings are not sent again")
+struct ConfirmedReadingTests {
+    typealias M = CuffSimulatorMachine
+
+    /// The Blood Pressure Measurement indications among `actions`.
+    static func results(_ actions: [M.Action]) -> [BloodPressureMeasurement] {
+        actions.compactMap { a in
+            if case let .indicate(.bloodPressureMeasurement, v) = a { try? BloodPressureMeasurement.decode(v[...]).value } else { nil }
+        }
+    }
+
+    /// Connects (as `client`) and subscribes to results; returns the stored readings sent.
+    static func subscribe(_ m: inout M, client: String? = nil, at t: Timestamp) -> [BloodPressureMeasurement] {
+        _ = m.connect(client: client, now: t)
+        return results(m.handle(.subscriptionChanged(.bloodPressureMeasurement, notify: false, indicate: true, t)))
+    }
+
+    @Test func confirmedStoredReadingsAreNotResentOnTheNextConnection() {
+        var m = M(configuration: SimulatorConfiguration(scenario: .storedRecords, seed: 3))
+        let first = Self.subscribe(&m, at: .seconds(1))
+        #expect(first.count == 3)
+        for _ in first { _ = m.handle(.indicationConfirmed(.seconds(2))) }
+        _ = m.handle(.disconnected(.seconds(3)))
+        #expect(Self.subscribe(&m, at: .seconds(10)).isEmpty)
+        _ = m.handle(.disconnected(.seconds(11)))
+        // The same holds through the plain `.connected` event (the anonymous client).
+        _ = m.handle(.connected(.seconds(20)))
+        #expect(Self.results(m.handle(.subscriptionChanged(.bloodPressureMeasurement, notify: false, indicate: true, .seconds(20)))).isEmpty)
+    }
+
+    @Test func unconfirmedReadingsAreSentAgain() {
+        var m = M(configuration: SimulatorConfiguration(scenario: .storedRecords, seed: 3))
+        let first = Self.subscribe(&m, at: .seconds(1))
+        #expect(first.count == 3)
+        _ = m.handle(.indicationConfirmed(.seconds(2)))  // only the oldest confirmed
+        _ = m.handle(.disconnected(.seconds(3)))
+        let second = Self.subscribe(&m, at: .seconds(10))
+        #expect(second.map(\.timestamp) == first.dropFirst().map(\.timestamp))
+    }
+
+    @Test func eachClientGetsTheReadingsItHasNotConfirmed() {
+        var m = M(configuration: SimulatorConfiguration(scenario: .storedRecords, seed: 3))
+        let a = Self.subscribe(&m, client: "AA:AA:AA:AA:AA:01", at: .seconds(1))
+        for _ in a { _ = m.handle(.indicationConfirmed(.seconds(2))) }
+        _ = m.handle(.disconnected(.seconds(3)))
+        #expect(Self.subscribe(&m, client: "BB:BB:BB:BB:BB:02", at: .seconds(10)).count == 3)
+        _ = m.handle(.disconnected(.seconds(11)))
+        #expect(Self.subscribe(&m, client: "AA:AA:AA:AA:AA:01", at: .seconds(20)).isEmpty)
+    }
+
+    @Test func theCuffRemembersABoundedNumberOfClients() {
+        var m = M(configuration: SimulatorConfiguration(scenario: .storedRecords, seed: 3))
+        for i in 0..<40 {
+            let sent = Self.subscribe(&m, client: "client-\(i)", at: .seconds(Double(i)))
+            #expect(sent.count == 3)
+            for _ in sent { _ = m.handle(.indicationConfirmed(.seconds(Double(i)))) }
+            _ = m.handle(.disconnected(.seconds(Double(i))))
+        }
+        #expect(m.delivered.count == M.maxBondedClients)
+        #expect(Self.subscribe(&m, client: "client-39", at: .seconds(100)).isEmpty)
+        _ = m.handle(.disconnected(.seconds(100)))
+        #expect(Self.subscribe(&m, client: "client-0", at: .seconds(101)).count == 3)
+    }
+
+    @Test func aConfirmedLiveResultIsNotSentAsAStoredOne() {
+        var sim = SimulatorConfiguration(scenario: .normal, seed: 3, autostart: true)
+        sim.linger = .seconds(1)
+        var m = M(configuration: sim)
+        #expect(Self.subscribe(&m, at: .zero).isEmpty)
+        var t = Timestamp.zero
+        var live: [BloodPressureMeasurement] = []
+        while live.isEmpty, t < .seconds(120) {
+            t = t + .milliseconds(200)
+            live += Self.results(m.handle(.tick(t)))
+        }
+        #expect(live.count == 1)
+        _ = m.handle(.indicationConfirmed(t))
+        _ = m.handle(.disconnected(t + .seconds(1)))
+        #expect(Self.subscribe(&m, at: t + .seconds(10)).isEmpty)
+    }
+
+    @Test func aScenarioMayOptInToResending() {
+        #expect(Scenario.allCases.allSatisfy { !$0.resendsConfirmedReadings })
+        var sim = SimulatorConfiguration(scenario: .storedRecords, seed: 3)
+        sim.resendsConfirmedReadings = true
+        var m = M(configuration: sim)
+        let first = Self.subscribe(&m, at: .seconds(1))
+        for _ in first { _ = m.handle(.indicationConfirmed(.seconds(2))) }
+        _ = m.handle(.disconnected(.seconds(3)))
+        #expect(Self.subscribe(&m, at: .seconds(10)).count == 3)
+    }
+
+    @Test func racpStillReportsEveryStoredReading() {
+        var m = M(configuration: SimulatorConfiguration(scenario: .storedRecords, persona: .bps11, seed: 3))
+        for round in 0..<2 {
+            let t = Timestamp.seconds(Double(round * 10))
+            _ = m.connect(client: nil, now: t)
+            _ = m.handle(.subscriptionChanged(.bloodPressureRecord, notify: false, indicate: true, t))
+            _ = m.handle(.subscriptionChanged(.recordAccessControlPoint, notify: false, indicate: true, t))
+            let out = m.handle(.written(.recordAccessControlPoint, [0x01, 0x01], t))
+            let records = out.filter { if case .indicate(.bloodPressureRecord, _) = $0 { true } else { false } }
+            #expect(records.count == 3, "round \(round)")
+            for _ in 0..<(records.count + 1) { _ = m.handle(.indicationConfirmed(t)) }
+            _ = m.handle(.disconnected(t + .seconds(1)))
+        }
+    }
+}
+
+@Suite("Simulated cuff: Current Time writes")
+struct CurrentTimeWriteTests {
+    @Test func anImpossibleDateIsRejectedAValidLeapDayAccepted() {
+        var m = CuffSimulatorMachine(configuration: SimulatorConfiguration())
+        _ = m.handle(.connected(.zero))
+        // 2023-02-29 10:30:00 (Current Time: Date Time, day of week, fractions, adjust reason).
+        let bad = m.handle(.written(.currentTime, Hex.decode("E7 07 02 1D 0A 1E 00 03 00 00")!, .zero))
+        #expect(bad.contains(.writeResult(.currentTime, error: 0xFF)))
+        let good = m.handle(.written(.currentTime, Hex.decode("E8 07 02 1D 0A 1E 00 04 00 00")!, .zero))
+        #expect(good.contains(.writeResult(.currentTime, error: nil)))
+        #expect(good.contains(.log("clock set to 2024-02-29T10:30:00")))
+    }
 }

@@ -28,13 +28,19 @@ struct SocketRun {
     var sessions: [SessionRecord] { outputs.compactMap { if case let .session(s) = $0 { s } else { nil } } }
 
     static func run(_ scenario: Scenario, persona: Persona = .bps10, start: Bool = false, stopAfter: Duration? = nil, speed: Double = 400) throws -> SocketRun {
-        let (clientEnd, serverEnd) = try UnixSeqpacketBearer.pair()
         var sim = SimulatorConfiguration(scenario: scenario, persona: persona, seed: 7, autostart: !start)
         sim.linger = .seconds(1)
         let simLogs = Unchecked(LogBox())
-        let driver = Unchecked(PeripheralDriver(
+        let driver = PeripheralDriver(
             peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: speed), signals: nil,
-            log: { simLogs.value.append($0) }))
+            log: { simLogs.value.append($0) })
+        return try run(driver: driver, logs: simLogs.value, start: start, stopAfter: stopAfter)
+    }
+
+    /// One session against `driver` (a simulated cuff that may have served clients before).
+    static func run(driver d: PeripheralDriver, logs simLogs: LogBox, start: Bool = false, stopAfter: Duration? = nil) throws -> SocketRun {
+        let (clientEnd, serverEnd) = try UnixSeqpacketBearer.pair()
+        let driver = Unchecked(d)
         let server = Unchecked(serverEnd)
         let done = DispatchSemaphore(value: 0)
         let endBox = Unchecked(LogBox())
@@ -57,7 +63,7 @@ struct SocketRun {
         #expect(done.wait(timeout: .now() + 20) == .success, "the simulator did not end after the client closed")
         result.outputs = collected.items
         result.logs = out.lines
-        result.simulatorLogs = simLogs.value.lines
+        result.simulatorLogs = simLogs.lines
         return result
     }
 }
@@ -140,6 +146,48 @@ struct SocketScenarioTests {
             // The cuff's clock was set by the session, so the time stamp is today's.
             #expect(m.timestamp?.hasPrefix(String(EventTime.iso8601(wallMicros: WallClock.system.nowMicros()).prefix(8))) == true)
         }
+    }
+
+    /// Two clients, one after the other, of one simulated cuff (as `cuff simulate --listen` serves
+    /// them): what the first confirmed is not sent to the second as stored readings.
+    @Test(arguments: [Scenario.storedRecords, .slowConfirm, .multiUser, .normal])
+    func confirmedReadingsAreNotSentToTheNextConnection(scenario: Scenario) throws {
+        var sim = SimulatorConfiguration(scenario: scenario, seed: 7, autostart: true)
+        sim.linger = .seconds(1)
+        let logs = LogBox()
+        let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil, log: { logs.append($0) })
+        let first = try SocketRun.run(driver: driver, logs: logs)
+        #expect(first.outcome == .completed)
+        let seeded = [Scenario.storedRecords: 3, .slowConfirm: 5, .multiUser: 1][scenario] ?? 0
+        #expect(first.measurements.filter(\.stored).count == seeded)
+        #expect(first.measurements.filter { !$0.stored }.count == 1)
+        let second = try SocketRun.run(driver: driver, logs: logs)
+        #expect(second.outcome == .completed)
+        // Only the second connection's own live result: nothing stored again.
+        #expect(second.measurements.filter(\.stored).isEmpty, "\(second.measurements.map(\.timestamp))")
+        #expect(second.measurements.filter { !$0.stored }.count == 1)
+        #expect(logs.lines.filter { $0.hasPrefix("sending ") }.count == (seeded > 0 ? 1 : 0))
+    }
+
+    /// bps-1.1 stored records in segments of 8 bytes reach the session as the same records.
+    @Test func segmentedRecordsAreReassembled() throws {
+        func run(segment: Int?) throws -> SocketRun {
+            var sim = SimulatorConfiguration(scenario: .storedRecords, persona: .bps11, seed: 7, autostart: true)
+            sim.linger = .seconds(1)
+            sim.recordSegmentLength = segment
+            let logs = LogBox()
+            let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil, log: { logs.append($0) })
+            return try SocketRun.run(driver: driver, logs: logs)
+        }
+        let whole = try run(segment: nil)
+        let split = try run(segment: 8)
+        #expect(split.outcome == .completed)
+        let a = whole.measurements.filter(\.stored), b = split.measurements.filter(\.stored)
+        #expect(b.count == 3)
+        #expect(b.map(\.sequenceNumber) == [0, 1, 2])
+        #expect(b.map(\.raw) == a.map(\.raw))
+        #expect(b.allSatisfy { $0.characteristic == .bloodPressureRecord })
+        #expect(!split.logs.contains { $0.contains("warning") || $0.contains("malformed") }, "\(split.logs)")
     }
 
     @Test func disconnectMidMeasurement() throws {

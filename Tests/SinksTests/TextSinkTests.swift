@@ -85,6 +85,24 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
         #expect(EffectiveTime.of(enhanced, offset: .fixed(7200)) == EffectiveTime(rfc3339: "2000-01-02T00:00:00Z", basis: .utcEnhanced))
     }
 
+    @Test func impossibleDeviceDatesFallBackToReception() throws {
+        // 2023-02-29: the codec gives no timestamp, so FHIR / Open mHealth use the reception time.
+        let m = try Vectors.bpm("1E 78 00 50 00 5D 00 E7 07 02 1D 0E 23 0A 48 00 01 00 00")
+        #expect(m.timestamp == nil)
+        #expect(m.warnings.map(\.code) == [.invalidDateTime])
+        #expect(EffectiveTime.of(m, offset: .fixed(7200)) == EffectiveTime(rfc3339: "2026-11-22T07:31:54.123Z", basis: .hostReceive))
+        // A store written before the calendar check may hold such a text: it is not a time either.
+        for text in ["2023-02-29T14:35:10", "2024-04-31T14:35:10", "9999-02-31T14:35:10"] {
+            var old = try Vectors.bpm(Vectors.withDateTime)
+            old.timestamp = text
+            #expect(EffectiveTime.of(old, offset: .fixed(7200)).basis == .hostReceive, "\(text)")
+            #expect(UTCOffsetPolicy.hostUTCOffset(atLocalDateTime: text) == nil)
+        }
+        var leap = try Vectors.bpm(Vectors.withDateTime)
+        leap.timestamp = "2024-02-29T14:35:10"
+        #expect(EffectiveTime.of(leap, offset: .fixed(7200)) == EffectiveTime(rfc3339: "2024-02-29T14:35:10+02:00", basis: .deviceLocalAssumedHostOffset))
+    }
+
     @Test func uuidsAreVersion4AndSeedable() {
         let a = UUIDGenerator.seeded(7), b = UUIDGenerator.seeded(7), c = UUIDGenerator.seeded(8)
         let ids = (0..<50).map { _ in a.make() }

@@ -1,0 +1,69 @@
+import Testing
+import CuffCore
+@testable import BloodPressure
+
+/// Date Time values whose fields are each in range but whose day does not exist in its month.
+@Suite("Calendar dates")
+struct CalendarDateTests {
+    /// 0x2A35, 120/80/93 mmHg with a time stamp: `02 78 00 50 00 5D 00` + the 7 Date Time bytes.
+    static func bpm(_ dateTime: String) -> [UInt8] { bytes("02 78 00 50 00 5D 00 " + dateTime) }
+
+    static let impossible: [(String, String)] = [
+        ("E7 07 02 1D 0A 1E 00", "2023-02-29T10:30:00"),  // 2023 is not a leap year
+        ("E8 07 04 1F 0A 1E 00", "2024-04-31T10:30:00"),  // April has 30 days
+        ("0F 27 02 1F 0A 1E 00", "9999-02-31T10:30:00"),  // February never has 31
+        ("6C 07 02 1D 0A 1E 00", "1900-02-29T10:30:00"),  // divisible by 100, not by 400
+    ]
+
+    @Test(arguments: impossible)
+    func impossibleDatesAreNotTimestamps(hex: String, text: String) throws {
+        let d = try DateTime.decode(bytes(hex)[...])
+        #expect(!d.value.isValid)
+        #expect(d.value.iso8601 == nil)
+        #expect(d.value.description == text)
+        #expect(d.warnings.map(\.code) == [.invalidDateTime])
+        #expect(d.warnings.first?.offset == 0)
+
+        let m = try BloodPressureMeasurement.decode(Self.bpm(hex)[...])
+        #expect(m.value.timestamp?.iso8601 == nil)
+        #expect(m.warnings.map(\.code) == [.invalidDateTime])
+        #expect(m.warnings.first?.offset == 7)
+        let json = m.value.json(as: .bloodPressureMeasurement, warnings: m.warnings, raw: .null).serialized()
+        #expect(json.contains("\"timestamp\":null"))
+        #expect(json.contains("\"timestamp_fields\":{"))
+        #expect(json.contains("\"invalid_date_time\""))
+    }
+
+    @Test func leapDaysThatExistStayValid() throws {
+        for (hex, text) in [("E8 07 02 1D 0A 1E 00", "2024-02-29T10:30:00"), ("D0 07 02 1D 0A 1E 00", "2000-02-29T10:30:00"),
+                            ("E8 07 04 1E 0A 1E 00", "2024-04-30T10:30:00"), ("0F 27 0C 1F 17 3B 3B", "9999-12-31T23:59:59")] {
+            let d = try DateTime.decode(bytes(hex)[...])
+            #expect(d.value.iso8601 == text)
+            #expect(d.warnings.isEmpty)
+            let m = try BloodPressureMeasurement.decode(Self.bpm(hex)[...])
+            #expect(m.value.timestamp?.iso8601 == text)
+            #expect(m.warnings.isEmpty)
+        }
+    }
+
+    @Test func unknownPartsNeverRuleADayOut() throws {
+        // Year unknown: February 29 may exist; month unknown: day 31 may.
+        for dt in [DateTime(year: 0, month: 2, day: 29, hours: 0, minutes: 0, seconds: 0),
+                   DateTime(year: 2023, month: 0, day: 31, hours: 0, minutes: 0, seconds: 0),
+                   DateTime(year: 2023, month: 2, day: 0, hours: 0, minutes: 0, seconds: 0)] {
+            #expect(dt.isValid)
+            #expect(dt.iso8601 == nil)  // still not a timestamp: the date is not known
+            var w = ByteWriter(capacity: 7)
+            dt.encode(into: &w)
+            #expect(try DateTime.decode(w.bytes[...]).warnings.isEmpty)
+        }
+        // Year unknown: February 30 never exists.
+        #expect(!DateTime(year: 0, month: 2, day: 30, hours: 0, minutes: 0, seconds: 0).isValid)
+    }
+
+    @Test func currentTimeWithAnImpossibleDateWarns() throws {
+        let d = try CurrentTime.decode(bytes("E7 07 02 1D 0A 1E 00 03 00 00")[...])
+        #expect(d.value.dateTime.iso8601 == nil)
+        #expect(d.warnings.map(\.code) == [.invalidDateTime])
+    }
+}
