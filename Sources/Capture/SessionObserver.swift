@@ -359,9 +359,9 @@ public struct SessionObserver: Sendable {
     }
 
     /// Capture time as the machine's time: monotonic = wall = the capture's timestamp.
+    /// Any timestamp will do: the wall time is the µs at or before it (no arithmetic that can overflow).
     public static func eventTime(_ t: Timestamp) -> EventTime {
-        let ns = t.nanoseconds
-        return EventTime(monotonic: t, wallMicros: ns >= 0 ? ns / 1000 : (ns - 999) / 1000)
+        EventTime(monotonic: t, wallMicros: t.flooredMicroseconds)
     }
 }
 

@@ -40,5 +40,9 @@ final class CaptureRecording {
         do { try writer.flush() } catch { Output.log("cuff: writing the capture \(path) failed: \(error)") }
     }
 
-    func ts(_ micros: Int64) -> Timestamp { Timestamp(nanoseconds: micros * 1000) }
+    /// (Saturating: a wall clock in µs always fits, but nothing here should trap on one that does not.)
+    func ts(_ micros: Int64) -> Timestamp {
+        let (ns, o) = micros.multipliedReportingOverflow(by: 1000)
+        return Timestamp(nanoseconds: o ? (micros < 0 ? .min : .max) : ns)
+    }
 }

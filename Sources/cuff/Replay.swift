@@ -421,16 +421,23 @@ final class ReplayOutputPipe: @unchecked Sendable {
 }
 
 /// `--realtime`: sleeps so records go out at the pace of their timestamps.
+///
+/// The pace runs from an anchor (the first record); a record stamped before the one ahead of it
+/// (a clock that ran backwards) goes out at once and becomes the new anchor, so the records after
+/// it keep their pace instead of all going out at once. The arithmetic saturates (any timestamp a
+/// capture holds will do); a forward jump in the capture's clock is waited for, as any gap is.
 final class Pacer {
-    var first: (capture: Timestamp, real: Timestamp)?
+    var anchor: (capture: Timestamp, real: Timestamp)?
+    var last: Timestamp?
 
     func wait(until t: Timestamp) {
         let now = Pacer.monotonic()
-        guard let f = first else { first = (t, now); return }
-        let due = f.real + (t - f.capture)
-        let left = due - now
-        guard left > .zero else { return }
-        var ts = timespec(tv_sec: Int(left.nanoseconds / 1_000_000_000), tv_nsec: Int(left.nanoseconds % 1_000_000_000))
+        defer { last = t }
+        guard let a = anchor, let last, last <= t else { anchor = (t, now); return }
+        let due = a.real + (t - a.capture)
+        let left = (due - now).nanoseconds
+        guard left > 0 else { return }
+        var ts = timespec(tv_sec: Int(left / 1_000_000_000), tv_nsec: Int(left % 1_000_000_000))
         nanosleep(&ts, nil)
     }
 
