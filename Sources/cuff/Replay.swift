@@ -21,8 +21,14 @@ struct Replay: ParsableCommand {
             capture's timestamps as received_at. Several connections, cuffs and controllers in one file \
             are kept apart; --adapter keeps one controller.
 
-            A capture without service discovery (a bonded reconnect) needs --handle VALUE_HANDLE=UUID, \
-            e.g. --handle 0x0012=2a35; without it, cuff replay lists the handles that carried values.
+            A connection without service discovery (a bonded reconnect) uses the handles discovered on an \
+            earlier connection to the same device on the same controller in the capture, and says so on \
+            stderr. Without one it needs --handle VALUE_HANDLE=UUID, e.g. --handle 0x0012=2a35 (which also \
+            wins over discovered handles); without that, cuff replay lists the handles that carried values.
+
+            A record whose timestamp cuff cannot hold (before 1677-09-21 or after 2262-04-11, as a zeroed \
+            btsnoop timestamp) is skipped with a bad_timestamp error naming its offset; timestamps that \
+            run backwards are taken as they are.
 
             Exit status: 0 at least one measurement and no fault; 1 the capture is damaged (the records \
             before the fault are printed; the error names the file offset); 2 no measurement; 7 values \
@@ -136,8 +142,8 @@ struct Replay: ParsableCommand {
         /// One replay over what `reader` has left. Without pacing, a second thread serialises and
         /// writes the outputs while this one reads and decodes, batch by batch, in order. With
         /// --realtime every record goes out at once.
-        func sequential(_ reader: inout CaptureReader<FileByteSource>) {
-            var replay = CaptureReplay(configuration: config, adapter: adapter, overrides: overrides)
+        func sequential(_ reader: inout CaptureReader<FileByteSource>, learned: [CaptureReplay.Peer: DiscoveredHandles] = [:]) {
+            var replay = CaptureReplay(configuration: config, adapter: adapter, overrides: overrides, learned: learned)
             var out: [CaptureReplay.Output] = []
             out.reserveCapacity(ReplayOutputPipe.batchSize + 64)
             let pacer = realtime ? Pacer() : nil
@@ -188,7 +194,7 @@ struct Replay: ParsableCommand {
                 if let resume = o.resumeAt {
                     do {
                         var rest = CaptureReader(btsnoopRecords: try FileByteSource(path: file, offset: resume), datalink: datalink, offset: resume)
-                        sequential(&rest)
+                        sequential(&rest, learned: o.learned)
                     } catch {
                         fault = error
                     }
@@ -291,6 +297,9 @@ final class ReplayDrain: @unchecked Sendable {
         switch o {
         case let .emit(e): display.show(e)
         case let .log(s): display.log(s)
+        case let .notice(s):
+            display.clearGauge()
+            Output.log("cuff replay: \(s)")
         case let .warning(w):
             warnings += 1
             Output.log("cuff replay: \(file): \(Replay.describe(w))")

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import BloodPressure
+import Capture
+import CuffCore
+import Foundation
+import Testing
+
+/// ATT opcodes of service discovery (requests and responses), which a bonded central with a GATT
+/// cache does not send when it reconnects.
+let discoveryOpcodes: Set<UInt8> = [0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x10, 0x11]
+
+/// captures/normal.btsnoop (a session with discovery), then the same cuff reconnecting an hour
+/// later on `adapter` with its connection handle `handle` and no discovery: re-recorded from the
+/// first session's ATT PDUs without the discovery ones.
+func bondedReconnectCapture(adapter: UInt16 = 0, handle: UInt16 = 0x0041) throws -> (records: [HCIRecord], bpmHandle: UInt16) {
+    var reader = try CaptureReader(path: capturesDirectory.appendingPathComponent("normal.btsnoop").path)
+    let first = try reader.readAll()
+    let events = try extract(first)
+    guard case let .connected(info)? = events.first(where: { if case .connected = $0 { true } else { false } }) else {
+        throw CaptureError(.malformedPacket, "no connection in normal.btsnoop")
+    }
+    let att = events.compactMap(\.att)
+    let bpm = try #require(att.first { $0.pdu.first == 0x1D })
+    var rec = SessionRecorder(datalink: .monitor, adapter: adapter, localAddress: BDAddress("00:AA:01:01:00:01")!, connectionHandle: handle)
+    let shift = Duration.seconds(3600)
+    var out = first
+    out += rec.connected(peer: info.peerAddress, peerType: info.peerAddressType, role: .central, at: info.timestamp + shift)
+    for p in att {
+        let op = p.pdu[0]
+        if discoveryOpcodes.contains(op) || (op == 0x01 && p.pdu.count > 1 && discoveryOpcodes.contains(p.pdu[1])) { continue }
+        out += try rec.att(p.pdu, direction: p.direction, at: p.timestamp + shift)
+    }
+    out += rec.disconnected(reason: 0x13, at: att.last!.timestamp + shift + .milliseconds(500))
+    return (out, UInt16(bpm.pdu[1]) | UInt16(bpm.pdu[2]) << 8)
+}
+
+/// The measurement records' values, without when they arrived.
+func measurementValues(_ lines: [String]) -> [String] {
+    lines.filter { $0.hasPrefix("{\"type\":\"measurement\"") }.map { line in
+        line.replacingOccurrences(of: #""received_at":"[^"]*""#, with: "", options: .regularExpression)
+    }
+}
+
+@Suite("Bonded reconnects")
+struct BondedReconnectTests {
+    @Test func aReconnectWithoutDiscoveryUsesTheHandlesDiscoveredEarlier() throws {
+        let (records, bpm) = try bondedReconnectCapture()
+        var r = CaptureReplay()
+        var out: [CaptureReplay.Output] = []
+        for rec in records { r.consume(rec, into: &out) }
+        r.finish(into: &out)
+        let lines = out.compactMap { o -> String? in if case let .emit(e) = o { e.json.serialized() } else { nil } }
+        let notices = out.compactMap { o -> String? in if case let .notice(s) = o { s } else { nil } }
+        #expect(r.sessions == 2)
+        #expect(r.unmapped.isEmpty)
+        #expect(r.measurements == 2)
+        // Both sessions give the same measurement (device information included: its reads are mapped too).
+        let values = measurementValues(lines)
+        #expect(values.count == 2)
+        #expect(values.first == values.last)
+        #expect(notices.count == 1)
+        let connectedAt = try #require(records.first { $0.kind == .event && $0.payload.first == 0x3E }).fileOffset
+        #expect(notices.first == "hci0 connection 0x0041 to 00:AA:01:00:00:00: no service discovery on this connection; using the handles discovered on connection 0x0040 (connected at offset \(connectedAt))")
+        #expect(r.lacking.isEmpty)
+
+        // --handle on the reconnect alone gives the same values (where it maps them).
+        let alone = Array(records.drop { $0.timestamp < records.last!.timestamp + .seconds(-1800) })
+        let withHandle = replay(alone, overrides: [bpm: .bloodPressureMeasurement])
+        let handled = measurementValues(withHandle.lines)
+        #expect(handled.count == 1)
+        for key in ["\"systolic\":", "\"diastolic\":", "\"pulse_rate\":", "\"raw\":", "\"timestamp\":"] {
+            func field(_ s: String) -> Substring? { s.range(of: key).map { s[$0.lowerBound...].prefix(40) } }
+            #expect(field(handled[0]) == field(values[1]), "\(key)")
+        }
+        // Without the earlier session the reconnect's values are unmapped, and the replay says which peer lacked a map.
+        let lone = replay(alone)
+        #expect(lone.replay.measurements == 0)
+        #expect(lone.replay.lacking == [CaptureReplay.Peer(adapter: 0, address: "00:AA:01:00:00:00")])
+        // Started with the maps the earlier stretch learned, it gives what the whole replay gives.
+        var seeded = CaptureReplay(learned: r.learned)
+        var seededOut: [CaptureReplay.Output] = []
+        for rec in alone { seeded.consume(rec, into: &seededOut) }
+        seeded.finish(into: &seededOut)
+        #expect(seeded.measurements == 1)
+        #expect(seededOut.contains(.notice(notices[0])))
+    }
+
+    @Test func onlyTheSameControllerAndPeerShareHandles() throws {
+        // The reconnect on another controller: no earlier discovery there.
+        let (records, _) = try bondedReconnectCapture(adapter: 1)
+        let other = replay(records)
+        #expect(other.replay.measurements == 1)
+        #expect(other.replay.unmapped.count == 1)
+        #expect(other.replay.unmapped.first?.adapter == 1)
+    }
+
+    @Test func handleOverridesStillWin() throws {
+        let (records, bpm) = try bondedReconnectCapture()
+        // Mapping the measurement's handle to cuff pressure: no measurement from either session.
+        let r = replay(records, overrides: [bpm: .intermediateCuffPressure])
+        #expect(r.replay.measurements == 0)
+    }
+}
