@@ -46,18 +46,20 @@ struct ReplayOddTimestampCLITests {
         }
     }
 
-    /// Every committed capture joined into one file, with a zeroed timestamp on a Disconnection
-    /// Complete half-way (that connection stays open to the end: no quiet point until then) and
-    /// one at the end of the range on another later: one thread and several print the same, with
+    /// Every committed capture joined into one file, with a zeroed timestamp on an early
+    /// Disconnection Complete (that connection stays open until its handle comes again) and one
+    /// near the end of the range on a later one: one thread and several print the same, with
     /// every measurement before the damage.
     @Test func severalThreadsAgreeOnADamagedCapture() throws {
         var b = try ReplayCommandTests.joinedCaptures()
         let offsets = Self.recordOffsets(b)
         let disconnections = offsets.filter { Self.isDisconnection(b, $0) }
         #expect(disconnections.count > 10)
-        let damaged = disconnections[disconnections.count / 2]
+        // (The third committed capture's, whose connection a central made: the shared btmon
+        // sample, when present, comes half-way.)
+        let damaged = disconnections[2]
         Self.setTimestamp(&b, record: damaged, 0)
-        Self.setTimestamp(&b, record: disconnections[disconnections.count * 3 / 4], UInt64(9_223_369_200) * 1_000_000 + 0x00DC_DDB3_0F2F_8000)
+        Self.setTimestamp(&b, record: disconnections[disconnections.count - 2], UInt64(9_223_369_200) * 1_000_000 + 0x00DC_DDB3_0F2F_8000)
         let file = ReplayCommandTests.tempFile("damaged.btsnoop")
         defer { try? FileManager.default.removeItem(at: file) }
         try Data(b).write(to: file)
@@ -66,7 +68,7 @@ struct ReplayOddTimestampCLITests {
         defer { try? FileManager.default.removeItem(at: head) }
         try Data(b.prefix(damaged)).write(to: head)
         let before = try CLI.run(["replay", head.path, "--quiet", "--jobs", "1"]).stdoutLines.filter { $0.hasPrefix("{\"type\":\"measurement\"") }
-        #expect(before.count > 5)
+        #expect(before.count >= 2)
         for quiet in [["--quiet"], []] {
             let one = try CLI.run(["replay", file.path, "--jobs", "1"] + quiet)
             #expect(one.status == 1, "\(one.stderr.suffix(400))")

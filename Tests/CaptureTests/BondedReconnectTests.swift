@@ -84,21 +84,15 @@ struct BondedReconnectTests {
         seeded.finish(into: &seededOut)
         #expect(seeded.measurements == 1)
         #expect(seededOut.contains(.notice(notices[0])))
-    }
 
-    @Test func onlyTheSameControllerAndPeerShareHandles() throws {
-        // The reconnect on another controller: no earlier discovery there.
-        let (records, _) = try bondedReconnectCapture(adapter: 1)
-        let other = replay(records)
+        // --handle still wins: the measurement's handle mapped to cuff pressure gives no
+        // measurement from either session.
+        #expect(replay(records, overrides: [bpm: .intermediateCuffPressure]).replay.measurements == 0)
+
+        // Only the same controller shares: the reconnect on hci1 has no earlier discovery there.
+        let (elsewhere, _) = try bondedReconnectCapture(adapter: 1)
+        let other = replay(elsewhere)
         #expect(other.replay.measurements == 1)
-        #expect(other.replay.unmapped.count == 1)
-        #expect(other.replay.unmapped.first?.adapter == 1)
-    }
-
-    @Test func handleOverridesStillWin() throws {
-        let (records, bpm) = try bondedReconnectCapture()
-        // Mapping the measurement's handle to cuff pressure: no measurement from either session.
-        let r = replay(records, overrides: [bpm: .intermediateCuffPressure])
-        #expect(r.replay.measurements == 0)
+        #expect(other.replay.unmapped.map(\.adapter) == [1])
     }
 }
