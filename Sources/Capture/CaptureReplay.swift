@@ -75,8 +75,11 @@ public struct CaptureReplay: Sendable {
     var endedMeasurements = 0
     public private(set) var unmapped: [Unmapped] = []
     /// The handles the last discovery showed, per (controller, peer address): given at the start
-    /// (`learned:`), updated as each connection that discovered ends.
+    /// (`learned:`), updated as each connection that discovered ends. At most
+    /// ``maximumLearnedPeers`` peers (a hostile file cannot make it grow without bound): past that,
+    /// a peer not yet known is not remembered.
     public private(set) var learned: [Peer: DiscoveredHandles]
+    public static let maximumLearnedPeers = 4096
     /// Peers with a connection that needed an earlier discovery and found none in ``learned``
     /// (a replay that had started with a map for one of them would have given other output).
     public private(set) var lacking: Set<Peer> = []
@@ -326,7 +329,7 @@ public struct CaptureReplay: Sendable {
         if c.central { endedMeasurements += c.session.machine.measurements }
         if c.central, let peer = c.peer {
             if let d = c.session.discovered(connectionHandle: key.handle, openedAt: c.openedAt) {
-                learned[peer] = d
+                if learned[peer] != nil || learned.count < Self.maximumLearnedPeers { learned[peer] = d }
             } else if c.session.lackedDiscovery {
                 lacking.insert(peer)
             }

@@ -194,9 +194,11 @@ final class ParallelReplay: @unchecked Sendable {
         var r = results.removeValue(forKey: written)!
         pthread_mutex_unlock(&mutex)
         written += 1
-        if !stopped, r.lacking.contains(where: { outcome.learned[$0] != nil }) {
-            // A connection in the stretch would have used a map an earlier stretch learned: replay
-            // it again from what was learned before it (what the one-thread replay knows there).
+        if !stopped, r.lacking.contains(where: { outcome.learned[$0] != nil })
+            || outcome.learned.count + r.learned.keys.filter({ outcome.learned[$0] == nil }).count > CaptureReplay.maximumLearnedPeers {
+            // A connection in the stretch would have used a map an earlier stretch learned (or the
+            // stretch learned peers the one-thread replay has no room left for): replay it again
+            // from what was learned before it (what the one-thread replay knows there).
             r.ndjson.removeAll()
             let segment = Segment(index: written - 1, bytes: r.bytes, offset: r.offset, last: r.last, fault: r.readFault)
             r = replay(segment, into: r.ndjson, learned: outcome.learned)

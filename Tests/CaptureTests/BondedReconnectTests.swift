@@ -95,4 +95,27 @@ struct BondedReconnectTests {
         #expect(other.replay.measurements == 1)
         #expect(other.replay.unmapped.map(\.adapter) == [1])
     }
+
+    /// A file with more peers than the replay remembers: the table stops growing at its bound.
+    @Test func theHandleMapsKeptAreBounded() throws {
+        var r = CaptureReplay()
+        var out: [CaptureReplay.Output] = []
+        var t = Timestamp(nanoseconds: 1_795_330_917_000_000_000)
+        let peers = CaptureReplay.maximumLearnedPeers + 3
+        for i in 0..<peers {
+            var rec = SessionRecorder(datalink: .monitor, adapter: 0, connectionHandle: 0x0040)
+            let peer = BDAddress(littleEndian: [UInt8(i & 0xFF), UInt8(i >> 8), 0x22, 0x33, 0x44, 0xC0])
+            var records = rec.connected(peer: peer, role: .central, at: t)
+            for (pdu, direction) in sessionPDUs.prefix(4) {  // MTU exchange, primary service discovery
+                t = t + .milliseconds(3)
+                records += try rec.att(pdu, direction: direction, at: t)
+            }
+            records += rec.disconnected(at: t + .milliseconds(5))
+            for x in records { r.consume(x, into: &out) }
+            out.removeAll(keepingCapacity: true)
+            t = t + .seconds(1)
+        }
+        #expect(r.sessions == peers)
+        #expect(r.learned.count == CaptureReplay.maximumLearnedPeers)
+    }
 }
