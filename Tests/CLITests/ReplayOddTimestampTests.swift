@@ -84,3 +84,69 @@ struct ReplayOddTimestampCLITests {
         }
     }
 }
+
+/// The same session as pcap and pcapng (LINKTYPE 254, written here from the btsnoop records).
+@Suite("cuff replay: odd timestamps in pcap and pcapng")
+struct ReplayOddTimestampPcapCLITests {
+    /// (µs since 1970, monitor pseudo-header + payload) of each record of a btsnoop 2001 file.
+    static func packets(_ b: [UInt8]) -> [(micros: UInt64, data: [UInt8])] {
+        ReplayOddTimestampCLITests.recordOffsets(b).map { o in
+            let included = Int(b[o + 4]) << 24 | Int(b[o + 5]) << 16 | Int(b[o + 6]) << 8 | Int(b[o + 7])
+            let ts = (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(b[o + 16 + $1]) } - 0x00DC_DDB3_0F2F_8000
+            return (ts, Array(b[(o + 8)..<(o + 12)]) + Array(b[(o + 24)..<(o + 24 + included)]))
+        }
+    }
+
+    static func le32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
+    static func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
+
+    static func block(_ type: UInt32, _ body: [UInt8]) -> [UInt8] {
+        let padded = body + [UInt8](repeating: 0, count: (4 - body.count % 4) % 4)
+        let length = UInt32(12 + padded.count)
+        return le32(type) + le32(length) + padded + le32(length)
+    }
+
+    @Test func pcapAndPcapngFromTheSameSession() throws {
+        let src = [UInt8](try Data(contentsOf: ReplayCommandTests.captures.appendingPathComponent("normal.btsnoop")))
+        let want = try String(contentsOf: ReplayCommandTests.captures.appendingPathComponent("normal.ndjson"), encoding: .utf8)
+            .split(separator: "\n").map(String.init)
+        let packets = Self.packets(src)
+        let file = ReplayCommandTests.tempFile("odd")
+        defer { try? FileManager.default.removeItem(at: file) }
+
+        // pcapng, ticks of µs: the last packet's past what 64-bit ns hold → bad_timestamp at its
+        // timestamp field, the packet skipped; everything before it replayed.
+        var g = Self.block(0x0A0D_0D0A, Self.le32(0x1A2B_3C4D) + Self.le16(1) + Self.le16(0) + Self.le32(0xFFFF_FFFF) + Self.le32(0xFFFF_FFFF))
+        g += Self.block(1, Self.le16(254) + Self.le16(0) + Self.le32(0))
+        var lastBlock = 0
+        for (i, p) in packets.enumerated() {
+            let ticks = i == packets.count - 1 ? UInt64.max : p.micros
+            if i == packets.count - 1 { lastBlock = g.count }
+            g += Self.block(6, Self.le32(0) + Self.le32(UInt32(ticks >> 32)) + Self.le32(UInt32(truncatingIfNeeded: ticks))
+                + Self.le32(UInt32(p.data.count)) + Self.le32(UInt32(p.data.count)) + p.data)
+        }
+        try Data(g).write(to: file)
+        for jobs in [[], ["--jobs", "1"]] {
+            let r = try CLI.run(["replay", file.path, "--quiet"] + jobs)
+            #expect(r.status == 1, "\(r.stderr)")
+            #expect(r.stderr.contains("bad_timestamp at offset \(lastBlock + 12): expected a packet timestamp between 1677-09-21 and 2262-04-11, found \(UInt64.max) ticks of 10^-6 s"))
+            #expect(r.stdoutLines.dropLast() == want.dropLast())
+        }
+
+        // pcap: 32-bit unsigned seconds always fit (1970–2106): 0 and 0xFFFFFFFF on the last
+        // record are taken as they are.
+        for seconds: UInt32 in [0, 0xFFFF_FFFF] {
+            var p = Self.le32(0xA1B2_C3D4) + Self.le16(2) + Self.le16(4) + Self.le32(0) + Self.le32(0) + Self.le32(65535) + Self.le32(254)
+            for (i, k) in packets.enumerated() {
+                let s = i == packets.count - 1 ? seconds : UInt32(k.micros / 1_000_000)
+                let us = i == packets.count - 1 ? 999_999 : UInt32(k.micros % 1_000_000)
+                p += Self.le32(s) + Self.le32(us) + Self.le32(UInt32(k.data.count)) + Self.le32(UInt32(k.data.count)) + k.data
+            }
+            try Data(p).write(to: file)
+            let r = try CLI.run(["replay", file.path, "--quiet"])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdoutLines.dropLast() == want.dropLast())
+            #expect(r.stdoutLines.last?.hasPrefix("{\"type\":\"session\",\"event\":\"end\"") == true)
+        }
+    }
+}
