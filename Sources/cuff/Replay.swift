@@ -57,7 +57,7 @@ struct Replay: ParsableCommand {
     @Option(help: "Only this controller (hciN index, as in the capture).")
     var adapter: UInt16?
 
-    @Flag(help: "Pace the replay by the capture's timestamps instead of going as fast as possible.")
+    @Flag(help: "Pace the replay by the capture's timestamps instead of going as fast as possible (pauses over 5 s are shortened to 5 s).")
     var realtime = false
 
     @OptionGroup var sinks: SinkOptions
@@ -431,19 +431,22 @@ final class ReplayOutputPipe: @unchecked Sendable {
 
 /// `--realtime`: sleeps so records go out at the pace of their timestamps.
 ///
-/// The pace runs from an anchor (the first record); a record stamped before the one ahead of it
-/// (a clock that ran backwards) goes out at once and becomes the new anchor, so the records after
-/// it keep their pace instead of all going out at once. The arithmetic saturates (any timestamp a
-/// capture holds will do); a forward jump in the capture's clock is waited for, as any gap is.
+/// Each record is due the capture's gap after the one before it (due times are chained, so the
+/// sleeps' overshoot does not add up). A record stamped before the one ahead of it (a clock that
+/// ran backwards) is due at once; a gap longer than ``longestPause`` (between sessions, or a
+/// clock that jumped ahead by years) is shortened to it. So any timestamps a capture holds give a
+/// bounded wait per record, and the arithmetic saturates.
 final class Pacer {
-    var anchor: (capture: Timestamp, real: Timestamp)?
-    var last: Timestamp?
+    static let longestPause = Duration.seconds(5)
+    var previous: (capture: Timestamp, due: Timestamp)?
 
     func wait(until t: Timestamp) {
         let now = Pacer.monotonic()
-        defer { last = t }
-        guard let a = anchor, let last, last <= t else { anchor = (t, now); return }
-        let due = a.real + (t - a.capture)
+        guard let p = previous else { previous = (t, now); return }
+        var gap = t - p.capture
+        if gap < .zero { gap = .zero } else if gap > Pacer.longestPause { gap = Pacer.longestPause }
+        let due = p.due + gap
+        previous = (t, due)
         let left = (due - now).nanoseconds
         guard left > 0 else { return }
         var ts = timespec(tv_sec: Int(left / 1_000_000_000), tv_nsec: Int(left % 1_000_000_000))

@@ -150,3 +150,33 @@ struct ReplayOddTimestampPcapCLITests {
         }
     }
 }
+
+/// `--realtime` paces by the capture's clock; one that runs backwards across the whole range and
+/// forward again must neither trap nor wait for centuries (the jump back to 2026 is one pause of
+/// 5 s at most): the output is the unpaced replay's.
+@Suite("cuff replay --realtime: odd timestamps")
+struct ReplayRealtimeOddTimestampCLITests {
+    @Test func aClockThatRunsBackwardsAcrossTheRange() throws {
+        var b = [UInt8](try Data(contentsOf: ReplayCommandTests.captures.appendingPathComponent("normal.btsnoop")))
+        let offsets = ReplayOddTimestampCLITests.recordOffsets(b)
+        let epoch: UInt64 = 0x00DC_DDB3_0F2F_8000
+        // The first record at the end of the range, the second at its start, then the session
+        // 20 µs a record from 2026 on (so the paced replay takes a few tens of milliseconds).
+        ReplayOddTimestampCLITests.setTimestamp(&b, record: offsets[0], epoch + 9_223_372_036_000_000)
+        ReplayOddTimestampCLITests.setTimestamp(&b, record: offsets[1], epoch - 9_223_372_036_000_000)
+        for (i, o) in offsets.enumerated().dropFirst(2) {
+            ReplayOddTimestampCLITests.setTimestamp(&b, record: o, epoch + 1_795_330_917_000_000 + UInt64(i) * 20)
+        }
+        let file = ReplayCommandTests.tempFile("realtime.btsnoop")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(b).write(to: file)
+        let plain = try CLI.run(["replay", file.path, "--quiet", "--jobs", "1"])
+        #expect(plain.status < 128)
+        #expect(plain.stdoutLines.count > 100)
+        let started = Date()
+        let paced = try CLI.run(["replay", file.path, "--quiet", "--realtime"], timeout: 60)
+        #expect(Date().timeIntervalSince(started) < 30)
+        #expect(paced.status == plain.status, "\(paced.stderr)")
+        #expect(paced.stdout == plain.stdout)
+    }
+}
