@@ -75,7 +75,7 @@ public struct CurrentTime: Sendable, Hashable {
     /// A Current Time for `unixSeconds` interpreted as local wall-clock seconds.
     public init(localSeconds: Int64, adjustReason: UInt8 = 1) {
         let dt = DateTime(unixSeconds: localSeconds)
-        let days = localSeconds >= 0 ? localSeconds / 86400 : (localSeconds - 86399) / 86400
+        let days = localSeconds / 86400 - (localSeconds % 86400 < 0 ? 1 : 0)  // floor, for any Int64
         // 1970-01-01 was a Thursday (4).
         let dow = UInt8(((days % 7) + 7 + 3) % 7 + 1)
         self.init(dateTime: dt, dayOfWeek: dow, fractions256: 0, adjustReason: adjustReason)

@@ -136,8 +136,10 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
 
     /// Civil date of `secondsSince1970` (UTC, proleptic Gregorian).
     public init(unixSeconds: Int64) {
-        let days = unixSeconds >= 0 ? unixSeconds / 86400 : (unixSeconds - 86399) / 86400
-        let secs = unixSeconds - days * 86400
+        // Floor division without an intermediate that can overflow (any Int64 will do).
+        let rest = unixSeconds % 86400
+        let days = unixSeconds / 86400 - (rest < 0 ? 1 : 0)
+        let secs = rest < 0 ? rest + 86400 : rest
         let (y, m, d) = CivilCalendar.civil(fromDays: days)
         self.init(
             year: UInt16(clamping: y), month: UInt8(m), day: UInt8(d), hours: UInt8(secs / 3600),

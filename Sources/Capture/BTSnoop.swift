@@ -85,9 +85,24 @@ public enum BTSnoop {
         return Timestamp(nanoseconds: overflow ? (us < 0 ? .min : .max) : ns)
     }
 
+    /// btsnoop µs-since-year-0 → ``Timestamp``, or nil when the instant lies outside what a
+    /// ``Timestamp`` holds (before 1677-09-21 or after 2262-04-11; a zeroed timestamp is year 0).
+    /// The readers skip such a record with a `bad_timestamp` warning.
+    @inline(__always) static func usableTimestamp(fromBTSnoop ts: UInt64) -> Timestamp? {
+        guard ts <= UInt64(Int64.max) else { return nil }
+        let (ns, overflow) = (Int64(ts) &- unixEpochMicroseconds).multipliedReportingOverflow(by: 1000)
+        return overflow ? nil : Timestamp(nanoseconds: ns)
+    }
+
+    /// The recoverable error for a record whose timestamp ``usableTimestamp(fromBTSnoop:)`` rejects.
+    static func badTimestamp(_ ts: UInt64, recordOffset: Int64) -> CaptureError {
+        CaptureError(.badTimestamp, "expected a record timestamp between 1677-09-21 and 2262-04-11, found \(ts) µs since 0000-01-01 (0x\(String(ts, radix: 16))); the record is skipped",
+                     offset: recordOffset + 16, isRecoverable: true)
+    }
+
     /// ``Timestamp`` → btsnoop µs since year 0 (clamped to ≥ 0).
     public static func btsnoopTimestamp(_ t: Timestamp) -> UInt64 {
-        let us = t.nanoseconds >= 0 ? t.nanoseconds / 1000 : (t.nanoseconds - 999) / 1000
+        let us = t.flooredMicroseconds
         let (v, o) = us.addingReportingOverflow(unixEpochMicroseconds)
         return o ? UInt64(Int64.max) : UInt64(max(0, v))
     }

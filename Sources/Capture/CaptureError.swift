@@ -31,6 +31,10 @@ public struct CaptureError: Error, Sendable, Hashable, CustomStringConvertible {
         /// A record is framed correctly but its content is too short or inconsistent (pseudo-header,
         /// H4 type byte, HCI header). The reader can go on with the next record.
         public static let malformedPacket = Code(rawValue: "malformed_packet")
+        /// A record's timestamp lies outside what cuff can hold (nanoseconds since 1970 in 64 bits:
+        /// 1677-09-21 to 2262-04-11), as a zeroed btsnoop timestamp (year 0) does. The record is
+        /// skipped and the reader goes on with the next one.
+        public static let badTimestamp = Code(rawValue: "bad_timestamp")
         /// An ACL continuation without a start, or a start while a frame was still incomplete.
         public static let aclOutOfOrder = Code(rawValue: "acl_out_of_order")
         /// An ACL packet's data length or an L2CAP frame's length disagrees with the bytes carried.

@@ -225,6 +225,10 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             let have = try input.fill(length)
             throw CaptureError(.truncatedRecord, "expected \(length) record bytes after the header, the file ends after \(have)", offset: recordOffset)
         }
+        // (The record is read whole first, so the reader goes on with the next one.)
+        guard BTSnoop.usableTimestamp(fromBTSnoop: header.timestamp) != nil else {
+            throw BTSnoop.badTimestamp(header.timestamp, recordOffset: recordOffset)
+        }
         try BTSnoop.decode(header, body: body, datalink: datalink, fileOffset: recordOffset, into: &record)
         return .record
     }
@@ -237,7 +241,8 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             let header = BTSnoop.RecordHeader(loading: raw)
             let included = Int(header.includedLength)
             let total = BTSnoop.recordHeaderLength + included
-            guard included <= HCIRecord.maximumPayloadLength, datalink != .uart || included > 0 else { return (0, .checked) }
+            guard included <= HCIRecord.maximumPayloadLength, datalink != .uart || included > 0,
+                  BTSnoop.usableTimestamp(fromBTSnoop: header.timestamp) != nil else { return (0, .checked) }
             guard raw.count >= total else { return (0, .need(total)) }
             let body = UnsafeRawBufferPointer(rebasing: raw[BTSnoop.recordHeaderLength..<total])
             if take(RecordView(header: header, body: body, datalink: datalink, fileOffset: recordOffset)) {
@@ -363,8 +368,12 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             }
             guard let interface = st.interfaces[Int(id)] else { return nil }
             let ticks = UInt64(high) << 32 | UInt64(low)
+            guard let timestamp = interface.timestamp(ticks: ticks) else {
+                throw CaptureError(.badTimestamp, "expected a packet timestamp between 1677-09-21 and 2262-04-11, found \(ticks) ticks of \(interface.resolutionText) with an offset of \(interface.offsetSeconds) s; the packet is skipped",
+                                   offset: blockOffset + 12, isRecoverable: true)
+            }
             return try LinkType.decode(linkType: interface.linkType, data: data, originalLength: Int(original),
-                                       timestamp: interface.timestamp(ticks: ticks), interface: UInt16(truncatingIfNeeded: id),
+                                       timestamp: timestamp, interface: UInt16(truncatingIfNeeded: id),
                                        fileOffset: blockOffset)
         default:  // Simple Packet Block: interface 0, no timestamp.
             var b = ByteReader(body)

@@ -8,6 +8,9 @@ import CuffSession
 public enum ReplayOutput: Sendable, Hashable {
     case emit(SessionOutput)
     case log(String)
+    /// Something the user should see even with `--quiet`, that is no fault (a connection that
+    /// uses the handles an earlier connection discovered).
+    case notice(String)
     /// A skipped fragment or frame; the replay goes on.
     indirect case warning(CaptureError)
 }
@@ -21,6 +24,12 @@ public enum ReplayOutput: Sendable, Hashable {
 /// is the peripheral of a connection (the cuff's side, as in a two-controller `btmon` file) is
 /// not reported, so each session appears once per central controller. `adapter` keeps one
 /// controller only.
+///
+/// A connection that shows no service discovery (a bonded central reconnecting with its GATT
+/// cache) uses the handles the last discovery showed on an earlier connection to the same peer
+/// address on the same controller (``learned``), and says so with a `.notice`; `overrides` still
+/// win over them. A replay of a stretch of a capture starts from the ``learned`` maps of what came
+/// before it (`learned:`), or notes in ``lacking`` the peers whose connections found none.
 public struct CaptureReplay: Sendable {
     public typealias Output = ReplayOutput
 
@@ -65,6 +74,26 @@ public struct CaptureReplay: Sendable {
     }
     var endedMeasurements = 0
     public private(set) var unmapped: [Unmapped] = []
+    /// The handles the last discovery showed, per (controller, peer address): given at the start
+    /// (`learned:`), updated as each connection that discovered ends. At most
+    /// ``maximumLearnedPeers`` peers (a hostile file cannot make it grow without bound): past that,
+    /// a peer not yet known is not remembered.
+    public private(set) var learned: [Peer: DiscoveredHandles]
+    public static let maximumLearnedPeers = 4096
+    /// Peers with a connection that needed an earlier discovery and found none in ``learned``
+    /// (a replay that had started with a map for one of them would have given other output).
+    public private(set) var lacking: Set<Peer> = []
+
+    /// A peer device as seen from one controller.
+    public struct Peer: Hashable, Sendable {
+        public var adapter: UInt16
+        /// The peer's address as the session names it (`AA:BB:CC:DD:EE:FF`, `/random` appended for a random one).
+        public var address: String
+        public init(adapter: UInt16, address: String) {
+            self.adapter = adapter
+            self.address = address
+        }
+    }
 
     struct Key: Hashable, Sendable {
         var adapter: UInt16
@@ -81,6 +110,10 @@ public struct CaptureReplay: Sendable {
         // cost more than the hot path's work.
         @exclusivity(unchecked) var session: SessionObserver
         let sniffed: Bool
+        /// The peer, when a connection event named it (a connection that starts mid-capture has none).
+        var peer: Peer?
+        /// File offset of the connection event.
+        var openedAt: Int64?
         /// The session's next deadline (the peripheral side's placeholder session never has one).
         var deadline: Timestamp? { session.deadline }
 
@@ -104,10 +137,11 @@ public struct CaptureReplay: Sendable {
     /// - Parameters:
     ///   - configuration: the session options; `address` is replaced per connection by the peer's address.
     public init(configuration: CuffSessionConfiguration = CuffSessionConfiguration(address: ""), adapter: UInt16? = nil,
-                overrides: [UInt16: CuffCharacteristic] = [:]) {
+                overrides: [UInt16: CuffCharacteristic] = [:], learned: [Peer: DiscoveredHandles] = [:]) {
         self.configuration = configuration
         self.adapter = adapter
         self.overrides = overrides
+        self.learned = learned
     }
 
     /// Feeds one record.
@@ -186,8 +220,17 @@ public struct CaptureReplay: Sendable {
         let address = info.peerAddress.description + (info.peerAddressType.rawValue & 1 == 1 ? "/random" : "")
         let sniffed = info.accessAddress != nil
         let c: Connection
+        let peer = Peer(adapter: info.adapter, address: address)
         if info.role == .central {
-            c = Connection(serial: serial, address: address, sniffed: sniffed, observer: newObserver(address, at: info.timestamp, &out))
+            let inherited = learned[peer].map { h in
+                (h, "hci\(info.adapter) connection \(hex4(info.connectionHandle)) to \(address): no service discovery on this connection; "
+                    + "using the handles discovered on connection \(hex4(h.connectionHandle))"
+                    + (h.openedAt.map { " (connected at offset \($0))" } ?? ""))
+            }
+            c = Connection(serial: serial, address: address, sniffed: sniffed,
+                           observer: newObserver(address, at: info.timestamp, inherited: inherited, &out))
+            c.peer = peer
+            c.openedAt = info.fileOffset
         } else {
             out.append(.log("hci\(info.adapter) connection \(hex4(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported"))
             c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
@@ -198,11 +241,12 @@ public struct CaptureReplay: Sendable {
         updateEarliest()
     }
 
-    mutating func newObserver(_ address: String, at: Timestamp, _ out: inout [Output]) -> SessionObserver {
+    mutating func newObserver(_ address: String, at: Timestamp, inherited: (handles: DiscoveredHandles, notice: String)? = nil,
+                              _ out: inout [Output]) -> SessionObserver {
         sessions += 1
         var config = configuration
         config.address = address
-        var o = SessionObserver(configuration: config, overrides: overrides)
+        var o = SessionObserver(configuration: config, overrides: overrides, inherited: inherited)
         o.connected(at: SessionObserver.eventTime(at), into: &out)
         return o
     }
@@ -283,6 +327,13 @@ public struct CaptureReplay: Sendable {
     /// A connection ends: its measurements are counted, and its values no mapping named are noted.
     mutating func end(_ key: Key, _ c: Connection) {
         if c.central { endedMeasurements += c.session.machine.measurements }
+        if c.central, let peer = c.peer {
+            if let d = c.session.discovered(connectionHandle: key.handle, openedAt: c.openedAt) {
+                if learned[peer] != nil || learned.count < Self.maximumLearnedPeers { learned[peer] = d }
+            } else if c.session.lackedDiscovery {
+                lacking.insert(peer)
+            }
+        }
         guard let o = c.observer, !o.isMapped, !o.unmappedHandles.isEmpty else { return }
         var handles: [UInt16: Unmapped.Counts] = [:]
         for (h, n) in o.unmappedHandles { handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications) }

@@ -159,10 +159,7 @@ public struct HCIRecord: Sendable, Hashable {
     }
 
     /// Microseconds since the Unix epoch (truncated toward negative infinity).
-    public var unixMicroseconds: Int64 {
-        let ns = timestamp.nanoseconds
-        return ns >= 0 ? ns / 1000 : (ns - 999) / 1000
-    }
+    public var unixMicroseconds: Int64 { timestamp.flooredMicroseconds }
 }
 
 /// A 48-bit Bluetooth device address, stored as on the wire (least significant byte first).

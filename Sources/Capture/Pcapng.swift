@@ -24,32 +24,46 @@ enum Pcapng {
 
         enum Resolution { case decimal(Int), binary(Int) }
 
-        func timestamp(ticks: UInt64) -> Timestamp {
-            var ns: Int64
+        /// `10^-6 s`, `2^-10 s`.
+        var resolutionText: String {
+            switch resolution {
+            case .decimal(let n): "10^-\(n) s"
+            case .binary(let n): "2^-\(n) s"
+            }
+        }
+
+        /// The instant of `ticks` (plus `if_tsoffset`), or nil when it lies outside what a
+        /// ``Timestamp`` holds (1677-09-21 to 2262-04-11): the reader skips the packet with `bad_timestamp`.
+        func timestamp(ticks: UInt64) -> Timestamp? {
+            var ns: UInt64
             switch resolution {
             case .decimal(let n) where n <= 9:
-                var mul: Int64 = 1
+                var mul: UInt64 = 1
                 for _ in 0..<(9 - n) { mul *= 10 }
-                let (v, o) = Int64(clamping: ticks).multipliedReportingOverflow(by: mul)
-                ns = o ? .max : v
+                let (v, o) = ticks.multipliedReportingOverflow(by: mul)
+                guard !o else { return nil }
+                ns = v
             case .decimal(let n):
                 var div: UInt64 = 1
                 for _ in 0..<min(n - 9, 19) { div *= 10 }
-                ns = Int64(clamping: ticks / div)
+                ns = ticks / div
             case .binary(let n):
                 let full = ticks.multipliedFullWidth(by: 1_000_000_000)
                 let shift = UInt64(min(n, 127))
-                let value: UInt64
                 if shift >= 64 {
-                    value = shift >= 128 ? 0 : full.high >> (shift - 64)
+                    ns = shift >= 128 ? 0 : full.high >> (shift - 64)
                 } else if shift == 0 {
-                    value = full.high == 0 ? full.low : .max
+                    guard full.high == 0 else { return nil }
+                    ns = full.low
                 } else {
-                    value = full.high >> shift == 0 ? (full.low >> shift) | (full.high << (64 - shift)) : .max
+                    guard full.high >> shift == 0 else { return nil }
+                    ns = (full.low >> shift) | (full.high << (64 - shift))
                 }
-                ns = Int64(clamping: value)
             }
-            return Timestamp(nanoseconds: ns &+ offsetSeconds &* 1_000_000_000)
+            guard ns <= UInt64(Int64.max) else { return nil }
+            let (offset, o1) = offsetSeconds.multipliedReportingOverflow(by: 1_000_000_000)
+            let (sum, o2) = Int64(ns).addingReportingOverflow(offset)
+            return o1 || o2 ? nil : Timestamp(nanoseconds: sum)
         }
     }
 

@@ -52,6 +52,8 @@ public struct QuietPoints: Sendable {
         guard bytes.count >= total else { return .need(count: total) }
         // An empty H4 record has no packet type: the reader warns and nothing changes.
         guard datalink != .uart || included > 0 else { return .record(length: total, quiet: isQuiet) }
+        // A timestamp the reader rejects (`bad_timestamp`): the record is skipped, nothing changes.
+        guard BTSnoop.usableTimestamp(fromBTSnoop: header.timestamp) != nil else { return .record(length: total, quiet: isQuiet) }
         // The record as the readers see it (kind, controller, payload).
         let record = RecordView(header: header, body: UnsafeRawBufferPointer(rebasing: bytes[BTSnoop.recordHeaderLength..<total]),
                                 datalink: datalink, fileOffset: 0)

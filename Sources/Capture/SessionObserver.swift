@@ -21,6 +21,9 @@ import GATT
 ///   the first PDU that is not part of discovery.
 /// - `overrides` (`--handle 0x0012=2a35`) name value handles a capture without discovery (a bonded
 ///   reconnect) does not; they also win over what discovery found.
+/// - `inherited`: what discovery on an earlier connection to the same cuff showed (a bonded
+///   central reconnects with its GATT cache and discovers nothing). Used only when this
+///   connection shows no discovery of its own; the observer then says so with a `.notice`.
 /// - Deadlines (settle, stored-record burst) are ticked from the capture's clock by the caller
 ///   through ``advance(to:into:)``.
 public struct SessionObserver: Sendable {
@@ -28,6 +31,13 @@ public struct SessionObserver: Sendable {
 
     public private(set) var machine: CuffSessionMachine
     let overrides: [UInt16: CuffCharacteristic]
+    /// An earlier connection's discovery, and the line that says it is used.
+    let inherited: (handles: DiscoveredHandles, notice: String)?
+    /// True once a PDU needed the handle map while this connection had shown no discovery and had
+    /// no earlier one to use (with or without `--handle`).
+    public private(set) var lackedDiscovery = false
+    /// True when this connection used ``inherited``.
+    public private(set) var usedInherited = false
 
     // ATT state
     var clientMTU: UInt16 = 23
@@ -61,11 +71,21 @@ public struct SessionObserver: Sendable {
     @inline(__always) public var deadline: Timestamp? { machine.state.isFinal ? nil : machine.nextDeadline }
     public var isFinished: Bool { machine.state.isFinal }
 
-    public init(configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:]) {
+    public init(configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:],
+                inherited: (handles: DiscoveredHandles, notice: String)? = nil) {
         var c = configuration
         c.observer = true
         machine = CuffSessionMachine(configuration: c)
         self.overrides = overrides
+        self.inherited = inherited
+    }
+
+    /// What this connection's own discovery showed, once it showed any (nil otherwise, and for a
+    /// connection that only used an earlier one's).
+    public func discovered(connectionHandle: UInt16, openedAt: Int64?) -> DiscoveredHandles? {
+        guard sawDiscovery, !usedInherited else { return nil }
+        return DiscoveredHandles(services: services, characteristics: characteristics, descriptors: descriptors,
+                                 connectionHandle: connectionHandle, openedAt: openedAt)
     }
 
     // MARK: - Events
@@ -272,7 +292,20 @@ public struct SessionObserver: Sendable {
 
     mutating func ensureReported(_ at: EventTime, _ out: inout [Output]) {
         guard !reported else { return }
-        if !sawDiscovery && overrides.isEmpty { return }
+        if !sawDiscovery {
+            if let inherited {
+                // A bonded reconnect: the handles an earlier connection to this cuff discovered.
+                services = inherited.handles.services
+                characteristics = inherited.handles.characteristics
+                descriptors = inherited.handles.descriptors
+                usedInherited = true
+                out.append(.notice(inherited.notice))
+                report(at, &out)
+                return
+            }
+            lackedDiscovery = true
+            if overrides.isEmpty { return }
+        }
         report(lastDiscoveryAt ?? at, &out)
     }
 
@@ -359,10 +392,22 @@ public struct SessionObserver: Sendable {
     }
 
     /// Capture time as the machine's time: monotonic = wall = the capture's timestamp.
+    /// Any timestamp will do: the wall time is the µs at or before it (no arithmetic that can overflow).
     public static func eventTime(_ t: Timestamp) -> EventTime {
-        let ns = t.nanoseconds
-        return EventTime(monotonic: t, wallMicros: ns >= 0 ? ns / 1000 : (ns - 999) / 1000)
+        EventTime(monotonic: t, wallMicros: t.flooredMicroseconds)
     }
+}
+
+/// The handles discovery on one connection showed: what a later connection to the same cuff on
+/// the same controller uses when it discovers nothing (a bonded reconnect with a GATT cache).
+public struct DiscoveredHandles: Sendable, Hashable {
+    var services: [GATTProfile.Service]
+    var characteristics: [GATTProfile.Characteristic]
+    var descriptors: [UInt16: BluetoothUUID]
+    /// The connection that discovered them.
+    public var connectionHandle: UInt16
+    /// File offset of that connection's connection event, when the capture has one.
+    public var openedAt: Int64?
 }
 
 func hex4(_ v: UInt16) -> String {

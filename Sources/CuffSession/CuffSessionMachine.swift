@@ -598,7 +598,8 @@ public struct CuffSessionMachine: Sendable {
         }
         if state != .stopping { state = .measuring(phase) }
         // (at − start).secondsDouble, without the round trip through Duration.
-        let elapsed = Double(at.monotonic.nanoseconds - (measurementStart ?? at.monotonic).nanoseconds) / 1e9
+        // (Saturating: a capture's clock may jump by centuries between two notifications.)
+        let elapsed = Double(Timestamp.difference(at.monotonic.nanoseconds, (measurementStart ?? at.monotonic).nanoseconds)) / 1e9
         return ProgressRecord(phase: phase, cuffPressure: pressure, unit: unit, elapsed: elapsed, at: at)
     }
 

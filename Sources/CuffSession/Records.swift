@@ -19,8 +19,10 @@ public struct EventTime: Sendable, Hashable {
     public var iso8601: String { EventTime.iso8601(wallMicros: wallMicros) }
 
     public static func iso8601(wallMicros: Int64) -> String {
-        let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
-        let ms = Int((wallMicros - secs * 1_000_000) / 1000)
+        // Rounded towards −∞ without an intermediate that can overflow (any Int64 will do).
+        let rest = wallMicros % 1_000_000
+        let secs = wallMicros / 1_000_000 - (rest < 0 ? 1 : 0)
+        let ms = Int((rest < 0 ? rest + 1_000_000 : rest) / 1000)
         var text = DateTime(unixSeconds: secs).description
         text.append(contentsOf: ".")
         text.append(Character(Unicode.Scalar(UInt8(0x30 + ms / 100))))

@@ -400,11 +400,13 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     /// ``iso8601(_:)`` at `q` (at most 14 + 9 + 4 bytes); the text up to the seconds is computed
     /// once per second (a cuff notifies several times a second), the date once per day.
     @inline(__always) func iso8601(_ wallMicros: Int64, _ q: inout UnsafeMutablePointer<UInt8>) {
-        let secs = wallMicros >= 0 ? wallMicros / 1_000_000 : (wallMicros - 999_999) / 1_000_000
+        // Floor division with no intermediate that can overflow (any Int64 will do).
+        let rest = wallMicros % 1_000_000
+        let secs = wallMicros / 1_000_000 - (rest < 0 ? 1 : 0)
         if secs != second { newSecond(secs) }
         let n = dayLength + 9
         q.update(from: prefix, count: n)
-        let ms = Int((wallMicros - secs * 1_000_000) / 1000)
+        let ms = Int((rest < 0 ? rest + 1_000_000 : rest) / 1000)
         q[n] = UInt8(0x30 + ms / 100)
         q[n + 1] = UInt8(0x30 + ms / 10 % 10)
         q[n + 2] = UInt8(0x30 + ms % 10)
@@ -415,17 +417,19 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
     /// Rewrites the cached `YYYY-MM-DDTHH:MM:SS.` for another second (and the date for another day).
     func newSecond(_ secs: Int64) {
         second = secs
-        let d = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400
+        let r = secs % 86400
+        let d = secs / 86400 - (r < 0 ? 1 : 0)
         if d != day {
             day = d
-            // "YYYY-MM-DDT00:00:00.000Z" from the shared formatter, once per day: keep "YYYY-MM-DDT".
-            var full = EventTime.iso8601(wallMicros: d * 86_400_000_000)
+            // "YYYY-MM-DDT00:00:00" from the formatter EventTime.iso8601 uses, once per day: keep
+            // "YYYY-MM-DDT". (In seconds, not µs: the day's start in µs may not fit in 64 bits.)
+            var full = DateTime(unixSeconds: d * 86400).description
             full.withUTF8 { u in
-                dayLength = u.count - 13
+                dayLength = u.count - 8
                 prefix.update(from: u.baseAddress!, count: dayLength)
             }
         }
-        let tod = Int(secs - d * 86400)
+        let tod = Int(r < 0 ? r + 86400 : r)
         let p = prefix + dayLength
         let h = tod / 3600, m = tod / 60 % 60, s = tod % 60
         p[0] = UInt8(0x30 + h / 10); p[1] = UInt8(0x30 + h % 10); p[2] = 0x3A

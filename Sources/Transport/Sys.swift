@@ -284,7 +284,7 @@ package enum Sys {
         guard let timeout else { return -1 }
         let ns = timeout.nanoseconds
         if ns <= 0 { return 0 }
-        let ms = (ns + 999_999) / 1_000_000
+        let ms = ns / 1_000_000 + (ns % 1_000_000 > 0 ? 1 : 0)  // rounded up, for any Int64 (a saturated deadline is near Int64.max)
         return ms > Int64(CInt.max) ? CInt.max : CInt(ms)
     }
 }

@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import BlueZ
 import Capture
 import CuffCore
 import CuffRuntime
 
 /// Writes a live or simulated session as a btsnoop file (`--capture FILE`), with the HCI events a
 /// real controller would log around the ATT traffic, as the central's controller sees it.
+///
+/// `adapter` is the controller's index (the N of hciN) the records name; a session with no
+/// controller (a simulated cuff, a Unix socket) records 0. With `announceAt` the controller's New
+/// Index, Open Index and Index Info go into the file at once (as `btmon` logs each controller when
+/// it starts), so a capture names its controller even when no connection came up.
 final class CaptureRecording {
     var writer: BTSnoopWriter<FileByteSink>
     var recorder: SessionRecorder
@@ -12,11 +18,24 @@ final class CaptureRecording {
     let path: String
     var failed = false
 
-    init(path: String, datalink: BTSnoopDatalink, peer: BDAddress, local: BDAddress = BDAddress("00:AA:01:01:00:01")!) throws {
+    init(path: String, datalink: BTSnoopDatalink, peer: BDAddress, local: BDAddress = BDAddress("00:AA:01:01:00:01")!,
+         adapter: UInt16 = 0, announceAt: Timestamp? = nil) throws {
         self.path = path
         self.peer = peer
         writer = try BTSnoopWriter(path: path, datalink: datalink)
-        recorder = SessionRecorder(datalink: datalink, adapter: 0, localAddress: local)
+        recorder = SessionRecorder(datalink: datalink, adapter: adapter, localAddress: local)
+        if let announceAt {
+            try writer.write(contentsOf: recorder.announce(at: announceAt))
+            try writer.flush()
+        }
+    }
+
+    /// The controller index a `cuff measure` capture records: the `--adapter` index for a real
+    /// cuff (an address was given), 0 for a session with no controller; nil when `adapter` does
+    /// not name one (the session fails on it anyway).
+    static func adapterIndex(address: String?, adapter: String) -> UInt16? {
+        guard address != nil else { return 0 }
+        return try? BluetoothAdapter(parsing: adapter).index
     }
 
     func handle(_ e: LinkEvent) {
@@ -40,5 +59,9 @@ final class CaptureRecording {
         do { try writer.flush() } catch { Output.log("cuff: writing the capture \(path) failed: \(error)") }
     }
 
-    func ts(_ micros: Int64) -> Timestamp { Timestamp(nanoseconds: micros * 1000) }
+    /// (Saturating: a wall clock in µs always fits, but nothing here should trap on one that does not.)
+    func ts(_ micros: Int64) -> Timestamp {
+        let (ns, o) = micros.multipliedReportingOverflow(by: 1000)
+        return Timestamp(nanoseconds: o ? (micros < 0 ? .min : .max) : ns)
+    }
 }

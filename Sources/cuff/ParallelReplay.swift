@@ -18,7 +18,14 @@ import Glibc
 /// warnings in order. A stretch ends at the first quiet point past ``segmentBytes``; one that finds
 /// none within ``maximumPendingBytes`` (connections that never close) makes the parallel part stop
 /// there: everything written so far stands, and the caller replays the rest from ``Outcome/resumeAt``
-/// on one thread. Memory stays bounded: at most ``maximumInFlight`` stretches are read ahead.
+/// on one thread (starting from ``Outcome/learned``). Memory stays bounded: at most
+/// ``maximumInFlight`` stretches are read ahead.
+///
+/// The one state a quiet point does not clear is the handle maps earlier discoveries left
+/// (``CaptureReplay/learned``: a bonded reconnect uses them). A worker replays its stretch without
+/// them; when that replay says a connection needed one it lacked (``CaptureReplay/lacking``) and
+/// the stretches before it had learned one for that peer, this thread replays the stretch again
+/// with the maps learned so far, so the output is the one-thread replay's.
 final class ParallelReplay: @unchecked Sendable {
     struct Segment: Sendable {
         var index: Int
@@ -39,8 +46,14 @@ final class ParallelReplay: @unchecked Sendable {
         var measurements: Int
         var unmapped: [CaptureReplay.Unmapped]
         var fault: CaptureError?
-        /// The stretch's bytes, for reuse.
+        /// The stretch's bytes, for reuse (and for a second replay with the maps learned before it).
         var bytes: [UInt8]
+        var offset: Int64
+        var last: Bool
+        var readFault: CaptureError?
+        /// The handle maps learned in the stretch, and the peers that lacked one.
+        var learned: [CaptureReplay.Peer: DiscoveredHandles]
+        var lacking: Set<CaptureReplay.Peer>
     }
 
     struct Outcome {
@@ -52,6 +65,8 @@ final class ParallelReplay: @unchecked Sendable {
         var sinkFailed = false
         /// Where to go on with a one-thread replay (no quiet point came); nil when the capture was done.
         var resumeAt: Int64?
+        /// The handle maps learned up to there (the one-thread replay starts from them).
+        var learned: [CaptureReplay.Peer: DiscoveredHandles] = [:]
     }
 
     let path: String
@@ -119,9 +134,9 @@ final class ParallelReplay: @unchecked Sendable {
         pthread_mutex_unlock(&mutex)
     }
 
-    /// Replays one stretch on its own, as `cuff replay` replays a whole file.
-    func replay(_ segment: Segment, into lines: NDJSONLineBuffer) -> Result {
-        var replay = CaptureReplay(configuration: configuration, adapter: adapter, overrides: overrides)
+    /// Replays one stretch on its own, as `cuff replay` replays a whole file, from the handle maps `learned` before it.
+    func replay(_ segment: Segment, into lines: NDJSONLineBuffer, learned: [CaptureReplay.Peer: DiscoveredHandles] = [:]) -> Result {
+        var replay = CaptureReplay(configuration: configuration, adapter: adapter, overrides: overrides, learned: learned)
         var shown: [CaptureReplay.Output] = []
         var out: [CaptureReplay.Output] = []
         out.reserveCapacity(1024 + 64)
@@ -134,7 +149,7 @@ final class ParallelReplay: @unchecked Sendable {
                     if showAll { shown.append(o) }
                 case .log:
                     if showAll { shown.append(o) }
-                case .warning:
+                case .warning, .notice:
                     shown.append(o)
                 }
             }
@@ -154,7 +169,8 @@ final class ParallelReplay: @unchecked Sendable {
         }
         _ = take(&out)
         return Result(ndjson: lines, shown: shown, sessions: replay.sessions, measurements: replay.measurements,
-                      unmapped: replay.unmapped, fault: fault, bytes: segment.bytes)
+                      unmapped: replay.unmapped, fault: fault, bytes: segment.bytes, offset: segment.offset, last: segment.last,
+                      readFault: segment.fault, learned: replay.learned, lacking: replay.lacking)
     }
 
     // MARK: - Reading, cutting, writing (this thread)
@@ -178,6 +194,16 @@ final class ParallelReplay: @unchecked Sendable {
         var r = results.removeValue(forKey: written)!
         pthread_mutex_unlock(&mutex)
         written += 1
+        if !stopped, r.lacking.contains(where: { outcome.learned[$0] != nil })
+            || outcome.learned.count + r.learned.keys.filter({ outcome.learned[$0] == nil }).count > CaptureReplay.maximumLearnedPeers {
+            // A connection in the stretch would have used a map an earlier stretch learned (or the
+            // stretch learned peers the one-thread replay has no room left for): replay it again
+            // from what was learned before it (what the one-thread replay knows there).
+            r.ndjson.removeAll()
+            let segment = Segment(index: written - 1, bytes: r.bytes, offset: r.offset, last: r.last, fault: r.readFault)
+            r = replay(segment, into: r.ndjson, learned: outcome.learned)
+        }
+        if !stopped { outcome.learned.merge(r.learned) { _, new in new } }
         defer {
             r.ndjson.removeAll()
             r.bytes.removeAll(keepingCapacity: true)

@@ -21,8 +21,14 @@ struct Replay: ParsableCommand {
             capture's timestamps as received_at. Several connections, cuffs and controllers in one file \
             are kept apart; --adapter keeps one controller.
 
-            A capture without service discovery (a bonded reconnect) needs --handle VALUE_HANDLE=UUID, \
-            e.g. --handle 0x0012=2a35; without it, cuff replay lists the handles that carried values.
+            A connection without service discovery (a bonded reconnect) uses the handles discovered on an \
+            earlier connection to the same device on the same controller in the capture, and says so on \
+            stderr. Without one it needs --handle VALUE_HANDLE=UUID, e.g. --handle 0x0012=2a35 (which also \
+            wins over discovered handles); without that, cuff replay lists the handles that carried values.
+
+            A record whose timestamp cuff cannot hold (before 1677-09-21 or after 2262-04-11, as a zeroed \
+            btsnoop timestamp) is skipped with a bad_timestamp error naming its offset; timestamps that \
+            run backwards are taken as they are.
 
             Exit status: 0 at least one measurement and no fault; 1 the capture is damaged (the records \
             before the fault are printed; the error names the file offset); 2 no measurement; 7 values \
@@ -51,7 +57,7 @@ struct Replay: ParsableCommand {
     @Option(help: "Only this controller (hciN index, as in the capture).")
     var adapter: UInt16?
 
-    @Flag(help: "Pace the replay by the capture's timestamps instead of going as fast as possible.")
+    @Flag(help: "Pace the replay by the capture's timestamps instead of going as fast as possible (pauses over 5 s are shortened to 5 s).")
     var realtime = false
 
     @OptionGroup var sinks: SinkOptions
@@ -136,8 +142,8 @@ struct Replay: ParsableCommand {
         /// One replay over what `reader` has left. Without pacing, a second thread serialises and
         /// writes the outputs while this one reads and decodes, batch by batch, in order. With
         /// --realtime every record goes out at once.
-        func sequential(_ reader: inout CaptureReader<FileByteSource>) {
-            var replay = CaptureReplay(configuration: config, adapter: adapter, overrides: overrides)
+        func sequential(_ reader: inout CaptureReader<FileByteSource>, learned: [CaptureReplay.Peer: DiscoveredHandles] = [:]) {
+            var replay = CaptureReplay(configuration: config, adapter: adapter, overrides: overrides, learned: learned)
             var out: [CaptureReplay.Output] = []
             out.reserveCapacity(ReplayOutputPipe.batchSize + 64)
             let pacer = realtime ? Pacer() : nil
@@ -188,7 +194,7 @@ struct Replay: ParsableCommand {
                 if let resume = o.resumeAt {
                     do {
                         var rest = CaptureReader(btsnoopRecords: try FileByteSource(path: file, offset: resume), datalink: datalink, offset: resume)
-                        sequential(&rest)
+                        sequential(&rest, learned: o.learned)
                     } catch {
                         fault = error
                     }
@@ -291,6 +297,9 @@ final class ReplayDrain: @unchecked Sendable {
         switch o {
         case let .emit(e): display.show(e)
         case let .log(s): display.log(s)
+        case let .notice(s):
+            display.clearGauge()
+            Output.log("cuff replay: \(s)")
         case let .warning(w):
             warnings += 1
             Output.log("cuff replay: \(file): \(Replay.describe(w))")
@@ -421,16 +430,26 @@ final class ReplayOutputPipe: @unchecked Sendable {
 }
 
 /// `--realtime`: sleeps so records go out at the pace of their timestamps.
+///
+/// Each record is due the capture's gap after the one before it (due times are chained, so the
+/// sleeps' overshoot does not add up). A record stamped before the one ahead of it (a clock that
+/// ran backwards) is due at once; a gap longer than ``longestPause`` (between sessions, or a
+/// clock that jumped ahead by years) is shortened to it. So any timestamps a capture holds give a
+/// bounded wait per record, and the arithmetic saturates.
 final class Pacer {
-    var first: (capture: Timestamp, real: Timestamp)?
+    static let longestPause = Duration.seconds(5)
+    var previous: (capture: Timestamp, due: Timestamp)?
 
     func wait(until t: Timestamp) {
         let now = Pacer.monotonic()
-        guard let f = first else { first = (t, now); return }
-        let due = f.real + (t - f.capture)
-        let left = due - now
-        guard left > .zero else { return }
-        var ts = timespec(tv_sec: Int(left.nanoseconds / 1_000_000_000), tv_nsec: Int(left.nanoseconds % 1_000_000_000))
+        guard let p = previous else { previous = (t, now); return }
+        var gap = t - p.capture
+        if gap < .zero { gap = .zero } else if gap > Pacer.longestPause { gap = Pacer.longestPause }
+        let due = p.due + gap
+        previous = (t, due)
+        let left = (due - now).nanoseconds
+        guard left > 0 else { return }
+        var ts = timespec(tv_sec: Int(left / 1_000_000_000), tv_nsec: Int(left % 1_000_000_000))
         nanosleep(&ts, nil)
     }
 

@@ -87,7 +87,7 @@ struct QuietPointsTests {
         func step(_ datalink: BTSnoopDatalink, _ flags: UInt32, _ payload: [UInt8], _ points: inout QuietPoints) -> Bool {
             var w = ByteWriter()
             for v in [UInt32(payload.count), UInt32(payload.count), flags, 0] { w.writeBigEndian(v) }
-            w.writeBigEndian(UInt64(0))
+            w.writeBigEndian(UInt64(0x00E0_3AB4_4A67_6000))  // 2000-01-01 (a zeroed timestamp is skipped)
             w.write(contentsOf: payload)
             guard case let .record(_, quiet) = w.bytes.withUnsafeBytes({ points.step($0) }) else { return false }
             return quiet

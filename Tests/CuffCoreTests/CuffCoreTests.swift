@@ -121,3 +121,24 @@ struct TimeAndMathTests {
         #expect(xa != xc)
     }
 }
+
+/// Timestamps at the ends of the 64-bit range: sums and differences saturate, floors never overflow.
+@Suite("Timestamp extremes")
+struct TimestampExtremeTests {
+    @Test func arithmeticSaturatesAndFloorsHoldForAnyValue() {
+        let lo = Timestamp(nanoseconds: .min), hi = Timestamp(nanoseconds: .max)
+        #expect((hi + .seconds(2)).nanoseconds == .max)
+        #expect((lo + .seconds(-2)).nanoseconds == .min)
+        #expect((hi - lo).nanoseconds == .max)
+        #expect((lo - hi).nanoseconds == .min)
+        #expect((hi - Timestamp(nanoseconds: 1)).nanoseconds == .max - 1)
+        #expect(lo.flooredMicroseconds == Int64.min / 1000 - 1)
+        #expect(Timestamp(nanoseconds: -1).flooredMicroseconds == -1)
+        #expect(Timestamp(nanoseconds: 1999).flooredMicroseconds == 1)
+        #expect(Timestamp.seconds(.infinity).nanoseconds == .max)
+        #expect(Timestamp.seconds(-.infinity).nanoseconds == .min)
+        #expect(Timestamp.seconds(.nan).nanoseconds == 0)
+        #expect(Timestamp.seconds(1.5).nanoseconds == 1_500_000_000)
+        #expect(Timestamp.milliseconds(.max).nanoseconds == .max)
+    }
+}

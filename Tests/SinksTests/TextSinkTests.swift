@@ -367,3 +367,21 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
         if let r { #expect(r.0 == 1) }
     }
 }
+
+/// `received_at` for any wall time a replay can hand over: the line buffer and EventTime agree,
+/// and neither overflows at the ends of the 64-bit range.
+@Suite("Wall times at the ends of the range")
+struct ExtremeWallTimeTests {
+    @Test func lineBufferAndEventTimeAgreeAtTheEnds() {
+        for micros: Int64 in [.min, .min + 1, -62_135_596_800_000_001, -1, 0, 1_795_330_917_123_456, .max - 1, .max] {
+            let at = EventTime(monotonic: .zero, wallMicros: micros)
+            let lines = NDJSONLineBuffer()
+            lines.append(.progress(ProgressRecord(phase: .inflating, cuffPressure: SFloat(rawValue: 0x0064), unit: .mmHg, elapsed: 0, at: at)))
+            let text = String(decoding: lines.bytes, as: UTF8.self)
+            #expect(text.contains("\"received_at\":\"\(at.iso8601)\""), "\(micros): \(text)")
+        }
+        #expect(EventTime.iso8601(wallMicros: 1_795_330_917_123_456) == "2026-11-22T07:01:57.123Z")
+        #expect(EventTime.iso8601(wallMicros: -1) == "1969-12-31T23:59:59.999Z")
+        #expect(DateTime(unixSeconds: .min).description.count > 0)
+    }
+}
