@@ -107,7 +107,7 @@ struct Measure: ParsableCommand {
                 // A real cuff's session: the capture names its controller (hciN) from the start.
                 let index = CaptureRecording.adapterIndex(address: address, adapter: adapter)
                 recording = try CaptureRecording(path: capture, datalink: .monitor, peer: peerAddress(), adapter: index ?? 0,
-                                                 announceAt: address == nil ? nil : Timestamp(nanoseconds: WallClock.nowMicros() &* 1000))
+                                                 announceAt: address == nil ? nil : Timestamp(nanoseconds: WallClock.system.nowMicros() &* 1000))
             } catch {
                 Output.log("cuff measure: cannot write the capture \(capture): \(error)")
                 throw ExitCode(10)
