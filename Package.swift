@@ -50,6 +50,9 @@ let package = Package(
         ),
         // btsnoop / pcap / pcapng readers and writers, HCI → L2CAP → ATT.
         .target(name: "Capture", dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSession", "Transport"]),
+        // cuff replay's engine: a capture replayed into sinks, on one thread, a reader and a writer
+        // thread, or (a btsnoop file) several replay threads with the same output.
+        .target(name: "ReplayEngine", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "Sinks", "Transport"]),
         // NDJSON, FHIR R4, Open mHealth, SQLite store.
         .target(
             name: "Sinks",
@@ -66,7 +69,7 @@ let package = Package(
             name: "cuff",
             dependencies: [
                 "CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
-                "Capture", "Sinks", "BlueZ",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -86,6 +89,7 @@ let package = Package(
             name: "SinksTests",
             dependencies: ["Sinks", "CuffSession", "BloodPressure", "CuffCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore"]),
     ]

@@ -14,6 +14,14 @@ public enum MonotonicClock {
         _ = clock_gettime(CLOCK_MONOTONIC, &ts)
         return Timestamp(nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec))
     }
+
+    /// Sleeps for `nanoseconds` (nothing when 0 or less); a signal may end the sleep early.
+    /// The corresponding C function is `nanosleep`.
+    public static func sleep(nanoseconds: Int64) {
+        guard nanoseconds > 0 else { return }
+        var ts = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        _ = nanosleep(&ts, nil)
+    }
 }
 
 /// Wall-clock time (`CLOCK_REALTIME`) in microseconds since 1970, injectable so that tests get

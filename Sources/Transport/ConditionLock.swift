@@ -30,20 +30,24 @@ package final class ConditionLock<State: Sendable>: Sendable {
     package func withLock<R: Sendable>(wakingWaiters: Bool = false, _ body: (inout State) -> R) -> R {
         guarded.withLock { g in
             let r = body(&g.state)
-            if wakingWaiters && !g.waiters.isEmpty {
-                for w in g.waiters { w.signal() }
-                g.waiters.removeAll(keepingCapacity: true)
-            }
+            if wakingWaiters { Self.wake(&g) }
             return r
         }
     }
 
-    /// Waits until `condition` holds, then runs `body` with the lock held (the condition still true).
-    package func wait<R: Sendable>(until condition: (borrowing State) -> Bool, then body: (inout State) -> R) -> R {
+    /// Waits until `condition` holds, then runs `body` with the lock held (the condition still
+    /// true); with `wakingWaiters`, then wakes every waiting thread.
+    package func wait<R: Sendable>(
+        until condition: (borrowing State) -> Bool, wakingWaiters: Bool = false, then body: (inout State) -> R
+    ) -> R {
         while true {
             var sleeper: DispatchSemaphore?
             let r: R? = guarded.withLock { g in
-                if condition(g.state) { return body(&g.state) }
+                if condition(g.state) {
+                    let r = body(&g.state)
+                    if wakingWaiters { Self.wake(&g) }
+                    return r
+                }
                 let s = DispatchSemaphore(value: 0)
                 g.waiters.append(s)
                 sleeper = s
@@ -52,5 +56,11 @@ package final class ConditionLock<State: Sendable>: Sendable {
             if let r { return r }
             sleeper!.wait()
         }
+    }
+
+    private static func wake(_ g: inout Guarded) {
+        guard !g.waiters.isEmpty else { return }
+        for w in g.waiters { w.signal() }
+        g.waiters.removeAll(keepingCapacity: true)
     }
 }

@@ -177,6 +177,12 @@ package enum Sys {
         valueOrErrno(retryOnInterrupt: true) { system_unlink(path) }.map { _ in () }
     }
 
+    /// File status, following symbolic links. The corresponding C function is `stat`.
+    package static func fileStatus(_ path: String) -> Result<stat, Errno> {
+        var st = stat()
+        return valueOrErrno(retryOnInterrupt: true) { system_stat(path, &st) }.map { _ in st }
+    }
+
     /// File status without following a final symbolic link. The corresponding C function is `lstat`.
     package static func lstat(_ path: String) -> Result<stat, Errno> {
         var st = stat()
@@ -209,6 +215,9 @@ package enum Sys {
     package static func fchmod(_ fd: CInt, _ mode: mode_t) -> Result<Void, Errno> {
         valueOrErrno(retryOnInterrupt: true) { system_fchmod(fd, mode) }.map { _ in () }
     }
+
+    /// CPUs online now (at least 1). The corresponding C function is `sysconf`.
+    package static var onlineProcessors: Int { max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
 
     /// Writes all of `buffer`, retrying short writes and EINTR. Returns how many bytes were written
     /// before a failure (all of them on success) and the failure's errno, if any.

@@ -152,6 +152,12 @@ package func system_lseek(_ fd: CInt, _ offset: off_t, _ whence: CInt) -> off_t 
     return Glibc.lseek(fd, offset, whence)
 }
 
+/// The corresponding C function is `stat`.
+package func system_stat(_ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>) -> CInt {
+    if let r = mock("stat") { return CInt(r) }
+    return stat(path, buf)
+}
+
 /// The corresponding C function is `fstat`.
 package func system_fstat(_ fd: CInt, _ buf: UnsafeMutablePointer<stat>) -> CInt {
     if let r = mock("fstat", Int(fd)) { return CInt(r) }

@@ -4,6 +4,7 @@ import BloodPressure
 import Capture
 import CuffCore
 import CuffSession
+import ReplayEngine
 import Sinks
 import Transport
 #if canImport(Glibc)
@@ -68,9 +69,6 @@ struct Replay: ParsableCommand {
     @Option(name: .customLong("segment-bytes"), help: ArgumentHelp("Smallest stretch handed to a replay thread, in bytes (default 262144).", visibility: .hidden))
     var segmentBytes: Int?
 
-    /// One replay thread per CPU, at most 4 (beyond that the writer and the disk set the pace).
-    static var defaultJobs: Int { max(1, min(4, sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
-
     struct HandleMapping: Sendable {
         var handle: UInt16
         var characteristic: CuffCharacteristic
@@ -107,107 +105,36 @@ struct Replay: ParsableCommand {
 
     func run() throws {
         let display = ProgressDisplay(quiet: sinks.quiet)
-        let fan: FanOutSink
-        /// The only sink, when it is stdout's NDJSON (called directly: the replay's hot loop).
-        let direct: ReplayNDJSONSink?
+        let sinks: ReplaySinks
         do {
             // The store first (a record it cannot keep is not printed), then stdout; NDJSON through
             // the replay's own buffered writer (same bytes as NDJSONSink, fewer syscalls).
             var list: [any SampleSink & Sendable] = []
-            if let path = sinks.store { list.append(try SQLiteStore(path: path)) }
-            list.append(sinks.format == "ndjson" ? ReplayNDJSONSink(flushEachRecord: realtime || sinks.store != nil) : SinkFactory.formatSink(sinks.configuration, output: FileDescriptorOutput.standardOutput(), warn: sinks.quiet ? SinkWarnings.ignore : SinkWarnings.standardError))
-            fan = FanOutSink(list)
-            direct = list.count == 1 ? list[0] as? ReplayNDJSONSink : nil
+            if let path = self.sinks.store { list.append(try SQLiteStore(path: path)) }
+            list.append(self.sinks.format == "ndjson"
+                ? ReplayNDJSONSink(flushEachRecord: realtime || self.sinks.store != nil)
+                : SinkFactory.formatSink(self.sinks.configuration, output: FileDescriptorOutput.standardOutput(),
+                                         warn: self.sinks.quiet ? SinkWarnings.ignore : SinkWarnings.standardError))
+            sinks = ReplaySinks(fan: FanOutSink(list), direct: list.count == 1 ? list[0] as? ReplayNDJSONSink : nil)
         } catch {
-            Output.log("cuff replay: \(error)")
-            throw ExitCode(10)
+            throw ExitCode(Output.sinkFailed("cuff replay", error))
         }
-        var reader: CaptureReader<FileByteSource>
+        var job = ReplayJob(path: file)
+        job.format = captureFormat
+        job.adapter = adapter
+        for m in handles { job.overrides[m.handle] = m.characteristic }
+        job.realtime = realtime
+        if let jobs { job.threads = jobs }
+        if let segmentBytes { job.segmentBytes = segmentBytes }
+        job.showAll = !self.sinks.quiet
+        let result: ReplayResult
         do {
-            reader = try CaptureReader(path: file, format: captureFormat)
+            result = try job.run(into: sinks, presenter: ReplayDisplay(display: display, file: file))
         } catch {
             Output.log("cuff replay: \(error.message)")
             throw ExitCode(1)
         }
-        var overrides: [UInt16: CuffCharacteristic] = [:]
-        for m in handles { overrides[m.handle] = m.characteristic }
-        var config = CuffSessionConfiguration(address: "")
-        config.timeout = .seconds(300)
-        let drain = ReplayDrain(display: display, fan: fan, direct: direct, file: file)
-        var sessions = 0
-        var measurements = 0
-        var unmapped: [CaptureReplay.Unmapped] = []
-        var fault: CaptureError?
-
-        /// One replay over what `reader` has left. Without pacing, a second thread serialises and
-        /// writes the outputs while this one reads and decodes, batch by batch, in order. With
-        /// --realtime every record goes out at once.
-        func sequential(_ reader: inout CaptureReader<FileByteSource>, learned: [CaptureReplay.Peer: DiscoveredHandles] = [:]) {
-            var replay = CaptureReplay(configuration: config, adapter: adapter, overrides: overrides, learned: learned)
-            var out: [CaptureReplay.Output] = []
-            out.reserveCapacity(ReplayOutputPipe.batchSize + 64)
-            let pacer = realtime ? Pacer() : nil
-            let pipe = realtime ? nil : ReplayOutputPipe(drain)
-            func deliver(_ out: inout [CaptureReplay.Output], force: Bool) -> Bool {
-                if let pipe {
-                    guard out.count >= ReplayOutputPipe.batchSize || (force && !out.isEmpty) else { return true }
-                    pipe.send(&out)
-                    return !pipe.failed
-                }
-                let ok = drain.drain(out)
-                out.removeAll(keepingCapacity: true)
-                return ok
-            }
-            let ending = replay.replay(&reader, into: &out, before: pacer.map { p in { p.wait(until: $0.timestamp) } },
-                                       batch: pipe == nil ? 1 : ReplayOutputPipe.batchSize, deliver: { deliver(&$0, force: false) })
-            if case let .fault(e) = ending { fault = e }
-            if !(pipe?.failed ?? drain.sinkFailed) {
-                replay.finish(after: fault, into: &out)
-                _ = deliver(&out, force: true)
-            }
-            pipe?.close()
-            sessions += replay.sessions
-            measurements += replay.measurements
-            unmapped += replay.unmapped
-        }
-
-        var headerFault: CaptureError?
-        do { try reader.readHeader() } catch { headerFault = error }
-        let threads = jobs ?? Replay.defaultJobs
-        if let headerFault {
-            fault = headerFault
-        } else if let direct, threads > 1, !realtime, reader.format == .btsnoop, Replay.isRegularFile(file),
-                  let datalink = reader.datalink.flatMap(BTSnoopDatalink.init(rawValue:)) {
-            // A btsnoop file with NDJSON to stdout: cut at quiet points and replayed on several threads.
-            let parallel = ParallelReplay(path: file, datalink: datalink, configuration: config, adapter: adapter,
-                                          overrides: overrides, showAll: !sinks.quiet, threads: threads,
-                                          segmentBytes: segmentBytes ?? 256 * 1024)
-            if parallel.started {
-                let o = parallel.run(from: reader.offset) { r in
-                    drain.show(r.shown)
-                    return drain.write(serialized: r.ndjson.bytes, to: direct)
-                }
-                sessions = o.sessions
-                measurements = o.measurements
-                unmapped = o.unmapped
-                fault = o.fault
-                if let resume = o.resumeAt {
-                    do {
-                        var rest = CaptureReader(btsnoopRecords: try FileByteSource(path: file, offset: resume), datalink: datalink, offset: resume)
-                        sequential(&rest, learned: o.learned)
-                    } catch {
-                        fault = error
-                    }
-                }
-            } else {
-                sequential(&reader)
-            }
-        } else {
-            sequential(&reader)
-        }
-        var sinkFailed = drain.sinkFailed
-        let warnings = drain.warnings
-        do { try fan.finish() } catch { _ = Output.sinkFailed("cuff replay", error); sinkFailed = true }
+        let (sessions, measurements, unmapped, fault) = (result.sessions, result.measurements, result.unmapped, result.fault)
         display.clearGauge()
         // One hint per controller and set of handles, however many connections showed it.
         var groups: [(key: String, first: CaptureReplay.Unmapped, connections: Int, totals: [UInt16: CaptureReplay.Unmapped.Counts])] = []
@@ -241,19 +168,13 @@ struct Replay: ParsableCommand {
         if let fault {
             Output.log("cuff replay: \(file): \(Replay.describe(fault))")
         }
-        if !sinks.quiet {
+        if !self.sinks.quiet {
             Output.log("cuff replay: \(sessions) session\(sessions == 1 ? "" : "s"), \(measurements) measurement\(measurements == 1 ? "" : "s")")
         }
-        if sinkFailed { throw ExitCode(Output.sinkFailureStatus) }
-        if fault != nil || warnings > 0 { throw ExitCode(1) }
+        if result.sinkFailed { throw ExitCode(Output.sinkFailureStatus) }
+        if fault != nil || result.warnings > 0 { throw ExitCode(1) }
         if !unmapped.isEmpty { throw ExitCode(7) }
         if measurements == 0 { throw ExitCode(2) }
-    }
-
-    /// True for a regular file (one that can be read again from an offset; not a pipe or a device).
-    static func isRegularFile(_ path: String) -> Bool {
-        var st = stat()
-        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
     }
 
     static func describe(_ e: CaptureError) -> String {
@@ -263,201 +184,7 @@ struct Replay: ParsableCommand {
         return s
     }
 
-    static func hex4(_ v: UInt16) -> String {
-        let s = String(v, radix: 16, uppercase: true)
-        return "0x" + String(repeating: "0", count: max(0, 4 - s.count)) + s
-    }
-}
-
-/// Hands a replay's outputs to the display and the sinks; counts warnings, remembers a sink failure.
-/// Used by one thread at a time (the replay's, or the pipe's writer thread).
-final class ReplayDrain: @unchecked Sendable {
-    let display: ProgressDisplay
-    let fan: FanOutSink
-    let direct: ReplayNDJSONSink?
-    let file: String
-    private(set) var warnings = 0
-    private(set) var sinkFailed = false
-
-    init(display: ProgressDisplay, fan: FanOutSink, direct: ReplayNDJSONSink?, file: String) {
-        self.display = display
-        self.fan = fan
-        self.direct = direct
-        self.file = file
-    }
-
-    /// Shows outputs whose records were already serialised elsewhere (a parallel replay's): the
-    /// progress display, logs and warnings, as ``drain(_:)`` does.
-    func show(_ outputs: [CaptureReplay.Output]) {
-        for o in outputs { show(o) }
-    }
-
-    /// One output on the display (a record, a log line), or a warning counted and printed.
-    private func show(_ o: CaptureReplay.Output) {
-        switch o {
-        case let .emit(e): display.show(e)
-        case let .log(s): display.log(s)
-        case let .notice(s):
-            display.clearGauge()
-            Output.log("cuff replay: \(s)")
-        case let .warning(w):
-            warnings += 1
-            Output.log("cuff replay: \(file): \(Replay.describe(w))")
-        }
-    }
-
-    /// Writes NDJSON already serialised; false (and the failure reported) when stdout fails.
-    func write(serialized bytes: UnsafeRawBufferPointer, to sink: ReplayNDJSONSink) -> Bool {
-        if sinkFailed { return false }
-        do {
-            try sink.write(serialized: bytes)
-            return true
-        } catch {
-            return failed(error)
-        }
-    }
-
-    /// Shows each output, then hands each record to the sinks. False once a sink failed (the
-    /// outputs after it are dropped).
-    func drain(_ outputs: [CaptureReplay.Output]) -> Bool {
-        if sinkFailed { return false }
-        for o in outputs {
-            show(o)
-            guard case let .emit(e) = o else { continue }
-            do {
-                if let direct { try direct.write(e) } else { try fan.write(e) }
-            } catch {
-                return failed(error)
-            }
-        }
-        return true
-    }
-
-    /// A sink failed: said once, remembered, and the replay stops writing (false).
-    private func failed(_ error: SinkError) -> Bool {
-        _ = Output.sinkFailed("cuff replay", error)
-        sinkFailed = true
-        return false
-    }
-}
-
-/// Batches of outputs from the replay thread to a writer thread, in order, at most two in flight.
-final class ReplayOutputPipe: @unchecked Sendable {
-    // Batches are reused (`spare`), so their size is free to be large: each batch handed over can
-    // wake a sleeping writer (a futex call and, in a VM, an expensive cross-CPU interrupt); 8192
-    // outputs (about 270 KB) make a quarter of the wake-ups 2048 did (2,333 → 933 context
-    // switches on the 200 MB benchmark).
-    static let batchSize = 8192
-    private var mutex = pthread_mutex_t()
-    private var changed = pthread_cond_t()
-    private var queue: [[CaptureReplay.Output]] = []
-    private var spare: [[CaptureReplay.Output]] = []
-    private var closed = false
-    private var failedFlag = false
-    private var thread: OSThread?
-    private let drain: ReplayDrain
-
-    init(_ drain: ReplayDrain) {
-        self.drain = drain
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&changed, nil)
-        thread = OSThread.start { [self] in run() }
-    }
-
-    deinit {
-        pthread_cond_destroy(&changed)
-        pthread_mutex_destroy(&mutex)
-    }
-
-    /// True once the writer stopped on a sink failure.
-    var failed: Bool {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return failedFlag
-    }
-
-    /// Queues `batch` (waiting while two are queued) and gives back an empty array to fill.
-    func send(_ batch: inout [CaptureReplay.Output]) {
-        guard thread != nil else {  // no second thread: write here
-            _ = drain.drain(batch)
-            batch.removeAll(keepingCapacity: true)
-            return
-        }
-        pthread_mutex_lock(&mutex)
-        while queue.count >= 2 && !failedFlag { pthread_cond_wait(&changed, &mutex) }
-        if failedFlag {
-            pthread_mutex_unlock(&mutex)
-            batch.removeAll(keepingCapacity: true)
-            return
-        }
-        queue.append(batch)
-        batch = spare.popLast() ?? []
-        pthread_cond_broadcast(&changed)
-        pthread_mutex_unlock(&mutex)
-        if batch.capacity == 0 { batch.reserveCapacity(Self.batchSize + 64) }
-    }
-
-    /// Waits until everything queued was written, and the writer thread is gone.
-    func close() {
-        guard let thread else { return }
-        pthread_mutex_lock(&mutex)
-        closed = true
-        pthread_cond_broadcast(&changed)
-        pthread_mutex_unlock(&mutex)
-        thread.join()
-        self.thread = nil
-    }
-
-    private func run() {
-        pthread_mutex_lock(&mutex)
-        while true {
-            while queue.isEmpty && !closed { pthread_cond_wait(&changed, &mutex) }
-            if queue.isEmpty { break }
-            var batch = queue.removeFirst()
-            pthread_mutex_unlock(&mutex)
-            let ok = drain.drain(batch)
-            batch.removeAll(keepingCapacity: true)
-            pthread_mutex_lock(&mutex)
-            spare.append(batch)
-            if !ok {
-                failedFlag = true
-                queue.removeAll()
-            }
-            pthread_cond_broadcast(&changed)
-        }
-        pthread_mutex_unlock(&mutex)
-    }
-}
-
-/// `--realtime`: sleeps so records go out at the pace of their timestamps.
-///
-/// Each record is due the capture's gap after the one before it (due times are chained, so the
-/// sleeps' overshoot does not add up). A record stamped before the one ahead of it (a clock that
-/// ran backwards) is due at once; a gap longer than ``longestPause`` (between sessions, or a
-/// clock that jumped ahead by years) is shortened to it. So any timestamps a capture holds give a
-/// bounded wait per record, and the arithmetic saturates.
-final class Pacer {
-    static let longestPause = Duration.seconds(5)
-    var previous: (capture: Timestamp, due: Timestamp)?
-
-    func wait(until t: Timestamp) {
-        let now = Pacer.monotonic()
-        guard let p = previous else { previous = (t, now); return }
-        var gap = t - p.capture
-        if gap < .zero { gap = .zero } else if gap > Pacer.longestPause { gap = Pacer.longestPause }
-        let due = p.due + gap
-        previous = (t, due)
-        let left = (due - now).nanoseconds
-        guard left > 0 else { return }
-        var ts = timespec(tv_sec: Int(left / 1_000_000_000), tv_nsec: Int(left % 1_000_000_000))
-        nanosleep(&ts, nil)
-    }
-
-    static func monotonic() -> Timestamp {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Timestamp(nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec))
-    }
+    static func hex4(_ v: UInt16) -> String { Hex.handle(v) }
 }
 
 enum UUIDText {
@@ -469,38 +196,28 @@ enum UUIDText {
     }
 }
 
-/// `cuff replay`'s NDJSON on stdout: the same bytes as ``NDJSONSink`` (`SessionOutput.json`,
-/// serialised, one per line), buffered in 64 KiB writes instead of one write per record (a replay
-/// has no cuff waiting for a confirmation). `flushEachRecord` (for `--realtime`) delivers every line at once.
-final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
-    let fd: Int32
-    let flushEachRecord: Bool
-    let lines = NDJSONLineBuffer()
 
-    init(fd: Int32 = 1, flushEachRecord: Bool) {
-        self.fd = fd
-        self.flushEachRecord = flushEachRecord
+/// `cuff replay`'s stderr: records on the progress display, log lines, notices and warnings.
+final class ReplayDisplay: ReplayPresenter, @unchecked Sendable {
+    let display: ProgressDisplay
+    let file: String
+
+    init(display: ProgressDisplay, file: String) {
+        self.display = display
+        self.file = file
     }
 
-    func write(_ o: SessionOutput) throws(SinkError) {
-        lines.append(o)
-        if flushEachRecord || lines.byteCount >= 64 * 1024 { try drain() }
+    func show(_ o: CaptureReplay.Output) {
+        switch o {
+        case let .emit(e): display.show(e)
+        case let .log(s): display.log(s)
+        case let .notice(s):
+            display.clearGauge()
+            Output.log("cuff replay: \(s)")
+        case let .warning(w):
+            Output.log("cuff replay: \(file): \(Replay.describe(w))")
+        }
     }
 
-    func finish() throws(SinkError) { try drain() }
-
-    func drain() throws(SinkError) {
-        defer { lines.removeAll() }
-        try writeAll(lines.bytes)
-    }
-
-    /// Writes NDJSON bytes as they are (after anything buffered).
-    func write(serialized bytes: UnsafeRawBufferPointer) throws(SinkError) {
-        if lines.byteCount > 0 { try drain() }
-        try writeAll(bytes)
-    }
-
-    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(SinkError) {
-        if let e = Sys.writeAll(fd, bytes).error { throw SinkError.writeFailed(destination: "stdout", errno: e.rawValue) }
-    }
+    func sinkFailed(_ error: SinkError) { _ = Output.sinkFailed("cuff replay", error) }
 }

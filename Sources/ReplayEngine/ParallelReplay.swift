@@ -5,9 +5,6 @@ import CuffCore
 import CuffSession
 import Sinks
 import Transport
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `cuff replay` of a btsnoop file on several threads, with the same output as one replay.
 ///
@@ -79,16 +76,19 @@ final class ParallelReplay: @unchecked Sendable {
     let maximumPendingBytes: Int
     let maximumInFlight: Int
 
-    private var mutex = pthread_mutex_t()
-    private var changed = pthread_cond_t()
-    private var queue: [Segment] = []
-    private var results: [Int: Result] = [:]
-    private var closed = false
+    /// What this thread and the workers share.
+    private struct Shared: @unchecked Sendable {
+        var queue: [Segment] = []
+        var results: [Int: Result] = [:]
+        var closed = false
+        /// Buffers come back after use (fewer fresh allocations, and the heap of each thread does
+        /// not keep growing with buffers freed by another): NDJSON buffers and stretch bytes.
+        var spareLines: [NDJSONLineBuffer] = []
+        var spareBytes: [[UInt8]] = []
+    }
+
+    private let shared = ConditionLock(Shared())
     private var workers: [OSThread] = []
-    /// Buffers come back after use (fewer fresh allocations, and the heap of each thread does not
-    /// keep growing with buffers freed by another): NDJSON buffers and stretch bytes.
-    private var spareLines: [NDJSONLineBuffer] = []
-    private var spareBytes: [[UInt8]] = []
 
     init(path: String, datalink: BTSnoopDatalink, configuration: CuffSessionConfiguration, adapter: UInt16?,
          overrides: [UInt16: CuffCharacteristic], showAll: Bool, threads: Int, segmentBytes: Int) {
@@ -101,16 +101,9 @@ final class ParallelReplay: @unchecked Sendable {
         self.segmentBytes = max(segmentBytes, 1)
         maximumPendingBytes = max(1 << 20, 64 * self.segmentBytes)
         maximumInFlight = threads + 2
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&changed, nil)
         for _ in 0..<threads {
             if let t = OSThread.start({ [self] in work() }) { workers.append(t) }
         }
-    }
-
-    deinit {
-        pthread_cond_destroy(&changed)
-        pthread_mutex_destroy(&mutex)
     }
 
     /// False when no worker thread could start (the caller replays on one thread instead).
@@ -119,19 +112,15 @@ final class ParallelReplay: @unchecked Sendable {
     // MARK: - Workers
 
     private func work() {
-        pthread_mutex_lock(&mutex)
+        let capacity = segmentBytes * 3
         while true {
-            while queue.isEmpty && !closed { pthread_cond_wait(&changed, &mutex) }
-            if queue.isEmpty { break }
-            let segment = queue.removeFirst()
-            let lines = spareLines.popLast() ?? NDJSONLineBuffer(capacity: segmentBytes * 3)
-            pthread_mutex_unlock(&mutex)
-            let r = replay(segment, into: lines)
-            pthread_mutex_lock(&mutex)
-            results[segment.index] = r
-            pthread_cond_broadcast(&changed)
+            let next = shared.wait(until: { !$0.queue.isEmpty || $0.closed }) { s -> (Segment, NDJSONLineBuffer?)? in
+                s.queue.isEmpty ? nil : (s.queue.removeFirst(), s.spareLines.popLast())
+            }
+            guard let (segment, spare) = next else { break }
+            let r = replay(segment, into: spare ?? NDJSONLineBuffer(capacity: capacity))
+            shared.withLock(wakingWaiters: true) { $0.results[segment.index] = r }
         }
-        pthread_mutex_unlock(&mutex)
     }
 
     /// Replays one stretch on its own, as `cuff replay` replays a whole file, from the handle maps `learned` before it.
@@ -183,16 +172,11 @@ final class ParallelReplay: @unchecked Sendable {
 
     /// Writes the next stretch's result when it is ready (waiting for it when `wait`); false if it was not.
     private func writeNext(wait: Bool) -> Bool {
-        pthread_mutex_lock(&mutex)
-        while results[written] == nil {
-            if !wait {
-                pthread_mutex_unlock(&mutex)
-                return false
-            }
-            pthread_cond_wait(&changed, &mutex)
-        }
-        var r = results.removeValue(forKey: written)!
-        pthread_mutex_unlock(&mutex)
+        let index = written
+        let ready: Result? = wait
+            ? shared.wait(until: { $0.results[index] != nil }) { $0.results.removeValue(forKey: index) }
+            : shared.withLock { $0.results.removeValue(forKey: index) }
+        guard var r = ready else { return false }
         written += 1
         if !stopped, r.lacking.contains(where: { outcome.learned[$0] != nil })
             || outcome.learned.count + r.learned.keys.filter({ outcome.learned[$0] == nil }).count > CaptureReplay.maximumLearnedPeers {
@@ -207,10 +191,11 @@ final class ParallelReplay: @unchecked Sendable {
         defer {
             r.ndjson.removeAll()
             r.bytes.removeAll(keepingCapacity: true)
-            pthread_mutex_lock(&mutex)
-            spareLines.append(r.ndjson)
-            spareBytes.append(r.bytes)
-            pthread_mutex_unlock(&mutex)
+            let (lines, bytes) = (r.ndjson, r.bytes)
+            shared.withLock { s in
+                s.spareLines.append(lines)
+                s.spareBytes.append(bytes)
+            }
         }
         guard !stopped else { return true }
         outcome.sessions += r.sessions
@@ -229,14 +214,10 @@ final class ParallelReplay: @unchecked Sendable {
 
     private func dispatch(_ bytes: Slice<UnsafeRawBufferPointer>, at offset: Int64, last: Bool, fault: CaptureError? = nil) {
         while dispatched - written >= maximumInFlight { _ = writeNext(wait: true) }
-        pthread_mutex_lock(&mutex)
-        var copy = spareBytes.popLast() ?? []
-        pthread_mutex_unlock(&mutex)
+        var copy = shared.withLock { $0.spareBytes.popLast() } ?? []
         copy.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes).assumingMemoryBound(to: UInt8.self))
-        pthread_mutex_lock(&mutex)
-        queue.append(Segment(index: dispatched, bytes: copy, offset: offset, last: last, fault: fault))
-        pthread_cond_broadcast(&changed)
-        pthread_mutex_unlock(&mutex)
+        let segment = Segment(index: dispatched, bytes: copy, offset: offset, last: last, fault: fault)
+        shared.withLock(wakingWaiters: true) { $0.queue.append(segment) }
         dispatched += 1
     }
 
@@ -322,10 +303,7 @@ final class ParallelReplay: @unchecked Sendable {
     /// Writes every stretch still out, then ends the workers.
     private func finishAll() {
         while written < dispatched { _ = writeNext(wait: true) }
-        pthread_mutex_lock(&mutex)
-        closed = true
-        pthread_cond_broadcast(&changed)
-        pthread_mutex_unlock(&mutex)
+        shared.withLock(wakingWaiters: true) { $0.closed = true }
         for t in workers { t.join() }
         workers = []
     }

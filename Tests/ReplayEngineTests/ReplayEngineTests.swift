@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import Capture
+import CuffSession
+import Foundation
+import Sinks
+import Synchronization
+import Testing
+
+@testable import ReplayEngine
+
+/// The replay engine in-process: one thread, a reader and a writer thread, and several replay
+/// threads give the same bytes, warnings and counts (this target also runs under ThreadSanitizer).
+@Suite struct ReplayEngineTests {
+    static let captures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("captures")
+
+    /// Every committed btsnoop capture, joined into one file (`repeats` times), as a path.
+    static func joined(repeats: Int = 1, cutAt fraction: Double? = nil) throws -> String {
+        let files = try FileManager.default.contentsOfDirectory(atPath: captures.path).filter { $0.hasSuffix(".btsnoop") }.sorted()
+        var bytes: [UInt8] = []
+        for _ in 0..<repeats {
+            for f in files {
+                let b = [UInt8](try Data(contentsOf: captures.appendingPathComponent(f)))
+                bytes += bytes.isEmpty ? b : Array(b.dropFirst(16))
+            }
+        }
+        if let fraction { bytes = Array(bytes.prefix(Int(Double(bytes.count) * fraction))) }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-engine-\(UUID().uuidString).btsnoop").path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    final class Collected: ReplayPresenter, @unchecked Sendable {
+        let seen = Mutex<[String]>([])
+        let failures = Mutex<[SinkError]>([])
+        func show(_ output: CaptureReplay.Output) {
+            switch output {
+            case .emit: break
+            case let .log(s): seen.withLock { $0.append("log " + s) }
+            case let .notice(s): seen.withLock { $0.append("notice " + s) }
+            case let .warning(w): seen.withLock { $0.append("warning \(w.code.rawValue) \(w.offset ?? -1)") }
+            }
+        }
+        func sinkFailed(_ error: SinkError) { failures.withLock { $0.append(error) } }
+    }
+
+    struct Run: Equatable {
+        var stdout: [UInt8]
+        var shown: [String]
+        var sessions: Int
+        var measurements: Int
+        var warnings: Int
+        var fault: String?
+    }
+
+    /// Replays `path` with `threads` (and `segmentBytes`), NDJSON into a file; `direct: false`
+    /// hands records through the fan-out sink (the reader-and-writer pipe path).
+    static func run(_ path: String, threads: Int, segmentBytes: Int = 256 * 1024, direct: Bool = true) throws -> Run {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-engine-out-\(UUID().uuidString)").path
+        let fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        #expect(fd >= 0)
+        defer { close(fd); unlink(out) }
+        let sink = ReplayNDJSONSink(fd: fd, flushEachRecord: false)
+        let sinks = ReplaySinks(fan: FanOutSink([sink]), direct: direct ? sink : nil)
+        var job = ReplayJob(path: path)
+        job.threads = threads
+        job.segmentBytes = segmentBytes
+        let presenter = Collected()
+        let r = try job.run(into: sinks, presenter: presenter)
+        #expect(presenter.failures.withLock { $0.isEmpty })
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))
+        return Run(stdout: bytes, shown: presenter.seen.withLock { $0 }, sessions: r.sessions, measurements: r.measurements,
+                   warnings: r.warnings, fault: r.fault.map { "\($0.code.rawValue) \($0.offset ?? -1)" })
+    }
+
+    @Test(arguments: [nil, 0.61])
+    func everyThreadingGivesTheSameReplay(cut: Double?) throws {
+        let path = try Self.joined(repeats: 3, cutAt: cut)
+        defer { unlink(path) }
+        let one = try Self.run(path, threads: 1)
+        #expect(one.measurements > 20)
+        #expect(one.stdout.count > 100_000)
+        if cut != nil { #expect(one.fault != nil) } else { #expect(one.fault == nil) }
+        #expect(try Self.run(path, threads: 1, direct: false) == one)
+        #expect(try Self.run(path, threads: 2) == one)
+        #expect(try Self.run(path, threads: 3, segmentBytes: 1) == one)
+        #expect(try Self.run(path, threads: 4, segmentBytes: 20_000) == one)
+    }
+
+    @Test func aCommittedCaptureGivesItsCommittedNDJSON() throws {
+        // The engine's bytes are the ones captures/*.ndjson hold (received_at and all).
+        for name in ["normal", "stored-records", "slow-confirm"] {
+            let run = try Self.run(Self.captures.appendingPathComponent("\(name).btsnoop").path, threads: 2)
+            let expected = [UInt8](try Data(contentsOf: Self.captures.appendingPathComponent("\(name).ndjson")))
+            #expect(run.stdout == expected, "\(name)")
+        }
+    }
+
+    @Test func aFailingSinkStopsTheReplayAndIsReported() throws {
+        let path = try Self.joined()
+        defer { unlink(path) }
+        for threads in [1, 3] {
+            let full = open("/dev/full", O_WRONLY | O_CLOEXEC)
+            defer { close(full) }
+            let sink = ReplayNDJSONSink(fd: full, flushEachRecord: false)
+            var job = ReplayJob(path: path)
+            job.threads = threads
+            job.segmentBytes = 1
+            let presenter = Collected()
+            let r = try job.run(into: ReplaySinks(fan: FanOutSink([sink]), direct: sink), presenter: presenter)
+            #expect(r.sinkFailed)
+            #expect(presenter.failures.withLock { $0.count } == 1)
+            #expect(presenter.failures.withLock { $0.first?.description.contains("No space left on device") } == true)
+        }
+    }
+}
