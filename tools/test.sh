@@ -15,6 +15,14 @@ echo "== swift test"
 swift test 2>&1 | tee .build/test.log
 # `swift test` exits non-zero on failure (pipefail).
 
+echo "== ThreadSanitizer: the replay engine's threads (ReplayEngineTests) in a TSan build"
+# A separate build folder (.build-tsan): every target compiled with -sanitize=thread. Any report
+# fails the run (halt_on_error), and the output is checked for one as well.
+swift build --build-tests --sanitize=thread --scratch-path .build-tsan
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  swift test --skip-build --sanitize=thread --scratch-path .build-tsan --filter 'ReplayEngineTests' 2>&1 | tee .build/tsan.log
+if grep -q "ThreadSanitizer" .build/tsan.log; then echo "ThreadSanitizer reported a problem (above)"; exit 1; fi
+
 echo "== schema validation of cuff's own output (every scenario, both personas)"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

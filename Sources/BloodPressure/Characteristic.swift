@@ -93,7 +93,7 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
                 let d = try BloodPressureRecord.decode(bytes)
                 warnings = d.warnings
                 pairs.append(("sequence_number", .int(Int64(d.value.sequenceNumber))))
-                pairs.append(("recorded_characteristic", .string(BPSCharacteristic.hex4(d.value.recordedUUID))))
+                pairs.append(("recorded_characteristic", .string(Hex.digits(d.value.recordedUUID, 4))))
                 do {
                     if let inner = try d.value.enhancedMeasurement() {
                         pairs.append(("record", inner.value.json(warnings: inner.warnings, raw: .string(Hex.encode(d.value.recorded)))))
@@ -110,7 +110,7 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
             } else if let seq = f.sequenceNumber, let uuid = f.recordedUUID {
                 // The first of several segments: the header, and the start of the recorded value.
                 pairs.append(("sequence_number", .int(Int64(seq))))
-                pairs.append(("recorded_characteristic", .string(BPSCharacteristic.hex4(uuid))))
+                pairs.append(("recorded_characteristic", .string(Hex.digits(uuid, 4))))
                 pairs.append(("segment", .string(Hex.encode(seg.data))))
                 pairs.append(("partial_record", .string(Hex.encode(f.recordedData))))
             } else {
@@ -121,12 +121,6 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
             pairs += [("warnings", warnings.json), ("raw", raw)]
             return .object(pairs)
         }
-    }
-
-    /// `2B34`: four upper-case hex digits.
-    public static func hex4(_ v: UInt16) -> String {
-        let s = String(v, radix: 16, uppercase: true)
-        return String(repeating: "0", count: 4 - s.count) + s
     }
 }
 

@@ -410,7 +410,5 @@ public struct DiscoveredHandles: Sendable, Hashable {
     public var openedAt: Int64?
 }
 
-func hex4(_ v: UInt16) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return "0x" + String(repeating: "0", count: max(0, 4 - s.count)) + s
-}
+/// A handle as the spec writes it (`0x002A`).
+@inline(__always) func hex4(_ v: UInt16) -> String { Hex.handle(v) }

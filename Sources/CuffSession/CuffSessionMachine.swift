@@ -663,7 +663,7 @@ public struct CuffSessionMachine: Sendable {
             inner = d
         } catch {
             return actions + [.log(
-                "warning: stored record \(rec.sequenceNumber) (0x\(BPSCharacteristic.hex4(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value \(Hex.encode(rec.recorded))); skipped")]
+                "warning: stored record \(rec.sequenceNumber) (\(Hex.handle(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value \(Hex.encode(rec.recorded))); skipped")]
         }
         guard let r = MeasurementRecord.from(enhanced: inner.value, warnings: inner.warnings, raw: rec.recorded, device: device, at: at, stored: true, sequenceNumber: rec.sequenceNumber) else {
             return actions

@@ -156,12 +156,12 @@ struct Replay: ParsableCommand {
                 var kinds: [String] = []
                 if n.indications > 0 { kinds.append("\(n.indications) indication\(n.indications == 1 ? "" : "s")") }
                 if n.notifications > 0 { kinds.append("\(n.notifications) notification\(n.notifications == 1 ? "" : "s")") }
-                return "\(Replay.hex4(h)) (\(kinds.joined(separator: ", ")))"
+                return "\(Hex.handle(h)) (\(kinds.joined(separator: ", ")))"
             }
-            let conns = g.connections == 1 ? "connection \(Replay.hex4(g.first.connectionHandle))" : "\(g.connections) connections"
+            let conns = g.connections == 1 ? "connection \(Hex.handle(g.first.connectionHandle))" : "\(g.connections) connections"
             Output.log("cuff replay: hci\(g.first.adapter) \(conns) to \(g.first.address): no service discovery in the capture, so these value handles are unknown: \(list.joined(separator: ", ")).")
             let example = g.totals.keys.sorted().map { h -> String in
-                "--handle \(Replay.hex4(h))=\(g.totals[h]!.indications > 0 ? "2a35" : "2a36")"
+                "--handle \(Hex.handle(h))=\(g.totals[h]!.indications > 0 ? "2a35" : "2a36")"
             }.joined(separator: " ")
             Output.log("cuff replay: map them with --handle HANDLE=UUID (indications usually carry the Blood Pressure Measurement 2a35, or 2b34 enhanced; notifications the Intermediate Cuff Pressure 2a36, or 2b35), e.g. cuff replay \(file) \(example)")
         }
@@ -184,7 +184,6 @@ struct Replay: ParsableCommand {
         return s
     }
 
-    static func hex4(_ v: UInt16) -> String { Hex.handle(v) }
 }
 
 enum UUIDText {

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import ReplayEngine
 @testable import Transport
 
 @Suite struct ConditionLockTests {
