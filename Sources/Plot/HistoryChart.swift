@@ -103,7 +103,11 @@ public enum HistoryChart {
             }
             pe.append(SVG.rect(x: plotLeft, y: top, width: plotRight - plotLeft, height: p.height, fill: "none", stroke: Style.axis, classes: "frame"))
             pe.append(SVG.text("\(p.title) (\(p.unit))", x: 22, y: (top + bottom) / 2, size: 12, anchor: .middle, classes: "axis-title y", rotate: -90))
-            // Weekly means.
+            // Weekly means, labelled above or below their line where no reading's marker is.
+            let markers = sorted.compactMap { r in p.value(r).map { (x(r.time), y(min(max($0, p.lo), p.hi))) } }
+            func free(_ x0: Double, _ x1: Double, _ y0: Double, _ y1: Double) -> Bool {
+                y0 > top + 1 && y1 < bottom - 1 && !markers.contains { $0.0 + 5 > x0 && $0.0 - 5 < x1 && $0.1 + 5 > y0 && $0.1 - 5 < y1 }
+            }
             for w in weeklyMeans(sorted, p.value) {
                 let from = max(Double(w.weekStart) * 86_400, x.lower), to = min(Double(w.weekStart + 7) * 86_400, x.upper)
                 let wk = CivilTime.isoWeek(days: w.weekStart)
@@ -112,9 +116,15 @@ public enum HistoryChart {
                 pe.append(SVG.line(x(from), py, x(to), py, stroke: Style.ink, width: 2, dash: "8 3 2 3", classes: "weekly-mean \(p.kind)",
                                    extra: [SVGAttribute("data-week", label), SVGAttribute("data-value", SVGNumber.format(w.mean, decimals: 1)),
                                            SVGAttribute("data-count", String(w.count))]))
-                let text = "W\(wk.week) mean \(SVGNumber.format(w.mean, decimals: 0))"
-                if Style.textWidth(text, size: 10) + 6 < x(to) - x(from), py - 14 > top {
-                    pe.append(SVG.text(text, x: x(from) + 4, y: py - 5, size: 10, classes: "weekly-label"))
+                let text = "W\(wk.week) \(SVGNumber.format(w.mean, decimals: 0))"
+                let tw = Style.textWidth(text, size: 10)
+                if tw + 6 < x(to) - x(from) {
+                    // Baselines above and below the line; the text spans 9 px above its baseline.
+                    for (x0, base) in [(x(from) + 4, py - 5), (x(from) + 4, py + 13), (x(to) - 4 - tw, py - 5), (x(to) - 4 - tw, py + 13)]
+                    where free(x0, x0 + tw, base - 9, base + 2) {
+                        pe.append(SVG.text(text, x: x0, y: base, size: 10, classes: "weekly-label"))
+                        break
+                    }
                 }
             }
             // Readings; a reading without a value is a gap mark on the panel's floor.
@@ -156,7 +166,7 @@ public enum HistoryChart {
         key("systolic") { SVG.marker(.triangleUp, x: $0 + 11, y: $1, size: 10, fill: Style.vermillion, classes: "legend-key") }
         key("diastolic") { SVG.marker(.circle, x: $0 + 11, y: $1, size: 10, fill: Style.blue, classes: "legend-key") }
         key("pulse") { SVG.marker(.square, x: $0 + 11, y: $1, size: 10, fill: Style.bluishGreen, classes: "legend-key") }
-        key("mean of the ISO week") { SVG.line($0, $1, $0 + 22, $1, stroke: Style.ink, width: 2, dash: "8 3 2 3", classes: "legend-key") }
+        key("mean of the ISO week (W47 = week 47)") { SVG.line($0, $1, $0 + 22, $1, stroke: Style.ink, width: 2, dash: "8 3 2 3", classes: "legend-key") }
         if !gapCount.isEmpty { key("no value (NaN, NRes…)") { SVG.marker(.cross, x: $0 + 11, y: $1, size: 8, fill: "none", stroke: Style.muted, classes: "legend-key") } }
         // The guideline's categories, each with its swatch and thresholds.
         ly += 24
@@ -182,10 +192,9 @@ public enum HistoryChart {
 
         // Notes.
         var notes: [String] = []
-        for kind in ["systolic", "diastolic", "pulse"] {
-            if let n = gapCount[kind] {
-                notes.append("\(n) reading\(n == 1 ? " has" : "s have") no \(kind) value (a special value such as NaN or NRes, or none sent): marked × on the panel's floor, not drawn as 0.")
-            }
+        let gaps = ["systolic", "diastolic", "pulse"].compactMap { k in gapCount[k].map { "\(k) \($0) reading\($0 == 1 ? "" : "s")" } }
+        if !gaps.isEmpty {
+            notes.append("No value (a special value such as NaN or NRes, or none sent) for \(gaps.joined(separator: ", ")): marked × on the panel's floor, never drawn as 0.")
         }
         let kpa = sorted.filter { $0.result.unit == .kPa }.count
         if kpa > 0 { notes.append("\(kpa) reading\(kpa == 1 ? " was" : "s were") in kPa, converted to mmHg (1 kPa = 7.5006 mmHg).") }

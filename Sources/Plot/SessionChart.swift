@@ -241,9 +241,10 @@ public enum SessionChart {
         }
         key("inflating") { SVG.line($0, $1, $0 + 22, $1, stroke: Style.orange, width: 2, dash: "7 4", classes: "legend-key") }
         key("deflating") { SVG.line($0, $1, $0 + 22, $1, stroke: Style.blue, width: 2.2, classes: "legend-key") }
-        key("systolic") { SVG.marker(.triangleUp, x: $0 + 11, y: $1, size: 11, fill: Style.vermillion, classes: "legend-key") }
-        key("mean arterial pressure") { SVG.marker(.diamond, x: $0 + 11, y: $1, size: 11, fill: Style.reddishPurple, classes: "legend-key") }
-        key("diastolic") { SVG.marker(.triangleDown, x: $0 + 11, y: $1, size: 11, fill: Style.skyBlue, classes: "legend-key") }
+        let drawn = Set(labelWanted.map { String($0.text.prefix(3)) })
+        if drawn.contains("SYS") { key("systolic") { SVG.marker(.triangleUp, x: $0 + 11, y: $1, size: 11, fill: Style.vermillion, classes: "legend-key") } }
+        if drawn.contains("MAP") { key("mean arterial pressure") { SVG.marker(.diamond, x: $0 + 11, y: $1, size: 11, fill: Style.reddishPurple, classes: "legend-key") } }
+        if drawn.contains("DIA") { key("diastolic") { SVG.marker(.triangleDown, x: $0 + 11, y: $1, size: 11, fill: Style.skyBlue, classes: "legend-key") } }
         if !gaps.isEmpty { key("no value (gap)") { SVG.marker(.cross, x: $0 + 11, y: $1, size: 8, fill: "none", stroke: Style.muted, classes: "legend-key") } }
 
         // Notes.

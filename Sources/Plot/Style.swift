@@ -24,7 +24,8 @@ public enum Style {
 
     /// Light fills for the blood-pressure category bands, lowest category first: lightness falls
     /// steadily, so the order reads in grey too (and each band is named in the legend).
-    public static let bandFills = ["#F4F8FB", "#E3EEF5", "#FFF1C9", "#FDDBA8", "#F9BC8F", "#EE9A83", "#DD7F7F"]
+    /// (Relative luminance 0.95, 0.86, 0.84, 0.74, 0.63, 0.51, 0.41.)
+    public static let bandFills = ["#F7F9FB", "#E9F0F5", "#F8ECC4", "#F7DCAE", "#F5C79B", "#F0AF8E", "#E79786"]
 
     /// Rough advance width of `s` at `size` in a sans-serif face (DejaVu Sans is among the wider
     /// ones; 0.62 em per character errs on the side of room). Used to keep labels apart.

@@ -78,8 +78,7 @@ enum HistoryFixture {
         #expect(root.having("gap", "systolic").map { $0.attributes["data-value"] } == ["NaN"])
         #expect(Set(root.having("gap", "pulse").compactMap { $0.attributes["data-value"] }) == ["NaN", "NRes"])
         let notes = root.having("note").map(\.text).joined(separator: " ")
-        #expect(notes.contains("1 reading has no systolic value"))
-        #expect(notes.contains("2 readings have no pulse value"))
+        #expect(notes.contains("for systolic 1 reading, diastolic 1 reading, pulse 2 readings: marked × on the panel's floor, never drawn as 0"))
         #expect(notes.contains("1 reading was in kPa, converted to mmHg"))
 
         // Weekly means, ISO weeks: W41 (118, 126), W42 (134; the failed reading does not count), …
@@ -121,5 +120,39 @@ enum HistoryFixture {
             let ys = panel.having("band-label").map { $0.number("y")! }.sorted()
             for (a, b) in zip(ys, ys.dropFirst()) { #expect(b - a >= 13) }
         }
+    }
+}
+
+extension HistoryChartTests {
+    /// The centre of a marker: a circle, a square (rect) or a triangle (polygon).
+    static func centre(_ m: XNode) -> (Double, Double) {
+        if let cx = m.number("cx"), let cy = m.number("cy") { return (cx, cy) }
+        if let x = m.number("x"), let w = m.number("width") { return (x + w / 2, m.number("y")! + m.number("height")! / 2) }
+        let pts = (m.attributes["points"] ?? "").split(separator: " ").map { $0.split(separator: ",").map { Double($0)! } }
+        return (pts.map { $0[0] }.reduce(0, +) / Double(pts.count), pts.map { $0[1] }.reduce(0, +) / Double(pts.count))
+    }
+
+    /// Weekly-mean labels never sit on a reading's marker, and every label stays inside its panel.
+    @Test func weeklyLabelsAvoidMarkers() throws {
+        let dir = try Paths.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let readings = try PlotInput.history(store: try HistoryFixture.makeStore(in: dir))
+        let root = try SVGParse.parse(SVGWriter.document(HistoryChart.document(readings, options: .init(subtitle: "t"))))
+        var labels = 0
+        for panel in root.having("panel") {
+            let frame = try #require(panel.having("frame").first)
+            let top = frame.number("y")!, bottom = top + frame.number("height")!
+            let marks = panel.having("reading").map(Self.centre)
+            #expect(marks.count >= 7)
+            for l in panel.having("weekly-label") {
+                labels += 1
+                let x0 = l.number("x")!, base = l.number("y")!, x1 = x0 + Style.textWidth(l.text, size: 10)
+                #expect(base - 9 > top && base + 2 < bottom)
+                for (mx, my) in marks {
+                    #expect(!(mx + 4 > x0 && mx - 4 < x1 && my + 4 > base - 9 && my - 4 < base + 2), "\(l.text) on a marker")
+                }
+            }
+        }
+        #expect(labels >= 12)
     }
 }
