@@ -9,8 +9,8 @@ struct PlotCommand: ParsableCommand {
         commandName: "plot",
         abstract: "Draw sessions (from NDJSON or a capture) or a store's history as SVG or PNG.",
         discussion: """
-            cuff plot INPUT --output FILE.svg draws each session in INPUT: cuff's NDJSON (from measure, \
-            replay or watch; - reads stdin) or a capture file (btsnoop, pcap, pcapng; replayed in process). \
+            cuff plot INPUT --output FILE.svg draws each session in INPUT: cuff's NDJSON (the records \
+            measure and replay print; - reads stdin) or a capture file (btsnoop, pcap, pcapng; replayed in process). \
             The format comes from the file's magic, or --input-format. One panel per session, or \
             --session N for the Nth.
 
@@ -77,6 +77,7 @@ struct PlotCommand: ParsableCommand {
             fail(PlotOutputError.rsvgMissing.description, 4)
         }
         let svg: SVGElement
+        let summary: String
         if let store {
             let readings: [HistoryReading]
             do {
@@ -89,6 +90,7 @@ struct PlotCommand: ParsableCommand {
             if let user { about += " · user \(user)" }
             if let since { about += " · since \(since)" }
             svg = HistoryChart.document(readings, options: .init(guideline: Guideline.named(guideline)!, subtitle: about))
+            summary = "\(readings.count) reading\(readings.count == 1 ? "" : "s") against \(Guideline.named(guideline)!.name)"
         } else {
             let input = input!
             let sessions: [PlotSession]
@@ -105,6 +107,7 @@ struct PlotCommand: ParsableCommand {
                 chosen = [chosen[session - 1]]
             }
             svg = SessionChart.document(chosen, source: input == "-" ? "stdin" : input)
+            summary = chosen.count == 1 ? "session \(chosen[0].number) of \(sessions.count)" : "\(chosen.count) sessions"
         }
         do {
             try PlotOutput.write(SVGWriter.document(svg), to: output)
@@ -114,6 +117,7 @@ struct PlotCommand: ParsableCommand {
             default: fail(error.description, 10)
             }
         }
+        Output.log("cuff plot: \(summary) → \(output)")
     }
 
     private func fail(_ message: String, _ status: Int32) -> Never {
