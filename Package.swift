@@ -92,6 +92,6 @@ let package = Package(
         ),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore"]),
-        .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
+        .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
     ]
 )
