@@ -195,7 +195,8 @@ public enum SessionChart {
             }
         }
         if live.isEmpty {
-            line("No result", size: 14, weight: "bold", classes: "box-heading")
+            line(stored.isEmpty ? "No result" : "No new result", size: 14, weight: "bold", classes: "box-heading")
+            if !stored.isEmpty { line("only stored readings (see the notes below)", classes: "box-line") }
             if let m = s.message ?? s.outcome { line(m.replacingUnderscores, classes: "box-line") }
         }
         for (i, r) in live.enumerated() {
@@ -239,8 +240,12 @@ public enum SessionChart {
             legend.append(SVG.text(label, x: lx + 28, y: ly, size: 12, classes: "legend-label"))
             lx += w
         }
-        key("inflating") { SVG.line($0, $1, $0 + 22, $1, stroke: Style.orange, width: 2, dash: "7 4", classes: "legend-key") }
-        key("deflating") { SVG.line($0, $1, $0 + 22, $1, stroke: Style.blue, width: 2.2, classes: "legend-key") }
+        if runs.contains(where: { $0.phase == .inflating }) {
+            key("inflating") { SVG.line($0, $1, $0 + 22, $1, stroke: Style.orange, width: 2, dash: "7 4", classes: "legend-key") }
+        }
+        if runs.contains(where: { $0.phase == .deflating }) {
+            key("deflating") { SVG.line($0, $1, $0 + 22, $1, stroke: Style.blue, width: 2.2, classes: "legend-key") }
+        }
         let drawn = Set(labelWanted.map { String($0.text.prefix(3)) })
         if drawn.contains("SYS") { key("systolic") { SVG.marker(.triangleUp, x: $0 + 11, y: $1, size: 11, fill: Style.vermillion, classes: "legend-key") } }
         if drawn.contains("MAP") { key("mean arterial pressure") { SVG.marker(.diamond, x: $0 + 11, y: $1, size: 11, fill: Style.reddishPurple, classes: "legend-key") } }

@@ -173,3 +173,21 @@ func sessionSVG(_ name: String, capture: Bool = false) throws -> String {
         #expect(PlotInput.sniff(Array("{\"type\"".utf8)) == nil)
     }
 }
+
+extension SessionChartTests {
+    /// A session that only fetched stored readings (no cuff pressure): no curve, no marker, the
+    /// readings listed.
+    @Test func onlyStoredReadings() throws {
+        let lines = try String(contentsOf: Paths.captures.appendingPathComponent("stored-records.ndjson"), encoding: .utf8)
+            .split(separator: "\n").map(String.init)
+            .filter { !$0.contains("\"type\":\"progress\"") && !($0.contains("\"type\":\"measurement\"") && $0.contains("\"stored\":false")) }
+        let sessions = try PlotInput.sessions(lines: lines)
+        let root = try SVGParse.parse(SVGWriter.document(SessionChart.document([(1, sessions[0])], source: "t")))
+        #expect(root.having("curve").isEmpty)
+        #expect(root.having("result-marker").isEmpty)
+        #expect(root.having("box-heading").first?.text == "No new result")
+        let notes = root.having("note").map(\.text).joined(separator: " ")
+        #expect(notes.contains("No cuff-pressure values in this session"))
+        #expect(notes.contains("3 stored readings also came in this session"))
+    }
+}
