@@ -44,7 +44,7 @@ public enum PlotOutput {
     public static func write(_ svg: String, to path: String) throws(PlotOutputError) {
         switch try kind(of: path) {
         case .svg:
-            do { try Data(svg.utf8).write(to: URL(fileURLWithPath: path)) } catch {
+            do { try Data(svg.utf8).write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
                 throw .write(path: path, reason: (error as NSError).localizedDescription)
             }
         case .png:
