@@ -58,6 +58,10 @@ let package = Package(
             name: "Sinks",
             dependencies: ["CuffCore", "BloodPressure", "CuffSession", "Transport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // Charts as SVG: document model and writer, scales, the session and history charts (pure).
+        .target(name: "Plot"),
+        // What `cuff plot` reads and writes: NDJSON, captures replayed in process, the store; SVG/PNG files.
+        .target(name: "PlotIO", dependencies: ["Plot", "BloodPressure", "Capture", "CuffCore", "CuffSession", "Sinks"]),
         // BlueZ (libbluetooth, GPL-2.0-or-later): HCI scan/advertise, L2CAP ATT sockets, MGMT pairing agent.
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .target(
@@ -69,7 +73,7 @@ let package = Package(
             name: "cuff",
             dependencies: [
                 "CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
-                "Capture", "Sinks", "ReplayEngine", "BlueZ",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ", "Plot", "PlotIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -92,5 +96,6 @@ let package = Package(
         .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore"]),
+        .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
     ]
 )

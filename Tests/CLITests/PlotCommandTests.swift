@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import Foundation
+import Testing
+
+/// `cuff plot` end to end: the binary, its files and its exit statuses.
+@Suite struct PlotCommandTests {
+    static func tempDir() throws -> URL {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-plot-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    static func capture(_ name: String) -> String { CLI.packageRoot.appendingPathComponent("captures/\(name)").path }
+
+    @Test func aReplayedCaptureBecomesAnSVG() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("normal.svg").path
+        let r = try CLI.run(["plot", Self.capture("normal.btsnoop"), "--output", out])
+        #expect(r.status == 0, "\(r.stderr)")
+        let svg = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(svg.hasPrefix("<?xml"))
+        #expect(svg.contains("class=\"result-marker systolic\""))
+        #expect(svg.contains("data-value=\"119\""))
+    }
+
+    @Test func ndjsonFromStdinAndOneSessionOfSeveral() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let two = try String(contentsOfFile: Self.capture("normal.ndjson"), encoding: .utf8)
+            + String(contentsOfFile: Self.capture("body-movement.ndjson"), encoding: .utf8)
+        let out = dir.appendingPathComponent("s2.svg").path
+        let r = try CLI.run(["plot", "-", "--session", "2", "--output", out], stdin: two)
+        #expect(r.status == 0, "\(r.stderr)")
+        let svg = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(svg.contains("data-session=\"2\""))
+        #expect(!svg.contains("data-session=\"1\""))
+        #expect(svg.contains("⚠ body movement"))
+
+        let missing = try CLI.run(["plot", "-", "--session", "3", "--output", out], stdin: two)
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("there is no session 3: the input holds 2 sessions"))
+    }
+
+    @Test func badInputsHaveTheirOwnStatuses() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("x.svg").path
+        let notJSON = try CLI.run(["plot", "-", "--output", out], stdin: "hello\n")
+        #expect(notJSON.status == 1)
+        #expect(notJSON.stderr.contains("cuff plot: stdin: line 1: not JSON"))
+        let noFile = try CLI.run(["plot", dir.appendingPathComponent("nope.ndjson").path, "--output", out])
+        #expect(noFile.status == 1)
+        #expect(noFile.stderr.contains("no such file"))
+        #expect(!FileManager.default.fileExists(atPath: out))
+        let url = try CLI.run(["plot", "--store", "postgres://localhost/cuff", "--output", out])
+        #expect(url.status == 64)
+        #expect(url.stderr.contains("store URLs (such as postgres://) are not supported yet"))
+        let ext = try CLI.run(["plot", Self.capture("normal.ndjson"), "--output", dir.appendingPathComponent("x.jpg").path])
+        #expect(ext.status == 64)
+        let noStore = try CLI.run(["plot", "--store", dir.appendingPathComponent("none.sqlite").path, "--output", out])
+        #expect(noStore.status == 10)
+        #expect(noStore.stderr.contains("no such store"))
+    }
+
+    @Test func aStoreFilledByMeasureBecomesAHistory() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = dir.appendingPathComponent("bp.sqlite").path
+        for scenario in ["normal", "hypertensive", "error"] {
+            let m = try CLI.run(["measure", "--simulated", scenario, "--speed", "0", "--store", store, "--quiet"])
+            #expect(m.status == 0 || scenario == "error", "\(m.stderr)")
+        }
+        let out = dir.appendingPathComponent("h.svg").path
+        let r = try CLI.run(["plot", "--store", store, "--output", out, "--guideline", "acc-aha-2017"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let svg = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(svg.components(separatedBy: "class=\"reading systolic\"").count - 1 == 2)
+        #expect(svg.components(separatedBy: "class=\"gap systolic\"").count - 1 == 1)
+        #expect(svg.contains("data-category=\"stage 2\""))
+        let none = try CLI.run(["plot", "--store", store, "--user", "9", "--output", out])
+        #expect(none.status == 3)
+        #expect(none.stderr.contains("no reading matches --since/--user"))
+        let badDate = try CLI.run(["plot", "--store", store, "--since", "22.11.2026", "--output", out])
+        #expect(badDate.status == 64)
+    }
+
+    @Test func pngNeedsRsvgConvert() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let png = dir.appendingPathComponent("n.png").path
+        // Without rsvg-convert on PATH: a clear error, status 4, no file.
+        let errURL = dir.appendingPathComponent("err")
+        let p = try Spawned(["PATH=/nonexistent", CLI.binary.path, "plot", Self.capture("normal.ndjson"), "--output", png],
+                            executable: "/usr/bin/env", stderr: errURL.path)
+        #expect(p.wait(timeout: 60) == 4)
+        #expect(try String(contentsOf: errURL, encoding: .utf8).contains("PNG output needs rsvg-convert, which is not installed"))
+        #expect(!FileManager.default.fileExists(atPath: png))
+        // With it: a PNG.
+        let hasRsvg = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").contains {
+            FileManager.default.isExecutableFile(atPath: "\($0)/rsvg-convert")
+        }
+        guard hasRsvg else {
+            if ProcessInfo.processInfo.environment["CI"] != nil { Issue.record("CI needs rsvg-convert (librsvg2-bin)") }
+            return
+        }
+        let r = try CLI.run(["plot", Self.capture("normal.ndjson"), "--output", png])
+        #expect(r.status == 0, "\(r.stderr)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: png))
+        #expect(data.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        #expect(data.count > 20_000)
+    }
+}
