@@ -13,7 +13,6 @@ import PackageDescription
 
 let package = Package(
     name: "cuff",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "cuff", targets: ["cuff"]),
         .library(name: "BloodPressure", targets: ["BloodPressure"]),

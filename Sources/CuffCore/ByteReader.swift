@@ -37,12 +37,6 @@ public struct ByteReader: Sendable {
     }
 
     @inlinable
-    public func peekUInt8() -> UInt8? {
-        guard index < base.endIndex else { return nil }
-        return base[index]
-    }
-
-    @inlinable
     public mutating func readUInt16() -> UInt16? {
         guard remaining >= 2 else { return nil }
         let v = UInt16(base[index]) | UInt16(base[index + 1]) << 8

@@ -7,8 +7,6 @@ import Transport
 
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
 /// Pressures for the clinical formats (FHIR, Open mHealth), which take mmHg only.

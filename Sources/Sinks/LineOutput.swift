@@ -4,8 +4,6 @@ import Transport
 
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
 /// Where a text sink's lines go. Lines are buffered until ``flush()``; a sink flushes before

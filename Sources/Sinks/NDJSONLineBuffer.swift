@@ -5,8 +5,6 @@ import CuffSession
 
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
 /// NDJSON lines built straight into one reusable byte buffer: for every output, the same bytes as

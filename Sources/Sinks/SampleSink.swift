@@ -6,8 +6,6 @@ import Transport
 
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
 /// Where a session's results go.
