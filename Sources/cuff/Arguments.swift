@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
 import BloodPressure
+import Capture
 import CuffCore
 import CuffSimulator
 import Sinks
@@ -14,6 +15,8 @@ import Sinks
 extension Scenario: ExpressibleByArgument {}
 
 extension Persona: ExpressibleByArgument {}
+
+extension CaptureFormat: ExpressibleByArgument {}
 
 extension SecurityLevel: ExpressibleByArgument {
     public init?(argument: String) {

@@ -16,8 +16,8 @@ struct Replay: ParsableCommand {
         abstract: "Replay a capture (btsnoop, pcap, pcapng) of a cuff session: print the records a live session gave.",
         discussion: """
             Reads btsnoop (1001, 1002, 2001 = btmon -w), pcap and pcapng (link types 201, 254, 256); \
-            the format comes from the file's magic, or --format btsnoop|pcap|pcapng forces it (--format \
-            also picks the output, ndjson, fhir or omh: --format pcap --format fhir). It follows every connection where a controller in the capture is the central, and prints the \
+            the format comes from the file's magic, or --input-format btsnoop|pcap|pcapng forces it \
+            (--format pcap does the same, and --format also picks the output: --format pcap --format fhir). It follows every connection where a controller in the capture is the central, and prints the \
             session, progress and measurement records `cuff measure` would have printed, with the \
             capture's timestamps as received_at. Several connections, cuffs and controllers in one file \
             are kept apart; --adapter keeps one controller.
@@ -40,15 +40,13 @@ struct Replay: ParsableCommand {
     @Argument(help: "The capture file.")
     var file: String
 
-    @Option(name: .customLong("capture-format"), help: ArgumentHelp("The same as --format auto|btsnoop|pcap|pcapng.", visibility: .hidden), transform: { s in
-        guard let f = CaptureFormat(rawValue: s) else { throw ValidationError("--capture-format takes auto, btsnoop, pcap or pcapng") }
-        return f
-    })
-    var captureFormatOption: CaptureFormat?
+    @Option(name: [.customLong("input-format"), .customLong("capture-format", withSingleDash: false)],
+            help: "The capture's format (default auto: from the file's first bytes; --format btsnoop|pcap|pcapng does the same).")
+    var inputFormat: CaptureFormat?
 
-    /// `--format btsnoop|pcap|pcapng|auto` (or `--capture-format`); default: from the magic.
+    /// `--input-format` (or `--capture-format`, or a capture format given to `--format`); default: from the magic.
     var captureFormat: CaptureFormat {
-        sinks.captureFormatName.flatMap(CaptureFormat.init(rawValue:)) ?? captureFormatOption ?? .auto
+        inputFormat ?? sinks.captureFormatName.flatMap(CaptureFormat.init(rawValue:)) ?? .auto
     }
 
     @Option(name: .customLong("handle"), help: ArgumentHelp("Map a value handle to a characteristic: HANDLE=UUID, e.g. 0x0012=2a35 (repeatable).", valueName: "H=UUID"),

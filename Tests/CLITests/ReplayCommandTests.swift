@@ -101,6 +101,24 @@ struct ReplayCommandTests {
         #expect(measure.stderr.contains("capture format"))
     }
 
+    @Test func inputFormatNamesTheCaptureFormatOnItsOwn() throws {
+        let f = Self.captures.appendingPathComponent("normal.btsnoop").path
+        let plain = try CLI.run(["replay", f, "--quiet"])
+        for option in ["--input-format", "--capture-format"] {
+            let forced = try CLI.run(["replay", f, option, "btsnoop", "--format", "ndjson", "--quiet"])
+            #expect(forced.status == 0 && forced.stdout == plain.stdout)
+            let wrong = try CLI.run(["replay", f, option, "pcap", "--quiet"])
+            #expect(wrong.status == 1)
+            #expect(wrong.stderr.contains("pcap"))
+        }
+        // --input-format wins over a capture format given to --format.
+        let both = try CLI.run(["replay", f, "--input-format", "btsnoop", "--format", "pcap", "--quiet"])
+        #expect(both.status == 0 && both.stdout == plain.stdout)
+        let bogus = try CLI.run(["replay", f, "--input-format", "xml"])
+        #expect(bogus.status == 64)
+        #expect(bogus.stderr.contains("pcapng"))
+    }
+
     @Test func truncatedCapturePrintsWhatCameBeforeThenNamesTheOffset() throws {
         let src = try Data(contentsOf: Self.captures.appendingPathComponent("normal.btsnoop"))
         let file = Self.tempFile("cut.btsnoop")
