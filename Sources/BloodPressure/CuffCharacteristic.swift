@@ -7,17 +7,18 @@ public enum CuffCharacteristic: String, Sendable, Hashable, CaseIterable {
     case currentTime, cuffControl
     case deviceName, manufacturerName, modelNumber, serialNumber, firmwareRevision
 
-    /// The 16-bit UUID, or nil for our 128-bit vendor control point.
+    /// The 16-bit UUID, or nil for our 128-bit vendor control point. The Blood Pressure Service's
+    /// UUIDs come from ``BPSCharacteristic`` (the one table of them), the others from ``BPSUUID``.
     public var uuid16: UInt16? {
         switch self {
-        case .bloodPressureMeasurement: 0x2A35
-        case .intermediateCuffPressure: 0x2A36
-        case .bloodPressureFeature: 0x2A49
-        case .enhancedBloodPressureMeasurement: 0x2B34
-        case .enhancedIntermediateCuffPressure: 0x2B35
-        case .bloodPressureRecord: 0x2B36
-        case .recordAccessControlPoint: 0x2A52
-        case .currentTime: BPSUUID.currentTime
+        case .bloodPressureMeasurement: BPSCharacteristic.bloodPressureMeasurement.rawValue
+        case .intermediateCuffPressure: BPSCharacteristic.intermediateCuffPressure.rawValue
+        case .bloodPressureFeature: BPSCharacteristic.bloodPressureFeature.rawValue
+        case .enhancedBloodPressureMeasurement: BPSCharacteristic.enhancedBloodPressureMeasurement.rawValue
+        case .enhancedIntermediateCuffPressure: BPSCharacteristic.enhancedIntermediateCuffPressure.rawValue
+        case .bloodPressureRecord: BPSCharacteristic.bloodPressureRecord.rawValue
+        case .recordAccessControlPoint: BPSCharacteristic.recordAccessControlPoint.rawValue
+        case .currentTime: BPSCharacteristic.currentTime.rawValue
         case .cuffControl: nil
         case .deviceName: BPSUUID.deviceName
         case .manufacturerName: BPSUUID.manufacturerName
@@ -30,14 +31,14 @@ public enum CuffCharacteristic: String, Sendable, Hashable, CaseIterable {
     /// Looks a characteristic up by its 16-bit UUID.
     public init?(uuid16: UInt16) {
         switch uuid16 {
-        case 0x2A35: self = .bloodPressureMeasurement
-        case 0x2A36: self = .intermediateCuffPressure
-        case 0x2A49: self = .bloodPressureFeature
-        case 0x2B34: self = .enhancedBloodPressureMeasurement
-        case 0x2B35: self = .enhancedIntermediateCuffPressure
-        case 0x2B36: self = .bloodPressureRecord
-        case 0x2A52: self = .recordAccessControlPoint
-        case BPSUUID.currentTime: self = .currentTime
+        case BPSCharacteristic.bloodPressureMeasurement.rawValue: self = .bloodPressureMeasurement
+        case BPSCharacteristic.intermediateCuffPressure.rawValue: self = .intermediateCuffPressure
+        case BPSCharacteristic.bloodPressureFeature.rawValue: self = .bloodPressureFeature
+        case BPSCharacteristic.enhancedBloodPressureMeasurement.rawValue: self = .enhancedBloodPressureMeasurement
+        case BPSCharacteristic.enhancedIntermediateCuffPressure.rawValue: self = .enhancedIntermediateCuffPressure
+        case BPSCharacteristic.bloodPressureRecord.rawValue: self = .bloodPressureRecord
+        case BPSCharacteristic.recordAccessControlPoint.rawValue: self = .recordAccessControlPoint
+        case BPSCharacteristic.currentTime.rawValue: self = .currentTime
         case BPSUUID.deviceName: self = .deviceName
         case BPSUUID.manufacturerName: self = .manufacturerName
         case BPSUUID.modelNumber: self = .modelNumber

@@ -26,5 +26,5 @@ public enum BPSUUID {
     public static let modelNumber: UInt16 = 0x2A24
     public static let serialNumber: UInt16 = 0x2A25
     public static let firmwareRevision: UInt16 = 0x2A26
-    public static let currentTime: UInt16 = 0x2A2B
+    public static let currentTime: UInt16 = BPSCharacteristic.currentTime.rawValue
 }

@@ -91,7 +91,8 @@ struct Replay: ParsableCommand {
             c = String(u) == CuffControl.controlPointUUID.lowercased() ? .cuffControl : nil
         }
         guard let c else {
-            throw ValidationError("--handle: '\(parts[1])' is not a characteristic cuff knows (2a35 2a36 2a49 2b34 2b35 2b36 2a52 2a2b 2a00 2a29 2a24 2a25 2a26)")
+            let known = CuffCharacteristic.allCases.compactMap { $0.uuid16.map { Hex.digits($0, 4, uppercase: false) } }
+            throw ValidationError("--handle: '\(parts[1])' is not a characteristic cuff knows (\(known.joined(separator: " ")))")
         }
         return HandleMapping(handle: handle, characteristic: c)
     }
