@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): installs what the tests need, runs every test, then checks
 # what `cuff` prints against the official FHIR and Open mHealth schemas, then the BlueZ VM test.
+# It also fuzzes every libFuzzer target for 60 s (tools/fuzz; CUFF_FUZZ=0 skips, CUFF_FUZZ_SECONDS sets the time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -14,6 +15,11 @@ swift build --build-tests
 echo "== swift test"
 swift test 2>&1 | tee .build/test.log
 # `swift test` exits non-zero on failure (pipefail).
+
+if [ "${CUFF_FUZZ:-1}" != 0 ]; then
+  echo "== coverage-guided fuzzing (libFuzzer, ${CUFF_FUZZ_SECONDS:-60} s a target)"
+  bash tools/fuzz/run.sh --seconds "${CUFF_FUZZ_SECONDS:-60}"
+fi
 
 echo "== schema validation of cuff's own output (every scenario, both personas)"
 out=$(mktemp -d)

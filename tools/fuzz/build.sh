@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets: compiles the pure library modules the targets need (CuffCore,
+# BloodPressure, GATT, CuffSession, Capture) with swiftc directly, instrumented for libFuzzer
+# and AddressSanitizer, then links one binary per target in tools/fuzz/Targets/.
+# SwiftPM is not involved, so `swift build` / `swift test` never see a LLVMFuzzerTestOneInput.
+#   bash tools/fuzz/build.sh            → .build-fuzz/bin/<Target>
+#   FUZZ_OPT=-Onone bash tools/fuzz/build.sh   (faster to compile, slower to run)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+out="${FUZZ_BUILD_DIR:-$root/.build-fuzz}"
+opt="${FUZZ_OPT:--O}"
+swiftc="${SWIFTC:-swiftc}"
+mkdir -p "$out/modules" "$out/obj" "$out/bin"
+flags=(-sanitize=fuzzer,address -parse-as-library "$opt" -g -use-ld=lld -I "$out/modules" -module-cache-path "$out/module-cache")
+
+# Modules in dependency order. Each is compiled whole-module into one object; rebuilt only when
+# one of its sources (or a module it imports) is newer than its object.
+modules=(CuffCore BloodPressure GATT CuffSession Capture)
+stamp=0
+for m in "${modules[@]}"; do
+  obj="$out/obj/$m.o"
+  srcs=("Sources/$m"/*.swift)
+  newest=$(stat -c %Y "${srcs[@]}" | sort -n | tail -n 1)
+  [ "$newest" -gt "$stamp" ] && stamp=$newest
+  if [ ! -f "$obj" ] || [ "$(stat -c %Y "$obj")" -lt "$stamp" ]; then
+    echo "fuzz build: module $m"
+    "$swiftc" "${flags[@]}" -module-name "$m" -wmo -whole-module-optimization \
+      -emit-module -emit-module-path "$out/modules/$m.swiftmodule" \
+      -c "${srcs[@]}" -o "$obj"
+  fi
+  stamp=$(stat -c %Y "$obj")
+done
+
+objs=()
+for m in "${modules[@]}"; do objs+=("$out/obj/$m.o"); done
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  for f in tools/fuzz/Targets/*.swift; do targets+=("$(basename "$f" .swift)"); done
+fi
+for t in "${targets[@]}"; do
+  bin="$out/bin/$t"
+  src="tools/fuzz/Targets/$t.swift"
+  if [ ! -f "$bin" ] || [ "$src" -nt "$bin" ] || [ "$(stat -c %Y "$bin")" -lt "$stamp" ]; then
+    echo "fuzz build: target $t"
+    "$swiftc" "${flags[@]}" -module-name "$t" "$src" "${objs[@]}" -lm -o "$bin"
+  fi
+done
