@@ -14,23 +14,28 @@ swiftc="${SWIFTC:-swiftc}"
 mkdir -p "$out/modules" "$out/obj" "$out/bin"
 flags=(-sanitize=fuzzer,address -parse-as-library "$opt" -g -use-ld=lld -I "$out/modules" -module-cache-path "$out/module-cache")
 
-# Modules in dependency order. Each is compiled whole-module into one object; rebuilt only when
-# one of its sources (or a module it imports) is newer than its object.
+# Modules in dependency order, each compiled whole-module into one object. A module is rebuilt when
+# one of its sources is newer than its stamp, or when the object of a module it imports changed
+# (swiftc leaves an object it would write identically untouched).
 modules=(CuffCore BloodPressure GATT CuffSession Capture)
-stamp=0
+upstream=0
 for m in "${modules[@]}"; do
   obj="$out/obj/$m.o"
+  stampfile="$out/obj/$m.stamp"
   srcs=("Sources/$m"/*.swift)
   newest=$(stat -c %Y "${srcs[@]}" | sort -n | tail -n 1)
-  [ "$newest" -gt "$stamp" ] && stamp=$newest
-  if [ ! -f "$obj" ] || [ "$(stat -c %Y "$obj")" -lt "$stamp" ]; then
+  if [ "$upstream" -gt "$newest" ]; then newest=$upstream; fi
+  if [ ! -f "$obj" ] || [ ! -f "$stampfile" ] || [ "$(stat -c %Y "$stampfile")" -lt "$newest" ]; then
     echo "fuzz build: module $m"
     "$swiftc" "${flags[@]}" -module-name "$m" -wmo -whole-module-optimization \
       -emit-module -emit-module-path "$out/modules/$m.swiftmodule" \
       -c "${srcs[@]}" -o "$obj"
+    touch "$stampfile"
   fi
-  stamp=$(stat -c %Y "$obj")
+  o=$(stat -c %Y "$obj")
+  if [ "$o" -gt "$upstream" ]; then upstream=$o; fi
 done
+stamp=$upstream
 
 objs=()
 for m in "${modules[@]}"; do objs+=("$out/obj/$m.o"); done
