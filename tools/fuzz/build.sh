@@ -12,6 +12,9 @@ out="${FUZZ_BUILD_DIR:-$root/.build-fuzz}"
 opt="${FUZZ_OPT:--O}"
 swiftc="${SWIFTC:-swiftc}"
 mkdir -p "$out/modules" "$out/obj" "$out/bin"
+# Two runs at once (one target each) share the module objects: one builds, the other waits.
+exec 9> "$out/build.lock"
+flock 9
 flags=(-sanitize=fuzzer,address -parse-as-library "$opt" -g -use-ld=lld -I "$out/modules" -module-cache-path "$out/module-cache")
 
 # Modules in dependency order, each compiled whole-module into one object. A module is rebuilt when
