@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): installs what the tests need, runs every test, then checks
 # what `cuff` prints against the official FHIR and Open mHealth schemas, then the BlueZ VM test.
+# It also fuzzes every libFuzzer target for 60 s (tools/fuzz; CUFF_FUZZ=0 skips, CUFF_FUZZ_SECONDS sets the time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -22,6 +23,11 @@ swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   swift test --skip-build --sanitize=thread --scratch-path .build-tsan --filter 'ReplayEngineTests' 2>&1 | tee .build/tsan.log
 if grep -q "ThreadSanitizer" .build/tsan.log; then echo "ThreadSanitizer reported a problem (above)"; exit 1; fi
+
+if [ "${CUFF_FUZZ:-1}" != 0 ]; then
+  echo "== coverage-guided fuzzing (libFuzzer, ${CUFF_FUZZ_SECONDS:-60} s a target)"
+  bash tools/fuzz/run.sh --seconds "${CUFF_FUZZ_SECONDS:-60}"
+fi
 
 echo "== schema validation of cuff's own output (every scenario, both personas)"
 out=$(mktemp -d)

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets: compiles the pure library modules the targets need (CuffCore,
+# BloodPressure, GATT, CuffSession, Transport, Capture) with swiftc directly, instrumented for libFuzzer
+# and AddressSanitizer, then links one binary per target in tools/fuzz/Targets/.
+# SwiftPM is not involved, so `swift build` / `swift test` never see a LLVMFuzzerTestOneInput.
+#   bash tools/fuzz/build.sh            → .build-fuzz/bin/<Target>
+#   FUZZ_OPT=-Onone bash tools/fuzz/build.sh   (faster to compile, slower to run)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+out="${FUZZ_BUILD_DIR:-$root/.build-fuzz}"
+opt="${FUZZ_OPT:--O}"
+swiftc="${SWIFTC:-swiftc}"
+mkdir -p "$out/modules" "$out/obj" "$out/bin"
+# Two runs at once (one target each) share the module objects: one builds, the other waits.
+exec 9> "$out/build.lock"
+flock 9
+flags=(-sanitize=fuzzer,address -parse-as-library -package-name cuff "$opt" -g -use-ld=lld -I "$out/modules" -module-cache-path "$out/module-cache")
+
+# Modules in dependency order, each compiled whole-module into one object. A module is rebuilt when
+# one of its sources is newer than its stamp, or when the object of a module it imports changed
+# (swiftc leaves an object it would write identically untouched).
+modules=(CuffCore BloodPressure GATT CuffSession Transport Capture)
+upstream=0
+for m in "${modules[@]}"; do
+  obj="$out/obj/$m.o"
+  stampfile="$out/obj/$m.stamp"
+  srcs=("Sources/$m"/*.swift)
+  newest=$(stat -c %Y "${srcs[@]}" | sort -n | tail -n 1)
+  if [ "$upstream" -gt "$newest" ]; then newest=$upstream; fi
+  if [ ! -f "$obj" ] || [ ! -f "$stampfile" ] || [ "$(stat -c %Y "$stampfile")" -lt "$newest" ]; then
+    echo "fuzz build: module $m"
+    "$swiftc" "${flags[@]}" -module-name "$m" -wmo -whole-module-optimization \
+      -emit-module -emit-module-path "$out/modules/$m.swiftmodule" \
+      -c "${srcs[@]}" -o "$obj"
+    touch "$stampfile"
+  fi
+  o=$(stat -c %Y "$obj")
+  if [ "$o" -gt "$upstream" ]; then upstream=$o; fi
+done
+stamp=$upstream
+
+objs=()
+for m in "${modules[@]}"; do objs+=("$out/obj/$m.o"); done
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  for f in tools/fuzz/Targets/*.swift; do targets+=("$(basename "$f" .swift)"); done
+fi
+for t in "${targets[@]}"; do
+  bin="$out/bin/$t"
+  src="tools/fuzz/Targets/$t.swift"
+  if [ ! -f "$bin" ] || [ "$src" -nt "$bin" ] || [ "$(stat -c %Y "$bin")" -lt "$stamp" ]; then
+    echo "fuzz build: target $t"
+    "$swiftc" "${flags[@]}" -module-name "$t" "$src" "${objs[@]}" -lm -o "$bin"
+  fi
+done
