@@ -33,7 +33,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let b = roundTrip(a.value.encode()) { try BloodPressureFeature.decode($0) }
         check(a.value == b, "BloodPressureFeature", input)
     case .bloodPressureRecord:
-        // Segments through the assembler, then the record body (wt-b owns 0x2B36 decoding).
+        // Segments through the assembler, then the record body.
         var assembler = RecordAssembler(maxBodyLength: 512)
         var rest = value
         while !rest.isEmpty {
