@@ -153,42 +153,32 @@ public enum HistoryChart {
         els.append(contentsOf: panels)
 
         // Legend.
-        var ly = top + 10
-        var lx = plotLeft
-        var legend: [SVGElement] = []
-        func key(_ label: String, _ draw: (Double, Double) -> SVGElement) {
-            let w = Style.textWidth(label, size: 12) + 40
-            if lx + w > width - 10 { lx = plotLeft; ly += 18 }
-            legend.append(draw(lx, ly - 4))
-            legend.append(SVG.text(label, x: lx + 28, y: ly, size: 12, classes: "legend-label"))
-            lx += w
-        }
+        var flow = LegendFlow(left: plotLeft, right: width - 10, y: top + 10)
+        func key(_ label: String, _ draw: (Double, Double) -> SVGElement) { flow.key(label, draw) }
         key("systolic") { SVG.marker(.triangleUp, x: $0 + 11, y: $1, size: 10, fill: Style.vermillion, classes: "legend-key") }
         key("diastolic") { SVG.marker(.circle, x: $0 + 11, y: $1, size: 10, fill: Style.blue, classes: "legend-key") }
         key("pulse") { SVG.marker(.square, x: $0 + 11, y: $1, size: 10, fill: Style.bluishGreen, classes: "legend-key") }
         key("mean of the ISO week (W47 = week 47)") { SVG.line($0, $1, $0 + 22, $1, stroke: Style.ink, width: 2, dash: "8 3 2 3", classes: "legend-key") }
         if !gapCount.isEmpty { key("no value (NaN, NRes…)") { SVG.marker(.cross, x: $0 + 11, y: $1, size: 8, fill: "none", stroke: Style.muted, classes: "legend-key") } }
         // The guideline's categories, each with its swatch and thresholds.
-        ly += 24
-        legend.append(SVG.text("\(g.name) categories (systolic and/or diastolic, mmHg; a reading takes the higher):", x: plotLeft, y: ly, size: 12, weight: "bold", classes: "legend-title"))
-        lx = plotLeft
-        ly += 20
+        flow.newLine(below: 24)
+        flow.elements.append(SVG.text("\(g.name) categories (systolic and/or diastolic, mmHg; a reading takes the higher):", x: plotLeft, y: flow.y, size: 12, weight: "bold", classes: "legend-title"))
+        flow.newLine(below: 20)
         for (level, c) in g.categories.enumerated() {
             let s = g.systolic.first { $0.level == level }, d = g.diastolic.first { $0.level == level }
             var thr = [s.map { "SYS " + $0.rangeText }, d.map { "DIA " + $0.rangeText }].compactMap { $0 }.joined(separator: " / ")
             if d == nil, let s0 = g.diastolic.first(where: { $0.level < level && ($0.upper ?? 0) > 0 }) { thr += " with DIA " + s0.rangeText }
             let label = "\(c): \(thr)"
-            let w = Style.textWidth(label, size: 11) + 34
-            if lx + w > width - 10 { lx = plotLeft; ly += 18 }
+            let (lx, ly) = flow.place(width: Style.textWidth(label, size: 11) + 34)
             let fill = Style.bandFills[min(Style.bandFills.count - 1, level * (Style.bandFills.count - 1) / max(1, g.categories.count - 1))]
-            legend.append(SVG.rect(x: lx, y: ly - 10, width: 18, height: 12, fill: fill, stroke: Style.axis, classes: "legend-band",
-                                   extra: [SVGAttribute("data-category", c)]))
-            legend.append(SVG.text(label, x: lx + 24, y: ly, size: 11, classes: "legend-label"))
-            lx += w
+            flow.elements.append(SVG.rect(x: lx, y: ly - 10, width: 18, height: 12, fill: fill, stroke: Style.axis, classes: "legend-band",
+                                          extra: [SVGAttribute("data-category", c)]))
+            flow.elements.append(SVG.text(label, x: lx + 24, y: ly, size: 11, classes: "legend-label"))
         }
-        ly += 18
-        legend.append(SVG.text("Source: " + g.source + ".", x: plotLeft, y: ly, size: 10, fill: Style.muted, classes: "source"))
-        els.append(contentsOf: legend)
+        flow.newLine(below: 18)
+        flow.elements.append(SVG.text("Source: " + g.source + ".", x: plotLeft, y: flow.y, size: 10, fill: Style.muted, classes: "source"))
+        els.append(contentsOf: flow.elements)
+        var ly = flow.y
 
         // Notes.
         var notes: [String] = []

@@ -230,16 +230,8 @@ public enum SessionChart {
         }
 
         // Legend under the plot.
-        var ly = plotBottom + 58
-        var legend: [SVGElement] = []
-        var lx = plotLeft
-        func key(_ label: String, _ draw: (Double, Double) -> SVGElement) {
-            let w = Style.textWidth(label, size: 12) + 40
-            if lx + w > width - 10 { lx = plotLeft; ly += 18 }
-            legend.append(draw(lx, ly - 4))
-            legend.append(SVG.text(label, x: lx + 28, y: ly, size: 12, classes: "legend-label"))
-            lx += w
-        }
+        var flow = LegendFlow(left: plotLeft, right: width - 10, y: plotBottom + 58)
+        func key(_ label: String, _ draw: (Double, Double) -> SVGElement) { flow.key(label, draw) }
         if runs.contains(where: { $0.phase == .inflating }) {
             key("inflating") { SVG.line($0, $1, $0 + 22, $1, stroke: Style.orange, width: 2, dash: "7 4", classes: "legend-key") }
         }
@@ -251,6 +243,9 @@ public enum SessionChart {
         if drawn.contains("MAP") { key("mean arterial pressure") { SVG.marker(.diamond, x: $0 + 11, y: $1, size: 11, fill: Style.reddishPurple, classes: "legend-key") } }
         if drawn.contains("DIA") { key("diastolic") { SVG.marker(.triangleDown, x: $0 + 11, y: $1, size: 11, fill: Style.skyBlue, classes: "legend-key") } }
         if !gaps.isEmpty { key("no value (gap)") { SVG.marker(.cross, x: $0 + 11, y: $1, size: 8, fill: "none", stroke: Style.muted, classes: "legend-key") } }
+
+        var ly = flow.y
+        let legend = flow.elements
 
         // Notes.
         var notes: [String] = []
