@@ -10,12 +10,31 @@ import Glibc
 /// Writes a btsnoop of at least `megabytes` MB by repeating the sessions in `inputs` one after the
 /// other, each copy with timestamps moved past the previous one and its own connection handle
 /// (cycling through 0x0001–0x0EFF). Streams: one input's records in memory at a time.
-func makeCapture(out: String, megabytes: Int, inputs: [String]) {
+/// A single-fragment ACL record carrying an ATT Handle Value Notification (L2CAP CID 4, opcode 0x1B).
+func isATTNotification(_ r: HCIRecord) -> Bool {
+    let p = r.payload
+    guard p.count >= 9 else { return false }
+    let b = p.startIndex
+    return p[b + 6] == 0x04 && p[b + 7] == 0x00 && p[b + 8] == 0x1B
+}
+
+func makeCapture(out: String, megabytes: Int, inputs: [String], notifications: Int? = nil) {
     do {
         var sessions: [[HCIRecord]] = []
         for path in inputs {
             var r = try CaptureReader(path: path)
-            sessions.append(try r.readAll())
+            var records = try r.readAll()
+            if let keep = notifications {
+                // Counted per controller and direction: a two-controller log has each notification twice.
+                var seen: [String: Int] = [:]
+                records = records.filter { rec in
+                    guard isATTNotification(rec) else { return true }
+                    let key = "\(rec.adapterIndex)/\(rec.direction)"
+                    seen[key, default: 0] += 1
+                    return seen[key]! <= keep
+                }
+            }
+            sessions.append(records)
         }
         var writer = try BTSnoopWriter(path: out, datalink: .monitor)
         let target = Int64(megabytes) * 1_000_000

@@ -57,7 +57,14 @@ switch which {
 case "decode", "all":
     benchDecode()
 case "make-capture" where args.count >= 4:
-    makeCapture(out: args[1], megabytes: Int(args[2]) ?? 200, inputs: Array(args[3...]))
+    // --notifications N: keep each session's first N cuff-pressure notifications (a session-heavy capture).
+    var rest = Array(args[1...])
+    var keep: Int?
+    if let i = rest.firstIndex(of: "--notifications"), i + 1 < rest.count {
+        keep = Int(rest[i + 1])
+        rest.removeSubrange(i...(i + 1))
+    }
+    makeCapture(out: rest[0], megabytes: Int(rest[1]) ?? 200, inputs: Array(rest[2...]), notifications: keep)
 case "session-cost" where args.count >= 3:
     benchSessionCost(args[1], Int(args[2]) ?? 1000, onlyGeneric: args.count > 3 && args[3] == "generic")
 case "layouts":
@@ -67,6 +74,6 @@ case "stages" where args.count == 2:
 case "replay" where args.count == 2:
     benchReplay(args[1])
 default:
-    print("usage: CuffBenchmarks [decode|all] | make-capture OUT.btsnoop MEGABYTES IN.btsnoop... | replay FILE")
+    print("usage: CuffBenchmarks [decode|all] | make-capture [--notifications N] OUT.btsnoop MEGABYTES IN.btsnoop... | replay FILE")
     exit(2)
 }

@@ -5,17 +5,20 @@
 #   -e btatt.opcode, and cat FILE > /dev/null
 # with wall time, throughput and peak RSS from /usr/bin/time -v.
 # Usage: tools/replay/bench.sh [SIZE_MB] [WORKDIR]
+# SESSION_HEAVY=N: keep only each session's first N cuff-pressure notifications (many short
+# sessions: the per-session path dominates instead of the notification path).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 size=${1:-200}
 work=${2:-${TMPDIR:-/tmp}/cuff-replay-bench}
 mkdir -p "$work"
-file="$work/bench-${size}MB.btsnoop"
+heavy=${SESSION_HEAVY:-}
+file="$work/bench-${size}MB${heavy:+-sessions-$heavy}.btsnoop"
 swift build -c release --product cuff >/dev/null
 swift build -c release --product CuffBenchmarks >/dev/null
 bin=$(swift build -c release --show-bin-path)
 if [ ! -s "$file" ]; then
-  "$bin/CuffBenchmarks" make-capture "$file" "$size" captures/*.btsnoop
+  "$bin/CuffBenchmarks" make-capture ${heavy:+--notifications "$heavy"} "$file" "$size" captures/*.btsnoop
 fi
 bytes=$(stat -c %s "$file")
 echo "capture: $file ($bytes bytes)"
