@@ -11,6 +11,19 @@ public enum CaptureFormat: String, Sendable, CaseIterable {
     case pcapng
 }
 
+extension CaptureFormat {
+    /// The format a file's first bytes name: btsnoop, pcap (either byte order, µs or ns), pcapng;
+    /// nil for anything else. Fewer than 8 bytes that begin the btsnoop magic count as btsnoop (a
+    /// file cut inside its header).
+    public static func detect(_ head: ArraySlice<UInt8>) -> CaptureFormat? {
+        if head.isEmpty { return nil }
+        if head.starts(with: BTSnoop.magic) || (head.count < BTSnoop.magic.count && BTSnoop.magic.starts(with: head)) { return .btsnoop }
+        if Pcap.isMagic(head) { return .pcap }
+        if head.starts(with: [0x0A, 0x0D, 0x0D, 0x0A]) { return .pcapng }
+        return nil
+    }
+}
+
 /// Streams ``HCIRecord``s out of a btsnoop, pcap or pcapng capture.
 ///
 /// Memory stays bounded whatever the file size: the reader holds one record plus one read chunk,
@@ -129,12 +142,8 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         let format: CaptureFormat
         if forced != .auto {
             format = forced
-        } else if BTSnoop.magic.starts(with: head) || head.starts(with: BTSnoop.magic) {
-            format = .btsnoop
-        } else if head.count >= 4 && Pcap.isMagic(head) {
-            format = .pcap
-        } else if head.count >= 4 && head.prefix(4).elementsEqual([0x0A, 0x0D, 0x0D, 0x0A]) {
-            format = .pcapng
+        } else if let detected = CaptureFormat.detect(head) {
+            format = detected
         } else if head.count < 4 {
             throw CaptureError(.truncatedHeader, "expected a capture file header, the file has only \(head.count) bytes", offset: 0)
         } else {

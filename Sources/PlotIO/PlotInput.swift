@@ -51,15 +51,8 @@ public enum PlotInput {
         }
     }
 
-    /// The capture format from the file's first bytes (btsnoop, pcap in either byte order and
-    /// resolution, pcapng), or nil: NDJSON text.
-    public static func sniff(_ bytes: [UInt8]) -> CaptureFormat? {
-        if bytes.starts(with: Array("btsnoop\0".utf8)) { return .btsnoop }
-        let pcap: [[UInt8]] = [[0xD4, 0xC3, 0xB2, 0xA1], [0xA1, 0xB2, 0xC3, 0xD4], [0x4D, 0x3C, 0xB2, 0xA1], [0xA1, 0xB2, 0x3C, 0x4D]]
-        if pcap.contains(where: { bytes.starts(with: $0) }) { return .pcap }
-        if bytes.starts(with: [0x0A, 0x0D, 0x0D, 0x0A]) { return .pcapng }
-        return nil
-    }
+    /// The capture format from the file's first bytes (``CaptureFormat/detect(_:)``), or nil: NDJSON text.
+    public static func sniff(_ bytes: [UInt8]) -> CaptureFormat? { CaptureFormat.detect(bytes[...]) }
 
     /// The sessions in `bytes`: NDJSON as cuff prints it, or a capture replayed as `cuff replay`
     /// would (its records then go through the same NDJSON reading).

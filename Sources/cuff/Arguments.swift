@@ -4,6 +4,8 @@ import BloodPressure
 import Capture
 import CuffCore
 import CuffSimulator
+import Plot
+import PlotIO
 import Sinks
 
 // The values options take, parsed by argument-parser itself: `--help` lists them, and a wrong one
@@ -17,6 +19,18 @@ extension Scenario: ExpressibleByArgument {}
 extension Persona: ExpressibleByArgument {}
 
 extension CaptureFormat: ExpressibleByArgument {}
+
+extension PlotInputFormat: ExpressibleByArgument {}
+
+extension Guideline: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let g = Guideline.named(argument) else { return nil }
+        self = g
+    }
+
+    public static var allValueStrings: [String] { all.map(\.id) }
+    public var defaultValueDescription: String { id }
+}
 
 extension SecurityLevel: ExpressibleByArgument {
     public init?(argument: String) {

@@ -36,8 +36,8 @@ struct PlotCommand: ParsableCommand {
     @Option(help: "Only the Nth session of the input (1 = the first).")
     var session: Int?
 
-    @Option(name: .customLong("input-format"), help: "auto (default: from the file's first bytes), ndjson, btsnoop, pcap or pcapng.")
-    var inputFormat: String = "auto"
+    @Option(name: .customLong("input-format"), help: "The input's format (auto: from the file's first bytes).")
+    var inputFormat: PlotInputFormat = .auto
 
     @Option(help: "Plot the history of this SQLite store (written by --store) instead of an input.")
     var store: String?
@@ -48,8 +48,8 @@ struct PlotCommand: ParsableCommand {
     @Option(help: "With --store: readings of this user ID only.")
     var user: Int?
 
-    @Option(help: "With --store: the categories drawn, esc-esh-2018 (default) or acc-aha-2017.")
-    var guideline: String = Guideline.default.id
+    @Option(help: "With --store: the blood-pressure categories drawn.")
+    var guideline: Guideline = .default
 
     func validate() throws {
         switch (input, store) {
@@ -63,10 +63,6 @@ struct PlotCommand: ParsableCommand {
         if input != nil, since != nil || user != nil { throw ValidationError("--since and --user go with --store") }
         if store != nil, session != nil { throw ValidationError("--session goes with an INPUT, not --store") }
         if let session, session < 1 { throw ValidationError("--session counts from 1; got \(session)") }
-        if PlotInputFormat(rawValue: inputFormat) == nil { throw ValidationError("--input-format takes auto, ndjson, btsnoop, pcap or pcapng") }
-        if Guideline.named(guideline) == nil {
-            throw ValidationError("--guideline takes \(Guideline.all.map(\.id).joined(separator: " or ")); got '\(guideline)'")
-        }
         if let since, CivilTime.seconds(since) == nil || since.count != 10 { throw ValidationError("--since takes a date, YYYY-MM-DD; got '\(since)'") }
         do { _ = try PlotOutput.kind(of: output) } catch { throw ValidationError(error.description) }
     }
@@ -89,13 +85,13 @@ struct PlotCommand: ParsableCommand {
             var about = "store \(store)"
             if let user { about += " · user \(user)" }
             if let since { about += " · since \(since)" }
-            svg = HistoryChart.document(readings, options: .init(guideline: Guideline.named(guideline)!, subtitle: about))
-            summary = "\(readings.count) reading\(readings.count == 1 ? "" : "s") against \(Guideline.named(guideline)!.name)"
+            svg = HistoryChart.document(readings, options: .init(guideline: guideline, subtitle: about))
+            summary = "\(readings.count) reading\(readings.count == 1 ? "" : "s") against \(guideline.name)"
         } else {
             let input = input!
             let sessions: [PlotSession]
             do {
-                sessions = try PlotInput.sessions(try PlotInput.read(input), format: PlotInputFormat(rawValue: inputFormat)!)
+                sessions = try PlotInput.sessions(try PlotInput.read(input), format: inputFormat)
             } catch {
                 fail("\(input == "-" ? "stdin" : input): \(error.description)", 1)
             }
