@@ -125,10 +125,18 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
 }
 
 extension Array where Element == DecodeWarning {
-    public var json: JSON {
-        .array(map { w in
-            .object([("code", .string(w.code.rawValue)), ("message", .string(w.message)), ("offset", JSON.from(w.offset) { .int(Int64($0)) })])
-        })
+    public var json: JSON { JSON.build { write(to: &$0) } }
+
+    @inlinable public func write<W: JSONWriter>(to w: inout W) {
+        w.beginArray()
+        for warning in self {
+            w.beginObject()
+            w.key("code"); w.string(warning.code.rawValue)
+            w.key("message"); w.string(warning.message)
+            w.key("offset"); if let o = warning.offset { w.int(Int64(o)) } else { w.null() }
+            w.endObject()
+        }
+        w.endArray()
     }
 }
 
@@ -142,56 +150,75 @@ extension BPSDecodingError {
 extension BloodPressureMeasurement {
     /// The keys of `cuff decode` for 0x2A35 / 0x2A36.
     public func json(as characteristic: BPSCharacteristic, warnings: [DecodeWarning], raw: JSON) -> JSON {
-        var pairs: [(String, JSON)] = []
-        pairs.reserveCapacity(16)  // the most keys an object here has: no regrowth
+        JSON.build { write(as: characteristic, warnings: warnings, to: &$0) { $0.value(raw) } }
+    }
+
+    /// ``json(as:warnings:raw:)`` written to `w`; `raw` writes the `raw` key's value, `more` any keys
+    /// that follow the codec's own.
+    @inlinable
+    public func write<W: JSONWriter>(
+        as characteristic: BPSCharacteristic, warnings: [DecodeWarning], to w: inout W, raw: (inout W) -> Void,
+        more: (inout W) -> Void = { _ in }
+    ) {
         let isICP = characteristic == .intermediateCuffPressure
-        pairs.append(("type", .string(isICP ? "cuff_pressure" : "measurement")))
-        pairs.append(("characteristic", .string(characteristic.uuidString)))
-        pairs.append(("unit", .string(unit.rawValue)))
+        w.beginObject()
+        w.key("type"); w.string(isICP ? "cuff_pressure" : "measurement")
+        w.key("characteristic"); w.string(characteristic.uuidString)
+        w.key("unit"); w.string(unit.rawValue)
         if isICP {
-            pairs.append(("cuff_pressure", systolic.json))
+            w.key("cuff_pressure"); systolic.write(to: &w)
         } else {
-            pairs.append(("systolic", systolic.json))
-            pairs.append(("diastolic", diastolic.json))
-            pairs.append(("mean_arterial_pressure", meanArterialPressure.json))
+            w.key("systolic"); systolic.write(to: &w)
+            w.key("diastolic"); diastolic.write(to: &w)
+            w.key("mean_arterial_pressure"); meanArterialPressure.write(to: &w)
         }
-        pairs.append(("pulse_rate", JSON.from(pulseRate) { $0.json }))
-        pairs.append(("timestamp", JSON.from(timestamp?.iso8601, JSON.string)))
-        pairs.append(("user_id", userID == nil || userID == 0xFF ? .null : .int(Int64(userID!))))
-        pairs.append(("status", JSON.from(status) { $0.json }))
-        pairs.append(("warnings", warnings.json))
-        pairs.append(("raw", raw))
+        w.key("pulse_rate"); if let pulseRate { pulseRate.write(to: &w) } else { w.null() }
+        w.key("timestamp"); w.optional(timestamp?.iso8601)
+        w.key("user_id"); if let userID, userID != 0xFF { w.int(Int64(userID)) } else { w.null() }
+        w.key("status"); if let status { status.write(to: &w) } else { w.null() }
+        w.key("warnings"); warnings.write(to: &w)
+        w.key("raw"); raw(&w)
         if let timestamp, timestamp.iso8601 == nil {
-            pairs.append(("timestamp_fields", timestamp.json))
+            w.key("timestamp_fields"); timestamp.write(to: &w)
         }
-        if userID == 0xFF { pairs.append(("user_unknown", .bool(true))) }
-        return .object(pairs)
+        if userID == 0xFF { w.key("user_unknown"); w.bool(true) }
+        more(&w)
+        w.endObject()
     }
 }
 
 extension EnhancedBloodPressureMeasurement {
     /// The keys of `cuff decode` for 0x2B34 / 0x2B35, plus `user_facing_time` and `epoch`.
     public func json(warnings: [DecodeWarning], raw: JSON) -> JSON {
-        var pairs: [(String, JSON)] = []
-        pairs.reserveCapacity(16)  // the most keys an object here has: no regrowth
-        pairs.append(("type", .string(isCuffPressure ? "cuff_pressure" : "measurement")))
-        pairs.append(("characteristic", .string(isCuffPressure ? "2B35" : "2B34")))
-        pairs.append(("unit", .string(unit.rawValue)))
+        JSON.build { write(warnings: warnings, to: &$0) { $0.value(raw) } }
+    }
+
+    /// ``json(warnings:raw:)`` written to `w`; `raw` writes the `raw` key's value, `more` any keys
+    /// that follow the codec's own.
+    @inlinable
+    public func write<W: JSONWriter>(warnings: [DecodeWarning], to w: inout W, raw: (inout W) -> Void, more: (inout W) -> Void = { _ in }) {
+        w.beginObject()
+        w.key("type"); w.string(isCuffPressure ? "cuff_pressure" : "measurement")
+        w.key("characteristic"); w.string(isCuffPressure ? "2B35" : "2B34")
+        w.key("unit"); w.string(unit.rawValue)
         switch kind {
         case let .measurement(s, d, m):
-            pairs += [("systolic", s.json), ("diastolic", d.json), ("mean_arterial_pressure", m.json)]
+            w.key("systolic"); s.write(to: &w)
+            w.key("diastolic"); d.write(to: &w)
+            w.key("mean_arterial_pressure"); m.write(to: &w)
         case let .cuffPressure(p):
-            pairs.append(("cuff_pressure", p.json))
+            w.key("cuff_pressure"); p.write(to: &w)
         }
-        pairs.append(("pulse_rate", JSON.from(pulseRate) { $0.json }))
-        pairs.append(("timestamp", JSON.from(timestampISO8601, JSON.string)))
-        pairs.append(("user_id", userID == nil || userID == 0xFF ? .null : .int(Int64(userID!))))
-        pairs.append(("status", JSON.from(status) { $0.json }))
-        pairs.append(("warnings", warnings.json))
-        pairs.append(("raw", raw))
-        pairs.append(("user_facing_time", JSON.from(userFacingTimeISO8601, JSON.string)))
-        pairs.append(("epoch", .int(Int64(epoch.rawValue))))
-        if userID == 0xFF { pairs.append(("user_unknown", .bool(true))) }
-        return .object(pairs)
+        w.key("pulse_rate"); if let pulseRate { pulseRate.write(to: &w) } else { w.null() }
+        w.key("timestamp"); w.optional(timestampISO8601)
+        w.key("user_id"); if let userID, userID != 0xFF { w.int(Int64(userID)) } else { w.null() }
+        w.key("status"); if let status { status.write(to: &w) } else { w.null() }
+        w.key("warnings"); warnings.write(to: &w)
+        w.key("raw"); raw(&w)
+        w.key("user_facing_time"); w.optional(userFacingTimeISO8601)
+        w.key("epoch"); w.int(Int64(epoch.rawValue))
+        if userID == 0xFF { w.key("user_unknown"); w.bool(true) }
+        more(&w)
+        w.endObject()
     }
 }

@@ -123,15 +123,17 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Every field, unknown ones as null.
-    public var json: JSON {
-        .object([
-            ("year", year == 0 ? .null : .int(Int64(year))),
-            ("month", month == 0 ? .null : .int(Int64(month))),
-            ("day", day == 0 ? .null : .int(Int64(day))),
-            ("hours", .int(Int64(hours))),
-            ("minutes", .int(Int64(minutes))),
-            ("seconds", .int(Int64(seconds))),
-        ])
+    public var json: JSON { JSON.build { write(to: &$0) } }
+
+    @inlinable public func write<W: JSONWriter>(to w: inout W) {
+        w.beginObject()
+        w.key("year"); if year == 0 { w.null() } else { w.int(Int64(year)) }
+        w.key("month"); if month == 0 { w.null() } else { w.int(Int64(month)) }
+        w.key("day"); if day == 0 { w.null() } else { w.int(Int64(day)) }
+        w.key("hours"); w.int(Int64(hours))
+        w.key("minutes"); w.int(Int64(minutes))
+        w.key("seconds"); w.int(Int64(seconds))
+        w.endObject()
     }
 
     /// Civil date of `secondsSince1970` (UTC, proleptic Gregorian).

@@ -56,14 +56,16 @@ public struct MeasurementStatus: Sendable, Hashable, RawRepresentable {
     public var improperPosition: Bool { rawValue & 0x20 != 0 }
     public var rfuBits: UInt16 { rawValue & MeasurementStatus.rfuMask }
 
-    public var json: JSON {
-        .object([
-            ("body_movement", .bool(bodyMovement)),
-            ("cuff_too_loose", .bool(cuffTooLoose)),
-            ("irregular_pulse", .bool(irregularPulse)),
-            ("pulse_rate_range", .string(pulseRateRange.name)),
-            ("improper_position", .bool(improperPosition)),
-        ])
+    public var json: JSON { JSON.build { write(to: &$0) } }
+
+    @inlinable public func write<W: JSONWriter>(to w: inout W) {
+        w.beginObject()
+        w.key("body_movement"); w.bool(bodyMovement)
+        w.key("cuff_too_loose"); w.bool(cuffTooLoose)
+        w.key("irregular_pulse"); w.bool(irregularPulse)
+        w.key("pulse_rate_range"); w.string(pulseRateRange.name)
+        w.key("improper_position"); w.bool(improperPosition)
+        w.endObject()
     }
 
     @inlinable

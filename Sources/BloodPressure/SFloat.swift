@@ -78,9 +78,15 @@ public struct SFloat: Sendable, Hashable, RawRepresentable, CustomStringConverti
     }
 
     /// A number as JSON, or the special value's name as a string — never a number for a special.
-    public var json: JSON {
-        if let d = doubleValue { return .double(d) }
-        return .string(specialName!)
+    public var json: JSON { JSON.build { write(to: &$0) } }
+
+    /// A number, or the special value's name as a string — never a number for a special.
+    @inlinable public func write<W: JSONWriter>(to w: inout W) {
+        if case let .finite(m, e) = value, let d = doubleValue {
+            w.decimal(d, mantissa: Int(m), exponent: Int(e))
+        } else {
+            w.string(specialName ?? description)
+        }
     }
 
     public var description: String { doubleValue.map { String($0) } ?? specialName! }

@@ -58,15 +58,17 @@ public struct DeviceInfo: Sendable, Hashable {
         self.features = features
     }
 
-    public var json: JSON {
-        .object([
-            ("address", .string(address)),
-            ("name", JSON.from(name, JSON.string)),
-            ("manufacturer", JSON.from(manufacturer, JSON.string)),
-            ("model", JSON.from(model, JSON.string)),
-            ("serial", JSON.from(serial, JSON.string)),
-            ("firmware", JSON.from(firmware, JSON.string)),
-        ])
+    public var json: JSON { JSON.build { write(to: &$0) } }
+
+    @inlinable public func write<W: JSONWriter>(to w: inout W) {
+        w.beginObject()
+        w.key("address"); w.string(address)
+        w.key("name"); w.optional(name)
+        w.key("manufacturer"); w.optional(manufacturer)
+        w.key("model"); w.optional(model)
+        w.key("serial"); w.optional(serial)
+        w.key("firmware"); w.optional(firmware)
+        w.endObject()
     }
 
     /// A stable identity for deduplication: serial when known, else the address.
@@ -101,20 +103,36 @@ public struct MeasurementRecord: Sendable, Hashable {
         get {
             switch decodedSource {
             case let .json(j): j
-            case let .bpm(v): v.json(as: .bloodPressureMeasurement, warnings: warnings, raw: .string(Hex.encode(raw)))
-            case let .enhanced(v): v.json(warnings: warnings, raw: .string(Hex.encode(raw)))
+            case .bpm, .enhanced: JSON.build { writeDecoded(to: &$0) }
             }
         }
         set { decodedSource = .json(newValue) }
     }
 
+    /// ``decoded`` written to `w`, with `more` writing keys after the codec's own.
+    @inlinable func writeDecoded<W: JSONWriter>(to w: inout W, more: (inout W) -> Void = { _ in }) {
+        switch decodedSource {
+        case let .bpm(v): v.write(as: .bloodPressureMeasurement, warnings: warnings, to: &w, raw: { $0.hex(raw) }, more: more)
+        case let .enhanced(v): v.write(warnings: warnings, to: &w, raw: { $0.hex(raw) }, more: more)
+        case let .json(j):
+            guard case let .object(pairs) = j else { return w.value(j) }
+            w.beginObject()
+            for (k, v) in pairs {
+                w.dynamicKey(k)
+                w.value(v)
+            }
+            more(&w)
+            w.endObject()
+        }
+    }
+
     /// What ``decoded`` is built from.
-    enum DecodedSource: Sendable {
+    @usableFromInline enum DecodedSource: Sendable {
         case json(JSON)
         case bpm(BloodPressureMeasurement)
         case enhanced(EnhancedBloodPressureMeasurement)
     }
-    var decodedSource: DecodedSource
+    @usableFromInline var decodedSource: DecodedSource
     /// The device's own time fields as sent (also when the date is partly unknown), for deduplication.
     public var deviceTime: String?
 
@@ -180,13 +198,15 @@ public struct MeasurementRecord: Sendable, Hashable {
     }
 
     /// The NDJSON `measurement` object: the codec's keys, then `device`, `received_at`, `stored`, `sequence_number`.
-    public var json: JSON {
-        guard case var .object(pairs) = decoded else { return decoded }
-        pairs.append(("device", device.json))
-        pairs.append(("received_at", .string(receivedAt.iso8601)))
-        pairs.append(("stored", .bool(stored)))
-        pairs.append(("sequence_number", JSON.from(sequenceNumber) { .int(Int64($0)) }))
-        return .object(pairs)
+    public var json: JSON { JSON.build { write(to: &$0) } }
+
+    @inlinable public func write<W: JSONWriter>(to w: inout W) {
+        writeDecoded(to: &w) { w in
+            w.key("device"); device.write(to: &w)
+            w.key("received_at"); w.timestamp(wallMicros: receivedAt.wallMicros, EventTime.iso8601(wallMicros:))
+            w.key("stored"); w.bool(stored)
+            w.key("sequence_number"); if let sequenceNumber { w.int(Int64(sequenceNumber)) } else { w.null() }
+        }
     }
 
     /// Builds a record from a 0x2A35 value.
@@ -247,15 +267,24 @@ public struct ProgressRecord: Sendable, Hashable {
         self.at = at
     }
 
-    public var json: JSON {
-        .object([
-            ("type", .string("progress")),
-            ("phase", .string(phase.rawValue)),
-            ("cuff_pressure", cuffPressure.json),
-            ("unit", .string(unit.rawValue)),
-            ("elapsed", .double((elapsed * 1000).rounded() / 1000)),
-            ("received_at", .string(at.iso8601)),
-        ])
+    public var json: JSON { JSON.build { write(to: &$0) } }
+
+    @inlinable public func write<W: JSONWriter>(to w: inout W) {
+        w.beginObject()
+        w.key("type"); w.string("progress")
+        w.key("phase"); w.string(phase.rawValue)
+        w.key("cuff_pressure"); cuffPressure.write(to: &w)
+        w.key("unit"); w.string(unit.rawValue)
+        // Milliseconds: the exact decimal when it is a whole number of them (nearly always).
+        w.key("elapsed")
+        let ms = (elapsed * 1000).rounded()
+        if abs(ms) < 1e12, ms != 0 || ms.sign == .plus {
+            w.decimal(ms / 1000, mantissa: Int(ms), exponent: -3)
+        } else {
+            w.double(ms / 1000)
+        }
+        w.key("received_at"); w.timestamp(wallMicros: at.wallMicros, EventTime.iso8601(wallMicros:))
+        w.endObject()
     }
 }
 
@@ -309,25 +338,33 @@ public struct SessionRecord: Sendable, Hashable {
         self.message = message
     }
 
-    public var json: JSON {
-        var pairs: [(String, JSON)] = [
-            ("type", .string("session")),
-            ("event", .string(event.rawValue)),
-            ("device", device.json),
-            ("name", JSON.from(device.name, JSON.string)),
-            ("manufacturer", JSON.from(device.manufacturer, JSON.string)),
-            ("model", JSON.from(device.model, JSON.string)),
-            ("serial", JSON.from(device.serial, JSON.string)),
-            ("address", .string(device.address)),
-            ("features", JSON.from(device.features) { .array($0.featureNames.map(JSON.string)) }),
-            ("at", .string(at.iso8601)),
-        ]
-        if event == .end {
-            pairs.append(("outcome", JSON.from(outcome) { .string($0.rawValue) }))
-            pairs.append(("measurements", .int(Int64(measurements))))
-            pairs.append(("message", JSON.from(message, JSON.string)))
+    public var json: JSON { JSON.build { write(to: &$0) } }
+
+    @inlinable public func write<W: JSONWriter>(to w: inout W) {
+        w.beginObject()
+        w.key("type"); w.string("session")
+        w.key("event"); w.string(event.rawValue)
+        w.key("device"); device.write(to: &w)
+        w.key("name"); w.optional(device.name)
+        w.key("manufacturer"); w.optional(device.manufacturer)
+        w.key("model"); w.optional(device.model)
+        w.key("serial"); w.optional(device.serial)
+        w.key("address"); w.string(device.address)
+        w.key("features")
+        if let f = device.features {
+            w.beginArray()
+            for name in f.featureNames { w.string(name) }
+            w.endArray()
+        } else {
+            w.null()
         }
-        return .object(pairs)
+        w.key("at"); w.timestamp(wallMicros: at.wallMicros, EventTime.iso8601(wallMicros:))
+        if event == .end {
+            w.key("outcome"); w.optional(outcome?.rawValue)
+            w.key("measurements"); w.int(Int64(measurements))
+            w.key("message"); w.optional(message)
+        }
+        w.endObject()
     }
 }
 
@@ -339,17 +376,70 @@ public enum SessionOutput: Sendable, Hashable {
     case progress(ProgressRecord)
     indirect case measurement(MeasurementRecord)
 
-    public var json: JSON {
+    public var json: JSON { JSON.build { write(to: &$0) } }
+
+    /// The NDJSON line's object: the one shape every writer of records uses.
+    @inlinable public func write<W: JSONWriter>(to w: inout W) {
         switch self {
-        case let .session(s): s.json
-        case let .progress(p): p.json
+        case let .session(s): s.write(to: &w)
+        case let .progress(p): p.write(to: &w)
         case let .measurement(m):
-            { () -> JSON in
-                guard case var .object(pairs) = m.json else { return m.json }
-                // `type` stays "measurement" for every result, whichever characteristic carried it.
-                if let i = pairs.firstIndex(where: { $0.0 == "type" }) { pairs[i].1 = .string("measurement") }
-                return .object(pairs)
-            }()
+            // `type` is "measurement" for every result, whichever characteristic carried it: the
+            // codecs' results say so already; a record read back as a tree may not.
+            guard case .json = m.decodedSource else { return m.write(to: &w) }
+            var typed = TypeAsMeasurement(inner: w)
+            m.write(to: &typed)
+            w = typed.inner
+        }
+    }
+}
+
+/// Passes everything through to `inner`, but writes the first top-level `type` key's value as
+/// "measurement".
+@usableFromInline struct TypeAsMeasurement<Inner: JSONWriter>: JSONWriter {
+    @usableFromInline var inner: Inner
+    var depth = 0
+    var state = 0  // 0: no type key yet; 1: the type key's value is next; 2: done
+
+    @usableFromInline init(inner: Inner) { self.inner = inner }
+
+    @usableFromInline mutating func beginObject() { depth += 1; inner.beginObject() }
+    @usableFromInline mutating func endObject() { depth -= 1; inner.endObject() }
+    @usableFromInline mutating func beginArray() { depth += 1; inner.beginArray() }
+    @usableFromInline mutating func endArray() { depth -= 1; inner.endArray() }
+    @usableFromInline mutating func key(_ k: StaticString) {
+        if state == 0, depth == 1, k.utf8CodeUnitCount == 4, k.description == "type" { state = 1 }
+        inner.key(k)
+    }
+    @usableFromInline mutating func dynamicKey(_ k: String) {
+        if state == 0, depth == 1, k == "type" { state = 1 }
+        inner.dynamicKey(k)
+    }
+    mutating func replaced() -> Bool {
+        guard state == 1 else { return false }
+        state = 2
+        inner.string("measurement")
+        return true
+    }
+    @usableFromInline mutating func null() { if !replaced() { inner.null() } }
+    @usableFromInline mutating func bool(_ b: Bool) { if !replaced() { inner.bool(b) } }
+    @usableFromInline mutating func int(_ i: Int64) { if !replaced() { inner.int(i) } }
+    @usableFromInline mutating func double(_ d: Double) { if !replaced() { inner.double(d) } }
+    @usableFromInline mutating func decimal(_ d: Double, mantissa: Int, exponent: Int) { if !replaced() { inner.decimal(d, mantissa: mantissa, exponent: exponent) } }
+    @usableFromInline mutating func string(_ s: String) { if !replaced() { inner.string(s) } }
+    @usableFromInline mutating func hex(_ bytes: [UInt8]) { if !replaced() { inner.hex(bytes) } }
+    @usableFromInline mutating func timestamp(wallMicros: Int64, _ format: (Int64) -> String) {
+        if !replaced() { inner.timestamp(wallMicros: wallMicros, format) }
+    }
+    @usableFromInline mutating func value(_ v: JSON) {
+        if replaced() { return }
+        // A tree goes through this writer's own methods (its `type` key counts too).
+        switch v {
+        case let .array(items):
+            beginArray(); for i in items { value(i) }; endArray()
+        case let .object(pairs):
+            beginObject(); for (k, i) in pairs { dynamicKey(k); value(i) }; endObject()
+        default: inner.value(v)
         }
     }
 }

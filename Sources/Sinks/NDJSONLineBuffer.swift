@@ -13,7 +13,7 @@ import Glibc
 ///
 /// For a writer that drains the buffer itself (`cuff replay`): append lines, write ``bytes`` out,
 /// ``removeAll()``. Not thread-safe: one owner at a time.
-public final class NDJSONLineBuffer: @unchecked Sendable {
+public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
     // Unchecked: one owner at a time (see above); the dynamic checks cost more than the writes.
     @exclusivity(unchecked) private var base: UnsafeMutablePointer<UInt8>
     @exclusivity(unchecked) private var capacity: Int
@@ -48,170 +48,101 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
 
     /// Appends one line: `output`'s JSON and a newline.
     public func append(_ output: SessionOutput) {
-        switch output {
-        case let .progress(p): progress(p)
-        case let .session(s): session(s)
-        case let .measurement(m): measurement(m)
-        }
+        var w = self
+        comma = false
+        output.write(to: &w)
         ensure(1)
         put(0x0A)
     }
 
-    // MARK: - Records
+    // MARK: - JSONWriter: the records' one shape (SessionOutput.write), written as bytes
 
-    /// `{"type":"progress","phase":…,"cuff_pressure":…,"unit":…,"elapsed":…,"received_at":…}`, as ProgressRecord.json.
-    ///
-    /// The common line (a pressure with an exponent from −3 to 5, an elapsed time of fewer than 10⁹ s)
-    /// is written through one local pointer; any other goes the general way.
-    func progress(_ p: ProgressRecord) {
-        guard case let .finite(m, e) = p.cuffPressure.value, e <= 5, e >= -3, let ms = Self.wholeMilliseconds(p.elapsed) else {
-            return progressGeneral(p)
-        }
-        ensure(160)
-        var q = base + count
-        Self.put(Self.head(p.phase), &q)
-        Self.decimal(Int(m), exponent: Int(e), &q)
-        Self.put(Self.unitKey(p.unit), &q)
-        Self.milliseconds(ms, &q)
-        Self.put(#","received_at":""#, &q)
-        iso8601(p.at.wallMicros, &q)
-        Self.put("\"}", &q)
-        count = q - base
+    /// A comma goes before the next key or array item.
+    @exclusivity(unchecked) private var comma = false
+
+    @inline(__always) private func separate() {
+        if comma { ensure(1); put(0x2C) }
     }
 
-    /// ``progress(_:)`` for any pressure and elapsed time.
-    func progressGeneral(_ p: ProgressRecord) {
-        // Everything but a special cuff pressure's text fits in 160 bytes.
-        ensure(160)
-        put(Self.head(p.phase))
-        pressure(p.cuffPressure)
-        put(Self.unitKey(p.unit))
-        milliseconds(p.elapsed)
-        put(#","received_at":""#)
-        iso8601(p.at.wallMicros)
-        put("\"}")
-    }
+    public func beginObject() { separate(); ensure(1); put(0x7B); comma = false }
+    public func endObject() { ensure(1); put(0x7D); comma = true }
+    public func beginArray() { separate(); ensure(1); put(0x5B); comma = false }
+    public func endArray() { ensure(1); put(0x5D); comma = true }
 
-    /// A progress line up to its pressure (one constant per phase).
-    @inline(__always) static func head(_ phase: MeasurementPhase) -> StaticString {
-        phase == .inflating ? #"{"type":"progress","phase":"inflating","cuff_pressure":"#
-                            : #"{"type":"progress","phase":"deflating","cuff_pressure":"#
-    }
-
-    /// From after the pressure to the elapsed time (one constant per unit).
-    @inline(__always) static func unitKey(_ unit: PressureUnit) -> StaticString {
-        unit == .mmHg ? #","unit":"mmHg","elapsed":"# : #","unit":"kPa","elapsed":"#
-    }
-
-    /// SFloat.json: the number (``decimal(_:exponent:_:)`` where it applies), or a special value's name.
-    func pressure(_ v: SFloat) {
-        if case let .finite(m, e) = v.value, e <= 5, e >= -3 {
-            ensure(16)
-            var q = base + count
-            Self.decimal(Int(m), exponent: Int(e), &q)
-            count = q - base
-        } else if let d = v.doubleValue {
-            ensure(32)
-            number(d)
-        } else {
-            string(v.description)
-            ensure(96)
-        }
-    }
-
-    /// SessionRecord.json, without building it: the same keys in the same order.
-    func session(_ s: SessionRecord) {
-        ensure(48)
-        put(s.event == .start ? #"{"type":"session","event":"start","device":"# : #"{"type":"session","event":"end","device":"#)
-        device(s.device)
-        key(#","name":"#); optional(s.device.name)
-        key(#","manufacturer":"#); optional(s.device.manufacturer)
-        key(#","model":"#); optional(s.device.model)
-        key(#","serial":"#); optional(s.device.serial)
-        key(#","address":"#); string(s.device.address)
-        key(#","features":"#)
-        if let f = s.device.features {
-            ensure(1)
-            put(0x5B)
-            for (n, name) in f.featureNames.enumerated() {
-                if n > 0 { ensure(1); put(0x2C) }
-                string(name)
-            }
-            ensure(1)
-            put(0x5D)
-        } else {
-            ensure(4)
-            put("null")
-        }
-        key(#","at":""#)
-        iso8601(s.at.wallMicros)
-        ensure(1)
+    public func key(_ k: StaticString) {
+        ensure(k.utf8CodeUnitCount + 4)
+        if comma { put(0x2C) }
         put(0x22)
-        if s.event == .end {
-            key(#","outcome":"#); optional(s.outcome?.rawValue)
-            key(#","measurements":"#)
-            ensure(21)
-            signed(Int64(s.measurements))
-            key(#","message":"#); optional(s.message)
+        put(k)
+        put(0x22)
+        put(0x3A)
+        comma = false
+    }
+
+    public func dynamicKey(_ k: String) {
+        separate()
+        quoted(k)
+        ensure(1)
+        put(0x3A)
+        comma = false
+    }
+
+    public func null() { separate(); ensure(4); put("null"); comma = true }
+    public func bool(_ b: Bool) { separate(); ensure(5); put(b ? "true" : "false"); comma = true }
+
+    public func int(_ i: Int64) {
+        separate()
+        ensure(21)
+        signed(i)
+        comma = true
+    }
+
+    public func double(_ d: Double) {
+        separate()
+        ensure(32)
+        number(d)
+        comma = true
+    }
+
+    /// `m`·10ᵉ straight from its digits where that gives Double.description's text: an SFLOAT
+    /// (−3 ≤ e ≤ 5, |m| < 2¹¹) or a count of milliseconds under 10⁹ s (e = −3, |m| < 10¹²).
+    public func decimal(_ d: Double, mantissa m: Int, exponent e: Int) {
+        guard e >= -3, e <= 5, e < 0 ? abs(m) < 1_000_000_000_000 : abs(m) < 2048 else { return double(d) }
+        separate()
+        ensure(32)
+        var q = base + count
+        Self.decimal(m, exponent: e, &q)
+        count = q - base
+        comma = true
+    }
+
+    public func string(_ s: String) {
+        separate()
+        quoted(s)
+        comma = true
+    }
+
+    public func hex(_ bytes: [UInt8]) {
+        separate()
+        ensure(bytes.count * 2 + 2)
+        put(0x22)
+        for b in bytes {
+            put(Hex.digit(b >> 4))
+            put(Hex.digit(b & 0xF))
         }
-        ensure(1)
-        put(0x7D)
+        put(0x22)
+        comma = true
     }
 
-    /// SessionOutput.measurement's JSON: the codec's object (its JSON value, as built for every sink)
-    /// with `type` set to "measurement", then `device`, `received_at`, `stored`, `sequence_number`
-    /// written straight, as MeasurementRecord.json appends them.
-    func measurement(_ m: MeasurementRecord) {
-        let decoded = m.decoded
-        guard case let .object(pairs) = decoded else { json(decoded); return }
-        ensure(1)
-        put(0x7B)
-        var typed = false
-        for n in pairs.indices {
-            if n > 0 { ensure(1); put(0x2C) }
-            string(pairs[n].0)
-            ensure(1)
-            put(0x3A)
-            if !typed && pairs[n].0 == "type" {
-                typed = true
-                ensure(13)
-                put(#""measurement""#)
-            } else {
-                json(pairs[n].1)
-            }
-        }
-        if !pairs.isEmpty { ensure(1); put(0x2C) }
-        key(#""device":"#)
-        device(m.device)
-        key(#","received_at":""#)
-        iso8601(m.receivedAt.wallMicros)
-        ensure(64)
-        put(m.stored ? #"","stored":true,"sequence_number":"# : #"","stored":false,"sequence_number":"#)
-        if let n = m.sequenceNumber { digits(UInt64(n)) } else { put("null") }
-        put(0x7D)
-    }
-
-    /// DeviceInfo.json.
-    func device(_ d: DeviceInfo) {
-        key(#"{"address":"#); string(d.address)
-        key(#","name":"#); optional(d.name)
-        key(#","manufacturer":"#); optional(d.manufacturer)
-        key(#","model":"#); optional(d.model)
-        key(#","serial":"#); optional(d.serial)
-        key(#","firmware":"#); optional(d.firmware)
-        ensure(1)
-        put(0x7D)
-    }
-
-    /// A constant piece (a key with its punctuation).
-    @inline(__always) func key(_ s: StaticString) {
-        ensure(s.utf8CodeUnitCount)
-        put(s)
-    }
-
-    /// A string, or `null`.
-    func optional(_ s: String?) {
-        if let s { string(s) } else { ensure(4); put("null") }
+    public func timestamp(wallMicros: Int64, _ format: (Int64) -> String) {
+        separate()
+        ensure(48)
+        put(0x22)
+        var q = base + count
+        iso8601(wallMicros, &q)
+        count = q - base
+        put(0x22)
+        comma = true
     }
 
     /// An integer as JSON.int prints it (callers ensure 21 bytes).
@@ -219,44 +150,10 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         if i < 0 { put(0x2D); digits(i == .min ? UInt64(1) << 63 : UInt64(-i)) } else { digits(UInt64(i)) }
     }
 
-    /// JSON.serialized() (compact), byte for byte.
-    func json(_ v: JSON) {
-        switch v {
-        case .null: ensure(4); put("null")
-        case let .bool(b): ensure(5); put(b ? "true" : "false")
-        case let .int(i):
-            ensure(21)
-            signed(i)
-        case let .double(d): ensure(32); number(d)
-        case let .string(s): string(s)
-        case let .array(items):
-            ensure(1)
-            put(0x5B)
-            for (n, item) in items.enumerated() {
-                if n > 0 { ensure(1); put(0x2C) }
-                json(item)
-            }
-            ensure(1)
-            put(0x5D)
-        case let .object(pairs):
-            ensure(1)
-            put(0x7B)
-            for (n, (k, item)) in pairs.enumerated() {
-                if n > 0 { ensure(1); put(0x2C) }
-                string(k)
-                ensure(1)
-                put(0x3A)
-                json(item)
-            }
-            ensure(1)
-            put(0x7D)
-        }
-    }
-
     // MARK: - Pieces (callers `ensure` room first, except `string` and `number`'s long form)
 
     /// JSON.escape: `"` `\\` and control characters escaped, everything else as UTF-8.
-    func string(_ s: String) {
+    func quoted(_ s: String) {
         var s = s
         s.withUTF8 { u in
             // Most strings need no escape: one scan, one copy.
@@ -305,17 +202,6 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         if !s.utf8.contains(0x2E), !s.utf8.contains(0x65) { put(".0") }
     }
 
-    /// `(x * 1000).rounded() / 1000` as JSON.format prints it. For |x| < 10⁹ the shortest form of
-    /// k/1000 is k/1000 in decimal with trailing zeros dropped (distinct 3-decimal numbers that
-    /// small are distinct doubles), so no Double → text conversion is needed.
-    func milliseconds(_ x: Double) {
-        guard let k = Self.wholeMilliseconds(x) else { number((x * 1000).rounded() / 1000); return }
-        ensure(32)
-        var q = base + count
-        Self.milliseconds(k, &q)
-        count = q - base
-    }
-
     /// `m`·10ᵉ (−3 ≤ e ≤ 5, |m| < 2¹¹, an SFLOAT's mantissa) as number() prints the Double SFloat
     /// makes of it (m / 10⁻ᵉ correctly rounded, or m · 10ᵉ exactly): its shortest round-trip form
     /// is the decimal itself: a whole number (< 10⁹) as `n.0`, else trailing zeros dropped with at
@@ -339,28 +225,6 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         var i = n
         while i > 0 { i -= 1; q[i] = UInt8(0x30 + frac % 10); frac /= 10 }
         q += n
-    }
-
-    /// `x` in whole milliseconds, when the short form applies: finite, under 10⁹ s, not −0.
-    @inline(__always) static func wholeMilliseconds(_ x: Double) -> Int64? {
-        let r = (x * 1000).rounded()
-        guard r.isFinite, abs(r) < 1e12, r != 0 || r.sign == .plus else { return nil }
-        return Int64(r)
-    }
-
-    /// `k` milliseconds as seconds: digits, a point, three decimals with trailing zeros dropped
-    /// (at least one digit).
-    @inline(__always) static func milliseconds(_ k: Int64, _ q: inout UnsafeMutablePointer<UInt8>) {
-        var k = k
-        if k < 0 { put(0x2D, &q); k = -k }
-        digits(UInt64(k / 1000), &q)
-        let frac = Int(k % 1000)
-        let d1 = frac / 100, d2 = frac / 10 % 10, d3 = frac % 10
-        q[0] = 0x2E
-        q[1] = UInt8(0x30 + d1)
-        q += 2
-        if d2 != 0 || d3 != 0 { put(UInt8(0x30 + d2), &q) }
-        if d3 != 0 { put(UInt8(0x30 + d3), &q) }
     }
 
     /// Decimal digits of `v` (at most 20 bytes).
@@ -387,15 +251,7 @@ public final class NDJSONLineBuffer: @unchecked Sendable {
         repeat { i -= 1; i.pointee = UInt8(0x30 + n % 10); n /= 10 } while n > 0
     }
 
-    /// EventTime.iso8601: `2026-11-22T07:31:54.123Z`.
-    func iso8601(_ wallMicros: Int64) {
-        ensure(48)
-        var q = base + count
-        iso8601(wallMicros, &q)
-        count = q - base
-    }
-
-    /// ``iso8601(_:)`` at `q` (at most 14 + 9 + 4 bytes); the text up to the seconds is computed
+    /// EventTime.iso8601 (`2026-11-22T07:31:54.123Z`) at `q` (at most 14 + 9 + 4 bytes); the text up to the seconds is computed
     /// once per second (a cuff notifies several times a second), the date once per day.
     @inline(__always) func iso8601(_ wallMicros: Int64, _ q: inout UnsafeMutablePointer<UInt8>) {
         // Floor division with no intermediate that can overflow (any Int64 will do).
