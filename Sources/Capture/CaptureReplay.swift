@@ -223,8 +223,8 @@ public struct CaptureReplay: Sendable {
         let peer = Peer(adapter: info.adapter, address: address)
         if info.role == .central {
             let inherited = learned[peer].map { h in
-                (h, "hci\(info.adapter) connection \(hex4(info.connectionHandle)) to \(address): no service discovery on this connection; "
-                    + "using the handles discovered on connection \(hex4(h.connectionHandle))"
+                (h, "hci\(info.adapter) connection \(Hex.handle(info.connectionHandle)) to \(address): no service discovery on this connection; "
+                    + "using the handles discovered on connection \(Hex.handle(h.connectionHandle))"
                     + (h.openedAt.map { " (connected at offset \($0))" } ?? ""))
             }
             c = Connection(serial: serial, address: address, sniffed: sniffed,
@@ -232,7 +232,7 @@ public struct CaptureReplay: Sendable {
             c.peer = peer
             c.openedAt = info.fileOffset
         } else {
-            out.append(.log("hci\(info.adapter) connection \(hex4(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported"))
+            out.append(.log("hci\(info.adapter) connection \(Hex.handle(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported"))
             c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
         }
         connections[key] = c
@@ -273,7 +273,7 @@ public struct CaptureReplay: Sendable {
             // No connection event: decide from who sends requests.
             guard let clientSide = CaptureReplay.isClientOpcode(opcode) else { return }
             serial += 1
-            let address = "hci\(adapter)/" + hex4(handle)
+            let address = "hci\(adapter)/" + Hex.handle(handle)
             let sniffed = accessAddress != nil
             let localIsCentral: Bool
             switch direction {
@@ -284,7 +284,7 @@ public struct CaptureReplay: Sendable {
             if localIsCentral {
                 c = Connection(serial: serial, address: address, sniffed: sniffed, observer: newObserver(address, at: timestamp, &out))
             } else {
-                out.append(.log("hci\(adapter) connection \(hex4(handle)): this controller is the peripheral (it answers requests); not reported"))
+                out.append(.log("hci\(adapter) connection \(Hex.handle(handle)): this controller is the peripheral (it answers requests); not reported"))
                 c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
             }
             connections[key] = c

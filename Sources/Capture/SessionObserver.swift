@@ -58,6 +58,8 @@ public struct SessionObserver: Sendable {
     var cccdOwner: [UInt16: CuffCharacteristic] = [:]
     /// The general path's copy of a PDU (its storage is reused from PDU to PDU).
     var scratch: [UInt8] = []
+    /// The machine's actions for the event at hand (reused).
+    var actions: [CuffSessionMachine.Action] = []
     /// One-entry cache of ``characteristic(_:)``: valid while `byHandle` doesn't change.
     var lastHandle: UInt16?
     var lastCharacteristic: CuffCharacteristic?
@@ -234,7 +236,7 @@ public struct SessionObserver: Sendable {
         case let (.readBlobRequest(h, _)?, .errorResponse):
             if partialRead?.handle == h { flushRead(&out) }
         case let (.readRequest(h)?, .errorResponse(_, _, error)):
-            if let c = characteristic(h) { run(.requestFailed(c, "\(error) at \(hex4(h)) for \(ATTOpcode.readRequest)", at), &out) }
+            if let c = characteristic(h) { run(.requestFailed(c, "\(error) at \(Hex.handle(h)) for \(ATTOpcode.readRequest)", at), &out) }
         case let (.writeRequest(h, v)?, .writeResponse):
             if let c = cccdOwner[h] {
                 if v.first.map({ $0 & 0x03 != 0 }) == true { run(.subscribed(c, at), &out) }
@@ -243,7 +245,7 @@ public struct SessionObserver: Sendable {
             }
         case let (.writeRequest(h, _)?, .errorResponse(_, _, error)):
             if let c = cccdOwner[h] ?? characteristic(h) {
-                run(.requestFailed(c, "\(error) at \(hex4(h)) for \(ATTOpcode.writeRequest)", at), &out)
+                run(.requestFailed(c, "\(error) at \(Hex.handle(h)) for \(ATTOpcode.writeRequest)", at), &out)
             }
         default:
             break
@@ -256,7 +258,7 @@ public struct SessionObserver: Sendable {
             if indication { u.indications += 1 } else { u.notifications += 1 }
             unmappedHandles[h] = u
             if !isMapped, u.notifications + u.indications == 1 {
-                out.append(.log("\(indication ? "indication" : "notification") from handle \(hex4(h)), which no discovery in the capture and no --handle maps"))
+                out.append(.log("\(indication ? "indication" : "notification") from handle \(Hex.handle(h)), which no discovery in the capture and no --handle maps"))
             }
             return
         }
@@ -382,7 +384,10 @@ public struct SessionObserver: Sendable {
     // MARK: - Machine
 
     mutating func run(_ event: CuffSessionMachine.Event, _ out: inout [Output]) {
-        for a in machine.handle(event) {
+        // One array for the machine's actions, emptied (capacity kept) for every event.
+        actions.removeAll(keepingCapacity: true)
+        machine.handle(event, into: &actions)
+        for a in actions {
             switch a {
             case let .emit(o): out.append(.emit(o))
             case let .log(s): out.append(.log(s))
@@ -410,5 +415,3 @@ public struct DiscoveredHandles: Sendable, Hashable {
     public var openedAt: Int64?
 }
 
-/// A handle as the spec writes it (`0x002A`).
-@inline(__always) func hex4(_ v: UInt16) -> String { Hex.handle(v) }

@@ -125,7 +125,69 @@ public struct CuffSessionMachine: Sendable {
         case finished(SessionOutcome)
     }
 
-    public private(set) var state: State = .idle
+    /// Where the session is, with the data only that stage has: the measurement being followed
+    /// (its phase, start and peak) lives in `.measuring` (and in `.stopping`, when the user
+    /// stopped in the middle of one), and exists nowhere else.
+    @usableFromInline enum Stage: Sendable {
+        case idle
+        case connecting
+        case securing
+        case discovering
+        case configuring
+        case receivingStoredRecords
+        case ready
+        case measuring(Measurement)
+        case result
+        case stopping(Measurement?)
+        case done(SessionOutcome)
+    }
+
+    /// A measurement in progress, as its cuff pressure shows it.
+    @usableFromInline struct Measurement: Sendable {
+        var phase: MeasurementPhase = .inflating
+        /// When its first cuff-pressure value arrived.
+        var start: Timestamp
+        /// The highest pressure so far, in mmHg.
+        var peak: Double?
+    }
+
+    @usableFromInline var stage: Stage = .idle
+
+    public var state: State {
+        switch stage {
+        case .idle: .idle
+        case .connecting: .connecting
+        case .securing: .securing
+        case .discovering: .discovering
+        case .configuring: .configuring
+        case .receivingStoredRecords: .receivingStoredRecords
+        case .ready: .ready
+        case let .measuring(m): .measuring(m.phase)
+        case .result: .result
+        case .stopping: .stopping
+        case let .done(o): .done(o)
+        }
+    }
+
+    @inlinable var isFinal: Bool {
+        if case .done = stage { return true }
+        return false
+    }
+
+    var isStopping: Bool {
+        if case .stopping = stage { return true }
+        return false
+    }
+
+    /// The measurement being followed, if any (cuff pressure seen since the last live result).
+    var measurement: Measurement? {
+        switch stage {
+        case let .measuring(m): m
+        case let .stopping(m): m
+        default: nil
+        }
+    }
+
     public private(set) var configuration: CuffSessionConfiguration
     public private(set) var device: DeviceInfo
     public private(set) var profile: CuffProfile?
@@ -152,16 +214,11 @@ public struct CuffSessionMachine: Sendable {
     @usableFromInline var burstDeadline: Timestamp?
     @usableFromInline var stopDeadline: Timestamp?
     @usableFromInline var observerStepDeadline: Timestamp?
-    var measurementStart: Timestamp?
-    var peakPressure: Double?
-    var phase: MeasurementPhase = .inflating
-    var cuffPressureSinceResult = false
     var seenKeys: Set<String>
     var recordAssembler = RecordAssembler()
     var quirks: QuirkProfile.Options = []
     var racpInProgress = false
     var configured = false
-    var failure: (SessionOutcome, String)?
     var quirkCheckedFor: QuirkKey?
 
     struct QuirkKey: Sendable, Hashable {
@@ -192,56 +249,71 @@ public struct CuffSessionMachine: Sendable {
         self.quirks = configuration.quirk?.options ?? []
     }
 
+    /// ``handle(_:into:)`` into a new array (tests, and drivers off the hot path).
     public mutating func handle(_ event: Event) -> [Action] {
-        if state.isFinal { return [] }
+        var out: [Action] = []
+        handle(event, into: &out)
+        return out
+    }
+
+    /// Takes one event; appends the actions it calls for to `out`, in the order the driver must
+    /// execute them. A driver that keeps one array and empties it (keeping its capacity) between
+    /// events allocates nothing per event.
+    public mutating func handle(_ event: Event, into out: inout [Action]) {
+        if isFinal { return }
         switch event {
         case let .start(at):
-            guard state == .idle else { return [] }
+            guard case .idle = stage else { return }
             startedAt = at
-            state = .connecting
+            stage = .connecting
             if let t = configuration.timeout { overallDeadline = at.monotonic + t }
-            return [.emit(.session(SessionRecord(event: .start, device: device, at: at))), .connect]
+            out.append(.emit(.session(SessionRecord(event: .start, device: device, at: at))))
+            out.append(.connect)
 
         case .connected:
-            guard state == .connecting else { return [] }
+            guard case .connecting = stage else { return }
             if configuration.security > .low {
-                state = .securing
-                return [.log("connected to \(device.address); raising security to \(configuration.security)"), .raiseSecurity(configuration.security)]
+                stage = .securing
+                out.append(.log("connected to \(device.address); raising security to \(configuration.security)"))
+                out.append(.raiseSecurity(configuration.security))
+                return
             }
-            state = .discovering
-            return [.log("connected to \(device.address); discovering services"), .discover]
+            stage = .discovering
+            out.append(.log("connected to \(device.address); discovering services"))
+            out.append(.discover)
 
         case let .connectionFailed(why, at):
-            return finish(.connectionFailed, why, at)
+            finish(.connectionFailed, why, at, &out)
 
         case .securityRaised(_, _):
-            guard state == .securing else { return [] }
-            state = .discovering
-            return [.log("link secured; discovering services"), .discover]
+            guard case .securing = stage else { return }
+            stage = .discovering
+            out.append(.log("link secured; discovering services"))
+            out.append(.discover)
 
         case let .securityRefused(why, at):
-            return finish(.securityRefused, why, at)
+            finish(.securityRefused, why, at, &out)
 
         case let .discovered(p, at):
-            guard state == .discovering else { return [] }
+            guard case .discovering = stage else { return }
             profile = p
             guard p.hasBloodPressureService, p.has(.bloodPressureMeasurement) || p.has(.enhancedBloodPressureMeasurement) else {
-                return finish(.serviceMissing, "the device has no Blood Pressure Service (0x1810) with a Blood Pressure Measurement characteristic", at)
+                return finish(.serviceMissing, "the device has no Blood Pressure Service (0x1810) with a Blood Pressure Measurement characteristic", at, &out)
             }
-            state = .configuring
+            stage = .configuring
             steps = plan(p)
-            return advance(at)
+            advance(at, &out)
 
         case let .readCompleted(c, value, at):
             guard pending == .read(c) || observe({ $0 == .read(c) }) else {
                 // Observer mode: a read outside the plan still tells us about the device.
-                return configuration.observer && !state.isFinal ? apply(read: c, value: value, at: at) : []
+                if configuration.observer { apply(read: c, value: value, at: at, &out) }
+                return
             }
             pending = nil
             observerStepDeadline = nil
-            var actions = apply(read: c, value: value, at: at)
-            actions += advance(at)
-            return actions
+            apply(read: c, value: value, at: at, &out)
+            advance(at, &out)
 
         case let .writeCompleted(c, at):
             _ = observe { s in
@@ -252,92 +324,100 @@ public struct CuffSessionMachine: Sendable {
                 default: false
                 }
             }
-            if configuration.observer, c == .recordAccessControlPoint, pending != .racpReport, !state.isFinal {
+            if configuration.observer, c == .recordAccessControlPoint, pending != .racpReport {
                 // An observed stored-record request outside the plan.
-                if state == .configuring || state == .ready { state = .receivingStoredRecords }
+                toStoredRecords()
                 racpInProgress = true
-                return [.log("the client asked the cuff for its stored records")]
+                out.append(.log("the client asked the cuff for its stored records"))
+                return
             }
-            guard let p = pending else { return [] }
+            guard let p = pending else { return }
             observerStepDeadline = nil
             switch p {
             case .write(c, _),
                  .startCommand where c == .cuffControl:
                 pending = nil
-                if state == .stopping { return finish(.stopped, "stopped by the user", at) }
-                return advance(at)
+                if isStopping { return finish(.stopped, "stopped by the user", at, &out) }
+                advance(at, &out)
             case .racpReport where c == .recordAccessControlPoint:
                 pending = nil
                 // Records and the RACP response arrive as indications.
-                if state == .configuring || state == .ready { state = .receivingStoredRecords }
+                toStoredRecords()
                 racpInProgress = true
-                return [.log("asked the cuff for its stored records")]
+                out.append(.log("asked the cuff for its stored records"))
             default:
-                return []
+                return
             }
 
         case let .subscribed(c, at):
             _ = observe { if case let .subscribe(sc, _) = $0 { sc == c } else { false } }
-            guard case let .subscribe(pc, _) = pending, pc == c else { return [] }
+            guard case let .subscribe(pc, _) = pending, pc == c else { return }
             pending = nil
             observerStepDeadline = nil
-            return advance(at)
+            advance(at, &out)
 
         case let .requestFailed(c, why, at):
             _ = observe { $0.characteristic == c }
-            guard let p = pending else { return [] }
+            guard let p = pending else { return }
             pending = nil
             observerStepDeadline = nil
             switch p {
             case .read:
-                return [.log("reading \(c.rawValue) failed: \(why) — continuing")] + advance(at)
+                out.append(.log("reading \(c.rawValue) failed: \(why) — continuing"))
             case .write(.currentTime, _):
-                return [.log("setting the cuff's clock failed: \(why) — continuing")] + advance(at)
+                out.append(.log("setting the cuff's clock failed: \(why) — continuing"))
             case .racpReport:
-                return [.log("stored-record request failed: \(why) — continuing")] + advance(at)
+                out.append(.log("stored-record request failed: \(why) — continuing"))
             case .startCommand, .write:
-                if state == .stopping { return finish(.stopped, "stopped by the user", at) }
-                return [.log("start command failed: \(why) — press the cuff's button")] + advance(at)
+                if isStopping { return finish(.stopped, "stopped by the user", at, &out) }
+                out.append(.log("start command failed: \(why) — press the cuff's button"))
             case .subscribe(.bloodPressureMeasurement, _), .subscribe(.enhancedBloodPressureMeasurement, _):
-                return finish(.protocolError, "subscribing to \(c.rawValue) failed: \(why)", at)
+                return finish(.protocolError, "subscribing to \(c.rawValue) failed: \(why)", at, &out)
             case .subscribe:
-                return [.log("subscribing to \(c.rawValue) failed: \(why) — continuing")] + advance(at)
+                out.append(.log("subscribing to \(c.rawValue) failed: \(why) — continuing"))
             }
+            advance(at, &out)
 
         case let .notification(c, value, at):
-            return received(c, value, at, indication: false)
+            received(c, value, at, indication: false, &out)
 
         case let .indication(c, value, at):
-            return received(c, value, at, indication: true)
+            received(c, value, at, indication: true, &out)
 
         case let .disconnected(why, at):
-            if state == .stopping { return finish(.stopped, "stopped by the user", at) }
-            if liveResults > 0 || state == .result || (measurements > 0 && !isMidMeasurement) {
-                return finish(.completed, why ?? "the cuff disconnected", at)
+            if isStopping { return finish(.stopped, "stopped by the user", at, &out) }
+            if case .result = stage {
+                return finish(.completed, why ?? "the cuff disconnected", at, &out)
             }
-            return finish(.disconnected, "the cuff disconnected" + (why.map { ": " + $0 } ?? "") + (isMidMeasurement ? " in the middle of a measurement" : ""), at)
+            if liveResults > 0 || (measurements > 0 && !isMidMeasurement) {
+                return finish(.completed, why ?? "the cuff disconnected", at, &out)
+            }
+            finish(.disconnected, "the cuff disconnected" + (why.map { ": " + $0 } ?? "") + (isMidMeasurement ? " in the middle of a measurement" : ""), at, &out)
 
         case let .protocolError(why, at):
-            return finish(.protocolError, why, at)
+            finish(.protocolError, why, at, &out)
 
         case let .transactionTimedOut(at):
-            return finish(.timedOut, "the cuff did not answer an ATT request within 30 s", at)
+            finish(.timedOut, "the cuff did not answer an ATT request within 30 s", at, &out)
 
         case let .stopRequested(at):
-            switch state {
+            switch stage {
             case .measuring, .ready, .result, .receivingStoredRecords, .configuring:
                 stopDeadline = at.monotonic + .seconds(2)
-                if profile?.has(.cuffControl) == true, pending == nil, isMidMeasurement || state == .ready {
-                    state = .stopping
+                let sendStop = profile?.has(.cuffControl) == true && pending == nil && (isMidMeasurement || state == .ready)
+                stage = .stopping(measurement)
+                if sendStop {
                     pending = .write(.cuffControl, [CuffControl.Command.stop.rawValue])
-                    return [.log("stopping the cuff"), .write(.cuffControl, [CuffControl.Command.stop.rawValue])]
+                    out.append(.log("stopping the cuff"))
+                    out.append(.write(.cuffControl, [CuffControl.Command.stop.rawValue]))
+                    return
                 }
-                state = .stopping
-                return [.disconnect] + finish(.stopped, "stopped by the user", at)
+                out.append(.disconnect)
+                finish(.stopped, "stopped by the user", at, &out)
             case .stopping:
-                return []
+                return
             default:
-                return finish(.stopped, "stopped by the user", at)
+                finish(.stopped, "stopped by the user", at, &out)
             }
 
         case let .tick(at):
@@ -347,27 +427,44 @@ public struct CuffSessionMachine: Sendable {
                 observerStepDeadline = nil
                 pending = nil
                 steps = []
-                let actions = advance(at)
-                if state.isFinal { return actions }
-                return actions + handle(.tick(at))
+                advance(at, &out)
+                if isFinal { return }
+                return handle(.tick(at), into: &out)
             }
-            if let d = stopDeadline, now >= d { return [.disconnect] + finish(.stopped, "stopped by the user (the cuff did not acknowledge)", at) }
+            if let d = stopDeadline, now >= d {
+                out.append(.disconnect)
+                return finish(.stopped, "stopped by the user (the cuff did not acknowledge)", at, &out)
+            }
             if let d = settleDeadline, now >= d {
                 settleDeadline = nil
-                if !configuration.follow { return [.disconnect] + finish(.completed, "measurement complete", at) }
+                if !configuration.follow {
+                    out.append(.disconnect)
+                    return finish(.completed, "measurement complete", at, &out)
+                }
             }
             if let d = burstDeadline, now >= d {
                 burstDeadline = nil
-                if state == .receivingStoredRecords && !racpInProgress { state = .ready }
+                if case .receivingStoredRecords = stage, !racpInProgress { stage = .ready }
             }
             if let d = overallDeadline, now >= d {
                 overallDeadline = nil
                 if measurements == 0 {
-                    return [.disconnect] + finish(.timedOut, "no result within \(configuration.timeout.map { "\($0.secondsDouble)" } ?? "?") s", at)
+                    out.append(.disconnect)
+                    return finish(.timedOut, "no result within \(configuration.timeout.map { "\($0.secondsDouble)" } ?? "?") s", at, &out)
                 }
-                if !configuration.follow { return [.disconnect] + finish(.completed, "time limit reached", at) }
+                if !configuration.follow {
+                    out.append(.disconnect)
+                    return finish(.completed, "time limit reached", at, &out)
+                }
             }
-            return []
+        }
+    }
+
+    /// Stored records are coming (a RACP report was asked for, or observed).
+    mutating func toStoredRecords() {
+        switch stage {
+        case .configuring, .ready: stage = .receivingStoredRecords
+        default: break
         }
     }
 
@@ -383,7 +480,7 @@ public struct CuffSessionMachine: Sendable {
     }
 
     var isMidMeasurement: Bool {
-        if case .measuring = state { return true }
+        if case .measuring = stage { return true }
         return false
     }
 
@@ -421,32 +518,36 @@ public struct CuffSessionMachine: Sendable {
         return s
     }
 
-    mutating func advance(_ at: EventTime) -> [Action] {
+    mutating func advance(_ at: EventTime, _ out: inout [Action]) {
         // Configuration goes on whatever the cuff does meanwhile (it may start measuring, or send
         // stored records, as soon as it sees the first subscription).
-        guard pending == nil, !state.isFinal, state != .stopping, state != .discovering, state != .securing else { return [] }
+        switch stage {
+        case .done, .stopping, .discovering, .securing: return
+        default: break
+        }
+        guard pending == nil else { return }
         guard !steps.isEmpty else {
             if !configured {
                 configured = true
-                if state != .configuring { return [] }
-                state = .ready
+                guard case .configuring = stage else { return }
+                stage = .ready
                 burstDeadline = at.monotonic + configuration.storedBurstWindow
                 let startHint = configuration.sendStart && profile?.has(.cuffControl) == true ? "start command sent" : "start it with its button if it has not started"
-                return [.log("ready: waiting for the cuff (\(startHint))")]
+                out.append(.log("ready: waiting for the cuff (\(startHint))"))
             }
-            return []
+            return
         }
         let step = steps.removeFirst()
         pending = step
         if configuration.observer { observerStepDeadline = at.monotonic + configuration.observerStepWindow }
         switch step {
-        case let .read(c): return [.read(c)]
-        case let .write(c, v): return [.write(c, v)]
+        case let .read(c): out.append(.read(c))
+        case let .write(c, v): out.append(.write(c, v))
         case let .subscribe(c, indicate):
             if c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement {
                 burstDeadline = at.monotonic + configuration.storedBurstWindow
             }
-            return [.subscribe(c, indicate: indicate)]
+            out.append(.subscribe(c, indicate: indicate))
         case .racpReport:
             let req: RecordAccessControlPoint =
                 if let last = configuration.lastSequenceNumber, last < UInt16.max {
@@ -454,13 +555,14 @@ public struct CuffSessionMachine: Sendable {
                 } else {
                     .request(opCode: .reportStoredRecords, operator: .allRecords, filter: nil)
                 }
-            return [.write(.recordAccessControlPoint, req.encode())]
+            out.append(.write(.recordAccessControlPoint, req.encode()))
         case .startCommand:
-            return [.log("sending the start command"), .write(.cuffControl, [CuffControl.Command.start.rawValue])]
+            out.append(.log("sending the start command"))
+            out.append(.write(.cuffControl, [CuffControl.Command.start.rawValue]))
         }
     }
 
-    mutating func apply(read c: CuffCharacteristic, value: [UInt8], at: EventTime) -> [Action] {
+    mutating func apply(read c: CuffCharacteristic, value: [UInt8], at: EventTime, _ out: inout [Action]) {
         func text() -> String {
             String(decoding: value.prefix { $0 != 0 }, as: UTF8.self)
         }
@@ -469,7 +571,7 @@ public struct CuffSessionMachine: Sendable {
             do {
                 device.features = try BloodPressureFeature.decode(value[...]).value
             } catch {
-                return [.log("Blood Pressure Feature unreadable: \(error.message)")]
+                return out.append(.log("Blood Pressure Feature unreadable: \(error.message)"))
             }
         case .deviceName: if device.name == nil || device.name!.isEmpty { device.name = text() }
         case .manufacturerName: device.manufacturer = text()
@@ -480,56 +582,53 @@ public struct CuffSessionMachine: Sendable {
         default: break
         }
         // The profile depends on name and model only: look again only when one of them changed.
-        guard configuration.quirk == nil, quirkCheckedFor == nil || quirkCheckedFor! != QuirkKey(name: device.name, model: device.model) else { return [] }
+        guard configuration.quirk == nil, quirkCheckedFor == nil || quirkCheckedFor! != QuirkKey(name: device.name, model: device.model) else { return }
         quirkCheckedFor = QuirkKey(name: device.name, model: device.model)
         if let q = QuirkProfile.matching(name: device.name, model: device.model), quirks != q.options {
             quirks = q.options
-            return [.log("applying quirk profile \(q.name) for \(device.model ?? device.name ?? "this device")")]
+            out.append(.log("applying quirk profile \(q.name) for \(device.model ?? device.name ?? "this device")"))
         }
-        return []
     }
 
     // MARK: - Received values
 
-    mutating func received(_ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime, indication: Bool) -> [Action] {
-        var actions: [Action] = []
+    mutating func received(_ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime, indication: Bool, _ out: inout [Action]) {
         switch c {
         case .intermediateCuffPressure, .enhancedIntermediateCuffPressure:
-            actions += cuffPressure(c, value, at)
+            cuffPressure(c, value, at, &out)
         case .bloodPressureMeasurement:
             do {
                 let d = try BloodPressureMeasurement.decode(value[...], quirks: quirks)
                 let stored = isStored
                 let r = MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: stored)
-                actions += result(r, at)
+                result(r, at, &out)
             } catch {
-                actions += [.log("ignored a malformed Blood Pressure Measurement: \(error.message) (raw \(Hex.encode(value)))")]
+                out.append(.log("ignored a malformed Blood Pressure Measurement: \(error.message) (raw \(Hex.encode(value)))"))
             }
         case .enhancedBloodPressureMeasurement:
             do {
                 let d = try EnhancedBloodPressureMeasurement.decode(value[...], cuffPressure: false)
                 if let r = MeasurementRecord.from(enhanced: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: isStored, sequenceNumber: nil) {
-                    actions += result(r, at)
+                    result(r, at, &out)
                 }
             } catch {
-                actions += [.log("ignored a malformed Enhanced Blood Pressure Measurement: \(error.message)")]
+                out.append(.log("ignored a malformed Enhanced Blood Pressure Measurement: \(error.message)"))
             }
         case .bloodPressureRecord:
-            actions += record(value, at)
+            record(value, at, &out)
         case .recordAccessControlPoint:
-            actions += racpResponse(value, at)
+            racpResponse(value, at, &out)
         default:
-            actions += [.log("unexpected value from \(c.rawValue): \(Hex.encode(value))")]
+            out.append(.log("unexpected value from \(c.rawValue): \(Hex.encode(value))"))
         }
         // Confirm only after the result was emitted (and made durable by the sinks).
-        if indication { actions.append(.confirmIndication) }
-        return actions
+        if indication { out.append(.confirmIndication) }
     }
 
     /// A result is live when cuff pressure was seen since the previous result, or when the cuff has
     /// no cuff-pressure characteristic and the post-subscription burst is over.
     var isStored: Bool {
-        if cuffPressureSinceResult { return false }
+        if measurement != nil { return false }
         let hasICP = profile.map { $0.has(.intermediateCuffPressure) || $0.has(.enhancedIntermediateCuffPressure) } ?? false
         if !hasICP && burstDeadline == nil && state == .ready { return false }
         return true
@@ -541,7 +640,7 @@ public struct CuffSessionMachine: Sendable {
     /// instead: a final state, another characteristic, a value that does not decode, or an
     /// enhanced value that is not a cuff pressure.
     public mutating func progress(notified c: CuffCharacteristic, _ value: UnsafeRawBufferPointer, at: EventTime) -> ProgressRecord? {
-        guard !state.isFinal else { return nil }
+        guard !isFinal else { return nil }
         let decoded: (pressure: SFloat, unit: PressureUnit)?
         switch c {
         case .intermediateCuffPressure: decoded = BloodPressureMeasurement.cuffPressure(in: value)
@@ -552,7 +651,7 @@ public struct CuffSessionMachine: Sendable {
         return cuffPressure(decoded.pressure, decoded.unit, at)
     }
 
-    mutating func cuffPressure(_ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime) -> [Action] {
+    mutating func cuffPressure(_ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime, _ out: inout [Action]) {
         let pressure: SFloat
         let unit: PressureUnit
         do {
@@ -562,24 +661,20 @@ public struct CuffSessionMachine: Sendable {
                 unit = d.value.unit
             } else {
                 let d = try EnhancedBloodPressureMeasurement.decode(value[...], cuffPressure: true)
-                guard case let .cuffPressure(p) = d.value.kind else { return [] }
+                guard case let .cuffPressure(p) = d.value.kind else { return }
                 pressure = p
                 unit = d.value.unit
             }
         } catch {
-            return [.log("ignored a malformed cuff-pressure value: \(error.message)")]
+            return out.append(.log("ignored a malformed cuff-pressure value: \(error.message)"))
         }
-        return [.emit(.progress(cuffPressure(pressure, unit, at)))]
+        out.append(.emit(.progress(cuffPressure(pressure, unit, at))))
     }
 
     /// A decoded cuff pressure: phase tracking, and the progress record.
     mutating func cuffPressure(_ pressure: SFloat, _ unit: PressureUnit, _ at: EventTime) -> ProgressRecord {
-        if !cuffPressureSinceResult {
-            measurementStart = at.monotonic
-            peakPressure = nil
-            phase = .inflating
-        }
-        cuffPressureSinceResult = true
+        // The first cuff pressure since the last live result starts a measurement.
+        var m = measurement ?? Measurement(start: at.monotonic)
         settleDeadline = nil
         burstDeadline = nil
         if let v = pressure.doubleValue {
@@ -587,46 +682,49 @@ public struct CuffSessionMachine: Sendable {
             // turns to deflating once the pressure fell clearly below its peak, and back to
             // inflating only if it climbs above that peak again (a re-inflation).
             let mmHg = unit == .kPa ? v * PressureUnit.mmHgPerKPa : v
-            let peak = peakPressure ?? mmHg
+            let peak = m.peak ?? mmHg
             if mmHg > peak + 0.5 {
-                phase = .inflating
-                peakPressure = mmHg
+                m.phase = .inflating
+                m.peak = mmHg
             } else if mmHg < peak - 3 {
-                phase = .deflating
+                m.phase = .deflating
             }
-            if peakPressure == nil { peakPressure = mmHg }
+            if m.peak == nil { m.peak = mmHg }
         }
-        if state != .stopping { state = .measuring(phase) }
+        stage = isStopping ? .stopping(m) : .measuring(m)
         // (at − start).secondsDouble, without the round trip through Duration.
         // (Saturating: a capture's clock may jump by centuries between two notifications.)
-        let elapsed = Double(Timestamp.difference(at.monotonic.nanoseconds, (measurementStart ?? at.monotonic).nanoseconds)) / 1e9
-        return ProgressRecord(phase: phase, cuffPressure: pressure, unit: unit, elapsed: elapsed, at: at)
+        let elapsed = Double(Timestamp.difference(at.monotonic.nanoseconds, m.start.nanoseconds)) / 1e9
+        return ProgressRecord(phase: m.phase, cuffPressure: pressure, unit: unit, elapsed: elapsed, at: at)
     }
 
-    mutating func result(_ r: MeasurementRecord, _ at: EventTime) -> [Action] {
+    mutating func result(_ r: MeasurementRecord, _ at: EventTime, _ out: inout [Action]) {
         let isNew = seenKeys.insert(r.dedupKey).inserted
-        var actions: [Action] = []
         if isNew {
             measurements += 1
-            actions.append(.emit(.measurement(r)))
+            out.append(.emit(.measurement(r)))
         } else {
-            actions.append(.log("skipped a \(r.stored ? "stored record" : "result") already received (\(r.timestamp ?? "no time stamp"))"))
+            out.append(.log("skipped a \(r.stored ? "stored record" : "result") already received (\(r.timestamp ?? "no time stamp"))"))
         }
         if !r.stored {
             // A live result ends the measurement even when it repeats one already kept.
             if isNew { liveResults += 1 }
-            cuffPressureSinceResult = false
-            if state != .stopping { state = .result }
+            stage = isStopping ? .stopping(nil) : .result
             settleDeadline = at.monotonic + configuration.settle
-            if isNew && !r.hasValues { actions.append(.log("the cuff reported an error (no values) — measure again")) }
-        } else if state == .ready || state == .configuring {
-            if state == .ready { state = .receivingStoredRecords }
-            burstDeadline = at.monotonic + configuration.storedBurstWindow
+            if isNew && !r.hasValues { out.append(.log("the cuff reported an error (no values) — measure again")) }
+        } else {
+            switch stage {
+            case .ready:
+                stage = .receivingStoredRecords
+                burstDeadline = at.monotonic + configuration.storedBurstWindow
+            case .configuring:
+                burstDeadline = at.monotonic + configuration.storedBurstWindow
+            default: break
+            }
         }
         if r.stored, settleDeadline != nil {
             settleDeadline = at.monotonic + configuration.settle
         }
-        return actions
     }
 
     /// One Blood Pressure Record message. The segments of a record are reassembled (bounded,
@@ -635,78 +733,78 @@ public struct CuffSessionMachine: Sendable {
     /// first segment before the last, a record over 512 bytes) drops the unfinished record with a
     /// warning: a partial reading is never emitted. A record whose recorded value does not decode
     /// is reported with its sequence number and UUID, and not emitted (it has no values to keep).
-    mutating func record(_ value: [UInt8], _ at: EventTime) -> [Action] {
+    mutating func record(_ value: [UInt8], _ at: EventTime, _ out: inout [Action]) {
         let seg: RecordSegment
         do {
             seg = try RecordSegment.decode(value[...])
         } catch {
-            return [.log("ignored a malformed Blood Pressure Record: \(error.message)")]
+            return out.append(.log("ignored a malformed Blood Pressure Record: \(error.message)"))
         }
         let step = recordAssembler.add(seg)
-        var actions: [Action] = []
         if let why = step.dropped {
-            actions.append(.log("warning: Blood Pressure Record segments out of sequence: \(why.message)"))
+            out.append(.log("warning: Blood Pressure Record segments out of sequence: \(why.message)"))
         }
-        guard let body = step.body else { return actions }
+        guard let body = step.body else { return }
         let hasCRC = device.features?.contains(.e2eCRC) ?? false
         let rec: BloodPressureRecord
         do {
             rec = try BloodPressureRecord.decodeBody(body[...], hasCRC: hasCRC).value
         } catch {
-            return actions + [.log("ignored a malformed Blood Pressure Record: \(error.message)")]
+            return out.append(.log("ignored a malformed Blood Pressure Record: \(error.message)"))
         }
         let inner: Decoded<EnhancedBloodPressureMeasurement>
         do {
             guard let d = try rec.enhancedMeasurement() else {
-                return actions + [.log("stored record \(rec.sequenceNumber) holds characteristic 0x\(String(rec.recordedUUID, radix: 16)); skipped")]
+                return out.append(.log("stored record \(rec.sequenceNumber) holds characteristic 0x\(String(rec.recordedUUID, radix: 16)); skipped"))
             }
             inner = d
         } catch {
-            return actions + [.log(
-                "warning: stored record \(rec.sequenceNumber) (\(Hex.handle(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value \(Hex.encode(rec.recorded))); skipped")]
+            return out.append(.log(
+                "warning: stored record \(rec.sequenceNumber) (\(Hex.handle(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value \(Hex.encode(rec.recorded))); skipped"))
         }
         guard let r = MeasurementRecord.from(enhanced: inner.value, warnings: inner.warnings, raw: rec.recorded, device: device, at: at, stored: true, sequenceNumber: rec.sequenceNumber) else {
-            return actions
+            return
         }
-        return actions + result(r, at)
+        result(r, at, &out)
     }
 
-    mutating func racpResponse(_ value: [UInt8], _ at: EventTime) -> [Action] {
+    mutating func racpResponse(_ value: [UInt8], _ at: EventTime, _ out: inout [Action]) {
         guard let d = try? RecordAccessControlPoint.decode(value[...], as: .response) else {
-            return [.log("ignored a malformed RACP response \(Hex.encode(value))")]
+            return out.append(.log("ignored a malformed RACP response \(Hex.encode(value))"))
         }
-        var actions: [Action] = []
         switch d.value {
         case let .responseCode(_, code):
-            actions.append(.log(code == .success ? "stored records complete" : "stored records: \(code.name)"))
+            out.append(.log(code == .success ? "stored records complete" : "stored records: \(code.name)"))
         case let .numberOfRecords(n, _), let .combinedReportResponse(n, _):
-            actions.append(.log("the cuff holds \(n) stored record(s)"))
+            out.append(.log("the cuff holds \(n) stored record(s)"))
         case .request:
             break
         }
         let wasInProgress = racpInProgress
         racpInProgress = false
-        guard wasInProgress else { return actions }
+        guard wasInProgress else { return }
         // Back to the remaining configuration steps (or ready when none are left).
-        if state == .receivingStoredRecords { state = configured ? .ready : .configuring }
-        return actions + advance(at)
+        if case .receivingStoredRecords = stage { stage = configured ? .ready : .configuring }
+        advance(at, &out)
     }
 
-    mutating func finish(_ outcome: SessionOutcome, _ message: String, _ at: EventTime) -> [Action] {
+    mutating func finish(_ outcome: SessionOutcome, _ message: String, _ at: EventTime, _ out: inout [Action]) {
         // Results received before a fault are kept; the exit status says whether any arrived.
-        state = .done(outcome)
+        stage = .done(outcome)
         overallDeadline = nil
         settleDeadline = nil
         burstDeadline = nil
         stopDeadline = nil
         observerStepDeadline = nil
         let end = SessionRecord(event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: message)
-        return [.log(message), .emit(.session(end)), .finished(outcome)]
+        out.append(.log(message))
+        out.append(.emit(.session(end)))
+        out.append(.finished(outcome))
     }
 
     /// Exit status: 0 when any result arrived, else the outcome's own code.
     public var exitCode: Int32 {
-        guard case let .done(o) = state else { return SessionOutcome.noResult.exitCode }
+        guard case let .done(o) = stage else { return SessionOutcome.noResult.exitCode }
         if measurements > 0 { return 0 }
         return o == .completed ? SessionOutcome.noResult.exitCode : o.exitCode
     }

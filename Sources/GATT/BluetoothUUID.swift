@@ -83,7 +83,7 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
 
     /// `2A35` for a 16-bit alias, else the 36-character uppercase form.
     public var description: String {
-        if let short = uuid16 { return String(hex4(short).dropFirst(2)) }
+        if let short = uuid16 { return String(Hex.handle(short).dropFirst(2)) }
         let hex = hexDigits(high, 16) + hexDigits(low, 16)
         var out = ""
         for (i, c) in hex.enumerated() {

@@ -66,10 +66,10 @@ struct Discovery: Sendable {
             var at = cursor
             for g in groups {
                 guard Int(g.handle) >= at, g.endGroupHandle >= g.handle else {
-                    return invalid("service group \(hex4(g.handle))-\(hex4(g.endGroupHandle)) does not advance past \(handleText(at - 1))", g.handle)
+                    return invalid("service group \(Hex.handle(g.handle))-\(Hex.handle(g.endGroupHandle)) does not advance past \(handleText(at - 1))", g.handle)
                 }
                 guard let uuid = BluetoothUUID(littleEndian: g.value[...]) else {
-                    return invalid("service at \(hex4(g.handle)) has a \(g.value.count)-byte UUID", g.handle)
+                    return invalid("service at \(Hex.handle(g.handle)) has a \(g.value.count)-byte UUID", g.handle)
                 }
                 if filter.isEmpty || filter.contains(uuid) {
                     services.append(GATTProfile.Service(uuid: uuid, handle: g.handle, endHandle: g.endGroupHandle))
@@ -85,15 +85,15 @@ struct Discovery: Sendable {
             var at = cursor ?? Int(service.handle) + 1
             for e in entries {
                 guard Int(e.handle) >= at, e.handle <= service.endHandle else {
-                    return invalid("characteristic declaration at \(hex4(e.handle)) is outside \(handleText(at))-\(hex4(service.endHandle))", e.handle)
+                    return invalid("characteristic declaration at \(Hex.handle(e.handle)) is outside \(handleText(at))-\(Hex.handle(service.endHandle))", e.handle)
                 }
                 var r = ByteReader(e.value)
                 guard let properties = r.readUInt8(), let valueHandle = r.readUInt16(),
                       let uuid = BluetoothUUID(littleEndian: r.readRemaining()) else {
-                    return invalid("characteristic declaration at \(hex4(e.handle)) is \(e.value.count) bytes, not 5 or 19", e.handle)
+                    return invalid("characteristic declaration at \(Hex.handle(e.handle)) is \(e.value.count) bytes, not 5 or 19", e.handle)
                 }
                 guard valueHandle > e.handle, valueHandle <= service.endHandle else {
-                    return invalid("characteristic declared at \(hex4(e.handle)) has its value at \(hex4(valueHandle))", e.handle)
+                    return invalid("characteristic declared at \(Hex.handle(e.handle)) has its value at \(Hex.handle(valueHandle))", e.handle)
                 }
                 services[s].characteristics.append(GATTProfile.Characteristic(
                     uuid: uuid, properties: CharacteristicProperties(rawValue: properties),
@@ -109,7 +109,7 @@ struct Discovery: Sendable {
             var at = cursor ?? lower
             for d in list {
                 guard Int(d.handle) >= at, Int(d.handle) <= upper else {
-                    return invalid("descriptor at \(hex4(d.handle)) is outside \(handleText(at))-\(handleText(upper))", d.handle)
+                    return invalid("descriptor at \(Hex.handle(d.handle)) is outside \(handleText(at))-\(handleText(upper))", d.handle)
                 }
                 services[s].characteristics[c].descriptors.append(d)
                 if d.uuid == .clientCharacteristicConfiguration, services[s].characteristics[c].cccdHandle == nil {
@@ -123,7 +123,7 @@ struct Discovery: Sendable {
 
         case let (_, .errorResponse(request, handle, error)):
             return .done(.failure(GATTClientError(
-                .attError, "\(error) at \(hex4(handle)) for \(request) during discovery", attError: error, handle: handle)))
+                .attError, "\(error) at \(Hex.handle(handle)) for \(request) during discovery", attError: error, handle: handle)))
         default:
             return .done(.failure(GATTClientError(.unexpectedResponse, "\(pdu.opcode) does not answer discovery")))
         }
@@ -133,5 +133,5 @@ struct Discovery: Sendable {
 
 /// `0x0005`; a cursor past the last handle prints as `0x10000` instead of trapping.
 private func handleText(_ cursor: Int) -> String {
-    cursor <= 0xFFFF ? hex4(UInt16(cursor)) : "0x" + String(cursor, radix: 16, uppercase: true)
+    cursor <= 0xFFFF ? Hex.handle(UInt16(cursor)) : "0x" + String(cursor, radix: 16, uppercase: true)
 }

@@ -79,7 +79,7 @@ public struct GATTClient: Sendable {
         guard let cccd = characteristic.cccdHandle else {
             let id = makeID()
             return (id, [.completed(id, .failure(GATTClientError(
-                .noCCCD, "characteristic \(characteristic.uuid) at \(hex4(characteristic.valueHandle)) has no CCCD",
+                .noCCCD, "characteristic \(characteristic.uuid) at \(Hex.handle(characteristic.valueHandle)) has no CCCD",
                 handle: characteristic.valueHandle)))])
         }
         return subscribe(cccdHandle: cccd, notify: notify, indicate: indicate, now: now)
@@ -114,7 +114,7 @@ public struct GATTClient: Sendable {
         securityTarget = nil
         guard level >= target.level else {
             return finish(.failure(GATTClientError(
-                .attError, "\(target.error) at \(hex4(target.handle)) persists: link raised to \(level), not \(target.level)",
+                .attError, "\(target.error) at \(Hex.handle(target.handle)) persists: link raised to \(level), not \(target.level)",
                 attError: target.error, handle: target.handle)), now: now)
         }
         request = (pending.pdu, now)
@@ -126,7 +126,7 @@ public struct GATTClient: Sendable {
         guard let target = securityTarget else { return [] }
         securityTarget = nil
         return finish(.failure(GATTClientError(
-            .securityRefused, "\(target.error) at \(hex4(target.handle)): security not raised to \(target.level)",
+            .securityRefused, "\(target.error) at \(Hex.handle(target.handle)): security not raised to \(target.level)",
             attError: target.error, handle: target.handle)), now: now)
     }
 
@@ -171,7 +171,7 @@ public struct GATTClient: Sendable {
         case let .handleValueIndication(handle, value):
             guard !indicationPending else {
                 return fail(GATTClientError(.unconfirmedIndication,
-                    "indication of \(hex4(handle)) arrived before the previous one was confirmed", handle: handle))
+                    "indication of \(Hex.handle(handle)) arrived before the previous one was confirmed", handle: handle))
             }
             indicationPending = true
             return [.indication(handle: handle, value: value)]
@@ -216,7 +216,7 @@ public struct GATTClient: Sendable {
     }
 
     private func tooLong(_ handle: UInt16, _ value: [UInt8]) -> GATTClientError {
-        GATTClientError(.valueTooLong, "\(value.count)-byte value for \(hex4(handle)) exceeds ATT_MTU \(mtu) - 3", handle: handle)
+        GATTClientError(.valueTooLong, "\(value.count)-byte value for \(Hex.handle(handle)) exceeds ATT_MTU \(mtu) - 3", handle: handle)
     }
 
     private mutating func submit(_ procedure: Procedure, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
@@ -313,7 +313,7 @@ public struct GATTClient: Sendable {
             if error.isSecurityError {
                 guard let target = Self.level(after: error, at: securityLevel) else {
                     return finish(.failure(GATTClientError(
-                        .attError, "\(error) at \(hex4(handle)) for \(asked), and the link is already \(securityLevel)",
+                        .attError, "\(error) at \(Hex.handle(handle)) for \(asked), and the link is already \(securityLevel)",
                         attError: error, handle: handle)), now: now)
                 }
                 securityTarget = (target, error, handle)
@@ -361,7 +361,7 @@ public struct GATTClient: Sendable {
             return .done(.success(.written))
 
         case let (_, .errorResponse(request, handle, error)):
-            return .done(.failure(GATTClientError(.attError, "\(error) at \(hex4(handle)) for \(request)", attError: error, handle: handle)))
+            return .done(.failure(GATTClientError(.attError, "\(error) at \(Hex.handle(handle)) for \(request)", attError: error, handle: handle)))
         default:
             return .done(.failure(GATTClientError(.unexpectedResponse, "\(pdu.opcode) does not answer this procedure")))
         }

@@ -147,7 +147,7 @@ public struct GATTServer: Sendable {
     /// is nil, else an Error Response with `error`.
     public mutating func respondToWrite(handle: UInt16, error: ATTErrorCode?) -> [GATTServerAction] {
         guard let pending = pendingWrite, pending.handle == handle else {
-            return [.protocolViolation("no deferred write is pending for handle \(hex4(handle))")]
+            return [.protocolViolation("no deferred write is pending for handle \(Hex.handle(handle))")]
         }
         pendingWrite = nil
         if let error {
@@ -170,7 +170,7 @@ public struct GATTServer: Sendable {
         }
         if parsed.opcode.isRequest, let pending = pendingWrite {
             return [.protocolViolation(
-                "\(parsed.opcode) while the Write Request for \(hex4(pending.handle)) awaits its response")]
+                "\(parsed.opcode) while the Write Request for \(Hex.handle(pending.handle)) awaits its response")]
         }
         switch parsed {
         case let .exchangeMTURequest(clientMTU):

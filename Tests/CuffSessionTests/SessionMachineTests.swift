@@ -310,3 +310,54 @@ struct SessionMachineTests {
         #expect(h.outcome == .timedOut)
     }
 }
+
+/// Actions handed out into a caller's array, and the measurement's data kept in its state.
+@Suite struct ActionBufferTests {
+    @Test func handleIntoAppendsTheSameActionsAsHandle() {
+        // Two machines fed the same events: one returns arrays, one appends to a reused buffer.
+        var a = Harness()
+        var b = CuffSessionMachine(configuration: CuffSessionConfiguration(address: "test"))
+        var buffer: [CuffSessionMachine.Action] = [.log("left by the caller")]
+        let events: [CuffSessionMachine.Event] = [
+            .start(t(0)), .connected(t(0.1)), .discovered(fullProfile, t(0.2)),
+            .readCompleted(.bloodPressureFeature, [0x3F, 0], t(0.3)), .readCompleted(.manufacturerName, Array("Cuffco".utf8), t(0.4)),
+            .readCompleted(.modelNumber, Array("M".utf8), t(0.5)), .writeCompleted(.currentTime, t(0.6)),
+            .subscribed(.intermediateCuffPressure, t(0.7)), .subscribed(.bloodPressureMeasurement, t(0.8)),
+            .notification(.intermediateCuffPressure, icp(40), t(1)), .indication(.bloodPressureMeasurement, hx(bpmHex), t(2)),
+            .tick(t(10)),
+        ]
+        var all: [CuffSessionMachine.Action] = []
+        for e in events {
+            let expected = a.send(e)
+            all += expected
+            let before = buffer.count
+            b.handle(e, into: &buffer)
+            // Appended after what the buffer held, never replacing it.
+            #expect(Array(buffer[before...]) == expected, "\(e)")
+        }
+        #expect(buffer.first == .log("left by the caller"))
+        #expect(all.contains { if case .emit(.measurement) = $0 { true } else { false } })
+        #expect(all.last == .finished(.completed))
+    }
+
+    @Test func stoppingMidMeasurementKeepsItsPhaseAndStart() {
+        var h = Harness()
+        h.toReady()
+        for (i, p) in [40, 120, 160, 150, 140].enumerated() {
+            _ = h.send(.notification(.intermediateCuffPressure, icp(p), t(1 + Double(i))))
+        }
+        #expect(h.m.state == .measuring(.deflating))
+        // This cuff has a control point: the stop command goes out and the session waits in stopping.
+        _ = h.send(.stopRequested(t(6)))
+        #expect(h.m.state == .stopping)
+        // Cuff pressure after the stop still belongs to the same measurement: its elapsed time
+        // counts from the first value (t = 1), and the phase stays deflating.
+        let p = h.m.progress(notified: .intermediateCuffPressure, UnsafeRawBufferPointer(start: nil, count: 0), at: t(7))
+        #expect(p == nil)  // an empty value does not decode: nothing changes
+        let value = icp(130)
+        let q = value.withUnsafeBytes { h.m.progress(notified: .intermediateCuffPressure, $0, at: t(7)) }
+        #expect(q?.phase == .deflating)
+        #expect(q?.elapsed == 6)
+        #expect(h.m.state == .stopping)
+    }
+}
