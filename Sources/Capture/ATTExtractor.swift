@@ -138,12 +138,16 @@ public struct ATTExtractor: Sendable {
 
     /// Feeds one record, appending the events it completes to `events`.
     public mutating func consume(_ record: HCIRecord, into events: inout [CaptureEvent]) throws(CaptureError) {
-        hot = nil  // only this path changes `links`
+        // Only this path changes `links`: whatever changes it forgets the hot link (an HCI event
+        // that does not touch a link, most of them, keeps it).
         switch record.kind {
         case .event: try handleEvent(record, &events)
-        case .aclData: try handleACL(record, &events)
+        case .aclData:
+            hot = nil
+            try handleACL(record, &events)
         case .linkLayer: try handleLinkLayer(record, &events)
         case .monitorDeleteIndex:
+            hot = nil
             links = links.filter { $0.key.adapter != record.adapterIndex }
         default: break
         }
@@ -190,6 +194,7 @@ public struct ATTExtractor: Sendable {
             }
             guard status == 0 else { return }
             let key = LinkKey(adapter: record.adapterIndex, handle: handle & 0x0FFF)
+            hot = nil
             links[key] = nil
             events.append(.disconnected(Disconnection(adapter: key.adapter, connectionHandle: key.handle, reason: reason,
                                                       timestamp: record.timestamp, fileOffset: record.fileOffset)))
@@ -203,6 +208,7 @@ public struct ATTExtractor: Sendable {
             }
             guard status == 0 else { return }
             let key = LinkKey(adapter: record.adapterIndex, handle: handle & 0x0FFF)
+            hot = nil
             makeRoom(for: key)
             links[key] = Link(known: true)
             events.append(.connected(ConnectionInfo(adapter: key.adapter, connectionHandle: key.handle,

@@ -70,8 +70,8 @@ public struct SessionObserver: Sendable {
     public var isMapped: Bool { reported && machine.profile != nil }
     // (Always inlined: a call on an observer held in a class field, as the replay's are, would
     // first copy the whole observer.)
-    @inline(__always) public var deadline: Timestamp? { machine.state.isFinal ? nil : machine.nextDeadline }
-    public var isFinished: Bool { machine.state.isFinal }
+    @inline(__always) public var deadline: Timestamp? { machine.isFinished ? nil : machine.nextDeadline }
+    public var isFinished: Bool { machine.isFinished }
 
     public init(configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:],
                 inherited: (handles: DiscoveredHandles, notice: String)? = nil) {
@@ -125,7 +125,7 @@ public struct SessionObserver: Sendable {
     /// gives the same output as the general path.
     public mutating func pdu(_ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, into out: inout [Output]) {
         if let d = deadline, d < at.monotonic { advance(to: at.monotonic, inclusive: false, into: &out) }
-        guard !machine.state.isFinal else { return }
+        guard !machine.isFinished else { return }
         if !fromCentral, reported, raw.count >= 3, raw[0] == 0x1B {  // Handle Value Notification (a literal: the named constant is a lazily initialised global)
             let h = UInt16(raw[1]) | UInt16(raw[2]) << 8
             if let c = cachedCharacteristic(h),
@@ -136,6 +136,7 @@ public struct SessionObserver: Sendable {
         }
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
+        if !fromCentral, discoveryResponse(scratch[...], at) { return }
         let bytes = scratch
         let pdu: ATTPDU
         do {
@@ -252,6 +253,63 @@ public struct SessionObserver: Sendable {
         }
     }
 
+    /// A well-formed discovery response (Read By Group Type, Read By Type, Find Information: most
+    /// of a short session's PDUs), read in place, field by field: what parsing it into an
+    /// ``ATTPDU`` and ``response(_:_:_:)`` would do, without an array per entry. Returns false,
+    /// changing nothing, for any other PDU or a malformed one (the general path reports it).
+    mutating func discoveryResponse(_ bytes: ArraySlice<UInt8>, _ at: EventTime) -> Bool {
+        var r = ByteReader(bytes)
+        guard let opcode = r.readUInt8() else { return false }
+        let size: Int
+        switch opcode {
+        case 0x11, 0x09:  // Read By Group Type, Read By Type Response (literals: the named constants are lazily initialised globals)
+            guard let length = r.readUInt8() else { return false }
+            size = Int(length)
+            guard size >= (opcode == 0x11 ? 4 : 2) else { return false }
+        case 0x05:  // Find Information Response
+            guard let format = r.readUInt8(), format == 1 || format == 2 else { return false }
+            size = format == 1 ? 4 : 18
+        default:
+            return false
+        }
+        guard r.remaining > 0, r.remaining % size == 0 else { return false }
+        let asked = outstanding
+        outstanding = nil
+        switch (opcode, asked) {
+        case (0x11, .readByGroupTypeRequest(_, _, .primaryService)?):
+            while let entry = r.readBytes(size), !entry.isEmpty {
+                var e = ByteReader(entry)
+                let handle = e.readUInt16()!, end = e.readUInt16()!
+                if let uuid = BluetoothUUID(littleEndian: e.readRemaining()) {
+                    if services.isEmpty { services.reserveCapacity(8) }
+                    services.append(GATTProfile.Service(uuid: uuid, handle: handle, endHandle: end))
+                }
+            }
+        case (0x09, .readByTypeRequest(_, _, .characteristic)?):
+            while let entry = r.readBytes(size), !entry.isEmpty {
+                var e = ByteReader(entry)
+                let handle = e.readUInt16()!
+                guard let props = e.readUInt8(), let vh = e.readUInt16(), let uuid = BluetoothUUID(littleEndian: e.readRemaining()) else { continue }
+                if characteristics.isEmpty { characteristics.reserveCapacity(16) }
+                characteristics.append(GATTProfile.Characteristic(
+                    uuid: uuid, properties: CharacteristicProperties(rawValue: props), declarationHandle: handle, valueHandle: vh))
+            }
+        case (0x05, .findInformationRequest?):
+            if descriptors.isEmpty { descriptors.reserveCapacity(16) }
+            while let entry = r.readBytes(size), !entry.isEmpty {
+                var e = ByteReader(entry)
+                let handle = e.readUInt16()!
+                descriptors[handle] = BluetoothUUID(littleEndian: e.readRemaining())!
+            }
+        case (_, .findByTypeValueRequest?):
+            break  // any answer ends that discovery step
+        default:
+            return true  // an answer to something else: nothing to learn from it
+        }
+        lastDiscoveryAt = at
+        return true
+    }
+
     mutating func value(_ h: UInt16, _ v: [UInt8], indication: Bool, _ at: EventTime, _ out: inout [Output]) {
         guard let c = characteristic(h) else {
             var u = unmappedHandles[h] ?? (0, 0)
@@ -266,7 +324,8 @@ public struct SessionObserver: Sendable {
     }
 
     @inline(__always) func characteristic(_ h: UInt16) -> CuffCharacteristic? {
-        overrides[h] ?? byHandle[h]
+        // (An empty dictionary still hashes the key: most replays have no --handle.)
+        (overrides.isEmpty ? nil : overrides[h]) ?? byHandle[h]
     }
 
     /// ``characteristic(_:)``, remembering the last value handle looked up while the map stays as

@@ -42,7 +42,7 @@ public struct CuffCentral: Sendable {
     }
 
     public var state: CuffSessionMachine.State { session.state }
-    public var isFinished: Bool { session.state.isFinal }
+    public var isFinished: Bool { session.isFinished }
     public var nextDeadline: Timestamp? { [session.nextDeadline, client.nextDeadline].compactMap { $0 }.min() }
 
     /// The link is up: start the session.
@@ -151,7 +151,7 @@ public struct CuffCentral: Sendable {
                     out.append(.log("notification from unknown handle 0x\(String(handle, radix: 16)): \(Hex.encode(value))"))
                 }
             case let .indication(handle, value):
-                if let c = byHandle[handle], session.state.isFinal == false {
+                if let c = byHandle[handle], session.isFinished == false {
                     out += run(session.handle(.indication(c, value, at)), at)
                 } else {
                     out.append(.log("indication from handle 0x\(String(handle, radix: 16)) confirmed and ignored: \(Hex.encode(value))"))

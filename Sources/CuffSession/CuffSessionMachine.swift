@@ -169,7 +169,8 @@ public struct CuffSessionMachine: Sendable {
         }
     }
 
-    @inlinable var isFinal: Bool {
+    /// The session is over (``state`` is `.done`), without building the state.
+    @inlinable public var isFinished: Bool {
         if case .done = stage { return true }
         return false
     }
@@ -260,7 +261,7 @@ public struct CuffSessionMachine: Sendable {
     /// execute them. A driver that keeps one array and empties it (keeping its capacity) between
     /// events allocates nothing per event.
     public mutating func handle(_ event: Event, into out: inout [Action]) {
-        if isFinal { return }
+        if isFinished { return }
         switch event {
         case let .start(at):
             guard case .idle = stage else { return }
@@ -428,7 +429,7 @@ public struct CuffSessionMachine: Sendable {
                 pending = nil
                 steps = []
                 advance(at, &out)
-                if isFinal { return }
+                if isFinished { return }
                 return handle(.tick(at), into: &out)
             }
             if let d = stopDeadline, now >= d {
@@ -640,7 +641,7 @@ public struct CuffSessionMachine: Sendable {
     /// instead: a final state, another characteristic, a value that does not decode, or an
     /// enhanced value that is not a cuff pressure.
     public mutating func progress(notified c: CuffCharacteristic, _ value: UnsafeRawBufferPointer, at: EventTime) -> ProgressRecord? {
-        guard !isFinal else { return nil }
+        guard !isFinished else { return nil }
         let decoded: (pressure: SFloat, unit: PressureUnit)?
         switch c {
         case .intermediateCuffPressure: decoded = BloodPressureMeasurement.cuffPressure(in: value)
