@@ -24,6 +24,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // Pure foundations: byte reading/writing, hex, JSON writer, time values, the bearer seam.
@@ -52,10 +53,13 @@ let package = Package(
         // cuff replay's engine: a capture replayed into sinks, on one thread, a reader and a writer
         // thread, or (a btsnoop file) several replay threads with the same output.
         .target(name: "ReplayEngine", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "Sinks", "Transport"]),
-        // NDJSON, FHIR R4, Open mHealth, SQLite store.
+        // NDJSON, FHIR R4, Open mHealth, SQLite store (sealed with AES-GCM when given a key).
         .target(
             name: "Sinks",
-            dependencies: ["CuffCore", "BloodPressure", "CuffSession", "Transport", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "CuffCore", "BloodPressure", "CuffSession", "Transport", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         // Charts as SVG: document model and writer, scales, the session and history charts (pure).
         .target(name: "Plot"),
@@ -79,7 +83,7 @@ let package = Package(
         // Counts heap allocations for the benchmarks (interposes malloc; benchmark binary only).
         .target(name: "CMallocCounter"),
         .executableTarget(
-            name: "CuffBenchmarks", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "GATT", "Transport", "CMallocCounter"]),
+            name: "CuffBenchmarks", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "GATT", "Transport", "Sinks", "CMallocCounter"]),
 
         .testTarget(name: "CuffCoreTests", dependencies: ["CuffCore"]),
         .testTarget(name: "BloodPressureTests", dependencies: ["BloodPressure", "CuffCore"]),

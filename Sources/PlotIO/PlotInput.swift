@@ -208,14 +208,16 @@ public enum PlotInput {
     /// - Parameters:
     ///   - since: keep readings from this time on (seconds since 1970, local)
     ///   - user: keep readings of this user ID only
-    public static func history(store path: String, since: Double? = nil, user: Int? = nil) throws(PlotInputError) -> [HistoryReading] {
+    ///   - keyPath: the store's key file, for an encrypted store
+    public static func history(store path: String, since: Double? = nil, user: Int? = nil, keyPath: String? = nil) throws(PlotInputError) -> [HistoryReading] {
         if path.contains("://") { throw .storeURL(path) }
         guard FileManager.default.fileExists(atPath: path) else { throw .store("\(path): no such store") }
         let store: SQLiteStore
         let rows: [StoredMeasurement]
         let records: [MeasurementRecord]
         do {
-            store = try SQLiteStore(path: path, mustExist: true, warn: SinkWarnings.ignore)
+            let key = try keyPath.map { p throws(SinkError) in try StoreKey.load(path: p) }
+            store = try SQLiteStore(path: path, mustExist: true, key: key, warn: SinkWarnings.ignore)
             rows = try store.history()
             records = try store.records()
             try store.finish()

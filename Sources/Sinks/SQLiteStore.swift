@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import BloodPressure
+import Crypto
 import CuffCore
 import CuffSession
 import Foundation
@@ -87,9 +88,18 @@ public struct StoredMeasurement: Sendable, Hashable {
 ///   `devices` (one row per ``DeviceInfo/identity``, names updated as they are learned) and
 ///   `measurements` (see ``StoredMeasurement``).
 /// * Session and progress records are not stored.
+/// * Encrypted when made with a ``StoreKey`` (`--store-key-file`): then the file holds, per
+///   measurement, only an HMAC tag of its dedup key and the whole row sealed with AES-256-GCM (bound
+///   to that tag), so no value, time, raw byte, name, serial or address is readable in the file, its
+///   WAL or its journal, and a changed byte is detected. Such a store opens with its key only; a
+///   plain store never opens with a key.
 public final class SQLiteStore: SampleSink, Sendable {
     public let path: String
     let db: DatabaseQueue
+    /// The subkeys, for an encrypted store.
+    let crypto: StoreCrypto?
+    /// Whether the rows are sealed (the store was made with a key).
+    public var isEncrypted: Bool { crypto != nil }
     public let utcOffset: UTCOffsetPolicy
     let warn: SinkWarningHandler
     private let done = FinishGuard("store")
@@ -104,8 +114,11 @@ public final class SQLiteStore: SampleSink, Sendable {
     }
 
     /// Opens (creating if needed, mode 0600, unless `mustExist`) and migrates the store at `path`.
+    ///
+    /// With `key`, a new store is made encrypted and an existing one must be encrypted with it;
+    /// without, an encrypted store is refused. A refusal changes nothing on disk.
     public init(
-        path: String, mustExist: Bool = false, utcOffset: UTCOffsetPolicy = .system,
+        path: String, mustExist: Bool = false, key: StoreKey? = nil, utcOffset: UTCOffsetPolicy = .system,
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) {
         self.path = path
@@ -123,8 +136,9 @@ public final class SQLiteStore: SampleSink, Sendable {
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         do {
-            db = try DatabaseQueue(path: path, configuration: config)
-            try SQLiteStore.migrate(db)
+            let queue = try DatabaseQueue(path: path, configuration: config)
+            db = queue
+            crypto = try SQLiteStore.migrate(queue, key: key, path: path)
             let sync = try db.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
             guard sync == 2 else { throw DatabaseError(message: "synchronous is \(sync.map(String.init) ?? "nil"), not FULL (2)") }
         } catch let e as SinkError {
@@ -221,6 +235,22 @@ public final class SQLiteStore: SampleSink, Sendable {
             """),
     ]
 
+    /// The encrypted layout's migrations: the key's salt and check, and one sealed row per measurement.
+    static let sealedMigrations: [(identifier: String, sql: String)] = [
+        ("sealed-v1", """
+            CREATE TABLE store_key (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                salt BLOB NOT NULL,
+                key_check BLOB NOT NULL
+            );
+            CREATE TABLE sealed_measurements (
+                id INTEGER PRIMARY KEY,
+                dedup_tag BLOB NOT NULL UNIQUE,
+                sealed BLOB NOT NULL
+            );
+            """),
+    ]
+
     /// Brings the schema up to date, safe when several processes open one new store at once.
     ///
     /// The check of what is applied and the migrations themselves run in one `BEGIN IMMEDIATE`
@@ -228,21 +258,65 @@ public final class SQLiteStore: SampleSink, Sendable {
     /// for it (the busy timeout), then find every migration applied. (GRDB's migrator reads what is
     /// applied before it takes the lock, so two openers could both try to create the tables.) The
     /// applied identifiers live in `grdb_migrations`, the table stores made by GRDB's migrator have.
-    static func migrate(_ queue: DatabaseQueue) throws {
+    ///
+    /// Which layout a store has is decided in the same transaction: an existing store keeps its
+    /// own (a key must match an encrypted one and is refused for a plain one); a new one is
+    /// encrypted when a key is given. Returns the subkeys of an encrypted store. A refusal rolls
+    /// the transaction back: the file is as it was.
+    @discardableResult
+    static func migrate(_ queue: DatabaseQueue, key: StoreKey? = nil, path: String = "") throws -> StoreCrypto? {
         try queue.writeWithoutTransaction { db in
+            var crypto: StoreCrypto?
             try db.inTransaction(.immediate) {
+                let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'"))
                 try db.execute(sql: "CREATE TABLE IF NOT EXISTS grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)")
                 let applied = Set(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations"))
-                let known = Set(migrations.map(\.identifier))
+                let known = Set(migrations.map(\.identifier) + sealedMigrations.map(\.identifier))
                 if let unknown = applied.subtracting(known).sorted().first {
                     throw DatabaseError(message: "the store has schema migration \(unknown), which this cuff does not know: it was written by a newer cuff")
                 }
-                for m in migrations where !applied.contains(m.identifier) {
+                let sealed = tables.contains("store_key")
+                let plain = tables.contains("measurements")
+                let list: [(identifier: String, sql: String)]
+                if sealed {
+                    guard let key else {
+                        throw SinkError.storeKey(path: path, reason: "is encrypted: give its key with --store-key-file PATH (or CUFF_STORE_KEY_FILE)")
+                    }
+                    guard let row = try Row.fetchOne(db, sql: "SELECT salt, key_check FROM store_key WHERE id = 1") else {
+                        throw SinkError.storeKey(path: path, reason: "is encrypted but its key check is missing: the file was damaged")
+                    }
+                    let c = key.derive(salt: [UInt8](row["salt"] as Data))
+                    guard c.keyCheck == [UInt8](row["key_check"] as Data) else {
+                        throw SinkError.storeKey(path: path, reason: "is encrypted with another key than the one in \(key.path)")
+                    }
+                    crypto = c
+                    list = sealedMigrations
+                } else if plain || !applied.isEmpty {
+                    if let key {
+                        throw SinkError.storeKey(path: path, reason: "is not encrypted, so it does not open with a key (\(key.path)); a key encrypts a new store only")
+                    }
+                    list = migrations
+                } else if let key {
+                    // A new store, made encrypted: its salt and key check first.
+                    for m in sealedMigrations {
+                        try db.execute(sql: m.sql)
+                        try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [m.identifier])
+                    }
+                    let salt = [UInt8](SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
+                    let c = key.derive(salt: salt)
+                    try db.execute(sql: "INSERT INTO store_key (id, salt, key_check) VALUES (1, ?, ?)", arguments: [Data(salt), Data(c.keyCheck)])
+                    crypto = c
+                    return .commit
+                } else {
+                    list = migrations
+                }
+                for m in list where !applied.contains(m.identifier) {
                     try db.execute(sql: m.sql)
                     try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [m.identifier])
                 }
                 return .commit
             }
+            return crypto
         }
     }
 
@@ -272,6 +346,7 @@ public final class SQLiteStore: SampleSink, Sendable {
     @discardableResult
     public func insert(_ m: MeasurementRecord) throws(SinkError) -> InsertOutcome {
         try done.check()
+        if let crypto { return try insertSealed(m, crypto) }
         let quirks: QuirkProfile.Options
         if let q = SQLiteStore.reproducingOptions(m) {
             quirks = q
@@ -332,6 +407,107 @@ public final class SQLiteStore: SampleSink, Sendable {
         }
     }
 
+    /// The quirk options that reproduce `m` from its raw bytes (none, with a warning, when no set does).
+    func quirks(for m: MeasurementRecord) -> QuirkProfile.Options {
+        if let q = SQLiteStore.reproducingOptions(m) { return q }
+        warn(SinkWarning(
+            sink: "store", message: "the record's decoded values do not match its raw bytes under any quirk profile; history will decode the raw bytes without quirks",
+            dedupKey: m.dedupKey))
+        return []
+    }
+
+    /// ``insert(_:)`` into an encrypted store: the row as ``StoredMeasurement`` holds it, sealed.
+    func insertSealed(_ m: MeasurementRecord, _ crypto: StoreCrypto) throws(SinkError) -> InsertOutcome {
+        do {
+            let row = SealedRow(m, quirks: quirks(for: m), hostUTCOffsetSeconds: utcOffset.offsetSeconds(m))
+            let tag = crypto.tag(m.dedupKey)
+            let sealed = try crypto.seal(Array(try JSONEncoder().encode(row)), tag: tag)
+            return try db.write { db -> InsertOutcome in
+                try db.execute(
+                    sql: "INSERT INTO sealed_measurements (dedup_tag, sealed) VALUES (?, ?) ON CONFLICT(dedup_tag) DO NOTHING",
+                    arguments: [Data(tag), Data(sealed)])
+                return db.changesCount > 0 ? .inserted(rowID: db.lastInsertedRowID) : .duplicate
+            }
+        } catch {
+            throw .storeWrite(path: path, dedupKey: m.dedupKey, reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// Every sealed row opened, in insertion order; a row that does not authenticate is an error.
+    func openedRows() throws(SinkError) -> [StoredMeasurement] {
+        guard let crypto else { return [] }
+        let rows: [Row]
+        do {
+            rows = try db.read { try Row.fetchAll($0, sql: "SELECT id, dedup_tag, sealed FROM sealed_measurements ORDER BY id") }
+        } catch {
+            throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+        var out: [StoredMeasurement] = []
+        out.reserveCapacity(rows.count)
+        // A device's names as the plain store keeps them: one per identity, each field the latest
+        // one learned (a later row without a name keeps the earlier name).
+        var devices: [String: DeviceInfo] = [:]
+        let decoder = JSONDecoder()
+        for r in rows {
+            let id: Int64 = r["id"]
+            guard let plain = crypto.open([UInt8](r["sealed"] as Data), tag: [UInt8](r["dedup_tag"] as Data)),
+                  let sealed = try? decoder.decode(SealedRow.self, from: Data(plain))
+            else { throw .storeTampered(path: path, rowID: id) }
+            let s = sealed.stored(id: id)
+            let identity = s.device.identity
+            if var d = devices[identity] {
+                d.address = s.device.address
+                d.name = s.device.name ?? d.name
+                d.manufacturer = s.device.manufacturer ?? d.manufacturer
+                d.model = s.device.model ?? d.model
+                d.serial = s.device.serial ?? d.serial
+                d.firmware = s.device.firmware ?? d.firmware
+                devices[identity] = d
+            } else {
+                devices[identity] = s.device
+            }
+            out.append(s)
+        }
+        for i in out.indices { out[i].device = devices[out[i].device.identity] ?? out[i].device }
+        out.sort { ($0.receivedAtMicros, $0.id) < ($1.receivedAtMicros, $1.id) }
+        return out
+    }
+
+    /// Re-seals every row of the encrypted store at `path` under `newKey`, in one transaction: a
+    /// crash or kill at any point leaves the store as the old key or the new one opens it.
+    /// Returns how many rows were sealed again.
+    @discardableResult
+    public static func rotateKey(path: String, from oldKey: StoreKey, to newKey: StoreKey) throws(SinkError) -> Int {
+        let store = try SQLiteStore(path: path, mustExist: true, key: oldKey, warn: SinkWarnings.ignore)
+        guard let old = store.crypto else { throw .storeKey(path: path, reason: "is not encrypted") }
+        do {
+            let n = try store.db.write { db -> Int in
+                let salt = [UInt8](SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
+                let new = newKey.derive(salt: salt)
+                let rows = try Row.fetchAll(db, sql: "SELECT id, dedup_tag, sealed FROM sealed_measurements ORDER BY id")
+                // New tags are set on rows whose old tags are still there: move them out of the way first.
+                try db.execute(sql: "UPDATE sealed_measurements SET dedup_tag = X'00' || dedup_tag")
+                for r in rows {
+                    let id: Int64 = r["id"]
+                    guard let plain = old.open([UInt8](r["sealed"] as Data), tag: [UInt8](r["dedup_tag"] as Data)),
+                          let row = try? JSONDecoder().decode(SealedRow.self, from: Data(plain))
+                    else { throw SinkError.storeTampered(path: path, rowID: id) }
+                    let tag = new.tag(row.dedupKey)
+                    try db.execute(sql: "UPDATE sealed_measurements SET dedup_tag = ?, sealed = ? WHERE id = ?",
+                                   arguments: [Data(tag), Data(try new.seal(plain, tag: tag)), id])
+                }
+                try db.execute(sql: "UPDATE store_key SET salt = ?, key_check = ? WHERE id = 1", arguments: [Data(salt), Data(new.keyCheck)])
+                return rows.count
+            }
+            try store.finish()
+            return n
+        } catch let e as SinkError {
+            throw e
+        } catch {
+            throw .storeWrite(path: path, dedupKey: "(key rotation)", reason: SQLiteStore.describe(error))
+        }
+    }
+
     /// The codec options under which `m.raw` decodes to `m.decoded` (none, or a quirk profile's),
     /// or nil when no option set reproduces it.
     static func reproducingOptions(_ m: MeasurementRecord) -> QuirkProfile.Options? {
@@ -358,6 +534,7 @@ public final class SQLiteStore: SampleSink, Sendable {
 
     /// Every stored measurement, in received order (then insertion order).
     public func history() throws(SinkError) -> [StoredMeasurement] {
+        if crypto != nil { return try openedRows() }
         do {
             return try db.read { db in
                 let rows = try Row.fetchAll(db, sql: """
@@ -377,6 +554,7 @@ public final class SQLiteStore: SampleSink, Sendable {
 
     /// The dedup keys of every stored measurement (for the session's `knownRecordKeys`).
     public func knownKeys() throws(SinkError) -> Set<String> {
+        if crypto != nil { return Set(try openedRows().map(\.dedupKey)) }
         do {
             return try db.read { Set(try String.fetchAll($0, sql: "SELECT dedup_key FROM measurements")) }
         } catch {
@@ -387,6 +565,9 @@ public final class SQLiteStore: SampleSink, Sendable {
     /// The highest BPS 1.1 record sequence number stored for the device last seen at `address`
     /// (for the session's `lastSequenceNumber`), or nil when none is stored.
     public func lastSequenceNumber(address: String) throws(SinkError) -> UInt16? {
+        if crypto != nil {
+            return try openedRows().filter { $0.device.address == address }.compactMap(\.sequenceNumber).max()
+        }
         do {
             let v = try db.read {
                 try Int64.fetchOne(
@@ -468,5 +649,80 @@ public final class SQLiteStore: SampleSink, Sendable {
     static func describe(_ error: any Error) -> String {
         if let e = error as? DatabaseError { return e.message.map { "\(e.resultCode): \($0)" } ?? "\(e.resultCode)" }
         return String(describing: error)
+    }
+}
+
+/// What an encrypted store seals for one measurement: every column of the plain layout, and the device.
+struct SealedRow: Codable {
+    var characteristic: String
+    var raw: String
+    var quirks: UInt8
+    var unit: String
+    var systolic, diastolic, meanArterialPressure, pulseRate: Double?
+    var systolicRaw, diastolicRaw, meanArterialPressureRaw: UInt16
+    var pulseRateRaw: UInt16?
+    var systolicSpecial, diastolicSpecial, meanArterialPressureSpecial, pulseRateSpecial: String?
+    var timestamp: String?
+    var userID: UInt8?
+    var status: UInt16?
+    var stored: Bool
+    var sequenceNumber: UInt16?
+    var receivedAt: String
+    var receivedAtMicros: Int64
+    var hostUTCOffsetSeconds: Int
+    var dedupKey: String
+    var warnings: String
+    var decoded: String
+    var address: String
+    var name, manufacturer, model, serial, firmware: String?
+
+    init(_ m: MeasurementRecord, quirks: QuirkProfile.Options, hostUTCOffsetSeconds: Int) {
+        characteristic = m.characteristic.uuidString
+        raw = Hex.encode(m.raw)
+        self.quirks = quirks.rawValue
+        unit = m.unit.rawValue
+        systolic = m.systolic.doubleValue
+        diastolic = m.diastolic.doubleValue
+        meanArterialPressure = m.meanArterialPressure.doubleValue
+        pulseRate = m.pulseRate?.doubleValue
+        systolicRaw = m.systolic.rawValue
+        diastolicRaw = m.diastolic.rawValue
+        meanArterialPressureRaw = m.meanArterialPressure.rawValue
+        pulseRateRaw = m.pulseRate?.rawValue
+        systolicSpecial = m.systolic.specialName
+        diastolicSpecial = m.diastolic.specialName
+        meanArterialPressureSpecial = m.meanArterialPressure.specialName
+        pulseRateSpecial = m.pulseRate?.specialName
+        timestamp = m.timestamp
+        userID = m.userID
+        status = m.status?.rawValue
+        stored = m.stored
+        sequenceNumber = m.sequenceNumber
+        receivedAt = m.receivedAt.iso8601
+        receivedAtMicros = m.receivedAt.wallMicros
+        self.hostUTCOffsetSeconds = hostUTCOffsetSeconds
+        dedupKey = m.dedupKey
+        warnings = m.warnings.json.serialized()
+        decoded = m.decoded.serialized()
+        address = m.device.address
+        name = m.device.name
+        manufacturer = m.device.manufacturer
+        model = m.device.model
+        serial = m.device.serial
+        firmware = m.device.firmware
+    }
+
+    func stored(id: Int64) -> StoredMeasurement {
+        StoredMeasurement(
+            id: id,
+            device: DeviceInfo(address: address, name: name, manufacturer: manufacturer, model: model, serial: serial, firmware: firmware),
+            characteristic: BPSCharacteristic(argument: characteristic) ?? .bloodPressureMeasurement, raw: Hex.decode(raw) ?? [],
+            quirks: QuirkProfile.Options(rawValue: quirks), unit: PressureUnit(rawValue: unit) ?? .mmHg, systolic: systolic,
+            diastolic: diastolic, meanArterialPressure: meanArterialPressure, pulseRate: pulseRate, systolicRaw: systolicRaw,
+            diastolicRaw: diastolicRaw, meanArterialPressureRaw: meanArterialPressureRaw, pulseRateRaw: pulseRateRaw,
+            systolicSpecial: systolicSpecial, diastolicSpecial: diastolicSpecial, meanArterialPressureSpecial: meanArterialPressureSpecial,
+            pulseRateSpecial: pulseRateSpecial, timestamp: timestamp, userID: userID, status: status, stored: stored,
+            sequenceNumber: sequenceNumber, receivedAt: receivedAt, receivedAtMicros: receivedAtMicros,
+            hostUTCOffsetSeconds: hostUTCOffsetSeconds, dedupKey: dedupKey, warningsJSON: warnings, decodedJSON: decoded)
     }
 }

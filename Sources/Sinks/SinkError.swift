@@ -25,6 +25,14 @@ public enum SinkError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stored row's raw bytes no longer decode with the BloodPressure codec (or name an unknown characteristic).
     case storedValueUndecodable(path: String, rowID: Int64, reason: String)
 
+    /// A key file could not be created or read, or is not safe to use (its mode, a symlink).
+    case keyFile(path: String, reason: String)
+    /// The store and the key do not go together: the store is encrypted and no key was given, the
+    /// key is not the store's, or a key was given for a store that is not encrypted.
+    case storeKey(path: String, reason: String)
+    /// A sealed row does not authenticate: the file was changed or damaged.
+    case storeTampered(path: String, rowID: Int64)
+
     /// A write to a pipe or socket whose reader has gone (EPIPE): `cuff … | head -1`.
     public var isBrokenPipe: Bool {
         if case let .writeFailed(_, e) = self { e == EPIPE } else { false }
@@ -41,6 +49,9 @@ public enum SinkError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .storeWrite(p, k, r): "cannot store measurement \(k) in \(p): \(r)"
         case let .storeRead(p, r): "cannot read store \(p): \(r)"
         case let .storedValueUndecodable(p, id, r): "store \(p), measurement row \(id): raw value does not decode: \(r)"
+        case let .keyFile(p, r): "key file \(p) \(r)"
+        case let .storeKey(p, r): "store \(p): \(r)"
+        case let .storeTampered(p, id): "store \(p), measurement row \(id) does not authenticate: the file was changed or damaged (nothing of it was read)"
         }
     }
 }

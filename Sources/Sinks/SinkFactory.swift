@@ -26,6 +26,8 @@ public struct SinkConfiguration: Sendable {
     public var format: OutputFormat
     /// `--store PATH`, or nil.
     public var storePath: String?
+    /// `--store-key-file PATH`: the store's key (a new store is made encrypted), or nil.
+    public var storeKeyPath: String?
     /// FHIR `Observation.subject`.
     public var fhirSubject: FHIRSubject
     /// How a zone-less device time gets its offset (FHIR, OMH, and the offset recorded in the store).
@@ -39,8 +41,9 @@ public struct SinkConfiguration: Sendable {
     public init(
         format: OutputFormat = .ndjson, storePath: String? = nil, fhirSubject: FHIRSubject = .cuffUser,
         utcOffset: UTCOffsetPolicy = .system, uuidSeed: UInt64? = nil, clock: WallClock = .system,
-        printsStoredDuplicates: Bool = true
+        printsStoredDuplicates: Bool = true, storeKeyPath: String? = nil
     ) {
+        self.storeKeyPath = storeKeyPath
         self.format = format
         self.storePath = storePath
         self.fhirSubject = fhirSubject
@@ -52,6 +55,14 @@ public struct SinkConfiguration: Sendable {
 }
 
 public enum SinkFactory {
+    /// The store at `path`, with the configuration's key (read from its file) when there is one.
+    public static func openStore(
+        _ path: String, _ options: SinkConfiguration, mustExist: Bool = false, warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+    ) throws(SinkError) -> SQLiteStore {
+        let key = try options.storeKeyPath.map { p throws(SinkError) in try StoreKey.load(path: p) }
+        return try SQLiteStore(path: path, mustExist: mustExist, key: key, utcOffset: options.utcOffset, warn: warn)
+    }
+
     /// The sink for `format` writing to `output`.
     public static func formatSink(
         _ options: SinkConfiguration, output: any LineOutput, warn: @escaping SinkWarningHandler = SinkWarnings.standardError
@@ -74,7 +85,7 @@ public enum SinkFactory {
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) -> [any SampleSink & Sendable] {
         var sinks: [any SampleSink & Sendable] = []
-        if let p = options.storePath { sinks.append(try SQLiteStore(path: p, utcOffset: options.utcOffset, warn: warn)) }
+        if let p = options.storePath { sinks.append(try openStore(p, options, warn: warn)) }
         sinks.append(formatSink(options, output: output, warn: warn))
         return sinks
     }
@@ -96,7 +107,7 @@ public enum SinkFactory {
         storePath: String, options: SinkConfiguration, output: any LineOutput = FileDescriptorOutput.standardOutput(),
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) -> Int {
-        let store = try SQLiteStore(path: storePath, mustExist: true, utcOffset: options.utcOffset, warn: warn)
+        let store = try openStore(storePath, options, mustExist: true, warn: warn)
         var o = options
         o.utcOffset = .recorded(try store.recordedOffsets(), fallback: options.utcOffset)
         let sink = formatSink(o, output: output, warn: warn)

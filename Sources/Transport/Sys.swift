@@ -216,6 +216,11 @@ package enum Sys {
         valueOrErrno(retryOnInterrupt: true) { system_fchmod(fd, mode) }.map { _ in () }
     }
 
+    /// Makes an open file's data and metadata durable. The corresponding C function is `fsync`.
+    package static func fsync(_ fd: CInt) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_fsync(fd) }.map { _ in () }
+    }
+
     /// CPUs online now (at least 1). The corresponding C function is `sysconf`.
     package static var onlineProcessors: Int { max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
 

@@ -170,6 +170,12 @@ package func system_fchmod(_ fd: CInt, _ mode: mode_t) -> CInt {
     return Glibc.fchmod(fd, mode)
 }
 
+/// The corresponding C function is `fsync`.
+package func system_fsync(_ fd: CInt) -> CInt {
+    if let r = mock("fsync", Int(fd)) { return CInt(r) }
+    return Glibc.fsync(fd)
+}
+
 /// The corresponding C function is `read`.
 package func system_read(_ fd: CInt, _ buf: UnsafeMutableRawPointer?, _ count: Int) -> Int {
     if let r = mock("read", Int(fd), count) { return r }

@@ -20,10 +20,12 @@ struct History: ParsableCommand {
     @Option(name: .customLong("fhir-subject"), help: "FHIR Observation.subject: cuff-user (default), Type/id, SYSTEM|VALUE or a display name.")
     var fhirSubject: String?
 
+    @OptionGroup var key: StoreKeyOption
+
     func run() throws {
         let options = SinkConfiguration(
             format: format,
-            fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser)
+            fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser, storeKeyPath: key.path)
         do {
             let n = try SinkFactory.printHistory(storePath: store, options: options)
             Output.log("cuff history: \(n) measurement\(n == 1 ? "" : "s") in \(store)")

@@ -42,6 +42,8 @@ struct PlotCommand: ParsableCommand {
     @Option(help: "Plot the history of this SQLite store (written by --store) instead of an input.")
     var store: String?
 
+    @OptionGroup var key: StoreKeyOption
+
     @Option(help: "With --store: readings from this day on (YYYY-MM-DD, the cuff's clock).")
     var since: String?
 
@@ -77,7 +79,7 @@ struct PlotCommand: ParsableCommand {
         if let store {
             let readings: [HistoryReading]
             do {
-                readings = try PlotInput.history(store: store, since: since.flatMap(CivilTime.seconds), user: user)
+                readings = try PlotInput.history(store: store, since: since.flatMap(CivilTime.seconds), user: user, keyPath: key.path)
             } catch {
                 if case .emptyStore = error { fail(error.description, 3) }
                 fail(error.description, 10)

@@ -109,7 +109,7 @@ struct Replay: ParsableCommand {
             // The store first (a record it cannot keep is not printed), then stdout; NDJSON through
             // the replay's own buffered writer (same bytes as NDJSONSink, fewer syscalls).
             var list: [any SampleSink & Sendable] = []
-            if let path = self.sinks.store { list.append(try SQLiteStore(path: path)) }
+            if let path = self.sinks.store { list.append(try SinkFactory.openStore(path, self.sinks.configuration)) }
             list.append(self.sinks.format == "ndjson"
                 ? ReplayNDJSONSink(flushEachRecord: realtime || self.sinks.store != nil)
                 : SinkFactory.formatSink(self.sinks.configuration, output: FileDescriptorOutput.standardOutput(),

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import Foundation
 import Capture
 import CuffSession
 import Sinks
@@ -22,6 +23,8 @@ struct SinkOptions: ParsableArguments {
     @Option(help: "Also keep every measurement in this SQLite file (created with mode 0600), deduplicated.")
     var store: String?
 
+    @OptionGroup var key: StoreKeyOption
+
     @Option(name: .customLong("fhir-subject"), help: "FHIR Observation.subject: cuff-user (default), Type/id, SYSTEM|VALUE or a display name.")
     var fhirSubject: String?
 
@@ -32,12 +35,13 @@ struct SinkOptions: ParsableArguments {
         for f in formats where (try? OutputFormat(parsing: f)) == nil && CaptureFormat(rawValue: f) == nil {
             throw ValidationError("unknown --format '\(f)'; use ndjson, fhir or omh (cuff replay also takes auto, btsnoop, pcap or pcapng)")
         }
+        if key.storeKeyFile != nil && store == nil { throw ValidationError("--store-key-file is the key of a --store; give --store PATH too") }
     }
 
     var configuration: SinkConfiguration {
         SinkConfiguration(
             format: (try? OutputFormat(parsing: format)) ?? .ndjson, storePath: store,
-            fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser)
+            fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser, storeKeyPath: store == nil ? nil : key.path)
     }
 
     /// The store (when `--store`) and the stdout format sink.
@@ -46,5 +50,20 @@ struct SinkOptions: ParsableArguments {
         let sinks = try SinkFactory.makeSinks(configuration, warn: quiet ? SinkWarnings.ignore : SinkWarnings.standardError)
         let store = sinks.first { $0 is SQLiteStore } as? SQLiteStore
         return (FanOutSink(sinks), store)
+    }
+}
+
+/// `--store-key-file PATH` (or `CUFF_STORE_KEY_FILE`): the key of an encrypted store.
+struct StoreKeyOption: ParsableArguments {
+    @Option(name: .customLong("store-key-file"), help: ArgumentHelp(
+        "The store's key file (cuff key new). A new store is made encrypted with it; an encrypted store opens only with it. Default: $CUFF_STORE_KEY_FILE.",
+        valueName: "path"))
+    var storeKeyFile: String?
+
+    /// The key file: the option, else the environment variable (empty counts as unset).
+    var path: String? {
+        if let storeKeyFile { return storeKeyFile }
+        guard let v = ProcessInfo.processInfo.environment["CUFF_STORE_KEY_FILE"], !v.isEmpty else { return nil }
+        return v
     }
 }

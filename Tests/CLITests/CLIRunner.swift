@@ -23,13 +23,13 @@ enum CLI {
     }
 
     @discardableResult
-    static func run(_ args: [String], stdin: String? = nil, timeout: TimeInterval = 120) throws -> CLIResult {
+    static func run(_ args: [String], stdin: String? = nil, timeout: TimeInterval = 120, environment: [String: String] = [:]) throws -> CLIResult {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let outURL = dir.appendingPathComponent("out"), errURL = dir.appendingPathComponent("err"), inURL = dir.appendingPathComponent("in")
         FileManager.default.createFile(atPath: inURL.path, contents: Data((stdin ?? "").utf8))
-        let p = try Spawned(args, stdin: inURL.path, stdout: outURL.path, stderr: errURL.path)
+        let p = try Spawned(args, stdin: inURL.path, stdout: outURL.path, stderr: errURL.path, environment: environment)
         guard let status = p.wait(timeout: timeout) else {
             p.signal(SIGKILL)
             _ = p.wait(timeout: 10)
@@ -53,7 +53,9 @@ final class Spawned: @unchecked Sendable {
     let pid: pid_t
     private var exitStatus: Int32?
 
-    init(_ args: [String], executable: String = CLI.binary.path, stdin: String = "/dev/null", stdout: String = "/dev/null", stderr: String = "/dev/null") throws {
+    /// - Parameter environment: variables set for the child on top of this process's environment.
+    init(_ args: [String], executable: String = CLI.binary.path, stdin: String = "/dev/null", stdout: String = "/dev/null", stderr: String = "/dev/null",
+         environment: [String: String] = [:]) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -74,7 +76,11 @@ final class Spawned: @unchecked Sendable {
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, path, &actions, &attr, argv, environ)
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        let rc = posix_spawn(&child, path, &actions, &attr, argv, envp)
         guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EIO) }
         pid = child
     }
