@@ -71,9 +71,11 @@ case "layouts":
     printLayouts()
 case "stages" where args.count == 2:
     benchReplayStages(args[1])
+case "store":
+    benchStore(args.count > 1 ? Int(args[1]) ?? 100_000 : 100_000)
 case "replay" where args.count == 2:
     benchReplay(args[1])
 default:
-    print("usage: CuffBenchmarks [decode|all] | make-capture [--notifications N] OUT.btsnoop MEGABYTES IN.btsnoop... | replay FILE")
+    print("usage: CuffBenchmarks [decode|all] | store [N] | make-capture [--notifications N] OUT.btsnoop MEGABYTES IN.btsnoop... | replay FILE")
     exit(2)
 }

@@ -346,65 +346,86 @@ public final class SQLiteStore: SampleSink, Sendable {
     @discardableResult
     public func insert(_ m: MeasurementRecord) throws(SinkError) -> InsertOutcome {
         try done.check()
-        if let crypto { return try insertSealed(m, crypto) }
-        let quirks: QuirkProfile.Options
-        if let q = SQLiteStore.reproducingOptions(m) {
-            quirks = q
-        } else {
-            quirks = []
-            warn(SinkWarning(
-                sink: "store", message: "the record's decoded values do not match its raw bytes under any quirk profile; history will decode the raw bytes without quirks",
-                dedupKey: m.dedupKey))
-        }
+        let q = quirks(for: m)
         let offset = utcOffset.offsetSeconds(m)
-        func num(_ s: SFloat?) -> Double? { s?.doubleValue }
-        func word(_ s: SFloat?) -> Int64? { s.map { Int64($0.rawValue) } }
         do {
-            return try db.write { db -> InsertOutcome in
-                let d = m.device
-                try db.execute(
-                    sql: """
-                        INSERT INTO devices (identity, address, name, manufacturer, model, serial, firmware)
-                        VALUES (?, ?, ?, ?, ?, ?, ?)
-                        ON CONFLICT(identity) DO UPDATE SET
-                            address = excluded.address,
-                            name = coalesce(excluded.name, name),
-                            manufacturer = coalesce(excluded.manufacturer, manufacturer),
-                            model = coalesce(excluded.model, model),
-                            serial = coalesce(excluded.serial, serial),
-                            firmware = coalesce(excluded.firmware, firmware)
-                        """,
-                    arguments: [d.identity, d.address, d.name, d.manufacturer, d.model, d.serial, d.firmware])
-                guard let deviceID = try Int64.fetchOne(db, sql: "SELECT id FROM devices WHERE identity = ?", arguments: [d.identity]) else {
-                    throw DatabaseError(message: "device row missing after upsert")
-                }
-                // ON CONFLICT on the dedup key only: other constraint failures are errors, not "duplicates".
-                try db.execute(
-                    sql: """
-                        INSERT INTO measurements (
-                            device_id, characteristic, raw, quirks, unit,
-                            systolic, diastolic, mean_arterial_pressure, pulse_rate,
-                            systolic_raw, diastolic_raw, mean_arterial_pressure_raw, pulse_rate_raw,
-                            systolic_special, diastolic_special, mean_arterial_pressure_special, pulse_rate_special,
-                            timestamp, user_id, status, stored, sequence_number,
-                            received_at, received_at_us, host_utc_offset, dedup_key, warnings, decoded)
-                        VALUES (?, ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?, ?,  ?, ?, ?, ?, ?, ?)
-                        ON CONFLICT(dedup_key) DO NOTHING
-                        """,
-                    arguments: StatementArguments([
-                        deviceID, m.characteristic.uuidString, Data(m.raw), Int64(quirks.rawValue), m.unit.rawValue,
-                        num(m.systolic), num(m.diastolic), num(m.meanArterialPressure), num(m.pulseRate),
-                        word(m.systolic), word(m.diastolic), word(m.meanArterialPressure), word(m.pulseRate),
-                        m.systolic.specialName, m.diastolic.specialName, m.meanArterialPressure.specialName, m.pulseRate?.specialName,
-                        m.timestamp, m.userID.map { Int64($0) }, m.status.map { Int64($0.rawValue) }, m.stored, m.sequenceNumber.map { Int64($0) },
-                        m.receivedAt.iso8601, m.receivedAt.wallMicros, Int64(offset), m.dedupKey, m.warnings.json.serialized(),
-                        m.decoded.serialized(),
-                    ] as [(any DatabaseValueConvertible)?]))
-                return db.changesCount > 0 ? .inserted(rowID: db.lastInsertedRowID) : .duplicate
-            }
+            return try db.write { db in try insertRow(db, m, quirks: q, offset: offset) }
         } catch {
             throw .storeWrite(path: path, dedupKey: m.dedupKey, reason: SQLiteStore.describe(error))
         }
+    }
+
+    /// Stores every record of `ms` in one transaction (one commit, one fsync): a bulk load. Returns
+    /// how many were new.
+    @discardableResult
+    public func insert(contentsOf ms: [MeasurementRecord]) throws(SinkError) -> Int {
+        try done.check()
+        let prepared = ms.map { ($0, quirks(for: $0), utcOffset.offsetSeconds($0)) }
+        do {
+            return try db.write { db in
+                var n = 0
+                for (m, q, o) in prepared where try insertRow(db, m, quirks: q, offset: o).isNew { n += 1 }
+                return n
+            }
+        } catch {
+            throw .storeWrite(path: path, dedupKey: ms.first?.dedupKey ?? "-", reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// One measurement's rows, in the caller's transaction: sealed in an encrypted store, else the
+    /// device upsert and the measurement's columns.
+    func insertRow(_ db: Database, _ m: MeasurementRecord, quirks: QuirkProfile.Options, offset: Int) throws -> InsertOutcome {
+        if let crypto {
+            let row = SealedRow(m, quirks: quirks, hostUTCOffsetSeconds: offset)
+            let tag = crypto.tag(m.dedupKey)
+            let sealed = try crypto.seal(Array(try JSONEncoder().encode(row)), tag: tag)
+            try db.execute(
+                sql: "INSERT INTO sealed_measurements (dedup_tag, sealed) VALUES (?, ?) ON CONFLICT(dedup_tag) DO NOTHING",
+                arguments: [Data(tag), Data(sealed)])
+            return db.changesCount > 0 ? .inserted(rowID: db.lastInsertedRowID) : .duplicate
+        }
+        func num(_ s: SFloat?) -> Double? { s?.doubleValue }
+        func word(_ s: SFloat?) -> Int64? { s.map { Int64($0.rawValue) } }
+        let d = m.device
+        try db.execute(
+            sql: """
+                INSERT INTO devices (identity, address, name, manufacturer, model, serial, firmware)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(identity) DO UPDATE SET
+                    address = excluded.address,
+                    name = coalesce(excluded.name, name),
+                    manufacturer = coalesce(excluded.manufacturer, manufacturer),
+                    model = coalesce(excluded.model, model),
+                    serial = coalesce(excluded.serial, serial),
+                    firmware = coalesce(excluded.firmware, firmware)
+                """,
+            arguments: [d.identity, d.address, d.name, d.manufacturer, d.model, d.serial, d.firmware])
+        guard let deviceID = try Int64.fetchOne(db, sql: "SELECT id FROM devices WHERE identity = ?", arguments: [d.identity]) else {
+            throw DatabaseError(message: "device row missing after upsert")
+        }
+        // ON CONFLICT on the dedup key only: other constraint failures are errors, not "duplicates".
+        try db.execute(
+            sql: """
+                INSERT INTO measurements (
+                    device_id, characteristic, raw, quirks, unit,
+                    systolic, diastolic, mean_arterial_pressure, pulse_rate,
+                    systolic_raw, diastolic_raw, mean_arterial_pressure_raw, pulse_rate_raw,
+                    systolic_special, diastolic_special, mean_arterial_pressure_special, pulse_rate_special,
+                    timestamp, user_id, status, stored, sequence_number,
+                    received_at, received_at_us, host_utc_offset, dedup_key, warnings, decoded)
+                VALUES (?, ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?, ?,  ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(dedup_key) DO NOTHING
+                """,
+            arguments: StatementArguments([
+                deviceID, m.characteristic.uuidString, Data(m.raw), Int64(quirks.rawValue), m.unit.rawValue,
+                num(m.systolic), num(m.diastolic), num(m.meanArterialPressure), num(m.pulseRate),
+                word(m.systolic), word(m.diastolic), word(m.meanArterialPressure), word(m.pulseRate),
+                m.systolic.specialName, m.diastolic.specialName, m.meanArterialPressure.specialName, m.pulseRate?.specialName,
+                m.timestamp, m.userID.map { Int64($0) }, m.status.map { Int64($0.rawValue) }, m.stored, m.sequenceNumber.map { Int64($0) },
+                m.receivedAt.iso8601, m.receivedAt.wallMicros, Int64(offset), m.dedupKey, m.warnings.json.serialized(),
+                m.decoded.serialized(),
+            ] as [(any DatabaseValueConvertible)?]))
+        return db.changesCount > 0 ? .inserted(rowID: db.lastInsertedRowID) : .duplicate
     }
 
     /// The quirk options that reproduce `m` from its raw bytes (none, with a warning, when no set does).
@@ -414,23 +435,6 @@ public final class SQLiteStore: SampleSink, Sendable {
             sink: "store", message: "the record's decoded values do not match its raw bytes under any quirk profile; history will decode the raw bytes without quirks",
             dedupKey: m.dedupKey))
         return []
-    }
-
-    /// ``insert(_:)`` into an encrypted store: the row as ``StoredMeasurement`` holds it, sealed.
-    func insertSealed(_ m: MeasurementRecord, _ crypto: StoreCrypto) throws(SinkError) -> InsertOutcome {
-        do {
-            let row = SealedRow(m, quirks: quirks(for: m), hostUTCOffsetSeconds: utcOffset.offsetSeconds(m))
-            let tag = crypto.tag(m.dedupKey)
-            let sealed = try crypto.seal(Array(try JSONEncoder().encode(row)), tag: tag)
-            return try db.write { db -> InsertOutcome in
-                try db.execute(
-                    sql: "INSERT INTO sealed_measurements (dedup_tag, sealed) VALUES (?, ?) ON CONFLICT(dedup_tag) DO NOTHING",
-                    arguments: [Data(tag), Data(sealed)])
-                return db.changesCount > 0 ? .inserted(rowID: db.lastInsertedRowID) : .duplicate
-            }
-        } catch {
-            throw .storeWrite(path: path, dedupKey: m.dedupKey, reason: SQLiteStore.describe(error))
-        }
     }
 
     /// Every sealed row opened, in insertion order; a row that does not authenticate is an error.
