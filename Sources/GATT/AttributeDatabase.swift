@@ -30,18 +30,45 @@ public struct AttributeDatabase: Sendable, Hashable {
         public var cccdHandle: UInt16?
     }
 
-    /// Every attribute, in handle order; the attribute with handle `h` is at index `h - 1`.
+    /// Every attribute, in increasing handle order. A database the ``Builder`` numbers itself has
+    /// no gaps (the attribute with handle `h` is at index `h - 1`); one laid out with explicit
+    /// handles (a captured device's) may have gaps.
     public private(set) var attributes: [Attribute]
     public private(set) var services: [Service]
     public private(set) var characteristics: [Characteristic]
 
     /// The highest handle in use, 0 for an empty database.
-    public var lastHandle: UInt16 { UInt16(attributes.count) }
+    public var lastHandle: UInt16 { attributes.last?.handle ?? 0 }
 
     /// The attribute at `handle`, nil when there is none.
     public func attribute(_ handle: UInt16) -> Attribute? {
-        guard handle >= 1, Int(handle) <= attributes.count else { return nil }
-        return attributes[Int(handle) - 1]
+        index(of: handle).map { attributes[$0] }
+    }
+
+    /// Where the attribute with `handle` is in ``attributes``.
+    func index(of handle: UInt16) -> Int? {
+        let guess = Int(handle) - 1
+        if guess >= 0, guess < attributes.count, attributes[guess].handle == handle { return guess }
+        let i = lowerBound(handle)
+        return i < attributes.count && attributes[i].handle == handle ? i : nil
+    }
+
+    /// The index of the first attribute whose handle is at least `handle`.
+    func lowerBound(_ handle: UInt16) -> Int {
+        var lo = 0, hi = attributes.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if attributes[mid].handle < handle { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    /// The attributes whose handles lie in `start...end`.
+    public func attributes(in start: UInt16, _ end: UInt16) -> ArraySlice<Attribute> {
+        guard start <= end else { return [] }
+        let lo = lowerBound(start)
+        let hi = end == .max ? attributes.count : lowerBound(end + 1)
+        return attributes[lo..<max(lo, hi)]
     }
 
     /// The characteristic whose value lives at `valueHandle`.
@@ -67,8 +94,8 @@ public struct AttributeDatabase: Sendable, Hashable {
     /// Replaces the value at `handle`; false (and no change) when there is no such attribute.
     @discardableResult
     public mutating func setValue(_ value: [UInt8], at handle: UInt16) -> Bool {
-        guard attribute(handle) != nil else { return false }
-        attributes[Int(handle) - 1].value = value
+        guard let i = index(of: handle) else { return false }
+        attributes[i].value = value
         return true
     }
 
@@ -87,17 +114,35 @@ public struct AttributeDatabase: Sendable, Hashable {
         private var attributes: [Attribute] = []
         private var services: [Service] = []
         private var characteristics: [Characteristic] = []
+        /// The handle the next attribute gets (one past the last, unless ``skip(to:)`` moved it).
+        private var next: UInt32 = 1
+        /// An end handle given for the open service (``endService(at:)``).
+        private var explicitEnd: UInt16?
 
         public init() {}
 
         private var nextHandle: UInt16 {
-            precondition(attributes.count < 0xFFFF, "attribute handles exhausted")
-            return UInt16(attributes.count + 1)
+            precondition(next <= 0xFFFF, "attribute handles exhausted")
+            return UInt16(next)
+        }
+
+        /// Leaves the handles up to `handle` unused: the next attribute gets `handle` (a layout
+        /// copied from a device, which may have gaps). Going backwards is a programming error.
+        public mutating func skip(to handle: UInt16) {
+            precondition(UInt32(handle) >= next, "handles must increase: \(handle) after \(next - 1)")
+            next = UInt32(handle)
+        }
+
+        /// Ends the open service's group at `handle` (at least its last attribute), as a device
+        /// may declare a group that runs past its attributes (to 0xFFFF, say).
+        public mutating func endService(at handle: UInt16) {
+            explicitEnd = handle
         }
 
         private mutating func append(_ type: BluetoothUUID, _ value: [UInt8], _ permissions: AttributePermissions) -> UInt16 {
             let handle = nextHandle
             attributes.append(Attribute(handle: handle, type: type, value: value, permissions: permissions))
+            next = UInt32(handle) + 1
             return handle
         }
 
@@ -142,6 +187,37 @@ public struct AttributeDatabase: Sendable, Hashable {
             return CharacteristicHandles(declarationHandle: declaration, valueHandle: valueHandle, cccdHandle: cccd)
         }
 
+        /// Adds a characteristic at `declarationHandle` (its value at the next handle) with the
+        /// descriptors a device showed, at their own handles: a layout copied from a device. A
+        /// Client Characteristic Configuration descriptor among them becomes the characteristic's
+        /// CCCD (readable and writable); the others are readable.
+        @discardableResult
+        public mutating func addCharacteristic(
+            _ uuid: BluetoothUUID, properties: CharacteristicProperties, permissions: AttributePermissions, value: [UInt8] = [],
+            declarationHandle: UInt16, descriptors: [(handle: UInt16, uuid: BluetoothUUID, value: [UInt8])]
+        ) -> CharacteristicHandles {
+            precondition(!services.isEmpty, "a characteristic needs a service first")
+            skip(to: declarationHandle)
+            var w = ByteWriter()
+            w.write(properties.rawValue)
+            w.write(declarationHandle &+ 1)
+            w.write(contentsOf: uuid.littleEndianBytes)
+            _ = append(.characteristic, w.bytes, .read)
+            let valueHandle = append(uuid, value, permissions)
+            var cccd: UInt16?
+            for d in descriptors.sorted(by: { $0.handle < $1.handle }) where UInt32(d.handle) >= next {
+                skip(to: d.handle)
+                if d.uuid == .clientCharacteristicConfiguration && cccd == nil {
+                    cccd = append(d.uuid, d.value.isEmpty ? [0, 0] : d.value, .readWrite)
+                } else {
+                    _ = append(d.uuid, d.value, .read)
+                }
+            }
+            characteristics.append(Characteristic(
+                uuid: uuid, properties: properties, declarationHandle: declarationHandle, valueHandle: valueHandle, cccdHandle: cccd))
+            return CharacteristicHandles(declarationHandle: declarationHandle, valueHandle: valueHandle, cccdHandle: cccd)
+        }
+
         /// Adds a descriptor after the last characteristic (§3.3.3).
         /// - Returns: its handle.
         @discardableResult
@@ -163,7 +239,9 @@ public struct AttributeDatabase: Sendable, Hashable {
 
         private mutating func closeService() {
             guard !services.isEmpty else { return }
-            services[services.count - 1].endHandle = UInt16(attributes.count)
+            let last = attributes.last?.handle ?? 0
+            services[services.count - 1].endHandle = max(last, explicitEnd ?? 0)
+            explicitEnd = nil
         }
 
         /// The finished database.

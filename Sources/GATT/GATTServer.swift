@@ -237,9 +237,7 @@ public struct GATTServer: Sendable {
     /// Attributes in `start...end`, or the error for a bad range (§3.4.3.1: start 0 or start > end).
     private func range(_ request: ATTOpcode, _ start: UInt16, _ end: UInt16) -> Result<ArraySlice<Attribute>, ErrorPDU> {
         guard start != 0, start <= end else { return .failure(ErrorPDU(request, start, .invalidHandle)) }
-        let all = database.attributes
-        let lo = min(Int(start) - 1, all.count), hi = min(Int(end), all.count)
-        return .success(all[lo..<hi])
+        return .success(database.attributes(in: start, end))
     }
 
     private struct ErrorPDU: Error {

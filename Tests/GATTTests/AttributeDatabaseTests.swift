@@ -62,3 +62,59 @@ import Testing
         #expect(db.attributes.map { Hex.encode($0.value) } == ["0018", "020300002a", "43756666", "020500012a", "8103"])
     }
 }
+
+/// A layout copied from a device, with gaps between handles, a CCCD after another descriptor and
+/// a last service that runs to 0xFFFF: the server serves it handle for handle, and the client
+/// discovers exactly that.
+@Suite struct SparseLayoutTests {
+    static func database() -> AttributeDatabase {
+        var b = AttributeDatabase.Builder()
+        b.skip(to: 0x0001)
+        b.addService(.genericAccess)
+        b.addCharacteristic(.deviceName, properties: .read, permissions: .read, value: Array("Cuff".utf8), declarationHandle: 0x0002, descriptors: [])
+        b.endService(at: 0x0007)
+        b.skip(to: 0x0020)
+        b.addService(BluetoothUUID(0x1810))
+        b.addCharacteristic(BluetoothUUID(0x2A35), properties: .indicate, permissions: [], declarationHandle: 0x0025,
+                            descriptors: [(0x0029, .clientCharacteristicConfiguration, []), (0x0027, BluetoothUUID(0x2901), Array("BP".utf8))])
+        b.addCharacteristic(BluetoothUUID(0x2A49), properties: .read, permissions: .read, value: [0x3F, 0x00], declarationHandle: 0x0030, descriptors: [])
+        b.endService(at: 0xFFFF)
+        return b.build()
+    }
+
+    @Test func handlesAreTheOnesGiven() {
+        let db = Self.database()
+        #expect(db.attributes.map(\.handle) == [0x01, 0x02, 0x03, 0x20, 0x25, 0x26, 0x27, 0x29, 0x30, 0x31])
+        #expect(db.services.map(\.endHandle) == [0x0007, 0xFFFF])
+        #expect(db.characteristic(BluetoothUUID(0x2A35))?.cccdHandle == 0x0029)
+        #expect(db.attribute(0x0028) == nil && db.attribute(0x0029)?.type == .clientCharacteristicConfiguration)
+        #expect(db.attributes(in: 0x0004, 0x0024).map(\.handle) == [0x20])
+        #expect(db.attributes(in: 0x0030, 0xFFFF).map(\.handle) == [0x30, 0x31])
+        #expect(db.lastHandle == 0x31)
+        var copy = db
+        let set = copy.setValue([1, 0], at: 0x0029)
+        let unset = copy.setValue([1], at: 0x0028)
+        #expect(set && copy.attribute(0x0029)?.value == [1, 0])
+        #expect(!unset && copy.attributes.count == db.attributes.count)
+    }
+
+    @Test func theClientDiscoversTheSameLayout() {
+        var link = InMemoryLink()
+        link.server = GATTServer(database: Self.database())
+        let (id, actions) = link.client.discover(now: t0)
+        link.client(actions)
+        guard case let .success(.profile(p))? = link.result(id) else {
+            Issue.record("discovery failed: \(String(describing: link.result(id)))")
+            return
+        }
+        #expect(p.services.map(\.handle) == [0x0001, 0x0020])
+        let bpm = p.services[1].characteristics.first { $0.uuid == BluetoothUUID(0x2A35) }
+        #expect(bpm?.declarationHandle == 0x0025 && bpm?.valueHandle == 0x0026 && bpm?.cccdHandle == 0x0029)
+        #expect(p.services[1].characteristics.map(\.valueHandle) == [0x0026, 0x0031])
+        // Subscribing through the CCCD the client found reaches the server's characteristic.
+        let sub = link.client.subscribe(bpm!, notify: false, indicate: true, now: t0)
+        link.client(sub.actions)
+        #expect(link.serverEvents.contains(.subscriptionChanged(valueHandle: 0x0026, uuid: BluetoothUUID(0x2A35), notify: false, indicate: true)))
+        #expect(link.server.subscription(valueHandle: 0x0026) == (false, true))
+    }
+}
