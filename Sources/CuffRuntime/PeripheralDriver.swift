@@ -1,26 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import CuffCore
 import CuffSimulator
+import GATT
 import Transport
 
-/// Runs a ``CuffPeripheral`` over one bearer connection after another.
-public final class PeripheralDriver {
-    public enum End: Sendable, Equatable {
-        /// The client went away (or the cuff dropped the link).
-        case disconnected(String)
-        /// SIGINT/SIGTERM.
-        case interrupted
-        case transportFailed(String)
-    }
+/// How a peripheral's connection ended.
+public enum PeripheralEnd: Sendable, Equatable {
+    /// The client went away (or the cuff dropped the link).
+    case disconnected(String)
+    /// SIGINT/SIGTERM.
+    case interrupted
+    case transportFailed(String)
+}
 
-    public private(set) var peripheral: CuffPeripheral
+/// Runs a peripheral (the simulated cuff, a captured one) over one bearer connection after another.
+public final class PeripheralDriver<Peripheral: GATTPeripheral> {
+    public typealias End = PeripheralEnd
+
+    public private(set) var peripheral: Peripheral
     public let clock: SimulationClock
     let log: (String) -> Void
     let signals: SignalFlags?
     /// Longest real wait in one poll, so signals are seen promptly.
     let pollSlice: Duration = .milliseconds(100)
 
-    public init(peripheral: CuffPeripheral, clock: SimulationClock, signals: SignalFlags? = .shared, log: @escaping (String) -> Void) {
+    public init(peripheral: Peripheral, clock: SimulationClock, signals: SignalFlags? = .shared, log: @escaping (String) -> Void) {
         self.peripheral = peripheral
         self.clock = clock
         self.signals = signals
@@ -68,7 +72,7 @@ public final class PeripheralDriver {
     }
 
     /// Sends, logs, disconnects; returns the end when the cuff dropped the link.
-    func execute(_ outputs: [CuffPeripheral.Output], _ bearer: ATTBearer) -> End? {
+    func execute(_ outputs: [PeripheralOutput], _ bearer: ATTBearer) -> End? {
         for o in outputs {
             switch o {
             case let .send(pdu):

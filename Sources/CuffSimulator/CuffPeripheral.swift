@@ -8,12 +8,8 @@ import GATT
 ///
 /// Pure: PDUs and time in, PDUs out. A driver moves them over a bearer (in process, a Unix
 /// `SOCK_SEQPACKET` socket, or BlueZ's L2CAP ATT channel).
-public struct CuffPeripheral: Sendable {
-    public enum Output: Sendable, Hashable {
-        case send([UInt8])
-        case disconnect(String)
-        case log(String)
-    }
+public struct CuffPeripheral: GATTPeripheral {
+    public typealias Output = PeripheralOutput
 
     public private(set) var server: GATTServer
     public private(set) var machine: CuffSimulatorMachine

@@ -136,9 +136,23 @@ public final class SQLiteStore: SampleSink, Sendable {
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         do {
-            let queue = try DatabaseQueue(path: path, configuration: config)
-            db = queue
-            crypto = try SQLiteStore.migrate(queue, key: key, path: path)
+            // Several processes opening one new store at once: the switch to WAL and the schema
+            // need the write lock, and SQLite may answer "busy" at once instead of waiting for it
+            // (a lock upgrade it cannot wait for). Such an open is tried again, for up to 10 s.
+            var attempt = 0
+            var opened: (DatabaseQueue, StoreCrypto?)
+            while true {
+                do {
+                    let queue = try DatabaseQueue(path: path, configuration: config)
+                    opened = (queue, try SQLiteStore.migrate(queue, key: key, path: path))
+                    break
+                } catch let e as DatabaseError where e.resultCode == .SQLITE_BUSY && attempt < 100 {
+                    attempt += 1
+                    MonotonicClock.sleep(nanoseconds: 100_000_000)
+                }
+            }
+            db = opened.0
+            crypto = opened.1
             let sync = try db.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
             guard sync == 2 else { throw DatabaseError(message: "synchronous is \(sync.map(String.init) ?? "nil"), not FULL (2)") }
         } catch let e as SinkError {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import GATT
 import BlueZ
 import CuffCore
 import CuffRuntime
@@ -87,7 +88,9 @@ enum BlueZCommands {
         return (outcome, driver.central.session.exitCode, driver.sinkFailure != nil)
     }
 
-    static func simulate(adapter adapterName: String, driver: PeripheralDriver, options: SimulatorOptions) throws {
+    static func simulate<P: GATTPeripheral>(
+        adapter adapterName: String, driver: PeripheralDriver<P>, options: SimulatorOptions, name advertisedName: String? = nil, label: String? = nil
+    ) throws {
         let adapter = try adapter(adapterName)
         let signals = SignalFlags.shared
         if let advice = BluetoothDaemon.advice(simulating: true) { Output.log("cuff simulate: " + advice) }
@@ -101,7 +104,7 @@ enum BlueZCommands {
         defer { agent?.stop() }
         let listener: L2CAPATTListener
         let advertiser: LEAdvertiser
-        let name = options.configuration.name
+        let name = advertisedName ?? options.configuration.name
         do {
             listener = try L2CAPATTListener(adapter: adapter)
             advertiser = try LEAdvertiser(adapter: adapter, name: name)
@@ -114,7 +117,7 @@ enum BlueZCommands {
             advertiser.stop()
             listener.close()
         }
-        Output.log("cuff simulate: \(options.scenario.rawValue) cuff \"\(name)\" advertising 0x1810 on \(adapter) (\(listener.address)); waiting for a central")
+        Output.log("cuff simulate: \(label ?? options.scenario.rawValue + " cuff") \"\(name)\" advertising 0x1810 on \(adapter) (\(listener.address)); waiting for a central")
         var session = 0
         while !signals.isRaised(.int) && !signals.isRaised(.term) {
             let bearer: L2CAPATTBearer?

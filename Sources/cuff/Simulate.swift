@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import BloodPressure
 import CuffCore
 import CuffRuntime
 import CuffSimulator
+import Capture
+import GATT
 import Transport
 
 struct SimulatorOptions: ParsableArguments {
@@ -55,8 +58,31 @@ struct Simulate: ParsableCommand {
 
     @OptionGroup var options: SimulatorOptions
 
+    @Option(name: .customLong("from-capture"), help: ArgumentHelp(
+        "Serve the peripheral of a captured session instead of a simulated cuff: its attribute table, values and notifications (btsnoop, pcap or pcapng). The captured gaps are divided by --speed (default 10; 1 for the captured pace).",
+        valueName: "file"))
+    var fromCapture: String?
+
+    @Option(help: "With --from-capture: the connection to serve (see --list-sessions; default: the first with a Blood Pressure Service).")
+    var session: Int?
+
+    @Flag(name: .customLong("list-sessions"), help: "With --from-capture: list the capture's connections and which can be served, then exit.")
+    var listSessions = false
+
+    @Flag(help: "With --from-capture: after the last captured notification, play them again.")
+    var loop = false
+
+    @Option(name: .customLong("handle"), help: ArgumentHelp(
+        "With --from-capture, for a capture without service discovery (a central with a GATT cache): a value handle and its characteristic, HANDLE=UUID, e.g. 0x0003=2a35 (repeatable).",
+        valueName: "H=UUID"), transform: Replay.parseHandle)
+    var handles: [Replay.HandleMapping] = []
+
     func validate() throws {
         if list { return }
+        if fromCapture == nil && (session != nil || listSessions || loop || !handles.isEmpty) {
+            throw ValidationError("--session, --list-sessions, --loop and --handle go with --from-capture FILE")
+        }
+        if listSessions { return }
         if listen == nil && adapter == nil { throw ValidationError("give --listen unix:PATH or --adapter hciN") }
         if let listen, !listen.hasPrefix("unix:") { throw ValidationError("--listen takes unix:PATH") }
     }
@@ -71,14 +97,63 @@ struct Simulate: ParsableCommand {
             }
             return
         }
+        if let fromCapture {
+            if listSessions { return try Self.listSessions(fromCapture, overrides: overrides) }
+            let captured: CapturedCuff
+            do {
+                captured = try CapturedCuff.load(path: fromCapture, session: session, overrides: overrides)
+            } catch let e as CapturedCuffError {
+                Output.log("cuff simulate: \(fromCapture): \(e)")
+                throw ExitCode(SessionExit.nothingToServe)
+            } catch {
+                Output.log("cuff simulate: \(fromCapture): \(error)")
+                throw ExitCode(SessionExit.badCapture)
+            }
+            let c = captured.connection
+            let label = "session \(c.number) of \(fromCapture) (hci\(c.adapter) \(Hex.handle(c.handle))\(c.peer.map { ", " + $0 } ?? ""); \(captured.database.attributes.count) attributes, \(captured.pushes.count) notifications and indications)"
+            return try serve(CapturedCuffPeripheral(captured, loop: loop), label: label, name: captured.name)
+        }
+        try serve(CuffPeripheral(configuration: options.configuration),
+                  label: "\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)", name: nil)
+    }
+
+    var overrides: [UInt16: CuffCharacteristic] {
+        Dictionary(handles.map { ($0.handle, $0.characteristic) }, uniquingKeysWith: { _, b in b })
+    }
+
+    /// `--list-sessions`: one line per connection of the capture.
+    static func listSessions(_ path: String, overrides: [UInt16: CuffCharacteristic]) throws {
+        do {
+            let list = try CapturedCuff.connections(path: path, overrides: overrides)
+            for c in list {
+                let what = c.servable ? (c.inheritedDiscovery ? "servable (discovery from an earlier connection)" : "servable") : "no Blood Pressure Service"
+                try Output.line("\(c.number)\thci\(c.adapter)\t\(Hex.handle(c.handle))\t\(c.peer ?? "-")\t\(c.services) services\t\(c.pushes) notifications/indications\t\(what)")
+            }
+            try Output.flush()
+            if !list.contains(where: \.servable) {
+                Output.log("cuff simulate: no connection in \(path) can be served")
+                throw ExitCode(SessionExit.nothingToServe)
+            }
+        } catch let e as ExitCode {
+            throw e
+        } catch let e as CaptureError {
+            Output.log("cuff simulate: \(path): \(e)")
+            throw ExitCode(SessionExit.badCapture)
+        } catch {
+            throw ExitCode(Output.sinkFailed("cuff simulate", error))
+        }
+    }
+
+    /// Serves `peripheral` on the adapter or the Unix socket, one client after another, until stopped.
+    func serve<P: GATTPeripheral>(_ peripheral: P, label: String, name: String?) throws {
         let signals = SignalFlags.shared
         try signals.install()
         // A parent may have blocked these (test runners do); a child inherits the mask.
         try signals.unblockOnCurrentThread()
         let clock = SimulationClock(speed: options.speed)
-        let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: options.configuration), clock: clock, signals: signals) { Output.log("cuff simulate: " + $0) }
+        let driver = PeripheralDriver(peripheral: peripheral, clock: clock, signals: signals) { Output.log("cuff simulate: " + $0) }
         if let adapter {
-            try BlueZCommands.simulate(adapter: adapter, driver: driver, options: options)
+            try BlueZCommands.simulate(adapter: adapter, driver: driver, options: options, name: name, label: label)
             return
         }
         let path = String(listen!.dropFirst("unix:".count))
@@ -90,7 +165,7 @@ struct Simulate: ParsableCommand {
             throw ExitCode(SessionExit.connectionFailed)
         }
         defer { listener.close() }
-        Output.log("cuff simulate: \(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×) listening at unix:\(path)")
+        Output.log("cuff simulate: \(label) listening at unix:\(path)")
         var session = 0
         while !signals.isRaised(.int) && !signals.isRaised(.term) {
             let bearer: UnixSeqpacketBearer?
@@ -113,4 +188,8 @@ struct Simulate: ParsableCommand {
 
 enum SessionExit {
     static let connectionFailed: Int32 = 9
+    /// `--from-capture`: the capture cannot be read (as `cuff replay` of a damaged capture).
+    static let badCapture: Int32 = 1
+    /// `--from-capture`: no connection shows a Blood Pressure Service (as a missing service).
+    static let nothingToServe: Int32 = 7
 }

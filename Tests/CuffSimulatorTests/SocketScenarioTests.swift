@@ -21,7 +21,7 @@ struct SocketRun {
     var simulatorLogs: [String] = []
     var outcome: SessionOutcome = .noResult
     var exitCode: Int32 = -1
-    var serverEnd: PeripheralDriver.End?
+    var serverEnd: PeripheralEnd?
 
     var measurements: [MeasurementRecord] { outputs.compactMap { if case let .measurement(m) = $0 { m } else { nil } } }
     var progress: [ProgressRecord] { outputs.compactMap { if case let .progress(p) = $0 { p } else { nil } } }
@@ -38,7 +38,7 @@ struct SocketRun {
     }
 
     /// One session against `driver` (a simulated cuff that may have served clients before).
-    static func run(driver d: PeripheralDriver, logs simLogs: LogBox, start: Bool = false, stopAfter: Duration? = nil) throws -> SocketRun {
+    static func run(driver d: PeripheralDriver<CuffPeripheral>, logs simLogs: LogBox, start: Bool = false, stopAfter: Duration? = nil) throws -> SocketRun {
         let (clientEnd, serverEnd) = try UnixSeqpacketBearer.pair()
         let driver = Unchecked(d)
         let server = Unchecked(serverEnd)

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+
+/// What a peripheral state machine asks its driver to do.
+public enum PeripheralOutput: Sendable, Hashable {
+    /// Send this PDU on the bearer.
+    case send([UInt8])
+    /// Close the link (the peripheral ends the connection), saying why.
+    case disconnect(String)
+    case log(String)
+}
+
+/// A peripheral as a pure state machine over a GATT server: the simulated cuff, or a captured
+/// one played back. One driver serves any of them over a bearer with a clock.
+public protocol GATTPeripheral: Sendable {
+    /// The earliest time the driver must call ``tick(now:)``.
+    var nextDeadline: Timestamp? { get }
+    /// A client connected; `client` names it when the transport knows (a Bluetooth address).
+    mutating func connected(now: Timestamp, client: String?) -> [PeripheralOutput]
+    mutating func disconnected(now: Timestamp) -> [PeripheralOutput]
+    mutating func linkSecurityChanged(_ level: SecurityLevel)
+    mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [PeripheralOutput]
+    /// The device's button (SIGUSR1).
+    mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput]
+    mutating func tick(now: Timestamp) -> [PeripheralOutput]
+}
