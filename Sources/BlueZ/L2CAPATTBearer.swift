@@ -17,7 +17,7 @@ import Transport
 /// the socket to become writable again (it sits in BT_CONFIG until the link is encrypted). On
 /// kernels that ask user space to confirm even Just Works pairing, a ``PairingAgent`` must run
 /// (or bluetoothd with an agent), otherwise SMP stalls until its 30 s timeout.
-public final class L2CAPATTBearer: ATTBearer, Sendable {
+public final class L2CAPATTBearer: PollableBearer, Sendable {
     /// Largest PDU accepted by default (ATT's maximum is 517; margin for hostile peers is cheap).
     public static let defaultMaxPDUSize = 1024
 
@@ -118,6 +118,12 @@ public final class L2CAPATTBearer: ATTBearer, Sendable {
 
     public func send(_ pdu: [UInt8]) throws(TransportError) {
         try channel.send(pdu)
+    }
+
+    public var fileDescriptor: CInt? { channel.descriptor }
+
+    public func receiveNow() throws(TransportError) -> BearerEvent? {
+        try channel.receiveNow()
     }
 
     public func next(timeout: Duration?) throws(TransportError) -> BearerEvent {
