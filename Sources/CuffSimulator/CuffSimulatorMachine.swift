@@ -118,7 +118,10 @@ public struct CuffSimulatorMachine: Sendable {
     var nextScheduled: Timestamp?
     var nextSequence: UInt16 = 0
     var racpBusy = false
-    var measurementsDone = 0
+    /// Results the cuff produced (live or kept).
+    public private(set) var measurementsDone = 0
+    /// Readings a client confirmed (each counted once per client).
+    public private(set) var confirmedReadings = 0
     var indicationSentAt: [Timestamp] = []
     /// The stored reading each indication in flight carries, a result (spontaneous, or the live
     /// one, which the cuff stores too) by its sequence number; nil for RACP records and responses.
@@ -610,7 +613,7 @@ public struct CuffSimulatorMachine: Sendable {
             if deliveredOrder.count >= Self.maxBondedClients { delivered[deliveredOrder.removeFirst()] = nil }
             deliveredOrder.append(key)
         }
-        delivered[key, default: []].insert(sequence)
+        if delivered[key, default: []].insert(sequence).inserted { confirmedReadings += 1 }
     }
 
     /// The stored readings the connected client has not confirmed yet, oldest first (all of them

@@ -252,7 +252,13 @@ struct Simulate: ParsableCommand {
     func run<P: GATTPeripheral>(_ cuffs: [ListeningPeripheral<P>], loop: EventLoop, signals: SignalFlags) throws {
         defer {
             for c in cuffs { c.stop() }
-            Output.log("cuff simulate: stopped")
+            let machines = cuffs.compactMap { ($0.driver.peripheral as? CuffPeripheral)?.machine }
+            if cuffs.count > 1 || options.every != nil, !machines.isEmpty {
+                let taken = machines.reduce(0) { $0 + $1.measurementsDone }, confirmed = machines.reduce(0) { $0 + $1.confirmedReadings }
+                Output.log("cuff simulate: stopped: \(taken) measurements taken, \(confirmed) readings confirmed by clients")
+            } else {
+                Output.log("cuff simulate: stopped")
+            }
         }
         for c in cuffs {
             do {
