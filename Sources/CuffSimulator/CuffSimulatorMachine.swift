@@ -114,6 +114,8 @@ public struct CuffSimulatorMachine: Sendable {
     var clockBase: Int64
     var clockSetAt: Timestamp = .zero
     var records: [StoredRecord] = []
+    /// The cuff-clock second of the latest result.
+    var lastResultLocal: Int64?
     /// When the next scheduled measurement (``SimulatorConfiguration/measureEvery``) is due.
     var nextScheduled: Timestamp?
     var nextSequence: UInt16 = 0
@@ -481,7 +483,11 @@ public struct CuffSimulatorMachine: Sendable {
                 phase = .idle
                 nextSample = nil
                 measurementsDone += 1
-                let local = cuffClock(now)
+                // Never two readings stamped with the same second: a client that sets the clock
+                // back (every connection, while a fast --speed runs the cuff ahead) must not make a
+                // new reading look like an old one.
+                let local = max(cuffClock(now), (lastResultLocal ?? .min) &+ 1)
+                lastResultLocal = local
                 var actions: [Action] = cuffPressure(max(0, base), now)
                 var stored: UInt16? = nil
                 if configuration.scenario != .error {

@@ -148,6 +148,28 @@ struct WatchCommandTests {
         #expect(stored.contains { $0["stored"] as? Bool == true }, "the readings taken while nobody listened did not arrive as stored")
     }
 
+    @Test func sighupReopensStdoutAfterARotation() throws {
+        let s = try Scratch()
+        let cuff = try Spawned(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "60"], stderr: s.path("sim.err"))
+        #expect(Self.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
+        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("c.sock")], stdout: s.path("out"), stderr: s.path("err"))
+        #expect(Self.waitUntil(20) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 })
+        // logrotate: move the file away, then SIGHUP.
+        try FileManager.default.moveItem(atPath: s.path("out"), toPath: s.path("out.1"))
+        watch.signal(SIGHUP)
+        #expect(Self.waitUntil(20) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 }, "nothing written to the reopened file: \(s.text("err"))")
+        watch.signal(SIGTERM)
+        #expect(watch.wait(timeout: 20) == 0)
+        cuff.signal(SIGTERM)
+        _ = cuff.wait(timeout: 10)
+        let before = try Self.measurementLines(s.lines("out.1")).map(Self.key), after = try Self.measurementLines(s.lines("out")).map(Self.key)
+        #expect(!before.isEmpty && !after.isEmpty)
+        #expect(Set(before).isDisjoint(with: after), "a reading went to both files")
+        let mode = try FileManager.default.attributesOfItem(atPath: s.path("out"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(s.text("err").contains("SIGHUP"))
+    }
+
     @Test func badTargetsAreClearErrors() throws {
         let r = try CLI.run(["watch"])
         #expect(r.status == 64)
