@@ -51,6 +51,12 @@ public final class Watcher {
     final class Target {
         let path: String
         let fromDirectory: Bool
+        /// A Bluetooth cuff: starts a connection the kernel completes when the cuff advertises.
+        let start: (() throws(TransportError) -> any PendingConnection)?
+        var name: String
+        var pending: (any PendingConnection)?
+        var pendingFD: CInt?
+        var waitingSaid = false
         var connection: CentralConnection?
         var retry: EventLoop.TimerID?
         var failures = 0
@@ -60,8 +66,18 @@ public final class Watcher {
         init(path: String, fromDirectory: Bool) {
             self.path = path
             self.fromDirectory = fromDirectory
+            start = nil
+            name = "unix:" + path
+            address = "unix:" + path
         }
-        var address: String { "unix:" + path }
+        init(address: String, start: @escaping () throws(TransportError) -> any PendingConnection) {
+            path = address
+            fromDirectory = false
+            self.start = start
+            name = address
+            self.address = address
+        }
+        let address: String
     }
 
     let configuration: Configuration
@@ -94,7 +110,9 @@ public final class Watcher {
 
     /// Connects to every target now; looks at the directories every ``Configuration/rescan``.
     public func start() {
+        started = true
         for p in configuration.sockets { add(p, fromDirectory: false) }
+        for t in targets.values where t.start != nil { connect(t) }
         rescanDirectories()
     }
 
@@ -108,6 +126,7 @@ public final class Watcher {
         for t in targets.values {
             if let r = t.retry { loop.cancel(r) }
             t.retry = nil
+            cancelPending(t)
             t.connection?.stop(reason: "stopping (cuff watch is shutting down)")
         }
         stopDeadline = MonotonicClock.now() + configuration.stopGrace
@@ -120,6 +139,61 @@ public final class Watcher {
     public var isDone: Bool { stopping && openSessions == 0 }
 
     // MARK: Targets
+
+    /// Follows a Bluetooth cuff (or anything reached by a non-blocking connect): `start` begins a
+    /// connection attempt; an attempt that timed out (the cuff did not advertise) starts again at
+    /// once, other failures back off.
+    public func follow(address: String, start: @escaping () throws(TransportError) -> any PendingConnection) {
+        guard targets[address] == nil else { return }
+        let t = Target(address: address, start: start)
+        targets[address] = t
+        log("following \(address)")
+        if !stopping && started { connect(t) }
+    }
+
+    var started = false
+
+    func cancelPending(_ t: Target) {
+        if let fd = t.pendingFD { loop.unwatch(fd) }
+        t.pendingFD = nil
+        t.pending?.cancel()
+        t.pending = nil
+    }
+
+    func connectPending(_ t: Target, _ start: () throws(TransportError) -> any PendingConnection) {
+        do {
+            let p = try start()
+            guard let fd = p.fileDescriptor else { return failed(t, "connect: no descriptor") }
+            try loop.watch(fd, readable: false, writable: true) { [unowned self, unowned t] _ in self.pendingReady(t) }
+            t.pending = p
+            t.pendingFD = fd
+            if !t.waitingSaid {
+                t.waitingSaid = true
+                log("\(t.name): waiting for it to advertise")
+            }
+        } catch {
+            failed(t, error.message)
+        }
+    }
+
+    func pendingReady(_ t: Target) {
+        guard let p = t.pending else { return }
+        if let fd = t.pendingFD { loop.unwatch(fd) }
+        t.pendingFD = nil
+        t.pending = nil
+        do {
+            let bearer = try p.finish()
+            t.waitingSaid = false
+            log("\(t.name): connected")
+            run(t, bearer)
+        } catch {
+            // Not advertising within the kernel's connect timeout: simply wait again.
+            if error.errno == ETIMEDOUT || error.errno == EHOSTDOWN || error.errno == EHOSTUNREACH {
+                return schedule(t, after: configuration.reconnectDelay)
+            }
+            failed(t, error.message)
+        }
+    }
 
     func add(_ path: String, fromDirectory: Bool) {
         guard targets[path] == nil else { return }
@@ -144,7 +218,8 @@ public final class Watcher {
 
     func connect(_ t: Target) {
         t.retry = nil
-        guard !stopping, t.connection == nil else { return }
+        guard !stopping, t.connection == nil, t.pending == nil else { return }
+        if let start = t.start { return connectPending(t, start) }
         let bearer: UnixSeqpacketBearer
         do {
             bearer = try UnixSeqpacketBearer.connect(path: t.path, sendTimeout: .milliseconds(500))
@@ -156,6 +231,11 @@ public final class Watcher {
             }
             return failed(t, error.message)
         }
+        run(t, bearer)
+    }
+
+    /// One session on a connected link.
+    func run(_ t: Target, _ bearer: any PollableBearer) {
         t.sessions += 1
         t.connectedAt = MonotonicClock.now()
         var config = configuration.session(t.address)
@@ -173,7 +253,7 @@ public final class Watcher {
         let lasted = MonotonicClock.now() - t.connectedAt
         let measured = c.central.session.measurements
         let why = c.sinkFailure.map { "the result could not be kept: \($0)" } ?? "\(c.outcome.rawValue)"
-        log("unix:\(t.path): session \(t.sessions) ended (\(why); \(measured) new measurement\(measured == 1 ? "" : "s"))")
+        log("\(t.name): session \(t.sessions) ended (\(why); \(measured) new measurement\(measured == 1 ? "" : "s"))")
         guard !stopping else { return }
         if c.sinkFailure != nil || (measured == 0 && lasted < configuration.minimumHealthySession) {
             return failed(t, why)
@@ -191,7 +271,7 @@ public final class Watcher {
         // ±20 % jitter, so that many cuffs failing together do not retry together.
         delay = delay * (0.8 + 0.4 * Double.random(in: 0..<1, using: &random))
         if why != t.lastError || t.failures == 1 {
-            log("unix:\(t.path): \(why); retrying in \(String(format1(delay.secondsDouble))) s")
+            log("\(t.name): \(why); retrying in \(String(format1(delay.secondsDouble))) s")
         }
         t.lastError = why
         schedule(t, after: delay)

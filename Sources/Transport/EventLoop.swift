@@ -222,3 +222,13 @@ public protocol PollableBearer: ATTBearer {
 }
 
 extension UnixSeqpacketBearer: PollableBearer {}
+
+/// A connection under way that an ``EventLoop`` waits for: its descriptor turns writable when the
+/// link is up or the attempt failed (a non-blocking `connect`), then ``finish()`` says which.
+public protocol PendingConnection: AnyObject {
+    var fileDescriptor: CInt? { get }
+    /// The connected bearer, or why the attempt failed.
+    func finish() throws(TransportError) -> any PollableBearer
+    /// Gives up; closes the descriptor.
+    func cancel()
+}

@@ -21,7 +21,9 @@ struct Watch: ParsableCommand {
             stderr carries events and device identities, never readings (--verbose adds the sessions' own \
             lines, which may). SIGTERM or Ctrl-C: stop connecting, let open sessions end (5 s at most), \
             flush, exit 0. SIGHUP: reopen stdout and stderr if they were files (after logrotate moved them).
-            Exit status: 0 after SIGTERM/SIGINT, 9 nothing to follow, 10 a sink failed.
+            With --adapter hciN --device ADDRESS …, real cuffs: the kernel connects to each as soon as it \
+            advertises (raw L2CAP; stop bluetoothd or keep it off that adapter, as for `cuff measure`).
+            Exit status: 0 after SIGTERM/SIGINT, 9 the adapter cannot be used, 10 a sink failed.
             """
     )
 
@@ -29,6 +31,17 @@ struct Watch: ParsableCommand {
         "A cuff to follow: unix:PATH of a `cuff simulate` socket, or unix:DIR for every socket in DIR (repeatable).",
         valueName: "unix:PATH"))
     var connect: [String] = []
+
+    @Option(help: "Bluetooth adapter to follow real cuffs on (with --device), e.g. hci0.")
+    var adapter: String?
+
+    @Option(name: .customLong("device"), help: ArgumentHelp(
+        "With --adapter: a cuff to follow, AA:BB:CC:DD:EE:FF[/random] (repeatable). cuff connects as soon as it advertises.",
+        valueName: "address"))
+    var devices: [String] = []
+
+    @Option(help: "With --adapter: link security to ask for at once: low (default), medium or high. Raised anyway when a cuff asks.")
+    var security: SecurityLevel?
 
     @Flag(help: "Also follow the cuff pressure while a cuff measures (progress records on stdout).")
     var progress = false
@@ -45,7 +58,14 @@ struct Watch: ParsableCommand {
         if let c = sinks.captureFormatName {
             throw ValidationError("--format \(c) names a capture format; cuff watch writes ndjson, fhir or omh")
         }
-        guard !connect.isEmpty else { throw ValidationError("give at least one --connect unix:PATH (a socket or a directory of sockets)") }
+        guard !connect.isEmpty || adapter != nil else {
+            throw ValidationError("give --connect unix:PATH (a socket or a directory of sockets) or --adapter hciN --device ADDRESS")
+        }
+        if adapter != nil && devices.isEmpty {
+            throw ValidationError("--adapter needs the cuffs to follow: --device ADDRESS (repeatable)")
+        }
+        if adapter == nil && (!devices.isEmpty || security != nil) { throw ValidationError("--device and --security go with --adapter hciN") }
+        for d in devices { _ = try BlueZCommands.address(d) }
         for c in connect where !c.hasPrefix("unix:") || c.count == 5 {
             throw ValidationError("--connect takes unix:PATH (a socket or a directory of sockets), not '\(c)'")
         }
@@ -59,7 +79,7 @@ struct Watch: ParsableCommand {
 
         var watcherConfig = Watcher.Configuration()
         watcherConfig.add(paths: connect.map { String($0.dropFirst("unix:".count)) })
-        let followPressure = progress, setTime = !noSetTime
+        let followPressure = progress, setTime = !noSetTime, level = security ?? .low
         let offset = WallClock.localUTCOffsetSeconds()
         watcherConfig.session = { address in
             var c = CuffSessionConfiguration(address: address)
@@ -71,6 +91,7 @@ struct Watch: ParsableCommand {
             // at high --speed finishes a measurement within a second.
             if !followPressure { c.storedBurstWindow = .milliseconds(300) }
             c.setTime = setTime
+            c.security = level
             c.localUTCOffsetSeconds = offset
             return c
         }
@@ -118,6 +139,11 @@ struct Watch: ParsableCommand {
             let addresses = watcherConfig.sockets.map { "unix:" + $0 }
             for a in addresses { collector.learnSequenceNumber(try? store.lastSequenceNumber(address: a), address: a) }
         }
+        var agent: BlueZCommands.Agent?
+        if let adapter {
+            agent = try BlueZCommands.watch(adapter: adapter, devices: devices, watcher: watcher)
+        }
+        defer { agent?.stop() }
         let stdoutFile = ReopenableOutput(fd: 1), stderrFile = ReopenableOutput(fd: 2)
         log("watching \(watcherConfig.sockets.count) socket(s) and \(watcherConfig.directories.count) director\(watcherConfig.directories.count == 1 ? "y" : "ies")\(store.map { "; storing in \($0.path)" } ?? "")")
         watcher.start()
