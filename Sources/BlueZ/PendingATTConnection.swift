@@ -23,7 +23,12 @@ public final class PendingATTConnection: PendingConnection {
     /// - Throws: `TransportError` at once when the socket cannot be made or the adapter is down.
     public static func start(adapter: BluetoothAdapter, to peer: BluetoothAddress, maxPDUSize: Int = L2CAPATTBearer.defaultMaxPDUSize,
                              securityTimeout: Duration = .seconds(35)) throws(TransportError) -> PendingATTConnection {
-        let local = try adapter.addressIfUp()
+        try start(adapter: adapter, local: adapter.addressIfUp(), to: peer, maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
+    }
+
+    /// `start` once the adapter's address is known (tests drive this one with mocks).
+    static func start(adapter: BluetoothAdapter, local: BluetoothAddress, to peer: BluetoothAddress, maxPDUSize: Int,
+                      securityTimeout: Duration) throws(TransportError) -> PendingATTConnection {
         let fd: CInt
         switch Sys.socket(domain: BT.af, type: BT.seqpacket | BT.cloexec | BT.nonblock, protocol: BT.protoL2CAP) {
         case .success(let s): fd = s
