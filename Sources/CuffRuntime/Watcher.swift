@@ -30,6 +30,9 @@ public final class Watcher {
         public var backoffMax: Duration = .seconds(30)
         /// A session shorter than this without a measurement counts as a failure (backoff).
         public var minimumHealthySession: Duration = .seconds(1)
+        /// The highest stored-record sequence number the store holds for an address (asked once per
+        /// cuff, before its first session; later sessions use what the collector kept since).
+        public var storedSequenceNumber: ((String) -> UInt16?)?
         /// After ``stop()``: how long open sessions may take to end before their links are closed.
         public var stopGrace: Duration = .seconds(5)
 
@@ -236,6 +239,9 @@ public final class Watcher {
 
     /// One session on a connected link.
     func run(_ t: Target, _ bearer: any PollableBearer) {
+        if t.sessions == 0, let ask = configuration.storedSequenceNumber {
+            collector.learnSequenceNumber(ask(t.address), address: t.address)
+        }
         t.sessions += 1
         t.connectedAt = MonotonicClock.now()
         var config = configuration.session(t.address)

@@ -133,12 +133,9 @@ struct Watch: ParsableCommand {
         }
         loop.afterEachTurn { collector.flush() }
         let sessionLog: ((String, String) -> Void)? = verbose && !sinks.quiet ? { a, s in Output.log("cuff watch: \(a): \(s)") } : nil
+        // RACP "newer than": per cuff, the highest sequence number the store holds.
+        if let store { watcherConfig.storedSequenceNumber = { try? store.lastSequenceNumber(address: $0) } }
         let watcher = Watcher(configuration: watcherConfig, loop: loop, collector: collector, log: log, sessionLog: sessionLog)
-        if let store {
-            // RACP "newer than": per device, the highest sequence number the store holds.
-            let addresses = watcherConfig.sockets.map { "unix:" + $0 }
-            for a in addresses { collector.learnSequenceNumber(try? store.lastSequenceNumber(address: a), address: a) }
-        }
         var agent: BlueZCommands.Agent?
         if let adapter {
             agent = try BlueZCommands.watch(adapter: adapter, devices: devices, watcher: watcher)
