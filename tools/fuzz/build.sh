@@ -15,7 +15,13 @@ mkdir -p "$out/modules" "$out/obj" "$out/bin"
 # Two runs at once (one target each) share the module objects: one builds, the other waits.
 exec 9> "$out/build.lock"
 flock 9
-flags=(-sanitize=fuzzer,address -parse-as-library -package-name cuff "$opt" -g -use-ld=lld -I "$out/modules" -module-cache-path "$out/module-cache")
+flags=(-sanitize=fuzzer,address -parse-as-library -package-name cuff "$opt" -g -use-ld=lld -I "$out/modules" -I "$root/Sources/CEpoll/include" -module-cache-path "$out/module-cache")
+
+# The C module Transport imports (epoll as plain arrays): one object, not instrumented.
+if [ ! -f "$out/obj/CEpoll.o" ] || [ Sources/CEpoll/cepoll.c -nt "$out/obj/CEpoll.o" ]; then
+  echo "fuzz build: module CEpoll (C)"
+  "${CC:-clang}" -O2 -g -I Sources/CEpoll/include -c Sources/CEpoll/cepoll.c -o "$out/obj/CEpoll.o"
+fi
 
 # Modules in dependency order, each compiled whole-module into one object. A module is rebuilt when
 # one of its sources is newer than its stamp, or when the object of a module it imports changed
@@ -40,7 +46,7 @@ for m in "${modules[@]}"; do
 done
 stamp=$upstream
 
-objs=()
+objs=("$out/obj/CEpoll.o")
 for m in "${modules[@]}"; do objs+=("$out/obj/$m.o"); done
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
