@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `CuffBenchmarks pgship [N] [URL]`: a full outbox shipped to PostgreSQL, readings per second and
+// the hub's CPU per reading. Without URL, a throwaway local cluster (Debian's server binaries,
+// as the tests start it) is made and removed.
+import CuffCore
+import CuffSession
+import Foundation
+import PostgresStore
+import PostgresTestCluster
+import Sinks
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// This process's CPU time (user + system), in seconds.
+func cpuSeconds() -> Double {
+    var u = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &u)
+    return Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6
+}
+
+func benchPGShip(_ n: Int, url given: String?) {
+    var cluster: TestCluster?
+    let urlText: String
+    if let given {
+        urlText = given
+    } else {
+        if let why = TestCluster.unavailable { print("pgship: \(why)"); exit(2) }
+        cluster = try! TestCluster()
+        urlText = cluster!.url()
+    }
+    let url = try! PostgresURL(parsing: urlText)
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-pgship-\(UUID().uuidString)").path
+    try! FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    print("pgship: \(n) readings from a full outbox to \(url) (PostgreSQL on this machine)")
+    var round = 0
+    for batch in [1000, 100, 1] {
+        let count = batch == 1 ? min(n, 5000) : n
+        round += 1
+        // Readings no earlier round shipped (the server would skip them as duplicates).
+        let readings = benchReadings(count * round).suffix(count)
+        let path = dir + "/outbox\(round).db"
+        let box = try! PostgresOutboxStore(url: url, outboxPath: path, background: false, batchSize: batch, warn: SinkWarnings.ignore)
+        _ = try! box.outbox.insert(contentsOf: Array(readings))
+        let c0 = cpuSeconds(), t0 = now()
+        let r = box.drain()
+        let t1 = now(), c1 = cpuSeconds()
+        precondition(r.failure == nil && r.shipped == count && r.new == count, "shipped \(r.shipped), new \(r.new): \(r.failure.map { "\($0)" } ?? "")")
+        precondition(try! box.outbox.count() == 0)
+        try! box.close()
+        print("batch \(String(batch).padding(toLength: 4, withPad: " ", startingAt: 0)): \(count) readings in \(format3(t1 - t0)) s = "
+              + "\(Int((Double(count) / (t1 - t0)).rounded())) readings/s; hub CPU \(format3((c1 - c0) / Double(count) * 1e6)) µs/reading "
+              + "(\(format3((t1 - t0) / Double(count) * 1e6)) µs wall)")
+    }
+    let server = PostgresServer(url: url)
+    print("server holds \(try! server.count()) readings")
+    server.disconnect()
+    _ = cluster
+}
