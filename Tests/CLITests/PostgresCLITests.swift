@@ -22,8 +22,12 @@ struct PostgresCLITests {
         return d
     }
 
+    /// Each printed measurement's raw bytes and time of receipt (what tells readings apart).
     func keys(_ r: CLIResult) throws -> [String] {
-        try r.stdoutLines.map { try CLI.json($0)["dedup_key"] as? String ?? "" }
+        try r.stdoutLines.map { l in
+            let o = try CLI.json(l)
+            return "\(o["raw"] as? String ?? "")@\(o["received_at"] as? String ?? "")"
+        }
     }
 
     /// The issue's "done when": three hubs, then two runs with the server down, then `cuff sync`,
