@@ -66,7 +66,7 @@ let package = Package(
             ]
         ),
         // `--store postgres://…`: the shared PostgreSQL store behind a local SQLite outbox. The only
-        // target that links SwiftNIO (through postgres-nio); it bridges to the blocking sink API.
+        // library target that imports SwiftNIO (through postgres-nio); it bridges to the blocking sink API.
         .target(
             name: "PostgresStore",
             dependencies: ["CuffCore", "BloodPressure", "CuffSession", "Sinks", "Transport",

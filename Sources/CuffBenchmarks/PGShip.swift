@@ -36,11 +36,13 @@ func benchPGShip(_ n: Int, url given: String?) {
     defer { try? FileManager.default.removeItem(atPath: dir) }
     print("pgship: \(n) readings from a full outbox to \(url) (PostgreSQL on this machine)")
     var round = 0
+    var start = 0
     for batch in [1000, 100, 1] {
         let count = batch == 1 ? min(n, 5000) : n
         round += 1
         // Readings no earlier round shipped (the server would skip them as duplicates).
-        let readings = benchReadings(count * round).suffix(count)
+        let readings = benchReadings(start + count).suffix(count)
+        start += count
         let path = dir + "/outbox\(round).db"
         let box = try! PostgresOutboxStore(url: url, outboxPath: path, background: false, batchSize: batch, warn: SinkWarnings.ignore)
         _ = try! box.outbox.insert(contentsOf: Array(readings))
@@ -53,7 +55,25 @@ func benchPGShip(_ n: Int, url given: String?) {
         print("batch \(String(batch).padding(toLength: 4, withPad: " ", startingAt: 0)): \(count) readings in \(format3(t1 - t0)) s = "
               + "\(Int((Double(count) / (t1 - t0)).rounded())) readings/s; hub CPU \(format3((c1 - c0) / Double(count) * 1e6)) µs/reading "
               + "(\(format3((t1 - t0) / Double(count) * 1e6)) µs wall)")
+        fflush(nil)
     }
+    // Where a 1000-reading batch's time goes: reading the outbox, the server's transaction, the removal.
+    let readings = benchReadings(start + 20_000).suffix(20_000)
+    let box = try! PostgresOutboxStore(url: url, outboxPath: dir + "/phases.db", background: false, warn: SinkWarnings.ignore)
+    _ = try! box.outbox.insert(contentsOf: Array(readings))
+    var tRead = 0.0, tShip = 0.0, tRemove = 0.0
+    for _ in 0..<20 {
+        let t0 = now()
+        let batch = try! box.outbox.pending(limit: 1000)
+        let t1 = now()
+        _ = try! box.server.ship(batch)
+        let t2 = now()
+        try! box.outbox.remove(ids: batch.map(\.id))
+        let t3 = now()
+        tRead += t1 - t0; tShip += t2 - t1; tRemove += t3 - t2
+    }
+    try! box.close()
+    print("per 1000-reading batch: outbox read \(format3(tRead / 20 * 1e3)) ms, server transaction \(format3(tShip / 20 * 1e3)) ms, outbox removal \(format3(tRemove / 20 * 1e3)) ms")
     let server = PostgresServer(url: url)
     print("server holds \(try! server.count()) readings")
     server.disconnect()
