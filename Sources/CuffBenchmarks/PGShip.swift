@@ -20,6 +20,15 @@ func cpuSeconds() -> Double {
     return Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6
 }
 
+/// CPU seconds (user + system) of process `pid`, from /proc (0 when unreadable).
+func processCPUSeconds(_ pid: Int32) -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    // After the command: state is field 3, utime 14 and stime 15 (1-based in proc(5)).
+    guard fields.count > 13, let u = Double(fields[11]), let s = Double(fields[12]) else { return 0 }
+    return (u + s) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
 func benchPGShip(_ n: Int, url given: String?) {
     var cluster: TestCluster?
     let urlText: String
@@ -46,14 +55,18 @@ func benchPGShip(_ n: Int, url given: String?) {
         let path = dir + "/outbox\(round).db"
         let box = try! PostgresOutboxStore(url: url, outboxPath: path, background: false, batchSize: batch, warn: SinkWarnings.ignore)
         _ = try! box.outbox.insert(contentsOf: Array(readings))
+        let backend = try! box.server.backendPID()
+        let s0 = processCPUSeconds(backend)
         let c0 = cpuSeconds(), t0 = now()
         let r = box.drain()
         let t1 = now(), c1 = cpuSeconds()
+        let s1 = processCPUSeconds(backend)
         precondition(r.failure == nil && r.shipped == count && r.new == count, "shipped \(r.shipped), new \(r.new): \(r.failure.map { "\($0)" } ?? "")")
         precondition(try! box.outbox.count() == 0)
         try! box.close()
         print("batch \(String(batch).padding(toLength: 4, withPad: " ", startingAt: 0)): \(count) readings in \(format3(t1 - t0)) s = "
-              + "\(Int((Double(count) / (t1 - t0)).rounded())) readings/s; hub CPU \(format3((c1 - c0) / Double(count) * 1e6)) µs/reading "
+              + "\(Int((Double(count) / (t1 - t0)).rounded())) readings/s; hub CPU \(format3((c1 - c0) / Double(count) * 1e6)) µs/reading, "
+              + "server CPU \(format3((s1 - s0) / Double(count) * 1e6)) µs/reading "
               + "(\(format3((t1 - t0) / Double(count) * 1e6)) µs wall)")
         fflush(nil)
     }

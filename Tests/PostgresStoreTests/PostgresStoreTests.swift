@@ -75,6 +75,8 @@ struct PostgresStoreTests {
         // A device that learns its name later, and a second device.
         rs += readings(5, from: 100, device: DeviceInfo(address: "11:22:33:44:55:66"))
         rs += readings(5, from: 105, device: DeviceInfo(address: "11:22:33:44:55:66", name: "Later", model: "X2"))
+        // Names that JSON must escape, and text beyond ASCII.
+        rs += readings(3, from: 200, device: DeviceInfo(address: "22:22:22:22:22:22", name: "Blutdruck \"Ümlaut\" \\ \t\u{1}", serial: "№ 7 ✓"))
         let sqlite = try SQLiteStore(path: dir.file("s.db"), utcOffset: .fixed(3600), warn: SinkWarnings.ignore)
         for m in rs { try sqlite.insert(m) }
         let pg = try PostgresOutboxStore(url: try url(c), outboxPath: dir.file("outbox.db"), utcOffset: .fixed(3600), background: false, batchSize: 7, warn: SinkWarnings.ignore)
