@@ -198,8 +198,8 @@ public final class PostgresServer: Sendable {
                     deviceIDs[identity] = try row.decode(Int64.self)
                 }
                 // The batch as one JSON parameter, unpacked by the server (jsonb_to_recordset): one
-                // statement to parse and plan however many rows, where a VALUES list with 28
-                // parameters a row cost the server three times as much.
+                // statement to parse and plan however many rows (a VALUES list has 28 parameters a
+                // row, and the protocol allows 65535).
                 var b = PostgresBindings()
                 b.append(Self.batchJSON(rows, deviceIDs: deviceIDs))
                 let r = try run(c, PostgresQuery(unsafeSQL: """
