@@ -155,4 +155,30 @@ struct PostgresCLITests {
         let syncSQLite = try CLI.run(["sync", "--store", "\(dir)/s.db"])
         #expect(syncSQLite.status == 64)
     }
+
+    /// `cuff watch --store postgres://…`: readings reach the server while it runs (the shipper
+    /// works continuously), and after SIGTERM the server holds each printed reading once.
+    @Test func watchShipsContinuously() throws {
+        guard let c = try cluster() else { return }
+        let s = try WatchCommandTests.Scratch()
+        let fleet = try Spawned(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "4", "--every", "60", "--speed", "60", "--quiet"],
+                                stderr: s.path("sim.err"))
+        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0004.sock")) })
+        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", c.url(), "--outbox", s.path("outbox.db")],
+                                stdout: s.path("out"), stderr: s.path("watch.err"))
+        // On the server while watch still runs.
+        #expect(WatchCommandTests.waitUntil(60) { (Int((try? c.psql("SELECT count(DISTINCT device_id) FROM cuff_measurements")) ?? "0") ?? 0) == 4 },
+                "not shipped while running: \(s.text("watch.err").suffix(2000))")
+        #expect(watch.isRunning)
+        fleet.signal(SIGTERM)
+        #expect(fleet.wait(timeout: 20) == 0)
+        watch.signal(SIGTERM)
+        #expect(watch.wait(timeout: 30) == 0, "\(s.text("watch.err").suffix(2000))")
+        #expect(s.text("watch.err").contains("storing in postgres://cuff@127.0.0.1:\(c.port)/cuff?sslmode=disable"), "\(s.text("watch.err").prefix(1000))")
+        let printed = try WatchCommandTests.measurementLines(s.lines("out")).map(WatchCommandTests.key)
+        let stored = try WatchCommandTests.history(c.url()).map(WatchCommandTests.key)
+        #expect(Set(stored).count == stored.count, "a reading was stored twice")
+        #expect(Set(printed) == Set(stored), "stdout and the server disagree")
+        #expect(printed.count >= 4)
+    }
 }
