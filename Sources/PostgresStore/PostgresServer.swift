@@ -2,6 +2,7 @@
 import BloodPressure
 import CuffCore
 import CuffSession
+import Dispatch
 import Foundation
 import Logging
 import NIOCore
@@ -10,6 +11,14 @@ import NIOSSL
 import PostgresNIO
 import Sinks
 import Synchronization
+
+/// A result handed from the event loop to the waiting thread.
+final class ResultBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<T, any Error>?
+    func set(_ r: Result<T, any Error>) { lock.lock(); result = r; lock.unlock() }
+    func get() -> Result<T, any Error>? { lock.lock(); defer { lock.unlock() }; return result }
+}
 
 /// Why the server could not be used, and whether trying again later may help.
 public struct PostgresStoreError: Error, Sendable, CustomStringConvertible {
@@ -403,7 +412,7 @@ public final class PostgresServer: Sendable {
             s = nil
             return c
         }
-        if let c { try? c.close().wait() }
+        if let c { _ = try? wait(c.close(), seconds: 5) }
     }
 
     /// Runs `body` with the connection, connecting first when there is none. Any failure drops the
@@ -416,9 +425,9 @@ public final class PostgresServer: Sendable {
                     c = existing
                 } else {
                     s = nil
-                    c = try PostgresConnection.connect(
+                    c = try wait(PostgresConnection.connect(
                         on: group.next(), configuration: try configuration(), id: nextID.add(1, ordering: .relaxed).oldValue, logger: logger
-                    ).wait()
+                    ), seconds: Double(url.connectTimeoutSeconds) + 5)
                     s = c
                 }
                 do {
@@ -426,7 +435,7 @@ public final class PostgresServer: Sendable {
                 } catch {
                     if Self.dropsConnection(error) {
                         s = nil
-                        try? c.close().wait()
+                        _ = try? wait(c.close(), seconds: 5)
                     }
                     throw error
                 }
@@ -440,18 +449,38 @@ public final class PostgresServer: Sendable {
 
     /// Whether the connection is no use after `error` (anything but a statement the server refused).
     static func dropsConnection(_ error: any Error) -> Bool {
-        guard let e = error as? PSQLError else { return !(error is PostgresStoreError) }
+        // A statement with no answer (a timeout here) leaves the connection in an unknown state.
+        if let e = error as? PostgresStoreError { return e.transient }
+        guard let e = error as? PSQLError else { return true }
         return e.code != .server
     }
 
     @discardableResult
     func run(_ c: PostgresConnection, _ sql: String) throws -> PostgresQueryResult {
-        try c.query(PostgresQuery(unsafeSQL: sql), logger: logger).wait()
+        try wait(c.query(PostgresQuery(unsafeSQL: sql), logger: logger), seconds: statementTimeoutSeconds)
     }
 
     @discardableResult
     func run(_ c: PostgresConnection, _ q: PostgresQuery) throws -> PostgresQueryResult {
-        try c.query(q, logger: logger).wait()
+        try wait(c.query(q, logger: logger), seconds: statementTimeoutSeconds)
+    }
+
+    /// How long a statement may go unanswered before the connection is given up (a server that
+    /// died without the connection noticing would otherwise block a drain for ever).
+    let statementTimeoutSeconds: Double = 60
+
+    /// The future's value, waited for on this thread (never the event loop's) for at most `seconds`.
+    func wait<T>(_ f: EventLoopFuture<T>, seconds: Double) throws -> T {
+        let done = DispatchSemaphore(value: 0)
+        let box = ResultBox<T>()
+        f.whenComplete { r in
+            box.set(r)
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + seconds) == .success, let r = box.get() else {
+            throw PostgresStoreError(server: url.serverName, message: "no answer within \(Int(seconds)) s", transient: true)
+        }
+        return try r.get()
     }
 
     func configuration() throws -> PostgresConnection.Configuration {
