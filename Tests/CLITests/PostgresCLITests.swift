@@ -62,6 +62,10 @@ struct PostgresCLITests {
         let down = try CLI.run(["sync", "--store", url, "--outbox", "\(dir)/hub4.db"])
         #expect(down.status == 9)
         #expect(down.stderr.contains("1 still wait in the outbox"), "\(down.stderr)")
+        // History needs the server: a clear error, status 10.
+        let noServer = try CLI.run(["history", "--store", url])
+        #expect(noServer.status == 10)
+        #expect(noServer.stderr.contains("PostgreSQL 127.0.0.1:\(c.port): cannot reach the server: Connection refused"), "\(noServer.stderr)")
         try c.start()
         for i in 4...5 {
             let s = try CLI.run(["sync", "--store", url, "--outbox", "\(dir)/hub\(i).db"])
