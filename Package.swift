@@ -25,6 +25,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.5.3"),
     ],
     targets: [
         // Pure foundations: byte reading/writing, hex, JSON writer, time values, the bearer seam.
@@ -63,6 +67,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // `--store postgres://…`: the shared PostgreSQL store behind a local SQLite outbox. The only
+        // library target that imports SwiftNIO (through postgres-nio); it bridges to the blocking sink API.
+        .target(
+            name: "PostgresStore",
+            dependencies: ["CuffCore", "BloodPressure", "CuffSession", "Sinks", "Transport",
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Charts as SVG: document model and writer, scales, the session and history charts (pure).
         .target(name: "Plot"),
         // What `cuff plot` reads and writes: NDJSON, captures replayed in process, the store; SVG/PNG files.
@@ -78,14 +92,14 @@ let package = Package(
             name: "cuff",
             dependencies: [
                 "CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
-                "Capture", "Sinks", "ReplayEngine", "BlueZ", "Plot", "PlotIO",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ", "Plot", "PlotIO", "PostgresStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // Counts heap allocations for the benchmarks (interposes malloc; benchmark binary only).
         .target(name: "CMallocCounter"),
         .executableTarget(
-            name: "CuffBenchmarks", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "GATT", "Transport", "Sinks", "CMallocCounter"]),
+            name: "CuffBenchmarks", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "GATT", "Transport", "Sinks", "CMallocCounter", "PostgresStore", "PostgresTestCluster"]),
 
         .testTarget(name: "CuffCoreTests", dependencies: ["CuffCore"]),
         .testTarget(name: "BloodPressureTests", dependencies: ["BloodPressure", "CuffCore"]),
@@ -98,9 +112,12 @@ let package = Package(
             name: "SinksTests",
             dependencies: ["Sinks", "CuffSession", "BloodPressure", "CuffCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // A throwaway PostgreSQL cluster (Debian's server binaries) that the tests start and stop.
+        .target(name: "PostgresTestCluster", path: "Tests/PostgresTestCluster"),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "Transport", "CuffCore"]),
-        .testTarget(name: "CLITests", dependencies: ["CuffCore"]),
+        .testTarget(name: "CLITests", dependencies: ["CuffCore", "PostgresTestCluster"]),
         .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
     ]
 )

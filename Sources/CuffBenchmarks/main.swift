@@ -75,7 +75,9 @@ case "store":
     benchStore(args.count > 1 ? Int(args[1]) ?? 100_000 : 100_000)
 case "replay" where args.count == 2:
     benchReplay(args[1])
+case "pgship":
+    benchPGShip(args.count > 1 ? Int(args[1]) ?? 100_000 : 100_000, url: args.count > 2 ? args[2] : nil)
 default:
-    print("usage: CuffBenchmarks [decode|all] | store [N] | make-capture [--notifications N] OUT.btsnoop MEGABYTES IN.btsnoop... | replay FILE")
+    print("usage: CuffBenchmarks [decode|all] | store [N] | pgship [N] [postgres://URL] | make-capture [--notifications N] OUT.btsnoop MEGABYTES IN.btsnoop... | replay FILE")
     exit(2)
 }

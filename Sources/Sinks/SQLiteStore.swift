@@ -53,6 +53,46 @@ public struct StoredMeasurement: Sendable, Hashable {
     public var warningsJSON: String
     public var decodedJSON: String
 
+    /// A row as another store (a server) keeps it: every column of ``SQLiteStore``'s layout.
+    public init(
+        id: Int64, device: DeviceInfo, characteristic: BPSCharacteristic, raw: [UInt8], quirks: QuirkProfile.Options,
+        unit: PressureUnit, systolic: Double?, diastolic: Double?, meanArterialPressure: Double?, pulseRate: Double?,
+        systolicRaw: UInt16, diastolicRaw: UInt16, meanArterialPressureRaw: UInt16, pulseRateRaw: UInt16?,
+        systolicSpecial: String?, diastolicSpecial: String?, meanArterialPressureSpecial: String?, pulseRateSpecial: String?,
+        timestamp: String?, userID: UInt8?, status: UInt16?, stored: Bool, sequenceNumber: UInt16?, receivedAt: String,
+        receivedAtMicros: Int64, hostUTCOffsetSeconds: Int, dedupKey: String, warningsJSON: String, decodedJSON: String
+    ) {
+        self.id = id
+        self.device = device
+        self.characteristic = characteristic
+        self.raw = raw
+        self.quirks = quirks
+        self.unit = unit
+        self.systolic = systolic
+        self.diastolic = diastolic
+        self.meanArterialPressure = meanArterialPressure
+        self.pulseRate = pulseRate
+        self.systolicRaw = systolicRaw
+        self.diastolicRaw = diastolicRaw
+        self.meanArterialPressureRaw = meanArterialPressureRaw
+        self.pulseRateRaw = pulseRateRaw
+        self.systolicSpecial = systolicSpecial
+        self.diastolicSpecial = diastolicSpecial
+        self.meanArterialPressureSpecial = meanArterialPressureSpecial
+        self.pulseRateSpecial = pulseRateSpecial
+        self.timestamp = timestamp
+        self.userID = userID
+        self.status = status
+        self.stored = stored
+        self.sequenceNumber = sequenceNumber
+        self.receivedAt = receivedAt
+        self.receivedAtMicros = receivedAtMicros
+        self.hostUTCOffsetSeconds = hostUTCOffsetSeconds
+        self.dedupKey = dedupKey
+        self.warningsJSON = warningsJSON
+        self.decodedJSON = decodedJSON
+    }
+
     /// Decodes `raw` again with the BloodPressure codec (and the stored quirk options) into the record
     /// a session would have produced. `receivedAt.monotonic` is not stored; it is set to the wall time.
     public func record() throws(BPSDecodingError) -> MeasurementRecord {
@@ -93,7 +133,7 @@ public struct StoredMeasurement: Sendable, Hashable {
 ///   to that tag), so no value, time, raw byte, name, serial or address is readable in the file, its
 ///   WAL or its journal, and a changed byte is detected. Such a store opens with its key only; a
 ///   plain store never opens with a key.
-public final class SQLiteStore: SampleSink, Sendable {
+public final class SQLiteStore: MeasurementStore {
     public let path: String
     let db: DatabaseQueue
     /// The subkeys, for an encrypted store.
@@ -105,13 +145,9 @@ public final class SQLiteStore: SampleSink, Sendable {
     private let done = FinishGuard("store")
 
     /// What ``insert(_:)`` did.
-    public enum InsertOutcome: Sendable, Hashable {
-        /// A new row, with its id.
-        case inserted(rowID: Int64)
-        /// A row with the same dedup key was already there; nothing changed.
-        case duplicate
-        public var isNew: Bool { if case .inserted = self { true } else { false } }
-    }
+    public typealias InsertOutcome = StoreInsertOutcome
+
+    public var storeName: String { path }
 
     /// Opens (creating if needed, mode 0600, unless `mustExist`) and migrates the store at `path`.
     ///
@@ -600,31 +636,6 @@ public final class SQLiteStore: SampleSink, Sendable {
         } catch {
             throw .storeRead(path: path, reason: SQLiteStore.describe(error))
         }
-    }
-
-    /// ``history()`` decoded back into records (from the raw bytes), for printing through the sinks.
-    public func records() throws(SinkError) -> [MeasurementRecord] {
-        var out: [MeasurementRecord] = []
-        for s in try history() {
-            do throws(BPSDecodingError) { out.append(try s.record()) } catch {
-                throw .storedValueUndecodable(path: path, rowID: s.id, reason: error.message)
-            }
-        }
-        return out
-    }
-
-    /// The host offsets recorded at ingest, by dedup key, for ``UTCOffsetPolicy/recorded(_:fallback:)``.
-    public func recordedOffsets() throws(SinkError) -> [String: Int] {
-        Dictionary(try history().map { ($0.dedupKey, $0.hostUTCOffsetSeconds) }, uniquingKeysWith: { a, _ in a })
-    }
-
-    /// Writes every stored measurement to `sink` as `.measurement` (then nothing else; the caller
-    /// finishes the sink). Returns how many were written.
-    @discardableResult
-    public func replay(into sink: any SampleSink) throws(SinkError) -> Int {
-        let rs = try records()
-        for r in rs { try sink.write(.measurement(r)) }
-        return rs.count
     }
 
     /// A PRAGMA's current value as text (for checks and tests).

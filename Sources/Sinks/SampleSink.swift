@@ -61,7 +61,7 @@ public final class WarningCollector: Sendable {
 ///
 /// Put the store first: if it cannot keep a measurement, nothing is printed either, and the cuff's
 /// retransmission is printed once. With `skipsStoredDuplicates`, a measurement that an
-/// ``SQLiteStore`` among the sinks already held (same dedup key) is not passed to the sinks after it.
+/// ``MeasurementStore`` among the sinks already held (same dedup key) is not passed to the sinks after it.
 public final class FanOutSink: SampleSink, Sendable {
     public let sinks: [any SampleSink & Sendable]
     public let skipsStoredDuplicates: Bool
@@ -77,7 +77,7 @@ public final class FanOutSink: SampleSink, Sendable {
             return
         }
         for s in sinks {
-            if let store = s as? SQLiteStore {
+            if let store = s as? any MeasurementStore {
                 if try store.insert(m) == .duplicate { return }
             } else {
                 try s.write(output)

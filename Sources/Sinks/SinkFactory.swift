@@ -37,6 +37,8 @@ public struct SinkConfiguration: Sendable {
     public var clock: WallClock
     /// With a store: print a measurement the store already held (a cuff resending its memory) again.
     public var printsStoredDuplicates: Bool
+    /// Opens stores that are not SQLite files (`--store postgres://…`); nil: SQLite files only.
+    public var storeOpener: (any StoreOpener)?
 
     public init(
         format: OutputFormat = .ndjson, storePath: String? = nil, fhirSubject: FHIRSubject = .cuffUser,
@@ -55,8 +57,26 @@ public struct SinkConfiguration: Sendable {
 }
 
 public enum SinkFactory {
-    /// The store at `path`, with the configuration's key (read from its file) when there is one.
+    /// Whether `location` is a server's URL (`postgres://`, `postgresql://`) rather than a file's path.
+    public static func isServerStore(_ location: String) -> Bool {
+        let l = location.lowercased()
+        return l.hasPrefix("postgres://") || l.hasPrefix("postgresql://")
+    }
+
+    /// The store at `location`: a server's URL through the configuration's ``StoreOpener``, else the
+    /// SQLite file, with the configuration's key (read from its file) when there is one.
     public static func openStore(
+        _ location: String, _ options: SinkConfiguration, mustExist: Bool = false, warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+    ) throws(SinkError) -> any MeasurementStore {
+        if let opener = options.storeOpener, opener.handles(location) {
+            return try opener.open(location, options, purpose: mustExist ? .read : .write, warn: warn)
+        }
+        if isServerStore(location) { throw .storeOpen(path: location, reason: "this cuff was built without the PostgreSQL store") }
+        return try openSQLiteStore(location, options, mustExist: mustExist, warn: warn)
+    }
+
+    /// The SQLite store at `path`, with the configuration's key (read from its file) when there is one.
+    public static func openSQLiteStore(
         _ path: String, _ options: SinkConfiguration, mustExist: Bool = false, warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) -> SQLiteStore {
         let key = try options.storeKeyPath.map { p throws(SinkError) in try StoreKey.load(path: p) }

@@ -64,7 +64,7 @@ enum BlueZCommands {
 
     static func measure(
         address text: String, adapter adapterName: String, configuration: (String) -> CuffSessionConfiguration, hooks: SessionHooks,
-        signals: SignalFlags, stopAfter: Duration?, store: SQLiteStore?
+        signals: SignalFlags, stopAfter: Duration?, store: (any MeasurementStore)?
     ) throws -> (SessionOutcome, Int32, Bool) {
         let adapter = try adapter(adapterName)
         let peer = try address(text)

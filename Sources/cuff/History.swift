@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import PostgresStore
 import Sinks
 
 struct History: ParsableCommand {
@@ -11,7 +12,7 @@ struct History: ParsableCommand {
             """
     )
 
-    @Option(help: "The SQLite store written by `cuff measure --store PATH`.")
+    @Option(help: ArgumentHelp("The store written by `cuff measure --store`: an SQLite file or a postgres:// URL.", valueName: "path|url"))
     var store: String
 
     @Option(help: "Output on stdout: NDJSON records, FHIR R4 Observations or Open mHealth data points.")
@@ -23,12 +24,13 @@ struct History: ParsableCommand {
     @OptionGroup var key: StoreKeyOption
 
     func run() throws {
-        let options = SinkConfiguration(
+        var options = SinkConfiguration(
             format: format,
             fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser, storeKeyPath: key.path)
+        options.storeOpener = PostgresStoreOpener()
         do {
             let n = try SinkFactory.printHistory(storePath: store, options: options)
-            Output.log("cuff history: \(n) measurement\(n == 1 ? "" : "s") in \(store)")
+            Output.log("cuff history: \(n) measurement\(n == 1 ? "" : "s") in \(SinkFactory.isServerStore(store) ? PostgresURL.redacting(store) : store)")
         } catch {
             throw ExitCode(Output.sinkFailed("cuff history", error))
         }

@@ -94,7 +94,7 @@ struct Measure: ParsableCommand {
         // A parent may have blocked these (test runners do); a child inherits the mask.
         try signals.unblockOnCurrentThread()
         let fan: FanOutSink
-        let store: SQLiteStore?
+        let store: (any MeasurementStore)?
         do {
             (fan, store) = try sinks.makeSinks()
         } catch {

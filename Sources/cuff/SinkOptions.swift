@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Capture
 import CuffSession
+import PostgresStore
 import Sinks
 
 /// `--format`, `--store`, `--quiet`: where results go.
@@ -20,8 +21,15 @@ struct SinkOptions: ParsableArguments {
     /// The capture format named with `--format`, if any (only `cuff replay` accepts one).
     var captureFormatName: String? { formats.last { CaptureFormat(rawValue: $0) != nil } }
 
-    @Option(help: "Also keep every measurement in this SQLite file (created with mode 0600), deduplicated.")
+    @Option(help: ArgumentHelp(
+        "Also keep every measurement, deduplicated: in this SQLite file (created with mode 0600), or on a PostgreSQL server (postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…]) through a local outbox.",
+        valueName: "path|url"))
     var store: String?
+
+    @Option(help: ArgumentHelp(
+        "With a postgres:// store: the local SQLite outbox readings are committed to before the cuff is confirmed (default: $XDG_STATE_HOME/cuff/outbox.db).",
+        valueName: "path"))
+    var outbox: String?
 
     @OptionGroup var key: StoreKeyOption
 
@@ -36,19 +44,22 @@ struct SinkOptions: ParsableArguments {
             throw ValidationError("unknown --format '\(f)'; use ndjson, fhir or omh (cuff replay also takes auto, btsnoop, pcap or pcapng)")
         }
         if key.storeKeyFile != nil && store == nil { throw ValidationError("--store-key-file is the key of a --store; give --store PATH too") }
+        if outbox != nil && !(store.map(SinkFactory.isServerStore) ?? false) { throw ValidationError("--outbox is the outbox of a postgres:// --store; give --store postgres://… too") }
     }
 
     var configuration: SinkConfiguration {
-        SinkConfiguration(
+        var c = SinkConfiguration(
             format: (try? OutputFormat(parsing: format)) ?? .ndjson, storePath: store,
             fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser, storeKeyPath: store == nil ? nil : key.path)
+        c.storeOpener = PostgresStoreOpener(outboxPath: outbox)
+        return c
     }
 
     /// The store (when `--store`) and the stdout format sink.
-    func makeSinks() throws(SinkError) -> (FanOutSink, SQLiteStore?) {
+    func makeSinks() throws(SinkError) -> (FanOutSink, (any MeasurementStore)?) {
         // --quiet means nothing on stderr, sink warnings included.
         let sinks = try SinkFactory.makeSinks(configuration, warn: quiet ? SinkWarnings.ignore : SinkWarnings.standardError)
-        let store = sinks.first { $0 is SQLiteStore } as? SQLiteStore
+        let store = sinks.first { $0 is any MeasurementStore } as? any MeasurementStore
         return (FanOutSink(sinks), store)
     }
 }

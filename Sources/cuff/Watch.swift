@@ -97,14 +97,14 @@ struct Watch: ParsableCommand {
         }
 
         let fan: FanOutSink
-        let store: SQLiteStore?
+        let store: (any MeasurementStore)?
         do {
             (fan, store) = try sinks.makeSinks()
         } catch {
             Output.log("cuff watch: \(error)")
             throw ExitCode(Output.sinkFailedStatus)
         }
-        let outputs = fan.sinks.filter { !($0 is SQLiteStore) }
+        let outputs = fan.sinks.filter { !($0 is any MeasurementStore) }
         var known: Set<String> = []
         if let store {
             do { known = try store.knownKeys() } catch {
@@ -142,7 +142,7 @@ struct Watch: ParsableCommand {
         }
         defer { agent?.stop() }
         let stdoutFile = ReopenableOutput(fd: 1), stderrFile = ReopenableOutput(fd: 2)
-        log("watching \(watcherConfig.sockets.count) socket(s) and \(watcherConfig.directories.count) director\(watcherConfig.directories.count == 1 ? "y" : "ies")\(store.map { "; storing in \($0.path)" } ?? "")")
+        log("watching \(watcherConfig.sockets.count) socket(s) and \(watcherConfig.directories.count) director\(watcherConfig.directories.count == 1 ? "y" : "ies")\(store.map { "; storing in \($0.storeName)" } ?? "")")
         watcher.start()
         do {
             try loop.run {

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffSession
+import Dispatch
+import Foundation
+import Sinks
+import Synchronization
+
+/// `--store postgres://…`: a reading is committed to the local SQLite outbox (`--outbox PATH`)
+/// before ``insert(_:)`` returns, so before the session confirms it to the cuff; a shipper thread
+/// then sends what the outbox holds to the server in batches, one transaction each, and removes
+/// rows from the outbox only once the server has committed them. The server deduplicates by the
+/// same key as the SQLite store (a unique constraint), so a batch shipped twice (a kill after the
+/// commit, before the removal) or a reading shipped by several hubs is kept once.
+///
+/// An unreachable server does not fail a session: readings wait in the outbox, and ``finish()``
+/// says on stderr how many. A server that refuses this cuff (password, database, TLS, a newer
+/// schema) fails at open, before any reading is taken.
+public final class PostgresOutboxStore: MeasurementStore {
+    public let server: PostgresServer
+    public let outbox: SQLiteStore
+    public var storeName: String { server.url.description }
+    public var outboxPath: String { outbox.path }
+    let warn: SinkWarningHandler
+    /// Rows per transaction when shipping.
+    public let batchSize: Int
+    /// Dedup keys known to be on the server (read by ``knownKeys()``, added as batches ship).
+    private let serverKeys = Mutex<Set<String>>([])
+    /// The last failure to ship, if the last attempt failed.
+    private let failure = Mutex<PostgresStoreError?>(nil)
+    /// One drain at a time (the shipper thread, ``finish()``, ``shipAll()``).
+    private let shipping = Mutex<Void>(())
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+    private let stopping = Atomic<Bool>(false)
+    private let running = Atomic<Bool>(false)
+    private let done = Atomic<Bool>(false)
+
+    /// Opens the outbox (creating it, mode 0600) and connects to the server. With `background`, a
+    /// thread ships while the store is open (from what earlier runs left, at once).
+    ///
+    /// Throws when the server refuses this cuff or the outbox cannot be opened; an unreachable
+    /// server is said once through `warn` and readings wait in the outbox.
+    public init(
+        url: PostgresURL, outboxPath: String, utcOffset: UTCOffsetPolicy = .system, background: Bool = true, batchSize: Int = 1000,
+        warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+    ) throws(SinkError) {
+        try Outbox.prepareDirectory(of: outboxPath)
+        outbox = try SQLiteStore(path: outboxPath, utcOffset: utcOffset, warn: warn)
+        guard !outbox.isEncrypted else {
+            try? outbox.finish()
+            throw .storeOpen(path: outboxPath, reason: "is an encrypted store, not an outbox")
+        }
+        server = PostgresServer(url: url)
+        self.warn = warn
+        self.batchSize = max(1, batchSize)
+        do throws(PostgresStoreError) {
+            try server.migrate()
+        } catch {
+            guard error.transient else {
+                try? outbox.finish()
+                throw .storeOpen(path: url.description, reason: error.description)
+            }
+            failure.withLock { $0 = error }
+            warn(SinkWarning(sink: "store", message: "\(error.description); readings wait in the outbox \(outboxPath) until it can be reached"))
+        }
+        if background {
+            running.store(true, ordering: .relaxed)
+            let t = Thread { [self] in shipLoop() }
+            t.name = "cuff-outbox-shipper"
+            t.start()
+            wake.signal()
+        }
+    }
+
+    // MARK: MeasurementStore
+
+    /// The outbox's keys and, when the server answers, the server's.
+    public func knownKeys() throws(SinkError) -> Set<String> {
+        var keys = try outbox.knownKeys()
+        if failure.withLock({ $0 }) == nil, let remote = try? server.knownKeys() {
+            serverKeys.withLock { $0.formUnion(remote) }
+        }
+        keys.formUnion(serverKeys.withLock { $0 })
+        return keys
+    }
+
+    public func lastSequenceNumber(address: String) throws(SinkError) -> UInt16? {
+        let local = try outbox.lastSequenceNumber(address: address)
+        let remote = failure.withLock({ $0 }) == nil ? (try? server.lastSequenceNumber(address: address)) ?? nil : nil
+        return [local, remote].compactMap { $0 }.max()
+    }
+
+    /// Commits `m` to the outbox (fsynced) and wakes the shipper. A reading the server is known to
+    /// hold already is a duplicate, as is one waiting in the outbox.
+    @discardableResult
+    public func insert(_ m: MeasurementRecord) throws(SinkError) -> StoreInsertOutcome {
+        if done.load(ordering: .relaxed) { throw .finished(sink: "store") }
+        if serverKeys.withLock({ $0.contains(m.dedupKey) }) { return .duplicate }
+        let outcome = try outbox.insert(m)
+        if outcome.isNew { wake.signal() }
+        return outcome
+    }
+
+    @discardableResult
+    public func insert(contentsOf ms: [MeasurementRecord]) throws(SinkError) -> Int {
+        if done.load(ordering: .relaxed) { throw .finished(sink: "store") }
+        let known = serverKeys.withLock { $0 }
+        let n = try outbox.insert(contentsOf: known.isEmpty ? ms : ms.filter { !known.contains($0.dedupKey) })
+        if n > 0 { wake.signal() }
+        return n
+    }
+
+    /// What the server holds (readings still in the outbox are not in it yet).
+    public func history() throws(SinkError) -> [StoredMeasurement] {
+        do throws(PostgresStoreError) { return try server.history() } catch {
+            throw .storeRead(path: storeName, reason: error.description)
+        }
+    }
+
+    public func write(_ o: SessionOutput) throws(SinkError) {
+        guard case let .measurement(m) = o else {
+            if done.load(ordering: .relaxed) { throw .finished(sink: "store") }
+            return
+        }
+        try insert(m)
+    }
+
+    /// Stops the shipper, tries once more to ship what waits, and closes the outbox. An
+    /// unreachable server is not a failure: how many readings wait is said through `warn`.
+    public func finish() throws(SinkError) {
+        guard !done.exchange(true, ordering: .relaxed) else { throw .finished(sink: "store") }
+        if running.load(ordering: .relaxed) {
+            stopping.store(true, ordering: .relaxed)
+            wake.signal()
+            stopped.wait()
+        }
+        let result = drain()
+        let waiting = (try? outbox.count()) ?? 0
+        if waiting > 0 {
+            let why = result.failure.map { ": " + $0.description } ?? ""
+            warn(SinkWarning(
+                sink: "store",
+                message: "\(waiting) reading\(waiting == 1 ? "" : "s") wait\(waiting == 1 ? "s" : "") in the outbox \(outbox.path)\(why); "
+                    + "cuff sync --store URL --outbox \(outbox.path) ships them"))
+        }
+        server.disconnect()
+        try outbox.finish()
+    }
+
+    /// Closes without shipping or saying anything (after ``drain()``, with no shipper thread).
+    public func close() throws(SinkError) {
+        guard !done.exchange(true, ordering: .relaxed) else { throw .finished(sink: "store") }
+        if running.load(ordering: .relaxed) {
+            stopping.store(true, ordering: .relaxed)
+            wake.signal()
+            stopped.wait()
+        }
+        server.disconnect()
+        try outbox.finish()
+    }
+
+    // MARK: Shipping
+
+    /// What a drain did.
+    public struct ShipResult: Sendable {
+        /// Readings the server committed (new there, or already there).
+        public var shipped: Int
+        /// Of those, how many the server did not have yet.
+        public var new: Int
+        /// Why it stopped before the outbox was empty, or nil when it is empty.
+        public var failure: PostgresStoreError?
+    }
+
+    /// Ships batches until the outbox is empty or the server fails (then stops; rows not committed
+    /// stay in the outbox). `cuff sync` and the benchmark call this with no shipper thread.
+    public func drain() -> ShipResult {
+        shipping.withLock { _ in
+            var result = ShipResult(shipped: 0, new: 0, failure: nil)
+            while true {
+                let batch: [StoredMeasurement]
+                do { batch = try outbox.pending(limit: batchSize) } catch {
+                    result.failure = PostgresStoreError(server: "outbox \(outbox.path)", message: "\(error)", transient: false)
+                    break
+                }
+                if batch.isEmpty { break }
+                do throws(PostgresStoreError) {
+                    result.new += try server.ship(batch)
+                } catch {
+                    result.failure = error
+                    break
+                }
+                // Committed on the server: now, and only now, out of the outbox. A kill between the
+                // two ships the batch again next time, which the unique key makes harmless.
+                do { try outbox.remove(ids: batch.map(\.id)) } catch {
+                    result.failure = PostgresStoreError(server: "outbox \(outbox.path)", message: "\(error)", transient: false)
+                    break
+                }
+                serverKeys.withLock { k in for m in batch { k.insert(m.dedupKey) } }
+                result.shipped += batch.count
+            }
+            failure.withLock { $0 = result.failure }
+            return result
+        }
+    }
+
+    /// The shipper thread: drains when woken; after a failure, tries again after a pause that
+    /// grows from 0.5 s to 10 s.
+    private func shipLoop() {
+        var pause = 0.5
+        while !stopping.load(ordering: .relaxed) {
+            if failure.withLock({ $0 }) != nil {
+                _ = wake.wait(timeout: .now() + pause)
+            } else {
+                wake.wait()
+            }
+            if stopping.load(ordering: .relaxed) { break }
+            // Several wake-ups for one drain.
+            while wake.wait(timeout: .now()) == .success {}
+            let r = drain()
+            pause = r.failure == nil ? 0.5 : min(pause * 2, 10)
+        }
+        stopped.signal()
+    }
+}
+
+/// The outbox's place: `--outbox PATH`, else `$XDG_STATE_HOME/cuff/outbox.db` (by default
+/// `~/.local/state/cuff/outbox.db`).
+public enum Outbox {
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        let state: String
+        if let x = environment["XDG_STATE_HOME"], x.hasPrefix("/") {
+            state = x
+        } else {
+            state = (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.local/state"
+        }
+        return state + "/cuff/outbox.db"
+    }
+
+    /// Creates the outbox's directory if missing (mode 0700, with its missing parents).
+    static func prepareDirectory(of path: String) throws(SinkError) {
+        let dir = (path as NSString).deletingLastPathComponent
+        guard !dir.isEmpty, !FileManager.default.fileExists(atPath: dir) else { return }
+        do {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .storeOpen(path: path, reason: "cannot create its directory \(dir): \(error.localizedDescription)")
+        }
+    }
+}
+
+/// The ``StoreOpener`` the CLI gives to ``SinkConfiguration``: `postgres://` and `postgresql://`
+/// URLs, with the outbox at `outboxPath` (nil: ``Outbox/defaultPath(environment:)``).
+public struct PostgresStoreOpener: StoreOpener {
+    public var outboxPath: String?
+    public var background: Bool
+
+    public init(outboxPath: String? = nil, background: Bool = true) {
+        self.outboxPath = outboxPath
+        self.background = background
+    }
+
+    public func handles(_ location: String) -> Bool { SinkFactory.isServerStore(location) }
+
+    public func open(_ location: String, _ options: SinkConfiguration, purpose: StorePurpose, warn: @escaping SinkWarningHandler) throws(SinkError)
+        -> any MeasurementStore
+    {
+        let url: PostgresURL
+        do { url = try PostgresURL(parsing: location) } catch {
+            throw .storeOpen(path: PostgresURL.redacting(location), reason: error.description)
+        }
+        if let key = options.storeKeyPath {
+            throw .storeKey(path: url.description, reason: "--store-key-file (\(key)) encrypts SQLite stores only; a PostgreSQL store is protected by the server (TLS, roles, its disk)")
+        }
+        switch purpose {
+        case .write:
+            return try PostgresOutboxStore(url: url, outboxPath: outboxPath ?? Outbox.defaultPath(), utcOffset: options.utcOffset, background: background, warn: warn)
+        case .read:
+            return try PostgresReadStore(url: url)
+        }
+    }
+}
+
+/// `cuff history --store postgres://…`: what the server holds, read directly (no outbox).
+public final class PostgresReadStore: MeasurementStore {
+    public let server: PostgresServer
+    public var storeName: String { server.url.description }
+
+    public init(url: PostgresURL) throws(SinkError) {
+        server = PostgresServer(url: url)
+        do throws(PostgresStoreError) { try server.migrate() } catch {
+            throw .storeOpen(path: url.description, reason: error.description)
+        }
+    }
+
+    public func knownKeys() throws(SinkError) -> Set<String> {
+        do throws(PostgresStoreError) { return try server.knownKeys() } catch { throw .storeRead(path: storeName, reason: error.description) }
+    }
+
+    public func lastSequenceNumber(address: String) throws(SinkError) -> UInt16? {
+        do throws(PostgresStoreError) { return try server.lastSequenceNumber(address: address) } catch {
+            throw .storeRead(path: storeName, reason: error.description)
+        }
+    }
+
+    public func insert(_ m: MeasurementRecord) throws(SinkError) -> StoreInsertOutcome {
+        throw .storeWrite(path: storeName, dedupKey: m.dedupKey, reason: "opened for reading")
+    }
+
+    public func insert(contentsOf ms: [MeasurementRecord]) throws(SinkError) -> Int {
+        throw .storeWrite(path: storeName, dedupKey: ms.first?.dedupKey ?? "-", reason: "opened for reading")
+    }
+
+    public func history() throws(SinkError) -> [StoredMeasurement] {
+        do throws(PostgresStoreError) { return try server.history() } catch { throw .storeRead(path: storeName, reason: error.description) }
+    }
+
+    public func write(_ o: SessionOutput) throws(SinkError) {
+        if case let .measurement(m) = o { try insert(m) }
+    }
+
+    public func finish() throws(SinkError) { server.disconnect() }
+}

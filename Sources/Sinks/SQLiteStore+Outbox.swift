@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import Foundation
+import GRDB
+
+/// A plain SQLite store used as an outbox (`--outbox PATH`, in front of a server store): readings
+/// are committed here before the cuff is confirmed, read out oldest first, and removed only once
+/// the server has committed them.
+extension SQLiteStore {
+    /// Up to `limit` stored rows, oldest insertion first (lowest id), with their devices.
+    public func pending(limit: Int) throws(SinkError) -> [StoredMeasurement] {
+        guard crypto == nil else { throw .storeRead(path: path, reason: "an encrypted store is not an outbox") }
+        do {
+            return try db.read { db in
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT m.*, d.address AS d_address, d.name AS d_name, d.manufacturer AS d_manufacturer,
+                           d.model AS d_model, d.serial AS d_serial, d.firmware AS d_firmware
+                    FROM measurements m JOIN devices d ON d.id = m.device_id
+                    ORDER BY m.id LIMIT ?
+                    """, arguments: [limit])
+                return try rows.map(SQLiteStore.stored(from:))
+            }
+        } catch let e as SinkError {
+            throw e
+        } catch {
+            throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// Removes the rows with these ids (shipped ones), in one commit.
+    public func remove(ids: [Int64]) throws(SinkError) {
+        guard !ids.isEmpty else { return }
+        do {
+            try db.write { db in
+                // In chunks: SQLite limits the number of bound parameters.
+                var i = 0
+                while i < ids.count {
+                    let chunk = Array(ids[i..<min(i + 500, ids.count)])
+                    let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                    try db.execute(sql: "DELETE FROM measurements WHERE id IN (\(marks))", arguments: StatementArguments(chunk))
+                    i += chunk.count
+                }
+            }
+        } catch {
+            throw .storeWrite(path: path, dedupKey: "(outbox removal)", reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// How many measurements the store holds.
+    public func count() throws(SinkError) -> Int {
+        do {
+            return try db.read { db in
+                try Int.fetchOne(db, sql: crypto == nil ? "SELECT count(*) FROM measurements" : "SELECT count(*) FROM sealed_measurements") ?? 0
+            }
+        } catch {
+            throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+}

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import CuffSession
+import Foundation
+import PostgresTestCluster
+import Sinks
+import Synchronization
+import Testing
+
+@testable import PostgresStore
+
+/// `count` distinct readings from `device`, starting at `from` (values, times and keys vary).
+func readings(_ count: Int, from: Int = 0, device: DeviceInfo = DeviceInfo(address: "AA:BB:CC:DD:EE:FF", name: "BPM-1", manufacturer: "Acme", model: "M7", serial: "SN42", firmware: "1.0")) -> [MeasurementRecord] {
+    (from..<(from + count)).map { i in
+        let v = BloodPressureMeasurement(
+            unit: i % 7 == 0 ? .kPa : .mmHg, systolic: SFloat(Double(100 + i % 60)), diastolic: SFloat(Double(60 + i % 30)),
+            meanArterialPressure: i % 11 == 0 ? .nan : SFloat(Double(80 + i % 20)),
+            timestamp: DateTime(unixSeconds: 1_700_000_000 + Int64(i) * 60), pulseRate: SFloat(Double(55 + i % 40)), userID: UInt8(i % 3))
+        let raw = v.encode()
+        let d = try! BloodPressureMeasurement.decode(raw[...])
+        let at = EventTime(monotonic: .seconds(Double(i)), wallMicros: (1_795_000_000 + Int64(i)) * 1_000_000 + 123)
+        return MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: i % 2 == 1)
+    }
+}
+
+/// A temporary directory for outboxes and SQLite stores.
+final class TempDir: Sendable {
+    let path: String
+    init() throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-pgstore-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    func file(_ name: String) -> String { path + "/" + name }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A test's own cluster, or nil (the test then skips, saying why).
+func cluster(ssl: Bool = false) throws -> TestCluster? {
+    if let why = TestCluster.unavailable {
+        print("skipped: \(why)")
+        return nil
+    }
+    return try TestCluster(ssl: ssl)
+}
+
+func url(_ c: TestCluster, _ db: String = "cuff", password: String? = TestCluster.password, sslmode: String? = "disable") throws -> PostgresURL {
+    try PostgresURL(parsing: c.url(db, password: password, sslmode: sslmode), environment: ["HOME": "/nonexistent", "USER": "root"])
+}
+
+func lines(_ store: any MeasurementStore, format: OutputFormat) throws -> [String] {
+    let out = CollectedLines()
+    var o = SinkConfiguration(format: format, utcOffset: .fixed(3600), uuidSeed: 9, clock: .fixed(1_795_400_000_000_000))
+    o.utcOffset = .recorded(try store.recordedOffsets(), fallback: .fixed(3600))
+    let sink = SinkFactory.formatSink(o, output: out)
+    try store.replay(into: sink)
+    try sink.finish()
+    return out.lines
+}
+
+final class CollectedLines: LineOutput, @unchecked Sendable {
+    private let m = Mutex<[String]>([])
+    var lines: [String] { m.withLock { $0 } }
+    func writeLine(_ s: String) throws(SinkError) { m.withLock { $0.append(s) } }
+    func flush() throws(SinkError) {}
+    var name: String { "collected" }
+}
+
+@Suite("PostgreSQL store with a local outbox, against a real server")
+struct PostgresStoreTests {
+    @Test func historyIsTheSameAsTheSQLiteStores() throws {
+        guard let c = try cluster() else { return }
+        let dir = try TempDir()
+        var rs = readings(40)
+        // A device that learns its name later, and a second device.
+        rs += readings(5, from: 100, device: DeviceInfo(address: "11:22:33:44:55:66"))
+        rs += readings(5, from: 105, device: DeviceInfo(address: "11:22:33:44:55:66", name: "Later", model: "X2"))
+        // Names that JSON must escape, and text beyond ASCII.
+        rs += readings(3, from: 200, device: DeviceInfo(address: "22:22:22:22:22:22", name: "Blutdruck \"Ümlaut\" \\ \t\u{1}", serial: "№ 7 ✓"))
+        let sqlite = try SQLiteStore(path: dir.file("s.db"), utcOffset: .fixed(3600), warn: SinkWarnings.ignore)
+        for m in rs { try sqlite.insert(m) }
+        let pg = try PostgresOutboxStore(url: try url(c), outboxPath: dir.file("outbox.db"), utcOffset: .fixed(3600), background: false, batchSize: 7, warn: SinkWarnings.ignore)
+        for m in rs { try pg.insert(m) }
+        let r = pg.drain()
+        #expect(r.failure == nil)
+        #expect(r.shipped == rs.count && r.new == rs.count)
+        #expect(try pg.outbox.count() == 0)
+        for f in OutputFormat.allCases {
+            let a = try lines(sqlite, format: f), b = try lines(pg, format: f)
+            #expect(a.count >= rs.count)
+            #expect(a == b, "\(f) history differs")
+        }
+        #expect(try pg.knownKeys() == sqlite.knownKeys())
+        #expect(try pg.server.lastSequenceNumber(address: "11:22:33:44:55:66") == nil)
+        try pg.close()
+        try sqlite.finish()
+    }
+
+    @Test func migrationsAreSafeWhenManyHubsStartAtOnce() throws {
+        guard let c = try cluster() else { return }
+        let u = try url(c)
+        let errors = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let s = PostgresServer(url: u)
+            do throws(PostgresStoreError) { try s.migrate() } catch { errors.withLock { $0.append(error.description) } }
+            s.disconnect()
+        }
+        #expect(errors.withLock { $0 } == [])
+        let s = PostgresServer(url: u)
+        #expect(try s.appliedMigrations() == [1])
+        // A schema from a newer cuff is refused, saying so.
+        try c.psql("INSERT INTO cuff_schema_migrations (version, name) VALUES (99, 'future')")
+        let e = #expect(throws: PostgresStoreError.self) { try s.migrate() }
+        #expect(e?.description.contains("schema version 99") == true)
+        #expect(e?.transient == false)
+        s.disconnect()
+    }
+
+    @Test func threeHubsWritingAtOnceAndTheSameReadingFromTwoHubs() throws {
+        guard let c = try cluster() else { return }
+        let dir = try TempDir()
+        let u = try url(c)
+        // Hub i has readings i*100 ..< i*100+150: hubs 0/1 and 1/2 share 50 readings each.
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 3) { i in
+            do {
+                let hub = try PostgresOutboxStore(url: u, outboxPath: dir.file("hub\(i).db"), warn: SinkWarnings.ignore)
+                for m in readings(150, from: i * 100) { try hub.insert(m) }
+                try hub.finish()
+                if try SQLiteStore(path: dir.file("hub\(i).db"), warn: SinkWarnings.ignore).count() != 0 { failures.withLock { $0.append("hub \(i): outbox not empty") } }
+            } catch {
+                failures.withLock { $0.append("hub \(i): \(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 } == [])
+        #expect(try c.psql("SELECT count(*), count(DISTINCT dedup_key) FROM cuff_measurements") == "350|350")
+        #expect(try c.psql("SELECT count(*) FROM cuff_devices") == "1")
+        // One reading stored by two hubs again: still one row.
+        let again = readings(1, from: 120)
+        for h in 0..<2 {
+            let hub = try PostgresOutboxStore(url: u, outboxPath: dir.file("again\(h).db"), background: false, warn: SinkWarnings.ignore)
+            #expect(try hub.outbox.insert(again[0]).isNew)
+            let r = hub.drain()
+            #expect(r.shipped == 1 && r.new == 0 && r.failure == nil)
+            try hub.close()
+        }
+        #expect(try c.psql("SELECT count(*) FROM cuff_measurements WHERE dedup_key = '\(again[0].dedupKey)'") == "1")
+    }
+
+    @Test func serverDownReadingsWaitThenShip() throws {
+        guard let c = try cluster() else { return }
+        let dir = try TempDir()
+        try c.stop()
+        let warnings = WarningCollector()
+        let hub = try PostgresOutboxStore(url: try url(c), outboxPath: dir.file("o.db"), warn: warnings.handler)
+        #expect(try hub.insert(readings(1)[0]).isNew)
+        try hub.insert(contentsOf: readings(9, from: 1))
+        try hub.finish()
+        let said = warnings.warnings.map(\.description)
+        #expect(said.first?.contains("cannot reach the server: Connection refused") == true, "\(said)")
+        #expect(said.last?.contains("10 readings wait in the outbox \(dir.file("o.db"))") == true, "\(said)")
+        // The outbox: mode 0600, the readings in it.
+        var st = stat()
+        #expect(stat(dir.file("o.db"), &st) == 0 && st.st_mode & 0o777 == 0o600)
+        try c.start()
+        let later = try PostgresOutboxStore(url: try url(c), outboxPath: dir.file("o.db"), background: false, warn: SinkWarnings.ignore)
+        #expect(try later.outbox.count() == 10)
+        let r = later.drain()
+        #expect(r.failure == nil && r.shipped == 10)
+        try later.close()
+        #expect(try c.psql("SELECT count(*) FROM cuff_measurements") == "10")
+    }
+
+    @Test func serverKilledInTheMiddleOfShippingLosesNothingAndDuplicatesNothing() throws {
+        guard let c = try cluster() else { return }
+        let dir = try TempDir()
+        let n = 20_000
+        let u = try url(c)
+        do {
+            let fill = try PostgresOutboxStore(url: u, outboxPath: dir.file("o.db"), background: false, warn: SinkWarnings.ignore)
+            try fill.outbox.insert(contentsOf: readings(n))
+            try fill.close()
+        }
+        let hub = try PostgresOutboxStore(url: u, outboxPath: dir.file("o.db"), background: false, batchSize: 100, warn: SinkWarnings.ignore)
+        let result = Mutex<PostgresOutboxStore.ShipResult?>(nil)
+        let t = Thread { result.withLock { $0 = hub.drain() } }
+        t.start()
+        // Kill the server once some batches are in.
+        var tries = 0
+        while (Int((try? c.psql("SELECT count(*) FROM cuff_measurements")) ?? "0") ?? 0) < 500 && tries < 3000 { usleep(5_000); tries += 1 }
+        try c.kill9()
+        while result.withLock({ $0 }) == nil { usleep(10_000) }
+        let r = try #require(result.withLock { $0 })
+        #expect(r.failure != nil, "the drain saw the server go")
+        #expect(r.failure?.transient == true)
+        let waiting = try hub.outbox.count()
+        #expect(waiting > 0 && waiting < n, "killed in the middle: \(waiting) of \(n) wait")
+        try c.start()
+        let onServer = Int(try c.psql("SELECT count(*) FROM cuff_measurements"))!
+        #expect(onServer + waiting >= n, "nothing lost: \(onServer) on the server + \(waiting) waiting")
+        let again = hub.drain()
+        #expect(again.failure == nil)
+        #expect(try hub.outbox.count() == 0)
+        try hub.close()
+        #expect(try c.psql("SELECT count(*), count(DISTINCT dedup_key) FROM cuff_measurements") == "\(n)|\(n)")
+    }
+
+    @Test func clearErrors() throws {
+        guard let c = try cluster() else { return }
+        let dir = try TempDir()
+        func openError(_ u: PostgresURL) -> String {
+            do {
+                let s = try PostgresOutboxStore(url: u, outboxPath: dir.file("o.db"), background: false, warn: SinkWarnings.ignore)
+                try? s.close()
+                return "opened"
+            } catch { return error.description }
+        }
+        let wrong = openError(try url(c, password: "wrong"))
+        #expect(wrong.contains("password authentication failed for user \"cuff\""), "\(wrong)")
+        #expect(wrong.contains("the password came from the URL"), "\(wrong)")
+        #expect(!wrong.contains("wrong"), "the password is not shown: \(wrong)")
+        let none = openError(try url(c, password: nil))
+        #expect(none.contains("asks for a password"), "\(none)")
+        let missing = openError(try url(c, "nosuchdb"))
+        #expect(missing.contains("database \"nosuchdb\" does not exist"), "\(missing)")
+        let tls = openError(try url(c, sslmode: "require"))
+        #expect(tls.contains("does not accept TLS") && tls.contains("sslmode=require"), "\(tls)")
+        // prefer (libpq's default) falls back to plain with this server.
+        #expect(openError(try url(c, sslmode: nil)) == "opened")
+        // The outbox of a refused open is as it was: nothing in it.
+        #expect(try SQLiteStore(path: dir.file("o.db"), warn: SinkWarnings.ignore).count() == 0)
+    }
+
+    @Test func tlsWhenTheURLAsks() throws {
+        guard let c = try cluster(ssl: true) else { return }
+        let dir = try TempDir()
+        let hub = try PostgresOutboxStore(url: try url(c, sslmode: "require"), outboxPath: dir.file("o.db"), background: false, warn: SinkWarnings.ignore)
+        try hub.insert(contentsOf: readings(3))
+        #expect(hub.drain().failure == nil)
+        try hub.close()
+        #expect(try c.psql("SELECT count(*) FROM pg_stat_ssl WHERE ssl") != "")
+        // verify-full against a self-signed certificate not given as sslrootcert: refused, clearly.
+        let e = #expect(throws: SinkError.self) {
+            _ = try PostgresOutboxStore(url: try url(c, sslmode: "verify-full"), outboxPath: dir.file("o2.db"), background: false, warn: SinkWarnings.ignore)
+        }
+        #expect(e?.description.contains("TLS") == true, "\(e?.description ?? "")")
+        // ... and accepted with the certificate as its root.
+        var v = try url(c, sslmode: "verify-ca")
+        v.sslRootCert = c.dataDir + "/server.crt"
+        let ok = try PostgresOutboxStore(url: v, outboxPath: dir.file("o3.db"), background: false, warn: SinkWarnings.ignore)
+        try ok.close()
+    }
+}
