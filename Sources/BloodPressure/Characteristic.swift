@@ -15,8 +15,18 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
 
     /// `"2A35"`.
     public var uuidString: String {
-        let s = String(rawValue, radix: 16, uppercase: true)
-        return String(repeating: "0", count: 4 - s.count) + s
+        // Literals, not formatted: every measurement line names its characteristic.
+        switch self {
+        case .bloodPressureMeasurement: "2A35"
+        case .intermediateCuffPressure: "2A36"
+        case .bloodPressureFeature: "2A49"
+        case .enhancedBloodPressureMeasurement: "2B34"
+        case .enhancedIntermediateCuffPressure: "2B35"
+        case .bloodPressureRecord: "2B36"
+        case .recordAccessControlPoint: "2A52"
+        case .dateTime: "2A08"
+        case .currentTime: "2A2B"
+        }
     }
 
     /// Parses `2a35`, `2A35` or `0x2a35`.

@@ -83,6 +83,10 @@ public struct CaptureReplay: Sendable {
     /// Peers with a connection that needed an earlier discovery and found none in ``learned``
     /// (a replay that had started with a map for one of them would have given other output).
     public private(set) var lacking: Set<Peer> = []
+    /// The last few handle → characteristic mappings sessions made, newest first: a new session
+    /// whose discovery matches one reuses it (see ``SessionObserver/Mapping``).
+    var mappings: [SessionObserver.Mapping] = []
+    static let maximumMappings = 8
 
     /// A peer device as seen from one controller.
     public struct Peer: Hashable, Sendable {
@@ -222,10 +226,13 @@ public struct CaptureReplay: Sendable {
         let c: Connection
         let peer = Peer(adapter: info.adapter, address: address)
         if info.role == .central {
+            let adapter = info.adapter, handle = info.connectionHandle
             let inherited = learned[peer].map { h in
-                (h, "hci\(info.adapter) connection \(Hex.handle(info.connectionHandle)) to \(address): no service discovery on this connection; "
-                    + "using the handles discovered on connection \(Hex.handle(h.connectionHandle))"
-                    + (h.openedAt.map { " (connected at offset \($0))" } ?? ""))
+                (h, { @Sendable in
+                    "hci\(adapter) connection \(Hex.handle(handle)) to \(address): no service discovery on this connection; "
+                        + "using the handles discovered on connection \(Hex.handle(h.connectionHandle))"
+                        + (h.openedAt.map { " (connected at offset \($0))" } ?? "")
+                })
             }
             c = Connection(serial: serial, address: address, sniffed: sniffed,
                            observer: newObserver(address, at: info.timestamp, inherited: inherited, &out))
@@ -241,12 +248,12 @@ public struct CaptureReplay: Sendable {
         updateEarliest()
     }
 
-    mutating func newObserver(_ address: String, at: Timestamp, inherited: (handles: DiscoveredHandles, notice: String)? = nil,
+    mutating func newObserver(_ address: String, at: Timestamp, inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil,
                               _ out: inout [Output]) -> SessionObserver {
         sessions += 1
         var config = configuration
         config.address = address
-        var o = SessionObserver(configuration: config, overrides: overrides, inherited: inherited)
+        var o = SessionObserver(configuration: config, overrides: overrides, inherited: inherited, mappings: mappings)
         o.connected(at: SessionObserver.eventTime(at), into: &out)
         return o
     }
@@ -324,9 +331,14 @@ public struct CaptureReplay: Sendable {
         updateEarliest()
     }
 
-    /// A connection ends: its measurements are counted, and its values no mapping named are noted.
+    /// A connection ends: its measurements are counted, its new mapping kept for the next ones,
+    /// and its values no mapping named are noted.
     mutating func end(_ key: Key, _ c: Connection) {
         if c.central { endedMeasurements += c.session.machine.measurements }
+        if c.central, let m = c.session.madeMapping {
+            mappings.insert(m, at: 0)
+            if mappings.count > Self.maximumMappings { mappings.removeLast() }
+        }
         if c.central, let peer = c.peer {
             if let d = c.session.discovered(connectionHandle: key.handle, openedAt: c.openedAt) {
                 if learned[peer] != nil || learned.count < Self.maximumLearnedPeers { learned[peer] = d }

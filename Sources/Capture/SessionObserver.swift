@@ -32,7 +32,7 @@ public struct SessionObserver: Sendable {
     public private(set) var machine: CuffSessionMachine
     let overrides: [UInt16: CuffCharacteristic]
     /// An earlier connection's discovery, and the line that says it is used.
-    let inherited: (handles: DiscoveredHandles, notice: String)?
+    let inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?
     /// True once a PDU needed the handle map while this connection had shown no discovery and had
     /// no earlier one to use (with or without `--handle`).
     public private(set) var lackedDiscovery = false
@@ -64,6 +64,30 @@ public struct SessionObserver: Sendable {
     var lastHandle: UInt16?
     var lastCharacteristic: CuffCharacteristic?
 
+    /// Mappings made on earlier connections (``report(_:_:)`` reuses one made from the same
+    /// discovery), and the one this connection made when none fitted.
+    var knownMappings: [Mapping] = []
+    public private(set) var madeMapping: Mapping?
+
+    /// What ``report(_:_:)`` makes of one discovery (with the same overrides). A replay hands the
+    /// last few to each new connection: a cuff shows the same attribute table on every
+    /// connection, and mapping it again is most of what a short session costs.
+    public struct Mapping: Sendable {
+        let services: [GATTProfile.Service]
+        let characteristics: [GATTProfile.Characteristic]
+        let descriptors: [UInt16: BluetoothUUID]
+        let overrides: [UInt16: CuffCharacteristic]
+        let profile: CuffProfile
+        let byHandle: [UInt16: CuffCharacteristic]
+        let cccdOwner: [UInt16: CuffCharacteristic]
+
+        /// True when it was made from this discovery and these overrides.
+        func fits(_ o: SessionObserver) -> Bool {
+            services == o.services && characteristics == o.characteristics && descriptors == o.descriptors
+                && overrides == o.overrides
+        }
+    }
+
     /// Value handles that carried notifications or indications no discovery or override maps.
     public private(set) var unmappedHandles: [UInt16: (notifications: Int, indications: Int)] = [:]
     /// True once the handle → characteristic map is known (discovery or overrides).
@@ -75,11 +99,19 @@ public struct SessionObserver: Sendable {
 
     public init(configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:],
                 inherited: (handles: DiscoveredHandles, notice: String)? = nil) {
+        self.init(configuration: configuration, overrides: overrides, inherited: inherited.map { i in (i.handles, { i.notice }) })
+    }
+
+    /// - Parameter inherited: the notice is built only if the handles are used (most connections
+    ///   discover their own).
+    public init(configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:],
+                inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?, mappings: [Mapping] = []) {
         var c = configuration
         c.observer = true
         machine = CuffSessionMachine(configuration: c)
         self.overrides = overrides
         self.inherited = inherited
+        knownMappings = mappings
     }
 
     /// What this connection's own discovery showed, once it showed any (nil otherwise, and for a
@@ -139,6 +171,10 @@ public struct SessionObserver: Sendable {
         // (bluetoothd does, right after connecting); its requests and the central's answers would
         // otherwise be taken for the session's (a read's value lost, a discovery cut short).
         if let first = raw.first, let client = CaptureReplay.isClientOpcode(first), client != fromCentral { return }
+        if let pdu = ATTPDU(wellFormed: raw) {  // most of the rest: read straight from the bytes
+            if fromCentral { request(pdu, at, &out) } else { response(pdu, at, &out) }
+            return
+        }
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
         if !fromCentral, discoveryResponse(scratch[...], at) { return }
@@ -365,7 +401,7 @@ public struct SessionObserver: Sendable {
                 characteristics = inherited.handles.characteristics
                 descriptors = inherited.handles.descriptors
                 usedInherited = true
-                out.append(.notice(inherited.notice))
+                out.append(.notice(inherited.notice()))
                 report(at, &out)
                 return
             }
@@ -380,6 +416,13 @@ public struct SessionObserver: Sendable {
         reported = true
         lastHandle = nil
         lastCharacteristic = nil
+        if let m = knownMappings.first(where: { $0.fits(self) }) {
+            byHandle = m.byHandle
+            cccdOwner = m.cccdOwner
+            knownMappings = []
+            return run(.discovered(m.profile, at), &out)
+        }
+        knownMappings = []
         var svc = services.sorted { $0.handle < $1.handle }
         let chars = characteristics.sorted { $0.valueHandle < $1.valueHandle }
         // Descriptors in handle order: each characteristic takes those between its value and the
@@ -430,6 +473,8 @@ public struct SessionObserver: Sendable {
                 profile.hasBloodPressureService = true
             }
         }
+        madeMapping = Mapping(services: services, characteristics: characteristics, descriptors: descriptors, overrides: overrides,
+                              profile: profile, byHandle: byHandle, cccdOwner: cccdOwner)
         run(.discovered(profile, at), &out)
     }
 

@@ -184,25 +184,53 @@ public struct MeasurementRecord: Sendable, Hashable {
     /// Deduplication key: sequence number when known, else device + user + timestamp + values.
     public var dedupKey: String {
         // `identity|user:U|seq:N`, or `identity|user:U|ts:T|` + the four SFLOAT words as
-        // little-endian hex. (Appended piece by piece: a session computes one per result.)
-        var key = device.identity
-        key.reserveCapacity(key.utf8.count + 64)
-        key += "|user:"
-        key += userID.map(String.init) ?? "-"
+        // little-endian hex. (UTF-8 bytes into one buffer, made a string once: a session computes
+        // one per result, and string appends cost several times more.)
+        var key: [UInt8] = []
+        key.reserveCapacity(128)
+        if let serial = device.serial {
+            key.append(contentsOf: "serial:".utf8)
+            key.append(contentsOf: serial.utf8)
+        } else {
+            key.append(contentsOf: "address:".utf8)
+            key.append(contentsOf: device.address.utf8)
+        }
+        key.append(contentsOf: "|user:".utf8)
+        if let userID { Self.appendDecimal(Int(userID), to: &key) } else { key.append(0x2D) }
         if let sequenceNumber {
-            key += "|seq:"
-            key += String(sequenceNumber)
-            return key
+            key.append(contentsOf: "|seq:".utf8)
+            Self.appendDecimal(Int(sequenceNumber), to: &key)
+            return String(decoding: key, as: UTF8.self)
         }
         // Without a time stamp two equal readings cannot be told apart from one sent twice; keeping
         // both (keyed by arrival) loses nothing, merging them could.
-        key += "|ts:"
-        key += deviceTime ?? timestamp ?? "received " + receivedAt.iso8601
-        key += "|"
-        var words = (systolic.rawValue.littleEndian, diastolic.rawValue.littleEndian, meanArterialPressure.rawValue.littleEndian,
-                     (pulseRate?.rawValue ?? 0).littleEndian)
-        key += withUnsafeBytes(of: &words) { Hex.encode(contiguous: $0.assumingMemoryBound(to: UInt8.self)) }
-        return key
+        key.append(contentsOf: "|ts:".utf8)
+        if let t = deviceTime ?? timestamp {
+            key.append(contentsOf: t.utf8)
+        } else {
+            key.append(contentsOf: "received ".utf8)
+            key.append(contentsOf: receivedAt.iso8601.utf8)
+        }
+        key.append(0x7C)
+        func byte(_ b: UInt8) {  // lowercase hex
+            key.append(Hex.digit(b >> 4))
+            key.append(Hex.digit(b & 0xF))
+        }
+        func word(_ w: UInt16) {  // little-endian
+            byte(UInt8(w & 0xFF))
+            byte(UInt8(w >> 8))
+        }
+        word(systolic.rawValue)
+        word(diastolic.rawValue)
+        word(meanArterialPressure.rawValue)
+        word(pulseRate?.rawValue ?? 0)
+        return String(decoding: key, as: UTF8.self)
+    }
+
+    /// The decimal digits of `v` (≥ 0), as `String(v)` gives them.
+    static func appendDecimal(_ v: Int, to key: inout [UInt8]) {
+        if v >= 10 { appendDecimal(v / 10, to: &key) }
+        key.append(UInt8(0x30 + v % 10))
     }
 
     /// The NDJSON `measurement` object: the codec's keys, then `device`, `received_at`, `stored`, `sequence_number`.
@@ -362,9 +390,7 @@ public struct SessionRecord: Sendable, Hashable {
         w.key("address"); w.string(device.address)
         w.key("features")
         if let f = device.features {
-            w.beginArray()
-            for name in f.featureNames { w.string(name) }
-            w.endArray()
+            f.writeNames(to: &w)
         } else {
             w.null()
         }
