@@ -183,12 +183,13 @@ extension BloodPressureMeasurement {
             w.key("mean_arterial_pressure"); meanArterialPressure.write(to: &w)
         }
         w.key("pulse_rate"); if let pulseRate { pulseRate.write(to: &w) } else { w.null() }
-        w.key("timestamp"); w.optional(timestamp?.iso8601)
+        let iso = timestamp?.iso8601
+        w.key("timestamp"); w.optional(iso)
         w.key("user_id"); if let userID, userID != 0xFF { w.int(Int64(userID)) } else { w.null() }
         w.key("status"); if let status { status.write(to: &w) } else { w.null() }
         w.key("warnings"); warnings.write(to: &w)
         w.key("raw"); raw(&w)
-        if let timestamp, timestamp.iso8601 == nil {
+        if let timestamp, iso == nil {
             w.key("timestamp_fields"); timestamp.write(to: &w)
         }
         if userID == 0xFF { w.key("user_unknown"); w.bool(true) }

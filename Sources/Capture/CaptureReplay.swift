@@ -175,6 +175,14 @@ public struct CaptureReplay: Sendable {
     /// and the record goes the general way (false).
     mutating func take(_ record: RecordView, _ out: inout [Output]) -> Bool {
         if let adapter, record.adapterIndex != adapter { return true }  // consume() skips it whole
+        if case .event = record.kind {
+            // An event the extractor passes over (most of them: completed packets, command
+            // completions) changes nothing but the clock.
+            guard ATTExtractor.ignores(event: record.payload) else { return false }
+            lastTimestamp = record.timestamp
+            if let e = earliest, e < record.timestamp { fireDeadlines(before: record.timestamp, &out) }
+            return true
+        }
         guard case .aclData = record.kind,
               let f = extractor.singleFrame(adapter: record.adapterIndex, direction: record.direction, payload: record.payload) else {
             return false
@@ -239,7 +247,7 @@ public struct CaptureReplay: Sendable {
             c.peer = peer
             c.openedAt = info.fileOffset
         } else {
-            out.append(.log("hci\(info.adapter) connection \(Hex.handle(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported"))
+            if configuration.logs { out.append(.log("hci\(info.adapter) connection \(Hex.handle(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported")) }
             c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
         }
         connections[key] = c
@@ -291,7 +299,7 @@ public struct CaptureReplay: Sendable {
             if localIsCentral {
                 c = Connection(serial: serial, address: address, sniffed: sniffed, observer: newObserver(address, at: timestamp, &out))
             } else {
-                out.append(.log("hci\(adapter) connection \(Hex.handle(handle)): this controller is the peripheral (it answers requests); not reported"))
+                if configuration.logs { out.append(.log("hci\(adapter) connection \(Hex.handle(handle)): this controller is the peripheral (it answers requests); not reported")) }
                 c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
             }
             connections[key] = c
@@ -390,6 +398,13 @@ public struct CaptureReplay: Sendable {
 
     /// An HCI disconnection reason for the session's end message.
     static func reasonText(_ reason: UInt8) -> String {
+        // The commonest whole (literals: every session ends with one).
+        switch reason {
+        case 0x08: return "connection timeout (0x08)"
+        case 0x13: return "remote user terminated connection (0x13)"
+        case 0x16: return "connection terminated by local host (0x16)"
+        default: break
+        }
         let name: String
         switch reason {
         case 0x05: name = "authentication failure"

@@ -183,7 +183,7 @@ public struct SessionObserver: Sendable {
         do {
             pdu = try ATTPDU(parsing: bytes)
         } catch {
-            out.append(.log("ignored a malformed ATT PDU \(Hex.encode(bytes)): \(error)"))
+            if machine.configuration.logs { out.append(.log("ignored a malformed ATT PDU \(Hex.encode(bytes)): \(error)")) }
             return
         }
         if fromCentral { request(pdu, at, &out) } else { response(pdu, at, &out) }
@@ -356,7 +356,7 @@ public struct SessionObserver: Sendable {
             var u = unmappedHandles[h] ?? (0, 0)
             if indication { u.indications += 1 } else { u.notifications += 1 }
             unmappedHandles[h] = u
-            if !isMapped, u.notifications + u.indications == 1 {
+            if !isMapped, u.notifications + u.indications == 1, machine.configuration.logs {
                 out.append(.log("\(indication ? "indication" : "notification") from handle \(Hex.handle(h)), which no discovery in the capture and no --handle maps"))
             }
             return
@@ -499,7 +499,7 @@ public struct SessionObserver: Sendable {
         for a in actions {
             switch a {
             case let .emit(o): out.append(.emit(o))
-            case let .log(s): out.append(.log(s))
+            case let .log(s): out.append(.log(s))  // (only when the configuration wants logs)
             default: break  // the capture already holds what the real client did
             }
         }

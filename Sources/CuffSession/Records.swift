@@ -252,12 +252,13 @@ public struct MeasurementRecord: Sendable, Hashable {
         bpm value: BloodPressureMeasurement, warnings: [DecodeWarning], raw: [UInt8], device: DeviceInfo, at: EventTime,
         stored: Bool
     ) -> MeasurementRecord {
-        MeasurementRecord(
+        let iso = value.timestamp?.iso8601  // (when there is one, it is also the description)
+        return MeasurementRecord(
             characteristic: .bloodPressureMeasurement, raw: raw, unit: value.unit, systolic: value.systolic,
             diastolic: value.diastolic, meanArterialPressure: value.meanArterialPressure, pulseRate: value.pulseRate,
-            timestamp: value.timestamp?.iso8601, userID: value.userID, status: value.status, warnings: warnings, device: device,
+            timestamp: iso, userID: value.userID, status: value.status, warnings: warnings, device: device,
             receivedAt: at, stored: stored, sequenceNumber: nil, decoded: .null)
-            .with(.bpm(value), deviceTime: value.timestamp?.description)
+            .with(.bpm(value), deviceTime: iso ?? value.timestamp?.description)
     }
 
     func with(_ source: DecodedSource, deviceTime t: String? = nil) -> MeasurementRecord {
