@@ -454,8 +454,8 @@ public struct SessionObserver: Sendable {
         // (A capture that lost a discovery response: the service declaration or part of it.)
         for (i, ch) in chars.enumerated() where byHandle[ch.valueHandle] == nil {
             let c: CuffCharacteristic? = ch.uuid == CuffCentral.controlPointUUID ? .cuffControl : ch.uuid.uuid16.flatMap { CuffCharacteristic(uuid16: $0) }
-            guard let c, profile.characteristics[c] == nil else { continue }
-            profile.characteristics[c] = CuffProperties(rawValue: ch.properties.rawValue)
+            guard let c, profile[c] == nil else { continue }
+            profile[c] = CuffProperties(rawValue: ch.properties.rawValue)
             byHandle[ch.valueHandle] = c
             let upper = i + 1 < chars.count ? Int(chars[i + 1].declarationHandle) - 1 : 0xFFFF
             if Int(ch.valueHandle) < upper,
@@ -466,7 +466,7 @@ public struct SessionObserver: Sendable {
         }
         for (h, c) in overrides {
             byHandle[h] = c
-            if profile.characteristics[c] == nil { profile.characteristics[c] = SessionObserver.assumedProperties(c) }
+            if profile[c] == nil { profile[c] = SessionObserver.assumedProperties(c) }
             if cccdOwner.values.contains(c) == false { cccdOwner[h &+ 1] = c }
             if [.bloodPressureMeasurement, .enhancedBloodPressureMeasurement, .intermediateCuffPressure,
                 .enhancedIntermediateCuffPressure, .bloodPressureRecord, .recordAccessControlPoint, .bloodPressureFeature].contains(c) {

@@ -214,7 +214,15 @@ public struct CuffSessionMachine: Sendable {
         return earlier(earlier(overallDeadline, settleDeadline), earlier(earlier(burstDeadline, stopDeadline), observerStepDeadline))
     }
 
+    /// The configuration plan; `steps[nextStep...]` are still to come (a cursor: no array
+    /// shifting per step).
     var steps: [Step] = []
+    var nextStep = 0
+    /// The configuration's windows in nanoseconds, converted once: `Duration`'s own arithmetic
+    /// goes through 128-bit attoseconds, and most events set a deadline from one of these.
+    let settleNanoseconds: Int64
+    let burstNanoseconds: Int64
+    let stepNanoseconds: Int64
     var pending: Step?
     var startedAt: EventTime?
     @usableFromInline var overallDeadline: Timestamp?
@@ -255,6 +263,9 @@ public struct CuffSessionMachine: Sendable {
         self.device = DeviceInfo(address: configuration.address, name: configuration.advertisedName)
         self.seenKeys = configuration.knownRecordKeys
         self.quirks = configuration.quirk?.options ?? []
+        settleNanoseconds = configuration.settle.nanoseconds
+        burstNanoseconds = configuration.storedBurstWindow.nanoseconds
+        stepNanoseconds = configuration.observerStepWindow.nanoseconds
     }
 
     /// ``handle(_:into:)`` into a new array (tests, and drivers off the hot path).
@@ -310,6 +321,7 @@ public struct CuffSessionMachine: Sendable {
             }
             stage = .configuring
             steps = plan(p)
+            nextStep = 0
             advance(at, &out)
 
         case let .readCompleted(c, value, at):
@@ -435,6 +447,7 @@ public struct CuffSessionMachine: Sendable {
                 observerStepDeadline = nil
                 pending = nil
                 steps = []
+                nextStep = 0
                 advance(at, &out)
                 if isFinished { return }
                 return handle(.tick(at), into: &out)
@@ -481,9 +494,9 @@ public struct CuffSessionMachine: Sendable {
     mutating func observe(_ matches: (Step) -> Bool) -> Bool {
         guard configuration.observer else { return false }
         if let p = pending, matches(p) { return true }
-        guard let i = steps.firstIndex(where: matches) else { return false }
+        guard let i = steps[nextStep...].firstIndex(where: matches) else { return false }
         pending = steps[i]
-        steps.removeFirst(i + 1)
+        nextStep = i + 1
         return true
     }
 
@@ -494,10 +507,13 @@ public struct CuffSessionMachine: Sendable {
 
     // MARK: - Configuration plan
 
+    /// What the plan reads when the cuff lets it, in this order.
+    static let plannedReads: [CuffCharacteristic] = [.bloodPressureFeature, .deviceName, .manufacturerName, .modelNumber, .serialNumber, .firmwareRevision]
+
     func plan(_ p: CuffProfile) -> [Step] {
         var s: [Step] = []
-        for c in [CuffCharacteristic.bloodPressureFeature, .deviceName, .manufacturerName, .modelNumber, .serialNumber, .firmwareRevision]
-        where p.properties(c).contains(.read) {
+        s.reserveCapacity(16)  // (at most 6 reads, a write, 4 subscriptions and 2 commands)
+        for c in Self.plannedReads where p.properties(c).contains(.read) {
             s.append(.read(c))
         }
         if configuration.setTime, p.properties(.currentTime).contains(.write), let t = startedAt {
@@ -536,25 +552,26 @@ public struct CuffSessionMachine: Sendable {
         default: break
         }
         guard pending == nil else { return }
-        guard !steps.isEmpty else {
+        guard nextStep < steps.count else {
             if !configured {
                 configured = true
                 guard case .configuring = stage else { return }
                 stage = .ready
-                burstDeadline = at.monotonic + configuration.storedBurstWindow
+                burstDeadline = at.monotonic.adding(nanoseconds: burstNanoseconds)
                 log("ready: waiting for the cuff (\(configuration.sendStart && profile?.has(.cuffControl) == true ? "start command sent" : "start it with its button if it has not started"))", &out)
             }
             return
         }
-        let step = steps.removeFirst()
+        let step = steps[nextStep]
+        nextStep += 1
         pending = step
-        if configuration.observer { observerStepDeadline = at.monotonic + configuration.observerStepWindow }
+        if configuration.observer { observerStepDeadline = at.monotonic.adding(nanoseconds: stepNanoseconds) }
         switch step {
         case let .read(c): out.append(.read(c))
         case let .write(c, v): out.append(.write(c, v))
         case let .subscribe(c, indicate):
             if c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement {
-                burstDeadline = at.monotonic + configuration.storedBurstWindow
+                burstDeadline = at.monotonic.adding(nanoseconds: burstNanoseconds)
             }
             out.append(.subscribe(c, indicate: indicate))
         case .racpReport:
@@ -720,20 +737,20 @@ public struct CuffSessionMachine: Sendable {
             // A live result ends the measurement even when it repeats one already kept.
             if isNew { liveResults += 1 }
             stage = isStopping ? .stopping(nil) : .result
-            settleDeadline = at.monotonic + configuration.settle
+            settleDeadline = at.monotonic.adding(nanoseconds: settleNanoseconds)
             if isNew && !r.hasValues { log("the cuff reported an error (no values) — measure again", &out) }
         } else {
             switch stage {
             case .ready:
                 stage = .receivingStoredRecords
-                burstDeadline = at.monotonic + configuration.storedBurstWindow
+                burstDeadline = at.monotonic.adding(nanoseconds: burstNanoseconds)
             case .configuring:
-                burstDeadline = at.monotonic + configuration.storedBurstWindow
+                burstDeadline = at.monotonic.adding(nanoseconds: burstNanoseconds)
             default: break
             }
         }
         if r.stored, settleDeadline != nil {
-            settleDeadline = at.monotonic + configuration.settle
+            settleDeadline = at.monotonic.adding(nanoseconds: settleNanoseconds)
         }
     }
 
