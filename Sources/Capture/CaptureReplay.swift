@@ -243,7 +243,8 @@ public struct CaptureReplay: Sendable {
                 })
             }
             c = Connection(serial: serial, address: address, sniffed: sniffed,
-                           observer: newObserver(address, at: info.timestamp, inherited: inherited, &out))
+                           observer: newObserver(address, inherited: inherited))
+            c.session.connected(at: SessionObserver.eventTime(info.timestamp), into: &out)
             c.peer = peer
             c.openedAt = info.fileOffset
         } else {
@@ -256,14 +257,13 @@ public struct CaptureReplay: Sendable {
         updateEarliest()
     }
 
-    mutating func newObserver(_ address: String, at: Timestamp, inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil,
-                              _ out: inout [Output]) -> SessionObserver {
+    /// A session for a new connection (its driver then tells it the link is up, in place: the
+    /// observer is large, and is not copied once it is in its connection).
+    mutating func newObserver(_ address: String, inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil) -> SessionObserver {
         sessions += 1
         var config = configuration
         config.address = address
-        var o = SessionObserver(configuration: config, overrides: overrides, inherited: inherited, mappings: mappings)
-        o.connected(at: SessionObserver.eventTime(at), into: &out)
-        return o
+        return SessionObserver(configuration: config, overrides: overrides, inherited: inherited, mappings: mappings)
     }
 
     mutating func att(_ p: ATTPacket, _ out: inout [Output]) {
@@ -297,7 +297,8 @@ public struct CaptureReplay: Sendable {
             default: localIsCentral = true
             }
             if localIsCentral {
-                c = Connection(serial: serial, address: address, sniffed: sniffed, observer: newObserver(address, at: timestamp, &out))
+                c = Connection(serial: serial, address: address, sniffed: sniffed, observer: newObserver(address))
+                c.session.connected(at: SessionObserver.eventTime(timestamp), into: &out)
             } else {
                 if configuration.logs { out.append(.log("hci\(adapter) connection \(Hex.handle(handle)): this controller is the peripheral (it answers requests); not reported")) }
                 c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)

@@ -175,9 +175,9 @@ public struct SessionObserver: Sendable {
             if fromCentral { request(pdu, at, &out) } else { response(pdu, at, &out) }
             return
         }
+        if !fromCentral, discoveryResponse(raw, at) { return }
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
-        if !fromCentral, discoveryResponse(scratch[...], at) { return }
         let bytes = scratch
         let pdu: ATTPDU
         do {
@@ -298,49 +298,54 @@ public struct SessionObserver: Sendable {
     /// of a short session's PDUs), read in place, field by field: what parsing it into an
     /// ``ATTPDU`` and ``response(_:_:_:)`` would do, without an array per entry. Returns false,
     /// changing nothing, for any other PDU or a malformed one (the general path reports it).
-    mutating func discoveryResponse(_ bytes: ArraySlice<UInt8>, _ at: EventTime) -> Bool {
-        var r = ByteReader(bytes)
-        guard let opcode = r.readUInt8() else { return false }
+    mutating func discoveryResponse(_ raw: UnsafeRawBufferPointer, _ at: EventTime) -> Bool {
+        // (Straight from the PDU's bytes: no copy into an array, no slice per entry.)
+        guard raw.count >= 2 else { return false }
+        let opcode = raw[0]
         let size: Int
         switch opcode {
         case 0x11, 0x09:  // Read By Group Type, Read By Type Response (literals: the named constants are lazily initialised globals)
-            guard let length = r.readUInt8() else { return false }
-            size = Int(length)
+            size = Int(raw[1])
             guard size >= (opcode == 0x11 ? 4 : 2) else { return false }
         case 0x05:  // Find Information Response
-            guard let format = r.readUInt8(), format == 1 || format == 2 else { return false }
-            size = format == 1 ? 4 : 18
+            guard raw[1] == 1 || raw[1] == 2 else { return false }
+            size = raw[1] == 1 ? 4 : 18
         default:
             return false
         }
-        guard r.remaining > 0, r.remaining % size == 0 else { return false }
+        let entries = raw.count - 2
+        guard entries > 0, entries % size == 0 else { return false }
+        func u16(_ i: Int) -> UInt16 { UInt16(raw[i]) | UInt16(raw[i + 1]) << 8 }
+        /// ``BluetoothUUID/init(littleEndian:)`` of `count` bytes at `i`.
+        func uuid(_ i: Int, _ count: Int) -> BluetoothUUID? {
+            func u64(_ i: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(raw[i + $1]) << (8 * $1) } }
+            switch count {
+            case 2: return BluetoothUUID(u16(i))
+            case 16: return BluetoothUUID(high: u64(i + 8), low: u64(i))
+            default: return nil
+            }
+        }
         let asked = outstanding
         outstanding = nil
         switch (opcode, asked) {
         case (0x11, .readByGroupTypeRequest(_, _, .primaryService)?):
-            while let entry = r.readBytes(size), !entry.isEmpty {
-                var e = ByteReader(entry)
-                let handle = e.readUInt16()!, end = e.readUInt16()!
-                if let uuid = BluetoothUUID(littleEndian: e.readRemaining()) {
+            for e in stride(from: 2, to: raw.count, by: size) {
+                if let uuid = uuid(e + 4, size - 4) {
                     if services.isEmpty { services.reserveCapacity(8) }
-                    services.append(GATTProfile.Service(uuid: uuid, handle: handle, endHandle: end))
+                    services.append(GATTProfile.Service(uuid: uuid, handle: u16(e), endHandle: u16(e + 2)))
                 }
             }
         case (0x09, .readByTypeRequest(_, _, .characteristic)?):
-            while let entry = r.readBytes(size), !entry.isEmpty {
-                var e = ByteReader(entry)
-                let handle = e.readUInt16()!
-                guard let props = e.readUInt8(), let vh = e.readUInt16(), let uuid = BluetoothUUID(littleEndian: e.readRemaining()) else { continue }
+            for e in stride(from: 2, to: raw.count, by: size) where size >= 5 {  // properties and value handle
+                guard let uuid = uuid(e + 5, size - 5) else { continue }
                 if characteristics.isEmpty { characteristics.reserveCapacity(16) }
                 characteristics.append(GATTProfile.Characteristic(
-                    uuid: uuid, properties: CharacteristicProperties(rawValue: props), declarationHandle: handle, valueHandle: vh))
+                    uuid: uuid, properties: CharacteristicProperties(rawValue: raw[e + 2]), declarationHandle: u16(e), valueHandle: u16(e + 3)))
             }
         case (0x05, .findInformationRequest?):
             if descriptors.isEmpty { descriptors.reserveCapacity(16) }
-            while let entry = r.readBytes(size), !entry.isEmpty {
-                var e = ByteReader(entry)
-                let handle = e.readUInt16()!
-                descriptors[handle] = BluetoothUUID(littleEndian: e.readRemaining())!
+            for e in stride(from: 2, to: raw.count, by: size) {
+                descriptors[u16(e)] = uuid(e + 2, size - 2)!
             }
         case (_, .findByTypeValueRequest?):
             break  // any answer ends that discovery step

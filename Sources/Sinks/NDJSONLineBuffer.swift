@@ -156,13 +156,21 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
     func quoted(_ s: String) {
         var s = s
         s.withUTF8 { u in
-            // Most strings need no escape: one scan, one copy.
-            if !u.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 }) {
-                ensure(u.count + 2)
-                put(0x22)
-                if let p = u.baseAddress { (base + count).update(from: p, count: u.count) }
-                count += u.count
-                put(0x22)
+            // Most strings need no escape: copied as they are scanned (one pass, no memcpy call
+            // for these short strings), the count advanced only when none did.
+            ensure(u.count + 2)
+            var q = base + count
+            q.pointee = 0x22
+            q += 1
+            var clean = true
+            for b in u {
+                if b == 0x22 || b == 0x5C || b < 0x20 { clean = false; break }
+                q.pointee = b
+                q += 1
+            }
+            if clean {
+                q.pointee = 0x22
+                count = q + 1 - base
                 return
             }
             ensure(u.count * 6 + 2)
