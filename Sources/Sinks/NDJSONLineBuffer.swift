@@ -156,21 +156,31 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
     func quoted(_ s: String) {
         var s = s
         s.withUTF8 { u in
-            // Most strings need no escape: copied as they are scanned (one pass, no memcpy call
-            // for these short strings), the count advanced only when none did.
+            // Most strings need no escape: copied as they are scanned, 8 bytes at a time, and
+            // the count advanced only when none needed one.
             ensure(u.count + 2)
-            var q = base + count
-            q.pointee = 0x22
-            q += 1
+            let q = base + count
+            q[0] = 0x22
+            var i = 0
             var clean = true
-            for b in u {
+            if let p = u.baseAddress {
+                let from = UnsafeRawPointer(p), to = UnsafeMutableRawPointer(q + 1)
+                while i + 8 <= u.count {
+                    let word = from.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    if Self.needsEscape(word) { clean = false; break }
+                    to.storeBytes(of: word, toByteOffset: i, as: UInt64.self)
+                    i += 8
+                }
+            }
+            while clean && i < u.count {
+                let b = u[i]
                 if b == 0x22 || b == 0x5C || b < 0x20 { clean = false; break }
-                q.pointee = b
-                q += 1
+                q[1 + i] = b
+                i += 1
             }
             if clean {
-                q.pointee = 0x22
-                count = q + 1 - base
+                q[1 + i] = 0x22
+                count += u.count + 2
                 return
             }
             ensure(u.count * 6 + 2)
@@ -190,6 +200,16 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
             }
             put(0x22)
         }
+    }
+
+    /// True when one of the 8 bytes of `w` is a quote, a backslash or a control character (below
+    /// 0x20). The word tests for "a byte equal to zero" and "a byte less than n ≤ 128", exact for
+    /// the question "is there any": (x − 0x01…01) & ~x & 0x80…80 ≠ 0 when a byte of x is zero.
+    @inline(__always) static func needsEscape(_ w: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZero(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
+        let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C)
+        return hasZero(quote) || hasZero(backslash) || (w &- ones &* 0x20) & ~w & highs != 0
     }
 
     /// JSON.format: the shortest round-trip form, always with a decimal point or exponent.

@@ -186,6 +186,17 @@ struct ShortPathTests {
         outputs.append(.session(SessionRecord(event: .end, device: DeviceInfo(address: "x"), at: at)))
         device.features = BloodPressureFeature(rawValue: 0)
         outputs.append(.session(SessionRecord(event: .start, device: device, at: at)))
+        // A character to escape (or one next to those in value) at every place of a string up to
+        // 24 bytes long: the line buffer checks 8-byte words, then the bytes left.
+        for c in ["\"", "\\", "\u{0}", "\u{1F}", "\n", " ", "!", "#", "[", "]", "\u{7F}", "é"] {
+            for n in 1...24 {
+                for i in 0..<n {
+                    var text = Array(repeating: "a", count: n)
+                    text[i] = c
+                    outputs.append(.session(SessionRecord(event: .start, device: DeviceInfo(address: text.joined()), at: at)))
+                }
+            }
+        }
         let measured = outputs.compactMap { o -> MeasurementRecord? in if case let .measurement(m) = o { m } else { nil } }
         #expect(measured.count > 20)
         if var m = measured.first {
