@@ -230,7 +230,12 @@ public struct CuffSessionMachine: Sendable {
     @usableFromInline var burstDeadline: Timestamp?
     @usableFromInline var stopDeadline: Timestamp?
     @usableFromInline var observerStepDeadline: Timestamp?
+    /// Deduplication keys of the records kept: the store's (`knownRecordKeys`), then this
+    /// session's. A session's few go in a short array first (compared, not hashed: a session
+    /// usually has one or two), then into the set once there are more.
     var seenKeys: Set<String>
+    var recentKeys: [String] = []
+    static let recentKeysLimit = 8
     var recordAssembler = RecordAssembler()
     var quirks: QuirkProfile.Options = []
     var racpInProgress = false
@@ -481,6 +486,18 @@ public struct CuffSessionMachine: Sendable {
         }
     }
 
+    /// True when `key` is new (and now remembered); false for a record already kept.
+    mutating func remember(_ key: String) -> Bool {
+        if !seenKeys.isEmpty, seenKeys.contains(key) { return false }
+        if recentKeys.contains(key) { return false }
+        if recentKeys.count < Self.recentKeysLimit {
+            recentKeys.append(key)
+        } else {
+            seenKeys.insert(key)
+        }
+        return true
+    }
+
     /// Stored records are coming (a RACP report was asked for, or observed).
     mutating func toStoredRecords() {
         switch stage {
@@ -726,7 +743,7 @@ public struct CuffSessionMachine: Sendable {
     }
 
     mutating func result(_ r: MeasurementRecord, _ at: EventTime, _ out: inout [Action]) {
-        let isNew = seenKeys.insert(r.dedupKey).inserted
+        let isNew = remember(r.dedupKey)
         if isNew {
             measurements += 1
             out.append(.emit(.measurement(r)))

@@ -253,19 +253,15 @@ public struct MeasurementRecord: Sendable, Hashable {
         stored: Bool
     ) -> MeasurementRecord {
         let iso = value.timestamp?.iso8601  // (when there is one, it is also the description)
-        return MeasurementRecord(
+        var r = MeasurementRecord(
             characteristic: .bloodPressureMeasurement, raw: raw, unit: value.unit, systolic: value.systolic,
             diastolic: value.diastolic, meanArterialPressure: value.meanArterialPressure, pulseRate: value.pulseRate,
             timestamp: iso, userID: value.userID, status: value.status, warnings: warnings, device: device,
             receivedAt: at, stored: stored, sequenceNumber: nil, decoded: .null)
-            .with(.bpm(value), deviceTime: iso ?? value.timestamp?.description)
-    }
-
-    func with(_ source: DecodedSource, deviceTime t: String? = nil) -> MeasurementRecord {
-        var copy = self
-        copy.decodedSource = source
-        if let t { copy.deviceTime = t }
-        return copy
+        // (Set in place: a record is large, and a copy retains each of its references.)
+        r.decodedSource = .bpm(value)
+        if let t = iso ?? value.timestamp?.description { r.deviceTime = t }
+        return r
     }
 
     /// Builds a record from a 0x2B34 value (directly, or recorded in a 0x2B36 record).
@@ -274,12 +270,14 @@ public struct MeasurementRecord: Sendable, Hashable {
         at: EventTime, stored: Bool, sequenceNumber: UInt16?
     ) -> MeasurementRecord? {
         guard case let .measurement(s, d, m) = value.kind else { return nil }
-        return MeasurementRecord(
+        var r = MeasurementRecord(
             characteristic: sequenceNumber == nil ? .enhancedBloodPressureMeasurement : .bloodPressureRecord, raw: raw,
             unit: value.unit, systolic: s, diastolic: d, meanArterialPressure: m, pulseRate: value.pulseRate,
             timestamp: value.timestampISO8601 ?? value.userFacingTimeISO8601, userID: value.userID, status: value.status,
             warnings: warnings, device: device, receivedAt: at, stored: stored, sequenceNumber: sequenceNumber,
-            decoded: .null).with(.enhanced(value))
+            decoded: .null)
+        r.decodedSource = .enhanced(value)
+        return r
     }
 }
 
