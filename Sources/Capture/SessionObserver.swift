@@ -54,8 +54,8 @@ public struct SessionObserver: Sendable {
     var sawDiscovery = false
     var lastDiscoveryAt: EventTime?
     var reported = false
-    var byHandle: [UInt16: CuffCharacteristic] = [:]
-    var cccdOwner: [UInt16: CuffCharacteristic] = [:]
+    var byHandle = HandleTable()
+    var cccdOwner = HandleTable()
     /// The general path's copy of a PDU (its storage is reused from PDU to PDU).
     var scratch: [UInt8] = []
     /// The machine's actions for the event at hand (reused).
@@ -78,8 +78,8 @@ public struct SessionObserver: Sendable {
         let descriptors: [UInt16: BluetoothUUID]
         let overrides: [UInt16: CuffCharacteristic]
         let profile: CuffProfile
-        let byHandle: [UInt16: CuffCharacteristic]
-        let cccdOwner: [UInt16: CuffCharacteristic]
+        let byHandle: HandleTable
+        let cccdOwner: HandleTable
 
         /// True when it was made from this discovery and these overrides.
         func fits(_ o: SessionObserver) -> Bool {
@@ -451,7 +451,9 @@ public struct SessionObserver: Sendable {
         }
         let mapped = CuffCentral.map(GATTProfile(services: svc))
         var profile = mapped.profile
-        byHandle = mapped.byHandle
+        // (Built as dictionaries, kept as tables.)
+        var byHandle = mapped.byHandle
+        var cccdOwner: [UInt16: CuffCharacteristic] = [:]
         for (c, ch) in mapped.byCharacteristic {
             if let cccd = ch.cccdHandle { cccdOwner[cccd] = c }
         }
@@ -478,8 +480,10 @@ public struct SessionObserver: Sendable {
                 profile.hasBloodPressureService = true
             }
         }
+        self.byHandle = HandleTable(byHandle)
+        self.cccdOwner = HandleTable(cccdOwner)
         madeMapping = Mapping(services: services, characteristics: characteristics, descriptors: descriptors, overrides: overrides,
-                              profile: profile, byHandle: byHandle, cccdOwner: cccdOwner)
+                              profile: profile, byHandle: self.byHandle, cccdOwner: self.cccdOwner)
         run(.discovered(profile, at), &out)
     }
 
@@ -514,6 +518,30 @@ public struct SessionObserver: Sendable {
     /// Any timestamp will do: the wall time is the µs at or before it (no arithmetic that can overflow).
     public static func eventTime(_ t: Timestamp) -> EventTime {
         EventTime(monotonic: t, wallMicros: t.flooredMicroseconds)
+    }
+}
+
+/// Value or CCCD handle → characteristic, for the dozen or so handles a cuff session maps (at
+/// most one per characteristic, plus `--handle` ones): searched, not hashed, since most PDUs of a
+/// session look one up.
+struct HandleTable: Sendable {
+    private var handles: [UInt16] = []
+    private var characteristics: [CuffCharacteristic] = []
+
+    init() {}
+
+    init(_ map: [UInt16: CuffCharacteristic]) {
+        handles.reserveCapacity(map.count)
+        characteristics.reserveCapacity(map.count)
+        for (h, c) in map {
+            handles.append(h)
+            characteristics.append(c)
+        }
+    }
+
+    subscript(_ h: UInt16) -> CuffCharacteristic? {
+        guard let i = handles.firstIndex(of: h) else { return nil }
+        return characteristics[i]
     }
 }
 
