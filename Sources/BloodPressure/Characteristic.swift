@@ -14,8 +14,11 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
     case currentTime = 0x2A2B
 
     /// `"2A35"`.
-    public var uuidString: String {
-        // Literals, not formatted: every measurement line names its characteristic.
+    public var uuidString: String { uuidName.description }
+
+    /// ``uuidString`` as a constant (for `JSONWriter.constant`): every measurement line names
+    /// its characteristic.
+    public var uuidName: StaticString {
         switch self {
         case .bloodPressureMeasurement: "2A35"
         case .intermediateCuffPressure: "2A36"
@@ -172,9 +175,9 @@ extension BloodPressureMeasurement {
     ) {
         let isICP = characteristic == .intermediateCuffPressure
         w.beginObject()
-        w.key("type"); w.string(isICP ? "cuff_pressure" : "measurement")
-        w.key("characteristic"); w.string(characteristic.uuidString)
-        w.key("unit"); w.string(unit.rawValue)
+        w.key("type"); w.constant(isICP ? "cuff_pressure" : "measurement")
+        w.key("characteristic"); w.constant(characteristic.uuidName)
+        w.key("unit"); w.constant(unit.name)
         if isICP {
             w.key("cuff_pressure"); systolic.write(to: &w)
         } else {
@@ -209,9 +212,9 @@ extension EnhancedBloodPressureMeasurement {
     @inlinable
     public func write<W: JSONWriter>(warnings: [DecodeWarning], to w: inout W, raw: (inout W) -> Void, more: (inout W) -> Void = { _ in }) {
         w.beginObject()
-        w.key("type"); w.string(isCuffPressure ? "cuff_pressure" : "measurement")
-        w.key("characteristic"); w.string(isCuffPressure ? "2B35" : "2B34")
-        w.key("unit"); w.string(unit.rawValue)
+        w.key("type"); w.constant(isCuffPressure ? "cuff_pressure" : "measurement")
+        w.key("characteristic"); w.constant(isCuffPressure ? "2B35" : "2B34")
+        w.key("unit"); w.constant(unit.name)
         switch kind {
         case let .measurement(s, d, m):
             w.key("systolic"); s.write(to: &w)

@@ -124,7 +124,7 @@ public struct MeasurementRecord: Sendable, Hashable {
                 w.dynamicKey(k)
                 if !typed && k == "type" {
                     typed = true
-                    w.string("measurement")
+                    w.constant("measurement")
                 } else {
                     w.value(v)
                 }
@@ -282,9 +282,17 @@ public struct MeasurementRecord: Sendable, Hashable {
 }
 
 /// Phase of a measurement as the cuff pressure shows it.
-public enum MeasurementPhase: String, Sendable, Hashable {
+public enum MeasurementPhase: String, Sendable, Hashable, CaseIterable {
     case inflating
     case deflating
+
+    /// ``rawValue`` as a constant (for ``JSONWriter/constant(_:)``).
+    public var name: StaticString {
+        switch self {
+        case .inflating: "inflating"
+        case .deflating: "deflating"
+        }
+    }
 }
 
 /// A cuff-pressure update (from 0x2A36 / 0x2B35).
@@ -308,10 +316,10 @@ public struct ProgressRecord: Sendable, Hashable {
 
     @inlinable public func write<W: JSONWriter>(to w: inout W) {
         w.beginObject()
-        w.key("type"); w.string("progress")
-        w.key("phase"); w.string(phase.rawValue)
+        w.key("type"); w.constant("progress")
+        w.key("phase"); w.constant(phase.name)
         w.key("cuff_pressure"); cuffPressure.write(to: &w)
-        w.key("unit"); w.string(unit.rawValue)
+        w.key("unit"); w.constant(unit.name)
         // Milliseconds: the exact decimal when it is a whole number of them (nearly always).
         w.key("elapsed")
         let ms = (elapsed * 1000).rounded()
@@ -358,7 +366,12 @@ public enum SessionOutcome: String, Sendable, Hashable, CaseIterable {
 
 /// The `session` record, at start and at end.
 public struct SessionRecord: Sendable, Hashable {
-    public enum Event: String, Sendable { case start, end }
+    public enum Event: String, Sendable, CaseIterable {
+        case start, end
+
+        /// ``rawValue`` as a constant (for ``JSONWriter/constant(_:)``).
+        public var name: StaticString { self == .start ? "start" : "end" }
+    }
     public var event: Event
     public var device: DeviceInfo
     public var at: EventTime
@@ -379,8 +392,8 @@ public struct SessionRecord: Sendable, Hashable {
 
     @inlinable public func write<W: JSONWriter>(to w: inout W) {
         w.beginObject()
-        w.key("type"); w.string("session")
-        w.key("event"); w.string(event.rawValue)
+        w.key("type"); w.constant("session")
+        w.key("event"); w.constant(event.name)
         w.key("device"); device.write(to: &w)
         w.key("name"); w.optional(device.name)
         w.key("manufacturer"); w.optional(device.manufacturer)

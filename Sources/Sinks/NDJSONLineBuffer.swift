@@ -122,6 +122,16 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
         comma = true
     }
 
+    public func constant(_ s: StaticString) {
+        // (No scan for characters to escape, no String: most lines have three of these.)
+        separate()
+        ensure(s.utf8CodeUnitCount + 2)
+        put(0x22)
+        put(s)
+        put(0x22)
+        comma = true
+    }
+
     public func hex(_ bytes: [UInt8]) {
         separate()
         ensure(bytes.count * 2 + 2)

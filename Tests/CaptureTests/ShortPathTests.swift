@@ -144,6 +144,17 @@ struct ShortPathTests {
         #expect(lent > 10000)
     }
 
+    /// The constants records write with `JSONWriter.constant` say what the raw values say.
+    @Test func constantNamesAreTheRawValues() {
+        for p in MeasurementPhase.allCases { #expect(p.name.description == p.rawValue) }
+        for u in PressureUnit.allCases { #expect(u.name.description == u.rawValue) }
+        for e in SessionRecord.Event.allCases { #expect(e.name.description == e.rawValue) }
+        for c in BPSCharacteristic.allCases {
+            let hex = String(c.rawValue, radix: 16, uppercase: true)
+            #expect(c.uuidName.description == String(repeating: "0", count: 4 - hex.count) + hex)
+        }
+    }
+
     @Test func lineBufferEqualsSerialisedJSON() throws {
         var outputs: [SessionOutput] = []
         for path in Self.files { outputs += try replayFile(path).outputs }
