@@ -352,8 +352,25 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
     }
 
     @inline(__always) func put(_ s: StaticString) {
-        (base + count).update(from: s.utf8Start, count: s.utf8CodeUnitCount)
+        Self.copy(s.utf8Start, to: base + count, s.utf8CodeUnitCount)
         count += s.utf8CodeUnitCount
+    }
+
+    /// Copies `n` bytes. 4 to 16 of them (most keys and constants) with two word moves that may
+    /// overlap, each within both ranges, instead of a call to memmove; others with memmove.
+    @inline(__always) static func copy(_ from: UnsafePointer<UInt8>, to: UnsafeMutablePointer<UInt8>, _ n: Int) {
+        let source = UnsafeRawPointer(from), target = UnsafeMutableRawPointer(to)
+        if n >= 8 && n <= 16 {
+            let head = source.loadUnaligned(as: UInt64.self), tail = source.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+            target.storeBytes(of: head, as: UInt64.self)
+            target.storeBytes(of: tail, toByteOffset: n - 8, as: UInt64.self)
+        } else if n >= 4 && n < 8 {
+            let head = source.loadUnaligned(as: UInt32.self), tail = source.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+            target.storeBytes(of: head, as: UInt32.self)
+            target.storeBytes(of: tail, toByteOffset: n - 4, as: UInt32.self)
+        } else {
+            to.update(from: from, count: n)
+        }
     }
 
     // Through a local pointer (the caller ensured room and stores the count after).
