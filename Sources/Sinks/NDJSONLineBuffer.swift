@@ -70,12 +70,16 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
     public func endArray() { ensure(1); put(0x5D); comma = true }
 
     public func key(_ k: StaticString) {
-        ensure(k.utf8CodeUnitCount + 4)
-        if comma { put(0x2C) }
-        put(0x22)
-        put(k)
-        put(0x22)
-        put(0x3A)
+        // Through a local pointer, the count stored once (the commonest write of all).
+        let n = k.utf8CodeUnitCount
+        ensure(n + 4)
+        var q = base + count
+        if comma { Self.put(0x2C, &q) }
+        q[0] = 0x22
+        Self.copy(k.utf8Start, to: q + 1, n)
+        q[n + 1] = 0x22
+        q[n + 2] = 0x3A
+        count = q + (n + 3) - base
         comma = false
     }
 
@@ -124,11 +128,14 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
 
     public func constant(_ s: StaticString) {
         // (No scan for characters to escape, no String: most lines have three of these.)
-        separate()
-        ensure(s.utf8CodeUnitCount + 2)
-        put(0x22)
-        put(s)
-        put(0x22)
+        let n = s.utf8CodeUnitCount
+        ensure(n + 3)
+        var q = base + count
+        if comma { Self.put(0x2C, &q) }
+        q[0] = 0x22
+        Self.copy(s.utf8Start, to: q + 1, n)
+        q[n + 1] = 0x22
+        count = q + (n + 2) - base
         comma = true
     }
 
