@@ -121,21 +121,25 @@ public struct CaptureReplay: Sendable {
         /// The session's next deadline (the peripheral side's placeholder session never has one).
         var deadline: Timestamp? { session.deadline }
 
-        /// - Parameter observer: the session, when the local controller is the central; nil for the peripheral's side.
-        init(serial: Int, address: String, sniffed: Bool, observer: SessionObserver?) {
+        /// A connection where the local controller is the central, with its session, made here
+        /// (the observer is large: made in place, not made elsewhere and copied in).
+        init(serial: Int, address: String, sniffed: Bool, configuration: CuffSessionConfiguration,
+             overrides: [UInt16: CuffCharacteristic], inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?,
+             mappings: [SessionObserver.Mapping]) {
             self.serial = serial
             self.address = address
             self.sniffed = sniffed
-            if let observer {
-                central = true
-                session = observer
-            } else {
-                session = SessionObserver(configuration: CuffSessionConfiguration(address: address))
-            }
+            central = true
+            session = SessionObserver(configuration: configuration, overrides: overrides, inherited: inherited, mappings: mappings)
         }
 
-        /// The observer, for a connection where the local controller is the central.
-        var observer: SessionObserver? { central ? session : nil }
+        /// A connection where the local controller is the peripheral (not reported).
+        init(serial: Int, address: String, sniffed: Bool) {
+            self.serial = serial
+            self.address = address
+            self.sniffed = sniffed
+            session = SessionObserver(configuration: CuffSessionConfiguration(address: address))
+        }
     }
 
     /// - Parameters:
@@ -242,14 +246,13 @@ public struct CaptureReplay: Sendable {
                         + (h.openedAt.map { " (connected at offset \($0))" } ?? "")
                 })
             }
-            c = Connection(serial: serial, address: address, sniffed: sniffed,
-                           observer: newObserver(address, inherited: inherited))
+            c = newConnection(address, sniffed: sniffed, inherited: inherited)
             c.session.connected(at: SessionObserver.eventTime(info.timestamp), into: &out)
             c.peer = peer
             c.openedAt = info.fileOffset
         } else {
             if configuration.logs { out.append(.log("hci\(info.adapter) connection \(Hex.handle(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported")) }
-            c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
+            c = Connection(serial: serial, address: address, sniffed: sniffed)
         }
         connections[key] = c
         hotKey = nil
@@ -257,13 +260,15 @@ public struct CaptureReplay: Sendable {
         updateEarliest()
     }
 
-    /// A session for a new connection (its driver then tells it the link is up, in place: the
-    /// observer is large, and is not copied once it is in its connection).
-    mutating func newObserver(_ address: String, inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil) -> SessionObserver {
+    /// A connection where the local controller is the central, with a new session (the caller
+    /// then tells it the link is up, in place).
+    mutating func newConnection(_ address: String, sniffed: Bool,
+                                inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil) -> Connection {
         sessions += 1
         var config = configuration
         config.address = address
-        return SessionObserver(configuration: config, overrides: overrides, inherited: inherited, mappings: mappings)
+        return Connection(serial: serial, address: address, sniffed: sniffed, configuration: config, overrides: overrides,
+                          inherited: inherited, mappings: mappings)
     }
 
     mutating func att(_ p: ATTPacket, _ out: inout [Output]) {
@@ -297,11 +302,11 @@ public struct CaptureReplay: Sendable {
             default: localIsCentral = true
             }
             if localIsCentral {
-                c = Connection(serial: serial, address: address, sniffed: sniffed, observer: newObserver(address))
+                c = newConnection(address, sniffed: sniffed)
                 c.session.connected(at: SessionObserver.eventTime(timestamp), into: &out)
             } else {
                 if configuration.logs { out.append(.log("hci\(adapter) connection \(Hex.handle(handle)): this controller is the peripheral (it answers requests); not reported")) }
-                c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
+                c = Connection(serial: serial, address: address, sniffed: sniffed)
             }
             connections[key] = c
         }
@@ -355,9 +360,10 @@ public struct CaptureReplay: Sendable {
                 lacking.insert(peer)
             }
         }
-        guard let o = c.observer, !o.isMapped, !o.unmappedHandles.isEmpty else { return }
+        // (The session read in place: a copy of the observer costs more than the rest of this.)
+        guard c.central, !c.session.isMapped, !c.session.unmappedHandles.isEmpty else { return }
         var handles: [UInt16: Unmapped.Counts] = [:]
-        for (h, n) in o.unmappedHandles { handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications) }
+        for (h, n) in c.session.unmappedHandles { handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications) }
         unmapped.append(Unmapped(adapter: key.adapter, connectionHandle: key.handle, address: c.address, handles: handles))
     }
 
