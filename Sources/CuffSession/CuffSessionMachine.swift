@@ -742,20 +742,21 @@ public struct CuffSessionMachine: Sendable {
         return ProgressRecord(phase: m.phase, cuffPressure: pressure, unit: unit, elapsed: elapsed, at: at)
     }
 
-    mutating func result(_ r: MeasurementRecord, _ at: EventTime, _ out: inout [Action]) {
+    mutating func result(_ r: consuming MeasurementRecord, _ at: EventTime, _ out: inout [Action]) {
         let isNew = remember(r.dedupKey)
+        let stored = r.stored, hasValues = r.hasValues
         if isNew {
             measurements += 1
-            out.append(.emit(.measurement(r)))
+            out.append(.emit(.measurement(r)))  // (the record's last use: moved, not copied)
         } else {
-            log("skipped a \(r.stored ? "stored record" : "result") already received (\(r.timestamp ?? "no time stamp"))", &out)
+            log("skipped a \(stored ? "stored record" : "result") already received (\(r.timestamp ?? "no time stamp"))", &out)
         }
-        if !r.stored {
+        if !stored {
             // A live result ends the measurement even when it repeats one already kept.
             if isNew { liveResults += 1 }
             stage = isStopping ? .stopping(nil) : .result
             settleDeadline = at.monotonic.adding(nanoseconds: settleNanoseconds)
-            if isNew && !r.hasValues { log("the cuff reported an error (no values) — measure again", &out) }
+            if isNew && !hasValues { log("the cuff reported an error (no values) — measure again", &out) }
         } else {
             switch stage {
             case .ready:
@@ -766,7 +767,7 @@ public struct CuffSessionMachine: Sendable {
             default: break
             }
         }
-        if r.stored, settleDeadline != nil {
+        if stored, settleDeadline != nil {
             settleDeadline = at.monotonic.adding(nanoseconds: settleNanoseconds)
         }
     }
