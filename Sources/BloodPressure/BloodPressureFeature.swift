@@ -20,7 +20,7 @@ public struct BloodPressureFeature: OptionSet, Sendable, Hashable {
     public static let allVersion11: Self = Self(rawValue: 0x01FF)
     public static let rfuMask: UInt16 = 0xFE00
 
-    static let names: [(Self, String)] = [
+    @usableFromInline static let names: [(Self, String)] = [
         (.bodyMovementDetection, "body_movement_detection"),
         (.cuffFitDetection, "cuff_fit_detection"),
         (.irregularPulseDetection, "irregular_pulse_detection"),
@@ -34,6 +34,14 @@ public struct BloodPressureFeature: OptionSet, Sendable, Hashable {
 
     /// Names of the supported features, e.g. `["body_movement_detection", "cuff_fit_detection"]`.
     public var featureNames: [String] { Self.names.filter { contains($0.0) }.map(\.1) }
+
+    /// ``featureNames`` as a JSON array, written without building the array (every session
+    /// record names them).
+    @inlinable public func writeNames<W: JSONWriter>(to w: inout W) {
+        w.beginArray()
+        for (feature, name) in Self.names where contains(feature) { w.string(name) }
+        w.endArray()
+    }
 
     public static func decode(_ bytes: ArraySlice<UInt8>) throws(BPSDecodingError) -> Decoded<Self> {
         var r = ByteReader(bytes)

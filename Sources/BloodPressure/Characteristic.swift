@@ -14,9 +14,22 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
     case currentTime = 0x2A2B
 
     /// `"2A35"`.
-    public var uuidString: String {
-        let s = String(rawValue, radix: 16, uppercase: true)
-        return String(repeating: "0", count: 4 - s.count) + s
+    public var uuidString: String { uuidName.description }
+
+    /// ``uuidString`` as a constant (for `JSONWriter.constant`): every measurement line names
+    /// its characteristic.
+    public var uuidName: StaticString {
+        switch self {
+        case .bloodPressureMeasurement: "2A35"
+        case .intermediateCuffPressure: "2A36"
+        case .bloodPressureFeature: "2A49"
+        case .enhancedBloodPressureMeasurement: "2B34"
+        case .enhancedIntermediateCuffPressure: "2B35"
+        case .bloodPressureRecord: "2B36"
+        case .recordAccessControlPoint: "2A52"
+        case .dateTime: "2A08"
+        case .currentTime: "2A2B"
+        }
     }
 
     /// Parses `2a35`, `2A35` or `0x2a35`.
@@ -162,9 +175,9 @@ extension BloodPressureMeasurement {
     ) {
         let isICP = characteristic == .intermediateCuffPressure
         w.beginObject()
-        w.key("type"); w.string(isICP ? "cuff_pressure" : "measurement")
-        w.key("characteristic"); w.string(characteristic.uuidString)
-        w.key("unit"); w.string(unit.rawValue)
+        w.key("type"); w.constant(isICP ? "cuff_pressure" : "measurement")
+        w.key("characteristic"); w.constant(characteristic.uuidName)
+        w.key("unit"); w.constant(unit.name)
         if isICP {
             w.key("cuff_pressure"); systolic.write(to: &w)
         } else {
@@ -173,12 +186,13 @@ extension BloodPressureMeasurement {
             w.key("mean_arterial_pressure"); meanArterialPressure.write(to: &w)
         }
         w.key("pulse_rate"); if let pulseRate { pulseRate.write(to: &w) } else { w.null() }
-        w.key("timestamp"); w.optional(timestamp?.iso8601)
+        let iso = timestamp?.iso8601
+        w.key("timestamp"); w.optional(iso)
         w.key("user_id"); if let userID, userID != 0xFF { w.int(Int64(userID)) } else { w.null() }
         w.key("status"); if let status { status.write(to: &w) } else { w.null() }
         w.key("warnings"); warnings.write(to: &w)
         w.key("raw"); raw(&w)
-        if let timestamp, timestamp.iso8601 == nil {
+        if let timestamp, iso == nil {
             w.key("timestamp_fields"); timestamp.write(to: &w)
         }
         if userID == 0xFF { w.key("user_unknown"); w.bool(true) }
@@ -198,9 +212,9 @@ extension EnhancedBloodPressureMeasurement {
     @inlinable
     public func write<W: JSONWriter>(warnings: [DecodeWarning], to w: inout W, raw: (inout W) -> Void, more: (inout W) -> Void = { _ in }) {
         w.beginObject()
-        w.key("type"); w.string(isCuffPressure ? "cuff_pressure" : "measurement")
-        w.key("characteristic"); w.string(isCuffPressure ? "2B35" : "2B34")
-        w.key("unit"); w.string(unit.rawValue)
+        w.key("type"); w.constant(isCuffPressure ? "cuff_pressure" : "measurement")
+        w.key("characteristic"); w.constant(isCuffPressure ? "2B35" : "2B34")
+        w.key("unit"); w.constant(unit.name)
         switch kind {
         case let .measurement(s, d, m):
             w.key("systolic"); s.write(to: &w)

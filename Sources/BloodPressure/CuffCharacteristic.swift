@@ -50,7 +50,8 @@ public enum CuffCharacteristic: String, Sendable, Hashable, CaseIterable {
 
     // Hashed and compared by case, not by the raw-value string (dictionaries keyed by
     // characteristic are on the session's path).
-    var ordinal: UInt8 {
+    /// The case's position (0 to 13): an index for tables of characteristics.
+    public var ordinal: UInt8 {
         switch self {
         case .bloodPressureMeasurement: 0
         case .intermediateCuffPressure: 1

@@ -6,6 +6,14 @@ public enum PressureUnit: String, Sendable, Hashable, CaseIterable {
     case mmHg
     case kPa
 
+    /// ``rawValue`` as a constant (for ``JSONWriter/constant(_:)``).
+    public var name: StaticString {
+        switch self {
+        case .mmHg: "mmHg"
+        case .kPa: "kPa"
+        }
+    }
+
     /// 1 kPa = 7.500 616 827 mmHg.
     public static let mmHgPerKPa = 7.500_616_827_041_697
 }

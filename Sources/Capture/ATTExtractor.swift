@@ -181,6 +181,13 @@ public struct ATTExtractor: Sendable {
 
     // MARK: - HCI events
 
+    /// True for an HCI event payload that ``consume(_:into:)`` passes over without a change or a
+    /// warning: a whole header and parameters, and neither Disconnection Complete nor LE Meta.
+    static func ignores(event payload: UnsafeRawBufferPointer) -> Bool {
+        guard payload.count >= 2, payload.count - 2 >= Int(payload[1]) else { return false }
+        return payload[0] != 0x05 && payload[0] != 0x3E
+    }
+
     private mutating func handleEvent(_ record: HCIRecord, _ events: inout [CaptureEvent]) throws(CaptureError) {
         var r = ByteReader(record.payload)
         guard let code = r.readUInt8(), let plen = r.readUInt8(), let params = r.readBytes(Int(plen)) else {

@@ -114,7 +114,13 @@ struct ChunkedInput<Source: ByteSource>: Sendable {
     @discardableResult
     mutating func fill(_ count: Int) throws(CaptureError) -> Int {
         if buffered >= count || atEnd { return buffered }
-        if position > 0 {
+        if position == buffer.count {
+            // All of it consumed: emptied, not shifted. (A buffer that shares its storage with
+            // the source's bytes, an ArrayByteSource's, gets new storage instead of a copy of
+            // the old.)
+            buffer.removeAll(keepingCapacity: true)
+            position = 0
+        } else if position > 0 {
             buffer.removeSubrange(0..<position)
             position = 0
         }

@@ -83,6 +83,10 @@ public struct CaptureReplay: Sendable {
     /// Peers with a connection that needed an earlier discovery and found none in ``learned``
     /// (a replay that had started with a map for one of them would have given other output).
     public private(set) var lacking: Set<Peer> = []
+    /// The last few handle → characteristic mappings sessions made, newest first: a new session
+    /// whose discovery matches one reuses it (see ``SessionObserver/Mapping``).
+    var mappings: [SessionObserver.Mapping] = []
+    static let maximumMappings = 8
 
     /// A peer device as seen from one controller.
     public struct Peer: Hashable, Sendable {
@@ -117,21 +121,25 @@ public struct CaptureReplay: Sendable {
         /// The session's next deadline (the peripheral side's placeholder session never has one).
         var deadline: Timestamp? { session.deadline }
 
-        /// - Parameter observer: the session, when the local controller is the central; nil for the peripheral's side.
-        init(serial: Int, address: String, sniffed: Bool, observer: SessionObserver?) {
+        /// A connection where the local controller is the central, with its session, made here
+        /// (the observer is large: made in place, not made elsewhere and copied in).
+        init(serial: Int, address: String, sniffed: Bool, configuration: CuffSessionConfiguration,
+             overrides: [UInt16: CuffCharacteristic], inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?,
+             mappings: [SessionObserver.Mapping]) {
             self.serial = serial
             self.address = address
             self.sniffed = sniffed
-            if let observer {
-                central = true
-                session = observer
-            } else {
-                session = SessionObserver(configuration: CuffSessionConfiguration(address: address))
-            }
+            central = true
+            session = SessionObserver(configuration: configuration, overrides: overrides, inherited: inherited, mappings: mappings)
         }
 
-        /// The observer, for a connection where the local controller is the central.
-        var observer: SessionObserver? { central ? session : nil }
+        /// A connection where the local controller is the peripheral (not reported).
+        init(serial: Int, address: String, sniffed: Bool) {
+            self.serial = serial
+            self.address = address
+            self.sniffed = sniffed
+            session = SessionObserver(configuration: CuffSessionConfiguration(address: address))
+        }
     }
 
     /// - Parameters:
@@ -171,6 +179,14 @@ public struct CaptureReplay: Sendable {
     /// and the record goes the general way (false).
     mutating func take(_ record: RecordView, _ out: inout [Output]) -> Bool {
         if let adapter, record.adapterIndex != adapter { return true }  // consume() skips it whole
+        if case .event = record.kind {
+            // An event the extractor passes over (most of them: completed packets, command
+            // completions) changes nothing but the clock.
+            guard ATTExtractor.ignores(event: record.payload) else { return false }
+            lastTimestamp = record.timestamp
+            if let e = earliest, e < record.timestamp { fireDeadlines(before: record.timestamp, &out) }
+            return true
+        }
         guard case .aclData = record.kind,
               let f = extractor.singleFrame(adapter: record.adapterIndex, direction: record.direction, payload: record.payload) else {
             return false
@@ -222,18 +238,21 @@ public struct CaptureReplay: Sendable {
         let c: Connection
         let peer = Peer(adapter: info.adapter, address: address)
         if info.role == .central {
+            let adapter = info.adapter, handle = info.connectionHandle
             let inherited = learned[peer].map { h in
-                (h, "hci\(info.adapter) connection \(Hex.handle(info.connectionHandle)) to \(address): no service discovery on this connection; "
-                    + "using the handles discovered on connection \(Hex.handle(h.connectionHandle))"
-                    + (h.openedAt.map { " (connected at offset \($0))" } ?? ""))
+                (h, { @Sendable in
+                    "hci\(adapter) connection \(Hex.handle(handle)) to \(address): no service discovery on this connection; "
+                        + "using the handles discovered on connection \(Hex.handle(h.connectionHandle))"
+                        + (h.openedAt.map { " (connected at offset \($0))" } ?? "")
+                })
             }
-            c = Connection(serial: serial, address: address, sniffed: sniffed,
-                           observer: newObserver(address, at: info.timestamp, inherited: inherited, &out))
+            c = newConnection(address, sniffed: sniffed, inherited: inherited)
+            c.session.connected(at: SessionObserver.eventTime(info.timestamp), into: &out)
             c.peer = peer
             c.openedAt = info.fileOffset
         } else {
-            out.append(.log("hci\(info.adapter) connection \(Hex.handle(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported"))
-            c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
+            if configuration.logs { out.append(.log("hci\(info.adapter) connection \(Hex.handle(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported")) }
+            c = Connection(serial: serial, address: address, sniffed: sniffed)
         }
         connections[key] = c
         hotKey = nil
@@ -241,14 +260,15 @@ public struct CaptureReplay: Sendable {
         updateEarliest()
     }
 
-    mutating func newObserver(_ address: String, at: Timestamp, inherited: (handles: DiscoveredHandles, notice: String)? = nil,
-                              _ out: inout [Output]) -> SessionObserver {
+    /// A connection where the local controller is the central, with a new session (the caller
+    /// then tells it the link is up, in place).
+    mutating func newConnection(_ address: String, sniffed: Bool,
+                                inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil) -> Connection {
         sessions += 1
         var config = configuration
         config.address = address
-        var o = SessionObserver(configuration: config, overrides: overrides, inherited: inherited)
-        o.connected(at: SessionObserver.eventTime(at), into: &out)
-        return o
+        return Connection(serial: serial, address: address, sniffed: sniffed, configuration: config, overrides: overrides,
+                          inherited: inherited, mappings: mappings)
     }
 
     mutating func att(_ p: ATTPacket, _ out: inout [Output]) {
@@ -282,10 +302,11 @@ public struct CaptureReplay: Sendable {
             default: localIsCentral = true
             }
             if localIsCentral {
-                c = Connection(serial: serial, address: address, sniffed: sniffed, observer: newObserver(address, at: timestamp, &out))
+                c = newConnection(address, sniffed: sniffed)
+                c.session.connected(at: SessionObserver.eventTime(timestamp), into: &out)
             } else {
-                out.append(.log("hci\(adapter) connection \(Hex.handle(handle)): this controller is the peripheral (it answers requests); not reported"))
-                c = Connection(serial: serial, address: address, sniffed: sniffed, observer: nil)
+                if configuration.logs { out.append(.log("hci\(adapter) connection \(Hex.handle(handle)): this controller is the peripheral (it answers requests); not reported")) }
+                c = Connection(serial: serial, address: address, sniffed: sniffed)
             }
             connections[key] = c
         }
@@ -324,9 +345,14 @@ public struct CaptureReplay: Sendable {
         updateEarliest()
     }
 
-    /// A connection ends: its measurements are counted, and its values no mapping named are noted.
+    /// A connection ends: its measurements are counted, its new mapping kept for the next ones,
+    /// and its values no mapping named are noted.
     mutating func end(_ key: Key, _ c: Connection) {
         if c.central { endedMeasurements += c.session.machine.measurements }
+        if c.central, let m = c.session.madeMapping {
+            mappings.insert(m, at: 0)
+            if mappings.count > Self.maximumMappings { mappings.removeLast() }
+        }
         if c.central, let peer = c.peer {
             if let d = c.session.discovered(connectionHandle: key.handle, openedAt: c.openedAt) {
                 if learned[peer] != nil || learned.count < Self.maximumLearnedPeers { learned[peer] = d }
@@ -334,9 +360,10 @@ public struct CaptureReplay: Sendable {
                 lacking.insert(peer)
             }
         }
-        guard let o = c.observer, !o.isMapped, !o.unmappedHandles.isEmpty else { return }
+        // (The session read in place: a copy of the observer costs more than the rest of this.)
+        guard c.central, !c.session.isMapped, !c.session.unmappedHandles.isEmpty else { return }
         var handles: [UInt16: Unmapped.Counts] = [:]
-        for (h, n) in o.unmappedHandles { handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications) }
+        for (h, n) in c.session.unmappedHandles { handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications) }
         unmapped.append(Unmapped(adapter: key.adapter, connectionHandle: key.handle, address: c.address, handles: handles))
     }
 
@@ -378,6 +405,13 @@ public struct CaptureReplay: Sendable {
 
     /// An HCI disconnection reason for the session's end message.
     static func reasonText(_ reason: UInt8) -> String {
+        // The commonest whole (literals: every session ends with one).
+        switch reason {
+        case 0x08: return "connection timeout (0x08)"
+        case 0x13: return "remote user terminated connection (0x13)"
+        case 0x16: return "connection terminated by local host (0x16)"
+        default: break
+        }
         let name: String
         switch reason {
         case 0x05: name = "authentication failure"

@@ -55,23 +55,25 @@ public enum HCIPacketKind: Sendable, Hashable {
 
     /// Decodes a Linux monitor opcode into kind and direction.
     public static func fromMonitor(opcode: UInt16) -> (HCIPacketKind, HCIDirection) {
-        typealias M = MonitorOpcode
+        // The values of ``MonitorOpcode`` as literals: a switch over literals is one jump (every
+        // record of a btmon file comes through here), one over the named constants a chain of
+        // comparisons.
         switch opcode {
-        case M.newIndex: return (.monitorNewIndex, .received)
-        case M.deleteIndex: return (.monitorDeleteIndex, .received)
-        case M.command: return (.command, .sent)
-        case M.event: return (.event, .received)
-        case M.aclTX: return (.aclData, .sent)
-        case M.aclRX: return (.aclData, .received)
-        case M.scoTX: return (.scoData, .sent)
-        case M.scoRX: return (.scoData, .received)
-        case M.openIndex: return (.monitorOpenIndex, .received)
-        case M.closeIndex: return (.monitorCloseIndex, .received)
-        case M.indexInfo: return (.monitorIndexInfo, .received)
-        case M.systemNote: return (.monitorNote, .received)
-        case M.userLogging: return (.monitorUserLogging, .received)
-        case M.isoTX: return (.isoData, .sent)
-        case M.isoRX: return (.isoData, .received)
+        case 0: return (.monitorNewIndex, .received)
+        case 1: return (.monitorDeleteIndex, .received)
+        case 2: return (.command, .sent)
+        case 3: return (.event, .received)
+        case 4: return (.aclData, .sent)
+        case 5: return (.aclData, .received)
+        case 6: return (.scoData, .sent)
+        case 7: return (.scoData, .received)
+        case 8: return (.monitorOpenIndex, .received)
+        case 9: return (.monitorCloseIndex, .received)
+        case 10: return (.monitorIndexInfo, .received)
+        case 12: return (.monitorNote, .received)
+        case 13: return (.monitorUserLogging, .received)
+        case 18: return (.isoData, .sent)
+        case 19: return (.isoData, .received)
         default: return (.other(opcode), .received)
         }
     }

@@ -32,7 +32,7 @@ public struct SessionObserver: Sendable {
     public private(set) var machine: CuffSessionMachine
     let overrides: [UInt16: CuffCharacteristic]
     /// An earlier connection's discovery, and the line that says it is used.
-    let inherited: (handles: DiscoveredHandles, notice: String)?
+    let inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?
     /// True once a PDU needed the handle map while this connection had shown no discovery and had
     /// no earlier one to use (with or without `--handle`).
     public private(set) var lackedDiscovery = false
@@ -54,8 +54,8 @@ public struct SessionObserver: Sendable {
     var sawDiscovery = false
     var lastDiscoveryAt: EventTime?
     var reported = false
-    var byHandle: [UInt16: CuffCharacteristic] = [:]
-    var cccdOwner: [UInt16: CuffCharacteristic] = [:]
+    var byHandle = HandleTable()
+    var cccdOwner = HandleTable()
     /// The general path's copy of a PDU (its storage is reused from PDU to PDU).
     var scratch: [UInt8] = []
     /// The machine's actions for the event at hand (reused).
@@ -63,6 +63,30 @@ public struct SessionObserver: Sendable {
     /// One-entry cache of ``characteristic(_:)``: valid while `byHandle` doesn't change.
     var lastHandle: UInt16?
     var lastCharacteristic: CuffCharacteristic?
+
+    /// Mappings made on earlier connections (``report(_:_:)`` reuses one made from the same
+    /// discovery), and the one this connection made when none fitted.
+    var knownMappings: [Mapping] = []
+    public private(set) var madeMapping: Mapping?
+
+    /// What ``report(_:_:)`` makes of one discovery (with the same overrides). A replay hands the
+    /// last few to each new connection: a cuff shows the same attribute table on every
+    /// connection, and mapping it again is most of what a short session costs.
+    public struct Mapping: Sendable {
+        let services: [GATTProfile.Service]
+        let characteristics: [GATTProfile.Characteristic]
+        let descriptors: [UInt16: BluetoothUUID]
+        let overrides: [UInt16: CuffCharacteristic]
+        let profile: CuffProfile
+        let byHandle: HandleTable
+        let cccdOwner: HandleTable
+
+        /// True when it was made from this discovery and these overrides.
+        func fits(_ o: SessionObserver) -> Bool {
+            services == o.services && characteristics == o.characteristics && descriptors == o.descriptors
+                && overrides == o.overrides
+        }
+    }
 
     /// Value handles that carried notifications or indications no discovery or override maps.
     public private(set) var unmappedHandles: [UInt16: (notifications: Int, indications: Int)] = [:]
@@ -75,11 +99,19 @@ public struct SessionObserver: Sendable {
 
     public init(configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:],
                 inherited: (handles: DiscoveredHandles, notice: String)? = nil) {
+        self.init(configuration: configuration, overrides: overrides, inherited: inherited.map { i in (i.handles, { i.notice }) })
+    }
+
+    /// - Parameter inherited: the notice is built only if the handles are used (most connections
+    ///   discover their own).
+    public init(configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:],
+                inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?, mappings: [Mapping] = []) {
         var c = configuration
         c.observer = true
         machine = CuffSessionMachine(configuration: c)
         self.overrides = overrides
         self.inherited = inherited
+        knownMappings = mappings
     }
 
     /// What this connection's own discovery showed, once it showed any (nil otherwise, and for a
@@ -139,15 +171,19 @@ public struct SessionObserver: Sendable {
         // (bluetoothd does, right after connecting); its requests and the central's answers would
         // otherwise be taken for the session's (a read's value lost, a discovery cut short).
         if let first = raw.first, let client = CaptureReplay.isClientOpcode(first), client != fromCentral { return }
+        if let pdu = ATTPDU(wellFormed: raw) {  // most of the rest: read straight from the bytes
+            if fromCentral { request(pdu, at, &out) } else { response(pdu, at, &out) }
+            return
+        }
+        if !fromCentral, discoveryResponse(raw, at) { return }
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
-        if !fromCentral, discoveryResponse(scratch[...], at) { return }
         let bytes = scratch
         let pdu: ATTPDU
         do {
             pdu = try ATTPDU(parsing: bytes)
         } catch {
-            out.append(.log("ignored a malformed ATT PDU \(Hex.encode(bytes)): \(error)"))
+            if machine.configuration.logs { out.append(.log("ignored a malformed ATT PDU \(Hex.encode(bytes)): \(error)")) }
             return
         }
         if fromCentral { request(pdu, at, &out) } else { response(pdu, at, &out) }
@@ -262,49 +298,54 @@ public struct SessionObserver: Sendable {
     /// of a short session's PDUs), read in place, field by field: what parsing it into an
     /// ``ATTPDU`` and ``response(_:_:_:)`` would do, without an array per entry. Returns false,
     /// changing nothing, for any other PDU or a malformed one (the general path reports it).
-    mutating func discoveryResponse(_ bytes: ArraySlice<UInt8>, _ at: EventTime) -> Bool {
-        var r = ByteReader(bytes)
-        guard let opcode = r.readUInt8() else { return false }
+    mutating func discoveryResponse(_ raw: UnsafeRawBufferPointer, _ at: EventTime) -> Bool {
+        // (Straight from the PDU's bytes: no copy into an array, no slice per entry.)
+        guard raw.count >= 2 else { return false }
+        let opcode = raw[0]
         let size: Int
         switch opcode {
         case 0x11, 0x09:  // Read By Group Type, Read By Type Response (literals: the named constants are lazily initialised globals)
-            guard let length = r.readUInt8() else { return false }
-            size = Int(length)
+            size = Int(raw[1])
             guard size >= (opcode == 0x11 ? 4 : 2) else { return false }
         case 0x05:  // Find Information Response
-            guard let format = r.readUInt8(), format == 1 || format == 2 else { return false }
-            size = format == 1 ? 4 : 18
+            guard raw[1] == 1 || raw[1] == 2 else { return false }
+            size = raw[1] == 1 ? 4 : 18
         default:
             return false
         }
-        guard r.remaining > 0, r.remaining % size == 0 else { return false }
+        let entries = raw.count - 2
+        guard entries > 0, entries % size == 0 else { return false }
+        func u16(_ i: Int) -> UInt16 { UInt16(raw[i]) | UInt16(raw[i + 1]) << 8 }
+        /// ``BluetoothUUID/init(littleEndian:)`` of `count` bytes at `i`.
+        func uuid(_ i: Int, _ count: Int) -> BluetoothUUID? {
+            func u64(_ i: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(raw[i + $1]) << (8 * $1) } }
+            switch count {
+            case 2: return BluetoothUUID(u16(i))
+            case 16: return BluetoothUUID(high: u64(i + 8), low: u64(i))
+            default: return nil
+            }
+        }
         let asked = outstanding
         outstanding = nil
         switch (opcode, asked) {
         case (0x11, .readByGroupTypeRequest(_, _, .primaryService)?):
-            while let entry = r.readBytes(size), !entry.isEmpty {
-                var e = ByteReader(entry)
-                let handle = e.readUInt16()!, end = e.readUInt16()!
-                if let uuid = BluetoothUUID(littleEndian: e.readRemaining()) {
+            for e in stride(from: 2, to: raw.count, by: size) {
+                if let uuid = uuid(e + 4, size - 4) {
                     if services.isEmpty { services.reserveCapacity(8) }
-                    services.append(GATTProfile.Service(uuid: uuid, handle: handle, endHandle: end))
+                    services.append(GATTProfile.Service(uuid: uuid, handle: u16(e), endHandle: u16(e + 2)))
                 }
             }
         case (0x09, .readByTypeRequest(_, _, .characteristic)?):
-            while let entry = r.readBytes(size), !entry.isEmpty {
-                var e = ByteReader(entry)
-                let handle = e.readUInt16()!
-                guard let props = e.readUInt8(), let vh = e.readUInt16(), let uuid = BluetoothUUID(littleEndian: e.readRemaining()) else { continue }
+            for e in stride(from: 2, to: raw.count, by: size) where size >= 5 {  // properties and value handle
+                guard let uuid = uuid(e + 5, size - 5) else { continue }
                 if characteristics.isEmpty { characteristics.reserveCapacity(16) }
                 characteristics.append(GATTProfile.Characteristic(
-                    uuid: uuid, properties: CharacteristicProperties(rawValue: props), declarationHandle: handle, valueHandle: vh))
+                    uuid: uuid, properties: CharacteristicProperties(rawValue: raw[e + 2]), declarationHandle: u16(e), valueHandle: u16(e + 3)))
             }
         case (0x05, .findInformationRequest?):
             if descriptors.isEmpty { descriptors.reserveCapacity(16) }
-            while let entry = r.readBytes(size), !entry.isEmpty {
-                var e = ByteReader(entry)
-                let handle = e.readUInt16()!
-                descriptors[handle] = BluetoothUUID(littleEndian: e.readRemaining())!
+            for e in stride(from: 2, to: raw.count, by: size) {
+                descriptors[u16(e)] = uuid(e + 2, size - 2)!
             }
         case (_, .findByTypeValueRequest?):
             break  // any answer ends that discovery step
@@ -320,7 +361,7 @@ public struct SessionObserver: Sendable {
             var u = unmappedHandles[h] ?? (0, 0)
             if indication { u.indications += 1 } else { u.notifications += 1 }
             unmappedHandles[h] = u
-            if !isMapped, u.notifications + u.indications == 1 {
+            if !isMapped, u.notifications + u.indications == 1, machine.configuration.logs {
                 out.append(.log("\(indication ? "indication" : "notification") from handle \(Hex.handle(h)), which no discovery in the capture and no --handle maps"))
             }
             return
@@ -365,7 +406,7 @@ public struct SessionObserver: Sendable {
                 characteristics = inherited.handles.characteristics
                 descriptors = inherited.handles.descriptors
                 usedInherited = true
-                out.append(.notice(inherited.notice))
+                out.append(.notice(inherited.notice()))
                 report(at, &out)
                 return
             }
@@ -380,6 +421,13 @@ public struct SessionObserver: Sendable {
         reported = true
         lastHandle = nil
         lastCharacteristic = nil
+        if let m = knownMappings.first(where: { $0.fits(self) }) {
+            byHandle = m.byHandle
+            cccdOwner = m.cccdOwner
+            knownMappings = []
+            return run(.discovered(m.profile, at), &out)
+        }
+        knownMappings = []
         var svc = services.sorted { $0.handle < $1.handle }
         let chars = characteristics.sorted { $0.valueHandle < $1.valueHandle }
         // Descriptors in handle order: each characteristic takes those between its value and the
@@ -403,7 +451,9 @@ public struct SessionObserver: Sendable {
         }
         let mapped = CuffCentral.map(GATTProfile(services: svc))
         var profile = mapped.profile
-        byHandle = mapped.byHandle
+        // (Built as dictionaries, kept as tables.)
+        var byHandle = mapped.byHandle
+        var cccdOwner: [UInt16: CuffCharacteristic] = [:]
         for (c, ch) in mapped.byCharacteristic {
             if let cccd = ch.cccdHandle { cccdOwner[cccd] = c }
         }
@@ -411,8 +461,8 @@ public struct SessionObserver: Sendable {
         // (A capture that lost a discovery response: the service declaration or part of it.)
         for (i, ch) in chars.enumerated() where byHandle[ch.valueHandle] == nil {
             let c: CuffCharacteristic? = ch.uuid == CuffCentral.controlPointUUID ? .cuffControl : ch.uuid.uuid16.flatMap { CuffCharacteristic(uuid16: $0) }
-            guard let c, profile.characteristics[c] == nil else { continue }
-            profile.characteristics[c] = CuffProperties(rawValue: ch.properties.rawValue)
+            guard let c, profile[c] == nil else { continue }
+            profile[c] = CuffProperties(rawValue: ch.properties.rawValue)
             byHandle[ch.valueHandle] = c
             let upper = i + 1 < chars.count ? Int(chars[i + 1].declarationHandle) - 1 : 0xFFFF
             if Int(ch.valueHandle) < upper,
@@ -423,13 +473,17 @@ public struct SessionObserver: Sendable {
         }
         for (h, c) in overrides {
             byHandle[h] = c
-            if profile.characteristics[c] == nil { profile.characteristics[c] = SessionObserver.assumedProperties(c) }
+            if profile[c] == nil { profile[c] = SessionObserver.assumedProperties(c) }
             if cccdOwner.values.contains(c) == false { cccdOwner[h &+ 1] = c }
             if [.bloodPressureMeasurement, .enhancedBloodPressureMeasurement, .intermediateCuffPressure,
                 .enhancedIntermediateCuffPressure, .bloodPressureRecord, .recordAccessControlPoint, .bloodPressureFeature].contains(c) {
                 profile.hasBloodPressureService = true
             }
         }
+        self.byHandle = HandleTable(byHandle)
+        self.cccdOwner = HandleTable(cccdOwner)
+        madeMapping = Mapping(services: services, characteristics: characteristics, descriptors: descriptors, overrides: overrides,
+                              profile: profile, byHandle: self.byHandle, cccdOwner: self.cccdOwner)
         run(.discovered(profile, at), &out)
     }
 
@@ -454,7 +508,7 @@ public struct SessionObserver: Sendable {
         for a in actions {
             switch a {
             case let .emit(o): out.append(.emit(o))
-            case let .log(s): out.append(.log(s))
+            case let .log(s): out.append(.log(s))  // (only when the configuration wants logs)
             default: break  // the capture already holds what the real client did
             }
         }
@@ -464,6 +518,30 @@ public struct SessionObserver: Sendable {
     /// Any timestamp will do: the wall time is the µs at or before it (no arithmetic that can overflow).
     public static func eventTime(_ t: Timestamp) -> EventTime {
         EventTime(monotonic: t, wallMicros: t.flooredMicroseconds)
+    }
+}
+
+/// Value or CCCD handle → characteristic, for the dozen or so handles a cuff session maps (at
+/// most one per characteristic, plus `--handle` ones): searched, not hashed, since most PDUs of a
+/// session look one up.
+struct HandleTable: Sendable {
+    private var handles: [UInt16] = []
+    private var characteristics: [CuffCharacteristic] = []
+
+    init() {}
+
+    init(_ map: [UInt16: CuffCharacteristic]) {
+        handles.reserveCapacity(map.count)
+        characteristics.reserveCapacity(map.count)
+        for (h, c) in map {
+            handles.append(h)
+            characteristics.append(c)
+        }
+    }
+
+    subscript(_ h: UInt16) -> CuffCharacteristic? {
+        guard let i = handles.firstIndex(of: h) else { return nil }
+        return characteristics[i]
     }
 }
 

@@ -24,6 +24,9 @@ public protocol JSONWriter {
     /// decimal parts, with the same text as ``double(_:)``.
     mutating func decimal(_ d: Double, mantissa: Int, exponent: Int)
     mutating func string(_ s: String)
+    /// A string value that is a constant of ours (a record's type, an enum's name): like a key,
+    /// written as it is, never escaped (it holds nothing JSON escapes).
+    mutating func constant(_ s: StaticString)
     /// `bytes` as a string of lowercase hex digits (``Hex/encode(_:)``).
     mutating func hex(_ bytes: [UInt8])
     /// Microseconds since 1970-01-01T00:00:00Z as a string; `format` gives the text (writers that
@@ -36,6 +39,7 @@ public protocol JSONWriter {
 extension JSONWriter {
     public mutating func decimal(_ d: Double, mantissa: Int, exponent: Int) { double(d) }
     public mutating func hex(_ bytes: [UInt8]) { string(Hex.encode(bytes)) }
+    public mutating func constant(_ s: StaticString) { string(s.description) }
     public mutating func timestamp(wallMicros: Int64, _ format: (Int64) -> String) { string(format(wallMicros)) }
 
     /// `value`, or `null`.

@@ -32,8 +32,12 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     public static func < (a: Timestamp, b: Timestamp) -> Bool { a.nanoseconds < b.nanoseconds }
     /// `a` moved by `d`, saturating at the ends of the range.
     public static func + (a: Timestamp, d: Duration) -> Timestamp {
-        let step = d.nanoseconds
-        let (v, o) = a.nanoseconds.addingReportingOverflow(step)
+        a.adding(nanoseconds: d.nanoseconds)
+    }
+
+    /// `self` + `step` ns, saturating (for a duration converted once with `Duration.nanoseconds`).
+    @inlinable public func adding(nanoseconds step: Int64) -> Timestamp {
+        let (v, o) = nanoseconds.addingReportingOverflow(step)
         return Timestamp(nanoseconds: o ? (step < 0 ? .min : .max) : v)
     }
     /// The time from `b` to `a`; saturating (two timestamps far apart are more than 292 years apart).

@@ -46,6 +46,9 @@ public struct CuffSessionConfiguration: Sendable {
     public var observer = false
     /// In observer mode, how long to wait for the next planned step before giving the plan up.
     public var observerStepWindow: Duration = .milliseconds(1500)
+    /// Hand out `.log` actions. A driver that shows none (a quiet replay) turns this off, and
+    /// their text is never built.
+    public var logs = true
 
     public init(address: String) { self.address = address }
 }
@@ -211,7 +214,15 @@ public struct CuffSessionMachine: Sendable {
         return earlier(earlier(overallDeadline, settleDeadline), earlier(earlier(burstDeadline, stopDeadline), observerStepDeadline))
     }
 
+    /// The configuration plan; `steps[nextStep...]` are still to come (a cursor: no array
+    /// shifting per step).
     var steps: [Step] = []
+    var nextStep = 0
+    /// The configuration's windows in nanoseconds, converted once: `Duration`'s own arithmetic
+    /// goes through 128-bit attoseconds, and most events set a deadline from one of these.
+    let settleNanoseconds: Int64
+    let burstNanoseconds: Int64
+    let stepNanoseconds: Int64
     var pending: Step?
     var startedAt: EventTime?
     @usableFromInline var overallDeadline: Timestamp?
@@ -219,7 +230,12 @@ public struct CuffSessionMachine: Sendable {
     @usableFromInline var burstDeadline: Timestamp?
     @usableFromInline var stopDeadline: Timestamp?
     @usableFromInline var observerStepDeadline: Timestamp?
+    /// Deduplication keys of the records kept: the store's (`knownRecordKeys`), then this
+    /// session's. A session's few go in a short array first (compared, not hashed: a session
+    /// usually has one or two), then into the set once there are more.
     var seenKeys: Set<String>
+    var recentKeys: [String] = []
+    static let recentKeysLimit = 8
     var recordAssembler = RecordAssembler()
     var quirks: QuirkProfile.Options = []
     var racpInProgress = false
@@ -252,6 +268,9 @@ public struct CuffSessionMachine: Sendable {
         self.device = DeviceInfo(address: configuration.address, name: configuration.advertisedName)
         self.seenKeys = configuration.knownRecordKeys
         self.quirks = configuration.quirk?.options ?? []
+        settleNanoseconds = configuration.settle.nanoseconds
+        burstNanoseconds = configuration.storedBurstWindow.nanoseconds
+        stepNanoseconds = configuration.observerStepWindow.nanoseconds
     }
 
     /// ``handle(_:into:)`` into a new array (tests, and drivers off the hot path).
@@ -279,12 +298,12 @@ public struct CuffSessionMachine: Sendable {
             guard case .connecting = stage else { return }
             if configuration.security > .low {
                 stage = .securing
-                out.append(.log("connected to \(device.address); raising security to \(configuration.security)"))
+                log("connected to \(device.address); raising security to \(configuration.security)", &out)
                 out.append(.raiseSecurity(configuration.security))
                 return
             }
             stage = .discovering
-            out.append(.log("connected to \(device.address); discovering services"))
+            log("connected to \(device.address); discovering services", &out)
             out.append(.discover)
 
         case let .connectionFailed(why, at):
@@ -293,7 +312,7 @@ public struct CuffSessionMachine: Sendable {
         case .securityRaised(_, _):
             guard case .securing = stage else { return }
             stage = .discovering
-            out.append(.log("link secured; discovering services"))
+            log("link secured; discovering services", &out)
             out.append(.discover)
 
         case let .securityRefused(why, at):
@@ -307,6 +326,7 @@ public struct CuffSessionMachine: Sendable {
             }
             stage = .configuring
             steps = plan(p)
+            nextStep = 0
             advance(at, &out)
 
         case let .readCompleted(c, value, at):
@@ -333,7 +353,7 @@ public struct CuffSessionMachine: Sendable {
                 // An observed stored-record request outside the plan.
                 toStoredRecords()
                 racpInProgress = true
-                out.append(.log("the client asked the cuff for its stored records"))
+                log("the client asked the cuff for its stored records", &out)
                 return
             }
             guard let p = pending else { return }
@@ -349,7 +369,7 @@ public struct CuffSessionMachine: Sendable {
                 // Records and the RACP response arrive as indications.
                 toStoredRecords()
                 racpInProgress = true
-                out.append(.log("asked the cuff for its stored records"))
+                log("asked the cuff for its stored records", &out)
             default:
                 return
             }
@@ -368,18 +388,18 @@ public struct CuffSessionMachine: Sendable {
             observerStepDeadline = nil
             switch p {
             case .read:
-                out.append(.log("reading \(c.rawValue) failed: \(why) — continuing"))
+                log("reading \(c.rawValue) failed: \(why) — continuing", &out)
             case .write(.currentTime, _):
-                out.append(.log("setting the cuff's clock failed: \(why) — continuing"))
+                log("setting the cuff's clock failed: \(why) — continuing", &out)
             case .racpReport:
-                out.append(.log("stored-record request failed: \(why) — continuing"))
+                log("stored-record request failed: \(why) — continuing", &out)
             case .startCommand, .write:
                 if isStopping { return finish(.stopped, "stopped by the user", at, &out) }
-                out.append(.log("start command failed: \(why) — press the cuff's button"))
+                log("start command failed: \(why) — press the cuff's button", &out)
             case .subscribe(.bloodPressureMeasurement, _), .subscribe(.enhancedBloodPressureMeasurement, _):
                 return finish(.protocolError, "subscribing to \(c.rawValue) failed: \(why)", at, &out)
             case .subscribe:
-                out.append(.log("subscribing to \(c.rawValue) failed: \(why) — continuing"))
+                log("subscribing to \(c.rawValue) failed: \(why) — continuing", &out)
             }
             advance(at, &out)
 
@@ -413,7 +433,7 @@ public struct CuffSessionMachine: Sendable {
                 stage = .stopping(measurement)
                 if sendStop {
                     pending = .write(.cuffControl, [CuffControl.Command.stop.rawValue])
-                    out.append(.log("stopping the cuff"))
+                    log("stopping the cuff", &out)
                     out.append(.write(.cuffControl, [CuffControl.Command.stop.rawValue]))
                     return
                 }
@@ -432,6 +452,7 @@ public struct CuffSessionMachine: Sendable {
                 observerStepDeadline = nil
                 pending = nil
                 steps = []
+                nextStep = 0
                 advance(at, &out)
                 if isFinished { return }
                 return handle(.tick(at), into: &out)
@@ -465,6 +486,18 @@ public struct CuffSessionMachine: Sendable {
         }
     }
 
+    /// True when `key` is new (and now remembered); false for a record already kept.
+    mutating func remember(_ key: String) -> Bool {
+        if !seenKeys.isEmpty, seenKeys.contains(key) { return false }
+        if recentKeys.contains(key) { return false }
+        if recentKeys.count < Self.recentKeysLimit {
+            recentKeys.append(key)
+        } else {
+            seenKeys.insert(key)
+        }
+        return true
+    }
+
     /// Stored records are coming (a RACP report was asked for, or observed).
     mutating func toStoredRecords() {
         switch stage {
@@ -478,9 +511,9 @@ public struct CuffSessionMachine: Sendable {
     mutating func observe(_ matches: (Step) -> Bool) -> Bool {
         guard configuration.observer else { return false }
         if let p = pending, matches(p) { return true }
-        guard let i = steps.firstIndex(where: matches) else { return false }
+        guard let i = steps[nextStep...].firstIndex(where: matches) else { return false }
         pending = steps[i]
-        steps.removeFirst(i + 1)
+        nextStep = i + 1
         return true
     }
 
@@ -491,10 +524,13 @@ public struct CuffSessionMachine: Sendable {
 
     // MARK: - Configuration plan
 
+    /// What the plan reads when the cuff lets it, in this order.
+    static let plannedReads: [CuffCharacteristic] = [.bloodPressureFeature, .deviceName, .manufacturerName, .modelNumber, .serialNumber, .firmwareRevision]
+
     func plan(_ p: CuffProfile) -> [Step] {
         var s: [Step] = []
-        for c in [CuffCharacteristic.bloodPressureFeature, .deviceName, .manufacturerName, .modelNumber, .serialNumber, .firmwareRevision]
-        where p.properties(c).contains(.read) {
+        s.reserveCapacity(16)  // (at most 6 reads, a write, 4 subscriptions and 2 commands)
+        for c in Self.plannedReads where p.properties(c).contains(.read) {
             s.append(.read(c))
         }
         if configuration.setTime, p.properties(.currentTime).contains(.write), let t = startedAt {
@@ -533,26 +569,26 @@ public struct CuffSessionMachine: Sendable {
         default: break
         }
         guard pending == nil else { return }
-        guard !steps.isEmpty else {
+        guard nextStep < steps.count else {
             if !configured {
                 configured = true
                 guard case .configuring = stage else { return }
                 stage = .ready
-                burstDeadline = at.monotonic + configuration.storedBurstWindow
-                let startHint = configuration.sendStart && profile?.has(.cuffControl) == true ? "start command sent" : "start it with its button if it has not started"
-                out.append(.log("ready: waiting for the cuff (\(startHint))"))
+                burstDeadline = at.monotonic.adding(nanoseconds: burstNanoseconds)
+                log("ready: waiting for the cuff (\(configuration.sendStart && profile?.has(.cuffControl) == true ? "start command sent" : "start it with its button if it has not started"))", &out)
             }
             return
         }
-        let step = steps.removeFirst()
+        let step = steps[nextStep]
+        nextStep += 1
         pending = step
-        if configuration.observer { observerStepDeadline = at.monotonic + configuration.observerStepWindow }
+        if configuration.observer { observerStepDeadline = at.monotonic.adding(nanoseconds: stepNanoseconds) }
         switch step {
         case let .read(c): out.append(.read(c))
         case let .write(c, v): out.append(.write(c, v))
         case let .subscribe(c, indicate):
             if c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement {
-                burstDeadline = at.monotonic + configuration.storedBurstWindow
+                burstDeadline = at.monotonic.adding(nanoseconds: burstNanoseconds)
             }
             out.append(.subscribe(c, indicate: indicate))
         case .racpReport:
@@ -564,7 +600,7 @@ public struct CuffSessionMachine: Sendable {
                 }
             out.append(.write(.recordAccessControlPoint, req.encode()))
         case .startCommand:
-            out.append(.log("sending the start command"))
+            log("sending the start command", &out)
             out.append(.write(.cuffControl, [CuffControl.Command.start.rawValue]))
         }
     }
@@ -578,7 +614,7 @@ public struct CuffSessionMachine: Sendable {
             do {
                 device.features = try BloodPressureFeature.decode(value[...]).value
             } catch {
-                return out.append(.log("Blood Pressure Feature unreadable: \(error.message)"))
+                return log("Blood Pressure Feature unreadable: \(error.message)", &out)
             }
         case .deviceName: if device.name == nil || device.name!.isEmpty { device.name = text() }
         case .manufacturerName: device.manufacturer = text()
@@ -593,7 +629,7 @@ public struct CuffSessionMachine: Sendable {
         quirkCheckedFor = QuirkKey(name: device.name, model: device.model)
         if let q = QuirkProfile.matching(name: device.name, model: device.model), quirks != q.options {
             quirks = q.options
-            out.append(.log("applying quirk profile \(q.name) for \(device.model ?? device.name ?? "this device")"))
+            log("applying quirk profile \(q.name) for \(device.model ?? device.name ?? "this device")", &out)
         }
     }
 
@@ -610,7 +646,7 @@ public struct CuffSessionMachine: Sendable {
                 let r = MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: stored)
                 result(r, at, &out)
             } catch {
-                out.append(.log("ignored a malformed Blood Pressure Measurement: \(error.message) (raw \(Hex.encode(value)))"))
+                log("ignored a malformed Blood Pressure Measurement: \(error.message) (raw \(Hex.encode(value)))", &out)
             }
         case .enhancedBloodPressureMeasurement:
             do {
@@ -619,14 +655,14 @@ public struct CuffSessionMachine: Sendable {
                     result(r, at, &out)
                 }
             } catch {
-                out.append(.log("ignored a malformed Enhanced Blood Pressure Measurement: \(error.message)"))
+                log("ignored a malformed Enhanced Blood Pressure Measurement: \(error.message)", &out)
             }
         case .bloodPressureRecord:
             record(value, at, &out)
         case .recordAccessControlPoint:
             racpResponse(value, at, &out)
         default:
-            out.append(.log("unexpected value from \(c.rawValue): \(Hex.encode(value))"))
+            log("unexpected value from \(c.rawValue): \(Hex.encode(value))", &out)
         }
         // Confirm only after the result was emitted (and made durable by the sinks).
         if indication { out.append(.confirmIndication) }
@@ -674,7 +710,7 @@ public struct CuffSessionMachine: Sendable {
                 unit = d.value.unit
             }
         } catch {
-            return out.append(.log("ignored a malformed cuff-pressure value: \(error.message)"))
+            return log("ignored a malformed cuff-pressure value: \(error.message)", &out)
         }
         out.append(.emit(.progress(cuffPressure(pressure, unit, at))))
     }
@@ -706,32 +742,33 @@ public struct CuffSessionMachine: Sendable {
         return ProgressRecord(phase: m.phase, cuffPressure: pressure, unit: unit, elapsed: elapsed, at: at)
     }
 
-    mutating func result(_ r: MeasurementRecord, _ at: EventTime, _ out: inout [Action]) {
-        let isNew = seenKeys.insert(r.dedupKey).inserted
+    mutating func result(_ r: consuming MeasurementRecord, _ at: EventTime, _ out: inout [Action]) {
+        let isNew = remember(r.dedupKey)
+        let stored = r.stored, hasValues = r.hasValues
         if isNew {
             measurements += 1
-            out.append(.emit(.measurement(r)))
+            out.append(.emit(.measurement(r)))  // (the record's last use: moved, not copied)
         } else {
-            out.append(.log("skipped a \(r.stored ? "stored record" : "result") already received (\(r.timestamp ?? "no time stamp"))"))
+            log("skipped a \(stored ? "stored record" : "result") already received (\(r.timestamp ?? "no time stamp"))", &out)
         }
-        if !r.stored {
+        if !stored {
             // A live result ends the measurement even when it repeats one already kept.
             if isNew { liveResults += 1 }
             stage = isStopping ? .stopping(nil) : .result
-            settleDeadline = at.monotonic + configuration.settle
-            if isNew && !r.hasValues { out.append(.log("the cuff reported an error (no values) — measure again")) }
+            settleDeadline = at.monotonic.adding(nanoseconds: settleNanoseconds)
+            if isNew && !hasValues { log("the cuff reported an error (no values) — measure again", &out) }
         } else {
             switch stage {
             case .ready:
                 stage = .receivingStoredRecords
-                burstDeadline = at.monotonic + configuration.storedBurstWindow
+                burstDeadline = at.monotonic.adding(nanoseconds: burstNanoseconds)
             case .configuring:
-                burstDeadline = at.monotonic + configuration.storedBurstWindow
+                burstDeadline = at.monotonic.adding(nanoseconds: burstNanoseconds)
             default: break
             }
         }
-        if r.stored, settleDeadline != nil {
-            settleDeadline = at.monotonic + configuration.settle
+        if stored, settleDeadline != nil {
+            settleDeadline = at.monotonic.adding(nanoseconds: settleNanoseconds)
         }
     }
 
@@ -746,11 +783,11 @@ public struct CuffSessionMachine: Sendable {
         do {
             seg = try RecordSegment.decode(value[...])
         } catch {
-            return out.append(.log("ignored a malformed Blood Pressure Record: \(error.message)"))
+            return log("ignored a malformed Blood Pressure Record: \(error.message)", &out)
         }
         let step = recordAssembler.add(seg)
         if let why = step.dropped {
-            out.append(.log("warning: Blood Pressure Record segments out of sequence: \(why.message)"))
+            log("warning: Blood Pressure Record segments out of sequence: \(why.message)", &out)
         }
         guard let body = step.body else { return }
         let hasCRC = device.features?.contains(.e2eCRC) ?? false
@@ -758,17 +795,17 @@ public struct CuffSessionMachine: Sendable {
         do {
             rec = try BloodPressureRecord.decodeBody(body[...], hasCRC: hasCRC).value
         } catch {
-            return out.append(.log("ignored a malformed Blood Pressure Record: \(error.message)"))
+            return log("ignored a malformed Blood Pressure Record: \(error.message)", &out)
         }
         let inner: Decoded<EnhancedBloodPressureMeasurement>
         do {
             guard let d = try rec.enhancedMeasurement() else {
-                return out.append(.log("stored record \(rec.sequenceNumber) holds characteristic 0x\(String(rec.recordedUUID, radix: 16)); skipped"))
+                return log("stored record \(rec.sequenceNumber) holds characteristic 0x\(String(rec.recordedUUID, radix: 16)); skipped", &out)
             }
             inner = d
         } catch {
-            return out.append(.log(
-                "warning: stored record \(rec.sequenceNumber) (\(Hex.handle(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value \(Hex.encode(rec.recorded))); skipped"))
+            return log(
+                "warning: stored record \(rec.sequenceNumber) (\(Hex.handle(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value \(Hex.encode(rec.recorded))); skipped", &out)
         }
         guard let r = MeasurementRecord.from(enhanced: inner.value, warnings: inner.warnings, raw: rec.recorded, device: device, at: at, stored: true, sequenceNumber: rec.sequenceNumber) else {
             return
@@ -778,13 +815,13 @@ public struct CuffSessionMachine: Sendable {
 
     mutating func racpResponse(_ value: [UInt8], _ at: EventTime, _ out: inout [Action]) {
         guard let d = try? RecordAccessControlPoint.decode(value[...], as: .response) else {
-            return out.append(.log("ignored a malformed RACP response \(Hex.encode(value))"))
+            return log("ignored a malformed RACP response \(Hex.encode(value))", &out)
         }
         switch d.value {
         case let .responseCode(_, code):
-            out.append(.log(code == .success ? "stored records complete" : "stored records: \(code.name)"))
+            log(code == .success ? "stored records complete" : "stored records: \(code.name)", &out)
         case let .numberOfRecords(n, _), let .combinedReportResponse(n, _):
-            out.append(.log("the cuff holds \(n) stored record(s)"))
+            log("the cuff holds \(n) stored record(s)", &out)
         case .request:
             break
         }
@@ -805,9 +842,14 @@ public struct CuffSessionMachine: Sendable {
         stopDeadline = nil
         observerStepDeadline = nil
         let end = SessionRecord(event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: message)
-        out.append(.log(message))
+        log(message, &out)
         out.append(.emit(.session(end)))
         out.append(.finished(outcome))
+    }
+
+    /// A `.log` action, when logs are wanted (the text is built only then).
+    func log(_ text: @autoclosure () -> String, _ out: inout [Action]) {
+        if configuration.logs { out.append(.log(text())) }
     }
 
     /// Exit status: 0 when any result arrived, else the outcome's own code.

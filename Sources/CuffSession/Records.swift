@@ -124,7 +124,7 @@ public struct MeasurementRecord: Sendable, Hashable {
                 w.dynamicKey(k)
                 if !typed && k == "type" {
                     typed = true
-                    w.string("measurement")
+                    w.constant("measurement")
                 } else {
                     w.value(v)
                 }
@@ -184,25 +184,53 @@ public struct MeasurementRecord: Sendable, Hashable {
     /// Deduplication key: sequence number when known, else device + user + timestamp + values.
     public var dedupKey: String {
         // `identity|user:U|seq:N`, or `identity|user:U|ts:T|` + the four SFLOAT words as
-        // little-endian hex. (Appended piece by piece: a session computes one per result.)
-        var key = device.identity
-        key.reserveCapacity(key.utf8.count + 64)
-        key += "|user:"
-        key += userID.map(String.init) ?? "-"
+        // little-endian hex. (UTF-8 bytes into one buffer, made a string once: a session computes
+        // one per result, and string appends cost several times more.)
+        var key: [UInt8] = []
+        key.reserveCapacity(128)
+        if let serial = device.serial {
+            key.append(contentsOf: "serial:".utf8)
+            key.append(contentsOf: serial.utf8)
+        } else {
+            key.append(contentsOf: "address:".utf8)
+            key.append(contentsOf: device.address.utf8)
+        }
+        key.append(contentsOf: "|user:".utf8)
+        if let userID { Self.appendDecimal(Int(userID), to: &key) } else { key.append(0x2D) }
         if let sequenceNumber {
-            key += "|seq:"
-            key += String(sequenceNumber)
-            return key
+            key.append(contentsOf: "|seq:".utf8)
+            Self.appendDecimal(Int(sequenceNumber), to: &key)
+            return String(decoding: key, as: UTF8.self)
         }
         // Without a time stamp two equal readings cannot be told apart from one sent twice; keeping
         // both (keyed by arrival) loses nothing, merging them could.
-        key += "|ts:"
-        key += deviceTime ?? timestamp ?? "received " + receivedAt.iso8601
-        key += "|"
-        var words = (systolic.rawValue.littleEndian, diastolic.rawValue.littleEndian, meanArterialPressure.rawValue.littleEndian,
-                     (pulseRate?.rawValue ?? 0).littleEndian)
-        key += withUnsafeBytes(of: &words) { Hex.encode(contiguous: $0.assumingMemoryBound(to: UInt8.self)) }
-        return key
+        key.append(contentsOf: "|ts:".utf8)
+        if let t = deviceTime ?? timestamp {
+            key.append(contentsOf: t.utf8)
+        } else {
+            key.append(contentsOf: "received ".utf8)
+            key.append(contentsOf: receivedAt.iso8601.utf8)
+        }
+        key.append(0x7C)
+        func byte(_ b: UInt8) {  // lowercase hex
+            key.append(Hex.digit(b >> 4))
+            key.append(Hex.digit(b & 0xF))
+        }
+        func word(_ w: UInt16) {  // little-endian
+            byte(UInt8(w & 0xFF))
+            byte(UInt8(w >> 8))
+        }
+        word(systolic.rawValue)
+        word(diastolic.rawValue)
+        word(meanArterialPressure.rawValue)
+        word(pulseRate?.rawValue ?? 0)
+        return String(decoding: key, as: UTF8.self)
+    }
+
+    /// The decimal digits of `v` (≥ 0), as `String(v)` gives them.
+    static func appendDecimal(_ v: Int, to key: inout [UInt8]) {
+        if v >= 10 { appendDecimal(v / 10, to: &key) }
+        key.append(UInt8(0x30 + v % 10))
     }
 
     /// The NDJSON `measurement` object: the codec's keys, then `device`, `received_at`, `stored`, `sequence_number`.
@@ -224,19 +252,16 @@ public struct MeasurementRecord: Sendable, Hashable {
         bpm value: BloodPressureMeasurement, warnings: [DecodeWarning], raw: [UInt8], device: DeviceInfo, at: EventTime,
         stored: Bool
     ) -> MeasurementRecord {
-        MeasurementRecord(
+        let iso = value.timestamp?.iso8601  // (when there is one, it is also the description)
+        var r = MeasurementRecord(
             characteristic: .bloodPressureMeasurement, raw: raw, unit: value.unit, systolic: value.systolic,
             diastolic: value.diastolic, meanArterialPressure: value.meanArterialPressure, pulseRate: value.pulseRate,
-            timestamp: value.timestamp?.iso8601, userID: value.userID, status: value.status, warnings: warnings, device: device,
+            timestamp: iso, userID: value.userID, status: value.status, warnings: warnings, device: device,
             receivedAt: at, stored: stored, sequenceNumber: nil, decoded: .null)
-            .with(.bpm(value), deviceTime: value.timestamp?.description)
-    }
-
-    func with(_ source: DecodedSource, deviceTime t: String? = nil) -> MeasurementRecord {
-        var copy = self
-        copy.decodedSource = source
-        if let t { copy.deviceTime = t }
-        return copy
+        // (Set in place: a record is large, and a copy retains each of its references.)
+        r.decodedSource = .bpm(value)
+        if let t = iso ?? value.timestamp?.description { r.deviceTime = t }
+        return r
     }
 
     /// Builds a record from a 0x2B34 value (directly, or recorded in a 0x2B36 record).
@@ -245,19 +270,29 @@ public struct MeasurementRecord: Sendable, Hashable {
         at: EventTime, stored: Bool, sequenceNumber: UInt16?
     ) -> MeasurementRecord? {
         guard case let .measurement(s, d, m) = value.kind else { return nil }
-        return MeasurementRecord(
+        var r = MeasurementRecord(
             characteristic: sequenceNumber == nil ? .enhancedBloodPressureMeasurement : .bloodPressureRecord, raw: raw,
             unit: value.unit, systolic: s, diastolic: d, meanArterialPressure: m, pulseRate: value.pulseRate,
             timestamp: value.timestampISO8601 ?? value.userFacingTimeISO8601, userID: value.userID, status: value.status,
             warnings: warnings, device: device, receivedAt: at, stored: stored, sequenceNumber: sequenceNumber,
-            decoded: .null).with(.enhanced(value))
+            decoded: .null)
+        r.decodedSource = .enhanced(value)
+        return r
     }
 }
 
 /// Phase of a measurement as the cuff pressure shows it.
-public enum MeasurementPhase: String, Sendable, Hashable {
+public enum MeasurementPhase: String, Sendable, Hashable, CaseIterable {
     case inflating
     case deflating
+
+    /// ``rawValue`` as a constant (for ``JSONWriter/constant(_:)``).
+    public var name: StaticString {
+        switch self {
+        case .inflating: "inflating"
+        case .deflating: "deflating"
+        }
+    }
 }
 
 /// A cuff-pressure update (from 0x2A36 / 0x2B35).
@@ -281,10 +316,10 @@ public struct ProgressRecord: Sendable, Hashable {
 
     @inlinable public func write<W: JSONWriter>(to w: inout W) {
         w.beginObject()
-        w.key("type"); w.string("progress")
-        w.key("phase"); w.string(phase.rawValue)
+        w.key("type"); w.constant("progress")
+        w.key("phase"); w.constant(phase.name)
         w.key("cuff_pressure"); cuffPressure.write(to: &w)
-        w.key("unit"); w.string(unit.rawValue)
+        w.key("unit"); w.constant(unit.name)
         // Milliseconds: the exact decimal when it is a whole number of them (nearly always).
         w.key("elapsed")
         let ms = (elapsed * 1000).rounded()
@@ -331,7 +366,12 @@ public enum SessionOutcome: String, Sendable, Hashable, CaseIterable {
 
 /// The `session` record, at start and at end.
 public struct SessionRecord: Sendable, Hashable {
-    public enum Event: String, Sendable { case start, end }
+    public enum Event: String, Sendable, CaseIterable {
+        case start, end
+
+        /// ``rawValue`` as a constant (for ``JSONWriter/constant(_:)``).
+        public var name: StaticString { self == .start ? "start" : "end" }
+    }
     public var event: Event
     public var device: DeviceInfo
     public var at: EventTime
@@ -352,8 +392,8 @@ public struct SessionRecord: Sendable, Hashable {
 
     @inlinable public func write<W: JSONWriter>(to w: inout W) {
         w.beginObject()
-        w.key("type"); w.string("session")
-        w.key("event"); w.string(event.rawValue)
+        w.key("type"); w.constant("session")
+        w.key("event"); w.constant(event.name)
         w.key("device"); device.write(to: &w)
         w.key("name"); w.optional(device.name)
         w.key("manufacturer"); w.optional(device.manufacturer)
@@ -362,9 +402,7 @@ public struct SessionRecord: Sendable, Hashable {
         w.key("address"); w.string(device.address)
         w.key("features")
         if let f = device.features {
-            w.beginArray()
-            for name in f.featureNames { w.string(name) }
-            w.endArray()
+            f.writeNames(to: &w)
         } else {
             w.null()
         }

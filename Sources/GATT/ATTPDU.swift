@@ -211,6 +211,38 @@ public enum ATTPDU: Sendable, Hashable {
         try p.finish()
     }
 
+    /// ``init(parsing:)`` for the commonest PDUs of a session when they are well formed, read
+    /// straight from `raw` (no copy into an array first, no field reader): requests and answers
+    /// that carry at most one value (reads, writes, notifications, indications, errors, MTU
+    /// exchange, and discovery requests with a 16-bit type). Nil for any other PDU and for a
+    /// malformed one: ``init(parsing:)`` decides those (and gives the error).
+    public init?(wellFormed raw: UnsafeRawBufferPointer) {
+        let n = raw.count
+        guard n >= 1 else { return nil }
+        func u16(_ i: Int) -> UInt16 { UInt16(raw[i]) | UInt16(raw[i + 1]) << 8 }
+        func rest(_ from: Int) -> [UInt8] { Array(UnsafeRawBufferPointer(rebasing: raw[from...])) }
+        // (Literal opcodes: the named constants are globals that are read through an accessor.)
+        switch raw[0] {
+        case 0x01 where n == 5: self = .errorResponse(request: ATTOpcode(raw[1]), handle: u16(2), error: ATTErrorCode(raw[4]))
+        case 0x02 where n == 3: self = .exchangeMTURequest(clientMTU: u16(1))
+        case 0x03 where n == 3: self = .exchangeMTUResponse(serverMTU: u16(1))
+        case 0x04 where n == 5: self = .findInformationRequest(start: u16(1), end: u16(3))
+        case 0x08 where n == 7: self = .readByTypeRequest(start: u16(1), end: u16(3), type: BluetoothUUID(u16(5)))
+        case 0x0A where n == 3: self = .readRequest(handle: u16(1))
+        case 0x0B: self = .readResponse(value: rest(1))
+        case 0x0C where n == 5: self = .readBlobRequest(handle: u16(1), offset: u16(3))
+        case 0x0D: self = .readBlobResponse(value: rest(1))
+        case 0x10 where n == 7: self = .readByGroupTypeRequest(start: u16(1), end: u16(3), type: BluetoothUUID(u16(5)))
+        case 0x12 where n >= 3: self = .writeRequest(handle: u16(1), value: rest(3))
+        case 0x13 where n == 1: self = .writeResponse
+        case 0x1B where n >= 3: self = .handleValueNotification(handle: u16(1), value: rest(3))
+        case 0x1D where n >= 3: self = .handleValueIndication(handle: u16(1), value: rest(3))
+        case 0x1E where n == 1: self = .handleValueConfirmation
+        case 0x52 where n >= 3: self = .writeCommand(handle: u16(1), value: rest(3))
+        default: return nil
+        }
+    }
+
     // MARK: Encoding
 
     /// The PDU's bytes, opcode first.

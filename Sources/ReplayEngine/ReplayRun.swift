@@ -83,6 +83,9 @@ extension ReplayJob {
     public func run(into sinks: ReplaySinks, presenter: ReplayPresenter) throws(CaptureError) -> ReplayResult {
         var reader = try CaptureReader(path: path, format: format)
         let drain = ReplayDrain(presenter: presenter, sinks: sinks)
+        // Log lines nobody is shown are not made.
+        var configuration = self.configuration
+        if !showAll { configuration.logs = false }
         var result = ReplayResult()
 
         func sequential(_ reader: inout CaptureReader<FileByteSource>, learned: [CaptureReplay.Peer: DiscoveredHandles] = [:]) {

@@ -144,6 +144,17 @@ struct ShortPathTests {
         #expect(lent > 10000)
     }
 
+    /// The constants records write with `JSONWriter.constant` say what the raw values say.
+    @Test func constantNamesAreTheRawValues() {
+        for p in MeasurementPhase.allCases { #expect(p.name.description == p.rawValue) }
+        for u in PressureUnit.allCases { #expect(u.name.description == u.rawValue) }
+        for e in SessionRecord.Event.allCases { #expect(e.name.description == e.rawValue) }
+        for c in BPSCharacteristic.allCases {
+            let hex = String(c.rawValue, radix: 16, uppercase: true)
+            #expect(c.uuidName.description == String(repeating: "0", count: 4 - hex.count) + hex)
+        }
+    }
+
     @Test func lineBufferEqualsSerialisedJSON() throws {
         var outputs: [SessionOutput] = []
         for path in Self.files { outputs += try replayFile(path).outputs }
@@ -186,6 +197,17 @@ struct ShortPathTests {
         outputs.append(.session(SessionRecord(event: .end, device: DeviceInfo(address: "x"), at: at)))
         device.features = BloodPressureFeature(rawValue: 0)
         outputs.append(.session(SessionRecord(event: .start, device: device, at: at)))
+        // A character to escape (or one next to those in value) at every place of a string up to
+        // 24 bytes long: the line buffer checks 8-byte words, then the bytes left.
+        for c in ["\"", "\\", "\u{0}", "\u{1F}", "\n", " ", "!", "#", "[", "]", "\u{7F}", "é"] {
+            for n in 1...24 {
+                for i in 0..<n {
+                    var text = Array(repeating: "a", count: n)
+                    text[i] = c
+                    outputs.append(.session(SessionRecord(event: .start, device: DeviceInfo(address: text.joined()), at: at)))
+                }
+            }
+        }
         let measured = outputs.compactMap { o -> MeasurementRecord? in if case let .measurement(m) = o { m } else { nil } }
         #expect(measured.count > 20)
         if var m = measured.first {

@@ -209,3 +209,34 @@ let vectors: [(hex: String, pdu: ATTPDU, note: String)] = [
         for (hex, text) in cases { #expect(try ATTPDU(parsing: h(hex)).description == text) }
     }
 }
+
+/// `ATTPDU(wellFormed:)`, the replay's short path, gives what `init(parsing:)` gives, or nil.
+@Suite struct ATTPDUWellFormedTests {
+    /// Every opcode it knows, and some it does not, at every length up to 24 bytes (with the
+    /// bytes after the opcode varied): nil, or the PDU the parser gives (the parser accepting it).
+    @Test func equalsParsingOrDeclines() {
+        var taken = 0
+        for opcode: UInt8 in [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x10, 0x11, 0x12, 0x13,
+                              0x1B, 0x1D, 0x1E, 0x52, 0xD2, 0x00, 0xFF] {
+            for length in 1...24 {
+                for fill: UInt8 in [0x00, 0x28, 0xA5] {
+                    let bytes = [opcode] + (1..<length).map { UInt8(truncatingIfNeeded: Int(fill) &+ $0 &* 7) }
+                    let quick = bytes.withUnsafeBytes { ATTPDU(wellFormed: $0) }
+                    guard let quick else { continue }
+                    taken += 1
+                    #expect(quick == (try? ATTPDU(parsing: bytes)), "\(Hex.encode(bytes))")
+                }
+            }
+        }
+        #expect(taken > 200)
+        // The commonest PDUs of a session take it.
+        for text in ["0a 0300", "0b 4375666673", "12 0400 0200", "13", "1b 0300 00 7800", "1d 0300 1e", "1e", "01 0a 0300 05",
+                     "10 0100 ffff 0028", "08 0100 ffff 0328", "04 0100 ffff", "02 b900", "03 f700"] {
+            #expect(h(text).withUnsafeBytes { ATTPDU(wellFormed: $0) } != nil, "\(text)")
+        }
+        // An empty PDU, a short one, trailing bytes, and a 128-bit type go the general way.
+        for bytes in [[], h("0a 03"), h("0a 0300 00"), h("13 00"), h("10 0100 ffff") + [UInt8](repeating: 0, count: 16)] {
+            #expect(bytes.withUnsafeBytes { ATTPDU(wellFormed: $0) } == nil, "\(Hex.encode(bytes))")
+        }
+    }
+}
