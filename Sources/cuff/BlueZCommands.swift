@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
 import GATT
+import Glibc
 import BlueZ
 import CuffCore
 import CuffRuntime
@@ -44,10 +45,11 @@ enum BlueZCommands {
 
     /// Starts our MGMT pairing agent; when bluetoothd owns pairing, registers a NoInputNoOutput
     /// agent with it over D-Bus instead (and says what to do if that fails).
-    static func pairingAgent(_ adapter: BluetoothAdapter, log: @escaping @Sendable (String) -> Void) -> Agent? {
+    /// Either agent answers only for `peer` on `adapter`.
+    static func pairingAgent(_ adapter: BluetoothAdapter, peer: BluetoothAddress, log: @escaping @Sendable (String) -> Void) -> Agent? {
         if let advice = BluetoothDaemon.advice(simulating: false) {
             do {
-                return .dbus(try BlueZAgent(onEvent: { log("pairing agent (D-Bus): " + $0) }))
+                return .dbus(try BlueZAgent(scope: AgentScope(adapter: adapter, device: peer), onEvent: { log("pairing agent (D-Bus): " + $0) }))
             } catch {
                 log("no D-Bus pairing agent: \(error.message)")
                 log(advice)
@@ -55,10 +57,34 @@ enum BlueZCommands {
             }
         }
         do {
-            return .mgmt(try PairingAgent(adapter: adapter, onEvent: { log("pairing agent: " + $0) }))
+            return .mgmt(try PairingAgent(adapter: adapter, peer: peer, onEvent: { log("pairing agent: " + $0) }))
         } catch {
             log("no pairing agent: \(error.message) — pairing that needs confirmation may stall")
             return nil
+        }
+    }
+
+    /// The raw ATT connect, freeing the channel when bluetoothd holds it: on EBUSY with
+    /// bluetoothd running, asks it (Device1.Disconnect) to drop its GATT client, then retries.
+    static func connect(adapter: BluetoothAdapter, to peer: BluetoothAddress, log: (String) -> Void) throws(TransportError) -> L2CAPATTBearer {
+        var freed = false
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try L2CAPATTBearer.connect(adapter: adapter, to: peer)
+            } catch where error.errno == EBUSY && BluetoothDaemon.isRunning && attempt <= 10 {
+                if !freed {
+                    log("bluetoothd holds the ATT channel to \(peer) (its own GATT client, attached after pairing); asking it to disconnect (org.bluez.Device1.Disconnect)")
+                    do {
+                        try BlueZDevice.disconnect(peer, on: adapter)
+                    } catch {
+                        log("Device1.Disconnect failed: \(error.message)")
+                    }
+                    freed = true
+                }
+                usleep(500_000)
+            }
         }
     }
 
@@ -68,7 +94,7 @@ enum BlueZCommands {
     ) throws -> (SessionOutcome, Int32, Bool) {
         let adapter = try adapter(adapterName)
         let peer = try address(text)
-        let agent = pairingAgent(adapter) { Output.log("cuff measure: " + $0) }
+        let agent = pairingAgent(adapter, peer: peer) { Output.log("cuff measure: " + $0) }
         defer { agent?.stop() }
         var config = configuration(peer.description)
         if let store {
@@ -78,7 +104,7 @@ enum BlueZCommands {
         hooks.log("connecting to \(peer) (\(peer.type)) through \(adapter)")
         let bearer: L2CAPATTBearer
         do {
-            bearer = try L2CAPATTBearer.connect(adapter: adapter, to: peer)
+            bearer = try connect(adapter: adapter, to: peer) { hooks.log($0) }
         } catch {
             Output.log("cuff measure: \(error.message)")
             throw ExitCode(SessionOutcome.connectionFailed.exitCode)
@@ -93,10 +119,26 @@ enum BlueZCommands {
     ) throws {
         let adapter = try adapter(adapterName)
         let signals = SignalFlags.shared
-        if let advice = BluetoothDaemon.advice(simulating: true) { Output.log("cuff simulate: " + advice) }
-        let agent: PairingAgent?
+        // With bluetoothd running, the newest ATT listener gets each incoming link: ours, as we
+        // start after bluetoothd. If bluetoothd (re)starts after us, it takes them and serves its
+        // own database; the watcher sees the central connect without our accept and we stop.
+        let watcher: LinkWatcher?
+        if BluetoothDaemon.isRunning {
+            Output.log("cuff simulate: bluetoothd is running; cuff's ATT listener is the newer one and gets incoming links. If bluetoothd restarts, it takes them: cuff simulate then stops with an error")
+            watcher = try? LinkWatcher(adapter: adapter)
+        } else {
+            watcher = nil
+        }
+        // The simulator takes any central on its adapter. With bluetoothd, which answers the
+        // kernel's pairing questions itself, that is a D-Bus agent for this adapter only.
+        let agent: Agent?
         do {
-            agent = try PairingAgent(adapter: adapter, onEvent: { Output.log("cuff simulate: pairing agent: " + $0) })
+            if BluetoothDaemon.isRunning {
+                agent = .dbus(try BlueZAgent(scope: AgentScope(adapter: adapter, device: nil), path: "/cuff/simulator_agent",
+                                             onEvent: { Output.log("cuff simulate: pairing agent (D-Bus): " + $0) }))
+            } else {
+                agent = .mgmt(try PairingAgent(adapter: adapter, onEvent: { Output.log("cuff simulate: pairing agent: " + $0) }))
+            }
         } catch {
             Output.log("cuff simulate: no pairing agent: \(error.message)")
             agent = nil
@@ -119,6 +161,7 @@ enum BlueZCommands {
         }
         Output.log("cuff simulate: \(label ?? options.scenario.rawValue + " cuff") \"\(name)\" advertising 0x1810 on \(adapter) (\(listener.address)); waiting for a central")
         var session = 0
+        var unserved: [UInt16: (LinkWatcher.IncomingLink, ContinuousClock.Instant)] = [:]
         while !signals.isRaised(.int) && !signals.isRaised(.term) {
             let bearer: L2CAPATTBearer?
             do {
@@ -126,6 +169,20 @@ enum BlueZCommands {
             } catch {
                 Output.log("cuff simulate: accept failed: \(error.message)")
                 throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+            }
+            if let watcher {
+                for notice in (try? watcher.drain()) ?? [] {
+                    switch notice {
+                    case .connected(let link): unserved[link.handle] = (link, .now)
+                    case .disconnected(let handle): unserved[handle] = nil
+                    }
+                }
+                if bearer != nil {
+                    unserved = [:]
+                } else if let (link, _) = unserved.values.first(where: { ContinuousClock.now - $0.1 > .seconds(3) }) {
+                    Output.log("cuff simulate: \(link.peer) connected to \(adapter) but its ATT channel went to bluetoothd, not to cuff (bluetoothd's listener is newer than ours: was it restarted?). Restart cuff simulate after bluetoothd, or stop bluetoothd (`sudo systemctl stop bluetooth`)")
+                    throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+                }
             }
             guard let bearer else { continue }
             session += 1
@@ -167,6 +224,7 @@ struct Scan: ParsableCommand {
             throw ExitCode(SessionOutcome.connectionFailed.exitCode)
         }
         defer { scanner.stop() }
+        for note in scanner.notes { Output.log("cuff scan: " + note) }
         var seen: [String: AdvertisingReport] = [:]
         var order: [String] = []
         var printed: Set<String> = []
@@ -209,7 +267,12 @@ struct Scan: ParsableCommand {
 struct Pair: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Pair (bond) with a cuff, answering the confirmation BlueZ asks for.",
-        discussion: "Connects to the ATT channel, raises the link security and answers the kernel's pairing requests (MGMT) itself when bluetoothd is not running; when it runs, registers a NoInputNoOutput org.bluez.Agent1 with it over D-Bus that accepts."
+        discussion: """
+            Without bluetoothd: connects to the ATT channel, raises the link security and answers the kernel's \
+            pairing questions (MGMT) for this device only. With bluetoothd running (a desktop): connects, then asks \
+            bluetoothd to pair (org.bluez.Device1.Pair) with a NoInputNoOutput org.bluez.Agent1 that answers for \
+            this device on this adapter only, and rejects and logs anything else; bluetoothd keeps the bond.
+            """
     )
 
     @Argument(help: "Bluetooth address of the cuff (append /random for a random address).")
@@ -229,17 +292,21 @@ struct Pair: ParsableCommand {
         let level = security ?? .medium
         let adapter = try BlueZCommands.adapter(self.adapter)
         let peer = try BlueZCommands.address(address)
-        let agent = BlueZCommands.pairingAgent(adapter) { Output.log("cuff pair: " + $0) }
-        defer { agent?.stop() }
         let reached: SecurityLevel
-        do {
-            let bearer = try L2CAPATTBearer.connect(adapter: adapter, to: peer)
-            defer { bearer.close() }
-            try bearer.raiseSecurity(to: level)
-            reached = bearer.securityLevel
-        } catch {
-            Output.log("cuff pair: \(error.message)")
-            throw ExitCode(SessionOutcome.securityRefused.exitCode)
+        if BluetoothDaemon.isRunning {
+            reached = try pairThroughBluetoothd(adapter: adapter, peer: peer, level: level)
+        } else {
+            let agent = BlueZCommands.pairingAgent(adapter, peer: peer) { Output.log("cuff pair: " + $0) }
+            defer { agent?.stop() }
+            do {
+                let bearer = try BlueZCommands.connect(adapter: adapter, to: peer) { Output.log("cuff pair: " + $0) }
+                defer { bearer.close() }
+                try bearer.raiseSecurity(to: level)
+                reached = bearer.securityLevel
+            } catch {
+                Output.log("cuff pair: \(error.message)")
+                throw ExitCode(SessionOutcome.securityRefused.exitCode)
+            }
         }
         do {
             try Output.line(JSON.object([
@@ -249,6 +316,30 @@ struct Pair: ParsableCommand {
             try Output.flush()
         } catch {
             throw ExitCode(Output.sinkFailed("cuff pair", error))
+        }
+    }
+
+    /// With bluetoothd: connect (so bluetoothd knows the device and the link is up), then
+    /// `Device1.Pair` with an agent that answers for this device only and is not the default
+    /// agent, so bluetoothd keeps the bond (and reloads it after a reboot).
+    func pairThroughBluetoothd(adapter: BluetoothAdapter, peer: BluetoothAddress, level: SecurityLevel) throws -> SecurityLevel {
+        let log: (String) -> Void = { Output.log("cuff pair: " + $0) }
+        do {
+            let bus = try BlueZBus()
+            defer { bus.close() }
+            let bearer = try BlueZCommands.connect(adapter: adapter, to: peer, log: log)
+            defer { bearer.close() }
+            let path = BlueZPaths.device(peer, on: adapter)
+            // bluetoothd makes the Device1 object when the kernel reports the connection.
+            _ = try bus.wait(for: path, "org.bluez.Device1", "Connected", timeout: .seconds(5)) { $0?.boolValue == true }
+            log("pairing through bluetoothd (org.bluez.Device1.Pair on \(path))")
+            let already = try BlueZPairing.pair(peer, on: adapter, bus: bus, log: log)
+            if already { log("\(peer) is bonded already (bluetoothd: Paired = true)") }
+            try bearer.raiseSecurity(to: level)
+            return bearer.securityLevel
+        } catch {
+            log(error.message)
+            throw ExitCode(SessionOutcome.securityRefused.exitCode)
         }
     }
 }
