@@ -95,17 +95,29 @@ public final class BlueZBus {
 /// connection, so bluetoothd asks *that* agent about this bonding (and no other: it is not made the
 /// default agent). One thread: the call's reply and the agent's questions come in on one socket.
 public enum BlueZPairing {
-    /// Pairs `device` (connected or seen by bluetoothd) and returns whether it was already paired.
+    /// Pairs `device` and returns whether it was already paired. When bluetoothd does not know the
+    /// device yet, discovers it first; bluetoothd connects itself.
     ///
-    /// - Throws: bluetoothd's error (`org.bluez.Error.AuthenticationFailed`, `…Rejected`, …), no such
-    ///   device (bluetoothd has not seen it: connect or scan first), timeout.
+    /// Success is `Paired` turning true, not only Pair's reply: on a link whose ATT channel another
+    /// socket holds, bluetoothd delays that reply until its own service discovery, which then never
+    /// runs.
+    ///
+    /// - Parameter other: messages read meanwhile that are not part of the pairing (signals the
+    ///   caller asked for), in order.
+    /// - Throws: bluetoothd's error (`org.bluez.Error.AuthenticationFailed`, `…Rejected`, …), the
+    ///   device not found, timeout.
     public static func pair(
         _ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, timeout: Duration = .seconds(40),
-        log: (String) -> Void
+        log: (String) -> Void, other: (DBusMessage) -> Void = { _ in }
     ) throws(TransportError) -> Bool {
         let scope = AgentScope(adapter: adapter, device: device)
         let devicePath = BlueZPaths.device(device, on: adapter)
         let agentPath = "/cuff/pairing_agent"
+        try bus.addMatch("type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',path='\(devicePath)'")
+        if try bus.managedObjects()[devicePath]?["org.bluez.Device1"] == nil {
+            log("bluetoothd does not know \(device) yet; discovering (LE) on \(adapter)")
+            try BlueZDiscovery.find(device, on: adapter, bus: bus, timeout: .seconds(30))
+        }
         if try bus.property(devicePath, "org.bluez.Device1", "Paired")?.boolValue == true {
             return true  // bonded already on bluetoothd's side: nothing to ask for
 
@@ -129,6 +141,15 @@ public enum BlueZPairing {
                     throw TransportError(.securityRefused, "bluetoothd could not pair \(device) on \(adapter): \(m.errorName ?? "error")\(text)")
                 }
                 return false
+            }
+            if m.kind == .signal {
+                if m.path == devicePath, m.member == "PropertiesChanged", let body = m.body, body.count >= 2,
+                   body[0] == .string("org.bluez.Device1"), body[1]["Paired"]?.boolValue == true {
+                    log("bluetoothd: \(device) paired")
+                    return false
+                }
+                other(m)
+                continue
             }
             let (reply, line) = BlueZAgent.response(to: m, path: agentPath, scope: scope)
             if let line { log(line) }

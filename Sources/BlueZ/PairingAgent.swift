@@ -25,6 +25,7 @@ public final class PairingAgent: Sendable {
         var confirmations = 0
         var passkeys = 0
         var failures = 0
+        var keyEvents: [MGMTPacket] = []
     }
 
     /// The passkey given for User Passkey Requests.
@@ -91,6 +92,9 @@ public final class PairingAgent: Sendable {
     public var confirmationsAnswered: Int { state.withLock { $0.confirmations } }
     /// How many passkey requests were answered.
     public var passkeysAnswered: Int { state.withLock { $0.passkeys } }
+    /// The key events (New Long Term Key, New IRK, New CSRK) of this agent's adapter, in order:
+    /// what the raw path's bond store keeps.
+    public var keyEvents: [MGMTPacket] { state.withLock { $0.keyEvents } }
     /// How many pairings the kernel reported as failed.
     public var failures: Int { state.withLock { $0.failures } }
 
@@ -163,6 +167,12 @@ public final class PairingAgent: Sendable {
     }
 
     private func handle(_ bytes: [UInt8]) {
+        if let packet = try? MGMTPacket(parsing: bytes), [0x000A, 0x0018, 0x0019].contains(packet.code),
+           adapter == nil || packet.index == adapter?.index {
+            state.withLock { s in
+                if s.keyEvents.count < 64 { s.keyEvents.append(packet) }
+            }
+        }
         let (reply, line, event) = Self.response(to: bytes, passkey: passkey, adapter: adapter, peer: peer)
         switch event {
         case .userConfirmationRequest? where reply != nil: state.withLock { $0.confirmations += 1 }

@@ -9,6 +9,30 @@ import CuffSession
 import Sinks
 import Transport
 
+/// Which way `scan`, `pair` and `measure` reach a real cuff.
+enum Backend: String, CaseIterable, ExpressibleByArgument {
+    /// bluetoothd when it answers on the system bus (a desktop), else raw.
+    case auto
+    /// Through bluetoothd over D-Bus (org.bluez): it owns the controller, the link and the bonds.
+    case bluetoothd
+    /// Raw HCI, MGMT and L2CAP sockets: cuff owns the link; needs root.
+    case raw
+
+    static let help: ArgumentHelp = """
+        auto (default: bluetoothd when it runs, i.e. org.bluez is on the system bus), bluetoothd, or raw \
+        (HCI/MGMT/L2CAP sockets, needs root). On the bluetoothd path bluetoothd confirms indications itself \
+        before cuff has stored the reading; the raw path confirms only after the sinks took it.
+        """
+
+    /// `auto` decided.
+    func resolved(log: (String) -> Void) -> Backend {
+        guard self == .auto else { return self }
+        let b: Backend = BlueZBus.isAvailable() ? .bluetoothd : .raw
+        log("backend: \(b.rawValue) (\(b == .bluetoothd ? "bluetoothd answers on the system bus" : "no bluetoothd on the system bus"))")
+        return b
+    }
+}
+
 /// The live Bluetooth paths: BlueZ through libbluetooth (the only part of cuff that links it).
 enum BlueZCommands {
     static func adapter(_ text: String) throws -> BluetoothAdapter {
@@ -64,6 +88,44 @@ enum BlueZCommands {
         }
     }
 
+    static let bondsHelp: ArgumentHelp = "Bond store for the raw path (default $XDG_STATE_HOME/cuff/bonds, else ~/.local/state/cuff/bonds; mode 0600). Its keys are loaded into the kernel before connecting, new ones stored after pairing. With bluetoothd, bluetoothd keeps the bonds."
+
+    /// The raw path's bond store; nil (with a warning) when it can't be read.
+    static func bondStore(_ path: String?, log: (String) -> Void) -> BondStore? {
+        let p = path ?? BondStore.defaultPath()
+        do { return try BondStore(path: p) } catch {
+            log("bonds: cannot read \(p): \(error.message); going on without stored bonds")
+            return nil
+        }
+    }
+
+    /// Before a raw-path connect without bluetoothd: the stored keys into the kernel.
+    static func loadBonds(_ store: BondStore?, adapter: BluetoothAdapter, log: (String) -> Void) {
+        guard let store, !BluetoothDaemon.isRunning else { return }
+        do {
+            let address = try adapter.info().address
+            let n = try RawBonds.load(store, adapter: adapter, address: address)
+            if n > 0 { log("bonds: loaded \(n) key(s) for \(adapter) from \(store.path)") }
+        } catch {
+            log("bonds: loading the stored keys failed: \(error.message)")
+        }
+    }
+
+    /// After a raw-path session: the keys the pairing agent saw go to the store.
+    static func saveBonds(_ store: BondStore?, agent: Agent?, adapter: BluetoothAdapter, log: (String) -> Void) {
+        guard var store, case .mgmt(let a)? = agent else { return }
+        let events = a.keyEvents
+        guard !events.isEmpty, let address = try? adapter.info().address else { return }
+        let keys = events.compactMap { BondKey.from(event: $0, adapterAddress: address) }
+        store.add(keys)
+        do {
+            try store.save()
+            log("bonds: stored \(keys.count) key(s) in \(store.path)")
+        } catch {
+            log("bonds: storing the new keys failed: \(error.message) — the bond lasts only until the kernel forgets it (reboot)")
+        }
+    }
+
     /// The raw ATT connect, freeing the channel when bluetoothd holds it: on EBUSY with
     /// bluetoothd running, asks it (Device1.Disconnect) to drop its GATT client, then retries.
     static func connect(adapter: BluetoothAdapter, to peer: BluetoothAddress, log: (String) -> Void) throws(TransportError) -> L2CAPATTBearer {
@@ -89,22 +151,36 @@ enum BlueZCommands {
     }
 
     static func measure(
-        address text: String, adapter adapterName: String, configuration: (String) -> CuffSessionConfiguration, hooks: SessionHooks,
-        signals: SignalFlags, stopAfter: Duration?, store: SQLiteStore?
+        address text: String, adapter adapterName: String, backend: Backend = .auto, bonds: String? = nil,
+        configuration: (String) -> CuffSessionConfiguration, hooks: SessionHooks, signals: SignalFlags, stopAfter: Duration?, store: SQLiteStore?
     ) throws -> (SessionOutcome, Int32, Bool) {
         let adapter = try adapter(adapterName)
         let peer = try address(text)
-        let agent = pairingAgent(adapter, peer: peer) { Output.log("cuff measure: " + $0) }
-        defer { agent?.stop() }
+        let backend = backend.resolved { hooks.log($0) }
+        // On the bluetoothd path pairing goes through Device1.Pair with a per-call agent (the
+        // bearer's raiseSecurity); the raw path needs the kernel's questions answered meanwhile.
+        let agent = backend == .raw ? pairingAgent(adapter, peer: peer) { Output.log("cuff measure: " + $0) } : nil
+        let bondStore = backend == .raw ? bondStore(bonds) { hooks.log($0) } : nil
+        loadBonds(bondStore, adapter: adapter) { hooks.log($0) }
+        defer {
+            saveBonds(bondStore, agent: agent, adapter: adapter) { hooks.log($0) }
+            agent?.stop()
+        }
         var config = configuration(peer.description)
         if let store {
             config.knownRecordKeys = (try? store.knownKeys()) ?? []
             config.lastSequenceNumber = try? store.lastSequenceNumber(address: config.address)
         }
         hooks.log("connecting to \(peer) (\(peer.type)) through \(adapter)")
-        let bearer: L2CAPATTBearer
+        let bearer: any ATTBearer
         do {
-            bearer = try connect(adapter: adapter, to: peer) { hooks.log($0) }
+            if backend == .bluetoothd {
+                let b = try BlueZGATTBearer.connect(adapter: adapter, to: peer, bus: BlueZBus()) { hooks.log($0) }
+                for note in b.notes { hooks.log(note) }
+                bearer = b
+            } else {
+                bearer = try connect(adapter: adapter, to: peer) { hooks.log($0) }
+            }
         } catch {
             Output.log("cuff measure: \(error.message)")
             throw ExitCode(SessionOutcome.connectionFailed.exitCode)
@@ -211,44 +287,51 @@ struct Scan: ParsableCommand {
     @Flag(help: "Include devices that are not blood-pressure cuffs.")
     var all = false
 
+    @Option(help: Backend.help)
+    var backend: Backend = .auto
+
     func run() throws {
         let adapter = try BlueZCommands.adapter(self.adapter)
         let signals = SignalFlags.shared
         try signals.install()
         try signals.unblockOnCurrentThread()
-        let scanner: LEScanner
-        do {
-            scanner = try LEScanner(adapter: adapter)
-        } catch {
-            Output.log("cuff scan: \(error.message)")
-            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
-        }
-        defer { scanner.stop() }
-        for note in scanner.notes { Output.log("cuff scan: " + note) }
-        var seen: [String: AdvertisingReport] = [:]
-        var order: [String] = []
-        var printed: Set<String> = []
-        let end = MonotonicClock.now() + .nanoseconds(Int64(timeout * 1e9))
-        // Print each device once it has a name (or at the end), merged with its scan response.
-        while MonotonicClock.now() < end, !signals.isRaised(.int), !signals.isRaised(.term) {
-            let reports: [AdvertisingReport]
-            do { reports = try scanner.next(timeout: .milliseconds(100)) } catch {
+        let collector = ScanCollector(all: all, emit: emit)
+        let stopped = { signals.isRaised(.int) || signals.isRaised(.term) }
+        if backend.resolved(log: { Output.log("cuff scan: " + $0) }) == .bluetoothd {
+            // bluetoothd's own discovery session (merged with any other client's; ours alone is
+            // stopped at the end): the controller's scan is bluetoothd's, never touched here.
+            do {
+                let bus = try BlueZBus()
+                defer { bus.close() }
+                try BlueZDiscovery.scan(adapter: adapter, bus: bus, duration: .nanoseconds(Int64(timeout * 1e9)),
+                                        uuids: all ? [] : ["00001810-0000-1000-8000-00805f9b34fb"], stop: stopped) { r in
+                    try collector.take(r, replacing: true)  // bluetoothd's view replaces, not merges
+                }
+            } catch let e as TransportError {
+                Output.log("cuff scan: \(e.message)")
+                throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+            }
+        } else {
+            let scanner: LEScanner
+            do {
+                scanner = try LEScanner(adapter: adapter)
+            } catch {
                 Output.log("cuff scan: \(error.message)")
                 throw ExitCode(SessionOutcome.connectionFailed.exitCode)
             }
-            for r in reports {
-                let key = r.address.description
-                if let old = seen[key] { seen[key] = old.merged(with: r) } else { seen[key] = r; order.append(key) }
-                if let m = seen[key], !printed.contains(key), m.localName != nil, all || m.isBloodPressureCuff {
-                    printed.insert(key)
-                    try emit(m)
+            defer { scanner.stop() }
+            for note in scanner.notes { Output.log("cuff scan: " + note) }
+            let end = MonotonicClock.now() + .nanoseconds(Int64(timeout * 1e9))
+            while MonotonicClock.now() < end, !stopped() {
+                let reports: [AdvertisingReport]
+                do { reports = try scanner.next(timeout: .milliseconds(100)) } catch {
+                    Output.log("cuff scan: \(error.message)")
+                    throw ExitCode(SessionOutcome.connectionFailed.exitCode)
                 }
+                for r in reports { try collector.take(r) }
             }
         }
-        for key in order where !printed.contains(key) {
-            if let m = seen[key], all || m.isBloodPressureCuff { try emit(m) }
-        }
-        Output.log("cuff scan: \(seen.count) device(s) seen, \(seen.values.filter(\.isBloodPressureCuff).count) advertising the Blood Pressure service")
+        try collector.finish()
     }
 
     func emit(_ r: AdvertisingReport) throws {
@@ -261,6 +344,40 @@ struct Scan: ParsableCommand {
         } catch {
             throw ExitCode(Output.sinkFailed("cuff scan", error))
         }
+    }
+}
+
+/// `cuff scan`'s merging and printing: each device once it has a name (or at the end), merged
+/// with its scan response.
+final class ScanCollector {
+    let all: Bool
+    let emit: (AdvertisingReport) throws -> Void
+    var seen: [String: AdvertisingReport] = [:]
+    var order: [String] = []
+    var printed: Set<String> = []
+
+    init(all: Bool, emit: @escaping (AdvertisingReport) throws -> Void) {
+        self.all = all
+        self.emit = emit
+    }
+
+    func take(_ r: AdvertisingReport, replacing: Bool = false) throws {
+        let key = r.address.description
+        if let old = seen[key], !replacing { seen[key] = old.merged(with: r) } else {
+            if seen[key] == nil { order.append(key) }
+            seen[key] = r
+        }
+        if let m = seen[key], !printed.contains(key), m.localName != nil, all || m.isBloodPressureCuff {
+            printed.insert(key)
+            try emit(m)
+        }
+    }
+
+    func finish() throws {
+        for key in order where !printed.contains(key) {
+            if let m = seen[key], all || m.isBloodPressureCuff { try emit(m) }
+        }
+        Output.log("cuff scan: \(seen.count) device(s) seen, \(seen.values.filter(\.isBloodPressureCuff).count) advertising the Blood Pressure service")
     }
 }
 
@@ -284,6 +401,15 @@ struct Pair: ParsableCommand {
     @Option(help: "medium (default: encrypted, Just Works) or high (authenticated).")
     var security: SecurityLevel?
 
+    @Option(help: Backend.help)
+    var backend: Backend = .auto
+
+    @Option(help: BlueZCommands.bondsHelp)
+    var bonds: String?
+
+    @Flag(help: "Remove the bond with ADDRESS instead: from the kernel and the bond store (raw path), or from bluetoothd.")
+    var forget = false
+
     func validate() throws {
         guard (security ?? .medium) > .low else { throw ValidationError("--security takes medium or high: pairing is what raises the link above low") }
     }
@@ -293,11 +419,22 @@ struct Pair: ParsableCommand {
         let adapter = try BlueZCommands.adapter(self.adapter)
         let peer = try BlueZCommands.address(address)
         let reached: SecurityLevel
-        if BluetoothDaemon.isRunning {
+        let log: (String) -> Void = { Output.log("cuff pair: " + $0) }
+        let backend = backend.resolved(log: log)
+        if forget {
+            try forget(peer, adapter: adapter, backend: backend, log: log)
+            return
+        }
+        if backend == .bluetoothd {
             reached = try pairThroughBluetoothd(adapter: adapter, peer: peer, level: level)
         } else {
             let agent = BlueZCommands.pairingAgent(adapter, peer: peer) { Output.log("cuff pair: " + $0) }
-            defer { agent?.stop() }
+            let store = BlueZCommands.bondStore(bonds, log: log)
+            BlueZCommands.loadBonds(store, adapter: adapter, log: log)
+            defer {
+                BlueZCommands.saveBonds(store, agent: agent, adapter: adapter, log: log)
+                agent?.stop()
+            }
             do {
                 let bearer = try BlueZCommands.connect(adapter: adapter, to: peer) { Output.log("cuff pair: " + $0) }
                 defer { bearer.close() }
@@ -319,6 +456,41 @@ struct Pair: ParsableCommand {
         }
     }
 
+    /// `--forget`: the bond goes from the kernel (MGMT Unpair Device) and the store, or from
+    /// bluetoothd (Adapter1.RemoveDevice, which unpairs in the kernel and deletes its files).
+    func forget(_ peer: BluetoothAddress, adapter: BluetoothAdapter, backend: Backend, log: (String) -> Void) throws {
+        var removed = 0
+        do {
+            if backend == .bluetoothd {
+                let bus = try BlueZBus()
+                defer { bus.close() }
+                do {
+                    try bus.call(BlueZPaths.adapter(adapter), "org.bluez.Adapter1", "RemoveDevice", [.objectPath(BlueZPaths.device(peer, on: adapter))])
+                } catch where error.message.contains("DoesNotExist") || error.message.contains("UnknownObject") {
+                    log("bluetoothd does not know \(peer)")
+                }
+            } else {
+                try RawBonds.unpair(peer, adapter: adapter)
+            }
+            if var store = BlueZCommands.bondStore(bonds, log: log) {
+                removed = store.remove(peer: peer, adapterAddress: try adapter.info().address)
+                if removed > 0 { try store.save() }
+            }
+        } catch {
+            log(error.message)
+            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+        }
+        do {
+            try Output.line(JSON.object([
+                ("type", .string("forgotten")), ("address", .string(peer.description)), ("address_type", .string(peer.type.description)),
+                ("stored_keys_removed", .int(Int64(removed))),
+            ]).serialized())
+            try Output.flush()
+        } catch {
+            throw ExitCode(Output.sinkFailed("cuff pair", error))
+        }
+    }
+
     /// With bluetoothd: connect (so bluetoothd knows the device and the link is up), then
     /// `Device1.Pair` with an agent that answers for this device only and is not the default
     /// agent, so bluetoothd keeps the bond (and reloads it after a reboot).
@@ -327,16 +499,12 @@ struct Pair: ParsableCommand {
         do {
             let bus = try BlueZBus()
             defer { bus.close() }
-            let bearer = try BlueZCommands.connect(adapter: adapter, to: peer, log: log)
-            defer { bearer.close() }
             let path = BlueZPaths.device(peer, on: adapter)
-            // bluetoothd makes the Device1 object when the kernel reports the connection.
-            _ = try bus.wait(for: path, "org.bluez.Device1", "Connected", timeout: .seconds(5)) { $0?.boolValue == true }
             log("pairing through bluetoothd (org.bluez.Device1.Pair on \(path))")
             let already = try BlueZPairing.pair(peer, on: adapter, bus: bus, log: log)
             if already { log("\(peer) is bonded already (bluetoothd: Paired = true)") }
-            try bearer.raiseSecurity(to: level)
-            return bearer.securityLevel
+            // bluetoothd keeps the bond and, on its own link, encrypts with it: that is the level.
+            return level
         } catch {
             log(error.message)
             throw ExitCode(SessionOutcome.securityRefused.exitCode)
