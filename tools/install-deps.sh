@@ -5,9 +5,9 @@
 set -euo pipefail
 pkgs=(libbluetooth-dev pkg-config libsqlite3-dev)
 if [ "${1:-}" = --test ]; then
-  pkgs+=(python3 python3-jsonschema tshark librsvg2-bin)
+  pkgs+=(python3 python3-jsonschema tshark librsvg2-bin dbus-daemon)
   if [ "${CUFF_VM_TEST:-1}" != 0 ]; then
-    pkgs+=(qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools)
+    pkgs+=(qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools python3-dbus python3-gi)
   fi
 fi
 missing=()

@@ -103,6 +103,11 @@ enum BlueZCommands {
     static func loadBonds(_ store: BondStore?, adapter: BluetoothAdapter, log: (String) -> Void) {
         guard let store, !BluetoothDaemon.isRunning else { return }
         do {
+            if try adapter.makeBondable() { log("bonds: \(adapter) made bondable (MGMT Set Bondable), so pairings leave keys to keep") }
+        } catch {
+            log("bonds: cannot make \(adapter) bondable: \(error.message)")
+        }
+        do {
             let address = try adapter.info().address
             let n = try RawBonds.load(store, adapter: adapter, address: address)
             if n > 0 { log("bonds: loaded \(n) key(s) for \(adapter) from \(store.path)") }
@@ -114,6 +119,11 @@ enum BlueZCommands {
     /// After a raw-path session: the keys the pairing agent saw go to the store.
     static func saveBonds(_ store: BondStore?, agent: Agent?, adapter: BluetoothAdapter, log: (String) -> Void) {
         guard var store, case .mgmt(let a)? = agent else { return }
+        // The kernel sends the keys when SMP's key distribution ends, just after encryption.
+        let until = ContinuousClock.now + .seconds(2)
+        while a.failures == 0, a.keyEvents.isEmpty, a.confirmationsAnswered + a.passkeysAnswered > 0, ContinuousClock.now < until {
+            usleep(50_000)
+        }
         let events = a.keyEvents
         guard !events.isEmpty, let address = try? adapter.info().address else { return }
         let keys = events.compactMap { BondKey.from(event: $0, adapterAddress: address) }
@@ -214,6 +224,8 @@ enum BlueZCommands {
                                              onEvent: { Output.log("cuff simulate: pairing agent (D-Bus): " + $0) }))
             } else {
                 agent = .mgmt(try PairingAgent(adapter: adapter, onEvent: { Output.log("cuff simulate: pairing agent: " + $0) }))
+                // A cuff bonds with whoever pairs with it (so a bonded central can come back).
+                if (try? adapter.makeBondable()) == true { Output.log("cuff simulate: \(adapter) made bondable (MGMT Set Bondable)") }
             }
         } catch {
             Output.log("cuff simulate: no pairing agent: \(error.message)")
