@@ -398,9 +398,10 @@ struct Pair: ParsableCommand {
         abstract: "Pair (bond) with a cuff, answering the confirmation BlueZ asks for.",
         discussion: """
             Without bluetoothd: connects to the ATT channel, raises the link security and answers the kernel's \
-            pairing questions (MGMT) for this device only. With bluetoothd running (a desktop): connects, then asks \
-            bluetoothd to pair (org.bluez.Device1.Pair) with a NoInputNoOutput org.bluez.Agent1 that answers for \
-            this device on this adapter only, and rejects and logs anything else; bluetoothd keeps the bond.
+            pairing questions (MGMT) for this device only, and keeps the keys in the bond store (--bonds). With \
+            bluetoothd running (a desktop, --backend auto): asks bluetoothd to pair (org.bluez.Device1.Pair; it \
+            discovers and connects), with a NoInputNoOutput org.bluez.Agent1 registered for this call that answers \
+            for this device on this adapter only and rejects and logs anything else; bluetoothd keeps the bond.
             """
     )
 
@@ -503,9 +504,9 @@ struct Pair: ParsableCommand {
         }
     }
 
-    /// With bluetoothd: connect (so bluetoothd knows the device and the link is up), then
-    /// `Device1.Pair` with an agent that answers for this device only and is not the default
-    /// agent, so bluetoothd keeps the bond (and reloads it after a reboot).
+    /// With bluetoothd: `Device1.Pair` (bluetoothd discovers and connects) with an agent that
+    /// answers for this device only and is not the default agent; bluetoothd keeps the bond (and
+    /// reloads it after a reboot).
     func pairThroughBluetoothd(adapter: BluetoothAdapter, peer: BluetoothAddress, level: SecurityLevel) throws -> SecurityLevel {
         let log: (String) -> Void = { Output.log("cuff pair: " + $0) }
         do {
