@@ -60,6 +60,7 @@ public final class BlueZAgent: Sendable {
         var log: [String] = []
         var answered = 0
         var rejected = 0
+        var released = false
     }
 
     /// The agent's object path.
@@ -136,6 +137,8 @@ public final class BlueZAgent: Sendable {
     public var log: [String] { state.withLock { $0.log } }
     /// How many Agent1 calls were answered (accepted or rejected).
     public var callsAnswered: Int { state.withLock { $0.answered } }
+    /// Whether bluetoothd released the agent (`Release`: it is stopping or restarting).
+    public var wasReleased: Bool { state.withLock { $0.released } }
     /// How many requests for other devices or adapters were rejected.
     public var rejected: Int { state.withLock { $0.rejected } }
 
@@ -222,6 +225,7 @@ public final class BlueZAgent: Sendable {
             }
             guard let message else { continue }
             let (reply, line) = Self.response(to: message, path: path, scope: scope)
+            if message.member == "Release", message.path == path { state.withLock { $0.released = true } }
             if let line { note(line) }
             if let reply {
                 state.withLock { s in

@@ -258,6 +258,10 @@ enum BlueZCommands {
                 Output.log("cuff simulate: accept failed: \(error.message)")
                 throw ExitCode(SessionOutcome.connectionFailed.exitCode)
             }
+            if case .dbus(let a)? = agent, a.wasReleased {
+                Output.log("cuff simulate: bluetoothd stopped or restarted (it released cuff's agent). A restarted bluetoothd's ATT listener is newer than cuff's and takes incoming links, and it resets advertising: stopping. Start cuff simulate again once bluetoothd runs (or stop bluetoothd)")
+                throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+            }
             if let watcher {
                 for notice in (try? watcher.drain()) ?? [] {
                     switch notice {

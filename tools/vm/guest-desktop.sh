@@ -12,7 +12,16 @@
 #   4. `cuff measure ADDR` right after, and 5. a second bonded `cuff measure ADDR` (auto: GATT
 #      through bluetoothd): exit 0 with a measurement, no manual step;
 #   6. `cuff measure ADDR --backend raw` beside bluetoothd (its GATT client holds the ATT channel:
-#      EBUSY, freed with Device1.Disconnect) — exit 0 with a measurement.
+#      EBUSY, freed with Device1.Disconnect) — exit 0 with a measurement;
+#   7. the agent refusing a foreign request: bonds removed on both sides (`cuff pair --forget`;
+#      the simulator's end only in the kernel, so bluetoothd keeps its device object and asks the
+#      default agent about it), `cuff measure --backend raw --security medium` makes the kernel
+#      pair; cuff's agent, the default one while it runs, is asked by bluetoothd about both ends;
+#      the simulator's end (/org/bluez/P/dev_C) is not cuff's device: rejected and logged (the
+#      pairing then fails, as it should with nobody accepting that end);
+#   8. bluetoothd restarted after `cuff simulate`: its ATT listener is then the newer one and would
+#      take the next central's link (and it resets advertising); the simulator must stop at once
+#      with an error (exit 9), not wait silently.
 # On the host, test-desktop.sh compares the live records with `cuff replay` of the capture.
 # One JSON line per step in desktop-results.jsonl; exit status = number of failed steps.
 set -u
@@ -83,10 +92,37 @@ for n in 1 2 raw; do
   grep -iE 'backend|bluetoothd|agent|error|fail|busy|pair' "desktop-measure-$n.log" | sed 's/^/    /' | head -8
 done
 
+# 7. a foreign request, rejected.
+timeout 30 "$CUFF" pair --forget "$PADDR" --adapter "$C" > desktop-forget.ndjson 2> desktop-forget.log
+btmgmt -i "$P" unpair -t 1 "$CADDR" > /dev/null 2>&1
+sleep 2
+timeout 60 "$CUFF" measure "$PADDR" --adapter "$C" --backend raw --security medium --timeout 20 \
+  > desktop-foreign.ndjson 2> desktop-foreign.log
+frc=$?
+foreign="/org/bluez/$P/dev_${CADDR//:/_}"
+ok=false; grep -q "agent: rejected [A-Za-z]* for $foreign" desktop-foreign.log && ok=true
+result agent-rejects-foreign $ok "\"measure_exit\":$frc"
+grep -E 'agent|secur|pair' desktop-foreign.log | sed 's/^/    /' | head -8
+
 kill -INT "$SIM" 2>/dev/null
 for _ in $(seq 50); do kill -0 "$SIM" 2>/dev/null || break; sleep 0.1; done
 kill -KILL "$SIM" 2>/dev/null
 say "simulator log:"; grep -vE '^\s*$' desktop-sim.log | sed 's/^/    /' | head -40
+
+# 8. bluetoothd restarted after cuff simulate.
+"$CUFF" simulate --adapter "$P" --scenario normal --seed 1 --speed 6 --autostart > desktop-sim2.ndjson 2> desktop-sim2.log &
+SIM=$!
+for _ in $(seq 150); do grep -q 'waiting for a central' desktop-sim2.log && break; sleep 0.1; done
+kill "$BTD" 2>/dev/null; wait "$BTD" 2>/dev/null
+"$BTD_BIN" -n -d > bluetoothd-2.log 2>&1 &
+BTD=$!
+src=-1
+for _ in $(seq 100); do kill -0 "$SIM" 2>/dev/null || break; sleep 0.1; done
+if ! kill -0 "$SIM" 2>/dev/null; then wait "$SIM"; src=$?; fi
+ok=false; [ "$src" = 9 ] && grep -q 'bluetoothd stopped or restarted' desktop-sim2.log && ok=true
+result simulator-stops-when-bluetoothd-restarts $ok "\"simulator_exit\":$src"
+grep -E 'bluetoothd' desktop-sim2.log | sed 's/^/    /' | tail -2
+kill -INT "$SIM" 2>/dev/null; sleep 0.5; kill -KILL "$SIM" 2>/dev/null
 kill "$BTD" 2>/dev/null; wait "$BTD" 2>/dev/null
 kill "$DBUS" 2>/dev/null; wait "$DBUS" 2>/dev/null
 say "$fails failed (desktop-results.jsonl)"
