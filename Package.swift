@@ -37,10 +37,12 @@ let package = Package(
         .target(name: "CuffSimulator", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
         // The measurement session state machine (pure).
         .target(name: "CuffSession", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
-        // Syscalls wrapped once, Unix SEQPACKET and in-process bearers.
+        // epoll as plain arrays (Glibc's module leaves out <sys/epoll.h>; its event struct is packed).
+        .target(name: "CEpoll"),
+        // Syscalls wrapped once, the event loop, Unix SEQPACKET and in-process bearers.
         .target(
             name: "Transport",
-            dependencies: ["CuffCore"],
+            dependencies: ["CuffCore", "CEpoll"],
             swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
         ),
         // Drivers that run the state machines over a bearer with a real clock.

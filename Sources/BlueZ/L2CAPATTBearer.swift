@@ -17,7 +17,7 @@ import Transport
 /// the socket to become writable again (it sits in BT_CONFIG until the link is encrypted). On
 /// kernels that ask user space to confirm even Just Works pairing, a ``PairingAgent`` must run
 /// (or bluetoothd with an agent), otherwise SMP stalls until its 30 s timeout.
-public final class L2CAPATTBearer: ATTBearer, Sendable {
+public final class L2CAPATTBearer: PollableBearer, Sendable {
     /// Largest PDU accepted by default (ATT's maximum is 517; margin for hostile peers is cheap).
     public static let defaultMaxPDUSize = 1024
 
@@ -61,45 +61,32 @@ public final class L2CAPATTBearer: ATTBearer, Sendable {
         adapter: BluetoothAdapter, local: BluetoothAddress, to peer: BluetoothAddress, timeout: Duration,
         maxPDUSize: Int, securityTimeout: Duration
     ) throws(TransportError) -> L2CAPATTBearer {
-        let fd: CInt
-        switch Sys.socket(domain: BT.af, type: BT.seqpacket | BT.cloexec | BT.nonblock, protocol: BT.protoL2CAP) {
-        case .success(let s): fd = s
-        case .failure(let e): throw BlueZErrors.socket("AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP", e)
-        }
-        var ok = false
-        defer { if !ok { _ = Sys.close(fd) } }
-        if case .failure(let e) = Sys.bind(fd, l2Address(local)) {
-            throw TransportError.system("bind", "\(adapter) \(local), ATT CID 4", e, hint: BlueZErrors.adapterHint(e, adapter: adapter.name))
-        }
+        let pending = try PendingATTConnection.start(adapter: adapter, local: local, to: peer, maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
+        guard let fd = pending.fileDescriptor else { throw TransportError(.notConnected, "connect(\(peer)): no socket") }
         let object = "\(adapter) → \(peer) (\(peer.type)), ATT CID 4"
-        switch Sys.connect(fd, l2Address(peer), retryOnInterrupt: false) {
-        case .success, .failure(.nowInProgress), .failure(.interrupted): break
-        case .failure(let e):
-            throw TransportError.system("connect", object, e, hint: BlueZErrors.connectHint(e, peer: peer.description, adapter: adapter.name))
-        }
         let deadline = MonotonicClock.now() + timeout
         while true {
             let left = deadline - MonotonicClock.now()
             if left <= .zero {
+                pending.cancel()
                 throw TransportError.system("connect", object, .timedOut,
                                             hint: BlueZErrors.connectHint(.timedOut, peer: peer.description, adapter: adapter.name) ?? "")
             }
             switch Sys.poll(fd, events: Int16(POLLOUT), timeoutMS: Sys.pollMilliseconds(left)) {
             case .success(0): continue
             case .success(let revents):
-                if let e = Sys.socketError(fd) {
-                    throw TransportError.system("connect", object, e, hint: BlueZErrors.connectHint(e, peer: peer.description, adapter: adapter.name))
+                if revents & Int16(POLLOUT) == 0 && Sys.socketError(fd) == nil {
+                    pending.cancel()
+                    throw TransportError(.notConnected, "connect(\(object)): the link closed while connecting")
                 }
-                if revents & Int16(POLLOUT) != 0 {
-                    ok = true
-                    return L2CAPATTBearer(adopting: fd, adapter: adapter, peer: peer, maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
-                }
-                throw TransportError(.notConnected, "connect(\(object)): the link closed while connecting")
+                return try pending.finishBearer()
             case .failure(.interrupted):
                 if SignalFlags.shared.isRaised(.int) || SignalFlags.shared.isRaised(.term) {
+                    pending.cancel()
                     throw TransportError(.timedOut, "connect(\(object)): interrupted by a signal", errno: EINTR)
                 }
             case .failure(let e):
+                pending.cancel()
                 throw TransportError.system("poll", object, e)
             }
         }
@@ -118,6 +105,12 @@ public final class L2CAPATTBearer: ATTBearer, Sendable {
 
     public func send(_ pdu: [UInt8]) throws(TransportError) {
         try channel.send(pdu)
+    }
+
+    public var fileDescriptor: CInt? { channel.descriptor }
+
+    public func receiveNow() throws(TransportError) -> BearerEvent? {
+        try channel.receiveNow()
     }
 
     public func next(timeout: Duration?) throws(TransportError) -> BearerEvent {

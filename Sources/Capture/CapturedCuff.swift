@@ -260,7 +260,18 @@ extension CapturedCuff.Gathered {
     /// One ATT PDU of this connection.
     mutating func take(_ p: ATTPacket) {
         guard let opcode = p.pdu.first else { return }
-        let fromCentral = CaptureReplay.isClientOpcode(opcode) ?? false
+        let isClient = CaptureReplay.isClientOpcode(opcode)
+        // Which side sent it: from the capture's direction and the local role when known. Only
+        // the cuff's half of the conversation counts: the central's requests, the peripheral's
+        // answers and pushes. A peripheral may run a GATT client of its own against the central
+        // (bluetoothd does, right after connecting); that traffic is not the cuff's.
+        let fromCentral: Bool
+        switch (p.direction, localRole) {
+        case (.fromLocal, .central?), (.toLocal, .peripheral?), (.centralToPeripheral, _): fromCentral = true
+        case (.toLocal, .central?), (.fromLocal, .peripheral?), (.peripheralToCentral, _): fromCentral = false
+        default: fromCentral = isClient ?? false
+        }
+        if let isClient, isClient != fromCentral { return }
         var ignored: [ReplayOutput] = []
         observer.pdu(p.pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(p.timestamp), into: &ignored)
         guard let pdu = try? ATTPDU(parsing: p.pdu) else { return }

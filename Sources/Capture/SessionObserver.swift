@@ -134,6 +134,11 @@ public struct SessionObserver: Sendable {
                 return
             }
         }
+        // Only the cuff's half of the conversation: the central's requests, the peripheral's
+        // answers and pushes. A peripheral may run a GATT client of its own against the central
+        // (bluetoothd does, right after connecting); its requests and the central's answers would
+        // otherwise be taken for the session's (a read's value lost, a discovery cut short).
+        if let first = raw.first, let client = CaptureReplay.isClientOpcode(first), client != fromCentral { return }
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
         if !fromCentral, discoveryResponse(scratch[...], at) { return }

@@ -65,16 +65,6 @@ extension JSONWriter {
     }
 }
 
-/// Something whose JSON form is written by one generic function.
-public protocol JSONWritable {
-    func write<W: JSONWriter>(to w: inout W)
-}
-
-extension JSONWritable {
-    /// The JSON tree of ``write(to:)``.
-    public var jsonTree: JSON { JSON.build { write(to: &$0) } }
-}
-
 extension JSON {
     /// The tree a shape writes.
     public static func build(_ body: (inout Builder) -> Void) -> JSON {

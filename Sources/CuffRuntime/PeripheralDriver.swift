@@ -13,7 +13,9 @@ public enum PeripheralEnd: Sendable, Equatable {
     case transportFailed(String)
 }
 
-/// Runs a peripheral (the simulated cuff, a captured one) over one bearer connection after another.
+/// Runs a peripheral (the simulated cuff, a captured one) on an ``EventLoop``: one connection at
+/// a time, one after another, with the peripheral's clock running in between (a cuff that
+/// measures on its own schedule keeps its readings for the next client).
 public final class PeripheralDriver<Peripheral: GATTPeripheral> {
     public typealias End = PeripheralEnd
 
@@ -21,8 +23,14 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
     public let clock: SimulationClock
     let log: (String) -> Void
     let signals: SignalFlags?
-    /// Longest real wait in one poll, so signals are seen promptly.
-    let pollSlice: Duration = .milliseconds(100)
+
+    var loop: EventLoop?
+    var bearer: (any PollableBearer)?
+    var watchedFD: CInt?
+    var onEnd: ((End) -> Void)?
+    var timer: EventLoop.TimerID?
+    var armedDeadline: Timestamp?
+    static var readBudget: Int { 32 }
 
     public init(peripheral: Peripheral, clock: SimulationClock, signals: SignalFlags? = .shared, log: @escaping (String) -> Void) {
         self.peripheral = peripheral
@@ -31,51 +39,162 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
         self.log = log
     }
 
-    /// Serves one connection until it ends. `client` identifies the peer when the transport knows
-    /// it (a Bluetooth address): the cuff remembers which stored readings each client confirmed.
-    public func serve(_ bearer: ATTBearer, client: String? = nil) -> End {
-        defer { bearer.close() }
-        peripheral.linkSecurityChanged(bearer.securityLevel)
-        if let end = execute(peripheral.connected(now: clock.now(), client: client), bearer) { return end }
-        while true {
-            if let s = signals {
-                if s.isRaised(.int) || s.isRaised(.term) {
-                    _ = peripheral.disconnected(now: clock.now())
-                    return .interrupted
-                }
-                if s.consume(.usr1), let end = execute(peripheral.buttonPressed(now: clock.now()), bearer) { return end }
-            }
-            var wait = pollSlice
-            if let d = peripheral.nextDeadline { wait = min(wait, clock.realInterval(until: d)) }
-            let event: BearerEvent
+    /// Whether a client is connected now.
+    public var isConnected: Bool { bearer != nil }
+
+    /// Runs the peripheral's clock on `loop` from now on, also between connections.
+    public func attach(to loop: EventLoop) {
+        self.loop = loop
+        peripheral.poweredOn(now: clock.now())
+        settle()
+    }
+
+    /// Serves `bearer` on the attached loop until the connection ends; then `onEnd`. `client`
+    /// identifies the peer when the transport knows it (a Bluetooth address): the cuff remembers
+    /// which stored readings each client confirmed.
+    public func accept(_ bearer: any PollableBearer, client: String? = nil, onEnd: @escaping (End) -> Void) {
+        guard let loop, self.bearer == nil else {
+            bearer.close()
+            return onEnd(.transportFailed("a client is already connected"))
+        }
+        self.bearer = bearer
+        self.onEnd = onEnd
+        if let fd = bearer.fileDescriptor {
             do {
-                event = try bearer.next(timeout: wait)
+                try loop.watch(fd) { [unowned self] _ in self.ready() }
+                watchedFD = fd
+            } catch {
+                return end(.transportFailed(error.message))
+            }
+        }
+        peripheral.linkSecurityChanged(bearer.securityLevel)
+        if let e = execute(peripheral.connected(now: clock.now(), client: client)) { return end(e) }
+        settle()
+    }
+
+    /// The cuff's button (SIGUSR1).
+    public func pressButton() {
+        let out = peripheral.buttonPressed(now: clock.now())
+        if let e = execute(out) { end(e) }
+        settle()
+    }
+
+    /// Ends the connection at once (SIGINT, SIGTERM).
+    public func interrupt() {
+        guard bearer != nil else { return }
+        _ = peripheral.disconnected(now: clock.now())
+        end(.interrupted)
+    }
+
+    /// Serves one connection on a loop of its own until it ends: the blocking form, for a single
+    /// client (a Bluetooth adapter, tests). SIGINT/SIGTERM end it; SIGUSR1 presses the button.
+    public func serve(_ bearer: any PollableBearer, client: String? = nil) -> End {
+        let previous = loop
+        defer { loop = previous }
+        let own: EventLoop
+        do {
+            own = try EventLoop(capacity: 4)
+        } catch {
+            bearer.close()
+            return .transportFailed(error.message)
+        }
+        if let t = timer, let previous { previous.cancel(t) }
+        timer = nil
+        armedDeadline = nil
+        attach(to: own)
+        var result: End?
+        accept(bearer, client: client) { result = $0 }
+        do {
+            try own.run {
+                if result == nil, let s = signals {
+                    if s.isRaised(.int) || s.isRaised(.term) { interrupt() }
+                    else if s.consume(.usr1) { pressButton() }
+                }
+                return result != nil
+            }
+        } catch {
+            if result == nil {
+                _ = peripheral.disconnected(now: clock.now())
+                end(.transportFailed(error.message))
+            }
+        }
+        if let t = timer { own.cancel(t) }
+        timer = nil
+        armedDeadline = nil
+        return result ?? .transportFailed("event loop ended")
+    }
+
+    // MARK: Events
+
+    func ready() {
+        guard let bearer else { return }
+        for _ in 0..<Self.readBudget {
+            let event: BearerEvent?
+            do {
+                event = try bearer.receiveNow()
             } catch {
                 _ = peripheral.disconnected(now: clock.now())
-                return .transportFailed(error.message)
+                return end(.transportFailed(error.message))
             }
+            guard let event else { break }
             switch event {
             case let .pdu(pdu):
                 peripheral.linkSecurityChanged(bearer.securityLevel)
-                if let end = execute(peripheral.receive(pdu, now: clock.now()), bearer) { return end }
+                if let e = execute(peripheral.receive(pdu, now: clock.now())) { return end(e) }
             case .timeout:
                 break
             case let .closed(why):
                 let out = peripheral.disconnected(now: clock.now())
                 for case let .log(s) in out { log(s) }
-                return .disconnected(why ?? "the client closed the connection")
+                return end(.disconnected(why ?? "the client closed the connection"))
             }
-            if let d = peripheral.nextDeadline, clock.now() >= d {
-                if let end = execute(peripheral.tick(now: clock.now()), bearer) { return end }
-            }
+            if self.bearer == nil { return }
         }
+        settle()
     }
 
-    /// Sends, logs, disconnects; returns the end when the cuff dropped the link.
-    func execute(_ outputs: [PeripheralOutput], _ bearer: ATTBearer) -> End? {
+    func timerFired() {
+        timer = nil
+        armedDeadline = nil
+        if let d = peripheral.nextDeadline, clock.now() >= d {
+            if let e = execute(peripheral.tick(now: clock.now())) { return end(e) }
+        }
+        settle()
+    }
+
+    /// Arms the timer for the peripheral's next deadline (in simulated time).
+    func settle() {
+        guard let loop else { return }
+        let d = peripheral.nextDeadline
+        guard d != armedDeadline else { return }
+        if let t = timer { loop.cancel(t) }
+        timer = nil
+        armedDeadline = d
+        guard let d else { return }
+        timer = loop.schedule(at: MonotonicClock.now() + clock.realInterval(until: d)) { [unowned self] in self.timerFired() }
+    }
+
+    /// Closes the connection (the peripheral already knows) and reports how it ended.
+    func end(_ e: End) {
+        if let fd = watchedFD {
+            loop?.unwatch(fd)
+            watchedFD = nil
+        }
+        bearer?.close()
+        bearer = nil
+        let callback = onEnd
+        onEnd = nil
+        settle()
+        callback?(e)
+    }
+
+    /// Sends and logs; returns the end when the cuff dropped the link or a send failed (the
+    /// peripheral has been told it is disconnected).
+    func execute(_ outputs: [PeripheralOutput]) -> End? {
         for o in outputs {
             switch o {
             case let .send(pdu):
+                guard let bearer else { continue }  // between connections: nobody to send to
                 do {
                     try bearer.send(pdu)
                 } catch {
@@ -85,11 +204,71 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
             case let .log(s):
                 log(s)
             case let .disconnect(why):
+                guard bearer != nil else { continue }
                 let out = peripheral.disconnected(now: clock.now())
                 for case let .log(s) in out { log(s) }
                 return .disconnected(why)
             }
         }
         return nil
+    }
+}
+
+/// A peripheral that serves clients on a listening Unix socket, on an ``EventLoop``: one client at
+/// a time (as a cuff serves one central); the next waits in the listen queue.
+public final class ListeningPeripheral<Peripheral: GATTPeripheral> {
+    public let driver: PeripheralDriver<Peripheral>
+    public let listener: UnixSeqpacketListener
+    let loop: EventLoop
+    let log: (String) -> Void
+    /// Connections served so far.
+    public private(set) var sessions = 0
+    var listening = false
+
+    public init(driver: PeripheralDriver<Peripheral>, listener: UnixSeqpacketListener, loop: EventLoop, log: @escaping (String) -> Void) {
+        self.driver = driver
+        self.listener = listener
+        self.loop = loop
+        self.log = log
+    }
+
+    /// Starts the peripheral's clock and accepting.
+    public func start() throws(TransportError) {
+        driver.attach(to: loop)
+        try listen()
+    }
+
+    func listen() throws(TransportError) {
+        guard let fd = listener.fileDescriptor, !listening else { return }
+        try loop.watch(fd) { [unowned self] _ in self.acceptOne() }
+        listening = true
+    }
+
+    func acceptOne() {
+        let bearer: UnixSeqpacketBearer?
+        do {
+            bearer = try listener.accept(timeout: .zero)
+        } catch {
+            log("accept failed: \(error.message)")
+            return
+        }
+        guard let bearer else { return }
+        if let fd = listener.fileDescriptor { loop.unwatch(fd) }
+        listening = false
+        sessions += 1
+        let n = sessions
+        log("session \(n): client connected")
+        driver.accept(bearer) { [unowned self] end in
+            self.log("session \(n) ended: \(end)")
+            do throws(TransportError) { try self.listen() } catch { self.log("cannot accept any more: \(error.message)") }
+        }
+    }
+
+    /// Ends the connection (if any) and stops listening; removes the socket.
+    public func stop() {
+        driver.interrupt()
+        if let fd = listener.fileDescriptor, listening { loop.unwatch(fd) }
+        listening = false
+        listener.close()
     }
 }

@@ -28,6 +28,10 @@ public struct CuffSessionConfiguration: Sendable {
     public var requestStoredRecords = true
     /// Deduplication keys of records already kept (from a store).
     public var knownRecordKeys: Set<String> = []
+    /// Subscribe to the cuff pressure (progress records). A collector that keeps only results
+    /// leaves it off: the cuff then sends nothing while it measures, and a result after the
+    /// post-subscription burst counts as live.
+    public var followCuffPressure = true
     /// Highest BPS 1.1 record sequence number already kept, to ask only for newer ones.
     public var lastSequenceNumber: UInt16?
     /// A cuff that sends nothing this long after subscription is considered done sending stored records.
@@ -506,7 +510,9 @@ public struct CuffSessionMachine: Sendable {
             }
         }
         // One cuff-pressure stream and one result stream: the 1.0 characteristics when present.
-        subscribe(p.has(.intermediateCuffPressure) ? .intermediateCuffPressure : .enhancedIntermediateCuffPressure)
+        if configuration.followCuffPressure {
+            subscribe(p.has(.intermediateCuffPressure) ? .intermediateCuffPressure : .enhancedIntermediateCuffPressure)
+        }
         subscribe(p.has(.bloodPressureMeasurement) ? .bloodPressureMeasurement : .enhancedBloodPressureMeasurement)
         if configuration.requestStoredRecords, p.has(.recordAccessControlPoint), p.has(.bloodPressureRecord) {
             subscribe(.bloodPressureRecord)
@@ -630,7 +636,8 @@ public struct CuffSessionMachine: Sendable {
     /// no cuff-pressure characteristic and the post-subscription burst is over.
     var isStored: Bool {
         if measurement != nil { return false }
-        let hasICP = profile.map { $0.has(.intermediateCuffPressure) || $0.has(.enhancedIntermediateCuffPressure) } ?? false
+        let hasICP = configuration.followCuffPressure
+            && (profile.map { $0.has(.intermediateCuffPressure) || $0.has(.enhancedIntermediateCuffPressure) } ?? false)
         if !hasICP && burstDeadline == nil && state == .ready { return false }
         return true
     }

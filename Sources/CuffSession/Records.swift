@@ -109,17 +109,25 @@ public struct MeasurementRecord: Sendable, Hashable {
         set { decodedSource = .json(newValue) }
     }
 
-    /// ``decoded`` written to `w`, with `more` writing keys after the codec's own.
-    @inlinable func writeDecoded<W: JSONWriter>(to w: inout W, more: (inout W) -> Void = { _ in }) {
+    /// ``decoded`` written to `w`, with `more` writing keys after the codec's own. With
+    /// `typeAsMeasurement`, the first `type` key says "measurement" whatever the object holds (the
+    /// codecs' results say so already; a record read back as a tree may not).
+    @inlinable func writeDecoded<W: JSONWriter>(to w: inout W, typeAsMeasurement: Bool = false, more: (inout W) -> Void = { _ in }) {
         switch decodedSource {
         case let .bpm(v): v.write(as: .bloodPressureMeasurement, warnings: warnings, to: &w, raw: { $0.hex(raw) }, more: more)
         case let .enhanced(v): v.write(warnings: warnings, to: &w, raw: { $0.hex(raw) }, more: more)
         case let .json(j):
             guard case let .object(pairs) = j else { return w.value(j) }
+            var typed = !typeAsMeasurement
             w.beginObject()
             for (k, v) in pairs {
                 w.dynamicKey(k)
-                w.value(v)
+                if !typed && k == "type" {
+                    typed = true
+                    w.string("measurement")
+                } else {
+                    w.value(v)
+                }
             }
             more(&w)
             w.endObject()
@@ -200,8 +208,10 @@ public struct MeasurementRecord: Sendable, Hashable {
     /// The NDJSON `measurement` object: the codec's keys, then `device`, `received_at`, `stored`, `sequence_number`.
     public var json: JSON { JSON.build { write(to: &$0) } }
 
-    @inlinable public func write<W: JSONWriter>(to w: inout W) {
-        writeDecoded(to: &w) { w in
+    /// ``json`` written to `w`; with `typeAsMeasurement`, as a `measurement` line of NDJSON (see
+    /// ``writeDecoded(to:typeAsMeasurement:more:)``).
+    @inlinable public func write<W: JSONWriter>(to w: inout W, typeAsMeasurement: Bool = false) {
+        writeDecoded(to: &w, typeAsMeasurement: typeAsMeasurement) { w in
             w.key("device"); device.write(to: &w)
             w.key("received_at"); w.timestamp(wallMicros: receivedAt.wallMicros, EventTime.iso8601(wallMicros:))
             w.key("stored"); w.bool(stored)
@@ -384,62 +394,8 @@ public enum SessionOutput: Sendable, Hashable {
         case let .session(s): s.write(to: &w)
         case let .progress(p): p.write(to: &w)
         case let .measurement(m):
-            // `type` is "measurement" for every result, whichever characteristic carried it: the
-            // codecs' results say so already; a record read back as a tree may not.
-            guard case .json = m.decodedSource else { return m.write(to: &w) }
-            var typed = TypeAsMeasurement(inner: w)
-            m.write(to: &typed)
-            w = typed.inner
-        }
-    }
-}
-
-/// Passes everything through to `inner`, but writes the first top-level `type` key's value as
-/// "measurement".
-@usableFromInline struct TypeAsMeasurement<Inner: JSONWriter>: JSONWriter {
-    @usableFromInline var inner: Inner
-    var depth = 0
-    var state = 0  // 0: no type key yet; 1: the type key's value is next; 2: done
-
-    @usableFromInline init(inner: Inner) { self.inner = inner }
-
-    @usableFromInline mutating func beginObject() { depth += 1; inner.beginObject() }
-    @usableFromInline mutating func endObject() { depth -= 1; inner.endObject() }
-    @usableFromInline mutating func beginArray() { depth += 1; inner.beginArray() }
-    @usableFromInline mutating func endArray() { depth -= 1; inner.endArray() }
-    @usableFromInline mutating func key(_ k: StaticString) {
-        if state == 0, depth == 1, k.utf8CodeUnitCount == 4, k.description == "type" { state = 1 }
-        inner.key(k)
-    }
-    @usableFromInline mutating func dynamicKey(_ k: String) {
-        if state == 0, depth == 1, k == "type" { state = 1 }
-        inner.dynamicKey(k)
-    }
-    mutating func replaced() -> Bool {
-        guard state == 1 else { return false }
-        state = 2
-        inner.string("measurement")
-        return true
-    }
-    @usableFromInline mutating func null() { if !replaced() { inner.null() } }
-    @usableFromInline mutating func bool(_ b: Bool) { if !replaced() { inner.bool(b) } }
-    @usableFromInline mutating func int(_ i: Int64) { if !replaced() { inner.int(i) } }
-    @usableFromInline mutating func double(_ d: Double) { if !replaced() { inner.double(d) } }
-    @usableFromInline mutating func decimal(_ d: Double, mantissa: Int, exponent: Int) { if !replaced() { inner.decimal(d, mantissa: mantissa, exponent: exponent) } }
-    @usableFromInline mutating func string(_ s: String) { if !replaced() { inner.string(s) } }
-    @usableFromInline mutating func hex(_ bytes: [UInt8]) { if !replaced() { inner.hex(bytes) } }
-    @usableFromInline mutating func timestamp(wallMicros: Int64, _ format: (Int64) -> String) {
-        if !replaced() { inner.timestamp(wallMicros: wallMicros, format) }
-    }
-    @usableFromInline mutating func value(_ v: JSON) {
-        if replaced() { return }
-        // A tree goes through this writer's own methods (its `type` key counts too).
-        switch v {
-        case let .array(items):
-            beginArray(); for i in items { value(i) }; endArray()
-        case let .object(pairs):
-            beginObject(); for (k, i) in pairs { dynamicKey(k); value(i) }; endObject()
-        default: inner.value(v)
+            // `type` is "measurement" for every result, whichever characteristic carried it.
+            m.write(to: &w, typeAsMeasurement: true)
         }
     }
 }

@@ -81,6 +81,9 @@ public struct CuffPeripheral: GATTPeripheral {
         serverActions(server.receive(pdu, now: now), now)
     }
 
+    /// Starts the cuff's own measurement schedule, if it has one.
+    public mutating func poweredOn(now: Timestamp) { machine.powerOn(now: now) }
+
     /// The start button (SIGUSR1).
     public mutating func buttonPressed(now: Timestamp) -> [Output] { run(machine.handle(.buttonPressed(now)), now) }
 

@@ -28,6 +28,13 @@ public struct SimulatorConfiguration: Sendable {
     /// (header included; at least 6, so the first segment holds the sequence number and UUID).
     /// nil: one message per record (header 0x03), which fits any ATT MTU the simulator accepts.
     public var recordSegmentLength: Int? = nil
+    /// Take a measurement on its own every this much (simulated) time, connected or not: a
+    /// connected client gets it live, otherwise it waits in the cuff's memory as a stored reading.
+    /// The first one comes after a seed-chosen part of the interval, so a fleet does not measure
+    /// all at once. nil: only on request (start command, button, autostart).
+    public var measureEvery: Duration? = nil
+    /// How many readings the cuff's memory holds; the oldest goes first when it is full.
+    public var memoryCapacity = 200
 
     public init(scenario: Scenario = .normal, persona: Persona = .bps10, seed: UInt64 = 1, autostart: Bool = false) {
         self.scenario = scenario
@@ -107,9 +114,16 @@ public struct CuffSimulatorMachine: Sendable {
     var clockBase: Int64
     var clockSetAt: Timestamp = .zero
     var records: [StoredRecord] = []
+    /// The cuff-clock second of the latest result.
+    var lastResultLocal: Int64?
+    /// When the next scheduled measurement (``SimulatorConfiguration/measureEvery``) is due.
+    var nextScheduled: Timestamp?
     var nextSequence: UInt16 = 0
     var racpBusy = false
-    var measurementsDone = 0
+    /// Results the cuff produced (live or kept).
+    public private(set) var measurementsDone = 0
+    /// Readings a client confirmed (each counted once per client).
+    public private(set) var confirmedReadings = 0
     var indicationSentAt: [Timestamp] = []
     /// The stored reading each indication in flight carries, a result (spontaneous, or the live
     /// one, which the cuff stores too) by its sequence number; nil for RACP records and responses.
@@ -168,7 +182,14 @@ public struct CuffSimulatorMachine: Sendable {
     }
 
     /// The earliest time the driver must send `.tick`.
-    public var nextDeadline: Timestamp? { [nextSample, lingerUntil].compactMap { $0 }.min() }
+    public var nextDeadline: Timestamp? { [nextSample, lingerUntil, nextScheduled].compactMap { $0 }.min() }
+
+    /// Starts the measurement schedule (``SimulatorConfiguration/measureEvery``) at `now`.
+    public mutating func powerOn(now: Timestamp) {
+        guard let every = configuration.measureEvery, every > .zero, nextScheduled == nil else { return }
+        let fraction = Double.random(in: 0..<1, using: &random)
+        nextScheduled = now + .nanoseconds(Int64(Double(every.nanoseconds) * fraction))
+    }
 
     public var isMeasuring: Bool { phase != .idle }
 
@@ -277,6 +298,13 @@ public struct CuffSimulatorMachine: Sendable {
                 lingerUntil = nil
                 actions += [.log("measurement done; the cuff switches off"), .disconnect("cuff switched off after the measurement")]
                 return actions
+            }
+            if let due = nextScheduled, now >= due, let every = configuration.measureEvery {
+                // The next slot after now (a driver that woke very late skips the missed ones).
+                var next = due + every
+                if next <= now { next = now + every }
+                nextScheduled = next
+                if phase == .idle { actions += startMeasurement(now, why: "scheduled, every \(format1(every.secondsDouble)) s") }
             }
             // Every sample due by now, each at its own time: a driver that woke late (a busy
             // machine, a fast --speed) catches up instead of skipping, so the sequence of values
@@ -418,8 +446,18 @@ public struct CuffSimulatorMachine: Sendable {
 
     var sampleInterval: Duration { .nanoseconds(Int64(1e9 / configuration.icpRate)) }
 
+    /// Whether a client follows the cuff pressure; without one the cuff skips from one phase
+    /// change to the next instead of sampling (nobody would see the samples).
+    var pressureWanted: Bool {
+        subscribed[.intermediateCuffPressure]?.notify == true || subscribed[.enhancedIntermediateCuffPressure]?.notify == true
+    }
+
     mutating func sample(_ now: Timestamp) -> [Action] {
         nextSample = now + sampleInterval
+        if !pressureWanted, let end = phaseEnd(), now < end {
+            nextSample = end
+            return []
+        }
         switch phase {
         case .idle:
             nextSample = nil
@@ -445,12 +483,17 @@ public struct CuffSimulatorMachine: Sendable {
                 phase = .idle
                 nextSample = nil
                 measurementsDone += 1
-                let local = cuffClock(now)
+                // Never two readings stamped with the same second: a client that sets the clock
+                // back (every connection, while a fast --speed runs the cuff ahead) must not make a
+                // new reading look like an old one.
+                let local = max(cuffClock(now), (lastResultLocal ?? .min) &+ 1)
+                lastResultLocal = local
                 var actions: [Action] = cuffPressure(max(0, base), now)
                 var stored: UInt16? = nil
                 if configuration.scenario != .error {
                     stored = nextSequence
                     records.append(StoredRecord(sequence: nextSequence, reading: r, localSeconds: local))
+                    if records.count > max(1, configuration.memoryCapacity) { records.removeFirst(records.count - max(1, configuration.memoryCapacity)) }
                     nextSequence &+= 1
                 }
                 actions += indicateResult(r, localSeconds: local, sequence: stored, now: now, live: true)
@@ -473,6 +516,21 @@ public struct CuffSimulatorMachine: Sendable {
                 nextSample = nil
             }
             return cuffPressure(p, now)
+        }
+    }
+
+    /// When the current phase changes without outside help: the top reached, the result (or the
+    /// scenario's link loss) due, the cuff empty.
+    func phaseEnd() -> Timestamp? {
+        switch phase {
+        case .idle: return nil
+        case let .inflating(since, top): return since + .seconds(top / 15)
+        case let .deflating(since, top):
+            let r = reading
+            var t = (top - (r.diastolic - 10)) / 3
+            if configuration.scenario == .disconnect { t = min(t, (top - (top + r.diastolic) / 2) / 3) }
+            return since + .seconds(max(0, t))
+        case let .dumping(since, from): return since + .seconds(max(0, from / 60))
         }
     }
 
@@ -561,7 +619,7 @@ public struct CuffSimulatorMachine: Sendable {
             if deliveredOrder.count >= Self.maxBondedClients { delivered[deliveredOrder.removeFirst()] = nil }
             deliveredOrder.append(key)
         }
-        delivered[key, default: []].insert(sequence)
+        if delivered[key, default: []].insert(sequence).inserted { confirmedReadings += 1 }
     }
 
     /// The stored readings the connected client has not confirmed yet, oldest first (all of them

@@ -23,4 +23,10 @@ public protocol GATTPeripheral: Sendable {
     /// The device's button (SIGUSR1).
     mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput]
     mutating func tick(now: Timestamp) -> [PeripheralOutput]
+    /// The driver starts running the device's clock (before the first client).
+    mutating func poweredOn(now: Timestamp)
+}
+
+extension GATTPeripheral {
+    public mutating func poweredOn(now: Timestamp) {}
 }

@@ -131,6 +131,13 @@ package final class SeqpacketChannel: Sendable {
         }
     }
 
+    /// The next PDU or end of link without waiting; nil when nothing is queued (or a signal came).
+    package func receiveNow() throws(TransportError) -> BearerEvent? {
+        let e = try next(timeout: .zero)
+        if case .timeout = e { return nil }
+        return e
+    }
+
     /// Errors from `recv` that mean the link is gone rather than that the call was wrong.
     package static func isLinkLoss(_ e: Errno) -> Bool {
         switch e {

@@ -25,12 +25,19 @@ public final class SignalFlags: Sendable {
         case term
         /// SIGUSR1: a driver-defined nudge (e.g. "press the start button").
         case usr1
+        /// SIGHUP: reopen output files (`cuff watch`, after a log rotation). Not in ``standard``:
+        /// elsewhere a hang-up keeps its default (end the process).
+        case hup
+
+        /// What every command reacts to: SIGINT, SIGTERM, SIGUSR1.
+        public static let standard: [Signal] = [.int, .term, .usr1]
 
         public var number: CInt {
             switch self {
             case .int: SIGINT
             case .term: SIGTERM
             case .usr1: SIGUSR1
+            case .hup: SIGHUP
             }
         }
         var bit: UInt32 { 1 << UInt32(number) }
@@ -39,6 +46,7 @@ public final class SignalFlags: Sendable {
             case .int: "SIGINT"
             case .term: "SIGTERM"
             case .usr1: "SIGUSR1"
+            case .hup: "SIGHUP"
             }
         }
     }
@@ -53,7 +61,7 @@ public final class SignalFlags: Sendable {
     /// Installs the handlers.
     ///
     /// - Throws: `TransportError` if `sigaction` fails (it doesn't for these signals).
-    public func install(_ signals: [Signal] = Signal.allCases) throws(TransportError) {
+    public func install(_ signals: [Signal] = Signal.standard) throws(TransportError) {
         _ = bits.load(ordering: .relaxed)  // make sure `shared` is initialised before any handler runs
         for signal in signals {
             var action = sigaction()
@@ -74,7 +82,7 @@ public final class SignalFlags: Sendable {
     /// a driver waiting there would never see EINTR; call this on the driver's thread (the main
     /// thread needs nothing).
     /// The corresponding C function is `pthread_sigmask`.
-    public func unblockOnCurrentThread(_ signals: [Signal] = Signal.allCases) throws(TransportError) {
+    public func unblockOnCurrentThread(_ signals: [Signal] = Signal.standard) throws(TransportError) {
         var set = sigset_t()
         sigemptyset(&set)
         for signal in signals { sigaddset(&set, signal.number) }

@@ -131,6 +131,28 @@ package enum Sys {
         }
     }
 
+    /// A new epoll instance (close-on-exec). The corresponding C function is `epoll_create1`.
+    package static func epollCreate() -> Result<CInt, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_epoll_create1() }
+    }
+
+    /// Adds (1), removes (2) or changes (3) `fd`'s interest, with `data.fd = fd`.
+    /// The corresponding C function is `epoll_ctl`.
+    package static func epollControl(_ epfd: CInt, _ op: CInt, _ fd: CInt, events: UInt32) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_epoll_ctl(epfd, op, fd, events) }.map { _ in () }
+    }
+
+    /// Waits for events; fills `fds` and `events` from the start; returns how many. Not retried on
+    /// EINTR, so a signal wakes the loop. The corresponding C function is `epoll_wait`.
+    package static func epollWait(_ epfd: CInt, fds: inout [CInt], events: inout [UInt32], timeoutMS: CInt) -> Result<Int, Errno> {
+        let max = CInt(min(fds.count, events.count))
+        return fds.withUnsafeMutableBufferPointer { f in
+            events.withUnsafeMutableBufferPointer { e in
+                valueOrErrno(retryOnInterrupt: false) { system_epoll_wait(epfd, f.baseAddress!, e.baseAddress!, max, timeoutMS) }.map(Int.init)
+            }
+        }
+    }
+
     /// Sets a socket option from the bytes of `value`. The corresponding C function is `setsockopt`.
     /// The option is passed with C's size (the struct's stride, tail padding zeroed).
     package static func setsockopt<T>(_ fd: CInt, level: CInt, name: CInt, _ value: T) -> Result<Void, Errno> {

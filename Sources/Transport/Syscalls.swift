@@ -8,6 +8,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CEpoll
 
 @inline(__always)
 private func mock(_ name: String, _ args: Int...) -> Int? {
@@ -214,4 +215,34 @@ package func system_readdir(_ dir: OpaquePointer) -> UnsafeMutablePointer<dirent
 /// The corresponding C function is `closedir`.
 package func system_closedir(_ dir: OpaquePointer) -> CInt {
     Glibc.closedir(dir)
+}
+
+/// The corresponding C function is `epoll_create1` (with `EPOLL_CLOEXEC`).
+package func system_epoll_create1() -> CInt {
+    if let r = mock("epoll_create1") { return CInt(r) }
+    return cuff_epoll_create()
+}
+
+/// The corresponding C function is `epoll_ctl` (with `data.fd = fd`).
+package func system_epoll_ctl(_ epfd: CInt, _ op: CInt, _ fd: CInt, _ events: UInt32) -> CInt {
+    if let r = mock("epoll_ctl", Int(epfd), Int(op), Int(fd)) { return CInt(r) }
+    return cuff_epoll_ctl(epfd, op, fd, events)
+}
+
+/// The corresponding C function is `epoll_wait` (descriptors and events into two arrays).
+package func system_epoll_wait(_ epfd: CInt, _ fds: UnsafeMutablePointer<CInt>, _ events: UnsafeMutablePointer<UInt32>, _ max: CInt, _ timeoutMS: CInt) -> CInt {
+    if let r = mock("epoll_wait", Int(epfd), Int(max), Int(timeoutMS)) { return CInt(r) }
+    return cuff_epoll_wait(epfd, fds, events, max, timeoutMS)
+}
+
+/// The corresponding C function is `readlink`.
+package func system_readlink(_ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<CChar>, _ size: Int) -> Int {
+    if let r = mock("readlink", size) { return r }
+    return Glibc.readlink(path, buf, size)
+}
+
+/// The corresponding C function is `dup2`.
+package func system_dup2(_ old: CInt, _ new: CInt) -> CInt {
+    if let r = mock("dup2", Int(old), Int(new)) { return CInt(r) }
+    return Glibc.dup2(old, new)
 }

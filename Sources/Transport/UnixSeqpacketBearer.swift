@@ -57,7 +57,7 @@ public final class UnixSeqpacketBearer: ATTBearer, Sendable {
     ///
     /// - Throws: `TransportError` whose message says what to do: ENOENT (nobody listening there),
     ///   ECONNREFUSED (stale socket file), EACCES (permissions), a path too long, ….
-    public static func connect(path: String, maxPDUSize: Int = defaultMaxPDUSize) throws(TransportError) -> UnixSeqpacketBearer {
+    public static func connect(path: String, maxPDUSize: Int = defaultMaxPDUSize, sendTimeout: Duration = .seconds(5)) throws(TransportError) -> UnixSeqpacketBearer {
         let address = try UnixSocketAddress.make(path, call: "connect")
         let fd: CInt
         switch Sys.socket(domain: AF_UNIX, type: CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_CLOEXEC.rawValue)) {
@@ -66,7 +66,7 @@ public final class UnixSeqpacketBearer: ATTBearer, Sendable {
         }
         switch Sys.connect(fd, address) {
         case .success:
-            return UnixSeqpacketBearer(adopting: fd, peerDescription: "unix:\(path)", maxPDUSize: maxPDUSize)
+            return UnixSeqpacketBearer(adopting: fd, peerDescription: "unix:\(path)", maxPDUSize: maxPDUSize, sendTimeout: sendTimeout)
         case .failure(let e):
             _ = Sys.close(fd)
             throw TransportError.system("connect", "unix:\(path)", e, hint: connectHint(e, path: path))
@@ -98,6 +98,12 @@ public final class UnixSeqpacketBearer: ATTBearer, Sendable {
 
     public func next(timeout: Duration?) throws(TransportError) -> BearerEvent {
         try channel.next(timeout: timeout)
+    }
+
+    public var fileDescriptor: CInt? { channel.descriptor }
+
+    public func receiveNow() throws(TransportError) -> BearerEvent? {
+        try channel.receiveNow()
     }
 
     public func raiseSecurity(to level: SecurityLevel) throws(TransportError) {

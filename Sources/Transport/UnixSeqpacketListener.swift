@@ -71,6 +71,9 @@ public final class UnixSeqpacketListener: Sendable {
         }
     }
 
+    /// The listening descriptor (for an ``EventLoop``); nil once closed.
+    public var fileDescriptor: CInt? { fdState.openDescriptor }
+
     /// Waits up to `timeout` (nil: no limit) for a client.
     ///
     /// - Returns: the connected bearer, or nil when the time ran out or a signal woke the wait.

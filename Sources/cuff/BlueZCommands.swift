@@ -200,6 +200,25 @@ enum BlueZCommands {
         return (outcome, driver.central.session.exitCode, driver.sinkFailure != nil)
     }
 
+    /// `cuff watch --adapter`: follows each device; the kernel connects when it advertises.
+    static func watch(adapter adapterName: String, devices: [String], watcher: Watcher) throws -> Agent? {
+        let adapter = try adapter(adapterName)
+        do {
+            _ = try adapter.addressIfUp()
+        } catch {
+            Output.log("cuff watch: \(error.message)")
+            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+        }
+        let agent = pairingAgent(adapter) { Output.log("cuff watch: " + $0) }
+        for d in devices {
+            let peer = try address(d)
+            watcher.follow(address: peer.description) { () throws(TransportError) -> any PendingConnection in
+                try PendingATTConnection.start(adapter: adapter, to: peer)
+            }
+        }
+        return agent
+    }
+
     static func simulate<P: GATTPeripheral>(
         adapter adapterName: String, driver: PeripheralDriver<P>, options: SimulatorOptions, name advertisedName: String? = nil, label: String? = nil
     ) throws {

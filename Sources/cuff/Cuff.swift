@@ -13,7 +13,7 @@ struct Cuff: ParsableCommand {
             Data goes to stdout as JSON, one object per line; progress and logs go to stderr.
             """,
         version: "0.1.0",
-        subcommands: [Decode.self, Scan.self, Pair.self, Measure.self, Replay.self, Simulate.self, History.self, PlotCommand.self, KeyCommand.self]
+        subcommands: [Decode.self, Scan.self, Pair.self, Measure.self, Watch.self, Replay.self, Simulate.self, History.self, PlotCommand.self, KeyCommand.self]
     )
 
     static func main() {

@@ -7,6 +7,7 @@ import CuffSimulator
 import Capture
 import GATT
 import Transport
+import Foundation
 
 struct SimulatorOptions: ParsableArguments {
     @Option(help: "Scenario to play (see `cuff simulate --list`).")
@@ -20,10 +21,16 @@ struct SimulatorOptions: ParsableArguments {
     @Option(name: .customLong("record-segment"), help: "bps-1.1: send each Blood Pressure Record in segments of at most N bytes (6-512; as a small ATT MTU would force).")
     var recordSegment: Int?
 
+    @Option(help: ArgumentHelp(
+        "Take a measurement every SECONDS of simulated time, connected or not: a connected client gets it live, otherwise the cuff keeps it and delivers it as a stored reading at the next connection.",
+        valueName: "seconds"))
+    var every: Double?
+
     func validate() throws {
         // A peer on a socket or a radio needs paced time: "as fast as possible" is for in-process runs.
         guard simulation.speed > 0 else { throw ValidationError("cuff simulate needs --speed above 0 (0 is for measure --simulated)") }
         if let n = recordSegment, !(6...512).contains(n) { throw ValidationError("--record-segment takes 6 to 512 bytes") }
+        if let every, !(every > 0 && every.isFinite) { throw ValidationError("--every takes a number of seconds above 0") }
     }
 
     var persona: Persona { simulation.persona }
@@ -33,6 +40,16 @@ struct SimulatorOptions: ParsableArguments {
     var configuration: SimulatorConfiguration {
         var c = SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: autostart)
         c.recordSegmentLength = recordSegment
+        c.measureEvery = every.map { .nanoseconds(Int64($0 * 1e9)) }
+        return c
+    }
+
+    /// Cuff `index` (1-based) of a fleet: its own seed, name, serial and clock.
+    func configuration(fleetIndex index: Int) -> SimulatorConfiguration {
+        var c = configuration
+        c.seed = seed &+ UInt64(index - 1)
+        c.name = "cuff-sim-\(Simulate.number(index))"
+        c.serial = "SIM-" + String(String(index).reversed()).padding(toLength: 6, withPad: "0", startingAt: 0).reversed()
         return c
     }
 }
@@ -50,8 +67,14 @@ struct Simulate: ParsableCommand {
     @Flag(help: "List the scenarios, one per line, and exit.")
     var list = false
 
-    @Option(help: "Where to listen: unix:PATH.")
+    @Flag(help: "With --cuffs: no per-cuff session logs on stderr (start, stop and errors only).")
+    var quiet = false
+
+    @Option(help: "Where to listen: unix:PATH (with --cuffs: unix:DIR, one socket per cuff, DIR/cuff-0001.sock …).")
     var listen: String?
+
+    @Option(help: "Serve this many independent cuffs from one process (with --listen unix:DIR): each its own seed (seed + index - 1), name (cuff-sim-0001 …) and serial (SIM-000001 …).")
+    var cuffs: Int?
 
     @Option(help: "Bluetooth adapter to be a cuff on, e.g. hci0 (needs Linux Bluetooth and root).")
     var adapter: String?
@@ -85,6 +108,18 @@ struct Simulate: ParsableCommand {
         if listSessions { return }
         if listen == nil && adapter == nil { throw ValidationError("give --listen unix:PATH or --adapter hciN") }
         if let listen, !listen.hasPrefix("unix:") { throw ValidationError("--listen takes unix:PATH") }
+        if let cuffs {
+            guard (1...100_000).contains(cuffs) else { throw ValidationError("--cuffs takes 1 to 100000") }
+            guard listen != nil, adapter == nil, fromCapture == nil else {
+                throw ValidationError("--cuffs N serves a fleet on --listen unix:DIR (not with --adapter or --from-capture)")
+            }
+        }
+    }
+
+    /// `0001`: four digits at least.
+    static func number(_ i: Int) -> String {
+        let s = String(i)
+        return s.count >= 4 ? s : String(repeating: "0", count: 4 - s.count) + s
     }
 
     func run() throws {
@@ -113,6 +148,7 @@ struct Simulate: ParsableCommand {
             let label = "session \(c.number) of \(fromCapture) (hci\(c.adapter) \(Hex.handle(c.handle))\(c.peer.map { ", " + $0 } ?? ""); \(captured.database.attributes.count) attributes, \(captured.pushes.count) notifications and indications)"
             return try serve(CapturedCuffPeripheral(captured, loop: loop), label: label, name: captured.name)
         }
+        if let cuffs { return try serveFleet(cuffs) }
         try serve(CuffPeripheral(configuration: options.configuration),
                   label: "\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)", name: nil)
     }
@@ -164,25 +200,84 @@ struct Simulate: ParsableCommand {
             Output.log("cuff simulate: cannot listen at \(path): \(error.message)")
             throw ExitCode(SessionExit.connectionFailed)
         }
-        defer { listener.close() }
         Output.log("cuff simulate: \(label) listening at unix:\(path)")
-        var session = 0
-        while !signals.isRaised(.int) && !signals.isRaised(.term) {
-            let bearer: UnixSeqpacketBearer?
+        let loop = try makeLoop()
+        try run([ListeningPeripheral(driver: driver, listener: listener, loop: loop, log: { Output.log("cuff simulate: " + $0) })], loop: loop, signals: signals)
+    }
+
+    /// `--cuffs N`: N simulated cuffs on one event loop, at DIR/cuff-0001.sock ….
+    func serveFleet(_ count: Int) throws {
+        let signals = SignalFlags.shared
+        try signals.install()
+        try signals.unblockOnCurrentThread()
+        let dir = String(listen!.dropFirst("unix:".count))
+        do {
+            try FleetDirectory.prepare(dir)
+        } catch {
+            Output.log("cuff simulate: \(error)")
+            throw ExitCode(SessionExit.connectionFailed)
+        }
+        let loop = try makeLoop()
+        let clock = SimulationClock(speed: options.speed)
+        var cuffs: [ListeningPeripheral<CuffPeripheral>] = []
+        cuffs.reserveCapacity(count)
+        for i in 1...count {
+            let name = "cuff-\(Self.number(i))"
+            let path = dir + "/" + name + ".sock"
+            let log: (String) -> Void = quiet ? { _ in } : { Output.log("cuff simulate: \(name): " + $0) }
+            let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: options.configuration(fleetIndex: i)), clock: clock, signals: nil, log: log)
             do {
-                bearer = try listener.accept(timeout: .milliseconds(200))
+                cuffs.append(ListeningPeripheral(driver: driver, listener: try UnixSeqpacketListener(path: path, backlog: 4), loop: loop, log: log))
             } catch {
-                Output.log("cuff simulate: accept failed: \(error.message)")
+                Output.log("cuff simulate: cannot listen at \(path): \(error.message)")
+                for c in cuffs { c.stop() }
                 throw ExitCode(SessionExit.connectionFailed)
             }
-            guard let bearer else { continue }
-            session += 1
-            Output.log("cuff simulate: session \(session): client connected")
-            let end = driver.serve(bearer)
-            Output.log("cuff simulate: session \(session) ended: \(end)")
-            if end == .interrupted { break }
         }
-        Output.log("cuff simulate: stopped")
+        let every = options.every.map { ", one measurement every \($0) s" } ?? ""
+        Output.log("cuff simulate: \(count) \(options.scenario.rawValue) cuffs (\(options.persona.rawValue), seeds \(options.seed)…, speed \(options.speed)×\(every)) listening at unix:\(dir)/cuff-0001.sock … cuff-\(Self.number(count)).sock")
+        try run(cuffs, loop: loop, signals: signals)
+    }
+
+    func makeLoop() throws -> EventLoop {
+        do {
+            return try EventLoop()
+        } catch {
+            Output.log("cuff simulate: \(error.message)")
+            throw ExitCode(SessionExit.connectionFailed)
+        }
+    }
+
+    /// Runs the cuffs until SIGINT/SIGTERM; SIGUSR1 presses every cuff's button.
+    func run<P: GATTPeripheral>(_ cuffs: [ListeningPeripheral<P>], loop: EventLoop, signals: SignalFlags) throws {
+        defer {
+            for c in cuffs { c.stop() }
+            let machines = cuffs.compactMap { ($0.driver.peripheral as? CuffPeripheral)?.machine }
+            if cuffs.count > 1 || options.every != nil, !machines.isEmpty {
+                let taken = machines.reduce(0) { $0 + $1.measurementsDone }, confirmed = machines.reduce(0) { $0 + $1.confirmedReadings }
+                Output.log("cuff simulate: stopped: \(taken) measurements taken, \(confirmed) readings confirmed by clients")
+            } else {
+                Output.log("cuff simulate: stopped")
+            }
+        }
+        for c in cuffs {
+            do {
+                try c.start()
+            } catch {
+                Output.log("cuff simulate: cannot accept at \(c.listener.path): \(error.message)")
+                throw ExitCode(SessionExit.connectionFailed)
+            }
+        }
+        do {
+            try loop.run {
+                if signals.isRaised(.int) || signals.isRaised(.term) { return true }
+                if signals.consume(.usr1) { for c in cuffs { c.driver.pressButton() } }
+                return false
+            }
+        } catch {
+            Output.log("cuff simulate: \(error.message)")
+            throw ExitCode(SessionExit.connectionFailed)
+        }
     }
 }
 
@@ -192,4 +287,17 @@ enum SessionExit {
     static let badCapture: Int32 = 1
     /// `--from-capture`: no connection shows a Blood Pressure Service (as a missing service).
     static let nothingToServe: Int32 = 7
+}
+
+/// The directory of a fleet's sockets.
+enum FleetDirectory {
+    /// Creates `dir` (mode 0700) if it does not exist; refuses a path that is not a directory.
+    static func prepare(_ dir: String) throws {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
+            guard isDir.boolValue else { throw ValidationError("\(dir) exists and is not a directory; --cuffs needs --listen unix:DIR") }
+            return
+        }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
 }

@@ -197,6 +197,14 @@ struct ShortPathTests {
                 m.decoded = d
                 outputs.append(.measurement(m))
             }
+            // A tree's first top-level `type` becomes "measurement" on the line (a later one, and
+            // the record's own JSON, keep what they say); a value that is not an object stays as it is.
+            m.decoded = .object([("a", .int(-3)), ("type", .string("x")), ("type", .string("y"))])
+            let line = SessionOutput.measurement(m).json.serialized()
+            #expect(line.hasPrefix(#"{"a":-3,"type":"measurement","type":"y","device":{"#), "\(line)")
+            #expect(m.json.serialized().hasPrefix(#"{"a":-3,"type":"x","type":"y","device":"#))
+            m.decoded = .string("not an object")
+            #expect(SessionOutput.measurement(m).json == .string("not an object"))
         }
         let lines = NDJSONLineBuffer(capacity: 1024)
         var expected: [UInt8] = []

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+import CuffSession
+import Transport
+
+/// Takes the records of many sessions and makes them durable together (one transaction a loop
+/// turn), then tells each session that its measurement is kept: the session confirms the
+/// indication to the cuff only then.
+public protocol MeasurementCommitter: AnyObject {
+    /// Takes `output` from `connection`, in the session's order. For a `.measurement`, the session
+    /// waits until the committer calls ``CentralConnection/committed(failure:)``.
+    func enqueue(_ output: SessionOutput, from connection: CentralConnection)
+}
+
+/// One central session (a ``CuffCentral``) over a pollable bearer, driven by an ``EventLoop``: the
+/// one driver of `cuff measure` and of each cuff `cuff watch` follows.
+///
+/// Records go to `hooks.emit` at once (durable on return), or with a ``MeasurementCommitter`` to a
+/// group commit; either way nothing after a measurement (its confirmation first of all) is sent
+/// before the measurement was kept.
+public final class CentralConnection {
+    public private(set) var central: CuffCentral
+    public let bearer: any PollableBearer
+    let loop: EventLoop
+    let hooks: SessionHooks
+    let committer: MeasurementCommitter?
+    /// Why a record could not be kept, once that happened (the session then ends).
+    public private(set) var sinkFailure: String?
+    /// Called once when the session has ended and the link is closed.
+    public var onFinish: ((CentralConnection) -> Void)?
+
+    var linkClosed = false
+    public private(set) var stopRequested = false
+    var timer: EventLoop.TimerID?
+    var armedDeadline: Timestamp?
+    /// Outputs waiting behind a measurement the committer has not kept yet.
+    var parked: ArraySlice<CuffCentral.Output>?
+    var tickDue = false
+    var watchedFD: CInt?
+    var ended = false
+    /// At most this many PDUs are read per readiness, so one busy link cannot starve the others.
+    static let readBudget = 32
+
+    public init(configuration: CuffSessionConfiguration, bearer: any PollableBearer, loop: EventLoop, hooks: SessionHooks,
+                committer: MeasurementCommitter? = nil) {
+        central = CuffCentral(configuration: configuration)
+        self.bearer = bearer
+        self.loop = loop
+        self.hooks = hooks
+        self.committer = committer
+    }
+
+    public var isFinished: Bool { ended }
+    public var outcome: SessionOutcome {
+        if case let .done(o) = central.state { return o }
+        return .noResult
+    }
+
+    /// The link is up: watch it and start the session.
+    public func start() {
+        let now = WallClock.eventTime()
+        hooks.link?(.connected(now))
+        if let fd = bearer.fileDescriptor {
+            do {
+                try loop.watch(fd) { [unowned self] r in self.ready(r) }
+                watchedFD = fd
+            } catch {
+                hooks.log("cannot watch the link: \(error.message)")
+                linkClosed = true
+            }
+        } else {
+            linkClosed = true
+        }
+        execute(central.start(at: now)[...])
+        settle()
+    }
+
+    /// Asks the cuff to stop (Ctrl-C, SIGTERM, `--stop-after`); the session ends on its own after.
+    public func stop(reason: String) {
+        guard !stopRequested, !ended else { return }
+        stopRequested = true
+        hooks.log(reason)
+        if parked != nil { return }  // looked at again once the measurement is kept
+        stopSentToCentral = true
+        execute(central.stop(at: WallClock.eventTime())[...])
+        settle()
+    }
+
+    /// Ends the session at once: the link is closed (the cuff keeps anything not confirmed).
+    public func abort(_ why: String) {
+        guard !ended else { return }
+        closeLink()
+        if parked == nil { tellClosed(why) }
+        settle()
+    }
+
+    /// The committer kept (or, with `failure`, could not keep) the measurement this session waits on.
+    public func committed(failure: String? = nil) {
+        guard let rest = parked else { return }
+        parked = nil
+        if let failure {
+            // A result that cannot be kept is not confirmed: stop here, keep what was kept.
+            sinkFailure = failure
+            hooks.log("cannot store the result: \(failure)")
+            closeLink()
+            tellClosed("sink failed")
+        } else {
+            execute(rest)
+            if parked == nil && stopRequested && !central.isFinished && !stopSentToCentral {
+                stopSentToCentral = true
+                execute(central.stop(at: WallClock.eventTime())[...])
+            }
+        }
+        if parked == nil && tickDue {
+            tickDue = false
+            execute(central.tick(at: WallClock.eventTime())[...])
+        }
+        settle()
+    }
+
+    var stopSentToCentral = false
+    var toldClosed = false
+
+    // MARK: Events
+
+    func ready(_ r: EventLoop.Readiness) {
+        guard parked == nil, !ended else { return }
+        var budget = Self.readBudget
+        while budget > 0, parked == nil, !linkClosed, !central.isFinished {
+            budget -= 1
+            let event: BearerEvent?
+            do {
+                event = try bearer.receiveNow()
+            } catch {
+                closeLink()
+                tellClosed(error.message)
+                break
+            }
+            guard let event else { break }
+            let at = WallClock.eventTime()
+            switch event {
+            case let .pdu(pdu):
+                hooks.link?(.pdu(sent: false, pdu, at))
+                execute(central.receive(pdu, at: at)[...])
+            case .timeout:
+                budget = 0
+            case let .closed(why):
+                closeLink()
+                tellClosed(why)
+            }
+        }
+        settle()
+    }
+
+    func timerFired() {
+        timer = nil
+        armedDeadline = nil
+        guard !ended else { return }
+        if parked != nil {
+            tickDue = true
+            return
+        }
+        execute(central.tick(at: WallClock.eventTime())[...])
+        settle()
+    }
+
+    /// After handling: end the session, or arm the timer for the machine's next deadline.
+    func settle() {
+        guard !ended else { return }
+        if linkClosed && !toldClosed && parked == nil && !central.isFinished { tellClosed("link closed") }
+        if central.isFinished && parked == nil {
+            finish()
+            return
+        }
+        let d = central.nextDeadline
+        guard d != armedDeadline else { return }
+        if let t = timer { loop.cancel(t) }
+        timer = nil
+        armedDeadline = d
+        if let d { timer = loop.schedule(at: d) { [unowned self] in self.timerFired() } }
+    }
+
+    func finish() {
+        ended = true
+        if let t = timer { loop.cancel(t) }
+        timer = nil
+        closeLink()
+        onFinish?(self)
+    }
+
+    /// Tells the session that the link is gone (once).
+    func tellClosed(_ why: String?) {
+        guard !toldClosed else { return }
+        toldClosed = true
+        execute(central.disconnected(why, at: WallClock.eventTime())[...])
+    }
+
+    func closeLink() {
+        if let fd = watchedFD {
+            loop.unwatch(fd)
+            watchedFD = nil
+        }
+        guard !linkClosed else { return }
+        linkClosed = true
+        hooks.link?(.disconnected(WallClock.eventTime()))
+        bearer.close()
+    }
+
+    // MARK: Outputs
+
+    func execute(_ outputs: ArraySlice<CuffCentral.Output>) {
+        var i = outputs.startIndex
+        while i < outputs.endIndex {
+            let o = outputs[i]
+            i += 1
+            switch o {
+            case let .send(pdu):
+                guard !linkClosed else { continue }
+                do {
+                    try bearer.send(pdu)
+                    hooks.link?(.pdu(sent: true, pdu, WallClock.eventTime()))
+                } catch {
+                    hooks.log("send failed: \(error.message)")
+                    closeLink()
+                }
+            case let .raiseSecurity(level):
+                do {
+                    try bearer.raiseSecurity(to: level)
+                    execute(central.securityRaised(level, at: WallClock.eventTime())[...])
+                } catch {
+                    execute(central.securityRefused(error.message, at: WallClock.eventTime())[...])
+                }
+            case let .emit(output):
+                if let committer {
+                    committer.enqueue(output, from: self)
+                    if case .measurement = output {
+                        parked = outputs[i...]
+                        return
+                    }
+                    continue
+                }
+                do {
+                    try hooks.emit(output)
+                } catch {
+                    sinkFailure = "\(error)"
+                    hooks.log("cannot store the result: \(error)")
+                    closeLink()
+                    tellClosed("sink failed")
+                    return
+                }
+            case .disconnect:
+                closeLink()
+            case let .log(s):
+                hooks.log(s)
+            case .finished:
+                break
+            }
+        }
+    }
+}
+
+/// Runs one ``CentralConnection`` on a loop of its own until it ends: `cuff measure` against a
+/// Unix-socket simulator or a real cuff.
+public final class CentralDriver {
+    public var central: CuffCentral { connection?.central ?? CuffCentral(configuration: configuration) }
+    public var sinkFailure: String? { connection?.sinkFailure }
+    let configuration: CuffSessionConfiguration
+    let hooks: SessionHooks
+    let signals: SignalFlags?
+    /// Stop on our own after this long (`--stop-after`).
+    let stopAfter: Duration?
+    var connection: CentralConnection?
+
+    public init(configuration: CuffSessionConfiguration, hooks: SessionHooks, signals: SignalFlags? = .shared, stopAfter: Duration? = nil) {
+        self.configuration = configuration
+        self.hooks = hooks
+        self.signals = signals
+        self.stopAfter = stopAfter
+    }
+
+    /// Runs the session to its end; returns the outcome.
+    @discardableResult
+    public func run(_ bearer: any PollableBearer) -> SessionOutcome {
+        let loop: EventLoop
+        do {
+            loop = try EventLoop(capacity: 4)
+        } catch {
+            hooks.log("cannot start the event loop: \(error.message)")
+            bearer.close()
+            return .connectionFailed
+        }
+        let c = CentralConnection(configuration: configuration, bearer: bearer, loop: loop, hooks: hooks)
+        connection = c
+        let started = MonotonicClock.now()
+        c.start()
+        do {
+            try loop.run {
+                if c.isFinished { return true }
+                if !c.stopRequested {
+                    if let s = signals, s.isRaised(.int) || s.isRaised(.term) {
+                        c.stop(reason: "stopping (interrupted)")
+                    } else if let stopAfter, MonotonicClock.now() >= started + stopAfter {
+                        c.stop(reason: "stopping (--stop-after reached)")
+                    }
+                }
+                return c.isFinished
+            }
+        } catch {
+            hooks.log("event loop failed: \(error.message)")
+            c.abort("event loop failed")
+        }
+        return c.outcome
+    }
+}

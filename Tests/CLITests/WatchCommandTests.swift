@@ -1,0 +1,194 @@
+import Foundation
+import Testing
+
+/// `cuff watch` against simulated cuffs in other processes, over real Unix sockets.
+@Suite("cuff watch", .serialized)
+struct WatchCommandTests {
+    /// A scratch directory with the fleet's sockets, the store and the outputs.
+    final class Scratch {
+        let dir: URL
+        init() throws {
+            // Short: a socket path must fit in 108 bytes.
+            dir = URL(fileURLWithPath: "/tmp/cw-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        }
+        deinit { try? FileManager.default.removeItem(at: dir) }
+        func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+        func text(_ name: String) -> String { (try? String(contentsOfFile: path(name), encoding: .utf8)) ?? "" }
+        func lines(_ name: String) -> [String] { text(name).split(separator: "\n").map(String.init) }
+    }
+
+    static func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(50_000)
+        }
+        return condition()
+    }
+
+    /// The stored readings (`cuff history`), as (serial, dedup-relevant fields) rows.
+    static func history(_ store: String) throws -> [[String: Any]] {
+        let r = try CLI.run(["history", "--store", store])
+        #expect(r.status == 0, "\(r.stderr)")
+        return try r.stdoutLines.map(CLI.json)
+    }
+
+    static func key(_ m: [String: Any]) -> String {
+        let d = m["device"] as? [String: Any] ?? [:]
+        return "\(d["serial"] ?? "-")|\(m["timestamp"] ?? "-")|\(m["systolic"] ?? "-")|\(m["diastolic"] ?? "-")|\(m["pulse_rate"] ?? "-")|\(m["sequence_number"] ?? "-")"
+    }
+
+    static func measurementLines(_ lines: [String]) throws -> [[String: Any]] {
+        try lines.map(CLI.json).filter { $0["type"] as? String == "measurement" }
+    }
+
+    /// "N measurements taken, M readings confirmed by clients" from a simulator's last line.
+    static func simulatorTotals(_ stderr: String) -> (taken: Int, confirmed: Int)? {
+        guard let line = stderr.split(separator: "\n").last(where: { $0.contains("measurements taken") }) else { return nil }
+        let numbers = line.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+        guard numbers.count >= 2 else { return nil }
+        return (numbers[numbers.count - 2], numbers[numbers.count - 1])
+    }
+
+    @Test func fleetEveryReadingStoredOncePrintedOnceAndSIGTERMExitsZero() throws {
+        let s = try Scratch()
+        let fleet = try Spawned(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "6", "--every", "60", "--speed", "60", "--quiet"],
+                                stderr: s.path("sim.err"))
+        #expect(Self.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0006.sock")) })
+        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
+                                stdout: s.path("out"), stderr: s.path("watch.err"))
+        // Every cuff delivers at least two readings.
+        #expect(Self.waitUntil(60) {
+            let serials = (try? Self.measurementLines(s.lines("out")))?.compactMap { ($0["device"] as? [String: Any])?["serial"] as? String } ?? []
+            return Set(serials).count == 6 && serials.count >= 12
+        }, "watch did not collect from all 6 cuffs: \(s.text("watch.err").suffix(2000))")
+        // Stop the fleet first: what it counts as confirmed is final then.
+        fleet.signal(SIGTERM)
+        #expect(fleet.wait(timeout: 20) == 0)
+        watch.signal(SIGTERM)
+        #expect(watch.wait(timeout: 20) == 0, "\(s.text("watch.err").suffix(2000))")
+
+        let printed = try Self.measurementLines(s.lines("out"))
+        let stored = try Self.history(s.path("w.db"))
+        let printedKeys = printed.map(Self.key), storedKeys = stored.map(Self.key)
+        #expect(Set(printedKeys).count == printedKeys.count, "a reading was printed twice")
+        #expect(Set(storedKeys).count == storedKeys.count, "a reading was stored twice")
+        #expect(Set(printedKeys) == Set(storedKeys), "stdout and the store disagree")
+        let totals = try #require(Self.simulatorTotals(s.text("sim.err")), "\(s.text("sim.err"))")
+        // Nothing confirmed is lost; nothing is invented.
+        #expect(stored.count >= totals.confirmed, "\(stored.count) stored, \(totals.confirmed) confirmed by the watcher")
+        #expect(stored.count <= totals.taken)
+        // stderr carries events, not readings.
+        let err = s.text("watch.err")
+        #expect(err.contains("following unix:"))
+        #expect(!err.contains("mmHg") && !err.contains("systolic"))
+    }
+
+    @Test func simulatorRestartsAndSingleCuffKillsDoNotStopTheWatcher() throws {
+        let s = try Scratch()
+        try FileManager.default.createDirectory(atPath: s.path("cuffs"), withIntermediateDirectories: true)
+        // Two single cuffs in the directory, each its own process; one will be killed.
+        func cuff(_ name: String, seed: Int) throws -> Spawned {
+            try Spawned(["simulate", "--listen", "unix:" + s.path("cuffs/\(name).sock"), "--every", "60", "--speed", "60", "--seed", "\(seed)"],
+                        stderr: s.path("\(name).err"))
+        }
+        let a = try cuff("a", seed: 11)
+        var b = try cuff("b", seed: 22)
+        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
+                                stdout: s.path("out"), stderr: s.path("watch.err"))
+        func count(_ address: String) -> Int {
+            ((try? Self.measurementLines(s.lines("out"))) ?? []).filter { (($0["device"] as? [String: Any])?["address"] as? String)?.hasSuffix(address) == true }.count
+        }
+        #expect(Self.waitUntil(30) { count("a.sock") >= 2 && count("b.sock") >= 2 }, "\(s.text("watch.err").suffix(1500))")
+        // Kill b outright (no goodbye), and restart it with the same seed: watch reconnects.
+        b.signal(SIGKILL)
+        _ = b.wait(timeout: 10)
+        let aBefore = count("a.sock"), bBefore = count("b.sock")
+        #expect(Self.waitUntil(20) { count("a.sock") >= aBefore + 3 }, "cuff a stalled while b was gone")
+        b = try cuff("b", seed: 22)
+        #expect(Self.waitUntil(40) { count("b.sock") >= bBefore + 2 }, "watch did not come back to the restarted cuff: \(s.text("watch.err").suffix(1500))")
+        #expect(s.text("watch.err").contains("retrying in"))
+        a.signal(SIGTERM)
+        b.signal(SIGTERM)
+        _ = a.wait(timeout: 10)
+        _ = b.wait(timeout: 10)
+        watch.signal(SIGINT)
+        #expect(watch.wait(timeout: 20) == 0)
+        let stored = try Self.history(s.path("w.db")).map(Self.key)
+        #expect(Set(stored).count == stored.count, "a reading was stored twice")
+        let printed = try Self.measurementLines(s.lines("out")).map(Self.key)
+        #expect(Set(printed) == Set(stored))
+    }
+
+    @Test func storedReadingsOfABps11CuffComeOnceAcrossWatcherRestarts() throws {
+        let s = try Scratch()
+        // A cuff that measures while nobody listens: its readings wait in its memory.
+        let cuff = try Spawned(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "120", "--persona", "bps-1.1"],
+                               stderr: s.path("sim.err"))
+        #expect(Self.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
+        usleep(2_500_000)  // about five readings taken with nobody connected
+        for round in 0..<3 {
+            let w = try Spawned(["watch", "--connect", "unix:" + s.path("c.sock"), "--store", s.path("w.db")],
+                                stdout: s.path("out\(round)"), stderr: s.path("watch\(round).err"))
+            #expect(Self.waitUntil(20) { ((try? Self.measurementLines(s.lines("out\(round)"))) ?? []).count >= 2 })
+            // SIGTERM in the middle of whatever the session is doing.
+            usleep(UInt32(300_000 * (round + 1)))
+            w.signal(SIGTERM)
+            #expect(w.wait(timeout: 20) == 0, "\(s.text("watch\(round).err"))")
+        }
+        cuff.signal(SIGTERM)
+        #expect(cuff.wait(timeout: 10) == 0)
+        let stored = try Self.history(s.path("w.db"))
+        let keys = stored.map(Self.key)
+        #expect(Set(keys).count == keys.count, "a reading was stored twice")
+        // Stored records carry sequence numbers: each once, none confirmed and lost.
+        let totals = try #require(Self.simulatorTotals(s.text("sim.err")))
+        #expect(stored.count >= totals.confirmed)
+        #expect(stored.contains { $0["stored"] as? Bool == true }, "the readings taken while nobody listened did not arrive as stored")
+    }
+
+    @Test func sighupReopensStdoutAfterARotation() throws {
+        let s = try Scratch()
+        let cuff = try Spawned(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "60"], stderr: s.path("sim.err"))
+        #expect(Self.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
+        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("c.sock")], stdout: s.path("out"), stderr: s.path("err"))
+        #expect(Self.waitUntil(20) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 })
+        // logrotate: move the file away, then SIGHUP.
+        try FileManager.default.moveItem(atPath: s.path("out"), toPath: s.path("out.1"))
+        watch.signal(SIGHUP)
+        #expect(Self.waitUntil(20) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 }, "nothing written to the reopened file: \(s.text("err"))")
+        watch.signal(SIGTERM)
+        #expect(watch.wait(timeout: 20) == 0)
+        cuff.signal(SIGTERM)
+        _ = cuff.wait(timeout: 10)
+        let before = try Self.measurementLines(s.lines("out.1")).map(Self.key), after = try Self.measurementLines(s.lines("out")).map(Self.key)
+        #expect(!before.isEmpty && !after.isEmpty)
+        #expect(Set(before).isDisjoint(with: after), "a reading went to both files")
+        let mode = try FileManager.default.attributesOfItem(atPath: s.path("out"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(s.text("err").contains("SIGHUP"))
+    }
+
+    @Test func badTargetsAreClearErrors() throws {
+        let r = try CLI.run(["watch"])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("--connect"))
+        let r2 = try CLI.run(["watch", "--connect", "tcp:1.2.3.4"])
+        #expect(r2.status == 64)
+        #expect(r2.stderr.contains("unix:PATH"))
+    }
+
+    @Test func absentSocketIsRetriedWithBackoffUntilSIGTERM() throws {
+        let s = try Scratch()
+        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("nobody.sock")], stdout: s.path("out"), stderr: s.path("err"))
+        #expect(Self.waitUntil(5) { s.text("err").contains("retrying in") })
+        // Then the cuff appears: watch connects on its next try.
+        let cuff = try Spawned(["simulate", "--listen", "unix:" + s.path("nobody.sock"), "--every", "60", "--speed", "60"], stderr: s.path("sim.err"))
+        #expect(Self.waitUntil(30) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 }, "\(s.text("err"))")
+        watch.signal(SIGTERM)
+        #expect(watch.wait(timeout: 20) == 0)
+        cuff.signal(SIGTERM)
+        _ = cuff.wait(timeout: 10)
+    }
+}
