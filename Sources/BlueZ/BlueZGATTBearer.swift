@@ -22,7 +22,11 @@ import Transport
 ///   **bluetoothd has already confirmed the indication** before cuff sees it, so on this path
 ///   "stored before confirmed" is weaker than on the raw path;
 /// - `Device1.Connected` turning false → the link closed.
-public final class BlueZGATTBearer: ATTBearer {
+///
+/// For an event loop (``PollableBearer``) its descriptor is an epoll instance of its own watching
+/// the D-Bus socket and a doorbell rung whenever answers are queued or whole D-Bus messages sit
+/// in the buffer, so readiness means "``receiveNow()`` has something".
+public final class BlueZGATTBearer: PollableBearer {
     public let adapter: BluetoothAdapter
     public let peer: BluetoothAddress
     public var peerDescription: String { peer.type == .public ? peer.description : "\(peer)/random" }
@@ -51,12 +55,81 @@ public final class BlueZGATTBearer: ATTBearer {
     /// The whole value of the last Read, for the Read Blobs that follow it.
     private var lastRead: (handle: UInt16, value: [UInt8])?
 
-    init(bus: BlueZBus, adapter: BluetoothAdapter, peer: BluetoothAddress, database: AttributeDatabase) {
+    /// The epoll instance the event loop watches, and the doorbell's two ends.
+    private let epollFD: CInt
+    private let bell: (CInt, CInt)
+    private var rung = false
+
+    init(bus: BlueZBus, adapter: BluetoothAdapter, peer: BluetoothAddress, database: AttributeDatabase) throws(TransportError) {
         self.bus = bus
         self.adapter = adapter
         self.peer = peer
         devicePath = BlueZPaths.device(peer, on: adapter)
         server = GATTServer(database: database, preferredMTU: 517)
+        let ep: CInt
+        switch Sys.epollCreate() {
+        case .success(let fd): ep = fd
+        case .failure(let e): throw TransportError.system("epoll_create1", "bluetoothd bearer", e)
+        }
+        let pair: (CInt, CInt)
+        switch Sys.socketpair(domain: AF_UNIX, type: CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_CLOEXEC.rawValue) | CInt(SOCK_NONBLOCK.rawValue)) {
+        case .success(let p): pair = p
+        case .failure(let e):
+            _ = Sys.close(ep)
+            throw TransportError.system("socketpair", "bluetoothd bearer doorbell", e)
+        }
+        epollFD = ep
+        bell = pair
+        let epollIn: UInt32 = 0x001, add: CInt = 1
+        for fd in [bus.connection.fd, pair.1] {
+            if case .failure(let e) = Sys.epollControl(ep, add, fd, events: epollIn) {
+                _ = Sys.close(ep)
+                _ = Sys.close(pair.0)
+                _ = Sys.close(pair.1)
+                throw TransportError.system("epoll_ctl", "bluetoothd bearer", e)
+            }
+        }
+    }
+
+    /// Rings the doorbell while something is ready that the D-Bus socket's readiness won't show.
+    private func updateBell() {
+        let want = !outgoing.isEmpty || !stashed.isEmpty || bus.connection.hasBufferedMessage || (closedReason != nil && !closedReported)
+        if want && !rung {
+            let one: [UInt8] = [1]
+            _ = one.withUnsafeBytes { Sys.send(bell.0, $0, flags: CInt(MSG_NOSIGNAL)) }
+            rung = true
+        } else if !want && rung {
+            var buffer = [UInt8](repeating: 0, count: 16)
+            while case .success(let n) = buffer.withUnsafeMutableBytes({ Sys.recv(bell.1, $0, flags: CInt(MSG_DONTWAIT)) }), n > 0 {}
+            rung = false
+        }
+    }
+
+    private var closedReported = false
+
+    public var fileDescriptor: CInt? { isClosed ? nil : epollFD }
+
+    /// The next answer or event without waiting; nil when nothing is there.
+    public func receiveNow() throws(TransportError) -> BearerEvent? {
+        defer { updateBell() }
+        if !outgoing.isEmpty { return .pdu(outgoing.removeFirst()) }
+        if let closedReason {
+            closedReported = true
+            return .closed(closedReason)
+        }
+        while true {
+            let m: DBusMessage
+            if !stashed.isEmpty {
+                m = stashed.removeFirst()
+            } else {
+                guard let message = try bus.next(until: .now) else { return nil }
+                m = message
+            }
+            if let event = event(for: m) {
+                if case .closed = event { closedReported = true }
+                return event
+            }
+        }
     }
 
     /// Finds (discovering if bluetoothd does not know it yet), connects and resolves `peer`.
@@ -96,7 +169,7 @@ public final class BlueZGATTBearer: ATTBearer {
         objects = try bus.managedObjects()
         let name = objects[path]?["org.bluez.Device1"]?["Name"]?.stringValue
         let (database, layout, notes) = mirror(objects, devicePath: path, deviceName: name)
-        let bearer = BlueZGATTBearer(bus: bus, adapter: adapter, peer: peer, database: database)
+        let bearer = try BlueZGATTBearer(bus: bus, adapter: adapter, peer: peer, database: database)
         bearer.weConnected = weConnected
         bearer.notes = notes
         for c in layout.characteristics {
@@ -218,6 +291,7 @@ public final class BlueZGATTBearer: ATTBearer {
 
     public func send(_ pdu: [UInt8]) throws(TransportError) {
         guard !isClosed else { throw TransportError(.notConnected, "\(peerDescription) (bluetoothd): the bearer is closed") }
+        defer { updateBell() }
         guard let parsed = try? ATTPDU(parsing: pdu) else { return answerLocally(pdu) }
         switch parsed {
         case .readRequest(let h) where characteristicPaths[h] != nil || descriptors[h] != nil:
@@ -371,7 +445,10 @@ public final class BlueZGATTBearer: ATTBearer {
     public func raiseSecurity(to level: SecurityLevel) throws(TransportError) {
         guard level > .low, securityLevel < level else { return }
         var during: [DBusMessage] = []
-        defer { stashed += during }
+        defer {
+            stashed += during
+            updateBell()
+        }
         _ = try BlueZPairing.pair(peer, on: adapter, bus: bus, log: { self.notes.append($0) }, other: { during.append($0) })
     }
 
@@ -393,6 +470,9 @@ public final class BlueZGATTBearer: ATTBearer {
             if weConnected { _ = try? bus.call(devicePath, "org.bluez.Device1", "Disconnect", timeout: .seconds(5)) }
         }
         bus.close()
+        _ = Sys.close(epollFD)
+        _ = Sys.close(bell.0)
+        _ = Sys.close(bell.1)
     }
 }
 

@@ -69,8 +69,9 @@ enum BlueZCommands {
 
     /// Starts our MGMT pairing agent; when bluetoothd owns pairing, registers a NoInputNoOutput
     /// agent with it over D-Bus instead (and says what to do if that fails).
-    /// Either agent answers only for `peer` on `adapter`.
-    static func pairingAgent(_ adapter: BluetoothAdapter, peer: BluetoothAddress, log: @escaping @Sendable (String) -> Void) -> Agent? {
+    /// Either agent answers only for `peer` on `adapter` (nil: any device on `adapter`, as for
+    /// `cuff watch`, which follows several).
+    static func pairingAgent(_ adapter: BluetoothAdapter, peer: BluetoothAddress? = nil, log: @escaping @Sendable (String) -> Void) -> Agent? {
         if let advice = BluetoothDaemon.advice(simulating: false) {
             do {
                 return .dbus(try BlueZAgent(scope: AgentScope(adapter: adapter, device: peer), onEvent: { log("pairing agent (D-Bus): " + $0) }))
@@ -182,7 +183,7 @@ enum BlueZCommands {
             config.lastSequenceNumber = try? store.lastSequenceNumber(address: config.address)
         }
         hooks.log("connecting to \(peer) (\(peer.type)) through \(adapter)")
-        let bearer: any ATTBearer
+        let bearer: any PollableBearer
         do {
             if backend == .bluetoothd {
                 let b = try BlueZGATTBearer.connect(adapter: adapter, to: peer, bus: BlueZBus()) { hooks.log($0) }
