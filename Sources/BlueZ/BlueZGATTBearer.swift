@@ -500,13 +500,18 @@ extension BlueZDiscovery {
     /// AdvertisingFlags, Name, UUIDs, ManufacturerData, ServiceData, TxPower, RSSI), so the scan
     /// prints the same fields on both backends. The AD bytes are in a fixed order (flags, 16-bit
     /// UUIDs, name, TX power, manufacturer data, 16-bit service data), not the device's own; the
-    /// kind is `adv_ind`. nil without RSSI (bluetoothd knows the device but has not heard it in
-    /// this discovery) or without an address.
+    /// kind is `adv_ind`. nil without an address, and for a paired device not heard in this
+    /// discovery (no RSSI).
     public static func report(_ device: DBusValue) -> AdvertisingReport? {
-        guard let text = device["Address"]?.stringValue, let rssi = device["RSSI"].flatMap({ v -> Int16? in
+        guard let text = device["Address"]?.stringValue else { return nil }
+        let rssi: Int16? = device["RSSI"].flatMap { v -> Int16? in
             if case .int16(let n) = v { return n }
             return nil
-        }) else { return nil }
+        }
+        // Not heard in this discovery: still a device bluetoothd saw within its temporary-device
+        // timeout (30 s by default) when it keeps no bond for it; a paired device's object stays
+        // forever, so it counts only when heard now.
+        guard rssi != nil || device["Paired"]?.boolValue == false else { return nil }
         let type: BluetoothAddress.AddressType = device["AddressType"]?.stringValue == "random" ? .random : .public
         guard let address = BluetoothAddress(text, type: type) else { return nil }
         var ad: [ADStructure] = []
@@ -530,7 +535,7 @@ extension BlueZDiscovery {
         }
         let data = ad.flatMap(\.encoded)
         // 127: "not available", as the raw path reads it from HCI.
-        return AdvertisingReport(address: address, kind: .advInd, connectable: true, rssi: rssi == 127 ? nil : Int8(clamping: rssi), data: data)
+        return AdvertisingReport(address: address, kind: .advInd, connectable: true, rssi: rssi.flatMap { $0 == 127 ? nil : Int8(clamping: $0) }, data: data)
     }
 
     /// Runs our own LE discovery session on `adapter` for `duration` and calls `found` for every

@@ -80,7 +80,10 @@ struct BlueZGATTMirrorTests {
         #expect(r.localName == "cuff-sim")
         #expect(r.rssi == -40)
         #expect(r.flags == 0x06)
-        // Known but not heard in this discovery (no RSSI): not reported.
-        #expect(BlueZDiscovery.report(.dictionary([("Address", .string("00:AA:01:00:00:00"))])) == nil)
+        // A paired device not heard in this discovery (no RSSI): not reported; an unpaired one
+        // bluetoothd still keeps (seen within its temporary timeout) is, without RSSI.
+        #expect(BlueZDiscovery.report(.dictionary([("Address", .string("00:AA:01:00:00:00")), ("Paired", .boolean(true))])) == nil)
+        #expect(BlueZDiscovery.report(.dictionary([("Address", .string("00:AA:01:00:00:00")), ("Paired", .boolean(false))]))?.rssi == nil)
+        #expect(BlueZDiscovery.report(.dictionary([("Address", .string("00:AA:01:00:00:00")), ("Paired", .boolean(false))])) != nil)
     }
 }
