@@ -85,7 +85,7 @@ let package = Package(
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .target(
             name: "BlueZ",
-            dependencies: ["CBlueZ", "CuffCore", "Transport"],
+            dependencies: ["CBlueZ", "CuffCore", "GATT", "Transport"],
             swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
         ),
         .executableTarget(

@@ -6,9 +6,10 @@ set -euo pipefail
 pkgs=(libbluetooth-dev pkg-config libsqlite3-dev)
 if [ "${1:-}" = --test ]; then
   # postgresql: the tests run its binaries (/usr/lib/postgresql/N/bin) in a cluster of their own; openssl makes its test certificate.
-  pkgs+=(python3 python3-jsonschema tshark librsvg2-bin postgresql openssl)
+  # dbus-daemon: the D-Bus tests run a private bus.
+  pkgs+=(python3 python3-jsonschema tshark librsvg2-bin postgresql openssl dbus-daemon)
   if [ "${CUFF_VM_TEST:-1}" != 0 ]; then
-    pkgs+=(qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools)
+    pkgs+=(qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools python3-dbus python3-gi)
   fi
 fi
 missing=()

@@ -5,9 +5,52 @@ import Glibc
 import Synchronization
 import Transport
 
-/// A `NoInputNoOutput` `org.bluez.Agent1` on the system bus that accepts every pairing, on its
-/// own thread: for when bluetoothd runs (it answers the kernel's pairing questions itself and
-/// rejects them when no agent is registered). Without bluetoothd, ``PairingAgent`` answers on MGMT.
+/// What a cuff agent answers for: one device on one adapter (the one being paired or measured),
+/// or, for the simulator, which takes any central, any device on its adapter.
+public struct AgentScope: Sendable, Hashable, CustomStringConvertible {
+    public var adapter: BluetoothAdapter
+    /// nil: any device on ``adapter``.
+    public var device: BluetoothAddress?
+
+    public init(adapter: BluetoothAdapter, device: BluetoothAddress?) {
+        self.adapter = adapter
+        self.device = device
+    }
+
+    /// bluetoothd's object path for the device: `/org/bluez/hciN/dev_AA_BB_CC_DD_EE_FF`.
+    public var devicePath: String? { device.map { BlueZPaths.device($0, on: adapter) } }
+
+    /// Whether a request about the device object `path` is in scope.
+    public func contains(_ path: String) -> Bool {
+        if let devicePath { return path == devicePath }
+        let prefix = BlueZPaths.adapter(adapter) + "/dev_"
+        guard path.hasPrefix(prefix) else { return false }
+        let rest = path.dropFirst(prefix.count)
+        return rest.count == 17 && rest.allSatisfy { $0 == "_" || $0.isHexDigit }
+    }
+
+    public var description: String { device.map { "\($0) on \(adapter)" } ?? "any device on \(adapter)" }
+}
+
+/// bluetoothd's object paths.
+public enum BlueZPaths {
+    public static func adapter(_ adapter: BluetoothAdapter) -> String { "/org/bluez/\(adapter.name)" }
+    public static func device(_ device: BluetoothAddress, on adapter: BluetoothAdapter) -> String {
+        "/org/bluez/\(adapter.name)/dev_" + device.description.replacingColons()
+    }
+}
+
+extension String {
+    func replacingColons() -> String { String(map { $0 == ":" ? "_" : $0 }) }
+}
+
+/// A `NoInputNoOutput` `org.bluez.Agent1` on the system bus, on its own thread: for when
+/// bluetoothd runs (it answers the kernel's pairing questions itself and rejects them when no
+/// agent is registered). Without bluetoothd, ``PairingAgent`` answers on MGMT.
+///
+/// It accepts requests only for its ``AgentScope`` (the device being paired or measured, on the
+/// adapter in use). bluetoothd sends a default agent the requests of *every* adapter and device;
+/// all others get `org.bluez.Error.Rejected` and a log line.
 ///
 /// Registers with `org.bluez.AgentManager1.RegisterAgent` and `RequestDefaultAgent`; ``stop()``
 /// sends `UnregisterAgent` and closes. Needs a bus policy that lets the caller talk to `org.bluez`
@@ -16,10 +59,14 @@ public final class BlueZAgent: Sendable {
     private struct State {
         var log: [String] = []
         var answered = 0
+        var rejected = 0
+        var released = false
     }
 
     /// The agent's object path.
     public let path: String
+    /// The one device it accepts requests for.
+    public let scope: AgentScope
     private let connection: DBusConnection
     private let state = Mutex(State())
     private let wakeFDs: (CInt, CInt)
@@ -33,19 +80,20 @@ public final class BlueZAgent: Sendable {
     ///   - onEvent: called (on the agent's thread, after registration) with one line per call handled.
     /// - Throws: no bus, refused by policy, bluetoothd absent or refusing, thread creation failure.
     public convenience init(
-        busPath: String = DBusConnection.systemBusPath(), path: String = "/cuff/agent", timeout: Duration = .seconds(5),
+        scope: AgentScope, busPath: String = DBusConnection.systemBusPath(), path: String = "/cuff/agent", timeout: Duration = .seconds(5),
         onEvent: (@Sendable (String) -> Void)? = nil
     ) throws(TransportError) {
         let connection = try DBusConnection(path: busPath)
-        try self.init(connection: connection, path: path, timeout: timeout, onEvent: onEvent)
+        try self.init(connection: connection, scope: scope, path: path, timeout: timeout, onEvent: onEvent)
     }
 
     /// Over an already connected (not yet authenticated) socket: handshake, Hello, register, serve.
     package init(
-        connection: DBusConnection, path: String = "/cuff/agent", timeout: Duration = .seconds(5),
+        connection: DBusConnection, scope: AgentScope, path: String = "/cuff/agent", timeout: Duration = .seconds(5),
         onEvent: (@Sendable (String) -> Void)? = nil
     ) throws(TransportError) {
         self.path = path
+        self.scope = scope
         self.connection = connection
         self.onEvent = onEvent
         do {
@@ -57,7 +105,7 @@ public final class BlueZAgent: Sendable {
             connection.close()
             throw error
         }
-        var notes: [String] = ["agent: registered \(path) (NoInputNoOutput) as \(connection.uniqueName ?? "?")"]
+        var notes: [String] = ["agent: registered \(path) (NoInputNoOutput) as \(connection.uniqueName ?? "?"), answering only for \(scope)"]
         do {
             try connection.call(.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
                                       member: "RequestDefaultAgent", body: [.objectPath(path)]), timeout: timeout)
@@ -87,8 +135,12 @@ public final class BlueZAgent: Sendable {
 
     /// One line per event handled so far.
     public var log: [String] { state.withLock { $0.log } }
-    /// How many Agent1 calls were answered.
+    /// How many Agent1 calls were answered (accepted or rejected).
     public var callsAnswered: Int { state.withLock { $0.answered } }
+    /// Whether bluetoothd released the agent (`Release`: it is stopping or restarting).
+    public var wasReleased: Bool { state.withLock { $0.released } }
+    /// How many requests for other devices or adapters were rejected.
+    public var rejected: Int { state.withLock { $0.rejected } }
 
     private func note(_ line: String) {
         state.withLock { s in
@@ -97,8 +149,12 @@ public final class BlueZAgent: Sendable {
         onEvent?(line)
     }
 
+    /// The error name bluetoothd expects from an agent that says no.
+    public static let rejectedError = "org.bluez.Error.Rejected"
+
     /// What the agent answers to one incoming message, and a log line (pure; nil reply: none).
-    public static func response(to message: DBusMessage, path: String) -> (reply: DBusMessage?, line: String?) {
+    /// Requests naming a device other than `scope`'s get ``rejectedError``.
+    public static func response(to message: DBusMessage, path: String, scope: AgentScope) -> (reply: DBusMessage?, line: String?) {
         guard message.kind == .methodCall else { return (nil, nil) }
         let wantsReply = message.flags & DBusMessage.noReplyExpected == 0
         func answer(_ body: [DBusValue] = [], _ line: String?) -> (reply: DBusMessage?, line: String?) {
@@ -108,6 +164,13 @@ public final class BlueZAgent: Sendable {
         let args = message.body ?? []
         let device: String = if case .objectPath(let p)? = args.first { p } else { "?" }
         if message.path == path, message.interface == nil || message.interface == "org.bluez.Agent1" {
+            let known: Set<String> = ["RequestConfirmation", "RequestAuthorization", "AuthorizeService", "RequestPasskey",
+                                      "RequestPinCode", "DisplayPasskey", "DisplayPinCode"]
+            if known.contains(member), case .objectPath(let p)? = args.first, !scope.contains(p) {
+                let text = "cuff's agent answers only for \(scope); \(member) for \(TerminalText.escapingControlCharacters(p)) rejected"
+                return (wantsReply ? DBusMessage.errorReply(to: message, name: rejectedError, text: text) : nil,
+                        "agent: rejected \(member) for \(TerminalText.escapingControlCharacters(p)): not \(scope)")
+            }
             switch (member, message.signature) {
             case ("RequestConfirmation", "ou"):
                 let value: String = if case .uint32(let v)? = args.last { String(v) } else { "?" }
@@ -161,10 +224,14 @@ public final class BlueZAgent: Sendable {
                 return
             }
             guard let message else { continue }
-            let (reply, line) = Self.response(to: message, path: path)
+            let (reply, line) = Self.response(to: message, path: path, scope: scope)
+            if message.member == "Release", message.path == path { state.withLock { $0.released = true } }
             if let line { note(line) }
             if let reply {
-                state.withLock { $0.answered += 1 }
+                state.withLock { s in
+                    s.answered += 1
+                    if reply.errorName == Self.rejectedError { s.rejected += 1 }
+                }
                 do {
                     try connection.send(reply)
                 } catch {

@@ -76,6 +76,19 @@ public struct BluetoothAdapter: Sendable, Hashable, CustomStringConvertible {
         try mgmt.execute(MGMTCommand.setPowered(index: index, true), timeout: .seconds(10))
     }
 
+    /// Makes the adapter bondable (MGMT Set Bondable), as bluetoothd does at start: without it
+    /// the kernel pairs without bonding, hands out no keys to keep and drops them at disconnect.
+    /// Returns whether it changed anything. Needs CAP_NET_ADMIN.
+    @discardableResult
+    public func makeBondable() throws(TransportError) -> Bool {
+        let mgmt = try MGMTSocket()
+        defer { mgmt.close() }
+        let info = try mgmt.execute(MGMTCommand.readControllerInfo(index: index))
+        if MGMTCommand.isBondable(controllerInfo: info) == true { return false }
+        try mgmt.execute(MGMTCommand.setBondable(index: index, true))
+        return true
+    }
+
     /// All adapters the kernel knows (`HCIGETDEVLIST`), in index order.
     public static func list() throws(TransportError) -> [BluetoothAdapter] {
         let fd = try controlSocket()

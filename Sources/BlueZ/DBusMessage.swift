@@ -24,20 +24,34 @@ public enum DBusProtocolError: Error, Sendable, Equatable, CustomStringConvertib
     }
 }
 
-/// A basic D-Bus value (no containers: the agent's calls and replies need none).
-public enum DBusValue: Sendable, Equatable {
+/// A D-Bus value: the basic types, and the containers bluetoothd's object tree needs (arrays,
+/// structs, dict entries, variants).
+public indirect enum DBusValue: Sendable, Equatable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
     case uint16(UInt16)
     case int32(Int32)
     case uint32(UInt32)
+    case int64(Int64)
+    case uint64(UInt64)
+    case double(Double)
     case string(String)
     case objectPath(String)
     case signature(String)
+    /// A variant: the value carries its own signature.
+    case variant(DBusValue)
+    /// An array of elements of one type, given by its signature (so empty arrays have a type).
+    case array(element: String, [DBusValue])
+    case structure([DBusValue])
+    /// One `{key value}` entry of a dictionary (`a{..}`).
+    case dictEntry(DBusValue, DBusValue)
 
-    /// The one-character type code.
-    public var typeCode: Character {
+    /// The one-character type code of a basic value ('v', 'a', '(' or '{' for containers).
+    public var typeCode: Character { signature.first! }
+
+    /// This value's complete type signature.
+    public var signature: String {
         switch self {
         case .byte: "y"
         case .boolean: "b"
@@ -45,11 +59,81 @@ public enum DBusValue: Sendable, Equatable {
         case .uint16: "q"
         case .int32: "i"
         case .uint32: "u"
+        case .int64: "x"
+        case .uint64: "t"
+        case .double: "d"
         case .string: "s"
         case .objectPath: "o"
         case .signature: "g"
+        case .variant: "v"
+        case .array(let element, _): "a" + element
+        case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
+        case .dictEntry(let k, let v): "{" + k.signature + v.signature + "}"
         }
     }
+
+    /// A dictionary `a{sv}` from pairs.
+    public static func dictionary(_ pairs: [(String, DBusValue)]) -> DBusValue {
+        .array(element: "{sv}", pairs.map { .dictEntry(.string($0.0), .variant($0.1)) })
+    }
+
+    /// The entries of an `a{..}` value, keyed by string or object path; nil for anything else.
+    public var entries: [(String, DBusValue)]? {
+        guard case .array(_, let items) = self else { return nil }
+        var out: [(String, DBusValue)] = []
+        for item in items {
+            guard case .dictEntry(let k, let v) = item else { return nil }
+            switch k {
+            case .string(let key), .objectPath(let key): out.append((key, v))
+            default: return nil
+            }
+        }
+        return out
+    }
+
+    /// The value inside a variant (or the value itself).
+    public var unwrapped: DBusValue {
+        if case .variant(let v) = self { return v.unwrapped }
+        return self
+    }
+
+    /// Lookup in an `a{sv}` / `a{s..}`: the entry's value, variants unwrapped.
+    public subscript(key: String) -> DBusValue? {
+        entries?.first { $0.0 == key }?.1.unwrapped
+    }
+
+    public var stringValue: String? {
+        switch unwrapped {
+        case .string(let s), .objectPath(let s): s
+        default: nil
+        }
+    }
+
+    public var boolValue: Bool? {
+        if case .boolean(let b) = unwrapped { return b }
+        return nil
+    }
+
+    /// `ay` as bytes.
+    public var bytesValue: [UInt8]? {
+        guard case .array("y", let items) = unwrapped else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(items.count)
+        for i in items {
+            guard case .byte(let b) = i else { return nil }
+            out.append(b)
+        }
+        return out
+    }
+
+    /// `as` as strings.
+    public var stringsValue: [String]? {
+        guard case .array("s", let items) = unwrapped else { return nil }
+        return items.compactMap { if case .string(let s) = $0 { s } else { nil } }
+    }
+
+    /// `ay` from bytes.
+    public static func bytes(_ b: [UInt8]) -> DBusValue { .array(element: "y", b.map(DBusValue.byte)) }
 }
 
 /// Writes D-Bus wire format (little-endian); alignment is relative to the start of `bytes`,
@@ -90,6 +174,11 @@ struct DBusWriter {
         bytes.append(0)
     }
 
+    mutating func u64(_ v: UInt64) {
+        pad(to: 8)
+        for i in 0..<8 { bytes.append(UInt8((v >> (8 * UInt64(i))) & 0xFF)) }
+    }
+
     mutating func value(_ v: DBusValue) {
         switch v {
         case .byte(let b): u8(b)
@@ -98,14 +187,92 @@ struct DBusWriter {
         case .uint16(let n): u16(n)
         case .int32(let n): u32(UInt32(bitPattern: n))
         case .uint32(let n): u32(n)
+        case .int64(let n): u64(UInt64(bitPattern: n))
+        case .uint64(let n): u64(n)
+        case .double(let d): u64(d.bitPattern)
         case .string(let s), .objectPath(let s): string(s)
         case .signature(let s): signature(s)
+        case .variant(let inner): variant(inner)
+        case .array(let element, let items):
+            u32(0)
+            let lengthAt = bytes.count - 4
+            pad(to: DBusSignature.alignment(of: element))
+            let start = bytes.count
+            for i in items { value(i) }
+            let n = UInt32(bytes.count - start)
+            for i in 0..<4 { bytes[lengthAt + i] = UInt8((n >> (8 * UInt32(i))) & 0xFF) }
+        case .structure(let fields):
+            pad(to: 8)
+            for f in fields { value(f) }
+        case .dictEntry(let k, let v):
+            pad(to: 8)
+            value(k)
+            value(v)
         }
     }
 
     mutating func variant(_ v: DBusValue) {
-        signature(String(v.typeCode))
+        signature(v.signature)
         value(v)
+    }
+}
+
+/// Signature helpers: complete types and alignments.
+enum DBusSignature {
+    static func alignment(of type: some StringProtocol) -> Int {
+        switch type.first {
+        case "y", "g", "v": 1
+        case "n", "q": 2
+        case "b", "i", "u", "s", "o", "a": 4
+        case "x", "t", "d", "(", "{": 8
+        default: 1
+        }
+    }
+
+    /// Splits off the first complete type of `sig`.
+    static func firstComplete(_ sig: Substring) throws(DBusProtocolError) -> (Substring, Substring) {
+        guard let c = sig.first else { throw .malformed("signature: empty where a type was expected") }
+        switch c {
+        case "a":
+            let (element, rest) = try firstComplete(sig.dropFirst())
+            return (sig[sig.startIndex..<element.endIndex], rest)
+        case "(", "{":
+            let close: Character = c == "(" ? ")" : "}"
+            var depth = 0
+            var i = sig.startIndex
+            while i < sig.endIndex {
+                let ch = sig[i]
+                if ch == "(" || ch == "{" { depth += 1 }
+                if ch == ")" || ch == "}" {
+                    depth -= 1
+                    if depth == 0 {
+                        guard ch == close else { throw .malformed("signature \(sig): mismatched brackets") }
+                        let end = sig.index(after: i)
+                        return (sig[sig.startIndex..<end], sig[end...])
+                    }
+                }
+                guard depth <= 32 else { throw .malformed("signature: nested deeper than 32") }
+                i = sig.index(after: i)
+            }
+            throw .malformed("signature \(sig): unclosed bracket")
+        case "y", "b", "n", "q", "i", "u", "x", "t", "d", "s", "o", "g", "v":
+            let end = sig.index(after: sig.startIndex)
+            return (sig[sig.startIndex..<end], sig[end...])
+        default:
+            throw .unsupported("type '\(c)'")
+        }
+    }
+
+    /// The complete types of `sig`, in order.
+    static func split(_ sig: String) throws(DBusProtocolError) -> [Substring] {
+        var rest = sig[...]
+        var out: [Substring] = []
+        while !rest.isEmpty {
+            let (t, r) = try firstComplete(rest)
+            out.append(t)
+            rest = r
+        }
+        return out
     }
 }
 
@@ -181,30 +348,88 @@ struct DBusReader {
         return try text(count: n, what)
     }
 
+    mutating func u64(_ what: String) throws(DBusProtocolError) -> UInt64 {
+        try align(8, what)
+        let s = try take(8, what)
+        var v: UInt64 = 0
+        for i in 0..<8 {
+            let byte = UInt64(s[s.startIndex + (bigEndian ? i : 7 - i)])
+            v = v << 8 | byte
+        }
+        return v
+    }
+
     mutating func value(_ code: Character, _ what: String) throws(DBusProtocolError) -> DBusValue {
+        try value(type: Substring(String(code)), what, depth: 0)
+    }
+
+    /// One value of the complete type `type`; `depth` bounds nesting (hostile input).
+    mutating func value(type: Substring, _ what: String, depth: Int) throws(DBusProtocolError) -> DBusValue {
+        guard depth <= 32 else { throw .malformed("\(what): values nested deeper than 32") }
+        guard let code = type.first else { throw .malformed("\(what): empty type") }
         switch code {
-        case "y": .byte(try u8(what))
+        case "y": return .byte(try u8(what))
         case "b":
             switch try u32(what) {
-            case 0: .boolean(false)
-            case 1: .boolean(true)
+            case 0: return .boolean(false)
+            case 1: return .boolean(true)
             default: throw .malformed("\(what): boolean not 0 or 1")
             }
-        case "n": .int16(Int16(bitPattern: try u16(what)))
-        case "q": .uint16(try u16(what))
-        case "i": .int32(Int32(bitPattern: try u32(what)))
-        case "u": .uint32(try u32(what))
-        case "s": .string(try string(what))
-        case "o": .objectPath(try string(what))
-        case "g": .signature(try signature(what))
-        default: throw .unsupported("type '\(code)' in \(what)")
+        case "n": return .int16(Int16(bitPattern: try u16(what)))
+        case "q": return .uint16(try u16(what))
+        case "i": return .int32(Int32(bitPattern: try u32(what)))
+        case "u": return .uint32(try u32(what))
+        case "x": return .int64(Int64(bitPattern: try u64(what)))
+        case "t": return .uint64(try u64(what))
+        case "d": return .double(Double(bitPattern: try u64(what)))
+        case "s": return .string(try string(what))
+        case "o": return .objectPath(try string(what))
+        case "g": return .signature(try signature(what))
+        case "v":
+            let sig = try signature("\(what) variant signature")
+            let (inner, rest) = try DBusSignature.firstComplete(sig[...])
+            guard rest.isEmpty else { throw .malformed("\(what): variant signature '\(sig)' is not one type") }
+            return .variant(try value(type: inner, what, depth: depth + 1))
+        case "a":
+            let element = type.dropFirst()
+            let n = Int(try u32("\(what) array length"))
+            guard n <= 1 << 26 else { throw .tooLong("\(what): array of \(n) bytes") }
+            try align(DBusSignature.alignment(of: element), what)
+            let end = position + n
+            guard end <= bytes.count else { throw .truncated("\(what): array of \(n) bytes, \(remaining) left") }
+            var items: [DBusValue] = []
+            while position < end {
+                items.append(try value(type: element, what, depth: depth + 1))
+            }
+            guard position == end else { throw .malformed("\(what): array elements overrun its length") }
+            return .array(element: String(element), items)
+        case "(":
+            try align(8, what)
+            var fields: [DBusValue] = []
+            var rest = type.dropFirst().dropLast()
+            while !rest.isEmpty {
+                let (t, r) = try DBusSignature.firstComplete(rest)
+                fields.append(try value(type: t, what, depth: depth + 1))
+                rest = r
+            }
+            return .structure(fields)
+        case "{":
+            try align(8, what)
+            let inner = type.dropFirst().dropLast()
+            let (k, r) = try DBusSignature.firstComplete(inner)
+            let (v, end) = try DBusSignature.firstComplete(r)
+            guard end.isEmpty else { throw .malformed("\(what): dict entry type \(type)") }
+            let key = try value(type: k, what, depth: depth + 1)
+            return .dictEntry(key, try value(type: v, what, depth: depth + 1))
+        default:
+            throw .unsupported("type '\(code)' in \(what)")
         }
     }
 
     mutating func variant(_ what: String) throws(DBusProtocolError) -> DBusValue {
-        let sig = try signature("\(what) signature")
-        guard sig.count == 1, let code = sig.first else { throw .unsupported("variant of type '\(sig)' in \(what)") }
-        return try value(code, what)
+        let v = try value(type: "v", what, depth: 0)
+        if case .variant(let inner) = v { return inner }
+        return v
     }
 }
 
@@ -253,7 +478,7 @@ public struct DBusMessage: Sendable, Equatable {
         self.destination = destination
         self.sender = sender
         self.body = body
-        self.signature = String(body.map(\.typeCode))
+        self.signature = body.map(\.signature).joined()
     }
 
     /// A method call.
@@ -296,7 +521,7 @@ public struct DBusMessage: Sendable, Equatable {
         field(5, replySerial.map(DBusValue.uint32))
         field(6, destination.map(DBusValue.string))
         field(7, sender.map(DBusValue.string))
-        let sig = String((self.body ?? []).map(\.typeCode))
+        let sig = (self.body ?? []).map(\.signature).joined()
         field(8, sig.isEmpty ? nil : .signature(sig))
         let fieldsLength = UInt32(w.bytes.count - fieldsStart)
         for i in 0..<4 { w.bytes[12 + i] = UInt8((fieldsLength >> (8 * UInt32(i))) & 0xFF) }
@@ -370,14 +595,10 @@ public struct DBusMessage: Sendable, Equatable {
         signature = sig
         var b = DBusReader(bytes, position: bodyStart, base: bodyStart, bigEndian: big)
         var values: [DBusValue]? = []
-        for code in sig {
-            guard "ybnqiusog".contains(code) else {
-                values = nil  // containers: keep only the signature
-                break
-            }
-            values!.append(try b.value(code, "body"))
+        for type in try DBusSignature.split(sig) {
+            values!.append(try b.value(type: type, "body", depth: 0))
         }
-        if values != nil, b.position != bytes.count { throw .malformed("body: \(bytes.count - b.position) bytes beyond signature '\(sig)'") }
+        if b.position != bytes.count { throw .malformed("body: \(bytes.count - b.position) bytes beyond signature '\(sig)'") }
         body = values
         switch kind {
         case .methodCall where path == nil || member == nil: throw .malformed("method call without path or member")

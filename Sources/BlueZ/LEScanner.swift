@@ -7,30 +7,44 @@ import Transport
 /// LE Advertising Reports (legacy and extended) from the adapter's raw HCI socket.
 ///
 /// Chosen over MGMT Start Discovery because it needs no bluetoothd, shows every advertisement
-/// with its raw AD bytes, and works the same on every kernel. Needs CAP_NET_RAW. Where the
-/// controller is already scanning (the kernel's background scan, bluetoothd discovery) the enable
-/// is refused with "command disallowed"; the scanner then listens to the reports of that scan and
-/// says so in ``notes``. ``stop()`` (or deinit) turns scanning off again if we turned it on.
+/// with its raw AD bytes, and works the same on every kernel. Needs CAP_NET_RAW.
+///
+/// **Never breaks another owner's scan.** A raw socket sees every report the controller sends,
+/// whoever started the scan, so when the controller already scans (bluetoothd discovery, the
+/// kernel's background scan) cuff only listens. It finds that out without touching the scan:
+/// the controller refuses LE Set Scan Parameters with "command disallowed" while scanning is
+/// enabled (Core spec, Vol 4 Part E 7.8.10), and does the same for legacy commands once the host
+/// uses extended scanning. Only when the parameters were accepted (nobody scans) does cuff enable
+/// its own scan, and ``stop()`` turns off exactly that scan, leaving the controller as it was.
+/// (Before 2026-11 cuff disabled any running scan first, and bluetoothd's discovery then found
+/// nothing while still saying `Discovering: yes`.)
 public final class LEScanner {
     public let adapter: BluetoothAdapter
     private let socket: HCISocket
     private var enabledByUs = false
     /// Things the user should know about this scan (e.g. reusing someone else's scan).
     public private(set) var notes: [String] = []
+    /// Whether this scanner turned scanning on (false: it listens to a scan someone else runs).
+    public var ownsScan: Bool { enabledByUs }
 
-    /// Starts scanning.
+    /// Starts scanning, or listens to the scan already running.
     ///
     /// - Parameter active: send scan requests (to get scan responses, where names often are).
     public init(adapter: BluetoothAdapter, active: Bool = true) throws(TransportError) {
         self.adapter = adapter
         socket = try HCISocket(adapter: adapter)
-        _ = try? socket.execute(.leSetScanEnable(false))  // may already be off: refusal is fine
         do {
             try socket.execute(.leSetScanParameters(active: active, interval: 0x0060, window: 0x0030))
+        } catch where error.message.contains("command disallowed") {
+            notes.append("\(adapter) is already scanning (bluetoothd discovery, the kernel's background scan, or extended scanning); listening to its reports and leaving that scan alone")
+            return
+        }
+        do {
             try socket.execute(.leSetScanEnable(true, filterDuplicates: false))
             enabledByUs = true
         } catch where error.message.contains("command disallowed") {
-            notes.append("\(adapter) is already scanning (or uses extended scanning); listening to its reports")
+            // Someone enabled a scan between the two commands: theirs now, listen to it.
+            notes.append("\(adapter) started scanning meanwhile; listening to its reports")
         }
     }
 

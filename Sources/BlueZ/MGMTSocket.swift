@@ -96,6 +96,17 @@ extension MGMTCommand {
         MGMTPacket(code: 0x0005, index: index, parameters: [on ? 1 : 0])
     }
 
+    /// Set Bondable (0x0009).
+    public static func setBondable(index: UInt16, _ on: Bool) -> MGMTPacket {
+        MGMTPacket(code: 0x0009, index: index, parameters: [on ? 1 : 0])
+    }
+
+    /// Current Settings bit 4 of a Read Controller Information reply: bondable.
+    public static func isBondable(controllerInfo ret: [UInt8]) -> Bool? {
+        guard ret.count >= 17 else { return nil }
+        return ret[13] & 0x10 != 0
+    }
+
     /// Current Settings bit 0 of a Read Controller Information reply: powered.
     public static func isPowered(controllerInfo ret: [UInt8]) -> Bool? {
         // address(6) version(1) manufacturer(2) supported(4) current(4) …

@@ -25,12 +25,15 @@ public final class PairingAgent: Sendable {
         var confirmations = 0
         var passkeys = 0
         var failures = 0
+        var keyEvents: [MGMTPacket] = []
     }
 
     /// The passkey given for User Passkey Requests.
     public let passkey: UInt32
     /// Only answer for this adapter (nil: all).
     public let adapter: BluetoothAdapter?
+    /// Only answer for this peer (nil: any, e.g. the simulator, which takes any central).
+    public let peer: BluetoothAddress?
     private let state = Mutex(State())
     private let mgmtFD: CInt
     private let wakeFDs: (CInt, CInt)
@@ -43,9 +46,10 @@ public final class PairingAgent: Sendable {
     ///   - passkey: 0…999999, for passkey entry.
     ///   - onEvent: called on the agent's thread with one line per event handled (for logs).
     /// - Throws: Bluetooth absent, no CAP_NET_ADMIN (with what to do), thread creation failure.
-    public init(adapter: BluetoothAdapter? = nil, passkey: UInt32 = 0, onEvent: (@Sendable (String) -> Void)? = nil) throws(TransportError) {
+    public init(adapter: BluetoothAdapter? = nil, peer: BluetoothAddress? = nil, passkey: UInt32 = 0, onEvent: (@Sendable (String) -> Void)? = nil) throws(TransportError) {
         precondition(passkey <= 999_999, "a passkey has six decimal digits")
         self.adapter = adapter
+        self.peer = peer
         self.passkey = passkey
         self.onEvent = onEvent
         if !Self.hasNetAdmin() {
@@ -88,6 +92,9 @@ public final class PairingAgent: Sendable {
     public var confirmationsAnswered: Int { state.withLock { $0.confirmations } }
     /// How many passkey requests were answered.
     public var passkeysAnswered: Int { state.withLock { $0.passkeys } }
+    /// The key events (New Long Term Key, New IRK, New CSRK) of this agent's adapter, in order:
+    /// what the raw path's bond store keeps.
+    public var keyEvents: [MGMTPacket] { state.withLock { $0.keyEvents } }
     /// How many pairings the kernel reported as failed.
     public var failures: Int { state.withLock { $0.failures } }
 
@@ -126,10 +133,20 @@ public final class PairingAgent: Sendable {
     ///
     /// - Parameters:
     ///   - adapter: only answer events of this controller (nil: all).
-    public static func response(to bytes: [UInt8], passkey: UInt32, adapter: BluetoothAdapter?) -> (reply: MGMTPacket?, line: String?, event: MGMTEvent?) {
+    ///   - peer: only answer pairing questions about this device (nil: any). Others are logged and
+    ///     left to whoever else listens on MGMT (another program may be pairing that device).
+    public static func response(to bytes: [UInt8], passkey: UInt32, adapter: BluetoothAdapter?, peer: BluetoothAddress? = nil) -> (reply: MGMTPacket?, line: String?, event: MGMTEvent?) {
         guard let packet = try? MGMTPacket(parsing: bytes), let event = try? MGMTEvent(packet) else { return (nil, nil, nil) }
         if let adapter, packet.index != adapter.index { return (nil, nil, event) }
         let hci = "hci\(packet.index)"
+        if let peer {
+            switch event {
+            case .userConfirmationRequest(let a, _, _) where a.address.rawValue != peer.rawValue,
+                 .userPasskeyRequest(let a) where a.address.rawValue != peer.rawValue:
+                return (nil, "agent: \(hci) pairing question for \(a) left unanswered: cuff answers only for \(peer)", event)
+            default: break
+            }
+        }
         switch event {
         case .userConfirmationRequest(let a, let hint, let value):
             return (MGMTCommand.userConfirmationReply(index: packet.index, a),
@@ -150,7 +167,13 @@ public final class PairingAgent: Sendable {
     }
 
     private func handle(_ bytes: [UInt8]) {
-        let (reply, line, event) = Self.response(to: bytes, passkey: passkey, adapter: adapter)
+        if let packet = try? MGMTPacket(parsing: bytes), [0x000A, 0x0018, 0x0019].contains(packet.code),
+           adapter == nil || packet.index == adapter?.index {
+            state.withLock { s in
+                if s.keyEvents.count < 64 { s.keyEvents.append(packet) }
+            }
+        }
+        let (reply, line, event) = Self.response(to: bytes, passkey: passkey, adapter: adapter, peer: peer)
         switch event {
         case .userConfirmationRequest? where reply != nil: state.withLock { $0.confirmations += 1 }
         case .userPasskeyRequest? where reply != nil: state.withLock { $0.passkeys += 1 }

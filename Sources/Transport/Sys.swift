@@ -233,6 +233,16 @@ package enum Sys {
         return valueOrErrno(retryOnInterrupt: true) { system_fstat(fd, &st) }.map { _ in st }
     }
 
+    /// Renames `from` to `to` (atomically replacing it). The corresponding C function is `rename`.
+    package static func rename(_ from: String, _ to: String) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_rename(from, to) }.map { _ in () }
+    }
+
+    /// Makes a directory (EEXIST when it is there). The corresponding C function is `mkdir`.
+    package static func mkdir(_ path: String, _ mode: mode_t) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { system_mkdir(path, mode) }.map { _ in () }
+    }
+
     /// Sets an open file's permission bits. The corresponding C function is `fchmod`.
     package static func fchmod(_ fd: CInt, _ mode: mode_t) -> Result<Void, Errno> {
         valueOrErrno(retryOnInterrupt: true) { system_fchmod(fd, mode) }.map { _ in () }

@@ -171,6 +171,18 @@ package func system_fchmod(_ fd: CInt, _ mode: mode_t) -> CInt {
     return Glibc.fchmod(fd, mode)
 }
 
+/// The corresponding C function is `rename`.
+package func system_rename(_ from: String, _ to: String) -> CInt {
+    if let r = mock("rename") { return CInt(r) }
+    return Glibc.rename(from, to)
+}
+
+/// The corresponding C function is `mkdir`.
+package func system_mkdir(_ path: String, _ mode: mode_t) -> CInt {
+    if let r = mock("mkdir", Int(mode)) { return CInt(r) }
+    return Glibc.mkdir(path, mode)
+}
+
 /// The corresponding C function is `fsync`.
 package func system_fsync(_ fd: CInt) -> CInt {
     if let r = mock("fsync", Int(fd)) { return CInt(r) }

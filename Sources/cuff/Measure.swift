@@ -39,6 +39,12 @@ struct Measure: ParsableCommand {
     @Option(help: "Bluetooth adapter for a real cuff.")
     var adapter: String = "hci0"
 
+    @Option(help: Backend.help)
+    var backend: Backend = .auto
+
+    @Option(help: BlueZCommands.bondsHelp)
+    var bonds: String?
+
     @Option(help: "Link security to ask for at once: low (default), medium (encrypted, Just Works) or high (MITM). Raised anyway when the cuff asks.")
     var security: SecurityLevel?
 
@@ -152,7 +158,7 @@ struct Measure: ParsableCommand {
             sinkFailed = driver.sinkFailure != nil
         } else {
             (outcome, exit, sinkFailed) = try BlueZCommands.measure(
-                address: address!, adapter: adapter, configuration: { self.sessionConfiguration(address: $0) }, hooks: hooks,
+                address: address!, adapter: adapter, backend: backend, bonds: bonds, configuration: { self.sessionConfiguration(address: $0) }, hooks: hooks,
                 signals: signals, stopAfter: stopAfterDuration, store: store)
         }
         recording?.finish()

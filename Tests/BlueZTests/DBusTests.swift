@@ -99,7 +99,7 @@ struct DBusMarshallingTests {
         let call = DBusMessage(kind: .methodCall, serial: 7, path: "/cuff/agent", interface: "org.bluez.Agent1",
                                member: "RequestConfirmation", sender: ":1.1",
                                body: [.objectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01"), .uint32(0)])
-        let (reply, line) = BlueZAgent.response(to: call, path: "/cuff/agent")
+        let (reply, line) = BlueZAgent.response(to: call, path: "/cuff/agent", scope: BlueZAgentResponseTests.scope)
         #expect(line?.contains("accept") == true)
         #expect(reply.map { Hex.encode($0.encoded(serial: 4)) } == Hex.encode(DBusBytes.confirmationReply))
     }
@@ -142,6 +142,33 @@ struct DBusMarshallingTests {
 
 @Suite("BlueZ Agent1 answers")
 struct BlueZAgentResponseTests {
+    /// The device these tests' agent pairs: btvirt's second controller, seen from hci0.
+    static let scope = AgentScope(adapter: BluetoothAdapter(index: 0), device: BluetoothAddress("00:AA:01:01:00:01")!)
+
+    @Test func devicePaths() {
+        #expect(Self.scope.devicePath == "/org/bluez/hci0/dev_00_AA_01_01_00_01")
+        #expect(BlueZPaths.adapter(BluetoothAdapter(index: 3)) == "/org/bluez/hci3")
+    }
+
+    @Test func rejectsRequestsForAnyOtherDeviceOrAdapter() {
+        let others = ["/org/bluez/hci1/dev_00_AA_01_01_00_01", "/org/bluez/hci0/dev_00_AA_01_01_00_02",
+                      "/org/bluez/hci0/dev_00_AA_01_01_00_01/x", "/org/bluez/hci0/dev_00_aa_01_01_00_01"]
+        for other in others {
+            let dev = DBusValue.objectPath(other)
+            let cases: [(String, [DBusValue])] = [
+                ("RequestConfirmation", [dev, .uint32(1)]), ("RequestAuthorization", [dev]), ("AuthorizeService", [dev, .string("1810")]),
+                ("RequestPasskey", [dev]), ("RequestPinCode", [dev]), ("DisplayPasskey", [dev, .uint32(1), .uint16(0)]),
+                ("DisplayPinCode", [dev, .string("1234")]),
+            ]
+            for (member, args) in cases {
+                let (reply, line) = BlueZAgent.response(to: Self.call(member, args), path: "/cuff/agent", scope: Self.scope)
+                #expect(reply?.kind == .error, "\(member) \(other)")
+                #expect(reply?.errorName == "org.bluez.Error.Rejected")
+                #expect(reply?.replySerial == 3)
+                #expect(line == "agent: rejected \(member) for \(other): not 00:AA:01:01:00:01 on hci0")
+            }
+        }
+    }
     static func call(_ member: String, _ body: [DBusValue], path: String = "/cuff/agent", flags: UInt8 = 0) -> DBusMessage {
         DBusMessage(kind: .methodCall, flags: flags, serial: 3, path: path, interface: "org.bluez.Agent1", member: member,
                     sender: ":1.1", body: body)
@@ -156,7 +183,7 @@ struct BlueZAgentResponseTests {
             ("DisplayPinCode", [dev, .string("1234")], []), ("Release", [], []), ("Cancel", [], []),
         ]
         for (member, args, expected) in cases {
-            let reply = BlueZAgent.response(to: Self.call(member, args), path: "/cuff/agent").reply
+            let reply = BlueZAgent.response(to: Self.call(member, args), path: "/cuff/agent", scope: Self.scope).reply
             #expect(reply?.kind == .methodReturn, "\(member)")
             #expect(reply?.replySerial == 3)
             #expect(reply?.destination == ":1.1")
@@ -167,14 +194,14 @@ struct BlueZAgentResponseTests {
     @Test func refusesUnknownCalls() {
         for m in [Self.call("Frobnicate", []), Self.call("RequestConfirmation", [.uint32(1)]),
                   Self.call("Release", [], path: "/other")] {
-            let reply = BlueZAgent.response(to: m, path: "/cuff/agent").reply
+            let reply = BlueZAgent.response(to: m, path: "/cuff/agent", scope: Self.scope).reply
             #expect(reply?.kind == .error)
             #expect(reply?.errorName == "org.freedesktop.DBus.Error.UnknownMethod")
         }
-        #expect(BlueZAgent.response(to: Self.call("Frobnicate", [], flags: DBusMessage.noReplyExpected), path: "/cuff/agent").reply == nil)
-        #expect(BlueZAgent.response(to: Self.call("Release", [], flags: DBusMessage.noReplyExpected), path: "/cuff/agent").reply == nil)
+        #expect(BlueZAgent.response(to: Self.call("Frobnicate", [], flags: DBusMessage.noReplyExpected), path: "/cuff/agent", scope: Self.scope).reply == nil)
+        #expect(BlueZAgent.response(to: Self.call("Release", [], flags: DBusMessage.noReplyExpected), path: "/cuff/agent", scope: Self.scope).reply == nil)
         let signal = DBusMessage(kind: .signal, serial: 2, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameAcquired", body: [.string(":1.5")])
-        #expect(BlueZAgent.response(to: signal, path: "/cuff/agent").reply == nil)
+        #expect(BlueZAgent.response(to: signal, path: "/cuff/agent", scope: Self.scope).reply == nil)
     }
 }
 
@@ -272,7 +299,7 @@ struct DBusAgentScriptTests {
             bus.reply(to: unregister, serial: 9)
             return seen
         }
-        let agent = try BlueZAgent(connection: DBusConnection(fd: ours))
+        let agent = try BlueZAgent(connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope)
         let deadline = ContinuousClock.now + .seconds(5)
         while agent.callsAnswered < 2 && ContinuousClock.now < deadline { usleep(10_000) }
         agent.stop()
@@ -298,7 +325,7 @@ struct DBusAgentScriptTests {
             bus.write(Array("REJECTED EXTERNAL\r\n".utf8))
             return true
         }
-        #expect(throws: TransportError.self) { try BlueZAgent(connection: DBusConnection(fd: ours), timeout: .seconds(2)) }
+        #expect(throws: TransportError.self) { try BlueZAgent(connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, timeout: .seconds(2)) }
         _ = script.join()
     }
 
@@ -314,7 +341,7 @@ struct DBusAgentScriptTests {
             bus.write(Hex.decode("6c020101 ffffff7f 01000000 08000000")!)  // 2 GiB body announced
             return true
         }
-        let error = #expect(throws: TransportError.self) { try BlueZAgent(connection: DBusConnection(fd: ours), timeout: .seconds(2)) }
+        let error = #expect(throws: TransportError.self) { try BlueZAgent(connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, timeout: .seconds(2)) }
         #expect(error?.message.contains("too long") == true)
         _ = script.join()
     }
@@ -333,8 +360,51 @@ struct DBusAgentScriptTests {
             bus.write(DBusMessage.errorReply(to: register, name: "org.freedesktop.DBus.Error.ServiceUnknown", text: "The name org.bluez was not provided"), serial: 3)
             return true
         }
-        let error = #expect(throws: TransportError.self) { try BlueZAgent(connection: DBusConnection(fd: ours), timeout: .seconds(2)) }
+        let error = #expect(throws: TransportError.self) { try BlueZAgent(connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, timeout: .seconds(2)) }
         #expect(error?.message.contains("ServiceUnknown") == true)
         #expect(script.join() == true)
+    }
+}
+
+@Suite("D-Bus containers (bluetoothd's object tree)")
+struct DBusContainerTests {
+    /// A GetManagedObjects reply as bluetoothd shapes it: a{oa{sa{sv}}} with an ay Value, an as
+    /// Flags, a boolean and an int16, through the wire and back.
+    @Test func managedObjectsRoundTrip() throws {
+        let char = DBusValue.dictionary([
+            ("UUID", .string("00002a35-0000-1000-8000-00805f9b34fb")), ("Flags", .array(element: "s", [.string("indicate")])),
+            ("Value", .bytes([0x1E, 0x78, 0x00])), ("Notifying", .boolean(false)), ("RSSI", .int16(-42)),
+        ])
+        let objects = DBusValue.array(element: "{oa{sa{sv}}}", [
+            .dictEntry(.objectPath("/org/bluez/hci1/dev_00_AA_01_00_00_00/service000a/char000b"),
+                       .array(element: "{sa{sv}}", [.dictEntry(.string("org.bluez.GattCharacteristic1"), char)])),
+            .dictEntry(.objectPath("/org/bluez/hci1"), .array(element: "{sa{sv}}", [])),
+        ])
+        var m = DBusMessage(kind: .methodReturn, replySerial: 4, body: [objects])
+        m.serial = 9
+        #expect(m.signature == "a{oa{sa{sv}}}")
+        let parsed = try DBusMessage(parsing: m.encoded(serial: 9))
+        #expect(parsed == m)
+        let tree = try #require(parsed.body?.first?.entries)
+        #expect(tree.count == 2)
+        let props = try #require(tree[0].1.entries?.first?.1)
+        #expect(props["Value"]?.bytesValue == [0x1E, 0x78, 0x00])
+        #expect(props["Flags"]?.stringsValue == ["indicate"])
+        #expect(props["UUID"]?.stringValue == "00002a35-0000-1000-8000-00805f9b34fb")
+        #expect(props["Notifying"]?.boolValue == false)
+        #expect(props["RSSI"] == .int16(-42))
+    }
+
+    @Test func hostileContainersAreRefused() throws {
+        // An array announcing more bytes than the body has; nesting too deep.
+        var m = DBusMessage(kind: .methodReturn, replySerial: 1, body: [.bytes([1, 2, 3, 4])])
+        var bytes = m.encoded(serial: 2)
+        let bodyStart = bytes.count - 8
+        bytes[bodyStart] = 0xFF
+        #expect(throws: DBusProtocolError.self) { try DBusMessage(parsing: bytes) }
+        var deep = DBusValue.byte(1)
+        for _ in 0..<40 { deep = .variant(deep) }
+        m = DBusMessage(kind: .methodReturn, replySerial: 1, body: [deep])
+        #expect(throws: DBusProtocolError.self) { try DBusMessage(parsing: m.encoded(serial: 2)) }
     }
 }

@@ -145,3 +145,21 @@ struct AdvertisingReportTests {
         #expect(AdvertisingData.scanResponse(name: String(repeating: "n", count: 30))[1] == ADStructure.shortenedLocalName)
     }
 }
+
+@Suite("LinkWatcher: incoming LE links from HCI events")
+struct LinkWatcherTests {
+    @Test func peripheralConnectionsAndDisconnections() throws {
+        // LE Connection Complete: status 0, handle 0x0040, role 1 (peripheral), peer public 00:AA:01:01:00:01, …
+        let params: [UInt8] = [0x00, 0x40, 0x00, 0x01, 0x00, 0x01, 0x00, 0x01, 0x01, 0xAA, 0x00, 0x28, 0x00, 0x00, 0x00, 0x2A, 0x00, 0x00]
+        #expect(LinkWatcher.notice(.leMeta(subevent: 0x01, parameters: params))
+                == .connected(.init(handle: 0x40, peer: BluetoothAddress("00:AA:01:01:00:01")!)))
+        var central = params
+        central[3] = 0x00  // we are the central: not an incoming link
+        #expect(LinkWatcher.notice(.leMeta(subevent: 0x01, parameters: central)) == nil)
+        var failed = params
+        failed[0] = 0x3E
+        #expect(LinkWatcher.notice(.leMeta(subevent: 0x01, parameters: failed)) == nil)
+        #expect(LinkWatcher.notice(.leMeta(subevent: 0x01, parameters: Array(params.prefix(10)))) == nil)
+        #expect(LinkWatcher.notice(.disconnectionComplete(status: 0, handle: 0x40, reason: 0x13)) == .disconnected(handle: 0x40))
+    }
+}

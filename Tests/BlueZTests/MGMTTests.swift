@@ -29,6 +29,16 @@ struct MGMTTests {
         #expect(line == "agent: hci0 confirm 00:AA:01:01:00:01 (LE public) hint=1 value=0 → accept")
     }
 
+    @Test func agentWithAPeerLeavesOtherDevicesAlone() throws {
+        let ours = BluetoothAddress("00:AA:01:01:00:01")!
+        #expect(PairingAgent.response(to: Self.confirmRequest, passkey: 0, adapter: nil, peer: ours).reply != nil)
+        let (reply, line, _) = PairingAgent.response(to: Self.confirmRequest, passkey: 0, adapter: nil, peer: BluetoothAddress("00:AA:01:01:00:02")!)
+        #expect(reply == nil)
+        #expect(line == "agent: hci0 pairing question for 00:AA:01:01:00:01 (LE public) left unanswered: cuff answers only for 00:AA:01:01:00:02")
+        let passkey = try #require(Hex.decode("1000 0100 0700 010000eeffc0 02"))
+        #expect(PairingAgent.response(to: passkey, passkey: 1, adapter: nil, peer: ours).reply == nil)
+    }
+
     @Test func agentAnswersPasskeyRequests() throws {
         // User Passkey Request (0x0010) [hci1]: C0:FF:EE:00:00:01 LE random
         let request = try #require(Hex.decode("1000 0100 0700 010000eeffc0 02"))

@@ -61,7 +61,7 @@ run() {  # NAME COMMAND...: simulator up, scan, then COMMAND; echoes its exit st
   echo "$rc" > "$name.rc"
 }
 
-run measure-dbus "$CUFF" measure "$PADDR" --adapter "$C" --security medium
+run measure-dbus "$CUFF" measure "$PADDR" --adapter "$C" --backend raw --security medium
 if [ "$(cat measure-dbus.rc)" = 0 ] && [ "$(grep -c . measure-dbus.ndjson)" -gt 0 ] \
    && grep -q 'pairing agent (D-Bus): agent: registered' measure-dbus.log; then
   say "measure --security medium with bluetoothd: PASS"
@@ -73,7 +73,7 @@ grep -qE 'confirm|authorize' measure-dbus.log && say "the D-Bus agent answered b
 
 # cuff pair: drop the bond first so pairing really runs again.
 unpair
-run pair-dbus "$CUFF" pair "$PADDR" --adapter "$C" --security medium
+run pair-dbus "$CUFF" pair "$PADDR" --adapter "$C" --backend raw --security medium
 if [ "$(cat pair-dbus.rc)" = 0 ] && grep -q '"paired"' pair-dbus.ndjson; then
   say "pair with bluetoothd: PASS"
 else

@@ -3,8 +3,13 @@
 #   1. the BlueZ hardware tests (advertise, scan, L2CAP ATT, Just Works pairing with our agent);
 #   2. `cuff simulate --adapter` on one controller, `cuff scan` + `cuff measure ADDRESS` on the other,
 #      for the normal, error, stored-records and disconnect scenarios, plain and with --security medium;
-#   3. on the host, `cuff replay` of the btmon capture must give the same measurement records as
-#      the live runs (all keys but received_at, which is the capture's clock instead of ours).
+#   3. without bluetoothd, a bond kept in cuff's bond store survives the kernel dropping its keys
+#      (guest-bonds.sh: pair, power-cycle + keys dropped, bonded measure, pair --forget);
+#   4. the desktop: bluetoothd started first on both controllers (guest-desktop.sh): raw scan during
+#      a bluetoothd discovery that must still find devices, scan/pair/measure twice through
+#      bluetoothd, and a raw-path measure beside it;
+#   5. on the host, `cuff replay` of the btmon capture must give the same measurement records as
+#      the live runs, both backends (all keys but received_at, which is the capture's clock instead of ours).
 # Prints its wall time. Needs `swift build --build-tests` first (tools/test.sh does it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,8 +18,8 @@ out=tools/vm/out
 
 echo "-- in one VM: the BlueZ hardware tests, then cuff scan / simulate --adapter / measure"
 rc=0
-tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-tests.sh" && "$CUFF_REPO/tools/vm/guest-measure.sh"' || rc=$?
-cat "$out/measure-results.jsonl" 2>/dev/null || true
+tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-tests.sh" && "$CUFF_REPO/tools/vm/guest-measure.sh" && "$CUFF_REPO/tools/vm/guest-bonds.sh" && "$CUFF_REPO/tools/vm/guest-desktop.sh"' || rc=$?
+cat "$out/measure-results.jsonl" "$out/desktop-results.jsonl" 2>/dev/null || true
 if [ "$rc" != 0 ]; then
   echo "guest-measure failed ($rc); logs:"; tail -n 20 "$out"/measure-*.log 2>/dev/null || true
   exit 1

@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import CuffCore
+import GATT
+import Glibc
+import Transport
+
+/// An ``ATTBearer`` that talks to a cuff through bluetoothd (`org.bluez` on the system bus)
+/// instead of an L2CAP socket: the backend for desktops, where bluetoothd owns the controllers,
+/// keeps the bonds and attaches its own GATT client to bonded devices.
+///
+/// It presents ATT PDUs to the unchanged GATT client and session above it, so they run the same
+/// state machine and produce the same records as over the raw L2CAP channel:
+/// - after `Device1.Connect` and `ServicesResolved`, bluetoothd's object tree under the device
+///   (`serviceXXXX/charYYYY/descZZZZ`, the names carry the handles) is mirrored into an
+///   ``AttributeDatabase`` with the same handles, and a ``GATTServer`` over it answers the
+///   discovery requests (Exchange MTU, Read By Group Type, Read By Type, Find Information);
+/// - Read / Read Blob → `ReadValue`; Write Request / Command → `WriteValue` (type request /
+///   command); a write to a CCCD → `StartNotify` / `StopNotify`;
+/// - `PropertiesChanged(Value)` on a characteristic → Handle Value Notification, or Indication
+///   when the client asked for indications. The client's Handle Value Confirmation is swallowed:
+///   **bluetoothd has already confirmed the indication** before cuff sees it, so on this path
+///   "stored before confirmed" is weaker than on the raw path;
+/// - `Device1.Connected` turning false → the link closed.
+///
+/// For an event loop (``PollableBearer``) its descriptor is an epoll instance of its own watching
+/// the D-Bus socket and a doorbell rung whenever answers are queued or whole D-Bus messages sit
+/// in the buffer, so readiness means "``receiveNow()`` has something".
+public final class BlueZGATTBearer: PollableBearer {
+    public let adapter: BluetoothAdapter
+    public let peer: BluetoothAddress
+    public var peerDescription: String { peer.type == .public ? peer.description : "\(peer)/random" }
+    public let devicePath: String
+    /// What happened while connecting (for the log).
+    public private(set) var notes: [String] = []
+
+    private let bus: BlueZBus
+    private var server: GATTServer
+    private var outgoing: [[UInt8]] = []
+    private var closedReason: String?
+    private var isClosed = false
+    private var weConnected = false
+    /// Value handle → characteristic object path, and back.
+    private var characteristicPaths: [UInt16: String] = [:]
+    private var valueHandles: [String: UInt16] = [:]
+    /// Descriptor handle → its path, UUID and characteristic's value handle.
+    private var descriptors: [UInt16: (path: String, uuid: BluetoothUUID, valueHandle: UInt16)] = [:]
+    /// Value handle → the CCCD value the client wrote (bit 0 notify, bit 1 indicate).
+    private var subscriptions: [UInt16: UInt16] = [:]
+    /// Values our own ReadValue put into bluetoothd's cache: their PropertiesChanged echo is not a
+    /// notification.
+    private var readEchoes: [UInt16: [UInt8]] = [:]
+    /// Signals read while pairing, handled before new ones.
+    private var stashed: [DBusMessage] = []
+    /// The whole value of the last Read, for the Read Blobs that follow it.
+    private var lastRead: (handle: UInt16, value: [UInt8])?
+
+    /// The epoll instance the event loop watches, and the doorbell's two ends.
+    private let epollFD: CInt
+    private let bell: (CInt, CInt)
+    private var rung = false
+
+    init(bus: BlueZBus, adapter: BluetoothAdapter, peer: BluetoothAddress, database: AttributeDatabase) throws(TransportError) {
+        self.bus = bus
+        self.adapter = adapter
+        self.peer = peer
+        devicePath = BlueZPaths.device(peer, on: adapter)
+        server = GATTServer(database: database, preferredMTU: 517)
+        let ep: CInt
+        switch Sys.epollCreate() {
+        case .success(let fd): ep = fd
+        case .failure(let e): throw TransportError.system("epoll_create1", "bluetoothd bearer", e)
+        }
+        let pair: (CInt, CInt)
+        switch Sys.socketpair(domain: AF_UNIX, type: CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_CLOEXEC.rawValue) | CInt(SOCK_NONBLOCK.rawValue)) {
+        case .success(let p): pair = p
+        case .failure(let e):
+            _ = Sys.close(ep)
+            throw TransportError.system("socketpair", "bluetoothd bearer doorbell", e)
+        }
+        epollFD = ep
+        bell = pair
+        let epollIn: UInt32 = 0x001, add: CInt = 1
+        for fd in [bus.connection.fd, pair.1] {
+            if case .failure(let e) = Sys.epollControl(ep, add, fd, events: epollIn) {
+                _ = Sys.close(ep)
+                _ = Sys.close(pair.0)
+                _ = Sys.close(pair.1)
+                throw TransportError.system("epoll_ctl", "bluetoothd bearer", e)
+            }
+        }
+    }
+
+    /// Rings the doorbell while something is ready that the D-Bus socket's readiness won't show.
+    private func updateBell() {
+        let want = !outgoing.isEmpty || !stashed.isEmpty || bus.connection.hasBufferedMessage || (closedReason != nil && !closedReported)
+        if want && !rung {
+            let one: [UInt8] = [1]
+            _ = one.withUnsafeBytes { Sys.send(bell.0, $0, flags: CInt(MSG_NOSIGNAL)) }
+            rung = true
+        } else if !want && rung {
+            var buffer = [UInt8](repeating: 0, count: 16)
+            while case .success(let n) = buffer.withUnsafeMutableBytes({ Sys.recv(bell.1, $0, flags: CInt(MSG_DONTWAIT)) }), n > 0 {}
+            rung = false
+        }
+    }
+
+    private var closedReported = false
+
+    public var fileDescriptor: CInt? { isClosed ? nil : epollFD }
+
+    /// The next answer or event without waiting; nil when nothing is there.
+    public func receiveNow() throws(TransportError) -> BearerEvent? {
+        defer { updateBell() }
+        if !outgoing.isEmpty { return .pdu(outgoing.removeFirst()) }
+        if let closedReason {
+            closedReported = true
+            return .closed(closedReason)
+        }
+        while true {
+            let m: DBusMessage
+            if !stashed.isEmpty {
+                m = stashed.removeFirst()
+            } else {
+                guard let message = try bus.next(until: .now) else { return nil }
+                m = message
+            }
+            if let event = event(for: m) {
+                if case .closed = event { closedReported = true }
+                return event
+            }
+        }
+    }
+
+    /// Finds (discovering if bluetoothd does not know it yet), connects and resolves `peer`.
+    ///
+    /// - Throws: bluetoothd absent or refusing, the device not found within `timeout`, Connect
+    ///   failing, services not resolved within `timeout`.
+    public static func connect(
+        adapter: BluetoothAdapter, to peer: BluetoothAddress, bus: BlueZBus, timeout: Duration = .seconds(30), log: (String) -> Void = { _ in }
+    ) throws(TransportError) -> BlueZGATTBearer {
+        let path = BlueZPaths.device(peer, on: adapter)
+        try bus.addMatch("type='signal',sender='org.bluez',path_namespace='\(path)'")
+        var objects = try bus.managedObjects()
+        guard objects[BlueZPaths.adapter(adapter)]?["org.bluez.Adapter1"] != nil else {
+            throw TransportError(.notConnected, "bluetoothd has no adapter \(adapter) (\(BlueZPaths.adapter(adapter)))", errno: ENODEV)
+        }
+        if objects[path]?["org.bluez.Device1"] == nil {
+            log("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
+            try BlueZDiscovery.find(peer, on: adapter, bus: bus, timeout: timeout)
+            objects = try bus.managedObjects()
+        }
+        var weConnected = false
+        let connected = objects[path]?["org.bluez.Device1"]?["Connected"]?.boolValue == true
+        if !connected {
+            log("connecting through bluetoothd (org.bluez.Device1.Connect)")
+            do {
+                try bus.call(path, "org.bluez.Device1", "Connect", timeout: timeout)
+            } catch {
+                throw TransportError(.notConnected, "bluetoothd could not connect to \(peer) on \(adapter): \(error.message)")
+            }
+            weConnected = true
+        } else {
+            log("\(peer) is connected already (bluetoothd); using that link")
+        }
+        guard try bus.wait(for: path, "org.bluez.Device1", "ServicesResolved", timeout: timeout, { $0?.boolValue == true }) else {
+            throw TransportError(.timedOut, "bluetoothd connected to \(peer) but did not resolve its services within \(timeout)")
+        }
+        objects = try bus.managedObjects()
+        let name = objects[path]?["org.bluez.Device1"]?["Name"]?.stringValue
+        let (database, layout, notes) = mirror(objects, devicePath: path, deviceName: name)
+        let bearer = try BlueZGATTBearer(bus: bus, adapter: adapter, peer: peer, database: database)
+        bearer.weConnected = weConnected
+        bearer.notes = notes
+        for c in layout.characteristics {
+            bearer.characteristicPaths[c.valueHandle] = c.path
+            bearer.valueHandles[c.path] = c.valueHandle
+        }
+        for d in layout.descriptors { bearer.descriptors[d.handle] = (d.path, d.uuid, d.valueHandle) }
+        return bearer
+    }
+
+    /// Where each characteristic and descriptor of the mirrored database lives on the bus.
+    struct Layout {
+        var characteristics: [(path: String, valueHandle: UInt16)] = []
+        var descriptors: [(path: String, handle: UInt16, uuid: BluetoothUUID, valueHandle: UInt16)] = []
+    }
+
+    /// The handle in an object name's last component (`service000a` → 0x000A); nil otherwise.
+    static func handle(_ path: Substring, prefix: String) -> UInt16? {
+        guard path.hasPrefix(prefix) else { return nil }
+        let hex = path.dropFirst(prefix.count)
+        guard hex.count == 4, hex.allSatisfy(\.isHexDigit) else { return nil }
+        return UInt16(hex, radix: 16)
+    }
+
+    static func properties(_ flags: [String]) -> CharacteristicProperties {
+        var p: CharacteristicProperties = []
+        for f in flags {
+            switch f {
+            case "broadcast": p.insert(.broadcast)
+            case "read": p.insert(.read)
+            case "write-without-response": p.insert(.writeWithoutResponse)
+            case "write": p.insert(.write)
+            case "notify": p.insert(.notify)
+            case "indicate": p.insert(.indicate)
+            case "authenticated-signed-writes": p.insert(.authenticatedSignedWrites)
+            case "extended-properties": p.insert(.extendedProperties)
+            default: break
+            }
+        }
+        return p
+    }
+
+    /// Mirrors bluetoothd's GATT objects under `devicePath` into a database with the same handles
+    /// (pure). Objects whose names or handles don't fit (out of order, overlapping) are skipped
+    /// and named in the notes, never trusted to trap.
+    ///
+    /// bluetoothd keeps the Generic Access service (0x1800) to itself (not exported), but puts the
+    /// Device Name it read there into `Device1.Name`: given as `deviceName`, a Generic Access
+    /// service with that name takes handles 1–3 when they are free, so a session reads the same
+    /// name as on the raw path.
+    static func mirror(_ objects: [String: [String: DBusValue]], devicePath: String, deviceName: String? = nil) -> (AttributeDatabase, Layout, [String]) {
+        struct Char { var handle: UInt16; var path: String; var uuid: BluetoothUUID; var props: CharacteristicProperties; var descs: [(UInt16, String, BluetoothUUID)] }
+        struct Service { var handle: UInt16; var uuid: BluetoothUUID; var primary: Bool; var chars: [Char] }
+        var services: [String: Service] = [:]
+        var notes: [String] = []
+        let base = devicePath + "/"
+        for (path, interfaces) in objects where path.hasPrefix(base) {
+            let parts = path.dropFirst(base.count).split(separator: "/")
+            if parts.count == 1, let props = interfaces["org.bluez.GattService1"], let h = handle(parts[0], prefix: "service"),
+               let uuid = props["UUID"]?.stringValue.flatMap(BluetoothUUID.init) {
+                let old = services[path]?.chars ?? []
+                services[path] = Service(handle: h, uuid: uuid, primary: props["Primary"]?.boolValue ?? true, chars: old)
+            }
+        }
+        for (path, interfaces) in objects where path.hasPrefix(base) {
+            let parts = path.dropFirst(base.count).split(separator: "/")
+            guard parts.count == 2, let props = interfaces["org.bluez.GattCharacteristic1"], let h = handle(parts[1], prefix: "char"),
+                  let uuid = props["UUID"]?.stringValue.flatMap(BluetoothUUID.init) else { continue }
+            let servicePath = base + parts[0]
+            guard services[servicePath] != nil else { continue }
+            var descs: [(UInt16, String, BluetoothUUID)] = []
+            for (dpath, dinterfaces) in objects where dpath.hasPrefix(path + "/desc") {
+                if let dprops = dinterfaces["org.bluez.GattDescriptor1"], let dh = handle(dpath.dropFirst(path.count + 1), prefix: "desc"),
+                   let duuid = dprops["UUID"]?.stringValue.flatMap(BluetoothUUID.init) {
+                    descs.append((dh, dpath, duuid))
+                }
+            }
+            services[servicePath]!.chars.append(Char(handle: h, path: path, uuid: uuid, props: properties(props["Flags"]?.stringsValue ?? []),
+                                                     descs: descs.sorted { $0.0 < $1.0 }))
+        }
+        var b = AttributeDatabase.Builder()
+        var layout = Layout()
+        var next: UInt32 = 1  // the lowest handle the builder can still give
+        let ordered = services.values.sorted { $0.handle < $1.handle }
+        if let deviceName, !ordered.contains(where: { $0.uuid == .genericAccess }) {
+            if let first = ordered.first?.handle, first < 4 {
+                notes.append("no room below handle 0x\(String(first, radix: 16)) for the Generic Access service bluetoothd keeps: no device name")
+            } else {
+                b.addService(.genericAccess)
+                b.addCharacteristic(.deviceName, properties: .read, permissions: .read, value: Array(deviceName.utf8.prefix(248)))
+                if let first = ordered.first?.handle { b.endService(at: first - 1) }
+                next = 4
+            }
+        }
+        for (i, s) in ordered.enumerated() {
+            guard UInt32(s.handle) >= next else { notes.append("skipped service \(s.uuid) at 0x\(String(s.handle, radix: 16)): overlaps"); continue }
+            b.skip(to: s.handle)
+            b.addService(s.uuid, primary: s.primary)
+            next = UInt32(s.handle) + 1
+            for c in s.chars.sorted(by: { $0.handle < $1.handle }) {
+                guard UInt32(c.handle) >= next, c.handle < 0xFFFF else {
+                    notes.append("skipped characteristic \(c.uuid) at 0x\(String(c.handle, radix: 16)): out of order")
+                    continue
+                }
+                let descs = c.descs.filter { $0.0 > c.handle + 1 }
+                b.addCharacteristic(c.uuid, properties: c.props, permissions: .readWrite, declarationHandle: c.handle,
+                                    descriptors: descs.map { (handle: $0.0, uuid: $0.2, value: []) })
+                next = UInt32(max(c.handle + 1, descs.last?.0 ?? 0)) + 1
+                layout.characteristics.append((c.path, c.handle + 1))
+                for d in descs { layout.descriptors.append((d.1, d.0, d.2, c.handle + 1)) }
+            }
+            let nextStart = i + 1 < ordered.count ? UInt32(ordered[i + 1].handle) : 0x10000
+            if nextStart - 1 >= next - 1 { b.endService(at: UInt16(nextStart - 1)) }
+        }
+        return (b.build(), layout, notes)
+    }
+
+    // MARK: - ATTBearer
+
+    public func send(_ pdu: [UInt8]) throws(TransportError) {
+        guard !isClosed else { throw TransportError(.notConnected, "\(peerDescription) (bluetoothd): the bearer is closed") }
+        defer { updateBell() }
+        guard let parsed = try? ATTPDU(parsing: pdu) else { return answerLocally(pdu) }
+        switch parsed {
+        case .readRequest(let h) where characteristicPaths[h] != nil || descriptors[h] != nil:
+            do {
+                let value = try readValue(h)
+                lastRead = (h, value)
+                outgoing.append(ATTPDU.readResponse(value: Array(value.prefix(Int(server.mtu) - 1))).bytes)
+            } catch {
+                outgoing.append(ATTPDU.errorResponse(request: .readRequest, handle: h, error: Self.attError(error)).bytes)
+            }
+        case .readBlobRequest(let h, let offset) where characteristicPaths[h] != nil || descriptors[h] != nil:
+            let value: [UInt8]
+            if let last = lastRead, last.handle == h {
+                value = last.value
+            } else {
+                do { value = try readValue(h) } catch {
+                    outgoing.append(ATTPDU.errorResponse(request: .readBlobRequest, handle: h, error: Self.attError(error)).bytes)
+                    return
+                }
+            }
+            guard Int(offset) <= value.count else {
+                outgoing.append(ATTPDU.errorResponse(request: .readBlobRequest, handle: h, error: .invalidOffset).bytes)
+                return
+            }
+            outgoing.append(ATTPDU.readBlobResponse(value: Array(value[Int(offset)...].prefix(Int(server.mtu) - 1))).bytes)
+        case .writeRequest(let h, let value) where characteristicPaths[h] != nil || descriptors[h] != nil:
+            do {
+                try write(h, value, request: true)
+                outgoing.append(ATTPDU.writeResponse.bytes)
+            } catch {
+                outgoing.append(ATTPDU.errorResponse(request: .writeRequest, handle: h, error: Self.attError(error)).bytes)
+            }
+        case .writeCommand(let h, let value) where characteristicPaths[h] != nil:
+            try? write(h, value, request: false)
+        case .handleValueConfirmation:
+            break  // bluetoothd confirmed the indication itself when it arrived
+        default:
+            answerLocally(pdu)
+        }
+    }
+
+    /// Discovery and anything else the mirrored database answers.
+    private func answerLocally(_ pdu: [UInt8]) {
+        for action in server.receive(pdu, now: .zero) {
+            if case .send(let bytes) = action { outgoing.append(bytes) }
+        }
+    }
+
+    private func readValue(_ handle: UInt16) throws(TransportError) -> [UInt8] {
+        if let path = characteristicPaths[handle] {
+            let r = try bus.call(path, "org.bluez.GattCharacteristic1", "ReadValue", [.dictionary([])])
+            let value = r.first?.bytesValue ?? []
+            if (subscriptions[handle] ?? 0) & 0x3 != 0 { readEchoes[handle] = value }
+            return value
+        }
+        guard let d = descriptors[handle] else { throw TransportError(.systemCall, "no attribute at 0x\(String(handle, radix: 16))") }
+        if d.uuid == .clientCharacteristicConfiguration {
+            let v = subscriptions[d.valueHandle] ?? 0
+            return [UInt8(v & 0xFF), UInt8(v >> 8)]
+        }
+        let r = try bus.call(d.path, "org.bluez.GattDescriptor1", "ReadValue", [.dictionary([])])
+        return r.first?.bytesValue ?? []
+    }
+
+    private func write(_ handle: UInt16, _ value: [UInt8], request: Bool) throws(TransportError) {
+        if let path = characteristicPaths[handle] {
+            try bus.call(path, "org.bluez.GattCharacteristic1", "WriteValue",
+                         [.bytes(value), .dictionary([("type", .string(request ? "request" : "command"))])])
+            return
+        }
+        guard let d = descriptors[handle] else { throw TransportError(.systemCall, "no attribute at 0x\(String(handle, radix: 16))") }
+        if d.uuid == .clientCharacteristicConfiguration, let path = characteristicPaths[d.valueHandle] {
+            let new = UInt16(value.first ?? 0) | UInt16(value.count > 1 ? value[1] : 0) << 8
+            let old = subscriptions[d.valueHandle] ?? 0
+            if new & 0x3 != 0, old & 0x3 == 0 {
+                try bus.call(path, "org.bluez.GattCharacteristic1", "StartNotify")
+            } else if new & 0x3 == 0, old & 0x3 != 0 {
+                try bus.call(path, "org.bluez.GattCharacteristic1", "StopNotify")
+            }
+            subscriptions[d.valueHandle] = new
+            return
+        }
+        try bus.call(d.path, "org.bluez.GattDescriptor1", "WriteValue", [.bytes(value), .dictionary([])])
+    }
+
+    /// The ATT error in a bluetoothd error reply ("… ATT error: 0x80"), else a close match.
+    static func attError(_ error: TransportError) -> ATTErrorCode {
+        let m = error.message
+        let marker = Array("ATT error: 0x".utf8)
+        let bytes = Array(m.utf8)
+        if bytes.count >= marker.count + 2 {
+            for i in 0...(bytes.count - marker.count - 2) where Array(bytes[i..<(i + marker.count)]) == marker {
+                let hex = String(decoding: bytes[(i + marker.count)..<(i + marker.count + 2)], as: UTF8.self)
+                if let v = UInt8(hex, radix: 16) { return ATTErrorCode(v) }
+            }
+        }
+        if m.contains("org.bluez.Error.NotAuthorized") { return .insufficientAuthorization }
+        if m.contains("org.bluez.Error.NotPermitted") { return .writeNotPermitted }
+        if m.contains("org.bluez.Error.InvalidOffset") { return .invalidOffset }
+        if m.contains("org.bluez.Error.NotSupported") { return .requestNotSupported }
+        if m.contains("org.bluez.Error.InvalidValueLength") { return .invalidAttributeValueLength }
+        return .unlikelyError
+    }
+
+    public func next(timeout: Duration?) throws(TransportError) -> BearerEvent {
+        if !outgoing.isEmpty { return .pdu(outgoing.removeFirst()) }
+        if let closedReason { return .closed(closedReason) }
+        // Short slices: the D-Bus wait retries on EINTR, and the driver checks signals between.
+        let slice: Duration = min(timeout ?? .milliseconds(200), .milliseconds(200))
+        let deadline = ContinuousClock.now + slice
+        while true {
+            let m: DBusMessage
+            if !stashed.isEmpty {
+                m = stashed.removeFirst()
+            } else {
+                guard let message = try bus.next(until: deadline) else { return .timeout }
+                m = message
+            }
+            if let event = event(for: m) { return event }
+        }
+    }
+
+    /// What a message from bluetoothd means for the link, if anything.
+    private func event(for m: DBusMessage) -> BearerEvent? {
+        guard m.kind == .signal, m.interface == "org.freedesktop.DBus.Properties", m.member == "PropertiesChanged",
+              let path = m.path, let body = m.body, body.count >= 2, case .string(let interface) = body[0] else { return nil }
+        let changed = body[1]
+        if path == devicePath, interface == "org.bluez.Device1", changed["Connected"]?.boolValue == false {
+            closedReason = "bluetoothd: \(peer) disconnected"
+            return .closed(closedReason)
+        }
+        if interface == "org.bluez.GattCharacteristic1", let h = valueHandles[path], let value = changed["Value"]?.bytesValue {
+            // bluetoothd also updates Value after a ReadValue: only subscribed values are
+            // notifications, and the echo of our own read is not one.
+            let wanted = subscriptions[h] ?? 0
+            guard wanted & 0x3 != 0 else { return nil }
+            if let echo = readEchoes[h] {
+                readEchoes[h] = nil
+                if echo == value { return nil }
+            }
+            let indicate = wanted & 0x2 != 0 && wanted & 0x1 == 0
+            return .pdu(indicate ? ATTPDU.handleValueIndication(handle: h, value: value).bytes
+                                 : ATTPDU.handleValueNotification(handle: h, value: value).bytes)
+        }
+        return nil
+    }
+
+    /// Raises security by bonding through bluetoothd (`Device1.Pair`, cuff's agent for this
+    /// device only) when the device is not bonded; bluetoothd encrypts bonded links itself when
+    /// an attribute needs it.
+    public func raiseSecurity(to level: SecurityLevel) throws(TransportError) {
+        guard level > .low, securityLevel < level else { return }
+        var during: [DBusMessage] = []
+        defer {
+            stashed += during
+            updateBell()
+        }
+        _ = try BlueZPairing.pair(peer, on: adapter, bus: bus, log: { self.notes.append($0) }, other: { during.append($0) })
+    }
+
+    /// `.medium` once bluetoothd holds a bond for the device (it encrypts with it), else `.low`.
+    public var securityLevel: SecurityLevel {
+        (try? bus.property(devicePath, "org.bluez.Device1", "Paired"))??.boolValue == true ? .medium : .low
+    }
+
+    /// Stops notifications and, if this bearer made the connection, disconnects. Idempotent.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        if closedReason == nil {
+            for (h, v) in subscriptions where v & 0x3 != 0 {
+                if let path = characteristicPaths[h] {
+                    _ = try? bus.call(path, "org.bluez.GattCharacteristic1", "StopNotify", timeout: .seconds(2))
+                }
+            }
+            if weConnected { _ = try? bus.call(devicePath, "org.bluez.Device1", "Disconnect", timeout: .seconds(5)) }
+        }
+        bus.close()
+        _ = Sys.close(epollFD)
+        _ = Sys.close(bell.0)
+        _ = Sys.close(bell.1)
+    }
+}
+
+/// bluetoothd discovery for cuff: its own session (`SetDiscoveryFilter` + `StartDiscovery`),
+/// which bluetoothd merges with any other client's; `StopDiscovery` ends only ours.
+public enum BlueZDiscovery {
+    /// Discovers until bluetoothd knows `device` (a Device1 object), at most `timeout`.
+    public static func find(_ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, timeout: Duration) throws(TransportError) {
+        let adapterPath = BlueZPaths.adapter(adapter)
+        let path = BlueZPaths.device(device, on: adapter)
+        try bus.call(adapterPath, "org.bluez.Adapter1", "SetDiscoveryFilter", [.dictionary([("Transport", .string("le"))])])
+        try bus.call(adapterPath, "org.bluez.Adapter1", "StartDiscovery")
+        defer { _ = try? bus.call(adapterPath, "org.bluez.Adapter1", "StopDiscovery", timeout: .seconds(2)) }
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try bus.managedObjects()[path]?["org.bluez.Device1"] != nil { return }
+            _ = try bus.next(until: min(deadline, .now + .milliseconds(500)))
+        }
+        throw TransportError(.timedOut, "bluetoothd discovery on \(adapter) did not find \(device) within \(timeout): is the cuff advertising?", errno: ETIMEDOUT)
+    }
+}
+
+extension BlueZDiscovery {
+    /// An advertising report rebuilt from what bluetoothd caches about a device (`Device1`:
+    /// AdvertisingFlags, Name, UUIDs, ManufacturerData, ServiceData, TxPower, RSSI), so the scan
+    /// prints the same fields on both backends. The AD bytes are in a fixed order (flags, 16-bit
+    /// UUIDs, name, TX power, manufacturer data, 16-bit service data), not the device's own; the
+    /// kind is `adv_ind`. nil without an address, and for a paired device not heard in this
+    /// discovery (no RSSI).
+    public static func report(_ device: DBusValue) -> AdvertisingReport? {
+        guard let text = device["Address"]?.stringValue else { return nil }
+        let rssi: Int16? = device["RSSI"].flatMap { v -> Int16? in
+            if case .int16(let n) = v { return n }
+            return nil
+        }
+        // Not heard in this discovery: still a device bluetoothd saw within its temporary-device
+        // timeout (30 s by default) when it keeps no bond for it; a paired device's object stays
+        // forever, so it counts only when heard now.
+        guard rssi != nil || device["Paired"]?.boolValue == false else { return nil }
+        let type: BluetoothAddress.AddressType = device["AddressType"]?.stringValue == "random" ? .random : .public
+        guard let address = BluetoothAddress(text, type: type) else { return nil }
+        var ad: [ADStructure] = []
+        if let flags = device["AdvertisingFlags"]?.bytesValue, !flags.isEmpty { ad.append(ADStructure(type: 0x01, data: flags)) }
+        var uuids: [UInt8] = []
+        for u in device["UUIDs"]?.stringsValue ?? [] {
+            if let v = BluetoothUUID(u)?.uuid16 { uuids += [UInt8(v & 0xFF), UInt8(v >> 8)] }
+        }
+        if !uuids.isEmpty { ad.append(ADStructure(type: 0x03, data: uuids)) }
+        if let name = device["Name"]?.stringValue { ad.append(ADStructure(type: 0x09, data: Array(name.utf8.prefix(29)))) }
+        if case .int16(let p)? = device["TxPower"] { ad.append(ADStructure(type: 0x0A, data: [UInt8(bitPattern: Int8(clamping: p))])) }
+        if case .array(_, let items)? = device["ManufacturerData"] {
+            for case .dictEntry(.uint16(let company), let v) in items {
+                if let bytes = v.unwrapped.bytesValue { ad.append(ADStructure(type: 0xFF, data: [UInt8(company & 0xFF), UInt8(company >> 8)] + bytes)) }
+            }
+        }
+        for (uuid, value) in device["ServiceData"]?.entries ?? [] {
+            if let v = BluetoothUUID(uuid)?.uuid16, let bytes = value.unwrapped.bytesValue {
+                ad.append(ADStructure(type: 0x16, data: [UInt8(v & 0xFF), UInt8(v >> 8)] + bytes))
+            }
+        }
+        let data = ad.flatMap(\.encoded)
+        // 127: "not available", as the raw path reads it from HCI.
+        return AdvertisingReport(address: address, kind: .advInd, connectable: true, rssi: rssi.flatMap { $0 == 127 ? nil : Int8(clamping: $0) }, data: data)
+    }
+
+    /// Runs our own LE discovery session on `adapter` for `duration` and calls `found` for every
+    /// device bluetoothd reports (again whenever its data changes); `StopDiscovery` at the end ends
+    /// only our session. Never touches the controller directly, so other clients' discovery goes on.
+    public static func scan(
+        adapter: BluetoothAdapter, bus: BlueZBus, duration: Duration, uuids: [String] = [], stop: () -> Bool,
+        found: (AdvertisingReport) throws -> Void
+    ) throws {
+        let adapterPath = BlueZPaths.adapter(adapter)
+        try bus.addMatch("type='signal',sender='org.bluez',path_namespace='\(adapterPath)'")
+        var filter: [(String, DBusValue)] = [("Transport", .string("le"))]
+        if !uuids.isEmpty { filter.append(("UUIDs", .array(element: "s", uuids.map(DBusValue.string)))) }
+        try bus.call(adapterPath, "org.bluez.Adapter1", "SetDiscoveryFilter", [.dictionary(filter)])
+        try bus.call(adapterPath, "org.bluez.Adapter1", "StartDiscovery")
+        defer { _ = try? bus.call(adapterPath, "org.bluez.Adapter1", "StopDiscovery", timeout: .seconds(2)) }
+        let deadline = ContinuousClock.now + duration
+        var last: [String: AdvertisingReport] = [:]
+        func check(_ path: String, _ device: DBusValue) throws {
+            guard path.hasPrefix(adapterPath + "/dev_"), let r = report(device) else { return }
+            if let old = last[path], old.data == r.data { return }
+            last[path] = r
+            try found(r)
+        }
+        while ContinuousClock.now < deadline, !stop() {
+            for (path, interfaces) in try bus.managedObjects() {
+                if let d = interfaces["org.bluez.Device1"] { try check(path, d) }
+            }
+            _ = try bus.next(until: min(deadline, .now + .milliseconds(500)))
+            while let m = try bus.next(until: .now) { _ = m }  // changes show in the next GetManagedObjects
+        }
+    }
+}

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+import CuffCore
+import Glibc
+import Testing
+@testable import BlueZ
+import Transport
+
+/// A private `dbus-daemon` (Debian's, session configuration) on a socket in a temp directory,
+/// started by the test and killed at the end. nil when dbus-daemon is not installed.
+final class PrivateBus: @unchecked Sendable {
+    let directory: String
+    let socketPath: String
+    private let pid: pid_t
+
+    static func daemonPath() -> String? {
+        ["/usr/bin/dbus-daemon", "/bin/dbus-daemon"].first { access($0, X_OK) == 0 }
+    }
+
+    init?() {
+        guard let daemon = Self.daemonPath() else { return nil }
+        var template = Array("/tmp/cuff-dbus-XXXXXX".utf8CString)
+        guard let dir = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { return nil }
+        directory = String(cString: dir)
+        socketPath = directory + "/bus"
+        let args = [daemon, "--session", "--nofork", "--nopidfile", "--address=unix:path=\(socketPath)"]
+        var child: pid_t = 0
+        var cArgs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+        defer { for p in cArgs { free(p) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, directory + "/dbus.log", O_WRONLY | O_CREAT, 0o600)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        guard posix_spawn(&child, daemon, &actions, nil, &cArgs, environ) == 0 else { return nil }
+        pid = child
+        for _ in 0..<200 where access(socketPath, F_OK) != 0 { usleep(10_000) }
+    }
+
+    /// A connection to the bus, authenticated, with its unique name.
+    func connect() throws -> DBusConnection {
+        let c = try DBusConnection(path: socketPath)
+        try c.authenticate()
+        try c.hello()
+        return c
+    }
+
+    deinit {
+        kill(pid, SIGKILL)  // not SIGTERM: a test runner may block it, and the child inherits the mask
+        var status: CInt = 0
+        waitpid(pid, &status, 0)
+        unlink(socketPath)
+        unlink(directory + "/dbus.log")
+        rmdir(directory)
+    }
+}
+
+/// cuff's Agent1 on a real dbus-daemon, with the test playing bluetoothd: it owns `org.bluez`,
+/// takes the registration and then sends the agent requests the way bluetoothd does to a default
+/// agent: one for the device being paired, and ones for other devices and adapters.
+@Suite("D-Bus agent on a real dbus-daemon")
+struct DBusDaemonAgentTests {
+    @Test func answersOnlyForItsDeviceAndUnregisters() throws {
+        guard let bus = PrivateBus() else {
+            print("skipped: dbus-daemon is not installed (tools/install-deps.sh --test installs it)")
+            return
+        }
+        let bluez = try bus.connect()
+        let owned = try bluez.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                         member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
+        #expect(owned.body == [.uint32(1)])  // DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER
+        let scope = AgentScope(adapter: BluetoothAdapter(index: 1), device: BluetoothAddress("00:AA:01:00:00:00")!)
+        let script = Background { () -> [String] in
+            var seen: [String] = []
+            var agentName: String?
+            let deadline = ContinuousClock.now + .seconds(8)
+            // Registration as bluetoothd sees it.
+            while agentName == nil || !seen.contains("RequestDefaultAgent") {
+                guard let m = try? bluez.receive(until: deadline) else { return seen + ["timed out waiting for registration"] }
+                guard m.kind == .methodCall, m.interface == "org.bluez.AgentManager1" else { continue }
+                seen.append(m.member ?? "?")
+                if m.member == "RegisterAgent" { agentName = m.sender }
+                _ = try? bluez.send(.methodReturn(to: m))
+            }
+            guard let agentName else { return seen }
+            func ask(_ member: String, _ device: String, _ extra: [DBusValue] = []) -> String {
+                do {
+                    let r = try bluez.call(.call(destination: agentName, path: "/cuff/agent", interface: "org.bluez.Agent1", member: member,
+                                                 body: [.objectPath(device)] + extra), timeout: .seconds(3))
+                    return "\(member) \(device): accepted \(r.body ?? [])"
+                } catch {
+                    return "\(member) \(device): \(error.message.contains("org.bluez.Error.Rejected") ? "Rejected" : error.message)"
+                }
+            }
+            seen.append(ask("RequestConfirmation", "/org/bluez/hci1/dev_00_AA_01_00_00_00", [.uint32(0)]))
+            seen.append(ask("RequestConfirmation", "/org/bluez/hci0/dev_00_AA_01_00_00_00", [.uint32(0)]))  // other adapter
+            seen.append(ask("RequestAuthorization", "/org/bluez/hci1/dev_11_22_33_44_55_66"))                // other device
+            seen.append(ask("AuthorizeService", "/org/bluez/hci1/dev_11_22_33_44_55_66", [.string("0000110b-0000-1000-8000-00805f9b34fb")]))
+            seen.append(ask("RequestPasskey", "/org/bluez/hci1/dev_00_AA_01_00_00_00"))
+            // The agent's stop() unregisters.
+            let end = ContinuousClock.now + .seconds(8)
+            while let m = try? bluez.receive(until: end) {
+                guard m.kind == .methodCall, m.interface == "org.bluez.AgentManager1" else { continue }
+                seen.append("\(m.member ?? "?") \(m.body ?? []) from agent: \(m.sender == agentName)")
+                _ = try? bluez.send(.methodReturn(to: m))
+                if m.member == "UnregisterAgent" { break }
+            }
+            return seen
+        }
+        let agent = try BlueZAgent(connection: DBusConnection(path: bus.socketPath), scope: scope)
+        let deadline = ContinuousClock.now + .seconds(8)
+        while agent.callsAnswered < 5 && ContinuousClock.now < deadline { usleep(10_000) }
+        agent.stop()
+        let seen = try #require(script.join(limit: .seconds(15)))
+        #expect(seen == [
+            "RegisterAgent", "RequestDefaultAgent",
+            "RequestConfirmation /org/bluez/hci1/dev_00_AA_01_00_00_00: accepted []",
+            "RequestConfirmation /org/bluez/hci0/dev_00_AA_01_00_00_00: Rejected",
+            "RequestAuthorization /org/bluez/hci1/dev_11_22_33_44_55_66: Rejected",
+            "AuthorizeService /org/bluez/hci1/dev_11_22_33_44_55_66: Rejected",
+            "RequestPasskey /org/bluez/hci1/dev_00_AA_01_00_00_00: accepted [BlueZ.DBusValue.uint32(0)]",
+            "UnregisterAgent [BlueZ.DBusValue.objectPath(\"/cuff/agent\")] from agent: true",
+        ])
+        #expect(agent.rejected == 3)
+        #expect(agent.log.contains("agent: rejected RequestAuthorization for /org/bluez/hci1/dev_11_22_33_44_55_66: not 00:AA:01:00:00:00 on hci1"))
+        #expect(agent.log.contains("agent: rejected RequestConfirmation for /org/bluez/hci0/dev_00_AA_01_00_00_00: not 00:AA:01:00:00:00 on hci1"))
+    }
+}
