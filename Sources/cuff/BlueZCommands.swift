@@ -203,17 +203,35 @@ enum BlueZCommands {
     }
 
     /// `cuff watch --adapter`: follows each device; the kernel connects when it advertises.
-    static func watch(adapter adapterName: String, devices: [String], watcher: Watcher) throws -> Agent? {
+    /// Without `devices`: every cuff bonded on the adapter in the bond store (`cuff pair`), whose
+    /// keys are loaded into the kernel first (raw path, as for `cuff measure`).
+    static func watch(adapter adapterName: String, devices: [String], bonds: String?, watcher: Watcher) throws -> Agent? {
         let adapter = try adapter(adapterName)
+        let local: BluetoothAddress
         do {
-            _ = try adapter.addressIfUp()
+            local = try adapter.addressIfUp()
         } catch {
             Output.log("cuff watch: \(error.message)")
             throw ExitCode(SessionOutcome.connectionFailed.exitCode)
         }
+        if BluetoothDaemon.isRunning {
+            Output.log("cuff watch: bluetoothd is running: cuff watch follows cuffs on the raw L2CAP path only; bonded cuffs may be taken by bluetoothd's own GATT client (stop bluetoothd, or keep it off \(adapter))")
+        }
+        let log: (String) -> Void = { Output.log("cuff watch: " + $0) }
+        let store = bondStore(bonds, log: log)
+        loadBonds(store, adapter: adapter, log: log)
+        var peers = try devices.map(address)
+        if peers.isEmpty {
+            var seen = Set<BluetoothAddress>()
+            for k in store?.keys(adapterAddress: local, kind: .ltk) ?? [] where seen.insert(k.peer.address).inserted { peers.append(k.peer.address) }
+            guard !peers.isEmpty else {
+                Output.log("cuff watch: no cuff is bonded on \(adapter) in \(store?.path ?? BondStore.defaultPath()): pair one (cuff pair ADDRESS --adapter \(adapter.name)) or name it with --device ADDRESS")
+                throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+            }
+            log("following the \(peers.count) cuff(s) bonded on \(adapter)")
+        }
         let agent = pairingAgent(adapter) { Output.log("cuff watch: " + $0) }
-        for d in devices {
-            let peer = try address(d)
+        for peer in peers {
             watcher.follow(address: peer.description) { () throws(TransportError) -> any PendingConnection in
                 try PendingATTConnection.start(adapter: adapter, to: peer)
             }

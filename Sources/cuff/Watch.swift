@@ -36,12 +36,15 @@ struct Watch: ParsableCommand {
     var adapter: String?
 
     @Option(name: .customLong("device"), help: ArgumentHelp(
-        "With --adapter: a cuff to follow, AA:BB:CC:DD:EE:FF[/random] (repeatable). cuff connects as soon as it advertises.",
+        "With --adapter: a cuff to follow, AA:BB:CC:DD:EE:FF[/random] (repeatable; default: every cuff bonded on the adapter, see --bonds). cuff connects as soon as it advertises.",
         valueName: "address"))
     var devices: [String] = []
 
     @Option(help: "With --adapter: link security to ask for at once: low (default), medium or high. Raised anyway when a cuff asks.")
     var security: SecurityLevel?
+
+    @Option(help: "With --adapter: the bond store (default $XDG_STATE_HOME/cuff/bonds); without --device, every cuff bonded there on the adapter is followed.")
+    var bonds: String?
 
     @Flag(help: "Also follow the cuff pressure while a cuff measures (progress records on stdout).")
     var progress = false
@@ -61,10 +64,9 @@ struct Watch: ParsableCommand {
         guard !connect.isEmpty || adapter != nil else {
             throw ValidationError("give --connect unix:PATH (a socket or a directory of sockets) or --adapter hciN --device ADDRESS")
         }
-        if adapter != nil && devices.isEmpty {
-            throw ValidationError("--adapter needs the cuffs to follow: --device ADDRESS (repeatable)")
+        if adapter == nil && (!devices.isEmpty || security != nil || bonds != nil) {
+            throw ValidationError("--device, --security and --bonds go with --adapter hciN")
         }
-        if adapter == nil && (!devices.isEmpty || security != nil) { throw ValidationError("--device and --security go with --adapter hciN") }
         for d in devices { _ = try BlueZCommands.address(d) }
         for c in connect where !c.hasPrefix("unix:") || c.count == 5 {
             throw ValidationError("--connect takes unix:PATH (a socket or a directory of sockets), not '\(c)'")
@@ -138,7 +140,7 @@ struct Watch: ParsableCommand {
         let watcher = Watcher(configuration: watcherConfig, loop: loop, collector: collector, log: log, sessionLog: sessionLog)
         var agent: BlueZCommands.Agent?
         if let adapter {
-            agent = try BlueZCommands.watch(adapter: adapter, devices: devices, watcher: watcher)
+            agent = try BlueZCommands.watch(adapter: adapter, devices: devices, bonds: bonds, watcher: watcher)
         }
         defer { agent?.stop() }
         let stdoutFile = ReopenableOutput(fd: 1), stderrFile = ReopenableOutput(fd: 2)
