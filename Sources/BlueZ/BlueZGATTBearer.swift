@@ -166,7 +166,17 @@ public final class BlueZGATTBearer: PollableBearer {
         guard try bus.wait(for: path, "org.bluez.Device1", "ServicesResolved", timeout: timeout, { $0?.boolValue == true }) else {
             throw TransportError(.timedOut, "bluetoothd connected to \(peer) but did not resolve its services within \(timeout)")
         }
-        objects = try bus.managedObjects()
+        return try resolved(adapter: adapter, peer: peer, bus: bus, weConnected: weConnected, log: log)
+    }
+
+    /// The bearer for `peer`, connected and its services resolved by bluetoothd: mirrors the
+    /// object tree (one `GetManagedObjects`) and takes over `bus`. `weConnected`: disconnect on
+    /// ``close()``.
+    public static func resolved(
+        adapter: BluetoothAdapter, peer: BluetoothAddress, bus: BlueZBus, weConnected: Bool, log: (String) -> Void = { _ in }
+    ) throws(TransportError) -> BlueZGATTBearer {
+        let path = BlueZPaths.device(peer, on: adapter)
+        let objects = try bus.managedObjects()
         let name = objects[path]?["org.bluez.Device1"]?["Name"]?.stringValue
         let (database, layout, notes) = mirror(objects, devicePath: path, deviceName: name)
         let bearer = try BlueZGATTBearer(bus: bus, adapter: adapter, peer: peer, database: database)
@@ -293,44 +303,41 @@ public final class BlueZGATTBearer: PollableBearer {
         guard !isClosed else { throw TransportError(.notConnected, "\(peerDescription) (bluetoothd): the bearer is closed") }
         defer { updateBell() }
         guard let parsed = try? ATTPDU(parsing: pdu) else { return answerLocally(pdu) }
+        // Requests become D-Bus calls whose replies (read in receiveNow) become the responses:
+        // the loop never waits for the cuff's radio.
         switch parsed {
         case .readRequest(let h) where characteristicPaths[h] != nil || descriptors[h] != nil:
-            do {
-                let value = try readValue(h)
-                lastRead = (h, value)
-                outgoing.append(ATTPDU.readResponse(value: Array(value.prefix(Int(server.mtu) - 1))).bytes)
-            } catch {
-                outgoing.append(ATTPDU.errorResponse(request: .readRequest, handle: h, error: Self.attError(error)).bytes)
-            }
+            try read(h, offset: nil, request: .readRequest)
         case .readBlobRequest(let h, let offset) where characteristicPaths[h] != nil || descriptors[h] != nil:
-            let value: [UInt8]
             if let last = lastRead, last.handle == h {
-                value = last.value
+                outgoing.append(blobResponse(last.value, offset: offset, handle: h))
             } else {
-                do { value = try readValue(h) } catch {
-                    outgoing.append(ATTPDU.errorResponse(request: .readBlobRequest, handle: h, error: Self.attError(error)).bytes)
-                    return
-                }
+                try read(h, offset: offset, request: .readBlobRequest)
             }
-            guard Int(offset) <= value.count else {
-                outgoing.append(ATTPDU.errorResponse(request: .readBlobRequest, handle: h, error: .invalidOffset).bytes)
-                return
-            }
-            outgoing.append(ATTPDU.readBlobResponse(value: Array(value[Int(offset)...].prefix(Int(server.mtu) - 1))).bytes)
         case .writeRequest(let h, let value) where characteristicPaths[h] != nil || descriptors[h] != nil:
-            do {
-                try write(h, value, request: true)
-                outgoing.append(ATTPDU.writeResponse.bytes)
-            } catch {
-                outgoing.append(ATTPDU.errorResponse(request: .writeRequest, handle: h, error: Self.attError(error)).bytes)
-            }
+            try write(h, value, request: true)
         case .writeCommand(let h, let value) where characteristicPaths[h] != nil:
-            try? write(h, value, request: false)
+            try write(h, value, request: false)
         case .handleValueConfirmation:
             break  // bluetoothd confirmed the indication itself when it arrived
         default:
             answerLocally(pdu)
         }
+    }
+
+    /// A D-Bus call under way for an ATT request, by serial.
+    private enum Awaiting {
+        case read(handle: UInt16, offset: UInt16?, request: ATTOpcode, characteristic: Bool)
+        case write(handle: UInt16, request: ATTOpcode)
+        /// StartNotify/StopNotify for a CCCD write; `old` is restored if it fails.
+        case subscribe(valueHandle: UInt16, cccd: UInt16, old: UInt16, request: Bool)
+        /// A Write Command: no response either way.
+        case command
+    }
+    private var awaiting: [UInt32: Awaiting] = [:]
+
+    private func call(_ path: String, _ interface: String, _ member: String, _ body: [DBusValue] = []) throws(TransportError) -> UInt32 {
+        try bus.connection.send(.call(destination: BlueZBus.service, path: path, interface: interface, member: member, body: body))
     }
 
     /// Discovery and anything else the mirrored database answers.
@@ -340,41 +347,98 @@ public final class BlueZGATTBearer: PollableBearer {
         }
     }
 
-    private func readValue(_ handle: UInt16) throws(TransportError) -> [UInt8] {
-        if let path = characteristicPaths[handle] {
-            let r = try bus.call(path, "org.bluez.GattCharacteristic1", "ReadValue", [.dictionary([])])
-            let value = r.first?.bytesValue ?? []
-            if (subscriptions[handle] ?? 0) & 0x3 != 0 { readEchoes[handle] = value }
-            return value
+    private func blobResponse(_ value: [UInt8], offset: UInt16, handle: UInt16) -> [UInt8] {
+        guard Int(offset) <= value.count else {
+            return ATTPDU.errorResponse(request: .readBlobRequest, handle: handle, error: .invalidOffset).bytes
         }
-        guard let d = descriptors[handle] else { throw TransportError(.systemCall, "no attribute at 0x\(String(handle, radix: 16))") }
+        return ATTPDU.readBlobResponse(value: Array(value[Int(offset)...].prefix(Int(server.mtu) - 1))).bytes
+    }
+
+    private func read(_ handle: UInt16, offset: UInt16?, request: ATTOpcode) throws(TransportError) {
+        if let path = characteristicPaths[handle] {
+            let serial = try call(path, "org.bluez.GattCharacteristic1", "ReadValue", [.dictionary([])])
+            awaiting[serial] = .read(handle: handle, offset: offset, request: request, characteristic: true)
+            return
+        }
+        guard let d = descriptors[handle] else { return }
         if d.uuid == .clientCharacteristicConfiguration {
             let v = subscriptions[d.valueHandle] ?? 0
-            return [UInt8(v & 0xFF), UInt8(v >> 8)]
+            return answerRead([UInt8(v & 0xFF), UInt8(v >> 8)], handle: handle, offset: offset)
         }
-        let r = try bus.call(d.path, "org.bluez.GattDescriptor1", "ReadValue", [.dictionary([])])
-        return r.first?.bytesValue ?? []
+        let serial = try call(d.path, "org.bluez.GattDescriptor1", "ReadValue", [.dictionary([])])
+        awaiting[serial] = .read(handle: handle, offset: offset, request: request, characteristic: false)
+    }
+
+    private func answerRead(_ value: [UInt8], handle: UInt16, offset: UInt16?) {
+        lastRead = (handle, value)
+        if let offset {
+            outgoing.append(blobResponse(value, offset: offset, handle: handle))
+        } else {
+            outgoing.append(ATTPDU.readResponse(value: Array(value.prefix(Int(server.mtu) - 1))).bytes)
+        }
     }
 
     private func write(_ handle: UInt16, _ value: [UInt8], request: Bool) throws(TransportError) {
+        let opcode: ATTOpcode = request ? .writeRequest : .writeCommand
         if let path = characteristicPaths[handle] {
-            try bus.call(path, "org.bluez.GattCharacteristic1", "WriteValue",
-                         [.bytes(value), .dictionary([("type", .string(request ? "request" : "command"))])])
+            let serial = try call(path, "org.bluez.GattCharacteristic1", "WriteValue",
+                                  [.bytes(value), .dictionary([("type", .string(request ? "request" : "command"))])])
+            awaiting[serial] = request ? .write(handle: handle, request: opcode) : .command
             return
         }
-        guard let d = descriptors[handle] else { throw TransportError(.systemCall, "no attribute at 0x\(String(handle, radix: 16))") }
+        guard let d = descriptors[handle] else { return }
         if d.uuid == .clientCharacteristicConfiguration, let path = characteristicPaths[d.valueHandle] {
             let new = UInt16(value.first ?? 0) | UInt16(value.count > 1 ? value[1] : 0) << 8
             let old = subscriptions[d.valueHandle] ?? 0
-            if new & 0x3 != 0, old & 0x3 == 0 {
-                try bus.call(path, "org.bluez.GattCharacteristic1", "StartNotify")
-            } else if new & 0x3 == 0, old & 0x3 != 0 {
-                try bus.call(path, "org.bluez.GattCharacteristic1", "StopNotify")
-            }
+            // Taken at once: a cuff indicates right after the subscription, maybe before
+            // bluetoothd's reply to StartNotify reaches us.
             subscriptions[d.valueHandle] = new
+            let member = new & 0x3 != 0 && old & 0x3 == 0 ? "StartNotify" : new & 0x3 == 0 && old & 0x3 != 0 ? "StopNotify" : nil
+            guard let member else {
+                if request { outgoing.append(ATTPDU.writeResponse.bytes) }
+                return
+            }
+            let serial = try call(path, "org.bluez.GattCharacteristic1", member)
+            awaiting[serial] = .subscribe(valueHandle: d.valueHandle, cccd: handle, old: old, request: request)
             return
         }
-        try bus.call(d.path, "org.bluez.GattDescriptor1", "WriteValue", [.bytes(value), .dictionary([])])
+        let serial = try call(d.path, "org.bluez.GattDescriptor1", "WriteValue", [.bytes(value), .dictionary([])])
+        awaiting[serial] = request ? .write(handle: handle, request: opcode) : .command
+    }
+
+    /// The ATT response to bluetoothd's reply to one of our calls.
+    private func answer(_ m: DBusMessage, to what: Awaiting) {
+        var failure: TransportError?
+        if m.kind == .error {
+            var text = ""
+            if case .string(let s)? = m.body?.first { text = ": " + s }
+            failure = TransportError(.systemCall, "\(m.errorName ?? "error")\(text)")
+        }
+        switch what {
+        case .read(let h, let offset, let request, let characteristic):
+            if let failure {
+                outgoing.append(ATTPDU.errorResponse(request: request, handle: h, error: Self.attError(failure)).bytes)
+                return
+            }
+            let value = m.body?.first?.bytesValue ?? []
+            if characteristic, (subscriptions[h] ?? 0) & 0x3 != 0 { readEchoes[h] = value }
+            answerRead(value, handle: h, offset: offset)
+        case .write(let h, let request):
+            if let failure {
+                outgoing.append(ATTPDU.errorResponse(request: request, handle: h, error: Self.attError(failure)).bytes)
+            } else {
+                outgoing.append(ATTPDU.writeResponse.bytes)
+            }
+        case .subscribe(let valueHandle, let cccd, let old, let request):
+            if let failure {
+                subscriptions[valueHandle] = old
+                if request { outgoing.append(ATTPDU.errorResponse(request: .writeRequest, handle: cccd, error: Self.attError(failure)).bytes) }
+            } else if request {
+                outgoing.append(ATTPDU.writeResponse.bytes)
+            }
+        case .command:
+            break
+        }
     }
 
     /// The ATT error in a bluetoothd error reply ("… ATT error: 0x80"), else a close match.
@@ -416,6 +480,11 @@ public final class BlueZGATTBearer: PollableBearer {
 
     /// What a message from bluetoothd means for the link, if anything.
     private func event(for m: DBusMessage) -> BearerEvent? {
+        if m.kind == .methodReturn || m.kind == .error {
+            guard let serial = m.replySerial, let what = awaiting.removeValue(forKey: serial) else { return nil }
+            answer(m, to: what)
+            return outgoing.isEmpty ? nil : .pdu(outgoing.removeFirst())
+        }
         guard m.kind == .signal, m.interface == "org.freedesktop.DBus.Properties", m.member == "PropertiesChanged",
               let path = m.path, let body = m.body, body.count >= 2, case .string(let interface) = body[0] else { return nil }
         let changed = body[1]
@@ -462,12 +531,12 @@ public final class BlueZGATTBearer: PollableBearer {
         guard !isClosed else { return }
         isClosed = true
         if closedReason == nil {
+            // Sent without waiting for the replies (closing must not stall an event loop);
+            // bluetoothd also ends our notification sessions itself when we leave the bus.
             for (h, v) in subscriptions where v & 0x3 != 0 {
-                if let path = characteristicPaths[h] {
-                    _ = try? bus.call(path, "org.bluez.GattCharacteristic1", "StopNotify", timeout: .seconds(2))
-                }
+                if let path = characteristicPaths[h] { _ = try? call(path, "org.bluez.GattCharacteristic1", "StopNotify") }
             }
-            if weConnected { _ = try? bus.call(devicePath, "org.bluez.Device1", "Disconnect", timeout: .seconds(5)) }
+            if weConnected { _ = try? call(devicePath, "org.bluez.Device1", "Disconnect") }
         }
         bus.close()
         _ = Sys.close(epollFD)

@@ -59,6 +59,7 @@ public final class Watcher {
         var name: String
         var pending: (any PendingConnection)?
         var pendingFD: CInt?
+        var pendingTimer: EventLoop.TimerID?
         var waitingSaid = false
         var connection: CentralConnection?
         var retry: EventLoop.TimerID?
@@ -156,9 +157,21 @@ public final class Watcher {
 
     var started = false
 
+    /// Runs `body` every `interval` on the loop until ``stop()`` (e.g. to follow cuffs bonded
+    /// while watching).
+    public func repeatEvery(_ interval: Duration, _ body: @escaping () -> Void) {
+        loop.schedule(at: MonotonicClock.now() + interval) { [weak self] in
+            guard let self, !self.stopping else { return }
+            body()
+            self.repeatEvery(interval, body)
+        }
+    }
+
     func cancelPending(_ t: Target) {
         if let fd = t.pendingFD { loop.unwatch(fd) }
         t.pendingFD = nil
+        if let timer = t.pendingTimer { loop.cancel(timer) }
+        t.pendingTimer = nil
         t.pending?.cancel()
         t.pending = nil
     }
@@ -167,9 +180,18 @@ public final class Watcher {
         do {
             let p = try start()
             guard let fd = p.fileDescriptor else { return failed(t, "connect: no descriptor") }
-            try loop.watch(fd, readable: false, writable: true) { [unowned self, unowned t] _ in self.pendingReady(t) }
+            try loop.watch(fd, readable: p.waitsForReadable, writable: !p.waitsForReadable) { [unowned self, unowned t] _ in self.pendingReady(t) }
             t.pending = p
             t.pendingFD = fd
+            if let limit = p.attemptTimeout {
+                // Not connected within the attempt's time: start it again (the cuff is not there).
+                t.pendingTimer = loop.schedule(at: MonotonicClock.now() + limit) { [unowned self, unowned t] in
+                    t.pendingTimer = nil
+                    guard t.pending != nil else { return }
+                    self.cancelPending(t)
+                    self.schedule(t, after: self.configuration.reconnectDelay)
+                }
+            }
             if !t.waitingSaid {
                 t.waitingSaid = true
                 log("\(t.name): waiting for it to advertise")
@@ -181,21 +203,32 @@ public final class Watcher {
 
     func pendingReady(_ t: Target) {
         guard let p = t.pending else { return }
-        if let fd = t.pendingFD { loop.unwatch(fd) }
-        t.pendingFD = nil
-        t.pending = nil
+        // A one-shot connect's descriptor becomes the bearer's (or is closed): unwatch it first.
+        if !p.waitsForReadable { cancelPendingWatch(t) }
         do {
-            let bearer = try p.finish()
+            guard let bearer = try p.advance() else { return }  // a step of a longer conversation
+            cancelPendingWatch(t)
             t.waitingSaid = false
             log("\(t.name): connected")
             run(t, bearer)
         } catch {
+            cancelPendingWatch(t)
+            p.cancel()
             // Not advertising within the kernel's connect timeout: simply wait again.
             if error.errno == ETIMEDOUT || error.errno == EHOSTDOWN || error.errno == EHOSTUNREACH {
                 return schedule(t, after: configuration.reconnectDelay)
             }
             failed(t, error.message)
         }
+    }
+
+    /// The attempt is over (connected or failed): stop watching it, keep the descriptor.
+    func cancelPendingWatch(_ t: Target) {
+        if let fd = t.pendingFD { loop.unwatch(fd) }
+        t.pendingFD = nil
+        t.pending = nil
+        if let timer = t.pendingTimer { loop.cancel(timer) }
+        t.pendingTimer = nil
     }
 
     func add(_ path: String, fromDirectory: Bool) {

@@ -223,12 +223,28 @@ public protocol PollableBearer: ATTBearer {
 
 extension UnixSeqpacketBearer: PollableBearer {}
 
-/// A connection under way that an ``EventLoop`` waits for: its descriptor turns writable when the
-/// link is up or the attempt failed (a non-blocking `connect`), then ``finish()`` says which.
+/// A connection under way that an ``EventLoop`` waits for. Either its descriptor turns writable
+/// when the link is up or the attempt failed (a non-blocking `connect`), then ``finish()`` says
+/// which; or (``waitsForReadable``) it is a conversation, e.g. with bluetoothd over D-Bus, that
+/// ``advance()`` takes a step further whenever the descriptor is readable.
 public protocol PendingConnection: AnyObject {
     var fileDescriptor: CInt? { get }
+    /// Watch the descriptor for readability and call ``advance()`` (default: writability, then
+    /// ``finish()``).
+    var waitsForReadable: Bool { get }
+    /// How long the attempt may take before it is given up and started again (nil: the attempt
+    /// ends by itself).
+    var attemptTimeout: Duration? { get }
     /// The connected bearer, or why the attempt failed.
     func finish() throws(TransportError) -> any PollableBearer
+    /// A step on readiness: the bearer once connected, nil while still under way.
+    func advance() throws(TransportError) -> (any PollableBearer)?
     /// Gives up; closes the descriptor.
     func cancel()
+}
+
+extension PendingConnection {
+    public var waitsForReadable: Bool { false }
+    public var attemptTimeout: Duration? { nil }
+    public func advance() throws(TransportError) -> (any PollableBearer)? { try finish() }
 }

@@ -203,40 +203,79 @@ enum BlueZCommands {
     }
 
     /// `cuff watch --adapter`: follows each device; the kernel connects when it advertises.
-    /// Without `devices`: every cuff bonded on the adapter in the bond store (`cuff pair`), whose
-    /// keys are loaded into the kernel first (raw path, as for `cuff measure`).
-    static func watch(adapter adapterName: String, devices: [String], bonds: String?, watcher: Watcher) throws -> Agent? {
+    /// Without `devices`: every cuff bonded on the adapter. On the raw path that is cuff's bond
+    /// store (`cuff pair`), whose keys are loaded into the kernel first, as for `cuff measure`; on
+    /// the bluetoothd path, every device bluetoothd keeps paired there that has a Blood Pressure
+    /// Service, also ones paired while watch runs (looked at every 5 s).
+    static func watch(adapter adapterName: String, backend: Backend, devices: [String], bonds: String?, watcher: Watcher) throws -> Agent? {
         let adapter = try adapter(adapterName)
+        let log: (String) -> Void = { Output.log("cuff watch: " + $0) }
         let local: BluetoothAddress
         do {
             local = try adapter.addressIfUp()
         } catch {
-            Output.log("cuff watch: \(error.message)")
+            log(error.message)
             throw ExitCode(SessionOutcome.connectionFailed.exitCode)
         }
-        if BluetoothDaemon.isRunning {
-            Output.log("cuff watch: bluetoothd is running: cuff watch follows cuffs on the raw L2CAP path only; bonded cuffs may be taken by bluetoothd's own GATT client (stop bluetoothd, or keep it off \(adapter))")
+        let peers = try devices.map(address)
+        if backend.resolved(log: log) == .bluetoothd {
+            try watchThroughBluetoothd(adapter: adapter, peers: peers, watcher: watcher, log: log)
+            return nil
         }
-        let log: (String) -> Void = { Output.log("cuff watch: " + $0) }
+        if BluetoothDaemon.isRunning {
+            log("bluetoothd is running but --backend raw was asked for: bonded cuffs may be taken by bluetoothd's own GATT client (stop bluetoothd, or keep it off \(adapter))")
+        }
         let store = bondStore(bonds, log: log)
         loadBonds(store, adapter: adapter, log: log)
-        var peers = try devices.map(address)
-        if peers.isEmpty {
+        var followed = peers
+        if followed.isEmpty {
             var seen = Set<BluetoothAddress>()
-            for k in store?.keys(adapterAddress: local, kind: .ltk) ?? [] where seen.insert(k.peer.address).inserted { peers.append(k.peer.address) }
-            guard !peers.isEmpty else {
-                Output.log("cuff watch: no cuff is bonded on \(adapter) in \(store?.path ?? BondStore.defaultPath()): pair one (cuff pair ADDRESS --adapter \(adapter.name)) or name it with --device ADDRESS")
+            for k in store?.keys(adapterAddress: local, kind: .ltk) ?? [] where seen.insert(k.peer.address).inserted { followed.append(k.peer.address) }
+            guard !followed.isEmpty else {
+                log("no cuff is bonded on \(adapter) in \(store?.path ?? BondStore.defaultPath()): pair one (cuff pair ADDRESS --adapter \(adapter.name)) or name it with --device ADDRESS")
                 throw ExitCode(SessionOutcome.connectionFailed.exitCode)
             }
-            log("following the \(peers.count) cuff(s) bonded on \(adapter)")
+            log("following the \(followed.count) cuff(s) bonded on \(adapter)")
         }
         let agent = pairingAgent(adapter) { Output.log("cuff watch: " + $0) }
-        for peer in peers {
+        for peer in followed {
             watcher.follow(address: peer.description) { () throws(TransportError) -> any PendingConnection in
                 try PendingATTConnection.start(adapter: adapter, to: peer)
             }
         }
         return agent
+    }
+
+    /// The bluetoothd path of `cuff watch --adapter`: each cuff through `Device1.Connect` (the
+    /// kernel connects when it advertises) and bluetoothd's GATT objects.
+    static func watchThroughBluetoothd(adapter: BluetoothAdapter, peers: [BluetoothAddress], watcher: Watcher, log: @escaping (String) -> Void) throws {
+        func follow(_ peer: BluetoothAddress) {
+            watcher.follow(address: peer.description) { () throws(TransportError) -> any PendingConnection in
+                try BlueZPendingConnection.start(adapter: adapter, to: peer, log: log)
+            }
+        }
+        guard peers.isEmpty else { return peers.forEach(follow) }
+        let bonded: () throws(TransportError) -> [BluetoothAddress] = {
+            let bus = try BlueZBus()
+            defer { bus.close() }
+            return BlueZDiscovery.bondedCuffs(in: try bus.managedObjects(), adapter: adapter)
+        }
+        let found: [BluetoothAddress]
+        do { found = try bonded() } catch {
+            log("bluetoothd: \(error.message)")
+            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+        }
+        if found.isEmpty {
+            log("bluetoothd keeps no paired cuff (a device with a Blood Pressure Service) on \(adapter) yet; pair one (cuff pair ADDRESS --adapter \(adapter.name)) and it is followed, or name it with --device ADDRESS")
+        } else {
+            log("following the \(found.count) cuff(s) bluetoothd keeps paired on \(adapter)")
+        }
+        found.forEach(follow)
+        // Cuffs paired later are followed too.
+        watcher.repeatEvery(.seconds(5)) {
+            guard let now = try? bonded() else { return }
+            now.forEach(follow)  // follow() ignores what it follows already
+        }
     }
 
     static func simulate<P: GATTPeripheral>(

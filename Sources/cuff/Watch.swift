@@ -21,8 +21,10 @@ struct Watch: ParsableCommand {
             stderr carries events and device identities, never readings (--verbose adds the sessions' own \
             lines, which may). SIGTERM or Ctrl-C: stop connecting, let open sessions end (5 s at most), \
             flush, exit 0. SIGHUP: reopen stdout and stderr if they were files (after logrotate moved them).
-            With --adapter hciN --device ADDRESS …, real cuffs: the kernel connects to each as soon as it \
-            advertises (raw L2CAP; stop bluetoothd or keep it off that adapter, as for `cuff measure`).
+            With --adapter hciN, real cuffs: each --device ADDRESS, or by default every cuff bonded on the \
+            adapter, connected as soon as it advertises. With bluetoothd running (--backend auto) through \
+            bluetoothd (Device1.Connect; the cuffs it keeps paired with a Blood Pressure Service, also ones \
+            paired later); without it (or --backend raw) on raw L2CAP, with cuff's bond store (--bonds).
             Exit status: 0 after SIGTERM/SIGINT, 9 the adapter cannot be used, 10 a sink failed.
             """
     )
@@ -39,6 +41,9 @@ struct Watch: ParsableCommand {
         "With --adapter: a cuff to follow, AA:BB:CC:DD:EE:FF[/random] (repeatable; default: every cuff bonded on the adapter, see --bonds). cuff connects as soon as it advertises.",
         valueName: "address"))
     var devices: [String] = []
+
+    @Option(help: Backend.help)
+    var backend: Backend = .auto
 
     @Option(help: "With --adapter: link security to ask for at once: low (default), medium or high. Raised anyway when a cuff asks.")
     var security: SecurityLevel?
@@ -64,8 +69,8 @@ struct Watch: ParsableCommand {
         guard !connect.isEmpty || adapter != nil else {
             throw ValidationError("give --connect unix:PATH (a socket or a directory of sockets) or --adapter hciN --device ADDRESS")
         }
-        if adapter == nil && (!devices.isEmpty || security != nil || bonds != nil) {
-            throw ValidationError("--device, --security and --bonds go with --adapter hciN")
+        if adapter == nil && (!devices.isEmpty || security != nil || bonds != nil || backend != .auto) {
+            throw ValidationError("--device, --security, --bonds and --backend go with --adapter hciN")
         }
         for d in devices { _ = try BlueZCommands.address(d) }
         for c in connect where !c.hasPrefix("unix:") || c.count == 5 {
@@ -140,7 +145,7 @@ struct Watch: ParsableCommand {
         let watcher = Watcher(configuration: watcherConfig, loop: loop, collector: collector, log: log, sessionLog: sessionLog)
         var agent: BlueZCommands.Agent?
         if let adapter {
-            agent = try BlueZCommands.watch(adapter: adapter, devices: devices, bonds: bonds, watcher: watcher)
+            agent = try BlueZCommands.watch(adapter: adapter, backend: backend, devices: devices, bonds: bonds, watcher: watcher)
         }
         defer { agent?.stop() }
         let stdoutFile = ReopenableOutput(fd: 1), stderrFile = ReopenableOutput(fd: 2)
