@@ -63,8 +63,8 @@ if extra:
     sys.exit(1)
 print("replay matches the live runs")
 PY
-echo "-- cuff watch --adapter across two simulate turns; simulate --from-capture --adapter (a VM of its own)"
-if ! CUFF_VM_OUT=tools/vm/out/watch tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-watch.sh" && "$CUFF_REPO/tools/vm/guest-from-capture.sh"'; then
+echo "-- cuff watch --adapter across two simulate turns (raw, then through bluetoothd); simulate --from-capture --adapter (a VM of its own)"
+if ! CUFF_VM_OUT=tools/vm/out/watch tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-watch.sh" && "$CUFF_REPO/tools/vm/guest-from-capture.sh" && "$CUFF_REPO/tools/vm/guest-watch-desktop.sh"'; then
   echo "guest-watch failed; logs:"; tail -n 30 tools/vm/out/watch/console.log 2>/dev/null || true
   exit 1
 fi
