@@ -17,7 +17,7 @@ import Transport
 /// the socket to become writable again (it sits in BT_CONFIG until the link is encrypted). On
 /// kernels that ask user space to confirm even Just Works pairing, a ``PairingAgent`` must run
 /// (or bluetoothd with an agent), otherwise SMP stalls until its 30 s timeout.
-public final class L2CAPATTBearer: PollableBearer, Sendable {
+public final class L2CAPATTBearer: SteppedSecurityBearer, Sendable {
     /// Largest PDU accepted by default (ATT's maximum is 517; margin for hostile peers is cheap).
     public static let defaultMaxPDUSize = 1024
 
@@ -131,46 +131,67 @@ public final class L2CAPATTBearer: PollableBearer, Sendable {
         guard let fd = channel.descriptor else {
             throw TransportError(.notConnected, "raiseSecurity(\(peerDescription)): the bearer is closed")
         }
-        if securityLevel >= level { return }
-        let what = "\(peerDescription), BT_SECURITY \(level)"
+        // Right after the connection completes the kernel may not have the SMP channel yet:
+        // ask again for a moment, waiting in poll so a dropped link ends the wait at once.
+        let settle = MonotonicClock.now() + Self.securitySettle
+        while true {
+            switch try beginRaisingSecurity(to: level, lastTry: MonotonicClock.now() >= settle) {
+            case .done: return
+            case .notReady:
+                if case .success(let r) = Sys.poll(fd, events: 0, timeoutMS: 50), r & (Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+                    throw TransportError(.notConnected, "raiseSecurity(\(peerDescription), BT_SECURITY \(level)): \(BlueZErrors.closeReason(Sys.socketError(fd)))")
+                }
+                continue
+            case .pending:
+                switch channel.waitWritable(timeout: securityTimeout) {
+                case .success(let revents): return try finishRaisingSecurity(to: level, timedOut: revents == 0)
+                case .failure(let e): throw TransportError.system("poll", "\(peerDescription), BT_SECURITY \(level)", e)
+                }
+            }
+        }
+    }
+
+    /// How long after connecting a link that cannot take `BT_SECURITY` yet is asked again.
+    public static let securitySettle: Duration = .seconds(3)
+
+    public func beginRaisingSecurity(to level: SecurityLevel, lastTry: Bool) throws(TransportError) -> SecurityProgress {
+        guard let fd = channel.descriptor else {
+            throw TransportError(.notConnected, "raiseSecurity(\(peerDescription)): the bearer is closed")
+        }
+        if securityLevel >= level { return .done }
         var request = bt_security()
         request.level = UInt8(level.rawValue)
         request.key_size = 0
-        // Right after the connection completes the kernel may not have the SMP channel yet
-        // ("security requested but not available"): setsockopt fails with EINVAL. Retry for a
-        // moment, waiting in poll so a dropped link ends the wait at once.
-        let settle = MonotonicClock.now() + .seconds(3)
-        while true {
-            switch Sys.setsockopt(fd, level: BT.solBluetooth, name: BT.optSecurity, request) {
-            case .success: break
-            case .failure(.invalidArgument) where MonotonicClock.now() < settle:
-                if case .success(let r) = Sys.poll(fd, events: 0, timeoutMS: 50), r & (Int16(POLLHUP) | Int16(POLLERR)) != 0 {
-                    throw TransportError(.notConnected, "raiseSecurity(\(what)): \(BlueZErrors.closeReason(Sys.socketError(fd)))")
-                }
-                if securityLevel >= level { return }
-                continue
-            case .failure(let e):
-                throw TransportError.system("setsockopt", what, e,
-                                            hint: e == .invalidArgument ? "the kernel has no SMP channel on this link: was \(adapter) brought up with `hciconfig up` (HCIDEVUP) rather than MGMT? Power-cycle it with `btmgmt -i \(adapter) power off` and `power on`" : nil)
-            }
-            break
+        switch Sys.setsockopt(fd, level: BT.solBluetooth, name: BT.optSecurity, request) {
+        case .success: return .pending
+        // "Security requested but not available": no SMP channel on the link yet.
+        case .failure(.invalidArgument) where !lastTry: return securityLevel >= level ? .done : .notReady
+        case .failure(let e):
+            throw TransportError.system("setsockopt", "\(peerDescription), BT_SECURITY \(level)", e,
+                                        hint: e == .invalidArgument ? "the kernel has no SMP channel on this link: was \(adapter) brought up with `hciconfig up` (HCIDEVUP) rather than MGMT? Power-cycle it with `btmgmt -i \(adapter) power off` and `power on`" : nil)
         }
-        switch channel.waitWritable(timeout: securityTimeout) {
-        case .success(0):
+    }
+
+    public func finishRaisingSecurity(to level: SecurityLevel, timedOut: Bool) throws(TransportError) {
+        let what = "\(peerDescription), BT_SECURITY \(level)"
+        guard let fd = channel.descriptor else { throw TransportError(.notConnected, "raiseSecurity(\(what)): the bearer is closed") }
+        if timedOut {
             throw TransportError(
                 .timedOut,
                 "raiseSecurity(\(what)): pairing did not finish within \(securityTimeout) — is a pairing agent running (cuff starts one when run as root; with bluetoothd, `bluetoothctl agent NoInputNoOutput` + `default-agent`)?",
                 errno: ETIMEDOUT)
-        case .success(let revents):
-            if revents & (Int16(POLLERR) | Int16(POLLHUP)) != 0 || revents & Int16(POLLOUT) == 0 {
-                let e = Sys.socketError(fd)
-                throw TransportError(
-                    .securityRefused,
-                    "raiseSecurity(\(what)): \(BlueZErrors.closeReason(e))" + (e == .permissionDenied ? " — " + (BlueZErrors.connectHint(.permissionDenied, peer: peer.description, adapter: adapter.name) ?? "") : ""),
-                    errno: e?.rawValue)
-            }
-        case .failure(let e):
-            throw TransportError.system("poll", what, e)
+        }
+        let revents: Int16
+        switch Sys.poll(fd, events: Int16(POLLOUT), timeoutMS: 0) {
+        case .success(let r): revents = r
+        case .failure(let e): throw TransportError.system("poll", what, e)
+        }
+        if revents & (Int16(POLLERR) | Int16(POLLHUP)) != 0 || revents & Int16(POLLOUT) == 0 {
+            let e = Sys.socketError(fd)
+            throw TransportError(
+                .securityRefused,
+                "raiseSecurity(\(what)): \(BlueZErrors.closeReason(e))" + (e == .permissionDenied ? " — " + (BlueZErrors.connectHint(.permissionDenied, peer: peer.description, adapter: adapter.name) ?? "") : ""),
+                errno: e?.rawValue)
         }
         let now = securityLevel
         guard now >= level else {

@@ -80,7 +80,7 @@ public final class CentralConnection {
         guard !stopRequested, !ended else { return }
         stopRequested = true
         hooks.log(reason)
-        if parked != nil { return }  // looked at again once the measurement is kept
+        if parked != nil || securityWait != nil { return }  // looked at again once the measurement is kept / the raise ended
         stopSentToCentral = true
         execute(central.stop(at: WallClock.eventTime())[...])
         settle()
@@ -89,6 +89,10 @@ public final class CentralConnection {
     /// Ends the session at once: the link is closed (the cuff keeps anything not confirmed).
     public func abort(_ why: String) {
         guard !ended else { return }
+        if let w = securityWait {
+            securityWait = nil
+            if let t = w.timer { loop.cancel(t) }
+        }
         closeLink()
         if parked == nil { tellClosed(why) }
         settle()
@@ -120,10 +124,18 @@ public final class CentralConnection {
 
     var stopSentToCentral = false
     var toldClosed = false
+    /// Security being raised on a ``SteppedSecurityBearer``: the outputs after the request wait,
+    /// and the link is read again only once it ended (as when the raise blocked).
+    var securityWait: (level: SecurityLevel, rest: ArraySlice<CuffCentral.Output>, started: Timestamp, pending: Bool, timer: EventLoop.TimerID?)?
 
     // MARK: Events
 
     func ready(_ r: EventLoop.Readiness) {
+        if let w = securityWait {
+            // Only writability (pairing ended) or a hang-up is watched meanwhile.
+            if w.pending || r.contains(.hangUp) { finishSecurity(timedOut: false) }
+            return
+        }
         guard parked == nil, !ended else { return }
         var budget = Self.readBudget
         while budget > 0, parked == nil, !linkClosed, !central.isFinished {
@@ -156,12 +168,86 @@ public final class CentralConnection {
         timer = nil
         armedDeadline = nil
         guard !ended else { return }
-        if parked != nil {
+        if parked != nil || securityWait != nil {
             tickDue = true
             return
         }
         execute(central.tick(at: WallClock.eventTime())[...])
         settle()
+    }
+
+    // MARK: Security without blocking the loop
+
+    func beginSecurity(_ level: SecurityLevel, rest: ArraySlice<CuffCentral.Output>, on bearer: any SteppedSecurityBearer) {
+        securityWait = (level, rest, MonotonicClock.now(), false, nil)
+        if let fd = watchedFD { loop.change(fd, readable: false, writable: false) }  // hang-ups only
+        askSecurity(bearer)
+    }
+
+    func askSecurity(_ bearer: any SteppedSecurityBearer) {
+        guard var w = securityWait, !ended else { return }
+        w.timer = nil
+        let now = MonotonicClock.now()
+        do {
+            switch try bearer.beginRaisingSecurity(to: w.level, lastTry: now - w.started >= .seconds(3)) {
+            case .done:
+                securityWait = w
+                return endSecurity(failure: nil)
+            case .notReady:
+                w.timer = loop.schedule(at: now + .milliseconds(50)) { [unowned self] in self.askSecurity(bearer) }
+            case .pending:
+                w.pending = true
+                if let fd = watchedFD { loop.change(fd, readable: false, writable: true) }
+                w.timer = loop.schedule(at: now + bearer.securityTimeout) { [unowned self] in
+                    self.securityWait?.timer = nil
+                    self.finishSecurity(timedOut: true)
+                }
+            }
+            securityWait = w
+        } catch {
+            securityWait = w
+            endSecurity(failure: error.message)
+        }
+    }
+
+    func finishSecurity(timedOut: Bool) {
+        guard let w = securityWait, !ended, let bearer = bearer as? any SteppedSecurityBearer else { return }
+        do {
+            try bearer.finishRaisingSecurity(to: w.level, timedOut: timedOut)
+            endSecurity(failure: nil)
+        } catch {
+            endSecurity(failure: error.message)
+        }
+    }
+
+    /// The raise ended: the session hears how, then the outputs that waited run.
+    func endSecurity(failure: String?) {
+        guard let w = securityWait else { return }
+        securityWait = nil
+        if let t = w.timer { loop.cancel(t) }
+        if let fd = watchedFD { loop.change(fd, readable: true, writable: false) }
+        let at = WallClock.eventTime()
+        execute((failure.map { central.securityRefused($0, at: at) } ?? central.securityRaised(w.level, at: at))[...])
+        if !w.rest.isEmpty {
+            if let p = parked {
+                parked = ArraySlice(Array(p) + Array(w.rest))
+            } else if securityWait == nil {
+                execute(w.rest)
+            }
+        }
+        if parked == nil && securityWait == nil {
+            if stopRequested && !central.isFinished && !stopSentToCentral {
+                stopSentToCentral = true
+                execute(central.stop(at: WallClock.eventTime())[...])
+            }
+            if tickDue {
+                tickDue = false
+                execute(central.tick(at: WallClock.eventTime())[...])
+            }
+        }
+        settle()
+        // PDUs that came in meanwhile are read now.
+        if parked == nil && securityWait == nil && !linkClosed { ready(.readable) }
     }
 
     /// After handling: end the session, or arm the timer for the machine's next deadline.
@@ -182,6 +268,8 @@ public final class CentralConnection {
 
     func finish() {
         ended = true
+        if let t = securityWait?.timer { loop.cancel(t) }
+        securityWait = nil
         if let t = timer { loop.cancel(t) }
         timer = nil
         closeLink()
@@ -224,6 +312,14 @@ public final class CentralConnection {
                     closeLink()
                 }
             case let .raiseSecurity(level):
+                if let stepped = bearer as? any SteppedSecurityBearer {
+                    guard !linkClosed else {
+                        execute(central.securityRefused("the link is closed", at: WallClock.eventTime())[...])
+                        continue
+                    }
+                    beginSecurity(level, rest: outputs[i...], on: stepped)
+                    return
+                }
                 do {
                     try bearer.raiseSecurity(to: level)
                     execute(central.securityRaised(level, at: WallClock.eventTime())[...])

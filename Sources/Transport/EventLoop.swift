@@ -223,6 +223,28 @@ public protocol PollableBearer: ATTBearer {
 
 extension UnixSeqpacketBearer: PollableBearer {}
 
+/// How far ``SteppedSecurityBearer/beginRaisingSecurity(to:lastTry:)`` got.
+public enum SecurityProgress: Sendable, Equatable {
+    /// The link has the level already.
+    case done
+    /// Pairing or encryption under way: the descriptor turns writable when it ended; then
+    /// ``SteppedSecurityBearer/finishRaisingSecurity(to:timedOut:)``.
+    case pending
+    /// The link cannot be asked yet (right after connecting): ask again shortly.
+    case notReady
+}
+
+/// A bearer whose security an event loop raises without waiting in it: begin, wait for the
+/// descriptor to be writable (at most ``securityTimeout``), finish.
+public protocol SteppedSecurityBearer: PollableBearer {
+    /// How long pairing or encryption may take.
+    var securityTimeout: Duration { get }
+    /// Asks for `level`. `lastTry`: a link still not ready is an error now.
+    func beginRaisingSecurity(to level: SecurityLevel, lastTry: Bool) throws(TransportError) -> SecurityProgress
+    /// Once the descriptor is writable or hung up (or `timedOut`): whether the link has `level`.
+    func finishRaisingSecurity(to level: SecurityLevel, timedOut: Bool) throws(TransportError)
+}
+
 /// A connection under way that an ``EventLoop`` waits for. Either its descriptor turns writable
 /// when the link is up or the attempt failed (a non-blocking `connect`), then ``finish()`` says
 /// which; or (``waitsForReadable``) it is a conversation, e.g. with bluetoothd over D-Bus, that
