@@ -108,11 +108,9 @@ public enum BlueZPairing {
     ///   device not found, timeout.
     public static func pair(
         _ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, timeout: Duration = .seconds(40),
-        log: (String) -> Void, other: (DBusMessage) -> Void = { _ in }
+        log: @escaping (String) -> Void, other: (DBusMessage) -> Void = { _ in }
     ) throws(TransportError) -> Bool {
-        let scope = AgentScope(adapter: adapter, device: device)
         let devicePath = BlueZPaths.device(device, on: adapter)
-        let agentPath = "/cuff/pairing_agent"
         try bus.addMatch("type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',path='\(devicePath)'")
         if try bus.managedObjects()[devicePath]?["org.bluez.Device1"] == nil {
             log("bluetoothd does not know \(device) yet; discovering (LE) on \(adapter)")
@@ -122,38 +120,87 @@ public enum BlueZPairing {
             return true  // bonded already on bluetoothd's side: nothing to ask for
 
         }
-        try bus.call("/org/bluez", "org.bluez.AgentManager1", "RegisterAgent", [.objectPath(agentPath), .string("NoInputNoOutput")])
-        log("agent: registered \(agentPath) for this pairing only (\(scope))")
-        defer {
-            _ = try? bus.call("/org/bluez", "org.bluez.AgentManager1", "UnregisterAgent", [.objectPath(agentPath)], timeout: .seconds(2))
-            log("agent: unregistered")
-        }
-        let serial = try bus.connection.send(.call(destination: BlueZBus.service, path: devicePath, interface: "org.bluez.Device1", member: "Pair"))
+        let attempt = try BlueZPairingAttempt(device, on: adapter, bus: bus, log: log)
+        defer { attempt.end() }
         let deadline = ContinuousClock.now + timeout
         while true {
             guard let m = try bus.next(until: deadline) else {
                 throw TransportError(.timedOut, "Device1.Pair(\(devicePath)): no answer within \(timeout)")
             }
-            if m.replySerial == serial {
-                if m.kind == .error {
-                    var text = ""
-                    if case .string(let s)? = m.body?.first { text = ": " + s }
-                    throw TransportError(.securityRefused, "bluetoothd could not pair \(device) on \(adapter): \(m.errorName ?? "error")\(text)")
-                }
-                return false
+            if try attempt.handle(m, other: other) { return false }
+        }
+    }
+}
+
+/// One `Device1.Pair` under way, message by message, so an event loop can run it beside other
+/// work (``BlueZGATTBearer``'s stepped security) as well as a blocking caller (``BlueZPairing``):
+/// cuff's agent registered on the same connection for this call only, the call sent, then each
+/// message read is the reply, the `Paired` change, an agent question, or something else.
+final class BlueZPairingAttempt {
+    let device: BluetoothAddress
+    let adapter: BluetoothAdapter
+    let scope: AgentScope
+    let devicePath: String
+    let agentPath = "/cuff/pairing_agent"
+    private let bus: BlueZBus
+    private let log: (String) -> Void
+    private var serial: UInt32 = 0
+    private var ended = false
+
+    /// Registers the agent and sends `Device1.Pair` (the caller has matched the device's signals).
+    init(_ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, log: @escaping (String) -> Void) throws(TransportError) {
+        self.device = device
+        self.adapter = adapter
+        self.bus = bus
+        self.log = log
+        scope = AgentScope(adapter: adapter, device: device)
+        devicePath = BlueZPaths.device(device, on: adapter)
+        try bus.call("/org/bluez", "org.bluez.AgentManager1", "RegisterAgent", [.objectPath(agentPath), .string("NoInputNoOutput")])
+        log("agent: registered \(agentPath) for this pairing only (\(scope))")
+        do {
+            serial = try bus.connection.send(.call(destination: BlueZBus.service, path: devicePath, interface: "org.bluez.Device1", member: "Pair"))
+        } catch {
+            end()
+            throw error
+        }
+    }
+
+    /// One message: true once paired; throws when bluetoothd refuses. Messages that are not part
+    /// of the pairing go to `other`, in order.
+    func handle(_ m: DBusMessage, other: (DBusMessage) -> Void) throws(TransportError) -> Bool {
+        if m.replySerial == serial {
+            if m.kind == .error {
+                var text = ""
+                if case .string(let s)? = m.body?.first { text = ": " + s }
+                throw TransportError(.securityRefused, "bluetoothd could not pair \(device) on \(adapter): \(m.errorName ?? "error")\(text)")
             }
-            if m.kind == .signal {
-                if m.path == devicePath, m.member == "PropertiesChanged", let body = m.body, body.count >= 2,
-                   body[0] == .string("org.bluez.Device1"), body[1]["Paired"]?.boolValue == true {
-                    log("bluetoothd: \(device) paired")
-                    return false
-                }
-                other(m)
-                continue
+            return true
+        }
+        if m.kind == .signal {
+            if m.path == devicePath, m.member == "PropertiesChanged", let body = m.body, body.count >= 2,
+               body[0] == .string("org.bluez.Device1"), body[1]["Paired"]?.boolValue == true {
+                log("bluetoothd: \(device) paired")
+                return true
             }
+            other(m)
+            return false
+        }
+        if m.kind == .methodCall, m.path == agentPath {
             let (reply, line) = BlueZAgent.response(to: m, path: agentPath, scope: scope)
             if let line { log(line) }
             if let reply { try bus.connection.send(reply) }
+            return false
         }
+        other(m)  // e.g. the reply to a call made before the pairing began
+        return false
+    }
+
+    /// Unregisters the agent (sent without waiting for the reply). Idempotent.
+    func end() {
+        guard !ended else { return }
+        ended = true
+        _ = try? bus.connection.send(.call(destination: BlueZBus.service, path: "/org/bluez", interface: "org.bluez.AgentManager1",
+                                           member: "UnregisterAgent", body: [.objectPath(agentPath)]))
+        log("agent: unregistered")
     }
 }

@@ -26,7 +26,7 @@ import Transport
 /// For an event loop (``PollableBearer``) its descriptor is an epoll instance of its own watching
 /// the D-Bus socket and a doorbell rung whenever answers are queued or whole D-Bus messages sit
 /// in the buffer, so readiness means "``receiveNow()`` has something".
-public final class BlueZGATTBearer: PollableBearer {
+public final class BlueZGATTBearer: SteppedSecurityBearer {
     public let adapter: BluetoothAdapter
     public let peer: BluetoothAddress
     public var peerDescription: String { peer.type == .public ? peer.description : "\(peer)/random" }
@@ -93,7 +93,9 @@ public final class BlueZGATTBearer: PollableBearer {
 
     /// Rings the doorbell while something is ready that the D-Bus socket's readiness won't show.
     private func updateBell() {
-        let want = !outgoing.isEmpty || !stashed.isEmpty || bus.connection.hasBufferedMessage || (closedReason != nil && !closedReported)
+        // While pairing, the loop reads for the pairing only: what waits for the session must not
+        // keep the descriptor readable.
+        let want = pairing == nil && (!outgoing.isEmpty || !stashed.isEmpty || bus.connection.hasBufferedMessage || (closedReason != nil && !closedReported))
         if want && !rung {
             let one: [UInt8] = [1]
             _ = one.withUnsafeBytes { Sys.send(bell.0, $0, flags: CInt(MSG_NOSIGNAL)) }
@@ -510,7 +512,7 @@ public final class BlueZGATTBearer: PollableBearer {
 
     /// Raises security by bonding through bluetoothd (`Device1.Pair`, cuff's agent for this
     /// device only) when the device is not bonded; bluetoothd encrypts bonded links itself when
-    /// an attribute needs it.
+    /// an attribute needs it. Blocking; an event loop uses the stepped form instead.
     public func raiseSecurity(to level: SecurityLevel) throws(TransportError) {
         guard level > .low, securityLevel < level else { return }
         var during: [DBusMessage] = []
@@ -519,6 +521,55 @@ public final class BlueZGATTBearer: PollableBearer {
             updateBell()
         }
         _ = try BlueZPairing.pair(peer, on: adapter, bus: bus, log: { self.notes.append($0) }, other: { during.append($0) })
+    }
+
+    /// The pairing under way for the stepped raise.
+    private var pairing: BlueZPairingAttempt?
+
+    public var securityTimeout: Duration { .seconds(40) }
+    public var securityWaitIsReadable: Bool { true }
+
+    public func beginRaisingSecurity(to level: SecurityLevel, lastTry: Bool) throws(TransportError) -> SecurityProgress {
+        guard level > .low, securityLevel < level else { return .done }
+        guard pairing == nil else { return .pending }
+        try bus.addMatch("type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',path='\(devicePath)'")
+        pairing = try BlueZPairingAttempt(peer, on: adapter, bus: bus, log: { [weak self] in self?.notes.append($0) })
+        updateBell()
+        return .pending
+    }
+
+    /// Reads what bluetoothd sent: the pairing's reply, `Paired`, the agent's questions (answered);
+    /// anything else waits for the session (``receiveNow()``).
+    public func securityProgressed() throws(TransportError) -> Bool {
+        guard let attempt = pairing else { return true }
+        var done = false
+        defer { updateBell() }
+        do {
+            while !done, let m = try bus.next(until: .now) {
+                done = try attempt.handle(m) { stashed.append($0) }
+            }
+        } catch {
+            pairing = nil
+            attempt.end()
+            throw error
+        }
+        if done {
+            pairing = nil
+            attempt.end()
+        }
+        return done
+    }
+
+    public func finishRaisingSecurity(to level: SecurityLevel, timedOut: Bool) throws(TransportError) {
+        if let attempt = pairing {
+            pairing = nil
+            attempt.end()
+            updateBell()
+            if timedOut { throw TransportError(.timedOut, "bluetoothd did not pair \(peerDescription) within \(securityTimeout)", errno: ETIMEDOUT) }
+        }
+        guard securityLevel >= level else {
+            throw TransportError(.securityRefused, "\(peerDescription) (bluetoothd): the link is not paired after the pairing")
+        }
     }
 
     /// `.medium` once bluetoothd holds a bond for the device (it encrypts with it), else `.low`.

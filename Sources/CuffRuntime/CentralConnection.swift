@@ -133,6 +133,14 @@ public final class CentralConnection {
     func ready(_ r: EventLoop.Readiness) {
         if let w = securityWait {
             // Only writability (pairing ended) or a hang-up is watched meanwhile.
+            if w.pending, let b = bearer as? any SteppedSecurityBearer, b.securityWaitIsReadable, !r.contains(.hangUp) {
+                do {
+                    if try b.securityProgressed() { finishSecurity(timedOut: false) }
+                } catch {
+                    endSecurity(failure: error.message)
+                }
+                return
+            }
             if w.pending || r.contains(.hangUp) { finishSecurity(timedOut: false) }
             return
         }
@@ -197,7 +205,7 @@ public final class CentralConnection {
                 w.timer = loop.schedule(at: now + .milliseconds(50)) { [unowned self] in self.askSecurity(bearer) }
             case .pending:
                 w.pending = true
-                if let fd = watchedFD { loop.change(fd, readable: false, writable: true) }
+                if let fd = watchedFD { loop.change(fd, readable: bearer.securityWaitIsReadable, writable: !bearer.securityWaitIsReadable) }
                 w.timer = loop.schedule(at: now + bearer.securityTimeout) { [unowned self] in
                     self.securityWait?.timer = nil
                     self.finishSecurity(timedOut: true)

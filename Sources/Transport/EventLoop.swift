@@ -243,6 +243,16 @@ public protocol SteppedSecurityBearer: PollableBearer {
     func beginRaisingSecurity(to level: SecurityLevel, lastTry: Bool) throws(TransportError) -> SecurityProgress
     /// Once the descriptor is writable or hung up (or `timedOut`): whether the link has `level`.
     func finishRaisingSecurity(to level: SecurityLevel, timedOut: Bool) throws(TransportError)
+    /// While pending, wait for the descriptor to be readable (a conversation, e.g. with
+    /// bluetoothd) instead of writable, and call ``securityProgressed()`` each time.
+    var securityWaitIsReadable: Bool { get }
+    /// A step of a readable wait: true once it ended (then ``finishRaisingSecurity(to:timedOut:)``).
+    func securityProgressed() throws(TransportError) -> Bool
+}
+
+extension SteppedSecurityBearer {
+    public var securityWaitIsReadable: Bool { false }
+    public func securityProgressed() throws(TransportError) -> Bool { true }
 }
 
 /// A connection under way that an ``EventLoop`` waits for. Either its descriptor turns writable

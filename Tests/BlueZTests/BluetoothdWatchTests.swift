@@ -31,11 +31,16 @@ struct BluetoothdWatchTests {
         var disconnects = 0
         var failedConnectAnsweredAt: ContinuousClock.Instant?
         var secondConnectAt: ContinuousClock.Instant?
+        var paired = true
+        var pairCalls = 0
+        var agentAnswered = false
+        var pairing: ClosedRange<ContinuousClock.Instant>?
     }
 
     final class Shared: Sendable {
         let stop = Atomic<Bool>(false)
         let seen = Mutex(Seen())
+        init(paired: Bool = true) { seen.withLock { $0.paired = paired } }
     }
 
     /// bluetoothd for one paired cuff, on `bus`, until `stop` is set: the first Connect fails
@@ -56,7 +61,7 @@ struct BluetoothdWatchTests {
                 object("/org/bluez/hci1", "org.bluez.Adapter1", [("Powered", .boolean(true))]),
                 object(device, "org.bluez.Device1", [
                     ("Address", .string(cuff.description)), ("AddressType", .string("public")), ("Name", .string("Scripted Cuff")),
-                    ("Paired", .boolean(true)), ("Connected", .boolean(connected)), ("ServicesResolved", .boolean(connected)),
+                    ("Paired", .boolean(shared.seen.withLock { $0.paired })), ("Connected", .boolean(connected)), ("ServicesResolved", .boolean(connected)),
                     ("UUIDs", .array(element: "s", [.string(bps)])),
                 ]),
                 object(svc, "org.bluez.GattService1", [("UUID", .string(bps)), ("Primary", .boolean(true))]),
@@ -75,7 +80,27 @@ struct BluetoothdWatchTests {
             case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects"):
                 reply = .methodReturn(to: m, body: [objects()])
             case ("org.freedesktop.DBus.Properties", "Get"):
-                reply = .methodReturn(to: m, body: [.variant(.boolean(connected))])
+                let paired = shared.seen.withLock { $0.paired }
+                reply = .methodReturn(to: m, body: [.variant(.boolean(m.body?.last == .string("Paired") ? paired : connected))])
+            case ("org.bluez.AgentManager1", "RegisterAgent"), ("org.bluez.AgentManager1", "UnregisterAgent"):
+                break
+            case ("org.bluez.Device1", "Pair"):
+                // As bluetoothd does for Just Works with a NoInputNoOutput agent: ask it, then pair.
+                let started = ContinuousClock.now
+                shared.seen.withLock { $0.pairCalls += 1 }
+                let asked = try? bus.call(.call(destination: m.sender ?? "", path: "/cuff/pairing_agent", interface: "org.bluez.Agent1",
+                                                member: "RequestAuthorization", body: [.objectPath(device)]), timeout: .seconds(5))
+                usleep(200_000)  // SMP over the air
+                shared.seen.withLock {
+                    $0.agentAnswered = asked?.kind == .methodReturn
+                    $0.paired = asked?.kind == .methodReturn
+                    $0.pairing = started...ContinuousClock.now
+                }
+                if asked?.kind == .methodReturn {
+                    after = [props("org.bluez.Device1", [("Paired", .boolean(true))], path: device)]
+                } else {
+                    reply = .errorReply(to: m, name: "org.bluez.Error.AuthenticationRejected", text: "the agent did not accept")
+                }
             case ("org.bluez.Device1", "Connect"):
                 let n = shared.seen.withLock { s in
                     s.connects += 1
@@ -95,6 +120,8 @@ struct BluetoothdWatchTests {
             case ("org.bluez.GattCharacteristic1", "ReadValue"):
                 shared.seen.withLock { $0.readValue += 1 }
                 reply = .methodReturn(to: m, body: [.bytes([0x00, 0x00])])  // Blood Pressure Feature: none
+            case ("org.bluez.GattCharacteristic1", "StartNotify") where !shared.seen.withLock({ $0.paired }):
+                reply = .errorReply(to: m, name: "org.bluez.Error.Failed", text: "Operation failed with ATT error: 0x05")
             case ("org.bluez.GattCharacteristic1", "StartNotify"):
                 shared.seen.withLock { $0.startNotify += 1 }
                 // The indication, then the cuff switches off.
@@ -188,6 +215,71 @@ struct BluetoothdWatchTests {
         }
         #expect(collector.duplicates >= 1)
         #expect(log.contains { $0.contains("session 1 ended") })
+    }
+}
+
+extension BluetoothdWatchTests {
+    /// A cuff bluetoothd has not paired: the session asks for security, the bearer pairs through
+    /// bluetoothd (cuff's agent answers on the same connection) while the loop goes on.
+    @Test func pairsThroughBluetoothdWithoutBlockingTheLoop() throws {
+        guard let bus = PrivateBus() else {
+            print("skipped: dbus-daemon is not installed (tools/install-deps.sh --test installs it)")
+            return
+        }
+        let bluez = try bus.connect()
+        _ = try bluez.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                 member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
+        let shared = Shared(paired: false)
+        nonisolated(unsafe) let server = bluez
+        let script = Background { () -> Bool in
+            Self.bluetoothd(server, shared)
+            return true
+        }
+        defer {
+            shared.stop.store(true, ordering: .relaxed)
+            _ = script.join()
+        }
+        let loop = try EventLoop()
+        var measurements = 0
+        let collector = Collector(commit: { _ in }, write: { if case .measurement = $0 { measurements += 1 } })
+        loop.afterEachTurn { collector.flush() }
+        var config = Watcher.Configuration()
+        config.session = { address in
+            var c = CuffSessionConfiguration(address: address)
+            c.follow = true
+            c.timeout = nil
+            c.setTime = false
+            c.followCuffPressure = false
+            c.security = .medium
+            return c
+        }
+        var log: [String] = []
+        let watcher = Watcher(configuration: config, loop: loop, collector: collector, log: { log.append($0) })
+        let path = bus.socketPath
+        watcher.follow(address: Self.cuff.description) { () throws(TransportError) -> any PendingConnection in
+            try BlueZPendingConnection.start(adapter: Self.adapter, to: Self.cuff, busPath: path)
+        }
+        var ticks: [ContinuousClock.Instant] = []
+        func tick() {
+            ticks.append(.now)
+            if !watcher.stopping { loop.schedule(at: MonotonicClock.now() + .milliseconds(10)) { tick() } }
+        }
+        tick()
+        watcher.start()
+        let deadline = ContinuousClock.now + .seconds(20)
+        try loop.run { measurements >= 1 || ContinuousClock.now > deadline }
+        watcher.stop()
+        try loop.run { watcher.isDone || ContinuousClock.now > deadline + .seconds(6) }
+        let s = shared.seen.withLock { $0 }
+        #expect(measurements == 1, "log: \(log)")
+        #expect(s.pairCalls == 1)
+        #expect(s.agentAnswered)
+        if let pairing = s.pairing {
+            let during = ticks.filter { pairing.contains($0) }.count
+            #expect(during >= 5, "\(during) timer turns while bluetoothd paired")
+        } else {
+            Issue.record("never paired: \(log)")
+        }
     }
 }
 

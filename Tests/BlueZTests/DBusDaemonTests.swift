@@ -39,6 +39,16 @@ final class PrivateBus: @unchecked Sendable {
 
     /// A connection to the bus, authenticated, with its unique name.
     func connect() throws -> DBusConnection {
+        // The socket file appears at bind(), a moment before the daemon listens: on a busy machine
+        // a connect in between is refused. Try again for a few seconds.
+        for _ in 0..<500 {
+            if let c = try? DBusConnection(path: socketPath) {
+                try c.authenticate()
+                try c.hello()
+                return c
+            }
+            usleep(20_000)
+        }
         let c = try DBusConnection(path: socketPath)
         try c.authenticate()
         try c.hello()
