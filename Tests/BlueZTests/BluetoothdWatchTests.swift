@@ -141,25 +141,62 @@ struct BluetoothdWatchTests {
         }
     }
 
-    @Test func followsAPairedCuffAcrossSessionsAndRetriesAFailedConnectAtOnce() throws {
-        guard let bus = PrivateBus() else {
-            print("skipped: dbus-daemon is not installed (tools/install-deps.sh --test installs it)")
-            return
+    /// A private dbus-daemon with the scripted bluetoothd on it (its own thread until `stop`);
+    /// nil when dbus-daemon is not installed.
+    final class ScriptedBluetoothd {
+        let bus: PrivateBus
+        let shared: Shared
+        private let script: Background<Bool>
+        init?(paired: Bool = true) throws {
+            guard let bus = PrivateBus() else {
+                print("skipped: dbus-daemon is not installed (tools/install-deps.sh --test installs it)")
+                return nil
+            }
+            let bluez = try bus.connect()
+            let owned = try bluez.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                             member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
+            #expect(owned.body == [.uint32(1)])  // DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER
+            let shared = Shared(paired: paired)
+            nonisolated(unsafe) let server = bluez
+            self.bus = bus
+            self.shared = shared
+            script = Background { () -> Bool in
+                BluetoothdWatchTests.bluetoothd(server, shared)
+                return true
+            }
         }
-        let bluez = try bus.connect()
-        let owned = try bluez.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                         member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
-        #expect(owned.body == [.uint32(1)])
-        let shared = Shared()
-        nonisolated(unsafe) let server = bluez
-        let script = Background { () -> Bool in
-            Self.bluetoothd(server, shared)
-            return true
-        }
-        defer {
+        var seen: Seen { shared.seen.withLock { $0 } }
+        deinit {
             shared.stop.store(true, ordering: .relaxed)
             _ = script.join()
         }
+    }
+
+    /// A watcher on `loop` following the scripted cuff through bluetoothd.
+    static func watcher(loop: EventLoop, collector: Collector, bus: PrivateBus, security: SecurityLevel = .low,
+                        log: @escaping (String) -> Void) -> Watcher {
+        var config = Watcher.Configuration()
+        config.backoffMin = .seconds(3)  // far from the 0.2 s reconnect, so a test tells them apart
+        config.session = { address in
+            var c = CuffSessionConfiguration(address: address)
+            c.follow = true
+            c.timeout = nil
+            c.setTime = false
+            c.followCuffPressure = false
+            c.security = security
+            return c
+        }
+        let watcher = Watcher(configuration: config, loop: loop, collector: collector, log: log)
+        let path = bus.socketPath
+        watcher.follow(address: cuff.description) { () throws(TransportError) -> any PendingConnection in
+            try BlueZPendingConnection.start(adapter: adapter, to: cuff, busPath: path)
+        }
+        return watcher
+    }
+
+    @Test func followsAPairedCuffAcrossSessionsAndRetriesAFailedConnectAtOnce() throws {
+        guard let fake = try ScriptedBluetoothd() else { return }
+        let bus = fake.bus
 
         // Without --device: the paired cuffs with a Blood Pressure Service.
         let client = try BlueZBus(busPath: bus.socketPath)
@@ -170,22 +207,8 @@ struct BluetoothdWatchTests {
         var outputs: [SessionOutput] = []
         let collector = Collector(commit: { _ in }, write: { outputs.append($0) })
         loop.afterEachTurn { collector.flush() }
-        var config = Watcher.Configuration()
-        config.backoffMin = .seconds(3)  // far from the 0.2 s reconnect, so the test tells them apart
-        config.session = { address in
-            var c = CuffSessionConfiguration(address: address)
-            c.follow = true
-            c.timeout = nil
-            c.setTime = false
-            c.followCuffPressure = false
-            return c
-        }
         var log: [String] = []
-        let watcher = Watcher(configuration: config, loop: loop, collector: collector, log: { log.append($0) })
-        let path = bus.socketPath
-        watcher.follow(address: Self.cuff.description) { () throws(TransportError) -> any PendingConnection in
-            try BlueZPendingConnection.start(adapter: Self.adapter, to: Self.cuff, busPath: path)
-        }
+        let watcher = Self.watcher(loop: loop, collector: collector, bus: bus) { log.append($0) }
         watcher.start()
         let deadline = ContinuousClock.now + .seconds(20)
         try loop.run { collector.duplicates >= 1 || ContinuousClock.now > deadline }
@@ -193,7 +216,7 @@ struct BluetoothdWatchTests {
         try loop.run { watcher.isDone || ContinuousClock.now > deadline + .seconds(6) }
         collector.flush()
 
-        let s = shared.seen.withLock { $0 }
+        let s = fake.seen
         #expect(s.connects >= 3, "Connect calls: \(s.connects); log: \(log)")
         #expect(s.startNotify >= 2)
         #expect(watcher.isDone)
@@ -222,43 +245,13 @@ extension BluetoothdWatchTests {
     /// A cuff bluetoothd has not paired: the session asks for security, the bearer pairs through
     /// bluetoothd (cuff's agent answers on the same connection) while the loop goes on.
     @Test func pairsThroughBluetoothdWithoutBlockingTheLoop() throws {
-        guard let bus = PrivateBus() else {
-            print("skipped: dbus-daemon is not installed (tools/install-deps.sh --test installs it)")
-            return
-        }
-        let bluez = try bus.connect()
-        _ = try bluez.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                 member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
-        let shared = Shared(paired: false)
-        nonisolated(unsafe) let server = bluez
-        let script = Background { () -> Bool in
-            Self.bluetoothd(server, shared)
-            return true
-        }
-        defer {
-            shared.stop.store(true, ordering: .relaxed)
-            _ = script.join()
-        }
+        guard let fake = try ScriptedBluetoothd(paired: false) else { return }
         let loop = try EventLoop()
         var measurements = 0
         let collector = Collector(commit: { _ in }, write: { if case .measurement = $0 { measurements += 1 } })
         loop.afterEachTurn { collector.flush() }
-        var config = Watcher.Configuration()
-        config.session = { address in
-            var c = CuffSessionConfiguration(address: address)
-            c.follow = true
-            c.timeout = nil
-            c.setTime = false
-            c.followCuffPressure = false
-            c.security = .medium
-            return c
-        }
         var log: [String] = []
-        let watcher = Watcher(configuration: config, loop: loop, collector: collector, log: { log.append($0) })
-        let path = bus.socketPath
-        watcher.follow(address: Self.cuff.description) { () throws(TransportError) -> any PendingConnection in
-            try BlueZPendingConnection.start(adapter: Self.adapter, to: Self.cuff, busPath: path)
-        }
+        let watcher = Self.watcher(loop: loop, collector: collector, bus: fake.bus, security: .medium) { log.append($0) }
         var ticks: [ContinuousClock.Instant] = []
         func tick() {
             ticks.append(.now)
@@ -270,7 +263,7 @@ extension BluetoothdWatchTests {
         try loop.run { measurements >= 1 || ContinuousClock.now > deadline }
         watcher.stop()
         try loop.run { watcher.isDone || ContinuousClock.now > deadline + .seconds(6) }
-        let s = shared.seen.withLock { $0 }
+        let s = fake.seen
         #expect(measurements == 1, "log: \(log)")
         #expect(s.pairCalls == 1)
         #expect(s.agentAnswered)
