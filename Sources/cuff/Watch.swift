@@ -21,10 +21,12 @@ struct Watch: ParsableCommand {
             stderr carries events and device identities, never readings (--verbose adds the sessions' own \
             lines, which may). SIGTERM or Ctrl-C: stop connecting, let open sessions end (5 s at most), \
             flush, exit 0. SIGHUP: reopen stdout and stderr if they were files (after logrotate moved them).
+
             With --adapter hciN, real cuffs: each --device ADDRESS, or by default every cuff bonded on the \
             adapter, connected as soon as it advertises. With bluetoothd running (--backend auto) through \
             bluetoothd (Device1.Connect; the cuffs it keeps paired with a Blood Pressure Service, also ones \
             paired later); without it (or --backend raw) on raw L2CAP, with cuff's bond store (--bonds).
+
             Exit status: 0 after SIGTERM/SIGINT, 9 the adapter cannot be used, 10 a sink failed.
             """
     )
@@ -34,7 +36,7 @@ struct Watch: ParsableCommand {
         valueName: "unix:PATH"))
     var connect: [String] = []
 
-    @Option(help: "Bluetooth adapter to follow real cuffs on (with --device), e.g. hci0.")
+    @Option(help: "Bluetooth adapter to follow real cuffs on, e.g. hci0: every cuff bonded there, or those given with --device.")
     var adapter: String?
 
     @Option(name: .customLong("device"), help: ArgumentHelp(
