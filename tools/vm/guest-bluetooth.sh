@@ -9,7 +9,12 @@ say() { printf '[guest %6.2f] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; 
 modprobe bluetooth || { say "modprobe bluetooth failed"; exit 125; }
 modprobe hci_vhci || { say "modprobe hci_vhci failed"; exit 125; }
 rm -f capture.btsnoop capture.txt dmesg-setup-attempts.txt
-btmon -w capture.btsnoop > /dev/null 2> btmon.log &
+# btmon writes to the guest's tmpfs, not the 9p out share, and ahead of the rest: a btmon that
+# stalls lets the kernel's monitor socket overflow, which drops packets silently (a capture that
+# lost a session's last indications while the live run got them was seen). Copied out at the end.
+CAPTURE=/tmp/cuff-capture.btsnoop
+rm -f "$CAPTURE"
+nice -n -10 btmon -w "$CAPTURE" > /dev/null 2> btmon.log &
 BTMON=$!
 # btvirt -L -l2: two LE controllers in one process, so they see each other. Under TCG on a busy
 # host btvirt can answer the kernel's first HCI Reset of a controller too late ("Opcode 0x0c03
@@ -54,6 +59,7 @@ say "command exit status $rc"
 
 kill "$BTVIRT" 2>/dev/null; wait "$BTVIRT" 2>/dev/null
 kill -INT "$BTMON" 2>/dev/null; wait "$BTMON" 2>/dev/null
+cp "$CAPTURE" capture.btsnoop
 btmon -r capture.btsnoop > capture.txt 2>&1
 dmesg > dmesg.txt
 if grep -qE 'kernel BUG|Oops|general protection|list_del corruption' dmesg.txt; then
