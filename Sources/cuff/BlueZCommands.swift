@@ -249,6 +249,10 @@ enum BlueZCommands {
     /// The bluetoothd path of `cuff watch --adapter`: each cuff through `Device1.Connect` (the
     /// kernel connects when it advertises) and bluetoothd's GATT objects.
     static func watchThroughBluetoothd(adapter: BluetoothAdapter, peers: [BluetoothAddress], watcher: Watcher, log: @escaping (String) -> Void) throws {
+        guard BlueZBus.isAvailable() else {
+            log("bluetoothd does not answer on the system bus (\(DBusConnection.systemBusPath())): start it, or use --backend raw")
+            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+        }
         func follow(_ peer: BluetoothAddress) {
             watcher.follow(address: peer.description) { () throws(TransportError) -> any PendingConnection in
                 try BlueZPendingConnection.start(adapter: adapter, to: peer, log: log)
