@@ -47,11 +47,15 @@ public struct QuirkProfile: Sendable, Hashable {
 
     /// The first profile whose match string appears in the device name or model (case-insensitive).
     public static func matching(name: String?, model: String?) -> QuirkProfile? {
-        all.first { p in
-            p.deviceMatches.contains { m in
-                (name.map { containsIgnoringASCIICase($0, m) } ?? false) || (model.map { containsIgnoringASCIICase($0, m) } ?? false)
+        // (Loops, not closures: a session asks once per name or model it learns, and the
+        // closures' captures cost more than the search.)
+        for p in all {
+            for m in p.deviceMatches {
+                if let name, containsIgnoringASCIICase(name, m) { return p }
+                if let model, containsIgnoringASCIICase(model, m) { return p }
             }
         }
+        return nil
     }
 
     /// True when `needle` occurs in `haystack`, comparing ASCII letters without case (match
@@ -67,6 +71,12 @@ public struct QuirkProfile: Sendable, Hashable {
                 if i == n.count { return true }
             }
             return false
+        }
+        // In place when both are contiguous UTF-8 (native strings, small ones too), without a copy.
+        if let found = haystack.utf8.withContiguousStorageIfAvailable({ hb in
+            needle.utf8.withContiguousStorageIfAvailable { nb in search(hb, nb) }
+        }), let found {
+            return found
         }
         var h = haystack, n = needle  // withUTF8 makes them native (no copy when they already are)
         return h.withUTF8 { hb in n.withUTF8 { nb in search(hb, nb) } }
