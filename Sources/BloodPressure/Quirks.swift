@@ -65,7 +65,8 @@ public struct QuirkProfile: Sendable, Hashable {
         func search(_ h: UnsafeBufferPointer<UInt8>, _ n: UnsafeBufferPointer<UInt8>) -> Bool {
             guard !n.isEmpty else { return true }
             guard h.count >= n.count else { return false }
-            for start in 0...(h.count - n.count) {
+            let first = n[0] | 0x20  // equal bytes, or a letter in the other case, agree here
+            for start in 0...(h.count - n.count) where h[start] | 0x20 == first {
                 var i = 0
                 while i < n.count && fold(h[start + i]) == fold(n[i]) { i += 1 }
                 if i == n.count { return true }
