@@ -233,7 +233,7 @@ public struct CaptureReplay: Sendable {
             end(key, old)
         }
         serial += 1
-        let address = info.peerAddress.description + (info.peerAddressType.rawValue & 1 == 1 ? "/random" : "")
+        let address = info.peerAddress.text(random: info.peerAddressType.rawValue & 1 == 1)
         let sniffed = info.accessAddress != nil
         let c: Connection
         let peer = Peer(adapter: info.adapter, address: address)
