@@ -119,7 +119,7 @@ public struct CaptureReplay: Sendable {
         /// File offset of the connection event.
         var openedAt: Int64?
         /// The session's next deadline (the peripheral side's placeholder session never has one).
-        var deadline: Timestamp? { session.deadline }
+        @inline(__always) var deadline: Timestamp? { session.deadline }
 
         /// A connection where the local controller is the central, with its session, made here
         /// (the observer is large: made in place, not made elsewhere and copied in).

@@ -54,7 +54,7 @@ public enum HCIPacketKind: Sendable, Hashable {
     }
 
     /// Decodes a Linux monitor opcode into kind and direction.
-    public static func fromMonitor(opcode: UInt16) -> (HCIPacketKind, HCIDirection) {
+    @inline(__always) public static func fromMonitor(opcode: UInt16) -> (HCIPacketKind, HCIDirection) {
         // The values of ``MonitorOpcode`` as literals: a switch over literals is one jump (every
         // record of a btmon file comes through here), one over the named constants a chain of
         // comparisons.
