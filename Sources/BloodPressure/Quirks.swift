@@ -47,11 +47,15 @@ public struct QuirkProfile: Sendable, Hashable {
 
     /// The first profile whose match string appears in the device name or model (case-insensitive).
     public static func matching(name: String?, model: String?) -> QuirkProfile? {
-        all.first { p in
-            p.deviceMatches.contains { m in
-                (name.map { containsIgnoringASCIICase($0, m) } ?? false) || (model.map { containsIgnoringASCIICase($0, m) } ?? false)
+        // (Loops, not closures: a session asks once per name or model it learns, and the
+        // closures' captures cost more than the search.)
+        for p in all {
+            for m in p.deviceMatches {
+                if let name, containsIgnoringASCIICase(name, m) { return p }
+                if let model, containsIgnoringASCIICase(model, m) { return p }
             }
         }
+        return nil
     }
 
     /// True when `needle` occurs in `haystack`, comparing ASCII letters without case (match
@@ -61,12 +65,19 @@ public struct QuirkProfile: Sendable, Hashable {
         func search(_ h: UnsafeBufferPointer<UInt8>, _ n: UnsafeBufferPointer<UInt8>) -> Bool {
             guard !n.isEmpty else { return true }
             guard h.count >= n.count else { return false }
-            for start in 0...(h.count - n.count) {
+            let first = n[0] | 0x20  // equal bytes, or a letter in the other case, agree here
+            for start in 0...(h.count - n.count) where h[start] | 0x20 == first {
                 var i = 0
                 while i < n.count && fold(h[start + i]) == fold(n[i]) { i += 1 }
                 if i == n.count { return true }
             }
             return false
+        }
+        // In place when both are contiguous UTF-8 (native strings, small ones too), without a copy.
+        if let found = haystack.utf8.withContiguousStorageIfAvailable({ hb in
+            needle.utf8.withContiguousStorageIfAvailable { nb in search(hb, nb) }
+        }), let found {
+            return found
         }
         var h = haystack, n = needle  // withUTF8 makes them native (no copy when they already are)
         return h.withUTF8 { hb in n.withUTF8 { nb in search(hb, nb) } }

@@ -35,7 +35,7 @@ public struct ATTExtractor: Sendable {
     public static let maximumTrackedLinks = 512
     public let strict: Bool
 
-    private var links: [LinkKey: Link] = [:]
+    private var links = LinkTable()
     private var sniffed: [UInt32: SniffedLink] = [:]
     private var nextSniffedHandle: UInt16 = 0
 
@@ -64,6 +64,49 @@ public struct ATTExtractor: Sendable {
         var known = false
         var tx = Reassembly()
         var rx = Reassembly()
+    }
+
+    /// The tracked links, in the order they came: searched by key, not hashed (a capture has a
+    /// handful open at once, at most ``maximumTrackedLinks``, and most records look one up).
+    struct LinkTable: Sendable {
+        /// `adapter << 16 | handle` of each link, and the link at the same index.
+        private var keys: [UInt32] = []
+        var links: [Link] = []
+
+        var count: Int { keys.count }
+
+        static func packed(_ key: LinkKey) -> UInt32 { UInt32(key.adapter) << 16 | UInt32(key.handle) }
+
+        func index(of key: LinkKey) -> Int? { keys.firstIndex(of: Self.packed(key)) }
+
+        /// Adds a link (its key not in the table); returns its index.
+        mutating func append(_ key: LinkKey, _ link: Link) -> Int {
+            keys.append(Self.packed(key))
+            links.append(link)
+            return keys.count - 1
+        }
+
+        /// Sets the link of `key`, adding it when new.
+        mutating func set(_ key: LinkKey, _ link: Link) {
+            if let i = index(of: key) { links[i] = link } else { _ = append(key, link) }
+        }
+
+        mutating func remove(at index: Int) {
+            keys.remove(at: index)
+            links.remove(at: index)
+        }
+
+        mutating func remove(_ key: LinkKey) {
+            if let i = index(of: key) { remove(at: i) }
+        }
+
+        /// Removes every link whose key satisfies `drop`.
+        mutating func removeAll(where drop: (LinkKey) -> Bool) {
+            var i = 0
+            while i < keys.count {
+                if drop(LinkKey(adapter: UInt16(keys[i] >> 16), handle: UInt16(truncatingIfNeeded: keys[i]))) { remove(at: i) } else { i += 1 }
+            }
+        }
     }
 
     struct SniffedLink: Sendable {
@@ -126,8 +169,8 @@ public struct ATTExtractor: Sendable {
         if let hot, hot.key == key {
             state = hot
         } else {
-            guard let index = links.index(forKey: key) else { return nil }
-            let link = links.values[index]
+            guard let index = links.index(of: key) else { return nil }
+            let link = links.links[index]
             state = HotLink(key: key, known: link.known, txActive: link.tx.active, rxActive: link.rx.active)
             hot = state
         }
@@ -148,16 +191,15 @@ public struct ATTExtractor: Sendable {
         case .linkLayer: try handleLinkLayer(record, &events)
         case .monitorDeleteIndex:
             hot = nil
-            links = links.filter { $0.key.adapter != record.adapterIndex }
+            links.removeAll { $0.adapter == record.adapterIndex }
         default: break
         }
     }
 
     /// Forgets one link that has no frame pending when the table is full (any link, if all have).
     private mutating func makeRoom(for key: LinkKey) {
-        guard links[key] == nil, links.count >= Self.maximumTrackedLinks else { return }
-        let victim = links.first { !$0.value.tx.active && !$0.value.rx.active }?.key ?? links.first!.key
-        links[victim] = nil
+        guard links.index(of: key) == nil, links.count >= Self.maximumTrackedLinks else { return }
+        links.remove(at: links.links.firstIndex { !$0.tx.active && !$0.rx.active } ?? 0)
     }
 
     private mutating func makeRoomSniffed(for aa: UInt32) {
@@ -202,7 +244,7 @@ public struct ATTExtractor: Sendable {
             guard status == 0 else { return }
             let key = LinkKey(adapter: record.adapterIndex, handle: handle & 0x0FFF)
             hot = nil
-            links[key] = nil
+            links.remove(key)
             events.append(.disconnected(Disconnection(adapter: key.adapter, connectionHandle: key.handle, reason: reason,
                                                       timestamp: record.timestamp, fileOffset: record.fileOffset)))
         case 0x3E:
@@ -217,7 +259,7 @@ public struct ATTExtractor: Sendable {
             let key = LinkKey(adapter: record.adapterIndex, handle: handle & 0x0FFF)
             hot = nil
             makeRoom(for: key)
-            links[key] = Link(known: true)
+            links.set(key, Link(known: true))
             events.append(.connected(ConnectionInfo(adapter: key.adapter, connectionHandle: key.handle,
                                                     role: role == 0 ? .central : .peripheral, peerAddress: peer,
                                                     peerAddressType: AddressType(rawValue: peerType),
@@ -237,13 +279,19 @@ public struct ATTExtractor: Sendable {
         let key = LinkKey(adapter: record.adapterIndex, handle: handleAndFlags & 0x0FFF)
         let boundary = (handleAndFlags >> 12) & 0x3
         let data = r.readRemaining()
-        if links[key] == nil { makeRoom(for: key) }
+        let index: Int
+        if let i = links.index(of: key) {
+            index = i
+        } else {
+            makeRoom(for: key)
+            index = links.append(key, Link())
+        }
         let strict = self.strict
-        // Mutate the entry in place (one lookup, buffers stay uniquely referenced).
-        let keep = try Self.feed(&links[key, default: Link()], key: key, boundary: boundary, declared: Int(length),
+        // Mutate the entry in place (one search, buffers stay uniquely referenced).
+        let keep = try Self.feed(&links.links[index], key: key, boundary: boundary, declared: Int(length),
                                  data: data, record: record, strict: strict, events: &events)
         // A handle with no connection event and nothing pending needs no memory.
-        if !keep { links[key] = nil }
+        if !keep { links.remove(at: index) }
     }
 
     private static func feed(_ link: inout Link, key: LinkKey, boundary: UInt16, declared: Int, data: ArraySlice<UInt8>,

@@ -119,7 +119,7 @@ public struct CaptureReplay: Sendable {
         /// File offset of the connection event.
         var openedAt: Int64?
         /// The session's next deadline (the peripheral side's placeholder session never has one).
-        var deadline: Timestamp? { session.deadline }
+        @inline(__always) var deadline: Timestamp? { session.deadline }
 
         /// A connection where the local controller is the central, with its session, made here
         /// (the observer is large: made in place, not made elsewhere and copied in).
@@ -233,7 +233,7 @@ public struct CaptureReplay: Sendable {
             end(key, old)
         }
         serial += 1
-        let address = info.peerAddress.description + (info.peerAddressType.rawValue & 1 == 1 ? "/random" : "")
+        let address = info.peerAddress.text(random: info.peerAddressType.rawValue & 1 == 1)
         let sniffed = info.accessAddress != nil
         let c: Connection
         let peer = Peer(adapter: info.adapter, address: address)

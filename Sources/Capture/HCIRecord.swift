@@ -54,7 +54,7 @@ public enum HCIPacketKind: Sendable, Hashable {
     }
 
     /// Decodes a Linux monitor opcode into kind and direction.
-    public static func fromMonitor(opcode: UInt16) -> (HCIPacketKind, HCIDirection) {
+    @inline(__always) public static func fromMonitor(opcode: UInt16) -> (HCIPacketKind, HCIDirection) {
         // The values of ``MonitorOpcode`` as literals: a switch over literals is one jump (every
         // record of a btmon file comes through here), one over the named constants a chain of
         // comparisons.
@@ -189,15 +189,24 @@ public struct BDAddress: Sendable, Hashable, CustomStringConvertible {
 
     public static let zero = BDAddress(littleEndian: [0, 0, 0, 0, 0, 0])
 
-    public var description: String {
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 3)
-        for b in bytes.reversed() {
-            if !text.isEmpty { text.append(0x3A) }
-            text.append(Hex.digit(b >> 4, uppercase: true))
-            text.append(Hex.digit(b & 0xF, uppercase: true))
+    public var description: String { text(random: false) }
+
+    /// ``description``, with `/random` after it when `random` (how a session names a peer): written
+    /// straight into the string's storage (every connection names its peer).
+    func text(random: Bool) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 3 + 7) { out in
+            var n = 0
+            for b in bytes.reversed() {
+                if n > 0 { out[n] = 0x3A; n += 1 }
+                out[n] = Hex.digit(b >> 4, uppercase: true)
+                out[n + 1] = Hex.digit(b & 0xF, uppercase: true)
+                n += 2
+            }
+            if random {
+                for c in "/random".utf8 { out[n] = c; n += 1 }
+            }
+            return n
         }
-        return String(decoding: text, as: UTF8.self)
     }
 }
 

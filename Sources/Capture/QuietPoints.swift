@@ -54,15 +54,30 @@ public struct QuietPoints: Sendable {
         guard datalink != .uart || included > 0 else { return .record(length: total, quiet: isQuiet) }
         // A timestamp the reader rejects (`bad_timestamp`): the record is skipped, nothing changes.
         guard BTSnoop.usableTimestamp(fromBTSnoop: header.timestamp) != nil else { return .record(length: total, quiet: isQuiet) }
-        // The record as the readers see it (kind, controller, payload).
-        let record = RecordView(header: header, body: UnsafeRawBufferPointer(rebasing: bytes[BTSnoop.recordHeaderLength..<total]),
-                                datalink: datalink, fileOffset: 0)
-        let adapter = UInt32(record.adapterIndex)
-        let payload = record.payload
-        switch record.kind {
-        case .aclData where payload.count >= 2:
+        // What the readers make of it (``RecordView``): only whether it is ACL data or an HCI
+        // event, its controller and its payload (no timestamp, no other kinds).
+        let body = UnsafeRawBufferPointer(rebasing: bytes[BTSnoop.recordHeaderLength..<total])
+        let flags = header.flags
+        let isACL: Bool, isEvent: Bool
+        var adapter: UInt32 = 0
+        var payload = body
+        switch datalink {
+        case .hci:
+            isACL = flags & 2 == 0
+            isEvent = flags & 3 == 3  // a command packet, received: an event
+        case .uart:
+            isACL = body[0] == HCIPacketKind.H4Type.acl
+            isEvent = body[0] == HCIPacketKind.H4Type.event
+            payload = UnsafeRawBufferPointer(rebasing: body[1...])
+        case .monitor:
+            let opcode = flags & 0xFFFF  // as HCIPacketKind.fromMonitor reads it
+            isACL = opcode == 4 || opcode == 5
+            isEvent = opcode == 3
+            adapter = flags >> 16
+        }
+        if isACL, payload.count >= 2 {
             note(adapter, payload, at: 0, opening: true)
-        case .event where payload.count >= 2 && payload.count - 2 >= Int(payload[1]):
+        } else if isEvent, payload.count >= 2 && payload.count - 2 >= Int(payload[1]) {
             // Parameters as the event's own length gives them (the extractor reads no further).
             let length = Int(payload[1])
             switch payload[0] {
@@ -76,8 +91,6 @@ public struct QuietPoints: Sendable {
             default:
                 break
             }
-        default:
-            break
         }
         return .record(length: total, quiet: isQuiet)
     }

@@ -112,6 +112,7 @@ public struct SessionObserver: Sendable {
         self.overrides = overrides
         self.inherited = inherited
         knownMappings = mappings
+        actions.reserveCapacity(16)  // (once, not grown step by step in every session)
     }
 
     /// What this connection's own discovery showed, once it showed any (nil otherwise, and for a

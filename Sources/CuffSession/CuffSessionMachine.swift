@@ -643,8 +643,7 @@ public struct CuffSessionMachine: Sendable {
             do {
                 let d = try BloodPressureMeasurement.decode(value[...], quirks: quirks)
                 let stored = isStored
-                let r = MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: stored)
-                result(r, at, &out)
+                result(MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: stored), at, &out)
             } catch {
                 log("ignored a malformed Blood Pressure Measurement: \(error.message) (raw \(Hex.encode(value)))", &out)
             }
@@ -747,9 +746,10 @@ public struct CuffSessionMachine: Sendable {
         let stored = r.stored, hasValues = r.hasValues
         if isNew {
             measurements += 1
-            out.append(.emit(.measurement(r)))  // (the record's last use: moved, not copied)
+            out.append(.emit(.measurement(consume r)))  // (the record's last use: moved, not copied)
         } else {
-            log("skipped a \(stored ? "stored record" : "result") already received (\(r.timestamp ?? "no time stamp"))", &out)
+            let timestamp = r.timestamp
+            log("skipped a \(stored ? "stored record" : "result") already received (\(timestamp ?? "no time stamp"))", &out)
         }
         if !stored {
             // A live result ends the measurement even when it repeats one already kept.

@@ -168,6 +168,34 @@ public struct MeasurementRecord: Sendable, Hashable {
         self.deviceTime = timestamp
     }
 
+    /// A record made whole from its codec's value (``from(bpm:warnings:raw:device:at:stored:)``,
+    /// ``from(enhanced:warnings:raw:device:at:stored:sequenceNumber:)``): no field set afterwards
+    /// (a record is large, and setting one on a copy retains each of its references).
+    init(
+        characteristic: BPSCharacteristic, raw: [UInt8], unit: PressureUnit, systolic: SFloat, diastolic: SFloat,
+        meanArterialPressure: SFloat, pulseRate: SFloat?, timestamp: String?, userID: UInt8?, status: MeasurementStatus?,
+        warnings: [DecodeWarning], device: DeviceInfo, receivedAt: EventTime, stored: Bool, sequenceNumber: UInt16?,
+        decodedSource: DecodedSource, deviceTime: String?
+    ) {
+        self.characteristic = characteristic
+        self.raw = raw
+        self.unit = unit
+        self.systolic = systolic
+        self.diastolic = diastolic
+        self.meanArterialPressure = meanArterialPressure
+        self.pulseRate = pulseRate
+        self.timestamp = timestamp
+        self.userID = userID
+        self.status = status
+        self.warnings = warnings
+        self.device = device
+        self.receivedAt = receivedAt
+        self.stored = stored
+        self.sequenceNumber = sequenceNumber
+        self.decodedSource = decodedSource
+        self.deviceTime = deviceTime
+    }
+
     public static func == (a: MeasurementRecord, b: MeasurementRecord) -> Bool {
         a.characteristic == b.characteristic && a.raw == b.raw && a.device == b.device && a.receivedAt == b.receivedAt
             && a.stored == b.stored && a.sequenceNumber == b.sequenceNumber
@@ -184,53 +212,67 @@ public struct MeasurementRecord: Sendable, Hashable {
     /// Deduplication key: sequence number when known, else device + user + timestamp + values.
     public var dedupKey: String {
         // `identity|user:U|seq:N`, or `identity|user:U|ts:T|` + the four SFLOAT words as
-        // little-endian hex. (UTF-8 bytes into one buffer, made a string once: a session computes
-        // one per result, and string appends cost several times more.)
-        var key: [UInt8] = []
-        key.reserveCapacity(128)
-        if let serial = device.serial {
-            key.append(contentsOf: "serial:".utf8)
-            key.append(contentsOf: serial.utf8)
-        } else {
-            key.append(contentsOf: "address:".utf8)
-            key.append(contentsOf: device.address.utf8)
+        // little-endian hex. (UTF-8 bytes written straight into the string's own storage: a
+        // session computes one per result, and string appends cost several times more.)
+        let identity = device.serial ?? device.address
+        let time = sequenceNumber == nil ? deviceTime ?? timestamp : nil
+        let received = sequenceNumber == nil && time == nil ? receivedAt.iso8601 : nil
+        let capacity = 8 + identity.utf8.count + 6 + 3
+            + (sequenceNumber != nil ? 5 + 5 : 4 + (time?.utf8.count ?? 9 + (received?.utf8.count ?? 0)) + 1 + 16)
+        return String(unsafeUninitializedCapacity: capacity) { b in
+            // (Through a local pointer and static helpers: a variable captured by nested
+            // functions is checked for exclusive access at every use.)
+            var q = b.baseAddress!
+            Self.put(device.serial != nil ? "serial:" : "address:", &q)
+            Self.put(identity, &q)
+            Self.put("|user:", &q)
+            if let userID { Self.putDecimal(Int(userID), &q) } else { Self.put("-", &q) }
+            if let sequenceNumber {
+                Self.put("|seq:", &q)
+                Self.putDecimal(Int(sequenceNumber), &q)
+                return q - b.baseAddress!
+            }
+            // Without a time stamp two equal readings cannot be told apart from one sent twice; keeping
+            // both (keyed by arrival) loses nothing, merging them could.
+            Self.put("|ts:", &q)
+            if let time {
+                Self.put(time, &q)
+            } else {
+                Self.put("received ", &q)
+                Self.put(received ?? "", &q)
+            }
+            Self.put("|", &q)
+            for w in [systolic.rawValue, diastolic.rawValue, meanArterialPressure.rawValue, pulseRate?.rawValue ?? 0] {
+                // Each word little-endian, each byte lowercase hex.
+                q[0] = Hex.digit(UInt8(w & 0xF0) >> 4)
+                q[1] = Hex.digit(UInt8(w & 0x0F))
+                q[2] = Hex.digit(UInt8(w >> 12))
+                q[3] = Hex.digit(UInt8(w >> 8 & 0x0F))
+                q += 4
+            }
+            return q - b.baseAddress!
         }
-        key.append(contentsOf: "|user:".utf8)
-        if let userID { Self.appendDecimal(Int(userID), to: &key) } else { key.append(0x2D) }
-        if let sequenceNumber {
-            key.append(contentsOf: "|seq:".utf8)
-            Self.appendDecimal(Int(sequenceNumber), to: &key)
-            return String(decoding: key, as: UTF8.self)
+    }
+
+    @inline(__always) static func put(_ s: StaticString, _ q: inout UnsafeMutablePointer<UInt8>) {
+        q.update(from: s.utf8Start, count: s.utf8CodeUnitCount)
+        q += s.utf8CodeUnitCount
+    }
+
+    @inline(__always) static func put(_ s: String, _ q: inout UnsafeMutablePointer<UInt8>) {
+        var s = s  // (withUTF8 makes it native: no copy when it already is)
+        let n = s.withUTF8 { u in
+            if let p = u.baseAddress { q.update(from: p, count: u.count) }
+            return u.count
         }
-        // Without a time stamp two equal readings cannot be told apart from one sent twice; keeping
-        // both (keyed by arrival) loses nothing, merging them could.
-        key.append(contentsOf: "|ts:".utf8)
-        if let t = deviceTime ?? timestamp {
-            key.append(contentsOf: t.utf8)
-        } else {
-            key.append(contentsOf: "received ".utf8)
-            key.append(contentsOf: receivedAt.iso8601.utf8)
-        }
-        key.append(0x7C)
-        func byte(_ b: UInt8) {  // lowercase hex
-            key.append(Hex.digit(b >> 4))
-            key.append(Hex.digit(b & 0xF))
-        }
-        func word(_ w: UInt16) {  // little-endian
-            byte(UInt8(w & 0xFF))
-            byte(UInt8(w >> 8))
-        }
-        word(systolic.rawValue)
-        word(diastolic.rawValue)
-        word(meanArterialPressure.rawValue)
-        word(pulseRate?.rawValue ?? 0)
-        return String(decoding: key, as: UTF8.self)
+        q += n
     }
 
     /// The decimal digits of `v` (≥ 0), as `String(v)` gives them.
-    static func appendDecimal(_ v: Int, to key: inout [UInt8]) {
-        if v >= 10 { appendDecimal(v / 10, to: &key) }
-        key.append(UInt8(0x30 + v % 10))
+    static func putDecimal(_ v: Int, _ q: inout UnsafeMutablePointer<UInt8>) {
+        if v >= 10 { putDecimal(v / 10, &q) }
+        q.pointee = UInt8(0x30 + v % 10)
+        q += 1
     }
 
     /// The NDJSON `measurement` object: the codec's keys, then `device`, `received_at`, `stored`, `sequence_number`.
@@ -253,15 +295,12 @@ public struct MeasurementRecord: Sendable, Hashable {
         stored: Bool
     ) -> MeasurementRecord {
         let iso = value.timestamp?.iso8601  // (when there is one, it is also the description)
-        var r = MeasurementRecord(
+        return MeasurementRecord(
             characteristic: .bloodPressureMeasurement, raw: raw, unit: value.unit, systolic: value.systolic,
             diastolic: value.diastolic, meanArterialPressure: value.meanArterialPressure, pulseRate: value.pulseRate,
             timestamp: iso, userID: value.userID, status: value.status, warnings: warnings, device: device,
-            receivedAt: at, stored: stored, sequenceNumber: nil, decoded: .null)
-        // (Set in place: a record is large, and a copy retains each of its references.)
-        r.decodedSource = .bpm(value)
-        if let t = iso ?? value.timestamp?.description { r.deviceTime = t }
-        return r
+            receivedAt: at, stored: stored, sequenceNumber: nil, decodedSource: .bpm(value),
+            deviceTime: iso ?? value.timestamp?.description)
     }
 
     /// Builds a record from a 0x2B34 value (directly, or recorded in a 0x2B36 record).
@@ -270,14 +309,13 @@ public struct MeasurementRecord: Sendable, Hashable {
         at: EventTime, stored: Bool, sequenceNumber: UInt16?
     ) -> MeasurementRecord? {
         guard case let .measurement(s, d, m) = value.kind else { return nil }
-        var r = MeasurementRecord(
+        let timestamp = value.timestampISO8601 ?? value.userFacingTimeISO8601
+        return MeasurementRecord(
             characteristic: sequenceNumber == nil ? .enhancedBloodPressureMeasurement : .bloodPressureRecord, raw: raw,
             unit: value.unit, systolic: s, diastolic: d, meanArterialPressure: m, pulseRate: value.pulseRate,
-            timestamp: value.timestampISO8601 ?? value.userFacingTimeISO8601, userID: value.userID, status: value.status,
+            timestamp: timestamp, userID: value.userID, status: value.status,
             warnings: warnings, device: device, receivedAt: at, stored: stored, sequenceNumber: sequenceNumber,
-            decoded: .null)
-        r.decodedSource = .enhanced(value)
-        return r
+            decodedSource: .enhanced(value), deviceTime: timestamp)
     }
 }
 

@@ -212,11 +212,15 @@ final class ParallelReplay: @unchecked Sendable {
         return true
     }
 
-    private func dispatch(_ bytes: Slice<UnsafeRawBufferPointer>, at offset: Int64, last: Bool, fault: CaptureError? = nil) {
+    /// A buffer for a stretch's bytes: one that came back, or a new one.
+    private func spareBytes() -> [UInt8] {
+        shared.withLock { $0.spareBytes.popLast() } ?? []
+    }
+
+    /// Hands `bytes` (the stretch's own buffer, not copied) to the workers.
+    private func dispatch(_ bytes: consuming [UInt8], at offset: Int64, last: Bool, fault: CaptureError? = nil) {
         while dispatched - written >= maximumInFlight { _ = writeNext(wait: true) }
-        var copy = shared.withLock { $0.spareBytes.popLast() } ?? []
-        copy.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes).assumingMemoryBound(to: UInt8.self))
-        let segment = Segment(index: dispatched, bytes: copy, offset: offset, last: last, fault: fault)
+        let segment = Segment(index: dispatched, bytes: bytes, offset: offset, last: last, fault: fault)
         shared.withLock(wakingWaiters: true) { $0.queue.append(segment) }
         dispatched += 1
     }
@@ -235,12 +239,18 @@ final class ParallelReplay: @unchecked Sendable {
             return outcome
         }
         var points = QuietPoints(datalink: datalink)
-        var pending: [UInt8] = []  // the file from `start` on, read but not yet handed out
+        // The file from `start` on, read but not yet handed out. It is read straight into the
+        // buffer the next stretch takes: at a cut the buffer itself is handed over, and only the
+        // bytes after the cut are copied (into the next one).
+        var pending = spareBytes()
         var start = offset
         var scanned = 0  // bytes of `pending` scanned (whole records)
         var quiet: Int?  // the last quiet point in `pending`
-        let chunk = 256 << 10
+        var cuts: [Int] = []  // where this round's stretches end (quiet points, each ≥ segmentBytes past the last)
+        // Reads small next to a stretch: what follows a cut (copied) stays short.
+        let chunk = 64 << 10
         while !stopped {
+            if pending.capacity == 0 { pending.reserveCapacity(segmentBytes + 2 * chunk) }
             var end = false
             var readError: CaptureError?
             do {
@@ -248,18 +258,19 @@ final class ParallelReplay: @unchecked Sendable {
             } catch {
                 readError = error
             }
-            var handed = 0  // bytes of `pending` handed out in this round
             var cutAt: Int?  // past a header no reader gets past: the capture stops there
-            let done = pending.withUnsafeBytes { raw -> Bool in
+            cuts.removeAll(keepingCapacity: true)
+            pending.withUnsafeBytes { raw in
+                var last = 0
                 scan: while true {
                     switch points.step(UnsafeRawBufferPointer(rebasing: raw[scanned...])) {
                     case let .record(length, isQuiet):
                         scanned += length
                         guard isQuiet else { continue }
                         quiet = scanned
-                        if scanned - handed >= segmentBytes {
-                            dispatch(raw[handed..<scanned], at: start + Int64(handed), last: false)
-                            handed = scanned
+                        if scanned - last >= segmentBytes {
+                            cuts.append(scanned)
+                            last = scanned
                         }
                     case .need:
                         break scan
@@ -268,31 +279,53 @@ final class ParallelReplay: @unchecked Sendable {
                         break scan
                     }
                 }
-                if let readError {
-                    // The records read whole, then the error, as a one-thread reader gives them.
-                    dispatch(raw[handed..<scanned], at: start + Int64(handed), last: true, fault: readError)
-                    return true
-                }
-                if end || cutAt != nil {
-                    dispatch(raw[handed..<(cutAt ?? raw.count)], at: start + Int64(handed), last: true)
-                    return true
-                }
-                if raw.count - handed > maximumPendingBytes {
-                    // Connections that stay open: from here on, one thread.
-                    if let q = quiet, q > handed {
-                        dispatch(raw[handed..<q], at: start + Int64(handed), last: false)
-                        handed = q
-                    }
-                    outcome.resumeAt = start + Int64(handed)
-                    return true
-                }
-                return false
             }
-            if done { break }
-            pending.removeSubrange(..<handed)
-            start += Int64(handed)
-            scanned -= handed
-            if let q = quiet { quiet = q >= handed ? q - handed : nil }
+            // The stretches that end at this round's cuts: the first in `pending` itself, the
+            // others (only with stretches shorter than a read) and the rest copied out.
+            if let first = cuts.first, let final = cuts.last {
+                var pieces: [(bytes: [UInt8], at: Int)] = []
+                for i in cuts.indices.dropFirst() {
+                    var piece = spareBytes()
+                    piece.append(contentsOf: pending[cuts[i - 1]..<cuts[i]])
+                    pieces.append((piece, cuts[i - 1]))
+                }
+                var rest = spareBytes()
+                if rest.capacity == 0 { rest.reserveCapacity(segmentBytes + 2 * chunk) }
+                rest.append(contentsOf: pending[final...])
+                pending.removeLast(pending.count - first)
+                swap(&pending, &rest)
+                dispatch(rest, at: start, last: false)
+                for p in pieces { dispatch(p.bytes, at: start + Int64(p.at), last: false) }
+                start += Int64(final)
+                scanned -= final
+                quiet = quiet.map { $0 - final }
+                if let c = cutAt { cutAt = c - final }
+            }
+            if let readError {
+                // The records read whole, then the error, as a one-thread reader gives them.
+                pending.removeLast(pending.count - scanned)
+                dispatch(pending, at: start, last: true, fault: readError)
+                pending = []
+                break
+            }
+            if end || cutAt != nil {
+                if let c = cutAt { pending.removeLast(pending.count - c) }
+                dispatch(pending, at: start, last: true)
+                pending = []
+                break
+            }
+            if pending.count > maximumPendingBytes {
+                // Connections that stay open: from here on, one thread.
+                var handed = 0
+                if let q = quiet, q > 0 {
+                    pending.removeLast(pending.count - q)
+                    dispatch(pending, at: start, last: false)
+                    pending = []
+                    handed = q
+                }
+                outcome.resumeAt = start + Int64(handed)
+                break
+            }
             while writeNext(wait: false) {}
         }
         finishAll()

@@ -372,6 +372,7 @@ enum BlueZCommands {
 
 struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "scan",
         abstract: "Scan for Bluetooth LE blood-pressure cuffs (devices advertising service 0x1810).",
         discussion: "Prints one JSON object per device seen, merged from its advertisements and scan responses. Needs root (CAP_NET_RAW/CAP_NET_ADMIN)."
     )
@@ -481,6 +482,7 @@ final class ScanCollector {
 
 struct Pair: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "pair",
         abstract: "Pair (bond) with a cuff, answering the confirmation BlueZ asks for.",
         discussion: """
             Without bluetoothd: connects to the ATT channel, raises the link security and answers the kernel's \

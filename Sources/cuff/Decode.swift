@@ -6,6 +6,7 @@ import Sinks
 
 struct Decode: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "decode",
         abstract: "Decode Blood Pressure Service characteristic values given as hex.",
         discussion: """
             Each HEX argument (or, with none, each line of stdin) is one attribute value; bytes may be \

@@ -5,6 +5,7 @@ import Sinks
 
 struct History: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "history",
         abstract: "Print what a store holds, oldest first, in any output format.",
         discussion: """
             Measurements are decoded again from the raw bytes the store kept. Exit status 0, or 10 when \

@@ -19,6 +19,7 @@ struct KeyCommand: ParsableCommand {
 
     struct New: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "new",
             abstract: "Write a new random key file (mode 0600; an existing file is never overwritten).")
 
         @Argument(help: "Where to write the key.")
@@ -36,6 +37,7 @@ struct KeyCommand: ParsableCommand {
 
     struct Rotate: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "rotate",
             abstract: "Re-encrypt a store under a new key, in place.",
             discussion: """
                 Every measurement is sealed again in one transaction: if the rotation is interrupted \

@@ -11,6 +11,7 @@ import Transport
 
 struct Measure: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "measure",
         abstract: "Take a measurement: connect to a cuff, follow it, print the result.",
         discussion: """
             Give a Bluetooth address (AA:BB:CC:DD:EE:FF[/random]), --connect unix:PATH (a `cuff simulate` \

@@ -56,6 +56,7 @@ struct SimulatorOptions: ParsableArguments {
 
 struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "simulate",
         abstract: "Be a blood-pressure cuff: a GATT server on a Unix socket (or a Bluetooth adapter).",
         discussion: """
             Serves one client after another until stopped (Ctrl-C). Each session is logged to stderr. \

@@ -5,6 +5,7 @@ import Sinks
 
 struct Sync: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "sync",
         abstract: "Ship the readings that wait in the outbox to a PostgreSQL store.",
         discussion: """
             `cuff measure --store postgres://…` commits each reading to a local outbox before the cuff \

@@ -8,6 +8,7 @@ import Transport
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "watch",
         abstract: "Collect from many cuffs, always on: connect whenever a cuff is there, sync, store, repeat.",
         discussion: """
             Follows every cuff given with --connect (a socket, or a directory whose sockets are each a \
