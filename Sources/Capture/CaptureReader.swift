@@ -242,6 +242,34 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         return .record
     }
 
+    /// Gives `each` the btsnoop records already whole in the buffer, in order, as long as each
+    /// passes the short path's checks (so each is what ``next(into:lending:)`` would give, with no
+    /// error) and `each` returns true; the reader stands after the last one given. Anything else
+    /// (a record cut by the buffer's end, a header the checked path must name, not btsnoop) stops
+    /// it, for ``next(into:lending:)`` to read. Returns false when `each` asked to stop.
+    /// One loop over the buffer: no per-record state, offset or closure layers.
+    mutating func forEachBuffered(_ each: (BTSnoop.RecordHeader, UnsafeRawBufferPointer, BTSnoopDatalink, Int64) -> Bool) -> Bool {
+        guard case .btsnoop(let datalink) = state else { return true }
+        let base = input.offset
+        return input.withBuffered { raw -> (consumed: Int, result: Bool) in
+            guard let start = raw.baseAddress else { return (0, true) }
+            let count = raw.count
+            var at = 0
+            while count - at >= BTSnoop.recordHeaderLength {
+                let header = BTSnoop.RecordHeader(loading: UnsafeRawBufferPointer(start: start + at, count: BTSnoop.recordHeaderLength))
+                let included = Int(header.includedLength)
+                let total = BTSnoop.recordHeaderLength + included
+                guard included <= HCIRecord.maximumPayloadLength, datalink != .uart || included > 0,
+                      BTSnoop.usableTimestamp(fromBTSnoop: header.timestamp) != nil, count - at >= total else { break }
+                let body = UnsafeRawBufferPointer(start: start + at + BTSnoop.recordHeaderLength, count: included)
+                let goOn = each(header, body, datalink, base + Int64(at))
+                at += total
+                if !goOn { return (at, false) }
+            }
+            return (at, true)
+        }
+    }
+
     /// Reads one btsnoop record from the bytes already buffered, when they hold all of it.
     private mutating func bufferedBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord, at recordOffset: Int64,
                                           lending take: (RecordView) -> Bool) -> BTSnoopShortPath {

@@ -157,7 +157,7 @@ public struct CaptureReplay: Sendable {
         if record.payload.withUnsafeBytes({ take(RecordView(record, payload: $0), &out) }) { return }
         lastTimestamp = record.timestamp
         if let e = earliest, e < record.timestamp { fireDeadlines(before: record.timestamp, &out) }
-        events.removeAll(keepingCapacity: true)
+        while events.popLast() != nil {}  // (cheaper than removeAll(keepingCapacity:), see SessionObserver.run)
         do {
             try extractor.consume(record, into: &events)
         } catch {
@@ -466,6 +466,18 @@ extension CaptureReplay {
                                                before: ((HCIRecord) -> Void)?, batch: Int, deliver: (inout [Output]) -> Bool) -> Ending {
         var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
         while true {
+            if before == nil {
+                // The records whole in the reader's buffer, in one loop (what follows reads the
+                // one that stopped it: a cut, a refill, an error to name, the end).
+                let goOn = reader.forEachBuffered { header, body, datalink, offset in
+                    if !take(RecordView(header: header, body: body, datalink: datalink, fileOffset: offset), &out) {
+                        BTSnoop.fill(&record, header: header, body: body, datalink: datalink, fileOffset: offset)
+                        consume(record, into: &out)
+                    }
+                    return !(out.count >= batch && !out.isEmpty && !deliver(&out))
+                }
+                if !goOn { return .stopped }
+            }
             do {
                 if let before {
                     guard try reader.next(into: &record) else { return .end }

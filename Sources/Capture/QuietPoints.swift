@@ -43,7 +43,29 @@ public struct QuietPoints: Sendable {
     }
 
     /// Looks at the record at the start of `bytes`.
-    public mutating func step(_ bytes: UnsafeRawBufferPointer) -> Step {
+    public mutating func step(_ bytes: UnsafeRawBufferPointer) -> Step { look(bytes) }
+
+    /// ``step(_:)`` over `bytes` from `start` (the start of a record), record after record, in one
+    /// loop: `quiet` gets the offset in `bytes` after each record after which no connection can
+    /// be open. Returns where it stopped (the start of the first record not whole in `bytes`) and
+    /// whether that record's header is one no reader gets past (``Step/stop``).
+    public mutating func scan(_ bytes: UnsafeRawBufferPointer, from start: Int, quiet: (Int) -> Void) -> (end: Int, stop: Bool) {
+        guard let base = bytes.baseAddress else { return (start, false) }
+        var at = start
+        while true {
+            switch look(UnsafeRawBufferPointer(start: base + at, count: bytes.count - at)) {
+            case let .record(length, isQuiet):
+                at += length
+                if isQuiet { quiet(at) }
+            case .need:
+                return (at, false)
+            case .stop:
+                return (at, true)
+            }
+        }
+    }
+
+    @inline(__always) private mutating func look(_ bytes: UnsafeRawBufferPointer) -> Step {
         guard bytes.count >= BTSnoop.recordHeaderLength else { return .need(count: BTSnoop.recordHeaderLength) }
         let header = BTSnoop.RecordHeader(loading: bytes)
         let included = Int(header.includedLength)

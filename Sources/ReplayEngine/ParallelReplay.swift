@@ -262,23 +262,18 @@ final class ParallelReplay: @unchecked Sendable {
             cuts.removeAll(keepingCapacity: true)
             pending.withUnsafeBytes { raw in
                 var last = 0
-                scan: while true {
-                    switch points.step(UnsafeRawBufferPointer(rebasing: raw[scanned...])) {
-                    case let .record(length, isQuiet):
-                        scanned += length
-                        guard isQuiet else { continue }
-                        quiet = scanned
-                        if scanned - last >= segmentBytes {
-                            cuts.append(scanned)
-                            last = scanned
-                        }
-                    case .need:
-                        break scan
-                    case .stop:
-                        cutAt = min(raw.count, scanned + BTSnoop.recordHeaderLength)
-                        break scan
+                var lastQuiet = quiet
+                let segmentBytes = self.segmentBytes
+                let (end, stop) = points.scan(raw, from: scanned) { at in
+                    lastQuiet = at
+                    if at - last >= segmentBytes {
+                        cuts.append(at)
+                        last = at
                     }
                 }
+                scanned = end
+                quiet = lastQuiet
+                if stop { cutAt = min(raw.count, scanned + BTSnoop.recordHeaderLength) }
             }
             // The stretches that end at this round's cuts: the first in `pending` itself, the
             // others (only with stretches shorter than a read) and the rest copied out.

@@ -112,4 +112,33 @@ struct QuietPointsTests {
         }
         #expect(!points.isQuiet)  // never again: what was open is no longer known
     }
+
+    @Test func scanGivesWhatStepGivesRecordByRecord() {
+        let records = [Self.event(0x0E, [1, 0x03, 0x0C, 0]), Self.connected(0x0040), Self.acl(0x0040),
+                       Self.disconnected(0x0040), Self.record(0, [1, 2, 3]), Self.acl(0x0041), Self.disconnected(0x0041)]
+        var expected: [Int] = []
+        var end = 0
+        for (r, quiet) in zip(records, Self.quietAfterEach(records)) {
+            end += r.count
+            if quiet { expected.append(end) }
+        }
+        let bytes = records.flatMap { $0 }
+        // Whole, then with the last record cut (it is left for the next call), then from an offset.
+        var points = QuietPoints(datalink: .monitor)
+        var seen: [Int] = []
+        let whole = bytes.withUnsafeBytes { points.scan($0, from: 0) { seen.append($0) } }
+        #expect(whole.end == bytes.count && !whole.stop)
+        #expect(seen == expected)
+        var cut = QuietPoints(datalink: .monitor)
+        seen = []
+        let first = bytes.dropLast(3).withUnsafeBytes { cut.scan($0, from: 0) { seen.append($0) } }
+        #expect(first.end == bytes.count - records.last!.count && !first.stop)
+        let rest = bytes.withUnsafeBytes { cut.scan($0, from: first.end) { seen.append($0) } }
+        #expect(rest.end == bytes.count && seen == expected)
+        // A header no reader gets past stops the scan at its start.
+        let huge = Self.record(3, [], included: UInt32(HCIRecord.maximumPayloadLength + 1))
+        var stopped = QuietPoints(datalink: .monitor)
+        let s = (records[0] + huge).withUnsafeBytes { stopped.scan($0, from: 0) { _ in } }
+        #expect(s.end == records[0].count && s.stop)
+    }
 }
