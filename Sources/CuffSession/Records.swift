@@ -149,23 +149,10 @@ public struct MeasurementRecord: Sendable, Hashable {
         meanArterialPressure: SFloat, pulseRate: SFloat?, timestamp: String?, userID: UInt8?, status: MeasurementStatus?,
         warnings: [DecodeWarning], device: DeviceInfo, receivedAt: EventTime, stored: Bool, sequenceNumber: UInt16?, decoded: JSON
     ) {
-        self.characteristic = characteristic
-        self.raw = raw
-        self.unit = unit
-        self.systolic = systolic
-        self.diastolic = diastolic
-        self.meanArterialPressure = meanArterialPressure
-        self.pulseRate = pulseRate
-        self.timestamp = timestamp
-        self.userID = userID
-        self.status = status
-        self.warnings = warnings
-        self.device = device
-        self.receivedAt = receivedAt
-        self.stored = stored
-        self.sequenceNumber = sequenceNumber
-        self.decodedSource = .json(decoded)
-        self.deviceTime = timestamp
+        self.init(characteristic: characteristic, raw: raw, unit: unit, systolic: systolic, diastolic: diastolic,
+                  meanArterialPressure: meanArterialPressure, pulseRate: pulseRate, timestamp: timestamp, userID: userID,
+                  status: status, warnings: warnings, device: device, receivedAt: receivedAt, stored: stored,
+                  sequenceNumber: sequenceNumber, decodedSource: .json(decoded), deviceTime: timestamp)
     }
 
     /// A record made whole from its codec's value (``from(bpm:warnings:raw:device:at:stored:)``,
