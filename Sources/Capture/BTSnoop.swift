@@ -94,6 +94,15 @@ public enum BTSnoop {
         return overflow ? nil : Timestamp(nanoseconds: ns)
     }
 
+    /// Whether a record with this header may be read straight from the buffer (the readers'
+    /// short path): a length within bounds, not an empty H4 record, a usable timestamp. Anything
+    /// else goes through the checked path, which names the problem.
+    @inline(__always) static func takesShortPath(_ header: RecordHeader, datalink: BTSnoopDatalink) -> Bool {
+        let included = Int(header.includedLength)
+        return included <= HCIRecord.maximumPayloadLength && (datalink != .uart || included > 0)
+            && usableTimestamp(fromBTSnoop: header.timestamp) != nil
+    }
+
     /// The recoverable error for a record whose timestamp ``usableTimestamp(fromBTSnoop:)`` rejects.
     static func badTimestamp(_ ts: UInt64, recordOffset: Int64) -> CaptureError {
         CaptureError(.badTimestamp, "expected a record timestamp between 1677-09-21 and 2262-04-11, found \(ts) µs since 0000-01-01 (0x\(String(ts, radix: 16))); the record is skipped",

@@ -259,8 +259,7 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
                 let header = BTSnoop.RecordHeader(loading: UnsafeRawBufferPointer(start: start + at, count: BTSnoop.recordHeaderLength))
                 let included = Int(header.includedLength)
                 let total = BTSnoop.recordHeaderLength + included
-                guard included <= HCIRecord.maximumPayloadLength, datalink != .uart || included > 0,
-                      BTSnoop.usableTimestamp(fromBTSnoop: header.timestamp) != nil, count - at >= total else { break }
+                guard BTSnoop.takesShortPath(header, datalink: datalink), count - at >= total else { break }
                 let body = UnsafeRawBufferPointer(start: start + at + BTSnoop.recordHeaderLength, count: included)
                 let goOn = each(header, body, datalink, base + Int64(at))
                 at += total
@@ -278,8 +277,7 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             let header = BTSnoop.RecordHeader(loading: raw)
             let included = Int(header.includedLength)
             let total = BTSnoop.recordHeaderLength + included
-            guard included <= HCIRecord.maximumPayloadLength, datalink != .uart || included > 0,
-                  BTSnoop.usableTimestamp(fromBTSnoop: header.timestamp) != nil else { return (0, .checked) }
+            guard BTSnoop.takesShortPath(header, datalink: datalink) else { return (0, .checked) }
             guard raw.count >= total else { return (0, .need(total)) }
             let body = UnsafeRawBufferPointer(rebasing: raw[BTSnoop.recordHeaderLength..<total])
             if take(RecordView(header: header, body: body, datalink: datalink, fileOffset: recordOffset)) {
