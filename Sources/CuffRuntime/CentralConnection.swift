@@ -110,16 +110,23 @@ public final class CentralConnection {
             tellClosed("sink failed")
         } else {
             execute(rest)
-            if parked == nil && stopRequested && !central.isFinished && !stopSentToCentral {
-                stopSentToCentral = true
-                execute(central.stop(at: WallClock.eventTime())[...])
-            }
         }
-        if parked == nil && tickDue {
+        runWhatWaited(stop: failure == nil)
+        settle()
+    }
+
+    /// What waited while a measurement was being kept or security raised, once neither is under
+    /// way any more: a stop asked for meanwhile (`stop`), then a tick that came due.
+    func runWhatWaited(stop: Bool = true) {
+        guard parked == nil && securityWait == nil else { return }
+        if stop && stopRequested && !central.isFinished && !stopSentToCentral {
+            stopSentToCentral = true
+            execute(central.stop(at: WallClock.eventTime())[...])
+        }
+        if parked == nil && securityWait == nil && tickDue {
             tickDue = false
             execute(central.tick(at: WallClock.eventTime())[...])
         }
-        settle()
     }
 
     var stopSentToCentral = false
@@ -236,23 +243,19 @@ public final class CentralConnection {
         if let fd = watchedFD { loop.change(fd, readable: true, writable: false) }
         let at = WallClock.eventTime()
         execute((failure.map { central.securityRefused($0, at: at) } ?? central.securityRaised(w.level, at: at))[...])
+        // The outputs that waited go after whatever waits now (a measurement being kept, another
+        // raise), or run at once.
         if !w.rest.isEmpty {
             if let p = parked {
                 parked = ArraySlice(Array(p) + Array(w.rest))
-            } else if securityWait == nil {
+            } else if var again = securityWait {
+                again.rest = ArraySlice(Array(again.rest) + Array(w.rest))
+                securityWait = again
+            } else {
                 execute(w.rest)
             }
         }
-        if parked == nil && securityWait == nil {
-            if stopRequested && !central.isFinished && !stopSentToCentral {
-                stopSentToCentral = true
-                execute(central.stop(at: WallClock.eventTime())[...])
-            }
-            if tickDue {
-                tickDue = false
-                execute(central.tick(at: WallClock.eventTime())[...])
-            }
-        }
+        runWhatWaited()
         settle()
         // PDUs that came in meanwhile are read now.
         if parked == nil && securityWait == nil && !linkClosed { ready(.readable) }

@@ -167,13 +167,11 @@ public final class Watcher {
         }
     }
 
+    /// Gives up the attempt under way: unwatched, then cancelled (its descriptor closed).
     func cancelPending(_ t: Target) {
-        if let fd = t.pendingFD { loop.unwatch(fd) }
-        t.pendingFD = nil
-        if let timer = t.pendingTimer { loop.cancel(timer) }
-        t.pendingTimer = nil
-        t.pending?.cancel()
-        t.pending = nil
+        let p = t.pending
+        cancelPendingWatch(t)
+        p?.cancel()
     }
 
     func connectPending(_ t: Target, _ start: () throws(TransportError) -> any PendingConnection) {
