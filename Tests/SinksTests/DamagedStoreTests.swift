@@ -203,4 +203,14 @@ import Testing
         #expect(try store.knownKeys().count == 5)
         #expect(try store.lastSequenceNumber(address: Vectors.device.address) == 7)
     }
+
+    @Test func storeErrorsAndWarningsNameNoReading() throws {
+        // A dedup key holds the device, user, time stamp and raw words: never in a message.
+        let key = try Vectors.bpm(Vectors.mmHgFull).dedupKey
+        #expect(key.contains("|user:"))
+        let e = SinkError.storeWrite(path: "/x/w.db", dedupKey: key, reason: "13 (database or disk is full)")
+        #expect(!e.description.contains(key) && e.description.contains("database or disk is full"))
+        let w = SinkWarning(sink: "store", message: "the record's values do not match", dedupKey: key)
+        #expect(!w.description.contains(key) && !w.description.contains("|user:"))
+    }
 }
