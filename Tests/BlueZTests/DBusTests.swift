@@ -311,11 +311,11 @@ struct DBusAgentScriptTests {
         let seen = try #require(script.join())
         #expect(seen == [
             "\0AUTH EXTERNAL \(uidHex)\r", "BEGIN\r", "Hello",
-            "org.bluez /org/bluez org.bluez.AgentManager1.RegisterAgent [BlueZ.DBusValue.objectPath(\"/cuff/agent\"), BlueZ.DBusValue.string(\"NoInputNoOutput\")]",
-            "RequestDefaultAgent [BlueZ.DBusValue.objectPath(\"/cuff/agent\")]",
+            "org.bluez /org/bluez org.bluez.AgentManager1.RegisterAgent [DBus.DBusValue.objectPath(\"/cuff/agent\"), DBus.DBusValue.string(\"NoInputNoOutput\")]",
+            "RequestDefaultAgent [DBus.DBusValue.objectPath(\"/cuff/agent\")]",
             Hex.encode(DBusBytes.confirmationReply),
             "error org.freedesktop.DBus.Error.UnknownMethod 8",
-            "UnregisterAgent [BlueZ.DBusValue.objectPath(\"/cuff/agent\")]",
+            "UnregisterAgent [DBus.DBusValue.objectPath(\"/cuff/agent\")]",
         ])
         #expect(agent.log.contains { $0.contains("confirm /org/bluez/hci0/dev_00_AA_01_01_00_01") })
         #expect(agent.log.contains("agent: default agent"))
