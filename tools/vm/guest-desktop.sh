@@ -24,6 +24,7 @@
 #   8. bluetoothd restarted after `cuff simulate`: its ATT listener is then the newer one and would
 #      take the next central's link (and it resets advertising); the simulator must stop at once
 #      with an error (exit 9), not wait silently.
+# CUFF_DESKTOP_STEPS=discovery runs steps 0 and 1 only.
 # On the host, test-desktop.sh compares the live records with `cuff replay` of the capture.
 # One JSON line per step in desktop-results.jsonl; exit status = number of failed steps.
 set -u
@@ -82,6 +83,14 @@ SIM=$(cat sim.pid 2>/dev/null || echo 0)
 result raw-scan-then-bluetoothd-discovery "$([ $drc = 0 ] && echo true || echo false)" "\"detail\":$(cat desktop-discovery.json 2>/dev/null || echo null)"
 sed 's/^/    /' desktop-discovery.log | head -6
 sleep 1
+
+if [ "${CUFF_DESKTOP_STEPS:-all}" = discovery ]; then  # only the discovery checks (0, 1)
+  kill -INT "$SIM" 2>/dev/null; sleep 1; kill -KILL "$SIM" 2>/dev/null
+  kill "$BTD" 2>/dev/null; wait "$BTD" 2>/dev/null
+  kill "$DBUS" 2>/dev/null; wait "$DBUS" 2>/dev/null
+  say "$fails failed (desktop-results.jsonl; CUFF_DESKTOP_STEPS=discovery: steps 0 and 1 only)"
+  exit $fails
+fi
 
 # 2. cuff scan (auto → bluetoothd).
 timeout 30 "$CUFF" scan --adapter "$C" --timeout 5 > desktop-scan.ndjson 2> desktop-scan.log
