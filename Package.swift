@@ -84,11 +84,14 @@ let package = Package(
         .target(name: "Plot"),
         // What `cuff plot` reads and writes: NDJSON, captures replayed in process, the store; SVG/PNG files.
         .target(name: "PlotIO", dependencies: ["Plot", "BloodPressure", "Capture", "CuffCore", "CuffSession", "Sinks", "StoreFormat"]),
+        // The D-Bus wire format: values, signatures, messages, parsed with bounded lengths and depth (pure,
+        // no libbluetooth, so the fuzz build compiles it alone).
+        .target(name: "DBus"),
         // BlueZ (libbluetooth, GPL-2.0-or-later): HCI scan/advertise, L2CAP ATT sockets, MGMT pairing agent.
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .target(
             name: "BlueZ",
-            dependencies: ["CBlueZ", "CuffCore", "GATT", "Transport"],
+            dependencies: ["CBlueZ", "CuffCore", "DBus", "GATT", "Transport"],
             swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
         ),
         .executableTarget(
@@ -119,7 +122,7 @@ let package = Package(
         .target(name: "PostgresTestCluster", path: "Tests/PostgresTestCluster"),
         .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "CuffRuntime", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "CuffRuntime", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore", "PostgresTestCluster"]),
         .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
     ]

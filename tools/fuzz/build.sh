@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets: compiles the pure library modules the targets need (CuffCore,
-# BloodPressure, GATT, CuffSession, StoreFormat, Transport, Capture) with swiftc directly, instrumented for libFuzzer
+# BloodPressure, GATT, CuffSession, StoreFormat, Transport, Capture, DBus) with swiftc directly, instrumented for libFuzzer
 # and AddressSanitizer, then links one binary per target in tools/fuzz/Targets/.
 # SwiftPM is not involved, so `swift build` / `swift test` never see a LLVMFuzzerTestOneInput.
 #   bash tools/fuzz/build.sh            → .build-fuzz/bin/<Target>
@@ -26,7 +26,7 @@ fi
 # Modules in dependency order, each compiled whole-module into one object. A module is rebuilt when
 # one of its sources is newer than its stamp, or when the object of a module it imports changed
 # (swiftc leaves an object it would write identically untouched).
-modules=(CuffCore BloodPressure GATT CuffSession StoreFormat Transport Capture)
+modules=(CuffCore BloodPressure GATT CuffSession StoreFormat Transport Capture DBus)
 upstream=0
 for m in "${modules[@]}"; do
   obj="$out/obj/$m.o"

@@ -31,6 +31,7 @@ max_len() {
     FuzzGATTClient) echo 8192 ;;
     FuzzCapture) echo 32768 ;;
     FuzzStoreReader) echo 16384 ;;
+    FuzzDBus) echo 4096 ;;
     *) echo 4096 ;;
   esac
 }
