@@ -6,8 +6,10 @@ import GRDB
 /// are committed here before the cuff is confirmed, read out oldest first, and removed only once
 /// the server has committed them.
 extension SQLiteStore {
-    /// Up to `limit` stored rows, oldest insertion first (lowest id), with their devices.
-    public func pending(limit: Int) throws(SinkError) -> [StoredMeasurement] {
+    /// Up to `limit` stored rows, oldest insertion first (lowest id), with their devices; with
+    /// `afterID`, only rows inserted after that one (the next ones to publish while earlier ones wait
+    /// for their acknowledgement).
+    public func pending(limit: Int, afterID: Int64 = 0) throws(SinkError) -> [StoredMeasurement] {
         guard crypto == nil else { throw .storeRead(path: path, reason: "an encrypted store is not an outbox") }
         do {
             return try db.read { db in
@@ -15,8 +17,8 @@ extension SQLiteStore {
                     SELECT m.*, d.address AS d_address, d.name AS d_name, d.manufacturer AS d_manufacturer,
                            d.model AS d_model, d.serial AS d_serial, d.firmware AS d_firmware
                     FROM measurements m JOIN devices d ON d.id = m.device_id
-                    ORDER BY m.id LIMIT ?
-                    """, arguments: [limit])
+                    WHERE m.id > ? ORDER BY m.id LIMIT ?
+                    """, arguments: [afterID, limit])
                 return try rows.map(SQLiteStore.stored(from:))
             }
         } catch let e as SinkError {
@@ -26,16 +28,26 @@ extension SQLiteStore {
         }
     }
 
-    /// Removes the rows with these ids (shipped ones), in one commit.
-    public func remove(ids: [Int64]) throws(SinkError) {
+    /// Removes the rows with these ids (shipped ones), in one commit. With `rememberingKeys`, their
+    /// dedup keys (and devices' addresses and sequence numbers) stay in `outbox_sent` in the same
+    /// commit: an MQTT broker keeps no history to ask what it already has (see ``sentKeys()``).
+    public func remove(ids: [Int64], rememberingKeys: Bool = false) throws(SinkError) {
         guard !ids.isEmpty else { return }
         do {
             try db.write { db in
+                if rememberingKeys { try db.execute(sql: Self.sentTable) }
                 // In chunks: SQLite limits the number of bound parameters.
                 var i = 0
                 while i < ids.count {
                     let chunk = Array(ids[i..<min(i + 500, ids.count)])
                     let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                    if rememberingKeys {
+                        try db.execute(sql: """
+                            INSERT OR IGNORE INTO outbox_sent (dedup_key, address, sequence_number)
+                            SELECT m.dedup_key, d.address, m.sequence_number FROM measurements m JOIN devices d ON d.id = m.device_id
+                            WHERE m.id IN (\(marks))
+                            """, arguments: StatementArguments(chunk))
+                    }
                     try db.execute(sql: "DELETE FROM measurements WHERE id IN (\(marks))", arguments: StatementArguments(chunk))
                     i += chunk.count
                 }
@@ -51,6 +63,37 @@ extension SQLiteStore {
             return try db.read { db in
                 try Int.fetchOne(db, sql: crypto == nil ? "SELECT count(*) FROM measurements" : "SELECT count(*) FROM sealed_measurements") ?? 0
             }
+        } catch {
+            throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+
+    static let sentTable = """
+        CREATE TABLE IF NOT EXISTS outbox_sent (
+            dedup_key TEXT PRIMARY KEY,
+            address TEXT NOT NULL,
+            sequence_number INTEGER
+        )
+        """
+
+    /// The dedup keys of the rows removed with `rememberingKeys` (delivered, no longer in the outbox).
+    public func sentKeys() throws(SinkError) -> Set<String> {
+        do {
+            try db.write { try $0.execute(sql: Self.sentTable) }
+            return try db.read { Set(try String.fetchAll($0, sql: "SELECT dedup_key FROM outbox_sent")) }
+        } catch {
+            throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// The highest sequence number among the delivered rows of the device last seen at `address`.
+    public func lastSentSequenceNumber(address: String) throws(SinkError) -> UInt16? {
+        do {
+            try db.write { try $0.execute(sql: Self.sentTable) }
+            let v = try db.read {
+                try Int64.fetchOne($0, sql: "SELECT max(sequence_number) FROM outbox_sent WHERE address = ?", arguments: [address])
+            }
+            return v.flatMap { UInt16(exactly: $0) }
         } catch {
             throw .storeRead(path: path, reason: SQLiteStore.describe(error))
         }
