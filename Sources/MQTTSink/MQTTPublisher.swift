@@ -77,11 +77,11 @@ final class MQTTPublisher {
     private var rowOfMessage: [Int32: Int64] = [:]
     /// Row → acknowledgements still awaited, and its dedup key.
     private var awaiting: [Int64: (count: Int, key: String)] = [:]
-    /// The last row queued on this connection (the next ones come after it).
-    private var lastQueued: Int64 = 0
+    /// Rows that do not decode (said once, left in the outbox).
+    private var undecodable: Set<Int64> = []
     /// Rows acknowledged, to leave the outbox in one commit.
     private var acknowledged: [(id: Int64, key: String)] = []
-    /// Whether the outbox had nothing after ``lastQueued`` when last read.
+    /// Whether the outbox had no row beyond those in flight when last read.
     private var exhausted = false
     /// Discovery sent on this connection, by node id.
     private var announced: Set<String> = []
@@ -243,7 +243,6 @@ final class MQTTPublisher {
                 }
                 saidError = nil
                 lastError = nil
-                lastQueued = 0
                 exhausted = false
                 announced.removeAll()
                 _ = try? client.publish(topic: topics.status, payload: Array("online".utf8), retain: true)
@@ -286,7 +285,6 @@ final class MQTTPublisher {
         connected = false
         rowOfMessage.removeAll()
         awaiting.removeAll()
-        lastQueued = 0
         exhausted = false
     }
 
@@ -313,24 +311,26 @@ final class MQTTPublisher {
 
     // MARK: Publishing
 
-    /// Queues rows after ``lastQueued`` until the window is full or the outbox has no more.
+    /// Queues the oldest rows not in flight until the window is full or the outbox has no more.
+    /// (Not "rows after the last one queued": SQLite gives a removed row's id to the next one.)
     private func fill() {
-        guard connected, let client else { return }
-        while awaiting.count < options.window && !exhausted {
-            let rows: [StoredMeasurement]
-            do { rows = try outbox.pending(limit: options.window - awaiting.count, afterID: lastQueued) } catch {
-                warn(SinkWarning(sink: "publish", message: "\(error)"))
+        guard connected, let client, !exhausted else { return }
+        let free = options.window - awaiting.count
+        guard free > 0 else { return }
+        var skip = undecodable
+        skip.formUnion(awaiting.keys)
+        for a in acknowledged { skip.insert(a.id) }
+        let rows: [StoredMeasurement]
+        do { rows = try outbox.pending(limit: free + skip.count) } catch {
+            warn(SinkWarning(sink: "publish", message: "\(error)"))
+            return
+        }
+        if rows.count < free + skip.count { exhausted = true }
+        for row in rows.lazy.filter({ !skip.contains($0.id) }).prefix(free) {
+            do throws(MQTTError) { try publish(row, client) } catch {
+                fail(error)
                 return
             }
-            if rows.count < options.window - awaiting.count { exhausted = true }
-            for row in rows {
-                lastQueued = row.id
-                do throws(MQTTError) { try publish(row, client) } catch {
-                    fail(error)
-                    return
-                }
-            }
-            if rows.isEmpty { exhausted = true }
         }
     }
 
@@ -338,6 +338,7 @@ final class MQTTPublisher {
         let m: MeasurementRecord
         do { m = try row.record() } catch {
             warn(SinkWarning(sink: "publish", message: "outbox \(outbox.path) row \(row.id) does not decode (\(error.message)); left there", dedupKey: row.dedupKey))
+            undecodable.insert(row.id)
             return
         }
         if let discovery = options.discovery {

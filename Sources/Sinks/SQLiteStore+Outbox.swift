@@ -6,10 +6,8 @@ import GRDB
 /// are committed here before the cuff is confirmed, read out oldest first, and removed only once
 /// the server has committed them.
 extension SQLiteStore {
-    /// Up to `limit` stored rows, oldest insertion first (lowest id), with their devices; with
-    /// `afterID`, only rows inserted after that one (the next ones to publish while earlier ones wait
-    /// for their acknowledgement).
-    public func pending(limit: Int, afterID: Int64 = 0) throws(SinkError) -> [StoredMeasurement] {
+    /// Up to `limit` stored rows, oldest insertion first (lowest id), with their devices.
+    public func pending(limit: Int) throws(SinkError) -> [StoredMeasurement] {
         guard crypto == nil else { throw .storeRead(path: path, reason: "an encrypted store is not an outbox") }
         do {
             return try db.read { db in
@@ -17,8 +15,8 @@ extension SQLiteStore {
                     SELECT m.*, d.address AS d_address, d.name AS d_name, d.manufacturer AS d_manufacturer,
                            d.model AS d_model, d.serial AS d_serial, d.firmware AS d_firmware
                     FROM measurements m JOIN devices d ON d.id = m.device_id
-                    WHERE m.id > ? ORDER BY m.id LIMIT ?
-                    """, arguments: [afterID, limit])
+                    ORDER BY m.id LIMIT ?
+                    """, arguments: [limit])
                 return try rows.map(SQLiteStore.stored(from:))
             }
         } catch let e as SinkError {

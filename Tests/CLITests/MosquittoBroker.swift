@@ -101,11 +101,7 @@ final class MosquittoBroker: @unchecked Sendable {
         }
         /// (topic, payload) pairs received so far.
         var messages: [(topic: String, payload: String)] {
-            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { line in
-                guard let sp = line.firstIndex(of: " ") else { return nil }
-                return (String(line[..<sp]), String(line[line.index(after: sp)...]))
-            }
+            MosquittoBroker.messages(in: output)
         }
     }
 
@@ -116,10 +112,15 @@ final class MosquittoBroker: @unchecked Sendable {
         for t in topics { args += ["-t", t] }
         let p = try Spawned(args, executable: "/usr/bin/mosquitto_sub", stdout: out)
         _ = p.wait(timeout: 10)
-        let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        return Self.messages(in: out)
+    }
+
+    /// `mosquitto_sub -v` lines (`topic payload`) of `file`.
+    static func messages(in file: String) -> [(topic: String, payload: String)] {
+        let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
-            guard let sp = line.firstIndex(of: " ") else { return nil }
-            return (String(line[..<sp]), String(line[line.index(after: sp)...]))
+            let parts = line.split(separator: " ", maxSplits: 1)
+            return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
         }
     }
 

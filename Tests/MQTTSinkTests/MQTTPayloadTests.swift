@@ -66,7 +66,7 @@ import Testing
             #expect(s[k] is NSNull, "\(k) is \(String(describing: s[k]))")
         }
         let reading = MQTTPayload.reading(m).serialized()
-        #expect(!reading.contains("2047") && !reading.contains("2048"), reading)
+        #expect(!reading.contains("2047") && !reading.contains("2048"), "\(reading)")
     }
 
     @Test func readingIsTheNDJSONRecordWithItsDedupKey() throws {
