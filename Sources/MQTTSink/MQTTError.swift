@@ -14,6 +14,8 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
         case connectionLost
         /// The broker did not answer in time.
         case timeout
+        /// The peer does not speak MQTT as expected (not a broker, or TLS against a plain port).
+        case protocolError
         /// The client library refused a call (bad options, a file it cannot read).
         case client
     }
@@ -31,7 +33,7 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// Errors that trying again does not cure (a wrong password, a wrong CA): a command says them at
     /// once instead of waiting.
-    public var isPermanent: Bool { code == .refused || code == .tls || code == .client }
+    public var isPermanent: Bool { code == .refused || code == .tls || code == .protocolError || code == .client }
 
     public var description: String {
         switch code {
@@ -40,6 +42,7 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unreachable: "cannot reach MQTT broker \(broker): \(detail)"
         case .connectionLost: "connection to MQTT broker \(broker) lost: \(detail)"
         case .timeout: "MQTT broker \(broker) did not answer: \(detail)"
+        case .protocolError: "\(broker) does not answer as an MQTT broker: \(detail)"
         case .client: "MQTT client for \(broker): \(detail)"
         }
     }

@@ -68,6 +68,7 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
     /// Publishes from `loop` from now on, reconnecting with backoff, until ``finish()``.
     public func attach(to loop: EventLoop) {
         attached = true
+        publisher.longRunning = true
         publisher.reconnects = true
         publisher.attach(to: loop)
     }
@@ -147,6 +148,7 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
     public func finish() throws(SinkError) {
         guard !done.exchange(true, ordering: .relaxed) else { throw .finished(sink: "publish") }
         publisher.detach()
+        publisher.longRunning = false
         let r = publishAll(timeout: options.finishTimeout)
         if attached && publisher.connected {
             publisher.sendOffline()

@@ -66,6 +66,8 @@ final class MQTTPublisher {
     private var backoff: Duration = .milliseconds(500)
     /// Whether to connect (again) by itself when there is no connection.
     var reconnects = true
+    /// Whether a long-running loop (a watch) drives it: failures are followed by new attempts.
+    var longRunning = false
     /// Failures since ``resetFailureCount()``.
     private(set) var failures = 0
 
@@ -272,9 +274,10 @@ final class MQTTPublisher {
         lastError = error
         retryAt = MonotonicClock.now() + backoff
         backoff = min(backoff * 2, .seconds(30))
-        if saidError != error {
+        // A refusal when a command starts is its error, said by it (nothing waits yet).
+        if saidError != error && (longRunning || reconnects || !error.isPermanent) {
             saidError = error
-            warn(SinkWarning(sink: "publish", message: "\(error); readings wait in the outbox \(outbox.path)\(reconnects ? "; trying again" : "")"))
+            warn(SinkWarning(sink: "publish", message: "\(error); readings wait in the outbox \(outbox.path)\(longRunning ? "; trying again" : "")"))
         }
     }
 

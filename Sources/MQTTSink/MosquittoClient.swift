@@ -123,7 +123,11 @@ final class MosquittoClient {
         switch rc {
         case MOSQ_ERR_CONN_REFUSED.rawValue, MOSQ_ERR_AUTH.rawValue:
             if let reason = events.lazy.compactMap({ if case let .refused(_, r) = $0 { r } else { nil } }).first {
-                return MQTTError(.refused, broker: broker, detail: reason.lowercased())
+                // libmosquitto's "Connection Refused: not authorised." → "not authorised".
+                var r = reason.lowercased()
+                if r.hasPrefix("connection refused: ") { r.removeFirst("connection refused: ".count) }
+                if r.hasSuffix(".") { r.removeLast() }
+                return MQTTError(.refused, broker: broker, detail: r + (r.contains("authori") ? " (check the user name and password)" : ""))
             }
             return MQTTError(.refused, broker: broker, detail: Self.describe(rc))
         case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue:
@@ -134,6 +138,8 @@ final class MosquittoClient {
             return MQTTError(.unreachable, broker: broker, detail: "the host name does not resolve")
         case MOSQ_ERR_NO_CONN.rawValue, MOSQ_ERR_CONN_LOST.rawValue:
             return MQTTError(.connectionLost, broker: broker, detail: Self.describe(rc))
+        case MOSQ_ERR_PROTOCOL.rawValue, MOSQ_ERR_MALFORMED_PACKET.rawValue:
+            return MQTTError(.protocolError, broker: broker, detail: "\(Self.describe(rc)) (is it an MQTT broker, and mqtts:// for its TLS port?)")
         case MOSQ_ERR_KEEPALIVE.rawValue:
             return MQTTError(.timeout, broker: broker, detail: "no answer to keep-alive pings")
         default:

@@ -61,8 +61,8 @@ struct Sync: ParsableCommand {
         for t in targets {
             let box: MQTTOutboxStore
             do {
-                // No check at open: a refusal is said below, with what waits.
-                box = try MQTTOutboxStore(options: t, check: false, warn: quiet ? SinkWarnings.ignore : SinkWarnings.standardError)
+                // No check at open: a refusal is said below, once, with what waits.
+                box = try MQTTOutboxStore(options: t, check: false, warn: SinkWarnings.ignore)
             } catch {
                 Output.log("cuff sync: \(error)")
                 throw ExitCode(Output.sinkFailedStatus)
