@@ -37,7 +37,7 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
     public init(options: MQTTPublishOptions, check: Bool = true, warn: @escaping SinkWarningHandler = SinkWarnings.standardError) throws(SinkError) {
         self.options = options
         self.warn = warn
-        try Self.prepareDirectory(of: options.outboxPath)
+        try Outbox.prepareDirectory(of: options.outboxPath)
         outbox = try SQLiteStore(path: options.outboxPath, utcOffset: options.utcOffset, warn: warn)
         guard !outbox.isEncrypted else {
             try? outbox.finish()
@@ -173,27 +173,10 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         try outbox.finish()
     }
 
-    /// Creates the outbox's directory if missing (mode 0700, with its missing parents).
-    static func prepareDirectory(of path: String) throws(SinkError) {
-        let dir = (path as NSString).deletingLastPathComponent
-        guard !dir.isEmpty, !FileManager.default.fileExists(atPath: dir) else { return }
-        do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw .storeOpen(path: path, reason: "cannot create its directory \(dir): \(error.localizedDescription)")
-        }
-    }
-
     /// The default outbox of a broker: `$XDG_STATE_HOME/cuff/mqtt-HOST-PORT.db` (by default under
     /// `~/.local/state`).
     public static func defaultOutboxPath(for url: MQTTURL, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        let state: String
-        if let x = environment["XDG_STATE_HOME"], x.hasPrefix("/") {
-            state = x
-        } else {
-            state = (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.local/state"
-        }
-        return state + "/cuff/mqtt-\(MQTTTopics.slug(url.host))-\(url.port).db"
+        Outbox.stateDirectory(environment: environment) + "/mqtt-\(MQTTTopics.slug(url.host))-\(url.port).db"
     }
 
     /// The default client id: `cuff-HOSTNAME-PID`.

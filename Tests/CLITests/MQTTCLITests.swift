@@ -120,7 +120,7 @@ struct MQTTCLITests {
         #expect(left.status == 0 && left.stdoutLines.isEmpty, "\(left.stdout)")
     }
 
-    @Test func fleetUnderWatchSurvivesABrokerRestartWithNothingLost() throws {
+    @Test func fleetUnderWatchSurvivesABrokerKilledAndRestartedWithNothingLost() throws {
         let broker = try MosquittoBroker()
         let reader = try MosquittoBroker.Reader(broker, topics: ["cuff/+/+/reading"], id: "reader")
         usleep(300_000)
@@ -132,8 +132,8 @@ struct MQTTCLITests {
                                 stdout: s.path("out"), stderr: s.path("watch.err"))
         func printed() -> [[String: Any]] { (try? WatchCommandTests.measurementLines(s.lines("out"))) ?? [] }
         #expect(WatchCommandTests.waitUntil(60) { printed().count >= 4 && reader.messages.count >= 4 }, "\(s.text("watch.err").suffix(2000))")
-        // The broker goes away for a while; the cuffs go on measuring.
-        broker.stop()
+        // The broker is killed and stays away for a while; the cuffs go on measuring.
+        broker.stop(SIGKILL)
         let before = printed().count
         #expect(WatchCommandTests.waitUntil(60) { printed().count >= before + 4 }, "no readings while the broker was down")
         try broker.start()
@@ -176,7 +176,7 @@ struct MQTTCLITests {
         #expect(wrong.stderr.contains("refused the connection"), "\(wrong.stderr)")
         #expect(!wrong.stderr.contains("nope"))
         // Unreachable: the readings are taken and wait in the outbox.
-        let closed = try MosquittoBroker.freePort()
+        let closed = MosquittoBroker.freePort()
         let down = try CLI.run(["replay", capture, "--publish", "mqtt://\(broker.user)@127.0.0.1:\(closed)", "--outbox", out],
                                environment: ["CUFF_MQTT_PASSWORD": broker.password])
         #expect(down.status == 0, "\(down.stderr)")

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestCluster
 import Testing
 
 /// A throwaway `mosquitto` (Debian's package) in a temporary directory: a plain listener and a TLS
@@ -24,8 +25,8 @@ final class MosquittoBroker: @unchecked Sendable {
     init() throws {
         dir = "/tmp/mq-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        port = try Self.freePort()
-        tlsPort = try Self.freePort()
+        port = Self.freePort()
+        tlsPort = Self.freePort()
         try Self.sh("/usr/bin/mosquitto_passwd", ["-c", "-b", dir + "/passwd", user, password])
         // A CA, a server certificate for 127.0.0.1 and localhost signed by it, and another CA.
         let o = "/usr/bin/openssl"
@@ -73,10 +74,10 @@ final class MosquittoBroker: @unchecked Sendable {
         Issue.record("mosquitto did not start: \((try? String(contentsOfFile: dir + "/broker.err", encoding: .utf8)) ?? "")")
     }
 
-    /// Stops the broker (SIGTERM: it saves its persistence file, as a restarted service does).
-    func stop() {
+    /// Stops the broker: SIGTERM (it saves its persistence file) or SIGKILL (a crash).
+    func stop(_ signal: Int32 = SIGTERM) {
         guard let p = process else { return }
-        p.signal(SIGTERM)
+        p.signal(signal)
         if p.wait(timeout: 10) == nil {
             p.signal(SIGKILL)
             _ = p.wait(timeout: 5)
@@ -130,20 +131,7 @@ final class MosquittoBroker: @unchecked Sendable {
         guard status == 0 else { throw POSIXError(.EIO) }
     }
 
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        a.sin_port = 0
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &a) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
-        }
-        guard ok else { throw POSIXError(.EADDRINUSE) }
-        return Int(UInt16(bigEndian: a.sin_port))
-    }
+    static func freePort() -> Int { TestCluster.freePort() }
 
     static func accepts(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
