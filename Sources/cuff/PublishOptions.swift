@@ -70,35 +70,13 @@ struct PublishOptions: ParsableArguments {
         return out
     }
 
-    /// `--cuff-timezone`: a zone's offset at the reading's local time, else the host zone's.
+    /// `--cuff-timezone`: that zone's offsets, else the host zone's.
     func offsetPolicy() throws -> UTCOffsetPolicy {
         guard let z = cuffTimezone else { return .system }
-        if let seconds = Self.fixedOffset(z) { return .fixed(seconds) }
-        guard let zone = TimeZone(identifier: z) else {
+        guard let p = UTCOffsetPolicy.cuffTimeZone(z) else {
             throw ValidationError("--cuff-timezone: unknown zone '\(z)'; use a name like Europe/Berlin or an offset like +01:00")
         }
-        return UTCOffsetPolicy { m in
-            var at = Date(timeIntervalSince1970: Double(m.receivedAt.wallMicros) / 1e6)
-            if let ts = m.timestamp, !ts.hasSuffix("Z"), ts.count >= 19 {
-                let f = ISO8601DateFormatter()
-                f.formatOptions = [.withFullDate, .withTime, .withColonSeparatorInTime, .withDashSeparatorInDate]
-                f.timeZone = TimeZone(secondsFromGMT: 0)
-                // The cuff's wall time read as UTC, moved back by the zone's offset there: the instant.
-                if let asUTC = f.date(from: String(ts.prefix(19))) { at = asUTC.addingTimeInterval(-Double(zone.secondsFromGMT(for: asUTC))) }
-            }
-            return zone.secondsFromGMT(for: at)
-        }
-    }
-
-    /// `UTC`, `Z`, `+01:00`, `-0530`: seconds east of UTC.
-    static func fixedOffset(_ s: String) -> Int? {
-        if s == "UTC" || s == "Z" { return 0 }
-        guard let sign = s.first, sign == "+" || sign == "-" else { return nil }
-        let digits = s.dropFirst().filter { $0 != ":" }
-        guard digits.count == 4 || digits.count == 2, digits.allSatisfy(\.isNumber), let v = Int(digits) else { return nil }
-        let (h, m) = digits.count == 4 ? (v / 100, v % 100) : (v, 0)
-        guard h <= 14, m < 60 else { return nil }
-        return (sign == "-" ? -1 : 1) * (h * 3600 + m * 60)
+        return p
     }
 
     /// Each target's options. `outbox`: `--outbox`, the outbox of the only target when no PostgreSQL

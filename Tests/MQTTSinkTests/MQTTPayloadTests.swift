@@ -129,3 +129,21 @@ import Testing
         #expect(w2.warnings.isEmpty)
     }
 }
+
+/// `--cuff-timezone`: the offset attached to a cuff's zone-less clock.
+@Suite struct CuffTimeZoneTests {
+    @Test func namedZoneFollowsSummerTimeAndFixedOffsetsParse() throws {
+        let berlin = try #require(UTCOffsetPolicy.cuffTimeZone("Europe/Berlin"))
+        // 2026-11-25T08:30:05 (winter, +01:00) from the payload tests' bytes.
+        let winter = try MQTTPayloadTests.record(flags: 0x1E, sys: 0x0078, dia: 0x0050, map: 0x005D)
+        #expect(berlin.offsetSeconds(winter) == 3600)
+        #expect(try MQTTPayloadTests.object(MQTTPayload.state(winter, offset: berlin))["measured_at"] as? String == "2026-11-25T08:30:05+01:00")
+        var summer = winter
+        summer.timestamp = "2026-07-01T12:00:00"
+        #expect(berlin.offsetSeconds(summer) == 7200)
+        #expect(UTCOffsetPolicy.cuffTimeZone("+05:30")?.offsetSeconds(winter) == 19800)
+        #expect(UTCOffsetPolicy.cuffTimeZone("-0800")?.offsetSeconds(winter) == -28800)
+        #expect(UTCOffsetPolicy.cuffTimeZone("UTC")?.offsetSeconds(winter) == 0)
+        for bad in ["Mars/Olympus", "+25:00", "+1", "1:00"] { #expect(UTCOffsetPolicy.cuffTimeZone(bad) == nil, "\(bad)") }
+    }
+}
