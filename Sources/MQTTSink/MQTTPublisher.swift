@@ -150,7 +150,11 @@ final class MQTTPublisher {
         }
     }
 
-    func resetFailureCount() { failures = 0 }
+    /// Counts failures from zero again, and makes the next attempt due now (not after the backoff).
+    func resetFailureCount() {
+        failures = 0
+        retryAt = .zero
+    }
 
     /// New rows may wait: publish them now when connected.
     func kick() {
