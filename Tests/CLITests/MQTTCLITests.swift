@@ -156,6 +156,9 @@ struct MQTTCLITests {
         // A device per cuff, and the status is offline once the watch stopped.
         let serials = Set(received.compactMap { ($0["device"] as? [String: Any])?["serial"] as? String })
         #expect(serials.count == 4)
+        // Each cuff (one user each) is a Home Assistant device on the broker, also after its restart.
+        let systolic = try broker.retained(["homeassistant/sensor/+/systolic/config"])
+        #expect(Set(systolic.map(\.topic)) == Set(serials.map { "homeassistant/sensor/cuff_\($0)_1/systolic/config" }))
         #expect(try broker.retained(["cuff/status"]).map(\.payload) == ["offline"])
         let err = s.text("watch.err")
         #expect(err.contains("cannot reach MQTT broker") || err.contains("connection to MQTT broker"), "\(err.suffix(1500))")
@@ -177,7 +180,8 @@ struct MQTTCLITests {
         #expect(!wrong.stderr.contains("nope"))
         // Unreachable: the readings are taken and wait in the outbox.
         let closed = MosquittoBroker.freePort()
-        let down = try CLI.run(["replay", capture, "--publish", "mqtt://\(broker.user)@127.0.0.1:\(closed)", "--outbox", out],
+        // Beside --store: the store and the outbox each keep every reading.
+        let down = try CLI.run(["replay", capture, "--store", broker.dir + "/s.db", "--publish", "mqtt://\(broker.user)@127.0.0.1:\(closed)", "--outbox", out],
                                environment: ["CUFF_MQTT_PASSWORD": broker.password])
         #expect(down.status == 0, "\(down.stderr)")
         #expect(down.stderr.contains("cannot reach MQTT broker 127.0.0.1:\(closed)"), "\(down.stderr)")
@@ -186,6 +190,7 @@ struct MQTTCLITests {
         #expect(down.stderr.contains("\(taken.count) reading\(taken.count == 1 ? "" : "s") wait"), "\(down.stderr)")
         func waiting() throws -> Int { try CLI.run(["history", "--store", out]).stdoutLines.count }
         #expect(try waiting() == taken.count)
+        #expect(try CLI.run(["history", "--store", broker.dir + "/s.db"]).stdoutLines.count == taken.count)
         // Wrong password, then a CA that did not sign the broker's certificate: nothing leaves.
         let pwFile = broker.dir + "/pw"
         try "nope\n".write(toFile: pwFile, atomically: true, encoding: .utf8)
