@@ -132,7 +132,9 @@ struct MQTTCLITests {
                                 stdout: s.path("out"), stderr: s.path("watch.err"))
         func printed() -> [[String: Any]] { (try? WatchCommandTests.measurementLines(s.lines("out"))) ?? [] }
         #expect(WatchCommandTests.waitUntil(60) { printed().count >= 4 && reader.messages.count >= 4 }, "\(s.text("watch.err").suffix(2000))")
-        // The broker is killed and stays away for a while; the cuffs go on measuring.
+        // The broker is killed and stays away for a while; the cuffs go on measuring. (Once it has
+        // saved the reader's session: what it took before a kill is the broker's to keep, not cuff's.)
+        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: broker.dir + "/mosquitto.db") })
         broker.stop(SIGKILL)
         let before = printed().count
         #expect(WatchCommandTests.waitUntil(60) { printed().count >= before + 4 }, "no readings while the broker was down")
@@ -148,7 +150,10 @@ struct MQTTCLITests {
         })
         let received = reader.messages.compactMap { try? Self.json($0.payload) }
         let receivedKeys = Set(received.map(Self.key))
-        #expect(confirmedKeys.subtracting(receivedKeys).isEmpty, "lost: \(confirmedKeys.subtracting(receivedKeys))")
+        #expect(confirmedKeys.subtracting(receivedKeys).isEmpty, """
+            lost: \(confirmedKeys.subtracting(receivedKeys)); reader: \((try? String(contentsOfFile: reader.output + ".err", encoding: .utf8)) ?? "")
+            broker: \(((try? String(contentsOfFile: broker.dir + "/broker.log", encoding: .utf8)) ?? "").split(separator: "\n").filter { !$0.contains("Saving") }.suffix(40).joined(separator: "\n"))
+            """)
         // Every payload carries its dedup key; repeats (QoS 1) carry the same one.
         #expect(received.allSatisfy { ($0["dedup_key"] as? String)?.isEmpty == false })
         let totals = try #require(WatchCommandTests.simulatorTotals(s.text("sim.err")), "\(s.text("sim.err"))")
