@@ -79,6 +79,8 @@ final class MQTTPublisher {
     private var rowOfMessage: [Int32: Int64] = [:]
     /// Row → acknowledgements still awaited, and its dedup key.
     private var awaiting: [Int64: (count: Int, key: String)] = [:]
+    /// The outbox's last read error, said once.
+    private var saidOutboxError: SinkError?
     /// Rows that do not decode (said once, left in the outbox).
     private var undecodable: Set<Int64> = []
     /// Rows acknowledged, to leave the outbox in one commit.
@@ -329,9 +331,14 @@ final class MQTTPublisher {
         for a in acknowledged { skip.insert(a.id) }
         let rows: [StoredMeasurement]
         do { rows = try outbox.pending(limit: free + skip.count) } catch {
-            warn(SinkWarning(sink: "publish", message: "\(error)"))
+            // Said once: this runs on every turn until the outbox can be read again.
+            if saidOutboxError != error {
+                saidOutboxError = error
+                warn(SinkWarning(sink: "publish", message: "\(error)"))
+            }
             return
         }
+        saidOutboxError = nil
         if rows.count < free + skip.count { exhausted = true }
         for row in rows.lazy.filter({ !skip.contains($0.id) }).prefix(free) {
             do throws(MQTTError) { try publish(row, client) } catch {
