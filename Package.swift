@@ -59,11 +59,14 @@ let package = Package(
         // cuff replay's engine: a capture replayed into sinks, on one thread, a reader and a writer
         // thread, or (a btsnoop file) several replay threads with the same output.
         .target(name: "ReplayEngine", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "Sinks", "Transport"]),
+        // The store's rows: the measurement row type, the schema, and the reader that checks every
+        // cell (pure; SQLite itself is the Sinks target's, or the fuzz target's).
+        .target(name: "StoreFormat", dependencies: ["CuffCore", "BloodPressure", "CuffSession"]),
         // NDJSON, FHIR R4, Open mHealth, SQLite store (sealed with AES-GCM when given a key).
         .target(
             name: "Sinks",
             dependencies: [
-                "CuffCore", "BloodPressure", "CuffSession", "Transport", .product(name: "GRDB", package: "GRDB.swift"),
+                "CuffCore", "BloodPressure", "CuffSession", "StoreFormat", "Transport", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -71,7 +74,7 @@ let package = Package(
         // library target that imports SwiftNIO (through postgres-nio); it bridges to the blocking sink API.
         .target(
             name: "PostgresStore",
-            dependencies: ["CuffCore", "BloodPressure", "CuffSession", "Sinks", "Transport",
+            dependencies: ["CuffCore", "BloodPressure", "CuffSession", "Sinks", "StoreFormat", "Transport",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -84,7 +87,7 @@ let package = Package(
         // Charts as SVG: document model and writer, scales, the session and history charts (pure).
         .target(name: "Plot"),
         // What `cuff plot` reads and writes: NDJSON, captures replayed in process, the store; SVG/PNG files.
-        .target(name: "PlotIO", dependencies: ["Plot", "BloodPressure", "Capture", "CuffCore", "CuffSession", "Sinks"]),
+        .target(name: "PlotIO", dependencies: ["Plot", "BloodPressure", "Capture", "CuffCore", "CuffSession", "Sinks", "StoreFormat"]),
         // BlueZ (libbluetooth, GPL-2.0-or-later): HCI scan/advertise, L2CAP ATT sockets, MGMT pairing agent.
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .target(
@@ -114,7 +117,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks"]),
         .testTarget(
             name: "SinksTests",
-            dependencies: ["Sinks", "CuffSession", "BloodPressure", "CuffCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["Sinks", "StoreFormat", "CuffSession", "BloodPressure", "CuffCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // A throwaway PostgreSQL cluster (Debian's server binaries) that the tests start and stop.
         .target(name: "PostgresTestCluster", path: "Tests/PostgresTestCluster"),

@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import Sinks
 import Synchronization
+import StoreFormat
 
 /// `--store postgres://…`: a reading is committed to the local SQLite outbox (`--outbox PATH`)
 /// before ``insert(_:)`` returns, so before the session confirms it to the cuff; a shipper thread

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import Foundation
 import GRDB
+import StoreFormat
 
 /// A plain SQLite store used as an outbox (`--outbox PATH`, in front of a server store): readings
 /// are committed here before the cuff is confirmed, read out oldest first, and removed only once
@@ -10,15 +11,13 @@ extension SQLiteStore {
     public func pending(limit: Int) throws(SinkError) -> [StoredMeasurement] {
         guard crypto == nil else { throw .storeRead(path: path, reason: "an encrypted store is not an outbox") }
         do {
-            return try db.read { db in
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT m.*, d.address AS d_address, d.name AS d_name, d.manufacturer AS d_manufacturer,
-                           d.model AS d_model, d.serial AS d_serial, d.firmware AS d_firmware
-                    FROM measurements m JOIN devices d ON d.id = m.device_id
-                    ORDER BY m.id LIMIT ?
-                    """, arguments: [limit])
-                return try rows.map(SQLiteStore.stored(from:))
+            let r = try db.read { db in try SQLiteStore.readRows(db, sql: StoreRows.pendingSQL, arguments: [limit]) }
+            // A row that cannot be read cannot be shipped either: say which, rather than skip it unseen.
+            if let p = r.skipped.first { throw SinkError.storeRead(path: path, reason: p.description) }
+            if r.withoutDevice > 0, let row = r.rows.first(where: { $0.device.address.isEmpty }) {
+                throw SinkError.storeRead(path: path, reason: "row \(row.id): its device row is missing")
             }
+            return r.rows
         } catch let e as SinkError {
             throw e
         } catch {

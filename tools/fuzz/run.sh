@@ -30,6 +30,7 @@ max_len() {
     FuzzATT) echo 600 ;;
     FuzzGATTClient) echo 8192 ;;
     FuzzCapture) echo 32768 ;;
+    FuzzStoreReader) echo 16384 ;;
     *) echo 4096 ;;
   esac
 }
