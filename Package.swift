@@ -83,7 +83,7 @@ let package = Package(
         // `--publish mqtt://…`: readings published to an MQTT broker (Home Assistant discovery) from a
         // local SQLite outbox, through Debian's libmosquitto driven by cuff's own event loop.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
-        .target(name: "MQTTSink", dependencies: ["CMosquitto", "CuffCore", "BloodPressure", "CuffSession", "Sinks", "Transport"]),
+        .target(name: "MQTTSink", dependencies: ["CMosquitto", "CuffCore", "BloodPressure", "CuffSession", "Sinks", "StoreFormat", "Transport"]),
         // Charts as SVG: document model and writer, scales, the session and history charts (pure).
         .target(name: "Plot"),
         // What `cuff plot` reads and writes: NDJSON, captures replayed in process, the store; SVG/PNG files.

@@ -3,6 +3,7 @@ import CuffCore
 import CuffSession
 import Foundation
 import Sinks
+import StoreFormat
 import Synchronization
 import Transport
 

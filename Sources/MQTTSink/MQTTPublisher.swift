@@ -2,6 +2,7 @@
 import CuffCore
 import CuffSession
 import Sinks
+import StoreFormat
 import Transport
 
 /// What one `--publish` target needs.

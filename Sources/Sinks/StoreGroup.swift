@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import CuffSession
+import StoreFormat
 
 /// Several stores as one (`--store` beside `--publish`, or several `--publish`): a reading is kept
 /// by every store, in order, before ``insert(_:)`` returns, so before the cuff is confirmed.
