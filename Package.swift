@@ -80,6 +80,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `--publish mqtt://…`: readings published to an MQTT broker (Home Assistant discovery) from a
+        // local SQLite outbox, through Debian's libmosquitto driven by cuff's own event loop.
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .target(name: "MQTTSink", dependencies: ["CMosquitto", "CuffCore", "BloodPressure", "CuffSession", "Sinks", "StoreFormat", "Transport"]),
         // Charts as SVG: document model and writer, scales, the session and history charts (pure).
         .target(name: "Plot"),
         // What `cuff plot` reads and writes: NDJSON, captures replayed in process, the store; SVG/PNG files.
@@ -98,7 +102,7 @@ let package = Package(
             name: "cuff",
             dependencies: [
                 "CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
-                "Capture", "Sinks", "ReplayEngine", "BlueZ", "Plot", "PlotIO", "PostgresStore",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -121,6 +125,7 @@ let package = Package(
         // A throwaway PostgreSQL cluster (Debian's server binaries) that the tests start and stop.
         .target(name: "PostgresTestCluster", path: "Tests/PostgresTestCluster"),
         .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "MQTTSinkTests", dependencies: ["MQTTSink", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "CuffRuntime", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore", "PostgresTestCluster"]),

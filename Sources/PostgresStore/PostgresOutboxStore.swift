@@ -224,31 +224,6 @@ public final class PostgresOutboxStore: MeasurementStore {
     }
 }
 
-/// The outbox's place: `--outbox PATH`, else `$XDG_STATE_HOME/cuff/outbox.db` (by default
-/// `~/.local/state/cuff/outbox.db`).
-public enum Outbox {
-    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        let state: String
-        if let x = environment["XDG_STATE_HOME"], x.hasPrefix("/") {
-            state = x
-        } else {
-            state = (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.local/state"
-        }
-        return state + "/cuff/outbox.db"
-    }
-
-    /// Creates the outbox's directory if missing (mode 0700, with its missing parents).
-    static func prepareDirectory(of path: String) throws(SinkError) {
-        let dir = (path as NSString).deletingLastPathComponent
-        guard !dir.isEmpty, !FileManager.default.fileExists(atPath: dir) else { return }
-        do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw .storeOpen(path: path, reason: "cannot create its directory \(dir): \(error.localizedDescription)")
-        }
-    }
-}
-
 /// The ``StoreOpener`` the CLI gives to ``SinkConfiguration``: `postgres://` and `postgresql://`
 /// URLs, with the outbox at `outboxPath` (nil: ``Outbox/defaultPath(environment:)``).
 public struct PostgresStoreOpener: StoreOpener {

@@ -3,6 +3,7 @@ import ArgumentParser
 import CuffCore
 import CuffRuntime
 import CuffSession
+import MQTTSink
 import Sinks
 import Transport
 
@@ -148,6 +149,8 @@ struct Watch: ParsableCommand {
             throw ExitCode(SessionExit.connectionFailed)
         }
         loop.afterEachTurn { collector.flush() }
+        // --publish: the brokers' clients run on this loop, reconnecting with backoff.
+        MQTTOutboxStore.attachAll(in: store, to: loop)
         let sessionLog: ((String, String) -> Void)? = verbose && !sinks.quiet ? { a, s in Output.log("cuff watch: \(a): \(s)") } : nil
         // RACP "newer than": per cuff, the highest sequence number the store holds.
         if let store { watcherConfig.storedSequenceNumber = { try? store.lastSequenceNumber(address: $0) } }
