@@ -146,7 +146,7 @@ enum BlueZCommands {
             attempt += 1
             do {
                 return try L2CAPATTBearer.connect(adapter: adapter, to: peer)
-            } catch where error.errno == EBUSY && BluetoothDaemon.isRunning && attempt <= 10 {
+            } catch where error.systemErrno == .resourceBusy && BluetoothDaemon.isRunning && attempt <= 10 {
                 if !freed {
                     log("bluetoothd holds the ATT channel to \(peer) (its own GATT client, attached after pairing); asking it to disconnect (org.bluez.Device1.Disconnect)")
                     do {
@@ -567,7 +567,7 @@ struct Pair: ParsableCommand {
                 defer { bus.close() }
                 do {
                     try bus.call(BlueZPaths.adapter(adapter), "org.bluez.Adapter1", "RemoveDevice", [.objectPath(BlueZPaths.device(peer, on: adapter))])
-                } catch where error.message.contains("DoesNotExist") || error.message.contains("UnknownObject") {
+                } catch where error.dbusError == .doesNotExist || error.dbusError == .unknownObject {
                     log("bluetoothd does not know \(peer)")
                 }
             } else {
