@@ -39,8 +39,9 @@ let package = Package(
         .target(name: "GATT", dependencies: ["CuffCore"]),
         // The simulated cuff as a state machine over a GATT server (pure).
         .target(name: "CuffSimulator", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
-        // The measurement session state machine (pure).
-        .target(name: "CuffSession", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
+        // The protocol seam (any cuff protocol's central, observer and simulated roles, and the
+        // registry that picks one) and the standard measurement session state machine (pure).
+        .target(name: "CuffSession", dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSimulator"]),
         // epoll as plain arrays (Glibc's module leaves out <sys/epoll.h>; its event struct is packed).
         .target(name: "CEpoll"),
         // Syscalls wrapped once, the event loop, Unix SEQPACKET and in-process bearers.
@@ -98,11 +99,14 @@ let package = Package(
             dependencies: ["CBlueZ", "CuffCore", "DBus", "GATT", "Transport"],
             swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
         ),
+        // The live Bluetooth paths of the commands (agents, bonds, the ATT connect, the simulator's
+        // accept loop), so the CLI only wires.
+        .target(name: "BluetoothLive", dependencies: ["BlueZ", "CuffCore", "CuffRuntime", "CuffSession", "GATT", "Sinks", "Transport"]),
         .executableTarget(
             name: "cuff",
             dependencies: [
                 "CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
-                "Capture", "Sinks", "ReplayEngine", "BlueZ", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -116,7 +120,7 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["GATT", "CuffCore", "Transport"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore"]),
         .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore"]),
-        .testTarget(name: "CuffSessionTests", dependencies: ["CuffSession", "CuffRuntime", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "CuffSessionTests", dependencies: ["CuffSession", "CuffRuntime", "Capture", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks"]),
         .testTarget(
             name: "SinksTests",

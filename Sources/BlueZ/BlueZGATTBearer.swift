@@ -453,7 +453,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         if m.kind == .error {
             var text = ""
             if case .string(let s)? = m.body?.first { text = ": " + s }
-            failure = TransportError(.systemCall, "\(m.errorName ?? "error")\(text)")
+            failure = TransportError(.systemCall, "\(m.errorName ?? "error")\(text)", remoteErrorName: m.errorName)
         } else if let bodyError = m.bodyError {
             warn("bluetoothd: a reply for handle 0x\(Hex.digits(what.handle, 4)) could not be read (\(bodyError.description)): answered as an ATT error")
             failure = TransportError(.systemCall, bodyError.description)
@@ -496,12 +496,14 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
                 if let v = UInt8(hex, radix: 16) { return ATTErrorCode(v) }
             }
         }
-        if m.contains("org.bluez.Error.NotAuthorized") { return .insufficientAuthorization }
-        if m.contains("org.bluez.Error.NotPermitted") { return .writeNotPermitted }
-        if m.contains("org.bluez.Error.InvalidOffset") { return .invalidOffset }
-        if m.contains("org.bluez.Error.NotSupported") { return .requestNotSupported }
-        if m.contains("org.bluez.Error.InvalidValueLength") { return .invalidAttributeValueLength }
-        return .unlikelyError
+        switch error.dbusError {
+        case .notAuthorized?: return .insufficientAuthorization
+        case .notPermitted?: return .writeNotPermitted
+        case .invalidOffset?: return .invalidOffset
+        case .notSupported?: return .requestNotSupported
+        case .invalidValueLength?: return .invalidAttributeValueLength
+        default: return .unlikelyError
+        }
     }
 
     public func next(timeout: Duration?) throws(TransportError) -> BearerEvent {

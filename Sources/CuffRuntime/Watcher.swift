@@ -213,7 +213,7 @@ public final class Watcher {
             cancelPendingWatch(t)
             p.cancel()
             // Not advertising within the kernel's connect timeout: simply wait again.
-            if error.errno == ETIMEDOUT || error.errno == EHOSTDOWN || error.errno == EHOSTUNREACH {
+            if let e = error.systemErrno, [Errno.timedOut, .hostIsDown, .noRouteToHost].contains(e) {
                 return schedule(t, after: configuration.reconnectDelay)
             }
             failed(t, error.message)
@@ -294,7 +294,7 @@ public final class Watcher {
         let why = c.sinkFailure != nil ? "a reading could not be kept" : "\(c.outcome.rawValue)"
         log("\(t.name): session \(t.sessions) ended (\(why); \(measured) new measurement\(measured == 1 ? "" : "s"))")
         guard !stopping else { return }
-        let arrived = c.central.session.measurements + c.central.session.repeats
+        let arrived = c.arrivedMeasurements
         if c.sinkFailure != nil || (arrived == 0 && lasted < configuration.minimumHealthySession) {
             return failed(t, why)
         }

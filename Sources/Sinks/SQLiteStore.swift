@@ -476,7 +476,8 @@ public final class SQLiteStore: MeasurementStore {
             guard let d = try? EnhancedBloodPressureMeasurement.decode(m.raw[...], cuffPressure: false) else { return nil }
             return d.value.json(warnings: d.warnings, raw: rawJSON) == m.decoded ? [] : nil
         default:
-            return nil
+            // Another protocol's record: no BPS quirk applies (its protocol decodes it again).
+            return m.characteristic.bps == nil ? [] : nil
         }
     }
 
@@ -632,7 +633,7 @@ struct SealedRow: Codable {
         StoredMeasurement(
             id: id,
             device: DeviceInfo(address: address, name: name, manufacturer: manufacturer, model: model, serial: serial, firmware: firmware),
-            characteristic: BPSCharacteristic(argument: characteristic) ?? .bloodPressureMeasurement, raw: Hex.decode(raw) ?? [],
+            characteristic: RecordCharacteristic(argument: characteristic) ?? .bloodPressureMeasurement, raw: Hex.decode(raw) ?? [],
             quirks: QuirkProfile.Options(rawValue: quirks), unit: PressureUnit(rawValue: unit) ?? .mmHg, systolic: systolic,
             diastolic: diastolic, meanArterialPressure: meanArterialPressure, pulseRate: pulseRate, systolicRaw: systolicRaw,
             diastolicRaw: diastolicRaw, meanArterialPressureRaw: meanArterialPressureRaw, pulseRateRaw: pulseRateRaw,

@@ -119,7 +119,7 @@ public enum StoreRows {
         }
         c.rowID = row
         let characteristic = try c.text("characteristic")
-        guard let ch = BPSCharacteristic(argument: characteristic) else { throw c.problem("characteristic", StoreRowProblem.Kind.outOfRange) }
+        guard let ch = RecordCharacteristic(argument: characteristic) else { throw c.problem("characteristic", StoreRowProblem.Kind.outOfRange) }
         guard let unit = PressureUnit(rawValue: try c.text("unit")) else { throw c.problem("unit", StoreRowProblem.Kind.outOfRange) }
         let quirks = try c.integer("quirks", in: 0...255)
         let stored = try c.integer("stored", in: 0...1)

@@ -12,7 +12,7 @@ import CuffSession
 public struct StoredMeasurement: Sendable, Hashable {
     public var id: Int64
     public var device: DeviceInfo
-    public var characteristic: BPSCharacteristic
+    public var characteristic: RecordCharacteristic
     public var raw: [UInt8]
     /// The codec options under which `raw` decoded to the record's values when it was stored.
     public var quirks: QuirkProfile.Options
@@ -47,7 +47,7 @@ public struct StoredMeasurement: Sendable, Hashable {
 
     /// A row as another store (a server) keeps it: every column of ``SQLiteStore``'s layout.
     public init(
-        id: Int64, device: DeviceInfo, characteristic: BPSCharacteristic, raw: [UInt8], quirks: QuirkProfile.Options,
+        id: Int64, device: DeviceInfo, characteristic: RecordCharacteristic, raw: [UInt8], quirks: QuirkProfile.Options,
         unit: PressureUnit, systolic: Double?, diastolic: Double?, meanArterialPressure: Double?, pulseRate: Double?,
         systolicRaw: UInt16, diastolicRaw: UInt16, meanArterialPressureRaw: UInt16, pulseRateRaw: UInt16?,
         systolicSpecial: String?, diastolicSpecial: String?, meanArterialPressureSpecial: String?, pulseRateSpecial: String?,
@@ -87,7 +87,9 @@ public struct StoredMeasurement: Sendable, Hashable {
 
     /// Decodes `raw` again with the BloodPressure codec (and the stored quirk options) into the record
     /// a session would have produced. `receivedAt.monotonic` is not stored; it is set to the wall time.
-    public func record() throws(BPSDecodingError) -> MeasurementRecord {
+    /// Another protocol's record (a non-BPS ``characteristic``) is rebuilt by the protocol of
+    /// `protocols` that names its source.
+    public func record(protocols: CuffProtocolRegistry = .builtIn) throws(BPSDecodingError) -> MeasurementRecord {
         let at = EventTime(monotonic: Timestamp(nanoseconds: receivedAtMicros &* 1000), wallMicros: receivedAtMicros)
         switch characteristic {
         case .bloodPressureMeasurement:
@@ -104,6 +106,9 @@ public struct StoredMeasurement: Sendable, Hashable {
             else { throw BPSDecodingError(.invalidValue, field: "Enhanced Blood Pressure Measurement", offset: 0, detail: "not a measurement") }
             return r
         default:
+            // Another protocol's record: rebuilt by the protocol that names its source.
+            if let r = protocols.storedRecord(characteristic, raw: raw, device: device, receivedAt: at, stored: stored,
+                                              sequenceNumber: sequenceNumber) { return r }
             throw BPSDecodingError(.unsupported, field: "characteristic \(characteristic.uuidString)", offset: 0)
         }
     }

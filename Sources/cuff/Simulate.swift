@@ -3,6 +3,7 @@ import ArgumentParser
 import BloodPressure
 import CuffCore
 import CuffRuntime
+import CuffSession
 import CuffSimulator
 import Capture
 import GATT
@@ -82,6 +83,8 @@ struct Simulate: ParsableCommand {
 
     @OptionGroup var options: SimulatorOptions
 
+    @OptionGroup var cuffProtocol: ProtocolOption
+
     @Option(name: .customLong("from-capture"), help: ArgumentHelp(
         "Serve the peripheral of a captured session instead of a simulated cuff: its attribute table, values and notifications (btsnoop, pcap or pcapng). The captured gaps are divided by --speed (default 10; 1 for the captured pace).",
         valueName: "file"))
@@ -150,7 +153,13 @@ struct Simulate: ParsableCommand {
             return try serve(CapturedCuffPeripheral(captured, loop: loop), label: label, name: captured.name)
         }
         if let cuffs { return try serveFleet(cuffs) }
-        try serve(CuffPeripheral(configuration: options.configuration),
+        // The registry's simulated cuff: the default protocol's, or `--protocol`'s.
+        let kind = CuffProtocolRegistry.builtIn.select(DeviceOffer(), forced: cuffProtocol.forced)
+        guard let peripheral = kind.makePeripheral(configuration: options.configuration, requireEncryption: false) else {
+            Output.log("cuff simulate: the \(kind.id) protocol has no simulated cuff")
+            throw ExitCode.validationFailure
+        }
+        try serve(peripheral,
                   label: "\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)", name: nil)
     }
 
@@ -261,22 +270,10 @@ struct Simulate: ParsableCommand {
                 Output.log("cuff simulate: stopped")
             }
         }
-        for c in cuffs {
-            do {
-                try c.start()
-            } catch {
-                Output.log("cuff simulate: cannot accept at \(c.listener.path): \(error.message)")
-                throw ExitCode(SessionExit.connectionFailed)
-            }
-        }
         do {
-            try loop.run {
-                if signals.isRaised(.int) || signals.isRaised(.term) { return true }
-                if signals.consume(.usr1) { for c in cuffs { c.driver.pressButton() } }
-                return false
-            }
+            try ListeningPeripheral.serve(cuffs, loop: loop, signals: signals)
         } catch {
-            Output.log("cuff simulate: \(error.message)")
+            Output.log("cuff simulate: " + (error.path.map { "cannot accept at \($0): " } ?? "") + error.error.message)
             throw ExitCode(SessionExit.connectionFailed)
         }
     }

@@ -71,6 +71,8 @@ struct Watch: ParsableCommand {
 
     @OptionGroup var sinks: SinkOptions
 
+    @OptionGroup var cuffProtocol: ProtocolOption
+
     func validate() throws {
         if let c = sinks.captureFormatName {
             throw ValidationError("--format \(c) names a capture format; cuff watch writes ndjson, fhir or omh")
@@ -97,6 +99,7 @@ struct Watch: ParsableCommand {
         watcherConfig.add(paths: connect.map { String($0.dropFirst("unix:".count)) })
         let followPressure = progress, setTime = !noSetTime, level = security ?? .low
         let offset = WallClock.localUTCOffsetSeconds()
+        let forced = cuffProtocol.forced
         watcherConfig.session = { address in
             var c = CuffSessionConfiguration(address: address)
             c.follow = true
@@ -109,6 +112,7 @@ struct Watch: ParsableCommand {
             c.setTime = setTime
             c.security = level
             c.localUTCOffsetSeconds = offset
+            c.forcedProtocol = forced
             return c
         }
 
