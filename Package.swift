@@ -38,7 +38,7 @@ let package = Package(
         // ATT PDUs, attribute database, GATT client and server state machines (pure).
         .target(name: "GATT", dependencies: ["CuffCore"]),
         // The simulated cuff as a state machine over a GATT server (pure).
-        .target(name: "CuffSimulator", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
+        .target(name: "CuffSimulator", dependencies: ["CuffCore", "BloodPressure", "GATT", "Omron"]),
         // Omron's proprietary EEPROM protocol: framing, channels, model profiles, record layouts,
         // the simulated cuff and the central session as state machines (pure).
         .target(name: "Omron", dependencies: ["CuffCore", "BloodPressure"]),
@@ -106,7 +106,7 @@ let package = Package(
 
         .testTarget(name: "CuffCoreTests", dependencies: ["CuffCore"]),
         .testTarget(name: "BloodPressureTests", dependencies: ["BloodPressure", "CuffCore"]),
-        .testTarget(name: "OmronTests", dependencies: ["Omron", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "OmronTests", dependencies: ["Omron", "BloodPressure", "CuffCore", "GATT", "CuffSession", "CuffSimulator"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT", "CuffCore", "Transport"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore"]),
         .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore"]),
