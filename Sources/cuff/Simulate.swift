@@ -6,12 +6,19 @@ import CuffRuntime
 import CuffSimulator
 import Capture
 import GATT
+import Omron
 import Transport
 import Foundation
 
 struct SimulatorOptions: ParsableArguments {
-    @Option(help: "Scenario to play (see `cuff simulate --list`).")
-    var scenario: Scenario = .normal
+    @Option(help: "Scenario to play (see `cuff simulate --list`; with --model, an Omron scenario).")
+    var scenario: ScenarioName = .normal
+
+    @Option(help: ArgumentHelp(OmronModelOption.help, valueName: "name"))
+    var model: String?
+
+    @Flag(help: "With --model: start the Omron cuff factory-fresh (no key, no bond), so `cuff pair` must pair it in pairing mode (SIGUSR1).")
+    var unpaired = false
 
     @OptionGroup var simulation: SimulationOptions
 
@@ -27,6 +34,9 @@ struct SimulatorOptions: ParsableArguments {
     var every: Double?
 
     func validate() throws {
+        try OmronModelOption.check(scenario, model: model)
+        if let model { _ = try OmronModelOption.profile(model) }
+        if unpaired && model == nil { throw ValidationError("--unpaired goes with --model (an Omron cuff)") }
         // A peer on a socket or a radio needs paced time: "as fast as possible" is for in-process runs.
         guard simulation.speed > 0 else { throw ValidationError("cuff simulate needs --speed above 0 (0 is for measure --simulated)") }
         if let n = recordSegment, !(6...512).contains(n) { throw ValidationError("--record-segment takes 6 to 512 bytes") }
@@ -38,7 +48,7 @@ struct SimulatorOptions: ParsableArguments {
     var speed: Double { simulation.speed }
 
     var configuration: SimulatorConfiguration {
-        var c = SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: autostart)
+        var c = SimulatorConfiguration(scenario: scenario.bps ?? .normal, persona: persona, seed: seed, autostart: autostart)
         c.recordSegmentLength = recordSegment
         c.measureEvery = every.map { .nanoseconds(Int64($0 * 1e9)) }
         return c
@@ -127,6 +137,9 @@ struct Simulate: ParsableCommand {
         if list {
             do {
                 for s in Scenario.allCases { try Output.line("\(s.rawValue)\t\(s.summary)") }
+                if options.model != nil {
+                    for s in OmronScenario.allCases { try Output.line("\(s.rawValue)\t\(s.summary) (Omron)") }
+                }
                 try Output.flush()
             } catch {
                 throw ExitCode(Output.sinkFailed("cuff simulate", error))
@@ -148,6 +161,18 @@ struct Simulate: ParsableCommand {
             let c = captured.connection
             let label = "session \(c.number) of \(fromCapture) (hci\(c.adapter) \(Hex.handle(c.handle))\(c.peer.map { ", " + $0 } ?? ""); \(captured.database.attributes.count) attributes, \(captured.pushes.count) notifications and indications)"
             return try serve(CapturedCuffPeripheral(captured, loop: loop), label: label, name: captured.name)
+        }
+        if let model = options.model {
+            let p = try OmronModelOption.profile(model)
+            guard cuffs == nil, adapter == nil else {
+                Output.log("cuff simulate: --model serves one Omron cuff on --listen unix:PATH (no --cuffs or --adapter yet)")
+                throw ExitCode(SessionExit.connectionFailed)
+            }
+            let local = OmronModelOption.localSeconds()
+            let cuff = OmronSimulator(profile: p, scenario: options.scenario.omron ?? .normal, seed: options.seed, paired: !options.unpaired, localSeconds: local)
+            let users = p.users.indices.map { "\(cuff.stored(user: $0).count)/\($0 + 1)" }.joined(separator: " ")
+            return try serve(OmronPeripheral(cuff: cuff, localAtPowerOn: local),
+                             label: "Omron \(p.id) \(options.scenario.rawValue) cuff (\(p.transport.rawValue), \(p.pairing.rawValue) pairing\(options.unpaired ? ", unpaired" : ""), readings/user \(users), seed \(options.seed))", name: p.id)
         }
         if let cuffs { return try serveFleet(cuffs) }
         try serve(CuffPeripheral(configuration: options.configuration),
