@@ -6,6 +6,7 @@ import BlueZ
 import CuffCore
 import CuffRuntime
 import CuffSession
+import Omron
 import Sinks
 import Transport
 
@@ -373,7 +374,7 @@ enum BlueZCommands {
 struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scan",
-        abstract: "Scan for Bluetooth LE blood-pressure cuffs (devices advertising service 0x1810).",
+        abstract: "Scan for Bluetooth LE blood-pressure cuffs (service 0x1810, or an Omron cuff's own protocol).",
         discussion: "Prints one JSON object per device seen, merged from its advertisements and scan responses. Needs root (CAP_NET_RAW/CAP_NET_ADMIN)."
     )
 
@@ -403,7 +404,7 @@ struct Scan: ParsableCommand {
                 let bus = try BlueZBus()
                 defer { bus.close() }
                 try BlueZDiscovery.scan(adapter: adapter, bus: bus, duration: .nanoseconds(Int64(timeout * 1e9)),
-                                        uuids: all ? [] : ["00001810-0000-1000-8000-00805f9b34fb"], stop: stopped) { r in
+                                        uuids: all ? [] : ["00001810-0000-1000-8000-00805f9b34fb", OmronUUID.modernService, OmronUUID.classicService], stop: stopped) { r in
                     try collector.take(r, replacing: true)  // bluetoothd's view replaces, not merges
                 }
             } catch let e as TransportError {
@@ -437,6 +438,9 @@ struct Scan: ParsableCommand {
         guard case var .object(pairs) = r.json else { return }
         pairs.insert(("type", .string("device")), at: 0)
         pairs.append(("blood_pressure", .bool(r.isBloodPressureCuff)))
+        // Omron's own protocol (manufacturer 0x020E, service FE4A or ecbe3980…, BLESmart_ names):
+        // the key is there only for an Omron cuff, so other devices' lines are unchanged.
+        if let o = r.omron { pairs.append(("omron", o.json)) }
         do {
             try Output.line(JSON.object(pairs).serialized())
             try Output.flush()
@@ -466,7 +470,7 @@ final class ScanCollector {
             if seen[key] == nil { order.append(key) }
             seen[key] = r
         }
-        if let m = seen[key], !printed.contains(key), m.localName != nil, all || m.isBloodPressureCuff {
+        if let m = seen[key], !printed.contains(key), m.localName != nil, all || m.isBloodPressureCuff || m.omron != nil {
             printed.insert(key)
             try emit(m)
         }
@@ -474,9 +478,16 @@ final class ScanCollector {
 
     func finish() throws {
         for key in order where !printed.contains(key) {
-            if let m = seen[key], all || m.isBloodPressureCuff { try emit(m) }
+            if let m = seen[key], all || m.isBloodPressureCuff || m.omron != nil { try emit(m) }
         }
         Output.log("cuff scan: \(seen.count) device(s) seen, \(seen.values.filter(\.isBloodPressureCuff).count) advertising the Blood Pressure service")
+    }
+}
+
+extension AdvertisingReport {
+    /// What the advert says about an Omron cuff, or nil.
+    var omron: OmronAdvertisement? {
+        OmronAdvertisement.recognise(name: localName, structures: structures.map { ($0.type, $0.data) })
     }
 }
 
