@@ -233,3 +233,52 @@ struct SessionTests {
     }
 }
 
+
+@Suite("Omron observer (replay)")
+struct ObserverTests {
+    /// The channel traffic of a live session, followed as a third party, gives the same readings
+    /// in the same order, for every profile, also over a wrapped memory.
+    @Test(arguments: OmronCatalog.profiles)
+    func observerGivesTheLiveReadings(p: OmronProfile) {
+        for scenario in [OmronScenario.normal, .fullMemory] {
+            var l = link(p, scenario)
+            var observer = OmronObserver(profile: p)
+            var seen: [OmronSyncedReading] = []
+            var clocks = 0
+            // Re-run the session, feeding the observer both directions in order.
+            var cuff = l.cuff
+            var session = l.session
+            var events: [OmronSession.Event] = [.start]
+            var timer: Timestamp?
+            var now = Timestamp.zero
+            var done = false
+            func observe(_ o: [OmronObserver.Output]) {
+                for x in o {
+                    if case let .reading(r) = x { seen.append(r) }
+                    if case .clock = x { clocks += 1 }
+                }
+            }
+            while !done {
+                let e: OmronSession.Event
+                if !events.isEmpty { e = events.removeFirst() } else if let t = timer { now = t; timer = nil; e = .timer } else { break }
+                for a in session.handle(e, now: now) {
+                    switch a {
+                    case let .subscribe(c): _ = cuff.handle(.subscribe(c), localSeconds: localNow)
+                    case let .write(c, b):
+                        observe(observer.written(c, b))
+                        for case let .notify(ch, nb) in cuff.handle(.write(c, b), localSeconds: localNow) {
+                            observe(observer.notified(ch, nb))
+                            events.append(.notified(ch, nb))
+                        }
+                    case let .setTimer(t): timer = t
+                    case .finished: done = true
+                    default: break
+                    }
+                }
+            }
+            #expect(l.run() == .completed)
+            #expect(seen == l.readings, "\(p.id) \(scenario)")
+            #expect(clocks == 1)
+        }
+    }
+}
