@@ -4,6 +4,20 @@ import CuffCore
 import GATT
 import Omron
 
+/// What makes a simulated cuff an Omron one: the profile, the Omron scenario, and whether it
+/// starts factory-fresh (`--unpaired`) instead of paired with the default key.
+public struct OmronSimulation: Sendable, Hashable {
+    public var profile: OmronProfile
+    public var scenario: OmronScenario
+    public var unpaired: Bool
+
+    public init(profile: OmronProfile, scenario: OmronScenario = .normal, unpaired: Bool = false) {
+        self.profile = profile
+        self.scenario = scenario
+        self.unpaired = unpaired
+    }
+}
+
 /// A simulated Omron cuff as a GATT server: the Omron service of its profile's transport (four
 /// TX/RX channel pairs and the unlock characteristic, or the FE4A single channel), Device
 /// Information naming the model, and the ``OmronSimulator`` deciding what the cuff answers.
@@ -41,6 +55,14 @@ public struct OmronPeripheral: GATTPeripheral {
         server = GATTServer(database: b.build())
         self.handles = handles
         byHandle = Dictionary(uniqueKeysWithValues: handles.map { ($1, $0) })
+    }
+
+    /// The Omron cuff a simulator configuration asks for (its seed; its clock start as the host's
+    /// local time at power-on), or nil when it asks for a Blood Pressure Service cuff.
+    public init?(configuration c: SimulatorConfiguration) {
+        guard let o = c.omron else { return nil }
+        let cuff = OmronSimulator(profile: o.profile, scenario: o.scenario, seed: c.seed, paired: !o.unpaired, localSeconds: c.clockStart)
+        self.init(cuff: cuff, localAtPowerOn: c.clockStart)
     }
 
     public var nextDeadline: Timestamp? { server.nextDeadline }
