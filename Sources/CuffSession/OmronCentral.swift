@@ -25,10 +25,20 @@ public struct OmronCentral: Sendable {
     public private(set) var outcome: SessionOutcome?
     var started = false
 
-    /// - Parameter localSeconds: the host's local date and time at `start`, as seconds since 1970 read as UTC.
-    public init(profile: OmronProfile, options: OmronSyncOptions, device: DeviceInfo, localSeconds: Int64, preferredMTU: UInt16 = 247) {
+    let options: OmronSyncOptions
+    let utcOffsetSeconds: Int64
+    /// Said once at the start (an unknown model and the profile used instead).
+    let note: String?
+
+    /// - Parameter utcOffsetSeconds: seconds east of UTC of the host's local time: the cuff's
+    ///   clock holds local time, read and set against `start`'s wall clock plus this.
+    public init(profile: OmronProfile, options: OmronSyncOptions, device: DeviceInfo, utcOffsetSeconds: Int64, note: String? = nil,
+                preferredMTU: UInt16 = 247) {
         self.profile = profile
-        session = OmronSession(profile: profile, options: options, localSeconds: localSeconds)
+        self.options = options
+        self.utcOffsetSeconds = utcOffsetSeconds
+        self.note = note
+        session = OmronSession(profile: profile, options: options, localSeconds: 0)
         client = GATTClient(preferredMTU: preferredMTU)
         var d = device
         if d.model == nil { d.model = profile.id }
@@ -37,10 +47,18 @@ public struct OmronCentral: Sendable {
     }
 
     public var isFinished: Bool { outcome != nil }
+
+    /// Local date and time as seconds since 1970 read as UTC (what an Omron clock holds).
+    public static func localSeconds(_ at: EventTime, _ utcOffsetSeconds: Int64) -> Int64 {
+        let s = at.wallMicros / 1_000_000 - (at.wallMicros % 1_000_000 < 0 ? 1 : 0)
+        return s + utcOffsetSeconds
+    }
     public var nextDeadline: Timestamp? { [sessionDeadline, client.nextDeadline].compactMap { $0 }.min() }
 
     public mutating func start(at: EventTime) -> [Output] {
+        session = OmronSession(profile: profile, options: options, localSeconds: Self.localSeconds(at, utcOffsetSeconds))
         var out: [Output] = [.emit(.session(SessionRecord(event: .start, device: device, at: at)))]
+        if let note { out.append(.log(note)) }
         let m = client.exchangeMTU(now: at.monotonic)
         out += gatt(m.actions, at)
         let d = client.discover(services: [], now: at.monotonic)

@@ -16,7 +16,7 @@ struct GATTLink {
     var pdus = 0
 
     init(_ p: OmronProfile, peripheral: OmronPeripheral, options: OmronSyncOptions = OmronSyncOptions(), localSeconds: Int64 = localNow) {
-        central = OmronCentral(profile: p, options: options, device: DeviceInfo(address: "unix:/test"), localSeconds: localSeconds)
+        central = OmronCentral(profile: p, options: options, device: DeviceInfo(address: "unix:/test"), utcOffsetSeconds: localSeconds - 1_795_622_400)
         self.peripheral = peripheral
     }
 
