@@ -52,3 +52,39 @@ enum OmronModelOption {
         WallClock.eventTime().wallMicros / 1_000_000 + WallClock.localUTCOffsetSeconds()
     }
 }
+
+/// The Omron options of `measure` and `watch`: which model, which records, which key.
+struct OmronSyncArguments: ParsableArguments {
+    @Option(help: ArgumentHelp(OmronModelOption.help, valueName: "name"))
+    var model: String?
+
+    @Flag(name: .customLong("keep-unread"), help: "Omron: read the unread records but leave the cuff's counters as they were (the vendor app still gets them).")
+    var keepUnread = false
+
+    @Flag(name: .customLong("all-records"), help: "Omron: read every user's whole memory, not only the unread records.")
+    var allRecords = false
+
+    @Option(name: .customLong("omron-key"), help: ArgumentHelp(
+        "Omron custom-key cuffs: the 16-byte key as 32 hex digits (default deadbeaf12341234deadbeaf12341234, the key hass-omron and omblepy program).",
+        valueName: "hex"))
+    var omronKey: String?
+
+    func validate() throws {
+        if let model { _ = try OmronModelOption.profile(model) }
+        if let omronKey { _ = try Self.key(omronKey) }
+    }
+
+    static func key(_ text: String) throws -> [UInt8] {
+        guard let k = Hex.decode(text), k.count == 16 else {
+            throw ValidationError("--omron-key takes 16 bytes as 32 hex digits, e.g. deadbeaf12341234deadbeaf12341234")
+        }
+        return k
+    }
+
+    /// The sync options (`setTime` from the command's own --no-set-time).
+    func options(setTime: Bool, pair: Bool = false) -> OmronSyncOptions {
+        var o = OmronSyncOptions(allRecords: allRecords, keepUnread: keepUnread, setTime: setTime, pair: pair)
+        if let omronKey, let k = try? Self.key(omronKey) { o.key = k }
+        return o
+    }
+}
