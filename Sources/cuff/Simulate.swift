@@ -3,6 +3,7 @@ import ArgumentParser
 import BloodPressure
 import CuffCore
 import CuffRuntime
+import CuffSession
 import CuffSimulator
 import Capture
 import GATT
@@ -92,6 +93,8 @@ struct Simulate: ParsableCommand {
 
     @OptionGroup var options: SimulatorOptions
 
+    @OptionGroup var cuffProtocol: ProtocolOption
+
     @Option(name: .customLong("from-capture"), help: ArgumentHelp(
         "Serve the peripheral of a captured session instead of a simulated cuff: its attribute table, values and notifications (btsnoop, pcap or pcapng). The captured gaps are divided by --speed (default 10; 1 for the captured pace).",
         valueName: "file"))
@@ -175,7 +178,13 @@ struct Simulate: ParsableCommand {
                              label: "Omron \(p.id) \(options.scenario.rawValue) cuff (\(p.transport.rawValue), \(p.pairing.rawValue) pairing\(options.unpaired ? ", unpaired" : ""), readings/user \(users), seed \(options.seed))", name: p.id)
         }
         if let cuffs { return try serveFleet(cuffs) }
-        try serve(CuffPeripheral(configuration: options.configuration),
+        // The registry's simulated cuff: the default protocol's, or `--protocol`'s.
+        let kind = CuffProtocolRegistry.builtIn.select(DeviceOffer(), forced: cuffProtocol.forced)
+        guard let peripheral = kind.makePeripheral(configuration: options.configuration, requireEncryption: false) else {
+            Output.log("cuff simulate: the \(kind.id) protocol has no simulated cuff")
+            throw ExitCode.validationFailure
+        }
+        try serve(peripheral,
                   label: "\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)", name: nil)
     }
 
