@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
 import CuffCore
+import CuffSession
 import CuffSimulator
 import Omron
 import Transport
@@ -79,6 +80,20 @@ struct OmronSyncArguments: ParsableArguments {
             throw ValidationError("--omron-key takes 16 bytes as 32 hex digits, e.g. deadbeaf12341234deadbeaf12341234")
         }
         return k
+    }
+
+    /// Puts the Omron choices into a session configuration: `--model` means the Omron protocol
+    /// (unless `--protocol` says otherwise).
+    func configure(_ c: inout CuffSessionConfiguration) {
+        c.omronModel = model
+        c.omronSync = options(setTime: c.setTime)
+        if model != nil, c.forcedProtocol == nil { c.forcedProtocol = .omron }
+    }
+
+    /// The Omron cuff `--simulated` plays with `--model`, or nil.
+    func simulation(_ scenario: ScenarioName) -> OmronSimulation? {
+        guard let model, let p = OmronCatalog.profile(named: model) else { return nil }
+        return OmronSimulation(profile: p, scenario: scenario.omron ?? .normal)
     }
 
     /// The sync options (`setTime` from the command's own --no-set-time).

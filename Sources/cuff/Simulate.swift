@@ -52,6 +52,7 @@ struct SimulatorOptions: ParsableArguments {
         var c = SimulatorConfiguration(scenario: scenario.bps ?? .normal, persona: persona, seed: seed, autostart: autostart)
         c.recordSegmentLength = recordSegment
         c.measureEvery = every.map { .nanoseconds(Int64($0 * 1e9)) }
+        c.omron = model.flatMap(OmronCatalog.profile(named:)).map { OmronSimulation(profile: $0, scenario: scenario.omron ?? .normal, unpaired: unpaired) }
         return c
     }
 
@@ -165,17 +166,16 @@ struct Simulate: ParsableCommand {
             let label = "session \(c.number) of \(fromCapture) (hci\(c.adapter) \(Hex.handle(c.handle))\(c.peer.map { ", " + $0 } ?? ""); \(captured.database.attributes.count) attributes, \(captured.pushes.count) notifications and indications)"
             return try serve(CapturedCuffPeripheral(captured, loop: loop), label: label, name: captured.name)
         }
-        if let model = options.model {
-            let p = try OmronModelOption.profile(model)
+        if options.model != nil {
             guard cuffs == nil, adapter == nil else {
                 Output.log("cuff simulate: --model serves one Omron cuff on --listen unix:PATH (no --cuffs or --adapter yet)")
                 throw ExitCode(SessionExit.connectionFailed)
             }
-            let local = OmronModelOption.localSeconds()
-            let cuff = OmronSimulator(profile: p, scenario: options.scenario.omron ?? .normal, seed: options.seed, paired: !options.unpaired, localSeconds: local)
-            let users = p.users.indices.map { "\(cuff.stored(user: $0).count)/\($0 + 1)" }.joined(separator: " ")
-            return try serve(OmronPeripheral(cuff: cuff, localAtPowerOn: local),
-                             label: "Omron \(p.id) \(options.scenario.rawValue) cuff (\(p.transport.rawValue), \(p.pairing.rawValue) pairing\(options.unpaired ? ", unpaired" : ""), readings/user \(users), seed \(options.seed))", name: p.id)
+            var c = options.configuration
+            c.clockStart = OmronModelOption.localSeconds()
+            guard let peripheral = OmronPeripheral(configuration: c), let o = c.omron else { throw ExitCode.validationFailure }
+            let users = o.profile.users.indices.map { "\(peripheral.cuff.stored(user: $0).count)" }.joined(separator: "+")
+            return try serve(peripheral, label: "Omron \(o.profile.id) \(o.scenario.rawValue) cuff (\(o.profile.transport.rawValue), \(o.profile.pairing.rawValue) pairing\(o.unpaired ? ", unpaired" : ""), \(users) readings, seed \(options.seed))", name: o.profile.id)
         }
         if let cuffs { return try serveFleet(cuffs) }
         // The registry's simulated cuff: the default protocol's, or `--protocol`'s.

@@ -16,7 +16,7 @@ extension MeasurementRecord {
         if let p = r.position, p != 0 { status = MeasurementStatus(rawValue: status.rawValue | 0x20) }
         let iso = r.time.iso8601
         return MeasurementRecord(
-            characteristic: .bloodPressureMeasurement, raw: raw, unit: .mmHg, systolic: SFloat(Double(r.systolic)),
+            characteristic: .named("omron"), raw: raw, unit: .mmHg, systolic: SFloat(Double(r.systolic)),
             diastolic: SFloat(Double(r.diastolic)), meanArterialPressure: .nan, pulseRate: SFloat(Double(r.pulse)),
             timestamp: iso, userID: user.map { UInt8(clamping: $0) }, status: status, warnings: [], device: device, receivedAt: at,
             stored: true, sequenceNumber: r.sequence, decoded: r.json(profile: profile, user: user, slot: slot, raw: raw))

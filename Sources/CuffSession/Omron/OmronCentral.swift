@@ -10,31 +10,37 @@ import Omron
 /// Discovery finds the Omron service of the profile's transport; each session action becomes a
 /// GATT procedure (CCCD writes, unlock writes with response, TX writes with response on the
 /// classic channels and without on FE4A); notifications go back to the session by handle.
-public struct OmronCentral: Sendable {
-    public typealias Output = CuffCentral.Output
+public struct OmronCentral: CuffProtocolSession {
+    public typealias Output = CentralAction
 
     public private(set) var session: OmronSession
     public private(set) var client: GATTClient
-    public let profile: OmronProfile
+    public private(set) var profile: OmronProfile
+    /// `--model` chose the profile; otherwise Device Information's model number may correct it.
+    let modelForced: Bool
+    var modelRead: GATTRequestID?
+    var modelChecked = false
+    var discoveredProfile: GATTProfile?
     var device: DeviceInfo
     var handles: [OmronCharacteristic: GATTProfile.Characteristic] = [:]
     var byHandle: [UInt16: OmronCharacteristic] = [:]
     var sessionDeadline: Timestamp?
     var discovery: GATTRequestID?
-    var measurements = 0
+    public private(set) var measurements = 0
     public private(set) var outcome: SessionOutcome?
     var started = false
 
     let options: OmronSyncOptions
     let utcOffsetSeconds: Int64
     /// Said once at the start (an unknown model and the profile used instead).
-    let note: String?
+    var note: String?
 
     /// - Parameter utcOffsetSeconds: seconds east of UTC of the host's local time: the cuff's
     ///   clock holds local time, read and set against `start`'s wall clock plus this.
     public init(profile: OmronProfile, options: OmronSyncOptions, device: DeviceInfo, utcOffsetSeconds: Int64, note: String? = nil,
-                preferredMTU: UInt16 = 247) {
+                modelForced: Bool = true, preferredMTU: UInt16 = 247) {
         self.profile = profile
+        self.modelForced = modelForced
         self.options = options
         self.utcOffsetSeconds = utcOffsetSeconds
         self.note = note
@@ -47,6 +53,12 @@ public struct OmronCentral: Sendable {
     }
 
     public var isFinished: Bool { outcome != nil }
+    public var protocolID: CuffProtocolID { .omron }
+    public var exitCode: Int32 { (outcome ?? .noResult).exitCode }
+    public var stateName: String {
+        if let outcome { return "finished (\(outcome.rawValue))" }
+        return started ? "syncing" : "discovering"
+    }
 
     /// Local date and time as seconds since 1970 read as UTC (what an Omron clock holds).
     public static func localSeconds(_ at: EventTime, _ utcOffsetSeconds: Int64) -> Int64 {
@@ -56,9 +68,7 @@ public struct OmronCentral: Sendable {
     public var nextDeadline: Timestamp? { [sessionDeadline, client.nextDeadline].compactMap { $0 }.min() }
 
     public mutating func start(at: EventTime) -> [Output] {
-        session = OmronSession(profile: profile, options: options, localSeconds: Self.localSeconds(at, utcOffsetSeconds))
         var out: [Output] = [.emit(.session(SessionRecord(event: .start, device: device, at: at)))]
-        if let note { out.append(.log(note)) }
         let m = client.exchangeMTU(now: at.monotonic)
         out += gatt(m.actions, at)
         let d = client.discover(services: [], now: at.monotonic)
@@ -119,6 +129,9 @@ public struct OmronCentral: Sendable {
                 if id == discovery {
                     discovery = nil
                     out += discovered(result, at)
+                } else if id == modelRead {
+                    modelRead = nil
+                    out += modelNumber(result, at)
                 } else if case let .failure(e) = result, client.failure == nil, outcome == nil {
                     out += finish(e.code == .securityRefused ? .securityRefused : .protocolError, "GATT request failed: \(e.message)", at)
                     out.append(.disconnect)
@@ -142,6 +155,52 @@ public struct OmronCentral: Sendable {
         guard case let .success(.profile(gp)) = result else {
             return finish(.protocolError, "discovery failed", at) + [.disconnect]
         }
+        return begin(gp, at)
+    }
+
+    /// The standard session discovered the link and hands it over: carry on with its client.
+    public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [Output] {
+        client = link.client
+        var d = link.device
+        if d.model == nil { d.model = profile.id }
+        if d.manufacturer == nil { d.manufacturer = "OMRON HEALTHCARE" }
+        device = d
+        return begin(link.profile, at)
+    }
+
+    mutating func begin(_ gp: GATTProfile, _ at: EventTime) -> [Output] {
+        // Without --model, Device Information's model number (HEM-7361T_ESL) picks the profile.
+        if !modelForced, !modelChecked, let ch = gp.characteristic(BluetoothUUID(0x2A24)) {
+            modelChecked = true
+            discoveredProfile = gp
+            let r = client.read(ch.valueHandle, now: at.monotonic)
+            modelRead = r.id
+            return gatt(r.actions, at)
+        }
+        var out: [Output] = note.map { [.log($0)] } ?? []
+        out.append(.log("Omron \(profile.id) (\(profile.transport.rawValue) service, \(profile.pairing.rawValue) pairing)"))
+        session = OmronSession(profile: profile, options: options, localSeconds: Self.localSeconds(at, utcOffsetSeconds))
+        return out + startSession(gp, at)
+    }
+
+    mutating func modelNumber(_ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
+        if case let .success(.value(v)) = result {
+            let text = String(decoding: v.prefix { $0 != 0 }, as: UTF8.self).split(separator: " ").joined(separator: " ")
+            device.model = text
+            if let p = OmronCatalog.profile(named: text) {
+                profile = p
+                note = nil
+            } else if !text.isEmpty {
+                let c = OmronCatalog.closest(to: text)
+                profile = c
+                note = "unknown Omron model \(text); using the closest profile, \(c.id) (--model NAME chooses one)"
+            }
+        }
+        guard let gp = discoveredProfile else { return [] }
+        return begin(gp, at)
+    }
+
+    mutating func startSession(_ gp: GATTProfile, _ at: EventTime) -> [Output] {
         let service = BluetoothUUID(profile.transport.serviceUUID)!
         guard gp.service(service) != nil else {
             let other: OmronTransport = profile.transport == .classic ? .modern : .classic
