@@ -14,7 +14,13 @@ public struct OmronObserver: Sendable {
         case note(String)
     }
 
-    public let profile: OmronProfile
+    /// The profile the traffic fits (the first candidate until the reads narrow them).
+    public var profile: OmronProfile { candidates[0] }
+    /// Profiles of the transport the traffic can still be; one once the reads tell them apart.
+    var candidates: [OmronProfile]
+    var settled: Bool
+    /// Every read reply's (address, length), in order, for narrowing the candidates.
+    var reads: [(address: Int, count: Int)] = []
     var tx: OmronReassembler
     var rx: OmronReassembler
     /// The last command the host sent, waiting for its reply.
@@ -25,13 +31,94 @@ public struct OmronObserver: Sendable {
     var clockSeen = false
 
     public init(profile: OmronProfile) {
-        self.profile = profile
+        candidates = [profile]
+        settled = true
         tx = OmronReassembler(transport: profile.transport)
         rx = OmronReassembler(transport: profile.transport)
     }
 
+    /// A capture that does not say the model: the profiles of `transport` the reads fit (their
+    /// settings address and record areas); readings come out once one map is left (profiles
+    /// with the same map decode alike).
+    public init(transport: OmronTransport, preferring first: OmronProfile? = nil) {
+        let all = OmronCatalog.profiles.filter { $0.transport == transport }
+        candidates = (first.map { [$0] } ?? []) + all.filter { $0 != first }
+        settled = false
+        tx = OmronReassembler(transport: transport)
+        rx = OmronReassembler(transport: transport)
+    }
+
     /// The link went down: a new connection starts with nothing read.
-    public mutating func reset() { self = OmronObserver(profile: profile) }
+    public mutating func reset() {
+        tx = OmronReassembler(transport: profile.transport)
+        rx = OmronReassembler(transport: profile.transport)
+        command = nil
+        memory = [:]
+        decoded = []
+        clockSeen = false
+        reads = []
+    }
+
+    /// Keeps the candidates every read so far fits: the first read after start is the settings
+    /// block, every other lies in a user area on a slot boundary (or in the settings areas).
+    mutating func narrow() {
+        guard !settled, let first = reads.first else { return }
+        let fits = candidates.filter { p in
+            guard Int(p.settingsRead) == first.address else { return false }
+            return reads.dropFirst().allSatisfy { r in
+                let settings = Int(p.settingsRead) ..< Int(p.settingsRead) + p.settingsLength
+                if settings.contains(r.address) { return true }
+                return p.users.contains { a in
+                    let start = Int(a.start), end = start + a.records * p.slotSize
+                    return r.address >= start && r.address + r.count <= end && ((r.address - start) % p.slotSize == 0 || r.count < p.slotSize)
+                }
+            }
+        }
+        // …and whose record layout decodes every whole slot read so far.
+        let decoding = fits.filter { p in slots(p).allSatisfy { s in Self.decodes(s.raw, p) } }
+        if !decoding.isEmpty { candidates = decoding } else if !fits.isEmpty { candidates = fits }
+        // Settled once every candidate reads the same slots of the same users the same way.
+        let ways = Set(candidates.map { p in "\(p.layout)|\(p.slotSize)|" + slots(p).map { "\($0.user):\($0.slot)" }.joined(separator: ",") })
+        if ways.count == 1, reads.count > 1, !slots(candidates[0]).isEmpty { settled = true }
+    }
+
+    /// True when `raw` is a plausible record (or an empty slot) of `p`'s layout: hass-omron's
+    /// driver filter (sys 60–280, dia 30–180, pulse 30–240, dia below sys, year 2010 on) tells a
+    /// bit-packed slot read as byte-aligned (dia above sys, pulse 26: §10 #1) from a real one.
+    static func decodes(_ raw: [UInt8], _ p: OmronProfile) -> Bool {
+        do {
+            let r = try OmronRecordCodec.decode(raw[...], layout: p.layout, slotSize: p.slotSize)
+            return (60 ... 280).contains(r.systolic) && (30 ... 180).contains(r.diastolic) && (30 ... 240).contains(r.pulse)
+                && r.diastolic < r.systolic && r.time.year >= 2010
+        } catch {
+            return error.code == .emptyRecord
+        }
+    }
+
+    /// The whole slots the reads so far cover under `p`'s map: user (0-based), slot, bytes.
+    func slots(_ p: OmronProfile) -> [(user: Int, slot: Int, raw: [UInt8])] {
+        var out: [(Int, Int, [UInt8])] = []
+        for r in reads {
+            for (u, area) in p.users.enumerated() {
+                let a0 = Int(area.start), a1 = a0 + area.records * p.slotSize
+                guard r.address < a1, r.address + r.count > a0 else { continue }
+                let first = max(0, (r.address - a0) / p.slotSize), last = min(area.records - 1, (r.address + r.count - 1 - a0) / p.slotSize)
+                guard first <= last else { continue }
+                for slot in first ... last {
+                    if let raw = bytes(a0 + slot * p.slotSize, p.slotSize) { out.append((u, slot, raw)) }
+                }
+            }
+        }
+        return out
+    }
+
+    /// The session ended: a capture that never told the profiles apart decodes with the first
+    /// that is left (their readings agree on everything read).
+    public mutating func finish() -> [Output] {
+        guard !settled, reads.count > 1 else { return [] }
+        settled = true
+        return reads.flatMap { harvest(from: $0.address, count: $0.count) }
+    }
 
     /// The host wrote `bytes` to `c`.
     public mutating func written(_ c: OmronCharacteristic, _ bytes: [UInt8]) -> [Output] {
@@ -39,9 +126,11 @@ public struct OmronObserver: Sendable {
         do {
             guard let whole = try tx.receive(channel: ch, bytes) else { return [] }
             let f = try OmronFrame.decode(whole)
-            if f.kind == .start { memory = [:]; decoded = []; clockSeen = false }
+            var out: [Output] = []
+            if f.kind == .end { out = finish() }
+            if f.kind == .start { memory = [:]; decoded = []; clockSeen = false; if !settled { reads = [] } }
             command = f
-            return []
+            return out
         } catch {
             return [.note("host frame: \(error.message)")]
         }
@@ -61,6 +150,13 @@ public struct OmronObserver: Sendable {
               reply.data.count == Int(cmd.size) else { return [] }
         command = nil
         for (i, b) in reply.data.enumerated() { memory[Int(reply.address) + i] = b }
+        if !settled {
+            reads.append((Int(reply.address), reply.data.count))
+            narrow()
+            guard settled else { return [] }
+            // Now the map is known: everything read so far, in order.
+            return reads.flatMap { harvest(from: $0.address, count: $0.count) }
+        }
         return harvest(from: Int(reply.address), count: reply.data.count)
     }
 

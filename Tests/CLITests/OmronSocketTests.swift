@@ -49,4 +49,27 @@ struct OmronSocketTests {
         #expect(r.status == 6)
         #expect(r.stderr.contains("refused the key") || r.stdout.contains("refused the key"))
     }
+
+    /// `cuff replay` of a captured Omron session (no --model: Device Information picked the
+    /// profile live) gives the live session's readings, decoded from the channel traffic.
+    @Test(arguments: ["HEM-7600T", "HEM-7380T1"])
+    func replayOfACaptureGivesTheLiveReadings(model: String) throws {
+        let sim = try TwoProcessTests.Simulator(["--model", model, "--speed", "1", "--seed", "9"])
+        let capture = sim.dir.appendingPathComponent("omron.btsnoop").path
+        let live = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--capture", capture, "--timeout", "60"])
+        let replay = try CLI.run(["replay", capture])
+        _ = sim.stop()
+        #expect(live.status == 0, "\(live.stderr.suffix(300))")
+        #expect(replay.status == 0, "\(replay.stderr.suffix(300))")
+        func values(_ r: CLIResult) throws -> [String] {
+            try measurements(r).map { m in
+                let o = m["omron"] as? [String: Any]
+                return "\(m["raw"]!)|\(m["timestamp"]!)|\(m["user_id"]!)|\(o?["model"] ?? "")|\((m["device"] as? [String: Any])?["model"] ?? "")"
+            }
+        }
+        let l = try values(live)
+        #expect(!l.isEmpty)
+        #expect(try values(replay) == l)
+        #expect(l.allSatisfy { $0.hasSuffix("|\(model)|\(model)") })
+    }
 }

@@ -63,15 +63,11 @@ public struct OmronProtocol: CuffProtocol {
 
     public func makeObserver(configuration c: CuffSessionConfiguration, discovered: GATTProfile?) -> (any CuffProtocolObserver)? {
         guard let gatt = discovered else { return nil }
-        let p = Self.profile(c) ?? Self.profile(from: gatt) ?? OmronCatalog.profile(named: "HEM-7142T2")!
-        return OmronCaptureObserver(profile: p, gatt: gatt, device: DeviceInfo(address: c.address, name: c.advertisedName))
-    }
-
-    /// A capture holds no Device Information value unless read; the transport at least narrows it.
-    static func profile(from gatt: GATTProfile) -> OmronProfile? {
-        if gatt.service(classic) != nil { return OmronCatalog.profile(named: "HEM-7361T") }
-        if gatt.service(modern) != nil { return OmronCatalog.profile(named: "HEM-7142T2") }
-        return nil
+        let transport: OmronTransport = gatt.service(Self.classic) != nil ? .classic : .modern
+        let device = DeviceInfo(address: c.address, name: c.advertisedName)
+        // --model names the map; otherwise the captured reads tell it.
+        if let p = Self.profile(c), p.transport == transport { return OmronCaptureObserver(OmronObserver(profile: p), gatt: gatt, device: device) }
+        return OmronCaptureObserver(OmronObserver(transport: transport), gatt: gatt, device: device)
     }
 
     public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? {
