@@ -505,7 +505,12 @@ struct Pair: ParsableCommand {
     )
 
     @Argument(help: "Bluetooth address of the cuff (append /random for a random address).")
-    var address: String
+    var address: String?
+
+    @Option(help: "Omron: pair with a simulated cuff at unix:PATH (`cuff simulate --model NAME --unpaired`; SIGUSR1 is its button).")
+    var connect: String?
+
+    @OptionGroup(title: "Omron cuffs") var omron: OmronSyncArguments
 
     @Option(help: "Bluetooth adapter.")
     var adapter: String = "hci0"
@@ -524,12 +529,55 @@ struct Pair: ParsableCommand {
 
     func validate() throws {
         guard (security ?? .medium) > .low else { throw ValidationError("--security takes medium or high: pairing is what raises the link above low") }
+        guard (address == nil) != (connect == nil) else { throw ValidationError("give ADDRESS or --connect unix:PATH") }
+        if let connect {
+            guard connect.hasPrefix("unix:") else { throw ValidationError("--connect takes unix:PATH") }
+            guard omron.model != nil else { throw ValidationError("--connect pairs an Omron cuff: give --model NAME") }
+        }
+    }
+
+    /// Omron over a Unix socket: the model's pairing variant (key programmed in pairing mode,
+    /// token, or bond) and one start/end exchange, through the same session as a sync.
+    func pairOmron(_ connect: String) throws {
+        var c = CuffSessionConfiguration(address: connect)
+        c.localUTCOffsetSeconds = WallClock.localUTCOffsetSeconds()
+        c.setTime = false
+        omron.configure(&c)
+        c.omronSync.pair = true
+        let bearer: UnixSeqpacketBearer
+        do {
+            bearer = try UnixSeqpacketBearer.connect(path: String(connect.dropFirst("unix:".count)))
+        } catch {
+            Output.log("cuff pair: \(error.message)")
+            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+        }
+        var message: String?
+        let hooks = SessionHooks(emit: { o in
+            if case let .session(s) = o, s.event == .end { message = s.message }
+        }, log: { Output.log("cuff pair: " + $0) })
+        let driver = CentralDriver(configuration: c, hooks: hooks, signals: SignalFlags.shared, stopAfter: nil)
+        let outcome = driver.run(bearer)
+        guard outcome == .completed else {
+            Output.log("cuff pair: \(message ?? outcome.rawValue)")
+            throw ExitCode(outcome.exitCode)
+        }
+        let p = OmronCatalog.profile(named: omron.model ?? "")
+        do {
+            try Output.line(JSON.object([
+                ("type", .string("paired")), ("address", .string(connect)), ("protocol", .string("omron")),
+                ("model", p.map { .string($0.id) } ?? .null), ("pairing", p.map { .string($0.pairing.rawValue) } ?? .null),
+            ]).serialized())
+            try Output.flush()
+        } catch {
+            throw ExitCode(Output.sinkFailed("cuff pair", error))
+        }
     }
 
     func run() throws {
+        if let connect { return try pairOmron(connect) }
         let level = security ?? .medium
         let adapter = try BlueZCommands.adapter(self.adapter)
-        let peer = try BlueZCommands.address(address)
+        let peer = try BlueZCommands.address(address!)
         let reached: SecurityLevel
         let log: (String) -> Void = { Output.log("cuff pair: " + $0) }
         let backend = backend.resolved(log: log)

@@ -73,3 +73,24 @@ struct OmronSocketTests {
         #expect(l.allSatisfy { $0.hasSuffix("|\(model)|\(model)") })
     }
 }
+
+/// `cuff pair --connect` against a factory-fresh simulated Omron cuff: refused until its button
+/// (SIGUSR1) puts it in pairing mode, then our key is programmed and a sync with it works.
+@Suite("cuff pair with an Omron cuff", .serialized)
+struct OmronPairTests {
+    @Test func keyProgrammedOnlyInPairingMode() throws {
+        let key = "00112233445566778899aabbccddeeff"
+        let sim = try TwoProcessTests.Simulator(["--model", "HEM-7322T", "--unpaired", "--speed", "1"])
+        let early = try CLI.run(["pair", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--omron-key", key])
+        sim.process.signal(SIGUSR1)
+        usleep(300_000)
+        let paired = try CLI.run(["pair", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--omron-key", key])
+        let sync = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--omron-key", key, "--quiet"])
+        let wrong = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--quiet"])
+        #expect(sim.stop() == 0)
+        #expect(early.status == 6 && early.stderr.contains("not in pairing mode"))
+        #expect(paired.status == 0 && paired.stdout.contains(#""type":"paired""#) && paired.stdout.contains(#""pairing":"key""#))
+        #expect(sync.status == 0 && sync.stdoutLines.contains { $0.contains(#""characteristic":"omron""#) })
+        #expect(wrong.status == 6)
+    }
+}

@@ -246,7 +246,9 @@ public struct OmronCentral: CuffProtocolSession {
             case let .badRecord(user, slot, e):
                 out.append(.log("user \(user) slot \(slot): \(e.message)"))
             case let .finished(o):
-                out += finish(Self.outcome(o, measurements: measurements), Self.message(o), at) + [.disconnect]
+                // A pairing session reads nothing: completing is its result.
+                let outcome = options.pair && o == .completed ? SessionOutcome.completed : Self.outcome(o, measurements: measurements)
+                out += finish(outcome, Self.message(o), at) + [.disconnect]
             }
         }
         return out
