@@ -5,7 +5,7 @@
 //
 // Layers, bottom to top (data flows one way):
 //   bytes → BloodPressure (codecs) → GATT (ATT PDUs, client, server) → CuffSession → Sinks
-// CuffCore, BloodPressure, GATT, CuffSimulator and CuffSession are pure: no Glibc, no sockets, no clocks.
+// CuffCore, BloodPressure, GATT, Omron, CuffSimulator and CuffSession are pure: no Glibc, no sockets, no clocks.
 // Transport, CuffRuntime, Capture's file readers, Sinks' store, BlueZ and the CLI are the I/O edges.
 // Only BlueZ (and its C module CBlueZ) touches libbluetooth (GPL-2.0-or-later).
 
@@ -38,10 +38,13 @@ let package = Package(
         // ATT PDUs, attribute database, GATT client and server state machines (pure).
         .target(name: "GATT", dependencies: ["CuffCore"]),
         // The simulated cuff as a state machine over a GATT server (pure).
-        .target(name: "CuffSimulator", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
+        .target(name: "CuffSimulator", dependencies: ["CuffCore", "BloodPressure", "GATT", "Omron"]),
+        // Omron's proprietary EEPROM protocol: framing, channels, model profiles, record layouts,
+        // the simulated cuff and the central session as state machines (pure).
+        .target(name: "Omron", dependencies: ["CuffCore", "BloodPressure"]),
         // The protocol seam (any cuff protocol's central, observer and simulated roles, and the
         // registry that picks one) and the standard measurement session state machine (pure).
-        .target(name: "CuffSession", dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSimulator"]),
+        .target(name: "CuffSession", dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSimulator", "Omron"]),
         // epoll as plain arrays (Glibc's module leaves out <sys/epoll.h>; its event struct is packed).
         .target(name: "CEpoll"),
         // Syscalls wrapped once, the event loop, Unix SEQPACKET and in-process bearers.
@@ -105,7 +108,7 @@ let package = Package(
         .executableTarget(
             name: "cuff",
             dependencies: [
-                "CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
+                "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
                 "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -117,6 +120,7 @@ let package = Package(
 
         .testTarget(name: "CuffCoreTests", dependencies: ["CuffCore"]),
         .testTarget(name: "BloodPressureTests", dependencies: ["BloodPressure", "CuffCore"]),
+        .testTarget(name: "OmronTests", dependencies: ["Omron", "BloodPressure", "CuffCore", "GATT", "CuffSession", "CuffSimulator"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT", "CuffCore", "Transport"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore"]),
         .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore"]),

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import BloodPressure
 import CuffCore
+import Omron
 
 /// Options for one measurement session.
 public struct CuffSessionConfiguration: Sendable {
@@ -54,6 +55,11 @@ public struct CuffSessionConfiguration: Sendable {
     public var protocols: CuffProtocolRegistry = .builtIn
     /// The protocol the user chose (`--protocol`); nil chooses from what the device offers.
     public var forcedProtocol: CuffProtocolID?
+    /// Omron: the model profile to use (`--model`); nil picks it from what the cuff reports.
+    public var omronModel: String?
+    /// Omron: which records, whether to mark them read, the key (`--keep-unread`, `--all-records`,
+    /// `--omron-key`; its `setTime` is ``setTime``).
+    public var omronSync = OmronSyncOptions()
     /// What the device advertised before the connection (a scan's report), for choosing its
     /// protocol; nil knows only ``advertisedName``.
     public var advertisement: DeviceOffer?

@@ -404,14 +404,19 @@ public struct SessionRecord: Sendable, Hashable {
     public var outcome: SessionOutcome?
     public var measurements: Int
     public var message: String?
+    /// The cuff's clock minus ours, in seconds, when the session read it (Omron); written as
+    /// `clock_drift_s` on the end record only when known.
+    public var clockDriftSeconds: Int64?
 
-    public init(event: Event, device: DeviceInfo, at: EventTime, outcome: SessionOutcome? = nil, measurements: Int = 0, message: String? = nil) {
+    public init(event: Event, device: DeviceInfo, at: EventTime, outcome: SessionOutcome? = nil, measurements: Int = 0, message: String? = nil,
+                clockDriftSeconds: Int64? = nil) {
         self.event = event
         self.device = device
         self.at = at
         self.outcome = outcome
         self.measurements = measurements
         self.message = message
+        self.clockDriftSeconds = clockDriftSeconds
     }
 
     public var json: JSON { JSON.build { write(to: &$0) } }
@@ -437,6 +442,7 @@ public struct SessionRecord: Sendable, Hashable {
             w.key("outcome"); w.optional(outcome?.rawValue)
             w.key("measurements"); w.int(Int64(measurements))
             w.key("message"); w.optional(message)
+            if let clockDriftSeconds { w.key("clock_drift_s"); w.int(clockDriftSeconds) }
         }
         w.endObject()
     }

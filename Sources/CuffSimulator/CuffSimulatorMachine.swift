@@ -35,6 +35,8 @@ public struct SimulatorConfiguration: Sendable {
     public var measureEvery: Duration? = nil
     /// How many readings the cuff's memory holds; the oldest goes first when it is full.
     public var memoryCapacity = 200
+    /// Be an Omron cuff of this profile instead (its own protocol; ``OmronPeripheral``).
+    public var omron: OmronSimulation?
 
     public init(scenario: Scenario = .normal, persona: Persona = .bps10, seed: UInt64 = 1, autostart: Bool = false) {
         self.scenario = scenario

@@ -7,6 +7,7 @@ import BluetoothLive
 import CuffCore
 import CuffRuntime
 import CuffSession
+import Omron
 import Sinks
 import Transport
 
@@ -104,7 +105,7 @@ enum BlueZCommands {
 struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scan",
-        abstract: "Scan for Bluetooth LE blood-pressure cuffs (devices advertising service 0x1810).",
+        abstract: "Scan for Bluetooth LE blood-pressure cuffs (service 0x1810, or an Omron cuff's own protocol).",
         discussion: "Prints one JSON object per device seen, merged from its advertisements and scan responses. Needs root (CAP_NET_RAW/CAP_NET_ADMIN)."
     )
 
@@ -134,7 +135,7 @@ struct Scan: ParsableCommand {
                 let bus = try BlueZBus()
                 defer { bus.close() }
                 try BlueZDiscovery.scan(adapter: adapter, bus: bus, duration: .nanoseconds(Int64(timeout * 1e9)),
-                                        uuids: all ? [] : ["00001810-0000-1000-8000-00805f9b34fb"], stop: stopped,
+                                        uuids: all ? [] : ["00001810-0000-1000-8000-00805f9b34fb", OmronUUID.modernService, OmronUUID.classicService], stop: stopped,
                                         log: { Output.log("cuff scan: " + $0) }) { r in
                     try collector.take(r, replacing: true)  // bluetoothd's view replaces, not merges
                 }
@@ -169,6 +170,9 @@ struct Scan: ParsableCommand {
         guard case var .object(pairs) = r.json else { return }
         pairs.insert(("type", .string("device")), at: 0)
         pairs.append(("blood_pressure", .bool(r.isBloodPressureCuff)))
+        // Omron's own protocol (manufacturer 0x020E, service FE4A or ecbe3980…, BLESmart_ names):
+        // the key is there only for an Omron cuff, so other devices' lines are unchanged.
+        if let o = r.omron { pairs.append(("omron", o.json)) }
         do {
             try Output.line(JSON.object(pairs).serialized())
             try Output.flush()
@@ -198,7 +202,7 @@ final class ScanCollector {
             if seen[key] == nil { order.append(key) }
             seen[key] = r
         }
-        if let m = seen[key], !printed.contains(key), m.localName != nil, all || m.isBloodPressureCuff {
+        if let m = seen[key], !printed.contains(key), m.localName != nil, all || m.isBloodPressureCuff || m.omron != nil {
             printed.insert(key)
             try emit(m)
         }
@@ -206,9 +210,16 @@ final class ScanCollector {
 
     func finish() throws {
         for key in order where !printed.contains(key) {
-            if let m = seen[key], all || m.isBloodPressureCuff { try emit(m) }
+            if let m = seen[key], all || m.isBloodPressureCuff || m.omron != nil { try emit(m) }
         }
         Output.log("cuff scan: \(seen.count) device(s) seen, \(seen.values.filter(\.isBloodPressureCuff).count) advertising the Blood Pressure service")
+    }
+}
+
+extension AdvertisingReport {
+    /// What the advert says about an Omron cuff, or nil.
+    var omron: OmronAdvertisement? {
+        OmronAdvertisement.recognise(name: localName, structures: structures.map { ($0.type, $0.data) })
     }
 }
 
@@ -226,7 +237,12 @@ struct Pair: ParsableCommand {
     )
 
     @Argument(help: "Bluetooth address of the cuff (append /random for a random address).")
-    var address: String
+    var address: String?
+
+    @Option(help: "Omron: pair with a simulated cuff at unix:PATH (`cuff simulate --model NAME --unpaired`; SIGUSR1 is its button).")
+    var connect: String?
+
+    @OptionGroup(title: "Omron cuffs") var omron: OmronSyncArguments
 
     @Option(help: "Bluetooth adapter.")
     var adapter: String = "hci0"
@@ -245,12 +261,55 @@ struct Pair: ParsableCommand {
 
     func validate() throws {
         guard (security ?? .medium) > .low else { throw ValidationError("--security takes medium or high: pairing is what raises the link above low") }
+        guard (address == nil) != (connect == nil) else { throw ValidationError("give ADDRESS or --connect unix:PATH") }
+        if let connect {
+            guard connect.hasPrefix("unix:") else { throw ValidationError("--connect takes unix:PATH") }
+            guard omron.model != nil else { throw ValidationError("--connect pairs an Omron cuff: give --model NAME") }
+        }
+    }
+
+    /// Omron over a Unix socket: the model's pairing variant (key programmed in pairing mode,
+    /// token, or bond) and one start/end exchange, through the same session as a sync.
+    func pairOmron(_ connect: String) throws {
+        var c = CuffSessionConfiguration(address: connect)
+        c.localUTCOffsetSeconds = WallClock.localUTCOffsetSeconds()
+        c.setTime = false
+        omron.configure(&c)
+        c.omronSync.pair = true
+        let bearer: UnixSeqpacketBearer
+        do {
+            bearer = try UnixSeqpacketBearer.connect(path: String(connect.dropFirst("unix:".count)))
+        } catch {
+            Output.log("cuff pair: \(error.message)")
+            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+        }
+        var message: String?
+        let hooks = SessionHooks(emit: { o in
+            if case let .session(s) = o, s.event == .end { message = s.message }
+        }, log: { Output.log("cuff pair: " + $0) })
+        let driver = CentralDriver(configuration: c, hooks: hooks, signals: SignalFlags.shared, stopAfter: nil)
+        let outcome = driver.run(bearer)
+        guard outcome == .completed else {
+            Output.log("cuff pair: \(message ?? outcome.rawValue)")
+            throw ExitCode(outcome.exitCode)
+        }
+        let p = OmronCatalog.profile(named: omron.model ?? "")
+        do {
+            try Output.line(JSON.object([
+                ("type", .string("paired")), ("address", .string(connect)), ("protocol", .string("omron")),
+                ("model", p.map { .string($0.id) } ?? .null), ("pairing", p.map { .string($0.pairing.rawValue) } ?? .null),
+            ]).serialized())
+            try Output.flush()
+        } catch {
+            throw ExitCode(Output.sinkFailed("cuff pair", error))
+        }
     }
 
     func run() throws {
+        if let connect { return try pairOmron(connect) }
         let level = security ?? .medium
         let adapter = try BlueZCommands.adapter(self.adapter)
-        let peer = try BlueZCommands.address(address)
+        let peer = try BlueZCommands.address(address!)
         let reached: SecurityLevel
         let log: (String) -> Void = { Output.log("cuff pair: " + $0) }
         let backend = backend.resolved(log: log)

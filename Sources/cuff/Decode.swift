@@ -2,6 +2,7 @@
 import ArgumentParser
 import BloodPressure
 import CuffCore
+import Omron
 import Sinks
 
 struct Decode: ParsableCommand {
@@ -10,7 +11,8 @@ struct Decode: ParsableCommand {
         abstract: "Decode Blood Pressure Service characteristic values given as hex.",
         discussion: """
             Each HEX argument (or, with none, each line of stdin) is one attribute value; bytes may be \
-            separated by spaces, colons or nothing. Prints one JSON object per input. Exit status 0 when \
+            separated by spaces, colons or nothing. With --model, each is one memory record of that Omron \
+            model instead (an empty slot is an error with code empty_record). Prints one JSON object per input. Exit status 0 when \
             every input decoded, 1 otherwise, 10 when stdout cannot be written (141, quietly, when its reader went away).
             """
     )
@@ -21,19 +23,33 @@ struct Decode: ParsableCommand {
     @Option(help: "Device quirk profile.")
     var quirk: QuirkProfile?
 
+    @Option(help: "An Omron model id, alias or sales name (e.g. HEM-7361T, HEM-7155T_ESL1, Evolv): decode its memory records.")
+    var model: String?
+
     @Flag(name: .long, help: "Indent the JSON.")
     var pretty = false
 
     @Argument(help: "Attribute values as hex, e.g. '1E 8A 00 58 00 78 00'.")
     var hex: [String] = []
 
+    func validate() throws {
+        if let model, OmronCatalog.profile(named: model) == nil {
+            throw ValidationError("unknown Omron model '\(model)' (closest profile: \(OmronCatalog.closest(to: model).id)); see the README's list")
+        }
+        if model != nil, characteristic != nil || quirk != nil {
+            throw ValidationError("--model decodes Omron memory records; it does not take --characteristic or --quirk")
+        }
+    }
+
     func run() throws {
+        let profile = model.flatMap(OmronCatalog.profile(named:))
         let quirks = quirk?.options ?? []
         var failed = 0
         var index = 0
         func handle(_ text: String) throws(SinkError) {
             index += 1
-            let (json, error) = Decode.decodeLine(text, characteristic: characteristic ?? .bloodPressureMeasurement, quirks: quirks)
+            let (json, error) = profile.map { Decode.decodeOmron(text, profile: $0) }
+                ?? Decode.decodeLine(text, characteristic: characteristic ?? .bloodPressureMeasurement, quirks: quirks)
             try Output.line(json.serialized(pretty: pretty))
             if let error {
                 failed += 1
@@ -70,6 +86,23 @@ struct Decode: ParsableCommand {
             return (try characteristic.decodeJSON(bytes[...], quirks: quirks), nil)
         } catch {
             return (.object([("error", error.json), ("raw", .string(Hex.encode(bytes)))]), "\(characteristic.uuidString): \(error.message)")
+        }
+    }
+}
+
+extension Decode {
+    /// Decodes one Omron memory record of `profile`'s layout.
+    static func decodeOmron(_ text: String, profile: OmronProfile) -> (JSON, String?) {
+        let trimmed = text.trimmingCharacters(in: " \t\r")
+        guard let bytes = Hex.decode(trimmed) else {
+            let e = BPSDecodingError(.invalidHex, field: "'\(trimmed)'", offset: 0, detail: "expected pairs of hex digits")
+            return (.object([("error", e.json), ("raw", .string(trimmed))]), e.message)
+        }
+        do {
+            let r = try OmronRecordCodec.decode(bytes[...], layout: profile.layout, slotSize: profile.slotSize)
+            return (r.json(profile: profile, user: nil, slot: nil, raw: bytes), nil)
+        } catch {
+            return (.object([("error", error.json), ("raw", .string(Hex.encode(bytes)))]), "\(profile.id): \(error.message)")
         }
     }
 }

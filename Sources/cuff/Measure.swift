@@ -32,8 +32,8 @@ struct Measure: ParsableCommand {
     @Option(help: "Connect to a simulator: unix:PATH.")
     var connect: String?
 
-    @Option(help: "Run this simulator scenario in-process (see `cuff simulate --list`).")
-    var simulated: Scenario?
+    @Option(help: "Run this simulator scenario in-process (see `cuff simulate --list`; with --model, an Omron scenario).")
+    var simulated: ScenarioName?
 
     @OptionGroup(title: "With --simulated") var simulation: SimulationOptions
 
@@ -74,6 +74,8 @@ struct Measure: ParsableCommand {
 
     @OptionGroup var cuffProtocol: ProtocolOption
 
+    @OptionGroup(title: "Omron cuffs") var omron: OmronSyncArguments
+
     func validate() throws {
         if let c = sinks.captureFormatName {
             throw ValidationError("--format \(c) names a capture format; cuff measure writes ndjson, fhir or omh (and --capture FILE records a btsnoop)")
@@ -81,6 +83,7 @@ struct Measure: ParsableCommand {
         let sources = [address != nil, connect != nil, simulated != nil].filter { $0 }.count
         guard sources == 1 else { throw ValidationError("give exactly one of ADDRESS, --connect unix:PATH or --simulated SCENARIO") }
         if let connect, !connect.hasPrefix("unix:") { throw ValidationError("--connect takes unix:PATH") }
+        if let simulated { try OmronModelOption.check(simulated, model: omron.model) }
         guard timeout >= 0 else { throw ValidationError("--timeout must not be negative") }
     }
 
@@ -94,6 +97,7 @@ struct Measure: ParsableCommand {
         c.setTime = !noSetTime
         c.localUTCOffsetSeconds = WallClock.localUTCOffsetSeconds()
         c.forcedProtocol = cuffProtocol.forced
+        omron.configure(&c)
         return c
     }
 
@@ -138,7 +142,8 @@ struct Measure: ParsableCommand {
         if let scenario = simulated {
             var config = sessionConfiguration(address: "simulated:\(scenario.rawValue)")
             if let store { config.knownRecordKeys = (try? store.knownKeys()) ?? []; config.lastSequenceNumber = try? store.lastSequenceNumber(address: config.address) }
-            let sim = SimulatorConfiguration(scenario: scenario, persona: simulation.persona, seed: simulation.seed, autostart: !start)
+            var sim = SimulatorConfiguration(scenario: scenario.bps ?? .normal, persona: simulation.persona, seed: simulation.seed, autostart: !start)
+            sim.omron = omron.simulation(scenario)
             let link = SimulatedLink(
                 simulator: sim, session: config, hooks: hooks, simulatorLog: sinks.quiet ? nil : { Output.log("cuff (simulated cuff): " + $0) },
                 speed: simulation.speed == 0 ? nil : simulation.speed, signals: signals, stopAfter: stopAfterDuration)

@@ -7,12 +7,19 @@ import CuffSession
 import CuffSimulator
 import Capture
 import GATT
+import Omron
 import Transport
 import Foundation
 
 struct SimulatorOptions: ParsableArguments {
-    @Option(help: "Scenario to play (see `cuff simulate --list`).")
-    var scenario: Scenario = .normal
+    @Option(help: "Scenario to play (see `cuff simulate --list`; with --model, an Omron scenario).")
+    var scenario: ScenarioName = .normal
+
+    @Option(help: ArgumentHelp(OmronModelOption.help, valueName: "name"))
+    var model: String?
+
+    @Flag(help: "With --model: start the Omron cuff factory-fresh (no key, no bond), so `cuff pair` must pair it in pairing mode (SIGUSR1).")
+    var unpaired = false
 
     @OptionGroup var simulation: SimulationOptions
 
@@ -28,6 +35,9 @@ struct SimulatorOptions: ParsableArguments {
     var every: Double?
 
     func validate() throws {
+        try OmronModelOption.check(scenario, model: model)
+        if let model { _ = try OmronModelOption.profile(model) }
+        if unpaired && model == nil { throw ValidationError("--unpaired goes with --model (an Omron cuff)") }
         // A peer on a socket or a radio needs paced time: "as fast as possible" is for in-process runs.
         guard simulation.speed > 0 else { throw ValidationError("cuff simulate needs --speed above 0 (0 is for measure --simulated)") }
         if let n = recordSegment, !(6...512).contains(n) { throw ValidationError("--record-segment takes 6 to 512 bytes") }
@@ -39,9 +49,10 @@ struct SimulatorOptions: ParsableArguments {
     var speed: Double { simulation.speed }
 
     var configuration: SimulatorConfiguration {
-        var c = SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: autostart)
+        var c = SimulatorConfiguration(scenario: scenario.bps ?? .normal, persona: persona, seed: seed, autostart: autostart)
         c.recordSegmentLength = recordSegment
         c.measureEvery = every.map { .nanoseconds(Int64($0 * 1e9)) }
+        c.omron = model.flatMap(OmronCatalog.profile(named:)).map { OmronSimulation(profile: $0, scenario: scenario.omron ?? .normal, unpaired: unpaired) }
         return c
     }
 
@@ -130,6 +141,9 @@ struct Simulate: ParsableCommand {
         if list {
             do {
                 for s in Scenario.allCases { try Output.line("\(s.rawValue)\t\(s.summary)") }
+                if options.model != nil {
+                    for s in OmronScenario.allCases { try Output.line("\(s.rawValue)\t\(s.summary) (Omron)") }
+                }
                 try Output.flush()
             } catch {
                 throw ExitCode(Output.sinkFailed("cuff simulate", error))
@@ -151,6 +165,17 @@ struct Simulate: ParsableCommand {
             let c = captured.connection
             let label = "session \(c.number) of \(fromCapture) (hci\(c.adapter) \(Hex.handle(c.handle))\(c.peer.map { ", " + $0 } ?? ""); \(captured.database.attributes.count) attributes, \(captured.pushes.count) notifications and indications)"
             return try serve(CapturedCuffPeripheral(captured, loop: loop), label: label, name: captured.name)
+        }
+        if options.model != nil {
+            guard cuffs == nil, adapter == nil else {
+                Output.log("cuff simulate: --model serves one Omron cuff on --listen unix:PATH (no --cuffs or --adapter yet)")
+                throw ExitCode(SessionExit.connectionFailed)
+            }
+            var c = options.configuration
+            c.clockStart = OmronModelOption.localSeconds()
+            guard let peripheral = OmronPeripheral(configuration: c), let o = c.omron else { throw ExitCode.validationFailure }
+            let users = o.profile.users.indices.map { "\(peripheral.cuff.stored(user: $0).count)" }.joined(separator: "+")
+            return try serve(peripheral, label: "Omron \(o.profile.id) \(o.scenario.rawValue) cuff (\(o.profile.transport.rawValue), \(o.profile.pairing.rawValue) pairing\(o.unpaired ? ", unpaired" : ""), \(users) readings, seed \(options.seed))", name: o.profile.id)
         }
         if let cuffs { return try serveFleet(cuffs) }
         // The registry's simulated cuff: the default protocol's, or `--protocol`'s.

@@ -73,6 +73,8 @@ struct Watch: ParsableCommand {
 
     @OptionGroup var cuffProtocol: ProtocolOption
 
+    @OptionGroup(title: "Omron cuffs") var omron: OmronSyncArguments
+
     func validate() throws {
         if let c = sinks.captureFormatName {
             throw ValidationError("--format \(c) names a capture format; cuff watch writes ndjson, fhir or omh")
@@ -100,6 +102,7 @@ struct Watch: ParsableCommand {
         let followPressure = progress, setTime = !noSetTime, level = security ?? .low
         let offset = WallClock.localUTCOffsetSeconds()
         let forced = cuffProtocol.forced
+        let omron = self.omron
         watcherConfig.session = { address in
             var c = CuffSessionConfiguration(address: address)
             c.follow = true
@@ -113,6 +116,7 @@ struct Watch: ParsableCommand {
             c.security = level
             c.localUTCOffsetSeconds = offset
             c.forcedProtocol = forced
+            omron.configure(&c)
             return c
         }
 

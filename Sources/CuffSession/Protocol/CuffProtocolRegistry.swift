@@ -16,6 +16,7 @@ public struct CuffProtocolRegistry: Sendable {
     /// no protocol recognises.
     public static let builtIn = CuffProtocolRegistry([
         StandardBPSProtocol(),
+        OmronProtocol(),
     ])
 
     /// Adds `p`, or replaces the protocol registered under its id.

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import GATT
+import Omron
+
+/// An Omron sync over GATT: the ``OmronSession`` driving a ``GATTClient``. The same outputs and
+/// entry points as ``CuffCentral``, so one driver runs either.
+///
+/// Discovery finds the Omron service of the profile's transport; each session action becomes a
+/// GATT procedure (CCCD writes, unlock writes with response, TX writes with response on the
+/// classic channels and without on FE4A); notifications go back to the session by handle.
+public struct OmronCentral: CuffProtocolSession {
+    public typealias Output = CentralAction
+
+    public private(set) var session: OmronSession
+    public private(set) var client: GATTClient
+    public private(set) var profile: OmronProfile
+    /// `--model` chose the profile; otherwise Device Information's model number may correct it.
+    let modelForced: Bool
+    var modelRead: GATTRequestID?
+    var modelChecked = false
+    var discoveredProfile: GATTProfile?
+    var device: DeviceInfo
+    var handles: [OmronCharacteristic: GATTProfile.Characteristic] = [:]
+    var byHandle: [UInt16: OmronCharacteristic] = [:]
+    var sessionDeadline: Timestamp?
+    var discovery: GATTRequestID?
+    public private(set) var measurements = 0
+    public private(set) var outcome: SessionOutcome?
+    var started = false
+
+    let options: OmronSyncOptions
+    let utcOffsetSeconds: Int64
+    /// Said once at the start (an unknown model and the profile used instead).
+    var note: String?
+
+    /// - Parameter utcOffsetSeconds: seconds east of UTC of the host's local time: the cuff's
+    ///   clock holds local time, read and set against `start`'s wall clock plus this.
+    public init(profile: OmronProfile, options: OmronSyncOptions, device: DeviceInfo, utcOffsetSeconds: Int64, note: String? = nil,
+                modelForced: Bool = true, preferredMTU: UInt16 = 247) {
+        self.profile = profile
+        self.modelForced = modelForced
+        self.options = options
+        self.utcOffsetSeconds = utcOffsetSeconds
+        self.note = note
+        session = OmronSession(profile: profile, options: options, localSeconds: 0)
+        client = GATTClient(preferredMTU: preferredMTU)
+        var d = device
+        if d.model == nil { d.model = profile.id }
+        if d.manufacturer == nil { d.manufacturer = "OMRON HEALTHCARE" }
+        self.device = d
+    }
+
+    public var isFinished: Bool { outcome != nil }
+    public var protocolID: CuffProtocolID { .omron }
+    public var exitCode: Int32 { (outcome ?? .noResult).exitCode }
+    public var stateName: String {
+        if let outcome { return "finished (\(outcome.rawValue))" }
+        return started ? "syncing" : "discovering"
+    }
+
+    /// Local date and time as seconds since 1970 read as UTC (what an Omron clock holds).
+    public static func localSeconds(_ at: EventTime, _ utcOffsetSeconds: Int64) -> Int64 {
+        let s = at.wallMicros / 1_000_000 - (at.wallMicros % 1_000_000 < 0 ? 1 : 0)
+        return s + utcOffsetSeconds
+    }
+    public var nextDeadline: Timestamp? { [sessionDeadline, client.nextDeadline].compactMap { $0 }.min() }
+
+    public mutating func start(at: EventTime) -> [Output] {
+        var out: [Output] = [.emit(.session(SessionRecord(event: .start, device: device, at: at)))]
+        let m = client.exchangeMTU(now: at.monotonic)
+        out += gatt(m.actions, at)
+        let d = client.discover(services: [], now: at.monotonic)
+        discovery = d.id
+        out += gatt(d.actions, at)
+        return out
+    }
+
+    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [Output] { gatt(client.receive(pdu, now: at.monotonic), at) }
+
+    public mutating func tick(at: EventTime) -> [Output] {
+        var out = gatt(client.tick(now: at.monotonic), at)
+        if let d = sessionDeadline, at.monotonic >= d {
+            sessionDeadline = nil
+            out += run(session.handle(.timer, now: at.monotonic), at)
+        }
+        return out
+    }
+
+    public mutating func disconnected(_ why: String?, at: EventTime) -> [Output] {
+        guard outcome == nil else { return [] }
+        if !started { return finish(.disconnected, why ?? "the link went down", at) }
+        return run(session.handle(.disconnected, now: at.monotonic), at)
+    }
+
+    /// Stopping a sync ends it at once: whatever was read is kept, the cuff's counters stay.
+    public mutating func stop(at: EventTime) -> [Output] {
+        guard outcome == nil else { return [] }
+        return finish(.stopped, "stopped", at) + [.disconnect]
+    }
+
+    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [Output] {
+        gatt(client.securityRaised(level: level, now: at.monotonic), at)
+    }
+
+    public mutating func securityRefused(_ why: String, at: EventTime) -> [Output] {
+        gatt(client.securityRefused(now: at.monotonic), at)
+    }
+
+    mutating func finish(_ o: SessionOutcome, _ message: String?, _ at: EventTime) -> [Output] {
+        guard outcome == nil else { return [] }
+        outcome = o
+        sessionDeadline = nil
+        let end = SessionRecord(event: .end, device: device, at: at, outcome: o, measurements: measurements, message: message,
+                                clockDriftSeconds: session.driftSeconds)
+        return [.emit(.session(end)), .finished(o)]
+    }
+
+    // MARK: GATT → session
+
+    mutating func gatt(_ actions: [GATTClientAction], _ at: EventTime) -> [Output] {
+        var out: [Output] = []
+        for a in actions {
+            switch a {
+            case let .send(pdu):
+                out.append(.send(pdu))
+            case let .completed(id, result):
+                if id == discovery {
+                    discovery = nil
+                    out += discovered(result, at)
+                } else if id == modelRead {
+                    modelRead = nil
+                    out += modelNumber(result, at)
+                } else if case let .failure(e) = result, client.failure == nil, outcome == nil {
+                    out += finish(e.code == .securityRefused ? .securityRefused : .protocolError, "GATT request failed: \(e.message)", at)
+                    out.append(.disconnect)
+                }
+            case let .notification(handle, value):
+                guard let c = byHandle[handle] else { continue }
+                out += run(session.handle(.notified(c, value), now: at.monotonic), at)
+            case .indication:
+                out += gatt(client.confirmIndication(), at)
+            case let .raiseSecurity(level):
+                out.append(.raiseSecurity(level))
+            case let .failed(error):
+                let o: SessionOutcome = error.code == .timeout ? .timedOut : error.code == .securityRefused ? .securityRefused : .protocolError
+                out += finish(o, error.message, at) + [.disconnect]
+            }
+        }
+        return out
+    }
+
+    mutating func discovered(_ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
+        guard case let .success(.profile(gp)) = result else {
+            return finish(.protocolError, "discovery failed", at) + [.disconnect]
+        }
+        return begin(gp, at)
+    }
+
+    /// The standard session discovered the link and hands it over: carry on with its client.
+    public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [Output] {
+        client = link.client
+        var d = link.device
+        if d.model == nil { d.model = profile.id }
+        if d.manufacturer == nil { d.manufacturer = "OMRON HEALTHCARE" }
+        device = d
+        return begin(link.profile, at)
+    }
+
+    mutating func begin(_ gp: GATTProfile, _ at: EventTime) -> [Output] {
+        // Without --model, Device Information's model number (HEM-7361T_ESL) picks the profile.
+        if !modelForced, !modelChecked, let ch = gp.characteristic(BluetoothUUID(0x2A24)) {
+            modelChecked = true
+            discoveredProfile = gp
+            let r = client.read(ch.valueHandle, now: at.monotonic)
+            modelRead = r.id
+            return gatt(r.actions, at)
+        }
+        var out: [Output] = note.map { [.log($0)] } ?? []
+        out.append(.log("Omron \(profile.id) (\(profile.transport.rawValue) service, \(profile.pairing.rawValue) pairing)"))
+        session = OmronSession(profile: profile, options: options, localSeconds: Self.localSeconds(at, utcOffsetSeconds))
+        return out + startSession(gp, at)
+    }
+
+    mutating func modelNumber(_ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
+        if case let .success(.value(v)) = result {
+            let text = String(decoding: v.prefix { $0 != 0 }, as: UTF8.self).split(separator: " ").joined(separator: " ")
+            device.model = text
+            if let p = OmronCatalog.profile(named: text) {
+                profile = p
+                note = nil
+            } else if !text.isEmpty {
+                let c = OmronCatalog.closest(to: text)
+                profile = c
+                note = "unknown Omron model \(text); using the closest profile, \(c.id) (--model NAME chooses one)"
+            }
+        }
+        guard let gp = discoveredProfile else { return [] }
+        return begin(gp, at)
+    }
+
+    mutating func startSession(_ gp: GATTProfile, _ at: EventTime) -> [Output] {
+        let service = BluetoothUUID(profile.transport.serviceUUID)!
+        guard gp.service(service) != nil else {
+            let other: OmronTransport = profile.transport == .classic ? .modern : .classic
+            let hint = gp.service(BluetoothUUID(other.serviceUUID)!) != nil ? " (the cuff has the \(other.rawValue) one: another model?)" : ""
+            return finish(.serviceMissing, "no Omron \(profile.transport.rawValue) service on this device\(hint)", at) + [.disconnect]
+        }
+        for (i, u) in profile.transport.txUUIDs.enumerated() { handles[.tx(i)] = gp.characteristic(BluetoothUUID(u)!, in: service) }
+        for (i, u) in profile.transport.rxUUIDs.enumerated() { handles[.rx(i)] = gp.characteristic(BluetoothUUID(u)!, in: service) }
+        handles[.unlock] = gp.characteristic(BluetoothUUID(OmronUUID.unlock)!)
+        byHandle = Dictionary(handles.map { ($1.valueHandle, $0) }, uniquingKeysWith: { a, _ in a })
+        started = true
+        return run(session.handle(.start, now: at.monotonic), at)
+    }
+
+    // MARK: session → GATT
+
+    mutating func run(_ actions: [OmronSession.Action], _ at: EventTime) -> [Output] {
+        var out: [Output] = []
+        let now = at.monotonic
+        for a in actions {
+            switch a {
+            case let .subscribe(c):
+                guard let ch = handles[c] else { return out + missing(c, at) }
+                out += gatt(client.subscribe(ch, notify: true, indicate: false, now: now).actions, at)
+            case let .write(c, bytes):
+                guard let ch = handles[c] else { return out + missing(c, at) }
+                if profile.transport == .modern, case .tx = c {
+                    out += gatt(client.writeWithoutResponse(ch.valueHandle, bytes).actions, at)
+                } else {
+                    out += gatt(client.write(ch.valueHandle, bytes, now: now).actions, at)
+                }
+            case let .setTimer(t):
+                sessionDeadline = t
+            case let .clock(_, drift):
+                if let drift { out.append(.log("cuff clock \(drift >= 0 ? "+" : "")\(drift) s from ours")) } else {
+                    out.append(.log("cuff clock not set (reset by a battery change?)"))
+                }
+            case let .reading(r):
+                measurements += 1
+                let record = MeasurementRecord.from(
+                    omron: r.reading, profile: profile, user: r.user, slot: r.slot, raw: r.raw, device: device, at: at)
+                out.append(.emit(.measurement(record)))
+            case let .badRecord(user, slot, e):
+                out.append(.log("user \(user) slot \(slot): \(e.message)"))
+            case let .finished(o):
+                // A pairing session reads nothing: completing is its result.
+                let outcome = options.pair && o == .completed ? SessionOutcome.completed : Self.outcome(o, measurements: measurements)
+                out += finish(outcome, Self.message(o), at) + [.disconnect]
+            }
+        }
+        return out
+    }
+
+    mutating func missing(_ c: OmronCharacteristic, _ at: EventTime) -> [Output] {
+        finish(.serviceMissing, "the Omron service has no \(c) characteristic", at) + [.disconnect]
+    }
+
+    static func outcome(_ o: OmronSessionOutcome, measurements: Int) -> SessionOutcome {
+        switch o {
+        case .completed: measurements > 0 ? .completed : .noResult
+        case .keyRefused, .notInPairingMode, .linkNotEncrypted, .keyLatched: .securityRefused
+        case .timedOut: .timedOut
+        case .disconnected: .disconnected
+        case .deviceStatus, .protocolError: .protocolError
+        }
+    }
+
+    static func message(_ o: OmronSessionOutcome) -> String? {
+        switch o {
+        case .completed: nil
+        case let .keyRefused(s): "the cuff refused the key (status 0x\(Hex.digits(s, 2))): pair it with `cuff pair` (or --omron-key)"
+        case .notInPairingMode: "the cuff is not in pairing mode: hold its Bluetooth button until -P- blinks"
+        case .linkNotEncrypted: "the cuff takes a key only over a bonded, encrypted link (82 0F)"
+        case let .keyLatched(s): "the cuff latched a refused key (status 0x\(Hex.digits(s, 2))): take its batteries out and in, then pair again"
+        case let .timedOut(what): "no reply to the \(what)"
+        case .disconnected: "the link dropped mid-transaction; nothing was marked read"
+        case let .deviceStatus(cmd, s): "the cuff answered the \(cmd) with status 0x\(Hex.digits(s, 2))"
+        case let .protocolError(e): e.message
+        }
+    }
+}

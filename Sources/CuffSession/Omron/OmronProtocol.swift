@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+import CuffSimulator
+import GATT
+import Omron
+
+extension CuffProtocolID {
+    /// Omron's proprietary EEPROM protocol (classic 4-channel service or FE4A).
+    public static let omron: CuffProtocolID = "omron"
+}
+
+/// Omron's own protocol: every user's stored readings, the unread counters and the clock, over
+/// the classic or the FE4A service (``OmronCentral`` live, ``OmronPeripheral`` simulated).
+///
+/// Chosen over the standard Blood Pressure Service whenever the Omron service is there (most
+/// Omron cuffs have both; the standard one gives at best the latest reading).
+public struct OmronProtocol: CuffProtocol {
+    public init() {}
+
+    public var id: CuffProtocolID { .omron }
+    public var summary: String { "Omron's EEPROM protocol (service ecbe3980… or 0xFE4A): every user's stored readings" }
+
+    static let classic = BluetoothUUID(OmronUUID.classicService)!
+    static let modern = BluetoothUUID(OmronUUID.modernService)!
+    /// The vendor's own service found by discovery beats the standard one most Omron cuffs also have.
+    static let ownService = ProtocolMatch(score: 150)
+
+    public func match(_ offer: DeviceOffer) -> ProtocolMatch? {
+        if let p = offer.profile {
+            return p.service(Self.classic) != nil || p.service(Self.modern) != nil ? Self.ownService : nil
+        }
+        if offer.advertisedServices.contains(Self.classic) || offer.advertisedServices.contains(Self.modern)
+            || offer.manufacturerData[OmronUUID.companyID] != nil {
+            return .likely
+        }
+        if let n = offer.name?.uppercased(), n.hasPrefix("BLESMART_") || OmronCatalog.profile(advertisedName: n) != nil {
+            return .possible
+        }
+        return nil
+    }
+
+    /// The profile for a device: `--model`, else a model the advert shows (`HEM-…`); nil when
+    /// neither says (Device Information's model number decides after discovery).
+    static func profile(_ c: CuffSessionConfiguration) -> OmronProfile? {
+        if let m = c.omronModel { return OmronCatalog.profile(named: m) }
+        for name in [c.advertisement?.model, c.advertisement?.name, c.advertisedName].compactMap({ $0 }) {
+            if let p = OmronCatalog.profile(named: name) ?? OmronCatalog.profile(advertisedName: name) { return p }
+        }
+        return nil
+    }
+
+    public func makeCentral(configuration c: CuffSessionConfiguration) -> any CuffProtocolSession {
+        let chosen = Self.profile(c)
+        // Until Device Information says otherwise: the most common profile of the catalog's default.
+        let p = chosen ?? OmronCatalog.profile(named: "HEM-7142T2")!
+        var o = c.omronSync
+        o.setTime = c.setTime
+        return OmronCentral(
+            profile: p, options: o, device: DeviceInfo(address: c.address, name: c.advertisedName), utcOffsetSeconds: c.localUTCOffsetSeconds,
+            note: chosen == nil ? "no Omron model known yet; Device Information decides (--model NAME chooses one)" : nil,
+            modelForced: c.omronModel != nil)
+    }
+
+    public func makeObserver(configuration c: CuffSessionConfiguration, discovered: GATTProfile?) -> (any CuffProtocolObserver)? {
+        guard let gatt = discovered else { return nil }
+        let transport: OmronTransport = gatt.service(Self.classic) != nil ? .classic : .modern
+        let device = DeviceInfo(address: c.address, name: c.advertisedName)
+        // --model names the map; otherwise the captured reads tell it.
+        if let p = Self.profile(c), p.transport == transport { return OmronCaptureObserver(OmronObserver(profile: p), gatt: gatt, device: device) }
+        return OmronCaptureObserver(OmronObserver(transport: transport), gatt: gatt, device: device)
+    }
+
+    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? {
+        OmronPeripheral(configuration: configuration)
+    }
+}

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import GATT
+import Omron
+
+/// What makes a simulated cuff an Omron one: the profile, the Omron scenario, and whether it
+/// starts factory-fresh (`--unpaired`) instead of paired with the default key.
+public struct OmronSimulation: Sendable, Hashable {
+    public var profile: OmronProfile
+    public var scenario: OmronScenario
+    public var unpaired: Bool
+
+    public init(profile: OmronProfile, scenario: OmronScenario = .normal, unpaired: Bool = false) {
+        self.profile = profile
+        self.scenario = scenario
+        self.unpaired = unpaired
+    }
+}
+
+/// A simulated Omron cuff as a GATT server: the Omron service of its profile's transport (four
+/// TX/RX channel pairs and the unlock characteristic, or the FE4A single channel), Device
+/// Information naming the model, and the ``OmronSimulator`` deciding what the cuff answers.
+///
+/// Pure: PDUs and monotonic time in, PDUs out. The cuff's local wall clock is `localAtPowerOn`
+/// plus the monotonic time since ``poweredOn(now:)``.
+public struct OmronPeripheral: GATTPeripheral {
+    public private(set) var server: GATTServer
+    public private(set) var cuff: OmronSimulator
+    let byHandle: [UInt16: OmronCharacteristic]
+    let handles: [OmronCharacteristic: UInt16]
+    let localAtPowerOn: Int64
+    var poweredAt: Timestamp?
+
+    public init(cuff: OmronSimulator, localAtPowerOn: Int64, name: String? = nil) {
+        self.cuff = cuff
+        self.localAtPowerOn = localAtPowerOn
+        let p = cuff.profile
+        var b = AttributeDatabase.Builder()
+        var handles: [OmronCharacteristic: UInt16] = [:]
+        b.addService(.genericAccess)
+        b.addCharacteristic(BluetoothUUID(0x2A00), properties: .read, permissions: .read, value: Array((name ?? p.id).utf8))
+        b.addService(BluetoothUUID(BPSUUID.deviceInformationService))
+        b.addCharacteristic(BluetoothUUID(0x2A29), properties: .read, permissions: .read, value: Array("OMRON HEALTHCARE".utf8))
+        b.addCharacteristic(BluetoothUUID(0x2A24), properties: .read, permissions: .read, value: Array(p.id.utf8))
+        b.addService(BluetoothUUID(p.transport.serviceUUID)!)
+        let txProps: GATT.CharacteristicProperties = p.transport == .classic ? [.write, .writeWithoutResponse] : .writeWithoutResponse
+        for (i, u) in p.transport.txUUIDs.enumerated() {
+            handles[.tx(i)] = b.addCharacteristic(BluetoothUUID(u)!, properties: txProps, permissions: .write).valueHandle
+        }
+        for (i, u) in p.transport.rxUUIDs.enumerated() {
+            handles[.rx(i)] = b.addCharacteristic(BluetoothUUID(u)!, properties: .notify, permissions: []).valueHandle
+        }
+        handles[.unlock] = b.addCharacteristic(BluetoothUUID(OmronUUID.unlock)!, properties: [.write, .writeWithoutResponse, .notify], permissions: .write).valueHandle
+        server = GATTServer(database: b.build())
+        self.handles = handles
+        byHandle = Dictionary(uniqueKeysWithValues: handles.map { ($1, $0) })
+    }
+
+    /// The Omron cuff a simulator configuration asks for (its seed; its clock start as the host's
+    /// local time at power-on), or nil when it asks for a Blood Pressure Service cuff.
+    public init?(configuration c: SimulatorConfiguration) {
+        guard let o = c.omron else { return nil }
+        let cuff = OmronSimulator(profile: o.profile, scenario: o.scenario, seed: c.seed, paired: !o.unpaired, localSeconds: c.clockStart)
+        self.init(cuff: cuff, localAtPowerOn: c.clockStart)
+    }
+
+    public var nextDeadline: Timestamp? { server.nextDeadline }
+
+    func local(_ now: Timestamp) -> Int64 {
+        localAtPowerOn + Int64((now - (poweredAt ?? now)).secondsDouble.rounded(.down))
+    }
+
+    public mutating func poweredOn(now: Timestamp) { if poweredAt == nil { poweredAt = now } }
+
+    public mutating func connected(now: Timestamp, client: String?) -> [PeripheralOutput] {
+        poweredOn(now: now)
+        server.reset()
+        return []
+    }
+
+    public mutating func disconnected(now: Timestamp) -> [PeripheralOutput] {
+        _ = cuff.handle(.disconnected, localSeconds: local(now))
+        server.reset()
+        return []
+    }
+
+    public mutating func linkSecurityChanged(_ level: SecurityLevel) { server.linkSecurityChanged(level: level) }
+
+    public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [PeripheralOutput] {
+        poweredOn(now: now)
+        return serverActions(server.receive(pdu, now: now), now)
+    }
+
+    /// The Bluetooth button (SIGUSR1): pairing mode.
+    public mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput] {
+        _ = cuff.handle(.button, localSeconds: local(now))
+        return [.log("Bluetooth button: pairing mode (-P-)")]
+    }
+
+    public mutating func tick(now: Timestamp) -> [PeripheralOutput] { serverActions(server.tick(now: now), now) }
+
+    mutating func serverActions(_ actions: [GATTServerAction], _ now: Timestamp) -> [PeripheralOutput] {
+        var out: [PeripheralOutput] = []
+        for a in actions {
+            switch a {
+            case let .send(pdu):
+                out.append(.send(pdu))
+            case let .written(handle, _, value, _):
+                guard let c = byHandle[handle] else { continue }
+                out += cuffActions(cuff.handle(.write(c, value), localSeconds: local(now)), now)
+            case let .subscriptionChanged(valueHandle, _, notify, _):
+                guard notify, let c = byHandle[valueHandle] else { continue }
+                out += cuffActions(cuff.handle(.subscribe(c), localSeconds: local(now)), now)
+            case .indicationConfirmed, .indicationTimedOut, .dropped:
+                continue
+            case let .protocolViolation(why):
+                out.append(.log("client protocol violation: \(why)"))
+            }
+        }
+        return out
+    }
+
+    mutating func cuffActions(_ actions: [OmronSimulator.Action], _ now: Timestamp) -> [PeripheralOutput] {
+        var out: [PeripheralOutput] = []
+        for a in actions {
+            switch a {
+            case let .notify(c, bytes):
+                guard let h = handles[c] else { continue }
+                out += serverActions(server.notify(handle: h, value: bytes), now)
+            case .disconnect:
+                out.append(.disconnect("the simulated Omron cuff dropped the link"))
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+
+/// Which records a sync reads, and whether it marks them read (issue #24 item 2).
+public struct OmronSyncOptions: Sendable, Hashable {
+    /// Read every slot of every user instead of the unread ones.
+    public var allRecords = false
+    /// Leave the unread counters as they were (the vendor app still gets the records).
+    public var keepUnread = false
+    /// Write the host's time to the cuff (once per session, carrying the current time).
+    public var setTime = true
+    /// Program the key (custom-key profiles) or bond in pairing mode, then only start and end.
+    public var pair = false
+    /// The 16-byte key of custom-key profiles.
+    public var key: [UInt8] = OmronSimulator.defaultKey
+    /// The 4 host bytes of the token unlock (not a secret; the runtime passes random ones).
+    public var token: [UInt8] = [0x13, 0x57, 0x9B, 0xDF]
+    /// How long a reply may take, and how often a frame is sent (hass-omron: 5 s × 4).
+    public var replyTimeout: Duration = .seconds(5)
+    public var attempts = 4
+    /// Pairing-mode probes (`02`+zeros) and the wait for each (hass-omron: 5 × 2 s).
+    public var pairingProbes = 5
+    public var pairingProbeWait: Duration = .seconds(2)
+    /// Wait after the clock write before the next command (the cuff commits; hass-omron: 1 s).
+    public var clockSettle: Duration = .seconds(1)
+
+    public init(allRecords: Bool = false, keepUnread: Bool = false, setTime: Bool = true, pair: Bool = false) {
+        self.allRecords = allRecords
+        self.keepUnread = keepUnread
+        self.setTime = setTime
+        self.pair = pair
+    }
+}
+
+/// One record read from a user's ring.
+public struct OmronSyncedReading: Sendable, Hashable {
+    /// 1-based, in the order of the users' start addresses.
+    public var user: Int
+    public var slot: Int
+    public var reading: OmronReading
+    public var raw: [UInt8]
+}
+
+/// How an Omron session ended.
+public enum OmronSessionOutcome: Sendable, Hashable {
+    case completed
+    /// The cuff refused our key (`81` with a non-zero status): paired with another key, or latched.
+    case keyRefused(status: UInt8)
+    /// Key programming never got `82 00`: the cuff is not in pairing mode.
+    case notInPairingMode
+    /// `82 0F`: key programming over a link that is not encrypted or bonded.
+    case linkNotEncrypted
+    /// `82` with another status: a refusal latched until the cuff is power-cycled.
+    case keyLatched(status: UInt8)
+    /// No (valid) reply after every attempt.
+    case timedOut(what: String)
+    case disconnected
+    /// A non-zero status byte from the cuff (e.g. 0xE5 after a bad clock write).
+    case deviceStatus(command: String, status: UInt8)
+    case protocolError(OmronError)
+}
+
+/// The central side of the Omron protocol as a state machine: unlock or pair, subscribe, start,
+/// read the settings (index + clock), set the clock once, read the records, mark them read, end.
+///
+/// Events in, actions out; each state's data lives in its case. The caller performs the actions
+/// in order, feeds back notifications and fires the timer it was asked for.
+public struct OmronSession: Sendable {
+    public enum Event: Sendable, Hashable {
+        case start
+        case notified(OmronCharacteristic, [UInt8])
+        /// The timer asked for by the last `setTimer` fired.
+        case timer
+        case disconnected
+    }
+
+    public enum Action: Sendable, Hashable {
+        case subscribe(OmronCharacteristic)
+        case write(OmronCharacteristic, [UInt8])
+        case setTimer(Timestamp)
+        /// The cuff's clock read (local time as seconds since 1970) and its drift from ours, in s.
+        case clock(cuffLocalSeconds: Int64?, driftSeconds: Int64?)
+        case reading(OmronSyncedReading)
+        /// A slot that did not decode (other than an empty one); the session goes on.
+        case badRecord(user: Int, slot: Int, OmronError)
+        case finished(OmronSessionOutcome)
+    }
+
+    /// One command on the wire, waiting for its reply.
+    public struct Pending: Sendable, Hashable {
+        public var frame: OmronFrame
+        public var attempt: Int
+        public var deadline: Timestamp
+    }
+
+    /// The rest of a transfer after the settings block.
+    public struct Transfer: Sendable, Hashable {
+        public var queue: [Step]
+        /// Per run: slots and the bytes read so far.
+        public var runs: [OmronSlotRun]
+        public var buffers: [[UInt8]]
+    }
+
+    public enum Step: Sendable, Hashable {
+        case read(address: UInt16, count: Int, run: Int)
+        case write(address: UInt16, data: [UInt8], settle: Bool)
+        case end
+    }
+
+    public enum PairingStep: Sendable, Hashable {
+        /// `02`+zeros sent; waiting for `82 00`.
+        case probing(attempt: Int)
+        /// `00`+key sent; waiting for `80 00`.
+        case programming
+    }
+
+    public enum State: Sendable, Hashable {
+        case idle
+        case pairing(PairingStep, deadline: Timestamp)
+        /// `01`+key or `11`+token sent.
+        case unlocking(attempt: Int, deadline: Timestamp)
+        case starting(Pending)
+        case readingSettings(Pending, settings: [UInt8])
+        case transferring(Pending, Transfer)
+        /// After the clock write: the cuff commits before the next command.
+        case settling(until: Timestamp, Transfer)
+        case ending(Pending)
+        case finished(OmronSessionOutcome)
+    }
+
+    public let profile: OmronProfile
+    public let options: OmronSyncOptions
+    public private(set) var state: State = .idle
+    /// The host's local time (seconds since 1970, local date and time read as UTC) at `start`, and
+    /// the monotonic instant it was taken; the session's "now" moves with the monotonic events.
+    private let localAtStart: Int64
+    private var startedAt: Timestamp?
+    private var assembler: OmronReassembler
+    public private(set) var readings = 0
+    public private(set) var driftSeconds: Int64?
+
+    public init(profile: OmronProfile, options: OmronSyncOptions = OmronSyncOptions(), localSeconds: Int64) {
+        self.profile = profile
+        self.options = options
+        localAtStart = localSeconds
+        assembler = OmronReassembler(transport: profile.transport)
+    }
+
+    public var isFinished: Bool { if case .finished = state { true } else { false } }
+
+    private func local(_ now: Timestamp) -> Int64 {
+        localAtStart + Int64((now - (startedAt ?? now)).secondsDouble.rounded(.down))
+    }
+
+    // MARK: event handling
+
+    public mutating func handle(_ event: Event, now: Timestamp) -> [Action] {
+        switch (state, event) {
+        case (.finished, _): return []
+        case (.idle, .start):
+            startedAt = now
+            return begin(now)
+        case (.idle, _): return []
+        case (_, .disconnected): return finish(.disconnected)
+        case let (_, .notified(.unlock, bytes)): return unlockReply(bytes, now)
+        case let (_, .notified(.rx(ch), bytes)): return rxPiece(ch, bytes, now)
+        case (_, .timer): return timer(now)
+        default: return []
+        }
+    }
+
+    private mutating func finish(_ o: OmronSessionOutcome) -> [Action] {
+        state = .finished(o)
+        return [.finished(o)]
+    }
+
+    private mutating func begin(_ now: Timestamp) -> [Action] {
+        // RX channel 0 first: on classic cuffs it triggers the OS bond (§3.1 step 0).
+        var out: [Action] = (0 ..< profile.transport.channelCount).map { .subscribe(.rx($0)) }
+        switch profile.pairing {
+        case .customKey:
+            out.append(.subscribe(.unlock))
+            if options.pair {
+                out += probe(attempt: 1, now)
+            } else {
+                out += unlock(attempt: 1, now)
+            }
+        case .token:
+            out.append(.subscribe(.unlock))
+            out += unlock(attempt: 1, now)
+        case .bondOnly:
+            out += send(.start, attempt: 1, now) { .starting($0) }
+        }
+        return out
+    }
+
+    private mutating func probe(attempt: Int, _ now: Timestamp) -> [Action] {
+        let deadline = now + options.pairingProbeWait
+        state = .pairing(.probing(attempt: attempt), deadline: deadline)
+        return [.write(.unlock, [0x02] + [UInt8](repeating: 0, count: 16)), .setTimer(deadline)]
+    }
+
+    private mutating func unlock(attempt: Int, _ now: Timestamp) -> [Action] {
+        let deadline = now + options.replyTimeout
+        state = .unlocking(attempt: attempt, deadline: deadline)
+        let bytes = profile.pairing == .token
+            ? [0x11] + options.token.prefix(4) + [UInt8](repeating: 0, count: 15)
+            : [0x01] + options.key
+        return [.write(.unlock, bytes), .setTimer(deadline)]
+    }
+
+    private mutating func unlockReply(_ b: [UInt8], _ now: Timestamp) -> [Action] {
+        guard b.count >= 2 else { return [] }
+        switch state {
+        case .pairing(.probing, _) where b[0] == 0x82:
+            if b[1] == 0x0F { return finish(.linkNotEncrypted) }
+            guard b[1] == 0x00 else { return finish(.keyLatched(status: b[1])) }
+            let deadline = now + options.replyTimeout
+            state = .pairing(.programming, deadline: deadline)
+            return [.write(.unlock, [0x00] + options.key), .setTimer(deadline)]
+        case .pairing(.programming, _) where b[0] == 0x80:
+            guard b[1] == 0x00 else { return finish(.keyRefused(status: b[1])) }
+            return unlock(attempt: 1, now)
+        case .unlocking where profile.pairing == .customKey && b[0] == 0x81:
+            guard b[1] == 0x00 else { return finish(.keyRefused(status: b[1])) }
+            return send(.start, attempt: 1, now) { .starting($0) }
+        case .unlocking where profile.pairing == .token && b[0] == 0x91:
+            guard b[1] == 0x00 else { return finish(.keyRefused(status: b[1])) }
+            return send(.start, attempt: 1, now) { .starting($0) }
+        default:
+            return []
+        }
+    }
+
+    private mutating func timer(_ now: Timestamp) -> [Action] {
+        switch state {
+        case let .pairing(.probing(attempt), deadline) where now >= deadline:
+            return attempt < options.pairingProbes ? probe(attempt: attempt + 1, now) : finish(.notInPairingMode)
+        case let .pairing(.programming, deadline) where now >= deadline:
+            return finish(.timedOut(what: "key programming"))
+        case let .unlocking(attempt, deadline) where now >= deadline:
+            return attempt < options.attempts ? unlock(attempt: attempt + 1, now) : finish(.timedOut(what: "unlock"))
+        case let .starting(p) where now >= p.deadline: return resend(p, now) { .starting($0) }
+        case let .readingSettings(p, s) where now >= p.deadline: return resend(p, now) { .readingSettings($0, settings: s) }
+        case let .transferring(p, t) where now >= p.deadline: return resend(p, now) { .transferring($0, t) }
+        case let .ending(p) where now >= p.deadline: return resend(p, now) { .ending($0) }
+        case let .settling(until, t) where now >= until: return next(t, now)
+        default: return []
+        }
+    }
+
+    // MARK: frames
+
+    private mutating func send(_ f: OmronFrame, attempt: Int, _ now: Timestamp, _ make: (Pending) -> State) -> [Action] {
+        let p = Pending(frame: f, attempt: attempt, deadline: now + options.replyTimeout)
+        state = make(p)
+        assembler = OmronReassembler(transport: profile.transport)
+        var out: [Action] = profile.transport.split(f.encode()).map { .write(.tx($0.channel), $0.bytes) }
+        out.append(.setTimer(p.deadline))
+        return out
+    }
+
+    private mutating func resend(_ p: Pending, _ now: Timestamp, _ make: (Pending) -> State) -> [Action] {
+        guard p.attempt < options.attempts else { return finish(.timedOut(what: Self.name(p.frame))) }
+        return send(p.frame, attempt: p.attempt + 1, now, make)
+    }
+
+    static func name(_ f: OmronFrame) -> String {
+        switch f.kind {
+        case .start: "start"
+        case .end: "end"
+        case .read: "read of 0x" + Hex.digits(f.address, 4)
+        case .write: "write to 0x" + Hex.digits(f.address, 4)
+        case nil: "frame"
+        }
+    }
+
+    private var pending: Pending? {
+        switch state {
+        case let .starting(p), let .readingSettings(p, _), let .transferring(p, _), let .ending(p): p
+        default: nil
+        }
+    }
+
+    private mutating func rxPiece(_ ch: Int, _ bytes: [UInt8], _ now: Timestamp) -> [Action] {
+        guard let p = pending else { return [] }
+        let complete: [UInt8]?
+        do {
+            complete = try assembler.receive(channel: ch, bytes)
+        } catch {
+            return []  // a broken reply: the retry timer runs (hass-omron)
+        }
+        guard let complete, let reply = try? OmronFrame.decode(complete) else { return [] }
+        let want = p.frame.type | OmronFrame.replyBit
+        if reply.type == 0x8F00, p.frame.kind != .end {
+            return finish(.deviceStatus(command: Self.name(p.frame), status: reply.status))
+        }
+        guard reply.type == want else { return [] }
+        if p.frame.kind == .read || p.frame.kind == .write, reply.address != p.frame.address { return [] }
+        if reply.status != 0 { return finish(.deviceStatus(command: Self.name(p.frame), status: reply.status)) }
+        if p.frame.kind == .read, reply.data.count != Int(p.frame.size) {
+            // Short data: dropped (hass-omron); the retry timer runs.
+            return []
+        }
+        return replied(reply, now)
+    }
+
+    private mutating func replied(_ reply: OmronFrame, _ now: Timestamp) -> [Action] {
+        switch state {
+        case .starting:
+            if options.pair { return send(.end, attempt: 1, now) { .ending($0) } }
+            return readSettings([], now)
+        case let .readingSettings(_, settings):
+            return readSettings(settings + reply.data, now)
+        case var .transferring(_, t):
+            var out: [Action] = []
+            if case let .read(_, _, run) = t.queue.first {
+                t.buffers[run] += reply.data
+                let r = t.runs[run]
+                if t.buffers[run].count == r.count * profile.slotSize { out += decodeRun(r, t.buffers[run]) }
+            }
+            let settle: Bool = if case .write(_, _, true) = t.queue.first { true } else { false }
+            t.queue.removeFirst()
+            if settle {
+                let until = now + options.clockSettle
+                state = .settling(until: until, t)
+                return out + [.setTimer(until)]
+            }
+            return out + next(t, now)
+        case .ending:
+            return finish(.completed)
+        default:
+            return []
+        }
+    }
+
+    private mutating func readSettings(_ have: [UInt8], _ now: Timestamp) -> [Action] {
+        let total = profile.settingsLength
+        if have.count < total {
+            let n = min(profile.block, total - have.count)
+            return send(.read(profile.settingsRead + UInt16(have.count), count: n), attempt: 1, now) {
+                .readingSettings($0, settings: have)
+            }
+        }
+        return plan(settings: have, now)
+    }
+
+    /// With the settings block in hand: report the clock, then queue the clock write, the record
+    /// reads, the unread-counter write and **end**.
+    private mutating func plan(settings: [UInt8], _ now: Timestamp) -> [Action] {
+        var out: [Action] = []
+        let c = profile.clock
+        let window = Array(settings[c.offset ..< c.offset + c.length])
+        let cuff = OmronClockCodec.decode(window, layout: c.layout)?.unixSeconds
+        let host = local(now)
+        driftSeconds = cuff.map { $0 - host }
+        out.append(.clock(cuffLocalSeconds: cuff, driftSeconds: driftSeconds))
+
+        let entries: [OmronIndexEntry]
+        do {
+            entries = try profile.index.decode(settings[...])
+        } catch {
+            return out + finish(.protocolError(error))
+        }
+        var queue: [Step] = []
+        if options.setTime {
+            // The session's only clock write, carrying the current time (hass-omron #190/#191).
+            let w = OmronClockCodec.encode(DateTime(unixSeconds: host), into: window, clock: c)
+            queue.append(.write(address: profile.settingsWrite + UInt16(c.offset), data: w, settle: true))
+        }
+        var runs: [OmronSlotRun] = []
+        for (u, e) in entries.enumerated() {
+            if options.allRecords {
+                let n = profile.users[u].records
+                let next = profile.index.nextSlot(e, records: n) ?? 0
+                runs += [OmronSlotRun(user: u, slot: next, count: n - next), OmronSlotRun(user: u, slot: 0, count: next)]
+                    .filter { $0.count > 0 }
+            } else {
+                runs += OmronReadPlan.unread(profile: profile, user: u, entry: e)
+            }
+        }
+        for (i, r) in runs.enumerated() {
+            queue += OmronReadPlan.reads(profile: profile, runs: [r]).map { .read(address: $0.address, count: $0.count, run: i) }
+        }
+        let anyUnread = entries.enumerated().contains { profile.index.unreadCount($0.element, records: profile.users[$0.offset].records) > 0 }
+        if !options.keepUnread, anyUnread {
+            // Every counter to 0x8000 ("none unread"), cursors kept, written where the cuff reads writes.
+            var block = settings
+            profile.index.encode(entries.map { OmronIndexEntry(cursor: $0.cursor, unread: OmronIndexLayout.clearValue) }, into: &block)
+            let r = profile.markReadRange
+            queue.append(.write(address: profile.settingsWrite + UInt16(r.lowerBound), data: Array(block[r]), settle: false))
+        }
+        queue.append(.end)
+        return out + next(Transfer(queue: queue, runs: runs, buffers: runs.map { _ in [] }), now)
+    }
+
+    private mutating func next(_ t: Transfer, _ now: Timestamp) -> [Action] {
+        switch t.queue.first {
+        case let .read(address, count, _)?: send(.read(address, count: count), attempt: 1, now) { .transferring($0, t) }
+        case let .write(address, data, _)?: send(.write(address, data), attempt: 1, now) { .transferring($0, t) }
+        case .end?, nil: send(.end, attempt: 1, now) { .ending($0) }
+        }
+    }
+
+    private mutating func decodeRun(_ r: OmronSlotRun, _ bytes: [UInt8]) -> [Action] {
+        var out: [Action] = []
+        for k in 0 ..< r.count {
+            let raw = Array(bytes[k * profile.slotSize ..< (k + 1) * profile.slotSize])
+            do {
+                let reading = try OmronRecordCodec.decode(raw[...], layout: profile.layout, slotSize: profile.slotSize)
+                readings += 1
+                out.append(.reading(OmronSyncedReading(user: r.user + 1, slot: r.slot + k, reading: reading, raw: raw)))
+            } catch where error.code == .emptyRecord {
+                continue
+            } catch {
+                out.append(.badRecord(user: r.user + 1, slot: r.slot + k, error))
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+/// `cuff simulate --model NAME --listen unix:PATH` in one process, `cuff measure --connect unix:PATH`
+/// in another: the Omron protocol chosen from what the socket's cuff offers.
+@Suite("Omron cuffs over a Unix socket", .serialized)
+struct OmronSocketTests {
+    func measurements(_ r: CLIResult) throws -> [[String: Any]] {
+        try r.stdoutLines.map(CLI.json).filter { $0["type"] as? String == "measurement" }
+    }
+
+    func end(_ r: CLIResult) throws -> [String: Any]? {
+        try r.stdoutLines.map(CLI.json).last { $0["type"] as? String == "session" && $0["event"] as? String == "end" }
+    }
+
+    /// One classic and one modern profile: keep-unread twice gives the same readings, a marking
+    /// sync the same again, then nothing new (exit 2); --all-records every stored one.
+    @Test(arguments: ["HEM-7361T", "HEM-7600T", "HEM-7142T2", "HEM-7380T1"])
+    func syncsLikeTheVendorApp(model: String) throws {
+        // Real-time pace (--speed 1): the simulated cuff's clock then runs as ours, 97 s slow.
+        let sim = try TwoProcessTests.Simulator(["--model", model, "--speed", "1", "--seed", "5"])
+        let keep = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", model, "--keep-unread", "--timeout", "60"])
+        let keep2 = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", model, "--keep-unread", "--timeout", "60"])
+        let mark = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", model, "--timeout", "60"])
+        let none = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", model, "--timeout", "60"])
+        let all = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", model, "--all-records", "--no-set-time", "--timeout", "60"])
+        let log = sim.logText
+        #expect(sim.stop() == 0, "\(log)")
+        #expect(keep.status == 0, "\(keep.stderr.suffix(400))")
+        let k = try measurements(keep)
+        #expect(!k.isEmpty)
+        #expect(k.allSatisfy { $0["characteristic"] as? String == "omron" && ($0["device"] as? [String: Any])?["model"] as? String == model })
+        #expect(try measurements(keep2).map { $0["raw"] as! String } == k.map { $0["raw"] as! String })
+        #expect(try measurements(mark).map { $0["raw"] as! String } == k.map { $0["raw"] as! String })
+        #expect(none.status == 2)
+        #expect(try measurements(none).isEmpty)
+        #expect(try measurements(all).count >= k.count)
+        let drift = try #require(try end(keep)?["clock_drift_s"] as? Int)
+        #expect((-99 ... -95).contains(drift))
+        // Set by the first session: in step since.
+        let later = try #require(try end(all)?["clock_drift_s"] as? Int)
+        #expect(abs(later) <= 2)
+    }
+
+    @Test func refusedKeyIsASecurityRefusal() throws {
+        let sim = try TwoProcessTests.Simulator(["--model", "HEM-7322T", "--scenario", "refused-key", "--speed", "100"])
+        let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--timeout", "60"])
+        _ = sim.stop()
+        #expect(r.status == 6)
+        #expect(r.stderr.contains("refused the key") || r.stdout.contains("refused the key"))
+    }
+
+    /// `cuff replay` of a captured Omron session (no --model: Device Information picked the
+    /// profile live) gives the live session's readings, decoded from the channel traffic.
+    @Test(arguments: ["HEM-7600T", "HEM-7380T1"])
+    func replayOfACaptureGivesTheLiveReadings(model: String) throws {
+        let sim = try TwoProcessTests.Simulator(["--model", model, "--speed", "1", "--seed", "9"])
+        let capture = sim.dir.appendingPathComponent("omron.btsnoop").path
+        let live = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--capture", capture, "--timeout", "60"])
+        let replay = try CLI.run(["replay", capture])
+        _ = sim.stop()
+        #expect(live.status == 0, "\(live.stderr.suffix(300))")
+        #expect(replay.status == 0, "\(replay.stderr.suffix(300))")
+        func values(_ r: CLIResult) throws -> [String] {
+            try measurements(r).map { m in
+                let o = m["omron"] as? [String: Any]
+                return "\(m["raw"]!)|\(m["timestamp"]!)|\(m["user_id"]!)|\(o?["model"] ?? "")|\((m["device"] as? [String: Any])?["model"] ?? "")"
+            }
+        }
+        let l = try values(live)
+        #expect(!l.isEmpty)
+        #expect(try values(replay) == l)
+        #expect(l.allSatisfy { $0.hasSuffix("|\(model)|\(model)") })
+    }
+}
+
+/// `cuff pair --connect` against a factory-fresh simulated Omron cuff: refused until its button
+/// (SIGUSR1) puts it in pairing mode, then our key is programmed and a sync with it works.
+@Suite("cuff pair with an Omron cuff", .serialized)
+struct OmronPairTests {
+    @Test func keyProgrammedOnlyInPairingMode() throws {
+        let key = "00112233445566778899aabbccddeeff"
+        let sim = try TwoProcessTests.Simulator(["--model", "HEM-7322T", "--unpaired", "--speed", "1"])
+        let early = try CLI.run(["pair", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--omron-key", key])
+        sim.process.signal(SIGUSR1)
+        usleep(300_000)
+        let paired = try CLI.run(["pair", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--omron-key", key])
+        let sync = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--omron-key", key, "--quiet"])
+        let wrong = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--quiet"])
+        #expect(sim.stop() == 0)
+        #expect(early.status == 6 && early.stderr.contains("not in pairing mode"))
+        #expect(paired.status == 0 && paired.stdout.contains(#""type":"paired""#) && paired.stdout.contains(#""pairing":"key""#))
+        #expect(sync.status == 0 && sync.stdoutLines.contains { $0.contains(#""characteristic":"omron""#) })
+        #expect(wrong.status == 6)
+    }
+}
