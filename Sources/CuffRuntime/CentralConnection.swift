@@ -28,6 +28,8 @@ public final class CentralConnection {
     public private(set) var sinkFailure: String?
     /// Measurements the committer kept that were new (not ones it held already).
     public private(set) var keptMeasurements = 0
+    /// Measurements that reached the committer, new, already held or not kept.
+    public private(set) var arrivedMeasurements = 0
     /// Called once when the session has ended and the link is closed.
     public var onFinish: ((CentralConnection) -> Void)?
 
@@ -104,6 +106,7 @@ public final class CentralConnection {
     public func committed(failure: String? = nil, new: Bool = true) {
         guard let rest = parked else { return }
         parked = nil
+        arrivedMeasurements += 1
         if failure == nil && new { keptMeasurements += 1 }
         if let failure {
             // A result that cannot be kept is not confirmed: stop here, keep what was kept.

@@ -294,7 +294,7 @@ public final class Watcher {
         let why = c.sinkFailure != nil ? "a reading could not be kept" : "\(c.outcome.rawValue)"
         log("\(t.name): session \(t.sessions) ended (\(why); \(measured) new measurement\(measured == 1 ? "" : "s"))")
         guard !stopping else { return }
-        let arrived = c.central.measurements + c.central.repeats
+        let arrived = c.arrivedMeasurements
         if c.sinkFailure != nil || (arrived == 0 && lasted < configuration.minimumHealthySession) {
             return failed(t, why)
         }

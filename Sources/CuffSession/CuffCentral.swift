@@ -28,10 +28,10 @@ public struct CuffCentral: CuffProtocolSession {
     var byCharacteristic: [CuffCharacteristic: GATTProfile.Characteristic] = [:]
     var pending: [GATTRequestID: Pending] = [:]
     var securityForClient = false
-    public private(set) var handOver: DiscoveredLink?
     /// An indication that came before discovery ended (its handle not known yet): unconfirmed
     /// until discovery tells what it is.
     var heldIndication: (handle: UInt16, value: [UInt8])?
+    public private(set) var handOver: DiscoveredLink?
 
     public init(configuration: CuffSessionConfiguration, preferredMTU: UInt16 = 247) {
         session = CuffSessionMachine(configuration: configuration)
@@ -47,7 +47,6 @@ public struct CuffCentral: CuffProtocolSession {
     }
     public var exitCode: Int32 { session.exitCode }
     public var measurements: Int { session.measurements }
-    public var repeats: Int { session.repeats }
     public var stateName: String { session.state.name }
     public var nextDeadline: Timestamp? { [session.nextDeadline, client.nextDeadline].compactMap { $0 }.min() }
 

@@ -28,8 +28,6 @@ public protocol CuffProtocolSession: Sendable {
     var exitCode: Int32 { get }
     /// Results handed out so far.
     var measurements: Int { get }
-    /// Results that arrived again (already kept, so not handed out).
-    var repeats: Int { get }
     /// The earliest time the driver must call ``tick(at:)``.
     var nextDeadline: Timestamp? { get }
     /// Where the session is, for logs (`discovering`, `measuring (inflating)`).
@@ -56,7 +54,6 @@ public protocol CuffProtocolSession: Sendable {
 
 extension CuffProtocolSession {
     public var handOver: DiscoveredLink? { nil }
-    public var repeats: Int { 0 }
 
     /// By default a session cannot take a link over: it ends with `service_missing`.
     public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {

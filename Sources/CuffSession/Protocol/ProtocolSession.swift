@@ -25,7 +25,6 @@ public struct ProtocolSession: Sendable {
     public var outcome: SessionOutcome? { session.outcome }
     public var exitCode: Int32 { session.exitCode }
     public var measurements: Int { session.measurements }
-    public var repeats: Int { session.repeats }
     public var nextDeadline: Timestamp? { session.nextDeadline }
     public var stateName: String { session.stateName }
 
