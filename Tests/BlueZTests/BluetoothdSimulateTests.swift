@@ -25,6 +25,8 @@ struct BluetoothdSimulateTests {
         var bluez: DBusConnection
         let loop: EventLoop
         var inbox: [DBusMessage] = []
+        /// False between a "bluetoothd" that quit and the next one.
+        var running = true
         init(bus: PrivateBus, loop: EventLoop) throws {
             self.bus = bus
             self.loop = loop
@@ -52,7 +54,7 @@ struct BluetoothdSimulateTests {
                     return false
                 }
                 try loop.runOnce(timeout: .milliseconds(5))
-                while let m = try bluez.receive(until: .now) { inbox.append(m) }
+                while running, let m = try bluez.receive(until: .now) { inbox.append(m) }
             }
             return true
         }
@@ -203,8 +205,10 @@ struct BluetoothdSimulateTests {
 
         // bluetoothd restarts: cuff waits, then registers with the new one.
         h.bluez.close()
+        h.running = false
         try h.spin("the client's end") { !driver.isConnected }
         h.bluez = try Harness.own(bus)
+        h.running = true
         let again = try h.acceptRegistration(root: "/cuff/app")
         try h.spin("the second registration") { app.registrations == 2 }
         #expect(again.objects == objects)
