@@ -5,8 +5,8 @@
 #
 # dbus-daemon --system and bluetoothd first (Debian's policy: the `bluetooth` group may call
 # org.bluez; bluetoothd, as root, may call an application's GATT and advertisement interfaces).
-# Then `cuff simulate --backend bluetoothd --adapter P` as uid 4242 in the `bluetooth` group only
-# (setpriv: no root, no capabilities), and on the central C:
+# Then `cuff simulate --backend bluetoothd --adapter P` as user cuffsim (uid 4242, made here, in the
+# `bluetooth` group; setpriv: no root, no capabilities), and on the central C:
 #   1. the simulator registered its GATT application and advertisement;
 #   2. `cuff measure ADDR --backend raw` and 3. `cuff measure ADDR --backend bluetoothd` each get a
 #      measurement with the exact values the same cuff (scenario, seed) gives over a Unix socket;
@@ -49,6 +49,13 @@ for line in open(sys.argv[1]):
 REFV=$(values dsim-ref.ndjson)
 say "reference values: ${REFV:-none}"
 
+# A user who is not root, in the `bluetooth` group: dbus-daemon looks the caller's groups up in
+# /etc/passwd and /etc/group (not the process's), and the guest's root is read-only: bind copies.
+cp /etc/passwd /tmp/passwd.guest && echo 'cuffsim:x:4242:4242:cuff simulator:/tmp:/bin/sh' >> /tmp/passwd.guest
+sed -e '/^bluetooth:/ s/$/,cuffsim/' -e '/^bluetooth:/ s/:,cuffsim$/:cuffsim/' /etc/group > /tmp/group.guest
+echo 'cuffsim:x:4242:' >> /tmp/group.guest
+mount --bind /tmp/passwd.guest /etc/passwd && mount --bind /tmp/group.guest /etc/group
+say "user: $(id cuffsim 2>&1)"
 . "$REPO/tools/vm/guest-system-bus.sh"
 btmgmt -i "$P" power on > /dev/null 2>&1
 btmgmt -i "$C" power on > /dev/null 2>&1
@@ -99,5 +106,6 @@ result unregisters-on-sigint $ok "\"exit\":$src"
 say "simulator log:"; sed 's/^/    /' dsim-sim.log | head -40
 kill "$BTD" 2>/dev/null; wait "$BTD" 2>/dev/null
 kill "$DBUS" 2>/dev/null; wait "$DBUS" 2>/dev/null
+umount /etc/group /etc/passwd 2>/dev/null
 say "$fails failed (desktop-sim-results.jsonl)"
 exit $fails
