@@ -34,7 +34,11 @@ SIMARGS=(--scenario normal --seed 1 --speed 6 --autostart)
 "$CUFF" simulate --listen unix:/tmp/ref.sock "${SIMARGS[@]}" > /dev/null 2> dsim-ref-sim.log &
 REF=$!
 for _ in $(seq 100); do [ -S /tmp/ref.sock ] && break; sleep 0.05; done
-timeout 60 "$CUFF" measure --connect unix:/tmp/ref.sock > dsim-ref.ndjson 2> dsim-ref.log
+# One cuff measures anew for each client (the seed's 1st, 2nd, 3rd reading): three clients here,
+# as the three measures below.
+for i in 1 2 3; do
+  timeout 60 "$CUFF" measure --connect unix:/tmp/ref.sock > "dsim-ref-$i.ndjson" 2> "dsim-ref-$i.log"
+done
 kill -INT "$REF" 2>/dev/null; wait "$REF" 2>/dev/null
 values() {  # FILE: the first measurement's values, one line
   python3 -c '
@@ -46,8 +50,8 @@ for line in open(sys.argv[1]):
         break
 ' "$1" 2>/dev/null
 }
-REFV=$(values dsim-ref.ndjson)
-say "reference values: ${REFV:-none}"
+REFV=("" "$(values dsim-ref-1.ndjson)" "$(values dsim-ref-2.ndjson)" "$(values dsim-ref-3.ndjson)")
+say "reference values: ${REFV[1]:-none} / ${REFV[2]:-none} / ${REFV[3]:-none}"
 
 # A user who is not root, in the `bluetooth` group: dbus-daemon looks the caller's groups up in
 # /etc/passwd and /etc/group (not the process's), and the guest's root is read-only: bind copies.
@@ -72,18 +76,19 @@ for _ in $(seq 150); do grep -q 'registered the advertisement' dsim-sim.log && b
 ok=false; grep -q 'registered the application' dsim-sim.log && grep -q 'registered the advertisement' dsim-sim.log && kill -0 "$SIM" 2>/dev/null && ok=true
 result registered-as-non-root $ok "\"uid\":$(ps -o uid= -p "$SIM" 2>/dev/null | tr -d ' ' || echo null)"
 
-measure() {  # NAME BACKEND
+measure() {  # NAME BACKEND N (the cuff's Nth client)
   sleep 3  # the simulated cuff switches off after each measurement, as real ones do
   timeout 90 "$CUFF" measure "$PADDR" --adapter "$C" --backend "$2" > "dsim-measure-$1.ndjson" 2> "dsim-measure-$1.log"
   local rc=$? v
   v=$(values "dsim-measure-$1.ndjson")
-  local ok=false; [ $rc = 0 ] && [ -n "$REFV" ] && [ "$v" = "$REFV" ] && ok=true
+  local ref=${REFV[$3]}
+  local ok=false; [ $rc = 0 ] && [ -n "$ref" ] && [ "$v" = "$ref" ] && ok=true
   result "measure-$1" $ok "\"exit\":$rc,\"values\":${v:-null}"
   $ok || grep -iE 'error|fail|busy|timed' "dsim-measure-$1.log" | sed 's/^/    /' | head -6
 }
 # 2, 3.
-measure raw raw
-measure bluetoothd bluetoothd
+measure raw raw 1
+measure bluetoothd bluetoothd 2
 
 # 4. bluetoothd restarted under the simulator.
 kill "$BTD" 2>/dev/null; wait "$BTD" 2>/dev/null
@@ -94,7 +99,7 @@ ok=false; kill -0 "$SIM" 2>/dev/null && grep -q 'registering again' dsim-sim.log
 result re-registers-after-bluetoothd-restart $ok
 btmgmt -i "$C" power on > /dev/null 2>&1
 # 5.
-measure after-restart raw
+measure after-restart raw 3
 
 # 6. Ctrl-C.
 kill -INT "$SIM" 2>/dev/null
