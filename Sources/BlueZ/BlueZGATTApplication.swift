@@ -280,7 +280,14 @@ public final class BlueZGATTApplication {
         log("\(s.client ?? "the client")'s connection ended: \(why)")
     }
 
+    /// Calls waiting behind the one in flight, at most (ATT has one request at a time).
+    static let queueLimit = 64
+
     func enqueue(_ r: Request, in s: Session) {
+        guard s.queue.count < Self.queueLimit else {
+            if let call = r.call { reply(.errorReply(to: call, name: "org.bluez.Error.InProgress", text: "\(Self.queueLimit) calls are waiting already")) }
+            return
+        }
         s.queue.append(r)
         pump(s)
     }

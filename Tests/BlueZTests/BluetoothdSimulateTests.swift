@@ -233,5 +233,9 @@ struct BluetoothdSimulateTests {
         #expect(BlueZGATTLayout.text(BluetoothUUID(0x2A35)) == "00002a35-0000-1000-8000-00805f9b34fb")
         #expect(BlueZGATTApplication.address(devicePath: Self.central) == "00:11:22:33:44:55")
         #expect(BlueZGATTApplication.address(devicePath: "/org/bluez/hci0") == nil)
+        // ATT errors as the D-Bus errors bluetoothd turns back into them.
+        #expect(BlueZGATTApplication.dbusError(.readNotPermitted).0 == "org.bluez.Error.NotPermitted")
+        #expect(BlueZGATTApplication.dbusError(.invalidAttributeValueLength).0 == "org.bluez.Error.InvalidValueLength")
+        #expect(BlueZGATTApplication.dbusError(.cccdImproperlyConfigured) == ("org.bluez.Error.Failed", "0xfd \(ATTErrorCode.cccdImproperlyConfigured)"))
     }
 }
