@@ -330,23 +330,21 @@ struct DBusReader {
         try take(1, what).first!
     }
 
-    mutating func u16(_ what: String) throws(DBusProtocolError) -> UInt16 {
-        try align(2, what)
-        let s = try take(2, what)
-        let a = UInt16(s[s.startIndex]), b = UInt16(s[s.startIndex + 1])
-        return bigEndian ? (a << 8 | b) : (b << 8 | a)
-    }
-
-    mutating func u32(_ what: String) throws(DBusProtocolError) -> UInt32 {
-        try align(4, what)
-        let s = try take(4, what)
-        var v: UInt32 = 0
-        for i in 0..<4 {
-            let byte = UInt32(s[s.startIndex + (bigEndian ? i : 3 - i)])
-            v = v << 8 | byte
+    /// An unsigned integer of `T`'s width, aligned to it, in the message's byte order.
+    private mutating func unsigned<T: FixedWidthInteger & UnsignedInteger>(_ what: String) throws(DBusProtocolError) -> T {
+        let n = MemoryLayout<T>.size
+        try align(n, what)
+        let s = try take(n, what)
+        var v: T = 0
+        for i in 0..<n {
+            v = v << 8 | T(s[s.startIndex + (bigEndian ? i : n - 1 - i)])
         }
         return v
     }
+
+    mutating func u16(_ what: String) throws(DBusProtocolError) -> UInt16 { try unsigned(what) }
+
+    mutating func u32(_ what: String) throws(DBusProtocolError) -> UInt32 { try unsigned(what) }
 
     private mutating func text(count: Int, _ what: String) throws(DBusProtocolError) -> String {
         guard count <= remaining else { throw .truncated(what) }
@@ -368,16 +366,7 @@ struct DBusReader {
         return try text(count: n, what)
     }
 
-    mutating func u64(_ what: String) throws(DBusProtocolError) -> UInt64 {
-        try align(8, what)
-        let s = try take(8, what)
-        var v: UInt64 = 0
-        for i in 0..<8 {
-            let byte = UInt64(s[s.startIndex + (bigEndian ? i : 7 - i)])
-            v = v << 8 | byte
-        }
-        return v
-    }
+    mutating func u64(_ what: String) throws(DBusProtocolError) -> UInt64 { try unsigned(what) }
 
     mutating func value(_ code: Character, _ what: String) throws(DBusProtocolError) -> DBusValue {
         try value(type: Substring(String(code)), what, depth: 0)

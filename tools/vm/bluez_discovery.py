@@ -8,8 +8,8 @@ or `cuff scan` through bluetoothd, which must leave this session running), then 
 report DEVICE. A device that starts advertising only after the command is found only while the
 controller still scans for bluetoothd (controllers filter duplicate reports, so a device seen
 before proves nothing). Prints one JSON line; exit 0 when the command exited 0, the adapter was
-still Discovering after it and the device was found afterwards. The device object is removed at
-the end, so the next run sees it appear again. Needs python3-dbus and python3-gi (Debian).
+still Discovering after it and the device was found afterwards. A device object an earlier run
+left is removed first, so this run sees the device appear again. Needs python3-dbus and python3-gi (Debian).
 
   bluez_discovery.py hci1 00:AA:01:00:00:00 PIDFILE -- CMD... --start START...
 """
@@ -42,6 +42,12 @@ def run_until(cond, seconds):
     loop.run()
     return cond()
 
+# A device object an earlier run left (bluetoothd keeps it a while): removed, so that the device
+# appearing again is seen (InterfacesAdded).
+try:
+    ad.RemoveDevice(dbus.ObjectPath(dpath))
+except dbus.DBusException:
+    pass
 ad.SetDiscoveryFilter({"Transport": "le"})
 ad.StartDiscovery()
 run_until(lambda: False, 2)
@@ -55,11 +61,6 @@ t = time.time()
 after = run_until(lambda: bool(seen), 25)
 after_s = time.time() - t
 ad.StopDiscovery()
-# Leave no device object behind: a later run must see the device appear again.
-try:
-    ad.RemoveDevice(dbus.ObjectPath(dpath))
-except dbus.DBusException:
-    pass
 result = {"command_exit": cmd.returncode, "command_seconds": round(cmd_s, 2), "discovering_after": discovering_after,
           "found_after": after, "seconds_to_find": round(after_s, 2) if after else None,
           "command_listened": "listening to its reports" in cmd.stderr}
