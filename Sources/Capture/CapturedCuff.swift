@@ -356,6 +356,7 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
     var waitingNoted = false
     /// The pushes are done and the captured cuff dropped the link: `due` is when.
     var dropping = false
+    public var database: AttributeDatabase { server.database }
 
     public init(_ captured: CapturedCuff, loop: Bool = false) {
         self.captured = captured

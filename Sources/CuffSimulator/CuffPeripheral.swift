@@ -59,6 +59,7 @@ public struct CuffPeripheral: GATTPeripheral {
     }
 
     public var nextDeadline: Timestamp? { [server.nextDeadline, machine.nextDeadline].compactMap { $0 }.min() }
+    public var database: AttributeDatabase { server.database }
 
     /// A client connected: a fresh GATT connection state. `client` tells clients apart (a
     /// Bluetooth address); nil when the transport cannot (a Unix socket): then every client is the

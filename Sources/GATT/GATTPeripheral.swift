@@ -25,6 +25,8 @@ public protocol GATTPeripheral: Sendable {
     mutating func tick(now: Timestamp) -> [PeripheralOutput]
     /// The driver starts running the device's clock (before the first client).
     mutating func poweredOn(now: Timestamp)
+    /// The attribute table it serves (what a GATT application registered with bluetoothd exports).
+    var database: AttributeDatabase { get }
 }
 
 extension GATTPeripheral {

@@ -92,13 +92,71 @@ enum BlueZCommands {
     }
 
     static func simulate<P: GATTPeripheral>(
-        adapter adapterName: String, driver: PeripheralDriver<P>, options: SimulatorOptions, name advertisedName: String? = nil, label: String? = nil
+        adapter adapterName: String, backend: Backend = .raw, driver: PeripheralDriver<P>, options: SimulatorOptions, name advertisedName: String? = nil,
+        label: String? = nil
     ) throws {
         let adapter = try adapter(adapterName)
+        if backend.resolved(log: { Output.log("cuff simulate: " + $0) }) == .bluetoothd {
+            return try simulateThroughBluetoothd(adapter: adapter, driver: driver, options: options, name: advertisedName, label: label)
+        }
         try exiting {
             try LiveBluetooth.simulate(adapter: adapter, driver: driver, name: advertisedName ?? options.configuration.name,
                                        label: label ?? options.scenario.rawValue + " cuff", log: { Output.log("cuff simulate: " + $0) })
         }
+    }
+
+    /// `cuff simulate --backend bluetoothd`: the peripheral as a GATT application and an LE
+    /// advertisement registered with bluetoothd, on one event loop with the peripheral's driver.
+    /// No raw sockets (no root); a bluetoothd restart is waited out and registered with again.
+    static func simulateThroughBluetoothd<P: GATTPeripheral>(
+        adapter: BluetoothAdapter, driver: PeripheralDriver<P>, options: SimulatorOptions, name advertisedName: String?, label: String?
+    ) throws {
+        let signals = SignalFlags.shared
+        let log: (String) -> Void = { Output.log("cuff simulate: " + $0) }
+        let name = advertisedName ?? options.configuration.name
+        /// The loop, the peripheral's clock on it, the application registered (answers come on the loop).
+        func start() throws(TransportError) -> (EventLoop, BlueZGATTApplication) {
+            let loop = try EventLoop()
+            driver.attach(to: loop)
+            let layout = BlueZGATTLayout(database: driver.peripheral.database, name: name)
+            let application = try BlueZGATTApplication(adapter: adapter, layout: layout, loop: loop, log: log) { bearer, client in
+                if driver.isConnected { driver.interrupt() }
+                driver.accept(bearer, client: client) { end in log("session ended: \(end)") }
+            }
+            try application.start()
+            return (loop, application)
+        }
+        let started: Result<(EventLoop, BlueZGATTApplication), TransportError> = Result { () throws(TransportError) in try start() }
+        guard case .success(let (loop, application)) = started else {
+            if case .failure(let error) = started { log("bluetoothd: \(error.message)") }
+            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+        }
+        // The simulator takes any central on its adapter: a D-Bus agent for this adapter only.
+        let agent: BlueZAgent?
+        do {
+            agent = try BlueZAgent(scope: AgentScope(adapter: adapter, device: nil), path: "/cuff/simulator_agent",
+                                   onEvent: { Output.log("cuff simulate: pairing agent (D-Bus): " + $0) })
+        } catch {
+            log("no pairing agent: \(error.message)")
+            agent = nil
+        }
+        defer {
+            agent?.stop()
+            application.stop()
+            Output.log("cuff simulate: stopped")
+        }
+        log("\(label ?? options.scenario.rawValue + " cuff") \"\(name)\" through bluetoothd on \(adapter): \(application.layout.objects.count) GATT objects at \(application.layout.root), advertising 0x1810")
+        do {
+            try loop.run {
+                if signals.isRaised(.int) || signals.isRaised(.term) { return true }
+                if signals.consume(.usr1) { driver.pressButton() }
+                return application.failure != nil
+            }
+        } catch {
+            log(error.message)
+            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
+        }
+        if application.failure != nil { throw ExitCode(SessionOutcome.connectionFailed.exitCode) }
     }
 }
 

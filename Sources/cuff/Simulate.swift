@@ -89,8 +89,14 @@ struct Simulate: ParsableCommand {
     @Option(help: "Serve this many independent cuffs from one process (with --listen unix:DIR): each its own seed (seed + index - 1), name (cuff-sim-0001 …) and serial (SIM-000001 …).")
     var cuffs: Int?
 
-    @Option(help: "Bluetooth adapter to be a cuff on, e.g. hci0 (needs Linux Bluetooth and root).")
+    @Option(help: "Bluetooth adapter to be a cuff on, e.g. hci0 (through bluetoothd, or with --backend raw as root).")
     var adapter: String?
+
+    @Option(help: """
+        With --adapter: auto (default: bluetoothd when it answers on the system bus), bluetoothd (a GATT application and an \
+        advertisement registered with bluetoothd over D-Bus; no root), or raw (HCI/MGMT/L2CAP sockets, needs root).
+        """)
+    var backend: Backend = .auto
 
     @OptionGroup var options: SimulatorOptions
 
@@ -224,7 +230,7 @@ struct Simulate: ParsableCommand {
         let clock = SimulationClock(speed: options.speed)
         let driver = PeripheralDriver(peripheral: peripheral, clock: clock, signals: signals) { Output.log("cuff simulate: " + $0) }
         if let adapter {
-            try BlueZCommands.simulate(adapter: adapter, driver: driver, options: options, name: name, label: label)
+            try BlueZCommands.simulate(adapter: adapter, backend: backend, driver: driver, options: options, name: name, label: label)
             return
         }
         let path = String(listen!.dropFirst("unix:".count))

@@ -21,16 +21,7 @@ C=${CUFF_BT_CENTRAL:?run through tools/vm/run.sh}
 T0=$(date +%s.%N)
 say() { printf '[dbus-agent %6.2f] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; }
 
-mkdir -p /run/dbus /var/lib/bluetooth
-rm -f /run/dbus/pid /run/dbus/system_bus_socket
-rm -rf /var/lib/bluetooth/*
-dbus-daemon --system --nofork --nopidfile > dbus.log 2>&1 &
-DBUS=$!
-for _ in $(seq 100); do [ -S /run/dbus/system_bus_socket ] && break; sleep 0.05; done
-BTD_BIN=$(command -v bluetoothd || echo /usr/libexec/bluetooth/bluetoothd)
-"$BTD_BIN" -n -d > bluetoothd.log 2>&1 &
-BTD=$!
-for _ in $(seq 200); do [ "$(grep -c 'has been enabled' bluetoothd.log)" -ge 2 ] && break; sleep 0.05; done
+. "$REPO/tools/vm/guest-system-bus.sh"
 say "dbus-daemon $DBUS, bluetoothd $BTD: $(grep -c 'has been enabled' bluetoothd.log) adapters enabled"
 
 btmgmt -i "$P" power on > /dev/null 2>&1
@@ -44,7 +35,7 @@ unpair() {  # drop the LE bond on both sides (-t 1: LE public; btmgmt's default 
 fails=0
 run() {  # NAME COMMAND...: simulator up, scan, then COMMAND; echoes its exit status into $name.rc
   local name=$1; shift
-  "$CUFF" simulate --adapter "$P" --scenario normal --seed 1 --speed 6 --autostart > "sim-$name.ndjson" 2> "sim-$name.log" &
+  "$CUFF" simulate --backend raw --adapter "$P" --scenario normal --seed 1 --speed 6 --autostart > "sim-$name.ndjson" 2> "sim-$name.log" &
   local sim=$!
   local found=false
   for _ in 1 2 3; do

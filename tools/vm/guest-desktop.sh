@@ -43,16 +43,7 @@ result() {  # STEP OK(true/false) EXTRA-JSON
   $2 || fails=$((fails + 1))
 }
 
-mkdir -p /run/dbus /var/lib/bluetooth
-rm -f /run/dbus/pid /run/dbus/system_bus_socket
-rm -rf /var/lib/bluetooth/*
-dbus-daemon --system --nofork --nopidfile > dbus.log 2>&1 &
-DBUS=$!
-for _ in $(seq 100); do [ -S /run/dbus/system_bus_socket ] && break; sleep 0.05; done
-BTD_BIN=$(command -v bluetoothd || echo /usr/libexec/bluetooth/bluetoothd)
-"$BTD_BIN" -n -d > bluetoothd.log 2>&1 &
-BTD=$!
-for _ in $(seq 200); do [ "$(grep -c 'has been enabled' bluetoothd.log)" -ge 2 ] && break; sleep 0.05; done
+. "$REPO/tools/vm/guest-system-bus.sh"
 say "dbus-daemon $DBUS, bluetoothd $BTD: $(grep -c 'has been enabled' bluetoothd.log) adapters enabled"
 btmgmt -i "$P" power on > /dev/null 2>&1
 btmgmt -i "$C" power on > /dev/null 2>&1
@@ -64,7 +55,7 @@ say "cuff (simulated) on $P $PADDR; client on $C $CADDR"
 #    Transport le): that discovery must still be running afterwards and find the cuff, which starts
 #    only then. (bluetoothd 5.66 stopped it when cuff joined with an equal filter and left.)
 /usr/bin/python3 "$REPO/tools/vm/bluez_discovery.py" "$C" "$PADDR" sim.pid -- "$CUFF" scan --adapter "$C" --timeout 4 \
-  --start "$CUFF" simulate --adapter "$P" --scenario normal --seed 1 --speed 6 --autostart > desktop-discovery-0.json 2> desktop-discovery-0.log
+  --start "$CUFF" simulate --backend raw --adapter "$P" --scenario normal --seed 1 --speed 6 --autostart > desktop-discovery-0.json 2> desktop-discovery-0.log
 drc=$?
 SIM=$(cat sim.pid 2>/dev/null || echo 0)
 ok=false; [ $drc = 0 ] && ok=true
@@ -77,7 +68,7 @@ sleep 1
 
 # 1. cuff scan --backend raw during a bluetoothd discovery; the cuff starts afterwards.
 /usr/bin/python3 "$REPO/tools/vm/bluez_discovery.py" "$C" "$PADDR" sim.pid -- "$CUFF" scan --backend raw --adapter "$C" --timeout 4 \
-  --start "$CUFF" simulate --adapter "$P" --scenario normal --seed 1 --speed 6 --autostart > desktop-discovery.json 2> desktop-discovery.log
+  --start "$CUFF" simulate --backend raw --adapter "$P" --scenario normal --seed 1 --speed 6 --autostart > desktop-discovery.json 2> desktop-discovery.log
 drc=$?
 SIM=$(cat sim.pid 2>/dev/null || echo 0)
 result raw-scan-then-bluetoothd-discovery "$([ $drc = 0 ] && echo true || echo false)" "\"detail\":$(cat desktop-discovery.json 2>/dev/null || echo null)"
@@ -136,7 +127,7 @@ kill -KILL "$SIM" 2>/dev/null
 say "simulator log:"; grep -vE '^\s*$' desktop-sim.log | sed 's/^/    /' | head -40
 
 # 8. bluetoothd restarted after cuff simulate.
-"$CUFF" simulate --adapter "$P" --scenario normal --seed 1 --speed 6 --autostart > desktop-sim2.ndjson 2> desktop-sim2.log &
+"$CUFF" simulate --backend raw --adapter "$P" --scenario normal --seed 1 --speed 6 --autostart > desktop-sim2.ndjson 2> desktop-sim2.log &
 SIM=$!
 for _ in $(seq 150); do grep -q 'waiting for a central' desktop-sim2.log && break; sleep 0.1; done
 kill "$BTD" 2>/dev/null; wait "$BTD" 2>/dev/null

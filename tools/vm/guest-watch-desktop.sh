@@ -47,7 +47,7 @@ fails=0
 # discovery that then misses the cuff is not what this test is about: if the pairing does not
 # find it, the simulator starts again, up to three times.
 for attempt in 1 2 3; do
-  "$CUFF" simulate --adapter "$P" --seed 11 --every 60 --speed 30 > /dev/null 2> wd-sim-1.log &
+  "$CUFF" simulate --backend raw --adapter "$P" --seed 11 --every 60 --speed 30 > /dev/null 2> wd-sim-1.log &
   S=$!
   for _ in $(seq 150); do grep -q 'waiting for a central' wd-sim-1.log && break; sleep 0.1; done
   timeout 90 "$CUFF" pair "$PADDR" --adapter "$C" > wd-pair.ndjson 2> wd-pair.log
@@ -70,7 +70,7 @@ for turn in 1 2; do
     # Longer than the kernel's LE connect timeout (20 s): watch's Connect to the absent cuff fails
     # and must be made again, as between a real cuff's measurements.
     sleep 25
-    "$CUFF" simulate --adapter "$P" --seed 12 --every 60 --speed 30 > /dev/null 2> wd-sim-2.log &
+    "$CUFF" simulate --backend raw --adapter "$P" --seed 12 --every 60 --speed 30 > /dev/null 2> wd-sim-2.log &
     S=$!
   fi
   before=$(count)

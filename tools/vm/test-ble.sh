@@ -8,7 +8,9 @@
 #   4. the desktop: bluetoothd started first on both controllers (guest-desktop.sh): raw scan during
 #      a bluetoothd discovery that must still find devices, scan/pair/measure twice through
 #      bluetoothd, and a raw-path measure beside it;
-#   5. on the host, `cuff replay` of the btmon capture must give the same measurement records as
+#   5. (a second VM) cuff watch across simulator turns, simulate --from-capture, and
+#      `cuff simulate --backend bluetoothd` as a non-root user (guest-desktop-sim.sh);
+#   6. on the host, `cuff replay` of the btmon capture must give the same measurement records as
 #      the live runs, both backends (all keys but received_at, which is the capture's clock instead of ours).
 # Prints its wall time. Needs `swift build --build-tests` first (tools/test.sh does it).
 set -euo pipefail
@@ -63,8 +65,8 @@ if extra:
     sys.exit(1)
 print("replay matches the live runs")
 PY
-echo "-- cuff watch --adapter across two simulate turns (raw, then through bluetoothd); simulate --from-capture --adapter (a VM of its own)"
-if ! CUFF_VM_OUT=tools/vm/out/watch tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-watch.sh" && "$CUFF_REPO/tools/vm/guest-from-capture.sh" && "$CUFF_REPO/tools/vm/guest-watch-desktop.sh"'; then
+echo "-- cuff watch --adapter across two simulate turns (raw, then through bluetoothd); simulate --from-capture --adapter; simulate --backend bluetoothd as a non-root user (a VM of its own)"
+if ! CUFF_VM_OUT=tools/vm/out/watch tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-watch.sh" && "$CUFF_REPO/tools/vm/guest-from-capture.sh" && "$CUFF_REPO/tools/vm/guest-watch-desktop.sh" && "$CUFF_REPO/tools/vm/guest-desktop-sim.sh"'; then
   echo "guest-watch failed; logs:"; tail -n 30 tools/vm/out/watch/console.log 2>/dev/null || true
   exit 1
 fi
