@@ -66,6 +66,7 @@ public struct OmronPeripheral: GATTPeripheral {
     }
 
     public var nextDeadline: Timestamp? { server.nextDeadline }
+    public var database: AttributeDatabase { server.database }
 
     func local(_ now: Timestamp) -> Int64 {
         localAtPowerOn + Int64((now - (poweredAt ?? now)).secondsDouble.rounded(.down))

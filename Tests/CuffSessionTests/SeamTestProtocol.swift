@@ -194,6 +194,7 @@ struct SeamTestPeripheral: GATTPeripheral {
     }
 
     var nextDeadline: Timestamp? { server.nextDeadline }
+    var database: AttributeDatabase { server.database }
     mutating func connected(now: Timestamp, client: String?) -> [PeripheralOutput] {
         server.reset()
         return []
