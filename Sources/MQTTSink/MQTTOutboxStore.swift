@@ -60,7 +60,7 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         publisher.run(until: { publisher.connected || publisher.failures > 0 }, deadline: MonotonicClock.now() + options.connectTimeout)
         if let e = publisher.lastError, e.isPermanent {
             try? outbox.finish()
-            throw .storeOpen(path: options.url.description, reason: e.description)
+            throw .publishRefused(url: options.url.description, reason: e.description)
         }
         publisher.disconnect()
         publisher.resetFailureCount()

@@ -16,6 +16,9 @@ public enum SinkError: Error, Sendable, Equatable, CustomStringConvertible {
     case unknownFormat(String)
     /// The store file could not be created, opened, or migrated.
     case storeOpen(path: String, reason: String)
+    /// An MQTT broker (`--publish URL`, the password never in it) refused the connection or could not
+    /// be verified: a wrong password, a certificate that does not verify, a peer that is not a broker.
+    case publishRefused(url: String, reason: String)
     /// The store file is readable or writable by group or others (its mode is given), or is not a regular file.
     case insecureStoreFile(path: String, mode: UInt32)
     /// A measurement could not be stored.
@@ -44,6 +47,7 @@ public enum SinkError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .finished(s): "\(s): write after finish"
         case let .unknownFormat(f): "unknown output format \"\(f)\" (expected ndjson, fhir or omh)"
         case let .storeOpen(p, r): "cannot open store \(p): \(r)"
+        case let .publishRefused(u, r): "cannot publish to \(u): \(r)"
         case let .insecureStoreFile(p, m):
             "store \(p) has mode \(String(m & 0o7777, radix: 8)) or is not a regular file; it must be a regular file with mode 600 (chmod 600 \(p))"
         // Not the dedup key: it holds the reading's values, and messages go to logs.
