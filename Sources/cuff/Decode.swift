@@ -21,6 +21,9 @@ struct Decode: ParsableCommand {
     @Option(help: "Device quirk profile.")
     var quirk: QuirkProfile?
 
+    @Option(name: .customLong("protocol"), help: "Decode a vendor protocol's value instead: microlife (one whole response frame, header to checksum; one line per record) or yonker (the 15-byte notification).")
+    var vendorProtocol: VendorProtocol?
+
     @Flag(name: .long, help: "Indent the JSON.")
     var pretty = false
 
@@ -33,6 +36,15 @@ struct Decode: ParsableCommand {
         var index = 0
         func handle(_ text: String) throws(SinkError) {
             index += 1
+            if let vendorProtocol {
+                let (lines, error) = Decode.decodeVendorLine(text, protocol: vendorProtocol)
+                for json in lines { try Output.line(json.serialized(pretty: pretty)) }
+                if let error {
+                    failed += 1
+                    Output.log("cuff decode: input \(index): \(error)")
+                }
+                return
+            }
             let (json, error) = Decode.decodeLine(text, characteristic: characteristic ?? .bloodPressureMeasurement, quirks: quirks)
             try Output.line(json.serialized(pretty: pretty))
             if let error {

@@ -18,6 +18,9 @@ struct SimulatorOptions: ParsableArguments {
     @Flag(help: "Start measuring as soon as a client has subscribed (else: a start command, or SIGUSR1 as the button).")
     var autostart = false
 
+    @Option(help: "Behave as a device family's cuff, as the public sources describe it: its names, value layout, memory and session habits (see the README's \"Supported cuffs\").")
+    var quirk: QuirkProfile?
+
     @Option(name: .customLong("record-segment"), help: "bps-1.1: send each Blood Pressure Record in segments of at most N bytes (6-512; as a small ATT MTU would force).")
     var recordSegment: Int?
 
@@ -41,6 +44,7 @@ struct SimulatorOptions: ParsableArguments {
         var c = SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: autostart)
         c.recordSegmentLength = recordSegment
         c.measureEvery = every.map { .nanoseconds(Int64($0 * 1e9)) }
+        if let quirk { c.behave(as: quirk) }
         return c
     }
 
@@ -151,7 +155,7 @@ struct Simulate: ParsableCommand {
         }
         if let cuffs { return try serveFleet(cuffs) }
         try serve(CuffPeripheral(configuration: options.configuration),
-                  label: "\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)", name: nil)
+                  label: "\(options.quirk.map { "\($0.name) " } ?? "")\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)", name: nil)
     }
 
     var overrides: [UInt16: CuffCharacteristic] {
