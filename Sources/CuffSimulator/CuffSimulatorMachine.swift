@@ -499,8 +499,12 @@ public struct CuffSimulatorMachine: Sendable {
             clockBase = secs
             clockSetAt = now
             dateTimeWritten = true
-            if subscribed[.bloodPressureMeasurement]?.indicate == true { clockDeadline = nil }
-            return [.writeResult(c, error: nil), .setValue(.dateTime, value), .log("clock set to \(dt.description) (Date Time)")]
+            var actions: [Action] = [.writeResult(c, error: nil), .setValue(.dateTime, value), .log("clock set to \(dt.description) (Date Time)")]
+            if subscribed[.bloodPressureMeasurement]?.indicate == true {
+                clockDeadline = nil
+                actions += sendMemory(now)
+            }
+            return actions
         default:
             return [.writeResult(c, error: 0x03)]
         }
@@ -741,7 +745,8 @@ public struct CuffSimulatorMachine: Sendable {
                 for r in pending { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
             }
         case let .markersThenBufferThenDisconnect(markers):
-            guard !sentBurst else { return [] }
+            // (A&D: only once its clock was set; until then it waits, and drops the link at the deadline.)
+            guard !sentBurst, dateTimeWritten || !habits.hasDateTime else { return [] }
             sentBurst = true
             let pending = undeliveredRecords
             actions.append(.log("sending \(markers) NaN marker record(s), then \(pending.count) stored reading(s), oldest first"))
