@@ -200,6 +200,8 @@ public struct CuffSessionMachine: Sendable {
     public private(set) var device: DeviceInfo
     public private(set) var profile: CuffProfile?
     public private(set) var measurements = 0
+    /// Results received, new or already kept.
+    var resultsReceived = 0
     /// Live (not stored) results.
     public private(set) var liveResults = 0
     /// The earliest time the driver must send a `.tick`.
@@ -491,7 +493,7 @@ public struct CuffSessionMachine: Sendable {
                 {
                     // The cuff sent its memory on subscription and has nothing more to say.
                     out.append(.disconnect)
-                    return finish(.completed, measurements > 0 ? "the cuff's memory dump is complete" : "the cuff sent no readings", at, &out)
+                    return finish(.completed, resultsReceived > 0 ? "the cuff's memory dump is complete" : "the cuff sent no readings", at, &out)
                 }
             }
             if let d = overallDeadline, now >= d {
@@ -798,6 +800,7 @@ public struct CuffSessionMachine: Sendable {
 
     mutating func result(_ r: consuming MeasurementRecord, _ at: EventTime, _ out: inout [Action]) {
         let isNew = remember(r.dedupKey)
+        resultsReceived += 1
         let stored = r.stored, hasValues = r.hasValues
         if isNew {
             measurements += 1

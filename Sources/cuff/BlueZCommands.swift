@@ -2,6 +2,7 @@
 import ArgumentParser
 import GATT
 import Glibc
+import BloodPressure
 import BlueZ
 import CuffCore
 import CuffRuntime
@@ -437,12 +438,23 @@ struct Scan: ParsableCommand {
         guard case var .object(pairs) = r.json else { return }
         pairs.insert(("type", .string("device")), at: 0)
         pairs.append(("blood_pressure", .bool(r.isBloodPressureCuff)))
+        // What cuff would use for it: a device family's profile, a vendor protocol, or none.
+        let recognised = r.recognition
+        pairs.append(("profile", JSON.from(recognised.profileName, JSON.string)))
+        pairs.append(("protocol", JSON.from(recognised.protocolName, JSON.string)))
         do {
             try Output.line(JSON.object(pairs).serialized())
             try Output.flush()
         } catch {
             throw ExitCode(Output.sinkFailed("cuff scan", error))
         }
+    }
+}
+
+extension AdvertisingReport {
+    /// What cuff would use for this device: a profile, a vendor protocol, or none (`cuff scan`).
+    var recognition: CuffRecognition {
+        CuffRecognition.recognise(name: localName, serviceUUIDs16: serviceUUIDs16, serviceUUIDs128: serviceUUIDs128, manufacturerData: manufacturerData)
     }
 }
 
@@ -466,7 +478,7 @@ final class ScanCollector {
             if seen[key] == nil { order.append(key) }
             seen[key] = r
         }
-        if let m = seen[key], !printed.contains(key), m.localName != nil, all || m.isBloodPressureCuff {
+        if let m = seen[key], !printed.contains(key), m.localName != nil, all || m.isBloodPressureCuff || m.recognition.isCuff {
             printed.insert(key)
             try emit(m)
         }
@@ -474,7 +486,7 @@ final class ScanCollector {
 
     func finish() throws {
         for key in order where !printed.contains(key) {
-            if let m = seen[key], all || m.isBloodPressureCuff { try emit(m) }
+            if let m = seen[key], all || m.isBloodPressureCuff || m.recognition.isCuff { try emit(m) }
         }
         Output.log("cuff scan: \(seen.count) device(s) seen, \(seen.values.filter(\.isBloodPressureCuff).count) advertising the Blood Pressure service")
     }

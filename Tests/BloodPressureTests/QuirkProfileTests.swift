@@ -147,3 +147,27 @@ struct QuirkProfileTests {
         }
     }
 }
+
+/// `cuff scan`'s naming of what it would use for each device.
+@Suite("Recognising cuffs from their advertising")
+struct RecognitionTests {
+    @Test func profilesProtocolsAndNone() {
+        func r(_ name: String?, _ s16: [UInt16] = [], _ s128: [String] = [], _ md: [(companyID: UInt16, data: [UInt8])] = []) -> CuffRecognition {
+            CuffRecognition.recognise(name: name, serviceUUIDs16: s16, serviceUUIDs128: s128, manufacturerData: md)
+        }
+        #expect(r("X4 Smart", [0x1810]) == .standard)
+        #expect(r("X4 Smart", [0x1810]).protocolName == "bps")
+        #expect(r("SBM69", [0x1810]) == .profile(.sbm69))
+        #expect(r(nil, [], [], [(0x0ABF, [0x01, 0x02])]).profileName == "veroval")
+        #expect(r("BP3GY1-2N") == .vendorProtocol("microlife"))
+        #expect(r(nil, [], ["cdeacd80-5235-4c07-8846-93a37ee6b86d"]) == .vendorProtocol("yonker"))
+        #expect(r("YK-IBPA1").protocolName == "yonker")
+        #expect(r("BP3L 123").protocolName == "no public protocol (iHealth)")
+        #expect(r("Withings BPM Connect").protocolName == "no public protocol (Withings)")
+        #expect(r("BPX1").protocolName == "no public protocol (Xiaomi)")
+        #expect(r("Microlife B6").protocolName == "no public protocol (Microlife (models other than BP3GY1-2N))")
+        #expect(r("Mi Smart Band 8", [0xFE95]) == .unknown)
+        #expect(r("cuff-sim", [0x1810]).profileName == nil)
+        #expect(r(nil) == .unknown && r(nil).protocolName == nil)
+    }
+}
