@@ -1,0 +1,124 @@
+import Testing
+import BloodPressure
+import CuffCore
+import CuffSimulator
+@testable import CuffSession
+
+/// The Microlife and Yonker sessions against their simulated cuffs, in process (each side a pure
+/// state machine; the actions of one are the events of the other).
+@Suite("Vendor-protocol sessions ↔ personas")
+struct VendorSessionTests {
+    static func record(_ s: UInt8, _ d: UInt8, _ p: UInt8, _ y: UInt16, _ mo: UInt8, _ da: UInt8, _ h: UInt8, _ mi: UInt8) -> Microlife.Record {
+        Microlife.Record(systolic: s, diastolic: d, pulse: p, time: DateTime(year: y, month: mo, day: da, hours: h, minutes: mi, seconds: 0))
+    }
+
+    /// Runs the session against the cuff until it finishes; returns the readings and the outcome.
+    static func run(_ cuff: inout MicrolifeCuff, setTime: Int64?) -> (readings: [VendorReading], outcome: SessionOutcome?, notifications: Int) {
+        var s = MicrolifeSession(setTime: setTime)
+        var readings: [VendorReading] = []
+        var outcome: SessionOutcome?
+        var notifications = 0
+        var clock = 0.0
+        var queue = s.handle(.start(t(0)))
+        while !queue.isEmpty, outcome == nil {
+            let a = queue.removeFirst()
+            clock += 0.01
+            switch a {
+            case let .subscribe(u):
+                #expect(u == 0xFFF1)
+                cuff.subscriptionChanged(true)
+                queue += s.handle(.subscribed(t(clock)))
+            case let .write(u, v):
+                #expect(u == 0xFFF2)
+                let answer = cuff.written(v)
+                queue += s.handle(.writeCompleted(t(clock)))
+                for x in answer {
+                    switch x {
+                    case let .notify(n): notifications += 1; queue += s.handle(.notification(n, t(clock)))
+                    case .disconnect: queue += s.handle(.disconnected(t(clock)))
+                    case .log: break
+                    }
+                }
+            case let .emit(r): readings.append(r)
+            case let .finished(o): outcome = o
+            case .log, .disconnect: break
+            }
+        }
+        return (readings, outcome, notifications)
+    }
+
+    @Test func microlifeDownload() {
+        var cuff = MicrolifeCuff(slots: [
+            Self.record(120, 80, 60, 2024, 6, 15, 14, 30), nil, Self.record(110, 70, 65, 2024, 0, 15, 14, 30), Self.record(130, 85, 70, 2025, 1, 2, 3, 4),
+        ])
+        let r = Self.run(&cuff, setTime: 1_767_254_400)  // 2026-01-01T08:00:00
+        #expect(r.readings.map(\.systolic) == [120, 130])
+        #expect(r.readings.map(\.timestamp) == ["2024-06-15T14:30:00", "2025-01-02T03:04:00"])
+        #expect(r.readings.allSatisfy { $0.stored && $0.protocolName == "microlife" })
+        #expect(r.outcome == .completed)
+        #expect(cuff.clock == DateTime(year: 2026, month: 1, day: 1, hours: 8, minutes: 0, seconds: 0))
+        // 4 + 38 + 40 + 1 = 83 bytes in 20-byte notifications, plus the clock's acknowledgement.
+        #expect(r.notifications == 5 + 1)
+    }
+
+    @Test func microlifeWithoutClockAndWithBigNotifications() {
+        var cuff = MicrolifeCuff(slots: [Self.record(141, 91, 77, 2026, 3, 1, 7, 5)], chunk: 244)
+        let r = Self.run(&cuff, setTime: nil)
+        #expect(r.readings.map(\.pulse) == [77])
+        #expect(cuff.clock == nil)
+        #expect(r.notifications == 1)
+        #expect(r.outcome == .completed)
+    }
+
+    @Test func microlifeSilentCuffTimesOut() {
+        var s = MicrolifeSession(setTime: nil, answerWindow: .seconds(10))
+        _ = s.handle(.start(t(0)))
+        _ = s.handle(.subscribed(t(0.1)))
+        // Half a frame, then nothing.
+        _ = s.handle(.notification([0x4D, 0x3A, 0x00, 0x40, 0x00], t(0.2)))
+        #expect(s.handle(.tick(t(5))).isEmpty)
+        let a = s.handle(.tick(t(10.2)))
+        #expect(a.contains(.finished(.timedOut)) && a.contains(.disconnect))
+    }
+
+    @Test func microlifeBadFramesAreIgnored() {
+        var s = MicrolifeSession(setTime: nil)
+        _ = s.handle(.start(t(0)))
+        _ = s.handle(.subscribed(t(0.1)))
+        let bad = s.handle(.notification([0x4D, 0x3A, 0x00, 0x02, 0x81, 0x0B], t(0.2)))  // wrong checksum
+        #expect(bad.contains { if case let .log(l) = $0 { l.contains("Checksum") } else { false } })
+        #expect(s.readings == 0)
+        let junk = s.handle(.notification([0x01, 0x02], t(0.3)))
+        #expect(junk.contains { if case let .log(l) = $0 { l.contains("outside a frame") } else { false } })
+    }
+
+    @Test func yonkerResult() {
+        var cuff = YonkerCuff(result: Yonker.Result(systolic: 131, diastolic: 103, pulse: 81, time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0)))
+        var s = YonkerSession(settle: .seconds(2))
+        #expect(s.handle(.start(t(0))) == [.subscribe("CDEACD81-5235-4C07-8846-93A37EE6B86D")])
+        _ = s.handle(.subscribed(t(0.1)))
+        // A progress notification (byte 0 not 0x81) first, then the cuff's result.
+        let progress = s.handle(.notification([0x82] + [UInt8](repeating: 0, count: 14), t(0.15)))
+        #expect(progress.count == 1)
+        var out: [YonkerSession.Action] = []
+        for a in cuff.subscriptionChanged(true) {
+            if case let .notify(v) = a { out += s.handle(.notification(v, t(0.2))) }
+        }
+        let readings = out.compactMap { if case let .emit(r) = $0 { r } else { nil } }
+        #expect(readings.count == 1)
+        #expect(readings.first.map { ($0.systolic, $0.diastolic, $0.pulse) } ?? (0, 0, 0) == (131, 103, 81))
+        #expect(readings.first?.timestamp == "2024-11-25T19:18:00")
+        #expect(readings.first?.stored == false)
+        #expect(s.nextDeadline == t(2.2).monotonic)
+        #expect(s.handle(.tick(t(1))).isEmpty)
+        #expect(s.handle(.tick(t(2.2))).contains(.finished(.completed)))
+    }
+
+    @Test func yonkerNothingBeforeTheTimeout() {
+        var s = YonkerSession(timeout: .seconds(30))
+        _ = s.handle(.start(t(0)))
+        _ = s.handle(.subscribed(t(0.1)))
+        #expect(s.handle(.notification([0x81, 0x83], t(1))).count == 1)  // truncated: said, ignored
+        #expect(s.handle(.tick(t(30))).contains(.finished(.timedOut)))
+    }
+}
