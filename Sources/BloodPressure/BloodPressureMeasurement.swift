@@ -151,7 +151,8 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
 
     /// The cuff pressure and unit of a 0x2A35/0x2A36 value, without decoding the rest: non-nil
     /// exactly when ``decode(_:quirks:)`` succeeds (with any quirks: they change byte order, not
-    /// lengths), and then equal to its `cuffPressure` and `unit`. The replay's short path for
+    /// lengths), and then equal to its `cuffPressure` and `unit` (without the SBM69's
+    /// ``QuirkProfile/Options/unsignedIntegerValues``, which reads the same bytes as an integer). The replay's short path for
     /// Intermediate Cuff Pressure notifications; no warnings are built.
     public static func cuffPressure(in value: UnsafeRawBufferPointer) -> (pressure: SFloat, unit: PressureUnit)? {
         guard value.count >= 7 else { return nil }

@@ -15,6 +15,9 @@ public enum Microlife {
     public static let commandUUID16: UInt16 = 0xFFF2
     /// Responses are notified here.
     public static let responseUUID16: UInt16 = 0xFFF1
+    /// The same UUIDs as text, as vendor sessions name characteristics.
+    public static let commandUUID = "FFF2"
+    public static let responseUUID = "FFF1"
     public static let commandHeader: [UInt8] = [0x4D, 0xFF]
     public static let responseHeader: [UInt8] = [0x4D, 0x3A]
     /// Header and length: the bytes before the payload.
@@ -168,22 +171,24 @@ public enum Microlife {
         /// A notification that does not start with the response header while no frame is open is
         /// returned in `junk`, and dropped.
         public mutating func add(_ bytes: [UInt8]) -> (frames: [[UInt8]], junk: [UInt8]?) {
-            var junk: [UInt8]? = nil
-            if buffer.isEmpty, !bytes.starts(with: responseHeader.prefix(min(2, bytes.count))) || bytes.isEmpty {
-                return ([], bytes)
-            }
+            guard !bytes.isEmpty else { return ([], nil) }
+            if buffer.isEmpty, !Self.mayStartFrame(bytes[...]) { return ([], bytes) }
             buffer += bytes
             var frames: [[UInt8]] = []
             while let n = frameLength(buffer[...]), buffer.count >= n {
                 frames.append(Array(buffer[..<n]))
                 buffer.removeFirst(n)
-                if !buffer.isEmpty, !buffer.starts(with: responseHeader.prefix(min(2, buffer.count))) {
-                    junk = buffer
-                    buffer = []
-                }
             }
-            return (frames, junk)
+            // Whatever follows a frame must start the next one.
+            if !buffer.isEmpty, !Self.mayStartFrame(buffer[...]) {
+                defer { buffer = [] }
+                return (frames, buffer)
+            }
+            return (frames, nil)
         }
+
+        /// The bytes begin with the response header, or with as much of it as they hold.
+        static func mayStartFrame(_ b: ArraySlice<UInt8>) -> Bool { b.starts(with: responseHeader.prefix(b.count)) }
     }
 }
 

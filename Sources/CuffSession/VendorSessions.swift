@@ -17,31 +17,42 @@ public struct VendorReading: Sendable, Hashable {
     public var raw: [UInt8]
 }
 
+/// What happens to a vendor-protocol session (Microlife, Yonker): one vocabulary for both.
+public enum VendorSessionEvent: Sendable, Hashable {
+    /// The link is up and the vendor service found.
+    case start(EventTime)
+    case subscribed(EventTime)
+    case writeCompleted(EventTime)
+    case requestFailed(String, EventTime)
+    case notification([UInt8], EventTime)
+    case disconnected(EventTime)
+    case tick(EventTime)
+}
+
+/// What a vendor-protocol session asks the driver to do.
+public enum VendorSessionAction: Sendable, Hashable {
+    /// Subscribe to notifications of the characteristic with this UUID (`FFF1`, or 128-bit text).
+    case subscribe(String)
+    /// Write (with response) to the characteristic with this UUID.
+    case write(String, [UInt8])
+    case emit(VendorReading)
+    case log(String)
+    case disconnect
+    case finished(SessionOutcome)
+
+    /// The actions that end a session: why (a log line), the disconnect when the link is still
+    /// up, and the outcome.
+    static func ending(_ o: SessionOutcome, _ why: String, disconnect: Bool) -> [VendorSessionAction] {
+        [.log(why)] + (disconnect ? [.disconnect] : []) + [.finished(o)]
+    }
+}
+
 /// The Microlife session (shared/spec/other-cuffs.md): subscribe to 0xFFF1, set the cuff's clock
 /// (optional), ask for the measurements, take the response (reassembled from notifications by
 /// its length), say goodbye. Pure: events in, actions out; each state's data in its case.
 public struct MicrolifeSession: Sendable {
-    public enum Event: Sendable, Hashable {
-        /// The link is up and the vendor service found.
-        case start(EventTime)
-        case subscribed(EventTime)
-        case writeCompleted(EventTime)
-        case requestFailed(String, EventTime)
-        case notification([UInt8], EventTime)
-        case disconnected(EventTime)
-        case tick(EventTime)
-    }
-
-    public enum Action: Sendable, Hashable {
-        /// Subscribe to notifications of this 16-bit characteristic (0xFFF1).
-        case subscribe(UInt16)
-        /// Write (with response) to this 16-bit characteristic (0xFFF2).
-        case write(UInt16, [UInt8])
-        case emit(VendorReading)
-        case log(String)
-        case disconnect
-        case finished(SessionOutcome)
-    }
+    public typealias Event = VendorSessionEvent
+    public typealias Action = VendorSessionAction
 
     public enum State: Sendable, Hashable {
         case idle
@@ -72,12 +83,12 @@ public struct MicrolifeSession: Sendable {
         case let (.idle, .start(at)):
             state = .subscribing
             nextDeadline = at.monotonic + answerWindow
-            return [.log("Microlife: subscribing to its responses (fff1)"), .subscribe(Microlife.responseUUID16)]
+            return [.log("Microlife: subscribing to its responses (fff1)"), .subscribe(Microlife.responseUUID)]
         case let (.subscribing, .subscribed(at)):
             nextDeadline = at.monotonic + answerWindow
             if let t = setTime {
                 state = .settingTime
-                return [.write(Microlife.commandUUID16, Microlife.setTimeCommand(DateTime(unixSeconds: t)))]
+                return [.write(Microlife.commandUUID, Microlife.setTimeCommand(DateTime(unixSeconds: t)))]
             }
             return ask(at)
         case let (.settingTime, .writeCompleted(at)):
@@ -120,7 +131,7 @@ public struct MicrolifeSession: Sendable {
                 }
                 state = .sayingGoodbye
                 nextDeadline = at.monotonic + answerWindow
-                out.append(.write(Microlife.commandUUID16, Microlife.disconnectCommand))
+                out.append(.write(Microlife.commandUUID, Microlife.disconnectCommand))
                 return out
             }
             return out
@@ -143,14 +154,13 @@ public struct MicrolifeSession: Sendable {
     mutating func ask(_ at: EventTime) -> [Action] {
         state = .awaiting(Microlife.Reassembler(), measurements: true)
         nextDeadline = at.monotonic + answerWindow
-        return [.log("Microlife: asking for the stored measurements"), .write(Microlife.commandUUID16, Microlife.getMeasurementsCommand)]
+        return [.log("Microlife: asking for the stored measurements"), .write(Microlife.commandUUID, Microlife.getMeasurementsCommand)]
     }
 
     mutating func finish(_ o: SessionOutcome, _ why: String, _ at: EventTime, disconnect: Bool) -> [Action] {
-        _ = at
         state = .done(o)
         nextDeadline = nil
-        return [.log(why)] + (disconnect ? [.disconnect] : []) + [.finished(o)]
+        return Action.ending(o, why, disconnect: disconnect)
     }
 }
 
@@ -158,22 +168,8 @@ public struct MicrolifeSession: Sendable {
 /// 0x81; other values are progress), hand it out, end after a short settle (or when the cuff
 /// hangs up). The cuff's clock is unreliable: its time goes out as sent.
 public struct YonkerSession: Sendable {
-    public enum Event: Sendable, Hashable {
-        case start(EventTime)
-        case subscribed(EventTime)
-        case requestFailed(String, EventTime)
-        case notification([UInt8], EventTime)
-        case disconnected(EventTime)
-        case tick(EventTime)
-    }
-
-    public enum Action: Sendable, Hashable {
-        case subscribe(String)
-        case emit(VendorReading)
-        case log(String)
-        case disconnect
-        case finished(SessionOutcome)
-    }
+    public typealias Event = VendorSessionEvent
+    public typealias Action = VendorSessionAction
 
     public enum State: Sendable, Hashable {
         case idle
@@ -246,9 +242,8 @@ public struct YonkerSession: Sendable {
     }
 
     mutating func finish(_ o: SessionOutcome, _ why: String, _ at: EventTime, disconnect: Bool) -> [Action] {
-        _ = at
         state = .done(o)
         deadline = nil
-        return [.log(why)] + (disconnect ? [.disconnect] : []) + [.finished(o)]
+        return Action.ending(o, why, disconnect: disconnect)
     }
 }

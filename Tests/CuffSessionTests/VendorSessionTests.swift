@@ -25,11 +25,11 @@ struct VendorSessionTests {
             clock += 0.01
             switch a {
             case let .subscribe(u):
-                #expect(u == 0xFFF1)
+                #expect(u == "FFF1")
                 cuff.subscriptionChanged(true)
                 queue += s.handle(.subscribed(t(clock)))
             case let .write(u, v):
-                #expect(u == 0xFFF2)
+                #expect(u == "FFF2")
                 let answer = cuff.written(v)
                 queue += s.handle(.writeCompleted(t(clock)))
                 for x in answer {
