@@ -122,3 +122,88 @@ struct VendorSessionTests {
         #expect(s.handle(.tick(t(30))).contains(.finished(.timedOut)))
     }
 }
+
+/// The vendor sessions over real ATT: ``VendorCentral`` (a GATT client) and
+/// ``VendorCuffPeripheral`` (a GATT server) exchanging PDUs in process, discovery included.
+@Suite("Vendor-protocol sessions over ATT")
+struct VendorATTTests {
+    struct Run {
+        var readings: [VendorReading] = []
+        var outcome: SessionOutcome?
+        var logs: [String] = []
+        var pdus = 0
+    }
+
+    static func run(_ central: inout VendorCentral, _ cuff: inout VendorCuffPeripheral) -> Run {
+        var r = Run()
+        var clock = 0.0
+        _ = cuff.connected(now: t(0).monotonic, client: nil)
+        var toCuff: [[UInt8]] = []
+        var toCentral: [[UInt8]] = []
+        func take(_ out: [VendorCentral.Output]) {
+            for o in out {
+                switch o {
+                case let .send(p): toCuff.append(p)
+                case let .emit(x): r.readings.append(x)
+                case let .log(s): r.logs.append(s)
+                case .disconnect: break
+                case let .finished(o): r.outcome = o
+                }
+            }
+        }
+        take(central.start(at: t(0)))
+        var steps = 0
+        while r.outcome == nil, steps < 10_000 {
+            steps += 1
+            clock += 0.005
+            if !toCuff.isEmpty {
+                r.pdus += 1
+                for o in cuff.receive(toCuff.removeFirst(), now: t(clock).monotonic) {
+                    switch o {
+                    case let .send(p): toCentral.append(p)
+                    case .disconnect: take(central.disconnected(at: t(clock)))
+                    case let .log(s): r.logs.append(s)
+                    }
+                }
+            } else if !toCentral.isEmpty {
+                r.pdus += 1
+                take(central.receive(toCentral.removeFirst(), at: t(clock)))
+            } else {
+                clock += 1
+                take(central.tick(at: t(clock)))
+            }
+        }
+        return r
+    }
+
+    @Test func microlifeDownloadOverATT() {
+        let slots: [Microlife.Record?] = [VendorSessionTests.record(120, 80, 60, 2024, 6, 15, 14, 30), nil, VendorSessionTests.record(130, 85, 70, 2025, 1, 2, 3, 4)]
+        var cuff = VendorCuffPeripheral(.microlife(MicrolifeCuff(slots: slots)), name: "BP3GY1-2N")
+        var central = VendorCentral(.microlife(MicrolifeSession(setTime: 1_767_254_400)))
+        let r = Self.run(&central, &cuff)
+        #expect(r.readings.map { "\($0.systolic)/\($0.diastolic) \($0.pulse) \($0.timestamp ?? "-")" } == ["120/80 60 2024-06-15T14:30:00", "130/85 70 2025-01-02T03:04:00"])
+        #expect(r.outcome == .completed, "\(r.logs)")
+        #expect(r.logs.contains("Microlife cuff: goodbye"))
+        if case let .microlife(c) = cuff.kind { #expect(c.clock?.year == 2026) }
+    }
+
+    @Test func yonkerResultOverATT() {
+        let result = Yonker.Result(systolic: 131, diastolic: 103, pulse: 81, time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0))
+        var cuff = VendorCuffPeripheral(.yonker(YonkerCuff(result: result)), name: "YK-IBPA1")
+        var central = VendorCentral(.yonker(YonkerSession(settle: .seconds(1))))
+        let r = Self.run(&central, &cuff)
+        #expect(r.readings.count == 1)
+        #expect(r.readings.first?.raw == result.bytes)
+        #expect(r.outcome == .completed, "\(r.logs)")
+    }
+
+    /// The wrong cuff for the session: the vendor characteristic is missing; the session says so.
+    @Test func missingCharacteristic() {
+        let result = Yonker.Result(systolic: 131, diastolic: 103, pulse: 81, time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0))
+        var cuff = VendorCuffPeripheral(.yonker(YonkerCuff(result: result)), name: "YK-IBPA1")
+        var central = VendorCentral(.microlife(MicrolifeSession(setTime: nil)))
+        let r = Self.run(&central, &cuff)
+        #expect(r.outcome == .protocolError)
+        #expect(r.logs.contains { $0.contains("FFF1 not on this device") })
+    }
+}
