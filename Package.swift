@@ -39,8 +39,9 @@ let package = Package(
         .target(name: "GATT", dependencies: ["CuffCore"]),
         // The simulated cuff as a state machine over a GATT server (pure).
         .target(name: "CuffSimulator", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
-        // The measurement session state machine (pure).
-        .target(name: "CuffSession", dependencies: ["CuffCore", "BloodPressure", "GATT"]),
+        // The protocol seam (any cuff protocol's central, observer and simulated roles, and the
+        // registry that picks one) and the standard measurement session state machine (pure).
+        .target(name: "CuffSession", dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSimulator"]),
         // epoll as plain arrays (Glibc's module leaves out <sys/epoll.h>; its event struct is packed).
         .target(name: "CEpoll"),
         // Syscalls wrapped once, the event loop, Unix SEQPACKET and in-process bearers.
@@ -106,7 +107,7 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["GATT", "CuffCore", "Transport"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore"]),
         .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore"]),
-        .testTarget(name: "CuffSessionTests", dependencies: ["CuffSession", "CuffRuntime", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "CuffSessionTests", dependencies: ["CuffSession", "CuffRuntime", "Capture", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks"]),
         .testTarget(
             name: "SinksTests",

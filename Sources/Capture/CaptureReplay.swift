@@ -70,7 +70,7 @@ public struct CaptureReplay: Sendable {
     public private(set) var sessions = 0
     /// Measurements emitted, over every session (each machine counts those it emitted).
     public var measurements: Int {
-        endedMeasurements + connections.values.reduce(0) { $0 + ($1.central ? $1.session.machine.measurements : 0) }
+        endedMeasurements + connections.values.reduce(0) { $0 + ($1.central ? $1.measurements : 0) }
     }
     var endedMeasurements = 0
     public private(set) var unmapped: [Unmapped] = []
@@ -108,6 +108,7 @@ public struct CaptureReplay: Sendable {
     final class Connection: @unchecked Sendable {
         let serial: Int
         let address: String
+        let configuration: CuffSessionConfiguration
         /// False: the local controller is the peripheral here (not reported; `session` is unused).
         var central = false
         // Unchecked: a replay runs on one thread and never overlaps accesses; the dynamic checks
@@ -118,8 +119,62 @@ public struct CaptureReplay: Sendable {
         var peer: Peer?
         /// File offset of the connection event.
         var openedAt: Int64?
+        /// Another protocol's observer, when the user forced that protocol or `session` handed
+        /// the connection over after discovery: it then follows the connection instead.
+        var other: (any CuffProtocolObserver)?
         /// The session's next deadline (the peripheral side's placeholder session never has one).
-        @inline(__always) var deadline: Timestamp? { session.deadline }
+        @inline(__always) var deadline: Timestamp? { other == nil ? session.deadline : other!.deadline }
+        /// Results handed out so far.
+        var measurements: Int { other?.measurements ?? session.machine.measurements }
+
+        // The observer's events: the standard session's, or the other protocol's.
+
+        func connected(at: EventTime, into out: inout [Output]) {
+            guard other != nil else { return session.connected(at: at, into: &out) }
+            relay(&out) { o, into in o.connected(at: at, into: &into) }
+        }
+
+        @inline(__always)
+        func pdu(_ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, into out: inout [Output]) {
+            guard other != nil else {
+                session.pdu(raw, fromCentral: fromCentral, at: at, into: &out)
+                if session.handsOver { handOver(at, &out) }
+                return
+            }
+            let bytes = [UInt8](raw)
+            relay(&out) { o, into in o.pdu(bytes, fromCentral: fromCentral, at: at, into: &into) }
+        }
+
+        func advance(to time: Timestamp, inclusive: Bool, into out: inout [Output]) {
+            guard other != nil else { return session.advance(to: time, inclusive: inclusive, into: &out) }
+            relay(&out) { o, into in o.advance(to: time, inclusive: inclusive, into: &into) }
+        }
+
+        func disconnected(_ why: String?, at: EventTime, into out: inout [Output]) {
+            guard other != nil else { return session.disconnected(why, at: at, into: &out) }
+            relay(&out) { o, into in o.disconnected(why, at: at, into: &into) }
+        }
+
+        /// The standard session handed the connection over: the other protocol's observer takes it.
+        func handOver(_ at: EventTime, _ out: inout [Output]) {
+            guard let (id, profile) = session.handOver, let p = configuration.protocols[id],
+                  let o = p.makeObserver(configuration: configuration, discovered: profile) else { return }
+            if configuration.logs { out.append(.log("\(address): discovery shows a \(id) device; its observer follows the connection")) }
+            other = o
+            relay(&out) { o, into in o.connected(at: at, into: &into) }
+        }
+
+        func relay(_ out: inout [Output], _ body: (inout any CuffProtocolObserver, inout [ObserverOutput]) -> Void) {
+            var given: [ObserverOutput] = []
+            body(&other!, &given)
+            for g in given {
+                switch g {
+                case let .emit(o): out.append(.emit(o))
+                case let .log(s): out.append(.log(s))
+                case let .notice(s): out.append(.notice(s))
+                }
+            }
+        }
 
         /// A connection where the local controller is the central, with its session, made here
         /// (the observer is large: made in place, not made elsewhere and copied in).
@@ -129,8 +184,13 @@ public struct CaptureReplay: Sendable {
             self.serial = serial
             self.address = address
             self.sniffed = sniffed
+            self.configuration = configuration
             central = true
             session = SessionObserver(configuration: configuration, overrides: overrides, inherited: inherited, mappings: mappings)
+            // `--protocol`: that protocol's observer follows the connection from the start.
+            if let forced = configuration.forcedProtocol, let p = configuration.protocols[forced] {
+                other = p.makeObserver(configuration: configuration, discovered: nil)
+            }
         }
 
         /// A connection where the local controller is the peripheral (not reported).
@@ -138,7 +198,8 @@ public struct CaptureReplay: Sendable {
             self.serial = serial
             self.address = address
             self.sniffed = sniffed
-            session = SessionObserver(configuration: CuffSessionConfiguration(address: address))
+            configuration = CuffSessionConfiguration(address: address)
+            session = SessionObserver(configuration: configuration)
         }
     }
 
@@ -215,7 +276,7 @@ public struct CaptureReplay: Sendable {
         let at = SessionObserver.eventTime(lastTimestamp ?? .zero)
         for (key, c) in open {
             guard c.central else { continue }
-            c.session.disconnected(why, at: at, into: &out)
+            c.disconnected(why, at: at, into: &out)
             end(key, c)
         }
         connections = [:]
@@ -229,7 +290,7 @@ public struct CaptureReplay: Sendable {
     mutating func connected(_ info: ConnectionInfo, _ out: inout [Output]) {
         let key = Key(adapter: info.adapter, handle: info.connectionHandle)
         if let old = connections[key], old.central {
-            old.session.disconnected("the connection handle was reused without a disconnection", at: SessionObserver.eventTime(info.timestamp), into: &out)
+            old.disconnected("the connection handle was reused without a disconnection", at: SessionObserver.eventTime(info.timestamp), into: &out)
             end(key, old)
         }
         serial += 1
@@ -247,7 +308,7 @@ public struct CaptureReplay: Sendable {
                 })
             }
             c = newConnection(address, sniffed: sniffed, inherited: inherited)
-            c.session.connected(at: SessionObserver.eventTime(info.timestamp), into: &out)
+            c.connected(at: SessionObserver.eventTime(info.timestamp), into: &out)
             c.peer = peer
             c.openedAt = info.fileOffset
         } else {
@@ -303,7 +364,7 @@ public struct CaptureReplay: Sendable {
             }
             if localIsCentral {
                 c = newConnection(address, sniffed: sniffed)
-                c.session.connected(at: SessionObserver.eventTime(timestamp), into: &out)
+                c.connected(at: SessionObserver.eventTime(timestamp), into: &out)
             } else {
                 if configuration.logs { out.append(.log("hci\(adapter) connection \(Hex.handle(handle)): this controller is the peripheral (it answers requests); not reported")) }
                 c = Connection(serial: serial, address: address, sniffed: sniffed)
@@ -325,7 +386,7 @@ public struct CaptureReplay: Sendable {
         case .toLocal, .peripheralToCentral: fromCentral = false
         case .unknown: fromCentral = CaptureReplay.isClientOpcode(opcode) ?? false
         }
-        c.session.pdu(pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(timestamp), into: &out)
+        c.pdu(pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(timestamp), into: &out)
         if connections.count == 1 {
             earliest = c.deadline
         } else {
@@ -339,7 +400,7 @@ public struct CaptureReplay: Sendable {
         hotConnection = nil
         guard let c = connections.removeValue(forKey: key) else { return }
         if c.central {
-            c.session.disconnected(CaptureReplay.reasonText(d.reason), at: SessionObserver.eventTime(d.timestamp), into: &out)
+            c.disconnected(CaptureReplay.reasonText(d.reason), at: SessionObserver.eventTime(d.timestamp), into: &out)
             end(key, c)
         }
         updateEarliest()
@@ -348,7 +409,7 @@ public struct CaptureReplay: Sendable {
     /// A connection ends: its measurements are counted, its new mapping kept for the next ones,
     /// and its values no mapping named are noted.
     mutating func end(_ key: Key, _ c: Connection) {
-        if c.central { endedMeasurements += c.session.machine.measurements }
+        if c.central { endedMeasurements += c.measurements }
         if c.central, let m = c.session.madeMapping {
             mappings.insert(m, at: 0)
             if mappings.count > Self.maximumMappings { mappings.removeLast() }
@@ -361,7 +422,7 @@ public struct CaptureReplay: Sendable {
             }
         }
         // (The session read in place: a copy of the observer costs more than the rest of this.)
-        guard c.central, !c.session.isMapped, !c.session.unmappedHandles.isEmpty else { return }
+        guard c.central, c.other == nil, !c.session.isMapped, !c.session.unmappedHandles.isEmpty else { return }
         var handles: [UInt16: Unmapped.Counts] = [:]
         for (h, n) in c.session.unmappedHandles { handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications) }
         unmapped.append(Unmapped(adapter: key.adapter, connectionHandle: key.handle, address: c.address, handles: handles))
@@ -387,7 +448,7 @@ public struct CaptureReplay: Sendable {
             }
             guard let (k, d, _) = best else { break }
             let c = connections[k]!
-            c.session.advance(to: d, inclusive: true, into: &out)
+            c.advance(to: d, inclusive: true, into: &out)
         }
         updateEarliest()
     }

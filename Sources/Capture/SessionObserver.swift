@@ -38,6 +38,13 @@ public struct SessionObserver: Sendable {
     public private(set) var lackedDiscovery = false
     /// True when this connection used ``inherited``.
     public private(set) var usedInherited = false
+    /// Set when discovery showed a database another registered protocol fits better: that
+    /// protocol's observer follows the rest of the connection (``CaptureReplay`` hands it over).
+    public private(set) var handOver: (protocolID: CuffProtocolID, profile: GATTProfile)? {
+        didSet { handsOver = handOver != nil }
+    }
+    /// ``handOver`` is set (a flag the replay reads after every PDU, cheaper than the optional).
+    public private(set) var handsOver = false
 
     // ATT state
     var clientMTU: UInt16 = 23
@@ -449,6 +456,16 @@ public struct SessionObserver: Sendable {
                 }
             }
             svc[i].characteristics = list
+        }
+        let configuration = machine.configuration
+        if configuration.forcedProtocol == nil, configuration.protocols.protocols.count > 1 {
+            // Another registered protocol may fit this database better: it follows the rest.
+            var offer = configuration.offer
+            offer.profile = GATTProfile(services: svc)
+            if let next = configuration.protocols.handOver(from: .bps, offer) {
+                handOver = (next.id, GATTProfile(services: svc))
+                return
+            }
         }
         let mapped = CuffCentral.map(GATTProfile(services: svc))
         var profile = mapped.profile

@@ -12,14 +12,14 @@ public protocol MeasurementCommitter: AnyObject {
     func enqueue(_ output: SessionOutput, from connection: CentralConnection)
 }
 
-/// One central session (a ``CuffCentral``) over a pollable bearer, driven by an ``EventLoop``: the
+/// One central session (the ``ProtocolSession`` chosen for the device) over a pollable bearer, driven by an ``EventLoop``: the
 /// one driver of `cuff measure` and of each cuff `cuff watch` follows.
 ///
 /// Records go to `hooks.emit` at once (durable on return), or with a ``MeasurementCommitter`` to a
 /// group commit; either way nothing after a measurement (its confirmation first of all) is sent
 /// before the measurement was kept.
 public final class CentralConnection {
-    public private(set) var central: CuffCentral
+    public private(set) var central: ProtocolSession
     public let bearer: any PollableBearer
     let loop: EventLoop
     let hooks: SessionHooks
@@ -34,7 +34,7 @@ public final class CentralConnection {
     var timer: EventLoop.TimerID?
     var armedDeadline: Timestamp?
     /// Outputs waiting behind a measurement the committer has not kept yet.
-    var parked: ArraySlice<CuffCentral.Output>?
+    var parked: ArraySlice<CentralAction>?
     var tickDue = false
     var watchedFD: CInt?
     var ended = false
@@ -43,7 +43,7 @@ public final class CentralConnection {
 
     public init(configuration: CuffSessionConfiguration, bearer: any PollableBearer, loop: EventLoop, hooks: SessionHooks,
                 committer: MeasurementCommitter? = nil) {
-        central = CuffCentral(configuration: configuration)
+        central = ProtocolSession(configuration: configuration)
         self.bearer = bearer
         self.loop = loop
         self.hooks = hooks
@@ -52,8 +52,7 @@ public final class CentralConnection {
 
     public var isFinished: Bool { ended }
     public var outcome: SessionOutcome {
-        if case let .done(o) = central.state { return o }
-        return .noResult
+        central.outcome ?? .noResult
     }
 
     /// The link is up: watch it and start the session.
@@ -133,7 +132,7 @@ public final class CentralConnection {
     var toldClosed = false
     /// Security being raised on a ``SteppedSecurityBearer``: the outputs after the request wait,
     /// and the link is read again only once it ended (as when the raise blocked).
-    var securityWait: (level: SecurityLevel, rest: ArraySlice<CuffCentral.Output>, started: Timestamp, pending: Bool, timer: EventLoop.TimerID?)?
+    var securityWait: (level: SecurityLevel, rest: ArraySlice<CentralAction>, started: Timestamp, pending: Bool, timer: EventLoop.TimerID?)?
 
     // MARK: Events
 
@@ -193,7 +192,7 @@ public final class CentralConnection {
 
     // MARK: Security without blocking the loop
 
-    func beginSecurity(_ level: SecurityLevel, rest: ArraySlice<CuffCentral.Output>, on bearer: any SteppedSecurityBearer) {
+    func beginSecurity(_ level: SecurityLevel, rest: ArraySlice<CentralAction>, on bearer: any SteppedSecurityBearer) {
         securityWait = (level, rest, MonotonicClock.now(), false, nil)
         if let fd = watchedFD { loop.change(fd, readable: false, writable: false) }  // hang-ups only
         askSecurity(bearer)
@@ -307,7 +306,7 @@ public final class CentralConnection {
 
     // MARK: Outputs
 
-    func execute(_ outputs: ArraySlice<CuffCentral.Output>) {
+    func execute(_ outputs: ArraySlice<CentralAction>) {
         var i = outputs.startIndex
         while i < outputs.endIndex {
             let o = outputs[i]
@@ -369,7 +368,7 @@ public final class CentralConnection {
 /// Runs one ``CentralConnection`` on a loop of its own until it ends: `cuff measure` against a
 /// Unix-socket simulator or a real cuff.
 public final class CentralDriver {
-    public var central: CuffCentral { connection?.central ?? CuffCentral(configuration: configuration) }
+    public var central: ProtocolSession { connection?.central ?? ProtocolSession(configuration: configuration) }
     public var sinkFailure: String? { connection?.sinkFailure }
     let configuration: CuffSessionConfiguration
     let hooks: SessionHooks

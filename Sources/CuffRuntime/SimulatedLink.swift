@@ -5,14 +5,16 @@ import Glibc
 import CuffCore
 import CuffSession
 import CuffSimulator
+import GATT
 import Transport
 
 /// A simulated cuff and a session in one process, on a virtual clock: PDUs cross a simulated
 /// link with a fixed latency, and time jumps from one event to the next — `speed` times faster
 /// than real time, or as fast as possible when `speed` is nil. Deterministic for a given seed.
 public final class SimulatedLink {
-    public private(set) var peripheral: CuffPeripheral
-    public private(set) var central: CuffCentral
+    /// The simulated cuff: the protocol's simulator (``CuffProtocol/makePeripheral(configuration:requireEncryption:)``).
+    public private(set) var peripheral: any GATTPeripheral
+    public private(set) var central: ProtocolSession
     let hooks: SessionHooks
     let simulatorLog: ((String) -> Void)?
     let speed: Double?
@@ -32,13 +34,16 @@ public final class SimulatedLink {
         simulator: SimulatorConfiguration, session: CuffSessionConfiguration, hooks: SessionHooks,
         simulatorLog: ((String) -> Void)? = nil, speed: Double?, latency: Duration = .microseconds(7500),
         requireEncryption: Bool = false, signals: SignalFlags? = nil, stopAfter: Duration? = nil,
-        wallStartMicros: Int64 = WallClock.system.nowMicros()
+        wallStartMicros: Int64 = WallClock.system.nowMicros(), peripheral: (any GATTPeripheral)? = nil
     ) {
         var sim = simulator
         // The cuff's clock starts at the host's local time, as a cuff that was set before would.
         sim.clockStart = wallStartMicros / 1_000_000 + WallClock.localUTCOffsetSeconds()
-        peripheral = CuffPeripheral(configuration: sim, requireEncryption: requireEncryption)
-        central = CuffCentral(configuration: session)
+        // The cuff speaks the protocol the user forced (`--protocol`), else the default one.
+        let kind = session.protocols.select(DeviceOffer(), forced: session.forcedProtocol)
+        self.peripheral = peripheral ?? kind.makePeripheral(configuration: sim, requireEncryption: requireEncryption)
+            ?? CuffPeripheral(configuration: sim, requireEncryption: requireEncryption)
+        central = ProtocolSession(configuration: session)
         self.hooks = hooks
         self.simulatorLog = simulatorLog
         self.speed = speed
@@ -55,7 +60,7 @@ public final class SimulatedLink {
     public func run() -> SessionOutcome {
         let realStart = MonotonicClock.now()
         hooks.link?(.connected(at(now)))
-        peripheralOut(peripheral.connected(now: now))
+        peripheralOut(peripheral.connected(now: now, client: nil))
         centralOut(central.start(at: at(now)))
         while !central.isFinished {
             if let s = signals, !stopSent, s.isRaised(.int) || s.isRaised(.term) {
@@ -84,8 +89,7 @@ public final class SimulatedLink {
             now = max(now, next)
             step()
         }
-        if case let .done(o) = central.state { return o }
-        return .noResult
+        return central.outcome ?? .noResult
     }
 
     /// Sleeps until simulated `t` is due in real time, in slices so signals are seen.
@@ -123,7 +127,7 @@ public final class SimulatedLink {
         if let d = central.nextDeadline, d <= now { centralOut(central.tick(at: at(now))) }
     }
 
-    func peripheralOut(_ outputs: [CuffPeripheral.Output]) {
+    func peripheralOut(_ outputs: [PeripheralOutput]) {
         for o in outputs {
             switch o {
             case let .send(pdu):
@@ -142,7 +146,7 @@ public final class SimulatedLink {
         }
     }
 
-    func centralOut(_ outputs: [CuffCentral.Output]) {
+    func centralOut(_ outputs: [CentralAction]) {
         for o in outputs {
             switch o {
             case let .send(pdu):

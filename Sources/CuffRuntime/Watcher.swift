@@ -288,7 +288,7 @@ public final class Watcher {
     func ended(_ t: Target, _ c: CentralConnection) {
         t.connection = nil
         let lasted = MonotonicClock.now() - t.connectedAt
-        let measured = c.central.session.measurements
+        let measured = c.central.measurements
         let why = c.sinkFailure.map { "the result could not be kept: \($0)" } ?? "\(c.outcome.rawValue)"
         log("\(t.name): session \(t.sessions) ended (\(why); \(measured) new measurement\(measured == 1 ? "" : "s"))")
         guard !stopping else { return }

@@ -7,18 +7,11 @@ import GATT
 ///
 /// Pure: PDUs and time in; PDUs, records and requests to the link out. The same value runs
 /// against a real cuff, the simulator, and a recorded capture.
-public struct CuffCentral: Sendable {
-    public enum Output: Sendable, Hashable {
-        /// Send this PDU.
-        case send([UInt8])
-        /// Raise the link's security, then call ``securityRaised(_:at:)`` or ``securityRefused(_:at:)``.
-        case raiseSecurity(SecurityLevel)
-        /// Hand this to every sink; it must be durable before the next `.send` goes out.
-        case emit(SessionOutput)
-        case disconnect
-        case log(String)
-        case finished(SessionOutcome)
-    }
+///
+/// The standard protocol's central session (``StandardBPSProtocol``): on discovery it hands the
+/// link over (``handOver``) when the registry has a protocol that fits the device better.
+public struct CuffCentral: CuffProtocolSession {
+    public typealias Output = CentralAction
 
     enum Pending: Sendable, Hashable {
         case mtu
@@ -35,6 +28,7 @@ public struct CuffCentral: Sendable {
     var byCharacteristic: [CuffCharacteristic: GATTProfile.Characteristic] = [:]
     var pending: [GATTRequestID: Pending] = [:]
     var securityForClient = false
+    public private(set) var handOver: DiscoveredLink?
 
     public init(configuration: CuffSessionConfiguration, preferredMTU: UInt16 = 247) {
         session = CuffSessionMachine(configuration: configuration)
@@ -43,6 +37,14 @@ public struct CuffCentral: Sendable {
 
     public var state: CuffSessionMachine.State { session.state }
     public var isFinished: Bool { session.isFinished }
+    public var protocolID: CuffProtocolID { .bps }
+    public var outcome: SessionOutcome? {
+        if case let .done(o) = session.state { return o }
+        return nil
+    }
+    public var exitCode: Int32 { session.exitCode }
+    public var measurements: Int { session.measurements }
+    public var stateName: String { session.state.name }
     public var nextDeadline: Timestamp? { [session.nextDeadline, client.nextDeadline].compactMap { $0 }.min() }
 
     /// The link is up: start the session.
@@ -182,6 +184,16 @@ public struct CuffCentral: Sendable {
         case (.mtu, _):
             return []
         case let (.discovery, .success(.profile(profile))):
+            let configuration = session.configuration
+            if configuration.forcedProtocol == nil, configuration.protocols.protocols.count > 1 {
+                var offer = configuration.offer
+                offer.profile = profile
+                if let next = configuration.protocols.handOver(from: protocolID, offer) {
+                    handOver = DiscoveredLink(protocolID: next.id, client: client, profile: profile, device: session.device,
+                                              startedAt: session.startedAt ?? at)
+                    return configuration.logs ? [.log("discovery shows a \(next.id) device; handing the link to its session")] : []
+                }
+            }
             gattProfile = profile
             let mapped = CuffCentral.map(profile)
             byHandle = mapped.byHandle

@@ -49,6 +49,21 @@ public struct CuffSessionConfiguration: Sendable {
     /// Hand out `.log` actions. A driver that shows none (a quiet replay) turns this off, and
     /// their text is never built.
     public var logs = true
+    /// The cuff protocols to choose from (``CuffProtocolRegistry/builtIn`` unless a library user
+    /// or a test registers its own).
+    public var protocols: CuffProtocolRegistry = .builtIn
+    /// The protocol the user chose (`--protocol`); nil chooses from what the device offers.
+    public var forcedProtocol: CuffProtocolID?
+    /// What the device advertised before the connection (a scan's report), for choosing its
+    /// protocol; nil knows only ``advertisedName``.
+    public var advertisement: DeviceOffer?
+
+    /// What is known of the device before connecting: ``advertisement``, with ``advertisedName``.
+    public var offer: DeviceOffer {
+        var o = advertisement ?? DeviceOffer()
+        if o.name == nil { o.name = advertisedName }
+        return o
+    }
 
     public init(address: String) { self.address = address }
 }
@@ -226,7 +241,7 @@ public struct CuffSessionMachine: Sendable {
     let burstNanoseconds: Int64
     let stepNanoseconds: Int64
     var pending: Step?
-    var startedAt: EventTime?
+    public internal(set) var startedAt: EventTime?
     @usableFromInline var overallDeadline: Timestamp?
     @usableFromInline var settleDeadline: Timestamp?
     @usableFromInline var burstDeadline: Timestamp?

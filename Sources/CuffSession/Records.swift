@@ -77,8 +77,9 @@ public struct DeviceInfo: Sendable, Hashable {
 
 /// One blood-pressure result: the decoded value, where it came from, when it arrived.
 public struct MeasurementRecord: Sendable, Hashable {
-    /// 0x2A35, 0x2B34, or 0x2B36 (a stored record carrying 0x2B34).
-    public var characteristic: BPSCharacteristic
+    /// 0x2A35, 0x2B34, or 0x2B36 (a stored record carrying 0x2B34); another protocol's own
+    /// source (``RecordCharacteristic/named(_:)``).
+    public var characteristic: RecordCharacteristic
     /// The attribute value as received (for 0x2B36: the reassembled record body's recorded value).
     public var raw: [UInt8]
     public var unit: PressureUnit
@@ -145,7 +146,7 @@ public struct MeasurementRecord: Sendable, Hashable {
     public var deviceTime: String?
 
     public init(
-        characteristic: BPSCharacteristic, raw: [UInt8], unit: PressureUnit, systolic: SFloat, diastolic: SFloat,
+        characteristic: RecordCharacteristic, raw: [UInt8], unit: PressureUnit, systolic: SFloat, diastolic: SFloat,
         meanArterialPressure: SFloat, pulseRate: SFloat?, timestamp: String?, userID: UInt8?, status: MeasurementStatus?,
         warnings: [DecodeWarning], device: DeviceInfo, receivedAt: EventTime, stored: Bool, sequenceNumber: UInt16?, decoded: JSON
     ) {
@@ -159,7 +160,7 @@ public struct MeasurementRecord: Sendable, Hashable {
     /// ``from(enhanced:warnings:raw:device:at:stored:sequenceNumber:)``): no field set afterwards
     /// (a record is large, and setting one on a copy retains each of its references).
     init(
-        characteristic: BPSCharacteristic, raw: [UInt8], unit: PressureUnit, systolic: SFloat, diastolic: SFloat,
+        characteristic: RecordCharacteristic, raw: [UInt8], unit: PressureUnit, systolic: SFloat, diastolic: SFloat,
         meanArterialPressure: SFloat, pulseRate: SFloat?, timestamp: String?, userID: UInt8?, status: MeasurementStatus?,
         warnings: [DecodeWarning], device: DeviceInfo, receivedAt: EventTime, stored: Bool, sequenceNumber: UInt16?,
         decodedSource: DecodedSource, deviceTime: String?

@@ -372,7 +372,7 @@ public final class PostgresServer: Sendable {
             guard let v = try u16(c) else { throw bad(c) }
             return v
         }
-        guard let ch = BPSCharacteristic(argument: try r["characteristic"].decode(String.self)) else { throw bad("characteristic") }
+        guard let ch = RecordCharacteristic(argument: try r["characteristic"].decode(String.self)) else { throw bad("characteristic") }
         guard let unit = PressureUnit(rawValue: try r["unit"].decode(String.self)) else { throw bad("unit") }
         let raw = try r["raw"].decode(ByteBuffer.self)
         let uid = try r["user_id"].decode(Int64?.self)

@@ -20,7 +20,7 @@ import Glibc
 public struct StoredMeasurement: Sendable, Hashable {
     public var id: Int64
     public var device: DeviceInfo
-    public var characteristic: BPSCharacteristic
+    public var characteristic: RecordCharacteristic
     public var raw: [UInt8]
     /// The codec options under which `raw` decoded to the record's values when it was stored.
     public var quirks: QuirkProfile.Options
@@ -55,7 +55,7 @@ public struct StoredMeasurement: Sendable, Hashable {
 
     /// A row as another store (a server) keeps it: every column of ``SQLiteStore``'s layout.
     public init(
-        id: Int64, device: DeviceInfo, characteristic: BPSCharacteristic, raw: [UInt8], quirks: QuirkProfile.Options,
+        id: Int64, device: DeviceInfo, characteristic: RecordCharacteristic, raw: [UInt8], quirks: QuirkProfile.Options,
         unit: PressureUnit, systolic: Double?, diastolic: Double?, meanArterialPressure: Double?, pulseRate: Double?,
         systolicRaw: UInt16, diastolicRaw: UInt16, meanArterialPressureRaw: UInt16, pulseRateRaw: UInt16?,
         systolicSpecial: String?, diastolicSpecial: String?, meanArterialPressureSpecial: String?, pulseRateSpecial: String?,
@@ -645,7 +645,7 @@ public final class SQLiteStore: MeasurementStore {
 
     static func stored(from row: Row) throws -> StoredMeasurement {
         func bad(_ what: String) -> DatabaseError { DatabaseError(message: "row \(row["id"] as Int64? ?? -1): bad \(what)") }
-        guard let ch = BPSCharacteristic(argument: row["characteristic"]) else { throw bad("characteristic") }
+        guard let ch = RecordCharacteristic(argument: row["characteristic"]) else { throw bad("characteristic") }
         guard let unit = PressureUnit(rawValue: row["unit"]) else { throw bad("unit") }
         let raw: Data = row["raw"]
         func u16(_ c: String) throws -> UInt16? {
@@ -745,7 +745,7 @@ struct SealedRow: Codable {
         StoredMeasurement(
             id: id,
             device: DeviceInfo(address: address, name: name, manufacturer: manufacturer, model: model, serial: serial, firmware: firmware),
-            characteristic: BPSCharacteristic(argument: characteristic) ?? .bloodPressureMeasurement, raw: Hex.decode(raw) ?? [],
+            characteristic: RecordCharacteristic(argument: characteristic) ?? .bloodPressureMeasurement, raw: Hex.decode(raw) ?? [],
             quirks: QuirkProfile.Options(rawValue: quirks), unit: PressureUnit(rawValue: unit) ?? .mmHg, systolic: systolic,
             diastolic: diastolic, meanArterialPressure: meanArterialPressure, pulseRate: pulseRate, systolicRaw: systolicRaw,
             diastolicRaw: diastolicRaw, meanArterialPressureRaw: meanArterialPressureRaw, pulseRateRaw: pulseRateRaw,

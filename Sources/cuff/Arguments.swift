@@ -3,6 +3,7 @@ import ArgumentParser
 import BloodPressure
 import Capture
 import CuffCore
+import CuffSession
 import CuffSimulator
 import Plot
 import PlotIO
@@ -83,4 +84,21 @@ struct SimulationOptions: ParsableArguments {
     func validate() throws {
         guard speed >= 0, speed.isFinite else { throw ValidationError("--speed must be a number, 0 or more") }
     }
+}
+
+extension CuffProtocolID: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard CuffProtocolRegistry.builtIn[CuffProtocolID(rawValue: argument)] != nil else { return nil }
+        self.init(rawValue: argument)
+    }
+
+    public static var allValueStrings: [String] { CuffProtocolRegistry.builtIn.ids.map(\.rawValue) }
+    public var defaultValueDescription: String { rawValue }
+}
+
+/// `--protocol`: the cuff protocol to speak (or follow, or simulate) instead of the one chosen
+/// from what the device offers.
+struct ProtocolOption: ParsableArguments {
+    @Option(name: .customLong("protocol"), help: "Cuff protocol to use instead of the one chosen from what the device offers.")
+    var forced: CuffProtocolID?
 }

@@ -200,7 +200,7 @@ enum BlueZCommands {
         }
         let driver = CentralDriver(configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfter)
         let outcome = driver.run(bearer)
-        return (outcome, driver.central.session.exitCode, driver.sinkFailure != nil)
+        return (outcome, driver.central.exitCode, driver.sinkFailure != nil)
     }
 
     /// `cuff watch --adapter`: follows each device; the kernel connects when it advertises.

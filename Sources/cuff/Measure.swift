@@ -72,6 +72,8 @@ struct Measure: ParsableCommand {
 
     @OptionGroup var sinks: SinkOptions
 
+    @OptionGroup var cuffProtocol: ProtocolOption
+
     func validate() throws {
         if let c = sinks.captureFormatName {
             throw ValidationError("--format \(c) names a capture format; cuff measure writes ndjson, fhir or omh (and --capture FILE records a btsnoop)")
@@ -91,6 +93,7 @@ struct Measure: ParsableCommand {
         c.quirk = quirk
         c.setTime = !noSetTime
         c.localUTCOffsetSeconds = WallClock.localUTCOffsetSeconds()
+        c.forcedProtocol = cuffProtocol.forced
         return c
     }
 
@@ -140,7 +143,7 @@ struct Measure: ParsableCommand {
                 simulator: sim, session: config, hooks: hooks, simulatorLog: sinks.quiet ? nil : { Output.log("cuff (simulated cuff): " + $0) },
                 speed: simulation.speed == 0 ? nil : simulation.speed, signals: signals, stopAfter: stopAfterDuration)
             outcome = link.run()
-            exit = link.central.session.exitCode
+            exit = link.central.exitCode
             sinkFailed = link.sinkFailure != nil
         } else if let connect {
             let path = String(connect.dropFirst("unix:".count))
@@ -155,7 +158,7 @@ struct Measure: ParsableCommand {
             }
             let driver = CentralDriver(configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfterDuration)
             outcome = driver.run(bearer)
-            exit = driver.central.session.exitCode
+            exit = driver.central.exitCode
             sinkFailed = driver.sinkFailure != nil
         } else {
             (outcome, exit, sinkFailed) = try BlueZCommands.measure(

@@ -62,6 +62,8 @@ struct Replay: ParsableCommand {
 
     @OptionGroup var sinks: SinkOptions
 
+    @OptionGroup var cuffProtocol: ProtocolOption
+
     @Option(help: "Threads that replay a btsnoop file, stretch by stretch (1: one thread; default: one per CPU, at most 4). The output is the same.")
     var jobs: Int?
 
@@ -124,6 +126,7 @@ struct Replay: ParsableCommand {
         job.adapter = adapter
         for m in handles { job.overrides[m.handle] = m.characteristic }
         job.realtime = realtime
+        job.configuration.forcedProtocol = cuffProtocol.forced
         if let jobs { job.threads = jobs }
         if let segmentBytes { job.segmentBytes = segmentBytes }
         job.showAll = !self.sinks.quiet

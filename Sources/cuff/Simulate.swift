@@ -3,6 +3,7 @@ import ArgumentParser
 import BloodPressure
 import CuffCore
 import CuffRuntime
+import CuffSession
 import CuffSimulator
 import Capture
 import GATT
@@ -86,6 +87,8 @@ struct Simulate: ParsableCommand {
 
     @OptionGroup var options: SimulatorOptions
 
+    @OptionGroup var cuffProtocol: ProtocolOption
+
     @Option(name: .customLong("from-capture"), help: ArgumentHelp(
         "Serve the peripheral of a captured session instead of a simulated cuff: its attribute table, values and notifications (btsnoop, pcap or pcapng). The captured gaps are divided by --speed (default 10; 1 for the captured pace).",
         valueName: "file"))
@@ -154,7 +157,13 @@ struct Simulate: ParsableCommand {
             return try serve(CapturedCuffPeripheral(captured, loop: loop), label: label, name: captured.name)
         }
         if let cuffs { return try serveFleet(cuffs) }
-        try serve(CuffPeripheral(configuration: options.configuration),
+        // The registry's simulated cuff: the default protocol's, or `--protocol`'s.
+        let kind = CuffProtocolRegistry.builtIn.select(DeviceOffer(), forced: cuffProtocol.forced)
+        guard let peripheral = kind.makePeripheral(configuration: options.configuration, requireEncryption: false) else {
+            Output.log("cuff simulate: the \(kind.id) protocol has no simulated cuff")
+            throw ExitCode.validationFailure
+        }
+        try serve(peripheral,
                   label: "\(options.quirk.map { "\($0.name) " } ?? "")\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)", name: nil)
     }
 

@@ -65,6 +65,8 @@ struct Watch: ParsableCommand {
 
     @OptionGroup var sinks: SinkOptions
 
+    @OptionGroup var cuffProtocol: ProtocolOption
+
     func validate() throws {
         if let c = sinks.captureFormatName {
             throw ValidationError("--format \(c) names a capture format; cuff watch writes ndjson, fhir or omh")
@@ -91,6 +93,7 @@ struct Watch: ParsableCommand {
         watcherConfig.add(paths: connect.map { String($0.dropFirst("unix:".count)) })
         let followPressure = progress, setTime = !noSetTime, level = security ?? .low
         let offset = WallClock.localUTCOffsetSeconds()
+        let forced = cuffProtocol.forced
         watcherConfig.session = { address in
             var c = CuffSessionConfiguration(address: address)
             c.follow = true
@@ -103,6 +106,7 @@ struct Watch: ParsableCommand {
             c.setTime = setTime
             c.security = level
             c.localUTCOffsetSeconds = offset
+            c.forcedProtocol = forced
             return c
         }
 

@@ -59,7 +59,7 @@ struct SocketRun {
         let hooks = SessionHooks(emit: { collected.items.append($0) }, log: { out.append($0) })
         let central = CentralDriver(configuration: config, hooks: hooks, signals: nil, stopAfter: stopAfter)
         result.outcome = central.run(clientEnd)
-        result.exitCode = central.central.session.exitCode
+        result.exitCode = central.central.exitCode
         #expect(done.wait(timeout: .now() + 20) == .success, "the simulator did not end after the client closed")
         result.outputs = collected.items
         result.logs = out.lines
@@ -223,7 +223,7 @@ struct SocketScenarioTests {
         let collected = OutputBox()
         let central = CentralDriver(configuration: config, hooks: SessionHooks(emit: { collected.items.append($0) }, log: { _ in }), signals: nil)
         #expect(central.run(clientEnd) == .timedOut)
-        #expect(central.central.session.exitCode == SessionOutcome.timedOut.exitCode)
+        #expect(central.central.exitCode == SessionOutcome.timedOut.exitCode)
         #expect(done.wait(timeout: .now() + 10) == .success)
     }
 }

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+import GATT
+
+/// A cuff protocol's central side, as a value: link events in, ``CentralAction``s out.
+///
+/// The standard Blood Pressure Service session (``CuffCentral``) is one; a vendor protocol is
+/// another. A driver (``ProtocolSession`` inside `CentralConnection`, `SimulatedLink`) feeds it
+/// the connection's ATT PDUs, the link's security changes, its end, a stop request and ticks at
+/// ``nextDeadline``; time is always passed in. It owns whatever GATT client it uses, so the
+/// services it discovers, the characteristics it subscribes to and the values it writes are its
+/// own business: they leave as `.send` PDUs. (``GATTProtocolCentral`` does that part for a
+/// protocol written against characteristic UUIDs.)
+///
+/// ### Implementers Notes
+/// - Emit a `.session(.start)` record when the session starts and a `.session(.end)` one with
+///   the outcome when it ends, as the standard session does; results as `.measurement`, the cuff
+///   pressure as `.progress`.
+/// - A session that discovered a database another protocol should follow sets ``handOver`` and
+///   returns; its driver then starts that protocol with ``adopt(_:at:)``.
+public protocol CuffProtocolSession: Sendable {
+    /// The protocol this session speaks.
+    var protocolID: CuffProtocolID { get }
+    var isFinished: Bool { get }
+    /// How it ended, once it has.
+    var outcome: SessionOutcome? { get }
+    /// The exit status of `cuff measure` for how the session went (0 with at least one result).
+    var exitCode: Int32 { get }
+    /// Results handed out so far.
+    var measurements: Int { get }
+    /// The earliest time the driver must call ``tick(at:)``.
+    var nextDeadline: Timestamp? { get }
+    /// Where the session is, for logs (`discovering`, `measuring (inflating)`).
+    var stateName: String { get }
+
+    /// The link is up: start the session.
+    mutating func start(at: EventTime) -> [CentralAction]
+    /// An ATT PDU from the cuff.
+    mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction]
+    mutating func tick(at: EventTime) -> [CentralAction]
+    /// The link is gone (`why` when known).
+    mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction]
+    /// The user asks to stop (Ctrl-C, `--stop-after`).
+    mutating func stop(at: EventTime) -> [CentralAction]
+    mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction]
+    mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction]
+
+    /// Another protocol's session discovered this link and handed it over: carry on from there
+    /// (the session's start record is already out).
+    mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction]
+    /// Set once this session found, on discovery, that another protocol should follow the link.
+    var handOver: DiscoveredLink? { get }
+}
+
+extension CuffProtocolSession {
+    public var handOver: DiscoveredLink? { nil }
+
+    /// By default a session cannot take a link over: it ends with `service_missing`.
+    public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {
+        let end = SessionRecord(event: .end, device: link.device, at: at, outcome: .serviceMissing,
+                                message: "the \(protocolID) protocol cannot take over a discovered link")
+        return [.emit(.session(end)), .disconnect, .finished(.serviceMissing)]
+    }
+}
+
+/// A connection one protocol's session discovered and hands to another: the GATT client (its MTU
+/// and any requests under way), what discovery found, and what is known of the device.
+public struct DiscoveredLink: Sendable {
+    /// The protocol to carry on with.
+    public var protocolID: CuffProtocolID
+    public var client: GATTClient
+    public var profile: GATTProfile
+    public var device: DeviceInfo
+    /// When the session started.
+    public var startedAt: EventTime
+
+    public init(protocolID: CuffProtocolID, client: GATTClient, profile: GATTProfile, device: DeviceInfo, startedAt: EventTime) {
+        self.protocolID = protocolID
+        self.client = client
+        self.profile = profile
+        self.device = device
+        self.startedAt = startedAt
+    }
+}

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+
+/// The central session a driver runs: the protocol the registry chose for the device, and the
+/// one it hands over to when discovery shows a better fit.
+///
+/// Drivers (`CentralConnection`, `SimulatedLink`) hold this and never name a protocol. The
+/// protocol is chosen from ``CuffSessionConfiguration/forcedProtocol`` (`--protocol`), else
+/// from what the device advertised (``CuffSessionConfiguration/offer``); after discovery the
+/// session may hand the link to another protocol (``CuffProtocolSession/handOver``), which then
+/// carries on with the same GATT client.
+public struct ProtocolSession: Sendable {
+    public private(set) var session: any CuffProtocolSession
+    let registry: CuffProtocolRegistry
+    let configuration: CuffSessionConfiguration
+
+    public init(configuration: CuffSessionConfiguration) {
+        registry = configuration.protocols
+        self.configuration = configuration
+        session = registry.select(configuration.offer, forced: configuration.forcedProtocol).makeCentral(configuration: configuration)
+    }
+
+    public var protocolID: CuffProtocolID { session.protocolID }
+    public var isFinished: Bool { session.isFinished }
+    public var outcome: SessionOutcome? { session.outcome }
+    public var exitCode: Int32 { session.exitCode }
+    public var measurements: Int { session.measurements }
+    public var nextDeadline: Timestamp? { session.nextDeadline }
+    public var stateName: String { session.stateName }
+
+    public mutating func start(at: EventTime) -> [CentralAction] { followed(session.start(at: at), at) }
+    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] { followed(session.receive(pdu, at: at), at) }
+    public mutating func tick(at: EventTime) -> [CentralAction] { followed(session.tick(at: at), at) }
+    public mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] { followed(session.disconnected(why, at: at), at) }
+    public mutating func stop(at: EventTime) -> [CentralAction] { followed(session.stop(at: at), at) }
+    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction] {
+        followed(session.securityRaised(level, at: at), at)
+    }
+    public mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction] {
+        followed(session.securityRefused(why, at: at), at)
+    }
+
+    /// `actions`, then, when the session handed the link over, what the next protocol's session
+    /// does with it.
+    mutating func followed(_ actions: [CentralAction], _ at: EventTime) -> [CentralAction] {
+        guard let link = session.handOver, let next = registry[link.protocolID] else { return actions }
+        session = next.makeCentral(configuration: configuration)
+        return actions + session.adopt(link, at: at)
+    }
+}
