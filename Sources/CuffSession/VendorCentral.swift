@@ -33,6 +33,8 @@ public struct VendorCentral: Sendable {
 
     public enum Output: Sendable, Hashable {
         case send([UInt8])
+        /// The cuff asks for more security: raise the link, then ``securityRaised(_:at:)`` or ``securityRefused(at:)``.
+        case raiseSecurity(SecurityLevel)
         case emit(VendorReading)
         case log(String)
         case disconnect
@@ -61,6 +63,16 @@ public struct VendorCentral: Sendable {
         pending[d.id] = .discovery
         return gatt(m.actions + d.actions, at)
     }
+
+    /// Carries on with a link another session discovered: its client, its database.
+    public mutating func adopt(client: GATTClient, profile: GATTProfile, at: EventTime) -> [Output] {
+        self.client = client
+        self.profile = profile
+        return run(session.handle(.start(at)), at)
+    }
+
+    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [Output] { gatt(client.securityRaised(level: level, now: at.monotonic), at) }
+    public mutating func securityRefused(at: EventTime) -> [Output] { gatt(client.securityRefused(now: at.monotonic), at) }
 
     public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [Output] { gatt(client.receive(pdu, now: at.monotonic), at) }
     public mutating func tick(at: EventTime) -> [Output] { gatt(client.tick(now: at.monotonic), at) + run(session.handle(.tick(at)), at) }
@@ -110,8 +122,8 @@ public struct VendorCentral: Sendable {
             case let .notification(_, value): out += run(session.handle(.notification(value, at)), at)
             case .indication:
                 out += gatt(client.confirmIndication(), at)
-            case .raiseSecurity:
-                out += gatt(client.securityRefused(now: at.monotonic), at)
+            case let .raiseSecurity(level):
+                out.append(.raiseSecurity(level))
             case let .failed(e):
                 out += run(session.handle(.requestFailed(e.message, at)), at)
             case let .completed(id, result):

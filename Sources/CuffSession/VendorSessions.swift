@@ -47,6 +47,26 @@ public enum VendorSessionAction: Sendable, Hashable {
     }
 }
 
+extension VendorReading {
+    /// The record's decoded object (`"characteristic"` is the protocol's name).
+    public var json: JSON {
+        .object([
+            ("type", .string("measurement")), ("characteristic", .string(protocolName)), ("unit", .string("mmHg")),
+            ("systolic", .int(Int64(systolic))), ("diastolic", .int(Int64(diastolic))), ("mean_arterial_pressure", .null),
+            ("pulse_rate", .int(Int64(pulse))), ("timestamp", JSON.from(timestamp, JSON.string)), ("user_id", .null), ("status", .null),
+            ("warnings", .array([])), ("raw", .string(Hex.encode(raw))),
+        ])
+    }
+
+    /// The record every sink takes.
+    public func record(device: DeviceInfo, at: EventTime) -> MeasurementRecord {
+        MeasurementRecord(
+            characteristic: .named(protocolName), raw: raw, unit: .mmHg, systolic: SFloat(Double(systolic)), diastolic: SFloat(Double(diastolic)),
+            meanArterialPressure: .nan, pulseRate: SFloat(Double(pulse)), timestamp: timestamp, userID: nil, status: nil, warnings: [],
+            device: device, receivedAt: at, stored: stored, sequenceNumber: nil, decoded: json)
+    }
+}
+
 /// The Microlife session (shared/spec/other-cuffs.md): subscribe to 0xFFF1, set the cuff's clock
 /// (optional), ask for the measurements, take the response (reassembled from notifications by
 /// its length), say goodbye. Pure: events in, actions out; each state's data in its case.

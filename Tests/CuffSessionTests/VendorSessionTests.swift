@@ -2,6 +2,7 @@ import Testing
 import BloodPressure
 import CuffCore
 import CuffSimulator
+import GATT
 @testable import CuffSession
 
 /// The Microlife and Yonker sessions against their simulated cuffs, in process (each side a pure
@@ -146,7 +147,7 @@ struct VendorATTTests {
                 case let .send(p): toCuff.append(p)
                 case let .emit(x): r.readings.append(x)
                 case let .log(s): r.logs.append(s)
-                case .disconnect: break
+                case .disconnect, .raiseSecurity: break
                 case let .finished(o): r.outcome = o
                 }
             }
@@ -205,5 +206,33 @@ struct VendorATTTests {
         let r = Self.run(&central, &cuff)
         #expect(r.outcome == .protocolError)
         #expect(r.logs.contains { $0.contains("FFF1 not on this device") })
+    }
+}
+
+/// How the registry picks the vendor protocols (and keeps a standard cuff with the standard session).
+@Suite("Vendor protocols in the registry")
+struct VendorRegistryTests {
+    static func microlifeService() -> GATTProfile.Service {
+        GATTProfile.Service(uuid: BluetoothUUID(0xFFF0), handle: 20, endHandle: 26, characteristics: [
+            GATTProfile.Characteristic(uuid: BluetoothUUID(0xFFF1), properties: .notify, declarationHandle: 21, valueHandle: 22, cccdHandle: 23),
+            GATTProfile.Characteristic(uuid: BluetoothUUID(0xFFF2), properties: .write, declarationHandle: 24, valueHandle: 25),
+        ])
+    }
+
+    @Test func choices() {
+        let r = CuffProtocolRegistry.builtIn
+        let bps = GATTProfile.Service(uuid: BluetoothUUID(0x1810), handle: 1, endHandle: 10)
+        let yonker = GATTProfile.Service(uuid: BluetoothUUID(Yonker.serviceUUID)!, handle: 30, endHandle: 33)
+        #expect(r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [Self.microlifeService()])))?.id == "microlife")
+        #expect(r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [yonker])))?.id == "yonker")
+        // A standard cuff that also has an fff0 service stays with the standard session.
+        #expect(r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [bps, Self.microlifeService()]))) == nil)
+        // An fff0 service without the Microlife characteristics is nobody's.
+        #expect(r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [GATTProfile.Service(uuid: BluetoothUUID(0xFFF0), handle: 1, endHandle: 3)]))) == nil)
+        #expect(r.select(DeviceOffer(name: "BP3GY1-2N")).id == "microlife")
+        #expect(r.select(DeviceOffer(name: "YK-IBPA1")).id == "yonker")
+        #expect(r.select(DeviceOffer(advertisedServices: [BluetoothUUID(Yonker.serviceUUID)!])).id == "yonker")
+        #expect(r.select(DeviceOffer(name: "X4 Smart", advertisedServices: [BluetoothUUID(0x1810)])).id == .bps)
+        #expect(r.select(DeviceOffer(name: "cuff-sim")).id == .bps)
     }
 }

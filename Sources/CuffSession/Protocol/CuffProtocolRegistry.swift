@@ -16,6 +16,8 @@ public struct CuffProtocolRegistry: Sendable {
     /// no protocol recognises.
     public static let builtIn = CuffProtocolRegistry([
         StandardBPSProtocol(),
+        MicrolifeProtocol(),
+        YonkerProtocol(),
     ])
 
     /// Adds `p`, or replaces the protocol registered under its id.
