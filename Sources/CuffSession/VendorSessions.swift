@@ -58,6 +58,25 @@ extension VendorReading {
         ])
     }
 
+    /// The reading again from what a store kept: the protocol's name and the raw bytes (a
+    /// Microlife record's 8 value bytes, a Yonker result notification); nil when they are not one.
+    public static func rebuild(protocolName: String, raw: [UInt8], stored: Bool) -> VendorReading? {
+        switch protocolName {
+        case "microlife":
+            guard raw.count == Microlife.recordValueBytes else { return nil }
+            let r = Microlife.records(inPayload: ([UInt8](repeating: 0, count: Microlife.recordsOffset) + raw)[...]).records
+            guard let rec = r.first else { return nil }
+            return VendorReading(protocolName: protocolName, systolic: rec.systolic, diastolic: rec.diastolic, pulse: rec.pulse,
+                                 timestamp: rec.time.iso8601, stored: stored, raw: raw)
+        case "yonker":
+            guard case let .result(x)? = try? Yonker.decode(raw[...]).value else { return nil }
+            return VendorReading(protocolName: protocolName, systolic: x.systolic, diastolic: x.diastolic, pulse: x.pulse,
+                                 timestamp: x.time.iso8601, stored: stored, raw: raw)
+        default:
+            return nil
+        }
+    }
+
     /// The record every sink takes.
     public func record(device: DeviceInfo, at: EventTime) -> MeasurementRecord {
         MeasurementRecord(

@@ -112,6 +112,12 @@ public struct StoredMeasurement: Sendable, Hashable {
             else { throw BPSDecodingError(.invalidValue, field: "Enhanced Blood Pressure Measurement", offset: 0, detail: "not a measurement") }
             return r
         default:
+            // A vendor protocol's row (Microlife, Yonker): its reading again from the raw bytes.
+            if characteristic.bps == nil,
+               let r = VendorReading.rebuild(protocolName: characteristic.uuidString, raw: raw, stored: stored)
+            {
+                return r.record(device: device, at: at)
+            }
             throw BPSDecodingError(.unsupported, field: "characteristic \(characteristic.uuidString)", offset: 0)
         }
     }

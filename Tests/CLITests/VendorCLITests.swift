@@ -123,10 +123,14 @@ struct VendorProtocolCLITests {
         let db = sim.dir.appendingPathComponent("bp.sqlite").path
         let first = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--timeout", "60"])
         let second = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--timeout", "60"])
+        let h = try CLI.run(["history", "--store", db])
         _ = sim.stop()
-        // (The second session knows the three from the store; `cuff history` cannot print a
-        // non-BPS row yet: the seam leaves StoredMeasurement.record() unwired for them.)
         #expect(try measurements(first).count == 3, "\(first.stderr)")
+        // The store gives back the records as they were printed.
+        #expect(h.status == 0, "\(h.stderr)")
+        let kept = try h.stdoutLines.map(CLI.json)
+        #expect(kept.map { $0["raw"] as? String } == (try measurements(first)).map { $0["raw"] as? String })
+        #expect(kept.map { $0["timestamp"] as? String } == (try measurements(first)).map { $0["timestamp"] as? String })
         #expect(try measurements(second).isEmpty, "\(second.stdout)")
         #expect(second.stderr.components(separatedBy: "skipped a stored record already received").count == 4, "\(second.stderr)")
         #expect(second.status == 2)

@@ -236,3 +236,19 @@ struct VendorRegistryTests {
         #expect(r.select(DeviceOffer(name: "cuff-sim")).id == .bps)
     }
 }
+
+@Suite("Vendor readings rebuilt from a store's raw bytes")
+struct VendorRebuildTests {
+    @Test func roundTrips() {
+        let m = VendorReading.rebuild(protocolName: "microlife", raw: [120, 80, 60, 24, 6, 15, 14, 30], stored: true)
+        #expect(m == VendorReading(protocolName: "microlife", systolic: 120, diastolic: 80, pulse: 60, timestamp: "2024-06-15T14:30:00", stored: true, raw: [120, 80, 60, 24, 6, 15, 14, 30]))
+        let y: [UInt8] = [0x81, 0x83, 0x67, 0x51, 0, 0, 0x19, 0x0B, 0x18, 0x13, 0x12, 0, 0, 0, 0]
+        #expect(VendorReading.rebuild(protocolName: "yonker", raw: y, stored: false)?.timestamp == "2024-11-25T19:18:00")
+        // Not a reading: wrong length, an empty slot, an impossible date, progress, another name.
+        #expect(VendorReading.rebuild(protocolName: "microlife", raw: [120, 80, 60], stored: true) == nil)
+        #expect(VendorReading.rebuild(protocolName: "microlife", raw: [0, 0, 0, 24, 6, 15, 14, 30], stored: true) == nil)
+        #expect(VendorReading.rebuild(protocolName: "microlife", raw: [120, 80, 60, 24, 13, 15, 14, 30], stored: true) == nil)
+        #expect(VendorReading.rebuild(protocolName: "yonker", raw: [0x82] + y.dropFirst(), stored: false) == nil)
+        #expect(VendorReading.rebuild(protocolName: "omron", raw: y, stored: false) == nil)
+    }
+}
