@@ -89,11 +89,14 @@ let package = Package(
             dependencies: ["CBlueZ", "CuffCore", "GATT", "Transport"],
             swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
         ),
+        // The live Bluetooth paths of the commands (agents, bonds, the ATT connect, the simulator's
+        // accept loop), so the CLI only wires.
+        .target(name: "BluetoothLive", dependencies: ["BlueZ", "CuffCore", "CuffRuntime", "CuffSession", "GATT", "Sinks", "Transport"]),
         .executableTarget(
             name: "cuff",
             dependencies: [
                 "CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
-                "Capture", "Sinks", "ReplayEngine", "BlueZ", "Plot", "PlotIO", "PostgresStore",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

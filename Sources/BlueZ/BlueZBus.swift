@@ -172,7 +172,8 @@ final class BlueZPairingAttempt {
             if m.kind == .error {
                 var text = ""
                 if case .string(let s)? = m.body?.first { text = ": " + s }
-                throw TransportError(.securityRefused, "bluetoothd could not pair \(device) on \(adapter): \(m.errorName ?? "error")\(text)")
+                throw TransportError(.securityRefused, "bluetoothd could not pair \(device) on \(adapter): \(m.errorName ?? "error")\(text)",
+                                     remoteErrorName: m.errorName)
             }
             return true
         }

@@ -414,7 +414,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         if m.kind == .error {
             var text = ""
             if case .string(let s)? = m.body?.first { text = ": " + s }
-            failure = TransportError(.systemCall, "\(m.errorName ?? "error")\(text)")
+            failure = TransportError(.systemCall, "\(m.errorName ?? "error")\(text)", remoteErrorName: m.errorName)
         }
         switch what {
         case .read(let h, let offset, let request, let characteristic):
@@ -454,12 +454,14 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
                 if let v = UInt8(hex, radix: 16) { return ATTErrorCode(v) }
             }
         }
-        if m.contains("org.bluez.Error.NotAuthorized") { return .insufficientAuthorization }
-        if m.contains("org.bluez.Error.NotPermitted") { return .writeNotPermitted }
-        if m.contains("org.bluez.Error.InvalidOffset") { return .invalidOffset }
-        if m.contains("org.bluez.Error.NotSupported") { return .requestNotSupported }
-        if m.contains("org.bluez.Error.InvalidValueLength") { return .invalidAttributeValueLength }
-        return .unlikelyError
+        switch error.dbusError {
+        case .notAuthorized?: return .insufficientAuthorization
+        case .notPermitted?: return .writeNotPermitted
+        case .invalidOffset?: return .invalidOffset
+        case .notSupported?: return .requestNotSupported
+        case .invalidValueLength?: return .invalidAttributeValueLength
+        default: return .unlikelyError
+        }
     }
 
     public func next(timeout: Duration?) throws(TransportError) -> BearerEvent {

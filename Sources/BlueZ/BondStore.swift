@@ -191,7 +191,7 @@ public enum RawBonds {
         defer { mgmt.close() }
         do {
             try mgmt.execute(MGMTCommand.unpairDevice(index: adapter.index, MGMTAddress(peer, typeCode: peer.type.rawValue)))
-        } catch where error.message.contains("not paired (0x06)") {
+        } catch where error.mgmtStatus == MGMTCommand.notPairedStatus {
             // MGMT_STATUS_NOT_PAIRED: nothing to remove
         }
     }

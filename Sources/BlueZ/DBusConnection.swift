@@ -206,7 +206,8 @@ public final class DBusConnection: @unchecked Sendable {
                 if m.kind == .error {
                     var text = ""
                     if case .string(let s)? = m.body?.first { text = ": " + s }
-                    throw TransportError(.systemCall, "D-Bus \(message.member ?? "call") failed: \(m.errorName ?? "error")\(text)")
+                    throw TransportError(.systemCall, "D-Bus \(message.member ?? "call") failed: \(m.errorName ?? "error")\(text)",
+                                         remoteErrorName: m.errorName)
                 }
                 return m
             }

@@ -132,6 +132,9 @@ public struct HCIParseError: Error, Sendable, Equatable, CustomStringConvertible
 
 /// HCI status codes cuff explains (Core Spec Vol 1 Part F).
 enum HCIStatus {
+    /// Command Disallowed (0x0C): the controller cannot do this now (already scanning, advertising).
+    static let commandDisallowed: UInt8 = 0x0C
+
     static func describe(_ status: UInt8) -> String {
         let name: String = switch status {
         case 0x00: "success"

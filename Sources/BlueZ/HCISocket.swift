@@ -133,10 +133,10 @@ public final class HCISocket: Sendable {
 
     static func refused(_ command: HCICommand, _ status: UInt8, adapter: BluetoothAdapter) -> TransportError {
         var message = "\(adapter) refused \(command): \(HCIStatus.describe(status))"
-        if status == 0x0C {
+        if status == HCIStatus.commandDisallowed {
             message += " — the controller is busy with another scan/advertising set (bluetoothd, or the kernel using extended commands); stop bluetoothd or use `btmgmt`"
         }
-        return TransportError(.systemCall, message)
+        return TransportError(.systemCall, message, hciStatus: status)
     }
 
     /// The next event, or nil when `timeout` passed or a signal woke the wait.

@@ -49,7 +49,7 @@ public final class LEAdvertiser {
     public func restart() throws(TransportError) {
         do {
             try socket.execute(.leSetAdvertisingEnable(true))
-        } catch where error.message.contains("command disallowed") {
+        } catch where error.hciStatus == HCIStatus.commandDisallowed {
             // Some controllers (pre-5.0 rules) refuse "enable" while still enabled: cycle it.
             _ = try? socket.execute(.leSetAdvertisingEnable(false))
             try socket.execute(.leSetAdvertisingEnable(true))

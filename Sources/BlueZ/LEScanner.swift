@@ -35,14 +35,14 @@ public final class LEScanner {
         socket = try HCISocket(adapter: adapter)
         do {
             try socket.execute(.leSetScanParameters(active: active, interval: 0x0060, window: 0x0030))
-        } catch where error.message.contains("command disallowed") {
+        } catch where error.hciStatus == HCIStatus.commandDisallowed {
             notes.append("\(adapter) is already scanning (bluetoothd discovery, the kernel's background scan, or extended scanning); listening to its reports and leaving that scan alone")
             return
         }
         do {
             try socket.execute(.leSetScanEnable(true, filterDuplicates: false))
             enabledByUs = true
-        } catch where error.message.contains("command disallowed") {
+        } catch where error.hciStatus == HCIStatus.commandDisallowed {
             // Someone enabled a scan between the two commands: theirs now, listen to it.
             notes.append("\(adapter) started scanning meanwhile; listening to its reports")
         }

@@ -157,6 +157,9 @@ public enum MGMTCommand {
         return MGMTPacket(code: userPasskeyReplyCode, index: index, parameters: w.bytes)
     }
 
+    /// MGMT_STATUS_NOT_PAIRED (mgmt-api.txt "Error Codes").
+    public static let notPairedStatus: UInt8 = 0x06
+
     /// What an MGMT status means (mgmt-api.txt "Error Codes").
     public static func describe(status: UInt8) -> String {
         let name: String = switch status {

@@ -76,7 +76,8 @@ public final class MGMTSocket: Sendable {
         case 0x0A: "the adapter is busy; try again"
         default: nil
         }
-        return TransportError(.systemCall, "\(name): \(MGMTCommand.describe(status: status))" + (hint.map { " — " + $0 } ?? ""))
+        return TransportError(.systemCall, "\(name): \(MGMTCommand.describe(status: status))" + (hint.map { " — " + $0 } ?? ""),
+                              mgmtStatus: status)
     }
 
     /// Closes the socket. Idempotent.

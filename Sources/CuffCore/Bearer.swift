@@ -29,24 +29,45 @@ public enum BearerEvent: Sendable, Equatable {
 }
 
 /// A failure of the transport itself (not of the protocol running over it).
+///
+/// Matched by code, never by message text: ``code`` says what kind of failure it was, ``errno``
+/// the system call's error number, and, when a peer refused the request, its own answer —
+/// ``hciStatus`` (a controller), ``mgmtStatus`` (the kernel's management interface) or
+/// ``remoteErrorName`` (a D-Bus error name from bluetoothd, parsed once where the reply arrives).
 public struct TransportError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Code: String, Sendable {
-        case notConnected = "not_connected"
-        case systemCall = "system_call"
-        case unsupported
-        case securityRefused = "security_refused"
-        case timedOut = "timed_out"
-        case oversize
+    /// What kind of failure: a struct, not an enum, so a new code is not a breaking change
+    /// (swift-asn1's `ASN1Error.ErrorCode` style). The raw value is stable text.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let notConnected = Code(rawValue: "not_connected")
+        public static let systemCall = Code(rawValue: "system_call")
+        public static let unsupported = Code(rawValue: "unsupported")
+        public static let securityRefused = Code(rawValue: "security_refused")
+        public static let timedOut = Code(rawValue: "timed_out")
+        public static let oversize = Code(rawValue: "oversize")
     }
     public var code: Code
     public var message: String
-    /// errno when a system call failed.
+    /// errno when a system call failed (the `Errno` of Transport: `TransportError.systemErrno`).
     public var errno: Int32?
+    /// The status a Bluetooth controller answered an HCI command with (Core Vol 1 Part F), when it refused.
+    public var hciStatus: UInt8?
+    /// The status the kernel's management interface answered with (mgmt-api.txt), when it refused.
+    public var mgmtStatus: UInt8?
+    /// The D-Bus error name of an error reply (`org.bluez.Error.NotPermitted`).
+    public var remoteErrorName: String?
 
-    public init(_ code: Code, _ message: String, errno: Int32? = nil) {
+    public init(_ code: Code, _ message: String, errno: Int32? = nil, hciStatus: UInt8? = nil, mgmtStatus: UInt8? = nil,
+                remoteErrorName: String? = nil) {
         self.code = code
         self.message = message
         self.errno = errno
+        self.hciStatus = hciStatus
+        self.mgmtStatus = mgmtStatus
+        self.remoteErrorName = remoteErrorName
     }
 
     public var description: String { message }

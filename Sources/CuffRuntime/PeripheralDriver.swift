@@ -272,3 +272,31 @@ public final class ListeningPeripheral<Peripheral: GATTPeripheral> {
         listener.close()
     }
 }
+
+/// Why ``ListeningPeripheral/serve(_:loop:signals:)`` stopped before a signal asked it to.
+public struct ListeningFailure: Error, Sendable {
+    /// The socket that could not accept; nil when the event loop itself failed.
+    public var path: String?
+    public var error: TransportError
+}
+
+extension ListeningPeripheral {
+    /// Starts every cuff of `cuffs` and serves their clients on `loop` until SIGINT or SIGTERM;
+    /// SIGUSR1 presses every cuff's button (`cuff simulate`, one cuff or a fleet).
+    ///
+    /// - Throws: ``ListeningFailure`` naming the socket that could not accept, or the loop's failure.
+    public static func serve(_ cuffs: [ListeningPeripheral], loop: EventLoop, signals: SignalFlags) throws(ListeningFailure) {
+        for c in cuffs {
+            do throws(TransportError) { try c.start() } catch { throw ListeningFailure(path: c.listener.path, error: error) }
+        }
+        do throws(TransportError) {
+            try loop.run {
+                if signals.isRaised(.int) || signals.isRaised(.term) { return true }
+                if signals.consume(.usr1) { for c in cuffs { c.driver.pressButton() } }
+                return false
+            }
+        } catch {
+            throw ListeningFailure(path: nil, error: error)
+        }
+    }
+}

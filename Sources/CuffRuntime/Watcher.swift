@@ -213,7 +213,7 @@ public final class Watcher {
             cancelPendingWatch(t)
             p.cancel()
             // Not advertising within the kernel's connect timeout: simply wait again.
-            if error.errno == ETIMEDOUT || error.errno == EHOSTDOWN || error.errno == EHOSTUNREACH {
+            if let e = error.systemErrno, [Errno.timedOut, .hostIsDown, .noRouteToHost].contains(e) {
                 return schedule(t, after: configuration.reconnectDelay)
             }
             failed(t, error.message)

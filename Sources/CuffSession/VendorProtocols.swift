@@ -8,6 +8,11 @@ import GATT
 /// simulated (shared/spec/other-cuffs.md).
 public struct MicrolifeProtocol: CuffProtocol {
     public init() {}
+
+    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+                             sequenceNumber: UInt16?) -> MeasurementRecord? {
+        vendorStoredRecord(characteristic, raw: raw, device: device, receivedAt: receivedAt, stored: stored)
+    }
     public var id: CuffProtocolID { "microlife" }
     public var summary: String { "Microlife's download protocol (BP3GY1-2N: service fff0, commands on fff2, answers on fff1)" }
 
@@ -52,6 +57,11 @@ public struct MicrolifeProtocol: CuffProtocol {
 /// simulated.
 public struct YonkerProtocol: CuffProtocol {
     public init() {}
+
+    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+                             sequenceNumber: UInt16?) -> MeasurementRecord? {
+        vendorStoredRecord(characteristic, raw: raw, device: device, receivedAt: receivedAt, stored: stored)
+    }
     public var id: CuffProtocolID { "yonker" }
     public var summary: String { "Yonker's result notification (YK-IBPA1, YK-BPW5: service cdeacd80-…)" }
 
@@ -78,6 +88,15 @@ public struct YonkerProtocol: CuffProtocol {
             pulse: UInt8(62 + Int.random(in: 0...16, using: &random)),
             time: DateTime(year: t.year, month: t.month, day: t.day, hours: t.hours, minutes: t.minutes, seconds: 0))
         return VendorCuffPeripheral(.yonker(YonkerCuff(result: result)), name: "YK-IBPA1")
+    }
+}
+
+extension CuffProtocol {
+    /// A kept row of this vendor protocol (its name in `characteristic`): the reading again from
+    /// its raw bytes (``VendorReading/rebuild(protocolName:raw:stored:)``).
+    func vendorStoredRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool) -> MeasurementRecord? {
+        guard characteristic == .named(id.rawValue) else { return nil }
+        return VendorReading.rebuild(protocolName: id.rawValue, raw: raw, stored: stored)?.record(device: device, at: receivedAt)
     }
 }
 

@@ -95,7 +95,9 @@ public struct StoredMeasurement: Sendable, Hashable {
 
     /// Decodes `raw` again with the BloodPressure codec (and the stored quirk options) into the record
     /// a session would have produced. `receivedAt.monotonic` is not stored; it is set to the wall time.
-    public func record() throws(BPSDecodingError) -> MeasurementRecord {
+    /// Another protocol's record (a non-BPS ``characteristic``) is rebuilt by the protocol of
+    /// `protocols` that names its source.
+    public func record(protocols: CuffProtocolRegistry = .builtIn) throws(BPSDecodingError) -> MeasurementRecord {
         let at = EventTime(monotonic: Timestamp(nanoseconds: receivedAtMicros &* 1000), wallMicros: receivedAtMicros)
         switch characteristic {
         case .bloodPressureMeasurement:
@@ -112,12 +114,9 @@ public struct StoredMeasurement: Sendable, Hashable {
             else { throw BPSDecodingError(.invalidValue, field: "Enhanced Blood Pressure Measurement", offset: 0, detail: "not a measurement") }
             return r
         default:
-            // A vendor protocol's row (Microlife, Yonker): its reading again from the raw bytes.
-            if characteristic.bps == nil,
-               let r = VendorReading.rebuild(protocolName: characteristic.uuidString, raw: raw, stored: stored)
-            {
-                return r.record(device: device, at: at)
-            }
+            // Another protocol's record: rebuilt by the protocol that names its source.
+            if let r = protocols.storedRecord(characteristic, raw: raw, device: device, receivedAt: at, stored: stored,
+                                                                 sequenceNumber: sequenceNumber) { return r }
             throw BPSDecodingError(.unsupported, field: "characteristic \(characteristic.uuidString)", offset: 0)
         }
     }
@@ -586,7 +585,8 @@ public final class SQLiteStore: MeasurementStore {
             guard let d = try? EnhancedBloodPressureMeasurement.decode(m.raw[...], cuffPressure: false) else { return nil }
             return d.value.json(warnings: d.warnings, raw: rawJSON) == m.decoded ? [] : nil
         default:
-            return nil
+            // Another protocol's record: no BPS quirk applies (its protocol decodes it again).
+            return m.characteristic.bps == nil ? [] : nil
         }
     }
 

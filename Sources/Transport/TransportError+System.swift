@@ -3,6 +3,9 @@
 import CuffCore
 
 extension TransportError {
+    /// ``errno`` as an ``Errno``, for matching by name (`error.systemErrno == .resourceBusy`).
+    public var systemErrno: Errno? { errno.map(Errno.init(rawValue:)) }
+
     /// A failed system call: names the call and its object, gives the errno, then what to do.
     ///
     /// The message reads `connect(unix:/tmp/cuff.sock): No such file or directory (ENOENT) — no

@@ -4,38 +4,28 @@ import GATT
 import Glibc
 import BloodPressure
 import BlueZ
+import BluetoothLive
 import CuffCore
 import CuffRuntime
 import CuffSession
 import Sinks
 import Transport
 
-/// Which way `scan`, `pair` and `measure` reach a real cuff.
-enum Backend: String, CaseIterable, ExpressibleByArgument {
-    /// bluetoothd when it answers on the system bus (a desktop), else raw.
-    case auto
-    /// Through bluetoothd over D-Bus (org.bluez): it owns the controller, the link and the bonds.
-    case bluetoothd
-    /// Raw HCI, MGMT and L2CAP sockets: cuff owns the link; needs root.
-    case raw
+/// `--backend`'s values (the type lives with the live paths).
+typealias Backend = BluetoothLive.Backend
 
+extension Backend: ExpressibleByArgument {
     static let help: ArgumentHelp = """
         auto (default: bluetoothd when it runs, i.e. org.bluez is on the system bus), bluetoothd, or raw \
         (HCI/MGMT/L2CAP sockets, needs root). On the bluetoothd path bluetoothd confirms indications itself \
         before cuff has stored the reading; the raw path confirms only after the sinks took it.
         """
-
-    /// `auto` decided.
-    func resolved(log: (String) -> Void) -> Backend {
-        guard self == .auto else { return self }
-        let b: Backend = BlueZBus.isAvailable() ? .bluetoothd : .raw
-        log("backend: \(b.rawValue) (\(b == .bluetoothd ? "bluetoothd answers on the system bus" : "no bluetoothd on the system bus"))")
-        return b
-    }
 }
 
-/// The live Bluetooth paths: BlueZ through libbluetooth (the only part of cuff that links it).
+/// The live Bluetooth paths, wired: options parsed here, the work done by ``LiveBluetooth``.
 enum BlueZCommands {
+    typealias Agent = LiveBluetooth.Agent
+
     static func adapter(_ text: String) throws -> BluetoothAdapter {
         do { return try BluetoothAdapter(parsing: text) } catch {
             throw ValidationError("--adapter: \(error.message)")
@@ -55,111 +45,29 @@ enum BlueZCommands {
         }
     }
 
-    /// A running pairing agent: ours on MGMT, or a D-Bus `org.bluez.Agent1` when bluetoothd owns pairing.
-    enum Agent {
-        case mgmt(PairingAgent)
-        case dbus(BlueZAgent)
-
-        func stop() {
-            switch self {
-            case .mgmt(let a): a.stop()
-            case .dbus(let a): a.stop()
-            }
-        }
-    }
-
-    /// Starts our MGMT pairing agent; when bluetoothd owns pairing, registers a NoInputNoOutput
-    /// agent with it over D-Bus instead (and says what to do if that fails).
-    /// Either agent answers only for `peer` on `adapter` (nil: any device on `adapter`, as for
-    /// `cuff watch`, which follows several).
-    static func pairingAgent(_ adapter: BluetoothAdapter, peer: BluetoothAddress? = nil, log: @escaping @Sendable (String) -> Void) -> Agent? {
-        if let advice = BluetoothDaemon.advice(simulating: false) {
-            do {
-                return .dbus(try BlueZAgent(scope: AgentScope(adapter: adapter, device: peer), onEvent: { log("pairing agent (D-Bus): " + $0) }))
-            } catch {
-                log("no D-Bus pairing agent: \(error.message)")
-                log(advice)
-                return nil
-            }
-        }
-        do {
-            return .mgmt(try PairingAgent(adapter: adapter, peer: peer, onEvent: { log("pairing agent: " + $0) }))
-        } catch {
-            log("no pairing agent: \(error.message) — pairing that needs confirmation may stall")
-            return nil
-        }
-    }
-
     static let bondsHelp: ArgumentHelp = "Bond store for the raw path (default $XDG_STATE_HOME/cuff/bonds, else ~/.local/state/cuff/bonds; mode 0600). Its keys are loaded into the kernel before connecting, new ones stored after pairing. With bluetoothd, bluetoothd keeps the bonds."
 
-    /// The raw path's bond store; nil (with a warning) when it can't be read.
-    static func bondStore(_ path: String?, log: (String) -> Void) -> BondStore? {
-        let p = path ?? BondStore.defaultPath()
-        do { return try BondStore(path: p) } catch {
-            log("bonds: cannot read \(p): \(error.message); going on without stored bonds")
-            return nil
-        }
+    static func pairingAgent(_ adapter: BluetoothAdapter, peer: BluetoothAddress? = nil, log: @escaping @Sendable (String) -> Void) -> Agent? {
+        LiveBluetooth.pairingAgent(adapter, peer: peer, log: log)
     }
 
-    /// Before a raw-path connect without bluetoothd: the stored keys into the kernel.
+    static func bondStore(_ path: String?, log: (String) -> Void) -> BondStore? { LiveBluetooth.bondStore(path, log: log) }
+
     static func loadBonds(_ store: BondStore?, adapter: BluetoothAdapter, log: (String) -> Void) {
-        guard let store, !BluetoothDaemon.isRunning else { return }
-        do {
-            if try adapter.makeBondable() { log("bonds: \(adapter) made bondable (MGMT Set Bondable), so pairings leave keys to keep") }
-        } catch {
-            log("bonds: cannot make \(adapter) bondable: \(error.message)")
-        }
-        do {
-            let address = try adapter.info().address
-            let n = try RawBonds.load(store, adapter: adapter, address: address)
-            if n > 0 { log("bonds: loaded \(n) key(s) for \(adapter) from \(store.path)") }
-        } catch {
-            log("bonds: loading the stored keys failed: \(error.message)")
-        }
+        LiveBluetooth.loadBonds(store, adapter: adapter, log: log)
     }
 
-    /// After a raw-path session: the keys the pairing agent saw go to the store.
     static func saveBonds(_ store: BondStore?, agent: Agent?, adapter: BluetoothAdapter, log: (String) -> Void) {
-        guard var store, case .mgmt(let a)? = agent else { return }
-        // The kernel sends the keys when SMP's key distribution ends, just after encryption.
-        let until = ContinuousClock.now + .seconds(2)
-        while a.failures == 0, a.keyEvents.isEmpty, a.confirmationsAnswered + a.passkeysAnswered > 0, ContinuousClock.now < until {
-            usleep(50_000)
-        }
-        let events = a.keyEvents
-        guard !events.isEmpty, let address = try? adapter.info().address else { return }
-        let keys = events.compactMap { BondKey.from(event: $0, adapterAddress: address) }
-        store.add(keys)
-        do {
-            try store.save()
-            log("bonds: stored \(keys.count) key(s) in \(store.path)")
-        } catch {
-            log("bonds: storing the new keys failed: \(error.message) — the bond lasts only until the kernel forgets it (reboot)")
-        }
+        LiveBluetooth.saveBonds(store, agent: agent, adapter: adapter, log: log)
     }
 
-    /// The raw ATT connect, freeing the channel when bluetoothd holds it: on EBUSY with
-    /// bluetoothd running, asks it (Device1.Disconnect) to drop its GATT client, then retries.
     static func connect(adapter: BluetoothAdapter, to peer: BluetoothAddress, log: (String) -> Void) throws(TransportError) -> L2CAPATTBearer {
-        var freed = false
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                return try L2CAPATTBearer.connect(adapter: adapter, to: peer)
-            } catch where error.errno == EBUSY && BluetoothDaemon.isRunning && attempt <= 10 {
-                if !freed {
-                    log("bluetoothd holds the ATT channel to \(peer) (its own GATT client, attached after pairing); asking it to disconnect (org.bluez.Device1.Disconnect)")
-                    do {
-                        try BlueZDevice.disconnect(peer, on: adapter)
-                    } catch {
-                        log("Device1.Disconnect failed: \(error.message)")
-                    }
-                    freed = true
-                }
-                usleep(500_000)
-            }
-        }
+        try LiveBluetooth.connect(adapter: adapter, to: peer, log: log)
+    }
+
+    /// A live path that could not go on exits with its outcome's status (it said why).
+    static func exiting<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let f as LiveBluetoothFailure { throw ExitCode(f.outcome.exitCode) }
     }
 
     static func measure(
@@ -169,117 +77,17 @@ enum BlueZCommands {
     ) throws -> (SessionOutcome, Int32, Bool) {
         let adapter = try adapter(adapterName)
         let peer = try address(text)
-        let backend = backend.resolved { hooks.log($0) }
-        // On the bluetoothd path pairing goes through Device1.Pair with a per-call agent (the
-        // bearer's raiseSecurity); the raw path needs the kernel's questions answered meanwhile.
-        let agent = backend == .raw ? pairingAgent(adapter, peer: peer) { Output.log("cuff measure: " + $0) } : nil
-        let bondStore = backend == .raw ? bondStore(bonds) { hooks.log($0) } : nil
-        loadBonds(bondStore, adapter: adapter) { hooks.log($0) }
-        defer {
-            saveBonds(bondStore, agent: agent, adapter: adapter) { hooks.log($0) }
-            agent?.stop()
+        return try exiting {
+            try LiveBluetooth.measure(peer: peer, adapter: adapter, backend: backend, bonds: bonds, configuration: configuration, hooks: hooks,
+                                      signals: signals, stopAfter: stopAfter, store: store, log: { Output.log("cuff measure: " + $0) })
         }
-        var config = configuration(peer.description)
-        if let store {
-            config.knownRecordKeys = (try? store.knownKeys()) ?? []
-            config.lastSequenceNumber = try? store.lastSequenceNumber(address: config.address)
-        }
-        hooks.log("connecting to \(peer) (\(peer.type)) through \(adapter)")
-        let bearer: any PollableBearer
-        do {
-            if backend == .bluetoothd {
-                let b = try BlueZGATTBearer.connect(adapter: adapter, to: peer, bus: BlueZBus()) { hooks.log($0) }
-                for note in b.notes { hooks.log(note) }
-                bearer = b
-            } else {
-                bearer = try connect(adapter: adapter, to: peer) { hooks.log($0) }
-            }
-        } catch {
-            Output.log("cuff measure: \(error.message)")
-            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
-        }
-        let driver = CentralDriver(configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfter)
-        let outcome = driver.run(bearer)
-        return (outcome, driver.central.exitCode, driver.sinkFailure != nil)
     }
 
-    /// `cuff watch --adapter`: follows each device; the kernel connects when it advertises.
-    /// Without `devices`: every cuff bonded on the adapter. On the raw path that is cuff's bond
-    /// store (`cuff pair`), whose keys are loaded into the kernel first, as for `cuff measure`; on
-    /// the bluetoothd path, every device bluetoothd keeps paired there that has a Blood Pressure
-    /// Service, also ones paired while watch runs (looked at every 5 s).
     static func watch(adapter adapterName: String, backend: Backend, devices: [String], bonds: String?, watcher: Watcher) throws -> Agent? {
         let adapter = try adapter(adapterName)
-        let log: (String) -> Void = { Output.log("cuff watch: " + $0) }
-        let local: BluetoothAddress
-        do {
-            local = try adapter.addressIfUp()
-        } catch {
-            log(error.message)
-            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
-        }
-        let peers = try devices.map(address)
-        if backend.resolved(log: log) == .bluetoothd {
-            try watchThroughBluetoothd(adapter: adapter, peers: peers, watcher: watcher, log: log)
-            return nil
-        }
-        if BluetoothDaemon.isRunning {
-            log("bluetoothd is running but --backend raw was asked for: bonded cuffs may be taken by bluetoothd's own GATT client (stop bluetoothd, or keep it off \(adapter))")
-        }
-        let store = bondStore(bonds, log: log)
-        loadBonds(store, adapter: adapter, log: log)
-        var followed = peers
-        if followed.isEmpty {
-            var seen = Set<BluetoothAddress>()
-            for k in store?.keys(adapterAddress: local, kind: .ltk) ?? [] where seen.insert(k.peer.address).inserted { followed.append(k.peer.address) }
-            guard !followed.isEmpty else {
-                log("no cuff is bonded on \(adapter) in \(store?.path ?? BondStore.defaultPath()): pair one (cuff pair ADDRESS --adapter \(adapter.name)) or name it with --device ADDRESS")
-                throw ExitCode(SessionOutcome.connectionFailed.exitCode)
-            }
-            log("following the \(followed.count) cuff(s) bonded on \(adapter)")
-        }
-        let agent = pairingAgent(adapter) { Output.log("cuff watch: " + $0) }
-        for peer in followed {
-            watcher.follow(address: peer.description) { () throws(TransportError) -> any PendingConnection in
-                try PendingATTConnection.start(adapter: adapter, to: peer)
-            }
-        }
-        return agent
-    }
-
-    /// The bluetoothd path of `cuff watch --adapter`: each cuff through `Device1.Connect` (the
-    /// kernel connects when it advertises) and bluetoothd's GATT objects.
-    static func watchThroughBluetoothd(adapter: BluetoothAdapter, peers: [BluetoothAddress], watcher: Watcher, log: @escaping (String) -> Void) throws {
-        guard BlueZBus.isAvailable() else {
-            log("bluetoothd does not answer on the system bus (\(DBusConnection.systemBusPath())): start it, or use --backend raw")
-            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
-        }
-        func follow(_ peer: BluetoothAddress) {
-            watcher.follow(address: peer.description) { () throws(TransportError) -> any PendingConnection in
-                try BlueZPendingConnection.start(adapter: adapter, to: peer, log: log)
-            }
-        }
-        guard peers.isEmpty else { return peers.forEach(follow) }
-        let bonded: () throws(TransportError) -> [BluetoothAddress] = {
-            let bus = try BlueZBus()
-            defer { bus.close() }
-            return BlueZDiscovery.bondedCuffs(in: try bus.managedObjects(), adapter: adapter)
-        }
-        let found: [BluetoothAddress]
-        do { found = try bonded() } catch {
-            log("bluetoothd: \(error.message)")
-            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
-        }
-        if found.isEmpty {
-            log("bluetoothd keeps no paired cuff (a device with a Blood Pressure Service) on \(adapter) yet; pair one (cuff pair ADDRESS --adapter \(adapter.name)) and it is followed, or name it with --device ADDRESS")
-        } else {
-            log("following the \(found.count) cuff(s) bluetoothd keeps paired on \(adapter)")
-        }
-        found.forEach(follow)
-        // Cuffs paired later are followed too.
-        watcher.repeatEvery(.seconds(5)) {
-            guard let now = try? bonded() else { return }
-            now.forEach(follow)  // follow() ignores what it follows already
+        return try exiting {
+            try LiveBluetooth.watch(adapter: adapter, backend: backend, devices: devices, address: address, bonds: bonds, watcher: watcher,
+                                    log: { Output.log("cuff watch: " + $0) })
         }
     }
 
@@ -287,87 +95,10 @@ enum BlueZCommands {
         adapter adapterName: String, driver: PeripheralDriver<P>, options: SimulatorOptions, name advertisedName: String? = nil, label: String? = nil
     ) throws {
         let adapter = try adapter(adapterName)
-        let signals = SignalFlags.shared
-        // With bluetoothd running, the newest ATT listener gets each incoming link: ours, as we
-        // start after bluetoothd. If bluetoothd (re)starts after us, it takes them and serves its
-        // own database; the watcher sees the central connect without our accept and we stop.
-        let watcher: LinkWatcher?
-        if BluetoothDaemon.isRunning {
-            Output.log("cuff simulate: bluetoothd is running; cuff's ATT listener is the newer one and gets incoming links. If bluetoothd restarts, it takes them: cuff simulate then stops with an error")
-            watcher = try? LinkWatcher(adapter: adapter)
-        } else {
-            watcher = nil
+        try exiting {
+            try LiveBluetooth.simulate(adapter: adapter, driver: driver, name: advertisedName ?? options.configuration.name,
+                                       label: label ?? options.scenario.rawValue + " cuff", log: { Output.log("cuff simulate: " + $0) })
         }
-        // The simulator takes any central on its adapter. With bluetoothd, which answers the
-        // kernel's pairing questions itself, that is a D-Bus agent for this adapter only.
-        let agent: Agent?
-        do {
-            if BluetoothDaemon.isRunning {
-                agent = .dbus(try BlueZAgent(scope: AgentScope(adapter: adapter, device: nil), path: "/cuff/simulator_agent",
-                                             onEvent: { Output.log("cuff simulate: pairing agent (D-Bus): " + $0) }))
-            } else {
-                agent = .mgmt(try PairingAgent(adapter: adapter, onEvent: { Output.log("cuff simulate: pairing agent: " + $0) }))
-                // A cuff bonds with whoever pairs with it (so a bonded central can come back).
-                if (try? adapter.makeBondable()) == true { Output.log("cuff simulate: \(adapter) made bondable (MGMT Set Bondable)") }
-            }
-        } catch {
-            Output.log("cuff simulate: no pairing agent: \(error.message)")
-            agent = nil
-        }
-        defer { agent?.stop() }
-        let listener: L2CAPATTListener
-        let advertiser: LEAdvertiser
-        let name = advertisedName ?? options.configuration.name
-        do {
-            listener = try L2CAPATTListener(adapter: adapter)
-            advertiser = try LEAdvertiser(adapter: adapter, name: name)
-            try advertiser.start()
-        } catch {
-            Output.log("cuff simulate: \(error.message)")
-            throw ExitCode(SessionOutcome.connectionFailed.exitCode)
-        }
-        defer {
-            advertiser.stop()
-            listener.close()
-        }
-        Output.log("cuff simulate: \(label ?? options.scenario.rawValue + " cuff") \"\(name)\" advertising 0x1810 on \(adapter) (\(listener.address)); waiting for a central")
-        var session = 0
-        var unserved: [UInt16: (LinkWatcher.IncomingLink, ContinuousClock.Instant)] = [:]
-        while !signals.isRaised(.int) && !signals.isRaised(.term) {
-            let bearer: L2CAPATTBearer?
-            do {
-                bearer = try listener.accept(timeout: .milliseconds(200))
-            } catch {
-                Output.log("cuff simulate: accept failed: \(error.message)")
-                throw ExitCode(SessionOutcome.connectionFailed.exitCode)
-            }
-            if case .dbus(let a)? = agent, a.wasReleased {
-                Output.log("cuff simulate: bluetoothd stopped or restarted (it released cuff's agent). A restarted bluetoothd's ATT listener is newer than cuff's and takes incoming links, and it resets advertising: stopping. Start cuff simulate again once bluetoothd runs (or stop bluetoothd)")
-                throw ExitCode(SessionOutcome.connectionFailed.exitCode)
-            }
-            if let watcher {
-                for notice in (try? watcher.drain()) ?? [] {
-                    switch notice {
-                    case .connected(let link): unserved[link.handle] = (link, .now)
-                    case .disconnected(let handle): unserved[handle] = nil
-                    }
-                }
-                if bearer != nil {
-                    unserved = [:]
-                } else if let (link, _) = unserved.values.first(where: { ContinuousClock.now - $0.1 > .seconds(3) }) {
-                    Output.log("cuff simulate: \(link.peer) connected to \(adapter) but its ATT channel went to bluetoothd, not to cuff (bluetoothd's listener is newer than ours: was it restarted?). Restart cuff simulate after bluetoothd, or stop bluetoothd (`sudo systemctl stop bluetooth`)")
-                    throw ExitCode(SessionOutcome.connectionFailed.exitCode)
-                }
-            }
-            guard let bearer else { continue }
-            session += 1
-            Output.log("cuff simulate: session \(session): \(bearer.peerDescription) connected")
-            let end = driver.serve(bearer, client: bearer.peerDescription)
-            Output.log("cuff simulate: session \(session) ended: \(end)")
-            if end == .interrupted { break }
-            do { try advertiser.restart() } catch { Output.log("cuff simulate: re-advertising failed: \(error.message)") }
-        }
-        Output.log("cuff simulate: stopped")
     }
 }
 
@@ -579,7 +310,7 @@ struct Pair: ParsableCommand {
                 defer { bus.close() }
                 do {
                     try bus.call(BlueZPaths.adapter(adapter), "org.bluez.Adapter1", "RemoveDevice", [.objectPath(BlueZPaths.device(peer, on: adapter))])
-                } catch where error.message.contains("DoesNotExist") || error.message.contains("UnknownObject") {
+                } catch where error.dbusError == .doesNotExist || error.dbusError == .unknownObject {
                     log("bluetoothd does not know \(peer)")
                 }
             } else {

@@ -274,22 +274,10 @@ struct Simulate: ParsableCommand {
                 Output.log("cuff simulate: stopped")
             }
         }
-        for c in cuffs {
-            do {
-                try c.start()
-            } catch {
-                Output.log("cuff simulate: cannot accept at \(c.listener.path): \(error.message)")
-                throw ExitCode(SessionExit.connectionFailed)
-            }
-        }
         do {
-            try loop.run {
-                if signals.isRaised(.int) || signals.isRaised(.term) { return true }
-                if signals.consume(.usr1) { for c in cuffs { c.driver.pressButton() } }
-                return false
-            }
+            try ListeningPeripheral.serve(cuffs, loop: loop, signals: signals)
         } catch {
-            Output.log("cuff simulate: \(error.message)")
+            Output.log("cuff simulate: " + (error.path.map { "cannot accept at \($0): " } ?? "") + error.error.message)
             throw ExitCode(SessionExit.connectionFailed)
         }
     }

@@ -64,7 +64,10 @@ struct BlueZGATTMirrorTests {
 
     @Test func attErrorsFromBluetoothdReplies() {
         #expect(BlueZGATTBearer.attError(TransportError(.systemCall, "D-Bus WriteValue failed: org.bluez.Error.Failed: Operation failed with ATT error: 0x81")).rawValue == 0x81)
-        #expect(BlueZGATTBearer.attError(TransportError(.systemCall, "D-Bus ReadValue failed: org.bluez.Error.NotPermitted: Read not permitted")) == .writeNotPermitted)
+        #expect(BlueZGATTBearer.attError(TransportError(.systemCall, "D-Bus ReadValue failed: org.bluez.Error.NotPermitted: Read not permitted",
+                                                        remoteErrorName: "org.bluez.Error.NotPermitted")) == .writeNotPermitted)
+        // Matched by the reply's error name, never by the text: a name only in the message counts for nothing.
+        #expect(BlueZGATTBearer.attError(TransportError(.systemCall, "org.bluez.Error.NotPermitted", remoteErrorName: "org.bluez.Error.Failed")) == .unlikelyError)
         #expect(BlueZGATTBearer.attError(TransportError(.systemCall, "D-Bus ReadValue failed: org.bluez.Error.Failed: Not connected")) == .unlikelyError)
     }
 

@@ -45,6 +45,13 @@ struct HCITests {
     @Test func refusalNamesTheStatusAndWhatToDo() {
         let e = HCISocket.refused(.leSetScanEnable(true), 0x0C, adapter: BluetoothAdapter(index: 1))
         #expect(e.message.hasPrefix("hci1 refused HCI command 0x200c [0100]: command disallowed (0x0c) — the controller is busy"))
+        #expect(e.hciStatus == HCIStatus.commandDisallowed && e.mgmtStatus == nil && e.code == .systemCall)
+    }
+
+    @Test func mgmtRefusalCarriesItsStatus() {
+        let e = MGMTSocket.refused("Unpair Device", MGMTCommand.notPairedStatus, index: 0)
+        #expect(e.mgmtStatus == 0x06 && e.hciStatus == nil)
+        #expect(e.message == "Unpair Device: not paired (0x06)")
     }
 }
 

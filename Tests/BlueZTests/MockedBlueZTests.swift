@@ -141,6 +141,7 @@ struct MockedBlueZTests {
         _ = answer.withUnsafeBytes { send(fds[1], $0.baseAddress, $0.count, 0) }
         let error = #expect(throws: TransportError.self) { try hci.execute(.leSetScanEnable(true)) }
         #expect(error?.message.contains("command disallowed (0x0c)") == true)
+        #expect(error?.hciStatus == 0x0C)
         var sent = [UInt8](repeating: 0, count: 16)
         let n = recv(fds[1], &sent, 16, 0)
         #expect(Array(sent.prefix(n)) == [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00])

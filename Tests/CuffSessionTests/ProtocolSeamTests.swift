@@ -65,6 +65,18 @@ import Transport
         }
     }
 
+    @Test func aStoredRecordIsRebuiltByTheProtocolThatNamesItsSource() throws {
+        let at = EventTime(monotonic: .zero, wallMicros: 1_767_254_400_000_000)
+        let device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF")
+        let r = try #require(Self.registry.storedRecord(SeamTestProtocol.source, raw: [120, 80, 60], device: device, receivedAt: at,
+                                                        stored: true, sequenceNumber: nil))
+        let live = try #require(SeamTestProtocol.record([120, 80, 60], device: device, at: at))
+        #expect(r.json == { var l = live; l.stored = true; return l.json }())
+        #expect(Self.registry.storedRecord(.bloodPressureMeasurement, raw: [0], device: device, receivedAt: at, stored: true, sequenceNumber: nil) == nil)
+        #expect(CuffProtocolRegistry.builtIn.storedRecord(SeamTestProtocol.source, raw: [120, 80, 60], device: device, receivedAt: at,
+                                                          stored: true, sequenceNumber: nil) == nil)
+    }
+
     struct Run {
         var outputs: [SessionOutput] = []
         var links: [LinkEvent] = []

@@ -35,6 +35,13 @@ struct SeamTestProtocol: CuffProtocol {
         SeamTestPeripheral(name: configuration.name, reading: [128, 82, 71])
     }
 
+    func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+                      sequenceNumber: UInt16?) -> MeasurementRecord? {
+        guard characteristic == Self.source, var r = Self.record(raw, device: device, at: receivedAt) else { return nil }
+        r.stored = stored
+        return r
+    }
+
     /// The record a value gives (nil unless it is 3 bytes).
     static func record(_ value: [UInt8], device: DeviceInfo, at: EventTime) -> MeasurementRecord? {
         guard value.count == 3 else { return nil }

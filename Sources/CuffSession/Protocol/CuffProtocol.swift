@@ -87,9 +87,16 @@ public protocol CuffProtocol: Sendable {
     /// needs of `configuration` (scenario, seed, names, clock); `requireEncryption` asks for a
     /// cuff that serves its results only over an encrypted link.
     func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)?
+    /// Rebuilds a record a store kept (`characteristic`, its `raw` value and what the store
+    /// holds beside it), decoding `raw` again as the live session did; nil when `characteristic`
+    /// is not this protocol's source (the standard session's records are rebuilt by the stores).
+    func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+                      sequenceNumber: UInt16?) -> MeasurementRecord?
 }
 
 extension CuffProtocol {
     public func makeObserver(configuration: CuffSessionConfiguration, discovered: GATTProfile?) -> (any CuffProtocolObserver)? { nil }
     public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? { nil }
+    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+                             sequenceNumber: UInt16?) -> MeasurementRecord? { nil }
 }

@@ -53,6 +53,16 @@ public struct CuffProtocolRegistry: Sendable {
         return best ?? standard
     }
 
+    /// A stored record of a non-standard source, rebuilt by the protocol that names it (nil: none does).
+    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime,
+                             stored: Bool, sequenceNumber: UInt16?) -> MeasurementRecord? {
+        for p in protocols {
+            if let r = p.storedRecord(characteristic, raw: raw, device: device, receivedAt: receivedAt, stored: stored,
+                                      sequenceNumber: sequenceNumber) { return r }
+        }
+        return nil
+    }
+
     /// After discovery: the protocol that should follow a link `current` discovered, when one
     /// fits `offer` better than `current` does (nil: `current` carries on).
     public func handOver(from current: CuffProtocolID, _ offer: DeviceOffer) -> (any CuffProtocol)? {
