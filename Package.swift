@@ -60,11 +60,14 @@ let package = Package(
         // cuff replay's engine: a capture replayed into sinks, on one thread, a reader and a writer
         // thread, or (a btsnoop file) several replay threads with the same output.
         .target(name: "ReplayEngine", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "Sinks", "Transport"]),
+        // The store's rows: the measurement row type, the schema, and the reader that checks every
+        // cell (pure; SQLite itself is the Sinks target's, or the fuzz target's).
+        .target(name: "StoreFormat", dependencies: ["CuffCore", "BloodPressure", "CuffSession"]),
         // NDJSON, FHIR R4, Open mHealth, SQLite store (sealed with AES-GCM when given a key).
         .target(
             name: "Sinks",
             dependencies: [
-                "CuffCore", "BloodPressure", "CuffSession", "Transport", .product(name: "GRDB", package: "GRDB.swift"),
+                "CuffCore", "BloodPressure", "CuffSession", "StoreFormat", "Transport", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -72,21 +75,28 @@ let package = Package(
         // library target that imports SwiftNIO (through postgres-nio); it bridges to the blocking sink API.
         .target(
             name: "PostgresStore",
-            dependencies: ["CuffCore", "BloodPressure", "CuffSession", "Sinks", "Transport",
+            dependencies: ["CuffCore", "BloodPressure", "CuffSession", "Sinks", "StoreFormat", "Transport",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `--publish mqtt://…`: readings published to an MQTT broker (Home Assistant discovery) from a
+        // local SQLite outbox, through Debian's libmosquitto driven by cuff's own event loop.
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .target(name: "MQTTSink", dependencies: ["CMosquitto", "CuffCore", "BloodPressure", "CuffSession", "Sinks", "StoreFormat", "Transport"]),
         // Charts as SVG: document model and writer, scales, the session and history charts (pure).
         .target(name: "Plot"),
         // What `cuff plot` reads and writes: NDJSON, captures replayed in process, the store; SVG/PNG files.
-        .target(name: "PlotIO", dependencies: ["Plot", "BloodPressure", "Capture", "CuffCore", "CuffSession", "Sinks"]),
+        .target(name: "PlotIO", dependencies: ["Plot", "BloodPressure", "Capture", "CuffCore", "CuffSession", "Sinks", "StoreFormat"]),
+        // The D-Bus wire format: values, signatures, messages, parsed with bounded lengths and depth (pure,
+        // no libbluetooth, so the fuzz build compiles it alone).
+        .target(name: "DBus"),
         // BlueZ (libbluetooth, GPL-2.0-or-later): HCI scan/advertise, L2CAP ATT sockets, MGMT pairing agent.
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .target(
             name: "BlueZ",
-            dependencies: ["CBlueZ", "CuffCore", "GATT", "Transport"],
+            dependencies: ["CBlueZ", "CuffCore", "DBus", "GATT", "Transport"],
             swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
         ),
         // The live Bluetooth paths of the commands (agents, bonds, the ATT connect, the simulator's
@@ -96,7 +106,7 @@ let package = Package(
             name: "cuff",
             dependencies: [
                 "CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
-                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -114,13 +124,14 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks"]),
         .testTarget(
             name: "SinksTests",
-            dependencies: ["Sinks", "CuffSession", "BloodPressure", "CuffCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["Sinks", "StoreFormat", "CuffSession", "BloodPressure", "CuffCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // A throwaway PostgreSQL cluster (Debian's server binaries) that the tests start and stop.
         .target(name: "PostgresTestCluster", path: "Tests/PostgresTestCluster"),
         .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "MQTTSinkTests", dependencies: ["MQTTSink", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "CuffRuntime", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "CuffRuntime", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore", "PostgresTestCluster"]),
         .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
     ]

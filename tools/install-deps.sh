@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages cuff needs. Idempotent: installs only what is missing.
-#   tools/install-deps.sh          build and run (libbluetooth-dev for the BlueZ target)
-#   tools/install-deps.sh --test   also what the tests need (schema validator, tshark, rsvg-convert for the plot tests, PostgreSQL's server for the store tests, the VM test's qemu/kernel/BlueZ)
+#   tools/install-deps.sh          build and run (libbluetooth-dev for the BlueZ target, libmosquitto-dev for --publish)
+#   tools/install-deps.sh --test   also what the tests need (schema validator, tshark, rsvg-convert for the plot tests, PostgreSQL's server for the store tests, mosquitto and its clients for the MQTT tests, the VM test's qemu/kernel/BlueZ)
 set -euo pipefail
-pkgs=(libbluetooth-dev pkg-config libsqlite3-dev)
+pkgs=(libbluetooth-dev pkg-config libsqlite3-dev libmosquitto-dev)
 if [ "${1:-}" = --test ]; then
   # postgresql: the tests run its binaries (/usr/lib/postgresql/N/bin) in a cluster of their own; openssl makes its test certificate.
   # dbus-daemon: the D-Bus tests run a private bus.
-  pkgs+=(python3 python3-jsonschema tshark librsvg2-bin postgresql openssl dbus-daemon)
+  # mosquitto, mosquitto-clients: the MQTT tests start a broker of their own and read it with mosquitto_sub.
+  pkgs+=(python3 python3-jsonschema tshark librsvg2-bin postgresql openssl dbus-daemon mosquitto mosquitto-clients)
   if [ "${CUFF_VM_TEST:-1}" != 0 ]; then
     pkgs+=(qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools python3-dbus python3-gi)
   fi

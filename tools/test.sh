@@ -47,13 +47,17 @@ python3 "$shared/schemas/validate.py" fhir "$out/all.fhir.ndjson"
 python3 "$shared/schemas/validate.py" omh "$out/all.omh.ndjson"
 
 if [ "${CUFF_VM_TEST:-1}" != 0 ] && [ -x tools/vm/run.sh ] && [ -f tools/vm/test-ble.sh ]; then
-  echo "== BlueZ end to end in a VM (from a copy of the repository under /tmp, where the guest mounts tmpfs)"
+  echo "== BlueZ end to end in a VM (from a clone under /tmp whose build is under /tmp too, where the guest mounts tmpfs)"
   # Users clone anywhere, /tmp included, and the guest covers /tmp with a tmpfs: run the VM test
-  # from such a place (the tracked files copied, the build linked) so that case stays working.
+  # from such a place so that case stays working. A clone (the tracked files) under /tmp, its
+  # `.build` reached through /tmp as well, as a clone built in /tmp has it: a link in /tmp to this
+  # build (built once, not again). Both the clone and its build then lie below the guest's tmpfs.
   vmcopy=$(mktemp -d /tmp/cuff-vm-clone.XXXXXX)
-  trap 'rm -rf "$out" "$vmcopy"' EXIT
+  vmbuild=$(mktemp -d /tmp/cuff-vm-build.XXXXXX)
+  trap 'rm -rf "$out" "$vmcopy" "$vmbuild"' EXIT
   git ls-files -z | xargs -0 cp --parents -t "$vmcopy"
-  ln -s "$root/.build" "$vmcopy/.build"
+  ln -s "$(readlink -f "$root/.build")" "$vmbuild/build"
+  ln -s "$vmbuild/build" "$vmcopy/.build"
   bash "$vmcopy/tools/vm/test-ble.sh"
 fi
 echo "== all checks passed"

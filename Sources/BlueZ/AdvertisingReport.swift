@@ -26,8 +26,15 @@ public struct ADStructure: Sendable, Hashable {
         return (out, false)
     }
 
-    /// Encodes as length, type, data.
-    public var encoded: [UInt8] { [UInt8(data.count + 1), type] + data }
+    /// Most data bytes one structure holds: its length byte counts the type byte too.
+    public static let maxDataBytes = 254
+
+    /// Encodes as length, type, data; data beyond ``maxDataBytes`` is left out (callers that
+    /// build structures from longer values split or cut them first, and say so).
+    public var encoded: [UInt8] {
+        let kept = data.prefix(Self.maxDataBytes)
+        return [UInt8(kept.count + 1), type] + kept
+    }
 
     // AD types (Assigned Numbers §2.3).
     public static let flagsType: UInt8 = 0x01
@@ -62,6 +69,8 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
     public var structures: [ADStructure]
     /// Some AD structure ran past the end of the data.
     public var malformed: Bool
+    /// Rebuilt from values longer than an AD structure holds (bluetoothd's cache): some were cut.
+    public var truncated = false
 
     public init(address: BluetoothAddress, kind: Kind, connectable: Bool, rssi: Int8?, data: [UInt8]) {
         self.address = address
@@ -139,6 +148,7 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
             ("data", .string(Hex.encode(data))),
         ]
         if malformed { pairs.append(("malformed", .bool(true))) }
+        if truncated { pairs.append(("truncated", .bool(true))) }
         return .object(pairs)
     }
 

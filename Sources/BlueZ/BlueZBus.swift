@@ -44,7 +44,10 @@ public final class BlueZBus {
     @discardableResult
     public func call(_ path: String, _ interface: String, _ member: String, _ body: [DBusValue] = [], timeout: Duration = .seconds(10)) throws(TransportError) -> [DBusValue] {
         let reply = try connection.call(.call(destination: Self.service, path: path, interface: interface, member: member, body: body), timeout: timeout)
-        return reply.body ?? []
+        guard let values = reply.body else {
+            throw TransportError(.systemCall, "bluetoothd's reply to \(member) could not be read: \(reply.bodyError?.description ?? "no body")")
+        }
+        return values
     }
 
     /// `org.freedesktop.DBus.AddMatch`.
@@ -56,8 +59,11 @@ public final class BlueZBus {
     /// bluetoothd's objects: path → interface → properties (`GetManagedObjects` on `/`).
     public func managedObjects() throws(TransportError) -> [String: [String: DBusValue]] {
         let body = try call("/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", timeout: .seconds(10))
-        guard let objects = body.first?.entries else {
-            throw TransportError(.systemCall, "bluetoothd: GetManagedObjects returned \(body.first?.signature ?? "nothing"), not a{oa{sa{sv}}}")
+        // The whole type, not only its outer dictionary: a tree of another shape would otherwise
+        // read as a device without services.
+        let expected = "a{oa{sa{sv}}}"
+        guard body.count == 1, body[0].signature == expected, let objects = body[0].entries else {
+            throw TransportError(.systemCall, "bluetoothd: GetManagedObjects returned '\(body.map(\.signature).joined())', not '\(expected)'")
         }
         var out: [String: [String: DBusValue]] = [:]
         for (path, interfaces) in objects {
@@ -114,7 +120,7 @@ public enum BlueZPairing {
         try bus.addMatch("type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',path='\(devicePath)'")
         if try bus.managedObjects()[devicePath]?["org.bluez.Device1"] == nil {
             log("bluetoothd does not know \(device) yet; discovering (LE) on \(adapter)")
-            try BlueZDiscovery.find(device, on: adapter, bus: bus, timeout: .seconds(30))
+            try BlueZDiscovery.find(device, on: adapter, bus: bus, timeout: .seconds(30), log: log)
         }
         if try bus.property(devicePath, "org.bluez.Device1", "Paired")?.boolValue == true {
             return true  // bonded already on bluetoothd's side: nothing to ask for

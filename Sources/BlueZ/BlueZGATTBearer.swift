@@ -33,6 +33,8 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     public let devicePath: String
     /// What happened while connecting (for the log).
     public private(set) var notes: [String] = []
+    /// Warnings during the session (a value skipped): events, never values.
+    private let warn: (String) -> Void
 
     private let bus: BlueZBus
     private var server: GATTServer
@@ -60,8 +62,10 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     private let bell: (CInt, CInt)
     private var rung = false
 
-    init(bus: BlueZBus, adapter: BluetoothAdapter, peer: BluetoothAddress, database: AttributeDatabase) throws(TransportError) {
+    init(bus: BlueZBus, adapter: BluetoothAdapter, peer: BluetoothAddress, database: AttributeDatabase,
+         warn: @escaping (String) -> Void = { _ in }) throws(TransportError) {
         self.bus = bus
+        self.warn = warn
         self.adapter = adapter
         self.peer = peer
         devicePath = BlueZPaths.device(peer, on: adapter)
@@ -136,11 +140,17 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
 
     /// Finds (discovering if bluetoothd does not know it yet), connects and resolves `peer`.
     ///
+    /// `timeout` bounds the whole connect phase (discovery, Connect, service resolution together;
+    /// nil: no limit), as `cuff measure --timeout` promises.
+    ///
     /// - Throws: bluetoothd absent or refusing, the device not found within `timeout`, Connect
     ///   failing, services not resolved within `timeout`.
     public static func connect(
-        adapter: BluetoothAdapter, to peer: BluetoothAddress, bus: BlueZBus, timeout: Duration = .seconds(30), log: (String) -> Void = { _ in }
+        adapter: BluetoothAdapter, to peer: BluetoothAddress, bus: BlueZBus, timeout: Duration? = .seconds(30), log: @escaping (String) -> Void = { _ in }
     ) throws(TransportError) -> BlueZGATTBearer {
+        let deadline = ContinuousClock.now + (timeout ?? .seconds(365 * 86_400))
+        let limit = timeout.map { "\($0)" } ?? "no limit"
+        func left() -> Duration { max(.zero, deadline - .now) }
         let path = BlueZPaths.device(peer, on: adapter)
         try bus.addMatch("type='signal',sender='org.bluez',path_namespace='\(path)'")
         var objects = try bus.managedObjects()
@@ -149,7 +159,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         }
         if objects[path]?["org.bluez.Device1"] == nil {
             log("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
-            try BlueZDiscovery.find(peer, on: adapter, bus: bus, timeout: timeout)
+            try BlueZDiscovery.find(peer, on: adapter, bus: bus, timeout: left(), log: log)
             objects = try bus.managedObjects()
         }
         var weConnected = false
@@ -157,7 +167,10 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         if !connected {
             log("connecting through bluetoothd (org.bluez.Device1.Connect)")
             do {
-                try bus.call(path, "org.bluez.Device1", "Connect", timeout: timeout)
+                try bus.call(path, "org.bluez.Device1", "Connect", timeout: left())
+            } catch where error.code == .timedOut {
+                _ = try? bus.connection.send(.call(destination: BlueZBus.service, path: path, interface: "org.bluez.Device1", member: "Disconnect"))
+                throw TransportError(.timedOut, "bluetoothd did not connect to \(peer) on \(adapter) within \(limit) (--timeout)", errno: ETIMEDOUT)
             } catch {
                 throw TransportError(.notConnected, "bluetoothd could not connect to \(peer) on \(adapter): \(error.message)")
             }
@@ -165,8 +178,8 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         } else {
             log("\(peer) is connected already (bluetoothd); using that link")
         }
-        guard try bus.wait(for: path, "org.bluez.Device1", "ServicesResolved", timeout: timeout, { $0?.boolValue == true }) else {
-            throw TransportError(.timedOut, "bluetoothd connected to \(peer) but did not resolve its services within \(timeout)")
+        guard try bus.wait(for: path, "org.bluez.Device1", "ServicesResolved", timeout: left(), { $0?.boolValue == true }) else {
+            throw TransportError(.timedOut, "bluetoothd connected to \(peer) but did not resolve its services within \(limit) (--timeout)")
         }
         return try resolved(adapter: adapter, peer: peer, bus: bus, weConnected: weConnected, log: log)
     }
@@ -175,13 +188,13 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     /// object tree (one `GetManagedObjects`) and takes over `bus`. `weConnected`: disconnect on
     /// ``close()``.
     public static func resolved(
-        adapter: BluetoothAdapter, peer: BluetoothAddress, bus: BlueZBus, weConnected: Bool, log: (String) -> Void = { _ in }
+        adapter: BluetoothAdapter, peer: BluetoothAddress, bus: BlueZBus, weConnected: Bool, log: @escaping (String) -> Void = { _ in }
     ) throws(TransportError) -> BlueZGATTBearer {
         let path = BlueZPaths.device(peer, on: adapter)
         let objects = try bus.managedObjects()
         let name = objects[path]?["org.bluez.Device1"]?["Name"]?.stringValue
         let (database, layout, notes) = mirror(objects, devicePath: path, deviceName: name)
-        let bearer = try BlueZGATTBearer(bus: bus, adapter: adapter, peer: peer, database: database)
+        let bearer = try BlueZGATTBearer(bus: bus, adapter: adapter, peer: peer, database: database, warn: log)
         bearer.weConnected = weConnected
         bearer.notes = notes
         for c in layout.characteristics {
@@ -238,24 +251,41 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         var services: [String: Service] = [:]
         var notes: [String] = []
         let base = devicePath + "/"
+        // A GATT object that cannot be mirrored is named with what was wrong with it, so a session
+        // that then finds no Blood Pressure Service says why.
+        func uuidOf(_ props: DBusValue, _ path: String, _ interface: String) -> BluetoothUUID? {
+            guard let value = props["UUID"] else {
+                notes.append("skipped \(path): \(interface) has no UUID (properties of type '\(props.signature)')")
+                return nil
+            }
+            guard let u = value.stringValue.flatMap(BluetoothUUID.init) else {
+                notes.append("skipped \(path): \(interface).UUID is a value of type '\(value.signature)', not a UUID string")
+                return nil
+            }
+            return u
+        }
+        func named(_ h: UInt16?, _ path: String, _ prefix: String) -> UInt16? {
+            if h == nil { notes.append("skipped \(path): its name does not carry a handle (\(prefix)XXXX)") }
+            return h
+        }
         for (path, interfaces) in objects where path.hasPrefix(base) {
             let parts = path.dropFirst(base.count).split(separator: "/")
-            if parts.count == 1, let props = interfaces["org.bluez.GattService1"], let h = handle(parts[0], prefix: "service"),
-               let uuid = props["UUID"]?.stringValue.flatMap(BluetoothUUID.init) {
+            if parts.count == 1, let props = interfaces["org.bluez.GattService1"], let h = named(handle(parts[0], prefix: "service"), path, "service"),
+               let uuid = uuidOf(props, path, "GattService1") {
                 let old = services[path]?.chars ?? []
                 services[path] = Service(handle: h, uuid: uuid, primary: props["Primary"]?.boolValue ?? true, chars: old)
             }
         }
         for (path, interfaces) in objects where path.hasPrefix(base) {
             let parts = path.dropFirst(base.count).split(separator: "/")
-            guard parts.count == 2, let props = interfaces["org.bluez.GattCharacteristic1"], let h = handle(parts[1], prefix: "char"),
-                  let uuid = props["UUID"]?.stringValue.flatMap(BluetoothUUID.init) else { continue }
+            guard parts.count == 2, let props = interfaces["org.bluez.GattCharacteristic1"], let h = named(handle(parts[1], prefix: "char"), path, "char"),
+                  let uuid = uuidOf(props, path, "GattCharacteristic1") else { continue }
             let servicePath = base + parts[0]
             guard services[servicePath] != nil else { continue }
             var descs: [(UInt16, String, BluetoothUUID)] = []
             for (dpath, dinterfaces) in objects where dpath.hasPrefix(path + "/desc") {
-                if let dprops = dinterfaces["org.bluez.GattDescriptor1"], let dh = handle(dpath.dropFirst(path.count + 1), prefix: "desc"),
-                   let duuid = dprops["UUID"]?.stringValue.flatMap(BluetoothUUID.init) {
+                if let dprops = dinterfaces["org.bluez.GattDescriptor1"], let dh = named(handle(dpath.dropFirst(path.count + 1), prefix: "desc"), dpath, "desc"),
+                   let duuid = uuidOf(dprops, dpath, "GattDescriptor1") {
                     descs.append((dh, dpath, duuid))
                 }
             }
@@ -335,6 +365,15 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         case subscribe(valueHandle: UInt16, cccd: UInt16, old: UInt16, request: Bool)
         /// A Write Command: no response either way.
         case command
+
+        /// The attribute the call is for (0 for a Write Command).
+        var handle: UInt16 {
+            switch self {
+            case .read(let h, _, _, _), .write(let h, _): h
+            case .subscribe(_, let cccd, _, _): cccd
+            case .command: 0
+            }
+        }
     }
     private var awaiting: [UInt32: Awaiting] = [:]
 
@@ -415,6 +454,9 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             var text = ""
             if case .string(let s)? = m.body?.first { text = ": " + s }
             failure = TransportError(.systemCall, "\(m.errorName ?? "error")\(text)", remoteErrorName: m.errorName)
+        } else if let bodyError = m.bodyError {
+            warn("bluetoothd: a reply for handle 0x\(Hex.digits(what.handle, 4)) could not be read (\(bodyError.description)): answered as an ATT error")
+            failure = TransportError(.systemCall, bodyError.description)
         }
         switch what {
         case .read(let h, let offset, let request, let characteristic):
@@ -489,18 +531,36 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             answer(m, to: what)
             return outgoing.isEmpty ? nil : .pdu(outgoing.removeFirst())
         }
-        guard m.kind == .signal, m.interface == "org.freedesktop.DBus.Properties", m.member == "PropertiesChanged",
-              let path = m.path, let body = m.body, body.count >= 2, case .string(let interface) = body[0] else { return nil }
+        guard m.kind == .signal, m.interface == "org.freedesktop.DBus.Properties", m.member == "PropertiesChanged", let path = m.path else { return nil }
+        guard let body = m.body else {
+            // One unreadable message is skipped, not the end of the session: the next value counts.
+            if let h = valueHandles[path], (subscriptions[h] ?? 0) & 0x3 != 0 {
+                warn("bluetoothd: skipped a change of characteristic 0x\(Hex.digits(h, 4)) that could not be read (\(m.bodyError?.description ?? "no body"))")
+            } else if path == devicePath {
+                warn("bluetoothd: skipped a change of \(peer) that could not be read (\(m.bodyError?.description ?? "no body"))")
+            }
+            return nil
+        }
+        guard body.count >= 2, case .string(let interface) = body[0] else { return nil }
         let changed = body[1]
         if path == devicePath, interface == "org.bluez.Device1", changed["Connected"]?.boolValue == false {
             closedReason = "bluetoothd: \(peer) disconnected"
             return .closed(closedReason)
         }
-        if interface == "org.bluez.GattCharacteristic1", let h = valueHandles[path], let value = changed["Value"]?.bytesValue {
+        if interface == "org.bluez.GattCharacteristic1", let h = valueHandles[path], let property = changed["Value"] {
             // bluetoothd also updates Value after a ReadValue: only subscribed values are
             // notifications, and the echo of our own read is not one.
             let wanted = subscriptions[h] ?? 0
             guard wanted & 0x3 != 0 else { return nil }
+            guard let value = property.bytesValue else {
+                warn("bluetoothd: skipped a value of characteristic 0x\(Hex.digits(h, 4)) of type '\(property.signature)', not a byte array (ay)")
+                return nil
+            }
+            // One ATT PDU carries at most ATT_MTU - 3 value bytes: no cuff can have sent more.
+            guard value.count <= Int(server.mtu) - 3 else {
+                warn("bluetoothd: skipped a \(value.count)-byte value of characteristic 0x\(Hex.digits(h, 4)): longer than one notification holds (ATT_MTU \(server.mtu) - 3)")
+                return nil
+            }
             if let echo = readEchoes[h] {
                 readEchoes[h] = nil
                 if echo == value { return nil }
@@ -598,20 +658,73 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     }
 }
 
-/// bluetoothd discovery for cuff: its own session (`SetDiscoveryFilter` + `StartDiscovery`),
-/// which bluetoothd merges with any other client's; `StopDiscovery` ends only ours.
+/// cuff's part in bluetoothd's discovery on one adapter.
+///
+/// When the adapter is discovering already (a desktop's Bluetooth settings, another tool), cuff
+/// follows that discovery's results and starts no session of its own: bluetoothd's bookkeeping of
+/// several clients is fragile (5.66 answers a StartDiscovery whose filter equals the running one
+/// without clearing that client's pending state; after our StopDiscovery the other client is not
+/// freed, and when our bus connection closes bluetoothd stops discovery for everyone). Only when
+/// nobody discovers does cuff run its own session (`SetDiscoveryFilter` + `StartDiscovery`), and
+/// ``end(_:)`` stops only that.
+struct BlueZDiscoveryParticipation {
+    let adapterPath: String
+    let filter: [(String, DBusValue)]
+    /// Whether the session running is ours (started here, stopped at the end).
+    private(set) var own = false
+
+    /// Joins the discovery on `adapterPath`: follows a running one, else starts ours.
+    init(adapterPath: String, filter: [(String, DBusValue)], objects: [String: [String: DBusValue]], bus: BlueZBus, log: (String) -> Void) throws(TransportError) {
+        self.adapterPath = adapterPath
+        self.filter = filter
+        if Self.discovering(objects, adapterPath) {
+            log("\(adapterPath) is discovering already (another program's session): following its results, starting no session of cuff's own")
+        } else {
+            try start(bus)
+        }
+    }
+
+    static func discovering(_ objects: [String: [String: DBusValue]], _ adapterPath: String) -> Bool {
+        objects[adapterPath]?["org.bluez.Adapter1"]?["Discovering"]?.boolValue == true
+    }
+
+    private mutating func start(_ bus: BlueZBus) throws(TransportError) {
+        try bus.call(adapterPath, "org.bluez.Adapter1", "SetDiscoveryFilter", [.dictionary(filter)])
+        try bus.call(adapterPath, "org.bluez.Adapter1", "StartDiscovery")
+        own = true
+    }
+
+    /// While following: when the other discovery has ended, starts ours.
+    mutating func check(_ objects: [String: [String: DBusValue]], bus: BlueZBus, log: (String) -> Void) throws(TransportError) {
+        guard !own, !Self.discovering(objects, adapterPath) else { return }
+        log("the other discovery on \(adapterPath) has ended: starting cuff's own")
+        try start(bus)
+    }
+
+    /// Stops our session, if we started one; a followed discovery goes on.
+    func end(_ bus: BlueZBus) {
+        if own { _ = try? bus.call(adapterPath, "org.bluez.Adapter1", "StopDiscovery", timeout: .seconds(2)) }
+    }
+}
+
+/// bluetoothd discovery for cuff: follows a discovery that runs already, or runs its own session
+/// (``BlueZDiscoveryParticipation``).
 public enum BlueZDiscovery {
     /// Discovers until bluetoothd knows `device` (a Device1 object), at most `timeout`.
-    public static func find(_ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, timeout: Duration) throws(TransportError) {
+    public static func find(
+        _ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, timeout: Duration, log: (String) -> Void = { _ in }
+    ) throws(TransportError) {
         let adapterPath = BlueZPaths.adapter(adapter)
         let path = BlueZPaths.device(device, on: adapter)
-        try bus.call(adapterPath, "org.bluez.Adapter1", "SetDiscoveryFilter", [.dictionary([("Transport", .string("le"))])])
-        try bus.call(adapterPath, "org.bluez.Adapter1", "StartDiscovery")
-        defer { _ = try? bus.call(adapterPath, "org.bluez.Adapter1", "StopDiscovery", timeout: .seconds(2)) }
+        var objects = try bus.managedObjects()
+        var discovery = try BlueZDiscoveryParticipation(adapterPath: adapterPath, filter: [("Transport", .string("le"))], objects: objects, bus: bus, log: log)
+        defer { discovery.end(bus) }
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if try bus.managedObjects()[path]?["org.bluez.Device1"] != nil { return }
+            if objects[path]?["org.bluez.Device1"] != nil { return }
+            try discovery.check(objects, bus: bus, log: log)
             _ = try bus.next(until: min(deadline, .now + .milliseconds(500)))
+            objects = try bus.managedObjects()
         }
         throw TransportError(.timedOut, "bluetoothd discovery on \(adapter) did not find \(device) within \(timeout): is the cuff advertising?", errno: ETIMEDOUT)
     }
@@ -624,6 +737,11 @@ extension BlueZDiscovery {
     /// UUIDs, name, TX power, manufacturer data, 16-bit service data), not the device's own; the
     /// kind is `adv_ind`. nil without an address, and for a paired device not heard in this
     /// discovery (no RSSI).
+    ///
+    /// bluetoothd hands over values of any length; one AD structure holds 254 bytes. A UUID list
+    /// longer than that becomes several lists (nothing lost); a longer manufacturer or service
+    /// data value, which no single advertisement can have carried, is cut to fit and the report
+    /// marked ``AdvertisingReport/truncated``.
     public static func report(_ device: DBusValue) -> AdvertisingReport? {
         guard let text = device["Address"]?.stringValue else { return nil }
         let rssi: Int16? = device["RSSI"].flatMap { v -> Int16? in
@@ -637,43 +755,56 @@ extension BlueZDiscovery {
         let type: BluetoothAddress.AddressType = device["AddressType"]?.stringValue == "random" ? .random : .public
         guard let address = BluetoothAddress(text, type: type) else { return nil }
         var ad: [ADStructure] = []
-        if let flags = device["AdvertisingFlags"]?.bytesValue, !flags.isEmpty { ad.append(ADStructure(type: 0x01, data: flags)) }
+        var truncated = false
+        /// One structure of `head` + `value`, the value cut to what fits.
+        func add(_ type: UInt8, _ head: [UInt8], _ value: [UInt8]) {
+            let room = ADStructure.maxDataBytes - head.count
+            if value.count > room { truncated = true }
+            ad.append(ADStructure(type: type, data: head + value.prefix(room)))
+        }
+        if let flags = device["AdvertisingFlags"]?.bytesValue, !flags.isEmpty { add(0x01, [], flags) }
         var uuids: [UInt8] = []
         for u in device["UUIDs"]?.stringsValue ?? [] {
             if let v = BluetoothUUID(u)?.uuid16 { uuids += [UInt8(v & 0xFF), UInt8(v >> 8)] }
         }
-        if !uuids.isEmpty { ad.append(ADStructure(type: 0x03, data: uuids)) }
+        // 127 UUIDs per list.
+        for start in stride(from: 0, to: uuids.count, by: ADStructure.maxDataBytes) {
+            ad.append(ADStructure(type: 0x03, data: Array(uuids[start..<min(uuids.count, start + ADStructure.maxDataBytes)])))
+        }
         if let name = device["Name"]?.stringValue { ad.append(ADStructure(type: 0x09, data: Array(name.utf8.prefix(29)))) }
         if case .int16(let p)? = device["TxPower"] { ad.append(ADStructure(type: 0x0A, data: [UInt8(bitPattern: Int8(clamping: p))])) }
         if case .array(_, let items)? = device["ManufacturerData"] {
             for case .dictEntry(.uint16(let company), let v) in items {
-                if let bytes = v.unwrapped.bytesValue { ad.append(ADStructure(type: 0xFF, data: [UInt8(company & 0xFF), UInt8(company >> 8)] + bytes)) }
+                if let bytes = v.unwrapped.bytesValue { add(0xFF, [UInt8(company & 0xFF), UInt8(company >> 8)], bytes) }
             }
         }
         for (uuid, value) in device["ServiceData"]?.entries ?? [] {
             if let v = BluetoothUUID(uuid)?.uuid16, let bytes = value.unwrapped.bytesValue {
-                ad.append(ADStructure(type: 0x16, data: [UInt8(v & 0xFF), UInt8(v >> 8)] + bytes))
+                add(0x16, [UInt8(v & 0xFF), UInt8(v >> 8)], bytes)
             }
         }
         let data = ad.flatMap(\.encoded)
         // 127: "not available", as the raw path reads it from HCI.
-        return AdvertisingReport(address: address, kind: .advInd, connectable: true, rssi: rssi.flatMap { $0 == 127 ? nil : Int8(clamping: $0) }, data: data)
+        var r = AdvertisingReport(address: address, kind: .advInd, connectable: true, rssi: rssi.flatMap { $0 == 127 ? nil : Int8(clamping: $0) }, data: data)
+        r.truncated = truncated
+        return r
     }
 
-    /// Runs our own LE discovery session on `adapter` for `duration` and calls `found` for every
-    /// device bluetoothd reports (again whenever its data changes); `StopDiscovery` at the end ends
-    /// only our session. Never touches the controller directly, so other clients' discovery goes on.
+    /// Discovers on `adapter` for `duration` and calls `found` for every device bluetoothd
+    /// reports (again whenever its data changes). Follows a discovery another program runs
+    /// already, else runs our own LE session and stops only that at the end
+    /// (``BlueZDiscoveryParticipation``). Never touches the controller directly, so other
+    /// clients' discovery goes on.
     public static func scan(
         adapter: BluetoothAdapter, bus: BlueZBus, duration: Duration, uuids: [String] = [], stop: () -> Bool,
-        found: (AdvertisingReport) throws -> Void
+        log: (String) -> Void = { _ in }, found: (AdvertisingReport) throws -> Void
     ) throws {
         let adapterPath = BlueZPaths.adapter(adapter)
         try bus.addMatch("type='signal',sender='org.bluez',path_namespace='\(adapterPath)'")
         var filter: [(String, DBusValue)] = [("Transport", .string("le"))]
         if !uuids.isEmpty { filter.append(("UUIDs", .array(element: "s", uuids.map(DBusValue.string)))) }
-        try bus.call(adapterPath, "org.bluez.Adapter1", "SetDiscoveryFilter", [.dictionary(filter)])
-        try bus.call(adapterPath, "org.bluez.Adapter1", "StartDiscovery")
-        defer { _ = try? bus.call(adapterPath, "org.bluez.Adapter1", "StopDiscovery", timeout: .seconds(2)) }
+        var discovery = try BlueZDiscoveryParticipation(adapterPath: adapterPath, filter: filter, objects: try bus.managedObjects(), bus: bus, log: log)
+        defer { discovery.end(bus) }
         let deadline = ContinuousClock.now + duration
         var last: [String: AdvertisingReport] = [:]
         func check(_ path: String, _ device: DBusValue) throws {
@@ -683,9 +814,11 @@ extension BlueZDiscovery {
             try found(r)
         }
         while ContinuousClock.now < deadline, !stop() {
-            for (path, interfaces) in try bus.managedObjects() {
+            let objects = try bus.managedObjects()
+            for (path, interfaces) in objects {
                 if let d = interfaces["org.bluez.Device1"] { try check(path, d) }
             }
+            try discovery.check(objects, bus: bus, log: log)
             _ = try bus.next(until: min(deadline, .now + .milliseconds(500)))
             while let m = try bus.next(until: .now) { _ = m }  // changes show in the next GetManagedObjects
         }

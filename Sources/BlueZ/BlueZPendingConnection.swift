@@ -170,10 +170,10 @@ public final class BlueZPendingConnection: PendingConnection {
             if device == nil {
                 log("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
                 try bus.addMatch("type='signal',sender='org.bluez',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesAdded'")
-                let adapterPath = BlueZPaths.adapter(adapter)
-                try bus.call(adapterPath, "org.bluez.Adapter1", "SetDiscoveryFilter", [.dictionary([("Transport", .string("le"))])])
-                try bus.call(adapterPath, "org.bluez.Adapter1", "StartDiscovery")
-                p.discovering = true
+                // Another program's discovery is followed, not joined (BlueZDiscoveryParticipation).
+                let discovery = try BlueZDiscoveryParticipation(adapterPath: BlueZPaths.adapter(adapter), filter: [("Transport", .string("le"))],
+                                                                objects: objects, bus: bus, log: log)
+                p.discovering = discovery.own
                 // The device may have turned up between GetManagedObjects and the match.
                 if try bus.managedObjects()[path]?["org.bluez.Device1"] != nil {
                     p.steps = BlueZConnectSteps(devicePath: path, known: true, connected: false)

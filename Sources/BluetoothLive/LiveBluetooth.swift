@@ -170,7 +170,7 @@ public enum LiveBluetooth {
         let bearer: any PollableBearer
         do {
             if backend == .bluetoothd {
-                let b = try BlueZGATTBearer.connect(adapter: adapter, to: peer, bus: BlueZBus()) { hooks.log($0) }
+                let b = try BlueZGATTBearer.connect(adapter: adapter, to: peer, bus: BlueZBus(), timeout: config.timeout) { hooks.log($0) }
                 for note in b.notes { hooks.log(note) }
                 bearer = b
             } else {

@@ -50,6 +50,24 @@ public struct CapturedCuff: Sendable {
     public var unknownValues: [UInt16]
     /// The device's name, from a Device Name read or the Device Information in the capture.
     public var name: String?
+    /// Client Characteristic Configuration descriptors served although the captured central never
+    /// discovered descriptors (it wrote them at a handle it knew, as GATT-cached clients do), each
+    /// with what placed it there.
+    public var inferredDescriptors: [InferredDescriptor] = []
+
+    /// A descriptor the capture proves without showing it in a discovery.
+    public struct InferredDescriptor: Sendable, Hashable {
+        public var handle: UInt16
+        public var valueHandle: UInt16
+        /// What proves it: the central's write to it, or the notify/indicate property alone.
+        public var written: Bool
+
+        public var description: String {
+            written
+                ? "served a CCCD at \(Hex.handle(handle)) for \(Hex.handle(valueHandle)): the capture's central wrote a subscription there without discovering descriptors"
+                : "served a CCCD at \(Hex.handle(handle)) for \(Hex.handle(valueHandle)): the characteristic notifies or indicates, so it has one (the capture shows no discovery of descriptors); placed right after its value"
+        }
+    }
 }
 
 /// Why a capture cannot be served.
@@ -69,6 +87,8 @@ extension CapturedCuff {
         var reads: [UInt16: [UInt8]] = [:]
         var pendingRead: UInt16?
         var written: Set<UInt16> = []
+        /// The last value the central wrote to each handle.
+        var writes: [UInt16: [UInt8]] = [:]
         var pushes: [Push] = []
         var lastEvent: Timestamp?
         /// The local controller's role, when a connection event said.
@@ -204,7 +224,9 @@ extension CapturedCuff {
         let declarations = Set(chars.map(\.declarationHandle)).union(chars.map(\.valueHandle)).union(services.map(\.handle))
         let structural: Set<BluetoothUUID> = [.primaryService, .secondaryService, .include, .characteristic]
         let descriptors = layout.observer.descriptors.filter { !declarations.contains($0.key) && !structural.contains($0.value) }
+        let writes = layout.writes.merging(g.writes) { _, new in new }
         var unknown: [UInt16] = []
+        var inferred: [InferredDescriptor] = []
         var b = AttributeDatabase.Builder()
         var lastHandle: UInt16 = 0
         for s in services where s.handle > lastHandle {
@@ -214,7 +236,11 @@ extension CapturedCuff {
             let inService = chars.filter { $0.declarationHandle > s.handle && $0.declarationHandle <= s.endHandle }
             for (j, c) in inService.enumerated() where c.declarationHandle > lastHandle && c.valueHandle == c.declarationHandle &+ 1 {
                 let upper = j + 1 < inService.count ? inService[j + 1].declarationHandle : (s.endHandle == .max ? .max : s.endHandle &+ 1)
-                let own = descriptors.filter { $0.key > c.valueHandle && $0.key < upper }.sorted { $0.key < $1.key }
+                var own = descriptors.filter { $0.key > c.valueHandle && $0.key < upper }.sorted { $0.key < $1.key }
+                if own.isEmpty, let cccd = inferredCCCD(c.valueHandle, properties: c.properties, upper: upper, writes: writes) {
+                    own = [(key: cccd.handle, value: .clientCharacteristicConfiguration)]
+                    inferred.append(cccd)
+                }
                 var perms: AttributePermissions = []
                 if c.properties.contains(.read) { perms.insert(.read) }
                 if !c.properties.isDisjoint(with: [.write, .writeWithoutResponse]) { perms.insert(.write) }
@@ -238,7 +264,19 @@ extension CapturedCuff {
         for i in pushes.indices { pushes[i].requires.formIntersection(gating) }
         let nameHandle = db.characteristic(.deviceName)?.valueHandle
         let name = nameHandle.flatMap { reads[$0] }.map { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        return CapturedCuff(connection: connection, database: db, pushes: pushes, dropAfter: g.dropAfter, unknownValues: unknown, name: name)
+        return CapturedCuff(connection: connection, database: db, pushes: pushes, dropAfter: g.dropAfter, unknownValues: unknown, name: name,
+                            inferredDescriptors: given == nil ? inferred : [])
+    }
+
+    /// The CCCD of a notifying or indicating characteristic whose descriptors the capture never
+    /// discovered (every such characteristic has one, Core Vol 3 Part G §3.3.3.3): where the
+    /// captured central wrote a subscription value (2 bytes, 0–3) between the value and `upper`
+    /// (the next declaration), else right after the value when that handle is free.
+    static func inferredCCCD(_ valueHandle: UInt16, properties: CharacteristicProperties, upper: UInt16, writes: [UInt16: [UInt8]]) -> InferredDescriptor? {
+        guard !properties.isDisjoint(with: [.notify, .indicate]), valueHandle < .max, valueHandle + 1 < upper else { return nil }
+        let subscription = writes.filter { h, v in h > valueHandle && h < upper && v.count == 2 && v[1] == 0 && v[0] <= 3 }.keys.min()
+        if let h = subscription { return InferredDescriptor(handle: h, valueHandle: valueHandle, written: true) }
+        return InferredDescriptor(handle: valueHandle + 1, valueHandle: valueHandle, written: false)
     }
 }
 
@@ -288,8 +326,9 @@ extension CapturedCuff.Gathered {
             if let h = pendingRead { reads[h] = v }
         case let .readBlobResponse(v):
             if let h = pendingRead { reads[h, default: []] += v }
-        case let .writeRequest(h, _), let .writeCommand(h, _):
+        case let .writeRequest(h, v), let .writeCommand(h, v):
             written.insert(h)
+            writes[h] = v
             _ = gap()
         case let .handleValueNotification(h, v):
             pushes.append(CapturedCuff.Push(handle: h, value: v, indication: false, gap: gap(), requires: written))
@@ -337,6 +376,7 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
         if !captured.unknownValues.isEmpty {
             out.append(.log("the capture shows no value for \(captured.unknownValues.map(Hex.handle).joined(separator: ", ")); served empty"))
         }
+        for d in captured.inferredDescriptors { out.append(.log(d.description)) }
         schedule(now, &out)
         return out
     }

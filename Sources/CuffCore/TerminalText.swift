@@ -27,6 +27,22 @@ public enum TerminalText {
         return String(out)
     }
 
+    /// `text` in single quotes for a message, cut to its first `limit` bytes of UTF-8 (at a
+    /// character boundary) when longer, with its length: `'1e8a00…' (16777216 bytes)`.
+    public static func quotedExcerpt(_ text: String, limit: Int = 64) -> String {
+        let n = text.utf8.count
+        guard n > limit else { return "'\(text)'" }
+        var kept = 0
+        var cut = text.startIndex
+        for c in text {
+            let w = c.utf8.count
+            if kept + w > limit { break }
+            kept += w
+            cut = text.index(after: cut)
+        }
+        return "'\(text[..<cut])…' (\(n) bytes)"
+    }
+
     @inline(__always)
     static func isControl(_ s: Unicode.Scalar) -> Bool {
         s.value < 0x20 || (s.value >= 0x7F && s.value <= 0x9F)

@@ -8,7 +8,7 @@ import Transport
 /// indication to the cuff only then.
 public protocol MeasurementCommitter: AnyObject {
     /// Takes `output` from `connection`, in the session's order. For a `.measurement`, the session
-    /// waits until the committer calls ``CentralConnection/committed(failure:)``.
+    /// waits until the committer calls ``CentralConnection/committed(failure:new:)``.
     func enqueue(_ output: SessionOutput, from connection: CentralConnection)
 }
 
@@ -26,6 +26,10 @@ public final class CentralConnection {
     let committer: MeasurementCommitter?
     /// Why a record could not be kept, once that happened (the session then ends).
     public private(set) var sinkFailure: String?
+    /// Measurements the committer kept that were new (not ones it held already).
+    public private(set) var keptMeasurements = 0
+    /// Measurements that reached the committer, new, already held or not kept.
+    public private(set) var arrivedMeasurements = 0
     /// Called once when the session has ended and the link is closed.
     public var onFinish: ((CentralConnection) -> Void)?
 
@@ -97,10 +101,13 @@ public final class CentralConnection {
         settle()
     }
 
-    /// The committer kept (or, with `failure`, could not keep) the measurement this session waits on.
-    public func committed(failure: String? = nil) {
+    /// The committer kept (or, with `failure`, could not keep) the measurement this session waits
+    /// on; `new` is false when it held that measurement already.
+    public func committed(failure: String? = nil, new: Bool = true) {
         guard let rest = parked else { return }
         parked = nil
+        arrivedMeasurements += 1
+        if failure == nil && new { keptMeasurements += 1 }
         if let failure {
             // A result that cannot be kept is not confirmed: stop here, keep what was kept.
             sinkFailure = failure

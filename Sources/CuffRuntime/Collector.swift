@@ -10,6 +10,10 @@ import Transport
 /// one call to `commit` (one transaction, one fsync), writes the turn's records to `write` (stdout),
 /// then lets the waiting sessions confirm. A measurement already kept (same dedup key: a cuff that
 /// sends a stored reading again, or two hubs) is confirmed without being kept or printed twice.
+///
+/// A commit that fails (a full disk) leaves the turn's measurements unconfirmed, so the cuffs keep
+/// them and send them again; the failure is reported once per kind (the store's error, never a
+/// reading), and once more when the store keeps readings again.
 public final class Collector: MeasurementCommitter {
     /// Keeps measurements durably, all or none (the store's transaction).
     public typealias Commit = ([MeasurementRecord]) throws -> Void
@@ -25,7 +29,14 @@ public final class Collector: MeasurementCommitter {
     var lastSequence: [String: UInt16] = [:]
     public private(set) var stored = 0
     public private(set) var duplicates = 0
+    /// Measurements that could not be kept (not confirmed; their cuffs send them again).
     public private(set) var failures = 0
+    /// Why the store fails now (its error, no values), until a commit succeeds again.
+    public private(set) var storeFailure: String?
+    /// Whether a commit (or, without a store, the output) failed at any time: exit status 10.
+    public private(set) var sinkFailed = false
+    /// Hears of the store failing (once per kind of failure) and keeping readings again.
+    let report: (String) -> Void
     /// Commit latency (from a measurement's arrival to its commit), for the summary line.
     public private(set) var latency = LatencyHistogram()
     let wallClock: WallClock
@@ -34,11 +45,14 @@ public final class Collector: MeasurementCommitter {
     ///   - commit: the store's batch insert; nil when there is no store (the output is the sink).
     ///   - write: the output sink.
     ///   - knownKeys: the dedup keys the store holds already.
-    public init(commit: Commit?, write: @escaping Write, knownKeys: Set<String> = [], wallClock: WallClock = .system) {
+    ///   - report: told when the store starts failing (once per kind of failure) and when it keeps readings again.
+    public init(commit: Commit?, write: @escaping Write, knownKeys: Set<String> = [], wallClock: WallClock = .system,
+                report: @escaping (String) -> Void = { _ in }) {
         self.commit = commit
         self.write = write
         self.knownKeys = knownKeys
         self.wallClock = wallClock
+        self.report = report
     }
 
     public func enqueue(_ output: SessionOutput, from connection: CentralConnection) {
@@ -78,6 +92,16 @@ public final class Collector: MeasurementCommitter {
         var failure: String?
         if let commit, !fresh.isEmpty {
             do { try commit(fresh) } catch { failure = "\(error)" }
+            if let failure {
+                if failure != storeFailure {
+                    report("cannot keep readings: \(failure); they stay unconfirmed on their cuffs and are tried again")
+                }
+                storeFailure = failure
+                sinkFailed = true
+            } else if storeFailure != nil {
+                storeFailure = nil
+                report("the store keeps readings again (\(failures) not kept meanwhile, left to their cuffs to send again)")
+            }
         }
         if failure == nil {
             let now = wallClock.nowMicros()
@@ -97,11 +121,14 @@ public final class Collector: MeasurementCommitter {
             } catch {
                 // Without a store the output is the only sink: a measurement it did not take is
                 // not confirmed. With a store it is kept; the output's failure is the caller's.
-                if commit == nil, case .measurement = o { failure = failure ?? "\(error)" }
+                if commit == nil, case .measurement = o {
+                    failure = failure ?? "\(error)"
+                    sinkFailed = true
+                }
             }
         }
-        for (o, c) in items {
-            if case .measurement = o { c?.committed(failure: failure) }
+        for (i, (o, c)) in items.enumerated() {
+            if case .measurement = o { c?.committed(failure: failure, new: !skip.contains(i)) }
         }
     }
 }

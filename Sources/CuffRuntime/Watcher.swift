@@ -288,11 +288,14 @@ public final class Watcher {
     func ended(_ t: Target, _ c: CentralConnection) {
         t.connection = nil
         let lasted = MonotonicClock.now() - t.connectedAt
-        let measured = c.central.measurements
-        let why = c.sinkFailure.map { "the result could not be kept: \($0)" } ?? "\(c.outcome.rawValue)"
+        // What was kept, not what arrived: a reading the store could not keep is not counted.
+        let measured = c.keptMeasurements
+        // The store's error is told once by the collector; the session only says it ended on it.
+        let why = c.sinkFailure != nil ? "a reading could not be kept" : "\(c.outcome.rawValue)"
         log("\(t.name): session \(t.sessions) ended (\(why); \(measured) new measurement\(measured == 1 ? "" : "s"))")
         guard !stopping else { return }
-        if c.sinkFailure != nil || (measured == 0 && lasted < configuration.minimumHealthySession) {
+        let arrived = c.arrivedMeasurements
+        if c.sinkFailure != nil || (arrived == 0 && lasted < configuration.minimumHealthySession) {
             return failed(t, why)
         }
         t.failures = 0

@@ -28,6 +28,9 @@ public struct CuffCentral: CuffProtocolSession {
     var byCharacteristic: [CuffCharacteristic: GATTProfile.Characteristic] = [:]
     var pending: [GATTRequestID: Pending] = [:]
     var securityForClient = false
+    /// An indication that came before discovery ended (its handle not known yet): unconfirmed
+    /// until discovery tells what it is.
+    var heldIndication: (handle: UInt16, value: [UInt8])?
     public private(set) var handOver: DiscoveredLink?
 
     public init(configuration: CuffSessionConfiguration, preferredMTU: UInt16 = 247) {
@@ -153,12 +156,7 @@ public struct CuffCentral: CuffProtocolSession {
                     out.append(.log("notification from unknown handle 0x\(String(handle, radix: 16)): \(Hex.encode(value))"))
                 }
             case let .indication(handle, value):
-                if let c = byHandle[handle], session.isFinished == false {
-                    out += run(session.handle(.indication(c, value, at)), at)
-                } else {
-                    out.append(.log("indication from handle 0x\(String(handle, radix: 16)) confirmed and ignored: \(Hex.encode(value))"))
-                    out += gatt(client.confirmIndication(), at)
-                }
+                out += indication(handle, value, at)
             case let .raiseSecurity(level):
                 securityForClient = true
                 out.append(.log("the cuff asks for more security; raising the link to \(level)"))
@@ -174,6 +172,29 @@ public struct CuffCentral: CuffProtocolSession {
             }
         }
         return out
+    }
+
+    /// An indication is confirmed only once what it carried was kept (a measurement, whatever
+    /// characteristic instance it came from) or when it is known to carry no reading: never
+    /// "confirmed and dropped", as a cuff deletes what was confirmed.
+    mutating func indication(_ handle: UInt16, _ value: [UInt8], _ at: EventTime) -> [Output] {
+        let h = "0x" + String(handle, radix: 16)
+        if session.isFinished {
+            // Nothing is kept any more: the cuff keeps it and sends it again next time.
+            return [.log("indication from handle \(h) after the session ended: not confirmed, so the cuff keeps it")]
+        }
+        if let c = byHandle[handle] {
+            return run(session.handle(.indication(c, value, at)), at)
+        }
+        guard let profile = gattProfile else {
+            heldIndication = (handle, value)
+            return [.log("indication from handle \(h) before discovery ended: held, unconfirmed, until it is known what it is")]
+        }
+        if let ch = profile.services.lazy.flatMap(\.characteristics).first(where: { $0.valueHandle == handle }) {
+            // A characteristic that carries no reading (Service Changed, a vendor's): nothing to keep.
+            return [.log("indication from \(ch.uuid) at handle \(h) confirmed (it carries no reading)")] + gatt(client.confirmIndication(), at)
+        }
+        return [.log("indication from handle \(h), which is no characteristic of this device: not confirmed")]
     }
 
     mutating func completed(_ p: Pending, _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
@@ -198,7 +219,12 @@ public struct CuffCentral: CuffProtocolSession {
             let mapped = CuffCentral.map(profile)
             byHandle = mapped.byHandle
             byCharacteristic = mapped.byCharacteristic
-            return run(session.handle(.discovered(mapped.profile, at)), at)
+            var out = run(session.handle(.discovered(mapped.profile, at)), at)
+            if let held = heldIndication {
+                heldIndication = nil
+                out += indication(held.handle, held.value, at)
+            }
+            return out
         case let (.discovery, .failure(e)):
             if e.code == .securityRefused { return run(session.handle(.securityRefused(e.message, at)), at) }
             return run(session.handle(.protocolError("discovery failed: \(e.message)", at)), at)
@@ -245,9 +271,12 @@ public struct CuffCentral: CuffProtocolSession {
                 } else {
                     c = nil
                 }
-                guard let c, byChar[c] == nil else { continue }
-                chars[c] = CuffProperties(rawValue: ch.properties.rawValue)
+                guard let c else { continue }
+                // Every instance's values are read as what they are (a second Blood Pressure
+                // Measurement's indication is a measurement too); the first is the one used.
                 byHandle[ch.valueHandle] = c
+                guard byChar[c] == nil else { continue }
+                chars[c] = CuffProperties(rawValue: ch.properties.rawValue)
                 byChar[c] = ch
             }
         }

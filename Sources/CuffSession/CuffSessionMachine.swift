@@ -219,6 +219,9 @@ public struct CuffSessionMachine: Sendable {
     var resultsReceived = 0
     /// Live (not stored) results.
     public private(set) var liveResults = 0
+    /// Results that arrived but were kept already (the store's, or earlier in this session): not
+    /// new, yet a session that got only these did get results.
+    public private(set) var repeats = 0
     /// The earliest time the driver must send a `.tick`.
     /// Inlinable, so a caller holding the machine in place (an observer's field) reads five
     /// fields instead of copying the whole machine to call a getter.
@@ -446,7 +449,7 @@ public struct CuffSessionMachine: Sendable {
             if case .result = stage {
                 return finish(.completed, why ?? "the cuff disconnected", at, &out)
             }
-            if liveResults > 0 || (measurements > 0 && !isMidMeasurement) {
+            if liveResults > 0 || (measurements + repeats > 0 && !isMidMeasurement) {
                 return finish(.completed, why ?? "the cuff disconnected", at, &out)
             }
             finish(.disconnected, "the cuff disconnected" + (why.map { ": " + $0 } ?? "") + (isMidMeasurement ? " in the middle of a measurement" : ""), at, &out)
@@ -513,7 +516,7 @@ public struct CuffSessionMachine: Sendable {
             }
             if let d = overallDeadline, now >= d {
                 overallDeadline = nil
-                if measurements == 0 {
+                if measurements + repeats == 0 {
                     out.append(.disconnect)
                     return finish(.timedOut, "no result within \(configuration.timeout.map { "\($0.secondsDouble)" } ?? "?") s", at, &out)
                 }
@@ -821,6 +824,7 @@ public struct CuffSessionMachine: Sendable {
             measurements += 1
             out.append(.emit(.measurement(consume r)))  // (the record's last use: moved, not copied)
         } else {
+            repeats += 1
             let timestamp = r.timestamp
             log("skipped a \(stored ? "stored record" : "result") already received (\(timestamp ?? "no time stamp"))", &out)
         }
@@ -916,6 +920,9 @@ public struct CuffSessionMachine: Sendable {
         observerStepDeadline = nil
         let end = SessionRecord(event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: message)
         log(message, &out)
+        if repeats > 0 {
+            log("\(measurements) new measurement\(measurements == 1 ? "" : "s"); \(repeats) result\(repeats == 1 ? "" : "s") already kept", &out)
+        }
         out.append(.emit(.session(end)))
         out.append(.finished(outcome))
     }
@@ -925,10 +932,10 @@ public struct CuffSessionMachine: Sendable {
         if configuration.logs { out.append(.log(text())) }
     }
 
-    /// Exit status: 0 when any result arrived, else the outcome's own code.
+    /// Exit status: 0 when any result arrived (also one already kept: "0 new"), else the outcome's own code.
     public var exitCode: Int32 {
         guard case let .done(o) = stage else { return SessionOutcome.noResult.exitCode }
-        if measurements > 0 { return 0 }
+        if measurements + repeats > 0 { return 0 }
         return o == .completed ? SessionOutcome.noResult.exitCode : o.exitCode
     }
 }

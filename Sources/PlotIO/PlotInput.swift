@@ -6,6 +6,7 @@ import CuffSession
 import Foundation
 import Plot
 import Sinks
+import StoreFormat
 
 /// Why an input cannot be plotted.
 public enum PlotInputError: Error, Equatable, CustomStringConvertible {
@@ -210,22 +211,28 @@ public enum PlotInput {
     ///   - user: keep readings of this user ID only
     ///   - keyPath: the store's key file, for an encrypted store
     public static func history(store path: String, since: Double? = nil, user: Int? = nil, keyPath: String? = nil) throws(PlotInputError) -> [HistoryReading] {
+        try readHistory(store: path, since: since, user: user, keyPath: keyPath).readings
+    }
+
+    /// ``history(store:since:user:keyPath:)``, and how many rows could not be read (skipped, and
+    /// named on `warn` by row id). The store is opened read-only.
+    public static func readHistory(
+        store path: String, since: Double? = nil, user: Int? = nil, keyPath: String? = nil, warn: SinkWarningHandler = SinkWarnings.ignore
+    ) throws(PlotInputError) -> (readings: [HistoryReading], skipped: Int) {
         if path.contains("://") { throw .storeURL(path) }
         guard FileManager.default.fileExists(atPath: path) else { throw .store("\(path): no such store") }
-        let store: SQLiteStore
-        let rows: [StoredMeasurement]
-        let records: [MeasurementRecord]
+        let read: StoreRecords
         do {
             let key = try keyPath.map { p throws(SinkError) in try StoreKey.load(path: p) }
-            store = try SQLiteStore(path: path, mustExist: true, key: key, warn: SinkWarnings.ignore)
-            rows = try store.history()
-            records = try store.records()
+            let store = try SQLiteStore(path: path, mustExist: true, readOnly: true, key: key, warn: SinkWarnings.ignore)
+            read = try store.readRecords()
             try store.finish()
         } catch {
             throw .store(String(describing: error))
         }
+        read.warn(warn, store: path)
         var out: [HistoryReading] = []
-        for (row, record) in zip(rows, records) {
+        for (row, record) in read.entries {
             guard let o = try? JSONSerialization.jsonObject(with: Data(SessionOutput.measurement(record).json.serialized().utf8)) as? [String: Any] else { continue }
             let r = try result(o, line: 0)
             let time = r.deviceTime.flatMap(CivilTime.seconds) ?? Double(row.receivedAtMicros) / 1e6 + Double(row.hostUTCOffsetSeconds)
@@ -233,7 +240,7 @@ public enum PlotInput {
             if let user, r.userID != user { continue }
             out.append(HistoryReading(time: time, result: r))
         }
-        if out.isEmpty { throw .emptyStore(path: path, filtered: !rows.isEmpty) }
-        return out.sorted { $0.time < $1.time }
+        if out.isEmpty { throw .emptyStore(path: path, filtered: !read.entries.isEmpty) }
+        return (out.sorted { $0.time < $1.time }, read.skipped.count)
     }
 }

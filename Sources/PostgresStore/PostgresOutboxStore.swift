@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import Sinks
 import Synchronization
+import StoreFormat
 
 /// `--store postgres://…`: a reading is committed to the local SQLite outbox (`--outbox PATH`)
 /// before ``insert(_:)`` returns, so before the session confirms it to the cuff; a shipper thread
@@ -220,31 +221,6 @@ public final class PostgresOutboxStore: MeasurementStore {
             pause = r.failure == nil ? 0.5 : min(pause * 2, 10)
         }
         stopped.signal()
-    }
-}
-
-/// The outbox's place: `--outbox PATH`, else `$XDG_STATE_HOME/cuff/outbox.db` (by default
-/// `~/.local/state/cuff/outbox.db`).
-public enum Outbox {
-    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        let state: String
-        if let x = environment["XDG_STATE_HOME"], x.hasPrefix("/") {
-            state = x
-        } else {
-            state = (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.local/state"
-        }
-        return state + "/cuff/outbox.db"
-    }
-
-    /// Creates the outbox's directory if missing (mode 0700, with its missing parents).
-    static func prepareDirectory(of path: String) throws(SinkError) {
-        let dir = (path as NSString).deletingLastPathComponent
-        guard !dir.isEmpty, !FileManager.default.fileExists(atPath: dir) else { return }
-        do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw .storeOpen(path: path, reason: "cannot create its directory \(dir): \(error.localizedDescription)")
-        }
     }
 }
 

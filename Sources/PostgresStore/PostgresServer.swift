@@ -11,6 +11,7 @@ import NIOSSL
 import PostgresNIO
 import Sinks
 import Synchronization
+import StoreFormat
 
 /// A result handed from the event loop to the waiting thread.
 final class ResultBox<T>: @unchecked Sendable {
@@ -243,21 +244,8 @@ public final class PostgresServer: Sendable {
         var o = ""
         o.reserveCapacity(rows.count * 900)
         func str(_ s: String) {
-            o += "\""
-            for u in s.unicodeScalars {
-                switch u {
-                case "\"": o += "\\\""
-                case "\\": o += "\\\\"
-                // PostgreSQL's text holds no NUL: the replacement character stands for it.
-                case "\u{0}": o += "\\ufffd"
-                case _ where u.value < 0x20:
-                    o += "\\u00"
-                    o += String(u.value >> 4, radix: 16)
-                    o += String(u.value & 0xF, radix: 16)
-                default: o.unicodeScalars.append(u)
-                }
-            }
-            o += "\""
+            // PostgreSQL's text holds no NUL: the replacement character stands for it.
+            JSONEscape.quote(s.contains("\u{0}") ? String(String.UnicodeScalarView(s.unicodeScalars.map { $0 == "\u{0}" ? "\u{FFFD}" : $0 })) : s, into: &o)
         }
         func key(_ k: String) { o += ",\"" + k + "\":" }
         func optStr(_ k: String, _ s: String?) { key(k); if let s { str(s) } else { o += "null" } }

@@ -7,6 +7,7 @@ import Transport
 
 #if canImport(Glibc)
 import Glibc
+import StoreFormat
 #endif
 
 /// Pressures for the clinical formats (FHIR, Open mHealth), which take mmHg only.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import BloodPressure
 import CuffSession
+import StoreFormat
 
 /// What ``MeasurementStore/insert(_:)`` did.
 public enum StoreInsertOutcome: Sendable, Hashable {
@@ -30,9 +31,47 @@ public protocol MeasurementStore: SampleSink, Sendable {
     @discardableResult func insert(contentsOf ms: [MeasurementRecord]) throws(SinkError) -> Int
     /// Every stored measurement, in received order (then insertion order).
     func history() throws(SinkError) -> [StoredMeasurement]
+    /// Every stored measurement that can be read, and the rows that cannot (a damaged SQLite file).
+    func readHistory() throws(SinkError) -> StoreReading
+}
+
+/// A store's history for printing: each readable row with the record its raw bytes decode to,
+/// and the rows skipped (unreadable cells or raw bytes that no longer decode).
+public struct StoreRecords: Sendable {
+    public var entries: [(stored: StoredMeasurement, record: MeasurementRecord)]
+    public var skipped: [StoreRowProblem]
+    /// How many entries had no device row (shown with an unknown device).
+    public var withoutDevice: Int
+
+    /// Tells `warn` about the rows skipped (the first 20 by row id and why, then how many more)
+    /// and the ones shown without a device. Never a value.
+    public func warn(_ warn: SinkWarningHandler, store: String) {
+        let shown = 20
+        for p in skipped.prefix(shown) { warn(SinkWarning(sink: "store", message: "\(store): skipped \(p.description)")) }
+        if skipped.count > shown { warn(SinkWarning(sink: "store", message: "\(store): skipped \(skipped.count - shown) more unreadable rows")) }
+        if withoutDevice > 0 {
+            warn(SinkWarning(sink: "store", message: "\(store): \(withoutDevice) measurement\(withoutDevice == 1 ? " has" : "s have") no device row; shown with an unknown device"))
+        }
+    }
 }
 
 extension MeasurementStore {
+    /// Stores whose rows are always readable (a server's typed columns): ``history()``.
+    public func readHistory() throws(SinkError) -> StoreReading { StoreReading(rows: try history()) }
+
+    /// ``readHistory()`` with each row's record decoded again from its raw bytes; a row whose bytes
+    /// no longer decode is skipped too.
+    public func readRecords() throws(SinkError) -> StoreRecords {
+        let r = try readHistory()
+        var out = StoreRecords(entries: [], skipped: r.skipped, withoutDevice: r.withoutDevice)
+        out.entries.reserveCapacity(r.rows.count)
+        for s in r.rows {
+            do throws(StoreRowProblem) { out.entries.append((s, try StoreRows.record(s))) } catch { out.skipped.append(error) }
+        }
+        out.skipped.sort { $0.rowID < $1.rowID }
+        return out
+    }
+
     /// ``history()`` decoded back into records (from the raw bytes), for printing through the sinks.
     public func records() throws(SinkError) -> [MeasurementRecord] {
         var out: [MeasurementRecord] = []

@@ -169,7 +169,7 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
 
     // MARK: - Pieces (callers `ensure` room first, except `string` and `number`'s long form)
 
-    /// JSON.escape: `"` `\\` and control characters escaped, everything else as UTF-8.
+    /// A JSON string as ``JSONEscape`` writes it (the one owner of escaping).
     func quoted(_ s: String) {
         var s = s
         s.withUTF8 { u in
@@ -184,14 +184,14 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
                 let from = UnsafeRawPointer(p), to = UnsafeMutableRawPointer(q + 1)
                 while i + 8 <= u.count {
                     let word = from.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                    if Self.needsEscape(word) { clean = false; break }
+                    if JSONEscape.mayNeedEscape(word) { clean = false; break }
                     to.storeBytes(of: word, toByteOffset: i, as: UInt64.self)
                     i += 8
                 }
             }
             while clean && i < u.count {
                 let b = u[i]
-                if b == 0x22 || b == 0x5C || b < 0x20 { clean = false; break }
+                if JSONEscape.mayNeedEscape(b) { clean = false; break }
                 q[1 + i] = b
                 i += 1
             }
@@ -200,33 +200,11 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
                 count += u.count + 2
                 return
             }
-            ensure(u.count * 6 + 2)
+            ensure(u.count * JSONEscape.maxGrowth + 2)
             put(0x22)
-            for b in u {
-                switch b {
-                case 0x22: put(0x5C); put(0x22)
-                case 0x5C: put(0x5C); put(0x5C)
-                case 0x0A: put(0x5C); put(0x6E)
-                case 0x0D: put(0x5C); put(0x72)
-                case 0x09: put(0x5C); put(0x74)
-                case 0..<0x20:
-                    put(0x5C); put(0x75); put(0x30); put(0x30)
-                    put(Hex.digit(b >> 4)); put(Hex.digit(b & 0xF))
-                default: put(b)
-                }
-            }
+            JSONEscape.escape(u) { put($0) }
             put(0x22)
         }
-    }
-
-    /// True when one of the 8 bytes of `w` is a quote, a backslash or a control character (below
-    /// 0x20). The word tests for "a byte equal to zero" and "a byte less than n ≤ 128", exact for
-    /// the question "is there any": (x − 0x01…01) & ~x & 0x80…80 ≠ 0 when a byte of x is zero.
-    @inline(__always) static func needsEscape(_ w: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        func hasZero(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
-        let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C)
-        return hasZero(quote) || hasZero(backslash) || (w &- ones &* 0x20) & ~w & highs != 0
     }
 
     /// JSON.format: the shortest round-trip form, always with a decimal point or exponent.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import Foundation
 import GRDB
+import StoreFormat
 
 /// A plain SQLite store used as an outbox (`--outbox PATH`, in front of a server store): readings
 /// are committed here before the cuff is confirmed, read out oldest first, and removed only once
@@ -10,15 +11,13 @@ extension SQLiteStore {
     public func pending(limit: Int) throws(SinkError) -> [StoredMeasurement] {
         guard crypto == nil else { throw .storeRead(path: path, reason: "an encrypted store is not an outbox") }
         do {
-            return try db.read { db in
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT m.*, d.address AS d_address, d.name AS d_name, d.manufacturer AS d_manufacturer,
-                           d.model AS d_model, d.serial AS d_serial, d.firmware AS d_firmware
-                    FROM measurements m JOIN devices d ON d.id = m.device_id
-                    ORDER BY m.id LIMIT ?
-                    """, arguments: [limit])
-                return try rows.map(SQLiteStore.stored(from:))
+            let r = try db.read { db in try SQLiteStore.readRows(db, sql: StoreRows.pendingSQL, arguments: [limit]) }
+            // A row that cannot be read cannot be shipped either: say which, rather than skip it unseen.
+            if let p = r.skipped.first { throw SinkError.storeRead(path: path, reason: p.description) }
+            if r.withoutDevice > 0, let row = r.rows.first(where: { $0.device.address.isEmpty }) {
+                throw SinkError.storeRead(path: path, reason: "row \(row.id): its device row is missing")
             }
+            return r.rows
         } catch let e as SinkError {
             throw e
         } catch {
@@ -26,16 +25,26 @@ extension SQLiteStore {
         }
     }
 
-    /// Removes the rows with these ids (shipped ones), in one commit.
-    public func remove(ids: [Int64]) throws(SinkError) {
+    /// Removes the rows with these ids (shipped ones), in one commit. With `rememberingKeys`, their
+    /// dedup keys (and devices' addresses and sequence numbers) stay in `outbox_sent` in the same
+    /// commit: an MQTT broker keeps no history to ask what it already has (see ``sentKeys()``).
+    public func remove(ids: [Int64], rememberingKeys: Bool = false) throws(SinkError) {
         guard !ids.isEmpty else { return }
         do {
             try db.write { db in
+                if rememberingKeys { try db.execute(sql: Self.sentTable) }
                 // In chunks: SQLite limits the number of bound parameters.
                 var i = 0
                 while i < ids.count {
                     let chunk = Array(ids[i..<min(i + 500, ids.count)])
                     let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                    if rememberingKeys {
+                        try db.execute(sql: """
+                            INSERT OR IGNORE INTO outbox_sent (dedup_key, address, sequence_number)
+                            SELECT m.dedup_key, d.address, m.sequence_number FROM measurements m JOIN devices d ON d.id = m.device_id
+                            WHERE m.id IN (\(marks))
+                            """, arguments: StatementArguments(chunk))
+                    }
                     try db.execute(sql: "DELETE FROM measurements WHERE id IN (\(marks))", arguments: StatementArguments(chunk))
                     i += chunk.count
                 }
@@ -53,6 +62,67 @@ extension SQLiteStore {
             }
         } catch {
             throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+
+    static let sentTable = """
+        CREATE TABLE IF NOT EXISTS outbox_sent (
+            dedup_key TEXT PRIMARY KEY,
+            address TEXT NOT NULL,
+            sequence_number INTEGER
+        )
+        """
+
+    /// The dedup keys of the rows removed with `rememberingKeys` (delivered, no longer in the outbox).
+    public func sentKeys() throws(SinkError) -> Set<String> {
+        do {
+            try db.write { try $0.execute(sql: Self.sentTable) }
+            return try db.read { Set(try String.fetchAll($0, sql: "SELECT dedup_key FROM outbox_sent")) }
+        } catch {
+            throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// The highest sequence number among the delivered rows of the device last seen at `address`.
+    public func lastSentSequenceNumber(address: String) throws(SinkError) -> UInt16? {
+        do {
+            try db.write { try $0.execute(sql: Self.sentTable) }
+            let v = try db.read {
+                try Int64.fetchOne($0, sql: "SELECT max(sequence_number) FROM outbox_sent WHERE address = ?", arguments: [address])
+            }
+            return v.flatMap { UInt16(exactly: $0) }
+        } catch {
+            throw .storeRead(path: path, reason: SQLiteStore.describe(error))
+        }
+    }
+}
+
+/// The outbox's place: `--outbox PATH`, else `$XDG_STATE_HOME/cuff/outbox.db` (by default
+/// `~/.local/state/cuff/outbox.db`).
+public enum Outbox {
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        stateDirectory(environment: environment) + "/outbox.db"
+    }
+
+    /// `$XDG_STATE_HOME/cuff`, else `~/.local/state/cuff`: where outboxes are kept by default.
+    public static func stateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        let state: String
+        if let x = environment["XDG_STATE_HOME"], x.hasPrefix("/") {
+            state = x
+        } else {
+            state = (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.local/state"
+        }
+        return state + "/cuff"
+    }
+
+    /// Creates the outbox's directory if missing (mode 0700, with its missing parents).
+    public static func prepareDirectory(of path: String) throws(SinkError) {
+        let dir = (path as NSString).deletingLastPathComponent
+        guard !dir.isEmpty, !FileManager.default.fileExists(atPath: dir) else { return }
+        do {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .storeOpen(path: path, reason: "cannot create its directory \(dir): \(error.localizedDescription)")
         }
     }
 }

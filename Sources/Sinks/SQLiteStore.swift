@@ -5,122 +5,12 @@ import CuffCore
 import CuffSession
 import Foundation
 import GRDB
+import StoreFormat
 import Transport
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// One row of the `measurements` table, with its device.
-///
-/// Pressures are in the row's `unit` (as received, not converted); a special SFLOAT has a NULL
-/// number and its name (`NaN`, `NRes`, `+INF`, `-INF`, `reserved`) in the `…Special` column. The raw
-/// 16-bit words are kept too, but ``record()`` rebuilds the ``MeasurementRecord`` from `raw` with the
-/// BloodPressure codec, not from these columns.
-public struct StoredMeasurement: Sendable, Hashable {
-    public var id: Int64
-    public var device: DeviceInfo
-    public var characteristic: RecordCharacteristic
-    public var raw: [UInt8]
-    /// The codec options under which `raw` decoded to the record's values when it was stored.
-    public var quirks: QuirkProfile.Options
-    public var unit: PressureUnit
-    public var systolic: Double?
-    public var diastolic: Double?
-    public var meanArterialPressure: Double?
-    public var pulseRate: Double?
-    public var systolicRaw: UInt16
-    public var diastolicRaw: UInt16
-    public var meanArterialPressureRaw: UInt16
-    public var pulseRateRaw: UInt16?
-    public var systolicSpecial: String?
-    public var diastolicSpecial: String?
-    public var meanArterialPressureSpecial: String?
-    public var pulseRateSpecial: String?
-    public var timestamp: String?
-    public var userID: UInt8?
-    public var status: UInt16?
-    public var stored: Bool
-    public var sequenceNumber: UInt16?
-    /// `received_at` as printed (`2026-11-22T07:31:54.123Z`) and in microseconds since 1970.
-    public var receivedAt: String
-    public var receivedAtMicros: Int64
-    /// The offset (seconds east of UTC) the store's ``UTCOffsetPolicy`` gave this record at ingest,
-    /// used again for its zone-less device time when history is printed.
-    public var hostUTCOffsetSeconds: Int
-    public var dedupKey: String
-    /// JSON text: the decode warnings, and the codec's object for the value.
-    public var warningsJSON: String
-    public var decodedJSON: String
-
-    /// A row as another store (a server) keeps it: every column of ``SQLiteStore``'s layout.
-    public init(
-        id: Int64, device: DeviceInfo, characteristic: RecordCharacteristic, raw: [UInt8], quirks: QuirkProfile.Options,
-        unit: PressureUnit, systolic: Double?, diastolic: Double?, meanArterialPressure: Double?, pulseRate: Double?,
-        systolicRaw: UInt16, diastolicRaw: UInt16, meanArterialPressureRaw: UInt16, pulseRateRaw: UInt16?,
-        systolicSpecial: String?, diastolicSpecial: String?, meanArterialPressureSpecial: String?, pulseRateSpecial: String?,
-        timestamp: String?, userID: UInt8?, status: UInt16?, stored: Bool, sequenceNumber: UInt16?, receivedAt: String,
-        receivedAtMicros: Int64, hostUTCOffsetSeconds: Int, dedupKey: String, warningsJSON: String, decodedJSON: String
-    ) {
-        self.id = id
-        self.device = device
-        self.characteristic = characteristic
-        self.raw = raw
-        self.quirks = quirks
-        self.unit = unit
-        self.systolic = systolic
-        self.diastolic = diastolic
-        self.meanArterialPressure = meanArterialPressure
-        self.pulseRate = pulseRate
-        self.systolicRaw = systolicRaw
-        self.diastolicRaw = diastolicRaw
-        self.meanArterialPressureRaw = meanArterialPressureRaw
-        self.pulseRateRaw = pulseRateRaw
-        self.systolicSpecial = systolicSpecial
-        self.diastolicSpecial = diastolicSpecial
-        self.meanArterialPressureSpecial = meanArterialPressureSpecial
-        self.pulseRateSpecial = pulseRateSpecial
-        self.timestamp = timestamp
-        self.userID = userID
-        self.status = status
-        self.stored = stored
-        self.sequenceNumber = sequenceNumber
-        self.receivedAt = receivedAt
-        self.receivedAtMicros = receivedAtMicros
-        self.hostUTCOffsetSeconds = hostUTCOffsetSeconds
-        self.dedupKey = dedupKey
-        self.warningsJSON = warningsJSON
-        self.decodedJSON = decodedJSON
-    }
-
-    /// Decodes `raw` again with the BloodPressure codec (and the stored quirk options) into the record
-    /// a session would have produced. `receivedAt.monotonic` is not stored; it is set to the wall time.
-    /// Another protocol's record (a non-BPS ``characteristic``) is rebuilt by the protocol of
-    /// `protocols` that names its source.
-    public func record(protocols: CuffProtocolRegistry = .builtIn) throws(BPSDecodingError) -> MeasurementRecord {
-        let at = EventTime(monotonic: Timestamp(nanoseconds: receivedAtMicros &* 1000), wallMicros: receivedAtMicros)
-        switch characteristic {
-        case .bloodPressureMeasurement:
-            let d = try BloodPressureMeasurement.decode(raw[...], quirks: quirks)
-            return MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: stored)
-        case .enhancedBloodPressureMeasurement, .bloodPressureRecord:
-            let seq = characteristic == .bloodPressureRecord ? sequenceNumber : nil
-            if characteristic == .bloodPressureRecord && seq == nil {
-                throw BPSDecodingError(.invalidValue, field: "Sequence Number", offset: 0, detail: "a stored 2B36 record needs one")
-            }
-            let d = try EnhancedBloodPressureMeasurement.decode(raw[...], cuffPressure: false)
-            guard let r = MeasurementRecord.from(
-                enhanced: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: stored, sequenceNumber: seq)
-            else { throw BPSDecodingError(.invalidValue, field: "Enhanced Blood Pressure Measurement", offset: 0, detail: "not a measurement") }
-            return r
-        default:
-            // Another protocol's record: rebuilt by the protocol that names its source.
-            if let r = protocols.storedRecord(characteristic, raw: raw, device: device, receivedAt: at, stored: stored,
-                                                                 sequenceNumber: sequenceNumber) { return r }
-            throw BPSDecodingError(.unsupported, field: "characteristic \(characteristic.uuidString)", offset: 0)
-        }
-    }
-}
 
 /// `--store PATH`: measurements kept in SQLite (GRDB), deduplicated by ``MeasurementRecord/dedupKey``.
 ///
@@ -147,6 +37,10 @@ public final class SQLiteStore: MeasurementStore {
     public var isEncrypted: Bool { crypto != nil }
     public let utcOffset: UTCOffsetPolicy
     let warn: SinkWarningHandler
+    /// Opened read-only (``init(path:mustExist:readOnly:key:utcOffset:warn:)``).
+    public let readOnly: Bool
+    /// False for a read-only store whose file has no tables at all (an empty file): nothing to read.
+    let hasTables: Bool
     private let done = FinishGuard("store")
 
     /// What ``insert(_:)`` did.
@@ -158,25 +52,45 @@ public final class SQLiteStore: MeasurementStore {
     ///
     /// With `key`, a new store is made encrypted and an existing one must be encrypted with it;
     /// without, an encrypted store is refused. A refusal changes nothing on disk.
+    ///
+    /// `readOnly` (`cuff history`, `cuff plot --store`): the store must exist and is opened read-only:
+    /// no schema is made or migrated, the journal mode is left as it is, and nothing is written
+    /// (a file with no tables at all reads as an empty store).
     public init(
-        path: String, mustExist: Bool = false, key: StoreKey? = nil, utcOffset: UTCOffsetPolicy = .system,
+        path: String, mustExist: Bool = false, readOnly: Bool = false, key: StoreKey? = nil, utcOffset: UTCOffsetPolicy = .system,
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) {
         self.path = path
         self.utcOffset = utcOffset
         self.warn = warn
-        try SQLiteStore.prepareFile(path, create: !mustExist)
+        self.readOnly = readOnly
+        try SQLiteStore.prepareFile(path, create: !mustExist && !readOnly, readOnly: readOnly)
         var config = Configuration()
         config.label = "cuff.store"
         config.busyMode = .timeout(5)
-        config.prepareDatabase { db in
-            // Not `journalMode = .wal`: GRDB then sets synchronous = NORMAL, which may lose the last commit.
-            let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
-            guard mode == "wal" else { throw DatabaseError(message: "journal_mode is \(mode ?? "nil"), not wal") }
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        config.readonly = readOnly
+        if !readOnly {
+            config.prepareDatabase { db in
+                // Not `journalMode = .wal`: GRDB then sets synchronous = NORMAL, which may lose the last commit.
+                let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+                guard mode == "wal" else { throw DatabaseError(message: "journal_mode is \(mode ?? "nil"), not wal") }
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                try db.execute(sql: "PRAGMA foreign_keys = ON")
+            }
         }
         do {
+            if readOnly {
+                let queue = try DatabaseQueue(path: path, configuration: config)
+                let layout = try queue.read { db in try SQLiteStore.layout(db, key: key, path: path) }
+                if !layout.sealed && !layout.plain && layout.hasTables {
+                    // Another program's database: neither read as empty nor given our tables.
+                    throw DatabaseError(message: "not a cuff store (it has tables, but no measurements)")
+                }
+                db = queue
+                crypto = layout.crypto
+                hasTables = layout.sealed || layout.plain
+                return
+            }
             // Several processes opening one new store at once: the switch to WAL and the schema
             // need the write lock, and SQLite may answer "busy" at once instead of waiting for it
             // (a lock upgrade it cannot wait for). Such an open is tried again, for up to 10 s.
@@ -194,6 +108,7 @@ public final class SQLiteStore: MeasurementStore {
             }
             db = opened.0
             crypto = opened.1
+            hasTables = true
             let sync = try db.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
             guard sync == 2 else { throw DatabaseError(message: "synchronous is \(sync.map(String.init) ?? "nil"), not FULL (2)") }
         } catch let e as SinkError {
@@ -206,12 +121,12 @@ public final class SQLiteStore: MeasurementStore {
     /// Creates `path` with mode 0600 if it does not exist (and `create`); otherwise checks it is a
     /// regular file (not a symlink) that only its owner can read or write. Existing `-wal`, `-shm`
     /// and `-journal` files must pass the same check.
-    public static func prepareFile(_ path: String, create: Bool = true) throws(SinkError) {
+    public static func prepareFile(_ path: String, create: Bool = true, readOnly: Bool = false) throws(SinkError) {
         var created = create
         var opened = create ? Sys.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600) : .failure(Errno(rawValue: EEXIST))
         if case .failure(let e) = opened, e.rawValue == EEXIST {
             created = false
-            opened = Sys.open(path, O_RDWR | O_NOFOLLOW)
+            opened = Sys.open(path, (readOnly ? O_RDONLY : O_RDWR) | O_NOFOLLOW)
         }
         let fd: CInt
         switch opened {
@@ -244,50 +159,7 @@ public final class SQLiteStore: MeasurementStore {
 
     /// The schema's migrations, oldest first: an identifier and the SQL that makes it.
     static let migrations: [(identifier: String, sql: String)] = [
-        ("v1", """
-            CREATE TABLE devices (
-                id INTEGER PRIMARY KEY,
-                identity TEXT NOT NULL UNIQUE,
-                address TEXT NOT NULL,
-                name TEXT,
-                manufacturer TEXT,
-                model TEXT,
-                serial TEXT,
-                firmware TEXT
-            );
-            CREATE TABLE measurements (
-                id INTEGER PRIMARY KEY,
-                device_id INTEGER NOT NULL REFERENCES devices(id),
-                characteristic TEXT NOT NULL,
-                raw BLOB NOT NULL,
-                quirks INTEGER NOT NULL DEFAULT 0,
-                unit TEXT NOT NULL CHECK (unit IN ('mmHg', 'kPa')),
-                systolic REAL,
-                diastolic REAL,
-                mean_arterial_pressure REAL,
-                pulse_rate REAL,
-                systolic_raw INTEGER NOT NULL,
-                diastolic_raw INTEGER NOT NULL,
-                mean_arterial_pressure_raw INTEGER NOT NULL,
-                pulse_rate_raw INTEGER,
-                systolic_special TEXT,
-                diastolic_special TEXT,
-                mean_arterial_pressure_special TEXT,
-                pulse_rate_special TEXT,
-                timestamp TEXT,
-                user_id INTEGER,
-                status INTEGER,
-                stored INTEGER NOT NULL,
-                sequence_number INTEGER,
-                received_at TEXT NOT NULL,
-                received_at_us INTEGER NOT NULL,
-                host_utc_offset INTEGER NOT NULL,
-                dedup_key TEXT NOT NULL UNIQUE,
-                warnings TEXT NOT NULL,
-                decoded TEXT NOT NULL
-            );
-            CREATE INDEX measurements_by_received ON measurements(received_at_us, id);
-            """),
+        ("v1", StoreSchema.v1),
     ]
 
     /// The encrypted layout's migrations: the key's salt and check, and one sealed row per measurement.
@@ -323,33 +195,13 @@ public final class SQLiteStore: MeasurementStore {
         try queue.writeWithoutTransaction { db in
             var crypto: StoreCrypto?
             try db.inTransaction(.immediate) {
-                let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'"))
                 try db.execute(sql: "CREATE TABLE IF NOT EXISTS grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)")
-                let applied = Set(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations"))
-                let known = Set(migrations.map(\.identifier) + sealedMigrations.map(\.identifier))
-                if let unknown = applied.subtracting(known).sorted().first {
-                    throw DatabaseError(message: "the store has schema migration \(unknown), which this cuff does not know: it was written by a newer cuff")
-                }
-                let sealed = tables.contains("store_key")
-                let plain = tables.contains("measurements")
+                let found = try layout(db, key: key, path: path)
                 let list: [(identifier: String, sql: String)]
-                if sealed {
-                    guard let key else {
-                        throw SinkError.storeKey(path: path, reason: "is encrypted: give its key with --store-key-file PATH (or CUFF_STORE_KEY_FILE)")
-                    }
-                    guard let row = try Row.fetchOne(db, sql: "SELECT salt, key_check FROM store_key WHERE id = 1") else {
-                        throw SinkError.storeKey(path: path, reason: "is encrypted but its key check is missing: the file was damaged")
-                    }
-                    let c = key.derive(salt: [UInt8](row["salt"] as Data))
-                    guard c.keyCheck == [UInt8](row["key_check"] as Data) else {
-                        throw SinkError.storeKey(path: path, reason: "is encrypted with another key than the one in \(key.path)")
-                    }
-                    crypto = c
+                if found.sealed {
+                    crypto = found.crypto
                     list = sealedMigrations
-                } else if plain || !applied.isEmpty {
-                    if let key {
-                        throw SinkError.storeKey(path: path, reason: "is not encrypted, so it does not open with a key (\(key.path)); a key encrypts a new store only")
-                    }
+                } else if found.plain || !found.applied.isEmpty {
                     list = migrations
                 } else if let key {
                     // A new store, made encrypted: its salt and key check first.
@@ -365,7 +217,7 @@ public final class SQLiteStore: MeasurementStore {
                 } else {
                     list = migrations
                 }
-                for m in list where !applied.contains(m.identifier) {
+                for m in list where !found.applied.contains(m.identifier) {
                     try db.execute(sql: m.sql)
                     try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [m.identifier])
                 }
@@ -373,6 +225,42 @@ public final class SQLiteStore: MeasurementStore {
             }
             return crypto
         }
+    }
+
+    /// What an existing file holds: which layout (sealed, plain, or neither yet), the migrations
+    /// applied, and for a sealed store the subkeys of `key`, checked against the store's key check.
+    /// Reads only. Refuses a store written by a newer cuff, an encrypted store without its key, and a
+    /// key for a plain store.
+    static func layout(_ db: Database, key: StoreKey?, path: String) throws -> (sealed: Bool, plain: Bool, hasTables: Bool, applied: Set<String>, crypto: StoreCrypto?) {
+        let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND typeof(name) = 'text'"))
+        let applied = tables.contains("grdb_migrations")
+            ? Set(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations WHERE typeof(identifier) = 'text'")) : []
+        let known = Set(migrations.map(\.identifier) + sealedMigrations.map(\.identifier))
+        if let unknown = applied.subtracting(known).sorted().first {
+            throw DatabaseError(message: "the store has schema migration \(unknown), which this cuff does not know: it was written by a newer cuff")
+        }
+        let sealed = tables.contains("store_key")
+        let plain = tables.contains("measurements")
+        var crypto: StoreCrypto?
+        if sealed {
+            guard let key else {
+                throw SinkError.storeKey(path: path, reason: "is encrypted: give its key with --store-key-file PATH (or CUFF_STORE_KEY_FILE)")
+            }
+            guard let row = try Row.fetchOne(
+                db, sql: "SELECT salt, key_check FROM store_key WHERE id = 1 AND typeof(salt) = 'blob' AND typeof(key_check) = 'blob'"),
+                let salt = row[0] as Data?, let check = row[1] as Data?
+            else {
+                throw SinkError.storeKey(path: path, reason: "is encrypted but its key check is missing: the file was damaged")
+            }
+            let c = key.derive(salt: [UInt8](salt))
+            guard c.keyCheck == [UInt8](check) else {
+                throw SinkError.storeKey(path: path, reason: "is encrypted with another key than the one in \(key.path)")
+            }
+            crypto = c
+        } else if plain || !applied.isEmpty, let key {
+            throw SinkError.storeKey(path: path, reason: "is not encrypted, so it does not open with a key (\(key.path)); a key encrypts a new store only")
+        }
+        return (sealed, plain, !tables.subtracting(["grdb_migrations"]).isEmpty, applied, crypto)
     }
 
     /// The identifiers of the migrations applied to this store, in the order they were applied.
@@ -492,12 +380,13 @@ public final class SQLiteStore: MeasurementStore {
         return []
     }
 
-    /// Every sealed row opened, in insertion order; a row that does not authenticate is an error.
-    func openedRows() throws(SinkError) -> [StoredMeasurement] {
-        guard let crypto else { return [] }
+    /// Every sealed row opened, in received order; a row that does not authenticate (or holds
+    /// anything but its two BLOBs) is an error: the file was changed.
+    func openedRows() throws(SinkError) -> StoreReading {
+        guard let crypto else { return StoreReading(rows: []) }
         let rows: [Row]
         do {
-            rows = try db.read { try Row.fetchAll($0, sql: "SELECT id, dedup_tag, sealed FROM sealed_measurements ORDER BY id") }
+            rows = try db.read { try Row.fetchAll($0, sql: "SELECT rowid, dedup_tag, sealed FROM sealed_measurements ORDER BY rowid") }
         } catch {
             throw .storeRead(path: path, reason: SQLiteStore.describe(error))
         }
@@ -508,8 +397,9 @@ public final class SQLiteStore: MeasurementStore {
         var devices: [String: DeviceInfo] = [:]
         let decoder = JSONDecoder()
         for r in rows {
-            let id: Int64 = r["id"]
-            guard let plain = crypto.open([UInt8](r["sealed"] as Data), tag: [UInt8](r["dedup_tag"] as Data)),
+            let id = Int64.fromDatabaseValue(r[0] as DatabaseValue) ?? -1
+            guard case let .blob(tag) = (r[1] as DatabaseValue).storage, case let .blob(box) = (r[2] as DatabaseValue).storage,
+                  let plain = crypto.open([UInt8](box), tag: [UInt8](tag)),
                   let sealed = try? decoder.decode(SealedRow.self, from: Data(plain))
             else { throw .storeTampered(path: path, rowID: id) }
             let s = sealed.stored(id: id)
@@ -529,7 +419,7 @@ public final class SQLiteStore: MeasurementStore {
         }
         for i in out.indices { out[i].device = devices[out[i].device.identity] ?? out[i].device }
         out.sort { ($0.receivedAtMicros, $0.id) < ($1.receivedAtMicros, $1.id) }
-        return out
+        return StoreReading(rows: out)
     }
 
     /// Re-seals every row of the encrypted store at `path` under `newKey`, in one transaction: a
@@ -547,8 +437,9 @@ public final class SQLiteStore: MeasurementStore {
                 // New tags are set on rows whose old tags are still there: move them out of the way first.
                 try db.execute(sql: "UPDATE sealed_measurements SET dedup_tag = X'00' || dedup_tag")
                 for r in rows {
-                    let id: Int64 = r["id"]
-                    guard let plain = old.open([UInt8](r["sealed"] as Data), tag: [UInt8](r["dedup_tag"] as Data)),
+                    let id = Int64.fromDatabaseValue(r["id"] as DatabaseValue) ?? -1
+                    guard case let .blob(oldTag) = (r["dedup_tag"] as DatabaseValue).storage, case let .blob(box) = (r["sealed"] as DatabaseValue).storage,
+                          let plain = old.open([UInt8](box), tag: [UInt8](oldTag)),
                           let row = try? JSONDecoder().decode(SealedRow.self, from: Data(plain))
                     else { throw SinkError.storeTampered(path: path, rowID: id) }
                     let tag = new.tag(row.dedupKey)
@@ -592,31 +483,53 @@ public final class SQLiteStore: MeasurementStore {
 
     // MARK: Reading
 
-    /// Every stored measurement, in received order (then insertion order).
+    /// Every stored measurement, in received order (then insertion order). A row that cannot be
+    /// read is an error naming it (``readHistory()`` skips such rows instead).
     public func history() throws(SinkError) -> [StoredMeasurement] {
+        let r = try readHistory()
+        if let p = r.skipped.first { throw .storeRead(path: path, reason: p.description) }
+        return r.rows
+    }
+
+    /// Every stored measurement that can be read, in received order (then insertion order), and
+    /// the rows that cannot (named by row id and column, never by value). Every cell is read as what
+    /// it is, whatever its column's declared type: a damaged store never traps. A measurement whose
+    /// device row is missing is read with an unknown device.
+    public func readHistory() throws(SinkError) -> StoreReading {
+        guard hasTables else { return StoreReading(rows: []) }
         if crypto != nil { return try openedRows() }
         do {
-            return try db.read { db in
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT m.*, d.address AS d_address, d.name AS d_name, d.manufacturer AS d_manufacturer,
-                           d.model AS d_model, d.serial AS d_serial, d.firmware AS d_firmware
-                    FROM measurements m JOIN devices d ON d.id = m.device_id
-                    ORDER BY m.received_at_us, m.id
-                    """)
-                return try rows.map(SQLiteStore.stored(from:))
-            }
-        } catch let e as SinkError {
-            throw e
+            return try db.read { db in try SQLiteStore.readRows(db, sql: StoreRows.historySQL) }
         } catch {
             throw .storeRead(path: path, reason: SQLiteStore.describe(error))
         }
     }
 
+    /// The rows of a ``StoreRows`` query, each decoded by ``StoreRows/decode(_:_:)``.
+    static func readRows(_ db: Database, sql: String, arguments: StatementArguments = StatementArguments()) throws -> StoreReading {
+        let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+        var layout: StoreRows.Layout?
+        var out = StoreReading(rows: [])
+        while let row = try rows.next() {
+            let l = layout ?? StoreRows.Layout(columnNames: Array(row.columnNames))
+            layout = l
+            do throws(StoreRowProblem) {
+                let d = try StoreRows.decode(l, (0..<row.count).map { StoreValue(row[$0] as DatabaseValue) })
+                out.rows.append(d.measurement)
+                if d.deviceRowMissing { out.withoutDevice += 1 }
+            } catch {
+                out.skipped.append(error)
+            }
+        }
+        return out
+    }
+
     /// The dedup keys of every stored measurement (for the session's `knownRecordKeys`).
     public func knownKeys() throws(SinkError) -> Set<String> {
-        if crypto != nil { return Set(try openedRows().map(\.dedupKey)) }
+        if crypto != nil { return Set(try openedRows().rows.map(\.dedupKey)) }
         do {
-            return try db.read { Set(try String.fetchAll($0, sql: "SELECT dedup_key FROM measurements")) }
+            // A damaged key (not text) is no key this cuff could have written.
+            return try db.read { Set(try String.fetchAll($0, sql: "SELECT dedup_key FROM measurements WHERE typeof(dedup_key) = 'text'")) }
         } catch {
             throw .storeRead(path: path, reason: SQLiteStore.describe(error))
         }
@@ -626,7 +539,7 @@ public final class SQLiteStore: MeasurementStore {
     /// (for the session's `lastSequenceNumber`), or nil when none is stored.
     public func lastSequenceNumber(address: String) throws(SinkError) -> UInt16? {
         if crypto != nil {
-            return try openedRows().filter { $0.device.address == address }.compactMap(\.sequenceNumber).max()
+            return try openedRows().rows.filter { $0.device.address == address }.compactMap(\.sequenceNumber).max()
         }
         do {
             let v = try db.read {
@@ -634,7 +547,7 @@ public final class SQLiteStore: MeasurementStore {
                     $0,
                     sql: """
                         SELECT max(m.sequence_number) FROM measurements m JOIN devices d ON d.id = m.device_id
-                        WHERE d.address = ?
+                        WHERE d.address = ? AND typeof(m.sequence_number) = 'integer'
                         """,
                     arguments: [address])
             }
@@ -649,39 +562,8 @@ public final class SQLiteStore: MeasurementStore {
         try db.read { try String.fetchOne($0, sql: "PRAGMA " + name) }
     }
 
-    static func stored(from row: Row) throws -> StoredMeasurement {
-        func bad(_ what: String) -> DatabaseError { DatabaseError(message: "row \(row["id"] as Int64? ?? -1): bad \(what)") }
-        guard let ch = RecordCharacteristic(argument: row["characteristic"]) else { throw bad("characteristic") }
-        guard let unit = PressureUnit(rawValue: row["unit"]) else { throw bad("unit") }
-        let raw: Data = row["raw"]
-        func u16(_ c: String) throws -> UInt16? {
-            guard let v: Int64 = row[c] else { return nil }
-            guard let w = UInt16(exactly: v) else { throw bad(c) }
-            return w
-        }
-        func req(_ c: String) throws -> UInt16 {
-            guard let v = try u16(c) else { throw bad(c) }
-            return v
-        }
-        let uid: Int64? = row["user_id"]
-        return StoredMeasurement(
-            id: row["id"],
-            device: DeviceInfo(
-                address: row["d_address"], name: row["d_name"], manufacturer: row["d_manufacturer"], model: row["d_model"],
-                serial: row["d_serial"], firmware: row["d_firmware"]),
-            characteristic: ch, raw: [UInt8](raw), quirks: QuirkProfile.Options(rawValue: UInt8(truncatingIfNeeded: row["quirks"] as Int64)),
-            unit: unit, systolic: row["systolic"], diastolic: row["diastolic"], meanArterialPressure: row["mean_arterial_pressure"],
-            pulseRate: row["pulse_rate"], systolicRaw: try req("systolic_raw"), diastolicRaw: try req("diastolic_raw"),
-            meanArterialPressureRaw: try req("mean_arterial_pressure_raw"), pulseRateRaw: try u16("pulse_rate_raw"),
-            systolicSpecial: row["systolic_special"], diastolicSpecial: row["diastolic_special"],
-            meanArterialPressureSpecial: row["mean_arterial_pressure_special"], pulseRateSpecial: row["pulse_rate_special"],
-            timestamp: row["timestamp"], userID: try uid.map { v in guard let u = UInt8(exactly: v) else { throw bad("user_id") }; return u },
-            status: try u16("status"), stored: row["stored"], sequenceNumber: try u16("sequence_number"),
-            receivedAt: row["received_at"], receivedAtMicros: row["received_at_us"], hostUTCOffsetSeconds: row["host_utc_offset"],
-            dedupKey: row["dedup_key"], warningsJSON: row["warnings"], decodedJSON: row["decoded"])
-    }
-
     static func describe(_ error: any Error) -> String {
+        if let e = error as? SinkError { return e.description }
         if let e = error as? DatabaseError { return e.message.map { "\(e.resultCode): \($0)" } ?? "\(e.resultCode)" }
         return String(describing: error)
     }
@@ -759,5 +641,18 @@ struct SealedRow: Codable {
             pulseRateSpecial: pulseRateSpecial, timestamp: timestamp, userID: userID, status: status, stored: stored,
             sequenceNumber: sequenceNumber, receivedAt: receivedAt, receivedAtMicros: receivedAtMicros,
             hostUTCOffsetSeconds: hostUTCOffsetSeconds, dedupKey: dedupKey, warningsJSON: warnings, decodedJSON: decoded)
+    }
+}
+
+extension StoreValue {
+    /// A cell as GRDB holds it.
+    init(_ v: DatabaseValue) {
+        switch v.storage {
+        case .null: self = .null
+        case let .int64(i): self = .integer(i)
+        case let .double(d): self = .real(d)
+        case let .string(s): self = .text(s)
+        case let .blob(b): self = .blob([UInt8](b))
+        }
     }
 }

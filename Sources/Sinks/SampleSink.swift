@@ -24,7 +24,8 @@ public struct SinkWarning: Sendable, Hashable, CustomStringConvertible {
     /// `fhir`, `omh`, `store`.
     public var sink: String
     public var message: String
-    /// The measurement concerned, when there is one.
+    /// The measurement concerned, when there is one (for callers that match it; not printed: the
+    /// key holds the reading's values, and warnings go to logs).
     public var dedupKey: String?
 
     public init(sink: String, message: String, dedupKey: String? = nil) {
@@ -33,7 +34,7 @@ public struct SinkWarning: Sendable, Hashable, CustomStringConvertible {
         self.dedupKey = dedupKey
     }
 
-    public var description: String { "warning: \(sink): \(message)" + (dedupKey.map { " [\($0)]" } ?? "") }
+    public var description: String { "warning: \(sink): \(message)" }
 }
 
 /// Receives ``SinkWarning``s.

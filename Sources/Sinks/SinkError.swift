@@ -46,7 +46,8 @@ public enum SinkError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .storeOpen(p, r): "cannot open store \(p): \(r)"
         case let .insecureStoreFile(p, m):
             "store \(p) has mode \(String(m & 0o7777, radix: 8)) or is not a regular file; it must be a regular file with mode 600 (chmod 600 \(p))"
-        case let .storeWrite(p, k, r): "cannot store measurement \(k) in \(p): \(r)"
+        // Not the dedup key: it holds the reading's values, and messages go to logs.
+        case let .storeWrite(p, _, r): "cannot store a measurement in \(p): \(r)"
         case let .storeRead(p, r): "cannot read store \(p): \(r)"
         case let .storedValueUndecodable(p, id, r): "store \(p), measurement row \(id): raw value does not decode: \(r)"
         case let .keyFile(p, r): "key file \(p) \(r)"

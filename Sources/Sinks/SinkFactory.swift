@@ -75,12 +75,13 @@ public enum SinkFactory {
         return try openSQLiteStore(location, options, mustExist: mustExist, warn: warn)
     }
 
-    /// The SQLite store at `path`, with the configuration's key (read from its file) when there is one.
+    /// The SQLite store at `path`, with the configuration's key (read from its file) when there is one;
+    /// read-only when it `mustExist` (it is opened to be read).
     public static func openSQLiteStore(
         _ path: String, _ options: SinkConfiguration, mustExist: Bool = false, warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) -> SQLiteStore {
         let key = try options.storeKeyPath.map { p throws(SinkError) in try StoreKey.load(path: p) }
-        return try SQLiteStore(path: path, mustExist: mustExist, key: key, utcOffset: options.utcOffset, warn: warn)
+        return try SQLiteStore(path: path, mustExist: mustExist, readOnly: mustExist, key: key, utcOffset: options.utcOffset, warn: warn)
     }
 
     /// The sink for `format` writing to `output`.
@@ -120,20 +121,33 @@ public enum SinkFactory {
 
     /// `cuff history --store PATH --format F`: every stored measurement, decoded again from its raw
     /// bytes, written through the format's sink, with the host offsets recorded at ingest. The store
-    /// must exist (a missing one is an error, not an empty history). Finishes
-    /// the sink and returns how many measurements were printed.
+    /// must exist (a missing one is an error, not an empty history) and is opened read-only. A row
+    /// that cannot be read is skipped and named on `warn` (row id, never a value); the rest is
+    /// printed. Finishes the sink.
     @discardableResult
     public static func printHistory(
         storePath: String, options: SinkConfiguration, output: any LineOutput = FileDescriptorOutput.standardOutput(),
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
-    ) throws(SinkError) -> Int {
+    ) throws(SinkError) -> HistoryReport {
         let store = try openStore(storePath, options, mustExist: true, warn: warn)
+        let read = try store.readRecords()
+        read.warn(warn, store: store.storeName)
         var o = options
-        o.utcOffset = .recorded(try store.recordedOffsets(), fallback: options.utcOffset)
+        o.utcOffset = .recorded(
+            Dictionary(read.entries.map { ($0.stored.dedupKey, $0.stored.hostUTCOffsetSeconds) }, uniquingKeysWith: { a, _ in a }),
+            fallback: options.utcOffset)
         let sink = formatSink(o, output: output, warn: warn)
-        let n = try store.replay(into: sink)
+        for e in read.entries { try sink.write(.measurement(e.record)) }
         try sink.finish()
         try store.finish()
-        return n
+        return HistoryReport(printed: read.entries.count, skipped: read.skipped.count)
     }
+}
+
+/// What ``SinkFactory/printHistory(storePath:options:output:warn:)`` printed.
+public struct HistoryReport: Sendable, Hashable {
+    /// Measurements printed.
+    public var printed: Int
+    /// Rows that could not be read and were skipped.
+    public var skipped: Int
 }

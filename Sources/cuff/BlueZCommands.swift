@@ -135,7 +135,8 @@ struct Scan: ParsableCommand {
                 let bus = try BlueZBus()
                 defer { bus.close() }
                 try BlueZDiscovery.scan(adapter: adapter, bus: bus, duration: .nanoseconds(Int64(timeout * 1e9)),
-                                        uuids: all ? [] : ["00001810-0000-1000-8000-00805f9b34fb"], stop: stopped) { r in
+                                        uuids: all ? [] : ["00001810-0000-1000-8000-00805f9b34fb"], stop: stopped,
+                                        log: { Output.log("cuff scan: " + $0) }) { r in
                     try collector.take(r, replacing: true)  // bluetoothd's view replaces, not merges
                 }
             } catch let e as TransportError {

@@ -74,7 +74,8 @@ struct Decode: ParsableCommand {
     static func decodeLine(_ text: String, characteristic: BPSCharacteristic, quirks: QuirkProfile.Options) -> (JSON, String?) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
         guard let bytes = Hex.decode(trimmed) else {
-            let e = BPSDecodingError(.invalidHex, field: "'\(trimmed)'", offset: 0, detail: "expected pairs of hex digits")
+            // The message quotes the input, cut short: a long line is not echoed back whole.
+            let e = BPSDecodingError(.invalidHex, field: TerminalText.quotedExcerpt(trimmed), offset: 0, detail: "expected pairs of hex digits")
             return (.object([("error", e.json), ("raw", .string(trimmed))]), e.message)
         }
         do {

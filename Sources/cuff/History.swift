@@ -8,8 +8,11 @@ struct History: ParsableCommand {
         commandName: "history",
         abstract: "Print what a store holds, oldest first, in any output format.",
         discussion: """
-            Measurements are decoded again from the raw bytes the store kept. Exit status 0, or 10 when \
-            the store cannot be read or stdout cannot be written (141, quietly, when its reader went away).
+            Measurements are decoded again from the raw bytes the store kept; the store is opened \
+            read-only. A row that cannot be read (a damaged cell, raw bytes that no longer decode) is \
+            skipped with a warning naming its row id, and the rest is printed. Exit status 0; 11 when \
+            rows were skipped; 10 when the store cannot be read or stdout cannot be written (141, \
+            quietly, when its reader went away).
             """
     )
 
@@ -30,8 +33,13 @@ struct History: ParsableCommand {
             fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser, storeKeyPath: key.path)
         options.storeOpener = PostgresStoreOpener()
         do {
-            let n = try SinkFactory.printHistory(storePath: store, options: options)
-            Output.log("cuff history: \(n) measurement\(n == 1 ? "" : "s") in \(SinkFactory.isServerStore(store) ? PostgresURL.redacting(store) : store)")
+            let r = try SinkFactory.printHistory(storePath: store, options: options)
+            let n = r.printed
+            let skipped = r.skipped > 0 ? "; \(r.skipped) unreadable row\(r.skipped == 1 ? "" : "s") skipped" : ""
+            Output.log("cuff history: \(n) measurement\(n == 1 ? "" : "s") in \(SinkFactory.isServerStore(store) ? PostgresURL.redacting(store) : store)\(skipped)")
+            if r.skipped > 0 { throw ExitCode(Output.rowsSkippedStatus) }
+        } catch let e as ExitCode {
+            throw e
         } catch {
             throw ExitCode(Output.sinkFailed("cuff history", error))
         }

@@ -19,6 +19,8 @@ enum Output {
     static let readerGoneStatus: Int32 = 141
     /// Exit status when a sink (stdout, the store) failed.
     static let sinkFailedStatus: Int32 = 10
+    /// `history`, `plot --store`: rows of the store could not be read and were skipped; the rest was printed.
+    static let rowsSkippedStatus: Int32 = 11
 
     /// stdout, buffered here and written with `write(2)` (nothing goes through C stdio).
     private static let standardOutput = FileDescriptorOutput(fd: 1, name: "stdout")

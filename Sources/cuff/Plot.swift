@@ -2,6 +2,7 @@
 import ArgumentParser
 import Plot
 import PlotIO
+import Sinks
 
 /// `cuff plot`: a session's cuff-pressure curve, or a store's history, as SVG (or PNG).
 struct PlotCommand: ParsableCommand {
@@ -22,15 +23,16 @@ struct PlotCommand: ParsableCommand {
 
             Exit status: 0 written; 1 the input cannot be read or holds nothing to plot; 2 no session \
             --session N; 3 no reading in the store (or none matches --since/--user); 4 rsvg-convert \
-            is missing or failed; 10 the store cannot be read or the output cannot be written; 64 a \
-            usage error.
+            is missing or failed; 10 the store cannot be read or the output cannot be written; 11 \
+            written, but rows of the store could not be read (each skipped with a warning naming its \
+            row id); 64 a usage error.
             """
     )
 
     @Argument(help: "NDJSON records or a capture file; - for stdin.")
     var input: String?
 
-    @Option(help: "The file to write: FILE.svg, or FILE.png (needs rsvg-convert).")
+    @Option(name: [.short, .long], help: "The file to write: FILE.svg, or FILE.png (needs rsvg-convert).")
     var output: String
 
     @Option(help: "Only the Nth session of the input (1 = the first).")
@@ -75,11 +77,13 @@ struct PlotCommand: ParsableCommand {
             fail(PlotOutputError.rsvgMissing.description, 4)
         }
         let svg: SVGElement
-        let summary: String
+        var summary: String
+        var skippedRows = 0
         if let store {
             let readings: [HistoryReading]
             do {
-                readings = try PlotInput.history(store: store, since: since.flatMap(CivilTime.seconds), user: user, keyPath: key.path)
+                (readings, skippedRows) = try PlotInput.readHistory(
+                    store: store, since: since.flatMap(CivilTime.seconds), user: user, keyPath: key.path, warn: SinkWarnings.standardError)
             } catch {
                 if case .emptyStore = error { fail(error.description, 3) }
                 fail(error.description, 10)
@@ -89,6 +93,7 @@ struct PlotCommand: ParsableCommand {
             if let since { about += " · since \(since)" }
             svg = HistoryChart.document(readings, options: .init(guideline: guideline, subtitle: about))
             summary = "\(readings.count) reading\(readings.count == 1 ? "" : "s") against \(guideline.name)"
+            if skippedRows > 0 { summary += " (\(skippedRows) unreadable row\(skippedRows == 1 ? "" : "s") skipped)" }
         } else {
             let input = input!
             let sessions: [PlotSession]
@@ -116,6 +121,7 @@ struct PlotCommand: ParsableCommand {
             }
         }
         Output.log("cuff plot: \(summary) → \(output)")
+        if skippedRows > 0 { Self.exit(withError: ExitCode(Output.rowsSkippedStatus)) }
     }
 
     private func fail(_ message: String, _ status: Int32) -> Never {

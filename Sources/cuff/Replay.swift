@@ -112,9 +112,10 @@ struct Replay: ParsableCommand {
             // The store first (a record it cannot keep is not printed), then stdout; NDJSON through
             // the replay's own buffered writer (same bytes as NDJSONSink, fewer syscalls).
             var list: [any SampleSink & Sendable] = []
-            if let path = self.sinks.store { list.append(try SinkFactory.openStore(path, self.sinks.configuration)) }
+            let store = try self.sinks.store.map { p throws(SinkError) in try SinkFactory.openStore(p, self.sinks.configuration) }
+            if let s = self.sinks.publishing.isEnabled ? try self.sinks.withPublishers(store) : store { list.append(s) }
             list.append(self.sinks.format == "ndjson"
-                ? ReplayNDJSONSink(flushEachRecord: realtime || self.sinks.store != nil)
+                ? ReplayNDJSONSink(flushEachRecord: realtime || list.count > 0)
                 : SinkFactory.formatSink(self.sinks.configuration, output: FileDescriptorOutput.standardOutput(),
                                          warn: self.sinks.quiet ? SinkWarnings.ignore : SinkWarnings.standardError))
             sinks = ReplaySinks(fan: FanOutSink(list), direct: list.count == 1 ? list[0] as? ReplayNDJSONSink : nil)

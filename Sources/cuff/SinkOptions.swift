@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Capture
 import CuffSession
+import MQTTSink
 import PostgresStore
 import Sinks
 
@@ -27,11 +28,13 @@ struct SinkOptions: ParsableArguments {
     var store: String?
 
     @Option(help: ArgumentHelp(
-        "With a postgres:// store: the local SQLite outbox readings are committed to before the cuff is confirmed (default: $XDG_STATE_HOME/cuff/outbox.db).",
+        "With a postgres:// store or --publish: the local SQLite outbox readings are committed to before the cuff is confirmed (default: $XDG_STATE_HOME/cuff/outbox.db, with --publish $XDG_STATE_HOME/cuff/mqtt-HOST-PORT.db; beside a postgres:// store or another --publish, PATH.HOST-PORT).",
         valueName: "path"))
     var outbox: String?
 
     @OptionGroup var key: StoreKeyOption
+
+    @OptionGroup var publishing: PublishOptions
 
     @Option(name: .customLong("fhir-subject"), help: "FHIR Observation.subject: cuff-user (default), Type/id, SYSTEM|VALUE or a display name.")
     var fhirSubject: String?
@@ -44,7 +47,9 @@ struct SinkOptions: ParsableArguments {
             throw ValidationError("unknown --format '\(f)'; use ndjson, fhir or omh (cuff replay also takes auto, btsnoop, pcap or pcapng)")
         }
         if key.storeKeyFile != nil && store == nil { throw ValidationError("--store-key-file is the key of a --store; give --store PATH too") }
-        if outbox != nil && !(store.map(SinkFactory.isServerStore) ?? false) { throw ValidationError("--outbox is the outbox of a postgres:// --store; give --store postgres://… too") }
+        if outbox != nil && !(store.map(SinkFactory.isServerStore) ?? false) && !publishing.isEnabled {
+            throw ValidationError("--outbox is the outbox of a postgres:// --store or of --publish; give --store postgres://… or --publish mqtt://… too")
+        }
     }
 
     var configuration: SinkConfiguration {
@@ -55,12 +60,39 @@ struct SinkOptions: ParsableArguments {
         return c
     }
 
-    /// The store (when `--store`) and the stdout format sink.
+    /// --quiet means nothing on stderr, sink warnings included.
+    var warn: SinkWarningHandler { quiet ? SinkWarnings.ignore : SinkWarnings.standardError }
+
+    /// The store (when `--store`) and the stdout format sink; with `--publish`, the store is a
+    /// ``StoreGroup`` of the `--store` and each broker's outbox.
     func makeSinks() throws(SinkError) -> (FanOutSink, (any MeasurementStore)?) {
-        // --quiet means nothing on stderr, sink warnings included.
-        let sinks = try SinkFactory.makeSinks(configuration, warn: quiet ? SinkWarnings.ignore : SinkWarnings.standardError)
-        let store = sinks.first { $0 is any MeasurementStore } as? any MeasurementStore
+        var sinks = try SinkFactory.makeSinks(configuration, warn: warn)
+        var store = sinks.first { $0 is any MeasurementStore } as? any MeasurementStore
+        if publishing.isEnabled {
+            let group: any MeasurementStore
+            do { group = try withPublishers(store) } catch {
+                try? store?.finish()
+                throw error
+            }
+            if store != nil { sinks.removeFirst() }
+            sinks.insert(group, at: 0)
+            store = group
+        }
         return (FanOutSink(sinks), store)
+    }
+
+    /// `store` with the `--publish` targets' outboxes beside it (`store` itself without `--publish`).
+    func withPublishers(_ store: (any MeasurementStore)?) throws(SinkError) -> any MeasurementStore {
+        let publishers: [MQTTOutboxStore]
+        do {
+            publishers = try publishing.openStores(outbox: outbox, sharedWithStore: store is PostgresOutboxStore, warn: warn)
+        } catch let e as SinkError {
+            throw e
+        } catch {
+            throw .storeOpen(path: "--publish", reason: "\(error)")
+        }
+        let all: [any MeasurementStore] = (store.map { [$0] } ?? []) + publishers
+        return all.count == 1 ? all[0] : StoreGroup(all)
     }
 }
 

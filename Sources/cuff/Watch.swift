@@ -3,6 +3,7 @@ import ArgumentParser
 import CuffCore
 import CuffRuntime
 import CuffSession
+import MQTTSink
 import Sinks
 import Transport
 
@@ -28,7 +29,12 @@ struct Watch: ParsableCommand {
             bluetoothd (Device1.Connect; the cuffs it keeps paired with a Blood Pressure Service, also ones \
             paired later); without it (or --backend raw) on raw L2CAP, with cuff's bond store (--bonds).
 
-            Exit status: 0 after SIGTERM/SIGINT, 9 the adapter cannot be used, 10 a sink failed.
+            A store that cannot keep a reading (a full disk) is said once, with its error and never a \
+            reading; such readings are not confirmed (the cuffs keep them and send them again) and watch \
+            goes on collecting, each cuff retried with backoff, until the store takes them again.
+
+            Exit status: 0 after SIGTERM/SIGINT, 9 the adapter cannot be used, 10 a sink failed at any \
+            time during the run.
             """
     )
 
@@ -139,13 +145,16 @@ struct Watch: ParsableCommand {
                     throw error
                 }
             },
-            knownKeys: known)
+            knownKeys: known,
+            report: { Output.log("cuff watch: " + $0) })
         let loop: EventLoop
         do { loop = try EventLoop() } catch {
             Output.log("cuff watch: \(error.message)")
             throw ExitCode(SessionExit.connectionFailed)
         }
         loop.afterEachTurn { collector.flush() }
+        // --publish: the brokers' clients run on this loop, reconnecting with backoff.
+        MQTTOutboxStore.attachAll(in: store, to: loop)
         let sessionLog: ((String, String) -> Void)? = verbose && !sinks.quiet ? { a, s in Output.log("cuff watch: \(a): \(s)") } : nil
         // RACP "newer than": per cuff, the highest sequence number the store holds.
         if let store { watcherConfig.storedSequenceNumber = { try? store.lastSequenceNumber(address: $0) } }
@@ -180,11 +189,13 @@ struct Watch: ParsableCommand {
             Output.log("cuff watch: \(error.message)")
         }
         collector.flush()
-        var failed = outputFailed
+        // A sink that failed at any time during the run (a full disk that later freed up too) is status 10.
+        var failed = outputFailed || collector.sinkFailed
         do { try fan.finish() } catch { _ = Output.sinkFailed("cuff watch", error); failed = true }
         let p50 = collector.latency.quantile(0.5).map { "\($0) ms" } ?? "-"
         let p99 = collector.latency.quantile(0.99).map { "\($0) ms" } ?? "-"
-        log("stopped: \(collector.stored) reading(s) kept, \(collector.duplicates) repeat(s) skipped; commit latency p50 \(p50), p99 \(p99)")
+        let notKept = collector.failures > 0 ? ", \(collector.failures) not kept (left unconfirmed on their cuffs)" : ""
+        log("stopped: \(collector.stored) reading(s) kept, \(collector.duplicates) repeat(s) skipped\(notKept); commit latency p50 \(p50), p99 \(p99)")
         if failed { throw ExitCode(Output.sinkFailureStatus) }
     }
 }

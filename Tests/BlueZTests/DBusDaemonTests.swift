@@ -128,8 +128,8 @@ struct DBusDaemonAgentTests {
             "RequestConfirmation /org/bluez/hci0/dev_00_AA_01_00_00_00: Rejected",
             "RequestAuthorization /org/bluez/hci1/dev_11_22_33_44_55_66: Rejected",
             "AuthorizeService /org/bluez/hci1/dev_11_22_33_44_55_66: Rejected",
-            "RequestPasskey /org/bluez/hci1/dev_00_AA_01_00_00_00: accepted [BlueZ.DBusValue.uint32(0)]",
-            "UnregisterAgent [BlueZ.DBusValue.objectPath(\"/cuff/agent\")] from agent: true",
+            "RequestPasskey /org/bluez/hci1/dev_00_AA_01_00_00_00: accepted [DBus.DBusValue.uint32(0)]",
+            "UnregisterAgent [DBus.DBusValue.objectPath(\"/cuff/agent\")] from agent: true",
         ])
         #expect(agent.rejected == 3)
         #expect(agent.log.contains("agent: rejected RequestAuthorization for /org/bluez/hci1/dev_11_22_33_44_55_66: not 00:AA:01:00:00:00 on hci1"))

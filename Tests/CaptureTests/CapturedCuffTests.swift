@@ -253,3 +253,59 @@ struct CapturedCuffTests {
         }
     }
 }
+
+/// Issue 28 item 6: a central that never discovered descriptors (it wrote the CCCD at the value
+/// handle + 1, as GATT-cached clients do) still leaves a capture that serves: the CCCD its write
+/// proves is served, and said so.
+@Suite("A captured cuff whose central never discovered descriptors")
+struct InferredDescriptorTests {
+    static func capture() throws -> String {
+        let path = temporaryPath("no-descriptors-\(UUID().uuidString).btsnoop")
+        var writer = try BTSnoopWriter(path: path, datalink: .monitor)
+        var rec = SessionRecorder(datalink: .monitor, adapter: 0, localAddress: .zero, connectionHandle: 0x0040)
+        var t = Timestamp(nanoseconds: 1_790_000_000_000_000_000)
+        try writer.write(contentsOf: rec.connected(peer: BDAddress("00:AA:01:00:00:07")!, role: .central, at: t))
+        // Services and characteristics discovered; no Find Information.
+        let conversation: [(String, ATTDirection)] = [
+            ("10 0100 ffff 0028", .fromLocal), ("11 06 0a00 1200 1018", .toLocal),
+            ("08 0a00 1200 0328", .fromLocal), ("09 07 0b00 20 0c00 352a 0e00 02 0f00 492a", .toLocal),
+            ("12 0d00 0200", .fromLocal), ("13", .toLocal),
+            ("1d 0c00 02 7800 5000 5d00 ea07 0b 19 0a 00 00", .toLocal), ("1e", .fromLocal),
+        ]
+        for (hex, direction) in conversation {
+            t = t + .milliseconds(30)
+            try writer.write(contentsOf: rec.att(try #require(Hex.decode(hex)), direction: direction, at: t))
+        }
+        try writer.write(contentsOf: rec.disconnected(reason: 0x16, at: t + .milliseconds(30)))
+        _ = try writer.finish()
+        return path
+    }
+
+    @Test func theWrittenCCCDIsServedAndAClientGetsTheReading() throws {
+        let path = try Self.capture()
+        defer { unlink(path) }
+        let replayed = try replayFile(path).outputs
+        #expect(results(replayed).count == 1)
+        let captured = try CapturedCuff.load(path: path)
+        #expect(captured.database.characteristic(valueHandle: 0x000C)?.cccdHandle == 0x000D)
+        #expect(captured.inferredDescriptors == [.init(handle: 0x000D, valueHandle: 0x000C, written: true)])
+        // Said when a client connects (cuff simulate's stderr).
+        var p = CapturedCuffPeripheral(captured)
+        let said = p.connected(now: .zero, client: nil).compactMap { o -> String? in if case .log(let s) = o { s } else { nil } }
+        #expect(said.contains { $0.contains("served a CCCD at 0x000D for 0x000C") && $0.contains("without discovering descriptors") }, "\(said)")
+        let live = measure(against: CapturedCuffPeripheral(captured))
+        #expect(results(live) == results(replayed), "\(live)")
+    }
+
+    @Test func placementFollowsTheWriteElseTheValue() {
+        let indicate: CharacteristicProperties = .indicate
+        #expect(CapturedCuff.inferredCCCD(0x0C, properties: indicate, upper: 0x10, writes: [0x0E: [0x02, 0x00]])
+                == .init(handle: 0x0E, valueHandle: 0x0C, written: true))
+        // Not a subscription value, or outside the characteristic: placed after the value.
+        #expect(CapturedCuff.inferredCCCD(0x0C, properties: indicate, upper: 0x10, writes: [0x0D: [0x07, 0x00], 0x10: [0x02, 0x00]])
+                == .init(handle: 0x0D, valueHandle: 0x0C, written: false))
+        // No room, or nothing to subscribe to: none.
+        #expect(CapturedCuff.inferredCCCD(0x0C, properties: indicate, upper: 0x0D, writes: [:]) == nil)
+        #expect(CapturedCuff.inferredCCCD(0x0C, properties: .read, upper: 0x10, writes: [0x0D: [0x02, 0x00]]) == nil)
+    }
+}

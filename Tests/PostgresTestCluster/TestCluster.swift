@@ -169,7 +169,7 @@ public final class TestCluster: @unchecked Sendable {
     }
 
     /// A TCP port nobody listens on now (the kernel's pick for port 0).
-    static func freePort() -> Int {
+    public static func freePort() -> Int {
         let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(s) }
         var addr = sockaddr_in()

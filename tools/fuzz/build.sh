@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets: compiles the pure library modules the targets need (CuffCore,
-# BloodPressure, GATT, CuffSession, Transport, Capture) with swiftc directly, instrumented for libFuzzer
+# BloodPressure, GATT, CuffSession, StoreFormat, Transport, Capture, DBus) with swiftc directly, instrumented for libFuzzer
 # and AddressSanitizer, then links one binary per target in tools/fuzz/Targets/.
 # SwiftPM is not involved, so `swift build` / `swift test` never see a LLVMFuzzerTestOneInput.
 #   bash tools/fuzz/build.sh            → .build-fuzz/bin/<Target>
@@ -15,7 +15,7 @@ mkdir -p "$out/modules" "$out/obj" "$out/bin"
 # Two runs at once (one target each) share the module objects: one builds, the other waits.
 exec 9> "$out/build.lock"
 flock 9
-flags=(-sanitize=fuzzer,address -parse-as-library -package-name cuff "$opt" -g -use-ld=lld -I "$out/modules" -I "$root/Sources/CEpoll/include" -module-cache-path "$out/module-cache")
+flags=(-sanitize=fuzzer,address -parse-as-library -package-name cuff "$opt" -g -use-ld=lld -I "$out/modules" -I "$root/Sources/CEpoll/include" -I "$root/tools/fuzz/CSQLite" -module-cache-path "$out/module-cache")
 
 # The C module Transport imports (epoll as plain arrays): one object, not instrumented.
 if [ ! -f "$out/obj/CEpoll.o" ] || [ Sources/CEpoll/cepoll.c -nt "$out/obj/CEpoll.o" ]; then
@@ -26,7 +26,7 @@ fi
 # Modules in dependency order, each compiled whole-module into one object. A module is rebuilt when
 # one of its sources is newer than its stamp, or when the object of a module it imports changed
 # (swiftc leaves an object it would write identically untouched).
-modules=(CuffCore BloodPressure GATT CuffSession Transport Capture)
+modules=(CuffCore BloodPressure GATT CuffSession StoreFormat Transport Capture DBus)
 upstream=0
 for m in "${modules[@]}"; do
   obj="$out/obj/$m.o"
@@ -57,6 +57,9 @@ for t in "${targets[@]}"; do
   src="tools/fuzz/Targets/$t.swift"
   if [ ! -f "$bin" ] || [ "$src" -nt "$bin" ] || [ "$(stat -c %Y "$bin")" -lt "$stamp" ]; then
     echo "fuzz build: target $t"
-    "$swiftc" "${flags[@]}" -module-name "$t" "$src" "${objs[@]}" -lm -o "$bin"
+    # A target that imports CSQLite (the store reader) links Debian's libsqlite3, not instrumented.
+    libs=(-lm)
+    if grep -q '^import CSQLite' "$src"; then libs+=(-lsqlite3); fi
+    "$swiftc" "${flags[@]}" -module-name "$t" "$src" "${objs[@]}" "${libs[@]}" -o "$bin"
   fi
 done

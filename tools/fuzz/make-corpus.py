@@ -95,7 +95,107 @@ def main():
                     dst = os.path.join(tmp, name + "." + fmt)
                     subprocess.run(["editcap", "-F", fmt, os.path.join(root, "captures", name + ".btsnoop"), dst], check=True)
                     write("FuzzCapture", f"{name}-{fmt}", bytes([byte]) + open(dst, "rb").read())
+    dbus_seeds()
     print(f"corpus: {n} codec vectors, {len(seen)} ATT PDUs", file=sys.stderr)
 
+
+def dbus_first(sig):
+    """Splits the first complete type off a D-Bus signature."""
+    if sig[0] == "a":
+        t, rest = dbus_first(sig[1:])
+        return "a" + t, rest
+    if sig[0] in "({":
+        depth = 0
+        for i, c in enumerate(sig):
+            depth += c in "({"
+            depth -= c in ")}"
+            if depth == 0:
+                return sig[:i + 1], sig[i + 1:]
+    return sig[0], sig[1:]
+
+
+def dbus_types(sig):
+    out = []
+    while sig:
+        t, sig = dbus_first(sig)
+        out.append(t)
+    return out
+
+
+ALIGN = {"y": 1, "g": 1, "v": 1, "q": 2, "n": 2, "b": 4, "u": 4, "i": 4, "s": 4, "o": 4, "a": 4, "x": 8, "t": 8, "d": 8, "(": 8, "{": 8}
+
+
+def dbus_put(b, t, v):
+    """Marshals value v of complete type t onto bytearray b (little-endian; offsets from b's start).
+    Variants are (signature, value); structs and dict entries are tuples; arrays are lists."""
+    b += b"\0" * (-len(b) % ALIGN[t[0]])
+    c = t[0]
+    if c == "y":
+        b.append(v)
+    elif c in "bu":
+        b += struct.pack("<I", int(v))
+    elif c == "q":
+        b += struct.pack("<H", v)
+    elif c == "n":
+        b += struct.pack("<h", v)
+    elif c in "so":
+        b += struct.pack("<I", len(v.encode())) + v.encode() + b"\0"
+    elif c == "g":
+        b += bytes([len(v)]) + v.encode() + b"\0"
+    elif c == "v":
+        sig, inner = v
+        b += bytes([len(sig)]) + sig.encode() + b"\0"
+        dbus_put(b, sig, inner)
+    elif c == "a":
+        at = len(b)
+        b += b"\0\0\0\0"
+        b += b"\0" * (-len(b) % ALIGN[t[1]])
+        start = len(b)
+        for item in v:
+            dbus_put(b, t[1:], item)
+        b[at:at + 4] = struct.pack("<I", len(b) - start)
+    else:  # ( or {
+        for ft, fv in zip(dbus_types(t[1:-1]), v):
+            dbus_put(b, ft, fv)
+
+
+def dbus_message(kind, fields, sig, values, serial=1):
+    """A little-endian D-Bus message; fields are (code, type, value) header fields."""
+    if sig:
+        fields = fields + [(8, "g", sig)]
+    head = bytearray(b"l" + bytes([kind, 0, 1]) + struct.pack("<II", 0, serial))
+    dbus_put(head, "a(yv)", [(code, (t, v)) for code, t, v in fields])
+    head += b"\0" * (-len(head) % 8)
+    body = bytearray()
+    for t, v in zip(dbus_types(sig), values):
+        dbus_put(body, t, v)
+    head[4:8] = struct.pack("<I", len(body))
+    return bytes(head + body)
+
+
+def dbus_seeds():
+    """Messages shaped as bluetoothd's: a Hello reply, a PropertiesChanged with a Value, a
+    GetManagedObjects reply, a variant nested 60 deep, a Connect error (FuzzDBus)."""
+    write("FuzzDBus", "hello-reply", dbus_message(2, [(5, "u", 1), (6, "s", ":1.7"), (7, "s", "org.freedesktop.DBus")], "s", [":1.7"]))
+    char = "/org/bluez/hci1/dev_00_AA_01_00_00_07/service000a/char000b"
+    value = list(bytes.fromhex("02780050005d00ea070b190a0000"))
+    fields = [(1, "o", char), (2, "s", "org.freedesktop.DBus.Properties"), (3, "s", "PropertiesChanged"), (7, "s", ":1.2")]
+    write("FuzzDBus", "properties-changed-value",
+          dbus_message(4, fields, "sa{sv}as", ["org.bluez.GattCharacteristic1", [("Value", ("ay", value))], []], serial=9))
+    deep = ("y", 42)
+    for _ in range(59):
+        deep = ("v", deep)
+    write("FuzzDBus", "variant-60-deep", dbus_message(2, [(5, "u", 3)], "v", [deep]))
+    write("FuzzDBus", "connect-error",
+          dbus_message(3, [(4, "s", "org.bluez.Error.Failed"), (5, "u", 4)], "s", ["le-connection-abort-by-local"]))
+    device = "/org/bluez/hci1/dev_00_AA_01_00_00_07"
+    tree = [
+        ("/org/bluez/hci1", [("org.bluez.Adapter1", [("Powered", ("b", True)), ("Discovering", ("b", False))])]),
+        (device, [("org.bluez.Device1", [("Address", ("s", "00:AA:01:00:00:07")), ("RSSI", ("n", -50)),
+                                         ("UUIDs", ("as", ["00001810-0000-1000-8000-00805f9b34fb"])),
+                                         ("ManufacturerData", ("a{qv}", [(0x020E, ("ay", [1, 2, 3]))]))])]),
+        (device + "/service000a/char000b", [("org.bluez.GattCharacteristic1", [("Flags", ("as", ["indicate"]))])]),
+    ]
+    write("FuzzDBus", "managed-objects", dbus_message(2, [(5, "u", 5)], "a{oa{sa{sv}}}", [tree]))
 
 main()

@@ -30,6 +30,8 @@ max_len() {
     FuzzATT) echo 600 ;;
     FuzzGATTClient) echo 8192 ;;
     FuzzCapture) echo 32768 ;;
+    FuzzStoreReader) echo 16384 ;;
+    FuzzDBus) echo 4096 ;;
     *) echo 4096 ;;
   esac
 }

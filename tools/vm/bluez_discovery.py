@@ -2,12 +2,14 @@
 """In the guest, with bluetoothd running: is bluetoothd's own discovery still working after a
 command (normally `cuff scan --backend raw`) ran during it?
 
-Holds a discovery session on ADAPTER (Transport le), runs the command, then starts the device
+Holds a discovery session on ADAPTER (Transport le), runs the command (`cuff scan --backend raw`,
+or `cuff scan` through bluetoothd, which must leave this session running), then starts the device
 (START: a command run in the background, its pid written to PIDFILE) and waits for bluetoothd to
 report DEVICE. A device that starts advertising only after the command is found only while the
 controller still scans for bluetoothd (controllers filter duplicate reports, so a device seen
-before proves nothing). Prints one JSON line; exit 0 when the command exited 0 and the device
-was found afterwards. Needs python3-dbus and python3-gi (Debian).
+before proves nothing). Prints one JSON line; exit 0 when the command exited 0, the adapter was
+still Discovering after it and the device was found afterwards. A device object an earlier run
+left is removed first, so this run sees the device appear again. Needs python3-dbus and python3-gi (Debian).
 
   bluez_discovery.py hci1 00:AA:01:00:00:00 PIDFILE -- CMD... --start START...
 """
@@ -40,6 +42,12 @@ def run_until(cond, seconds):
     loop.run()
     return cond()
 
+# A device object an earlier run left (bluetoothd keeps it a while): removed, so that the device
+# appearing again is seen (InterfacesAdded).
+try:
+    ad.RemoveDevice(dbus.ObjectPath(dpath))
+except dbus.DBusException:
+    pass
 ad.SetDiscoveryFilter({"Transport": "le"})
 ad.StartDiscovery()
 run_until(lambda: False, 2)
@@ -58,4 +66,4 @@ result = {"command_exit": cmd.returncode, "command_seconds": round(cmd_s, 2), "d
           "command_listened": "listening to its reports" in cmd.stderr}
 print(json.dumps(result))
 sys.stderr.write(cmd.stderr)
-sys.exit(0 if cmd.returncode == 0 and after else 1)
+sys.exit(0 if cmd.returncode == 0 and discovering_after and after else 1)

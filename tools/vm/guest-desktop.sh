@@ -5,8 +5,10 @@
 #
 # dbus-daemon --system and bluetoothd first; then `cuff simulate --adapter P` (after bluetoothd, so
 # its ATT listener is the newer one and gets the incoming link). On the central C:
-#   1. bluetoothd discovery running (bluez_discovery.py) while `cuff scan --backend raw` runs; the
-#      simulated cuff starts only afterwards, and bluetoothd's discovery must still find it;
+#   0. another client's bluetoothd discovery running (bluez_discovery.py) while `cuff scan` (auto:
+#      through bluetoothd) runs; afterwards that discovery must still be on and find the simulated
+#      cuff, which starts only then;
+#   1. the same with `cuff scan --backend raw`;
 #   2. `cuff scan` (auto: bluetoothd's discovery, cuff's own session) finds the cuff;
 #   3. `cuff pair ADDR` (auto: Device1.Pair with an agent for this device only, not the default);
 #   4. `cuff measure ADDR` right after, and 5. a second bonded `cuff measure ADDR` (auto: GATT
@@ -22,6 +24,7 @@
 #   8. bluetoothd restarted after `cuff simulate`: its ATT listener is then the newer one and would
 #      take the next central's link (and it resets advertising); the simulator must stop at once
 #      with an error (exit 9), not wait silently.
+# CUFF_DESKTOP_STEPS=discovery runs steps 0 and 1 only.
 # On the host, test-desktop.sh compares the live records with `cuff replay` of the capture.
 # One JSON line per step in desktop-results.jsonl; exit status = number of failed steps.
 set -u
@@ -57,6 +60,21 @@ PADDR=$(hciconfig "$P" | awk '/BD Address/{print $3}')
 CADDR=$(hciconfig "$C" | awk '/BD Address/{print $3}')
 say "cuff (simulated) on $P $PADDR; client on $C $CADDR"
 
+# 0. cuff scan (auto → bluetoothd) during another client's bluetoothd discovery (the same filter,
+#    Transport le): that discovery must still be running afterwards and find the cuff, which starts
+#    only then. (bluetoothd 5.66 stopped it when cuff joined with an equal filter and left.)
+/usr/bin/python3 "$REPO/tools/vm/bluez_discovery.py" "$C" "$PADDR" sim.pid -- "$CUFF" scan --adapter "$C" --timeout 4 \
+  --start "$CUFF" simulate --adapter "$P" --scenario normal --seed 1 --speed 6 --autostart > desktop-discovery-0.json 2> desktop-discovery-0.log
+drc=$?
+SIM=$(cat sim.pid 2>/dev/null || echo 0)
+ok=false; [ $drc = 0 ] && ok=true
+result bluetoothd-scan-leaves-other-discovery "$ok" "\"detail\":$(cat desktop-discovery-0.json 2>/dev/null || echo null)"
+sed 's/^/    /' desktop-discovery-0.log | head -6
+kill -INT "$SIM" 2>/dev/null
+for _ in $(seq 50); do kill -0 "$SIM" 2>/dev/null || break; sleep 0.1; done
+kill -KILL "$SIM" 2>/dev/null
+sleep 1
+
 # 1. cuff scan --backend raw during a bluetoothd discovery; the cuff starts afterwards.
 /usr/bin/python3 "$REPO/tools/vm/bluez_discovery.py" "$C" "$PADDR" sim.pid -- "$CUFF" scan --backend raw --adapter "$C" --timeout 4 \
   --start "$CUFF" simulate --adapter "$P" --scenario normal --seed 1 --speed 6 --autostart > desktop-discovery.json 2> desktop-discovery.log
@@ -65,6 +83,14 @@ SIM=$(cat sim.pid 2>/dev/null || echo 0)
 result raw-scan-then-bluetoothd-discovery "$([ $drc = 0 ] && echo true || echo false)" "\"detail\":$(cat desktop-discovery.json 2>/dev/null || echo null)"
 sed 's/^/    /' desktop-discovery.log | head -6
 sleep 1
+
+if [ "${CUFF_DESKTOP_STEPS:-all}" = discovery ]; then  # only the discovery checks (0, 1)
+  kill -INT "$SIM" 2>/dev/null; sleep 1; kill -KILL "$SIM" 2>/dev/null
+  kill "$BTD" 2>/dev/null; wait "$BTD" 2>/dev/null
+  kill "$DBUS" 2>/dev/null; wait "$DBUS" 2>/dev/null
+  say "$fails failed (desktop-results.jsonl; CUFF_DESKTOP_STEPS=discovery: steps 0 and 1 only)"
+  exit $fails
+fi
 
 # 2. cuff scan (auto → bluetoothd).
 timeout 30 "$CUFF" scan --adapter "$C" --timeout 5 > desktop-scan.ndjson 2> desktop-scan.log

@@ -9,11 +9,23 @@ for arg in $(cat /proc/cmdline); do case "$arg" in cuff.out=*) OUT=${arg#cuff.ou
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 # tmpfs where the guest writes. These hide what the host has there: the repository itself when
-# it was cloned under one of them (/tmp/cuff, /var/tmp/…), and the out dir below it. So first a
-# view of the whole host tree is kept at /run/.cuff-root, the out share is moved aside, and after
-# the tmpfs mounts the repository is bound back from that view and the out share put on top.
+# it was cloned under one of them (/tmp/cuff, /var/tmp/…), its build folder when `.build` is a
+# link to one there (tools/test.sh links a copy's build to the clone's, which may be in /tmp too),
+# and the out dir below it. So first the paths the repository needs are listed (the repository,
+# then each hop of its `.build` link), a view of the whole host tree is kept at /run/.cuff-root
+# and the out share is moved aside; after the tmpfs mounts each listed path that a tmpfs covers is
+# shown again from that view (a directory bound, a link made anew) and the out share put on top.
 REPO=$(cd "$HERE/../.." && pwd)
 TMPFS_DIRS="/tmp /var/tmp /var/lib/bluetooth /var/log /var/cache"
+NEEDED=("$REPO")
+hop="$REPO/.build"
+for _ in 1 2 3 4 5 6 7 8; do
+  [ -L "$hop" ] || break
+  target=$(readlink "$hop")
+  case "$target" in /*) ;; *) target="$(dirname "$hop")/$target" ;; esac
+  NEEDED+=("$target")
+  hop=$target
+done
 mount -t tmpfs -o mode=755 tmpfs /run
 mkdir -p /run/.cuff-out /run/.cuff-root
 mount --bind / /run/.cuff-root || echo "stage2: cannot keep a view of the host tree"
@@ -21,13 +33,22 @@ mount --move "$OUT" /run/.cuff-out || echo "stage2: cannot move the out share"
 for d in $TMPFS_DIRS; do
   mount -t tmpfs -o mode=1777 tmpfs "$d" 2>/dev/null || echo "stage2: no tmpfs on $d"
 done
-for d in /run $TMPFS_DIRS; do
-  case "$REPO/" in
-    "$d"/*)
-      mkdir -p "$REPO" && mount --bind "/run/.cuff-root$REPO" "$REPO" \
-        || echo "stage2: cannot show the repository at $REPO (it lies below the tmpfs on $d)"
-      break ;;
-  esac
+shown=()
+for path in "${NEEDED[@]}"; do
+  for s in "${shown[@]}"; do case "$path/" in "$s"/*) continue 2 ;; esac; done  # inside one shown already
+  for d in /run $TMPFS_DIRS; do
+    case "$path/" in
+      "$d"/*)
+        if [ -L "/run/.cuff-root$path" ]; then
+          mkdir -p "$(dirname "$path")" && ln -sfn "$(readlink "/run/.cuff-root$path")" "$path" \
+            || echo "stage2: cannot make the link $path (below the tmpfs on $d)"
+        else
+          mkdir -p "$path" && mount --bind "/run/.cuff-root$path" "$path" && shown+=("$path") \
+            || echo "stage2: cannot show $path (it lies below the tmpfs on $d)"
+        fi
+        break ;;
+    esac
+  done
 done
 mkdir -p "$OUT" 2>/dev/null
 mount --move /run/.cuff-out "$OUT" || echo "stage2: cannot put the out share back at $OUT"

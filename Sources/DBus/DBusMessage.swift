@@ -10,6 +10,9 @@ public enum DBusProtocolError: Error, Sendable, Equatable, CustomStringConvertib
     case malformed(String)
     /// A type this minimal client does not decode (in a header field).
     case unsupported(String)
+    /// Containers nested deeper than the D-Bus limits (``DBusMessage/maxNesting`` in a value,
+    /// 32 arrays or 32 structs in a signature): refused before the parser recurses further.
+    case nestedTooDeep(String)
     /// The SASL handshake failed (the server's line, sanitised).
     case authentication(String)
 
@@ -19,6 +22,7 @@ public enum DBusProtocolError: Error, Sendable, Equatable, CustomStringConvertib
         case .tooLong(let s): "D-Bus: too long: \(s)"
         case .malformed(let s): "D-Bus: malformed \(s)"
         case .unsupported(let s): "D-Bus: unsupported \(s)"
+        case .nestedTooDeep(let s): "D-Bus: nested too deep: \(s)"
         case .authentication(let s): "D-Bus: authentication failed: \(s)"
         }
     }
@@ -91,9 +95,10 @@ public indirect enum DBusValue: Sendable, Equatable {
         return out
     }
 
-    /// The value inside a variant (or the value itself).
+    /// The value inside a variant (or the value itself). One level only: a property's `v` holds
+    /// its value directly, and a variant inside it is a value of another type, not that value.
     public var unwrapped: DBusValue {
-        if case .variant(let v) = self { return v.unwrapped }
+        if case .variant(let v) = self { return v }
         return self
     }
 
@@ -229,13 +234,26 @@ enum DBusSignature {
         }
     }
 
-    /// Splits off the first complete type of `sig`.
+    /// Most arrays, and most structs, one signature may nest (D-Bus specification, "Valid Signatures").
+    static let maxNesting = 32
+
+    /// Splits off the first complete type of `sig`. Iterative over array prefixes, so a hostile
+    /// signature cannot make it recurse.
     static func firstComplete(_ sig: Substring) throws(DBusProtocolError) -> (Substring, Substring) {
+        var arrays = 0
+        var i = sig.startIndex
+        while i < sig.endIndex, sig[i] == "a" {
+            arrays += 1
+            guard arrays <= maxNesting else { throw .nestedTooDeep("signature '\(sig)': more than \(maxNesting) nested arrays") }
+            i = sig.index(after: i)
+        }
+        if arrays > 0 {
+            guard i < sig.endIndex else { throw .malformed("signature '\(sig)': array without an element type") }
+            let (_, rest) = try firstComplete(sig[i...])  // the element: not an array, so no deeper recursion
+            return (sig[sig.startIndex..<rest.startIndex], rest)
+        }
         guard let c = sig.first else { throw .malformed("signature: empty where a type was expected") }
         switch c {
-        case "a":
-            let (element, rest) = try firstComplete(sig.dropFirst())
-            return (sig[sig.startIndex..<element.endIndex], rest)
         case "(", "{":
             let close: Character = c == "(" ? ")" : "}"
             var depth = 0
@@ -247,11 +265,13 @@ enum DBusSignature {
                     depth -= 1
                     if depth == 0 {
                         guard ch == close else { throw .malformed("signature \(sig): mismatched brackets") }
+                        // An empty struct takes no bytes: an array of them would never end.
+                        guard sig.index(after: sig.startIndex) != i else { throw .malformed("signature \(sig): empty struct or dict entry") }
                         let end = sig.index(after: i)
                         return (sig[sig.startIndex..<end], sig[end...])
                     }
                 }
-                guard depth <= 32 else { throw .malformed("signature: nested deeper than 32") }
+                guard depth <= maxNesting else { throw .nestedTooDeep("signature '\(sig)': more than \(maxNesting) nested structs or dict entries") }
                 i = sig.index(after: i)
             }
             throw .malformed("signature \(sig): unclosed bracket")
@@ -310,23 +330,21 @@ struct DBusReader {
         try take(1, what).first!
     }
 
-    mutating func u16(_ what: String) throws(DBusProtocolError) -> UInt16 {
-        try align(2, what)
-        let s = try take(2, what)
-        let a = UInt16(s[s.startIndex]), b = UInt16(s[s.startIndex + 1])
-        return bigEndian ? (a << 8 | b) : (b << 8 | a)
-    }
-
-    mutating func u32(_ what: String) throws(DBusProtocolError) -> UInt32 {
-        try align(4, what)
-        let s = try take(4, what)
-        var v: UInt32 = 0
-        for i in 0..<4 {
-            let byte = UInt32(s[s.startIndex + (bigEndian ? i : 3 - i)])
-            v = v << 8 | byte
+    /// An unsigned integer of `T`'s width, aligned to it, in the message's byte order.
+    private mutating func unsigned<T: FixedWidthInteger & UnsignedInteger>(_ what: String) throws(DBusProtocolError) -> T {
+        let n = MemoryLayout<T>.size
+        try align(n, what)
+        let s = try take(n, what)
+        var v: T = 0
+        for i in 0..<n {
+            v = v << 8 | T(s[s.startIndex + (bigEndian ? i : n - 1 - i)])
         }
         return v
     }
+
+    mutating func u16(_ what: String) throws(DBusProtocolError) -> UInt16 { try unsigned(what) }
+
+    mutating func u32(_ what: String) throws(DBusProtocolError) -> UInt32 { try unsigned(what) }
 
     private mutating func text(count: Int, _ what: String) throws(DBusProtocolError) -> String {
         guard count <= remaining else { throw .truncated(what) }
@@ -348,24 +366,19 @@ struct DBusReader {
         return try text(count: n, what)
     }
 
-    mutating func u64(_ what: String) throws(DBusProtocolError) -> UInt64 {
-        try align(8, what)
-        let s = try take(8, what)
-        var v: UInt64 = 0
-        for i in 0..<8 {
-            let byte = UInt64(s[s.startIndex + (bigEndian ? i : 7 - i)])
-            v = v << 8 | byte
-        }
-        return v
-    }
+    mutating func u64(_ what: String) throws(DBusProtocolError) -> UInt64 { try unsigned(what) }
 
     mutating func value(_ code: Character, _ what: String) throws(DBusProtocolError) -> DBusValue {
         try value(type: Substring(String(code)), what, depth: 0)
     }
 
-    /// One value of the complete type `type`; `depth` bounds nesting (hostile input).
+    /// One value of the complete type `type`; `depth` (containers around it: arrays, structs,
+    /// dict entries, variants) is bounded by ``DBusMessage/maxNesting``, so hostile input cannot
+    /// make the parser recurse without limit.
     mutating func value(type: Substring, _ what: String, depth: Int) throws(DBusProtocolError) -> DBusValue {
-        guard depth <= 32 else { throw .malformed("\(what): values nested deeper than 32") }
+        guard depth <= DBusMessage.maxNesting else {
+            throw .nestedTooDeep("\(what) at byte \(position): containers nested deeper than \(DBusMessage.maxNesting)")
+        }
         guard let code = type.first else { throw .malformed("\(what): empty type") }
         switch code {
         case "y": return .byte(try u8(what))
@@ -446,6 +459,10 @@ public struct DBusMessage: Sendable, Equatable {
     public static let noReplyExpected: UInt8 = 0x01
     /// Largest message we accept (the spec allows 128 MiB; an agent's traffic is tiny).
     public static let maxMessageBytes = 1 << 20
+    /// Deepest container nesting in a value (arrays, structs, dict entries and variants counted
+    /// together): 64, the limit libdbus (and so dbus-daemon) enforces, so whatever the bus
+    /// delivers parses, and nothing deeper makes the parser recurse.
+    public static let maxNesting = 64
 
     public var kind: Kind
     public var flags: UInt8 = 0
@@ -457,8 +474,12 @@ public struct DBusMessage: Sendable, Equatable {
     public var replySerial: UInt32?
     public var destination: String?
     public var sender: String?
-    /// The body's values (nil when the body holds types we don't decode; `signature` still says what).
+    /// The body's values (nil when the body could not be decoded; `signature` still says what
+    /// was announced and `bodyError` why). A whole, well-framed message with an unreadable body
+    /// is still a message: the reader decides what it means, and the next message is unaffected.
     public var body: [DBusValue]?
+    /// Why `body` is nil: a type we don't decode, nesting beyond the limits, a malformed value.
+    public var bodyError: DBusProtocolError?
     /// The body signature as received (or as derived from `body` when encoding).
     public var signature: String
 
@@ -593,13 +614,18 @@ public struct DBusMessage: Sendable, Equatable {
         let bodyStart = (fieldsEnd + 7) & ~7
         guard bodyStart + bodyLength == bytes.count else { throw .malformed("body length") }
         signature = sig
-        var b = DBusReader(bytes, position: bodyStart, base: bodyStart, bigEndian: big)
-        var values: [DBusValue]? = []
-        for type in try DBusSignature.split(sig) {
-            values!.append(try b.value(type: type, "body", depth: 0))
+        do throws(DBusProtocolError) {
+            var b = DBusReader(bytes, position: bodyStart, base: bodyStart, bigEndian: big)
+            var values: [DBusValue] = []
+            for type in try DBusSignature.split(sig) {
+                values.append(try b.value(type: type, "body", depth: 0))
+            }
+            if b.position != bytes.count { throw .malformed("body: \(bytes.count - b.position) bytes beyond signature '\(sig)'") }
+            body = values
+        } catch {
+            body = nil
+            bodyError = error
         }
-        if b.position != bytes.count { throw .malformed("body: \(bytes.count - b.position) bytes beyond signature '\(sig)'") }
-        body = values
         switch kind {
         case .methodCall where path == nil || member == nil: throw .malformed("method call without path or member")
         case .signal where path == nil || member == nil || interface == nil: throw .malformed("signal without path, interface or member")

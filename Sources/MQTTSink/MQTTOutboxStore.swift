@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+import CuffSession
+import Foundation
+import Sinks
+import StoreFormat
+import Synchronization
+import Transport
+
+/// `--publish mqtt://…`: a reading is committed to the local SQLite outbox before ``insert(_:)``
+/// returns, so before the session confirms it to the cuff; the ``MQTTPublisher`` then publishes it
+/// (QoS 1) and removes it from the outbox only once the broker acknowledged it. A broker that is
+/// down, slow or restarting costs nothing: readings wait and go out oldest first when it is back.
+///
+/// `cuff watch` drives the publisher from its own event loop (``attach(to:)``); the one-shot commands
+/// publish when they finish (``finish()``), and `cuff sync --publish` with ``publishAll(timeout:)``.
+/// A broker that refuses this cuff (password, TLS) fails at open, before any reading is taken.
+///
+/// The outbox remembers the dedup keys of delivered readings (the broker cannot be asked), so a
+/// cuff sending its memory again is not published twice.
+public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
+    public let options: MQTTPublishOptions
+    public let outbox: SQLiteStore
+    let publisher: MQTTPublisher
+    let warn: SinkWarningHandler
+    /// Delivered (acknowledged) dedup keys.
+    private let sent: DeliveredKeys
+    private let done = Atomic<Bool>(false)
+    /// Whether a loop drives it (then `finish` publishes `offline` first: a watch is stopping).
+    private var attached = false
+
+    public var storeName: String { options.url.description }
+    public var outboxPath: String { outbox.path }
+
+    /// Opens the outbox (creating it, mode 0600) and, with `check`, connects once to see that the
+    /// broker takes this cuff: a refusal (user, password, TLS) throws; an unreachable broker is said
+    /// through `warn` and readings wait in the outbox.
+    public init(options: MQTTPublishOptions, check: Bool = true, warn: @escaping SinkWarningHandler = SinkWarnings.standardError) throws(SinkError) {
+        self.options = options
+        self.warn = warn
+        try Outbox.prepareDirectory(of: options.outboxPath)
+        outbox = try SQLiteStore(path: options.outboxPath, utcOffset: options.utcOffset, warn: warn)
+        guard !outbox.isEncrypted else {
+            try? outbox.finish()
+            throw .storeOpen(path: options.outboxPath, reason: "is an encrypted store, not an outbox")
+        }
+        do { sent = DeliveredKeys(try outbox.sentKeys()) } catch {
+            try? outbox.finish()
+            throw error
+        }
+        publisher = MQTTPublisher(options: options, outbox: outbox, warn: warn)
+        let sentKeys = sent
+        publisher.onDelivered = { keys in sentKeys.keys.withLock { s in for k in keys { s.insert(k) } } }
+        if !options.url.tls && !options.url.isLoopback {
+            warn(SinkWarning(sink: "publish", message: "\(options.url) is not TLS and not this machine: readings (health data) cross the network in the clear; use mqtts://"))
+        }
+        guard check else { return }
+        publisher.reconnects = false
+        publisher.startConnect()
+        publisher.run(until: { publisher.connected || publisher.failures > 0 }, deadline: MonotonicClock.now() + options.connectTimeout)
+        if let e = publisher.lastError, e.isPermanent {
+            try? outbox.finish()
+            throw .storeOpen(path: options.url.description, reason: e.description)
+        }
+        publisher.disconnect()
+        publisher.resetFailureCount()
+    }
+
+    /// Publishes from `loop` from now on, reconnecting with backoff, until ``finish()``.
+    public func attach(to loop: EventLoop) {
+        attached = true
+        publisher.longRunning = true
+        publisher.reconnects = true
+        publisher.attach(to: loop)
+    }
+
+    /// Attaches every publishing store in `store` (itself, or inside a ``StoreGroup``) to `loop`.
+    public static func attachAll(in store: (any MeasurementStore)?, to loop: EventLoop) {
+        if let s = store as? MQTTOutboxStore { s.attach(to: loop) }
+        if let g = store as? StoreGroup { for s in g.stores { attachAll(in: s, to: loop) } }
+    }
+
+    // MARK: MeasurementStore
+
+    public func knownKeys() throws(SinkError) -> Set<String> {
+        try outbox.knownKeys().union(sent.keys.withLock { $0 })
+    }
+
+    public func lastSequenceNumber(address: String) throws(SinkError) -> UInt16? {
+        [try outbox.lastSequenceNumber(address: address), try outbox.lastSentSequenceNumber(address: address)].compactMap { $0 }.max()
+    }
+
+    @discardableResult
+    public func insert(_ m: MeasurementRecord) throws(SinkError) -> StoreInsertOutcome {
+        if done.load(ordering: .relaxed) { throw .finished(sink: "publish") }
+        if sent.keys.withLock({ $0.contains(m.dedupKey) }) { return .duplicate }
+        let outcome = try outbox.insert(m)
+        if outcome.isNew && attached { publisher.kick() }
+        return outcome
+    }
+
+    @discardableResult
+    public func insert(contentsOf ms: [MeasurementRecord]) throws(SinkError) -> Int {
+        if done.load(ordering: .relaxed) { throw .finished(sink: "publish") }
+        let known = sent.keys.withLock { $0 }
+        let n = try outbox.insert(contentsOf: known.isEmpty ? ms : ms.filter { !known.contains($0.dedupKey) })
+        if n > 0 && attached { publisher.kick() }
+        return n
+    }
+
+    /// What waits in the outbox (the broker keeps no history).
+    public func history() throws(SinkError) -> [StoredMeasurement] { try outbox.history() }
+
+    public func write(_ o: SessionOutput) throws(SinkError) {
+        guard case let .measurement(m) = o else {
+            if done.load(ordering: .relaxed) { throw .finished(sink: "publish") }
+            return
+        }
+        try insert(m)
+    }
+
+    /// What ``publishAll(timeout:)`` did.
+    public struct PublishResult: Sendable {
+        /// Readings the broker acknowledged (and that left the outbox).
+        public var delivered: Int
+        /// Readings still in the outbox.
+        public var waiting: Int
+        /// Why it stopped with readings waiting.
+        public var failure: MQTTError?
+    }
+
+    /// Publishes until the outbox is empty, the first failure, or `timeout`.
+    public func publishAll(timeout: Duration) -> PublishResult {
+        let before = publisher.delivered
+        publisher.reconnects = true
+        publisher.resetFailureCount()
+        publisher.kick()
+        publisher.run(until: { publisher.drained || publisher.failures > 0 }, deadline: MonotonicClock.now() + timeout)
+        let waiting = (try? outbox.count()) ?? -1
+        var failure = publisher.lastError
+        if waiting != 0 && failure == nil {
+            failure = MQTTError(.timeout, broker: options.url.serverName, detail: "not every reading was acknowledged within \(timeout)")
+        }
+        return PublishResult(delivered: publisher.delivered - before, waiting: waiting, failure: waiting == 0 ? nil : failure)
+    }
+
+    /// Publishes what waits (for at most the options' `finishTimeout`), says how many still wait, marks
+    /// the status `offline` when a watch is stopping, disconnects and closes the outbox.
+    public func finish() throws(SinkError) {
+        guard !done.exchange(true, ordering: .relaxed) else { throw .finished(sink: "publish") }
+        publisher.detach()
+        publisher.longRunning = false
+        let r = publishAll(timeout: options.finishTimeout)
+        if attached && publisher.connected {
+            publisher.sendOffline()
+            publisher.run(until: { publisher.offlineAcknowledged || !publisher.connected }, deadline: MonotonicClock.now() + .seconds(2))
+        }
+        publisher.disconnect()
+        if r.waiting > 0 {
+            let why = r.failure.map { ": \($0)" } ?? ""
+            warn(SinkWarning(
+                sink: "publish",
+                message: "\(r.waiting) reading\(r.waiting == 1 ? "" : "s") wait\(r.waiting == 1 ? "s" : "") in the outbox \(outbox.path)\(why); "
+                    + "cuff sync --publish URL --outbox \(outbox.path) publishes them"))
+        }
+        try outbox.finish()
+    }
+
+    /// Closes without publishing (after ``publishAll(timeout:)``).
+    public func close() throws(SinkError) {
+        guard !done.exchange(true, ordering: .relaxed) else { throw .finished(sink: "publish") }
+        publisher.detach()
+        publisher.disconnect()
+        try outbox.finish()
+    }
+
+    /// The default outbox of a broker: `$XDG_STATE_HOME/cuff/mqtt-HOST-PORT.db` (by default under
+    /// `~/.local/state`).
+    public static func defaultOutboxPath(for url: MQTTURL, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        Outbox.stateDirectory(environment: environment) + "/mqtt-\(MQTTTopics.slug(url.host))-\(url.port).db"
+    }
+
+    /// The default client id: `cuff-HOSTNAME-PID`.
+    public static func defaultClientID() -> String {
+        "cuff-\(MQTTTopics.slug(ProcessInfo.processInfo.hostName))-\(ProcessInfo.processInfo.processIdentifier)"
+    }
+}
+
+/// The delivered dedup keys, shared with the publisher's callback.
+final class DeliveredKeys: Sendable {
+    let keys: Mutex<Set<String>>
+    init(_ keys: Set<String>) { self.keys = Mutex(keys) }
+}

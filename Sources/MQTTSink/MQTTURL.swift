@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import Foundation
+
+/// `--publish mqtt://[USER[:PASSWORD]@]HOST[:PORT][/PREFIX]` or `mqtts://…` (TLS).
+///
+/// * Parts are percent-decoded; an IPv6 host is written in brackets (`mqtt://[::1]:1883`).
+/// * The port defaults to 1883 (`mqtt://`) or 8883 (`mqtts://`); the topic prefix to `cuff`.
+/// * The password: the URL's, else the first line of `--publish-password-file`, else
+///   `CUFF_MQTT_PASSWORD` (see ``resolvingPassword(file:environment:)``). It is never in
+///   ``description``.
+public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
+    public var tls: Bool
+    public var user: String?
+    public var password: String?
+    public var host: String
+    public var port: Int
+    /// The topics' first levels (`cuff`, or `home/cuff`), without slashes at either end.
+    public var prefix: String
+
+    public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+        public var url: String
+        public var reason: String
+        public var description: String { "bad MQTT URL \(url): \(reason)" }
+    }
+
+    /// The URL without its password, for messages and logs.
+    public var description: String {
+        var s = tls ? "mqtts://" : "mqtt://"
+        if let user { s += Self.escape(user) + "@" }
+        s += serverName + "/" + prefix
+        return s
+    }
+
+    /// `HOST:PORT` (an IPv6 host in brackets).
+    public var serverName: String { (host.contains(":") ? "[\(host)]" : host) + ":\(port)" }
+
+    /// Whether the host is this machine (a loopback address or `localhost`): health data sent to
+    /// any other host without TLS crosses a network in the clear.
+    public var isLoopback: Bool {
+        let h = host.lowercased()
+        return h == "localhost" || h.hasSuffix(".localhost") || h.hasPrefix("127.") || h == "::1"
+    }
+
+    public init(parsing text: String) throws(ParseError) {
+        let shown = Self.redacting(text)
+        func bad(_ reason: String) -> ParseError { ParseError(url: shown, reason: reason) }
+        let lower = text.lowercased()
+        var rest: Substring
+        if lower.hasPrefix("mqtt://") {
+            tls = false
+            rest = text.dropFirst("mqtt://".count)
+        } else if lower.hasPrefix("mqtts://") {
+            tls = true
+            rest = text.dropFirst("mqtts://".count)
+        } else {
+            throw bad("it must start with mqtt:// or mqtts://")
+        }
+        var path = ""
+        if let slash = rest.firstIndex(of: "/") {
+            path = String(rest[rest.index(after: slash)...])
+            rest = rest[..<slash]
+        }
+        if rest.contains("?") || path.contains("?") || path.contains("#") && !path.isEmpty {
+            throw bad("it takes no query or fragment")
+        }
+        user = nil
+        password = nil
+        if let at = rest.lastIndex(of: "@") {
+            let auth = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            if let colon = auth.firstIndex(of: ":") {
+                user = try Self.decode(auth[..<colon], bad)
+                password = try Self.decode(auth[auth.index(after: colon)...], bad)
+            } else {
+                user = try Self.decode(auth, bad)
+            }
+            if user?.isEmpty == true { throw bad("the user name is empty") }
+        }
+        var portText: Substring? = nil
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { throw bad("an IPv6 address needs its closing ]") }
+            host = String(rest[rest.index(after: rest.startIndex)..<close])
+            let after = rest[rest.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw bad("expected :PORT after the IPv6 address") }
+                portText = after.dropFirst()
+            }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = try Self.decode(rest[..<colon], bad)
+            portText = rest[rest.index(after: colon)...]
+        } else {
+            host = try Self.decode(rest, bad)
+        }
+        if host.isEmpty { throw bad("the host is missing") }
+        if let portText {
+            guard let p = Int(portText), (1...65535).contains(p) else { throw bad("the port must be a number from 1 to 65535, not '\(portText)'") }
+            port = p
+        } else {
+            port = tls ? 8883 : 1883
+        }
+        let decoded = try Self.decode(Substring(path), bad).split(separator: "/", omittingEmptySubsequences: true).joined(separator: "/")
+        if decoded.contains("+") || decoded.contains("#") { throw bad("the topic prefix may not contain the wildcards + or #") }
+        prefix = decoded.isEmpty ? "cuff" : decoded
+    }
+
+    /// The password when the URL has none: the first line of `file`, else `CUFF_MQTT_PASSWORD`.
+    public func resolvingPassword(file: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ParseError) -> MQTTURL {
+        var u = self
+        if u.password != nil { return u }
+        if let file {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw ParseError(url: description, reason: "cannot read the password file \(file)")
+            }
+            u.password = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+        } else if let p = environment["CUFF_MQTT_PASSWORD"], !p.isEmpty {
+            u.password = p
+        }
+        if u.password != nil && u.user == nil { throw ParseError(url: description, reason: "a password needs a user name (mqtt://USER@HOST)") }
+        return u
+    }
+
+    /// `text` with the password (between `user:` and `@`) replaced by `***`.
+    public static func redacting(_ text: String) -> String {
+        guard let scheme = text.range(of: "://") else { return text }
+        let afterScheme = text[scheme.upperBound...]
+        let authorityEnd = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
+        let authority = afterScheme[..<authorityEnd]
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return text }
+        return String(text[..<authority.index(after: colon)]) + "***" + String(text[at...])
+    }
+
+    static func decode(_ s: Substring, _ bad: (String) -> ParseError) throws(ParseError) -> String {
+        guard let d = String(s).removingPercentEncoding else { throw bad("bad percent-encoding in '\(s)'") }
+        return d
+    }
+
+    static func escape(_ s: String) -> String {
+        s.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? s
+    }
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import ArgumentParser
+import Foundation
+import MQTTSink
+import Sinks
+
+/// `--publish mqtt://…` and its companions: readings published to MQTT brokers, with Home Assistant
+/// discovery, through a local outbox each.
+struct PublishOptions: ParsableArguments {
+    @Option(name: .customLong("publish"), help: ArgumentHelp(
+        "Also publish every reading to an MQTT broker: mqtt://[USER[:PASSWORD]@]HOST[:PORT][/PREFIX] or mqtts://… (TLS), through a local outbox, QoS 1, with Home Assistant discovery (repeatable).",
+        valueName: "url"))
+    var publish: [String] = []
+
+    @Option(name: .customLong("publish-ca"), help: ArgumentHelp("With mqtts://: the CA certificates the broker's must chain to (default: the system's).", valueName: "file"))
+    var publishCA: String?
+
+    @Option(name: .customLong("publish-cert"), help: ArgumentHelp("With mqtts://: a client certificate (PEM) to log in with.", valueName: "file"))
+    var publishCert: String?
+
+    @Option(name: .customLong("publish-key"), help: ArgumentHelp("With --publish-cert: its private key (PEM).", valueName: "file"))
+    var publishKey: String?
+
+    @Option(name: .customLong("publish-password-file"), help: ArgumentHelp(
+        "The broker password, the file's first line, when the URL has none (else $CUFF_MQTT_PASSWORD).", valueName: "file"))
+    var publishPasswordFile: String?
+
+    @Option(name: .customLong("ha-discovery-prefix"), help: ArgumentHelp("Home Assistant's discovery prefix (default homeassistant).", valueName: "prefix"))
+    var haDiscoveryPrefix: String = "homeassistant"
+
+    @Flag(name: .customLong("no-ha-discovery"), help: "Publish no Home Assistant discovery configs.")
+    var noHADiscovery = false
+
+    @Option(name: .customLong("user-name"), help: ArgumentHelp("A cuff user's name for Home Assistant, e.g. 1=Alice (repeatable).", valueName: "id=name"))
+    var userNames: [String] = []
+
+    @Option(name: .customLong("cuff-timezone"), help: ArgumentHelp(
+        "The zone the cuffs' clocks are set in (e.g. Europe/Berlin, UTC, +01:00), for the published measurement time; default: the host's.",
+        valueName: "zone"))
+    var cuffTimezone: String?
+
+    var isEnabled: Bool { !publish.isEmpty }
+
+    func validate() throws {
+        for p in publish { _ = try parse(p) }
+        if !isEnabled && (publishCA != nil || publishCert != nil || publishKey != nil || publishPasswordFile != nil || !userNames.isEmpty || cuffTimezone != nil) {
+            throw ValidationError("--publish-ca, --publish-cert, --publish-key, --publish-password-file, --user-name and --cuff-timezone go with --publish mqtt://…")
+        }
+        if (publishCert == nil) != (publishKey == nil) { throw ValidationError("--publish-cert and --publish-key go together") }
+        _ = try names()
+        _ = try offsetPolicy()
+        if haDiscoveryPrefix.isEmpty || haDiscoveryPrefix.contains("+") || haDiscoveryPrefix.contains("#") {
+            throw ValidationError("--ha-discovery-prefix takes a topic prefix without wildcards")
+        }
+    }
+
+    func parse(_ text: String) throws -> MQTTURL {
+        do { return try MQTTURL(parsing: text).resolvingPassword(file: publishPasswordFile) } catch { throw ValidationError("--publish: \(error)") }
+    }
+
+    func names() throws -> [UInt8: String] {
+        var out: [UInt8: String] = [:]
+        for n in userNames {
+            let parts = n.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let id = UInt8(parts[0]), !parts[1].isEmpty else {
+                throw ValidationError("--user-name takes ID=NAME with a user id from 0 to 255, e.g. 1=Alice; got '\(n)'")
+            }
+            out[id] = parts[1]
+        }
+        return out
+    }
+
+    /// `--cuff-timezone`: that zone's offsets, else the host zone's.
+    func offsetPolicy() throws -> UTCOffsetPolicy {
+        guard let z = cuffTimezone else { return .system }
+        guard let p = UTCOffsetPolicy.cuffTimeZone(z) else {
+            throw ValidationError("--cuff-timezone: unknown zone '\(z)'; use a name like Europe/Berlin or an offset like +01:00")
+        }
+        return p
+    }
+
+    /// Each target's options. `outbox`: `--outbox`, the outbox of the only target when no PostgreSQL
+    /// store uses it, else a base each target's name is made from (`PATH.HOST-PORT`).
+    func targets(outbox: String?, sharedWithStore: Bool) throws -> [MQTTPublishOptions] {
+        let urls = try publish.map(parse)
+        let offset = try offsetPolicy(), userNames = try names()
+        return urls.map { url in
+            let path: String
+            if let outbox {
+                path = urls.count == 1 && !sharedWithStore ? outbox : "\(outbox).\(MQTTTopics.slug(url.host))-\(url.port)"
+            } else {
+                path = MQTTOutboxStore.defaultOutboxPath(for: url)
+            }
+            return MQTTPublishOptions(
+                url: url, outboxPath: path, caFile: publishCA, certFile: publishCert, keyFile: publishKey,
+                discovery: noHADiscovery ? nil : HomeAssistantDiscovery(prefix: haDiscoveryPrefix, userNames: userNames, version: Cuff.configuration.version),
+                utcOffset: offset, clientID: MQTTOutboxStore.defaultClientID() + (urls.count > 1 ? "-\(MQTTTopics.slug(url.serverName))" : ""))
+        }
+    }
+
+    /// One store per target (each checks that its broker takes this cuff).
+    func openStores(outbox: String?, sharedWithStore: Bool, warn: @escaping SinkWarningHandler) throws -> [MQTTOutboxStore] {
+        var out: [MQTTOutboxStore] = []
+        do {
+            for t in try targets(outbox: outbox, sharedWithStore: sharedWithStore) {
+                out.append(try MQTTOutboxStore(options: t, warn: warn))
+            }
+        } catch {
+            for s in out { try? s.close() }
+            throw error
+        }
+        return out
+    }
+}

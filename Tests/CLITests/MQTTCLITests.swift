@@ -1,0 +1,216 @@
+import Foundation
+import Testing
+
+/// `--publish mqtt://…` against a real `mosquitto` started by the test, read with `mosquitto_sub`.
+@Suite("cuff --publish (MQTT)", .serialized, .enabled(if: MosquittoBroker.available, "needs mosquitto, mosquitto-clients and openssl (tools/install-deps.sh --test)"))
+struct MQTTCLITests {
+    // Home Assistant's documented MQTT discovery keys (full names) for the two components used,
+    // https://www.home-assistant.io/integrations/sensor.mqtt/ and …/binary_sensor.mqtt/.
+    static let common: Set<String> = [
+        "availability", "availability_mode", "availability_template", "availability_topic", "device", "device_class",
+        "enabled_by_default", "encoding", "entity_category", "entity_picture", "expire_after", "force_update", "icon",
+        "json_attributes_template", "json_attributes_topic", "name", "object_id", "default_entity_id", "origin",
+        "payload_available", "payload_not_available", "platform", "qos", "state_topic", "unique_id", "value_template",
+    ]
+    static let sensorKeys = common.union(["last_reset_value_template", "options", "state_class", "suggested_display_precision", "unit_of_measurement"])
+    static let binarySensorKeys = common.union(["off_delay", "payload_off", "payload_on"])
+    static let deviceKeys: Set<String> = [
+        "configuration_url", "connections", "hw_version", "identifiers", "manufacturer", "model", "model_id", "name",
+        "serial_number", "suggested_area", "sw_version", "via_device",
+    ]
+    static let originKeys: Set<String> = ["name", "sw_version", "support_url"]
+    static let sensorClasses: Set<String> = [
+        "apparent_power", "aqi", "area", "atmospheric_pressure", "battery", "blood_glucose_concentration", "carbon_dioxide",
+        "carbon_monoxide", "current", "data_rate", "data_size", "date", "distance", "duration", "energy", "energy_distance",
+        "energy_storage", "enum", "frequency", "gas", "humidity", "illuminance", "irradiance", "moisture", "monetary",
+        "nitrogen_dioxide", "nitrogen_monoxide", "nitrous_oxide", "ozone", "ph", "pm1", "pm25", "pm10", "power", "power_factor",
+        "precipitation", "precipitation_intensity", "pressure", "reactive_energy", "reactive_power", "signal_strength",
+        "sound_pressure", "speed", "sulphur_dioxide", "temperature", "timestamp", "volatile_organic_compounds",
+        "volatile_organic_compounds_parts", "voltage", "volume", "volume_flow_rate", "volume_storage", "water", "weight",
+        "wind_direction", "wind_speed",
+    ]
+    static let binarySensorClasses: Set<String> = [
+        "battery", "battery_charging", "carbon_monoxide", "cold", "connectivity", "door", "garage_door", "gas", "heat", "light",
+        "lock", "moisture", "motion", "moving", "occupancy", "opening", "plug", "power", "presence", "problem", "running", "safety",
+        "smoke", "sound", "tamper", "update", "vibration", "window",
+    ]
+
+    static func capture(_ name: String) -> String { CLI.packageRoot.appendingPathComponent("captures/\(name)").path }
+
+    static func json(_ s: String) throws -> [String: Any] { try CLI.json(s) }
+
+    /// What Home Assistant's `{{ value_json.KEY }}` renders for `state` (Jinja prints null as `None`).
+    static func render(_ template: String, _ state: [String: Any]) throws -> String {
+        let key = try #require(template.firstMatch(of: /^\{\{ value_json\.([a-z_]+) \}\}$/)?.1, "unexpected template \(template)")
+        switch state[String(key)] {
+        case nil, is NSNull: return "None"
+        case let s as String: return s
+        case let n as NSNumber: return n.stringValue
+        case let v?: return "\(v)"
+        }
+    }
+
+    /// The measurement lines' comparable fields (as WatchCommandTests keys them).
+    static func key(_ m: [String: Any]) -> String { WatchCommandTests.key(m) }
+
+    @Test func discoveryConfigsAndStateArriveRetainedAndFollowTheDocumentedSchema() throws {
+        let broker = try MosquittoBroker()
+        let out = broker.dir + "/o.db"
+        var printed: [[String: Any]] = []
+        for c in ["irregular-pulse.btsnoop", "kpa.btsnoop", "multi-user.btsnoop", "body-movement.btsnoop"] {
+            let r = try CLI.run(["replay", Self.capture(c), "--publish", broker.url, "--outbox", out, "--user-name", "1=Alice", "--user-name", "2=Bob", "--cuff-timezone", "+01:00"])
+            #expect(r.status == 0, "\(c): \(r.stderr)")
+            #expect(!r.stderr.contains(broker.password), "the password was logged")
+            printed += try WatchCommandTests.measurementLines(r.stdoutLines)
+        }
+        #expect(printed.count >= 4)
+        let configs = try broker.retained(["homeassistant/#"])
+        let states = Dictionary(try broker.retained(["cuff/+/+/state"]).map { ($0.topic, try Self.json($0.payload)) }, uniquingKeysWith: { a, _ in a })
+        let status = try broker.retained(["cuff/status"])
+        #expect(status.map(\.payload) == ["online"])
+        #expect(!configs.isEmpty && !states.isEmpty)
+        var uniqueIDs: Set<String> = []
+        var devices: Set<String> = []
+        for c in configs {
+            let parts = c.topic.split(separator: "/")
+            #expect(parts.count == 5 && parts[0] == "homeassistant" && parts[4] == "config", "\(c.topic)")
+            let component = String(parts[1])
+            let cfg = try Self.json(c.payload)
+            let allowed = component == "sensor" ? Self.sensorKeys : component == "binary_sensor" ? Self.binarySensorKeys : []
+            #expect(Set(cfg.keys).isSubset(of: allowed), "\(c.topic): undocumented keys \(Set(cfg.keys).subtracting(allowed))")
+            for k in ["name", "unique_id", "state_topic", "value_template", "availability_topic", "device"] { #expect(cfg[k] != nil, "\(c.topic) lacks \(k)") }
+            #expect(cfg["availability_topic"] as? String == "cuff/status")
+            #expect(cfg["payload_available"] as? String == "online" && cfg["payload_not_available"] as? String == "offline")
+            if let dc = cfg["device_class"] as? String {
+                #expect((component == "sensor" ? Self.sensorClasses : Self.binarySensorClasses).contains(dc), "\(c.topic): device_class \(dc)")
+            }
+            let device = try #require(cfg["device"] as? [String: Any])
+            #expect(Set(device.keys).isSubset(of: Self.deviceKeys), "\(Set(device.keys).subtracting(Self.deviceKeys))")
+            #expect((device["identifiers"] as? [String])?.isEmpty == false)
+            devices.insert((device["identifiers"] as? [String])?.first ?? "")
+            if let origin = cfg["origin"] as? [String: Any] { #expect(Set(origin.keys).isSubset(of: Self.originKeys)) }
+            let uid = try #require(cfg["unique_id"] as? String)
+            #expect(!uniqueIDs.contains(uid), "unique_id \(uid) twice")
+            uniqueIDs.insert(uid)
+            // The state topic holds a retained state, and the template renders what the entity takes.
+            let state = try #require(states[cfg["state_topic"] as? String ?? ""], "no retained state on \(cfg["state_topic"] ?? "-")")
+            let rendered = try Self.render(cfg["value_template"] as? String ?? "", state)
+            if component == "binary_sensor" {
+                #expect([cfg["payload_on"] as? String, cfg["payload_off"] as? String, "None"].contains(rendered), "\(c.topic) renders \(rendered)")
+            } else if cfg["device_class"] as? String == "timestamp" {
+                #expect(rendered.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)/) != nil, "timestamp without a zone: \(rendered)")
+            } else {
+                #expect(cfg["unit_of_measurement"] as? String == (uid.hasSuffix("pulse_rate") ? "bpm" : "mmHg"))
+                #expect(rendered == "None" || Double(rendered) != nil, "\(c.topic) renders \(rendered)")
+            }
+        }
+        // Seven entities for each cuff and user; a device per cuff and user, Alice named.
+        #expect(configs.count == devices.count * 7)
+        #expect(devices == ["cuff_SIM-000001_1", "cuff_SIM-000001_2"], "\(devices)")
+        let deviceNames = configs.compactMap { c in ((try? Self.json(c.payload))?["device"] as? [String: Any])?["name"] as? String }
+        #expect(deviceNames.contains { $0.hasSuffix("(Alice)") } && deviceNames.contains { $0.hasSuffix("(Bob)") }, "\(Set(deviceNames))")
+        // kPa readings are published in mmHg; the zone-less cuff time carries the assumed offset.
+        for (_, s) in states {
+            #expect(s["unit"] as? String == "mmHg")
+            if s["time_basis"] as? String == "device-local-assumed-host-offset" { #expect((s["measured_at"] as? String)?.hasSuffix("+01:00") == true) }
+            if let sys = s["systolic"] as? Double { #expect(sys > 40 && sys < 300, "systolic \(sys) mmHg") }
+        }
+        // Every reading left the outbox.
+        let left = try CLI.run(["history", "--store", out])
+        #expect(left.status == 0 && left.stdoutLines.isEmpty, "\(left.stdout)")
+    }
+
+    @Test func fleetUnderWatchSurvivesABrokerKilledAndRestartedWithNothingLost() throws {
+        let broker = try MosquittoBroker()
+        let reader = try MosquittoBroker.Reader(broker, topics: ["cuff/+/+/reading"], id: "reader")
+        usleep(300_000)
+        let s = try WatchCommandTests.Scratch()
+        let fleet = try Spawned(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "4", "--every", "60", "--speed", "60", "--quiet"],
+                                stderr: s.path("sim.err"))
+        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0004.sock")) })
+        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("cuffs"), "--publish", broker.url, "--outbox", s.path("o.db")],
+                                stdout: s.path("out"), stderr: s.path("watch.err"))
+        func printed() -> [[String: Any]] { (try? WatchCommandTests.measurementLines(s.lines("out"))) ?? [] }
+        #expect(WatchCommandTests.waitUntil(60) { printed().count >= 4 && reader.messages.count >= 4 }, "\(s.text("watch.err").suffix(2000))")
+        // The broker is killed and stays away for a while; the cuffs go on measuring. (Once it has
+        // saved the reader's session: what it took before a kill is the broker's to keep, not cuff's.)
+        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: broker.dir + "/mosquitto.db") })
+        broker.stop(SIGKILL)
+        let before = printed().count
+        #expect(WatchCommandTests.waitUntil(60) { printed().count >= before + 4 }, "no readings while the broker was down")
+        try broker.start()
+        #expect(WatchCommandTests.waitUntil(60) { printed().count >= before + 8 })
+        fleet.signal(SIGTERM)
+        #expect(fleet.wait(timeout: 20) == 0)
+        watch.signal(SIGTERM)
+        #expect(watch.wait(timeout: 40) == 0, "\(s.text("watch.err").suffix(2000))")
+        let confirmedKeys = Set(printed().map(Self.key))
+        #expect(WatchCommandTests.waitUntil(20) {
+            confirmedKeys.isSubset(of: Set(reader.messages.compactMap { try? Self.key(Self.json($0.payload)) }))
+        })
+        let received = reader.messages.compactMap { try? Self.json($0.payload) }
+        let receivedKeys = Set(received.map(Self.key))
+        #expect(confirmedKeys.subtracting(receivedKeys).isEmpty, """
+            lost: \(confirmedKeys.subtracting(receivedKeys)); reader: \((try? String(contentsOfFile: reader.output + ".err", encoding: .utf8)) ?? "")
+            broker: \(((try? String(contentsOfFile: broker.dir + "/broker.log", encoding: .utf8)) ?? "").split(separator: "\n").filter { !$0.contains("Saving") }.suffix(40).joined(separator: "\n"))
+            """)
+        // Every payload carries its dedup key; repeats (QoS 1) carry the same one.
+        #expect(received.allSatisfy { ($0["dedup_key"] as? String)?.isEmpty == false })
+        let totals = try #require(WatchCommandTests.simulatorTotals(s.text("sim.err")), "\(s.text("sim.err"))")
+        #expect(Set(received.compactMap { $0["dedup_key"] as? String }).count >= totals.confirmed)
+        // A device per cuff, and the status is offline once the watch stopped.
+        let serials = Set(received.compactMap { ($0["device"] as? [String: Any])?["serial"] as? String })
+        #expect(serials.count == 4)
+        // Each cuff (one user each) is a Home Assistant device on the broker, also after its restart.
+        let systolic = try broker.retained(["homeassistant/sensor/+/systolic/config"])
+        #expect(Set(systolic.map(\.topic)) == Set(serials.map { "homeassistant/sensor/cuff_\($0)_1/systolic/config" }))
+        #expect(try broker.retained(["cuff/status"]).map(\.payload) == ["offline"])
+        let err = s.text("watch.err")
+        #expect(err.contains("cannot reach MQTT broker") || err.contains("connection to MQTT broker"), "\(err.suffix(1500))")
+        #expect(!err.contains(broker.password))
+        let left = try CLI.run(["history", "--store", s.path("o.db")])
+        #expect(left.stdoutLines.isEmpty, "readings left in the outbox: \(s.text("watch.err").suffix(3000))")
+    }
+
+    @Test func wrongPasswordWrongCAAndUnreachableHostLoseNothing() throws {
+        let broker = try MosquittoBroker()
+        let reader = try MosquittoBroker.Reader(broker, topics: ["cuff/+/+/reading"], id: "errors")
+        usleep(300_000)
+        let out = broker.dir + "/o.db"
+        let capture = Self.capture("multi-user.btsnoop")
+        // Wrong password: refused at once, before any reading is taken.
+        let wrong = try CLI.run(["replay", capture, "--publish", "mqtt://\(broker.user):nope@127.0.0.1:\(broker.port)", "--outbox", out])
+        #expect(wrong.status == 10, "\(wrong.stderr)")
+        #expect(wrong.stderr.contains("refused the connection"), "\(wrong.stderr)")
+        #expect(!wrong.stderr.contains("nope"))
+        // Unreachable: the readings are taken and wait in the outbox.
+        let closed = MosquittoBroker.freePort()
+        // Beside --store: the store and the outbox each keep every reading.
+        let down = try CLI.run(["replay", capture, "--store", broker.dir + "/s.db", "--publish", "mqtt://\(broker.user)@127.0.0.1:\(closed)", "--outbox", out],
+                               environment: ["CUFF_MQTT_PASSWORD": broker.password])
+        #expect(down.status == 0, "\(down.stderr)")
+        #expect(down.stderr.contains("cannot reach MQTT broker 127.0.0.1:\(closed)"), "\(down.stderr)")
+        let taken = try WatchCommandTests.measurementLines(down.stdoutLines)
+        #expect(!taken.isEmpty)
+        #expect(down.stderr.contains("\(taken.count) reading\(taken.count == 1 ? "" : "s") wait"), "\(down.stderr)")
+        func waiting() throws -> Int { try CLI.run(["history", "--store", out]).stdoutLines.count }
+        #expect(try waiting() == taken.count)
+        #expect(try CLI.run(["history", "--store", broker.dir + "/s.db"]).stdoutLines.count == taken.count)
+        // Wrong password, then a CA that did not sign the broker's certificate: nothing leaves.
+        let pwFile = broker.dir + "/pw"
+        try "nope\n".write(toFile: pwFile, atomically: true, encoding: .utf8)
+        let s1 = try CLI.run(["sync", "--publish", "mqtt://\(broker.user)@127.0.0.1:\(broker.port)", "--publish-password-file", pwFile, "--outbox", out])
+        #expect(s1.status == 9 && s1.stderr.contains("refused the connection"), "\(s1.stderr)")
+        let s2 = try CLI.run(["sync", "--publish", "mqtts://\(broker.user)@127.0.0.1:\(broker.tlsPort)", "--publish-ca", broker.otherCAFile, "--outbox", out],
+                             environment: ["CUFF_MQTT_PASSWORD": broker.password])
+        #expect(s2.status == 9 && s2.stderr.contains("TLS with MQTT broker") && s2.stderr.contains("certificate verify failed"), "\(s2.stderr)")
+        #expect(try waiting() == taken.count)
+        #expect(reader.messages.isEmpty)
+        // The right CA over TLS: every reading arrives and the outbox is empty.
+        let ok = try CLI.run(["sync", "--publish", "mqtts://\(broker.user)@127.0.0.1:\(broker.tlsPort)", "--publish-ca", broker.caFile, "--outbox", out],
+                             environment: ["CUFF_MQTT_PASSWORD": broker.password])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(try waiting() == 0)
+        #expect(WatchCommandTests.waitUntil(10) { Set(reader.messages.compactMap { try? Self.key(Self.json($0.payload)) }) == Set(taken.map(Self.key)) })
+    }
+}

@@ -1,0 +1,149 @@
+import BloodPressure
+import CuffCore
+import CuffSession
+import Foundation
+import Sinks
+import Testing
+@testable import MQTTSink
+
+/// The payloads and discovery configs `--publish` sends, from real 0x2A35 bytes.
+@Suite struct MQTTPayloadTests {
+    static let device = DeviceInfo(address: "AA:BB:CC:DD:EE:01", manufacturer: "Acme", model: "BP-1", serial: "SN 42/7", firmware: "1.2.3")
+
+    /// A 0x2A35 value: flags, three SFLOATs, then time stamp, pulse, user and status as the flags say.
+    static func record(flags: UInt8, sys: UInt16, dia: UInt16, map: UInt16, pulse: UInt16 = 0x0048, user: UInt8 = 1, status: UInt16 = 0) throws -> MeasurementRecord {
+        var raw: [UInt8] = [flags, UInt8(sys & 0xFF), UInt8(sys >> 8), UInt8(dia & 0xFF), UInt8(dia >> 8), UInt8(map & 0xFF), UInt8(map >> 8)]
+        if flags & 0x02 != 0 { raw += [0xEA, 0x07, 11, 25, 8, 30, 5] }  // 2026-11-25T08:30:05
+        if flags & 0x04 != 0 { raw += [UInt8(pulse & 0xFF), UInt8(pulse >> 8)] }
+        if flags & 0x08 != 0 { raw += [user] }
+        if flags & 0x10 != 0 { raw += [UInt8(status & 0xFF), UInt8(status >> 8)] }
+        let d = try BloodPressureMeasurement.decode(raw[...])
+        return MeasurementRecord.from(
+            bpm: d.value, warnings: d.warnings, raw: raw, device: device,
+            at: EventTime(monotonic: Timestamp(nanoseconds: 1), wallMicros: 1_795_000_000_000_000), stored: false)
+    }
+
+    static func object(_ j: JSON) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: Data(j.serialized().utf8)) as? [String: Any])
+    }
+
+    @Test func stateInMmHgWithOffsetAndFlags() throws {
+        // 120/80/93 mmHg, pulse 72, user 1, irregular pulse (status bit 2).
+        let m = try Self.record(flags: 0x1E, sys: 0x0078, dia: 0x0050, map: 0x005D, status: 0x0004)
+        let s = try Self.object(MQTTPayload.state(m, offset: .fixed(3600)))
+        #expect(s["systolic"] as? Double == 120)
+        #expect(s["diastolic"] as? Double == 80)
+        #expect(s["mean_arterial_pressure"] as? Double == 93)
+        #expect(s["pulse_rate"] as? Double == 72)
+        #expect(s["unit"] as? String == "mmHg")
+        #expect(s["measured_at"] as? String == "2026-11-25T08:30:05+01:00")
+        #expect(s["time_basis"] as? String == "device-local-assumed-host-offset")
+        #expect(s["irregular_pulse"] as? String == "ON")
+        #expect(s["body_movement"] as? String == "OFF")
+        #expect(s["dedup_key"] as? String == m.dedupKey)
+    }
+
+    @Test func kPaPublishedInMmHg() throws {
+        // 16.0 / 10.7 / 12.4 kPa (mantissa, exponent -1): 120.0, 80.3, 93.0 mmHg.
+        let m = try Self.record(flags: 0x01, sys: 0xF0A0, dia: 0xF06B, map: 0xF07C)
+        let s = try Self.object(MQTTPayload.state(m, offset: .fixed(0)))
+        #expect(s["systolic"] as? Double == 120.0)
+        #expect(s["diastolic"] as? Double == 80.3)
+        #expect(s["mean_arterial_pressure"] as? Double == 93.0)
+        #expect(s["unit"] as? String == "mmHg")
+        // No status field: the binary sensors get null (Home Assistant: unknown), not OFF.
+        #expect(s["irregular_pulse"] is NSNull)
+        #expect(s["pulse_rate"] is NSNull)
+        // No device time: the reception time, in UTC.
+        #expect((s["measured_at"] as? String)?.hasSuffix("Z") == true)
+    }
+
+    @Test func specialValuesAreNeverNumbers() throws {
+        // NaN systolic, NRes diastolic, +INF MAP, NaN pulse.
+        let m = try Self.record(flags: 0x04, sys: 0x07FF, dia: 0x0800, map: 0x07FE, pulse: 0x07FF)
+        let s = try Self.object(MQTTPayload.state(m, offset: .fixed(0)))
+        for k in ["systolic", "diastolic", "mean_arterial_pressure", "pulse_rate"] {
+            #expect(s[k] is NSNull, "\(k) is \(String(describing: s[k]))")
+        }
+        let reading = MQTTPayload.reading(m).serialized()
+        #expect(!reading.contains("2047") && !reading.contains("2048"), "\(reading)")
+    }
+
+    @Test func readingIsTheNDJSONRecordWithItsDedupKey() throws {
+        let m = try Self.record(flags: 0x1E, sys: 0x0078, dia: 0x0050, map: 0x005D)
+        let line = SessionOutput.measurement(m).json.serialized()
+        let payload = MQTTPayload.reading(m).serialized()
+        #expect(payload.hasPrefix(String(line.dropLast())))
+        #expect(try Self.object(MQTTPayload.reading(m))["dedup_key"] as? String == m.dedupKey)
+    }
+
+    @Test func topicsAndDiscovery() throws {
+        let topics = MQTTTopics(prefix: "home/cuff")
+        #expect(topics.reading(Self.device, user: 1) == "home/cuff/SN_42_7/1/reading")
+        #expect(topics.state(Self.device, user: nil) == "home/cuff/SN_42_7/none/state")
+        #expect(topics.status == "home/cuff/status")
+        let d = HomeAssistantDiscovery(prefix: "homeassistant", userNames: [1: "Alice"])
+        let configs = d.configs(device: Self.device, user: 1, topics: topics)
+        #expect(configs.count == 7)
+        let ids = try configs.map { try Self.object($0.payload)["unique_id"] as? String }
+        #expect(Set(ids).count == 7)
+        let first = try Self.object(configs[0].payload)
+        #expect(configs[0].topic == "homeassistant/sensor/cuff_SN_42_7_1/systolic/config")
+        let dev = try #require(first["device"] as? [String: Any])
+        #expect(dev["name"] as? String == "BP-1 (Alice)")
+        #expect(dev["serial_number"] as? String == "SN 42/7")
+        #expect(dev["sw_version"] as? String == "1.2.3")
+        #expect(first["availability_topic"] as? String == "home/cuff/status")
+        // The same configs every time: ids are stable.
+        #expect(configs.map { $0.payload.serialized() } == d.configs(device: Self.device, user: 1, topics: topics).map { $0.payload.serialized() })
+    }
+
+    @Test func urls() throws {
+        let u = try MQTTURL(parsing: "mqtts://alice:s%40cret@broker.lan:8884/home/cuff/")
+        #expect(u.tls && u.user == "alice" && u.password == "s@cret" && u.host == "broker.lan" && u.port == 8884 && u.prefix == "home/cuff")
+        #expect(!u.description.contains("cret"))
+        #expect(MQTTURL.redacting("mqtt://a:pw@h/x") == "mqtt://a:***@h/x")
+        let d = try MQTTURL(parsing: "mqtt://[::1]")
+        #expect(d.host == "::1" && d.port == 1883 && d.prefix == "cuff" && d.isLoopback)
+        #expect(try !MQTTURL(parsing: "mqtt://192.168.1.5").isLoopback)
+        for bad in ["http://h", "mqtt://", "mqtt://h:0", "mqtt://h:99999", "mqtt://h/a/+/b", "mqtt://h:x"] {
+            #expect(throws: MQTTURL.ParseError.self, "\(bad)") { try MQTTURL(parsing: bad) }
+        }
+        let env = ["CUFF_MQTT_PASSWORD": "fromenv"]
+        #expect(try MQTTURL(parsing: "mqtt://bob@h").resolvingPassword(file: nil, environment: env).password == "fromenv")
+        #expect(try MQTTURL(parsing: "mqtt://bob:url@h").resolvingPassword(file: nil, environment: env).password == "url")
+    }
+
+    @Test func cleartextToAnotherHostIsWarned() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mqtt-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let w = WarningCollector()
+        let url = try MQTTURL(parsing: "mqtt://192.0.2.7")
+        let store = try MQTTOutboxStore(options: MQTTPublishOptions(url: url, outboxPath: dir + "/o.db", clientID: "t"), check: false, warn: w.handler)
+        try store.close()
+        #expect(w.warnings.contains { $0.sink == "publish" && $0.message.contains("in the clear") })
+        let w2 = WarningCollector()
+        let local = try MQTTOutboxStore(
+            options: MQTTPublishOptions(url: try MQTTURL(parsing: "mqtt://127.0.0.1"), outboxPath: dir + "/p.db", clientID: "t"), check: false, warn: w2.handler)
+        try local.close()
+        #expect(w2.warnings.isEmpty)
+    }
+}
+
+/// `--cuff-timezone`: the offset attached to a cuff's zone-less clock.
+@Suite struct CuffTimeZoneTests {
+    @Test func namedZoneFollowsSummerTimeAndFixedOffsetsParse() throws {
+        let berlin = try #require(UTCOffsetPolicy.cuffTimeZone("Europe/Berlin"))
+        // 2026-11-25T08:30:05 (winter, +01:00) from the payload tests' bytes.
+        let winter = try MQTTPayloadTests.record(flags: 0x1E, sys: 0x0078, dia: 0x0050, map: 0x005D)
+        #expect(berlin.offsetSeconds(winter) == 3600)
+        #expect(try MQTTPayloadTests.object(MQTTPayload.state(winter, offset: berlin))["measured_at"] as? String == "2026-11-25T08:30:05+01:00")
+        var summer = winter
+        summer.timestamp = "2026-07-01T12:00:00"
+        #expect(berlin.offsetSeconds(summer) == 7200)
+        #expect(UTCOffsetPolicy.cuffTimeZone("+05:30")?.offsetSeconds(winter) == 19800)
+        #expect(UTCOffsetPolicy.cuffTimeZone("-0800")?.offsetSeconds(winter) == -28800)
+        #expect(UTCOffsetPolicy.cuffTimeZone("UTC")?.offsetSeconds(winter) == 0)
+        for bad in ["Mars/Olympus", "+25:00", "+1", "1:00"] { #expect(UTCOffsetPolicy.cuffTimeZone(bad) == nil, "\(bad)") }
+    }
+}

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import CuffSession
+import Foundation
+import GRDB
+import StoreFormat
+import Testing
+
+@testable import Sinks
+
+/// Stores with one odd cell: SQLite does not enforce column types, so any cell may hold anything.
+/// The reader must never trap, skip only the row it cannot read (named by row id, never by value),
+/// and read everything else.
+@Suite struct DamagedStoreTests {
+    /// A store holding the six vectors (rows 1…6), then `damage` run on it with SQLite directly.
+    static func damagedStore(_ dir: TempDir, _ damage: String) throws -> String {
+        let path = dir.file("d.db")
+        let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        try store.insert(contentsOf: try vectorRecords())
+        try store.finish()
+        var config = Configuration()
+        config.foreignKeysEnabled = false
+        let q = try DatabaseQueue(path: path, configuration: config)
+        try q.writeWithoutTransaction { try $0.execute(sql: damage) }
+        try q.close()
+        return path
+    }
+
+    /// Reads the damaged store as `cuff history` does: read-only, every row that can be read printed.
+    static func read(_ path: String) throws -> (StoreRecords, [SinkWarning], [String]) {
+        let store = try SQLiteStore(path: path, mustExist: true, readOnly: true, warn: SinkWarnings.ignore)
+        let r = try store.readRecords()
+        try store.finish()
+        let w = WarningCollector()
+        r.warn(w.handler, store: path)
+        let out = MemoryOutput()
+        let sink = NDJSONSink(output: out)
+        for e in r.entries { try sink.write(.measurement(e.record)) }
+        return (r, w.warnings, out.lines)
+    }
+
+    /// Every odd cell the issue names, and a few more, each in row 2 of six.
+    static let oddCells: [(damage: String, column: String, secret: String)] = [
+        ("UPDATE measurements SET systolic = 'sys-secret-120' WHERE id = 2", "systolic", "sys-secret-120"),
+        ("UPDATE measurements SET received_at_us = 'when-secret' WHERE id = 2", "received_at_us", "when-secret"),
+        ("UPDATE measurements SET stored = 'stored-secret' WHERE id = 2", "stored", "stored-secret"),
+        ("UPDATE measurements SET decoded = X'DEADBEEF' WHERE id = 2", "decoded", "DEADBEEF"),
+        ("UPDATE measurements SET raw = 'raw-secret' WHERE id = 2", "raw", "raw-secret"),
+        ("UPDATE measurements SET systolic_raw = 70000 WHERE id = 2", "systolic_raw", "70000"),
+        ("UPDATE measurements SET quirks = 4096 WHERE id = 2", "quirks", "4096"),
+        ("UPDATE measurements SET host_utc_offset = 9223372036854775807 WHERE id = 2", "host_utc_offset", "9223372036854775807"),
+        ("UPDATE measurements SET received_at_us = -5 WHERE id = 2", "received_at_us", "-5"),
+        ("PRAGMA ignore_check_constraints = ON; UPDATE measurements SET unit = 'furlongs' WHERE id = 2", "unit", "furlongs"),
+        ("UPDATE measurements SET characteristic = 'ZZZZ' WHERE id = 2", "characteristic", "ZZZZ"),
+        ("UPDATE measurements SET user_id = 3.5 WHERE id = 2", "user_id", "3.5"),
+        ("UPDATE measurements SET dedup_key = X'1717' WHERE id = 2", "dedup_key", "1717"),
+    ]
+
+    @Test(arguments: oddCells.indices)
+    func oneOddCellSkipsItsRowOnlyAndNamesNoValue(_ i: Int) throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let odd = Self.oddCells[i]
+        let path = try Self.damagedStore(dir, odd.damage)
+        let (r, warnings, lines) = try Self.read(path)
+        #expect(r.entries.map(\.stored.id) == [1, 3, 4, 5, 6], "\(odd.damage)")
+        #expect(r.skipped.map(\.rowID) == [2])
+        #expect(r.skipped.first?.column == odd.column, "\(r.skipped)")
+        #expect(lines.count == 5)
+        #expect(warnings.count == 1)
+        let text = warnings.map(\.description).joined(separator: "\n")
+        #expect(text.contains("row 2"), "\(text)")
+        // No value of the row: not the odd one, nor the device's serial or the reading's values.
+        for secret in [odd.secret, "SN42", "BPM-1", "AA:BB:CC:DD:EE:FF", "mmHg", "120"] {
+            #expect(!text.contains(secret), "\(text)")
+        }
+        // The strict reader names the row instead of trapping.
+        let store = try SQLiteStore(path: path, mustExist: true, readOnly: true, warn: SinkWarnings.ignore)
+        let err = #expect(throws: SinkError.self) { try store.history() }
+        #expect(err.map { "\($0)" }?.contains("row 2") == true)
+    }
+
+    @Test func aBlobAddressInTheDeviceRowSkipsThatDevicesRows() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        // Every vector has the one device: all six rows go, each named; nothing traps.
+        let path = try Self.damagedStore(dir, "UPDATE devices SET address = X'00FF'")
+        let (r, warnings, _) = try Self.read(path)
+        #expect(r.entries.isEmpty)
+        #expect(r.skipped.map(\.rowID) == [1, 2, 3, 4, 5, 6])
+        #expect(r.skipped.allSatisfy { $0.column == "d_address" })
+        #expect(warnings.count == 6)
+    }
+
+    @Test func aDroppedColumnIsReadAsNullOrSkipsEveryRowWithOneCappedWarningList() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        // A nullable column dropped: every row still reads.
+        let a = try Self.damagedStore(dir, "ALTER TABLE measurements DROP COLUMN pulse_rate_special")
+        #expect(try Self.read(a).0.entries.count == 6)
+        try FileManager.default.removeItem(atPath: a)
+        // A column every row needs: every row is skipped, named, and nothing traps.
+        let b = try Self.damagedStore(dir, "ALTER TABLE measurements DROP COLUMN decoded")
+        let (r, warnings, lines) = try Self.read(b)
+        #expect(r.entries.isEmpty && lines.isEmpty)
+        #expect(r.skipped.count == 6 && r.skipped.allSatisfy { $0.kind == .missingColumn && $0.column == "decoded" })
+        #expect(warnings.count == 6)
+    }
+
+    @Test func manyUnreadableRowsAreNamedUpTo20ThenCounted() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.file("d.db")
+        let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        var records: [MeasurementRecord] = []
+        for n in 0..<30 {
+            records.append(try Vectors.bpm(Vectors.kPa, at: EventTime(monotonic: .zero, wallMicros: Vectors.receivedMicros + Int64(n) * 1000)))
+        }
+        try store.insert(contentsOf: records)
+        try store.finish()
+        let q = try DatabaseQueue(path: path)
+        try q.write { try $0.execute(sql: "UPDATE measurements SET stored = 'x'") }
+        try q.close()
+        let (r, warnings, _) = try Self.read(path)
+        #expect(r.skipped.count == 30)
+        #expect(warnings.count == 21)
+        #expect(warnings.last?.message.contains("10 more") == true)
+    }
+
+    @Test func aMeasurementWhoseDeviceRowIsMissingIsShown() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = try Self.damagedStore(dir, "DELETE FROM devices")
+        let (r, warnings, lines) = try Self.read(path)
+        #expect(r.entries.count == 6 && lines.count == 6 && r.skipped.isEmpty)
+        #expect(r.withoutDevice == 6)
+        #expect(r.entries.allSatisfy { $0.record.device.address.isEmpty && $0.record.device.serial == nil })
+        #expect(warnings.count == 1 && warnings[0].message.contains("6 measurements have no device row"))
+        // The outbox does not ship a reading it cannot attribute; it says which.
+        let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        let err = #expect(throws: SinkError.self) { try store.pending(limit: 10) }
+        #expect(err.map { "\($0)" }?.contains("row 1: its device row is missing") == true)
+    }
+
+    @Test func rawBytesThatNoLongerDecodeSkipTheirRowOnly() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = try Self.damagedStore(dir, "UPDATE measurements SET raw = X'1E8A' WHERE id = 3")
+        let (r, warnings, _) = try Self.read(path)
+        #expect(r.entries.map(\.stored.id) == [1, 2, 4, 5, 6])
+        #expect(r.skipped.map(\.rowID) == [3] && r.skipped.first?.column == "raw")
+        #expect(warnings.first?.message.contains("row 3: the raw value does not decode") == true)
+    }
+
+    @Test func aReadOnlyOpenOfAnEmptyFileWritesNothing() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.file("empty.db")
+        #expect(FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]))
+        let store = try SQLiteStore(path: path, mustExist: true, readOnly: true, warn: SinkWarnings.ignore)
+        #expect(try store.readHistory().rows.isEmpty)
+        #expect(try store.history().isEmpty)
+        try store.finish()
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == 0)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal") && !FileManager.default.fileExists(atPath: path + "-journal"))
+        // Through the history printer (what `cuff history` runs): 0 measurements, the file untouched.
+        let out = MemoryOutput()
+        let report = try SinkFactory.printHistory(storePath: path, options: SinkConfiguration(), output: out, warn: SinkWarnings.ignore)
+        #expect(report == HistoryReport(printed: 0, skipped: 0))
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == 0)
+    }
+
+    @Test func aReadOnlyOpenLeavesAStoreByteForByte() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = try Self.damagedStore(dir, "UPDATE measurements SET systolic = 'x' WHERE id = 2")
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        _ = try Self.read(path)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    @Test func anotherProgramsDatabaseIsNotReadAsAStore() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.file("other.db")
+        #expect(FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]))
+        let q = try DatabaseQueue(path: path)
+        try q.write { try $0.execute(sql: "CREATE TABLE notes (t TEXT)") }
+        try q.close()
+        let err = #expect(throws: SinkError.self) { try SQLiteStore(path: path, mustExist: true, readOnly: true, warn: SinkWarnings.ignore) }
+        #expect(err.map { "\($0)" }?.contains("not a cuff store") == true)
+    }
+
+    @Test func knownKeysAndSequenceNumbersIgnoreDamagedCells() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = try Self.damagedStore(dir, """
+            UPDATE measurements SET dedup_key = X'01' WHERE id = 1;
+            UPDATE measurements SET sequence_number = 'seven' WHERE id = 4;
+            """)
+        let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        #expect(try store.knownKeys().count == 5)
+        #expect(try store.lastSequenceNumber(address: Vectors.device.address) == 7)
+    }
+
+    @Test func storeErrorsAndWarningsNameNoReading() throws {
+        // A dedup key holds the device, user, time stamp and raw words: never in a message.
+        let key = try Vectors.bpm(Vectors.mmHgFull).dedupKey
+        #expect(key.contains("|user:"))
+        let e = SinkError.storeWrite(path: "/x/w.db", dedupKey: key, reason: "13 (database or disk is full)")
+        #expect(!e.description.contains(key) && e.description.contains("database or disk is full"))
+        let w = SinkWarning(sink: "store", message: "the record's values do not match", dedupKey: key)
+        #expect(!w.description.contains(key) && !w.description.contains("|user:"))
+    }
+}
