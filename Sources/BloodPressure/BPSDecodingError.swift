@@ -76,6 +76,8 @@ public struct DecodeWarning: Sendable, Hashable, CustomStringConvertible {
         case reservedPulseRateRange = "reserved_pulse_rate_range"
         /// A Blood Pressure Record's recorded value does not decode; the record's header stands.
         case invalidRecordedValue = "invalid_recorded_value"
+        /// The cuff's error reading (a device profile says all-NaN pressures mean "Err"): no values.
+        case errorReading = "error_reading"
     }
     public var code: Code
     public var message: String

@@ -31,6 +31,9 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
     public var status: MeasurementStatus?
     /// Flags bits 5–7 as received (sent back by the encoder, for RFU tests).
     public var rfuFlags: UInt8
+    /// The cuff does not measure the MAP and sent a placeholder (Veroval's 0): the value is NaN,
+    /// and JSON says `null` (absent), not `"NaN"` (unavailable this time).
+    public var meanArterialPressureAbsent = false
 
     public init(
         unit: PressureUnit = .mmHg, systolic: SFloat, diastolic: SFloat, meanArterialPressure: SFloat,
@@ -87,9 +90,19 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
         if flags & Flag.rfuMask != 0 {
             warnings.append(DecodeWarning(.rfuFlags, "reserved Flags bits set: 0x" + Hex.encode([flags & Flag.rfuMask]), offset: 0))
         }
-        let sys = try r.sfloat("Systolic")
-        let dia = try r.sfloat("Diastolic")
-        let map = try r.sfloat("Mean Arterial Pressure")
+        let unsigned = quirks.contains(.unsignedIntegerValues)
+        // (SBM69: the same two bytes, read as an unsigned integer.)
+        func value(_ raw: UInt16) -> SFloat { unsigned ? SFloat(Double(raw)) : SFloat(rawValue: raw) }
+        let sys = value(try r.u16("Systolic"))
+        let dia = value(try r.u16("Diastolic"))
+        let mapOffset = r.offset
+        var map = value(try r.u16("Mean Arterial Pressure"))
+        var mapAbsent = false
+        if quirks.contains(.zeroMeanArterialPressureAbsent), map.rawValue == 0 {
+            map = .nan
+            mapAbsent = true
+            warnings.append(DecodeWarning(.quirkApplied, "Mean Arterial Pressure 0 read as absent (device quirk)", offset: mapOffset))
+        }
         var ts: DateTime? = nil
         if flags & Flag.timestamp != 0 {
             let at = r.offset
@@ -99,7 +112,8 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
         let bigEndian = quirks.contains(.bigEndianPulseAndStatus)
         var pulse: SFloat? = nil
         if flags & Flag.pulseRate != 0 {
-            pulse = SFloat(rawValue: try (bigEndian ? r.u16BigEndian("Pulse Rate") : r.u16("Pulse Rate")))
+            let raw = try (bigEndian ? r.u16BigEndian("Pulse Rate") : r.u16("Pulse Rate"))
+            pulse = value(raw)
         }
         var uid: UInt8? = nil
         if flags & Flag.userID != 0 {
@@ -117,15 +131,28 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
             status!.check(at: at, &warnings)
         }
         r.noteTrailing(&warnings)
-        let m = BloodPressureMeasurement(
+        if quirks.contains(.reservedBitsExpected) {
+            // The cuff always sets these: one note that the profile expected them, not RFU warnings.
+            let before = warnings.count
+            warnings.removeAll { $0.code == .rfuFlags || $0.code == .rfuStatus }
+            if warnings.count != before {
+                warnings.append(DecodeWarning(.quirkApplied, "reserved Flags/Measurement Status bits set, as this cuff does (device quirk)", offset: 0))
+            }
+        }
+        if quirks.contains(.allNaNIsErrorReading), sys == .nan, dia == .nan, map == .nan {
+            warnings.append(DecodeWarning(.errorReading, "the cuff reported a failed measurement (every pressure NaN): an error reading, no values", offset: 1))
+        }
+        var m = BloodPressureMeasurement(
             unit: flags & Flag.kPa != 0 ? .kPa : .mmHg, systolic: sys, diastolic: dia, meanArterialPressure: map,
             timestamp: ts, pulseRate: pulse, userID: uid, status: status, rfuFlags: flags)
+        m.meanArterialPressureAbsent = mapAbsent
         return Decoded(value: m, warnings: warnings)
     }
 
     /// The cuff pressure and unit of a 0x2A35/0x2A36 value, without decoding the rest: non-nil
     /// exactly when ``decode(_:quirks:)`` succeeds (with any quirks: they change byte order, not
-    /// lengths), and then equal to its `cuffPressure` and `unit`. The replay's short path for
+    /// lengths), and then equal to its `cuffPressure` and `unit` (without the SBM69's
+    /// ``QuirkProfile/Options/unsignedIntegerValues``, which reads the same bytes as an integer). The replay's short path for
     /// Intermediate Cuff Pressure notifications; no warnings are built.
     public static func cuffPressure(in value: UnsafeRawBufferPointer) -> (pressure: SFloat, unit: PressureUnit)? {
         guard value.count >= 7 else { return nil }
@@ -145,12 +172,17 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
         var f = flags
         if quirks.contains(.userIDWithoutFlag) { f &= ~Flag.userID }
         w.write(f)
-        w.write(systolic.rawValue)
-        w.write(diastolic.rawValue)
-        w.write(meanArterialPressure.rawValue)
+        // (SBM69: whole numbers as unsigned integers; anything else as SFLOAT.)
+        func value(_ v: SFloat) -> UInt16 {
+            guard quirks.contains(.unsignedIntegerValues), let d = v.doubleValue, d >= 0, d <= 65535 else { return v.rawValue }
+            return UInt16(d.rounded())
+        }
+        w.write(value(systolic))
+        w.write(value(diastolic))
+        w.write(quirks.contains(.zeroMeanArterialPressureAbsent) && meanArterialPressure == .nan ? 0 : value(meanArterialPressure))
         timestamp?.encode(into: &w)
         let bigEndian = quirks.contains(.bigEndianPulseAndStatus)
-        if let pulseRate { bigEndian ? w.writeBigEndian(pulseRate.rawValue) : w.write(pulseRate.rawValue) }
+        if let pulseRate { bigEndian ? w.writeBigEndian(value(pulseRate)) : w.write(value(pulseRate)) }
         if let userID { w.write(userID) }
         if let status { bigEndian ? w.writeBigEndian(status.rawValue) : w.write(status.rawValue) }
         return w.bytes

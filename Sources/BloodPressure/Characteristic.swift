@@ -183,7 +183,7 @@ extension BloodPressureMeasurement {
         } else {
             w.key("systolic"); systolic.write(to: &w)
             w.key("diastolic"); diastolic.write(to: &w)
-            w.key("mean_arterial_pressure"); meanArterialPressure.write(to: &w)
+            w.key("mean_arterial_pressure"); if meanArterialPressureAbsent { w.null() } else { meanArterialPressure.write(to: &w) }
         }
         w.key("pulse_rate"); if let pulseRate { pulseRate.write(to: &w) } else { w.null() }
         let iso = timestamp?.iso8601

@@ -6,6 +6,8 @@ public enum CuffCharacteristic: String, Sendable, Hashable, CaseIterable {
     case enhancedBloodPressureMeasurement, enhancedIntermediateCuffPressure, bloodPressureRecord, recordAccessControlPoint
     case currentTime, cuffControl
     case deviceName, manufacturerName, modelNumber, serialNumber, firmwareRevision
+    /// Date Time (0x2A08) beside the results: the clock A&D cuffs want written.
+    case dateTime
 
     /// The 16-bit UUID, or nil for our 128-bit vendor control point. The Blood Pressure Service's
     /// UUIDs come from ``BPSCharacteristic`` (the one table of them), the others from ``BPSUUID``.
@@ -25,6 +27,7 @@ public enum CuffCharacteristic: String, Sendable, Hashable, CaseIterable {
         case .modelNumber: BPSUUID.modelNumber
         case .serialNumber: BPSUUID.serialNumber
         case .firmwareRevision: BPSUUID.firmwareRevision
+        case .dateTime: BPSCharacteristic.dateTime.rawValue
         }
     }
 
@@ -44,13 +47,14 @@ public enum CuffCharacteristic: String, Sendable, Hashable, CaseIterable {
         case BPSUUID.modelNumber: self = .modelNumber
         case BPSUUID.serialNumber: self = .serialNumber
         case BPSUUID.firmwareRevision: self = .firmwareRevision
+        case BPSCharacteristic.dateTime.rawValue: self = .dateTime
         default: return nil
         }
     }
 
     // Hashed and compared by case, not by the raw-value string (dictionaries keyed by
     // characteristic are on the session's path).
-    /// The case's position (0 to 13): an index for tables of characteristics.
+    /// The case's position (0 to 14): an index for tables of characteristics.
     public var ordinal: UInt8 {
         switch self {
         case .bloodPressureMeasurement: 0
@@ -67,6 +71,7 @@ public enum CuffCharacteristic: String, Sendable, Hashable, CaseIterable {
         case .modelNumber: 11
         case .serialNumber: 12
         case .firmwareRevision: 13
+        case .dateTime: 14
         }
     }
 

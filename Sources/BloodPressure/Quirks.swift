@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
-/// Device-specific deviations from the Blood Pressure Service layouts, opt-in by name.
+/// Device-specific deviations from the Blood Pressure Service, one profile per device family.
 ///
-/// A profile is chosen by the user (`--quirk NAME`) or from the device's name / model number
-/// (Device Information 0x2A24) with ``QuirkProfile/matching(name:model:)``.
+/// A profile is forced by the user (`--quirk NAME`) or matched from what the device says about
+/// itself: its advertised or GATT name, its model number (Device Information 0x2A24), its
+/// advertised manufacturer data. Match strings are specific (a model code, a brand), so a
+/// strict-standard cuff gets no profile. The facts behind each profile are in
+/// `shared/spec/other-cuffs.md` and in ``evidence``.
 public struct QuirkProfile: Sendable, Hashable {
+    /// Deviations of the value layout: what the decoder (and the simulator's encoder) change.
+    /// Stored with each record (the store's `quirks` column), so the raw bytes decode again alike.
     public struct Options: OptionSet, Sendable, Hashable {
         public let rawValue: UInt8
         public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -12,34 +17,142 @@ public struct QuirkProfile: Sendable, Hashable {
         public static let userIDWithoutFlag = Options(rawValue: 1)
         /// Pulse Rate and Measurement Status are big-endian.
         public static let bigEndianPulseAndStatus = Options(rawValue: 2)
+        /// Systolic, diastolic, MAP and pulse are unsigned 16-bit integers, not SFLOAT.
+        public static let unsignedIntegerValues = Options(rawValue: 4)
+        /// A mean arterial pressure of 0 means "not measured" (decoded as NaN).
+        public static let zeroMeanArterialPressureAbsent = Options(rawValue: 8)
+        /// Reserved Flags and Measurement Status bits are set by the cuff: noted once as a quirk,
+        /// not as the RFU warnings a strict decode gives.
+        public static let reservedBitsExpected = Options(rawValue: 16)
+        /// Systolic, diastolic and MAP all NaN: the cuff's error reading (warning `error_reading`).
+        public static let allNaNIsErrorReading = Options(rawValue: 32)
+    }
+
+    /// Deviations of the session: what a client must do differently with this cuff.
+    public struct Behaviour: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// Write the cuff's Date Time (0x2A08) and subscribe to its results before anything
+        /// else: the cuff disconnects unless both happen within about 5 s of the link coming up.
+        public static let dateTimeFirst = Behaviour(rawValue: 1)
+        /// Results whose pressures are all NaN are markers, not readings: skipped (said on stderr).
+        public static let skipsNaNMarkers = Behaviour(rawValue: 2)
+        /// Subscribing makes the cuff send its whole memory (no RACP); the session ends once the
+        /// dump is over (unless following).
+        public static let dumpsMemoryOnSubscribe = Behaviour(rawValue: 4)
+        /// A measurement is started by the vendor control write (``QuirkProfile/vendorStart``).
+        public static let vendorStart = Behaviour(rawValue: 8)
+    }
+
+    /// A vendor characteristic and the value written to it to start a measurement.
+    public struct VendorStart: Sendable, Hashable {
+        public var characteristicUUID: String
+        public var value: [UInt8]
     }
 
     public var name: String
     public var options: Options
-    /// Substrings of the advertised name or model number that select this profile.
+    public var behaviour: Behaviour
+    /// Substrings of the name or model number that select this profile (ASCII, any case).
     public var deviceMatches: [String]
-    /// Why this profile exists.
+    /// Advertised manufacturer data that selects this profile: company identifier and the
+    /// bytes the data starts with.
+    public var manufacturerDataMatches: [ManufacturerData]
+    /// The vendor start command, for ``Behaviour/vendorStart``.
+    public var vendorStart: VendorStart?
+    /// What the profile changes, in a sentence (README, `cuff scan`).
+    public var summary: String
+    /// Where the facts come from.
     public var evidence: String
 
-    public init(name: String, options: Options, deviceMatches: [String], evidence: String) {
+    public struct ManufacturerData: Sendable, Hashable {
+        public var companyID: UInt16
+        public var prefix: [UInt8]
+        public init(companyID: UInt16, prefix: [UInt8]) {
+            self.companyID = companyID
+            self.prefix = prefix
+        }
+    }
+
+    public init(
+        name: String, options: Options, behaviour: Behaviour = [], deviceMatches: [String],
+        manufacturerDataMatches: [ManufacturerData] = [], vendorStart: VendorStart? = nil, summary: String = "", evidence: String
+    ) {
         self.name = name
         self.options = options
+        self.behaviour = behaviour
         self.deviceMatches = deviceMatches
+        self.manufacturerDataMatches = manufacturerDataMatches
+        self.vendorStart = vendorStart
+        self.summary = summary
         self.evidence = evidence
     }
+
+    /// A&D UA-651BLE / UA-656BLE.
+    public static let andUA651 = QuirkProfile(
+        name: "and-ua651", options: [], behaviour: [.dateTimeFirst, .skipsNaNMarkers],
+        deviceMatches: ["UA-651", "UA-656", "UA651", "UA656"],
+        summary: "writes Date Time (2A08) and subscribes first, within the cuff's ~5 s; skips the all-NaN marker records sent before the buffer; the disconnect after the buffer ends the session",
+        evidence: "derdilla/blood-pressure-monitor-fl #724, A&D gateway scripts, blessed-bluez issues (shared/spec/other-cuffs.md)")
+
+    /// Hartmann Veroval compact+ BPU 26.
+    public static let veroval = QuirkProfile(
+        name: "veroval", options: [.zeroMeanArterialPressureAbsent, .reservedBitsExpected], behaviour: [.dumpsMemoryOnSubscribe],
+        deviceMatches: ["Veroval", "BPU 26", "BPU26"],
+        manufacturerDataMatches: [ManufacturerData(companyID: 0x0ABF, prefix: [0x01, 0x02])],
+        summary: "MAP 0 means absent (mean_arterial_pressure null); status bit 15 tolerated; the memory dump on subscription (newest first, both users, no RACP) ends the session",
+        evidence: "bakroistvan/ha_veroval_ble docs/protocol.md (shared/spec/other-cuffs.md)")
+
+    /// SilverCrest SBM69 (Lidl).
+    public static let sbm69 = QuirkProfile(
+        name: "sbm69", options: [.unsignedIntegerValues],
+        deviceMatches: ["SBM69", "SBM 69"],
+        summary: "systolic, diastolic, MAP and pulse read as unsigned 16-bit integers, not SFLOAT",
+        evidence: "ignisf/sbm69 src/sbm69/_structures.py; OpenMQTTGateway #806 (shared/spec/other-cuffs.md)")
+
+    /// Beurer BM96.
+    public static let beurerBM96 = QuirkProfile(
+        name: "beurer-bm96", options: [.userIDWithoutFlag, .reservedBitsExpected],
+        deviceMatches: ["BM96", "BM 96"],
+        summary: "reserved Flags bits 6-7 and status bits tolerated; SFLOAT exponent -1 values (standard decode); a user-ID byte read without its flag",
+        evidence: "Stack Overflow questions 78168365, 78176577, 78184770 (shared/spec/other-cuffs.md)")
 
     /// The Beurer BM85 family (BM85, BM48, BM59, ELITE900 / Sanitas relatives).
     public static let beurerBM85 = QuirkProfile(
         name: "beurer-bm85",
         options: [.userIDWithoutFlag, .bigEndianPulseAndStatus],
-        deviceMatches: ["BM85", "BM48", "BM59", "ELITE900"],
+        deviceMatches: ["BM85", "BM48", "BM59", "ELITE900", "BM 85", "BM 48", "BM 59", "ELITE 900"],
+        summary: "pulse and status big-endian; a user-ID byte read without its flag",
         evidence: """
-            Real-device frames in derdilla/blood-pressure-monitor-fl's tests and a bleak user script \
-            (collected in shared/spec/peers-and-user-needs.md §6): the cuff appends a user-ID byte \
-            without setting flags bit 3, and sends Pulse Rate and Measurement Status big-endian.
+            Real-device frames in derdilla/blood-pressure-monitor-fl's tests (#735/#737) and a bleak user \
+            script (collected in shared/spec/peers-and-user-needs.md §6): the cuff appends a user-ID byte \
+            without setting flags bit 3, and sends Pulse Rate and Measurement Status big-endian; the vendor \
+            app's big-endian model list names BM48, BM59, BM85 and ELITE900.
             """)
 
-    public static let all: [QuirkProfile] = [.beurerBM85]
+    /// boso medicus.
+    public static let boso = QuirkProfile(
+        name: "boso", options: [.allNaNIsErrorReading],
+        deviceMatches: ["boso medicus", "boso-medicus", "bosomedicus"],
+        summary: "an all-NaN result with status 0 is the cuff's error reading (\"Err\", \"Err CUF\"): warning error_reading, never numbers",
+        evidence: "derdilla/blood-pressure-monitor-fl #80 (shared/spec/other-cuffs.md)")
+
+    /// Medisana BU 5xx.
+    public static let medisana = QuirkProfile(
+        name: "medisana", options: [],
+        deviceMatches: ["LS BPM", "1872B", "Medisana BU"],
+        summary: "recognised by the names it advertises; user IDs 0 and 1 are the cuff's two user slots (kept as sent); no layout change",
+        evidence: "bkbilly/medisanabp_ble, Rudertier/medisana_blood_pressure, jagula/home-assistant-medisana-bu572 (shared/spec/other-cuffs.md)")
+
+    /// QardioArm.
+    public static let qardio = QuirkProfile(
+        name: "qardio", options: [], behaviour: [.vendorStart],
+        deviceMatches: ["QardioARM", "Qardio"],
+        vendorStart: VendorStart(characteristicUUID: "583CB5B3-875D-40ED-9098-C39EB0C1983D", value: [0xF1, 0x01]),
+        summary: "--start writes F1 01 to the vendor control characteristic 583cb5b3-875d-40ed-9098-c39eb0c1983d",
+        evidence: "exedre/qcardio-cli qcardio/commands/arm.py, ptylr/LibreArm (shared/spec/other-cuffs.md)")
+
+    public static let all: [QuirkProfile] = [.andUA651, .veroval, .sbm69, .beurerBM96, .beurerBM85, .boso, .medisana, .qardio]
 
     public static func named(_ name: String) -> QuirkProfile? {
         all.first { $0.name == name.lowercased() }
@@ -53,6 +166,17 @@ public struct QuirkProfile: Sendable, Hashable {
             for m in p.deviceMatches {
                 if let name, containsIgnoringASCIICase(name, m) { return p }
                 if let model, containsIgnoringASCIICase(model, m) { return p }
+            }
+        }
+        return nil
+    }
+
+    /// The profile for an advertisement: its name, else its manufacturer data.
+    public static func matching(name: String?, manufacturerData: [(companyID: UInt16, data: [UInt8])]) -> QuirkProfile? {
+        if let p = matching(name: name, model: nil) { return p }
+        for p in all {
+            for m in p.manufacturerDataMatches {
+                if manufacturerData.contains(where: { $0.companyID == m.companyID && $0.data.starts(with: m.prefix) }) { return p }
             }
         }
         return nil

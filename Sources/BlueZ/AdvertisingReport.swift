@@ -100,6 +100,19 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
             .flatMap { s in stride(from: 0, to: s.data.count - 1, by: 2).map { UInt16(s.data[$0]) | UInt16(s.data[$0 + 1]) << 8 } }
     }
 
+    /// 128-bit service UUIDs from complete and incomplete lists (0x06, 0x07), as uppercase
+    /// text (`CDEACD80-5235-…`), in order.
+    public var serviceUUIDs128: [String] {
+        structures.filter { $0.type == 0x06 || $0.type == 0x07 }.flatMap { s in
+            stride(from: 0, to: s.data.count - 15, by: 16).map { i in
+                let b = s.data[s.data.startIndex + i..<s.data.startIndex + i + 16].reversed()  // little-endian on the air
+                let h = Hex.encode(Array(b)).uppercased()
+                let c = Array(h)
+                return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+            }
+        }
+    }
+
     /// Manufacturer Specific Data (0xFF): company identifier and the bytes after it.
     public var manufacturerData: [(companyID: UInt16, data: [UInt8])] {
         structures.filter { $0.type == ADStructure.manufacturerSpecific && $0.data.count >= 2 }

@@ -244,6 +244,10 @@ public struct CuffCentral: CuffProtocolSession {
 
     /// Our vendor control point's UUID, parsed once.
     public static let controlPointUUID = BluetoothUUID(CuffControl.controlPointUUID)!
+    /// Device families' start characteristics (QardioArm's), parsed once.
+    static let vendorStarts: [(uuid: BluetoothUUID, start: QuirkProfile.VendorStart)] = QuirkProfile.all.compactMap { p in
+        p.vendorStart.flatMap { v in BluetoothUUID(v.characteristicUUID).map { ($0, v) } }
+    }
 
     /// Reduces a discovered GATT profile to the characteristics a cuff session uses.
     public static func map(_ profile: GATTProfile) -> (profile: CuffProfile, byHandle: [UInt16: CuffCharacteristic], byCharacteristic: [CuffCharacteristic: GATTProfile.Characteristic]) {
@@ -253,10 +257,20 @@ public struct CuffCentral: CuffProtocolSession {
         var byHandle = [UInt16: CuffCharacteristic](minimumCapacity: count)
         var byChar = [CuffCharacteristic: GATTProfile.Characteristic](minimumCapacity: count)
         let control = CuffCentral.controlPointUUID
+        var vendorStart: QuirkProfile.VendorStart?
         for s in profile.services {
             for ch in s.characteristics {
                 let c: CuffCharacteristic?
-                if let u = ch.uuid.uuid16 { c = CuffCharacteristic(uuid16: u) } else { c = ch.uuid == control ? .cuffControl : nil }
+                if let u = ch.uuid.uuid16 {
+                    c = CuffCharacteristic(uuid16: u)
+                } else if ch.uuid == control {
+                    c = .cuffControl
+                } else if let v = vendorStarts.first(where: { $0.uuid == ch.uuid }) {
+                    c = .cuffControl
+                    if byChar[.cuffControl] == nil { vendorStart = v.start }
+                } else {
+                    c = nil
+                }
                 guard let c else { continue }
                 // Every instance's values are read as what they are (a second Blood Pressure
                 // Measurement's indication is a measurement too); the first is the one used.
@@ -267,6 +281,8 @@ public struct CuffCentral: CuffProtocolSession {
             }
         }
         let hasBPS = profile.service(BluetoothUUID(BPSUUID.bloodPressureService)) != nil
-        return (CuffProfile(hasBloodPressureService: hasBPS, characteristics: chars), byHandle, byChar)
+        var cuff = CuffProfile(hasBloodPressureService: hasBPS, characteristics: chars)
+        cuff.vendorStart = vendorStart
+        return (cuff, byHandle, byChar)
     }
 }

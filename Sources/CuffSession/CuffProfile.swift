@@ -9,6 +9,9 @@ public struct CuffProfile: Sendable, Hashable {
     /// Its properties, by ordinal (0 where not found). A table, not a dictionary: a session asks
     /// for these on most events, and 14 bytes need no hashing.
     var table = SIMD16<UInt8>(repeating: 0)
+    /// The vendor start command of the control characteristic found (``CuffCharacteristic/cuffControl``),
+    /// when it is a device family's (QardioArm) rather than ours; nil for ours or none.
+    public var vendorStart: QuirkProfile.VendorStart?
 
     public init(hasBloodPressureService: Bool, characteristics: [CuffCharacteristic: CuffProperties]) {
         self.hasBloodPressureService = hasBloodPressureService

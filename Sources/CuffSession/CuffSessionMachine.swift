@@ -221,6 +221,8 @@ public struct CuffSessionMachine: Sendable {
     public private(set) var device: DeviceInfo
     public private(set) var profile: CuffProfile?
     public private(set) var measurements = 0
+    /// Results received, new or already kept.
+    var resultsReceived = 0
     /// Live (not stored) results.
     public private(set) var liveResults = 0
     /// Results that arrived but were kept already (the store's, or earlier in this session): not
@@ -262,6 +264,9 @@ public struct CuffSessionMachine: Sendable {
     static let recentKeysLimit = 8
     var recordAssembler = RecordAssembler()
     var quirks: QuirkProfile.Options = []
+    /// The device family's profile in use (forced, or matched from the name, model or control
+    /// characteristic), if any: its options are ``quirks``, its behaviour changes the session.
+    public private(set) var activeProfile: QuirkProfile?
     var racpInProgress = false
     var configured = false
     var quirkCheckedFor: QuirkKey?
@@ -291,7 +296,8 @@ public struct CuffSessionMachine: Sendable {
         self.configuration = configuration
         self.device = DeviceInfo(address: configuration.address, name: configuration.advertisedName)
         self.seenKeys = configuration.knownRecordKeys
-        self.quirks = configuration.quirk?.options ?? []
+        self.activeProfile = configuration.quirk ?? QuirkProfile.matching(name: configuration.advertisedName, model: nil)
+        self.quirks = activeProfile?.options ?? []
         settleNanoseconds = configuration.settle.nanoseconds
         burstNanoseconds = configuration.storedBurstWindow.nanoseconds
         stepNanoseconds = configuration.observerStepWindow.nanoseconds
@@ -316,6 +322,9 @@ public struct CuffSessionMachine: Sendable {
             stage = .connecting
             if let t = configuration.timeout { overallDeadline = at.monotonic + t }
             out.append(.emit(.session(SessionRecord(event: .start, device: device, at: at))))
+            if configuration.quirk == nil, let q = activeProfile {
+                log("applying quirk profile \(q.name) for \(device.name ?? "this device") (its advertised name)", &out)
+            }
             out.append(.connect)
 
         case .connected:
@@ -349,6 +358,14 @@ public struct CuffSessionMachine: Sendable {
                 return finish(.serviceMissing, "the device has no Blood Pressure Service (0x1810) with a Blood Pressure Measurement characteristic", at, &out)
             }
             stage = .configuring
+            if configuration.quirk == nil, let v = p.vendorStart, activeProfile?.vendorStart != v,
+               let q = QuirkProfile.all.first(where: { $0.vendorStart == v })
+            {
+                // A family's own control characteristic names the family.
+                activeProfile = q
+                quirks = q.options
+                log("applying quirk profile \(q.name) (its control characteristic \(v.characteristicUUID.lowercased()))", &out)
+            }
             steps = plan(p)
             nextStep = 0
             advance(at, &out)
@@ -413,7 +430,7 @@ public struct CuffSessionMachine: Sendable {
             switch p {
             case .read:
                 log("reading \(c.rawValue) failed: \(why) — continuing", &out)
-            case .write(.currentTime, _):
+            case .write(.currentTime, _), .write(.dateTime, _):
                 log("setting the cuff's clock failed: \(why) — continuing", &out)
             case .racpReport:
                 log("stored-record request failed: \(why) — continuing", &out)
@@ -453,7 +470,7 @@ public struct CuffSessionMachine: Sendable {
             switch stage {
             case .measuring, .ready, .result, .receivingStoredRecords, .configuring:
                 stopDeadline = at.monotonic + .seconds(2)
-                let sendStop = profile?.has(.cuffControl) == true && pending == nil && (isMidMeasurement || state == .ready)
+                let sendStop = profile?.has(.cuffControl) == true && profile?.vendorStart == nil && pending == nil && (isMidMeasurement || state == .ready)
                 stage = .stopping(measurement)
                 if sendStop {
                     pending = .write(.cuffControl, [CuffControl.Command.stop.rawValue])
@@ -495,6 +512,13 @@ public struct CuffSessionMachine: Sendable {
             if let d = burstDeadline, now >= d {
                 burstDeadline = nil
                 if case .receivingStoredRecords = stage, !racpInProgress { stage = .ready }
+                if activeProfile?.behaviour.contains(.dumpsMemoryOnSubscribe) == true, !configuration.follow, configured,
+                   liveResults == 0, state == .ready
+                {
+                    // The cuff sent its memory on subscription and has nothing more to say.
+                    out.append(.disconnect)
+                    return finish(.completed, resultsReceived > 0 ? "the cuff's memory dump is complete" : "the cuff sent no readings", at, &out)
+                }
             }
             if let d = overallDeadline, now >= d {
                 overallDeadline = nil
@@ -582,6 +606,7 @@ public struct CuffSessionMachine: Sendable {
         if configuration.sendStart, p.properties(.cuffControl).contains(.write) {
             s.append(.startCommand)
         }
+        if activeProfile?.behaviour.contains(.dateTimeFirst) == true { return clockFirst(s, p) }
         return s
     }
 
@@ -625,7 +650,7 @@ public struct CuffSessionMachine: Sendable {
             out.append(.write(.recordAccessControlPoint, req.encode()))
         case .startCommand:
             log("sending the start command", &out)
-            out.append(.write(.cuffControl, [CuffControl.Command.start.rawValue]))
+            out.append(.write(.cuffControl, profile?.vendorStart?.value ?? [CuffControl.Command.start.rawValue]))
         }
     }
 
@@ -651,9 +676,34 @@ public struct CuffSessionMachine: Sendable {
         // The profile depends on name and model only: look again only when one of them changed.
         guard configuration.quirk == nil, quirkCheckedFor == nil || quirkCheckedFor! != QuirkKey(name: device.name, model: device.model) else { return }
         quirkCheckedFor = QuirkKey(name: device.name, model: device.model)
-        if let q = QuirkProfile.matching(name: device.name, model: device.model), quirks != q.options {
+        if let q = QuirkProfile.matching(name: device.name, model: device.model), activeProfile?.name != q.name {
+            activeProfile = q
             quirks = q.options
             log("applying quirk profile \(q.name) for \(device.model ?? device.name ?? "this device")", &out)
+            if q.behaviour.contains(.dateTimeFirst), let p = profile {
+                // Learned mid-plan: the clock write and the result subscription go next.
+                let rest = Array(steps[nextStep...])
+                steps = Array(steps[..<nextStep]) + clockFirst(rest, p)
+            }
+        }
+    }
+
+    /// `steps` with the Date Time write (when the cuff has a writable 2A08 and time sync is on)
+    /// and the result subscription first: a cuff that disconnects unless both come within about
+    /// 5 s (A&D) gets them before the reads.
+    func clockFirst(_ steps: [Step], _ p: CuffProfile) -> [Step] {
+        var first: [Step] = []
+        if configuration.setTime, p.properties(.dateTime).contains(.write), let t = startedAt {
+            let local = t.wallMicros / 1_000_000 + configuration.localUTCOffsetSeconds
+            var w = ByteWriter(capacity: DateTime.byteCount)
+            DateTime(unixSeconds: local).encode(into: &w)
+            first.append(.write(.dateTime, w.bytes))
+        }
+        let results = steps.filter { if case let .subscribe(c, _) = $0 { c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement } else { false } }
+        first += results
+        return first + steps.filter { s in
+            if case .write(.dateTime, _) = s { return false }
+            return !results.contains(s)
         }
     }
 
@@ -666,6 +716,13 @@ public struct CuffSessionMachine: Sendable {
         case .bloodPressureMeasurement:
             do {
                 let d = try BloodPressureMeasurement.decode(value[...], quirks: quirks)
+                if let q = activeProfile, q.behaviour.contains(.skipsNaNMarkers),
+                   d.value.systolic == .nan, d.value.diastolic == .nan, d.value.meanArterialPressure == .nan
+                {
+                    log("skipped a marker record from the cuff (every pressure NaN; \(q.name) sends these before its readings)", &out)
+                    if indication { out.append(.confirmIndication) }
+                    return
+                }
                 let stored = isStored
                 result(MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: stored), at, &out)
             } catch {
@@ -714,7 +771,7 @@ public struct CuffSessionMachine: Sendable {
         case .enhancedIntermediateCuffPressure: decoded = EnhancedBloodPressureMeasurement.cuffPressure(in: value)
         default: return nil
         }
-        guard let decoded else { return nil }
+        guard let decoded, !quirks.contains(.unsignedIntegerValues) else { return nil }
         return cuffPressure(decoded.pressure, decoded.unit, at)
     }
 
@@ -767,6 +824,7 @@ public struct CuffSessionMachine: Sendable {
 
     mutating func result(_ r: consuming MeasurementRecord, _ at: EventTime, _ out: inout [Action]) {
         let isNew = remember(r.dedupKey)
+        resultsReceived += 1
         let stored = r.stored, hasValues = r.hasValues
         if isNew {
             measurements += 1

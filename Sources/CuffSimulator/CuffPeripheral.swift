@@ -25,16 +25,21 @@ public struct CuffPeripheral: GATTPeripheral {
         var b = AttributeDatabase.Builder()
         var handles: [CuffCharacteristic: UInt16] = [:]
         let cccd: AttributePermissions = requireEncryption ? [.read, .write, .writeEncrypted] : .readWrite
+        let habits = machine.habits
         func add(_ c: CuffCharacteristic, _ props: GATT.CharacteristicProperties, _ perms: AttributePermissions, cccd: AttributePermissions = .readWrite) {
-            let uuid = c.uuid16.map { BluetoothUUID($0) } ?? BluetoothUUID(CuffControl.controlPointUUID)!
+            let control = habits.vendorStart.map(\.characteristicUUID) ?? CuffControl.controlPointUUID
+            let uuid = c.uuid16.map { BluetoothUUID($0) } ?? BluetoothUUID(control)!
             handles[c] = b.addCharacteristic(uuid, properties: props, permissions: perms, value: values[c] ?? [], cccdPermissions: cccd).valueHandle
         }
         b.addService(.genericAccess)
         add(.deviceName, .read, .read)
         b.addService(BluetoothUUID(BPSUUID.bloodPressureService))
         add(.bloodPressureMeasurement, .indicate, [], cccd: cccd)
-        add(.intermediateCuffPressure, .notify, [], cccd: cccd)
+        if habits.hasCuffPressure { add(.intermediateCuffPressure, .notify, [], cccd: cccd) }
         add(.bloodPressureFeature, .read, .read)
+        if habits.hasDateTime { add(.dateTime, [.read, .write], .readWrite) }
+        // A family's start command lives on its own characteristic beside the results (QardioArm).
+        if habits.vendorStart != nil { add(.cuffControl, .write, .write) }
         if configuration.persona == .bps11 {
             add(.enhancedBloodPressureMeasurement, .indicate, [], cccd: cccd)
             add(.enhancedIntermediateCuffPressure, .notify, [], cccd: cccd)
@@ -46,12 +51,17 @@ public struct CuffPeripheral: GATTPeripheral {
         add(.modelNumber, .read, .read)
         add(.serialNumber, .read, .read)
         add(.firmwareRevision, .read, .read)
-        b.addService(BluetoothUUID(BPSUUID.currentTimeService))
-        add(.currentTime, [.read, .write, .notify], .readWrite)
-        b.addService(BluetoothUUID(CuffControl.serviceUUID)!)
-        add(.cuffControl, .write, .write)
+        if habits.hasCurrentTime {
+            b.addService(BluetoothUUID(BPSUUID.currentTimeService))
+            add(.currentTime, [.read, .write, .notify], .readWrite)
+        }
+        if configuration.quirk == nil {
+            // Our own control point: the simulator's, no real family has it.
+            b.addService(BluetoothUUID(CuffControl.serviceUUID)!)
+            add(.cuffControl, .write, .write)
+        }
         var server = GATTServer(database: b.build())
-        server.deferredWriteHandles = Set([.cuffControl, .currentTime, .recordAccessControlPoint].compactMap { handles[$0] })
+        server.deferredWriteHandles = Set([.cuffControl, .currentTime, .dateTime, .recordAccessControlPoint].compactMap { handles[$0] })
         self.server = server
         self.machine = machine
         self.handles = handles

@@ -37,6 +37,9 @@ public struct SimulatorConfiguration: Sendable {
     public var memoryCapacity = 200
     /// Be an Omron cuff of this profile instead (its own protocol; ``OmronPeripheral``).
     public var omron: OmronSimulation?
+    /// The device family the cuff behaves as (`cuff simulate --quirk NAME`), set with
+    /// ``behave(as:)``: its names, value layout, memory and session habits (shared/spec/other-cuffs.md).
+    public private(set) var quirk: QuirkProfile?
 
     public init(scenario: Scenario = .normal, persona: Persona = .bps10, seed: UInt64 = 1, autostart: Bool = false) {
         self.scenario = scenario
@@ -51,12 +54,111 @@ public struct SimulatorConfiguration: Sendable {
         }
     }
 
+    /// Makes the cuff a device family's persona: the names the family's cuffs give (so a session
+    /// matches the profile by itself), and the habits ``CuffSimulatorMachine`` plays for it.
+    public mutating func behave(as q: QuirkProfile) {
+        quirk = q
+        (name, manufacturer, model) =
+            switch q.name {
+            case QuirkProfile.andUA651.name: ("UA-651BLE", "A&D Medical", "UA-651BLE")
+            case QuirkProfile.veroval.name: ("VEROVAL", "HARTMANN", "BPU 26")
+            case QuirkProfile.sbm69.name: ("SBM69", "HealthForYou", "SBM69")
+            case QuirkProfile.beurerBM96.name: ("BM96", "Beurer GmbH", "BM96")
+            case QuirkProfile.beurerBM85.name: ("BM85", "Beurer GmbH", "BM85")
+            case QuirkProfile.boso.name: ("boso medicus system", "BOSCH + SOHN", "medicus system")
+            case QuirkProfile.medisana.name: ("1872B", "Medisana", "BU 575")
+            case QuirkProfile.qardio.name: ("QardioARM", "Qardio", "A100")
+            default: (q.name, "cuff project", q.name)
+            }
+    }
+
     /// Blood Pressure Feature this cuff reports.
     public var features: BloodPressureFeature {
         persona == .bps11 ? [.allVersion10, .userFacingTime] : .allVersion10
     }
 
-    var quirks: QuirkProfile.Options { scenario == .beurerBM85 ? QuirkProfile.beurerBM85.options : [] }
+    var quirks: QuirkProfile.Options { scenario == .beurerBM85 ? QuirkProfile.beurerBM85.options : quirk?.options ?? [] }
+
+    /// The persona's habits, by family (none without ``quirk``).
+    var habits: PersonaHabits { PersonaHabits(quirk) }
+}
+
+/// What a device family's cuff does differently, as the public sources describe it.
+struct PersonaHabits: Sendable {
+    enum Memory: Sendable, Hashable {
+        /// Stored readings sent on subscription until confirmed, oldest first (the standard persona).
+        case standard
+        /// NaN marker records, then the buffer oldest first, then the link dropped (A&D).
+        case markersThenBufferThenDisconnect(markers: Int)
+        /// The whole memory on every subscription, newest first, user 0 then user 1 (Veroval).
+        case dumpNewestFirstByUser
+        /// The buffer oldest first, then the link dropped (SBM69).
+        case bufferThenDisconnect
+    }
+    var memory: Memory = .standard
+    /// Readings in memory at power-on: (user, failed) per reading, oldest first.
+    var stored: [(user: UInt8, failed: Bool)] = []
+    /// Date Time (2A08) and the result subscription must both come within this of connecting.
+    var clockWindow: Duration?
+    /// Has Date Time (2A08) in its Blood Pressure Service.
+    var hasDateTime = false
+    var hasCuffPressure = true
+    var hasCurrentTime = true
+    /// Measures on its own when a client subscribed (with `--autostart`); cuffs whose memory is
+    /// all they send do not.
+    var autostarts = true
+    /// The start command, when the family has one (QardioArm); nil: our own control point.
+    var vendorStart: QuirkProfile.VendorStart?
+    /// Values sent with SFLOAT exponent −1 (Beurer BM96).
+    var exponentMinusOne = false
+    /// MAP not sent (NaN; Veroval sends it as 0).
+    var noMeanArterialPressure = false
+    /// Reserved bits the family sets: in Flags, and in Measurement Status.
+    var rfuFlags: UInt8 = 0
+    var rfuStatus: UInt16 = 0
+
+    init(_ q: QuirkProfile?) {
+        guard let q else { return }
+        switch q.name {
+        case QuirkProfile.andUA651.name:
+            memory = .markersThenBufferThenDisconnect(markers: 2)
+            stored = [(1, false), (1, false), (1, false)]
+            clockWindow = .seconds(5)
+            hasDateTime = true
+            hasCuffPressure = false
+            hasCurrentTime = false
+            autostarts = false
+        case QuirkProfile.veroval.name:
+            memory = .dumpNewestFirstByUser
+            stored = [(0, false), (1, false), (0, false), (0, false), (1, false)]
+            autostarts = false
+            noMeanArterialPressure = true
+            rfuStatus = 0x8000
+        case QuirkProfile.sbm69.name:
+            memory = .bufferThenDisconnect
+            stored = [(1, false), (1, false), (1, false)]
+            hasCuffPressure = false
+            autostarts = false
+        case QuirkProfile.beurerBM96.name:
+            stored = [(1, false), (2, false)]
+            exponentMinusOne = true
+            noMeanArterialPressure = true
+            rfuFlags = 0xC0
+            rfuStatus = 0x0080
+        case QuirkProfile.boso.name:
+            stored = [(1, false), (1, true)]
+        case QuirkProfile.medisana.name:
+            stored = [(0, false), (1, false)]
+        case QuirkProfile.qardio.name:
+            vendorStart = q.vendorStart
+            autostarts = false
+        default:
+            break
+        }
+    }
+}
+
+extension SimulatorConfiguration {
     var unit: PressureUnit { scenario == .kpa ? .kPa : .mmHg }
 }
 
@@ -99,6 +201,8 @@ public struct CuffSimulatorMachine: Sendable {
     }
 
     public let configuration: SimulatorConfiguration
+    /// The device family's habits (``SimulatorConfiguration/quirk``); the standard cuff's without one.
+    let habits: PersonaHabits
     var random: SeededRandom
     var phase: Phase = .idle
     var nextSample: Timestamp?
@@ -122,6 +226,12 @@ public struct CuffSimulatorMachine: Sendable {
     var nextScheduled: Timestamp?
     var nextSequence: UInt16 = 0
     var racpBusy = false
+    /// A&D: the link is dropped at this time unless Date Time was written and the result
+    /// subscribed by then.
+    var clockDeadline: Timestamp?
+    var dateTimeWritten = false
+    /// Drop the link once every indication in flight is confirmed (the buffer was sent).
+    var disconnectWhenConfirmed = false
     /// Results the cuff produced (live or kept).
     public private(set) var measurementsDone = 0
     /// Readings a client confirmed (each counted once per client).
@@ -154,6 +264,7 @@ public struct CuffSimulatorMachine: Sendable {
 
     public init(configuration: SimulatorConfiguration) {
         self.configuration = configuration
+        habits = configuration.habits
         random = SeededRandom(seed: configuration.seed)
         clockBase = configuration.clockStart
         reading = Reading(systolic: 120, diastolic: 80, pulse: 72, status: MeasurementStatus())
@@ -168,6 +279,16 @@ public struct CuffSimulatorMachine: Sendable {
                 nextSequence &+= 1
             }
         }
+        // A persona's memory: one reading a day or so, oldest first.
+        let count = habits.stored.count
+        for (i, slot) in habits.stored.enumerated() {
+            var r = makeReading()
+            r.userID = slot.user
+            r.failed = slot.failed
+            let when = configuration.clockStart - Int64(count - i) * 86_400 + Int64(i) * 613
+            records.append(StoredRecord(sequence: nextSequence, reading: r, localSeconds: when))
+            nextSequence &+= 1
+        }
     }
 
     /// The values of readable characteristics at start-up.
@@ -180,11 +301,16 @@ public struct CuffSimulatorMachine: Sendable {
             .serialNumber: Array(configuration.serial.utf8),
             .firmwareRevision: Array(configuration.firmware.utf8),
             .currentTime: CurrentTime(localSeconds: configuration.clockStart, adjustReason: 0).encode(),
+            .dateTime: {
+                var w = ByteWriter(capacity: DateTime.byteCount)
+                DateTime(unixSeconds: configuration.clockStart).encode(into: &w)
+                return w.bytes
+            }(),
         ]
     }
 
     /// The earliest time the driver must send `.tick`.
-    public var nextDeadline: Timestamp? { [nextSample, lingerUntil, nextScheduled].compactMap { $0 }.min() }
+    public var nextDeadline: Timestamp? { [nextSample, lingerUntil, nextScheduled, clockDeadline].compactMap { $0 }.min() }
 
     /// Starts the measurement schedule (``SimulatorConfiguration/measureEvery``) at `now`.
     public mutating func powerOn(now: Timestamp) {
@@ -237,7 +363,9 @@ public struct CuffSimulatorMachine: Sendable {
             autostarted = false
             racpBusy = false
             lingerUntil = nil
-            _ = now
+            dateTimeWritten = false
+            disconnectWhenConfirmed = false
+            clockDeadline = habits.clockWindow.map { now + $0 }
             return [.setValue(.currentTime, currentTime(now))]
 
         case let .subscriptionChanged(c, notify, indicate, now):
@@ -245,13 +373,9 @@ public struct CuffSimulatorMachine: Sendable {
             var actions: [Action] = [.log("client \(indicate ? "subscribed to indications of" : notify ? "subscribed to notifications of" : "unsubscribed from") \(c.rawValue)")]
             let isResult = c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement
             if isResult && indicate {
-                let pending = undeliveredRecords
-                if configuration.persona == .bps10 && !sentBurst && !pending.isEmpty {
-                    sentBurst = true
-                    actions.append(.log("sending \(pending.count) stored reading(s), oldest first"))
-                    for r in pending { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
-                }
-                if configuration.autostart && phase == .idle && !autostarted {
+                if dateTimeWritten { clockDeadline = nil }
+                actions += sendMemory(now)
+                if configuration.autostart && habits.autostarts && phase == .idle && !autostarted {
                     autostarted = true
                     // Upload first, then measure: start once the stored readings are confirmed.
                     if outstandingIndications > 0 {
@@ -285,6 +409,10 @@ public struct CuffSimulatorMachine: Sendable {
                 resultPending = false
                 lingerUntil = now + configuration.linger
             }
+            if outstandingIndications == 0 && disconnectWhenConfirmed {
+                disconnectWhenConfirmed = false
+                actions += [.log("buffer sent; the cuff switches off"), .disconnect("cuff switched off after sending its buffer")]
+            }
             return actions
 
         case .indicationTimedOut:
@@ -296,6 +424,12 @@ public struct CuffSimulatorMachine: Sendable {
 
         case let .tick(now):
             var actions: [Action] = []
+            if let d = clockDeadline, now >= d {
+                clockDeadline = nil
+                let missing = dateTimeWritten ? "the result subscription" : "a Date Time write"
+                return [.log("no \(missing) within \(format1(habits.clockWindow?.secondsDouble ?? 0)) s of the link coming up; the cuff disconnects"),
+                        .disconnect("no Date Time and result subscription in time")]
+            }
             if let l = lingerUntil, now >= l {
                 lingerUntil = nil
                 actions += [.log("measurement done; the cuff switches off"), .disconnect("cuff switched off after the measurement")]
@@ -335,6 +469,12 @@ public struct CuffSimulatorMachine: Sendable {
     mutating func written(_ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp) -> [Action] {
         switch c {
         case .cuffControl:
+            if let v = habits.vendorStart {
+                // The family's own control: its start command, nothing else known.
+                guard value == v.value else { return [.writeResult(c, error: 0x80), .log("rejected control command \(Hex.encode(value))")] }
+                if phase != .idle { return [.writeResult(c, error: 0xFE)] }
+                return [.writeResult(c, error: nil)] + startMeasurement(now, why: "vendor start command \(Hex.encode(value))")
+            }
             guard value.count == 1, let cmd = CuffControl.Command(rawValue: value[0]) else {
                 return [.writeResult(c, error: 0x80), .log("rejected control command \(Hex.encode(value))")]
             }
@@ -354,6 +494,19 @@ public struct CuffSimulatorMachine: Sendable {
             return [.writeResult(c, error: nil), .setValue(.currentTime, currentTime(now)), .log("clock set to \(ct.dateTime.description)")]
         case .recordAccessControlPoint:
             return racp(value, now)
+        case .dateTime where habits.hasDateTime:
+            guard let dt = try? DateTime.decode(value[...]).value, let secs = dt.unixSeconds, dt.isValid else {
+                return [.writeResult(c, error: 0xFF), .log("rejected Date Time \(Hex.encode(value))")]
+            }
+            clockBase = secs
+            clockSetAt = now
+            dateTimeWritten = true
+            var actions: [Action] = [.writeResult(c, error: nil), .setValue(.dateTime, value), .log("clock set to \(dt.description) (Date Time)")]
+            if subscribed[.bloodPressureMeasurement]?.indicate == true {
+                clockDeadline = nil
+                actions += sendMemory(now)
+            }
+            return actions
         default:
             return [.writeResult(c, error: 0x03)]
         }
@@ -565,10 +718,58 @@ public struct CuffSimulatorMachine: Sendable {
             return BloodPressureMeasurement(
                 unit: unit, systolic: .nan, diastolic: .nan, meanArterialPressure: .nan, pulseRate: .nan, status: MeasurementStatus())
         }
+        if r.failed {
+            // A kept "Err" (boso): every value NaN, status 0, with its time and user.
+            return BloodPressureMeasurement(
+                unit: unit, systolic: .nan, diastolic: .nan, meanArterialPressure: .nan, timestamp: DateTime(unixSeconds: localSeconds),
+                pulseRate: .nan, userID: r.userID, status: MeasurementStatus())
+        }
+        let h = habits
+        // Beurer BM96: 127 mmHg as mantissa 1270, exponent −1 (0xF4F6).
+        func v(_ x: Double) -> SFloat { h.exponentMinusOne ? SFloat(mantissa: Int(x.rounded()) * 10, exponent: -1) ?? SFloat(x) : SFloat(x) }
         return BloodPressureMeasurement(
-            unit: unit, systolic: p(r.systolic), diastolic: p(r.diastolic), meanArterialPressure: p(r.map),
-            timestamp: DateTime(unixSeconds: localSeconds), pulseRate: SFloat(r.pulse), userID: r.userID, status: r.status,
-            rfuFlags: configuration.scenario == .rfuBits ? 0x60 : 0)
+            unit: unit, systolic: h.exponentMinusOne ? v(r.systolic) : p(r.systolic), diastolic: h.exponentMinusOne ? v(r.diastolic) : p(r.diastolic),
+            meanArterialPressure: h.noMeanArterialPressure ? .nan : p(r.map),
+            timestamp: DateTime(unixSeconds: localSeconds), pulseRate: v(r.pulse), userID: r.userID,
+            status: MeasurementStatus(rawValue: r.status.rawValue | h.rfuStatus),
+            rfuFlags: configuration.scenario == .rfuBits ? 0x60 : h.rfuFlags)
+    }
+
+    /// What the cuff sends from its memory when a client subscribed to the result, by family.
+    mutating func sendMemory(_ now: Timestamp) -> [Action] {
+        var actions: [Action] = []
+        switch habits.memory {
+        case .standard:
+            let pending = undeliveredRecords
+            if configuration.persona == .bps10 && !sentBurst && !pending.isEmpty {
+                sentBurst = true
+                actions.append(.log("sending \(pending.count) stored reading(s), oldest first"))
+                for r in pending { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
+            }
+        case let .markersThenBufferThenDisconnect(markers):
+            // (A&D: only once its clock was set; until then it waits, and drops the link at the deadline.)
+            guard !sentBurst, dateTimeWritten || !habits.hasDateTime else { return [] }
+            sentBurst = true
+            let pending = undeliveredRecords
+            actions.append(.log("sending \(markers) NaN marker record(s), then \(pending.count) stored reading(s), oldest first"))
+            let marker = BloodPressureMeasurement(systolic: .nan, diastolic: .nan, meanArterialPressure: .nan)
+            for _ in 0..<markers { actions += indicate(.bloodPressureMeasurement, marker.encode(quirks: configuration.quirks), now) }
+            for r in pending { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
+            disconnectWhenConfirmed = true
+        case .dumpNewestFirstByUser:
+            // Every subscription, the whole memory: user 0's readings newest first, then user 1's.
+            let order = records.filter { $0.reading.userID == 0 }.reversed() + records.filter { $0.reading.userID != 0 }.reversed()
+            actions.append(.log("dumping the memory: \(order.count) reading(s), newest first, user 0 then user 1"))
+            for r in order { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
+        case .bufferThenDisconnect:
+            guard !sentBurst else { return [] }
+            sentBurst = true
+            let pending = undeliveredRecords
+            actions.append(.log("sending \(pending.count) stored reading(s), oldest first"))
+            for r in pending { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
+            if outstandingIndications > 0 { disconnectWhenConfirmed = true } else { actions += [.disconnect("nothing stored")] }
+        }
+        return actions
     }
 
     func enhanced(_ r: Reading, localSeconds: Int64) -> EnhancedBloodPressureMeasurement {

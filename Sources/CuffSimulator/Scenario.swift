@@ -60,5 +60,7 @@ struct Reading: Sendable, Hashable {
     var pulse: Double
     var status: MeasurementStatus
     var userID: UInt8 = 1
+    /// The cuff failed ("Err"): sent with every pressure NaN and status 0.
+    var failed = false
     var map: Double { ((diastolic * 2 + systolic) / 3).rounded() }
 }

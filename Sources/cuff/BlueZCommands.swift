@@ -2,6 +2,7 @@
 import ArgumentParser
 import GATT
 import Glibc
+import BloodPressure
 import BlueZ
 import BluetoothLive
 import CuffCore
@@ -228,15 +229,28 @@ struct Scan: ParsableCommand {
         guard case var .object(pairs) = r.json else { return }
         pairs.insert(("type", .string("device")), at: 0)
         pairs.append(("blood_pressure", .bool(r.isBloodPressureCuff)))
-        // Omron's own protocol (manufacturer 0x020E, service FE4A or ecbe3980…, BLESmart_ names):
-        // the key is there only for an Omron cuff, so other devices' lines are unchanged.
-        if let o = r.omron { pairs.append(("omron", o.json)) }
+        // What cuff would use for it: a device family's profile, a vendor protocol (Omron's own
+        // protocol wins when the advert shows it), or none.
+        let recognised = r.recognition
+        let omron = r.omron
+        pairs.append(("profile", JSON.from(recognised.profileName, JSON.string)))
+        pairs.append(("protocol", omron != nil ? .string("omron") : JSON.from(recognised.protocolName, JSON.string)))
+        // Omron's advert (manufacturer 0x020E, service FE4A or ecbe3980…, BLESmart_ names): the key
+        // is there only for an Omron cuff.
+        if let omron { pairs.append(("omron", omron.json)) }
         do {
             try Output.line(JSON.object(pairs).serialized())
             try Output.flush()
         } catch {
             throw ExitCode(Output.sinkFailed("cuff scan", error))
         }
+    }
+}
+
+extension AdvertisingReport {
+    /// What cuff would use for this device: a profile, a vendor protocol, or none (`cuff scan`).
+    var recognition: CuffRecognition {
+        CuffRecognition.recognise(name: localName, serviceUUIDs16: serviceUUIDs16, serviceUUIDs128: serviceUUIDs128, manufacturerData: manufacturerData)
     }
 }
 
@@ -260,7 +274,7 @@ final class ScanCollector {
             if seen[key] == nil { order.append(key) }
             seen[key] = r
         }
-        if let m = seen[key], !printed.contains(key), m.localName != nil, all || m.isBloodPressureCuff || m.omron != nil {
+        if let m = seen[key], !printed.contains(key), m.localName != nil, all || m.isBloodPressureCuff || m.recognition.isCuff || m.omron != nil {
             printed.insert(key)
             try emit(m)
         }
@@ -268,7 +282,7 @@ final class ScanCollector {
 
     func finish() throws {
         for key in order where !printed.contains(key) {
-            if let m = seen[key], all || m.isBloodPressureCuff || m.omron != nil { try emit(m) }
+            if let m = seen[key], all || m.isBloodPressureCuff || m.recognition.isCuff || m.omron != nil { try emit(m) }
         }
         Output.log("cuff scan: \(seen.count) device(s) seen, \(seen.values.filter(\.isBloodPressureCuff).count) advertising the Blood Pressure service")
     }

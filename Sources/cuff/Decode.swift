@@ -25,6 +25,8 @@ struct Decode: ParsableCommand {
 
     @Option(help: "An Omron model id, alias or sales name (e.g. HEM-7361T, HEM-7155T_ESL1, Evolv): decode its memory records.")
     var model: String?
+    @Option(name: .customLong("protocol"), help: "Decode a vendor protocol's value instead: microlife (one whole response frame, header to checksum; one line per record) or yonker (the 15-byte notification).")
+    var vendorProtocol: VendorProtocol?
 
     @Flag(name: .long, help: "Indent the JSON.")
     var pretty = false
@@ -48,6 +50,15 @@ struct Decode: ParsableCommand {
         var index = 0
         func handle(_ text: String) throws(SinkError) {
             index += 1
+            if let vendorProtocol {
+                let (lines, error) = Decode.decodeVendorLine(text, protocol: vendorProtocol)
+                for json in lines { try Output.line(json.serialized(pretty: pretty)) }
+                if let error {
+                    failed += 1
+                    Output.log("cuff decode: input \(index): \(error)")
+                }
+                return
+            }
             let (json, error) = profile.map { Decode.decodeOmron(text, profile: $0) }
                 ?? Decode.decodeLine(text, characteristic: characteristic ?? .bloodPressureMeasurement, quirks: quirks)
             try Output.line(json.serialized(pretty: pretty))

@@ -26,6 +26,9 @@ struct SimulatorOptions: ParsableArguments {
     @Flag(help: "Start measuring as soon as a client has subscribed (else: a start command, or SIGUSR1 as the button).")
     var autostart = false
 
+    @Option(help: "Behave as a device family's cuff, as the public sources describe it: its names, value layout, memory and session habits (see the README's \"Supported cuffs\").")
+    var quirk: QuirkProfile?
+
     @Option(name: .customLong("record-segment"), help: "bps-1.1: send each Blood Pressure Record in segments of at most N bytes (6-512; as a small ATT MTU would force).")
     var recordSegment: Int?
 
@@ -53,6 +56,7 @@ struct SimulatorOptions: ParsableArguments {
         c.recordSegmentLength = recordSegment
         c.measureEvery = every.map { .nanoseconds(Int64($0 * 1e9)) }
         c.omron = model.flatMap(OmronCatalog.profile(named:)).map { OmronSimulation(profile: $0, scenario: scenario.omron ?? .normal, unpaired: unpaired) }
+        if let quirk { c.behave(as: quirk) }
         return c
     }
 
@@ -191,7 +195,7 @@ struct Simulate: ParsableCommand {
             throw ExitCode.validationFailure
         }
         try serve(peripheral,
-                  label: "\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)", name: nil)
+                  label: "\(options.quirk.map { "\($0.name) " } ?? "")\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)", name: nil)
     }
 
     var overrides: [UInt16: CuffCharacteristic] {

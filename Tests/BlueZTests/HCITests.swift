@@ -82,6 +82,21 @@ struct AdvertisingReportTests {
         #expect(r.json.serialized() == #"{"address":"00:AA:01:00:00:00","address_type":"public","kind":"adv_ind","connectable":true,"rssi":null,"name":null,"name_complete":false,"flags":4,"service_uuids":[],"manufacturer_data":[],"tx_power":0,"data":"020104020a00"}"#)
     }
 
+    /// A Yonker cuff's 128-bit service UUID (cdeacd80-5235-4c07-8846-93a37ee6b86d), sent
+    /// little-endian in an incomplete list (0x06), and the SBM69's name advert `06 09 53 42 4D 36 39`.
+    @Test func parses128BitServiceUUIDs() {
+        let uuid: [UInt8] = [0x6D, 0xB8, 0xE6, 0x7E, 0xA3, 0x93, 0x46, 0x88, 0x07, 0x4C, 0x35, 0x52, 0x80, 0xCD, 0xEA, 0xCD]
+        let r = AdvertisingReport(address: BluetoothAddress(rawValue: 0x1122_3344_5566, type: .public), kind: .advInd, connectable: true, rssi: -60,
+                                  data: [0x02, 0x01, 0x06, 0x11, 0x06] + uuid + [0x06, 0x09, 0x53, 0x42, 0x4D, 0x36, 0x39])
+        #expect(r.serviceUUIDs128 == ["CDEACD80-5235-4C07-8846-93A37EE6B86D"])
+        #expect(r.localName == "SBM69")
+        #expect(!r.malformed)
+        // A list cut short holds no UUID.
+        let short = AdvertisingReport(address: BluetoothAddress(rawValue: 0x1122_3344_5566, type: .public), kind: .advInd, connectable: true, rssi: nil,
+                                      data: [0x0B, 0x07] + Array(uuid.prefix(10)))
+        #expect(short.serviceUUIDs128.isEmpty)
+    }
+
     /// What our own advertiser sends, as a scanner receives it: flags 0x06, UUID 0x1810, name.
     @Test func parsesACuffAdvertisementWithNameUUIDsAndManufacturerData() throws {
         let ad = AdvertisingData.make(name: "cuff-sim") + [0x05, 0xFF, 0x4C, 0x00, 0x01, 0x02]

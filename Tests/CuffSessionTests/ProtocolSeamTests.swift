@@ -37,8 +37,8 @@ import Transport
     @Test func registryChoosesFromWhatTheDeviceOffers() {
         let r = Self.registry
         let bps = BluetoothUUID(0x1810)
-        #expect(CuffProtocolRegistry.builtIn.ids == [.bps, .omron])
-        #expect(r.ids == [.bps, .omron, SeamTestProtocol.id])
+        #expect(CuffProtocolRegistry.builtIn.ids == [.bps, .omron, "microlife", "yonker"])
+        #expect(r.ids == [.bps, .omron, "microlife", "yonker", SeamTestProtocol.id])
         #expect(r.select(DeviceOffer()).id == .bps, "nothing recognised: the default")
         #expect(r.select(DeviceOffer(name: "seam")).id == .bps)
         #expect(r.select(DeviceOffer(advertisedServices: [SeamTestProtocol.service])).id == SeamTestProtocol.id)

@@ -17,6 +17,8 @@ public struct CuffProtocolRegistry: Sendable {
     public static let builtIn = CuffProtocolRegistry([
         StandardBPSProtocol(),
         OmronProtocol(),
+        MicrolifeProtocol(),
+        YonkerProtocol(),
     ])
 
     /// Adds `p`, or replaces the protocol registered under its id.

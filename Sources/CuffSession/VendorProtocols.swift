@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import CuffSimulator
+import GATT
+
+/// Microlife's protocol (BP3GY1-2N) on the seam: ``MicrolifeSession`` live, ``MicrolifeCuff``
+/// simulated (shared/spec/other-cuffs.md).
+public struct MicrolifeProtocol: CuffProtocol {
+    public init() {}
+
+    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+                             sequenceNumber: UInt16?) -> MeasurementRecord? {
+        vendorStoredRecord(characteristic, raw: raw, device: device, receivedAt: receivedAt, stored: stored)
+    }
+    public var id: CuffProtocolID { "microlife" }
+    public var summary: String { "Microlife's download protocol (BP3GY1-2N: service fff0, commands on fff2, answers on fff1)" }
+
+    static let service = BluetoothUUID(Microlife.serviceUUID16)
+
+    public func match(_ offer: DeviceOffer) -> ProtocolMatch? {
+        let named = namedAs("microlife", offer)
+        if let p = offer.profile, p.service(Self.service) != nil,
+           p.characteristic(BluetoothUUID(Microlife.responseUUID16)) != nil, p.characteristic(BluetoothUUID(Microlife.commandUUID16)) != nil
+        {
+            // fff0 is a common vendor service: with the name it is certain; alone it beats only
+            // the standard session's fallback (a 0x1810 cuff stays with the standard session).
+            return named ? .certain : .likely
+        }
+        return named ? .possible : nil
+    }
+
+    public func makeCentral(configuration: CuffSessionConfiguration) -> any CuffProtocolSession {
+        // The cuff's clock is set to the host's local time at the session's start.
+        VendorProtocolCentral(id: id, configuration: configuration) { at in
+            .microlife(MicrolifeSession(setTime: configuration.setTime ? at.wallMicros / 1_000_000 + configuration.localUTCOffsetSeconds : nil))
+        }
+    }
+
+    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? {
+        // A memory of three readings a day apart (from the seed) and an empty slot.
+        var random = SeededRandom(seed: configuration.seed)
+        var slots: [Microlife.Record?] = []
+        for i in 0..<3 {
+            let t = DateTime(unixSeconds: configuration.clockStart - Int64(3 - i) * 86_400 + Int64(i) * 613)
+            slots.append(Microlife.Record(
+                systolic: UInt8(115 + Int.random(in: 0...15, using: &random)), diastolic: UInt8(72 + Int.random(in: 0...12, using: &random)),
+                pulse: UInt8(62 + Int.random(in: 0...16, using: &random)),
+                time: DateTime(year: t.year, month: t.month, day: t.day, hours: t.hours, minutes: t.minutes, seconds: 0)))
+        }
+        slots.append(nil)
+        return VendorCuffPeripheral(.microlife(MicrolifeCuff(slots: slots)), name: "BP3GY1-2N")
+    }
+}
+
+/// Yonker's protocol (YK-IBPA1, YK-BPW5) on the seam: ``YonkerSession`` live, ``YonkerCuff``
+/// simulated.
+public struct YonkerProtocol: CuffProtocol {
+    public init() {}
+
+    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+                             sequenceNumber: UInt16?) -> MeasurementRecord? {
+        vendorStoredRecord(characteristic, raw: raw, device: device, receivedAt: receivedAt, stored: stored)
+    }
+    public var id: CuffProtocolID { "yonker" }
+    public var summary: String { "Yonker's result notification (YK-IBPA1, YK-BPW5: service cdeacd80-…)" }
+
+    static let service = BluetoothUUID(Yonker.serviceUUID)!
+
+    public func match(_ offer: DeviceOffer) -> ProtocolMatch? {
+        if offer.profile?.service(Self.service) != nil { return .certain }
+        if offer.advertisedServices.contains(Self.service) { return .likely }
+        if namedAs("yonker", offer) { return .possible }
+        return nil
+    }
+
+    public func makeCentral(configuration: CuffSessionConfiguration) -> any CuffProtocolSession {
+        VendorProtocolCentral(id: id, configuration: configuration) { _ in
+            .yonker(YonkerSession(timeout: configuration.timeout ?? .seconds(86_400 * 365), settle: configuration.settle))
+        }
+    }
+
+    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? {
+        var random = SeededRandom(seed: configuration.seed)
+        let t = DateTime(unixSeconds: configuration.clockStart)
+        let result = Yonker.Result(
+            systolic: UInt8(115 + Int.random(in: 0...15, using: &random)), diastolic: UInt8(72 + Int.random(in: 0...12, using: &random)),
+            pulse: UInt8(62 + Int.random(in: 0...16, using: &random)),
+            time: DateTime(year: t.year, month: t.month, day: t.day, hours: t.hours, minutes: t.minutes, seconds: 0))
+        return VendorCuffPeripheral(.yonker(YonkerCuff(result: result)), name: "YK-IBPA1")
+    }
+}
+
+extension CuffProtocol {
+    /// A kept row of this vendor protocol (its name in `characteristic`): the reading again from
+    /// its raw bytes (``VendorReading/rebuild(protocolName:raw:stored:)``).
+    func vendorStoredRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool) -> MeasurementRecord? {
+        guard characteristic == .named(id.rawValue) else { return nil }
+        return VendorReading.rebuild(protocolName: id.rawValue, raw: raw, stored: stored)?.record(device: device, at: receivedAt)
+    }
+}
+
+/// The device's name is one of the protocol's cuffs (the names `cuff scan` knows).
+func namedAs(_ protocolName: String, _ offer: DeviceOffer) -> Bool {
+    guard let name = offer.name else { return false }
+    return CuffRecognition.recognise(name: name, serviceUUIDs16: [], serviceUUIDs128: [], manufacturerData: []) == .vendorProtocol(protocolName)
+}
+
+/// A vendor protocol's central session on the seam: ``VendorCentral`` with the session records,
+/// the readings as records, and the store's deduplication.
+struct VendorProtocolCentral: CuffProtocolSession {
+    let protocolID: CuffProtocolID
+    let configuration: CuffSessionConfiguration
+    let makeSession: @Sendable (EventTime) -> VendorCentral.Session
+    var central: VendorCentral?
+    var device: DeviceInfo
+    var seen: Set<String>
+    private(set) var measurements = 0
+    private(set) var outcome: SessionOutcome?
+
+    init(id: CuffProtocolID, configuration: CuffSessionConfiguration, makeSession: @escaping @Sendable (EventTime) -> VendorCentral.Session) {
+        protocolID = id
+        self.configuration = configuration
+        self.makeSession = makeSession
+        device = DeviceInfo(address: configuration.address, name: configuration.advertisedName)
+        seen = configuration.knownRecordKeys
+    }
+
+    var isFinished: Bool { outcome != nil }
+    var exitCode: Int32 { measurements > 0 ? 0 : (outcome.map { $0 == .completed ? SessionOutcome.noResult : $0 } ?? .noResult).exitCode }
+    var nextDeadline: Timestamp? { isFinished ? nil : central?.nextDeadline }
+    var stateName: String { isFinished ? (outcome?.rawValue ?? "done") : "\(protocolID)" }
+
+    mutating func start(at: EventTime) -> [CentralAction] {
+        var c = VendorCentral(makeSession(at))
+        let out = c.start(at: at)
+        central = c
+        return [.emit(.session(SessionRecord(event: .start, device: device, at: at)))] + map(out, at)
+    }
+
+    mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {
+        device = link.device
+        var c = VendorCentral(makeSession(at))
+        let out = c.adopt(client: link.client, profile: link.profile, at: at)
+        central = c
+        return map(out, at)
+    }
+
+    mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] { step(at) { $0.receive(pdu, at: at) } }
+    mutating func tick(at: EventTime) -> [CentralAction] { step(at) { $0.tick(at: at) } }
+    mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] { step(at) { $0.disconnected(at: at) } }
+    mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction] { step(at) { $0.securityRaised(level, at: at) } }
+    mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction] { step(at) { $0.securityRefused(at: at) } }
+
+    mutating func stop(at: EventTime) -> [CentralAction] {
+        guard !isFinished else { return [] }
+        return [.disconnect] + end(.stopped, "stopped by the user", at)
+    }
+
+    mutating func step(_ at: EventTime, _ f: (inout VendorCentral) -> [VendorCentral.Output]) -> [CentralAction] {
+        guard !isFinished, var c = central else { return [] }
+        let out = f(&c)
+        central = c
+        return map(out, at)
+    }
+
+    mutating func map(_ out: [VendorCentral.Output], _ at: EventTime) -> [CentralAction] {
+        var actions: [CentralAction] = []
+        for o in out where !isFinished {
+            switch o {
+            case let .send(p): actions.append(.send(p))
+            case let .raiseSecurity(l): actions.append(.raiseSecurity(l))
+            case let .emit(r):
+                let record = r.record(device: device, at: at)
+                if seen.insert(record.dedupKey).inserted {
+                    measurements += 1
+                    actions.append(.emit(.measurement(record)))
+                } else if configuration.logs {
+                    actions.append(.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))"))
+                }
+            case let .log(s): if configuration.logs { actions.append(.log(s)) }
+            case .disconnect: actions.append(.disconnect)
+            case let .finished(o): actions += end(o, nil, at)
+            }
+        }
+        return actions
+    }
+
+    mutating func end(_ o: SessionOutcome, _ why: String?, _ at: EventTime) -> [CentralAction] {
+        outcome = o
+        let record = SessionRecord(event: .end, device: device, at: at, outcome: o, measurements: measurements, message: why)
+        return [.emit(.session(record)), .finished(o)]
+    }
+}

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import GATT
+
+/// A vendor-protocol cuff (Microlife, Yonker) as a GATT server: the vendor service of the public
+/// sources, and ``MicrolifeCuff`` or ``YonkerCuff`` deciding what it sends. Pure: PDUs and time
+/// in, PDUs out; any driver of a ``GATTPeripheral`` serves it.
+public struct VendorCuffPeripheral: GATTPeripheral {
+    public enum Kind: Sendable {
+        case microlife(MicrolifeCuff)
+        case yonker(YonkerCuff)
+    }
+
+    public private(set) var server: GATTServer
+    public private(set) var kind: Kind
+    /// Where the cuff answers (Microlife fff1, Yonker cdeacd81), and where Microlife takes commands.
+    let notifyHandle: UInt16
+    let commandHandle: UInt16?
+
+    public init(_ kind: Kind, name: String) {
+        var b = AttributeDatabase.Builder()
+        b.addService(.genericAccess)
+        b.addCharacteristic(BluetoothUUID(BPSUUID.deviceName), properties: .read, permissions: .read, value: Array(name.utf8))
+        switch kind {
+        case .microlife:
+            b.addService(BluetoothUUID(Microlife.serviceUUID16))
+            notifyHandle = b.addCharacteristic(BluetoothUUID(Microlife.responseUUID16), properties: .notify, permissions: []).valueHandle
+            commandHandle = b.addCharacteristic(BluetoothUUID(Microlife.commandUUID16), properties: [.write, .writeWithoutResponse], permissions: .write).valueHandle
+        case .yonker:
+            b.addService(BluetoothUUID(Yonker.serviceUUID)!)
+            notifyHandle = b.addCharacteristic(BluetoothUUID(Yonker.notifyUUID)!, properties: .notify, permissions: []).valueHandle
+            commandHandle = nil
+        }
+        server = GATTServer(database: b.build())
+        self.kind = kind
+    }
+
+    public var nextDeadline: Timestamp? { server.nextDeadline }
+
+    public mutating func connected(now: Timestamp, client: String?) -> [PeripheralOutput] {
+        server.reset()
+        return [.log("\(label) cuff: client connected")]
+    }
+
+    public mutating func disconnected(now: Timestamp) -> [PeripheralOutput] {
+        server.reset()
+        if case var .microlife(c) = kind {
+            c.subscriptionChanged(false)
+            kind = .microlife(c)
+        }
+        return []
+    }
+
+    public mutating func linkSecurityChanged(_ level: SecurityLevel) { server.linkSecurityChanged(level: level) }
+    public mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput] { [] }
+    public mutating func tick(now: Timestamp) -> [PeripheralOutput] { run(server.tick(now: now)) }
+    public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [PeripheralOutput] { run(server.receive(pdu, now: now)) }
+
+    var label: String {
+        switch kind {
+        case .microlife: "Microlife"
+        case .yonker: "Yonker"
+        }
+    }
+
+    mutating func run(_ actions: [GATTServerAction]) -> [PeripheralOutput] {
+        var out: [PeripheralOutput] = []
+        for a in actions {
+            switch a {
+            case let .send(pdu):
+                out.append(.send(pdu))
+            case let .written(handle, _, value, _) where handle == commandHandle:
+                guard case var .microlife(c) = kind else { continue }
+                let answer = c.written(value)
+                kind = .microlife(c)
+                for x in answer {
+                    switch x {
+                    case let .notify(v): out += run(server.notify(handle: notifyHandle, value: v))
+                    case let .log(s): out.append(.log(s))
+                    case let .disconnect(why): out.append(.disconnect(why))
+                    }
+                }
+            case let .subscriptionChanged(handle, _, notify, _) where handle == notifyHandle:
+                switch kind {
+                case var .microlife(c):
+                    c.subscriptionChanged(notify)
+                    kind = .microlife(c)
+                case var .yonker(c):
+                    let sent = c.subscriptionChanged(notify)
+                    kind = .yonker(c)
+                    for x in sent {
+                        switch x {
+                        case let .notify(v): out += run(server.notify(handle: notifyHandle, value: v))
+                        case let .log(s): out.append(.log(s))
+                        }
+                    }
+                }
+            case let .protocolViolation(why):
+                out.append(.log("client protocol violation: \(why)"))
+            default:
+                break
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,173 @@
+import Testing
+import CuffCore
+@testable import BloodPressure
+
+/// The device-family profiles (shared/spec/other-cuffs.md): what each changes in decoding, and
+/// that they are chosen only for their own cuffs.
+@Suite("Quirk profiles")
+struct QuirkProfileTests {
+    @Test func theProfilesTheIssueNames() {
+        #expect(QuirkProfile.all.map(\.name) == ["and-ua651", "veroval", "sbm69", "beurer-bm96", "beurer-bm85", "boso", "medisana", "qardio"])
+        for p in QuirkProfile.all { #expect(QuirkProfile.named(p.name.uppercased()) == p) }
+        #expect(QuirkProfile.named("omron") == nil)
+    }
+
+    @Test(arguments: [
+        ("A&D_UA-651BLE_1A2B3C", "and-ua651"), ("UA-656BLE", "and-ua651"), ("Beurer BM85", "beurer-bm85"),
+        ("BM 59", "beurer-bm85"), ("ELITE900", "beurer-bm85"), ("BM48", "beurer-bm85"), ("BM96", "beurer-bm96"),
+        ("SBM69", "sbm69"), ("boso medicus system", "boso"), ("LS BPM", "medisana"), ("1872B", "medisana"),
+        ("QardioARM", "qardio"), ("Veroval BPU 26", "veroval"),
+    ])
+    func namesSelectTheirProfile(name: String, profile: String) {
+        #expect(QuirkProfile.matching(name: name, model: nil)?.name == profile)
+        #expect(QuirkProfile.matching(name: nil, model: name)?.name == profile)
+    }
+
+    /// Names of strict-standard cuffs (and of the simulator) select nothing.
+    @Test(arguments: ["X4 Smart", "BLESmart_00000136D45D2F6A8E", "M7 Intelli IT", "cuff-sim", "CUFF-SIM 1", "cuff-sim-0001", "BP5250", "Omron EVOLV", "BPM Connect", "BM", "UA-", "medicus"])
+    func strictNamesSelectNothing(name: String) {
+        #expect(QuirkProfile.matching(name: name, model: name) == nil)
+        #expect(QuirkProfile.matching(name: name, manufacturerData: [(0x020E, [0x01, 0x02])]) == nil)
+    }
+
+    @Test func veroValIsMatchedByItsManufacturerData() {
+        #expect(QuirkProfile.matching(name: nil, manufacturerData: [(0x0ABF, [0x01, 0x02, 0x33])])?.name == "veroval")
+        #expect(QuirkProfile.matching(name: nil, manufacturerData: [(0x0ABF, [0x02, 0x01])]) == nil)
+        #expect(QuirkProfile.matching(name: nil, manufacturerData: []) == nil)
+    }
+
+    // MARK: Veroval: MAP 0 absent, status bit 15 tolerated
+
+    /// A Veroval record as ha_veroval_ble's protocol notes describe it: flags 0x1E, 19 bytes,
+    /// MAP 0, status bit 15 set. 123/79, 2025-12-30 08:30:39, pulse 71, user 0.
+    static let veroval = bytes("1E 7B 00 4F 00 00 00 E9 07 0C 1E 08 1E 27 47 00 00 00 80")
+
+    @Test func veroValMAPZeroIsAbsent() throws {
+        let d = try BloodPressureMeasurement.decode(Self.veroval[...], quirks: QuirkProfile.veroval.options)
+        #expect(d.value.systolic.doubleValue == 123)
+        #expect(d.value.diastolic.doubleValue == 79)
+        #expect(d.value.meanArterialPressure == .nan)
+        #expect(d.value.meanArterialPressureAbsent)
+        #expect(d.value.userID == 0)
+        #expect(d.value.status?.rawValue == 0x8000)
+        #expect(d.value.timestamp?.iso8601 == "2025-12-30T08:30:39")
+        #expect(!d.warnings.contains { $0.code == .rfuStatus || $0.code == .rfuFlags })
+        #expect(d.warnings.filter { $0.code == .quirkApplied }.count == 2)
+        let json = d.value.json(as: .bloodPressureMeasurement, warnings: d.warnings, raw: .null)
+        #expect(json.serialized().contains("\"mean_arterial_pressure\":null"))
+        // Strictly decoded, the same bytes give MAP 0 and an RFU warning.
+        let strict = try BloodPressureMeasurement.decode(Self.veroval[...])
+        #expect(strict.value.meanArterialPressure.doubleValue == 0)
+        #expect(strict.warnings.map(\.code) == [.rfuStatus])
+        // The simulator's encoding gives the same bytes back.
+        #expect(d.value.encode(quirks: QuirkProfile.veroval.options) == Self.veroval)
+    }
+
+    // MARK: SBM69: unsigned integers
+
+    @Test func sbm69ValuesAreUnsignedIntegers() throws {
+        // 0x0800 is NRes as SFLOAT, 2048 as the SBM69's uint16; 0x0078 is 120 either way.
+        let b = bytes("04 78 00 00 08 5D 00 48 00")
+        let q = try BloodPressureMeasurement.decode(b[...], quirks: QuirkProfile.sbm69.options).value
+        #expect(q.systolic.doubleValue == 120)
+        // (An SFLOAT holds it to 3 digits and a power of ten: 2048 reads 2050; blood pressures never come near.)
+        #expect(q.diastolic.doubleValue.map { abs($0 - 2048) <= 2 } == true)
+        #expect(q.meanArterialPressure.doubleValue == 93)
+        #expect(q.pulseRate?.doubleValue == 72)
+        let strict = try BloodPressureMeasurement.decode(b[...]).value
+        #expect(strict.diastolic == .nres)
+        // A plain reading decodes alike both ways (identical bytes below 2048, exponent 0).
+        let plain = bytes("16 7C 00 56 00 61 00 E8 07 06 0F 11 11 1B 33 00 00 00")
+        #expect(try BloodPressureMeasurement.decode(plain[...], quirks: QuirkProfile.sbm69.options).value
+            == BloodPressureMeasurement.decode(plain[...]).value)
+    }
+
+    // MARK: Beurer BM96
+
+    /// Flags 0xDE (reserved bits 6 and 7), SFLOAT exponent −1 (0xF4F6 = 127.0), MAP NaN,
+    /// status 0x0080 (reserved bit 7), as the Stack Overflow questions show.
+    @Test func bm96ReservedBitsAndExponentMinusOne() throws {
+        let b = bytes("DE F6 F4 20 F3 FF 07 E8 07 03 0F 0A 1E 00 D0 F2 01 80 00")
+        let d = try BloodPressureMeasurement.decode(b[...], quirks: QuirkProfile.beurerBM96.options)
+        #expect(d.value.systolic.doubleValue == 127)
+        #expect(d.value.diastolic.doubleValue == 80)
+        #expect(d.value.meanArterialPressure == .nan)
+        #expect(d.value.pulseRate?.doubleValue == 72)
+        #expect(d.value.userID == 1)
+        #expect(d.value.status?.rawValue == 0x0080)
+        #expect(d.warnings.map(\.code) == [.quirkApplied])
+        #expect(try BloodPressureMeasurement.decode(b[...]).warnings.map(\.code) == [.rfuFlags, .rfuStatus])
+        // The user ID sent without its flag (0xD6: bit 3 clear) is still read.
+        let noFlag = bytes("D6 F6 F4 20 F3 FF 07 E8 07 03 0F 0A 1E 00 D0 F2 02 44 01")
+        let n = try BloodPressureMeasurement.decode(noFlag[...], quirks: QuirkProfile.beurerBM96.options)
+        #expect(n.value.userID == 2)
+        #expect(n.value.status?.irregularPulse == true)
+        #expect(n.value.status?.rawValue == 0x0144)
+    }
+
+    // MARK: boso: error readings
+
+    @Test func bosoAllNaNIsAnErrorReading() throws {
+        let err = bytes("14 FF 07 FF 07 FF 07 FF 07 00 00")
+        let d = try BloodPressureMeasurement.decode(err[...], quirks: QuirkProfile.boso.options)
+        #expect(d.warnings.map(\.code) == [.errorReading])
+        let json = d.value.json(as: .bloodPressureMeasurement, warnings: d.warnings, raw: .null).serialized()
+        #expect(json.contains("\"systolic\":\"NaN\""))
+        #expect(json.contains("\"code\":\"error_reading\""))
+        // Without the profile: no such warning; with it, a real reading gets none either.
+        #expect(try BloodPressureMeasurement.decode(err[...]).warnings.isEmpty)
+        #expect(try BloodPressureMeasurement.decode(bytes("14 78 00 50 00 5D 00 48 00 00 00")[...], quirks: QuirkProfile.boso.options).warnings.isEmpty)
+    }
+
+    // MARK: Beurer BM85 family (the existing profile, extended)
+
+    @Test func bm85FamilyFrames() throws {
+        // Recorded from a Beurer BM85 (derdilla/blood-pressure-monitor-fl's tests, #735/#737).
+        let d = try BloodPressureMeasurement.decode(bytes("56 77 00 46 00 00 00 EA 07 08 0B 14 39 00 00 57 01 00 40")[...],
+                                                    quirks: QuirkProfile.beurerBM85.options).value
+        #expect(d.systolic.doubleValue == 119)
+        #expect(d.diastolic.doubleValue == 70)
+        #expect(d.pulseRate?.doubleValue == 87)
+        #expect(d.userID == 1)
+        #expect(d.timestamp?.iso8601 == "2026-08-11T20:57:00")
+    }
+
+    /// Every profile's options decode every truncated prefix of a full value to an error, never a crash.
+    @Test func everyProfileRefusesEveryTruncatedPrefix() {
+        let full = Self.veroval
+        for p in QuirkProfile.all {
+            for n in 0..<7 {
+                #expect(throws: BPSDecodingError.self) { try BloodPressureMeasurement.decode(full.prefix(n), quirks: p.options) }
+            }
+            for n in 7..<full.count where (try? BloodPressureMeasurement.decode(full.prefix(n), quirks: p.options)) != nil {
+                // Only a prefix that ends on a field boundary may decode (the user-ID quirk reads a byte
+                // the flags did not announce); none crashes.
+                #expect(p.options.contains(.userIDWithoutFlag) || n == full.count)
+            }
+        }
+    }
+}
+
+/// `cuff scan`'s naming of what it would use for each device.
+@Suite("Recognising cuffs from their advertising")
+struct RecognitionTests {
+    @Test func profilesProtocolsAndNone() {
+        func r(_ name: String?, _ s16: [UInt16] = [], _ s128: [String] = [], _ md: [(companyID: UInt16, data: [UInt8])] = []) -> CuffRecognition {
+            CuffRecognition.recognise(name: name, serviceUUIDs16: s16, serviceUUIDs128: s128, manufacturerData: md)
+        }
+        #expect(r("X4 Smart", [0x1810]) == .standard)
+        #expect(r("X4 Smart", [0x1810]).protocolName == "bps")
+        #expect(r("SBM69", [0x1810]) == .profile(.sbm69))
+        #expect(r(nil, [], [], [(0x0ABF, [0x01, 0x02])]).profileName == "veroval")
+        #expect(r("BP3GY1-2N") == .vendorProtocol("microlife"))
+        #expect(r(nil, [], ["cdeacd80-5235-4c07-8846-93a37ee6b86d"]) == .vendorProtocol("yonker"))
+        #expect(r("YK-IBPA1").protocolName == "yonker")
+        #expect(r("BP3L 123").protocolName == "no public protocol (iHealth)")
+        #expect(r("Withings BPM Connect").protocolName == "no public protocol (Withings)")
+        #expect(r("BPX1").protocolName == "no public protocol (Xiaomi)")
+        #expect(r("Microlife B6").protocolName == "no public protocol (Microlife (models other than BP3GY1-2N))")
+        #expect(r("Mi Smart Band 8", [0xFE95]) == .unknown)
+        #expect(r("cuff-sim", [0x1810]).profileName == nil)
+        #expect(r(nil) == .unknown && r(nil).protocolName == nil)
+    }
+}

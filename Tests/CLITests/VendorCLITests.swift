@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+
+/// The device-family personas (`cuff simulate --quirk NAME`) against `cuff measure` in another
+/// process, and `cuff decode --protocol` on the public vectors.
+@Suite("Device families over a Unix socket, vendor protocols", .serialized)
+struct VendorCLITests {
+    typealias Simulator = TwoProcessTests.Simulator
+
+    func measurements(_ r: CLIResult) throws -> [[String: Any]] {
+        try r.stdoutLines.map(CLI.json).filter { $0["type"] as? String == "measurement" }
+    }
+
+    /// Each persona, the readings expected out, and the profile named on stderr.
+    @Test(arguments: [
+        ("and-ua651", 3), ("veroval", 5), ("sbm69", 3), ("beurer-bm96", 3), ("beurer-bm85", 1), ("boso", 3), ("medisana", 3), ("qardio", 1),
+    ])
+    func persona(name: String, readings: Int) throws {
+        let sim = try Simulator(["--quirk", name, "--speed", "100", "--autostart", "--seed", "3"])
+        let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--timeout", "60"] + (name == "qardio" ? ["--start"] : []))
+        let log = sim.logText
+        #expect(sim.stop() == 0, "\(log)")
+        #expect(r.status == 0, "\(r.stderr)")
+        let ms = try measurements(r)
+        #expect(ms.count == readings, "\(r.stdout)")
+        #expect(r.stderr.contains("applying quirk profile \(name)"), "\(r.stderr)")
+        switch name {
+        case "and-ua651":
+            #expect(r.stderr.components(separatedBy: "skipped a marker record").count == 3, "\(r.stderr)")
+            #expect(log.contains("(Date Time)"))
+        case "veroval":
+            #expect(ms.allSatisfy { $0["mean_arterial_pressure"] is NSNull })
+            #expect(ms.map { $0["user_id"] as? Int } == [0, 0, 0, 1, 1])
+        case "boso":
+            let errors = ms.filter { ($0["warnings"] as? [[String: Any]])?.contains { $0["code"] as? String == "error_reading" } == true }
+            #expect(errors.count == 1)
+            #expect(errors.first?["systolic"] as? String == "NaN")
+        default:
+            #expect(ms.allSatisfy { $0["systolic"] is Double })
+        }
+    }
+
+    /// Veroval sends its whole memory at every connection: the store keeps each reading once.
+    @Test func veroValDumpIsStoredOnce() throws {
+        let sim = try Simulator(["--quirk", "veroval", "--speed", "100", "--seed", "3"])
+        let db = sim.dir.appendingPathComponent("bp.sqlite").path
+        let first = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--timeout", "60"])
+        let second = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--timeout", "60"])
+        let h = try CLI.run(["history", "--store", db])
+        let log = sim.logText
+        _ = sim.stop()
+        #expect(try measurements(first).count == 5, "\(first.stderr)")
+        #expect(try measurements(second).isEmpty, "\(second.stdout)")
+        #expect(second.stderr.components(separatedBy: "skipped a stored record already received").count == 6, "\(second.stderr)")
+        #expect(log.components(separatedBy: "dumping the memory: 5 reading(s)").count == 3, "\(log)")
+        #expect(h.status == 0)
+        #expect(h.stdoutLines.count == 5, "\(h.stdout)")
+    }
+
+    @Test func decodeYonker() throws {
+        let r = try CLI.run(["decode", "--protocol", "yonker", "81 83 67 51 00 00 19 0B 18 13 12 00 00 00 00"])
+        #expect(r.status == 0)
+        let j = try CLI.json(try #require(r.stdoutLines.first))
+        #expect(j["systolic"] as? Int == 131 && j["diastolic"] as? Int == 103 && j["pulse_rate"] as? Int == 81)
+        #expect(j["timestamp"] as? String == "2024-11-25T19:18:00")
+        let bad = try CLI.run(["decode", "--protocol", "yonker", "81 83 67 51 00 00 19 0B 18 13"])
+        #expect(bad.status == 1)
+        #expect((try CLI.json(bad.stdoutLines[0])["error"] as? [String: Any])?["code"] as? String == "truncated")
+    }
+
+    /// A whole Microlife response frame: one line per record (derdilla's vector records, an empty
+    /// slot and an impossible date between them); every truncated prefix an error line, exit 1.
+    @Test func decodeMicrolife() throws {
+        var payload = [UInt8](repeating: 0, count: 38)
+        payload += [120, 80, 60, 24, 6, 15, 14, 30, 0, 0] + [UInt8](repeating: 0, count: 10) + [110, 70, 65, 24, 0, 15, 14, 30, 0, 0] + [130, 85, 70, 25, 1, 2, 3, 4, 0, 0]
+        var frame: [UInt8] = [0x4D, 0x3A, 0x00, UInt8(payload.count + 1)] + payload
+        frame.append(UInt8(truncatingIfNeeded: frame.reduce(0) { $0 + Int($1) }))
+        let hex = frame.map { String(format: "%02x", $0) }.joined()
+        let r = try CLI.run(["decode", "--protocol", "microlife", hex])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = try r.stdoutLines.map(CLI.json)
+        #expect(lines.map { $0["systolic"] as? Int } == [120, 130])
+        #expect(lines.map { $0["timestamp"] as? String } == ["2024-06-15T14:30:00", "2025-01-02T03:04:00"])
+        #expect(r.stderr.contains("payload offset 48 skipped: empty") && r.stderr.contains("payload offset 58 skipped: impossible_date"))
+        let prefixes = (1..<(hex.count / 2)).map { String(hex.prefix($0 * 2)) }
+        let t = try CLI.run(["decode", "--protocol", "microlife"], stdin: prefixes.joined(separator: "\n") + "\n")
+        #expect(t.status == 1)
+        #expect(t.stdoutLines.count == prefixes.count)
+        #expect(try t.stdoutLines.map(CLI.json).allSatisfy { ($0["error"] as? [String: Any])?["code"] as? String == "truncated" })
+    }
+}
+
+/// Microlife and Yonker on the protocol seam: `cuff simulate --protocol NAME` in one process,
+/// `cuff measure` in another, the protocol found by discovery (or forced).
+@Suite("Vendor protocols over a Unix socket", .serialized)
+struct VendorProtocolCLITests {
+    typealias Simulator = TwoProcessTests.Simulator
+
+    func measurements(_ r: CLIResult) throws -> [[String: Any]] {
+        try r.stdoutLines.map(CLI.json).filter { $0["type"] as? String == "measurement" }
+    }
+
+    @Test(arguments: [("microlife", 3, false), ("microlife", 3, true), ("yonker", 1, false), ("yonker", 1, true)])
+    func session(name: String, readings: Int, forced: Bool) throws {
+        let sim = try Simulator(["--protocol", name, "--speed", "100", "--seed", "3"])
+        let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--timeout", "60"] + (forced ? ["--protocol", name] : []))
+        let log = sim.logText
+        #expect(sim.stop() == 0, "\(log)")
+        #expect(r.status == 0, "\(r.stderr)")
+        let ms = try measurements(r)
+        #expect(ms.count == readings, "\(r.stdout)\n\(r.stderr)")
+        #expect(ms.allSatisfy { $0["characteristic"] as? String == name && $0["systolic"] is Int && $0["mean_arterial_pressure"] is NSNull })
+        #expect(ms.allSatisfy { $0["stored"] as? Bool == (name == "microlife") })
+        if !forced { #expect(r.stderr.contains("discovery shows a \(name) device"), "\(r.stderr)") }
+        if name == "microlife" {
+            #expect(log.contains("Microlife cuff: clock set to") && log.contains("Microlife cuff: goodbye"), "\(log)")
+        }
+    }
+
+    /// The Microlife download repeats the whole memory: the store keeps each reading once.
+    @Test func microlifeDownloadStoredOnce() throws {
+        let sim = try Simulator(["--protocol", "microlife", "--speed", "100", "--seed", "3"])
+        let db = sim.dir.appendingPathComponent("bp.sqlite").path
+        let first = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--timeout", "60"])
+        let second = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--timeout", "60"])
+        let h = try CLI.run(["history", "--store", db])
+        _ = sim.stop()
+        #expect(try measurements(first).count == 3, "\(first.stderr)")
+        // The store gives back the records as they were printed.
+        #expect(h.status == 0, "\(h.stderr)")
+        let kept = try h.stdoutLines.map(CLI.json)
+        #expect(kept.map { $0["raw"] as? String } == (try measurements(first)).map { $0["raw"] as? String })
+        #expect(kept.map { $0["timestamp"] as? String } == (try measurements(first)).map { $0["timestamp"] as? String })
+        #expect(try measurements(second).isEmpty, "\(second.stdout)")
+        #expect(second.stderr.components(separatedBy: "skipped a stored record already received").count == 4, "\(second.stderr)")
+        #expect(second.status == 2)
+    }
+}

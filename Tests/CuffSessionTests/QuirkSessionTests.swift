@@ -1,0 +1,122 @@
+import Testing
+import BloodPressure
+import CuffCore
+@testable import CuffSession
+
+/// What a device family's profile changes in the session's plan (shared/spec/other-cuffs.md).
+@Suite("Quirk profiles in the session")
+struct QuirkSessionTests {
+    static let andProfile = CuffProfile(hasBloodPressureService: true, characteristics: [
+        .bloodPressureMeasurement: .indicate, .bloodPressureFeature: .read, .dateTime: [.read, .write],
+        .deviceName: .read, .modelNumber: .read,
+    ])
+
+    static func requests(_ a: [CuffSessionMachine.Action]) -> [String] {
+        a.compactMap {
+            switch $0 {
+            case let .read(c): "read \(c.rawValue)"
+            case let .write(c, v): "write \(c.rawValue) \(v.count)"
+            case let .subscribe(c, _): "subscribe \(c.rawValue)"
+            default: nil
+            }
+        }
+    }
+
+    /// Learned from the name read: the Date Time write and the subscription go next, before the
+    /// other reads (the A&D cuff hangs up unless both come within about 5 s).
+    @Test func andClockAndSubscriptionFirstOnceRecognised() {
+        var m = CuffSessionMachine(configuration: CuffSessionConfiguration(address: "test"))
+        var seen: [String] = []
+        var a = m.handle(.start(t(0))) + m.handle(.connected(t(0.1)))
+        a = m.handle(.discovered(Self.andProfile, t(0.2)))
+        seen += Self.requests(a)
+        a = m.handle(.readCompleted(.bloodPressureFeature, [0x3F, 0], t(0.3)))
+        seen += Self.requests(a)
+        a = m.handle(.readCompleted(.deviceName, Array("UA-651BLE".utf8), t(0.4)))
+        #expect(a.contains(.log("applying quirk profile and-ua651 for UA-651BLE")))
+        seen += Self.requests(a)
+        a = m.handle(.writeCompleted(.dateTime, t(0.5)))
+        seen += Self.requests(a)
+        a = m.handle(.subscribed(.bloodPressureMeasurement, t(0.6)))
+        seen += Self.requests(a)
+        #expect(seen == ["read bloodPressureFeature", "read deviceName", "write dateTime 7", "subscribe bloodPressureMeasurement", "read modelNumber"])
+    }
+
+    @Test func forcedAndProfileStartsWithTheClock() throws {
+        var c = CuffSessionConfiguration(address: "test")
+        c.quirk = .andUA651
+        var m = CuffSessionMachine(configuration: c)
+        _ = m.handle(.start(t(0)))
+        _ = m.handle(.connected(t(0.1)))
+        let a = m.handle(.discovered(Self.andProfile, t(0.2)))
+        guard case let .write(.dateTime, v)? = a.first(where: { if case .write = $0 { true } else if case .read = $0 { true } else { false } }) else {
+            Issue.record("first request is not the Date Time write: \(a)")
+            return
+        }
+        // The host's local wall-clock time of the session start, as a 2A08 value.
+        #expect(try DateTime.decode(v[...]).value == DateTime(unixSeconds: t(0).wallMicros / 1_000_000))
+    }
+
+    /// A strict cuff with a writable Date Time gets no such write (no profile, no change).
+    @Test func strictCuffIsNotGivenTheClockWrite() {
+        var m = CuffSessionMachine(configuration: CuffSessionConfiguration(address: "test"))
+        _ = m.handle(.start(t(0)))
+        _ = m.handle(.connected(t(0.1)))
+        var a = m.handle(.discovered(Self.andProfile, t(0.2)))
+        var seen = Self.requests(a)
+        a = m.handle(.readCompleted(.bloodPressureFeature, [0x3F, 0], t(0.3)))
+        seen += Self.requests(a)
+        a = m.handle(.readCompleted(.deviceName, Array("X4 Smart".utf8), t(0.4)))
+        seen += Self.requests(a)
+        a = m.handle(.readCompleted(.modelNumber, Array("HEM-7155T".utf8), t(0.5)))
+        seen += Self.requests(a)
+        #expect(seen == ["read bloodPressureFeature", "read deviceName", "read modelNumber", "subscribe bloodPressureMeasurement"])
+        #expect(m.activeProfile == nil)
+    }
+
+    /// The advertised name alone picks the profile, before anything is read.
+    @Test func advertisedNameSelectsTheProfile() {
+        var c = CuffSessionConfiguration(address: "AA:BB:CC:DD:EE:FF")
+        c.advertisedName = "SBM69"
+        var m = CuffSessionMachine(configuration: c)
+        let a = m.handle(.start(t(0)))
+        #expect(m.activeProfile?.name == "sbm69")
+        #expect(a.contains(.log("applying quirk profile sbm69 for SBM69 (its advertised name)")))
+    }
+
+    /// QardioArm's control characteristic: `--start` writes F1 01 there, and Ctrl-C sends no
+    /// stop command (none is known) but disconnects.
+    @Test func qardioStartBytes() {
+        var c = CuffSessionConfiguration(address: "test")
+        c.sendStart = true
+        var p = CuffProfile(hasBloodPressureService: true, characteristics: [.bloodPressureMeasurement: .indicate, .cuffControl: .write])
+        p.vendorStart = QuirkProfile.qardio.vendorStart
+        var m = CuffSessionMachine(configuration: c)
+        _ = m.handle(.start(t(0)))
+        _ = m.handle(.connected(t(0.1)))
+        _ = m.handle(.discovered(p, t(0.2)))
+        #expect(m.activeProfile?.name == "qardio")
+        let a = m.handle(.subscribed(.bloodPressureMeasurement, t(0.3)))
+        #expect(a.contains(.write(.cuffControl, [0xF1, 0x01])))
+        _ = m.handle(.writeCompleted(.cuffControl, t(0.4)))
+        let stop = m.handle(.stopRequested(t(1)))
+        #expect(!stop.contains { if case .write = $0 { true } else { false } })
+        #expect(stop.contains(.disconnect))
+    }
+
+    /// A&D's NaN markers are skipped (said), confirmed, and not counted; a strict session keeps
+    /// an all-NaN result as an error reading.
+    @Test func markersSkippedOnlyWithTheProfile() {
+        let marker: [UInt8] = [0x00, 0xFF, 0x07, 0xFF, 0x07, 0xFF, 0x07]
+        for forced in [QuirkProfile.andUA651, nil] {
+            var c = CuffSessionConfiguration(address: "test")
+            c.quirk = forced
+            var h = Harness(c)
+            h.toReady(profile: Self.andProfile)
+            let a = h.send(.indication(.bloodPressureMeasurement, marker, t(3)))
+            #expect(a.contains(.confirmIndication))
+            #expect(h.measurements.count == (forced == nil ? 1 : 0))
+            #expect(a.contains { if case let .log(s) = $0 { s.hasPrefix("skipped a marker record") } else { false } } == (forced != nil))
+        }
+    }
+}

@@ -1,0 +1,254 @@
+import Testing
+import BloodPressure
+import CuffCore
+import CuffSimulator
+import GATT
+@testable import CuffSession
+
+/// The Microlife and Yonker sessions against their simulated cuffs, in process (each side a pure
+/// state machine; the actions of one are the events of the other).
+@Suite("Vendor-protocol sessions ↔ personas")
+struct VendorSessionTests {
+    static func record(_ s: UInt8, _ d: UInt8, _ p: UInt8, _ y: UInt16, _ mo: UInt8, _ da: UInt8, _ h: UInt8, _ mi: UInt8) -> Microlife.Record {
+        Microlife.Record(systolic: s, diastolic: d, pulse: p, time: DateTime(year: y, month: mo, day: da, hours: h, minutes: mi, seconds: 0))
+    }
+
+    /// Runs the session against the cuff until it finishes; returns the readings and the outcome.
+    static func run(_ cuff: inout MicrolifeCuff, setTime: Int64?) -> (readings: [VendorReading], outcome: SessionOutcome?, notifications: Int) {
+        var s = MicrolifeSession(setTime: setTime)
+        var readings: [VendorReading] = []
+        var outcome: SessionOutcome?
+        var notifications = 0
+        var clock = 0.0
+        var queue = s.handle(.start(t(0)))
+        while !queue.isEmpty, outcome == nil {
+            let a = queue.removeFirst()
+            clock += 0.01
+            switch a {
+            case let .subscribe(u):
+                #expect(u == "FFF1")
+                cuff.subscriptionChanged(true)
+                queue += s.handle(.subscribed(t(clock)))
+            case let .write(u, v):
+                #expect(u == "FFF2")
+                let answer = cuff.written(v)
+                queue += s.handle(.writeCompleted(t(clock)))
+                for x in answer {
+                    switch x {
+                    case let .notify(n): notifications += 1; queue += s.handle(.notification(n, t(clock)))
+                    case .disconnect: queue += s.handle(.disconnected(t(clock)))
+                    case .log: break
+                    }
+                }
+            case let .emit(r): readings.append(r)
+            case let .finished(o): outcome = o
+            case .log, .disconnect: break
+            }
+        }
+        return (readings, outcome, notifications)
+    }
+
+    @Test func microlifeDownload() {
+        var cuff = MicrolifeCuff(slots: [
+            Self.record(120, 80, 60, 2024, 6, 15, 14, 30), nil, Self.record(110, 70, 65, 2024, 0, 15, 14, 30), Self.record(130, 85, 70, 2025, 1, 2, 3, 4),
+        ])
+        let r = Self.run(&cuff, setTime: 1_767_254_400)  // 2026-01-01T08:00:00
+        #expect(r.readings.map(\.systolic) == [120, 130])
+        #expect(r.readings.map(\.timestamp) == ["2024-06-15T14:30:00", "2025-01-02T03:04:00"])
+        #expect(r.readings.allSatisfy { $0.stored && $0.protocolName == "microlife" })
+        #expect(r.outcome == .completed)
+        #expect(cuff.clock == DateTime(year: 2026, month: 1, day: 1, hours: 8, minutes: 0, seconds: 0))
+        // 4 + 38 + 40 + 1 = 83 bytes in 20-byte notifications, plus the clock's acknowledgement.
+        #expect(r.notifications == 5 + 1)
+    }
+
+    @Test func microlifeWithoutClockAndWithBigNotifications() {
+        var cuff = MicrolifeCuff(slots: [Self.record(141, 91, 77, 2026, 3, 1, 7, 5)], chunk: 244)
+        let r = Self.run(&cuff, setTime: nil)
+        #expect(r.readings.map(\.pulse) == [77])
+        #expect(cuff.clock == nil)
+        #expect(r.notifications == 1)
+        #expect(r.outcome == .completed)
+    }
+
+    @Test func microlifeSilentCuffTimesOut() {
+        var s = MicrolifeSession(setTime: nil, answerWindow: .seconds(10))
+        _ = s.handle(.start(t(0)))
+        _ = s.handle(.subscribed(t(0.1)))
+        // Half a frame, then nothing.
+        _ = s.handle(.notification([0x4D, 0x3A, 0x00, 0x40, 0x00], t(0.2)))
+        #expect(s.handle(.tick(t(5))).isEmpty)
+        let a = s.handle(.tick(t(10.2)))
+        #expect(a.contains(.finished(.timedOut)) && a.contains(.disconnect))
+    }
+
+    @Test func microlifeBadFramesAreIgnored() {
+        var s = MicrolifeSession(setTime: nil)
+        _ = s.handle(.start(t(0)))
+        _ = s.handle(.subscribed(t(0.1)))
+        let bad = s.handle(.notification([0x4D, 0x3A, 0x00, 0x02, 0x81, 0x0B], t(0.2)))  // wrong checksum
+        #expect(bad.contains { if case let .log(l) = $0 { l.contains("Checksum") } else { false } })
+        #expect(s.readings == 0)
+        let junk = s.handle(.notification([0x01, 0x02], t(0.3)))
+        #expect(junk.contains { if case let .log(l) = $0 { l.contains("outside a frame") } else { false } })
+    }
+
+    @Test func yonkerResult() {
+        var cuff = YonkerCuff(result: Yonker.Result(systolic: 131, diastolic: 103, pulse: 81, time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0)))
+        var s = YonkerSession(settle: .seconds(2))
+        #expect(s.handle(.start(t(0))) == [.subscribe("CDEACD81-5235-4C07-8846-93A37EE6B86D")])
+        _ = s.handle(.subscribed(t(0.1)))
+        // A progress notification (byte 0 not 0x81) first, then the cuff's result.
+        let progress = s.handle(.notification([0x82] + [UInt8](repeating: 0, count: 14), t(0.15)))
+        #expect(progress.count == 1)
+        var out: [YonkerSession.Action] = []
+        for a in cuff.subscriptionChanged(true) {
+            if case let .notify(v) = a { out += s.handle(.notification(v, t(0.2))) }
+        }
+        let readings = out.compactMap { if case let .emit(r) = $0 { r } else { nil } }
+        #expect(readings.count == 1)
+        #expect(readings.first.map { ($0.systolic, $0.diastolic, $0.pulse) } ?? (0, 0, 0) == (131, 103, 81))
+        #expect(readings.first?.timestamp == "2024-11-25T19:18:00")
+        #expect(readings.first?.stored == false)
+        #expect(s.nextDeadline == t(2.2).monotonic)
+        #expect(s.handle(.tick(t(1))).isEmpty)
+        #expect(s.handle(.tick(t(2.2))).contains(.finished(.completed)))
+    }
+
+    @Test func yonkerNothingBeforeTheTimeout() {
+        var s = YonkerSession(timeout: .seconds(30))
+        _ = s.handle(.start(t(0)))
+        _ = s.handle(.subscribed(t(0.1)))
+        #expect(s.handle(.notification([0x81, 0x83], t(1))).count == 1)  // truncated: said, ignored
+        #expect(s.handle(.tick(t(30))).contains(.finished(.timedOut)))
+    }
+}
+
+/// The vendor sessions over real ATT: ``VendorCentral`` (a GATT client) and
+/// ``VendorCuffPeripheral`` (a GATT server) exchanging PDUs in process, discovery included.
+@Suite("Vendor-protocol sessions over ATT")
+struct VendorATTTests {
+    struct Run {
+        var readings: [VendorReading] = []
+        var outcome: SessionOutcome?
+        var logs: [String] = []
+        var pdus = 0
+    }
+
+    static func run(_ central: inout VendorCentral, _ cuff: inout VendorCuffPeripheral) -> Run {
+        var r = Run()
+        var clock = 0.0
+        _ = cuff.connected(now: t(0).monotonic, client: nil)
+        var toCuff: [[UInt8]] = []
+        var toCentral: [[UInt8]] = []
+        func take(_ out: [VendorCentral.Output]) {
+            for o in out {
+                switch o {
+                case let .send(p): toCuff.append(p)
+                case let .emit(x): r.readings.append(x)
+                case let .log(s): r.logs.append(s)
+                case .disconnect, .raiseSecurity: break
+                case let .finished(o): r.outcome = o
+                }
+            }
+        }
+        take(central.start(at: t(0)))
+        var steps = 0
+        while r.outcome == nil, steps < 10_000 {
+            steps += 1
+            clock += 0.005
+            if !toCuff.isEmpty {
+                r.pdus += 1
+                for o in cuff.receive(toCuff.removeFirst(), now: t(clock).monotonic) {
+                    switch o {
+                    case let .send(p): toCentral.append(p)
+                    case .disconnect: take(central.disconnected(at: t(clock)))
+                    case let .log(s): r.logs.append(s)
+                    }
+                }
+            } else if !toCentral.isEmpty {
+                r.pdus += 1
+                take(central.receive(toCentral.removeFirst(), at: t(clock)))
+            } else {
+                clock += 1
+                take(central.tick(at: t(clock)))
+            }
+        }
+        return r
+    }
+
+    @Test func microlifeDownloadOverATT() {
+        let slots: [Microlife.Record?] = [VendorSessionTests.record(120, 80, 60, 2024, 6, 15, 14, 30), nil, VendorSessionTests.record(130, 85, 70, 2025, 1, 2, 3, 4)]
+        var cuff = VendorCuffPeripheral(.microlife(MicrolifeCuff(slots: slots)), name: "BP3GY1-2N")
+        var central = VendorCentral(.microlife(MicrolifeSession(setTime: 1_767_254_400)))
+        let r = Self.run(&central, &cuff)
+        #expect(r.readings.map { "\($0.systolic)/\($0.diastolic) \($0.pulse) \($0.timestamp ?? "-")" } == ["120/80 60 2024-06-15T14:30:00", "130/85 70 2025-01-02T03:04:00"])
+        #expect(r.outcome == .completed, "\(r.logs)")
+        #expect(r.logs.contains("Microlife cuff: goodbye"))
+        if case let .microlife(c) = cuff.kind { #expect(c.clock?.year == 2026) }
+    }
+
+    @Test func yonkerResultOverATT() {
+        let result = Yonker.Result(systolic: 131, diastolic: 103, pulse: 81, time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0))
+        var cuff = VendorCuffPeripheral(.yonker(YonkerCuff(result: result)), name: "YK-IBPA1")
+        var central = VendorCentral(.yonker(YonkerSession(settle: .seconds(1))))
+        let r = Self.run(&central, &cuff)
+        #expect(r.readings.count == 1)
+        #expect(r.readings.first?.raw == result.bytes)
+        #expect(r.outcome == .completed, "\(r.logs)")
+    }
+
+    /// The wrong cuff for the session: the vendor characteristic is missing; the session says so.
+    @Test func missingCharacteristic() {
+        let result = Yonker.Result(systolic: 131, diastolic: 103, pulse: 81, time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0))
+        var cuff = VendorCuffPeripheral(.yonker(YonkerCuff(result: result)), name: "YK-IBPA1")
+        var central = VendorCentral(.microlife(MicrolifeSession(setTime: nil)))
+        let r = Self.run(&central, &cuff)
+        #expect(r.outcome == .protocolError)
+        #expect(r.logs.contains { $0.contains("FFF1 not on this device") })
+    }
+}
+
+/// How the registry picks the vendor protocols (and keeps a standard cuff with the standard session).
+@Suite("Vendor protocols in the registry")
+struct VendorRegistryTests {
+    static func microlifeService() -> GATTProfile.Service {
+        GATTProfile.Service(uuid: BluetoothUUID(0xFFF0), handle: 20, endHandle: 26, characteristics: [
+            GATTProfile.Characteristic(uuid: BluetoothUUID(0xFFF1), properties: .notify, declarationHandle: 21, valueHandle: 22, cccdHandle: 23),
+            GATTProfile.Characteristic(uuid: BluetoothUUID(0xFFF2), properties: .write, declarationHandle: 24, valueHandle: 25),
+        ])
+    }
+
+    @Test func choices() {
+        let r = CuffProtocolRegistry.builtIn
+        let bps = GATTProfile.Service(uuid: BluetoothUUID(0x1810), handle: 1, endHandle: 10)
+        let yonker = GATTProfile.Service(uuid: BluetoothUUID(Yonker.serviceUUID)!, handle: 30, endHandle: 33)
+        #expect(r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [Self.microlifeService()])))?.id == "microlife")
+        #expect(r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [yonker])))?.id == "yonker")
+        // A standard cuff that also has an fff0 service stays with the standard session.
+        #expect(r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [bps, Self.microlifeService()]))) == nil)
+        // An fff0 service without the Microlife characteristics is nobody's.
+        #expect(r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [GATTProfile.Service(uuid: BluetoothUUID(0xFFF0), handle: 1, endHandle: 3)]))) == nil)
+        #expect(r.select(DeviceOffer(name: "BP3GY1-2N")).id == "microlife")
+        #expect(r.select(DeviceOffer(name: "YK-IBPA1")).id == "yonker")
+        #expect(r.select(DeviceOffer(advertisedServices: [BluetoothUUID(Yonker.serviceUUID)!])).id == "yonker")
+        #expect(r.select(DeviceOffer(name: "X4 Smart", advertisedServices: [BluetoothUUID(0x1810)])).id == .bps)
+        #expect(r.select(DeviceOffer(name: "cuff-sim")).id == .bps)
+    }
+}
+
+@Suite("Vendor readings rebuilt from a store's raw bytes")
+struct VendorRebuildTests {
+    @Test func roundTrips() {
+        let m = VendorReading.rebuild(protocolName: "microlife", raw: [120, 80, 60, 24, 6, 15, 14, 30], stored: true)
+        #expect(m == VendorReading(protocolName: "microlife", systolic: 120, diastolic: 80, pulse: 60, timestamp: "2024-06-15T14:30:00", stored: true, raw: [120, 80, 60, 24, 6, 15, 14, 30]))
+        let y: [UInt8] = [0x81, 0x83, 0x67, 0x51, 0, 0, 0x19, 0x0B, 0x18, 0x13, 0x12, 0, 0, 0, 0]
+        #expect(VendorReading.rebuild(protocolName: "yonker", raw: y, stored: false)?.timestamp == "2024-11-25T19:18:00")
+        // Not a reading: wrong length, an empty slot, an impossible date, progress, another name.
+        #expect(VendorReading.rebuild(protocolName: "microlife", raw: [120, 80, 60], stored: true) == nil)
+        #expect(VendorReading.rebuild(protocolName: "microlife", raw: [0, 0, 0, 24, 6, 15, 14, 30], stored: true) == nil)
+        #expect(VendorReading.rebuild(protocolName: "microlife", raw: [120, 80, 60, 24, 13, 15, 14, 30], stored: true) == nil)
+        #expect(VendorReading.rebuild(protocolName: "yonker", raw: [0x82] + y.dropFirst(), stored: false) == nil)
+        #expect(VendorReading.rebuild(protocolName: "omron", raw: y, stored: false) == nil)
+    }
+}
