@@ -37,6 +37,7 @@ public struct VendorCuffPeripheral: GATTPeripheral {
     }
 
     public var nextDeadline: Timestamp? { server.nextDeadline }
+    public var database: AttributeDatabase { server.database }
 
     public mutating func connected(now: Timestamp, client: String?) -> [PeripheralOutput] {
         server.reset()
