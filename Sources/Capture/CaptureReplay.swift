@@ -83,6 +83,11 @@ public struct CaptureReplay: Sendable {
     /// Peers with a connection that needed an earlier discovery and found none in ``learned``
     /// (a replay that had started with a map for one of them would have given other output).
     public private(set) var lacking: Set<Peer> = []
+    /// Peers whose map in ``learned`` this replay set itself (the others are the `learned:` it started from).
+    public private(set) var discoveredPeers: Set<Peer> = []
+    /// Peers with a connection that was offered the map `learned:` gave at the start (this
+    /// replay's output depends on that map).
+    public private(set) var inheritedPeers: Set<Peer> = []
     /// The last few handle → characteristic mappings sessions made, newest first: a new session
     /// whose discovery matches one reuses it (see ``SessionObserver/Mapping``).
     var mappings: [SessionObserver.Mapping] = []
@@ -239,6 +244,7 @@ public struct CaptureReplay: Sendable {
         let peer = Peer(adapter: info.adapter, address: address)
         if info.role == .central {
             let adapter = info.adapter, handle = info.connectionHandle
+            if learned[peer] != nil, !discoveredPeers.contains(peer) { inheritedPeers.insert(peer) }
             let inherited = learned[peer].map { h in
                 (h, { @Sendable in
                     "hci\(adapter) connection \(Hex.handle(handle)) to \(address): no service discovery on this connection; "
@@ -355,7 +361,10 @@ public struct CaptureReplay: Sendable {
         }
         if c.central, let peer = c.peer {
             if let d = c.session.discovered(connectionHandle: key.handle, openedAt: c.openedAt) {
-                if learned[peer] != nil || learned.count < Self.maximumLearnedPeers { learned[peer] = d }
+                if learned[peer] != nil || learned.count < Self.maximumLearnedPeers {
+                    learned[peer] = d
+                    discoveredPeers.insert(peer)
+                }
             } else if c.session.lackedDiscovery {
                 lacking.insert(peer)
             }

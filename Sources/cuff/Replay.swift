@@ -124,7 +124,10 @@ struct Replay: ParsableCommand {
         job.adapter = adapter
         for m in handles { job.overrides[m.handle] = m.characteristic }
         job.realtime = realtime
-        if let jobs { job.threads = jobs }
+        if let jobs {
+            job.threads = jobs
+            job.parallelMinimumBytes = 0  // the threads asked for, whatever the file's size
+        }
         if let segmentBytes { job.segmentBytes = segmentBytes }
         job.showAll = !self.sinks.quiet
         let result: ReplayResult
