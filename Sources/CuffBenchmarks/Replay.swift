@@ -26,10 +26,8 @@ func isATTDiscovery(_ r: HCIRecord) -> Bool {
     guard p.count >= 9 else { return false }
     let b = p.startIndex
     guard p[b + 6] == 0x04 && p[b + 7] == 0x00 else { return false }
-    switch p[b + 8] {
-    case 0x01, 0x02, 0x03, 0x04, 0x05, 0x08, 0x09, 0x0A, 0x0B, 0x10, 0x11: return true
-    default: return false
-    }
+    func discovery(_ op: UInt8) -> Bool { [0x02, 0x03, 0x04, 0x05, 0x08, 0x09, 0x0A, 0x0B, 0x10, 0x11].contains(op) }
+    return discovery(p[b + 8]) || (p[b + 8] == 0x01 && p.count >= 10 && discovery(p[b + 9]))
 }
 
 /// `short`: every copy but the first (one per input) is a bonded reconnect: no discovery or reads
@@ -55,10 +53,15 @@ func makeCapture(out: String, megabytes: Int, inputs: [String], notifications: I
             sessions.append(records)
             if short {
                 var dropped = false
+                var dropping: [String: Bool] = [:]  // per direction: the frame being continued was dropped
                 reconnects.append(records.filter { rec in
-                    if isATTDiscovery(rec) {
-                        dropped = true
-                        return false
+                    if case .aclData = rec.kind, rec.payload.count >= 2 {
+                        let key = "\(rec.adapterIndex)/\(rec.direction)"
+                        if (rec.payload[rec.payload.startIndex + 1] >> 4) & 3 != 1 { dropping[key] = isATTDiscovery(rec) }
+                        if dropping[key] == true {
+                            dropped = true
+                            return false
+                        }
                     }
                     defer { dropped = false }
                     if case .event = rec.kind, rec.payload.first == 0x13, dropped { return false }

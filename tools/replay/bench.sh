@@ -10,7 +10,8 @@
 # SHORT_SESSIONS=N: N short sessions instead (the common shape of a gateway's btsnoop log): the
 # first copy of each input whole, then bonded reconnects without discovery, each keeping its
 # first SHORT_NOTIFICATIONS (default 3) notifications: about 20 records and 700 bytes a session
-# (N = 20000: a 14 MB capture; SIZE_MB is then only an upper bound). Also times
+# (N = 20000: a 14.8 MB capture; SIZE_MB is then only an upper bound; SHORT_INPUTS: the sessions
+# to copy, default captures/normal.btsnoop). Also times
 # `cuff replay --jobs 1` (JOBS1_RUNS times, default RUNS) beside the default, in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,7 +32,7 @@ swift build -c release --product CuffBenchmarks >/dev/null
 bin=$(swift build -c release --show-bin-path)
 if [ ! -s "$file" ]; then
   "$bin/CuffBenchmarks" make-capture ${heavy:+--notifications "$heavy"} ${short:+--short --sessions "$short"} \
-    "$file" "$size" ${SHORT_INPUTS:-captures/*.btsnoop}
+    "$file" "$size" $(if [ -n "$short" ]; then echo "${SHORT_INPUTS:-captures/normal.btsnoop}"; else echo captures/*.btsnoop; fi)
 fi
 bytes=$(stat -c %s "$file")
 echo "capture: $file ($bytes bytes)"
