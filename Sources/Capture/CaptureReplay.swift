@@ -246,11 +246,7 @@ public struct CaptureReplay: Sendable {
             let adapter = info.adapter, handle = info.connectionHandle
             if learned[peer] != nil, !discoveredPeers.contains(peer) { inheritedPeers.insert(peer) }
             let inherited = learned[peer].map { h in
-                (h, { @Sendable in
-                    "hci\(adapter) connection \(Hex.handle(handle)) to \(address): no service discovery on this connection; "
-                        + "using the handles discovered on connection \(Hex.handle(h.connectionHandle))"
-                        + (h.openedAt.map { " (connected at offset \($0))" } ?? "")
-                })
+                (h, { @Sendable in CaptureReplay.inheritedNotice(adapter: adapter, handle: handle, address: address, from: h) })
             }
             c = newConnection(address, sniffed: sniffed, inherited: inherited)
             c.session.connected(at: SessionObserver.eventTime(info.timestamp), into: &out)
@@ -264,6 +260,26 @@ public struct CaptureReplay: Sendable {
         hotKey = nil
         hotConnection = nil
         updateEarliest()
+    }
+
+    /// The line that says a connection uses the handles an earlier one discovered. (Appended, not
+    /// interpolated: interpolating an integer goes through dynamic casts, and every reconnect of a
+    /// short-session capture makes this line.)
+    static func inheritedNotice(adapter: UInt16, handle: UInt16, address: String, from h: DiscoveredHandles) -> String {
+        var s = "hci"
+        s += String(adapter)
+        s += " connection "
+        s += Hex.handle(handle)
+        s += " to "
+        s += address
+        s += ": no service discovery on this connection; using the handles discovered on connection "
+        s += Hex.handle(h.connectionHandle)
+        if let at = h.openedAt {
+            s += " (connected at offset "
+            s += String(at)
+            s += ")"
+        }
+        return s
     }
 
     /// A connection where the local controller is the central, with a new session (the caller
