@@ -262,24 +262,27 @@ public struct CaptureReplay: Sendable {
         updateEarliest()
     }
 
-    /// The line that says a connection uses the handles an earlier one discovered. (Appended, not
-    /// interpolated: interpolating an integer goes through dynamic casts, and every reconnect of a
-    /// short-session capture makes this line.)
+    /// The line that says a connection uses the handles an earlier one discovered. (Bytes appended,
+    /// then made a string once: interpolating integers goes through dynamic casts and each
+    /// `String.append` costs hundreds of instructions, and every reconnect of a short-session
+    /// capture makes this line.)
     static func inheritedNotice(adapter: UInt16, handle: UInt16, address: String, from h: DiscoveredHandles) -> String {
-        var s = "hci"
-        s += String(adapter)
-        s += " connection "
-        s += Hex.handle(handle)
-        s += " to "
-        s += address
-        s += ": no service discovery on this connection; using the handles discovered on connection "
-        s += Hex.handle(h.connectionHandle)
+        var b: [UInt8] = []
+        b.reserveCapacity(160)
+        b += "hci".utf8
+        b += String(adapter).utf8
+        b += " connection 0x".utf8
+        b += Hex.digits(handle, 4).utf8
+        b += " to ".utf8
+        b += address.utf8
+        b += ": no service discovery on this connection; using the handles discovered on connection 0x".utf8
+        b += Hex.digits(h.connectionHandle, 4).utf8
         if let at = h.openedAt {
-            s += " (connected at offset "
-            s += String(at)
-            s += ")"
+            b += " (connected at offset ".utf8
+            b += String(at).utf8
+            b += ")".utf8
         }
-        return s
+        return String(decoding: b, as: UTF8.self)
     }
 
     /// A connection where the local controller is the central, with a new session (the caller
