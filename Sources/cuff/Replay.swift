@@ -62,7 +62,7 @@ struct Replay: ParsableCommand {
 
     @OptionGroup var sinks: SinkOptions
 
-    @Option(help: "Threads that replay a btsnoop file, stretch by stretch (1: one thread; default: one per CPU, at most 4). The output is the same.")
+    @Option(help: "Threads that replay a btsnoop file, stretch by stretch (1: one thread; default: one per CPU, at most 4, and one on 2 CPUs or fewer). The output is the same.")
     var jobs: Int?
 
     @Option(name: .customLong("segment-bytes"), help: ArgumentHelp("Smallest stretch handed to a replay thread, in bytes (default 262144).", visibility: .hidden))
