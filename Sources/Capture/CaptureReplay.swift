@@ -83,6 +83,11 @@ public struct CaptureReplay: Sendable {
     /// Peers with a connection that needed an earlier discovery and found none in ``learned``
     /// (a replay that had started with a map for one of them would have given other output).
     public private(set) var lacking: Set<Peer> = []
+    /// Peers whose map in ``learned`` this replay set itself (the others are the `learned:` it started from).
+    public private(set) var discoveredPeers: Set<Peer> = []
+    /// Peers with a connection that was offered the map `learned:` gave at the start (this
+    /// replay's output depends on that map).
+    public private(set) var inheritedPeers: Set<Peer> = []
     /// The last few handle → characteristic mappings sessions made, newest first: a new session
     /// whose discovery matches one reuses it (see ``SessionObserver/Mapping``).
     var mappings: [SessionObserver.Mapping] = []
@@ -300,12 +305,9 @@ public struct CaptureReplay: Sendable {
         let peer = Peer(adapter: info.adapter, address: address)
         if info.role == .central {
             let adapter = info.adapter, handle = info.connectionHandle
+            if learned[peer] != nil, !discoveredPeers.contains(peer) { inheritedPeers.insert(peer) }
             let inherited = learned[peer].map { h in
-                (h, { @Sendable in
-                    "hci\(adapter) connection \(Hex.handle(handle)) to \(address): no service discovery on this connection; "
-                        + "using the handles discovered on connection \(Hex.handle(h.connectionHandle))"
-                        + (h.openedAt.map { " (connected at offset \($0))" } ?? "")
-                })
+                (h, { @Sendable in CaptureReplay.inheritedNotice(adapter: adapter, handle: handle, address: address, from: h) })
             }
             c = newConnection(address, sniffed: sniffed, inherited: inherited)
             c.connected(at: SessionObserver.eventTime(info.timestamp), into: &out)
@@ -319,6 +321,29 @@ public struct CaptureReplay: Sendable {
         hotKey = nil
         hotConnection = nil
         updateEarliest()
+    }
+
+    /// The line that says a connection uses the handles an earlier one discovered. (Bytes appended,
+    /// then made a string once: interpolating integers goes through dynamic casts and each
+    /// `String.append` costs hundreds of instructions, and every reconnect of a short-session
+    /// capture makes this line.)
+    static func inheritedNotice(adapter: UInt16, handle: UInt16, address: String, from h: DiscoveredHandles) -> String {
+        var b: [UInt8] = []
+        b.reserveCapacity(160)
+        b += "hci".utf8
+        b += String(adapter).utf8
+        b += " connection 0x".utf8
+        b += Hex.digits(handle, 4).utf8
+        b += " to ".utf8
+        b += address.utf8
+        b += ": no service discovery on this connection; using the handles discovered on connection 0x".utf8
+        b += Hex.digits(h.connectionHandle, 4).utf8
+        if let at = h.openedAt {
+            b += " (connected at offset ".utf8
+            b += String(at).utf8
+            b += ")".utf8
+        }
+        return String(decoding: b, as: UTF8.self)
     }
 
     /// A connection where the local controller is the central, with a new session (the caller
@@ -416,7 +441,10 @@ public struct CaptureReplay: Sendable {
         }
         if c.central, let peer = c.peer {
             if let d = c.session.discovered(connectionHandle: key.handle, openedAt: c.openedAt) {
-                if learned[peer] != nil || learned.count < Self.maximumLearnedPeers { learned[peer] = d }
+                if learned[peer] != nil || learned.count < Self.maximumLearnedPeers {
+                    learned[peer] = d
+                    discoveredPeers.insert(peer)
+                }
             } else if c.session.lackedDiscovery {
                 lacking.insert(peer)
             }

@@ -18,9 +18,25 @@ func isATTNotification(_ r: HCIRecord) -> Bool {
     return p[b + 6] == 0x04 && p[b + 7] == 0x00 && p[b + 8] == 0x1B
 }
 
-func makeCapture(out: String, megabytes: Int, inputs: [String], notifications: Int? = nil) {
+/// A single-fragment ACL record carrying ATT discovery or a read (MTU exchange, Find Information,
+/// Read By Type, Read, Read By Group Type: requests, responses and errors): what a bonded central
+/// with a GATT cache does not send when it reconnects.
+func isATTDiscovery(_ r: HCIRecord) -> Bool {
+    let p = r.payload
+    guard p.count >= 9 else { return false }
+    let b = p.startIndex
+    guard p[b + 6] == 0x04 && p[b + 7] == 0x00 else { return false }
+    func discovery(_ op: UInt8) -> Bool { [0x02, 0x03, 0x04, 0x05, 0x08, 0x09, 0x0A, 0x0B, 0x10, 0x11].contains(op) }
+    return discovery(p[b + 8]) || (p[b + 8] == 0x01 && p.count >= 10 && discovery(p[b + 9]))
+}
+
+/// `short`: every copy but the first (one per input) is a bonded reconnect: no discovery or reads
+/// (and no Number Of Completed Packets event right after one), so a session is about 20 records.
+/// `sessions`: stop after that many copies (whatever the size).
+func makeCapture(out: String, megabytes: Int, inputs: [String], notifications: Int? = nil, short: Bool = false, sessions limit: Int? = nil) {
     do {
         var sessions: [[HCIRecord]] = []
+        var reconnects: [[HCIRecord]] = []
         for path in inputs {
             var r = try CaptureReader(path: path)
             var records = try r.readAll()
@@ -35,14 +51,31 @@ func makeCapture(out: String, megabytes: Int, inputs: [String], notifications: I
                 }
             }
             sessions.append(records)
+            if short {
+                var dropped = false
+                var dropping: [String: Bool] = [:]  // per direction: the frame being continued was dropped
+                reconnects.append(records.filter { rec in
+                    if case .aclData = rec.kind, rec.payload.count >= 2 {
+                        let key = "\(rec.adapterIndex)/\(rec.direction)"
+                        if (rec.payload[rec.payload.startIndex + 1] >> 4) & 3 != 1 { dropping[key] = isATTDiscovery(rec) }
+                        if dropping[key] == true {
+                            dropped = true
+                            return false
+                        }
+                    }
+                    defer { dropped = false }
+                    if case .event = rec.kind, rec.payload.first == 0x13, dropped { return false }
+                    return true
+                })
+            }
         }
         var writer = try BTSnoopWriter(path: out, datalink: .monitor)
         let target = Int64(megabytes) * 1_000_000
         var written: Int64 = 16
         var copy = 0
         var clock = sessions.first?.first?.timestamp.nanoseconds ?? 0
-        while written < target {
-            let s = sessions[copy % sessions.count]
+        while written < target, copy < (limit ?? Int.max) {
+            let s = short && copy >= sessions.count ? reconnects[copy % sessions.count] : sessions[copy % sessions.count]
             guard let first = s.first, let last = s.last else { break }
             let shift = clock - first.timestamp.nanoseconds
             let handle = UInt16(1 + copy % 0x0EFF)

@@ -64,7 +64,15 @@ case "make-capture" where args.count >= 4:
         keep = Int(rest[i + 1])
         rest.removeSubrange(i...(i + 1))
     }
-    makeCapture(out: rest[0], megabytes: Int(rest[1]) ?? 200, inputs: Array(rest[2...]), notifications: keep)
+    // --short: bonded reconnects (no discovery) after each input's first copy; --sessions N: N copies at most.
+    let short = rest.contains("--short")
+    rest.removeAll { $0 == "--short" }
+    var limit: Int?
+    if let i = rest.firstIndex(of: "--sessions"), i + 1 < rest.count {
+        limit = Int(rest[i + 1])
+        rest.removeSubrange(i...(i + 1))
+    }
+    makeCapture(out: rest[0], megabytes: Int(rest[1]) ?? 200, inputs: Array(rest[2...]), notifications: keep, short: short, sessions: limit)
 case "session-cost" where args.count >= 3:
     benchSessionCost(args[1], Int(args[2]) ?? 1000, onlyGeneric: args.count > 3 && args[3] == "generic")
 case "layouts":
@@ -78,6 +86,6 @@ case "replay" where args.count == 2:
 case "pgship":
     benchPGShip(args.count > 1 ? Int(args[1]) ?? 100_000 : 100_000, url: args.count > 2 ? args[2] : nil)
 default:
-    print("usage: CuffBenchmarks [decode|all] | store [N] | pgship [N] [postgres://URL] | make-capture [--notifications N] OUT.btsnoop MEGABYTES IN.btsnoop... | replay FILE")
+    print("usage: CuffBenchmarks [decode|all] | store [N] | pgship [N] [postgres://URL] | make-capture [--notifications N] [--short] [--sessions N] OUT.btsnoop MEGABYTES IN.btsnoop... | replay FILE")
     exit(2)
 }

@@ -32,6 +32,9 @@ final class ParallelReplay: @unchecked Sendable {
         var last: Bool
         /// A read error that came after these bytes: the stretch's replay ends with it.
         var fault: CaptureError?
+        /// The handle maps learned before the stretches written when this one was handed out (the
+        /// replay starts from them; it is replayed again if they were not the ones the one-thread replay has there).
+        var learned: [CaptureReplay.Peer: DiscoveredHandles] = [:]
     }
 
     struct Result: @unchecked Sendable {
@@ -51,6 +54,10 @@ final class ParallelReplay: @unchecked Sendable {
         /// The handle maps learned in the stretch, and the peers that lacked one.
         var learned: [CaptureReplay.Peer: DiscoveredHandles]
         var lacking: Set<CaptureReplay.Peer>
+        /// The maps the replay started from, the peers that used one of them, and those it learned itself.
+        var startedFrom: [CaptureReplay.Peer: DiscoveredHandles]
+        var inherited: Set<CaptureReplay.Peer>
+        var discovered: Set<CaptureReplay.Peer>
     }
 
     struct Outcome {
@@ -118,7 +125,7 @@ final class ParallelReplay: @unchecked Sendable {
                 s.queue.isEmpty ? nil : (s.queue.removeFirst(), s.spareLines.popLast())
             }
             guard let (segment, spare) = next else { break }
-            let r = replay(segment, into: spare ?? NDJSONLineBuffer(capacity: capacity))
+            let r = replay(segment, into: spare ?? NDJSONLineBuffer(capacity: capacity), learned: segment.learned)
             shared.withLock(wakingWaiters: true) { $0.results[segment.index] = r }
         }
     }
@@ -159,7 +166,8 @@ final class ParallelReplay: @unchecked Sendable {
         _ = take(&out)
         return Result(ndjson: lines, shown: shown, sessions: replay.sessions, measurements: replay.measurements,
                       unmapped: replay.unmapped, fault: fault, bytes: segment.bytes, offset: segment.offset, last: segment.last,
-                      readFault: segment.fault, learned: replay.learned, lacking: replay.lacking)
+                      readFault: segment.fault, learned: replay.learned, lacking: replay.lacking, startedFrom: learned,
+                      inherited: replay.inheritedPeers, discovered: replay.discoveredPeers)
     }
 
     // MARK: - Reading, cutting, writing (this thread)
@@ -168,6 +176,10 @@ final class ParallelReplay: @unchecked Sendable {
     private var dispatched = 0
     private var written = 0
     private var stopped = false
+    /// Stretches replayed a second time, of those written (the parallel part gives up when most are).
+    private var replayedAgain = 0
+    /// Stretches written before the share replayed again is judged.
+    static let judgedAfter = 16
     private var write: (Result) -> Bool = { _ in true }
 
     /// Writes the next stretch's result when it is ready (waiting for it when `wait`); false if it was not.
@@ -179,15 +191,20 @@ final class ParallelReplay: @unchecked Sendable {
         guard var r = ready else { return false }
         written += 1
         if !stopped, r.lacking.contains(where: { outcome.learned[$0] != nil })
+            || r.inherited.contains(where: { outcome.learned[$0] != r.startedFrom[$0] })
             || outcome.learned.count + r.learned.keys.filter({ outcome.learned[$0] == nil }).count > CaptureReplay.maximumLearnedPeers {
-            // A connection in the stretch would have used a map an earlier stretch learned (or the
-            // stretch learned peers the one-thread replay has no room left for): replay it again
-            // from what was learned before it (what the one-thread replay knows there).
+            // A connection in the stretch would have used a map an earlier stretch learned, or used
+            // one that a stretch written since it was handed out replaced (or the stretch learned
+            // peers the one-thread replay has no room left for): replay it again from what was
+            // learned before it (what the one-thread replay knows there).
             r.ndjson.removeAll()
             let segment = Segment(index: written - 1, bytes: r.bytes, offset: r.offset, last: r.last, fault: r.readFault)
             r = replay(segment, into: r.ndjson, learned: outcome.learned)
+            replayedAgain += 1
         }
-        if !stopped { outcome.learned.merge(r.learned) { _, new in new } }
+        if !stopped {
+            for p in r.discovered { outcome.learned[p] = r.learned[p] }
+        }
         defer {
             r.ndjson.removeAll()
             r.bytes.removeAll(keepingCapacity: true)
@@ -220,7 +237,7 @@ final class ParallelReplay: @unchecked Sendable {
     /// Hands `bytes` (the stretch's own buffer, not copied) to the workers.
     private func dispatch(_ bytes: consuming [UInt8], at offset: Int64, last: Bool, fault: CaptureError? = nil) {
         while dispatched - written >= maximumInFlight { _ = writeNext(wait: true) }
-        let segment = Segment(index: dispatched, bytes: bytes, offset: offset, last: last, fault: fault)
+        let segment = Segment(index: dispatched, bytes: bytes, offset: offset, last: last, fault: fault, learned: outcome.learned)
         shared.withLock(wakingWaiters: true) { $0.queue.append(segment) }
         dispatched += 1
     }
@@ -322,6 +339,13 @@ final class ParallelReplay: @unchecked Sendable {
                 break
             }
             while writeNext(wait: false) {}
+            if written >= Self.judgedAfter, replayedAgain * 2 > written {
+                // Most stretches had to be replayed again with what an earlier one learned (each
+                // discovery is followed by reconnects that use it, and the learning keeps
+                // changing): one thread does the rest in half the work.
+                outcome.resumeAt = start
+                break
+            }
         }
         finishAll()
         if stopped { outcome.resumeAt = nil }

@@ -64,7 +64,7 @@ struct Replay: ParsableCommand {
 
     @OptionGroup var cuffProtocol: ProtocolOption
 
-    @Option(help: "Threads that replay a btsnoop file, stretch by stretch (1: one thread; default: one per CPU, at most 4). The output is the same.")
+    @Option(help: "Threads that replay a btsnoop file, stretch by stretch (1: one thread; default: one per CPU, at most 4, and one on 2 CPUs or fewer). The output is the same.")
     var jobs: Int?
 
     @Option(name: .customLong("segment-bytes"), help: ArgumentHelp("Smallest stretch handed to a replay thread, in bytes (default 262144).", visibility: .hidden))
@@ -128,7 +128,10 @@ struct Replay: ParsableCommand {
         for m in handles { job.overrides[m.handle] = m.characteristic }
         job.realtime = realtime
         job.configuration.forcedProtocol = cuffProtocol.forced
-        if let jobs { job.threads = jobs }
+        if let jobs {
+            job.threads = jobs
+            job.parallelMinimumBytes = 0  // the threads asked for, whatever the file's size
+        }
         if let segmentBytes { job.segmentBytes = segmentBytes }
         job.showAll = !self.sinks.quiet
         let result: ReplayResult

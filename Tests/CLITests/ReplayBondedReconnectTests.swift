@@ -33,6 +33,19 @@ struct ReplayBondedReconnectCLITests {
         return (out, bpm)
     }
 
+    /// `file`'s records (after the file header), `hours` later.
+    static func shifted(_ file: [UInt8], hours: UInt64) -> [UInt8] {
+        var out: [UInt8] = []
+        for o in ReplayOddTimestampCLITests.recordOffsets(file) {
+            let included = Int(file[o + 4]) << 24 | Int(file[o + 5]) << 16 | Int(file[o + 6]) << 8 | Int(file[o + 7])
+            var r = Array(file[o..<(o + 24 + included)])
+            let t = (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(r[16 + $1]) } + hours * 3_600_000_000
+            for i in 0..<8 { r[16 + i] = UInt8(truncatingIfNeeded: t >> (56 - 8 * i)) }
+            out += r
+        }
+        return out
+    }
+
     static func values(_ lines: [String]) -> [String] {
         lines.filter { $0.hasPrefix("{\"type\":\"measurement\"") }
             .map { $0.replacingOccurrences(of: #""received_at":"[^"]*""#, with: "", options: .regularExpression) }
@@ -83,6 +96,44 @@ struct ReplayBondedReconnectCLITests {
                 #expect(many.stdout == base.stdout, "\(args): stdout differs")
                 #expect(many.stderr == base.stderr, "\(args): stderr differs")
             }
+        }
+    }
+
+    /// Many short sessions (a gateway's log): a discovery, 24 reconnects that use it, a second
+    /// discovery (of another connection: the reconnects after it name that one), 24 more. Cut into
+    /// stretches, each replay thread starts from the maps learned when its stretch was handed out,
+    /// and a stretch whose maps were not those of the one-thread replay there is replayed again:
+    /// stdout and stderr stay the one-thread replay's.
+    @Test func manyReconnectsAcrossStretchesAndARediscoveryGiveTheOneThreadReplay() throws {
+        let src = [UInt8](try Data(contentsOf: ReplayCommandTests.captures.appendingPathComponent("normal.btsnoop")))
+        var file = src
+        var previous = src
+        for round in 0..<2 {
+            if round == 1 {
+                let again = Self.shifted(src, hours: 100)
+                file += again
+                previous = Array(src.prefix(16)) + again
+            }
+            for _ in 0..<24 {
+                let (next, _) = Self.reconnect(previous)
+                file += next
+                previous = Array(src.prefix(16)) + next
+            }
+        }
+        let path = ReplayCommandTests.tempFile("reconnects.btsnoop")
+        defer { try? FileManager.default.removeItem(at: path) }
+        try Data(file).write(to: path)
+        let one = try CLI.run(["replay", path.path, "--jobs", "1"])
+        #expect(one.status == 0, "\(one.stderr.suffix(600))")
+        let notices = one.stderr.split(separator: "\n").filter { $0.contains("no service discovery on this connection") }
+        #expect(notices.count == 48)
+        #expect(Set(notices.map { $0.suffix(30) }).count == 2)  // the two discoveries' offsets
+        #expect(Self.values(one.stdoutLines).count == 50)
+        for args in [["--segment-bytes", "1", "--jobs", "2"], ["--segment-bytes", "1", "--jobs", "4"], ["--segment-bytes", "3000", "--jobs", "3"], []] {
+            let many = try CLI.run(["replay", path.path] + args)
+            #expect(many.status == one.status, "\(args)")
+            #expect(many.stdout == one.stdout, "\(args): stdout differs")
+            #expect(many.stderr == one.stderr, "\(args): stderr differs")
         }
     }
 }

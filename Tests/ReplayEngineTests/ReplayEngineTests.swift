@@ -65,6 +65,7 @@ import Testing
         var job = ReplayJob(path: path)
         job.threads = threads
         job.segmentBytes = segmentBytes
+        job.parallelMinimumBytes = 0  // the threads asked for, even on a small capture
         let presenter = Collected()
         let r = try job.run(into: sinks, presenter: presenter)
         #expect(presenter.failures.withLock { $0.isEmpty })
@@ -106,6 +107,7 @@ import Testing
             var job = ReplayJob(path: path)
             job.threads = threads
             job.segmentBytes = 1
+            job.parallelMinimumBytes = 0
             let presenter = Collected()
             let r = try job.run(into: ReplaySinks(fan: FanOutSink([sink]), direct: sink), presenter: presenter)
             #expect(r.sinkFailed)

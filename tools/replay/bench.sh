@@ -7,30 +7,46 @@
 # Usage: tools/replay/bench.sh [SIZE_MB] [WORKDIR]
 # SESSION_HEAVY=N: keep only each session's first N cuff-pressure notifications (many short
 # sessions: the per-session path dominates instead of the notification path).
+# SHORT_SESSIONS=N: N short sessions instead (the common shape of a gateway's btsnoop log): the
+# first copy of each input whole, then bonded reconnects without discovery, each keeping its
+# first SHORT_NOTIFICATIONS (default 3) notifications: about 20 records and 700 bytes a session
+# (N = 20000: a 14.8 MB capture; SIZE_MB is then only an upper bound; SHORT_INPUTS: the sessions
+# to copy, default captures/normal.btsnoop). Also times
+# `cuff replay --jobs 1` (JOBS1_RUNS times, default RUNS) beside the default, in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 size=${1:-200}
 work=${2:-${TMPDIR:-/tmp}/cuff-replay-bench}
 mkdir -p "$work"
 heavy=${SESSION_HEAVY:-}
-file="$work/bench-${size}MB${heavy:+-sessions-$heavy}.btsnoop"
+short=${SHORT_SESSIONS:-}
+if [ -n "$short" ]; then
+  heavy=${SHORT_NOTIFICATIONS:-3}
+  file="$work/bench-short-$short-n$heavy.btsnoop"
+  size=${1:-100000}
+else
+  file="$work/bench-${size}MB${heavy:+-sessions-$heavy}.btsnoop"
+fi
 swift build -c release --product cuff >/dev/null
 swift build -c release --product CuffBenchmarks >/dev/null
 bin=$(swift build -c release --show-bin-path)
 if [ ! -s "$file" ]; then
-  "$bin/CuffBenchmarks" make-capture ${heavy:+--notifications "$heavy"} "$file" "$size" captures/*.btsnoop
+  "$bin/CuffBenchmarks" make-capture ${heavy:+--notifications "$heavy"} ${short:+--short --sessions "$short"} \
+    "$file" "$size" $(if [ -n "$short" ]; then echo "${SHORT_INPUTS:-captures/normal.btsnoop}"; else echo captures/*.btsnoop; fi)
 fi
 bytes=$(stat -c %s "$file")
 echo "capture: $file ($bytes bytes)"
 
 measure() {  # label command...
   local label=$1; shift
+  # Wall time from the clock in ns (/usr/bin/time counts in 10 ms steps: too coarse for a 14 MB file).
+  local t0 t1 rss secs
+  t0=$(date +%s%N)
   /usr/bin/time -v -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || true
-  local wall rss secs
-  wall=$(grep "Elapsed (wall clock)" "$work/time.txt" | awk '{print $NF}')
+  t1=$(date +%s%N)
   rss=$(grep "Maximum resident set size" "$work/time.txt" | awk '{print $NF}')
-  secs=$(echo "$wall" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
-  printf '%-8s %10.2f s %10.1f MB/s   peak RSS %7.1f MB\n' "$label" "$secs" "$(echo "$bytes / $secs / 1000000" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
+  secs=$(echo "($t1 - $t0) / 1000000000" | bc -l)
+  printf '%-8s %10.3f s %10.1f MB/s   peak RSS %7.1f MB\n' "$label" "$secs" "$(echo "$bytes / $secs / 1000000" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
   echo "$secs" >"$work/$label.secs"
 }
 
@@ -41,11 +57,24 @@ runs=${RUNS:-5}
 for i in $(seq "$runs"); do
   measure "cuff#$i" "$bin/cuff" replay "$file" --quiet
 done
-sort -n "$work"/cuff#*.secs > "$work/cuff.all"
-median=$(awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }' "$work/cuff.all")
-best=$(head -1 "$work/cuff.all")
-printf 'cuff     median of %d: %.2f s = %.1f MB/s; best %.2f s = %.1f MB/s\n' "$runs" "$median" "$(echo "$bytes / $median / 1000000" | bc -l)" "$best" "$(echo "$bytes / $best / 1000000" | bc -l)"
-rm -f "$work"/cuff#*.secs
+summary() {  # label prefix runs: prints the median and best of "$work/prefix#*.secs", sets median, best
+  sort -n "$work"/"$2"#*.secs > "$work/$2.all"
+  median=$(awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }' "$work/$2.all")
+  best=$(head -1 "$work/$2.all")
+  printf '%-8s median of %d: %.3f s = %.1f MB/s; best %.3f s = %.1f MB/s\n' "$1" "$3" "$median" "$(echo "$bytes / $median / 1000000" | bc -l)" "$best" "$(echo "$bytes / $best / 1000000" | bc -l)"
+  rm -f "$work"/"$2"#*.secs
+}
+if [ -n "$short" ]; then
+  for i in $(seq "${JOBS1_RUNS:-$runs}"); do
+    measure "jobs1#$i" "$bin/cuff" replay "$file" --quiet --jobs 1
+  done
+  summary "jobs 1" jobs1 "${JOBS1_RUNS:-$runs}"
+  jobs1_median=$median
+fi
+summary cuff cuff "$runs"
+if [ -n "$short" ]; then
+  echo "default vs --jobs 1: $(echo "$jobs1_median / $median" | bc -l | cut -c1-6)× the speed of --jobs 1 (medians)"
+fi
 if command -v tshark >/dev/null; then
   measure tshark sh -c "tshark -r '$file' -T fields -e btatt.opcode > /dev/null"
   t=$(cat "$work/tshark.secs")
@@ -53,4 +82,4 @@ if command -v tshark >/dev/null; then
 else
   echo "tshark: not installed, skipped"
 fi
-echo "cuff replay records: $("$bin/cuff" replay "$file" --quiet | wc -l)"
+echo "cuff replay records: $("$bin/cuff" replay "$file" --quiet 2>/dev/null | wc -l)"
