@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets: compiles the pure library modules the targets need (CuffCore,
-# BloodPressure, GATT, CuffSession, StoreFormat, Transport, Capture, DBus) with swiftc directly, instrumented for libFuzzer
+# BloodPressure, GATT, Omron, CuffSimulator, CuffSession, StoreFormat, Transport, Capture, DBus) with swiftc directly, instrumented for libFuzzer
 # and AddressSanitizer, then links one binary per target in tools/fuzz/Targets/.
 # SwiftPM is not involved, so `swift build` / `swift test` never see a LLVMFuzzerTestOneInput.
 #   bash tools/fuzz/build.sh            → .build-fuzz/bin/<Target>
@@ -26,12 +26,13 @@ fi
 # Modules in dependency order, each compiled whole-module into one object. A module is rebuilt when
 # one of its sources is newer than its stamp, or when the object of a module it imports changed
 # (swiftc leaves an object it would write identically untouched).
-modules=(CuffCore BloodPressure GATT CuffSession StoreFormat Transport Capture DBus)
+modules=(CuffCore BloodPressure GATT Omron CuffSimulator CuffSession StoreFormat Transport Capture DBus)
 upstream=0
 for m in "${modules[@]}"; do
   obj="$out/obj/$m.o"
   stampfile="$out/obj/$m.stamp"
-  srcs=("Sources/$m"/*.swift)
+  # Every source of the module, its subfolders too (CuffSession/Protocol, CuffSession/Omron).
+  mapfile -t srcs < <(find "Sources/$m" -name '*.swift' | sort)
   newest=$(stat -c %Y "${srcs[@]}" | sort -n | tail -n 1)
   if [ "$upstream" -gt "$newest" ]; then newest=$upstream; fi
   if [ ! -f "$obj" ] || [ ! -f "$stampfile" ] || [ "$(stat -c %Y "$stampfile")" -lt "$newest" ]; then
