@@ -7,20 +7,9 @@
 #   tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-bluetoothd-capture.sh"'
 #   (tools/vm/make-foreign-capture.sh runs it and copies the capture into captures/foreign/)
 set -u
-REPO=${CUFF_REPO:?run through tools/vm/run.sh}
-CUFF=${CUFF_BIN:-$REPO/.build/debug/cuff}
-P=${CUFF_BT_PERIPHERAL:?run through tools/vm/run.sh}
-C=${CUFF_BT_CENTRAL:?run through tools/vm/run.sh}
-T0=$(date +%s.%N)
-say() { printf '[bluetoothd-capture %6.2f] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; }
-mkdir -p /run/dbus /var/lib/bluetooth
-rm -f /run/dbus/pid /run/dbus/system_bus_socket
-rm -rf /var/lib/bluetooth/*
-dbus-daemon --system --nofork --nopidfile > dbus.log 2>&1 &
-for _ in $(seq 100); do [ -S /run/dbus/system_bus_socket ] && break; sleep 0.05; done
-BTD_BIN=$(command -v bluetoothd || echo /usr/libexec/bluetooth/bluetoothd)
-"$BTD_BIN" -n -d > bluetoothd.log 2>&1 &
-for _ in $(seq 200); do [ "$(grep -c 'has been enabled' bluetoothd.log)" -ge 2 ] && break; sleep 0.05; done
+. "${CUFF_REPO:?run through tools/vm/run.sh}/tools/vm/guest-lib.sh"
+guest_init bluetoothd-capture --need-cuff
+start_desktop
 btmgmt -i "$P" power on > /dev/null 2>&1
 btmgmt -i "$C" power on > /dev/null 2>&1
 PADDR=$(hciconfig "$P" | awk '/BD Address/{print $3}')

@@ -13,12 +13,8 @@
 # 4. `cuff pair --forget ADDR --bonds FILE`: the store no longer has the peer.
 # exit status: the number of failed steps.
 set -u
-REPO=${CUFF_REPO:?run through tools/vm/run.sh}
-CUFF=${CUFF_BIN:-$REPO/.build/debug/cuff}
-P=${CUFF_BT_PERIPHERAL:?run through tools/vm/run.sh}
-C=${CUFF_BT_CENTRAL:?run through tools/vm/run.sh}
-T0=$(date +%s.%N)
-say() { printf '[bonds %6.2f] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; }
+. "${CUFF_REPO:?run through tools/vm/run.sh}/tools/vm/guest-lib.sh"
+guest_init bonds --need-cuff
 fails=0
 check() { if "$2"; then say "$1: PASS"; else say "$1: FAIL"; fails=$((fails + 1)); fi; }
 pgrep -x bluetoothd > /dev/null && { say "bluetoothd runs: this test is for the raw path"; exit 2; }
@@ -38,7 +34,7 @@ sim() {
 }
 unsim() {
   kill -INT "$SIM" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$SIM" 2>/dev/null || break; sleep 0.1; done
+  wait_gone "$SIM"
   kill -KILL "$SIM" 2>/dev/null; wait "$SIM" 2>/dev/null
 }
 

@@ -13,15 +13,10 @@
 # reports "paired", and a control run whose agent can't reach the bus fails with the advice.
 # env: CUFF_BIN (default $CUFF_REPO/.build/debug/cuff).
 set -u
-REPO=${CUFF_REPO:?run through tools/vm/run.sh}
-CUFF=${CUFF_BIN:-$REPO/.build/debug/cuff}
-P=${CUFF_BT_PERIPHERAL:?run through tools/vm/run.sh}
-C=${CUFF_BT_CENTRAL:?run through tools/vm/run.sh}
-[ -x "$CUFF" ] || { echo "guest-dbus-agent: $CUFF not found — build it on the host first"; exit 2; }
-T0=$(date +%s.%N)
-say() { printf '[dbus-agent %6.2f] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; }
+. "${CUFF_REPO:?run through tools/vm/run.sh}/tools/vm/guest-lib.sh"
+guest_init dbus-agent --need-cuff
 
-. "$REPO/tools/vm/guest-system-bus.sh"
+start_desktop
 say "dbus-daemon $DBUS, bluetoothd $BTD: $(grep -c 'has been enabled' bluetoothd.log) adapters enabled"
 
 btmgmt -i "$P" power on > /dev/null 2>&1
@@ -45,7 +40,7 @@ run() {  # NAME COMMAND...: simulator up, scan, then COMMAND; echoes its exit st
   local rc=-1
   if $found; then timeout 90 "$@" > "$name.ndjson" 2> "$name.log"; rc=$?; fi
   kill -INT "$sim" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$sim" 2>/dev/null || break; sleep 0.1; done
+  wait_gone "$sim"
   kill -KILL "$sim" 2>/dev/null; wait "$sim" 2>/dev/null
   say "$name: scan found=$found, exit $rc, $(grep -c . "$name.ndjson" 2>/dev/null) NDJSON lines"
   sed 's/^/    /' "$name.log" | grep -iE 'agent|pair|secur|error|fail' | head -20

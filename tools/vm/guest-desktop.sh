@@ -28,13 +28,8 @@
 # On the host, test-desktop.sh compares the live records with `cuff replay` of the capture.
 # One JSON line per step in desktop-results.jsonl; exit status = number of failed steps.
 set -u
-REPO=${CUFF_REPO:?run through tools/vm/run.sh}
-CUFF=${CUFF_BIN:-$REPO/.build/debug/cuff}
-P=${CUFF_BT_PERIPHERAL:?run through tools/vm/run.sh}
-C=${CUFF_BT_CENTRAL:?run through tools/vm/run.sh}
-[ -x "$CUFF" ] || { echo "guest-desktop: $CUFF not found — build it on the host first"; exit 2; }
-T0=$(date +%s.%N)
-say() { printf '[desktop %6.2f] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; }
+. "${CUFF_REPO:?run through tools/vm/run.sh}/tools/vm/guest-lib.sh"
+guest_init desktop --need-cuff
 rm -f desktop-results.jsonl
 fails=0
 result() {  # STEP OK(true/false) EXTRA-JSON
@@ -43,7 +38,7 @@ result() {  # STEP OK(true/false) EXTRA-JSON
   $2 || fails=$((fails + 1))
 }
 
-. "$REPO/tools/vm/guest-system-bus.sh"
+start_desktop
 say "dbus-daemon $DBUS, bluetoothd $BTD: $(grep -c 'has been enabled' bluetoothd.log) adapters enabled"
 btmgmt -i "$P" power on > /dev/null 2>&1
 btmgmt -i "$C" power on > /dev/null 2>&1
@@ -62,7 +57,7 @@ ok=false; [ $drc = 0 ] && ok=true
 result bluetoothd-scan-leaves-other-discovery "$ok" "\"detail\":$(cat desktop-discovery-0.json 2>/dev/null || echo null)"
 sed 's/^/    /' desktop-discovery-0.log | head -6
 kill -INT "$SIM" 2>/dev/null
-for _ in $(seq 50); do kill -0 "$SIM" 2>/dev/null || break; sleep 0.1; done
+wait_gone "$SIM"
 kill -KILL "$SIM" 2>/dev/null
 sleep 1
 
@@ -122,7 +117,7 @@ result agent-rejects-foreign $ok "\"measure_exit\":$frc"
 grep -E 'agent|secur|pair' desktop-foreign.log | sed 's/^/    /' | head -8
 
 kill -INT "$SIM" 2>/dev/null
-for _ in $(seq 50); do kill -0 "$SIM" 2>/dev/null || break; sleep 0.1; done
+wait_gone "$SIM"
 kill -KILL "$SIM" 2>/dev/null
 say "simulator log:"; grep -vE '^\s*$' desktop-sim.log | sed 's/^/    /' | head -40
 

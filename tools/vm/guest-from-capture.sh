@@ -6,12 +6,8 @@
 #
 #   tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-from-capture.sh"'
 set -u
-REPO=${CUFF_REPO:?run through tools/vm/run.sh}
-CUFF=${CUFF_BIN:-$REPO/.build/debug/cuff}
-P=${CUFF_BT_PERIPHERAL:?run through tools/vm/run.sh}
-C=${CUFF_BT_CENTRAL:?run through tools/vm/run.sh}
-T0=$(date +%s.%N)
-say() { printf '[from-capture %6.2f] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; }
+. "${CUFF_REPO:?run through tools/vm/run.sh}/tools/vm/guest-lib.sh"
+guest_init from-capture --need-cuff
 btmgmt -i "$P" power on > /dev/null 2>&1
 btmgmt -i "$C" power on > /dev/null 2>&1
 PADDR=$(hciconfig "$P" | awk '/BD Address/{print $3}')
@@ -29,7 +25,7 @@ for name in normal foreign/bluetoothd-gatt-server; do
   timeout 90 "$CUFF" measure "$PADDR" --adapter "$C" --timeout 40 > "fc-measure-$tag.ndjson" 2> "fc-measure-$tag.log"
   rc=$?
   kill -INT "$S" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$S" 2>/dev/null || break; sleep 0.1; done
+  wait_gone "$S"
   kill -KILL "$S" 2>/dev/null; wait "$S" 2>/dev/null
   "$CUFF" replay "$file" --quiet > "fc-replay-$tag.ndjson" 2>/dev/null
   live=$(results "fc-measure-$tag.ndjson"); want=$(results "fc-replay-$tag.ndjson")

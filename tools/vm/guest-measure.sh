@@ -18,18 +18,12 @@
 # for normal and stored-records measure must also exit 0 (error and disconnect may end non-zero
 # by design: their NDJSON says what happened).
 set -u
-REPO=${CUFF_REPO:?run through tools/vm/run.sh}
-CUFF=${CUFF_BIN:-$REPO/.build/debug/cuff}
-P=${CUFF_BT_PERIPHERAL:?run through tools/vm/run.sh}
-C=${CUFF_BT_CENTRAL:?run through tools/vm/run.sh}
+. "${CUFF_REPO:?run through tools/vm/run.sh}/tools/vm/guest-lib.sh"
+guest_init measure --need-cuff
 SCENARIOS=${CUFF_VM_SCENARIOS:-normal error stored-records disconnect}
 SECURITY=${CUFF_VM_SECURITY:-none medium}
 MT=${CUFF_VM_MEASURE_TIMEOUT:-90}
-[ -x "$CUFF" ] || { echo "guest-measure: $CUFF not found — build it on the host first (swift build)"; exit 2; }
 
-T0=$(date +%s.%N)
-now() { echo "$(date +%s.%N) - $T0" | bc; }
-say() { printf '[measure %6.2f] %s\n' "$(now)" "$*"; }
 
 # MGMT power-on (registers SMP); harmless if the CLI powers the adapters itself.
 btmgmt -i "$P" power on > /dev/null 2>&1
@@ -60,7 +54,7 @@ for scenario in $SCENARIOS; do
       mrc=$?
     fi
     kill -INT "$SIM" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$SIM" 2>/dev/null || break; sleep 0.1; done
+    wait_gone "$SIM"
     kill -KILL "$SIM" 2>/dev/null
     wait "$SIM" 2>/dev/null
     src=$?

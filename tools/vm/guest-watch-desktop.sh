@@ -10,31 +10,10 @@
 #
 # exit status: 0 passed, 1 failed, 2 the binary is missing.
 set -u
-REPO=${CUFF_REPO:?run through tools/vm/run.sh}
-CUFF=${CUFF_BIN:-$REPO/.build/debug/cuff}
-P=${CUFF_BT_PERIPHERAL:?run through tools/vm/run.sh}
-C=${CUFF_BT_CENTRAL:?run through tools/vm/run.sh}
-[ -x "$CUFF" ] || { echo "guest-watch-desktop: $CUFF not found — build it on the host first"; exit 2; }
-T0=$(date +%s.%N)
-say() { printf '[watch-desktop %6.2f] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; }
-stop() {  # PID [SIGNAL]: signal, wait up to 5 s, then SIGKILL; the exit status in $stopped
-  kill "-${2:-INT}" "$1" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$1" 2>/dev/null
-  wait "$1" 2>/dev/null
-  stopped=$?
-}
+. "${CUFF_REPO:?run through tools/vm/run.sh}/tools/vm/guest-lib.sh"
+guest_init watch-desktop --need-cuff
 
-mkdir -p /run/dbus /var/lib/bluetooth
-rm -f /run/dbus/pid /run/dbus/system_bus_socket
-rm -rf /var/lib/bluetooth/*
-dbus-daemon --system --nofork --nopidfile > wd-dbus.log 2>&1 &
-DBUS=$!
-for _ in $(seq 100); do [ -S /run/dbus/system_bus_socket ] && break; sleep 0.05; done
-BTD_BIN=$(command -v bluetoothd || echo /usr/libexec/bluetooth/bluetoothd)
-"$BTD_BIN" -n -d > wd-bluetoothd.log 2>&1 &
-BTD=$!
-for _ in $(seq 200); do [ "$(grep -c 'has been enabled' wd-bluetoothd.log)" -ge 2 ] && break; sleep 0.05; done
+start_desktop wd-
 btmgmt -i "$P" power on > /dev/null 2>&1
 btmgmt -i "$C" power on > /dev/null 2>&1
 PADDR=$(hciconfig "$P" | awk '/BD Address/{print $3}')

@@ -8,13 +8,8 @@
 #
 # exit status: 0 passed, 1 failed, 2 the binary is missing.
 set -u
-REPO=${CUFF_REPO:?run through tools/vm/run.sh}
-CUFF=${CUFF_BIN:-$REPO/.build/debug/cuff}
-P=${CUFF_BT_PERIPHERAL:?run through tools/vm/run.sh}
-C=${CUFF_BT_CENTRAL:?run through tools/vm/run.sh}
-[ -x "$CUFF" ] || { echo "guest-watch: $CUFF not found — build it on the host first"; exit 2; }
-T0=$(date +%s.%N)
-say() { printf '[watch %6.2f] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; }
+. "${CUFF_REPO:?run through tools/vm/run.sh}/tools/vm/guest-lib.sh"
+guest_init watch --need-cuff
 btmgmt -i "$P" power on > /dev/null 2>&1
 btmgmt -i "$C" power on > /dev/null 2>&1
 PADDR=$(hciconfig "$P" | awk '/BD Address/{print $3}')
@@ -40,7 +35,7 @@ for turn in 1 2; do
     sleep 0.5
   done
   kill -INT "$S" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$S" 2>/dev/null || break; sleep 0.1; done
+  wait_gone "$S"
   kill -KILL "$S" 2>/dev/null; wait "$S" 2>/dev/null
   say "turn $turn: $(( $(count) - before )) new reading(s) ($($got && echo PASS || echo FAIL))"
   $got || fails=$((fails + 1))
@@ -80,7 +75,7 @@ for _ in $(seq 120); do
   sleep 0.5
 done
 kill -INT "$S" 2>/dev/null
-for _ in $(seq 50); do kill -0 "$S" 2>/dev/null || break; sleep 0.1; done
+wait_gone "$S"
 kill -KILL "$S" 2>/dev/null; wait "$S" 2>/dev/null
 kill -TERM "$W"
 for _ in $(seq 150); do kill -0 "$W" 2>/dev/null || break; sleep 0.1; done
