@@ -8,10 +8,11 @@
 #   4. the desktop: bluetoothd started first on both controllers (guest-desktop.sh): raw scan during
 #      a bluetoothd discovery that must still find devices, scan/pair/measure twice through
 #      bluetoothd, and a raw-path measure beside it;
-#   5. (a second VM) cuff watch across simulator turns and simulate --from-capture; with
-#      CUFF_VM_DESKTOP_SIM=1 also `cuff simulate --backend bluetoothd` as a non-root user
-#      (guest-desktop-sim.sh: opt-in until it passes in the VM; issue #27);
-#   6. on the host, `cuff replay` of the btmon capture must give the same measurement records as
+#   5. (a second VM) cuff watch across simulator turns and simulate --from-capture;
+#   6. (a third VM) `cuff simulate --backend bluetoothd` as a non-root user, served to cuff measure
+#      (both backends), bluetoothctl's gatt menu and cuff watch, an unconfirmed reading re-sent,
+#      a bluetoothd restart (guest-desktop-sim.sh; CUFF_VM_DESKTOP_SIM=0 skips it);
+#   7. on the host, `cuff replay` of the btmon capture must give the same measurement records as
 #      the live runs, both backends (all keys but received_at, which is the capture's clock instead of ours).
 # Prints its wall time. Needs `swift build --build-tests` first (tools/test.sh does it).
 set -euo pipefail
@@ -68,10 +69,19 @@ print("replay matches the live runs")
 PY
 echo "-- cuff watch --adapter across two simulate turns (raw, then through bluetoothd); simulate --from-capture --adapter (a VM of its own)"
 second='"$CUFF_REPO/tools/vm/guest-watch.sh" && "$CUFF_REPO/tools/vm/guest-from-capture.sh" && "$CUFF_REPO/tools/vm/guest-watch-desktop.sh"'
-# The simulator through bluetoothd as a non-root user: not yet passing in the VM (issue #27), so opt-in.
-if [ "${CUFF_VM_DESKTOP_SIM:-0}" = 1 ]; then second="$second"' && "$CUFF_REPO/tools/vm/guest-desktop-sim.sh"'; fi
 if ! CUFF_VM_OUT=tools/vm/out/watch tools/vm/run.sh -- bash -c "$second"; then
   echo "guest-watch failed; logs:"; tail -n 30 tools/vm/out/watch/console.log 2>/dev/null || true
   exit 1
+fi
+# CUFF_VM_DESKTOP_SIM=0 skips this one.
+if [ "${CUFF_VM_DESKTOP_SIM:-1}" != 0 ]; then
+  echo "-- cuff simulate --backend bluetoothd as a user who is not root, served to cuff measure, bluetoothctl and cuff watch (a VM of its own)"
+  rc=0
+  CUFF_VM_OUT=tools/vm/out/desktop-sim tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-desktop-sim.sh"' || rc=$?
+  cat tools/vm/out/desktop-sim/desktop-sim-results.jsonl 2>/dev/null || true
+  if [ "$rc" != 0 ]; then
+    echo "guest-desktop-sim failed ($rc); logs:"; tail -n 40 tools/vm/out/desktop-sim/console.log 2>/dev/null || true
+    exit 1
+  fi
 fi
 echo "BlueZ VM test: $(( $(date +%s) - start )) s wall"
