@@ -77,7 +77,7 @@ fi
 if [ "${CUFF_VM_DESKTOP_SIM:-1}" != 0 ]; then
   echo "-- cuff simulate --backend bluetoothd as a user who is not root, served to cuff measure, bluetoothctl and cuff watch (a VM of its own)"
   rc=0
-  CUFF_VM_OUT=tools/vm/out/desktop-sim tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-desktop-sim.sh"' || rc=$?
+  CUFF_VM_TIMEOUT=${CUFF_VM_TIMEOUT:-900} CUFF_VM_OUT=tools/vm/out/desktop-sim tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-desktop-sim.sh"' || rc=$?
   cat tools/vm/out/desktop-sim/desktop-sim-results.jsonl 2>/dev/null || true
   if [ "$rc" != 0 ]; then
     echo "guest-desktop-sim failed ($rc); logs:"; tail -n 40 tools/vm/out/desktop-sim/console.log 2>/dev/null || true
