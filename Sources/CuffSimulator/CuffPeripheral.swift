@@ -61,6 +61,7 @@ public struct CuffPeripheral: GATTPeripheral {
             add(.cuffControl, .write, .write)
         }
         var server = GATTServer(database: b.build())
+        server.transactionTimeoutHere = configuration.transactionTimeout
         server.deferredWriteHandles = Set([.cuffControl, .currentTime, .dateTime, .recordAccessControlPoint].compactMap { handles[$0] })
         self.server = server
         self.machine = machine

@@ -20,6 +20,12 @@ public struct SimulatorConfiguration: Sendable {
     public var icpRate: Double = 5
     /// How long the cuff stays connected after its result was confirmed.
     public var linger: Duration = .seconds(3)
+    /// How many seconds of the cuff's own clock pass in one real second (`--speed`). The ATT
+    /// transaction timeout is the client's, in real time: it lasts this many times 30 s of the
+    /// cuff's clock, so a slow client (bluetoothd on a loaded machine) is not cut off early.
+    public var timeScale: Double = 1 { didSet { if !(timeScale >= 1) { timeScale = 1 } } }
+    /// The ATT transaction timeout (30 s, Vol 3 Part F §3.3.3) in the cuff's own time.
+    public var transactionTimeout: Duration { .seconds(30 * min(timeScale, 1e6)) }
     /// Send every stored reading again after each subscription, also the ones a client already
     /// confirmed (what some careless cuffs do). Off unless the scenario asks for it
     /// (``Scenario/resendsConfirmedReadings``); a faithful cuff sends a reading until it is confirmed.

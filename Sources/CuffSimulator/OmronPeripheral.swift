@@ -63,6 +63,7 @@ public struct OmronPeripheral: GATTPeripheral {
         guard let o = c.omron else { return nil }
         let cuff = OmronSimulator(profile: o.profile, scenario: o.scenario, seed: c.seed, paired: !o.unpaired, localSeconds: c.clockStart)
         self.init(cuff: cuff, localAtPowerOn: c.clockStart)
+        server.transactionTimeoutHere = c.transactionTimeout
     }
 
     public var nextDeadline: Timestamp? { server.nextDeadline }

@@ -13,6 +13,11 @@ public struct GATTServer: Sendable {
     public static let minimumMTU: UInt16 = 23
     /// The ATT transaction timeout (Vol 3 Part F §3.3.3).
     public static let transactionTimeout: Duration = .seconds(30)
+    /// How long an indication waits for its confirmation on this connection, in the time the
+    /// driver passes in: ``transactionTimeout`` unless the driver's clock runs faster than real
+    /// time (a simulated cuff at `--speed 6` gets 6 × 30 s of its own time, so the client still
+    /// has the 30 real seconds the specification gives it).
+    public var transactionTimeoutHere: Duration = transactionTimeout
     /// The longest attribute value (Vol 3 Part F §3.2.9).
     public static let maximumValueLength = 512
 
@@ -78,7 +83,7 @@ public struct GATTServer: Sendable {
     }
 
     /// When ``tick(now:)`` must next be called, nil when no timer runs.
-    public var nextDeadline: Timestamp? { inFlight.map { $0.sentAt + Self.transactionTimeout } }
+    public var nextDeadline: Timestamp? { inFlight.map { $0.sentAt + transactionTimeoutHere } }
 
     /// The number of indications waiting behind the one in flight.
     public var queuedIndications: Int { queue.count }
@@ -134,7 +139,7 @@ public struct GATTServer: Sendable {
 
     /// Checks the indication timer.
     public mutating func tick(now: Timestamp) -> [GATTServerAction] {
-        guard let flight = inFlight, now - flight.sentAt >= Self.transactionTimeout else { return [] }
+        guard let flight = inFlight, now - flight.sentAt >= transactionTimeoutHere else { return [] }
         inFlight = nil
         indicationsStopped = true
         var actions: [GATTServerAction] = [.indicationTimedOut(handle: flight.handle)]

@@ -53,6 +53,7 @@ struct SimulatorOptions: ParsableArguments {
 
     var configuration: SimulatorConfiguration {
         var c = SimulatorConfiguration(scenario: scenario.bps ?? .normal, persona: persona, seed: seed, autostart: autostart)
+        c.timeScale = speed
         c.recordSegmentLength = recordSegment
         c.measureEvery = every.map { .nanoseconds(Int64($0 * 1e9)) }
         c.omron = model.flatMap(OmronCatalog.profile(named:)).map { OmronSimulation(profile: $0, scenario: scenario.omron ?? .normal, unpaired: unpaired) }

@@ -3,6 +3,7 @@ import BloodPressure
 import CuffCore
 @testable import CuffSimulator
 import GATT
+import Omron
 
 /// The simulated cuff's exact answers to hand-written request PDUs.
 @Suite("Simulated cuff, byte for byte")
@@ -14,6 +15,20 @@ struct PeripheralBytesTests {
         var p = CuffPeripheral(configuration: SimulatorConfiguration(scenario: scenario, persona: persona, seed: 3, autostart: autostart))
         _ = p.connected(now: .zero)
         return p
+    }
+
+    /// At --speed 6 the cuff's clock runs 6 times faster than the client's: the ATT transaction
+    /// timeout stays 30 real seconds, 180 s of the cuff's time; slower than real time keeps 30 s.
+    @Test func transactionTimeoutIsTheClientsRealTime() {
+        var c = SimulatorConfiguration()
+        #expect(CuffPeripheral(configuration: c).server.transactionTimeoutHere == .seconds(30))
+        c.timeScale = 6
+        #expect(CuffPeripheral(configuration: c).server.transactionTimeoutHere == .seconds(180))
+        #expect(OmronPeripheral(configuration: { var o = c; o.omron = OmronSimulation(profile: OmronCatalog.profile(named: "HEM-7361T")!); return o }())?.server.transactionTimeoutHere == .seconds(180))
+        c.timeScale = 0.5
+        #expect(c.transactionTimeout == .seconds(30))
+        c.timeScale = .nan
+        #expect(c.transactionTimeout == .seconds(30))
     }
 
     @Test func primaryServicesAndHandles() {

