@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+/// `cuff measure --connect` against one `cuff simulate` process, again and again: the second
+/// session goes straight to its subscriptions and the clock on what the first learned.
+@Suite("GATT cache: cuff measure twice", .serialized)
+struct GATTCacheCLITests {
+    static func end(_ r: CLIResult) throws -> [String: Any] {
+        let ends = try r.stdoutLines.map(CLI.json).filter { $0["type"] as? String == "session" && $0["event"] as? String == "end" }
+        return try #require(ends.last, "no session end record: \(r.stderr.suffix(400))")
+    }
+
+    static func reading(_ r: CLIResult) throws -> [String: Any] {
+        try #require(try r.stdoutLines.map(CLI.json).first { $0["type"] as? String == "measurement" })
+    }
+
+    @Test func theSecondMeasureNeedsAtMostFourRequestsBeforeItsReading() throws {
+        let sim = try TwoProcessTests.Simulator(["--speed", "200", "--autostart", "--seed", "4"])
+        let state = sim.dir.appendingPathComponent("state").path
+        let store = sim.dir.appendingPathComponent("readings.db").path
+        let env = ["XDG_STATE_HOME": state]
+        let measure = ["measure", "--connect", "unix:\(sim.path)", "--store", store, "--timeout", "60"]
+        let first = try CLI.run(measure, environment: env)
+        let second = try CLI.run(measure, environment: env)
+        let off = try CLI.run(measure + ["--no-gatt-cache"], environment: env)
+        let cacheFiles = (try? FileManager.default.contentsOfDirectory(atPath: state + "/cuff/gatt")) ?? []
+        let log = sim.logText
+        #expect(sim.stop() == 0, "\(log)")
+        #expect(first.status == 0 && second.status == 0 && off.status == 0, "\(second.stderr.suffix(400))")
+
+        let a = try Self.end(first), b = try Self.end(second), c = try Self.end(off)
+        #expect(a["gatt_cache"] as? String == "miss" && a["att_requests"] as? Int == 22)
+        #expect(b["gatt_cache"] as? String == "hit", "\(second.stderr)")
+        let before = try #require(b["att_requests_before_reading"] as? Int)
+        #expect(before <= 4 && (b["att_requests"] as? Int ?? 99) <= 4)
+        #expect(c["gatt_cache"] as? String == "off" && c["att_requests"] as? Int == 22)
+        // What the cache held stands in for what the first session read.
+        for key in ["name", "manufacturer", "model", "serial", "features"] {
+            #expect("\(a[key] ?? "nil")" == "\(b[key] ?? "nil")", "\(key)")
+        }
+        #expect(cacheFiles.count == 1 && cacheFiles[0].hasSuffix(".gatt"), "\(cacheFiles)")
+        // The reading came, complete, with the device the cache knows.
+        let r = try Self.reading(second)
+        #expect(r["systolic"] is Double && r["diastolic"] is Double)
+        #expect((r["device"] as? [String: Any])?["serial"] as? String == "SIM-000001")
+        #expect(second.stderr.contains("using the GATT cache"))
+    }
+}
