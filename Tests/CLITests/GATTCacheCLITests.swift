@@ -45,4 +45,32 @@ struct GATTCacheCLITests {
         #expect((r["device"] as? [String: Any])?["serial"] as? String == "SIM-000001")
         #expect(second.stderr.contains("using the GATT cache"))
     }
+
+    @Test func watchKeepsWhatItLearnedAcrossSessionsAndRestarts() throws {
+        let s = try WatchCommandTests.Scratch()
+        let env = ["XDG_STATE_HOME": s.path("state")]
+        let cuff = try Spawned(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "120"], stderr: s.path("sim.err"))
+        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
+        func ends(_ name: String) -> [[String: Any]] {
+            s.lines(name).compactMap { try? CLI.json($0) }.filter { $0["type"] as? String == "session" && $0["event"] as? String == "end" }
+        }
+        for (round, extra) in [[], [], ["--no-gatt-cache"]].enumerated() {
+            let w = try Spawned(["watch", "--connect", "unix:" + s.path("c.sock")] + extra, stdout: s.path("out\(round)"),
+                                stderr: s.path("watch\(round).err"), environment: env)
+            #expect(WatchCommandTests.waitUntil(30) { ends("out\(round)").count >= 3 }, "\(s.text("watch\(round).err").suffix(800))")
+            w.signal(SIGTERM)
+            #expect(w.wait(timeout: 20) == 0)
+        }
+        cuff.signal(SIGTERM)
+        _ = cuff.wait(timeout: 10)
+        let first = ends("out0"), restarted = ends("out1"), off = ends("out2")
+        // The first session discovers; the ones after it, in this watch and in the next, use what it learned.
+        #expect(first.first?["gatt_cache"] as? String == "miss")
+        let hits = (first.dropFirst() + restarted).filter { $0["outcome"] as? String == "completed" }
+        #expect(!hits.isEmpty && hits.allSatisfy { $0["gatt_cache"] as? String == "hit" && ($0["att_requests"] as? Int ?? 99) <= 4 },
+                "\(hits.map { "\($0["gatt_cache"] ?? "-") \($0["att_requests"] ?? "-")" })")
+        #expect(hits.allSatisfy { $0["serial"] as? String == "SIM-000001" })
+        let full = try #require(first.first?["att_requests"] as? Int)
+        #expect(!off.isEmpty && off.allSatisfy { $0["gatt_cache"] as? String == "off" && $0["att_requests"] as? Int == full })
+    }
 }
