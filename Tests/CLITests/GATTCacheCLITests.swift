@@ -73,4 +73,31 @@ struct GATTCacheCLITests {
         let full = try #require(first.first?["att_requests"] as? Int)
         #expect(!off.isEmpty && off.allSatisfy { $0["gatt_cache"] as? String == "off" && $0["att_requests"] as? Int == full })
     }
+
+    @Test func aCuffWhoseHandlesMovedIsDiscoveredAgainWithoutLosingItsReading() throws {
+        let s = try WatchCommandTests.Scratch()
+        let env = ["XDG_STATE_HOME": s.path("state")]
+        let socket = s.path("c.sock")
+        func simulate(_ extra: [String]) throws -> Spawned {
+            try? FileManager.default.removeItem(atPath: socket)
+            let p = try Spawned(["simulate", "--listen", "unix:" + socket, "--speed", "200", "--autostart", "--seed", "4"] + extra, stderr: s.path("sim.err"))
+            #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: socket) })
+            return p
+        }
+        let measure = ["measure", "--connect", "unix:" + socket, "--timeout", "60"]
+        var results: [CLIResult] = []
+        // The same cuff (same socket) before and after a firmware update that moved its handles.
+        for extra in [[], ["--handle-gap", "128"], ["--handle-gap", "128"]] {
+            let sim = try simulate(extra)
+            results.append(try CLI.run(measure, environment: env))
+            sim.signal(SIGINT)
+            #expect(sim.wait(timeout: 10) == 0)
+        }
+        let ends = try results.map(Self.end)
+        #expect(results.allSatisfy { $0.status == 0 }, "\(results.map { $0.stderr.suffix(300) })")
+        #expect(ends.map { $0["gatt_cache"] as? String } == ["miss", "stale", "hit"])
+        #expect(results[1].stderr.contains("Invalid Handle"))
+        #expect(try results.map { try Self.reading($0)["systolic"] as? Double }.allSatisfy { $0 != nil })
+        #expect((ends[2]["att_requests"] as? Int ?? 99) <= 4)
+    }
 }
