@@ -121,25 +121,7 @@ public struct BondStore: Sendable {
     /// Writes the store: directories made 0700, the file written to a temporary name with mode
     /// 0600, synced, then renamed over the old one.
     public func save() throws(TransportError) {
-        var dir = ""
-        for part in path.split(separator: "/").dropLast() {
-            dir += "/" + part
-            if case .failure(let e) = Sys.mkdir(dir, 0o700), e != .fileExists {
-                throw TransportError.system("mkdir", "bond store directory \(dir)", e)
-            }
-        }
-        let tmp = path + ".tmp"
-        let fd: CInt
-        switch Sys.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o600) {
-        case .success(let f): fd = f
-        case .failure(let e): throw TransportError.system("open", "bond store \(tmp)", e)
-        }
-        defer { _ = Sys.close(fd) }
-        if case .failure(let e) = Sys.fchmod(fd, 0o600) { throw TransportError.system("fchmod", "bond store \(tmp)", e) }
-        let text = keys.map { $0.line + "\n" }.joined()
-        if let e = Sys.writeAll(fd, text) { throw TransportError.system("write", "bond store \(tmp)", e) }
-        if case .failure(let e) = Sys.fsync(fd) { throw TransportError.system("fsync", "bond store \(tmp)", e) }
-        if case .failure(let e) = Sys.rename(tmp, path) { throw TransportError.system("rename", "bond store \(tmp) → \(path)", e) }
+        try PrivateFile.replace(path, with: keys.map { $0.line + "\n" }.joined(), what: "bond store")
     }
 }
 

@@ -45,6 +45,10 @@ public struct SessionObserver: Sendable {
     }
     /// ``handOver`` is set (a flag the replay reads after every PDU, cheaper than the optional).
     public private(set) var handsOver = false
+    /// ATT requests the central was seen sending (the end record's `att_requests`).
+    public private(set) var attRequests = 0
+    /// ``attRequests`` when the first reading arrived.
+    var requestsBeforeReading: Int?
 
     // ATT state
     var clientMTU: UInt16 = 23
@@ -178,7 +182,11 @@ public struct SessionObserver: Sendable {
         // answers and pushes. A peripheral may run a GATT client of its own against the central
         // (bluetoothd does, right after connecting); its requests and the central's answers would
         // otherwise be taken for the session's (a read's value lost, a discovery cut short).
-        if let first = raw.first, let client = CaptureReplay.isClientOpcode(first), client != fromCentral { return }
+        if let first = raw.first, let client = CaptureReplay.isClientOpcode(first) {
+            if client != fromCentral { return }
+            // A request: a client opcode that is not a command (0x52, 0xD2) or a confirmation (0x1E).
+            if client, first & 0x40 == 0, first != 0x1E { attRequests += 1 }
+        }
         if let pdu = ATTPDU(wellFormed: raw) {  // most of the rest: read straight from the bytes
             if fromCentral { request(pdu, at, &out) } else { response(pdu, at, &out) }
             return
@@ -525,8 +533,14 @@ public struct SessionObserver: Sendable {
         // instructions a call, most of them for an array that is already empty).
         while actions.popLast() != nil {}
         machine.handle(event, into: &actions)
+        if requestsBeforeReading == nil, machine.resultsReceived > 0 { requestsBeforeReading = attRequests }
         for a in actions {
             switch a {
+            case let .emit(.session(s)) where s.event == .end:
+                var s = s
+                s.attRequests = attRequests
+                s.attRequestsBeforeReading = requestsBeforeReading
+                out.append(.emit(.session(s)))
             case let .emit(o): out.append(.emit(o))
             case let .log(s): out.append(.log(s))  // (only when the configuration wants logs)
             default: break  // the capture already holds what the real client did

@@ -382,13 +382,17 @@ public final class CentralDriver {
     let signals: SignalFlags?
     /// Stop on our own after this long (`--stop-after`).
     let stopAfter: Duration?
+    /// Where what the session learns about the cuff is kept (the GATT cache); nil: none.
+    let gattCache: GATTCacheStore?
     var connection: CentralConnection?
 
-    public init(configuration: CuffSessionConfiguration, hooks: SessionHooks, signals: SignalFlags? = .shared, stopAfter: Duration? = nil) {
+    public init(configuration: CuffSessionConfiguration, hooks: SessionHooks, signals: SignalFlags? = .shared, stopAfter: Duration? = nil,
+                gattCache: GATTCacheStore? = nil) {
         self.configuration = configuration
         self.hooks = hooks
         self.signals = signals
         self.stopAfter = stopAfter
+        self.gattCache = gattCache
     }
 
     /// Runs the session to its end; returns the outcome.
@@ -402,8 +406,15 @@ public final class CentralDriver {
             bearer.close()
             return .connectionFailed
         }
-        let c = CentralConnection(configuration: configuration, bearer: bearer, loop: loop, hooks: hooks)
+        var config = configuration
+        if let gattCache { config = gattCache.session(config, log: hooks.log) }
+        let c = CentralConnection(configuration: config, bearer: bearer, loop: loop, hooks: hooks)
         connection = c
+        defer {
+            if let gattCache, case let .on(before) = config.gattCache {
+                gattCache.keep(c.central, before: before, address: config.address, log: hooks.log)
+            }
+        }
         let started = MonotonicClock.now()
         c.start()
         do {

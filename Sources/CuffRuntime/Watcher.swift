@@ -35,6 +35,9 @@ public final class Watcher {
         public var storedSequenceNumber: ((String) -> UInt16?)?
         /// After ``stop()``: how long open sessions may take to end before their links are closed.
         public var stopGrace: Duration = .seconds(5)
+        /// Where what sessions learn about the cuffs on Unix sockets is kept (the GATT cache,
+        /// read once per cuff and written when it changed); nil: every session discovers.
+        public var gattCache: GATTCacheStore?
 
         public init() {}
 
@@ -67,6 +70,8 @@ public final class Watcher {
         var connectedAt: Timestamp = .zero
         var sessions = 0
         var lastError: String?
+        /// The GATT cache's entry for this cuff, once read (``Configuration/gattCache``).
+        var learned: LearnedCuff?
         init(path: String, fromDirectory: Bool) {
             self.path = path
             self.fromDirectory = fromDirectory
@@ -277,6 +282,10 @@ public final class Watcher {
         t.connectedAt = MonotonicClock.now()
         var config = configuration.session(t.address)
         if config.lastSequenceNumber == nil { config.lastSequenceNumber = collector.lastSequenceNumber(address: t.address) }
+        if let store = gattCache(t) {
+            if t.sessions == 1 { t.learned = store.load(address: t.address, log: log) }
+            config.gattCache = .on(t.learned)
+        }
         let address = t.address
         let hooks = SessionHooks(emit: { _ in }, log: { [sessionLog] s in sessionLog?(address, s) })
         let c = CentralConnection(configuration: config, bearer: bearer, loop: loop, hooks: hooks, committer: collector)
@@ -285,8 +294,12 @@ public final class Watcher {
         c.start()
     }
 
+    /// The GATT cache for `t`: Unix-socket cuffs only (on Bluetooth, bluetoothd keeps its own).
+    func gattCache(_ t: Target) -> GATTCacheStore? { t.start == nil ? configuration.gattCache : nil }
+
     func ended(_ t: Target, _ c: CentralConnection) {
         t.connection = nil
+        if let store = gattCache(t) { t.learned = store.keep(c.central, before: t.learned, address: t.address, log: log) }
         let lasted = MonotonicClock.now() - t.connectedAt
         // What was kept, not what arrived: a reading the store could not keep is not counted.
         let measured = c.keptMeasurements

@@ -16,6 +16,12 @@ public struct CuffCentral: CuffProtocolSession {
     enum Pending: Sendable, Hashable {
         case mtu
         case discovery
+        /// Read By Type of the Database Hash, compared with the cached one before the cache is used.
+        case hashCheck
+        /// The Database Hash read after discovery, for the cache.
+        case hashRead
+        /// The Service Changed subscription a session that discovered makes, so the cuff can say later.
+        case serviceChangedSubscription
         case read(CuffCharacteristic)
         case write(CuffCharacteristic)
         case subscribe(CuffCharacteristic)
@@ -33,9 +39,49 @@ public struct CuffCentral: CuffProtocolSession {
     var heldIndication: (handle: UInt16, value: [UInt8])?
     public private(set) var handOver: DiscoveredLink?
 
+    // GATT cache
+    /// What an earlier session learned (``CuffSessionConfiguration/gattCache``), nil when nothing.
+    let known: LearnedCuff?
+    /// How this session used the cache so far (the end record's `gatt_cache`).
+    public private(set) var cacheUse: GATTCacheUse
+    public var gattCacheUse: GATTCacheUse? { cacheUse }
+    /// True while the handles in use are the cache's, not confirmed by this connection's discovery.
+    var usingCache = false
+    var mtuExchanged = false
+    var databaseHash: [UInt8]?
+    /// The planned reads' values (from the cuff, or from the cache), for ``learned``.
+    var readValues: [CuffCharacteristic: [UInt8]] = [:]
+    /// Discoveries made after the first (a changed database), bounded so a cuff that keeps saying
+    /// Service Changed cannot keep the session discovering.
+    var rediscoveries = 0
+    static let maximumRediscoveries = 2
+    /// Requests the client had sent when the first reading arrived.
+    var requestsBeforeReading: Int?
+
     public init(configuration: CuffSessionConfiguration, preferredMTU: UInt16 = 247) {
         session = CuffSessionMachine(configuration: configuration)
         client = GATTClient(preferredMTU: preferredMTU)
+        switch configuration.gattCache {
+        case .off:
+            known = nil
+            cacheUse = .off
+        case let .on(k):
+            // A cache file of another device (a copied file) is not this cuff's.
+            known = k?.address == configuration.address ? k : nil
+            cacheUse = .miss
+        }
+    }
+
+    /// What this session learned about the cuff, for the GATT cache: set once discovery (or the
+    /// cache) gave the handles, with the values read since; nil with the cache off, before that,
+    /// and after a hand-over to another protocol.
+    public var learned: LearnedCuff? {
+        guard cacheUse != .off, let gattProfile, handOver == nil else { return nil }
+        var values = known.map { cacheUse == .hit ? $0.values : [:] } ?? [:]
+        values.merge(readValues) { $1 }
+        let hash = cacheUse == .hit ? known?.databaseHash : databaseHash
+        return LearnedCuff(address: session.configuration.address, mtu: cacheUse == .hit && !mtuExchanged ? known?.mtu ?? client.mtu : client.mtu,
+                           databaseHash: hash, profile: gattProfile, values: values)
     }
 
     public var state: CuffSessionMachine.State { session.state }
@@ -94,6 +140,7 @@ public struct CuffCentral: CuffProtocolSession {
     mutating func run(_ actions: [CuffSessionMachine.Action], _ at: EventTime) -> [Output] {
         var out: [Output] = []
         let now = at.monotonic
+        if requestsBeforeReading == nil, session.resultsReceived > 0 { requestsBeforeReading = client.requestsSent }
         for a in actions {
             switch a {
             case .connect:
@@ -102,13 +149,24 @@ public struct CuffCentral: CuffProtocolSession {
                 securityForClient = false
                 out.append(.raiseSecurity(l))
             case .discover:
-                let m = client.exchangeMTU(now: now)
-                pending[m.id] = .mtu
-                out += gatt(m.actions, at)
-                let d = client.discover(services: [], now: now)
-                pending[d.id] = .discovery
-                out += gatt(d.actions, at)
+                if let known {
+                    if known.databaseHash != nil {
+                        // Read by UUID: the hash's own handle may have moved with the rest.
+                        let r = client.read(type: .databaseHash, now: now)
+                        pending[r.id] = .hashCheck
+                        out += gatt(r.actions, at)
+                    } else {
+                        out += useCache(known, at)
+                    }
+                } else {
+                    out += discover(at)
+                }
             case let .read(c):
+                if cacheUse == .hit, let v = known?.values[c] {
+                    // Read on an earlier connection: a value that does not change.
+                    out += run(session.handle(.readCompleted(c, v, at)), at)
+                    continue
+                }
                 guard let ch = byCharacteristic[c] else { out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue }
                 let r = client.read(ch.valueHandle, now: now)
                 pending[r.id] = .read(c)
@@ -124,7 +182,14 @@ public struct CuffCentral: CuffProtocolSession {
                 pending[r.id] = .subscribe(c)
                 out += gatt(r.actions, at)
             case let .emit(o):
-                out.append(.emit(o))
+                guard case var .session(s) = o, s.event == .end else {
+                    out.append(.emit(o))
+                    continue
+                }
+                s.attRequests = client.requestsSent
+                s.attRequestsBeforeReading = requestsBeforeReading
+                s.gattCache = cacheUse
+                out.append(.emit(.session(s)))
             case .confirmIndication:
                 out += gatt(client.confirmIndication(), at)
             case .disconnect:
@@ -186,6 +251,12 @@ public struct CuffCentral: CuffProtocolSession {
         if let c = byHandle[handle] {
             return run(session.handle(.indication(c, value, at)), at)
         }
+        if handle == gattProfile?.characteristic(.serviceChanged, in: .genericAttribute)?.valueHandle {
+            // Nothing to keep: confirmed at once. With the cache's handles in use, they may be wrong now.
+            let confirm = gatt(client.confirmIndication(), at)
+            guard usingCache else { return [.log("the cuff indicated Service Changed (handles discovered on this connection)")] + confirm }
+            return confirm + invalidate("the cuff indicated Service Changed", at)
+        }
         guard let profile = gattProfile else {
             heldIndication = (handle, value)
             return [.log("indication from handle \(h) before discovery ended: held, unconfirmed, until it is known what it is")]
@@ -204,6 +275,20 @@ public struct CuffCentral: CuffProtocolSession {
         switch (p, result) {
         case (.mtu, _):
             return []
+        case let (.hashCheck, .success(.value(v))):
+            guard let known else { return [] }
+            if v == known.databaseHash { return useCache(known, at) }
+            cacheUse = .stale
+            return [.log("the cuff's Database Hash changed: discovering its handles again")] + discover(at)
+        case let (.hashCheck, .failure(e)):
+            if e.code == .securityRefused { return run(session.handle(.securityRefused(e.message, at)), at) }
+            cacheUse = .stale
+            return [.log("the cuff's Database Hash could not be read (\(e.message)): discovering its handles again")] + discover(at)
+        case let (.hashRead, .success(.value(v))):
+            databaseHash = v
+            return []
+        case (.hashRead, .failure), (.serviceChangedSubscription, _):
+            return []
         case let (.discovery, .success(.profile(profile))):
             let configuration = session.configuration
             if configuration.forcedProtocol == nil, configuration.protocols.protocols.count > 1 {
@@ -215,20 +300,12 @@ public struct CuffCentral: CuffProtocolSession {
                     return configuration.logs ? [.log("discovery shows a \(next.id) device; handing the link to its session")] : []
                 }
             }
-            gattProfile = profile
-            let mapped = CuffCentral.map(profile)
-            byHandle = mapped.byHandle
-            byCharacteristic = mapped.byCharacteristic
-            var out = run(session.handle(.discovered(mapped.profile, at)), at)
-            if let held = heldIndication {
-                heldIndication = nil
-                out += indication(held.handle, held.value, at)
-            }
-            return out
+            return (cacheUse != .off ? learn(profile, at) : []) + use(profile, at)
         case let (.discovery, .failure(e)):
             if e.code == .securityRefused { return run(session.handle(.securityRefused(e.message, at)), at) }
             return run(session.handle(.protocolError("discovery failed: \(e.message)", at)), at)
         case let (.read(c), .success(.value(v))):
+            if CuffSessionMachine.plannedReads.contains(c) { readValues[c] = v }
             return run(session.handle(.readCompleted(c, v, at)), at)
         case let (.write(c), .success):
             return run(session.handle(.writeCompleted(c, at)), at)
@@ -236,9 +313,107 @@ public struct CuffCentral: CuffProtocolSession {
             return run(session.handle(.subscribed(c, at)), at)
         case let (.read(c), .failure(e)), let (.write(c), .failure(e)), let (.subscribe(c), .failure(e)):
             if e.code == .securityRefused { return run(session.handle(.securityRefused(e.message, at)), at) }
+            if usingCache, Self.showsStaleHandle(e, subscribing: { if case .subscribe = p { true } else { false } }()) {
+                return invalidate("\(c.rawValue) at its cached handle failed: \(e.message)", at)
+            }
             return run(session.handle(.requestFailed(c, e.message, at)), at)
         default:
             return [.log("unexpected GATT completion for \(p)")]
+        }
+    }
+
+    // MARK: - GATT cache
+
+    /// Exchange MTU (once a connection) and full discovery.
+    mutating func discover(_ at: EventTime) -> [Output] {
+        var out: [Output] = []
+        if !mtuExchanged {
+            mtuExchanged = true
+            let m = client.exchangeMTU(now: at.monotonic)
+            pending[m.id] = .mtu
+            out += gatt(m.actions, at)
+        }
+        let d = client.discover(services: [], now: at.monotonic)
+        pending[d.id] = .discovery
+        return out + gatt(d.actions, at)
+    }
+
+    /// After a discovery with the cache on: the Database Hash read (to check the cache with next
+    /// time) and the Service Changed subscription (so the cuff can say when its handles change),
+    /// queued before the session's own requests.
+    mutating func learn(_ profile: GATTProfile, _ at: EventTime) -> [Output] {
+        var out: [Output] = []
+        if let h = profile.characteristic(.databaseHash, in: .genericAttribute), h.properties.contains(.read) {
+            let r = client.read(h.valueHandle, now: at.monotonic)
+            pending[r.id] = .hashRead
+            out += gatt(r.actions, at)
+        }
+        if let sc = profile.characteristic(.serviceChanged, in: .genericAttribute), sc.properties.contains(.indicate), sc.cccdHandle != nil {
+            let r = client.subscribe(sc, notify: false, indicate: true, now: at.monotonic)
+            pending[r.id] = .serviceChangedSubscription
+            out += gatt(r.actions, at)
+        }
+        return out
+    }
+
+    /// The cache's handles, as if discovery had found them (and its values, as if read: ``run(_:_:)``).
+    mutating func useCache(_ known: LearnedCuff, _ at: EventTime) -> [Output] {
+        cacheUse = .hit
+        usingCache = true
+        var out: [Output] = session.configuration.logs ? [.log("using the GATT cache for \(known.address): no discovery")] : []
+        let mapped = CuffCentral.map(known.profile)
+        // A value over 20 bytes (BPS 1.1's enhanced and record characteristics) needs the larger MTU.
+        let large: [CuffCharacteristic] = [.enhancedBloodPressureMeasurement, .enhancedIntermediateCuffPressure, .bloodPressureRecord]
+        if known.mtu > GATTServer.minimumMTU, large.contains(where: { mapped.profile.has($0) }), !mtuExchanged {
+            mtuExchanged = true
+            let m = client.exchangeMTU(now: at.monotonic)
+            pending[m.id] = .mtu
+            out += gatt(m.actions, at)
+        }
+        return out + use(known.profile, at)
+    }
+
+    /// Maps `profile` and hands it to the session (again, after a rediscovery).
+    mutating func use(_ profile: GATTProfile, _ at: EventTime) -> [Output] {
+        gattProfile = profile
+        let mapped = CuffCentral.map(profile)
+        byHandle = mapped.byHandle
+        byCharacteristic = mapped.byCharacteristic
+        let event: CuffSessionMachine.Event = session.state == .discovering ? .discovered(mapped.profile, at) : .rediscovered(mapped.profile, at)
+        var out = run(session.handle(event), at)
+        if let held = heldIndication {
+            heldIndication = nil
+            out += indication(held.handle, held.value, at)
+        }
+        return out
+    }
+
+    /// The handles in use proved wrong: forget them and discover again; the session configures
+    /// again on the new ones (results received meanwhile are kept).
+    mutating func invalidate(_ why: String, _ at: EventTime) -> [Output] {
+        guard rediscoveries < Self.maximumRediscoveries, !session.isFinished else {
+            return [.log("\(why); not discovering again")]
+        }
+        rediscoveries += 1
+        if usingCache { cacheUse = .stale }
+        usingCache = false
+        gattProfile = nil
+        byHandle = [:]
+        byCharacteristic = [:]
+        // A request on the old handles still on the air is answered, and ignored.
+        pending = pending.filter { $0.value == .mtu }
+        return [.log("\(why): discovering the cuff's handles again")] + discover(at)
+    }
+
+    /// True for an error that says a cached handle is not what the cache says: no such handle,
+    /// no such attribute, a database out of sync, and on a CCCD (which takes any 2-byte write)
+    /// a refused write.
+    static func showsStaleHandle(_ e: GATTClientError, subscribing: Bool) -> Bool {
+        guard e.code == .attError, let code = e.attError else { return e.code == .noCCCD }
+        switch code {
+        case .invalidHandle, .attributeNotFound, .databaseOutOfSync: return true
+        case .writeNotPermitted, .invalidAttributeValueLength, .requestNotSupported, .readNotPermitted: return subscribing
+        default: return false
         }
     }
 

@@ -63,6 +63,10 @@ public struct CuffSessionConfiguration: Sendable {
     /// What the device advertised before the connection (a scan's report), for choosing its
     /// protocol; nil knows only ``advertisedName``.
     public var advertisement: DeviceOffer?
+    /// The GATT cache: off, or on with what an earlier session learned about this cuff (its
+    /// handles, Device Information, features). ``CuffCentral`` then skips discovery and the reads,
+    /// and holds what it learned in ``CuffCentral/learned`` for the edge to keep.
+    public var gattCache: GATTCacheMode = .off
 
     /// What is known of the device before connecting: ``advertisement``, with ``advertisedName``.
     public var offer: DeviceOffer {
@@ -122,6 +126,9 @@ public struct CuffSessionMachine: Sendable {
         case securityRaised(SecurityLevel, EventTime)
         case securityRefused(String, EventTime)
         case discovered(CuffProfile, EventTime)
+        /// The handles in use proved wrong (the cuff's database changed) and discovery ran again
+        /// mid-session: the configuration starts over on the new profile; results kept so far stay.
+        case rediscovered(CuffProfile, EventTime)
         case readCompleted(CuffCharacteristic, [UInt8], EventTime)
         case writeCompleted(CuffCharacteristic, EventTime)
         case subscribed(CuffCharacteristic, EventTime)
@@ -222,7 +229,7 @@ public struct CuffSessionMachine: Sendable {
     public private(set) var profile: CuffProfile?
     public private(set) var measurements = 0
     /// Results received, new or already kept.
-    var resultsReceived = 0
+    public internal(set) var resultsReceived = 0
     /// Live (not stored) results.
     public private(set) var liveResults = 0
     /// Results that arrived but were kept already (the store's, or earlier in this session): not
@@ -368,6 +375,25 @@ public struct CuffSessionMachine: Sendable {
             }
             steps = plan(p)
             nextStep = 0
+            advance(at, &out)
+
+        case let .rediscovered(p, at):
+            switch stage {
+            case .discovering: return handle(.discovered(p, at), into: &out)
+            case .idle, .connecting, .securing, .stopping, .done: return
+            case .configuring, .receivingStoredRecords, .ready, .measuring, .result: break
+            }
+            profile = p
+            guard p.hasBloodPressureService, p.has(.bloodPressureMeasurement) || p.has(.enhancedBloodPressureMeasurement) else {
+                return finish(.serviceMissing, "the device no longer has a Blood Pressure Service (0x1810) with a Blood Pressure Measurement characteristic", at, &out)
+            }
+            if case .ready = stage { stage = .configuring }
+            pending = nil
+            observerStepDeadline = nil
+            configured = false
+            steps = plan(p)
+            nextStep = 0
+            log("configuring again on the rediscovered handles", &out)
             advance(at, &out)
 
         case let .readCompleted(c, value, at):

@@ -407,6 +407,16 @@ public struct SessionRecord: Sendable, Hashable {
     /// The cuff's clock minus ours, in seconds, when the session read it (Omron); written as
     /// `clock_drift_s` on the end record only when known.
     public var clockDriftSeconds: Int64?
+    /// ATT requests the client sent in the session (`att_requests` on the end record; null when
+    /// the session does not count them). A live session counts its own; a replay counts the ones
+    /// the captured central was seen sending.
+    public var attRequests: Int?
+    /// Of ``attRequests``, those sent before the first reading arrived
+    /// (`att_requests_before_reading`; null when no reading arrived).
+    public var attRequestsBeforeReading: Int?
+    /// Whether the session used what an earlier one learned about the cuff (`gatt_cache`; null
+    /// where that is not known, as in a replay).
+    public var gattCache: GATTCacheUse?
 
     public init(event: Event, device: DeviceInfo, at: EventTime, outcome: SessionOutcome? = nil, measurements: Int = 0, message: String? = nil,
                 clockDriftSeconds: Int64? = nil) {
@@ -442,9 +452,36 @@ public struct SessionRecord: Sendable, Hashable {
             w.key("outcome"); w.optional(outcome?.rawValue)
             w.key("measurements"); w.int(Int64(measurements))
             w.key("message"); w.optional(message)
+            w.key("att_requests"); if let attRequests { w.int(Int64(attRequests)) } else { w.null() }
+            w.key("att_requests_before_reading"); if let attRequestsBeforeReading { w.int(Int64(attRequestsBeforeReading)) } else { w.null() }
+            w.key("gatt_cache"); if let gattCache { w.constant(gattCache.name) } else { w.null() }
             if let clockDriftSeconds { w.key("clock_drift_s"); w.int(clockDriftSeconds) }
         }
         w.endObject()
+    }
+}
+
+/// How a session used the GATT cache (what an earlier session learned about the cuff: its
+/// handles, Device Information and features), as the end record's `gatt_cache` says it.
+public enum GATTCacheUse: String, Sendable, Hashable, CaseIterable {
+    /// No cache (turned off with `--no-gatt-cache`, or a driver without one): full discovery.
+    case off
+    /// A cache, but nothing in it for this cuff: full discovery, and what it found is kept.
+    case miss
+    /// The cached handles were used: no discovery, no Device Information reads.
+    case hit
+    /// The cached handles proved wrong (the Database Hash differed, the cuff indicated Service
+    /// Changed, or a request on a cached handle failed): discovered again.
+    case stale
+
+    /// ``rawValue`` as a constant (for ``JSONWriter/constant(_:)``).
+    public var name: StaticString {
+        switch self {
+        case .off: "off"
+        case .miss: "miss"
+        case .hit: "hit"
+        case .stale: "stale"
+        }
     }
 }
 

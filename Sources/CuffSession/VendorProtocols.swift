@@ -188,7 +188,8 @@ struct VendorProtocolCentral: CuffProtocolSession {
 
     mutating func end(_ o: SessionOutcome, _ why: String?, _ at: EventTime) -> [CentralAction] {
         outcome = o
-        let record = SessionRecord(event: .end, device: device, at: at, outcome: o, measurements: measurements, message: why)
+        var record = SessionRecord(event: .end, device: device, at: at, outcome: o, measurements: measurements, message: why)
+        record.attRequests = central?.client.requestsSent
         return [.emit(.session(record)), .finished(o)]
     }
 }

@@ -41,6 +41,18 @@ public struct SimulatorConfiguration: Sendable {
     public var measureEvery: Duration? = nil
     /// How many readings the cuff's memory holds; the oldest goes first when it is full.
     public var memoryCapacity = 200
+    /// Have the Generic Attribute service (0x1801) first, with Service Changed (0x2A05); off, the
+    /// layout is the one the captures and most tests know.
+    public var serviceChanged = false
+    /// Have the Database Hash (0x2B2A) in the Generic Attribute service (first in the database).
+    public var databaseHash = false
+    /// Leave this many handles unused before the cuff's own services: a firmware whose handles
+    /// moved (what a GATT cache must notice). The Generic Attribute service stays where it is.
+    public var handleGap: UInt16 = 0
+    /// Indicate Service Changed (0x0001–0xFFFF) right after each connection, as a bonded cuff
+    /// does whose database changed since the client was last connected (the client's
+    /// subscription to it is taken as kept from then). Needs ``serviceChanged``.
+    public var indicatesServiceChanged = false
     /// Be an Omron cuff of this profile instead (its own protocol; ``OmronPeripheral``).
     public var omron: OmronSimulation?
     /// The device family the cuff behaves as (`cuff simulate --quirk NAME`), set with

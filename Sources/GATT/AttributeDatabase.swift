@@ -121,6 +121,9 @@ public struct AttributeDatabase: Sendable, Hashable {
 
         public init() {}
 
+        /// The handle the next attribute gets.
+        public var upcomingHandle: UInt16 { nextHandle }
+
         private var nextHandle: UInt16 {
             precondition(next <= 0xFFFF, "attribute handles exhausted")
             return UInt16(next)

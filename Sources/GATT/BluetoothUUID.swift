@@ -121,6 +121,8 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
     public static let appearance = BluetoothUUID(0x2A01)
     /// Service Changed characteristic.
     public static let serviceChanged = BluetoothUUID(0x2A05)
+    /// Database Hash characteristic (Core Vol 3 Part G §7.3).
+    public static let databaseHash = BluetoothUUID(0x2B2A)
 }
 
 private func hexDigits(_ v: UInt64, _ count: Int) -> String {

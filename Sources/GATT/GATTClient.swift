@@ -26,6 +26,9 @@ public struct GATTClient: Sendable {
     public private(set) var failure: GATTClientError?
     /// True while an indication waits for ``confirmIndication()``.
     public private(set) var indicationPending = false
+    /// ATT requests sent so far (each Exchange MTU, discovery, read, read blob and write request
+    /// on the air, a request sent again after a security raise too; not commands or confirmations).
+    public private(set) var requestsSent = 0
 
     private var nextID = 1
     private var queue: [Running] = []
@@ -62,6 +65,14 @@ public struct GATTClient: Sendable {
     /// Reads a value, long ones with Read Blob (Part G §4.8.1, §4.8.3), up to 512 bytes.
     public mutating func read(_ handle: UInt16, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
         submit(.read(handle: handle, value: []), now: now)
+    }
+
+    /// Reads the first value of characteristic type `type` in `start...end` (Read Using
+    /// Characteristic UUID, Part G §4.8.2), as a client reads the Database Hash whose handle it may
+    /// not know. Completes with ``GATTClientResponse/value(_:)``; with Attribute Not Found when the
+    /// server has none.
+    public mutating func read(type: BluetoothUUID, from start: UInt16 = 0x0001, to end: UInt16 = 0xFFFF, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+        submit(.readByType(type: type, start: start, end: end), now: now)
     }
 
     /// Writes a value that fits in one Write Request (Part G §4.9.3).
@@ -118,6 +129,7 @@ public struct GATTClient: Sendable {
                 attError: target.error, handle: target.handle)), now: now)
         }
         request = (pending.pdu, now)
+        requestsSent += 1
         return [.send(pending.pdu.bytes)]
     }
 
@@ -198,6 +210,7 @@ public struct GATTClient: Sendable {
         case exchangeMTU
         case discover(Discovery)
         case read(handle: UInt16, value: [UInt8])
+        case readByType(type: BluetoothUUID, start: UInt16, end: UInt16)
         case write(handle: UInt16, value: [UInt8])
     }
 
@@ -237,6 +250,7 @@ public struct GATTClient: Sendable {
             switch step {
             case let .send(pdu):
                 request = (pdu, now)
+                requestsSent += 1
                 actions.append(.send(pdu.bytes))
             case let .done(result):
                 actions += complete(result)
@@ -250,6 +264,7 @@ public struct GATTClient: Sendable {
         switch step {
         case let .send(pdu):
             request = (pdu, now)
+            requestsSent += 1
             return [.send(pdu.bytes)]
         case let .done(result):
             return finish(result, now: now)
@@ -293,6 +308,8 @@ public struct GATTClient: Sendable {
             return step
         case let .read(handle, _):
             return .send(.readRequest(handle: handle))
+        case let .readByType(type, start, end):
+            return .send(.readByTypeRequest(start: start, end: end, type: type))
         case let .write(handle, value):
             guard value.count <= Int(mtu) - 3 else { return .done(.failure(tooLong(handle, value))) }
             return .send(.writeRequest(handle: handle, value: value))
@@ -356,6 +373,12 @@ public struct GATTClient: Sendable {
             where error == .attributeNotLong || error == .invalidOffset:
             // The value ended exactly at a PDU boundary.
             return .done(.success(.value(value)))
+
+        case let (.readByType, .readByTypeResponse(list)):
+            guard let first = list.first else {
+                return .done(.failure(GATTClientError(.invalidResponse, "an empty Read By Type Response")))
+            }
+            return .done(.success(.value(first.value)))
 
         case (.write, .writeResponse):
             return .done(.success(.written))

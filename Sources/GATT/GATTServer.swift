@@ -66,6 +66,12 @@ public struct GATTServer: Sendable {
         pendingWrite = nil
     }
 
+    /// Sets a CCCD as a bonded client left it on an earlier connection (its value persists across
+    /// connections, Core Vol 3 Part G §3.3.3.3): call after ``reset()``.
+    public mutating func restoreSubscription(cccdHandle: UInt16, notify: Bool, indicate: Bool) {
+        cccds[cccdHandle] = (notify ? 1 : 0) | (indicate ? 2 : 0)
+    }
+
     /// The link's security changed (pairing finished, or encryption started).
     public mutating func linkSecurityChanged(level: SecurityLevel) { securityLevel = level }
 

@@ -67,6 +67,9 @@ struct Measure: ParsableCommand {
     @Flag(name: .customLong("no-set-time"), help: "Do not write the cuff's Current Time.")
     var noSetTime = false
 
+    @Flag(name: .customLong("no-gatt-cache"), help: "Discover the cuff's handles every time (--connect): do not use or keep the GATT cache beside the bond store.")
+    var noGATTCache = false
+
     @Option(help: "Record the session as a btsnoop file (Linux monitor format) that btmon, Wireshark and `cuff replay` open.")
     var capture: String?
 
@@ -161,7 +164,8 @@ struct Measure: ParsableCommand {
                 Output.log("cuff measure: \(error.message)")
                 throw ExitCode(SessionOutcome.connectionFailed.exitCode)
             }
-            let driver = CentralDriver(configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfterDuration)
+            let driver = CentralDriver(configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfterDuration,
+                                       gattCache: GATTCacheStore.unless(disabled: noGATTCache, bonds: bonds))
             outcome = driver.run(bearer)
             exit = driver.central.exitCode
             sinkFailed = driver.sinkFailure != nil

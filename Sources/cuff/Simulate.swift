@@ -37,6 +37,18 @@ struct SimulatorOptions: ParsableArguments {
         valueName: "seconds"))
     var every: Double?
 
+    @Flag(name: .customLong("database-hash"), help: "Have the Generic Attribute service (first) with a Database Hash (0x2B2A), which a client's GATT cache reads to check itself.")
+    var databaseHash = false
+
+    @Flag(name: .customLong("service-changed"), help: "Have the Generic Attribute service (first) with Service Changed (0x2A05).")
+    var serviceChanged = false
+
+    @Flag(name: .customLong("indicate-service-changed"), help: "With --service-changed: indicate it on every connection, as a bonded cuff whose database changed.")
+    var indicateServiceChanged = false
+
+    @Option(name: .customLong("handle-gap"), help: "Leave N handles unused before the cuff's services: a firmware whose handles moved (for a client's GATT cache).")
+    var handleGap: UInt16 = 0
+
     func validate() throws {
         try OmronModelOption.check(scenario, model: model)
         if let model { _ = try OmronModelOption.profile(model) }
@@ -56,6 +68,7 @@ struct SimulatorOptions: ParsableArguments {
         c.timeScale = speed
         c.recordSegmentLength = recordSegment
         c.measureEvery = every.map { .nanoseconds(Int64($0 * 1e9)) }
+        (c.databaseHash, c.serviceChanged, c.indicatesServiceChanged, c.handleGap) = (databaseHash, serviceChanged, indicateServiceChanged, handleGap)
         c.omron = model.flatMap(OmronCatalog.profile(named:)).map { OmronSimulation(profile: $0, scenario: scenario.omron ?? .normal, unpaired: unpaired) }
         if let quirk { c.behave(as: quirk) }
         return c

@@ -69,6 +69,9 @@ struct Watch: ParsableCommand {
     @Flag(name: .customLong("no-set-time"), help: "Do not write the cuffs' Current Time.")
     var noSetTime = false
 
+    @Flag(name: .customLong("no-gatt-cache"), help: "Discover each cuff's handles on every connection: do not use or keep the GATT cache.")
+    var noGATTCache = false
+
     @OptionGroup var sinks: SinkOptions
 
     @OptionGroup var cuffProtocol: ProtocolOption
@@ -102,6 +105,7 @@ struct Watch: ParsableCommand {
         let followPressure = progress, setTime = !noSetTime, level = security ?? .low
         let offset = WallClock.localUTCOffsetSeconds()
         let forced = cuffProtocol.forced
+        watcherConfig.gattCache = GATTCacheStore.unless(disabled: noGATTCache, bonds: bonds)
         let omron = self.omron
         watcherConfig.session = { address in
             var c = CuffSessionConfiguration(address: address)

@@ -5,6 +5,7 @@ import Capture
 import CuffCore
 import CuffSession
 import Foundation
+import GATT
 import Testing
 
 /// The repository's `captures/` folder.
@@ -52,6 +53,22 @@ struct ReplayTests {
             break
         }
         #expect(got.replay.sessions == 1)
+    }
+
+    /// The end record's att_requests is what the capture shows the central sending: counted here
+    /// from the ATT PDUs the local host (the central, in these captures) sent with a request opcode.
+    @Test(arguments: committedCaptures())
+    func endRecordCountsTheCentralsRequests(_ name: String) throws {
+        let path = capturesDirectory.appendingPathComponent(name + ".btsnoop").path
+        var reader = try CaptureEventReader(path: path)
+        var requests = 0
+        while let e = try reader.next() {
+            guard let p = e.att, p.direction == .fromLocal, let op = p.pdu.first else { continue }
+            if ATTOpcode(rawValue: op).isRequest { requests += 1 }
+        }
+        let end = try #require(try replayFile(path).lines.last)
+        #expect(end.contains("\"att_requests\":\(requests),"), "\(name): \(requests) requests; \(end)")
+        #expect(requests > 0 && end.contains("\"gatt_cache\":null"))
     }
 
     @Test func sharedVMSampleNeedsAHandleMapAndSaysWhich() throws {

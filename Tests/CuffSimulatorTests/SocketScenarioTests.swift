@@ -38,7 +38,8 @@ struct SocketRun {
     }
 
     /// One session against `driver` (a simulated cuff that may have served clients before).
-    static func run(driver d: PeripheralDriver<CuffPeripheral>, logs simLogs: LogBox, start: Bool = false, stopAfter: Duration? = nil) throws -> SocketRun {
+    static func run(driver d: PeripheralDriver<CuffPeripheral>, logs simLogs: LogBox, start: Bool = false, stopAfter: Duration? = nil,
+                    gattCache: GATTCacheStore? = nil) throws -> SocketRun {
         let (clientEnd, serverEnd) = try UnixSeqpacketBearer.pair()
         let driver = Unchecked(d)
         let server = Unchecked(serverEnd)
@@ -57,7 +58,7 @@ struct SocketRun {
         let out = LogBox()
         let collected = OutputBox()
         let hooks = SessionHooks(emit: { collected.items.append($0) }, log: { out.append($0) })
-        let central = CentralDriver(configuration: config, hooks: hooks, signals: nil, stopAfter: stopAfter)
+        let central = CentralDriver(configuration: config, hooks: hooks, signals: nil, stopAfter: stopAfter, gattCache: gattCache)
         result.outcome = central.run(clientEnd)
         result.exitCode = central.central.exitCode
         #expect(done.wait(timeout: .now() + 20) == .success, "the simulator did not end after the client closed")

@@ -6,9 +6,13 @@
 #
 # The simulated session starts at the host's wall clock, so regenerating changes the timestamps
 # (and the cuff's clock in the values); the files stay consistent with each other.
-# Usage: tools/replay/make-captures.sh [CUFF_BINARY]
+# Usage: tools/replay/make-captures.sh [--ndjson-only] [CUFF_BINARY]
+#   --ndjson-only: keep every .btsnoop (foreign/ too) and regenerate only the NDJSON `cuff replay`
+#   prints for it (after a change to the records, the diff shows only that change).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+ndjson_only=false
+if [ "${1:-}" = --ndjson-only ]; then ndjson_only=true; shift; fi
 cuff=${1:-}
 if [ -z "$cuff" ]; then
   swift build --product cuff >/dev/null
@@ -16,6 +20,13 @@ if [ -z "$cuff" ]; then
 fi
 out=captures
 mkdir -p "$out"
+if $ndjson_only; then
+  for f in "$out"/*.btsnoop "$out"/foreign/*.btsnoop; do
+    "$cuff" replay "$f" --quiet >"${f%.btsnoop}.ndjson" || [ $? -eq 2 ]
+    echo "${f%.btsnoop}.ndjson ($(wc -l <"${f%.btsnoop}.ndjson") records)"
+  done
+  exit 0
+fi
 record() {  # name scenario persona
   local name=$1 scenario=$2 persona=$3
   # Exit status 4 (disconnected) is the point of the `disconnect` scenario.

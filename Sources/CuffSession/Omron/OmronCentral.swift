@@ -112,8 +112,9 @@ public struct OmronCentral: CuffProtocolSession {
         guard outcome == nil else { return [] }
         outcome = o
         sessionDeadline = nil
-        let end = SessionRecord(event: .end, device: device, at: at, outcome: o, measurements: measurements, message: message,
+        var end = SessionRecord(event: .end, device: device, at: at, outcome: o, measurements: measurements, message: message,
                                 clockDriftSeconds: session.driftSeconds)
+        end.attRequests = client.requestsSent
         return [.emit(.session(end)), .finished(o)]
     }
 

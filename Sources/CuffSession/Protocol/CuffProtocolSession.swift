@@ -50,10 +50,17 @@ public protocol CuffProtocolSession: Sendable {
     mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction]
     /// Set once this session found, on discovery, that another protocol should follow the link.
     var handOver: DiscoveredLink? { get }
+    /// What the session learned about the cuff for the GATT cache (read at the end, kept by the
+    /// edge); nil when it keeps none.
+    var learned: LearnedCuff? { get }
+    /// How the session used the GATT cache; nil for a protocol that has none.
+    var gattCacheUse: GATTCacheUse? { get }
 }
 
 extension CuffProtocolSession {
     public var handOver: DiscoveredLink? { nil }
+    public var learned: LearnedCuff? { nil }
+    public var gattCacheUse: GATTCacheUse? { nil }
 
     /// By default a session cannot take a link over: it ends with `service_missing`.
     public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {

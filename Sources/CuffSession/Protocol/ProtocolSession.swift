@@ -27,6 +27,10 @@ public struct ProtocolSession: Sendable {
     public var measurements: Int { session.measurements }
     public var nextDeadline: Timestamp? { session.nextDeadline }
     public var stateName: String { session.stateName }
+    /// What the session learned for the GATT cache (``CuffProtocolSession/learned``).
+    public var learned: LearnedCuff? { session.learned }
+    /// How the session used the GATT cache, nil when its protocol has none.
+    public var gattCache: GATTCacheUse? { session.gattCacheUse }
 
     public mutating func start(at: EventTime) -> [CentralAction] { followed(session.start(at: at), at) }
     public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] { followed(session.receive(pdu, at: at), at) }
