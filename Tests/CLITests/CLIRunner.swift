@@ -77,6 +77,9 @@ final class Spawned: @unchecked Sendable {
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
         var env = ProcessInfo.processInfo.environment
+        // What a session learns about a cuff (its GATT cache) goes to the tests' own state
+        // directory, not the user's home, unless a test names one.
+        env["XDG_STATE_HOME"] = CLIStateDirectory.path
         for (k, v) in environment { env[k] = v }
         let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
@@ -106,4 +109,13 @@ final class Spawned: @unchecked Sendable {
     var isRunning: Bool { wait(timeout: 0) == nil }
 
     func signal(_ s: Int32) { kill(pid, s) }
+}
+
+/// One state directory for every `cuff` these tests start (XDG_STATE_HOME), made once per run.
+enum CLIStateDirectory {
+    static let path: String = {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-cli-tests-state-\(getpid())")
+        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir.path
+    }()
 }
