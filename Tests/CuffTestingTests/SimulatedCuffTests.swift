@@ -198,6 +198,33 @@ struct SimulatedCuffServerTests {
         #expect(numbers(decoded.json) == (try centralMeasurements(simulation)).map { numbers(CuffDecoder.decode($0.raw).json) }.first)
     }
 
+    /// `CuffSimulation.omron(model:)` on the socket: cuff's own central syncs its memory over
+    /// Omron's protocol, and each record's raw slot decodes alone to the same reading.
+    @Test func anOmronModelOnTheSocketSyncsItsMemory() throws {
+        let model = "HEM-7142T2"
+        let path = Self.socketPath("omron")
+        let server = SimulatedCuffServer(try CuffSimulation.omron(model: model, seed: 5), path: path, speed: 20)
+        try server.start()
+        defer { server.stop() }
+        var config = CuffSessionConfiguration(address: "unix:" + path)
+        config.settle = .milliseconds(200)
+        config.timeout = .seconds(60)
+        config.omronModel = model
+        config.forcedProtocol = .omron
+        var got: [MeasurementRecord] = []
+        let hooks = SessionHooks(emit: { if case let .measurement(m) = $0 { got.append(m) } }, log: { _ in })
+        let outcome = CentralDriver(configuration: config, hooks: hooks, signals: nil).run(try UnixSeqpacketBearer.connect(path: path))
+        #expect(outcome == .completed)
+        #expect(!got.isEmpty)
+        for m in got {
+            #expect(m.characteristic.uuidString == "omron")
+            let alone = try CuffDecoder.decode(omronRecord: m.raw, model: model)
+            #expect(alone.failure == nil)
+            #expect(numbers(alone.json)[0] == m.systolic.doubleValue)
+            #expect(numbers(alone.json)[1] == m.diastolic.doubleValue)
+        }
+    }
+
     @Test func aPathInUseIsRefusedWithACode() throws {
         let path = Self.socketPath("busy")
         let first = SimulatedCuffServer(CuffSimulation(), path: path)
