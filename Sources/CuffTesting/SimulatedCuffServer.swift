@@ -26,7 +26,13 @@ public final class SimulatedCuffServer: Sendable {
     /// How many times faster than real time the cuff's clock runs.
     public let speed: Double
     let logHandler: @Sendable (String) -> Void
-    let state = Mutex(State())
+    /// What the caller's thread and the server's share; the server's thread holds this, not the
+    /// server, so a server that goes away stops (``deinit``).
+    let control = Control()
+
+    final class Control: Sendable {
+        let state = Mutex(State())
+    }
 
     struct State {
         var thread: OSThread?
@@ -54,6 +60,7 @@ public final class SimulatedCuffServer: Sendable {
         logHandler = log
     }
 
+    /// Stops the server (``stop()``) when nobody holds it any more.
     deinit { stop() }
 
     /// Listens at ``path`` and serves clients on a thread of its own until ``stop()``.
@@ -65,7 +72,8 @@ public final class SimulatedCuffServer: Sendable {
     ///   ``CuffTestingError/Code/cannotStart`` (no event loop or thread),
     ///   ``CuffTestingError/Code/alreadyStarted``.
     public func start() throws(CuffTestingError) {
-        guard state.withLock({ $0.thread == nil }) else {
+        let control = control
+        guard control.state.withLock({ $0.thread == nil }) else {
             throw CuffTestingError(.alreadyStarted, "the simulated cuff at \(path) is already serving")
         }
         let peripheral = try simulation.makePeripheral()
@@ -77,13 +85,14 @@ public final class SimulatedCuffServer: Sendable {
         }
         // The loop is made on the thread that runs it; the thread says whether that worked.
         let started = DispatchSemaphore(value: 0)
-        state.withLock {
+        control.state.withLock {
             $0.stopRequested = false
             $0.startFailure = nil
         }
-        let thread = OSThread.start { [self] in
-            serve(peripheral, listener: listener) { problem in
-                state.withLock { $0.startFailure = problem }
+        let (speed, log) = (speed, logHandler)
+        let thread = OSThread.start {
+            Self.serve(peripheral, listener: listener, control: control, speed: speed, log: log) { problem in
+                control.state.withLock { $0.startFailure = problem }
                 started.signal()
             }
         }
@@ -92,17 +101,17 @@ public final class SimulatedCuffServer: Sendable {
             throw CuffTestingError(.cannotStart, "cannot start a thread for the simulated cuff at \(path)")
         }
         started.wait()
-        if let problem = state.withLock({ $0.startFailure }) {
+        if let problem = control.state.withLock({ $0.startFailure }) {
             thread.join()
             throw CuffTestingError(.cannotStart, "cannot start the simulated cuff at \(path): \(problem)")
         }
-        state.withLock { $0.thread = thread }
+        control.state.withLock { $0.thread = thread }
     }
 
     /// Ends the connection (if any), stops listening, removes the socket and waits for the
     /// server's thread. Does nothing when the server is not running.
     public func stop() {
-        let thread = state.withLock { s -> OSThread? in
+        let thread = control.state.withLock { s -> OSThread? in
             s.stopRequested = true
             defer { s.thread = nil }
             return s.thread
@@ -112,15 +121,15 @@ public final class SimulatedCuffServer: Sendable {
 
     /// Presses the cuff's button (what SIGUSR1 does to `cuff simulate`): starts a measurement.
     public func pressButton() {
-        state.withLock { $0.buttonPresses += 1 }
+        control.state.withLock { $0.buttonPresses += 1 }
     }
 
     /// How many clients connected so far.
-    public var sessions: Int { state.withLock { $0.sessions } }
+    public var sessions: Int { control.state.withLock { $0.sessions } }
 
     /// The server's thread: the runtime's listening peripheral on an event loop, until stopped.
-    func serve<P: GATTPeripheral>(_ peripheral: P, listener: UnixSeqpacketListener, started: (String?) -> Void) {
-        let log = logHandler
+    static func serve<P: GATTPeripheral>(_ peripheral: P, listener: UnixSeqpacketListener, control: Control, speed: Double,
+                                         log: @escaping @Sendable (String) -> Void, started: (String?) -> Void) {
         let loop: EventLoop
         do {
             loop = try EventLoop(capacity: 8)
@@ -141,7 +150,7 @@ public final class SimulatedCuffServer: Sendable {
         started(nil)
         do {
             try loop.run {
-                let (stop, presses) = state.withLock { s in
+                let (stop, presses) = control.state.withLock { s in
                     s.sessions = cuff.sessions
                     defer { s.buttonPresses = 0 }
                     return (s.stopRequested, s.buttonPresses)
@@ -153,6 +162,6 @@ public final class SimulatedCuffServer: Sendable {
             log("event loop failed: \(error.message)")
         }
         cuff.stop()
-        state.withLock { $0.sessions = cuff.sessions }
+        control.state.withLock { $0.sessions = cuff.sessions }
     }
 }

@@ -225,6 +225,17 @@ struct SimulatedCuffServerTests {
         }
     }
 
+    /// A server nobody holds any more stops: its thread ends and its socket goes.
+    @Test func aServerThatGoesAwayStops() throws {
+        let path = Self.socketPath("dropped")
+        do {
+            let server = SimulatedCuffServer(CuffSimulation(), path: path)
+            try server.start()
+            withExtendedLifetime(server) { #expect(FileManager.default.fileExists(atPath: path)) }
+        }
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
     @Test func aPathInUseIsRefusedWithACode() throws {
         let path = Self.socketPath("busy")
         let first = SimulatedCuffServer(CuffSimulation(), path: path)
