@@ -112,7 +112,8 @@ public enum CuffDecoder {
     /// - Throws: `OmronError` with code `unknownModel` when no profile has that name.
     public static func decode(omronRecord record: [UInt8], model: String) throws(OmronError) -> DecodedValue {
         guard let profile = OmronCatalog.profile(named: model) else {
-            throw OmronError(.unknownModel, field: "'\(model)'", offset: 0, detail: "closest profile: \(OmronCatalog.closest(to: model).id)")
+            let closest = OmronCatalog.closest(to: model).id
+            throw OmronError(.unknownModel, field: "'\(model)'", offset: 0, detail: "closest profile: \(closest)")
         }
         do {
             let r = try OmronRecordCodec.decode(record[...], layout: profile.layout, slotSize: profile.slotSize)

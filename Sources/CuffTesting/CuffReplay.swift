@@ -133,7 +133,8 @@ public enum CuffReplay {
     }
 
     /// Ends the sessions still open and sorts the outputs.
-    static func finish(_ replay: inout CaptureReplay, _ ending: CaptureReplay.Ending, _ out: inout [ReplayOutput]) -> ReplayedCapture {
+    static func finish(_ replay: inout CaptureReplay, _ ending: CaptureReplay.Ending,
+                       _ out: inout [ReplayOutput]) -> ReplayedCapture {
         var result = ReplayedCapture()
         if case let .fault(e) = ending { result.fault = e }
         replay.finish(after: result.fault, into: &out)

@@ -60,7 +60,8 @@ public struct CuffSimulation: Sendable {
     public static func omron(model: String, scenario: OmronScenario = .normal, unpaired: Bool = false,
                              seed: UInt64 = 1) throws(CuffTestingError) -> CuffSimulation {
         guard let profile = OmronCatalog.profile(named: model) else {
-            throw CuffTestingError(.unknownModel, "unknown Omron model '\(model)' (closest profile: \(OmronCatalog.closest(to: model).id))")
+            let closest = OmronCatalog.closest(to: model).id
+            throw CuffTestingError(.unknownModel, "unknown Omron model '\(model)' (closest profile: \(closest))")
         }
         var c = SimulatorConfiguration(scenario: .normal, seed: seed)
         c.omron = OmronSimulation(profile: profile, scenario: scenario, unpaired: unpaired)

@@ -52,7 +52,8 @@ public final class SimulatedCuffServer: Sendable {
     ///     default is 10).
     ///   - log: gets the cuff's and the sessions' log lines (what `cuff simulate` prints on stderr),
     ///     on the server's thread; by default they are dropped.
-    public init(_ simulation: CuffSimulation, path: String, speed: Double = 10, log: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(_ simulation: CuffSimulation, path: String, speed: Double = 10,
+                log: @escaping @Sendable (String) -> Void = { _ in }) {
         precondition(speed > 0 && speed.isFinite, "speed must be a finite number above 0")
         self.simulation = simulation
         self.path = path
@@ -128,8 +129,9 @@ public final class SimulatedCuffServer: Sendable {
     public var sessions: Int { control.state.withLock { $0.sessions } }
 
     /// The server's thread: the runtime's listening peripheral on an event loop, until stopped.
-    static func serve<P: GATTPeripheral>(_ peripheral: P, listener: UnixSeqpacketListener, control: Control, speed: Double,
-                                         log: @escaping @Sendable (String) -> Void, started: (String?) -> Void) {
+    static func serve<P: GATTPeripheral>(_ peripheral: P, listener: UnixSeqpacketListener, control: Control,
+                                         speed: Double, log: @escaping @Sendable (String) -> Void,
+                                         started: (String?) -> Void) {
         let loop: EventLoop
         do {
             loop = try EventLoop(capacity: 8)
@@ -139,7 +141,8 @@ public final class SimulatedCuffServer: Sendable {
         }
         // A stop request is seen within this much real time.
         loop.maxWait = .milliseconds(20)
-        let driver = PeripheralDriver(peripheral: peripheral, clock: SimulationClock(speed: speed), signals: nil, log: log)
+        let clock = SimulationClock(speed: speed)
+        let driver = PeripheralDriver(peripheral: peripheral, clock: clock, signals: nil, log: log)
         let cuff = ListeningPeripheral(driver: driver, listener: listener, loop: loop, log: log)
         do {
             try cuff.start()

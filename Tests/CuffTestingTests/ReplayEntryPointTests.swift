@@ -8,6 +8,12 @@ import Testing
 let capturesDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent("captures")
 
+/// The lines of a committed `.ndjson` file (`captures/NAME.ndjson`).
+func committedLines(_ name: String) throws -> [String] {
+    try String(contentsOf: capturesDirectory.appendingPathComponent(name + ".ndjson"), encoding: .utf8)
+        .split(separator: "\n").map(String.init)
+}
+
 /// Every committed capture that has the NDJSON `cuff replay` printed for it beside it, as a path
 /// relative to `captures/` without the extension.
 func capturesWithExpectedOutput() -> [String] {
@@ -17,7 +23,9 @@ func capturesWithExpectedOutput() -> [String] {
         let files = (try? fm.contentsOfDirectory(atPath: capturesDirectory.appendingPathComponent(dir).path)) ?? []
         for f in files where f.hasSuffix(".btsnoop") {
             let name = dir + String(f.dropLast(".btsnoop".count))
-            if fm.fileExists(atPath: capturesDirectory.appendingPathComponent(name + ".ndjson").path) { names.append(name) }
+            if fm.fileExists(atPath: capturesDirectory.appendingPathComponent(name + ".ndjson").path) {
+                names.append(name)
+            }
         }
     }
     return names.sorted()
@@ -35,8 +43,7 @@ struct ReplayEntryPointTests {
     /// prints those bytes): the entry point gives the same lines, in order.
     @Test(arguments: capturesWithExpectedOutput())
     func givesTheLinesCuffReplayPrints(_ name: String) throws {
-        let expected = try String(contentsOf: capturesDirectory.appendingPathComponent(name + ".ndjson"), encoding: .utf8)
-            .split(separator: "\n").map(String.init)
+        let expected = try committedLines(name)
         let replayed = try CuffReplay.replay(path: capturesDirectory.appendingPathComponent(name + ".btsnoop").path)
         #expect(replayed.ndjsonLines == expected)
         #expect(replayed.fault == nil)
@@ -50,7 +57,8 @@ struct ReplayEntryPointTests {
         let replayed = try CuffReplay.replay(path: capturesDirectory.appendingPathComponent("multi-user.btsnoop").path)
         let measurementLines = replayed.records.filter { $0.measurement != nil }.map(\.ndjson)
         #expect(!measurementLines.isEmpty)
-        #expect(measurementLines.count == replayed.ndjsonLines.filter { $0.hasPrefix("{\"type\":\"measurement\"") }.count)
+        let typed = replayed.ndjsonLines.filter { $0.hasPrefix("{\"type\":\"measurement\"") }
+        #expect(measurementLines.count == typed.count)
         for (m, line) in zip(replayed.measurements, measurementLines) {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             #expect(object["systolic"] as? Double == m.systolic.doubleValue)
@@ -82,8 +90,7 @@ struct ReplayEntryPointTests {
         try editcap.run()
         editcap.waitUntilExit()
         #expect(editcap.terminationStatus == 0)
-        let expected = try String(contentsOf: capturesDirectory.appendingPathComponent("normal.ndjson"), encoding: .utf8)
-            .split(separator: "\n").map(String.init)
+        let expected = try committedLines("normal")
         #expect(try CuffReplay.replay(path: converted).ndjsonLines == expected)
         let forced = CuffReplay.Options(format: format == "pcap" ? .pcap : .pcapng)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: converted)))
@@ -91,7 +98,8 @@ struct ReplayEntryPointTests {
     }
 
     @Test func somethingThatIsNoCaptureIsRefusedWithACode() throws {
-        let error = #expect(throws: CaptureError.self) { try CuffReplay.replay(bytes: Array("not a capture at all".utf8)) }
+        let text = Array("not a capture at all".utf8)
+        let error = #expect(throws: CaptureError.self) { try CuffReplay.replay(bytes: text) }
         #expect(error?.code == .badMagic)
         let missing = #expect(throws: CaptureError.self) { try CuffReplay.replay(path: "/nonexistent/cuff.btsnoop") }
         #expect(missing?.code == .ioError)

@@ -67,6 +67,11 @@ func centralMeasurements(_ given: CuffSimulation) throws -> [MeasurementRecord] 
     return got
 }
 
+/// Each measurement's numbers, decoded again from its raw value.
+func readings(_ measurements: [MeasurementRecord]) -> [[Double?]] {
+    measurements.map { numbers(CuffDecoder.decode($0.raw).json) }
+}
+
 /// The decoded numbers of a measurement object (`cuff decode`'s keys).
 func numbers(_ json: JSON) -> [Double?] {
     ["systolic", "diastolic", "mean_arterial_pressure", "pulse_rate"].map { key -> Double? in
@@ -93,8 +98,7 @@ struct SimulatedCuffTests {
         #expect(!central.isEmpty)
         #expect(client.values.count == central.count)
         let ours = client.values.map { numbers(CuffDecoder.decode($0).json) }
-        let theirs = central.map { numbers(CuffDecoder.decode($0.raw).json) }
-        #expect(ours == theirs)
+        #expect(ours == readings(central))
         #expect(ours.allSatisfy { $0[0] != nil && $0[1] != nil })
     }
 
@@ -144,7 +148,24 @@ struct SimulatedCuffTests {
 
 @Suite("CuffTesting: a simulated cuff on a Unix socket")
 struct SimulatedCuffServerTests {
-    static func socketPath(_ name: String) -> String { NSTemporaryDirectory() + "cuff-testing-\(getpid())-\(name).sock" }
+    static func socketPath(_ name: String) -> String {
+        NSTemporaryDirectory() + "cuff-testing-\(getpid())-\(name).sock"
+    }
+
+    /// cuff's own central over the socket at `path` (`cuff measure --connect unix:PATH`): the
+    /// session's outcome and its measurements.
+    static func measure(_ path: String, _ configure: (inout CuffSessionConfiguration) -> Void = { _ in }) throws
+        -> (outcome: SessionOutcome, measurements: [MeasurementRecord]) {
+        var config = CuffSessionConfiguration(address: "unix:" + path)
+        config.settle = .milliseconds(200)
+        config.timeout = .seconds(60)
+        configure(&config)
+        var got: [MeasurementRecord] = []
+        let hooks = SessionHooks(emit: { if case let .measurement(m) = $0 { got.append(m) } }, log: { _ in })
+        let bearer = try UnixSeqpacketBearer.connect(path: path)
+        let outcome = CentralDriver(configuration: config, hooks: hooks, signals: nil).run(bearer)
+        return (outcome, got)
+    }
 
     /// cuff's own central connects over the socket (as `cuff measure --connect unix:PATH`) and
     /// gets the reading the same cuff gives in process.
@@ -156,17 +177,10 @@ struct SimulatedCuffServerTests {
         defer { server.stop() }
         #expect(FileManager.default.fileExists(atPath: path))
 
-        var config = CuffSessionConfiguration(address: "unix:" + path)
-        config.settle = .milliseconds(200)
-        config.timeout = .seconds(60)
-        config.setTime = false
-        var got: [MeasurementRecord] = []
-        let hooks = SessionHooks(emit: { if case let .measurement(m) = $0 { got.append(m) } }, log: { _ in })
-        let outcome = CentralDriver(configuration: config, hooks: hooks, signals: nil).run(try UnixSeqpacketBearer.connect(path: path))
+        let (outcome, got) = try Self.measure(path) { $0.setTime = false }
         #expect(outcome == .completed)
         #expect(got.count == 1)
-        let inProcess = try centralMeasurements(simulation)
-        #expect(got.map { numbers(CuffDecoder.decode($0.raw).json) } == inProcess.map { numbers(CuffDecoder.decode($0.raw).json) })
+        #expect(readings(got) == readings(try centralMeasurements(simulation)))
         #expect(server.sessions == 1)
         server.stop()
         #expect(!FileManager.default.fileExists(atPath: path))
@@ -184,7 +198,10 @@ struct SimulatedCuffServerTests {
         let bearer = try UnixSeqpacketBearer.connect(path: path)
         defer { bearer.close() }
         try bearer.send([0x12] + IndicationClient.le(try #require(bpm.cccdHandle)) + [0x02, 0x00])
-        guard case let .pdu(answer) = try bearer.next(timeout: .seconds(10)) else { Issue.record("no write response"); return }
+        guard case let .pdu(answer) = try bearer.next(timeout: .seconds(10)) else {
+            Issue.record("no write response")
+            return
+        }
         #expect(answer == [0x13])
         server.pressButton()
         var value: [UInt8]?
@@ -195,7 +212,7 @@ struct SimulatedCuffServerTests {
         }
         let decoded = CuffDecoder.decode(try #require(value))
         #expect(decoded.failure == nil)
-        #expect(numbers(decoded.json) == (try centralMeasurements(simulation)).map { numbers(CuffDecoder.decode($0.raw).json) }.first)
+        #expect(numbers(decoded.json) == readings(try centralMeasurements(simulation)).first)
     }
 
     /// `CuffSimulation.omron(model:)` on the socket: cuff's own central syncs its memory over
@@ -206,14 +223,10 @@ struct SimulatedCuffServerTests {
         let server = SimulatedCuffServer(try CuffSimulation.omron(model: model, seed: 5), path: path, speed: 20)
         try server.start()
         defer { server.stop() }
-        var config = CuffSessionConfiguration(address: "unix:" + path)
-        config.settle = .milliseconds(200)
-        config.timeout = .seconds(60)
-        config.omronModel = model
-        config.forcedProtocol = .omron
-        var got: [MeasurementRecord] = []
-        let hooks = SessionHooks(emit: { if case let .measurement(m) = $0 { got.append(m) } }, log: { _ in })
-        let outcome = CentralDriver(configuration: config, hooks: hooks, signals: nil).run(try UnixSeqpacketBearer.connect(path: path))
+        let (outcome, got) = try Self.measure(path) {
+            $0.omronModel = model
+            $0.forcedProtocol = .omron
+        }
         #expect(outcome == .completed)
         #expect(!got.isEmpty)
         for m in got {
@@ -241,7 +254,8 @@ struct SimulatedCuffServerTests {
         let first = SimulatedCuffServer(CuffSimulation(), path: path)
         try first.start()
         defer { first.stop() }
-        let error = #expect(throws: CuffTestingError.self) { try SimulatedCuffServer(CuffSimulation(), path: path).start() }
+        let second = SimulatedCuffServer(CuffSimulation(), path: path)
+        let error = #expect(throws: CuffTestingError.self) { try second.start() }
         #expect(error?.code == .cannotListen)
         let again = #expect(throws: CuffTestingError.self) { try first.start() }
         #expect(again?.code == .alreadyStarted)

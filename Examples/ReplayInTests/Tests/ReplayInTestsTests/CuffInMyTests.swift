@@ -46,6 +46,9 @@ let captures = URL(fileURLWithPath: #filePath)
     let reading = try #require(readings.first)
     #expect(reading.failure == nil)
     #expect(reading.json["unit"] == .string("mmHg"))
-    guard case let .double(systolic)? = reading.json["systolic"] else { Issue.record("no systolic: \(reading.line)"); return }
+    guard case let .double(systolic)? = reading.json["systolic"] else {
+        Issue.record("no systolic: \(reading.line)")
+        return
+    }
     #expect(systolic >= 140)  // a hypertensive reading
 }
