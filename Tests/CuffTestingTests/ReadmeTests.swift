@@ -21,6 +21,13 @@ struct ReadmeTests {
         #expect(readme.contains("```swift\n" + body + "```"))
     }
 
+    @Test func theReadmeShowsTheExamplesManifest() throws {
+        let manifest = try Self.text("Examples/ReplayInTests/Package.swift")
+        let body = try #require(manifest.range(of: "let package = Package(")).lowerBound
+        #expect(manifest.contains(".product(name: \"CuffTesting\", package: \"cuff\")"))
+        #expect(try Self.text("README.md").contains("```swift\n" + manifest[body...] + "```"))
+    }
+
     @Test func theServerSnippetIsThisTargetsCode() throws {
         let readme = try Self.text("README.md")
         let tests = try Self.text("Tests/CuffTestingTests/SimulatedCuffTests.swift")
