@@ -6,7 +6,8 @@
 //   `cuff replay` prints.
 // - ``SimulatedCuff`` (in process, bytes in and out, simulated time) and ``SimulatedCuffServer``
 //   (a Unix SEQPACKET socket, as `cuff simulate --listen unix:PATH`): a simulated cuff for your
-//   own GATT client, of any scenario, persona, quirk or Omron model (``CuffSimulation``).
+//   own GATT client, of any scenario, persona, quirk or Omron model, or a captured cuff served
+//   back (``CuffSimulation``).
 // - ``CuffDecoder``: one value decoded into the object `cuff decode` prints.
 //
 // A thin layer over the library targets: it adds no Bluetooth logic of its own. The modules whose
@@ -46,6 +47,12 @@ public struct CuffTestingError: Error, Sendable, Hashable, CustomStringConvertib
         public static let cannotListen = Code(rawValue: "cannot_listen")
         /// The simulated cuff's event loop or thread could not be started.
         public static let cannotStart = Code(rawValue: "cannot_start")
+        /// A capture to serve (``CuffSimulation/captured(path:session:handles:loop:)``) cannot be
+        /// read: not a capture, damaged, missing.
+        public static let badCapture = Code(rawValue: "bad_capture")
+        /// A capture shows no connection that can be served (no Blood Pressure Service, or no
+        /// such session).
+        public static let nothingToServe = Code(rawValue: "nothing_to_serve")
         /// ``SimulatedCuffServer/start()`` was called on a server that is already running.
         public static let alreadyStarted = Code(rawValue: "already_started")
     }

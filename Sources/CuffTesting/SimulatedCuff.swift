@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 /// Which simulated cuff to run: what `cuff simulate` offers (scenario, persona, seed, quirk,
-/// Omron `--model`, `--protocol`) as one value.
+/// Omron `--model`, `--protocol`, `--from-capture`) as one value.
 ///
 /// ```swift
 /// let plain = CuffSimulation(scenario: .hypertensive, autostart: true)
@@ -18,6 +18,8 @@ public struct CuffSimulation: Sendable {
     public var cuffProtocol: CuffProtocolID?
     /// Refuse to serve the measurement before the link is encrypted (a bonded cuff).
     public var requireEncryption = false
+    /// The captured cuff served instead of the simulator (``captured(path:session:handles:loop:)``).
+    var capturedCuff: CapturedCuffPeripheral?
 
     /// A Blood Pressure Service cuff, as `cuff simulate --scenario … --persona … --seed … [--quirk …]`.
     ///
@@ -68,13 +70,44 @@ public struct CuffSimulation: Sendable {
         return CuffSimulation(configuration: c)
     }
 
+    /// The peripheral of a captured session served back, as `cuff simulate --from-capture FILE`:
+    /// its attribute table, its values, and what it notified and indicated, in order, each once
+    /// the client has made the writes the captured central made before it, after the captured gap.
+    ///
+    /// - Parameters:
+    ///   - path: a btsnoop, pcap or pcapng file.
+    ///   - session: the connection to serve (1-based, as `cuff simulate --list-sessions` numbers
+    ///     them), or nil for the first with a Blood Pressure Service.
+    ///   - handles: value handles mapped to characteristics, for a capture without service
+    ///     discovery (`--handle`).
+    ///   - loop: after the last captured notification, play them again.
+    /// - Returns: the simulation (``configuration`` does not apply to it).
+    /// - Throws: ``CuffTestingError`` with code ``CuffTestingError/Code/badCapture`` (the file
+    ///   cannot be read as a capture) or ``CuffTestingError/Code/nothingToServe``.
+    public static func captured(path: String, session: Int? = nil, handles: [UInt16: CuffCharacteristic] = [:],
+                                loop: Bool = false) throws(CuffTestingError) -> CuffSimulation {
+        let captured: CapturedCuff
+        do {
+            captured = try CapturedCuff.load(path: path, session: session, overrides: handles)
+        } catch let e as CapturedCuffError {
+            throw CuffTestingError(.nothingToServe, "\(path): \(e.message)")
+        } catch {
+            throw CuffTestingError(.badCapture, "\(path): \(error)")
+        }
+        var simulation = CuffSimulation()
+        simulation.capturedCuff = CapturedCuffPeripheral(captured, loop: loop)
+        return simulation
+    }
+
     /// The peripheral state machine `cuff simulate` serves for this simulation.
     ///
-    /// - Returns: the Omron cuff when ``configuration`` names an Omron profile; otherwise the
-    ///   chosen protocol's simulated cuff (the standard Blood Pressure Service cuff by default).
+    /// - Returns: the captured cuff, for a ``captured(path:session:handles:loop:)`` simulation;
+    ///   the Omron cuff when ``configuration`` names an Omron profile; otherwise the chosen
+    ///   protocol's simulated cuff (the standard Blood Pressure Service cuff by default).
     /// - Throws: ``CuffTestingError`` with code ``CuffTestingError/Code/noSimulatedCuff`` when the
     ///   protocol has none.
     public func makePeripheral() throws(CuffTestingError) -> any GATTPeripheral {
+        if let capturedCuff { return capturedCuff }
         if let o = configuration.omron {
             guard let p = OmronPeripheral(configuration: configuration) else {
                 throw CuffTestingError(.noSimulatedCuff, "no simulated Omron cuff for \(o.profile.id)")

@@ -238,6 +238,31 @@ struct SimulatedCuffServerTests {
         }
     }
 
+    /// A captured session served back (`--from-capture`): cuff's central over the socket gets
+    /// the measurement the capture's replay gives, byte for byte; a file that is no capture, or a
+    /// session the capture does not have, is refused with its code.
+    @Test func aCapturedCuffServedBackGivesTheCapturedMeasurement() throws {
+        let capture = capturesDirectory.appendingPathComponent("irregular-pulse.btsnoop").path
+        let path = Self.socketPath("captured")
+        let server = SimulatedCuffServer(try CuffSimulation.captured(path: capture), path: path, speed: 200)
+        try server.start()
+        defer { server.stop() }
+        let (outcome, got) = try Self.measure(path)
+        #expect(outcome == .completed)
+        let replayed = try CuffReplay.replay(path: capture).measurements
+        #expect(!replayed.isEmpty)
+        #expect(got.map(\.raw) == replayed.map(\.raw))
+
+        let notACapture = #expect(throws: CuffTestingError.self) {
+            try CuffSimulation.captured(path: capturesDirectory.appendingPathComponent("README.md").path)
+        }
+        #expect(notACapture?.code == .badCapture)
+        let noSession = #expect(throws: CuffTestingError.self) {
+            try CuffSimulation.captured(path: capture, session: 9)
+        }
+        #expect(noSession?.code == .nothingToServe)
+    }
+
     /// A server nobody holds any more stops: its thread ends and its socket goes.
     @Test func aServerThatGoesAwayStops() throws {
         let path = Self.socketPath("dropped")
