@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "CuffSession", targets: ["CuffSession"]),
         .library(name: "Capture", targets: ["Capture"]),
         .library(name: "Sinks", targets: ["Sinks"]),
+        // cuff in your own tests: replay a capture, run a simulated cuff, decode a value.
+        .library(name: "CuffTesting", targets: ["CuffTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -102,6 +104,13 @@ let package = Package(
             dependencies: ["CBlueZ", "CuffCore", "DBus", "GATT", "Transport"],
             swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
         ),
+        // cuff in your own tests: one entry point per job (replay a capture into records, a simulated
+        // cuff in process or on a Unix socket, decode one value) over the targets above. No Sinks,
+        // so a package that uses it builds none of SQLite, crypto or SwiftNIO.
+        .target(
+            name: "CuffTesting",
+            dependencies: ["CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Capture", "CuffRuntime", "Transport"]
+        ),
         // The live Bluetooth paths of the commands (agents, bonds, the ATT connect, the simulator's
         // accept loop), so the CLI only wires.
         .target(name: "BluetoothLive", dependencies: ["BlueZ", "CuffCore", "CuffRuntime", "CuffSession", "GATT", "Sinks", "Transport"]),
@@ -137,6 +146,7 @@ let package = Package(
         .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "CuffRuntime", "CuffSimulator", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore", "PostgresTestCluster"]),
+        .testTarget(name: "CuffTestingTests", dependencies: ["CuffTesting", "CuffRuntime", "Transport"]),
         .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
     ]
 )

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command (README, .ci/run): installs what the tests need, runs every test, then checks
+# The test command (README, .ci/run): installs what the tests need, runs every test (and the example
+# package's, Examples/ReplayInTests), then checks
 # what `cuff` prints against the official FHIR and Open mHealth schemas, then the BlueZ VM test.
 # It also fuzzes every libFuzzer target for 60 s (tools/fuzz; CUFF_FUZZ=0 skips, CUFF_FUZZ_SECONDS sets the time).
 set -euo pipefail
@@ -15,6 +16,11 @@ swift build --build-tests
 echo "== swift test"
 swift test 2>&1 | tee .build/test.log
 # `swift test` exits non-zero on failure (pipefail).
+
+echo "== the example package: cuff in your own tests (Examples/ReplayInTests, cuff by path)"
+# A package of its own that depends on cuff's CuffTesting product, as a user's would: its test
+# replays a committed capture and reads a simulated cuff. It builds only the targets it needs.
+swift test --package-path Examples/ReplayInTests 2>&1 | tee .build/example-test.log
 
 echo "== ThreadSanitizer: the replay engine's threads (ReplayEngineTests) in a TSan build"
 # A separate build folder (.build-tsan): every target compiled with -sanitize=thread. Any report
