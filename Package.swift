@@ -149,7 +149,7 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["CuffCore", "PostgresTestCluster"]),
         .testTarget(
             name: "CuffCommandsTests",
-            dependencies: ["CuffCommands", "BluetoothLive", "BlueZ", "Capture", "CuffSimulator", "ReplayEngine", "Sinks", "CuffSession", "BloodPressure", "Transport", "CuffCore"]
+            dependencies: ["CuffCommands", "BluetoothLive", "BlueZ", "Capture", "CuffSimulator", "Omron", "ReplayEngine", "Sinks", "CuffSession", "BloodPressure", "Transport", "CuffCore"]
         ),
         .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
     ]
