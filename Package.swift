@@ -113,12 +113,22 @@ let package = Package(
         ),
         // The live Bluetooth paths of the commands (agents, bonds, the ATT connect, the simulator's
         // accept loop), so the CLI only wires.
-        .target(name: "BluetoothLive", dependencies: ["BlueZ", "CuffCore", "CuffRuntime", "CuffSession", "GATT", "Sinks", "Transport"]),
+        .target(name: "BluetoothLive", dependencies: ["BlueZ", "BloodPressure", "CuffCore", "CuffRuntime", "CuffSession", "GATT", "Omron", "Sinks", "Transport"]),
+        // What each command does once its options are parsed (the runs of measure, watch, replay,
+        // simulate, decode, sync; the sinks a command's options make; stdout and stderr), as
+        // library code the executable only wires and tests call in process.
+        .target(
+            name: "CuffCommands",
+            dependencies: [
+                "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
+            ]
+        ),
         .executableTarget(
             name: "cuff",
             dependencies: [
                 "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
-                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "CuffCommands", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -147,6 +157,10 @@ let package = Package(
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "CuffRuntime", "CuffSimulator", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore", "PostgresTestCluster"]),
         .testTarget(name: "CuffTestingTests", dependencies: ["CuffTesting", "CuffRuntime", "Transport"]),
+        .testTarget(
+            name: "CuffCommandsTests",
+            dependencies: ["CuffCommands", "BluetoothLive", "BlueZ", "Capture", "CuffSimulator", "Omron", "ReplayEngine", "Sinks", "CuffSession", "BloodPressure", "Transport", "CuffCore"]
+        ),
         .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
     ]
 )

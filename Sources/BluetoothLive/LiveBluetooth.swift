@@ -30,9 +30,10 @@ public enum Backend: String, CaseIterable, Sendable {
 
 /// A live Bluetooth path could not go on; what it logged says why. The command exits with the
 /// outcome's status.
-public struct LiveBluetoothFailure: Error, Sendable {
+public struct LiveBluetoothFailure: ExitStatusError, Sendable {
     public var outcome: SessionOutcome
     public init(_ outcome: SessionOutcome) { self.outcome = outcome }
+    public var exitStatus: ExitStatus { outcome.exitStatus }
 }
 
 /// The live Bluetooth paths of `measure`, `watch`, `pair` and `simulate`: pairing agents, the raw
@@ -268,9 +269,14 @@ public enum LiveBluetooth {
 
     /// `cuff simulate --adapter`: advertises `name` and serves each central that connects with
     /// `driver`, one after another, until SIGINT/SIGTERM. `label` names the cuff in the log.
+    /// `backend` (unresolved): through bluetoothd (``simulateThroughBluetoothd(adapter:driver:name:label:log:)``)
+    /// or on raw sockets.
     public static func simulate<P: GATTPeripheral>(
-        adapter: BluetoothAdapter, driver: PeripheralDriver<P>, name: String, label: String, log: @escaping @Sendable (String) -> Void
+        adapter: BluetoothAdapter, backend: Backend, driver: PeripheralDriver<P>, name: String, label: String, log: @escaping @Sendable (String) -> Void
     ) throws(LiveBluetoothFailure) {
+        if backend.resolved(log: log) == .bluetoothd {
+            return try simulateThroughBluetoothd(adapter: adapter, driver: driver, name: name, label: label, log: log)
+        }
         let signals = SignalFlags.shared
         // With bluetoothd running, the newest ATT listener gets each incoming link: ours, as we
         // start after bluetoothd. If bluetoothd (re)starts after us, it takes them and serves its
@@ -351,5 +357,57 @@ public enum LiveBluetooth {
             do { try advertiser.restart() } catch { log("re-advertising failed: \(error.message)") }
         }
         log("stopped")
+    }
+
+    /// `cuff simulate --backend bluetoothd`: the peripheral as a GATT application and an LE
+    /// advertisement registered with bluetoothd, on one event loop with the peripheral's driver.
+    /// No raw sockets (no root); a bluetoothd restart is waited out and registered with again.
+    public static func simulateThroughBluetoothd<P: GATTPeripheral>(
+        adapter: BluetoothAdapter, driver: PeripheralDriver<P>, name: String, label: String, log: @escaping @Sendable (String) -> Void
+    ) throws(LiveBluetoothFailure) {
+        let signals = SignalFlags.shared
+        /// The loop, the peripheral's clock on it, the application registered (answers come on the loop).
+        func start() throws(TransportError) -> (EventLoop, BlueZGATTApplication) {
+            let loop = try EventLoop()
+            driver.attach(to: loop)
+            let layout = BlueZGATTLayout(database: driver.peripheral.database, name: name)
+            let application = try BlueZGATTApplication(adapter: adapter, layout: layout, loop: loop, log: log) { bearer, client in
+                if driver.isConnected { driver.interrupt() }
+                driver.accept(bearer, client: client) { end in log("session ended: \(end)") }
+            }
+            try application.start()
+            return (loop, application)
+        }
+        let started: Result<(EventLoop, BlueZGATTApplication), TransportError> = Result { () throws(TransportError) in try start() }
+        guard case .success(let (loop, application)) = started else {
+            if case .failure(let error) = started { log("bluetoothd: \(error.message)") }
+            throw LiveBluetoothFailure(.connectionFailed)
+        }
+        // The simulator takes any central on its adapter: a D-Bus agent for this adapter only.
+        let agent: BlueZAgent?
+        do {
+            agent = try BlueZAgent(scope: AgentScope(adapter: adapter, device: nil), path: "/cuff/simulator_agent",
+                                   onEvent: { log("pairing agent (D-Bus): " + $0) })
+        } catch {
+            log("no pairing agent: \(error.message)")
+            agent = nil
+        }
+        defer {
+            agent?.stop()
+            application.stop()
+            log("stopped")
+        }
+        log("\(label) \"\(name)\" through bluetoothd on \(adapter): \(application.layout.objects.count) GATT objects at \(application.layout.root), advertising 0x1810")
+        do {
+            try loop.run {
+                if signals.isRaised(.int) || signals.isRaised(.term) { return true }
+                if signals.consume(.usr1) { driver.pressButton() }
+                return application.failure != nil
+            }
+        } catch {
+            log(error.message)
+            throw LiveBluetoothFailure(.connectionFailed)
+        }
+        if application.failure != nil { throw LiveBluetoothFailure(.connectionFailed) }
     }
 }

@@ -375,19 +375,22 @@ public enum SessionOutcome: String, Sendable, Hashable, CaseIterable {
     case connectionFailed = "connection_failed"
 
     /// Exit status of `cuff measure` for this outcome.
-    public var exitCode: Int32 {
+    public var exitStatus: ExitStatus {
         switch self {
-        case .completed: 0
-        case .noResult: 2
-        case .stopped: 3
-        case .disconnected: 4
-        case .timedOut: 5
-        case .securityRefused: 6
-        case .serviceMissing: 7
-        case .protocolError: 8
-        case .connectionFailed: 9
+        case .completed: .success
+        case .noResult: .noResult
+        case .stopped: .stopped
+        case .disconnected: .disconnected
+        case .timedOut: .timedOut
+        case .securityRefused: .securityRefused
+        case .serviceMissing: .serviceMissing
+        case .protocolError: .protocolError
+        case .connectionFailed: .connectionFailed
         }
     }
+
+    /// ``exitStatus``'s number.
+    public var exitCode: Int32 { exitStatus.code }
 }
 
 /// The `session` record, at start and at end.

@@ -92,6 +92,16 @@ public final class SignalFlags: Sendable {
         }
     }
 
+    /// ``install(_:)`` and ``unblockOnCurrentThread(_:)`` together: what a command that waits for
+    /// `signals` does first (a parent may have blocked them, as test runners do; a child inherits
+    /// the mask). Returns `self`.
+    @discardableResult
+    public func listen(_ signals: [Signal] = Signal.standard) throws(TransportError) -> SignalFlags {
+        try install(signals)
+        try unblockOnCurrentThread(signals)
+        return self
+    }
+
     /// Whether `signal` arrived since it was last consumed; clears it.
     public func consume(_ signal: Signal) -> Bool {
         bits.bitwiseAnd(~signal.bit, ordering: .acquiringAndReleasing).oldValue & signal.bit != 0

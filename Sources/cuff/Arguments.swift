@@ -102,3 +102,8 @@ struct ProtocolOption: ParsableArguments {
     @Option(name: .customLong("protocol"), help: "Cuff protocol to use instead of the one chosen from what the device offers.")
     var forced: CuffProtocolID?
 }
+
+/// `body`'s value; what it throws becomes a usage error (exit status 64) saying the same.
+func usage<T>(_ body: () throws -> T) throws -> T {
+    do { return try body() } catch { throw ValidationError("\(error)") }
+}

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import CuffCommands
+import CuffCore
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// stdout and stderr (the commands' own code calls them `Console`).
+typealias Output = Console
 
 @main
 struct Cuff: ParsableCommand {
@@ -19,6 +24,13 @@ struct Cuff: ParsableCommand {
     static func main() {
         // A closed stdout (`cuff measure | head`) becomes a write error the sinks report, not a kill.
         signal(SIGPIPE, SIG_IGN)
-        main(nil)
+        do {
+            var command = try parseAsRoot(nil)
+            try command.run()
+        } catch let failure as any ExitStatusError {
+            exit(withError: ExitCode(failure.exitStatus.code))
+        } catch {
+            exit(withError: error)
+        }
     }
 }

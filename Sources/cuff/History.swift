@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
-import PostgresStore
+import CuffCommands
 import Sinks
 
 struct History: ParsableCommand {
@@ -28,20 +28,6 @@ struct History: ParsableCommand {
     @OptionGroup var key: StoreKeyOption
 
     func run() throws {
-        var options = SinkConfiguration(
-            format: format,
-            fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser, storeKeyPath: key.path)
-        options.storeOpener = PostgresStoreOpener()
-        do {
-            let r = try SinkFactory.printHistory(storePath: store, options: options)
-            let n = r.printed
-            let skipped = r.skipped > 0 ? "; \(r.skipped) unreadable row\(r.skipped == 1 ? "" : "s") skipped" : ""
-            Output.log("cuff history: \(n) measurement\(n == 1 ? "" : "s") in \(SinkFactory.isServerStore(store) ? PostgresURL.redacting(store) : store)\(skipped)")
-            if r.skipped > 0 { throw ExitCode(Output.rowsSkippedStatus) }
-        } catch let e as ExitCode {
-            throw e
-        } catch {
-            throw ExitCode(Output.sinkFailed("cuff history", error))
-        }
+        try StoreCommands.printHistory(store: store, format: format, fhirSubject: fhirSubject, keyPath: key.path)
     }
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
-import Sinks
+import CuffCommands
 
 /// `cuff key new PATH`, `cuff key rotate`: the keys of encrypted stores.
 struct KeyCommand: ParsableCommand {
@@ -25,14 +25,7 @@ struct KeyCommand: ParsableCommand {
         @Argument(help: "Where to write the key.")
         var path: String
 
-        func run() throws {
-            do {
-                _ = try StoreKey.create(path: path)
-                Output.log("cuff key: wrote a new key to \(path) (mode 600); keep it apart from the store's backups")
-            } catch {
-                throw ExitCode(Output.sinkFailed("cuff key new", error))
-            }
-        }
+        func run() throws { try StoreCommands.newKey(path: path) }
     }
 
     struct Rotate: ParsableCommand {
@@ -57,12 +50,7 @@ struct KeyCommand: ParsableCommand {
             guard let old = key.path else {
                 throw ValidationError("give the store's current key with --store-key-file PATH (or CUFF_STORE_KEY_FILE)")
             }
-            do {
-                let n = try SQLiteStore.rotateKey(path: store, from: try StoreKey.load(path: old), to: try StoreKey.load(path: newKeyFile))
-                Output.log("cuff key rotate: \(n) measurement\(n == 1 ? "" : "s") in \(store) now sealed with \(newKeyFile)")
-            } catch {
-                throw ExitCode(Output.sinkFailed("cuff key rotate", error))
-            }
+            try StoreCommands.rotateKey(store: store, old: old, new: newKeyFile)
         }
     }
 }

@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import CuffCommands
 import BloodPressure
-import Capture
-import CuffCore
-import CuffRuntime
 import CuffSession
+import CuffRuntime
 import CuffSimulator
-import Sinks
 import Transport
 
 struct Measure: ParsableCommand {
@@ -37,20 +35,20 @@ struct Measure: ParsableCommand {
 
     @OptionGroup(title: "With --simulated") var simulation: SimulationOptions
 
-    @Option(help: "Bluetooth adapter for a real cuff.")
-    var adapter: String = "hci0"
+    enum Help: BluetoothOptionsHelp {
+        static let adapter: ArgumentHelp = "Bluetooth adapter for a real cuff. (default: hci0)"
+        static let bonds: ArgumentHelp? = BlueZCommands.bondsHelp
+        static let security: ArgumentHelp? = "Link security to ask for at once: low (default), medium (encrypted, Just Works) or high (MITM). Raised anyway when the cuff asks."
+        static let setTime: ArgumentHelp? = "Do not write the cuff's Current Time."
+    }
 
-    @Option(help: Backend.help)
-    var backend: Backend = .auto
-
-    @Option(help: BlueZCommands.bondsHelp)
-    var bonds: String?
-
-    @Option(help: "Link security to ask for at once: low (default), medium (encrypted, Just Works) or high (MITM). Raised anyway when the cuff asks.")
-    var security: SecurityLevel?
+    @OptionGroup var bluetooth: BluetoothOptions<Help>
 
     @Flag(help: "Send the start command (cuffs with a start control point; the simulator has one).")
     var start = false
+
+    @Flag(name: .customLong("no-gatt-cache"), help: "Discover the cuff's handles every time (--connect): do not use or keep the GATT cache beside the bond store.")
+    var noGATTCache = false
 
     @Flag(help: "Keep the session open for further measurements.")
     var follow = false
@@ -63,12 +61,6 @@ struct Measure: ParsableCommand {
 
     @Option(help: "Apply this quirk profile (default: chosen from the device's name and model).")
     var quirk: QuirkProfile?
-
-    @Flag(name: .customLong("no-set-time"), help: "Do not write the cuff's Current Time.")
-    var noSetTime = false
-
-    @Flag(name: .customLong("no-gatt-cache"), help: "Discover the cuff's handles every time (--connect): do not use or keep the GATT cache beside the bond store.")
-    var noGATTCache = false
 
     @Option(help: "Record the session as a btsnoop file (Linux monitor format) that btmon, Wireshark and `cuff replay` open.")
     var capture: String?
@@ -92,12 +84,12 @@ struct Measure: ParsableCommand {
 
     func sessionConfiguration(address: String) -> CuffSessionConfiguration {
         var c = CuffSessionConfiguration(address: address)
-        c.security = security ?? .low
+        c.security = bluetooth.security ?? .low
         c.sendStart = start
         c.follow = follow
         c.timeout = timeout > 0 ? .nanoseconds(Int64(timeout * 1e9)) : nil
         c.quirk = quirk
-        c.setTime = !noSetTime
+        c.setTime = !bluetooth.noSetTime
         c.localUTCOffsetSeconds = WallClock.localUTCOffsetSeconds()
         c.forcedProtocol = cuffProtocol.forced
         omron.configure(&c)
@@ -105,85 +97,23 @@ struct Measure: ParsableCommand {
     }
 
     func run() throws {
-        let display = ProgressDisplay(quiet: sinks.quiet)
-        let signals = SignalFlags.shared
-        try signals.install()
-        // A parent may have blocked these (test runners do); a child inherits the mask.
-        try signals.unblockOnCurrentThread()
-        let fan: FanOutSink
-        let store: (any MeasurementStore)?
-        do {
-            (fan, store) = try sinks.makeSinks()
-        } catch {
-            Output.log("cuff measure: \(error)")
-            throw ExitCode(10)
-        }
-        var recording: CaptureRecording?
-        if let capture {
-            do {
-                // A real cuff's session: the capture names its controller (hciN) from the start.
-                let index = CaptureRecording.adapterIndex(address: address, adapter: adapter)
-                recording = try CaptureRecording(path: capture, datalink: .monitor, peer: peerAddress(), adapter: index ?? 0,
-                                                 announceAt: address == nil ? nil : Timestamp(nanoseconds: WallClock.system.nowMicros() &* 1000))
-            } catch {
-                Output.log("cuff measure: cannot write the capture \(capture): \(error)")
-                throw ExitCode(10)
-            }
-        }
-        let hooks = SessionHooks(
-            emit: { o in
-                display.show(o)
-                do { try fan.write(o) } catch { Output.noteFailure(error); throw error }
-            },
-            log: { display.log($0) },
-            link: recording.map { r in { r.handle($0) } })
-
-        let stopAfterDuration = stopAfter.map { Duration.nanoseconds(Int64($0 * 1e9)) }
-        var outcome: SessionOutcome
-        var exit: Int32
-        var sinkFailed = false
+        let source: MeasureService.Source
         if let scenario = simulated {
-            var config = sessionConfiguration(address: "simulated:\(scenario.rawValue)")
-            if let store { config.knownRecordKeys = (try? store.knownKeys()) ?? []; config.lastSequenceNumber = try? store.lastSequenceNumber(address: config.address) }
             var sim = SimulatorConfiguration(scenario: scenario.bps ?? .normal, persona: simulation.persona, seed: simulation.seed, autostart: !start)
             sim.omron = omron.simulation(scenario)
-            let link = SimulatedLink(
-                simulator: sim, session: config, hooks: hooks, simulatorLog: sinks.quiet ? nil : { Output.log("cuff (simulated cuff): " + $0) },
-                speed: simulation.speed == 0 ? nil : simulation.speed, signals: signals, stopAfter: stopAfterDuration)
-            outcome = link.run()
-            exit = link.central.exitCode
-            sinkFailed = link.sinkFailure != nil
+            source = .simulated(scenario: scenario.rawValue, sim, speed: simulation.speed == 0 ? nil : simulation.speed)
         } else if let connect {
-            let path = String(connect.dropFirst("unix:".count))
-            var config = sessionConfiguration(address: connect)
-            if let store { config.knownRecordKeys = (try? store.knownKeys()) ?? []; config.lastSequenceNumber = try? store.lastSequenceNumber(address: config.address) }
-            let bearer: UnixSeqpacketBearer
-            do {
-                bearer = try UnixSeqpacketBearer.connect(path: path)
-            } catch {
-                Output.log("cuff measure: \(error.message)")
-                throw ExitCode(SessionOutcome.connectionFailed.exitCode)
-            }
-            let driver = CentralDriver(configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfterDuration,
-                                       gattCache: GATTCacheStore.unless(disabled: noGATTCache, bonds: bonds))
-            outcome = driver.run(bearer)
-            exit = driver.central.exitCode
-            sinkFailed = driver.sinkFailure != nil
+            source = .unix(connect)
         } else {
-            (outcome, exit, sinkFailed) = try BlueZCommands.measure(
-                address: address!, adapter: adapter, backend: backend, bonds: bonds, configuration: { self.sessionConfiguration(address: $0) }, hooks: hooks,
-                signals: signals, stopAfter: stopAfterDuration, store: store)
+            let adapter = try bluetooth.parsedAdapter()
+            source = .bluetooth(try BlueZCommands.address(address!), text: address!, adapter: adapter, backend: bluetooth.backend, bonds: bluetooth.bonds)
         }
-        recording?.finish()
-        do { try fan.finish() } catch { _ = Output.sinkFailed("cuff measure", error); sinkFailed = true }
-        display.clearGauge()
-        if !sinks.quiet { Output.log("cuff: session ended: \(outcome.rawValue)") }
-        if sinkFailed { throw ExitCode(Output.sinkFailureStatus) }
-        if exit != 0 { throw ExitCode(exit) }
-    }
-
-    func peerAddress() -> BDAddress {
-        if let address, let a = BDAddress(String(address.prefix(17))) { return a }
-        return BDAddress("00:AA:01:00:00:00")!
+        let sinks = try self.sinks.setup()
+        var service = MeasureService(source: source, configuration: sessionConfiguration(address:), openSinks: sinks.makeSinks)
+        service.quiet = sinks.quiet
+        service.capture = capture
+        service.gattCache = GATTCacheStore.unless(disabled: noGATTCache, bonds: bluetooth.bonds)
+        service.stopAfter = stopAfter.map { Duration.nanoseconds(Int64($0 * 1e9)) }
+        try service.run()
     }
 }

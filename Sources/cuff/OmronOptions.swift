@@ -1,31 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import CuffCommands
 import CuffCore
 import CuffSession
 import CuffSimulator
 import Omron
-import Transport
 
-/// A scenario name: one of the Blood Pressure Service cuff's (`cuff simulate --list`) or, with
-/// `--model`, one of the Omron cuff's (full-memory, empty-user, clock-reset, dropped-link, refused-key).
-struct ScenarioName: ExpressibleByArgument, Hashable, CustomStringConvertible {
-    let rawValue: String
-    let bps: Scenario?
-    let omron: OmronScenario?
-
-    init?(argument: String) {
-        rawValue = argument
-        bps = Scenario(rawValue: argument)
-        omron = OmronScenario(rawValue: argument)
-        if bps == nil && omron == nil { return nil }
-    }
-
-    static let normal = ScenarioName(argument: "normal")!
-    static var allValueStrings: [String] {
-        Scenario.allCases.map(\.rawValue) + OmronScenario.allCases.map(\.rawValue).filter { Scenario(rawValue: $0) == nil }
-    }
-    var defaultValueDescription: String { rawValue }
-    var description: String { rawValue }
+extension ScenarioName: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
+    public static var allValueStrings: [String] { allNames }
+    public var defaultValueDescription: String { rawValue }
 }
 
 /// `--model` for the Omron commands: a profile by id, alias or sales name.
@@ -46,11 +30,6 @@ enum OmronModelOption {
             throw ValidationError("'\(s.rawValue)' is a Blood Pressure Service scenario; an Omron cuff plays normal, \(OmronScenario.allCases.dropFirst().map(\.rawValue).joined(separator: ", "))")
         }
         if model == nil, s.bps == nil { throw ValidationError("'\(s.rawValue)' is an Omron scenario: give --model NAME") }
-    }
-
-    /// The host's local time as seconds since 1970 read as UTC (what an Omron clock holds).
-    static func localSeconds() -> Int64 {
-        WallClock.eventTime().wallMicros / 1_000_000 + WallClock.localUTCOffsetSeconds()
     }
 }
 
@@ -82,24 +61,9 @@ struct OmronSyncArguments: ParsableArguments {
         return k
     }
 
-    /// Puts the Omron choices into a session configuration: `--model` means the Omron protocol
-    /// (unless `--protocol` says otherwise).
-    func configure(_ c: inout CuffSessionConfiguration) {
-        c.omronModel = model
-        c.omronSync = options(setTime: c.setTime)
-        if model != nil, c.forcedProtocol == nil { c.forcedProtocol = .omron }
+    var choice: OmronSyncChoice {
+        OmronSyncChoice(model: model, keepUnread: keepUnread, allRecords: allRecords, key: omronKey.flatMap { try? Self.key($0) })
     }
-
-    /// The Omron cuff `--simulated` plays with `--model`, or nil.
-    func simulation(_ scenario: ScenarioName) -> OmronSimulation? {
-        guard let model, let p = OmronCatalog.profile(named: model) else { return nil }
-        return OmronSimulation(profile: p, scenario: scenario.omron ?? .normal)
-    }
-
-    /// The sync options (`setTime` from the command's own --no-set-time).
-    func options(setTime: Bool, pair: Bool = false) -> OmronSyncOptions {
-        var o = OmronSyncOptions(allRecords: allRecords, keepUnread: keepUnread, setTime: setTime, pair: pair)
-        if let omronKey, let k = try? Self.key(omronKey) { o.key = k }
-        return o
-    }
+    func configure(_ c: inout CuffSessionConfiguration) { choice.configure(&c) }
+    func simulation(_ scenario: ScenarioName) -> OmronSimulation? { choice.simulation(scenario) }
 }

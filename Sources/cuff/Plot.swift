@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import CuffCommands
 import Plot
 import PlotIO
-import Sinks
 
 /// `cuff plot`: a session's cuff-pressure curve, or a store's history, as SVG (or PNG).
 struct PlotCommand: ParsableCommand {
@@ -72,60 +72,11 @@ struct PlotCommand: ParsableCommand {
     }
 
     func run() throws {
-        // Say at once when a PNG cannot be made, before any work.
-        if (try? PlotOutput.kind(of: output)) == .png, PlotOutput.rsvgConvert() == nil {
-            fail(PlotOutputError.rsvgMissing.description, 4)
-        }
-        let svg: SVGElement
-        var summary: String
-        var skippedRows = 0
-        if let store {
-            let readings: [HistoryReading]
-            do {
-                (readings, skippedRows) = try PlotInput.readHistory(
-                    store: store, since: since.flatMap(CivilTime.seconds), user: user, keyPath: key.path, warn: SinkWarnings.standardError)
-            } catch {
-                if case .emptyStore = error { fail(error.description, 3) }
-                fail(error.description, 10)
-            }
-            var about = "store \(store)"
-            if let user { about += " · user \(user)" }
-            if let since { about += " · since \(since)" }
-            svg = HistoryChart.document(readings, options: .init(guideline: guideline, subtitle: about))
-            summary = "\(readings.count) reading\(readings.count == 1 ? "" : "s") against \(guideline.name)"
-            if skippedRows > 0 { summary += " (\(skippedRows) unreadable row\(skippedRows == 1 ? "" : "s") skipped)" }
+        let source: PlotService.Source = if let store {
+            .store(store, since: since, user: user, keyPath: key.path, guideline: guideline)
         } else {
-            let input = input!
-            let sessions: [PlotSession]
-            do {
-                sessions = try PlotInput.sessions(try PlotInput.read(input), format: inputFormat)
-            } catch {
-                fail("\(input == "-" ? "stdin" : input): \(error.description)", 1)
-            }
-            var chosen = Array(sessions.enumerated().map { (number: $0.offset + 1, session: $0.element) })
-            if let session {
-                guard session <= sessions.count else {
-                    fail("\(input): there is no session \(session): the input holds \(sessions.count) session\(sessions.count == 1 ? "" : "s")", 2)
-                }
-                chosen = [chosen[session - 1]]
-            }
-            svg = SessionChart.document(chosen, source: input == "-" ? "stdin" : input)
-            summary = chosen.count == 1 ? "session \(chosen[0].number) of \(sessions.count)" : "\(chosen.count) sessions"
+            .input(input!, format: inputFormat, session: session)
         }
-        do {
-            try PlotOutput.write(SVGWriter.document(svg), to: output)
-        } catch {
-            switch error {
-            case .rsvgMissing, .rsvgFailed: fail(error.description, 4)
-            default: fail(error.description, 10)
-            }
-        }
-        Output.log("cuff plot: \(summary) → \(output)")
-        if skippedRows > 0 { Self.exit(withError: ExitCode(Output.rowsSkippedStatus)) }
-    }
-
-    private func fail(_ message: String, _ status: Int32) -> Never {
-        Output.log("cuff plot: " + message)
-        Self.exit(withError: ExitCode(status))
+        try PlotService(source: source, output: output).run()
     }
 }

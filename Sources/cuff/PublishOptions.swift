@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
-import Foundation
+import CuffCommands
 import MQTTSink
 import Sinks
 
@@ -58,57 +58,17 @@ struct PublishOptions: ParsableArguments {
         do { return try MQTTURL(parsing: text).resolvingPassword(file: publishPasswordFile) } catch { throw ValidationError("--publish: \(error)") }
     }
 
-    func names() throws -> [UInt8: String] {
-        var out: [UInt8: String] = [:]
-        for n in userNames {
-            let parts = n.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, let id = UInt8(parts[0]), !parts[1].isEmpty else {
-                throw ValidationError("--user-name takes ID=NAME with a user id from 0 to 255, e.g. 1=Alice; got '\(n)'")
-            }
-            out[id] = parts[1]
-        }
-        return out
-    }
+    func names() throws -> [UInt8: String] { try usage { try MQTTPublishing.userNames(userNames) } }
 
     /// `--cuff-timezone`: that zone's offsets, else the host zone's.
-    func offsetPolicy() throws -> UTCOffsetPolicy {
-        guard let z = cuffTimezone else { return .system }
-        guard let p = UTCOffsetPolicy.cuffTimeZone(z) else {
-            throw ValidationError("--cuff-timezone: unknown zone '\(z)'; use a name like Europe/Berlin or an offset like +01:00")
-        }
-        return p
-    }
+    func offsetPolicy() throws -> UTCOffsetPolicy { try usage { try MQTTPublishing.offsetPolicy(zone: cuffTimezone) } }
 
-    /// Each target's options. `outbox`: `--outbox`, the outbox of the only target when no PostgreSQL
-    /// store uses it, else a base each target's name is made from (`PATH.HOST-PORT`).
-    func targets(outbox: String?, sharedWithStore: Bool) throws -> [MQTTPublishOptions] {
-        let urls = try publish.map(parse)
-        let offset = try offsetPolicy(), userNames = try names()
-        return urls.map { url in
-            let path: String
-            if let outbox {
-                path = urls.count == 1 && !sharedWithStore ? outbox : "\(outbox).\(MQTTTopics.slug(url.host))-\(url.port)"
-            } else {
-                path = MQTTOutboxStore.defaultOutboxPath(for: url)
-            }
-            return MQTTPublishOptions(
-                url: url, outboxPath: path, caFile: publishCA, certFile: publishCert, keyFile: publishKey,
-                discovery: noHADiscovery ? nil : HomeAssistantDiscovery(prefix: haDiscoveryPrefix, userNames: userNames, version: Cuff.configuration.version),
-                utcOffset: offset, clientID: MQTTOutboxStore.defaultClientID() + (urls.count > 1 ? "-\(MQTTTopics.slug(url.serverName))" : ""))
-        }
-    }
-
-    /// One store per target (each checks that its broker takes this cuff).
-    func openStores(outbox: String?, sharedWithStore: Bool, warn: @escaping SinkWarningHandler) throws -> [MQTTOutboxStore] {
-        var out: [MQTTOutboxStore] = []
-        do {
-            for t in try targets(outbox: outbox, sharedWithStore: sharedWithStore) {
-                out.append(try MQTTOutboxStore(options: t, warn: warn))
-            }
-        } catch {
-            for s in out { try? s.close() }
-            throw error
-        }
-        return out
+    /// The brokers, parsed; nil without `--publish`.
+    func setup() throws -> MQTTPublishing? {
+        guard isEnabled else { return nil }
+        return MQTTPublishing(
+            urls: try publish.map(parse), caFile: publishCA, certFile: publishCert, keyFile: publishKey,
+            discovery: noHADiscovery ? nil : HomeAssistantDiscovery(prefix: haDiscoveryPrefix, userNames: try names(), version: Cuff.configuration.version),
+            utcOffset: try offsetPolicy())
     }
 }

@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import CuffCommands
 import BloodPressure
 import CuffCore
-import CuffRuntime
-import CuffSession
 import CuffSimulator
 import Capture
-import GATT
 import Omron
-import Transport
-import Foundation
 
 struct SimulatorOptions: ParsableArguments {
     @Option(help: "Scenario to play (see `cuff simulate --list`; with --model, an Omron scenario).")
@@ -73,15 +69,6 @@ struct SimulatorOptions: ParsableArguments {
         if let quirk { c.behave(as: quirk) }
         return c
     }
-
-    /// Cuff `index` (1-based) of a fleet: its own seed, name, serial and clock.
-    func configuration(fleetIndex index: Int) -> SimulatorConfiguration {
-        var c = configuration
-        c.seed = seed &+ UInt64(index - 1)
-        c.name = "cuff-sim-\(Simulate.number(index))"
-        c.serial = "SIM-" + String(String(index).reversed()).padding(toLength: 6, withPad: "0", startingAt: 0).reversed()
-        return c
-    }
 }
 
 struct Simulate: ParsableCommand {
@@ -137,7 +124,7 @@ struct Simulate: ParsableCommand {
     @Option(name: .customLong("handle"), help: ArgumentHelp(
         "With --from-capture, for a capture without service discovery (a central with a GATT cache): a value handle and its characteristic, HANDLE=UUID, e.g. 0x0003=2a35 (repeatable).",
         valueName: "H=UUID"), transform: Replay.parseHandle)
-    var handles: [Replay.HandleMapping] = []
+    var handles: [HandleMapping] = []
 
     func validate() throws {
         if list { return }
@@ -155,196 +142,27 @@ struct Simulate: ParsableCommand {
         }
     }
 
-    /// `0001`: four digits at least.
-    static func number(_ i: Int) -> String {
-        let s = String(i)
-        return s.count >= 4 ? s : String(repeating: "0", count: 4 - s.count) + s
-    }
-
     func run() throws {
         if list {
-            do {
-                for s in Scenario.allCases { try Output.line("\(s.rawValue)\t\(s.summary)") }
-                if options.model != nil {
-                    for s in OmronScenario.allCases { try Output.line("\(s.rawValue)\t\(s.summary) (Omron)") }
-                }
-                try Output.flush()
-            } catch {
-                throw ExitCode(Output.sinkFailed("cuff simulate", error))
-            }
-            return
+            let omron = options.model == nil ? [] : OmronScenario.allCases.map { "\($0.rawValue)\t\($0.summary) (Omron)" }
+            return try Console.print(Scenario.allCases.map { "\($0.rawValue)\t\($0.summary)" } + omron, command: "cuff simulate")
         }
-        if let fromCapture {
-            if listSessions { return try Self.listSessions(fromCapture, overrides: overrides) }
-            let captured: CapturedCuff
-            do {
-                captured = try CapturedCuff.load(path: fromCapture, session: session, overrides: overrides)
-            } catch let e as CapturedCuffError {
-                Output.log("cuff simulate: \(fromCapture): \(e)")
-                throw ExitCode(SessionExit.nothingToServe)
-            } catch {
-                Output.log("cuff simulate: \(fromCapture): \(error)")
-                throw ExitCode(SessionExit.badCapture)
-            }
-            let c = captured.connection
-            let label = "session \(c.number) of \(fromCapture) (hci\(c.adapter) \(Hex.handle(c.handle))\(c.peer.map { ", " + $0 } ?? ""); \(captured.database.attributes.count) attributes, \(captured.pushes.count) notifications and indications)"
-            return try serve(CapturedCuffPeripheral(captured, loop: loop), label: label, name: captured.name)
-        }
+        let overrides = HandleMapping.overrides(handles)
+        if let fromCapture, listSessions { return try SimulatorService.listSessions(fromCapture, overrides: overrides) }
+        var place = SimulatorService.Place.unix(String((listen ?? "").dropFirst("unix:".count)))
+        if let adapter { place = .adapter(try BlueZCommands.adapter(adapter), backend, defaultName: options.configuration.name) }
+        var service = SimulatorService(place: place, speed: options.speed, every: options.every)
+        service.quiet = quiet
+        if let fromCapture { return try service.serveCapture(fromCapture, session: session, overrides: overrides, loop: loop) }
         if options.model != nil {
             guard cuffs == nil, adapter == nil else {
-                Output.log("cuff simulate: --model serves one Omron cuff on --listen unix:PATH (no --cuffs or --adapter yet)")
-                throw ExitCode(SessionExit.connectionFailed)
+                Console.log("cuff simulate: --model serves one Omron cuff on --listen unix:PATH (no --cuffs or --adapter yet)")
+                throw ExitStatus.connectionFailed
             }
-            var c = options.configuration
-            c.clockStart = OmronModelOption.localSeconds()
-            guard let peripheral = OmronPeripheral(configuration: c), let o = c.omron else { throw ExitCode.validationFailure }
-            let users = o.profile.users.indices.map { "\(peripheral.cuff.stored(user: $0).count)" }.joined(separator: "+")
-            return try serve(peripheral, label: "Omron \(o.profile.id) \(o.scenario.rawValue) cuff (\(o.profile.transport.rawValue), \(o.profile.pairing.rawValue) pairing\(o.unpaired ? ", unpaired" : ""), \(users) readings, seed \(options.seed))", name: o.profile.id)
+            return try service.serveOmron(configuration: options.configuration, localSeconds: OmronSyncChoice.localSeconds())
         }
-        if let cuffs { return try serveFleet(cuffs) }
-        // The registry's simulated cuff: the default protocol's, or `--protocol`'s.
-        let kind = CuffProtocolRegistry.builtIn.select(DeviceOffer(), forced: cuffProtocol.forced)
-        guard let peripheral = kind.makePeripheral(configuration: options.configuration, requireEncryption: false) else {
-            Output.log("cuff simulate: the \(kind.id) protocol has no simulated cuff")
-            throw ExitCode.validationFailure
-        }
-        try serve(peripheral,
-                  label: "\(options.quirk.map { "\($0.name) " } ?? "")\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)", name: nil)
-    }
-
-    var overrides: [UInt16: CuffCharacteristic] {
-        Dictionary(handles.map { ($0.handle, $0.characteristic) }, uniquingKeysWith: { _, b in b })
-    }
-
-    /// `--list-sessions`: one line per connection of the capture.
-    static func listSessions(_ path: String, overrides: [UInt16: CuffCharacteristic]) throws {
-        do {
-            let list = try CapturedCuff.connections(path: path, overrides: overrides)
-            for c in list {
-                let what = c.servable ? (c.inheritedDiscovery ? "servable (discovery from an earlier connection)" : "servable") : "no Blood Pressure Service"
-                try Output.line("\(c.number)\thci\(c.adapter)\t\(Hex.handle(c.handle))\t\(c.peer ?? "-")\t\(c.services) services\t\(c.pushes) notifications/indications\t\(what)")
-            }
-            try Output.flush()
-            if !list.contains(where: \.servable) {
-                Output.log("cuff simulate: no connection in \(path) can be served")
-                throw ExitCode(SessionExit.nothingToServe)
-            }
-        } catch let e as ExitCode {
-            throw e
-        } catch let e as CaptureError {
-            Output.log("cuff simulate: \(path): \(e)")
-            throw ExitCode(SessionExit.badCapture)
-        } catch {
-            throw ExitCode(Output.sinkFailed("cuff simulate", error))
-        }
-    }
-
-    /// Serves `peripheral` on the adapter or the Unix socket, one client after another, until stopped.
-    func serve<P: GATTPeripheral>(_ peripheral: P, label: String, name: String?) throws {
-        let signals = SignalFlags.shared
-        try signals.install()
-        // A parent may have blocked these (test runners do); a child inherits the mask.
-        try signals.unblockOnCurrentThread()
-        let clock = SimulationClock(speed: options.speed)
-        let driver = PeripheralDriver(peripheral: peripheral, clock: clock, signals: signals) { Output.log("cuff simulate: " + $0) }
-        if let adapter {
-            try BlueZCommands.simulate(adapter: adapter, backend: backend, driver: driver, options: options, name: name, label: label)
-            return
-        }
-        let path = String(listen!.dropFirst("unix:".count))
-        let listener: UnixSeqpacketListener
-        do {
-            listener = try UnixSeqpacketListener(path: path)
-        } catch {
-            Output.log("cuff simulate: cannot listen at \(path): \(error.message)")
-            throw ExitCode(SessionExit.connectionFailed)
-        }
-        Output.log("cuff simulate: \(label) listening at unix:\(path)")
-        let loop = try makeLoop()
-        try run([ListeningPeripheral(driver: driver, listener: listener, loop: loop, log: { Output.log("cuff simulate: " + $0) })], loop: loop, signals: signals)
-    }
-
-    /// `--cuffs N`: N simulated cuffs on one event loop, at DIR/cuff-0001.sock ….
-    func serveFleet(_ count: Int) throws {
-        let signals = SignalFlags.shared
-        try signals.install()
-        try signals.unblockOnCurrentThread()
-        let dir = String(listen!.dropFirst("unix:".count))
-        do {
-            try FleetDirectory.prepare(dir)
-        } catch {
-            Output.log("cuff simulate: \(error)")
-            throw ExitCode(SessionExit.connectionFailed)
-        }
-        let loop = try makeLoop()
-        let clock = SimulationClock(speed: options.speed)
-        var cuffs: [ListeningPeripheral<CuffPeripheral>] = []
-        cuffs.reserveCapacity(count)
-        for i in 1...count {
-            let name = "cuff-\(Self.number(i))"
-            let path = dir + "/" + name + ".sock"
-            let log: (String) -> Void = quiet ? { _ in } : { Output.log("cuff simulate: \(name): " + $0) }
-            let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: options.configuration(fleetIndex: i)), clock: clock, signals: nil, log: log)
-            do {
-                cuffs.append(ListeningPeripheral(driver: driver, listener: try UnixSeqpacketListener(path: path, backlog: 4), loop: loop, log: log))
-            } catch {
-                Output.log("cuff simulate: cannot listen at \(path): \(error.message)")
-                for c in cuffs { c.stop() }
-                throw ExitCode(SessionExit.connectionFailed)
-            }
-        }
-        let every = options.every.map { ", one measurement every \($0) s" } ?? ""
-        Output.log("cuff simulate: \(count) \(options.scenario.rawValue) cuffs (\(options.persona.rawValue), seeds \(options.seed)…, speed \(options.speed)×\(every)) listening at unix:\(dir)/cuff-0001.sock … cuff-\(Self.number(count)).sock")
-        try run(cuffs, loop: loop, signals: signals)
-    }
-
-    func makeLoop() throws -> EventLoop {
-        do {
-            return try EventLoop()
-        } catch {
-            Output.log("cuff simulate: \(error.message)")
-            throw ExitCode(SessionExit.connectionFailed)
-        }
-    }
-
-    /// Runs the cuffs until SIGINT/SIGTERM; SIGUSR1 presses every cuff's button.
-    func run<P: GATTPeripheral>(_ cuffs: [ListeningPeripheral<P>], loop: EventLoop, signals: SignalFlags) throws {
-        defer {
-            for c in cuffs { c.stop() }
-            let machines = cuffs.compactMap { ($0.driver.peripheral as? CuffPeripheral)?.machine }
-            if cuffs.count > 1 || options.every != nil, !machines.isEmpty {
-                let taken = machines.reduce(0) { $0 + $1.measurementsDone }, confirmed = machines.reduce(0) { $0 + $1.confirmedReadings }
-                Output.log("cuff simulate: stopped: \(taken) measurements taken, \(confirmed) readings confirmed by clients")
-            } else {
-                Output.log("cuff simulate: stopped")
-            }
-        }
-        do {
-            try ListeningPeripheral.serve(cuffs, loop: loop, signals: signals)
-        } catch {
-            Output.log("cuff simulate: " + (error.path.map { "cannot accept at \($0): " } ?? "") + error.error.message)
-            throw ExitCode(SessionExit.connectionFailed)
-        }
-    }
-}
-
-enum SessionExit {
-    static let connectionFailed: Int32 = 9
-    /// `--from-capture`: the capture cannot be read (as `cuff replay` of a damaged capture).
-    static let badCapture: Int32 = 1
-    /// `--from-capture`: no connection shows a Blood Pressure Service (as a missing service).
-    static let nothingToServe: Int32 = 7
-}
-
-/// The directory of a fleet's sockets.
-enum FleetDirectory {
-    /// Creates `dir` (mode 0700) if it does not exist; refuses a path that is not a directory.
-    static func prepare(_ dir: String) throws {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
-            guard isDir.boolValue else { throw ValidationError("\(dir) exists and is not a directory; --cuffs needs --listen unix:DIR") }
-            return
-        }
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        if let cuffs { return try service.serveFleet(cuffs, configuration: options.configuration) }
+        try service.serve(protocol: cuffProtocol.forced, configuration: options.configuration,
+                          label: "\(options.quirk.map { "\($0.name) " } ?? "")\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)")
     }
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
-import MQTTSink
-import PostgresStore
+import CuffCommands
+import CuffCore
 import Sinks
 
 struct Sync: ParsableCommand {
@@ -19,9 +19,6 @@ struct Sync: ParsableCommand {
             or refused them; the reason is on stderr); 10 the outbox cannot be opened.
             """
     )
-
-    /// Exit status when readings still wait in the outbox (as `measure`'s "connection failed").
-    static let readingsWaitStatus: Int32 = 9
 
     @Option(help: ArgumentHelp("The PostgreSQL store: postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…].", valueName: "url"))
     var store: String?
@@ -45,67 +42,11 @@ struct Sync: ParsableCommand {
 
     func run() throws {
         var waiting = false
-        if store != nil { waiting = try shipToStore() }
-        if publishing.isEnabled { waiting = try publishAll() || waiting }
-        if waiting { throw ExitCode(Sync.readingsWaitStatus) }
-    }
-
-    /// `--publish`: each broker's outbox published; true when readings still wait.
-    func publishAll() throws -> Bool {
-        let targets: [MQTTPublishOptions]
-        do { targets = try publishing.targets(outbox: outbox, sharedWithStore: store != nil) } catch {
-            Output.log("cuff sync: \(error)")
-            throw ExitCode(Output.sinkFailedStatus)
+        if let store { waiting = try OutboxShipping.ship(to: store, outbox: outbox, batch: batch, quiet: quiet) }
+        if let p = try publishing.setup() {
+            waiting = try OutboxShipping.publishAll(p.targets(outbox: outbox, sharedWithStore: store != nil), quiet: quiet) || waiting
         }
-        var waiting = false
-        for t in targets {
-            let box: MQTTOutboxStore
-            do {
-                // No check at open: a refusal is said below, once, with what waits.
-                box = try MQTTOutboxStore(options: t, check: false, warn: SinkWarnings.ignore)
-            } catch {
-                Output.log("cuff sync: \(error)")
-                throw ExitCode(Output.sinkFailedStatus)
-            }
-            let r = box.publishAll(timeout: .seconds(120))
-            try? box.close()
-            if let failure = r.failure, r.waiting != 0 {
-                Output.log("cuff sync: published \(r.delivered) reading\(r.delivered == 1 ? "" : "s"); \(r.waiting) still wait in the outbox \(t.outboxPath): \(failure)")
-                waiting = true
-            } else if !quiet {
-                Output.log("cuff sync: published \(r.delivered) reading\(r.delivered == 1 ? "" : "s") to \(t.url); the outbox \(t.outboxPath) is empty")
-            }
-        }
-        return waiting
-    }
-
-    /// `--store postgres://…`: the outbox shipped; true when readings still wait.
-    func shipToStore() throws -> Bool {
-        guard let store else { return false }
-        let url: PostgresURL
-        do { url = try PostgresURL(parsing: store) } catch {
-            Output.log("cuff sync: \(error)")
-            throw ExitCode(Output.sinkFailedStatus)
-        }
-        let path = outbox ?? Outbox.defaultPath()
-        let box: PostgresOutboxStore
-        do {
-            // Warnings (an unreachable server) are said below, once, with the count.
-            box = try PostgresOutboxStore(url: url, outboxPath: path, background: false, batchSize: batch, warn: SinkWarnings.ignore)
-        } catch {
-            Output.log("cuff sync: \(error)")
-            throw ExitCode(Output.sinkFailedStatus)
-        }
-        let result = box.drain()
-        let waiting = (try? box.outbox.count()) ?? -1
-        try? box.close()
-        if let failure = result.failure, waiting != 0 {
-            Output.log("cuff sync: shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s"); \(waiting) still wait in the outbox \(path): \(failure)")
-            return true
-        }
-        if !quiet {
-            Output.log("cuff sync: shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s") to \(url) (\(result.new) new there); the outbox \(path) is empty")
-        }
-        return false
+        // Readings still wait: as `measure`'s "connection failed".
+        if waiting { throw ExitStatus.connectionFailed }
     }
 }

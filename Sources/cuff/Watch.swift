@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
-import CuffCore
+import CuffCommands
 import CuffRuntime
-import CuffSession
-import MQTTSink
-import Sinks
-import Transport
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -43,31 +39,25 @@ struct Watch: ParsableCommand {
         valueName: "unix:PATH"))
     var connect: [String] = []
 
-    @Option(help: "Bluetooth adapter to follow real cuffs on, e.g. hci0: every cuff bonded there, or those given with --device.")
-    var adapter: String?
-
     @Option(name: .customLong("device"), help: ArgumentHelp(
         "With --adapter: a cuff to follow, AA:BB:CC:DD:EE:FF[/random] (repeatable; default: every cuff bonded on the adapter, see --bonds). cuff connects as soon as it advertises.",
         valueName: "address"))
     var devices: [String] = []
 
-    @Option(help: Backend.help)
-    var backend: Backend = .auto
+    enum Help: BluetoothOptionsHelp {
+        static let adapter: ArgumentHelp = "Bluetooth adapter to follow real cuffs on, e.g. hci0: every cuff bonded there, or those given with --device."
+        static let security: ArgumentHelp? = "With --adapter: link security to ask for at once: low (default), medium or high. Raised anyway when a cuff asks."
+        static let bonds: ArgumentHelp? = "With --adapter: the bond store (default $XDG_STATE_HOME/cuff/bonds); without --device, every cuff bonded there on the adapter is followed."
+        static let setTime: ArgumentHelp? = "Do not write the cuffs' Current Time."
+    }
 
-    @Option(help: "With --adapter: link security to ask for at once: low (default), medium or high. Raised anyway when a cuff asks.")
-    var security: SecurityLevel?
-
-    @Option(help: "With --adapter: the bond store (default $XDG_STATE_HOME/cuff/bonds); without --device, every cuff bonded there on the adapter is followed.")
-    var bonds: String?
+    @OptionGroup var bluetooth: BluetoothOptions<Help>
 
     @Flag(help: "Also follow the cuff pressure while a cuff measures (progress records on stdout).")
     var progress = false
 
     @Flag(help: "Also log the sessions' own lines on stderr (these may name readings).")
     var verbose = false
-
-    @Flag(name: .customLong("no-set-time"), help: "Do not write the cuffs' Current Time.")
-    var noSetTime = false
 
     @Flag(name: .customLong("no-gatt-cache"), help: "Discover each cuff's handles on every connection: do not use or keep the GATT cache.")
     var noGATTCache = false
@@ -82,10 +72,10 @@ struct Watch: ParsableCommand {
         if let c = sinks.captureFormatName {
             throw ValidationError("--format \(c) names a capture format; cuff watch writes ndjson, fhir or omh")
         }
-        guard !connect.isEmpty || adapter != nil else {
+        guard !connect.isEmpty || bluetooth.adapter != nil else {
             throw ValidationError("give --connect unix:PATH (a socket or a directory of sockets) or --adapter hciN --device ADDRESS")
         }
-        if adapter == nil && (!devices.isEmpty || security != nil || bonds != nil || backend != .auto) {
+        if bluetooth.adapter == nil && (!devices.isEmpty || bluetooth.security != nil || bluetooth.bonds != nil || bluetooth.backend != .auto) {
             throw ValidationError("--device, --security, --bonds and --backend go with --adapter hciN")
         }
         for d in devices { _ = try BlueZCommands.address(d) }
@@ -95,115 +85,23 @@ struct Watch: ParsableCommand {
     }
 
     func run() throws {
-        let signals = SignalFlags.shared
-        try signals.install(SignalFlags.Signal.standard + [.hup])
-        try signals.unblockOnCurrentThread(SignalFlags.Signal.standard + [.hup])
-        let log: (String) -> Void = sinks.quiet ? { _ in } : { Output.log("cuff watch: " + $0) }
-
-        var watcherConfig = Watcher.Configuration()
-        watcherConfig.add(paths: connect.map { String($0.dropFirst("unix:".count)) })
-        let followPressure = progress, setTime = !noSetTime, level = security ?? .low
-        let offset = WallClock.localUTCOffsetSeconds()
-        let forced = cuffProtocol.forced
-        watcherConfig.gattCache = GATTCacheStore.unless(disabled: noGATTCache, bonds: bonds)
-        let omron = self.omron
-        watcherConfig.session = { address in
-            var c = CuffSessionConfiguration(address: address)
-            c.follow = true
-            c.timeout = nil
-            c.followCuffPressure = followPressure
-            // Without the cuff pressure, a result is "stored" when it comes right after the
-            // subscription (a cuff's upload), live when later: a short window, as a simulated fleet
-            // at high --speed finishes a measurement within a second.
-            if !followPressure { c.storedBurstWindow = .milliseconds(300) }
+        let sinks = try self.sinks.setup()
+        var service = WatchService(paths: connect.map { String($0.dropFirst("unix:".count)) }, openSinks: sinks.makeSinks)
+        if let adapter = bluetooth.adapter {
+            service.adapter = .init(adapter: try BlueZCommands.adapter(adapter), backend: bluetooth.backend, devices: devices, address: BlueZCommands.address,
+                                    bonds: bluetooth.bonds)
+        }
+        service.followPressure = progress
+        service.verbose = verbose
+        service.quiet = sinks.quiet
+        service.gattCache = GATTCacheStore.unless(disabled: noGATTCache, bonds: bluetooth.bonds)
+        let (setTime, level, forced, omron) = (!bluetooth.noSetTime, bluetooth.security ?? .low, cuffProtocol.forced, self.omron)
+        service.configure = { c in
             c.setTime = setTime
             c.security = level
-            c.localUTCOffsetSeconds = offset
             c.forcedProtocol = forced
             omron.configure(&c)
-            return c
         }
-
-        let fan: FanOutSink
-        let store: (any MeasurementStore)?
-        do {
-            (fan, store) = try sinks.makeSinks()
-        } catch {
-            Output.log("cuff watch: \(error)")
-            throw ExitCode(Output.sinkFailedStatus)
-        }
-        let outputs = fan.sinks.filter { !($0 is any MeasurementStore) }
-        var known: Set<String> = []
-        if let store {
-            do { known = try store.knownKeys() } catch {
-                Output.log("cuff watch: \(error)")
-                throw ExitCode(Output.sinkFailedStatus)
-            }
-        }
-        var outputFailed = false
-        let collector = Collector(
-            commit: store.map { s in { ms in try s.insert(contentsOf: ms) } },
-            write: { o in
-                do {
-                    for s in outputs { try s.write(o) }
-                } catch {
-                    Output.noteFailure(error)
-                    if !outputFailed { Output.log("cuff watch: \(error)") }
-                    outputFailed = true
-                    throw error
-                }
-            },
-            knownKeys: known,
-            report: { Output.log("cuff watch: " + $0) })
-        let loop: EventLoop
-        do { loop = try EventLoop() } catch {
-            Output.log("cuff watch: \(error.message)")
-            throw ExitCode(SessionExit.connectionFailed)
-        }
-        loop.afterEachTurn { collector.flush() }
-        // --publish: the brokers' clients run on this loop, reconnecting with backoff.
-        MQTTOutboxStore.attachAll(in: store, to: loop)
-        let sessionLog: ((String, String) -> Void)? = verbose && !sinks.quiet ? { a, s in Output.log("cuff watch: \(a): \(s)") } : nil
-        // RACP "newer than": per cuff, the highest sequence number the store holds.
-        if let store { watcherConfig.storedSequenceNumber = { try? store.lastSequenceNumber(address: $0) } }
-        let watcher = Watcher(configuration: watcherConfig, loop: loop, collector: collector, log: log, sessionLog: sessionLog)
-        var agent: BlueZCommands.Agent?
-        if let adapter {
-            agent = try BlueZCommands.watch(adapter: adapter, backend: backend, devices: devices, bonds: bonds, watcher: watcher)
-        }
-        defer { agent?.stop() }
-        let stdoutFile = ReopenableOutput(fd: 1), stderrFile = ReopenableOutput(fd: 2)
-        log("watching \(watcherConfig.sockets.count) socket(s) and \(watcherConfig.directories.count) director\(watcherConfig.directories.count == 1 ? "y" : "ies")\(store.map { "; storing in \($0.storeName)" } ?? "")")
-        watcher.start()
-        do {
-            try loop.run {
-                if !watcher.stopping {
-                    if signals.isRaised(.int) || signals.isRaised(.term) {
-                        log("stopping (\(signals.isRaised(.term) ? "SIGTERM" : "SIGINT")): \(watcher.openSessions) open session(s)")
-                        watcher.stop()
-                    } else if outputFailed && store == nil {
-                        watcher.stop()
-                    }
-                }
-                if signals.consume(.hup) {
-                    for o in [stdoutFile, stderrFile] {
-                        if let e = o.reopen() { Output.log("cuff watch: \(e)") }
-                    }
-                    log("SIGHUP: output reopened")
-                }
-                return watcher.isDone
-            }
-        } catch {
-            Output.log("cuff watch: \(error.message)")
-        }
-        collector.flush()
-        // A sink that failed at any time during the run (a full disk that later freed up too) is status 10.
-        var failed = outputFailed || collector.sinkFailed
-        do { try fan.finish() } catch { _ = Output.sinkFailed("cuff watch", error); failed = true }
-        let p50 = collector.latency.quantile(0.5).map { "\($0) ms" } ?? "-"
-        let p99 = collector.latency.quantile(0.99).map { "\($0) ms" } ?? "-"
-        let notKept = collector.failures > 0 ? ", \(collector.failures) not kept (left unconfirmed on their cuffs)" : ""
-        log("stopped: \(collector.stored) reading(s) kept, \(collector.duplicates) repeat(s) skipped\(notKept); commit latency p50 \(p50), p99 \(p99)")
-        if failed { throw ExitCode(Output.sinkFailureStatus) }
+        try service.run()
     }
 }

@@ -94,7 +94,9 @@ struct ReplayCommandTests {
         }
         let bogus = try CLI.run(["replay", f, "--format", "xml"])
         #expect(bogus.status == 64)
-        #expect(bogus.stderr.contains("unknown --format 'xml'"))
+        // argument-parser refuses it, listing every format --format takes.
+        #expect(bogus.stderr.contains("The value 'xml' is invalid for '--format <format>'"))
+        for name in ["ndjson", "fhir", "omh", "auto", "btsnoop", "pcap", "pcapng"] { #expect(bogus.stderr.contains("  - \(name)\n")) }
         // cuff measure writes no capture format.
         let measure = try CLI.run(["measure", "--simulated", "normal", "--speed", "0", "--format", "pcap"])
         #expect(measure.status == 64)

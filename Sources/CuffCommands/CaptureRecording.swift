@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-import BlueZ
 import Capture
 import CuffCore
 import CuffRuntime
@@ -11,14 +10,14 @@ import CuffRuntime
 /// controller (a simulated cuff, a Unix socket) records 0. With `announceAt` the controller's New
 /// Index, Open Index and Index Info go into the file at once (as `btmon` logs each controller when
 /// it starts), so a capture names its controller even when no connection came up.
-final class CaptureRecording {
+public final class CaptureRecording {
     var writer: BTSnoopWriter<FileByteSink>
     var recorder: SessionRecorder
     let peer: BDAddress
     let path: String
     var failed = false
 
-    init(path: String, datalink: BTSnoopDatalink, peer: BDAddress, local: BDAddress = BDAddress("00:AA:01:01:00:01")!,
+    public init(path: String, datalink: BTSnoopDatalink, peer: BDAddress, local: BDAddress = BDAddress("00:AA:01:01:00:01")!,
          adapter: UInt16 = 0, announceAt: Timestamp? = nil) throws {
         self.path = path
         self.peer = peer
@@ -30,15 +29,7 @@ final class CaptureRecording {
         }
     }
 
-    /// The controller index a `cuff measure` capture records: the `--adapter` index for a real
-    /// cuff (an address was given), 0 for a session with no controller; nil when `adapter` does
-    /// not name one (the session fails on it anyway).
-    static func adapterIndex(address: String?, adapter: String) -> UInt16? {
-        guard address != nil else { return 0 }
-        return try? BluetoothAdapter(parsing: adapter).index
-    }
-
-    func handle(_ e: LinkEvent) {
+    public func handle(_ e: LinkEvent) {
         guard !failed else { return }
         do {
             switch e {
@@ -51,12 +42,12 @@ final class CaptureRecording {
             }
         } catch {
             failed = true
-            Output.log("cuff: writing the capture \(path) failed: \(error)")
+            Console.log("cuff: writing the capture \(path) failed: \(error)")
         }
     }
 
-    func finish() {
-        do { try writer.flush() } catch { Output.log("cuff: writing the capture \(path) failed: \(error)") }
+    public func finish() {
+        do { try writer.flush() } catch { Console.log("cuff: writing the capture \(path) failed: \(error)") }
     }
 
     /// (Saturating: a wall clock in µs always fits, but nothing here should trap on one that does not.)

@@ -3,25 +3,25 @@ import BloodPressure
 import CuffSession
 
 /// The progress display on stderr: a live gauge on a terminal, plain lines otherwise, nothing when quiet.
-final class ProgressDisplay {
-    let quiet: Bool
+public final class ProgressDisplay {
+    public let quiet: Bool
     let terminal: Bool
     var lastPlainElapsed = -10.0
     var lastPhase: MeasurementPhase?
     var gaugeShown = false
 
-    init(quiet: Bool) {
+    public init(quiet: Bool) {
         self.quiet = quiet
-        terminal = Output.stderrIsTerminal
+        terminal = Console.stderrIsTerminal
     }
 
-    func log(_ s: String) {
+    public func log(_ s: String) {
         guard !quiet else { return }
         clearGauge()
-        Output.log("cuff: " + s)
+        Console.log("cuff: " + s)
     }
 
-    func show(_ o: SessionOutput) {
+    public func show(_ o: SessionOutput) {
         guard !quiet else { return }
         switch o {
         case let .progress(p):
@@ -30,10 +30,10 @@ final class ProgressDisplay {
                 let mmHg = p.cuffPressure.doubleValue.map { p.unit == .kPa ? $0 * PressureUnit.mmHgPerKPa : $0 } ?? 0
                 let filled = max(0, min(30, Int(mmHg / 200 * 30)))
                 let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: 30 - filled)
-                Output.raw("\r\u{1B}[2K\(p.phase.rawValue.padding(9)) \(value.leftPad(5)) \(p.unit.rawValue) \(bar) \(String(format1(p.elapsed))) s")
+                Console.raw("\r\u{1B}[2K\(p.phase.rawValue.padding(9)) \(value.leftPad(5)) \(p.unit.rawValue) \(bar) \(String(format1(p.elapsed))) s")
                 gaugeShown = true
             } else if p.phase != lastPhase || p.elapsed - lastPlainElapsed >= 2 {
-                Output.log("cuff: \(p.phase.rawValue) \(value) \(p.unit.rawValue) at \(format1(p.elapsed)) s")
+                Console.log("cuff: \(p.phase.rawValue) \(value) \(p.unit.rawValue) at \(format1(p.elapsed)) s")
                 lastPlainElapsed = p.elapsed
             }
             lastPhase = p.phase
@@ -42,19 +42,19 @@ final class ProgressDisplay {
             let unit = m.unit.rawValue
             let pulse = m.pulseRate.map { $0.doubleValue.map { "pulse \(Int($0.rounded()))" } ?? "pulse \($0)" } ?? ""
             let when = m.timestamp.map { " at \($0)" } ?? ""
-            Output.log("cuff: \(m.stored ? "stored reading" : "result"): \(m.systolic)/\(m.diastolic) \(unit) \(pulse)\(when)")
+            Console.log("cuff: \(m.stored ? "stored reading" : "result"): \(m.systolic)/\(m.diastolic) \(unit) \(pulse)\(when)")
             lastPhase = nil
         case let .session(s):
             clearGauge()
             if s.event == .start {
-                Output.log("cuff: session with \(s.device.address)")
+                Console.log("cuff: session with \(s.device.address)")
             }
         }
     }
 
-    func clearGauge() {
+    public func clearGauge() {
         if gaugeShown {
-            Output.raw("\r\u{1B}[2K")
+            Console.raw("\r\u{1B}[2K")
             gaugeShown = false
         }
     }

@@ -13,15 +13,8 @@ import Glibc
 /// Every write to stdout is checked. A failed one is a failed sink: said on stderr, exit status 10
 /// (``sinkFailed(_:_:)``). A reader that went away (EPIPE: `cuff replay BIG | head -1`) is not an
 /// error worth a message: cuff stops quietly, says nothing more on stderr, and exits with
-/// ``readerGoneStatus``, the status a shell shows for a program ended by SIGPIPE.
-enum Output {
-    /// Exit status when stdout's reader went away: 128 + SIGPIPE, as for `cat` in `cat BIG | head -1`.
-    static let readerGoneStatus: Int32 = 141
-    /// Exit status when a sink (stdout, the store) failed.
-    static let sinkFailedStatus: Int32 = 10
-    /// `history`, `plot --store`: rows of the store could not be read and were skipped; the rest was printed.
-    static let rowsSkippedStatus: Int32 = 11
-
+/// ``ExitStatus/readerGone``, the status a shell shows for a program ended by SIGPIPE.
+public enum Console {
     /// stdout, buffered here and written with `write(2)` (nothing goes through C stdio).
     private static let standardOutput = FileDescriptorOutput(fd: 1, name: "stdout")
     /// Buffered bytes above which ``line(_:)`` writes them out.
@@ -31,44 +24,57 @@ enum Output {
     private static let readerGone = Atomic<Bool>(false)
 
     /// One line of data on stdout (buffered; written by ``flush()`` or when the buffer is large).
-    static func line(_ s: String) throws(SinkError) {
+    public static func line(_ s: String) throws(SinkError) {
         try standardOutput.writeLine(s)
         if pending.add(s.utf8.count + 1, ordering: .relaxed).newValue >= flushThreshold { try flush() }
     }
 
+    /// Lines of data on stdout, then written out; a failure is a failed sink of `command`.
+    public static func print(_ lines: [String], command: String) throws(ExitStatus) {
+        do {
+            for l in lines { try line(l) }
+            try flush()
+        } catch {
+            throw sinkFailed(command, error)
+        }
+    }
+
     /// Writes what ``line(_:)`` buffered.
-    static func flush() throws(SinkError) {
+    public static func flush() throws(SinkError) {
         pending.store(0, ordering: .relaxed)
         do { try standardOutput.flush() } catch { noteFailure(error); throw error }
     }
 
     /// Remembers that stdout's reader went away when `error` says so (stderr then stays quiet).
-    static func noteFailure(_ error: any Error) {
+    public static func noteFailure(_ error: any Error) {
         if let e = error as? SinkError, e.isBrokenPipe { readerGone.store(true, ordering: .relaxed) }
     }
 
     /// Whether stdout's reader went away.
-    static var readerHasGone: Bool { readerGone.load(ordering: .relaxed) }
+    public static var readerHasGone: Bool { readerGone.load(ordering: .relaxed) }
 
     /// The exit status for a sink failure already seen (and said, unless the reader went away).
-    static var sinkFailureStatus: Int32 { readerHasGone ? readerGoneStatus : sinkFailedStatus }
+    public static var sinkFailureStatus: ExitStatus { readerHasGone ? .readerGone : .sinkFailed }
 
     /// Reports a failed sink as `command: error` on stderr (nothing when stdout's reader went away)
     /// and returns the exit status to end with.
-    static func sinkFailed(_ command: String, _ error: any Error) -> Int32 {
+    public static func sinkFailed(_ command: String, _ error: any Error) -> ExitStatus {
         noteFailure(error)
         log("\(command): \(error)")
         return sinkFailureStatus
     }
 
     /// One line for humans on stderr (unbuffered), its control characters escaped.
-    static func log(_ s: String) {
+    public static func log(_ s: String) {
         guard !readerHasGone else { return }
         Sys.writeAll(2, TerminalText.escapingControlCharacters(s) + "\n")
     }
 
-    /// Text on stderr as it is, without a newline (the live gauge's own escape sequences).
-    static func raw(_ s: String) { Sys.writeAll(2, s) }
+    /// A `log` that puts `prefix` (`cuff watch: `) before each line.
+    public static func logger(_ prefix: String) -> @Sendable (String) -> Void { { log(prefix + $0) } }
 
-    static var stderrIsTerminal: Bool { isatty(2) != 0 }
+    /// Text on stderr as it is, without a newline (the live gauge's own escape sequences).
+    public static func raw(_ s: String) { Sys.writeAll(2, s) }
+
+    public static var stderrIsTerminal: Bool { isatty(2) != 0 }
 }

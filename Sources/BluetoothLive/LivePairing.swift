@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BlueZ
+import CuffCore
+import CuffSession
+import Transport
+
+extension LiveBluetooth {
+    /// `cuff pair ADDRESS`: bonds with `peer` and returns the security level reached. `backend`
+    /// is resolved already. Without bluetoothd: the ATT connect, the link security raised, the
+    /// kernel's pairing questions answered (MGMT) for this device only, the keys kept in the bond
+    /// store. With bluetoothd: `Device1.Pair` with an agent for this device only; bluetoothd keeps
+    /// the bond.
+    public static func pair(
+        _ peer: BluetoothAddress, adapter: BluetoothAdapter, backend: Backend, level: SecurityLevel, bonds: String?,
+        log: @escaping @Sendable (String) -> Void
+    ) throws(LiveBluetoothFailure) -> SecurityLevel {
+        if backend == .bluetoothd { return try pairThroughBluetoothd(peer, adapter: adapter, level: level, log: log) }
+        let agent = pairingAgent(adapter, peer: peer, log: log)
+        let store = bondStore(bonds, log: log)
+        loadBonds(store, adapter: adapter, log: log)
+        defer {
+            saveBonds(store, agent: agent, adapter: adapter, log: log)
+            agent?.stop()
+        }
+        do {
+            let bearer = try connect(adapter: adapter, to: peer, log: log)
+            defer { bearer.close() }
+            try bearer.raiseSecurity(to: level)
+            return bearer.securityLevel
+        } catch {
+            log(error.message)
+            throw LiveBluetoothFailure(.securityRefused)
+        }
+    }
+
+    /// With bluetoothd: `Device1.Pair` (bluetoothd discovers and connects) with an agent that
+    /// answers for this device only and is not the default agent; bluetoothd keeps the bond (and
+    /// reloads it after a reboot).
+    static func pairThroughBluetoothd(
+        _ peer: BluetoothAddress, adapter: BluetoothAdapter, level: SecurityLevel, log: @escaping @Sendable (String) -> Void
+    ) throws(LiveBluetoothFailure) -> SecurityLevel {
+        do {
+            let bus = try BlueZBus()
+            defer { bus.close() }
+            let path = BlueZPaths.device(peer, on: adapter)
+            log("pairing through bluetoothd (org.bluez.Device1.Pair on \(path))")
+            let already = try BlueZPairing.pair(peer, on: adapter, bus: bus, log: log)
+            if already { log("\(peer) is bonded already (bluetoothd: Paired = true)") }
+            // bluetoothd keeps the bond and, on its own link, encrypts with it: that is the level.
+            return level
+        } catch {
+            log(error.message)
+            throw LiveBluetoothFailure(.securityRefused)
+        }
+    }
+
+    /// `cuff pair --forget`: the bond goes from the kernel (MGMT Unpair Device) and the store, or
+    /// from bluetoothd (Adapter1.RemoveDevice, which unpairs in the kernel and deletes its files).
+    /// Returns how many stored keys were removed.
+    public static func forget(
+        _ peer: BluetoothAddress, adapter: BluetoothAdapter, backend: Backend, bonds: String?, log: @escaping @Sendable (String) -> Void
+    ) throws(LiveBluetoothFailure) -> Int {
+        var removed = 0
+        do {
+            if backend == .bluetoothd {
+                let bus = try BlueZBus()
+                defer { bus.close() }
+                do {
+                    try bus.call(BlueZPaths.adapter(adapter), "org.bluez.Adapter1", "RemoveDevice", [.objectPath(BlueZPaths.device(peer, on: adapter))])
+                } catch where error.dbusError == .doesNotExist || error.dbusError == .unknownObject {
+                    log("bluetoothd does not know \(peer)")
+                }
+            } else {
+                try RawBonds.unpair(peer, adapter: adapter)
+            }
+            if var store = bondStore(bonds, log: log) {
+                removed = store.remove(peer: peer, adapterAddress: try adapter.info().address)
+                if removed > 0 { try store.save() }
+            }
+        } catch {
+            log(error.message)
+            throw LiveBluetoothFailure(.connectionFailed)
+        }
+        return removed
+    }
+
+    /// `cuff pair`'s record: `paired` (with the security reached) or `forgotten` (with the keys removed).
+    public static func pairRecord(_ peer: BluetoothAddress, security: SecurityLevel) -> JSON {
+        .object([
+            ("type", .string("paired")), ("address", .string(peer.description)),
+            ("address_type", .string(peer.type.description)), ("security", .string(security.description)),
+        ])
+    }
+
+    public static func forgetRecord(_ peer: BluetoothAddress, removed: Int) -> JSON {
+        .object([
+            ("type", .string("forgotten")), ("address", .string(peer.description)), ("address_type", .string(peer.type.description)),
+            ("stored_keys_removed", .int(Int64(removed))),
+        ])
+    }
+}
+
+extension LiveBluetooth {
+    /// A text that names something other than a Bluetooth device.
+    public struct NotABluetoothAddress: Error, Sendable, CustomStringConvertible {
+        public var text: String
+        public var description: String { "'\(text)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF, optionally /random)" }
+    }
+
+    /// A device's address as given on the command line: `AA:BB:CC:DD:EE:FF`, optionally `/random`.
+    public static func address(_ text: String) throws -> BluetoothAddress {
+        guard case let .bluetooth(a) = try TransportAddress(parsing: text) else { throw NotABluetoothAddress(text: text) }
+        return a
+    }
+}

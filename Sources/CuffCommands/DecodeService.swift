@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import CuffSession
+import Omron
+import Sinks
+
+/// `cuff decode --protocol NAME`: the vendor protocols with public descriptions.
+public enum VendorProtocol: String, CaseIterable, Sendable {
+    case microlife
+    case yonker
+}
+
+/// `cuff decode`: each hex text one attribute value (or an Omron memory record, or a vendor
+/// protocol's value), one JSON object per input on stdout, what failed on stderr.
+public struct DecodeService {
+    public var characteristic: BPSCharacteristic = .bloodPressureMeasurement
+    public var quirks: QuirkProfile.Options = []
+    /// `--model`: decode that Omron model's memory records instead.
+    public var omron: OmronProfile?
+    public var vendorProtocol: VendorProtocol?
+    public var pretty = false
+
+    public init() {}
+
+    /// Decodes each of `hex`, or with none, each non-blank line of stdin (answered at once).
+    /// Throws ``ExitStatus/failure`` when an input did not decode, or a failed sink's status.
+    public func run(_ hex: [String]) throws(ExitStatus) {
+        var failed = 0
+        var index = 0
+        func handle(_ text: String) throws(SinkError) {
+            index += 1
+            let (lines, error) = decode(text)
+            for json in lines { try Console.line(json.serialized(pretty: pretty)) }
+            if let error {
+                failed += 1
+                Console.log("cuff decode: input \(index): \(error)")
+            }
+        }
+        do {
+            if hex.isEmpty {
+                while let line = readLine(strippingNewline: true) {
+                    if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
+                    try handle(line)
+                    // A line read is a line answered, for a program that talks to cuff through a pipe.
+                    try Console.flush()
+                }
+            } else {
+                for h in hex { try handle(h) }
+            }
+            try Console.flush()
+        } catch {
+            throw Console.sinkFailed("cuff decode", error)
+        }
+        if failed > 0 { throw .failure }
+    }
+
+    /// One input: the JSON lines to print and, on failure, the message for stderr.
+    public func decode(_ text: String) -> ([JSON], String?) {
+        if let vendorProtocol { return Self.decodeVendorLine(text, protocol: vendorProtocol) }
+        let (json, error) = omron.map { Self.decodeOmron(text, profile: $0) } ?? Self.decodeLine(text, characteristic: characteristic, quirks: quirks)
+        return ([json], error)
+    }
+
+    /// Decodes one hex text; returns the JSON to print and, on failure, the message for stderr.
+    public static func decodeLine(_ text: String, characteristic: BPSCharacteristic, quirks: QuirkProfile.Options) -> (JSON, String?) {
+        let trimmed = text.trimmingCharacters(in: " \t\r")
+        guard let bytes = Hex.decode(trimmed) else {
+            // The message quotes the input, cut short: a long line is not echoed back whole.
+            let e = BPSDecodingError(.invalidHex, field: TerminalText.quotedExcerpt(trimmed), offset: 0, detail: "expected pairs of hex digits")
+            return (.object([("error", e.json), ("raw", .string(trimmed))]), e.message)
+        }
+        do {
+            return (try characteristic.decodeJSON(bytes[...], quirks: quirks), nil)
+        } catch {
+            return (.object([("error", error.json), ("raw", .string(Hex.encode(bytes)))]), "\(characteristic.uuidString): \(error.message)")
+        }
+    }
+
+    /// Decodes one Omron memory record of `profile`'s layout.
+    public static func decodeOmron(_ text: String, profile: OmronProfile) -> (JSON, String?) {
+        let trimmed = text.trimmingCharacters(in: " \t\r")
+        guard let bytes = Hex.decode(trimmed) else {
+            let e = BPSDecodingError(.invalidHex, field: "'\(trimmed)'", offset: 0, detail: "expected pairs of hex digits")
+            return (.object([("error", e.json), ("raw", .string(trimmed))]), e.message)
+        }
+        do {
+            let r = try OmronRecordCodec.decode(bytes[...], layout: profile.layout, slotSize: profile.slotSize)
+            return (r.json(profile: profile, user: nil, slot: nil, raw: bytes), nil)
+        } catch {
+            return (.object([("error", error.json), ("raw", .string(Hex.encode(bytes)))]), "\(profile.id): \(error.message)")
+        }
+    }
+
+    /// Decodes one hex text as a vendor protocol's value: the JSON lines to print (a Microlife
+    /// frame gives one per record; an error gives one error object) and, on failure, the message
+    /// for stderr.
+    public static func decodeVendorLine(_ text: String, protocol p: VendorProtocol) -> ([JSON], String?) {
+        let trimmed = text.trimmingCharacters(in: " \t\r")
+        guard let bytes = Hex.decode(trimmed) else {
+            let e = BPSDecodingError(.invalidHex, field: "'\(trimmed)'", offset: 0, detail: "expected pairs of hex digits")
+            return ([.object([("error", e.json), ("raw", .string(trimmed))])], e.message)
+        }
+        do {
+            switch p {
+            case .microlife:
+                let payload = try Microlife.payload(ofFrame: bytes[...])
+                let (records, skipped) = Microlife.records(inPayload: payload)
+                for s in skipped {
+                    Console.log("cuff decode: microlife record slot at payload offset \(s.payloadOffset) skipped: \(s.reason.rawValue)")
+                }
+                return (records.map(\.json), nil)
+            case .yonker:
+                let d = try Yonker.decode(bytes[...])
+                return ([d.value.json(warnings: d.warnings, raw: bytes[...])], nil)
+            }
+        } catch {
+            return ([.object([("error", error.json), ("raw", .string(Hex.encode(bytes)))])], "\(p.rawValue): \(error.message)")
+        }
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: String) -> String {
+        let chars = Set(set)
+        var s = Substring(self)
+        while let f = s.first, chars.contains(f) { s.removeFirst() }
+        while let l = s.last, chars.contains(l) { s.removeLast() }
+        return String(s)
+    }
+}

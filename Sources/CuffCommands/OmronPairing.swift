@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
+import CuffRuntime
+import CuffSession
+import Omron
+import Transport
+
+/// `cuff pair --connect unix:PATH --model NAME`: an Omron cuff on a Unix socket paired by the
+/// model's variant (key programmed in pairing mode, token, or bond) and one start/end exchange,
+/// through the same session as a sync; prints the `paired` record.
+public enum OmronPairing {
+    /// `configuration`: the session's, with ``OmronSyncOptions/pair`` set; `connect` is `unix:PATH`.
+    public static func run(_ configuration: CuffSessionConfiguration, connect: String) throws {
+        let bearer = try Opening.socket("cuff pair", connect)
+        var message: String?
+        let hooks = SessionHooks(emit: { o in
+            if case let .session(s) = o, s.event == .end { message = s.message }
+        }, log: Console.logger("cuff pair: "))
+        let driver = CentralDriver(configuration: configuration, hooks: hooks, signals: SignalFlags.shared, stopAfter: nil)
+        let outcome = driver.run(bearer)
+        guard outcome == .completed else {
+            Console.log("cuff pair: \(message ?? outcome.rawValue)")
+            throw outcome.exitStatus
+        }
+        let p = OmronCatalog.profile(named: configuration.omronModel ?? "")
+        try Console.print([JSON.object([
+            ("type", .string("paired")), ("address", .string(connect)), ("protocol", .string("omron")),
+            ("model", p.map { .string($0.id) } ?? .null), ("pairing", p.map { .string($0.pairing.rawValue) } ?? .null),
+        ]).serialized()], command: "cuff pair")
+    }
+}

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import Capture
+import CuffCore
+import ReplayEngine
+import Sinks
+
+/// `cuff replay`: a capture replayed into the sinks, the progress display and the hints on
+/// stderr. Returns normally with at least one measurement and no fault; else throws the status
+/// the README gives (1 damaged, 2 no measurement, 7 unmapped handles, 10/141 a sink failed).
+public enum ReplayService {
+    static let log = Console.logger("cuff replay: ")
+
+    /// `makeSinks` opens the sinks (a failure there is a failed sink).
+    public static func run(_ job: ReplayJob, quiet: Bool, makeSinks: () throws -> ReplaySinks) throws {
+        let display = ProgressDisplay(quiet: quiet)
+        let sinks: ReplaySinks
+        do { sinks = try makeSinks() } catch { throw Console.sinkFailed("cuff replay", error) }
+        let result: ReplayResult
+        do {
+            result = try job.run(into: sinks, presenter: ReplayDisplay(display: display, file: job.path))
+        } catch {
+            log(error.message)
+            throw ExitStatus.failure
+        }
+        display.clearGauge()
+        // One hint per controller and set of handles, however many connections showed it.
+        for hint in UnmappedHint.group(result.unmapped) {
+            for line in hint.lines(file: job.path) { log(line) }
+        }
+        if let fault = result.fault { log("\(job.path): \(describe(fault))") }
+        let (sessions, measurements) = (result.sessions, result.measurements)
+        if !quiet {
+            log("\(sessions) session\(sessions == 1 ? "" : "s"), \(measurements) measurement\(measurements == 1 ? "" : "s")")
+        }
+        if result.sinkFailed { throw Console.sinkFailureStatus }
+        if result.fault != nil || result.warnings > 0 { throw ExitStatus.failure }
+        if !result.unmapped.isEmpty { throw ExitStatus.serviceMissing }
+        if measurements == 0 { throw ExitStatus.noResult }
+    }
+
+    /// A capture fault for stderr: its code, the offset, the message.
+    public static func describe(_ e: CaptureError) -> String {
+        var s = "\(e.code.rawValue)"
+        if let o = e.offset { s += " at offset \(o)" }
+        if !e.message.isEmpty { s += ": " + e.message }
+        return s
+    }
+}
+
+/// `cuff replay`'s stderr: records on the progress display, log lines, notices and warnings.
+final class ReplayDisplay: ReplayPresenter, @unchecked Sendable {
+    let display: ProgressDisplay
+    let file: String
+
+    init(display: ProgressDisplay, file: String) {
+        self.display = display
+        self.file = file
+    }
+
+    func show(_ o: CaptureReplay.Output) {
+        switch o {
+        case let .emit(e): display.show(e)
+        case let .log(s): display.log(s)
+        case let .notice(s):
+            display.clearGauge()
+            Console.log("cuff replay: \(s)")
+        case let .warning(w):
+            Console.log("cuff replay: \(file): \(ReplayService.describe(w))")
+        }
+    }
+
+    func sinkFailed(_ error: SinkError) { _ = Console.sinkFailed("cuff replay", error) }
+}
