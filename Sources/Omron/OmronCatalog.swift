@@ -175,7 +175,7 @@ public enum OmronCatalog {
     }
 
     /// The model number without its regional suffix: `HEM-7361T-ESL` → `HEM7361T`, `HEM-7155T_K4-D` → `HEM7155T`.
-    static func base(_ s: String) -> String {
+    public static func base(_ s: String) -> String {
         let u = s.uppercased()
         guard u.hasPrefix("HEM") else { return key(s) }
         var out = "HEM"

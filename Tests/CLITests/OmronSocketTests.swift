@@ -42,6 +42,34 @@ struct OmronSocketTests {
         #expect(abs(later) <= 2)
     }
 
+    /// A store keeps a sync's readings and gives them back to `cuff history` as they were printed
+    /// (the store keeps no slot number: `omron.slot` is null there). No --model: Device Information
+    /// names the model; one classic and one modern profile, three layouts (be14, le14, heartguide24).
+    @Test(arguments: ["HEM-7600T", "HEM-7380T1", "HEM-9601T"])
+    func historyGivesBackTheStoredReadings(model: String) throws {
+        let sim = try TwoProcessTests.Simulator(["--model", model, "--speed", "100", "--seed", "4"])
+        let db = sim.dir.appendingPathComponent("bp.sqlite").path
+        let live = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--all-records", "--no-set-time", "--store", db, "--timeout", "60"])
+        let h = try CLI.run(["history", "--store", db])
+        _ = sim.stop()
+        #expect(live.status == 0, "\(live.stderr.suffix(400))")
+        #expect(h.status == 0, "\(h.stderr.suffix(400))")
+        func withoutSlot(_ m: [String: Any]) -> NSDictionary {
+            var m = m
+            var o = m["omron"] as? [String: Any] ?? [:]
+            o["slot"] = nil
+            m["omron"] = o
+            return m as NSDictionary
+        }
+        let printed = try measurements(live)
+        let kept = try h.stdoutLines.map(CLI.json)
+        #expect(printed.count > 1)
+        #expect(Set(printed.compactMap { $0["user_id"] as? Int }).count == (model == "HEM-7600T" || model == "HEM-9601T" ? 1 : 2))
+        #expect(kept.count == printed.count)
+        #expect(kept.allSatisfy { ($0["omron"] as? [String: Any])?["slot"] is NSNull })
+        #expect(kept.map(withoutSlot) == printed.map(withoutSlot), "\(h.stdout.prefix(600))")
+    }
+
     @Test func refusedKeyIsASecurityRefusal() throws {
         let sim = try TwoProcessTests.Simulator(["--model", "HEM-7322T", "--scenario", "refused-key", "--speed", "100"])
         let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--timeout", "60"])
