@@ -197,6 +197,38 @@ public struct CuffCentral: CuffProtocolSession {
         return [.log("indication from handle \(h), which is no characteristic of this device: not confirmed")]
     }
 
+    /// The database discovery found (here, or by the session that handed the link over).
+    mutating func discovered(_ profile: GATTProfile, _ at: EventTime) -> [Output] {
+        gattProfile = profile
+        let mapped = CuffCentral.map(profile)
+        byHandle = mapped.byHandle
+        byCharacteristic = mapped.byCharacteristic
+        var out = run(session.handle(.discovered(mapped.profile, at)), at)
+        if let held = heldIndication {
+            heldIndication = nil
+            out += indication(held.handle, held.value, at)
+        }
+        return out
+    }
+
+    /// A vendor protocol's session discovered the link and gives it back (an Omron cuff of a model
+    /// no profile knows, which has the standard service too): the session starts (its start record
+    /// is out already) and goes on from the discovered database with the same client.
+    public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [Output] {
+        client = link.client
+        var out: [Output] = []
+        var discover = false
+        for a in session.handle(.start(link.startedAt)) + session.handle(.connected(at)) {
+            switch a {
+            case .emit(.session): continue
+            case .discover: discover = true
+            default: out += run([a], at)
+            }
+        }
+        // (With security to raise first, discovery runs again once it is up.)
+        return discover ? out + discovered(link.profile, at) : out
+    }
+
     mutating func completed(_ p: Pending, _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
         // When the client itself failed (timeout, protocol violation), every queued procedure fails
         // first; the `.failed` action that follows says why, once.
@@ -215,16 +247,7 @@ public struct CuffCentral: CuffProtocolSession {
                     return configuration.logs ? [.log("discovery shows a \(next.id) device; handing the link to its session")] : []
                 }
             }
-            gattProfile = profile
-            let mapped = CuffCentral.map(profile)
-            byHandle = mapped.byHandle
-            byCharacteristic = mapped.byCharacteristic
-            var out = run(session.handle(.discovered(mapped.profile, at)), at)
-            if let held = heldIndication {
-                heldIndication = nil
-                out += indication(held.handle, held.value, at)
-            }
-            return out
+            return discovered(profile, at)
         case let (.discovery, .failure(e)):
             if e.code == .securityRefused { return run(session.handle(.securityRefused(e.message, at)), at) }
             return run(session.handle(.protocolError("discovery failed: \(e.message)", at)), at)

@@ -51,14 +51,13 @@ public struct OmronProtocol: CuffProtocol {
 
     public func makeCentral(configuration c: CuffSessionConfiguration) -> any CuffProtocolSession {
         let chosen = Self.profile(c)
-        // Until Device Information says otherwise: the most common profile of the catalog's default.
-        let p = chosen ?? OmronCatalog.profile(named: "HEM-7142T2")!
+        // Until discovery (its family) and Device Information say otherwise: the catalog's default.
+        let p = chosen ?? OmronCatalog.defaultProfile(.modern)
         var o = c.omronSync
         o.setTime = c.setTime
         return OmronCentral(
             profile: p, options: o, device: DeviceInfo(address: c.address, name: c.advertisedName), utcOffsetSeconds: c.localUTCOffsetSeconds,
-            note: chosen == nil ? "no Omron model known yet; Device Information decides (--model NAME chooses one)" : nil,
-            modelForced: c.omronModel != nil)
+            modelForced: c.omronModel != nil, modelHint: chosen?.id, standardFallback: c.forcedProtocol == nil)
     }
 
     public func makeObserver(configuration c: CuffSessionConfiguration, discovered: GATTProfile?) -> (any CuffProtocolObserver)? {
