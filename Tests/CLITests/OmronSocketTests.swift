@@ -70,12 +70,28 @@ struct OmronSocketTests {
         #expect(kept.map(withoutSlot) == printed.map(withoutSlot), "\(h.stdout.prefix(600))")
     }
 
-    @Test func refusedKeyIsASecurityRefusal() throws {
-        let sim = try TwoProcessTests.Simulator(["--model", "HEM-7322T", "--scenario", "refused-key", "--speed", "100"])
-        let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--timeout", "60"])
-        _ = sim.stop()
-        #expect(r.status == 6)
-        #expect(r.stderr.contains("refused the key") || r.stdout.contains("refused the key"))
+    /// A refused key (exit 12), then, the refusal latched, pairing in pairing mode (exit 14); a
+    /// factory-fresh cuff refuses any key (12) and takes none outside pairing mode (13).
+    @Test func pairingFailuresHaveTheirOwnOutcomeAndExit() throws {
+        let sim = try TwoProcessTests.Simulator(["--model", "HEM-7322T", "--scenario", "refused-key", "--speed", "1"])
+        let refused = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--timeout", "60"])
+        sim.process.signal(SIGUSR1)
+        usleep(300_000)
+        let latched = try CLI.run(["pair", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T"])
+        #expect(sim.stop() == 0)
+        #expect(refused.status == 12, "\(refused.stderr.suffix(300))")
+        #expect(try end(refused)?["outcome"] as? String == "key_refused")
+        #expect((try end(refused)?["message"] as? String)?.contains("refused the key") == true)
+        #expect(latched.status == 14, "\(latched.stderr.suffix(300))")
+        #expect(latched.stderr.contains("latched a refused key") && latched.stderr.contains("batteries"))
+
+        let fresh = try TwoProcessTests.Simulator(["--model", "HEM-7361T", "--unpaired", "--speed", "1"])
+        let never = try CLI.run(["measure", "--connect", "unix:\(fresh.path)", "--model", "HEM-7361T", "--timeout", "60"])
+        let notPairing = try CLI.run(["pair", "--connect", "unix:\(fresh.path)", "--model", "HEM-7361T"])
+        #expect(fresh.stop() == 0)
+        #expect(never.status == 12, "\(never.stderr.suffix(300))")
+        #expect(notPairing.status == 13, "\(notPairing.stderr.suffix(300))")
+        #expect(notPairing.stderr.contains("not in pairing mode"))
     }
 
     /// `cuff replay` of a captured Omron session (no --model: Device Information picked the
@@ -116,9 +132,9 @@ struct OmronPairTests {
         let sync = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--omron-key", key, "--quiet"])
         let wrong = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--quiet"])
         #expect(sim.stop() == 0)
-        #expect(early.status == 6 && early.stderr.contains("not in pairing mode"))
+        #expect(early.status == 13 && early.stderr.contains("not in pairing mode"))
         #expect(paired.status == 0 && paired.stdout.contains(#""type":"paired""#) && paired.stdout.contains(#""pairing":"key""#))
         #expect(sync.status == 0 && sync.stdoutLines.contains { $0.contains(#""characteristic":"omron""#) })
-        #expect(wrong.status == 6)
+        #expect(wrong.status == 12)
     }
 }

@@ -195,7 +195,7 @@ struct GATTLinkTests {
     @Test func refusedKeyAndDroppedLinkOverATT() {
         let p = OmronCatalog.profile(named: "HEM-7600T")!
         var r = GATTLink(p, peripheral: OmronPeripheral(cuff: OmronSimulator(profile: p, scenario: .refusedKey, localSeconds: localNow), localAtPowerOn: localNow))
-        #expect(r.run() == .securityRefused)
+        #expect(r.run() == .keyRefused)
         #expect(r.end?.message?.contains("refused the key") == true)
         var d = GATTLink(p, peripheral: OmronPeripheral(cuff: OmronSimulator(profile: p, scenario: .droppedLink, localSeconds: localNow), localAtPowerOn: localNow))
         #expect(d.run() == .disconnected)

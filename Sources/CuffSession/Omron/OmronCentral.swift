@@ -302,7 +302,10 @@ public struct OmronCentral: CuffProtocolSession {
     static func outcome(_ o: OmronSessionOutcome, measurements: Int) -> SessionOutcome {
         switch o {
         case .completed: measurements > 0 ? .completed : .noResult
-        case .keyRefused, .notInPairingMode, .linkNotEncrypted, .keyLatched: .securityRefused
+        case .keyRefused: .keyRefused
+        case .notInPairingMode: .notInPairingMode
+        case .keyLatched: .keyLatched
+        case .linkNotEncrypted: .securityRefused
         case .timedOut: .timedOut
         case .disconnected: .disconnected
         case .deviceStatus, .protocolError: .protocolError
