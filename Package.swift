@@ -136,7 +136,7 @@ let package = Package(
         .testTarget(name: "MQTTSinkTests", dependencies: ["MQTTSink", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "CuffRuntime", "CuffSimulator", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
-        .testTarget(name: "CLITests", dependencies: ["CuffCore", "PostgresTestCluster"]),
+        .testTarget(name: "CLITests", dependencies: ["CuffCore", "Omron", "PostgresTestCluster"]),
         .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
     ]
 )
