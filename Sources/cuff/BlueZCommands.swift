@@ -343,11 +343,7 @@ struct Pair: ParsableCommand {
     /// Omron over a Unix socket: the model's pairing variant (key programmed in pairing mode,
     /// token, or bond) and one start/end exchange, through the same session as a sync.
     func pairOmron(_ connect: String) throws {
-        var c = CuffSessionConfiguration(address: connect)
-        c.localUTCOffsetSeconds = WallClock.localUTCOffsetSeconds()
-        c.setTime = false
-        omron.configure(&c)
-        c.omronSync.pair = true
+        let c = omronConfiguration(connect)!
         let bearer: UnixSeqpacketBearer
         do {
             bearer = try UnixSeqpacketBearer.connect(path: String(connect.dropFirst("unix:".count)))
@@ -355,16 +351,7 @@ struct Pair: ParsableCommand {
             Output.log("cuff pair: \(error.message)")
             throw ExitCode(SessionOutcome.connectionFailed.exitCode)
         }
-        var message: String?
-        let hooks = SessionHooks(emit: { o in
-            if case let .session(s) = o, s.event == .end { message = s.message }
-        }, log: { Output.log("cuff pair: " + $0) })
-        let driver = CentralDriver(configuration: c, hooks: hooks, signals: SignalFlags.shared, stopAfter: nil)
-        let outcome = driver.run(bearer)
-        guard outcome == .completed else {
-            Output.log("cuff pair: \(message ?? outcome.rawValue)")
-            throw ExitCode(outcome.exitCode)
-        }
+        try omronPaired(LiveBluetooth.omronPair(over: bearer, configuration: c) { Output.log("cuff pair: " + $0) })
         let p = OmronCatalog.profile(named: omron.model ?? "")
         do {
             try Output.line(JSON.object([
@@ -375,6 +362,23 @@ struct Pair: ParsableCommand {
         } catch {
             throw ExitCode(Output.sinkFailed("cuff pair", error))
         }
+    }
+
+    /// The Omron pairing session's end: on with `.completed`, else its message and exit status.
+    func omronPaired(_ r: (outcome: SessionOutcome, message: String?)) throws {
+        guard r.outcome == .completed else {
+            Output.log("cuff pair: \(r.message ?? r.outcome.rawValue)")
+            throw ExitCode(r.outcome.exitCode)
+        }
+    }
+
+    /// With --model, what the Omron step needs besides the bearer.
+    func omronConfiguration(_ address: String) -> CuffSessionConfiguration? {
+        guard omron.model != nil else { return nil }
+        var c = CuffSessionConfiguration(address: address)
+        c.localUTCOffsetSeconds = WallClock.localUTCOffsetSeconds()
+        omron.configure(&c)
+        return c
     }
 
     func run() throws {
@@ -391,6 +395,12 @@ struct Pair: ParsableCommand {
         }
         if backend == .bluetoothd {
             reached = try pairThroughBluetoothd(adapter: adapter, peer: peer, level: level)
+            // --model: the model's Omron pairing variant after the OS bond, over bluetoothd's GATT link.
+            if let c = omronConfiguration(peer.description) {
+                do {
+                    try omronPaired(LiveBluetooth.omronPairThroughBluetoothd(peer: peer, adapter: adapter, configuration: c, log: log))
+                } catch let f as LiveBluetoothFailure { throw ExitCode(f.outcome.exitCode) }
+            }
         } else {
             let agent = BlueZCommands.pairingAgent(adapter, peer: peer) { Output.log("cuff pair: " + $0) }
             let store = BlueZCommands.bondStore(bonds, log: log)
@@ -399,21 +409,32 @@ struct Pair: ParsableCommand {
                 BlueZCommands.saveBonds(store, agent: agent, adapter: adapter, log: log)
                 agent?.stop()
             }
+            let bearer: L2CAPATTBearer
             do {
-                let bearer = try BlueZCommands.connect(adapter: adapter, to: peer) { Output.log("cuff pair: " + $0) }
-                defer { bearer.close() }
+                bearer = try BlueZCommands.connect(adapter: adapter, to: peer) { Output.log("cuff pair: " + $0) }
+            } catch {
+                Output.log("cuff pair: \(error.message)")
+                throw ExitCode(SessionOutcome.securityRefused.exitCode)
+            }
+            defer { bearer.close() }
+            do {
                 try bearer.raiseSecurity(to: level)
                 reached = bearer.securityLevel
             } catch {
                 Output.log("cuff pair: \(error.message)")
                 throw ExitCode(SessionOutcome.securityRefused.exitCode)
             }
+            // --model: the model's Omron pairing variant after the OS bond, over the bonded link.
+            if let c = omronConfiguration(peer.description) {
+                try omronPaired(LiveBluetooth.omronPair(over: bearer, configuration: c, log: log))
+            }
         }
         do {
+            let p = OmronCatalog.profile(named: omron.model ?? "")
             try Output.line(JSON.object([
                 ("type", .string("paired")), ("address", .string(peer.description)),
                 ("address_type", .string(peer.type.description)), ("security", .string(reached.description)),
-            ]).serialized())
+            ] + (p.map { [("protocol", .string("omron")), ("model", .string($0.id)), ("pairing", .string($0.pairing.rawValue))] } ?? [])).serialized())
             try Output.flush()
         } catch {
             throw ExitCode(Output.sinkFailed("cuff pair", error))
