@@ -159,7 +159,8 @@ struct GATTLinkTests {
         #expect(l.measurements.map(\.timestamp) == expected.map(\.1.time.iso8601))
         let line = try #require(l.measurements.first).json.serialized()
         #expect(line.contains(#""model":"\#(used)""#), "\(line)")
-        #expect(l.measurements.allSatisfy { $0.device.model == (modelNumber.isEmpty ? used : modelNumber) })
+        // Device Information's words when they name the profile used, else its id.
+        #expect(l.measurements.allSatisfy { $0.device.model == (cuffProfile == "HEM-7155T" ? modelNumber : used) })
         if cuffProfile != used || modelNumber.isEmpty {
             #expect(l.logs.contains { $0.contains(used) && $0.contains("--model NAME") }, "\(l.logs)")
         }
@@ -189,7 +190,7 @@ struct GATTLinkTests {
         #expect(o.run() == .completed, "\(o.logs)")
         #expect(o.logs.contains { $0.contains("unknown Omron model HEM-7380T5; using the closest modern profile, HEM-7380T1") }, "\(o.logs)")
         #expect(o.measurements.count == p.users.indices.map { cuff.unreadReadings(user: $0).count }.reduce(0, +))
-        #expect(o.measurements.allSatisfy { $0.characteristic == .named("omron") && $0.device.model == "HEM-7380T5" })
+        #expect(o.measurements.allSatisfy { $0.characteristic == .named("omron") && $0.device.model == "HEM-7380T1" })
     }
 
     @Test func refusedKeyAndDroppedLinkOverATT() {

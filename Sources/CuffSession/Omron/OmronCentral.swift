@@ -36,8 +36,6 @@ public struct OmronCentral: CuffProtocolSession {
     var note: String?
     /// The model the cuff named before discovery (its advert), then Device Information's model number.
     var modelHint: String?
-    /// Device Information named the model (`device.model` keeps its words).
-    var modelNamedByCuff = false
     /// An unknown model on a cuff that also has the standard Blood Pressure Service hands the link
     /// to the standard session (not when `--protocol omron` forced this one).
     let standardFallback: Bool
@@ -202,7 +200,9 @@ public struct OmronCentral: CuffProtocolSession {
             }
             profile = choice.profile
             note = Self.note(choice, name: modelHint ?? "", family: family)
-            if !modelNamedByCuff { device.model = profile.id }
+            // The records name the profile they were read with: Device Information's words when
+            // they name it, else its id (so a store rebuilds them with the same layout).
+            if case .known = choice {} else { device.model = profile.id }
         }
         var out: [Output] = note.map { [.log($0)] } ?? []
         out.append(.log("Omron \(profile.id) (\(profile.transport.rawValue) service, \(profile.pairing.rawValue) pairing)"))
@@ -215,7 +215,6 @@ public struct OmronCentral: CuffProtocolSession {
             let text = String(decoding: v.prefix { $0 != 0 }, as: UTF8.self).split(separator: " ").joined(separator: " ")
             if !text.isEmpty {
                 device.model = text
-                modelNamedByCuff = true
                 modelHint = text
             }
         }
