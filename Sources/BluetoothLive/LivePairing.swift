@@ -2,6 +2,7 @@
 import BlueZ
 import CuffCore
 import CuffSession
+import Omron
 import Transport
 
 extension LiveBluetooth {
@@ -10,11 +11,25 @@ extension LiveBluetooth {
     /// kernel's pairing questions answered (MGMT) for this device only, the keys kept in the bond
     /// store. With bluetoothd: `Device1.Pair` with an agent for this device only; bluetoothd keeps
     /// the bond.
+    ///
+    /// With `omron` (`cuff pair ADDR --model NAME`), the model's Omron pairing variant follows
+    /// the OS bond over the same link (``omronPair(over:configuration:signals:log:)``); a refused
+    /// key, a cuff not in pairing mode and a latched refusal end with their own outcome.
     public static func pair(
         _ peer: BluetoothAddress, adapter: BluetoothAdapter, backend: Backend, level: SecurityLevel, bonds: String?,
-        log: @escaping @Sendable (String) -> Void
+        omron: CuffSessionConfiguration? = nil, log: @escaping @Sendable (String) -> Void
     ) throws(LiveBluetoothFailure) -> SecurityLevel {
-        if backend == .bluetoothd { return try pairThroughBluetoothd(peer, adapter: adapter, level: level, log: log) }
+        func omronStep(_ r: (outcome: SessionOutcome, message: String?)) throws(LiveBluetoothFailure) {
+            guard r.outcome == .completed else {
+                log(r.message ?? r.outcome.rawValue)
+                throw LiveBluetoothFailure(r.outcome)
+            }
+        }
+        if backend == .bluetoothd {
+            let reached = try pairThroughBluetoothd(peer, adapter: adapter, level: level, log: log)
+            if let omron { try omronStep(try omronPairThroughBluetoothd(peer: peer, adapter: adapter, configuration: omron, log: log)) }
+            return reached
+        }
         let agent = pairingAgent(adapter, peer: peer, log: log)
         let store = bondStore(bonds, log: log)
         loadBonds(store, adapter: adapter, log: log)
@@ -22,15 +37,17 @@ extension LiveBluetooth {
             saveBonds(store, agent: agent, adapter: adapter, log: log)
             agent?.stop()
         }
+        let bearer: L2CAPATTBearer
         do {
-            let bearer = try connect(adapter: adapter, to: peer, log: log)
-            defer { bearer.close() }
+            bearer = try connect(adapter: adapter, to: peer, log: log)
             try bearer.raiseSecurity(to: level)
-            return bearer.securityLevel
         } catch {
             log(error.message)
             throw LiveBluetoothFailure(.securityRefused)
         }
+        defer { bearer.close() }
+        if let omron { try omronStep(omronPair(over: bearer, configuration: omron, log: log)) }
+        return bearer.securityLevel
     }
 
     /// With bluetoothd: `Device1.Pair` (bluetoothd discovers and connects) with an agent that
@@ -85,11 +102,13 @@ extension LiveBluetooth {
     }
 
     /// `cuff pair`'s record: `paired` (with the security reached) or `forgotten` (with the keys removed).
-    public static func pairRecord(_ peer: BluetoothAddress, security: SecurityLevel) -> JSON {
-        .object([
+    /// The `paired` record; with an Omron model, also `protocol`, `model` and `pairing`.
+    public static func pairRecord(_ peer: BluetoothAddress, security: SecurityLevel, omronModel: String? = nil) -> JSON {
+        let p = omronModel.flatMap(OmronCatalog.profile(named:))
+        return .object([
             ("type", .string("paired")), ("address", .string(peer.description)),
             ("address_type", .string(peer.type.description)), ("security", .string(security.description)),
-        ])
+        ] + (p.map { [("protocol", .string("omron")), ("model", .string($0.id)), ("pairing", .string($0.pairing.rawValue))] } ?? []))
     }
 
     public static func forgetRecord(_ peer: BluetoothAddress, removed: Int) -> JSON {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import BluetoothLive
 import CuffCore
 import CuffRuntime
 import CuffSession
@@ -12,12 +13,7 @@ public enum OmronPairing {
     /// `configuration`: the session's, with ``OmronSyncOptions/pair`` set; `connect` is `unix:PATH`.
     public static func run(_ configuration: CuffSessionConfiguration, connect: String) throws {
         let bearer = try Opening.socket("cuff pair", connect)
-        var message: String?
-        let hooks = SessionHooks(emit: { o in
-            if case let .session(s) = o, s.event == .end { message = s.message }
-        }, log: Console.logger("cuff pair: "))
-        let driver = CentralDriver(configuration: configuration, hooks: hooks, signals: SignalFlags.shared, stopAfter: nil)
-        let outcome = driver.run(bearer)
+        let (outcome, message) = LiveBluetooth.omronPair(over: bearer, configuration: configuration, log: Console.logger("cuff pair: "))
         guard outcome == .completed else {
             Console.log("cuff pair: \(message ?? outcome.rawValue)")
             throw outcome.exitStatus

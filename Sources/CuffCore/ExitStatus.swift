@@ -33,6 +33,12 @@ public struct ExitStatus: Error, Hashable, Sendable, CustomStringConvertible {
     public static let sinkFailed = ExitStatus(10)
     /// `history`, `plot --store`: rows of the store could not be read and were skipped.
     public static let rowsSkipped = ExitStatus(11)
+    /// An Omron cuff refused the key (paired with another key, or never paired).
+    public static let keyRefused = ExitStatus(12)
+    /// Omron pairing asked for while the cuff was not in pairing mode (Bluetooth button not held).
+    public static let notInPairingMode = ExitStatus(13)
+    /// The Omron cuff latched an earlier refusal until its batteries go out and in.
+    public static let keyLatched = ExitStatus(14)
     /// `plot`: no session `--session N` in the input.
     public static let noSuchSession = ExitStatus(2)
     /// `plot --store`: no reading in the store (or none matches `--since`/`--user`).

@@ -268,6 +268,24 @@ public struct CuffCentral: CuffProtocolSession {
         return [.log("indication from handle \(h), which is no characteristic of this device: not confirmed")]
     }
 
+    /// A vendor protocol's session discovered the link and gives it back (an Omron cuff of a model
+    /// no profile knows, which has the standard service too): the session starts (its start record
+    /// is out already) and goes on from the discovered database with the same client.
+    public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [Output] {
+        client = link.client
+        var out: [Output] = []
+        var discover = false
+        for a in session.handle(.start(link.startedAt)) + session.handle(.connected(at)) {
+            switch a {
+            case .emit(.session): continue
+            case .discover: discover = true
+            default: out += run([a], at)
+            }
+        }
+        // (With security to raise first, discovery runs again once it is up.)
+        return discover ? out + use(link.profile, at) : out
+    }
+
     mutating func completed(_ p: Pending, _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
         // When the client itself failed (timeout, protocol violation), every queued procedure fails
         // first; the `.failed` action that follows says why, once.

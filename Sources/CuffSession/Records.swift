@@ -373,6 +373,12 @@ public enum SessionOutcome: String, Sendable, Hashable, CaseIterable {
     case serviceMissing = "service_missing"
     case protocolError = "protocol_error"
     case connectionFailed = "connection_failed"
+    /// The cuff refused the key (an Omron cuff paired with another key, or never paired).
+    case keyRefused = "key_refused"
+    /// Pairing asked for while the cuff was not in pairing mode (its Bluetooth button not held).
+    case notInPairingMode = "not_in_pairing_mode"
+    /// The cuff latched an earlier refusal: it takes no key until its batteries go out and in.
+    case keyLatched = "key_latched"
 
     /// Exit status of `cuff measure` for this outcome.
     public var exitStatus: ExitStatus {
@@ -386,6 +392,9 @@ public enum SessionOutcome: String, Sendable, Hashable, CaseIterable {
         case .serviceMissing: .serviceMissing
         case .protocolError: .protocolError
         case .connectionFailed: .connectionFailed
+        case .keyRefused: .keyRefused
+        case .notInPairingMode: .notInPairingMode
+        case .keyLatched: .keyLatched
         }
     }
 

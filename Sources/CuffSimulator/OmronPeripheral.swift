@@ -10,11 +10,20 @@ public struct OmronSimulation: Sendable, Hashable {
     public var profile: OmronProfile
     public var scenario: OmronScenario
     public var unpaired: Bool
+    /// What Device Information's model number says (default: the profile's id), e.g. a sales
+    /// name such as `X4 Smart`, or a model no profile knows.
+    public var modelNumber: String?
+    /// Also serve the standard Blood Pressure Service, indicating user 1's newest reading once
+    /// subscribed (as most Omron cuffs do beside their own service).
+    public var standardService: Bool
 
-    public init(profile: OmronProfile, scenario: OmronScenario = .normal, unpaired: Bool = false) {
+    public init(profile: OmronProfile, scenario: OmronScenario = .normal, unpaired: Bool = false, modelNumber: String? = nil,
+                standardService: Bool = false) {
         self.profile = profile
         self.scenario = scenario
         self.unpaired = unpaired
+        self.modelNumber = modelNumber
+        self.standardService = standardService
     }
 }
 
@@ -31,8 +40,10 @@ public struct OmronPeripheral: GATTPeripheral {
     let handles: [OmronCharacteristic: UInt16]
     let localAtPowerOn: Int64
     var poweredAt: Timestamp?
+    /// The standard service's Blood Pressure Measurement, when the cuff has one.
+    let standardMeasurement: UInt16?
 
-    public init(cuff: OmronSimulator, localAtPowerOn: Int64, name: String? = nil) {
+    public init(cuff: OmronSimulator, localAtPowerOn: Int64, name: String? = nil, modelNumber: String? = nil, standardService: Bool = false) {
         self.cuff = cuff
         self.localAtPowerOn = localAtPowerOn
         let p = cuff.profile
@@ -42,7 +53,15 @@ public struct OmronPeripheral: GATTPeripheral {
         b.addCharacteristic(BluetoothUUID(0x2A00), properties: .read, permissions: .read, value: Array((name ?? p.id).utf8))
         b.addService(BluetoothUUID(BPSUUID.deviceInformationService))
         b.addCharacteristic(BluetoothUUID(0x2A29), properties: .read, permissions: .read, value: Array("OMRON HEALTHCARE".utf8))
-        b.addCharacteristic(BluetoothUUID(0x2A24), properties: .read, permissions: .read, value: Array(p.id.utf8))
+        b.addCharacteristic(BluetoothUUID(0x2A24), properties: .read, permissions: .read, value: Array((modelNumber ?? p.id).utf8))
+        if standardService {
+            b.addService(BluetoothUUID(BPSUUID.bloodPressureService))
+            standardMeasurement = b.addCharacteristic(BluetoothUUID(BPSCharacteristic.bloodPressureMeasurement.rawValue), properties: .indicate, permissions: [])
+                .valueHandle
+            b.addCharacteristic(BluetoothUUID(BPSCharacteristic.bloodPressureFeature.rawValue), properties: .read, permissions: .read, value: [0, 0])
+        } else {
+            standardMeasurement = nil
+        }
         b.addService(BluetoothUUID(p.transport.serviceUUID)!)
         let txProps: GATT.CharacteristicProperties = p.transport == .classic ? [.write, .writeWithoutResponse] : .writeWithoutResponse
         for (i, u) in p.transport.txUUIDs.enumerated() {
@@ -62,7 +81,7 @@ public struct OmronPeripheral: GATTPeripheral {
     public init?(configuration c: SimulatorConfiguration) {
         guard let o = c.omron else { return nil }
         let cuff = OmronSimulator(profile: o.profile, scenario: o.scenario, seed: c.seed, paired: !o.unpaired, localSeconds: c.clockStart)
-        self.init(cuff: cuff, localAtPowerOn: c.clockStart)
+        self.init(cuff: cuff, localAtPowerOn: c.clockStart, modelNumber: o.modelNumber, standardService: o.standardService)
         server.transactionTimeoutHere = c.transactionTimeout
     }
 
@@ -111,6 +130,8 @@ public struct OmronPeripheral: GATTPeripheral {
             case let .written(handle, _, value, _):
                 guard let c = byHandle[handle] else { continue }
                 out += cuffActions(cuff.handle(.write(c, value), localSeconds: local(now)), now)
+            case let .subscriptionChanged(valueHandle, _, _, true) where valueHandle == standardMeasurement:
+                out += standardReading(now)
             case let .subscriptionChanged(valueHandle, _, notify, _):
                 guard notify, let c = byHandle[valueHandle] else { continue }
                 out += cuffActions(cuff.handle(.subscribe(c), localSeconds: local(now)), now)
@@ -121,6 +142,15 @@ public struct OmronPeripheral: GATTPeripheral {
             }
         }
         return out
+    }
+
+    /// User 1's newest reading as a standard Blood Pressure Measurement indication.
+    mutating func standardReading(_ now: Timestamp) -> [PeripheralOutput] {
+        guard let h = standardMeasurement, let r = cuff.stored(user: 0).last else { return [] }
+        let m = BloodPressureMeasurement(
+            systolic: SFloat(Double(r.systolic)), diastolic: SFloat(Double(r.diastolic)), meanArterialPressure: .nan, timestamp: r.time,
+            pulseRate: SFloat(Double(r.pulse)), userID: 1)
+        return serverActions(server.indicate(handle: h, value: m.encode(), now: now), now)
     }
 
     mutating func cuffActions(_ actions: [OmronSimulator.Action], _ now: Timestamp) -> [PeripheralOutput] {

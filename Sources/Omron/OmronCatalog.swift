@@ -175,7 +175,7 @@ public enum OmronCatalog {
     }
 
     /// The model number without its regional suffix: `HEM-7361T-ESL` → `HEM7361T`, `HEM-7155T_K4-D` → `HEM7155T`.
-    static func base(_ s: String) -> String {
+    public static func base(_ s: String) -> String {
         let u = s.uppercased()
         guard u.hasPrefix("HEM") else { return key(s) }
         var out = "HEM"
@@ -220,12 +220,14 @@ public enum OmronCatalog {
         throw OmronError(.unknownModel, field: "'\(name)'", offset: 0, detail: "closest profile: \(closest(to: name).id)")
     }
 
-    /// The profile whose id is nearest `name` (most leading characters of the model number in common).
-    public static func closest(to name: String) -> OmronProfile {
+    /// The profile whose id is nearest `name` (most leading characters of the model number in
+    /// common), among those of `transport` when given.
+    public static func closest(to name: String, transport: OmronTransport? = nil) -> OmronProfile {
         let b = Array(base(name))
-        var best = profiles[0]
+        let candidates = profiles.filter { transport == nil || $0.transport == transport }
+        var best = candidates[0]
         var bestScore = -1
-        for p in profiles {
+        for p in candidates {
             for n in [p.id] + p.aliases {
                 let c = Array(base(n))
                 var k = 0
@@ -243,5 +245,47 @@ public enum OmronCatalog {
         else { return nil }
         let token = u[i...].prefix { $0.isLetter || $0.isNumber || "-_.".contains($0) }
         return profile(named: String(token))
+    }
+
+    /// The profile of each family used when the cuff names no model: hass-omron's fallback
+    /// (HEM-7142T2) for FE4A, and for the classic service the M7 Intelli IT (HEM-7361T).
+    public static func defaultProfile(_ transport: OmronTransport) -> OmronProfile {
+        profile(named: transport == .modern ? "HEM-7142T2" : "HEM-7361T")!
+    }
+
+    /// The profile for a cuff whose discovery found `transport`'s service and which names itself
+    /// `name` (Device Information's model number, or the model its advert showed; nil: none).
+    public static func choose(name: String?, transport: OmronTransport) -> OmronProfileChoice {
+        guard let name, !name.isEmpty else { return .defaulted(defaultProfile(transport)) }
+        guard let named = profile(named: name) else { return .unknown(closest: closest(to: name, transport: transport)) }
+        if named.transport == transport { return .known(named) }
+        // "X4 Smart" is HEM-7155T (classic) in the catalog, but a HEM-7155T_ESL1 says so too over
+        // FE4A: a profile of the same model number in the family found, one backed by a real cuff first.
+        let siblings = profiles.filter { $0.transport == transport && base($0.id) == base(named.id) }
+        if let s = siblings.first(where: { !$0.checkedAgainst.hasPrefix("transcribed") }) ?? siblings.first {
+            return .sibling(s, named: named)
+        }
+        return .otherFamily(closest(to: name, transport: transport), named: named)
+    }
+}
+
+/// How ``OmronCatalog/choose(name:transport:)`` picked a profile for what the cuff showed.
+public enum OmronProfileChoice: Sendable, Hashable {
+    /// The name's own profile, of the family found.
+    case known(OmronProfile)
+    /// The name's profile is of the other family; this one has the same model number.
+    case sibling(OmronProfile, named: OmronProfile)
+    /// The name's profile is of the other family and none of this family shares its model
+    /// number: the closest of the family found.
+    case otherFamily(OmronProfile, named: OmronProfile)
+    /// No profile knows the name: the closest of the family found.
+    case unknown(closest: OmronProfile)
+    /// No name: the family's default.
+    case defaulted(OmronProfile)
+
+    public var profile: OmronProfile {
+        switch self {
+        case let .known(p), let .sibling(p, _), let .otherFamily(p, _), let .unknown(p), let .defaulted(p): p
+        }
     }
 }

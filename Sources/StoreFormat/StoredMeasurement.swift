@@ -108,7 +108,7 @@ public struct StoredMeasurement: Sendable, Hashable {
         default:
             // Another protocol's record: rebuilt by the protocol that names its source.
             if let r = protocols.storedRecord(characteristic, raw: raw, device: device, receivedAt: at, stored: stored,
-                                              sequenceNumber: sequenceNumber) { return r }
+                                              sequenceNumber: sequenceNumber, userID: userID) { return r }
             throw BPSDecodingError(.unsupported, field: "characteristic \(characteristic.uuidString)", offset: 0)
         }
     }

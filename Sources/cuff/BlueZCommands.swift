@@ -161,9 +161,17 @@ struct Pair: ParsableCommand {
         let peer = try BlueZCommands.address(address!)
         let log = Console.logger("cuff pair: ")
         let backend = bluetooth.backend.resolved(log: log)
+        // --model: the model's Omron pairing variant after the OS bond.
+        let omronStep = omron.model.map { _ in
+            var c = CuffSessionConfiguration(address: peer.description)
+            c.localUTCOffsetSeconds = WallClock.localUTCOffsetSeconds()
+            omron.configure(&c)
+            return c
+        }
         let record = forget
             ? LiveBluetooth.forgetRecord(peer, removed: try LiveBluetooth.forget(peer, adapter: adapter, backend: backend, bonds: bluetooth.bonds, log: log))
-            : LiveBluetooth.pairRecord(peer, security: try LiveBluetooth.pair(peer, adapter: adapter, backend: backend, level: level, bonds: bluetooth.bonds, log: log))
+            : LiveBluetooth.pairRecord(peer, security: try LiveBluetooth.pair(peer, adapter: adapter, backend: backend, level: level, bonds: bluetooth.bonds,
+                                                                              omron: omronStep, log: log), omronModel: omron.model)
         try Console.print([record.serialized()], command: "cuff pair")
     }
 }

@@ -42,12 +42,56 @@ struct OmronSocketTests {
         #expect(abs(later) <= 2)
     }
 
-    @Test func refusedKeyIsASecurityRefusal() throws {
-        let sim = try TwoProcessTests.Simulator(["--model", "HEM-7322T", "--scenario", "refused-key", "--speed", "100"])
-        let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--timeout", "60"])
+    /// A store keeps a sync's readings and gives them back to `cuff history` as they were printed
+    /// (the store keeps no slot number: `omron.slot` is null there). No --model: Device Information
+    /// names the model; one classic and one modern profile, three layouts (be14, le14, heartguide24).
+    @Test(arguments: ["HEM-7600T", "HEM-7380T1", "HEM-9601T"])
+    func historyGivesBackTheStoredReadings(model: String) throws {
+        let sim = try TwoProcessTests.Simulator(["--model", model, "--speed", "100", "--seed", "4"])
+        let db = sim.dir.appendingPathComponent("bp.sqlite").path
+        let live = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--all-records", "--no-set-time", "--store", db, "--timeout", "60"])
+        let h = try CLI.run(["history", "--store", db])
         _ = sim.stop()
-        #expect(r.status == 6)
-        #expect(r.stderr.contains("refused the key") || r.stdout.contains("refused the key"))
+        #expect(live.status == 0, "\(live.stderr.suffix(400))")
+        #expect(h.status == 0, "\(h.stderr.suffix(400))")
+        func withoutSlot(_ m: [String: Any]) -> NSDictionary {
+            var m = m
+            var o = m["omron"] as? [String: Any] ?? [:]
+            o["slot"] = nil
+            m["omron"] = o
+            return m as NSDictionary
+        }
+        let printed = try measurements(live)
+        let kept = try h.stdoutLines.map(CLI.json)
+        #expect(printed.count > 1)
+        #expect(Set(printed.compactMap { $0["user_id"] as? Int }).count == (model == "HEM-7600T" || model == "HEM-9601T" ? 1 : 2))
+        #expect(kept.count == printed.count)
+        #expect(kept.allSatisfy { ($0["omron"] as? [String: Any])?["slot"] is NSNull })
+        #expect(kept.map(withoutSlot) == printed.map(withoutSlot), "\(h.stdout.prefix(600))")
+    }
+
+    /// A refused key (exit 12), then, the refusal latched, pairing in pairing mode (exit 14); a
+    /// factory-fresh cuff refuses any key (12) and takes none outside pairing mode (13).
+    @Test func pairingFailuresHaveTheirOwnOutcomeAndExit() throws {
+        let sim = try TwoProcessTests.Simulator(["--model", "HEM-7322T", "--scenario", "refused-key", "--speed", "1"])
+        let refused = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--timeout", "60"])
+        sim.process.signal(SIGUSR1)
+        usleep(300_000)
+        let latched = try CLI.run(["pair", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T"])
+        #expect(sim.stop() == 0)
+        #expect(refused.status == 12, "\(refused.stderr.suffix(300))")
+        #expect(try end(refused)?["outcome"] as? String == "key_refused")
+        #expect((try end(refused)?["message"] as? String)?.contains("refused the key") == true)
+        #expect(latched.status == 14, "\(latched.stderr.suffix(300))")
+        #expect(latched.stderr.contains("latched a refused key") && latched.stderr.contains("batteries"))
+
+        let fresh = try TwoProcessTests.Simulator(["--model", "HEM-7361T", "--unpaired", "--speed", "1"])
+        let never = try CLI.run(["measure", "--connect", "unix:\(fresh.path)", "--model", "HEM-7361T", "--timeout", "60"])
+        let notPairing = try CLI.run(["pair", "--connect", "unix:\(fresh.path)", "--model", "HEM-7361T"])
+        #expect(fresh.stop() == 0)
+        #expect(never.status == 12, "\(never.stderr.suffix(300))")
+        #expect(notPairing.status == 13, "\(notPairing.stderr.suffix(300))")
+        #expect(notPairing.stderr.contains("not in pairing mode"))
     }
 
     /// `cuff replay` of a captured Omron session (no --model: Device Information picked the
@@ -88,9 +132,9 @@ struct OmronPairTests {
         let sync = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--omron-key", key, "--quiet"])
         let wrong = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--quiet"])
         #expect(sim.stop() == 0)
-        #expect(early.status == 6 && early.stderr.contains("not in pairing mode"))
+        #expect(early.status == 13 && early.stderr.contains("not in pairing mode"))
         #expect(paired.status == 0 && paired.stdout.contains(#""type":"paired""#) && paired.stdout.contains(#""pairing":"key""#))
         #expect(sync.status == 0 && sync.stdoutLines.contains { $0.contains(#""characteristic":"omron""#) })
-        #expect(wrong.status == 6)
+        #expect(wrong.status == 12)
     }
 }

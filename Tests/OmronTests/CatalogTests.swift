@@ -75,4 +75,19 @@ struct CatalogTests {
             #expect(reads.map(\.count).reduce(0, +) == q.users[0].records * q.slotSize)
         }
     }
+
+    /// The profile for what a cuff names, in the family discovery found.
+    @Test func choiceRespectsTheFamilyFound() throws {
+        let p = { (n: String) in OmronCatalog.profile(named: n)! }
+        #expect(OmronCatalog.choose(name: "X4 Smart", transport: .classic) == .known(p("HEM-7155T")))
+        #expect(OmronCatalog.choose(name: "X4 Smart", transport: .modern) == .sibling(p("HEM-7155T-MW3"), named: p("HEM-7155T")))
+        #expect(OmronCatalog.choose(name: "HEM-7155T_ESL1", transport: .modern) == .known(p("HEM-7155T-MW3")))
+        #expect(OmronCatalog.choose(name: nil, transport: .modern) == .defaulted(p("HEM-7142T2")))
+        #expect(OmronCatalog.choose(name: "", transport: .classic) == .defaulted(p("HEM-7361T")))
+        let other = OmronCatalog.choose(name: "HEM-7600T", transport: .modern)
+        #expect(other.profile.transport == .modern)
+        #expect(other == .otherFamily(other.profile, named: p("HEM-7600T")))
+        #expect(OmronCatalog.choose(name: "HEM-7380T5", transport: .modern) == .unknown(closest: p("HEM-7380T1")))
+        #expect(OmronCatalog.choose(name: "HEM-7380T5", transport: .classic).profile.transport == .classic)
+    }
 }

@@ -6,17 +6,39 @@ import GATT
 import Testing
 @testable import Omron
 
+/// What GATTLink drives: an ``OmronCentral`` alone, or the ``ProtocolSession`` a driver holds.
+protocol LinkCentral {
+    var nextDeadline: Timestamp? { get }
+    mutating func start(at: EventTime) -> [CentralAction]
+    mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction]
+    mutating func tick(at: EventTime) -> [CentralAction]
+    mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction]
+}
+
+extension OmronCentral: LinkCentral {}
+extension ProtocolSession: LinkCentral {}
+
 /// OmronCentral ↔ OmronPeripheral joined PDU by PDU in process, on a virtual clock.
 struct GATTLink {
-    var central: OmronCentral
+    var central: any LinkCentral
     var peripheral: OmronPeripheral
     var now = Timestamp.zero
     var records: [SessionOutput] = []
+    var logs: [String] = []
     var outcome: SessionOutcome?
     var pdus = 0
 
     init(_ p: OmronProfile, peripheral: OmronPeripheral, options: OmronSyncOptions = OmronSyncOptions(), localSeconds: Int64 = localNow) {
         central = OmronCentral(profile: p, options: options, device: DeviceInfo(address: "unix:/test"), utcOffsetSeconds: localSeconds - 1_795_622_400)
+        self.peripheral = peripheral
+    }
+
+    /// The session a driver runs, choosing the protocol and the profile as `cuff measure` does without --model.
+    init(peripheral: OmronPeripheral, localSeconds: Int64 = localNow) {
+        var c = CuffSessionConfiguration(address: "unix:/test")
+        c.localUTCOffsetSeconds = localSeconds - 1_795_622_400
+        c.logs = true
+        central = ProtocolSession(configuration: c)
         self.peripheral = peripheral
     }
 
@@ -34,7 +56,8 @@ struct GATTLink {
                 case let .emit(r): link.records.append(r)
                 case let .finished(o): link.outcome = o
                 case .disconnect: dropped = true
-                case .raiseSecurity, .log: break
+                case let .log(s): link.logs.append(s)
+                case .raiseSecurity: break
                 }
             }
             return dropped
@@ -119,10 +142,61 @@ struct GATTLinkTests {
         #expect(l.end?.message?.contains("modern") == true)
     }
 
+    /// Without --model the family discovery found picks the profile: "X4 Smart" (HEM-7155T,
+    /// classic, in the catalog) on the FE4A HEM-7155T_ESL1 reads it as HEM-7155T-MW3; a cuff that
+    /// names no model gets its own family's default (HEM-7361T on the classic service).
+    @Test(arguments: [("HEM-7155T-MW3", "X4 Smart", "HEM-7155T-MW3"), ("HEM-7361T", "", "HEM-7361T"),
+                      ("HEM-7142T2", "", "HEM-7142T2"), ("HEM-7155T", "X4 Smart", "HEM-7155T")])
+    func profileOfTheFamilyDiscoveryFound(cuffProfile: String, modelNumber: String, used: String) throws {
+        let p = try #require(OmronCatalog.profile(named: cuffProfile))
+        let cuff = OmronSimulator(profile: p, seed: 5, localSeconds: localNow)
+        let expected = p.users.indices.flatMap { u in cuff.unreadReadings(user: u).map { (u + 1, $0) } }
+        var peripheral = OmronPeripheral(cuff: cuff, localAtPowerOn: localNow, modelNumber: modelNumber)
+        peripheral.poweredOn(now: .zero)
+        var l = GATTLink(peripheral: peripheral)
+        #expect(l.run() == .completed, "\(l.logs)")
+        #expect(l.measurements.map(\.userID) == expected.map { UInt8($0.0) })
+        #expect(l.measurements.map(\.timestamp) == expected.map(\.1.time.iso8601))
+        let line = try #require(l.measurements.first).json.serialized()
+        #expect(line.contains(#""model":"\#(used)""#), "\(line)")
+        // Device Information's words when they name the profile used, else its id.
+        #expect(l.measurements.allSatisfy { $0.device.model == (cuffProfile == "HEM-7155T" ? modelNumber : used) })
+        if cuffProfile != used || modelNumber.isEmpty {
+            #expect(l.logs.contains { $0.contains(used) && $0.contains("--model NAME") }, "\(l.logs)")
+        }
+    }
+
+    /// A model no profile knows: said, with the closest profile; with the standard Blood Pressure
+    /// Service beside the Omron one the standard session reads it (the newest reading), else the
+    /// closest profile of the family found does.
+    @Test func unknownModelFallsBackToTheStandardService() throws {
+        let p = try #require(OmronCatalog.profile(named: "HEM-7380T1"))
+        let cuff = OmronSimulator(profile: p, seed: 6, localSeconds: localNow)
+        var both = OmronPeripheral(cuff: cuff, localAtPowerOn: localNow, modelNumber: "HEM-7380T5", standardService: true)
+        both.poweredOn(now: .zero)
+        var l = GATTLink(peripheral: both)
+        #expect(l.run() == .completed, "\(l.logs)")
+        #expect(l.logs.contains { $0.contains("unknown Omron model HEM-7380T5") && $0.contains("closest profile is HEM-7380T1")
+            && $0.contains("standard Blood Pressure Service") }, "\(l.logs)")
+        let m = try #require(l.measurements.first)
+        #expect(l.measurements.count == 1)
+        #expect(m.characteristic == .bloodPressureMeasurement)
+        let newest = try #require(cuff.stored(user: 0).last)
+        #expect(m.systolic == SFloat(Double(newest.systolic)) && m.timestamp == newest.time.iso8601)
+
+        var omronOnly = OmronPeripheral(cuff: cuff, localAtPowerOn: localNow, modelNumber: "HEM-7380T5")
+        omronOnly.poweredOn(now: .zero)
+        var o = GATTLink(peripheral: omronOnly)
+        #expect(o.run() == .completed, "\(o.logs)")
+        #expect(o.logs.contains { $0.contains("unknown Omron model HEM-7380T5; using the closest modern profile, HEM-7380T1") }, "\(o.logs)")
+        #expect(o.measurements.count == p.users.indices.map { cuff.unreadReadings(user: $0).count }.reduce(0, +))
+        #expect(o.measurements.allSatisfy { $0.characteristic == .named("omron") && $0.device.model == "HEM-7380T1" })
+    }
+
     @Test func refusedKeyAndDroppedLinkOverATT() {
         let p = OmronCatalog.profile(named: "HEM-7600T")!
         var r = GATTLink(p, peripheral: OmronPeripheral(cuff: OmronSimulator(profile: p, scenario: .refusedKey, localSeconds: localNow), localAtPowerOn: localNow))
-        #expect(r.run() == .securityRefused)
+        #expect(r.run() == .keyRefused)
         #expect(r.end?.message?.contains("refused the key") == true)
         var d = GATTLink(p, peripheral: OmronPeripheral(cuff: OmronSimulator(profile: p, scenario: .droppedLink, localSeconds: localNow), localAtPowerOn: localNow))
         #expect(d.run() == .disconnected)

@@ -34,13 +34,24 @@ public struct OmronCentral: CuffProtocolSession {
     let utcOffsetSeconds: Int64
     /// Said once at the start (an unknown model and the profile used instead).
     var note: String?
+    /// The model the cuff named before discovery (its advert), then Device Information's model number.
+    var modelHint: String?
+    /// An unknown model on a cuff that also has the standard Blood Pressure Service hands the link
+    /// to the standard session (not when `--protocol omron` forced this one).
+    let standardFallback: Bool
+    var startedAt: EventTime?
+    public private(set) var handOver: DiscoveredLink?
 
     /// - Parameter utcOffsetSeconds: seconds east of UTC of the host's local time: the cuff's
     ///   clock holds local time, read and set against `start`'s wall clock plus this.
+    /// - Parameter modelForced: `profile` is the user's choice; otherwise discovery's family and
+    ///   Device Information's model number (or `modelHint`) pick the profile.
     public init(profile: OmronProfile, options: OmronSyncOptions, device: DeviceInfo, utcOffsetSeconds: Int64, note: String? = nil,
-                modelForced: Bool = true, preferredMTU: UInt16 = 247) {
+                modelForced: Bool = true, modelHint: String? = nil, standardFallback: Bool = false, preferredMTU: UInt16 = 247) {
         self.profile = profile
         self.modelForced = modelForced
+        self.modelHint = modelHint
+        self.standardFallback = standardFallback
         self.options = options
         self.utcOffsetSeconds = utcOffsetSeconds
         self.note = note
@@ -68,6 +79,7 @@ public struct OmronCentral: CuffProtocolSession {
     public var nextDeadline: Timestamp? { [sessionDeadline, client.nextDeadline].compactMap { $0 }.min() }
 
     public mutating func start(at: EventTime) -> [Output] {
+        startedAt = at
         var out: [Output] = [.emit(.session(SessionRecord(event: .start, device: device, at: at)))]
         let m = client.exchangeMTU(now: at.monotonic)
         out += gatt(m.actions, at)
@@ -162,6 +174,7 @@ public struct OmronCentral: CuffProtocolSession {
     /// The standard session discovered the link and hands it over: carry on with its client.
     public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [Output] {
         client = link.client
+        startedAt = link.startedAt
         var d = link.device
         if d.model == nil { d.model = profile.id }
         if d.manufacturer == nil { d.manufacturer = "OMRON HEALTHCARE" }
@@ -178,6 +191,20 @@ public struct OmronCentral: CuffProtocolSession {
             modelRead = r.id
             return gatt(r.actions, at)
         }
+        if !modelForced, let family = OmronTransport.allCases.first(where: { gp.service(BluetoothUUID($0.serviceUUID)!) != nil }) {
+            let choice = OmronCatalog.choose(name: modelHint, transport: family)
+            if case let .unknown(closest) = choice, standardFallback, gp.service(BluetoothUUID(0x1810)) != nil,
+               gp.characteristic(BluetoothUUID(0x2A35)) != nil {
+                handOver = DiscoveredLink(protocolID: .bps, client: client, profile: gp, device: device, startedAt: startedAt ?? at)
+                return [.log("unknown Omron model \(modelHint ?? ""); the closest profile is \(closest.id); reading the standard Blood "
+                    + "Pressure Service instead (--model NAME reads the Omron memory with a profile)")]
+            }
+            profile = choice.profile
+            note = Self.note(choice, name: modelHint ?? "", family: family)
+            // The records name the profile they were read with: Device Information's words when
+            // they name it, else its id (so a store rebuilds them with the same layout).
+            if case .known = choice {} else { device.model = profile.id }
+        }
         var out: [Output] = note.map { [.log($0)] } ?? []
         out.append(.log("Omron \(profile.id) (\(profile.transport.rawValue) service, \(profile.pairing.rawValue) pairing)"))
         session = OmronSession(profile: profile, options: options, localSeconds: Self.localSeconds(at, utcOffsetSeconds))
@@ -187,18 +214,31 @@ public struct OmronCentral: CuffProtocolSession {
     mutating func modelNumber(_ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
         if case let .success(.value(v)) = result {
             let text = String(decoding: v.prefix { $0 != 0 }, as: UTF8.self).split(separator: " ").joined(separator: " ")
-            device.model = text
-            if let p = OmronCatalog.profile(named: text) {
-                profile = p
-                note = nil
-            } else if !text.isEmpty {
-                let c = OmronCatalog.closest(to: text)
-                profile = c
-                note = "unknown Omron model \(text); using the closest profile, \(c.id) (--model NAME chooses one)"
+            if !text.isEmpty {
+                device.model = text
+                modelHint = text
             }
         }
         guard let gp = discoveredProfile else { return [] }
         return begin(gp, at)
+    }
+
+    /// What the log says about a profile discovery chose (nil: the cuff named it).
+    static func note(_ c: OmronProfileChoice, name: String, family: OmronTransport) -> String? {
+        let f = family.rawValue
+        switch c {
+        case .known: return nil
+        case let .sibling(p, named):
+            return "\(name) is \(named.id), a \(named.transport.rawValue) profile, but the cuff has the \(f) service: using \(p.id) "
+                + "(--model NAME chooses another)"
+        case let .otherFamily(p, named):
+            return "\(name) is \(named.id), a \(named.transport.rawValue) profile, but the cuff has the \(f) service: using the "
+                + "closest \(f) profile, \(p.id) (--model NAME chooses another)"
+        case let .unknown(p):
+            return "unknown Omron model \(name); using the closest \(f) profile, \(p.id) (--model NAME chooses one)"
+        case let .defaulted(p):
+            return "the cuff names no Omron model; using \(p.id), the default \(f) profile (--model NAME chooses one)"
+        }
     }
 
     mutating func startSession(_ gp: GATTProfile, _ at: EventTime) -> [Output] {
@@ -262,7 +302,10 @@ public struct OmronCentral: CuffProtocolSession {
     static func outcome(_ o: OmronSessionOutcome, measurements: Int) -> SessionOutcome {
         switch o {
         case .completed: measurements > 0 ? .completed : .noResult
-        case .keyRefused, .notInPairingMode, .linkNotEncrypted, .keyLatched: .securityRefused
+        case .keyRefused: .keyRefused
+        case .notInPairingMode: .notInPairingMode
+        case .keyLatched: .keyLatched
+        case .linkNotEncrypted: .securityRefused
         case .timedOut: .timedOut
         case .disconnected: .disconnected
         case .deviceStatus, .protocolError: .protocolError

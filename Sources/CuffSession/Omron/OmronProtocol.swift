@@ -51,14 +51,13 @@ public struct OmronProtocol: CuffProtocol {
 
     public func makeCentral(configuration c: CuffSessionConfiguration) -> any CuffProtocolSession {
         let chosen = Self.profile(c)
-        // Until Device Information says otherwise: the most common profile of the catalog's default.
-        let p = chosen ?? OmronCatalog.profile(named: "HEM-7142T2")!
+        // Until discovery (its family) and Device Information say otherwise: the catalog's default.
+        let p = chosen ?? OmronCatalog.defaultProfile(.modern)
         var o = c.omronSync
         o.setTime = c.setTime
         return OmronCentral(
             profile: p, options: o, device: DeviceInfo(address: c.address, name: c.advertisedName), utcOffsetSeconds: c.localUTCOffsetSeconds,
-            note: chosen == nil ? "no Omron model known yet; Device Information decides (--model NAME chooses one)" : nil,
-            modelForced: c.omronModel != nil)
+            modelForced: c.omronModel != nil, modelHint: chosen?.id, standardFallback: c.forcedProtocol == nil)
     }
 
     public func makeObserver(configuration c: CuffSessionConfiguration, discovered: GATTProfile?) -> (any CuffProtocolObserver)? {
@@ -72,5 +71,29 @@ public struct OmronProtocol: CuffProtocol {
 
     public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? {
         OmronPeripheral(configuration: configuration)
+    }
+
+    /// A kept Omron row again: the slot bytes decoded with the layout of the profile the store's
+    /// device model names, for the user kept beside it. The store keeps no slot number, so
+    /// `omron.slot` is null in the rebuilt record.
+    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+                             sequenceNumber: UInt16?, userID: UInt8?) -> MeasurementRecord? {
+        guard characteristic == .named(id.rawValue), let p = Self.storedProfile(model: device.model, slotSize: raw.count),
+              let reading = try? OmronRecordCodec.decode(raw[...], layout: p.layout, slotSize: p.slotSize)
+        else { return nil }
+        var r = MeasurementRecord.from(omron: reading, profile: p, user: userID.map(Int.init), slot: nil, raw: raw, device: device,
+                                       at: receivedAt)
+        r.stored = stored
+        return r
+    }
+
+    /// The profile a kept record was read with: the one the device's model names (an unknown
+    /// model: its closest, as the live session chose), or a sibling of the same model number
+    /// whose slot has the record's length (the other transport family's profile).
+    static func storedProfile(model: String?, slotSize: Int) -> OmronProfile? {
+        guard let model, !model.isEmpty else { return nil }
+        let named = OmronCatalog.profile(named: model) ?? OmronCatalog.closest(to: model)
+        if named.slotSize == slotSize { return named }
+        return OmronCatalog.profiles.first { OmronCatalog.base($0.id) == OmronCatalog.base(named.id) && $0.slotSize == slotSize }
     }
 }

@@ -92,6 +92,10 @@ public protocol CuffProtocol: Sendable {
     /// is not this protocol's source (the standard session's records are rebuilt by the stores).
     func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
                       sequenceNumber: UInt16?) -> MeasurementRecord?
+    /// As above, with the user the store kept beside the row: a protocol whose records come from
+    /// several users' memories (Omron) cannot tell it from `raw`. By default the form above.
+    func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+                      sequenceNumber: UInt16?, userID: UInt8?) -> MeasurementRecord?
 }
 
 extension CuffProtocol {
@@ -99,4 +103,8 @@ extension CuffProtocol {
     public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? { nil }
     public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
                              sequenceNumber: UInt16?) -> MeasurementRecord? { nil }
+    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+                             sequenceNumber: UInt16?, userID: UInt8?) -> MeasurementRecord? {
+        storedRecord(characteristic, raw: raw, device: device, receivedAt: receivedAt, stored: stored, sequenceNumber: sequenceNumber)
+    }
 }

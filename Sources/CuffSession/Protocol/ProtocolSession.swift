@@ -47,8 +47,14 @@ public struct ProtocolSession: Sendable {
     /// `actions`, then, when the session handed the link over, what the next protocol's session
     /// does with it.
     mutating func followed(_ actions: [CentralAction], _ at: EventTime) -> [CentralAction] {
-        guard let link = session.handOver, let next = registry[link.protocolID] else { return actions }
-        session = next.makeCentral(configuration: configuration)
-        return actions + session.adopt(link, at: at)
+        var out = actions
+        // A session that adopts a link may give it on at once (an Omron cuff of an unknown model
+        // back to the standard session); a few hops at most, never a loop.
+        for _ in 0 ..< 4 {
+            guard let link = session.handOver, let next = registry[link.protocolID] else { break }
+            session = next.makeCentral(configuration: configuration)
+            out += session.adopt(link, at: at)
+        }
+        return out
     }
 }
