@@ -726,7 +726,9 @@ public struct CuffSessionMachine: Sendable {
                 let stored = isStored
                 result(MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: stored), at, &out)
             } catch {
-                log("ignored a malformed Blood Pressure Measurement: \(error.message) (raw \(Hex.encode(value)))", &out)
+                // Never kept (no values to keep), and confirmed like every indication: see
+                // ``UninvitedIndication/malformed(_:_:_:)``. Said without its bytes.
+                log(UninvitedIndication.malformed("Blood Pressure Measurement", value.count, error), &out)
             }
         case .enhancedBloodPressureMeasurement:
             do {
@@ -735,7 +737,7 @@ public struct CuffSessionMachine: Sendable {
                     result(r, at, &out)
                 }
             } catch {
-                log("ignored a malformed Enhanced Blood Pressure Measurement: \(error.message)", &out)
+                log(UninvitedIndication.malformed("Enhanced Blood Pressure Measurement", value.count, error), &out)
             }
         case .bloodPressureRecord:
             record(value, at, &out)
@@ -888,7 +890,7 @@ public struct CuffSessionMachine: Sendable {
             inner = d
         } catch {
             return log(
-                "warning: stored record \(rec.sequenceNumber) (\(Hex.handle(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value \(Hex.encode(rec.recorded))); skipped", &out)
+                "warning: stored record \(rec.sequenceNumber) (\(Hex.handle(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value of \(rec.recorded.count) bytes); skipped", &out)
         }
         guard let r = MeasurementRecord.from(enhanced: inner.value, warnings: inner.warnings, raw: rec.recorded, device: device, at: at, stored: true, sequenceNumber: rec.sequenceNumber) else {
             return

@@ -132,7 +132,7 @@ struct VendorProtocolCentral: CuffProtocolSession {
     var stateName: String { isFinished ? (outcome?.rawValue ?? "done") : "\(protocolID)" }
 
     mutating func start(at: EventTime) -> [CentralAction] {
-        var c = VendorCentral(makeSession(at))
+        var c = VendorCentral(makeSession(at), device: device)
         let out = c.start(at: at)
         central = c
         return [.emit(.session(SessionRecord(event: .start, device: device, at: at)))] + map(out, at)
@@ -140,7 +140,7 @@ struct VendorProtocolCentral: CuffProtocolSession {
 
     mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {
         device = link.device
-        var c = VendorCentral(makeSession(at))
+        var c = VendorCentral(makeSession(at), device: device)
         let out = c.adopt(client: link.client, profile: link.profile, at: at)
         central = c
         return map(out, at)
@@ -170,20 +170,23 @@ struct VendorProtocolCentral: CuffProtocolSession {
             switch o {
             case let .send(p): actions.append(.send(p))
             case let .raiseSecurity(l): actions.append(.raiseSecurity(l))
-            case let .emit(r):
-                let record = r.record(device: device, at: at)
-                if seen.insert(record.dedupKey).inserted {
-                    measurements += 1
-                    actions.append(.emit(.measurement(record)))
-                } else if configuration.logs {
-                    actions.append(.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))"))
-                }
+            case let .emit(r): actions += kept(r.record(device: device, at: at))
+            case let .measurement(record): actions += kept(record)
             case let .log(s): if configuration.logs { actions.append(.log(s)) }
             case .disconnect: actions.append(.disconnect)
             case let .finished(o): actions += end(o, nil, at)
             }
         }
         return actions
+    }
+
+    /// A reading, emitted unless the store (or this session) has it already.
+    mutating func kept(_ record: MeasurementRecord) -> [CentralAction] {
+        if seen.insert(record.dedupKey).inserted {
+            measurements += 1
+            return [.emit(.measurement(record))]
+        }
+        return configuration.logs ? [.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))")] : []
     }
 
     mutating func end(_ o: SessionOutcome, _ why: String?, _ at: EventTime) -> [CentralAction] {
