@@ -928,11 +928,14 @@ public struct CuffSessionMachine: Sendable {
         observerStepDeadline = nil
         let end = SessionRecord(event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: message)
         log(message, &out)
-        if repeats > 0 {
-            log("\(measurements) new measurement\(measurements == 1 ? "" : "s"); \(repeats) result\(repeats == 1 ? "" : "s") already kept", &out)
-        }
+        if repeats > 0 { log(Self.newAndKept(measurements, repeats), &out) }
         out.append(.emit(.session(end)))
         out.append(.finished(outcome))
+    }
+
+    /// The end of a session some of whose results the store had already: `0 new measurements; 4 results already kept`.
+    static func newAndKept(_ new: Int, _ repeats: Int) -> String {
+        "\(new) new measurement\(new == 1 ? "" : "s"); \(repeats) result\(repeats == 1 ? "" : "s") already kept"
     }
 
     /// A `.log` action, when logs are wanted (the text is built only then).

@@ -116,6 +116,8 @@ struct VendorProtocolCentral: CuffProtocolSession {
     var device: DeviceInfo
     var seen: Set<String>
     private(set) var measurements = 0
+    /// Readings that arrived but were kept already (the store had them).
+    private(set) var repeats = 0
     private(set) var outcome: SessionOutcome?
 
     init(id: CuffProtocolID, configuration: CuffSessionConfiguration, makeSession: @escaping @Sendable (EventTime) -> VendorCentral.Session) {
@@ -127,7 +129,8 @@ struct VendorProtocolCentral: CuffProtocolSession {
     }
 
     var isFinished: Bool { outcome != nil }
-    var exitCode: Int32 { measurements > 0 ? 0 : (outcome.map { $0 == .completed ? SessionOutcome.noResult : $0 } ?? .noResult).exitCode }
+    /// 0 when any reading arrived, also one kept already ("0 new"), as the standard session's.
+    var exitCode: Int32 { measurements + repeats > 0 ? 0 : (outcome.map { $0 == .completed ? SessionOutcome.noResult : $0 } ?? .noResult).exitCode }
     var nextDeadline: Timestamp? { isFinished ? nil : central?.nextDeadline }
     var stateName: String { isFinished ? (outcome?.rawValue ?? "done") : "\(protocolID)" }
 
@@ -186,12 +189,17 @@ struct VendorProtocolCentral: CuffProtocolSession {
             measurements += 1
             return [.emit(.measurement(record))]
         }
+        repeats += 1
         return configuration.logs ? [.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))")] : []
     }
 
     mutating func end(_ o: SessionOutcome, _ why: String?, _ at: EventTime) -> [CentralAction] {
         outcome = o
         let record = SessionRecord(event: .end, device: device, at: at, outcome: o, measurements: measurements, message: why)
-        return [.emit(.session(record)), .finished(o)]
+        var out: [CentralAction] = []
+        if repeats > 0, configuration.logs {
+            out.append(.log(CuffSessionMachine.newAndKept(measurements, repeats)))
+        }
+        return out + [.emit(.session(record)), .finished(o)]
     }
 }

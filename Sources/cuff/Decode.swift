@@ -88,16 +88,19 @@ struct Decode: ParsableCommand {
     /// Decodes one hex text; returns the JSON to print and, on failure, the message for stderr.
     static func decodeLine(_ text: String, characteristic: BPSCharacteristic, quirks: QuirkProfile.Options) -> (JSON, String?) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
-        guard let bytes = Hex.decode(trimmed) else {
-            // The message quotes the input, cut short: a long line is not echoed back whole.
-            let e = BPSDecodingError(.invalidHex, field: TerminalText.quotedExcerpt(trimmed), offset: 0, detail: "expected pairs of hex digits")
-            return (.object([("error", e.json), ("raw", .string(trimmed))]), e.message)
-        }
+        guard let bytes = Hex.decode(trimmed) else { return notHex(trimmed) }
         do {
             return (try characteristic.decodeJSON(bytes[...], quirks: quirks), nil)
         } catch {
             return (.object([("error", error.json), ("raw", .string(Hex.encode(bytes)))]), "\(characteristic.uuidString): \(error.message)")
         }
+    }
+
+    /// The answer to a line that is not hex, whatever it was to be decoded as: the message and the
+    /// `raw` field quote its start only (a long line is not echoed back whole).
+    static func notHex(_ trimmed: String) -> (JSON, String) {
+        let e = BPSDecodingError(.invalidHex, field: TerminalText.quotedExcerpt(trimmed), offset: 0, detail: "expected pairs of hex digits")
+        return (.object([("error", e.json), ("raw", .string(TerminalText.excerpt(trimmed)))]), e.message)
     }
 }
 
@@ -105,10 +108,7 @@ extension Decode {
     /// Decodes one Omron memory record of `profile`'s layout.
     static func decodeOmron(_ text: String, profile: OmronProfile) -> (JSON, String?) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
-        guard let bytes = Hex.decode(trimmed) else {
-            let e = BPSDecodingError(.invalidHex, field: "'\(trimmed)'", offset: 0, detail: "expected pairs of hex digits")
-            return (.object([("error", e.json), ("raw", .string(trimmed))]), e.message)
-        }
+        guard let bytes = Hex.decode(trimmed) else { return notHex(trimmed) }
         do {
             let r = try OmronRecordCodec.decode(bytes[...], layout: profile.layout, slotSize: profile.slotSize)
             return (r.json(profile: profile, user: nil, slot: nil, raw: bytes), nil)

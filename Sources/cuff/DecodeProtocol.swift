@@ -16,8 +16,8 @@ extension Decode {
     static func decodeVendorLine(_ text: String, protocol p: VendorProtocol) -> ([JSON], String?) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
         guard let bytes = Hex.decode(trimmed) else {
-            let e = BPSDecodingError(.invalidHex, field: "'\(trimmed)'", offset: 0, detail: "expected pairs of hex digits")
-            return ([.object([("error", e.json), ("raw", .string(trimmed))])], e.message)
+            let (json, message) = notHex(trimmed)
+            return ([json], message)
         }
         do {
             switch p {
