@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import BloodPressure
 import CuffCore
 import CuffRuntime
 import CuffSession
@@ -69,6 +70,9 @@ struct Watch: ParsableCommand {
     @Flag(name: .customLong("no-set-time"), help: "Do not write the cuffs' Current Time.")
     var noSetTime = false
 
+    @Option(help: "Apply this quirk profile to every cuff (default: chosen from each device's name and model).")
+    var quirk: QuirkProfile?
+
     @OptionGroup var sinks: SinkOptions
 
     @OptionGroup var cuffProtocol: ProtocolOption
@@ -101,7 +105,7 @@ struct Watch: ParsableCommand {
         watcherConfig.add(paths: connect.map { String($0.dropFirst("unix:".count)) })
         let followPressure = progress, setTime = !noSetTime, level = security ?? .low
         let offset = WallClock.localUTCOffsetSeconds()
-        let forced = cuffProtocol.forced
+        let forced = cuffProtocol.forced, quirk = self.quirk
         let omron = self.omron
         watcherConfig.session = { address in
             var c = CuffSessionConfiguration(address: address)
@@ -116,6 +120,7 @@ struct Watch: ParsableCommand {
             c.security = level
             c.localUTCOffsetSeconds = offset
             c.forcedProtocol = forced
+            c.quirk = quirk
             omron.configure(&c)
             return c
         }
