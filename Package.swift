@@ -143,7 +143,7 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["GATT", "CuffCore", "Transport"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore"]),
         .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore", "Omron"]),
-        .testTarget(name: "CuffSessionTests", dependencies: ["CuffSession", "CuffRuntime", "Capture", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "CuffSessionTests", dependencies: ["CuffSession", "Omron", "CuffRuntime", "Capture", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks"]),
         .testTarget(
             name: "SinksTests",

@@ -55,15 +55,11 @@ python3 "$shared/schemas/validate.py" omh "$out/all.omh.ndjson"
 if [ "${CUFF_VM_TEST:-1}" != 0 ] && [ -x tools/vm/run.sh ] && [ -f tools/vm/test-ble.sh ]; then
   echo "== BlueZ end to end in a VM (from a clone under /tmp whose build is under /tmp too, where the guest mounts tmpfs)"
   # Users clone anywhere, /tmp included, and the guest covers /tmp with a tmpfs: run the VM test
-  # from such a place so that case stays working. A clone (the tracked files) under /tmp, its
-  # `.build` reached through /tmp as well, as a clone built in /tmp has it: a link in /tmp to this
-  # build (built once, not again). Both the clone and its build then lie below the guest's tmpfs.
-  vmcopy=$(mktemp -d /tmp/cuff-vm-clone.XXXXXX)
-  vmbuild=$(mktemp -d /tmp/cuff-vm-build.XXXXXX)
+  # from a real clone under /tmp whose `.build` is reached through /tmp (tools/vm/clone-under-tmp.sh).
+  paths=$(bash tools/vm/clone-under-tmp.sh "$root")
+  vmcopy=${paths%%$'\n'*}
+  vmbuild=${paths#*$'\n'}
   trap 'rm -rf "$out" "$vmcopy" "$vmbuild"' EXIT
-  git ls-files -z | xargs -0 cp --parents -t "$vmcopy"
-  ln -s "$(readlink -f "$root/.build")" "$vmbuild/build"
-  ln -s "$vmbuild/build" "$vmcopy/.build"
   bash "$vmcopy/tools/vm/test-ble.sh"
 fi
 echo "== all checks passed"

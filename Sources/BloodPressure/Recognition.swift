@@ -40,9 +40,8 @@ public enum CuffRecognition: Sendable, Hashable {
         ("Withings", "Withings"), ("BPM Connect", "Withings"), ("BPM Core", "Withings"), ("BPM Vision", "Withings"),
         ("BPX1", "Xiaomi"), ("Microlife", "Microlife (models other than BP3GY1-2N)"),
     ]
-
-    /// Xiaomi's MiBeacon service (advertised as service data by its BPX1).
-    static let xiaomiService: UInt16 = 0xFE95
+    // Xiaomi's BPX1 is known by its name only: its MiBeacon service (FE95) is on every Xiaomi
+    // device (bands, scales, lamps), and no public source gives the BPX1's product id in it.
 
     public static func recognise(
         name: String?, serviceUUIDs16: [UInt16], serviceUUIDs128: [String], manufacturerData: [(companyID: UInt16, data: [UInt8])]

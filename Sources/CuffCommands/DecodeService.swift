@@ -65,11 +65,7 @@ public struct DecodeService {
     /// Decodes one hex text; returns the JSON to print and, on failure, the message for stderr.
     public static func decodeLine(_ text: String, characteristic: BPSCharacteristic, quirks: QuirkProfile.Options) -> (JSON, String?) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
-        guard let bytes = Hex.decode(trimmed) else {
-            // The message quotes the input, cut short: a long line is not echoed back whole.
-            let e = BPSDecodingError(.invalidHex, field: TerminalText.quotedExcerpt(trimmed), offset: 0, detail: "expected pairs of hex digits")
-            return (.object([("error", e.json), ("raw", .string(trimmed))]), e.message)
-        }
+        guard let bytes = Hex.decode(trimmed) else { return Self.notHex(trimmed) }
         do {
             return (try characteristic.decodeJSON(bytes[...], quirks: quirks), nil)
         } catch {
@@ -81,8 +77,7 @@ public struct DecodeService {
     public static func decodeOmron(_ text: String, profile: OmronProfile) -> (JSON, String?) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
         guard let bytes = Hex.decode(trimmed) else {
-            let e = BPSDecodingError(.invalidHex, field: "'\(trimmed)'", offset: 0, detail: "expected pairs of hex digits")
-            return (.object([("error", e.json), ("raw", .string(trimmed))]), e.message)
+            return Self.notHex(trimmed)
         }
         do {
             let r = try OmronRecordCodec.decode(bytes[...], layout: profile.layout, slotSize: profile.slotSize)
@@ -98,8 +93,8 @@ public struct DecodeService {
     public static func decodeVendorLine(_ text: String, protocol p: VendorProtocol) -> ([JSON], String?) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
         guard let bytes = Hex.decode(trimmed) else {
-            let e = BPSDecodingError(.invalidHex, field: "'\(trimmed)'", offset: 0, detail: "expected pairs of hex digits")
-            return ([.object([("error", e.json), ("raw", .string(trimmed))])], e.message)
+            let (json, message) = Self.notHex(trimmed)
+            return ([json], message)
         }
         do {
             switch p {
@@ -117,6 +112,13 @@ public struct DecodeService {
         } catch {
             return ([.object([("error", error.json), ("raw", .string(Hex.encode(bytes)))])], "\(p.rawValue): \(error.message)")
         }
+    }
+
+    /// The answer to a line that is not hex, whatever it was to be decoded as: the message and the
+    /// `raw` field quote its start only (a long line is not echoed back whole).
+    static func notHex(_ trimmed: String) -> (JSON, String) {
+        let e = BPSDecodingError(.invalidHex, field: TerminalText.quotedExcerpt(trimmed), offset: 0, detail: "expected pairs of hex digits")
+        return (.object([("error", e.json), ("raw", .string(TerminalText.excerpt(trimmed)))]), e.message)
     }
 }
 

@@ -32,6 +32,13 @@ public enum TerminalText {
     public static func quotedExcerpt(_ text: String, limit: Int = 64) -> String {
         let n = text.utf8.count
         guard n > limit else { return "'\(text)'" }
+        return "'\(excerpt(text, limit: limit))' (\(n) bytes)"
+    }
+
+    /// `text` cut to its first `limit` bytes of UTF-8 (at a character boundary) with `…` when
+    /// longer; `text` itself otherwise. For a value echoed back (a JSON `raw` field).
+    public static func excerpt(_ text: String, limit: Int = 64) -> String {
+        guard text.utf8.count > limit else { return text }
         var kept = 0
         var cut = text.startIndex
         for c in text {
@@ -40,7 +47,7 @@ public enum TerminalText {
             kept += w
             cut = text.index(after: cut)
         }
-        return "'\(text[..<cut])…' (\(n) bytes)"
+        return String(text[..<cut]) + "…"
     }
 
     @inline(__always)

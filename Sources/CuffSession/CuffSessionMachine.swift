@@ -752,7 +752,9 @@ public struct CuffSessionMachine: Sendable {
                 let stored = isStored
                 result(MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: stored), at, &out)
             } catch {
-                log("ignored a malformed Blood Pressure Measurement: \(error.message) (raw \(Hex.encode(value)))", &out)
+                // Never kept (no values to keep), and confirmed like every indication: see
+                // ``UninvitedIndication/malformed(_:_:_:)``. Said without its bytes.
+                log(UninvitedIndication.malformed("Blood Pressure Measurement", value.count, error), &out)
             }
         case .enhancedBloodPressureMeasurement:
             do {
@@ -761,7 +763,7 @@ public struct CuffSessionMachine: Sendable {
                     result(r, at, &out)
                 }
             } catch {
-                log("ignored a malformed Enhanced Blood Pressure Measurement: \(error.message)", &out)
+                log(UninvitedIndication.malformed("Enhanced Blood Pressure Measurement", value.count, error), &out)
             }
         case .bloodPressureRecord:
             record(value, at, &out)
@@ -914,7 +916,7 @@ public struct CuffSessionMachine: Sendable {
             inner = d
         } catch {
             return log(
-                "warning: stored record \(rec.sequenceNumber) (\(Hex.handle(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value \(Hex.encode(rec.recorded))); skipped", &out)
+                "warning: stored record \(rec.sequenceNumber) (\(Hex.handle(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value of \(rec.recorded.count) bytes); skipped", &out)
         }
         guard let r = MeasurementRecord.from(enhanced: inner.value, warnings: inner.warnings, raw: rec.recorded, device: device, at: at, stored: true, sequenceNumber: rec.sequenceNumber) else {
             return
@@ -952,11 +954,14 @@ public struct CuffSessionMachine: Sendable {
         observerStepDeadline = nil
         let end = SessionRecord(event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: message)
         log(message, &out)
-        if repeats > 0 {
-            log("\(measurements) new measurement\(measurements == 1 ? "" : "s"); \(repeats) result\(repeats == 1 ? "" : "s") already kept", &out)
-        }
+        if repeats > 0 { log(Self.newAndKept(measurements, repeats), &out) }
         out.append(.emit(.session(end)))
         out.append(.finished(outcome))
+    }
+
+    /// The end of a session some of whose results the store had already: `0 new measurements; 4 results already kept`.
+    static func newAndKept(_ new: Int, _ repeats: Int) -> String {
+        "\(new) new measurement\(new == 1 ? "" : "s"); \(repeats) result\(repeats == 1 ? "" : "s") already kept"
     }
 
     /// A `.log` action, when logs are wanted (the text is built only then).

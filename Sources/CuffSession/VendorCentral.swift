@@ -36,6 +36,9 @@ public struct VendorCentral: Sendable {
         /// The cuff asks for more security: raise the link, then ``securityRaised(_:at:)`` or ``securityRefused(at:)``.
         case raiseSecurity(SecurityLevel)
         case emit(VendorReading)
+        /// A standard measurement the cuff indicated unasked (``UninvitedIndication``): kept like
+        /// a reading; the confirmation follows it.
+        case measurement(MeasurementRecord)
         case log(String)
         case disconnect
         case finished(SessionOutcome)
@@ -50,8 +53,13 @@ public struct VendorCentral: Sendable {
     var profile: GATTProfile?
     var pending: [GATTRequestID: Pending] = [:]
     public private(set) var outcome: SessionOutcome?
+    /// The device the records of unasked standard measurements name.
+    public var device: DeviceInfo
 
-    public init(_ session: Session) { self.session = session }
+    public init(_ session: Session, device: DeviceInfo = DeviceInfo(address: "unknown")) {
+        self.session = session
+        self.device = device
+    }
 
     public var nextDeadline: Timestamp? { [session.nextDeadline, client.nextDeadline].compactMap { $0 }.min() }
 
@@ -120,8 +128,10 @@ public struct VendorCentral: Sendable {
             switch a {
             case let .send(pdu): out.append(.send(pdu))
             case let .notification(_, value): out += run(session.handle(.notification(value, at)), at)
-            case .indication:
-                out += gatt(client.confirmIndication(), at)
+            case let .indication(handle, value):
+                // Confirmed only once kept, or when it carries no reading: a cuff deletes what was confirmed.
+                let verdict = UninvitedIndication.classify(handle: handle, value: value, profile: profile, device: device, at: at)
+                out += verdict.outputs(log: Output.log, measurement: Output.measurement) { gatt(client.confirmIndication(), at) }
             case let .raiseSecurity(level):
                 out.append(.raiseSecurity(level))
             case let .failed(e):

@@ -116,6 +116,8 @@ struct VendorProtocolCentral: CuffProtocolSession {
     var device: DeviceInfo
     var seen: Set<String>
     private(set) var measurements = 0
+    /// Readings that arrived but were kept already (the store had them).
+    private(set) var repeats = 0
     private(set) var outcome: SessionOutcome?
 
     init(id: CuffProtocolID, configuration: CuffSessionConfiguration, makeSession: @escaping @Sendable (EventTime) -> VendorCentral.Session) {
@@ -127,12 +129,13 @@ struct VendorProtocolCentral: CuffProtocolSession {
     }
 
     var isFinished: Bool { outcome != nil }
-    var exitCode: Int32 { measurements > 0 ? 0 : (outcome.map { $0 == .completed ? SessionOutcome.noResult : $0 } ?? .noResult).exitCode }
+    /// 0 when any reading arrived, also one kept already ("0 new"), as the standard session's.
+    var exitCode: Int32 { measurements + repeats > 0 ? 0 : (outcome.map { $0 == .completed ? SessionOutcome.noResult : $0 } ?? .noResult).exitCode }
     var nextDeadline: Timestamp? { isFinished ? nil : central?.nextDeadline }
     var stateName: String { isFinished ? (outcome?.rawValue ?? "done") : "\(protocolID)" }
 
     mutating func start(at: EventTime) -> [CentralAction] {
-        var c = VendorCentral(makeSession(at))
+        var c = VendorCentral(makeSession(at), device: device)
         let out = c.start(at: at)
         central = c
         return [.emit(.session(SessionRecord(event: .start, device: device, at: at)))] + map(out, at)
@@ -140,7 +143,7 @@ struct VendorProtocolCentral: CuffProtocolSession {
 
     mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {
         device = link.device
-        var c = VendorCentral(makeSession(at))
+        var c = VendorCentral(makeSession(at), device: device)
         let out = c.adopt(client: link.client, profile: link.profile, at: at)
         central = c
         return map(out, at)
@@ -170,14 +173,8 @@ struct VendorProtocolCentral: CuffProtocolSession {
             switch o {
             case let .send(p): actions.append(.send(p))
             case let .raiseSecurity(l): actions.append(.raiseSecurity(l))
-            case let .emit(r):
-                let record = r.record(device: device, at: at)
-                if seen.insert(record.dedupKey).inserted {
-                    measurements += 1
-                    actions.append(.emit(.measurement(record)))
-                } else if configuration.logs {
-                    actions.append(.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))"))
-                }
+            case let .emit(r): actions += kept(r.record(device: device, at: at))
+            case let .measurement(record): actions += kept(record)
             case let .log(s): if configuration.logs { actions.append(.log(s)) }
             case .disconnect: actions.append(.disconnect)
             case let .finished(o): actions += end(o, nil, at)
@@ -186,10 +183,24 @@ struct VendorProtocolCentral: CuffProtocolSession {
         return actions
     }
 
+    /// A reading, emitted unless the store (or this session) has it already.
+    mutating func kept(_ record: MeasurementRecord) -> [CentralAction] {
+        if seen.insert(record.dedupKey).inserted {
+            measurements += 1
+            return [.emit(.measurement(record))]
+        }
+        repeats += 1
+        return configuration.logs ? [.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))")] : []
+    }
+
     mutating func end(_ o: SessionOutcome, _ why: String?, _ at: EventTime) -> [CentralAction] {
         outcome = o
         var record = SessionRecord(event: .end, device: device, at: at, outcome: o, measurements: measurements, message: why)
         record.attRequests = central?.client.requestsSent
-        return [.emit(.session(record)), .finished(o)]
+        var out: [CentralAction] = []
+        if repeats > 0, configuration.logs {
+            out.append(.log(CuffSessionMachine.newAndKept(measurements, repeats)))
+        }
+        return out + [.emit(.session(record)), .finished(o)]
     }
 }

@@ -250,7 +250,7 @@ public struct YonkerSession: Sendable {
             do {
                 d = try Yonker.decode(bytes[...])
             } catch {
-                return [.log("Yonker: ignored a notification: \(error.message) (raw \(Hex.encode(bytes)))")]
+                return [.log("Yonker: ignored a notification of \(bytes.count) bytes: \(error.message)")]
             }
             switch d.value {
             case let .progress(code):

@@ -6,7 +6,7 @@ import Foundation
 /// * Parts are percent-decoded; an IPv6 host is written in brackets (`mqtt://[::1]:1883`).
 /// * The port defaults to 1883 (`mqtt://`) or 8883 (`mqtts://`); the topic prefix to `cuff`.
 /// * The password: the URL's, else the first line of `--publish-password-file`, else
-///   `CUFF_MQTT_PASSWORD` (see ``resolvingPassword(file:environment:)``). It is never in
+///   `CUFF_MQTT_PASSWORD` when the URL names a user (see ``resolvingPassword(file:environment:)``). It is never in
 ///   ``description``.
 public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
     public var tls: Bool
@@ -104,6 +104,9 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The password when the URL has none: the first line of `file`, else `CUFF_MQTT_PASSWORD`.
+    /// The variable is read only for a URL with a user name (a password alone is meaningless, and
+    /// the variable, set for another target, must not refuse this one); a password file given for
+    /// a URL without one is refused.
     public func resolvingPassword(file: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ParseError) -> MQTTURL {
         var u = self
         if u.password != nil { return u }
@@ -112,7 +115,7 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
                 throw ParseError(url: description, reason: "cannot read the password file \(file)")
             }
             u.password = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-        } else if let p = environment["CUFF_MQTT_PASSWORD"], !p.isEmpty {
+        } else if u.user != nil, let p = environment["CUFF_MQTT_PASSWORD"], !p.isEmpty {
             u.password = p
         }
         if u.password != nil && u.user == nil { throw ParseError(url: description, reason: "a password needs a user name (mqtt://USER@HOST)") }

@@ -52,6 +52,9 @@ struct Replay: ParsableCommand {
     @Flag(help: "Pace the replay by the capture's timestamps instead of going as fast as possible (pauses over 5 s are shortened to 5 s).")
     var realtime = false
 
+    @Option(help: "Apply this quirk profile (default: chosen from each device's name and model).")
+    var quirk: QuirkProfile?
+
     @OptionGroup var sinks: SinkOptions
 
     @OptionGroup var cuffProtocol: ProtocolOption
@@ -80,6 +83,7 @@ struct Replay: ParsableCommand {
         job.overrides = HandleMapping.overrides(handles)
         job.realtime = realtime
         job.configuration.forcedProtocol = cuffProtocol.forced
+        job.configuration.quirk = quirk
         if let jobs {
             job.threads = jobs
             job.parallelMinimumBytes = 0  // the threads asked for, whatever the file's size

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import BloodPressure
 import CuffCommands
 import CuffRuntime
 
@@ -62,6 +63,9 @@ struct Watch: ParsableCommand {
     @Flag(name: .customLong("no-gatt-cache"), help: "Discover each cuff's handles on every connection: do not use or keep the GATT cache.")
     var noGATTCache = false
 
+    @Option(help: "Apply this quirk profile to every cuff (default: chosen from each device's name and model).")
+    var quirk: QuirkProfile?
+
     @OptionGroup var sinks: SinkOptions
 
     @OptionGroup var cuffProtocol: ProtocolOption
@@ -95,11 +99,12 @@ struct Watch: ParsableCommand {
         service.verbose = verbose
         service.quiet = sinks.quiet
         service.gattCache = GATTCacheStore.unless(disabled: noGATTCache, bonds: bluetooth.bonds)
-        let (setTime, level, forced, omron) = (!bluetooth.noSetTime, bluetooth.security ?? .low, cuffProtocol.forced, self.omron)
+        let (setTime, level, forced, omron, quirk) = (!bluetooth.noSetTime, bluetooth.security ?? .low, cuffProtocol.forced, self.omron, self.quirk)
         service.configure = { c in
             c.setTime = setTime
             c.security = level
             c.forcedProtocol = forced
+            c.quirk = quirk
             omron.configure(&c)
         }
         try service.run()

@@ -69,13 +69,20 @@ struct DamagedStoreCommandTests {
         #expect(r.stdout.contains("-o, --output"), "\(r.stdout)")
     }
 
-    @Test func decodeQuotesOnlyTheStartOfALongBadLine() throws {
+    /// Whatever the line was to be decoded as (a standard value, an Omron record, a vendor
+    /// frame): stderr and the JSON's `raw` quote its start only.
+    @Test(arguments: [[], ["--model", "HEM-7361T"], ["--protocol", "microlife"], ["--protocol", "yonker"]])
+    func decodeQuotesOnlyTheStartOfALongBadLine(_ options: [String]) throws {
         let long = String(repeating: "zq", count: 50_000)
-        let r = try CLI.run(["decode"], stdin: long + "\n")
+        let r = try CLI.run(["decode"] + options, stdin: long + "\n")
         #expect(r.status == 1)
         #expect(r.stderr.utf8.count < 300, "\(r.stderr.prefix(300))")
         #expect(r.stderr.contains("(100000 bytes)"), "\(r.stderr.prefix(300))")
         #expect(r.stderr.contains(String(long.prefix(64)) + "…"))
+        #expect(r.stdout.utf8.count < 600, "\(r.stdout.prefix(600))")
+        let line = try CLI.json(try #require(r.stdoutLines.first))
+        #expect(line["raw"] as? String == String(long.prefix(64)) + "…", "\(line)")
+        #expect((line["error"] as? [String: Any])?["code"] as? String == "invalid_hex")
     }
 
     @Test func delAndC1NeverReachStdoutRawInJSON() throws {

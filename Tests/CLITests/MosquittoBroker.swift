@@ -2,13 +2,16 @@ import Foundation
 import PostgresTestCluster
 import Testing
 
-/// A throwaway `mosquitto` (Debian's package) in a temporary directory: a plain listener and a TLS
-/// listener on loopback ports, a password file, certificates made with `openssl`, persistence (so a
-/// restart keeps the durable reader's queue). Read it with `mosquitto_sub` (``Reader``).
+/// A throwaway `mosquitto` (Debian's package) in a temporary directory: a plain listener, a TLS
+/// listener and a TLS listener that requires a client certificate (its CN is the user name) on
+/// loopback ports, a password file, certificates made with `openssl`, persistence (so a restart
+/// keeps the durable reader's queue). Read it with `mosquitto_sub` (``Reader``).
 final class MosquittoBroker: @unchecked Sendable {
     let dir: String
     let port: Int
     let tlsPort: Int
+    /// TLS with `require_certificate true`: a client certificate signed by ``caFile`` logs in.
+    let certPort: Int
     let user = "cuff"
     let password = "pw-\(UUID().uuidString.prefix(8))"
     private var process: Spawned?
@@ -16,6 +19,9 @@ final class MosquittoBroker: @unchecked Sendable {
     var caFile: String { dir + "/ca.crt" }
     /// A CA that did not sign the broker's certificate.
     var otherCAFile: String { dir + "/other-ca.crt" }
+    /// A client certificate (CN `cuff`) signed by ``caFile``, and its key.
+    var clientCertFile: String { dir + "/client.crt" }
+    var clientKeyFile: String { dir + "/client.key" }
     var url: String { "mqtt://\(user):\(password)@127.0.0.1:\(port)/cuff" }
 
     static var available: Bool {
@@ -27,6 +33,7 @@ final class MosquittoBroker: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         port = Self.freePort()
         tlsPort = Self.freePort()
+        certPort = Self.freePort()
         try Self.sh("/usr/bin/mosquitto_passwd", ["-c", "-b", dir + "/passwd", user, password])
         // A CA, a server certificate for 127.0.0.1 and localhost signed by it, and another CA.
         let o = "/usr/bin/openssl"
@@ -38,6 +45,9 @@ final class MosquittoBroker: @unchecked Sendable {
         try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(toFile: dir + "/san.ext", atomically: true, encoding: .utf8)
         try Self.sh(o, ["x509", "-req", "-in", dir + "/server.csr", "-CA", caFile, "-CAkey", dir + "/ca.key", "-CAcreateserial",
                         "-days", "2", "-extfile", dir + "/san.ext", "-out", dir + "/server.crt"])
+        try Self.sh(o, ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=\(user)", "-keyout", clientKeyFile, "-out", dir + "/client.csr"])
+        try Self.sh(o, ["x509", "-req", "-in", dir + "/client.csr", "-CA", caFile, "-CAkey", dir + "/ca.key", "-CAcreateserial",
+                        "-days", "2", "-out", clientCertFile])
         let conf = """
             per_listener_settings false
             allow_anonymous false
@@ -52,6 +62,12 @@ final class MosquittoBroker: @unchecked Sendable {
             cafile \(caFile)
             certfile \(dir)/server.crt
             keyfile \(dir)/server.key
+            listener \(certPort) 127.0.0.1
+            cafile \(caFile)
+            certfile \(dir)/server.crt
+            keyfile \(dir)/server.key
+            require_certificate true
+            use_identity_as_username true
 
             """
         try conf.write(toFile: dir + "/mosquitto.conf", atomically: true, encoding: .utf8)
@@ -63,12 +79,12 @@ final class MosquittoBroker: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    /// Starts the broker and waits until both ports take connections.
+    /// Starts the broker and waits until every port takes connections.
     func start() throws {
         process = try Spawned(["-c", dir + "/mosquitto.conf"], executable: "/usr/sbin/mosquitto", stdout: dir + "/broker.out", stderr: dir + "/broker.err")
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if Self.accepts(port) && Self.accepts(tlsPort) { return }
+            if Self.accepts(port) && Self.accepts(tlsPort) && Self.accepts(certPort) { return }
             usleep(50_000)
         }
         Issue.record("mosquitto did not start: \((try? String(contentsOfFile: dir + "/broker.err", encoding: .utf8)) ?? "")")

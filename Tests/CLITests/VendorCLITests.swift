@@ -117,22 +117,26 @@ struct VendorProtocolCLITests {
         }
     }
 
-    /// The Microlife download repeats the whole memory: the store keeps each reading once.
-    @Test func microlifeDownloadStoredOnce() throws {
-        let sim = try Simulator(["--protocol", "microlife", "--speed", "100", "--seed", "3"])
+    /// The Microlife download repeats the whole memory, a Yonker cuff its last result: the store
+    /// keeps each reading once, and a session whose readings were all kept already is a result
+    /// ("0 new", exit 0), as the standard session's is.
+    @Test(arguments: [("microlife", 3), ("yonker", 1)])
+    func downloadStoredOnce(name: String, readings: Int) throws {
+        let sim = try Simulator(["--protocol", name, "--speed", "100", "--seed", "3"])
         let db = sim.dir.appendingPathComponent("bp.sqlite").path
         let first = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--timeout", "60"])
         let second = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--timeout", "60"])
         let h = try CLI.run(["history", "--store", db])
         _ = sim.stop()
-        #expect(try measurements(first).count == 3, "\(first.stderr)")
+        #expect(try measurements(first).count == readings, "\(first.stderr)")
         // The store gives back the records as they were printed.
         #expect(h.status == 0, "\(h.stderr)")
         let kept = try h.stdoutLines.map(CLI.json)
         #expect(kept.map { $0["raw"] as? String } == (try measurements(first)).map { $0["raw"] as? String })
         #expect(kept.map { $0["timestamp"] as? String } == (try measurements(first)).map { $0["timestamp"] as? String })
         #expect(try measurements(second).isEmpty, "\(second.stdout)")
-        #expect(second.stderr.components(separatedBy: "skipped a stored record already received").count == 4, "\(second.stderr)")
-        #expect(second.status == 2)
+        #expect(second.stderr.components(separatedBy: "skipped a stored record already received").count == readings + 1, "\(second.stderr)")
+        #expect(second.stderr.contains("0 new measurements; \(readings) result\(readings == 1 ? "" : "s") already kept"), "\(second.stderr)")
+        #expect(second.status == 0, "\(second.stderr)")
     }
 }

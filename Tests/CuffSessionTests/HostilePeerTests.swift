@@ -13,7 +13,8 @@ final class Box<T>: @unchecked Sendable {
 }
 
 /// A peripheral that follows a script instead of the protocol.
-func runAgainst(_ script: @escaping @Sendable (UnixSeqpacketBearer) -> Void, timeout: Duration = .seconds(30)) throws -> (SessionOutcome, [SessionOutput], [String]) {
+func runAgainst(_ script: @escaping @Sendable (UnixSeqpacketBearer) -> Void, timeout: Duration = .seconds(30),
+                configure: (inout CuffSessionConfiguration) -> Void = { _ in }) throws -> (SessionOutcome, [SessionOutput], [String]) {
     // The hostile side may send records larger than our 1024-byte limit.
     var fds: [Int32] = [0, 0]
     guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0 else { throw TransportError(.systemCall, "socketpair") }
@@ -27,6 +28,7 @@ func runAgainst(_ script: @escaping @Sendable (UnixSeqpacketBearer) -> Void, tim
     }
     var config = CuffSessionConfiguration(address: "unix:hostile")
     config.timeout = timeout
+    configure(&config)
     let outputs = Box<[SessionOutput]>([])
     let logs = Box<[String]>([])
     let driver = CentralDriver(configuration: config, hooks: SessionHooks(emit: { outputs.value.append($0) }, log: { logs.value.append($0) }), signals: nil)

@@ -29,9 +29,9 @@ struct UnsubscribedIndicationTests {
     }
 
     /// Serves the database; once `trigger` says so (given the PDUs the client sent so far), sends
-    /// one indication of `reading` at `handle` and waits up to 3 s for the client's confirmation.
+    /// one indication of `value` at `handle` and waits up to 3 s for the client's confirmation.
     /// Returns whether it came.
-    static func serve(_ b: UnixSeqpacketBearer, _ db: AttributeDatabase, indicateAt handle: UInt16,
+    static func serve(_ b: UnixSeqpacketBearer, _ db: AttributeDatabase, indicateAt handle: UInt16, value: [UInt8] = reading,
                       when trigger: @escaping ([[UInt8]]) -> Bool) -> Bool {
         var server = GATTServer(database: db)
         var seen: [[UInt8]] = []
@@ -47,7 +47,7 @@ struct UnsubscribedIndicationTests {
             if !sent && trigger(seen) {
                 sent = true
                 deadline = Date().addingTimeInterval(3)
-                try? b.send([0x1D, UInt8(handle & 0xFF), UInt8(handle >> 8)] + reading)
+                try? b.send([0x1D, UInt8(handle & 0xFF), UInt8(handle >> 8)] + value)
             }
         }
         return false

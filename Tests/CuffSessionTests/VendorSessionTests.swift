@@ -147,7 +147,7 @@ struct VendorATTTests {
                 case let .send(p): toCuff.append(p)
                 case let .emit(x): r.readings.append(x)
                 case let .log(s): r.logs.append(s)
-                case .disconnect, .raiseSecurity: break
+                case .disconnect, .raiseSecurity, .measurement: break
                 case let .finished(o): r.outcome = o
                 }
             }

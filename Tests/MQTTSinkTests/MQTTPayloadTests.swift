@@ -112,6 +112,9 @@ import Testing
         let env = ["CUFF_MQTT_PASSWORD": "fromenv"]
         #expect(try MQTTURL(parsing: "mqtt://bob@h").resolvingPassword(file: nil, environment: env).password == "fromenv")
         #expect(try MQTTURL(parsing: "mqtt://bob:url@h").resolvingPassword(file: nil, environment: env).password == "url")
+        // Without a user name the variable is ignored (a password alone means nothing), not refused.
+        let anonymous = try MQTTURL(parsing: "mqtt://h").resolvingPassword(file: nil, environment: env)
+        #expect(anonymous.user == nil && anonymous.password == nil)
     }
 
     @Test func cleartextToAnotherHostIsWarned() throws {

@@ -20,6 +20,7 @@ public struct OmronCentral: CuffProtocolSession {
     let modelForced: Bool
     var modelRead: GATTRequestID?
     var modelChecked = false
+    /// The database discovery found (also what an unasked indication is checked against).
     var discoveredProfile: GATTProfile?
     var device: DeviceInfo
     var handles: [OmronCharacteristic: GATTProfile.Characteristic] = [:]
@@ -152,8 +153,8 @@ public struct OmronCentral: CuffProtocolSession {
             case let .notification(handle, value):
                 guard let c = byHandle[handle] else { continue }
                 out += run(session.handle(.notified(c, value), now: at.monotonic), at)
-            case .indication:
-                out += gatt(client.confirmIndication(), at)
+            case let .indication(handle, value):
+                out += indication(handle, value, at)
             case let .raiseSecurity(level):
                 out.append(.raiseSecurity(level))
             case let .failed(error):
@@ -162,6 +163,22 @@ public struct OmronCentral: CuffProtocolSession {
             }
         }
         return out
+    }
+
+    /// An indication is confirmed only once what it carried was kept, or when it carries no
+    /// reading: a cuff deletes what was confirmed. On the Omron service's own channels it is the
+    /// session's (as a notification would be); elsewhere ``UninvitedIndication`` decides (a
+    /// standard measurement is kept as one).
+    mutating func indication(_ handle: UInt16, _ value: [UInt8], _ at: EventTime) -> [Output] {
+        guard outcome == nil else {
+            return [.log("indication from handle 0x\(String(handle, radix: 16)) after the session ended: not confirmed, so the cuff keeps it")]
+        }
+        if let c = byHandle[handle] {
+            return run(session.handle(.notified(c, value), now: at.monotonic), at) + gatt(client.confirmIndication(), at)
+        }
+        let verdict = UninvitedIndication.classify(handle: handle, value: value, profile: discoveredProfile, device: device, at: at)
+        if case .keep = verdict { measurements += 1 }
+        return verdict.outputs(log: Output.log, measurement: { .emit(.measurement($0)) }) { gatt(client.confirmIndication(), at) }
     }
 
     mutating func discovered(_ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
@@ -183,10 +200,10 @@ public struct OmronCentral: CuffProtocolSession {
     }
 
     mutating func begin(_ gp: GATTProfile, _ at: EventTime) -> [Output] {
+        discoveredProfile = gp
         // Without --model, Device Information's model number (HEM-7361T_ESL) picks the profile.
         if !modelForced, !modelChecked, let ch = gp.characteristic(BluetoothUUID(0x2A24)) {
             modelChecked = true
-            discoveredProfile = gp
             let r = client.read(ch.valueHandle, now: at.monotonic)
             modelRead = r.id
             return gatt(r.actions, at)
