@@ -61,3 +61,37 @@ public struct OmronSyncChoice: Sendable {
         WallClock.eventTime().wallMicros / 1_000_000 + WallClock.localUTCOffsetSeconds()
     }
 }
+
+/// What a command line says about an Omron cuff, checked: a model by id, alias or sales name, a
+/// scenario that goes with the kind of cuff chosen, a custom key. Each failure says what to give
+/// instead (the CLI shows it as a usage error).
+public enum OmronOptionCheck {
+    public struct Refused: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    /// The profile, or a refusal naming the closest one.
+    public static func profile(_ name: String) throws(Refused) -> OmronProfile {
+        guard let p = OmronCatalog.profile(named: name) else {
+            throw Refused(description: "unknown Omron model '\(name)' (closest profile: \(OmronCatalog.closest(to: name).id)); see the README's list")
+        }
+        return p
+    }
+
+    /// A scenario goes with the kind of cuff chosen (an Omron model or a standard cuff).
+    public static func scenario(_ s: ScenarioName, model: String?) throws(Refused) {
+        if model != nil, s.omron == nil {
+            let omron = OmronScenario.allCases.dropFirst().map(\.rawValue).joined(separator: ", ")
+            throw Refused(description: "'\(s.rawValue)' is a Blood Pressure Service scenario; an Omron cuff plays normal, \(omron)")
+        }
+        if model == nil, s.bps == nil { throw Refused(description: "'\(s.rawValue)' is an Omron scenario: give --model NAME") }
+    }
+
+    /// `--omron-key`: 16 bytes as 32 hex digits.
+    public static func key(_ text: String) throws(Refused) -> [UInt8] {
+        guard let k = Hex.decode(text), k.count == 16 else {
+            throw Refused(description: "--omron-key takes 16 bytes as 32 hex digits, e.g. deadbeaf12341234deadbeaf12341234")
+        }
+        return k
+    }
+}

@@ -15,22 +15,8 @@ extension ScenarioName: ExpressibleByArgument {
 /// `--model` for the Omron commands: a profile by id, alias or sales name.
 enum OmronModelOption {
     static let help = "Be (or talk to) this Omron model: a profile id, equivalent model id or sales name (e.g. HEM-7361T, HEM-7155T_ESL1, Evolv); see the README's list."
-
-    /// The profile, or a usage error naming the closest one.
-    static func profile(_ name: String) throws -> OmronProfile {
-        guard let p = OmronCatalog.profile(named: name) else {
-            throw ValidationError("unknown Omron model '\(name)' (closest profile: \(OmronCatalog.closest(to: name).id)); see the README's list")
-        }
-        return p
-    }
-
-    /// Checks a scenario goes with the kind of cuff chosen.
-    static func check(_ s: ScenarioName, model: String?) throws {
-        if model != nil, s.omron == nil {
-            throw ValidationError("'\(s.rawValue)' is a Blood Pressure Service scenario; an Omron cuff plays normal, \(OmronScenario.allCases.dropFirst().map(\.rawValue).joined(separator: ", "))")
-        }
-        if model == nil, s.bps == nil { throw ValidationError("'\(s.rawValue)' is an Omron scenario: give --model NAME") }
-    }
+    static func profile(_ name: String) throws -> OmronProfile { try usage { try OmronOptionCheck.profile(name) } }
+    static func check(_ s: ScenarioName, model: String?) throws { try usage { try OmronOptionCheck.scenario(s, model: model) } }
 }
 
 /// The Omron options of `measure` and `watch`: which model, which records, which key.
@@ -51,18 +37,11 @@ struct OmronSyncArguments: ParsableArguments {
 
     func validate() throws {
         if let model { _ = try OmronModelOption.profile(model) }
-        if let omronKey { _ = try Self.key(omronKey) }
-    }
-
-    static func key(_ text: String) throws -> [UInt8] {
-        guard let k = Hex.decode(text), k.count == 16 else {
-            throw ValidationError("--omron-key takes 16 bytes as 32 hex digits, e.g. deadbeaf12341234deadbeaf12341234")
-        }
-        return k
+        if let omronKey { _ = try usage { try OmronOptionCheck.key(omronKey) } }
     }
 
     var choice: OmronSyncChoice {
-        OmronSyncChoice(model: model, keepUnread: keepUnread, allRecords: allRecords, key: omronKey.flatMap { try? Self.key($0) })
+        OmronSyncChoice(model: model, keepUnread: keepUnread, allRecords: allRecords, key: omronKey.flatMap { try? OmronOptionCheck.key($0) })
     }
     func configure(_ c: inout CuffSessionConfiguration) { choice.configure(&c) }
     func simulation(_ scenario: ScenarioName) -> OmronSimulation? { choice.simulation(scenario) }
