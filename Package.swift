@@ -159,7 +159,7 @@ let package = Package(
         .testTarget(name: "CuffTestingTests", dependencies: ["CuffTesting", "CuffRuntime", "Transport"]),
         .testTarget(
             name: "CuffCommandsTests",
-            dependencies: ["CuffCommands", "BluetoothLive", "BlueZ", "Capture", "CuffSimulator", "Omron", "ReplayEngine", "Sinks", "CuffSession", "BloodPressure", "Transport", "CuffCore"]
+            dependencies: ["CuffCommands", "BluetoothLive", "BlueZ", "Capture", "CuffSimulator", "Omron", "ReplayEngine", "Sinks", "CuffSession", "BloodPressure", "Transport", "CuffCore", "MQTTSink"]
         ),
         .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
     ]

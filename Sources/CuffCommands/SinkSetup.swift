@@ -101,18 +101,24 @@ public struct MQTTPublishing {
     }
 
     /// Each target's options. `outbox`: `--outbox`, the outbox of the only target when no PostgreSQL
-    /// store uses it, else a base each target's name is made from (`PATH.HOST-PORT`).
+    /// store uses it, else a base each target's name is made from (`PATH.HOST-PORT`). Two targets
+    /// on one broker (the same host and port, other prefixes) each get an outbox and a client id of
+    /// their own, named with their prefix too: sharing them, each reading would go to one prefix
+    /// only, and the broker would drop one connection for the other.
     public func targets(outbox: String?, sharedWithStore: Bool) -> [MQTTPublishOptions] {
-        urls.map { url in
+        let sharedBrokers = Set(Dictionary(grouping: urls, by: \.serverName).filter { $0.value.count > 1 }.keys)
+        return urls.map { url in
+            let tag = sharedBrokers.contains(url.serverName) ? "-" + MQTTTopics.slug(url.prefix) : ""
             let path: String
             if let outbox {
-                path = urls.count == 1 && !sharedWithStore ? outbox : "\(outbox).\(MQTTTopics.slug(url.host))-\(url.port)"
+                path = urls.count == 1 && !sharedWithStore ? outbox : "\(outbox).\(MQTTTopics.slug(url.host))-\(url.port)\(tag)"
             } else {
-                path = MQTTOutboxStore.defaultOutboxPath(for: url)
+                let base = MQTTOutboxStore.defaultOutboxPath(for: url)
+                path = tag.isEmpty ? base : String(base.dropLast(".db".count)) + tag + ".db"
             }
             return MQTTPublishOptions(
                 url: url, outboxPath: path, caFile: caFile, certFile: certFile, keyFile: keyFile, discovery: discovery,
-                utcOffset: utcOffset, clientID: MQTTOutboxStore.defaultClientID() + (urls.count > 1 ? "-\(MQTTTopics.slug(url.serverName))" : ""))
+                utcOffset: utcOffset, clientID: MQTTOutboxStore.defaultClientID() + (urls.count > 1 ? "-\(MQTTTopics.slug(url.serverName))\(tag)" : ""))
         }
     }
 
