@@ -4,23 +4,9 @@ import CuffCommands
 import Capture
 import Sinks
 
-/// `--format`'s values: an output format or (cuff replay) the capture's format; the two sets of
-/// names do not overlap.
-enum FormatName: ExpressibleByArgument, Equatable {
-    case output(OutputFormat)
-    case capture(CaptureFormat)
-
-    init?(argument: String) {
-        if let f = try? OutputFormat(parsing: argument) {
-            self = .output(f)
-        } else if let c = CaptureFormat(rawValue: argument) {
-            self = .capture(c)
-        } else {
-            return nil
-        }
-    }
-
-    static var allValueStrings: [String] { OutputFormat.allCases.map(\.rawValue) + CaptureFormat.allCases.map(\.rawValue) }
+extension FormatName: ExpressibleByArgument {
+    public init?(argument: String) { self.init(parsing: argument) }
+    public static var allValueStrings: [String] { allNames }
 }
 
 /// `--format`, `--store`, `--quiet`: where results go.
@@ -31,18 +17,9 @@ struct SinkOptions: ParsableArguments {
         valueName: "format"))
     var formats: [FormatName] = []
 
-    /// The output format (the last one given).
-    var format: OutputFormat {
-        for case let .output(f) in formats.reversed() { return f }
-        return .ndjson
-    }
-
-    /// The capture format named with `--format`, if any (only `cuff replay` accepts one).
-    var captureFormat: CaptureFormat? {
-        for case let .capture(c) in formats.reversed() { return c }
-        return nil
-    }
-
+    /// The output format (the last one given) and the capture format (only `cuff replay` takes one).
+    var format: OutputFormat { formats.output }
+    var captureFormat: CaptureFormat? { formats.capture }
     var captureFormatName: String? { captureFormat?.rawValue }
 
     @Option(help: ArgumentHelp(
