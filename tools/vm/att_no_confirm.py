@@ -23,7 +23,7 @@ def sockaddr_l2(address, addr_type):
     return struct.pack("<HH6sHB", AF_BLUETOOTH, 0, octets, ATT_CID, addr_type)
 
 
-def open_channel(local, peer, timeout):
+def open_channel(local, peer):
     last = None
     for peer_type in (BDADDR_LE_PUBLIC, BDADDR_LE_RANDOM):
         s = socket.socket(AF_BLUETOOTH, socket.SOCK_SEQPACKET, BTPROTO_L2CAP)
@@ -31,7 +31,8 @@ def open_channel(local, peer, timeout):
         if libc.bind(s.fileno(), a, len(a)) != 0:
             raise OSError(ctypes.get_errno(), "bind " + os.strerror(ctypes.get_errno()))
         b = sockaddr_l2(peer, peer_type)
-        s.settimeout(timeout)
+        # A blocking connect (the kernel's LE connect timeout): a socket timeout would make the
+        # raw connect() below return EINPROGRESS at once.
         if libc.connect(s.fileno(), b, len(b)) == 0:
             return s
         last = OSError(ctypes.get_errno(), "connect " + os.strerror(ctypes.get_errno()))
@@ -56,7 +57,7 @@ def main():
     timeout = float(sys.argv[3]) if len(sys.argv) > 3 else 60
     deadline = time.time() + timeout
     try:
-        s = open_channel(local, peer, 20)
+        s = open_channel(local, peer)
         s.setblocking(True)
         # Characteristic declarations (Read By Type 0x2803), page by page.
         chars, start = [], 1
