@@ -261,7 +261,7 @@ public struct CuffCentral: CuffProtocolSession {
             heldIndication = (handle, value)
             return [.log("indication from handle \(h) before discovery ended: held, unconfirmed, until it is known what it is")]
         }
-        if let ch = profile.services.lazy.flatMap(\.characteristics).first(where: { $0.valueHandle == handle }) {
+        if let ch = profile.characteristic(valueHandle: handle) {
             // A characteristic that carries no reading (Service Changed, a vendor's): nothing to keep.
             return [.log("indication from \(ch.uuid) at handle \(h) confirmed (it carries no reading)")] + gatt(client.confirmIndication(), at)
         }
@@ -344,16 +344,19 @@ public struct CuffCentral: CuffProtocolSession {
 
     /// Exchange MTU (once a connection) and full discovery.
     mutating func discover(_ at: EventTime) -> [Output] {
-        var out: [Output] = []
-        if !mtuExchanged {
-            mtuExchanged = true
-            let m = client.exchangeMTU(now: at.monotonic)
-            pending[m.id] = .mtu
-            out += gatt(m.actions, at)
-        }
+        let out = exchangeMTUOnce(at)
         let d = client.discover(services: [], now: at.monotonic)
         pending[d.id] = .discovery
         return out + gatt(d.actions, at)
+    }
+
+    /// Exchange MTU, unless this connection did already.
+    mutating func exchangeMTUOnce(_ at: EventTime) -> [Output] {
+        guard !mtuExchanged else { return [] }
+        mtuExchanged = true
+        let m = client.exchangeMTU(now: at.monotonic)
+        pending[m.id] = .mtu
+        return gatt(m.actions, at)
     }
 
     /// After a discovery with the cache on: the Database Hash read (to check the cache with next
@@ -382,12 +385,7 @@ public struct CuffCentral: CuffProtocolSession {
         let mapped = CuffCentral.map(known.profile)
         // A value over 20 bytes (BPS 1.1's enhanced and record characteristics) needs the larger MTU.
         let large: [CuffCharacteristic] = [.enhancedBloodPressureMeasurement, .enhancedIntermediateCuffPressure, .bloodPressureRecord]
-        if known.mtu > GATTServer.minimumMTU, large.contains(where: { mapped.profile.has($0) }), !mtuExchanged {
-            mtuExchanged = true
-            let m = client.exchangeMTU(now: at.monotonic)
-            pending[m.id] = .mtu
-            out += gatt(m.actions, at)
-        }
+        if known.mtu > GATTServer.minimumMTU, large.contains(where: { mapped.profile.has($0) }) { out += exchangeMTUOnce(at) }
         return out + use(known.profile, at)
     }
 

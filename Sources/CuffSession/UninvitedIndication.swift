@@ -23,7 +23,7 @@ enum UninvitedIndication: Sendable, Hashable {
         guard let profile else {
             return .leave(log: "indication from handle \(h) before discovery ended: not confirmed, so the cuff keeps it")
         }
-        guard let ch = profile.services.lazy.flatMap(\.characteristics).first(where: { $0.valueHandle == handle }) else {
+        guard let ch = profile.characteristic(valueHandle: handle) else {
             return .leave(log: "indication from handle \(h), which is no characteristic of this device: not confirmed")
         }
         switch ch.uuid.uuid16.flatMap(CuffCharacteristic.init(uuid16:)) {
