@@ -77,6 +77,10 @@ public final class SimulatedCuffServer: Sendable {
         guard control.state.withLock({ $0.thread == nil }) else {
             throw CuffTestingError(.alreadyStarted, "the simulated cuff at \(path) is already serving")
         }
+        // The cuff's clock runs `speed` times faster; its ATT transaction timeout stays the
+        // client's 30 real seconds (as `cuff simulate --speed` has it).
+        var simulation = simulation
+        simulation.configuration.timeScale = speed
         let peripheral = try simulation.makePeripheral()
         let listener: UnixSeqpacketListener
         do {
