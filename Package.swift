@@ -124,11 +124,21 @@ let package = Package(
                 "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
             ]
         ),
+        // The command-line options the commands share, as argument-parser option groups, and the
+        // values options take (so the CLI target holds only the commands' wiring).
+        .target(
+            name: "CuffOptions",
+            dependencies: [
+                "CuffCore", "BloodPressure", "Omron", "CuffSimulator", "CuffSession", "Transport", "Capture", "Sinks",
+                "BlueZ", "BluetoothLive", "CuffCommands", "Plot", "PlotIO", "MQTTSink",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "cuff",
             dependencies: [
                 "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
-                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "CuffCommands", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "CuffCommands", "CuffOptions", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

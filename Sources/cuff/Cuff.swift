@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import CuffOptions
 import CuffCommands
 import CuffCore
 #if canImport(Glibc)
@@ -17,7 +18,7 @@ struct Cuff: ParsableCommand {
         discussion: """
             Data goes to stdout as JSON, one object per line; progress and logs go to stderr.
             """,
-        version: "0.1.0",
+        version: CuffRelease.version,
         subcommands: [Decode.self, Scan.self, Pair.self, Measure.self, Watch.self, Replay.self, Simulate.self, History.self, Sync.self, PlotCommand.self, KeyCommand.self]
     )
 

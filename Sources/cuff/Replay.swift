@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import CuffOptions
 import BloodPressure
 import CuffCommands
 import Capture

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
+import CuffCommands
 import BloodPressure
 import Capture
 import CuffCore
@@ -71,17 +72,19 @@ extension QuirkProfile: ExpressibleByArgument {
 
 /// `--persona`, `--seed`, `--speed`: the simulated cuff's options that `cuff measure --simulated`
 /// and `cuff simulate` share, with the same names, meanings and defaults.
-struct SimulationOptions: ParsableArguments {
+public struct SimulationOptions: ParsableArguments {
+    public init() {}
+
     @Option(help: "Blood Pressure Service version of the simulated cuff (bps-1.1 adds Enhanced BPM/ICP, Record and RACP).")
-    var persona: Persona = .bps10
+    public var persona: Persona = .bps10
 
     @Option(help: "Seed of the simulated readings (same seed, same readings).")
-    var seed: UInt64 = 1
+    public var seed: UInt64 = 1
 
     @Option(help: "How many times faster than real time the simulated cuff runs (1: real time; 0, for measure --simulated only: as fast as possible).")
-    var speed: Double = 10
+    public var speed: Double = 10
 
-    func validate() throws {
+    public func validate() throws {
         guard speed >= 0, speed.isFinite else { throw ValidationError("--speed must be a number, 0 or more") }
     }
 }
@@ -98,12 +101,14 @@ extension CuffProtocolID: ExpressibleByArgument {
 
 /// `--protocol`: the cuff protocol to speak (or follow, or simulate) instead of the one chosen
 /// from what the device offers.
-struct ProtocolOption: ParsableArguments {
+public struct ProtocolOption: ParsableArguments {
+    public init() {}
+
     @Option(name: .customLong("protocol"), help: "Cuff protocol to use instead of the one chosen from what the device offers.")
-    var forced: CuffProtocolID?
+    public var forced: CuffProtocolID?
 }
 
 /// `body`'s value; what it throws becomes a usage error (exit status 64) saying the same.
-func usage<T>(_ body: () throws -> T) throws -> T {
+public func usage<T>(_ body: () throws -> T) throws -> T {
     do { return try body() } catch { throw ValidationError("\(error)") }
 }

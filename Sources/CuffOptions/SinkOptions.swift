@@ -10,39 +10,41 @@ extension FormatName: ExpressibleByArgument {
 }
 
 /// `--format`, `--store`, `--quiet`: where results go.
-struct SinkOptions: ParsableArguments {
+public struct SinkOptions: ParsableArguments {
+    public init() {}
+
     /// Repeatable: `cuff replay` also takes the capture's format here (`--format pcap --format fhir`).
     @Option(name: .customLong("format"), help: ArgumentHelp(
         "Output on stdout: ndjson (default; session, progress and measurement records), fhir (R4 Observations) or omh (Open mHealth data points). cuff replay also takes the capture's format here: auto (default), btsnoop, pcap or pcapng.",
         valueName: "format"))
-    var formats: [FormatName] = []
+    public var formats: [FormatName] = []
 
     /// The output format (the last one given) and the capture format (only `cuff replay` takes one).
-    var format: OutputFormat { formats.output }
-    var captureFormat: CaptureFormat? { formats.capture }
-    var captureFormatName: String? { captureFormat?.rawValue }
+    public var format: OutputFormat { formats.output }
+    public var captureFormat: CaptureFormat? { formats.capture }
+    public var captureFormatName: String? { captureFormat?.rawValue }
 
     @Option(help: ArgumentHelp(
         "Also keep every measurement, deduplicated: in this SQLite file (created with mode 0600), or on a PostgreSQL server (postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…]) through a local outbox.",
         valueName: "path|url"))
-    var store: String?
+    public var store: String?
 
     @Option(help: ArgumentHelp(
         "With a postgres:// store or --publish: the local SQLite outbox readings are committed to before the cuff is confirmed (default: $XDG_STATE_HOME/cuff/outbox.db, with --publish $XDG_STATE_HOME/cuff/mqtt-HOST-PORT.db; beside a postgres:// store or another --publish, PATH.HOST-PORT).",
         valueName: "path"))
-    var outbox: String?
+    public var outbox: String?
 
     @OptionGroup var key: StoreKeyOption
 
     @OptionGroup var publishing: PublishOptions
 
     @Option(name: .customLong("fhir-subject"), help: "FHIR Observation.subject: cuff-user (default), Type/id, SYSTEM|VALUE or a display name.")
-    var fhirSubject: String?
+    public var fhirSubject: String?
 
     @Flag(help: "No progress or logs on stderr.")
-    var quiet = false
+    public var quiet = false
 
-    func validate() throws {
+    public func validate() throws {
         if key.storeKeyFile != nil && store == nil { throw ValidationError("--store-key-file is the key of a --store; give --store PATH too") }
         if outbox != nil && !(store.map(SinkFactory.isServerStore) ?? false) && !publishing.isEnabled {
             throw ValidationError("--outbox is the outbox of a postgres:// --store or of --publish; give --store postgres://… or --publish mqtt://… too")
@@ -50,7 +52,7 @@ struct SinkOptions: ParsableArguments {
     }
 
     /// What the options say, for the sinks to be made from.
-    func setup() throws -> SinkSetup {
+    public func setup() throws -> SinkSetup {
         var s = SinkSetup()
         (s.format, s.store, s.outbox, s.keyPath, s.fhirSubject, s.quiet) = (format, store, outbox, key.path, fhirSubject, quiet)
         s.publishing = try publishing.setup()
@@ -59,12 +61,14 @@ struct SinkOptions: ParsableArguments {
 }
 
 /// `--store-key-file PATH` (or `CUFF_STORE_KEY_FILE`): the key of an encrypted store.
-struct StoreKeyOption: ParsableArguments {
+public struct StoreKeyOption: ParsableArguments {
+    public init() {}
+
     @Option(name: .customLong("store-key-file"), help: ArgumentHelp(
         "The store's key file (cuff key new). A new store is made encrypted with it; an encrypted store opens only with it. Default: $CUFF_STORE_KEY_FILE.",
         valueName: "path"))
-    var storeKeyFile: String?
+    public var storeKeyFile: String?
 
     /// The key file: the option, else the environment variable (empty counts as unset).
-    var path: String? { StoreCommands.keyPath(option: storeKeyFile) }
+    public var path: String? { StoreCommands.keyPath(option: storeKeyFile) }
 }

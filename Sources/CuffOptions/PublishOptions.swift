@@ -6,42 +6,44 @@ import Sinks
 
 /// `--publish mqtt://…` and its companions: readings published to MQTT brokers, with Home Assistant
 /// discovery, through a local outbox each.
-struct PublishOptions: ParsableArguments {
+public struct PublishOptions: ParsableArguments {
+    public init() {}
+
     @Option(name: .customLong("publish"), help: ArgumentHelp(
         "Also publish every reading to an MQTT broker: mqtt://[USER[:PASSWORD]@]HOST[:PORT][/PREFIX] or mqtts://… (TLS), through a local outbox, QoS 1, with Home Assistant discovery (repeatable).",
         valueName: "url"))
-    var publish: [String] = []
+    public var publish: [String] = []
 
     @Option(name: .customLong("publish-ca"), help: ArgumentHelp("With mqtts://: the CA certificates the broker's must chain to (default: the system's).", valueName: "file"))
-    var publishCA: String?
+    public var publishCA: String?
 
     @Option(name: .customLong("publish-cert"), help: ArgumentHelp("With mqtts://: a client certificate (PEM) to log in with.", valueName: "file"))
-    var publishCert: String?
+    public var publishCert: String?
 
     @Option(name: .customLong("publish-key"), help: ArgumentHelp("With --publish-cert: its private key (PEM).", valueName: "file"))
-    var publishKey: String?
+    public var publishKey: String?
 
     @Option(name: .customLong("publish-password-file"), help: ArgumentHelp(
         "The broker password, the file's first line, when the URL has none (else $CUFF_MQTT_PASSWORD).", valueName: "file"))
-    var publishPasswordFile: String?
+    public var publishPasswordFile: String?
 
     @Option(name: .customLong("ha-discovery-prefix"), help: ArgumentHelp("Home Assistant's discovery prefix (default homeassistant).", valueName: "prefix"))
-    var haDiscoveryPrefix: String = "homeassistant"
+    public var haDiscoveryPrefix: String = "homeassistant"
 
     @Flag(name: .customLong("no-ha-discovery"), help: "Publish no Home Assistant discovery configs.")
-    var noHADiscovery = false
+    public var noHADiscovery = false
 
     @Option(name: .customLong("user-name"), help: ArgumentHelp("A cuff user's name for Home Assistant, e.g. 1=Alice (repeatable).", valueName: "id=name"))
-    var userNames: [String] = []
+    public var userNames: [String] = []
 
     @Option(name: .customLong("cuff-timezone"), help: ArgumentHelp(
         "The zone the cuffs' clocks are set in (e.g. Europe/Berlin, UTC, +01:00), for the published measurement time; default: the host's.",
         valueName: "zone"))
-    var cuffTimezone: String?
+    public var cuffTimezone: String?
 
-    var isEnabled: Bool { !publish.isEmpty }
+    public var isEnabled: Bool { !publish.isEmpty }
 
-    func validate() throws {
+    public func validate() throws {
         for p in publish { _ = try parse(p) }
         if !isEnabled && (publishCA != nil || publishCert != nil || publishKey != nil || publishPasswordFile != nil || !userNames.isEmpty || cuffTimezone != nil) {
             throw ValidationError("--publish-ca, --publish-cert, --publish-key, --publish-password-file, --user-name and --cuff-timezone go with --publish mqtt://…")
@@ -54,21 +56,21 @@ struct PublishOptions: ParsableArguments {
         }
     }
 
-    func parse(_ text: String) throws -> MQTTURL {
+    public func parse(_ text: String) throws -> MQTTURL {
         do { return try MQTTURL(parsing: text).resolvingPassword(file: publishPasswordFile) } catch { throw ValidationError("--publish: \(error)") }
     }
 
-    func names() throws -> [UInt8: String] { try usage { try MQTTPublishing.userNames(userNames) } }
+    public func names() throws -> [UInt8: String] { try usage { try MQTTPublishing.userNames(userNames) } }
 
     /// `--cuff-timezone`: that zone's offsets, else the host zone's.
-    func offsetPolicy() throws -> UTCOffsetPolicy { try usage { try MQTTPublishing.offsetPolicy(zone: cuffTimezone) } }
+    public func offsetPolicy() throws -> UTCOffsetPolicy { try usage { try MQTTPublishing.offsetPolicy(zone: cuffTimezone) } }
 
     /// The brokers, parsed; nil without `--publish`.
-    func setup() throws -> MQTTPublishing? {
+    public func setup() throws -> MQTTPublishing? {
         guard isEnabled else { return nil }
         return MQTTPublishing(
             urls: try publish.map(parse), caFile: publishCA, certFile: publishCert, keyFile: publishKey,
-            discovery: noHADiscovery ? nil : HomeAssistantDiscovery(prefix: haDiscoveryPrefix, userNames: try names(), version: Cuff.configuration.version),
+            discovery: noHADiscovery ? nil : HomeAssistantDiscovery(prefix: haDiscoveryPrefix, userNames: try names(), version: CuffRelease.version),
             utcOffset: try offsetPolicy())
     }
 }
