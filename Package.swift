@@ -164,7 +164,7 @@ let package = Package(
         .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "MQTTSinkTests", dependencies: ["MQTTSink", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "CuffRuntime", "CuffSimulator", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "CuffRuntime", "CuffSimulator", "Omron", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore", "Omron", "PostgresTestCluster"]),
         .testTarget(name: "CuffTestingTests", dependencies: ["CuffTesting", "CuffRuntime", "Transport"]),
         .testTarget(

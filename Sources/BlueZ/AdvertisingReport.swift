@@ -242,11 +242,17 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
 public enum AdvertisingData {
     /// Advertising data: Flags 0x06, complete list of 16-bit UUIDs, then the local name — complete
     /// if it fits in 31 bytes, else shortened (type 0x08) to fit.
-    public static func make(name: String, serviceUUIDs16: [UInt16] = [0x1810], flags: UInt8 = 0x06) -> [UInt8] {
+    /// Manufacturer data (company identifier little-endian, then its bytes) goes before the name,
+    /// each company's only while it fits.
+    public static func make(name: String, serviceUUIDs16: [UInt16] = [0x1810], manufacturerData: [UInt16: [UInt8]] = [:],
+                            flags: UInt8 = 0x06) -> [UInt8] {
         var out = ADStructure(type: ADStructure.flagsType, data: [flags]).encoded
         if !serviceUUIDs16.isEmpty {
             out += ADStructure(type: ADStructure.complete16BitUUIDs,
                                data: serviceUUIDs16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }).encoded
+        }
+        for (company, data) in manufacturerData.sorted(by: { $0.key < $1.key }) where out.count + 4 + data.count <= 31 {
+            out += ADStructure(type: ADStructure.manufacturerSpecific, data: [UInt8(company & 0xFF), UInt8(company >> 8)] + data).encoded
         }
         out += nameStructure(name, room: 31 - out.count)
         return out

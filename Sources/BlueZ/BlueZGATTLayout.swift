@@ -45,13 +45,14 @@ public struct BlueZGATTLayout: Sendable {
     public static let bloodPressureService = BluetoothUUID(0x1810)
 
     /// - Parameter manufacturerData: company identifier → data, advertised when not empty.
-    public init(database: AttributeDatabase, name: String, manufacturerData: [UInt16: [UInt8]] = [:],
+    /// - Parameter serviceUUIDs16: the advertised services (default the Blood Pressure Service).
+    public init(database: AttributeDatabase, name: String, serviceUUIDs16: [UInt16] = [0x1810], manufacturerData: [UInt16: [UInt8]] = [:],
                 root: String = "/cuff/app", advertisementPath: String = "/cuff/advertisement0") {
         self.root = root
         self.advertisementPath = advertisementPath
         var advertisement: [(String, DBusValue)] = [
             ("Type", .string("peripheral")),
-            ("ServiceUUIDs", .array(element: "s", [.string(Self.text(Self.bloodPressureService))])),
+            ("ServiceUUIDs", .array(element: "s", serviceUUIDs16.map { .string(Self.text(BluetoothUUID($0))) })),
             ("LocalName", .string(name)),
         ]
         if !manufacturerData.isEmpty {

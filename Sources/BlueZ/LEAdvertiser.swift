@@ -4,7 +4,7 @@ import CuffCore
 import Transport
 
 /// Legacy LE advertising for the simulated cuff, with raw HCI commands: connectable undirected
-/// (ADV_IND), Flags 0x06, 16-bit UUID list (0x1810), the complete local name, and the name again
+/// (ADV_IND), Flags 0x06, 16-bit UUID list (0x1810), manufacturer data, the complete local name, and the name again
 /// in the scan response.
 ///
 /// A controller stops legacy advertising when a central connects; call ``restart()`` after the
@@ -23,9 +23,10 @@ public final class LEAdvertiser {
     ///
     /// - Parameters:
     ///   - intervalMilliseconds: advertising interval (min; max is 1.5×), 20…10240 ms.
-    public init(adapter: BluetoothAdapter, name: String, serviceUUIDs16: [UInt16] = [0x1810], intervalMilliseconds: Int = 100) throws(TransportError) {
+    public init(adapter: BluetoothAdapter, name: String, serviceUUIDs16: [UInt16] = [0x1810], manufacturerData: [UInt16: [UInt8]] = [:],
+                intervalMilliseconds: Int = 100) throws(TransportError) {
         self.adapter = adapter
-        advertisingData = AdvertisingData.make(name: name, serviceUUIDs16: serviceUUIDs16)
+        advertisingData = AdvertisingData.make(name: name, serviceUUIDs16: serviceUUIDs16, manufacturerData: manufacturerData)
         scanResponseData = AdvertisingData.scanResponse(name: name)
         let units = UInt16(clamping: max(32, min(16384, intervalMilliseconds * 8 / 5)))
         interval = (units, UInt16(clamping: min(16384, Int(units) * 3 / 2)))

@@ -309,7 +309,8 @@ public enum LiveBluetooth {
         let advertiser: LEAdvertiser
         do {
             listener = try L2CAPATTListener(adapter: adapter)
-            advertiser = try LEAdvertiser(adapter: adapter, name: name)
+            let ad = driver.peripheral.advertisement
+            advertiser = try LEAdvertiser(adapter: adapter, name: ad.name ?? name, serviceUUIDs16: ad.serviceUUIDs16, manufacturerData: ad.manufacturerData)
             try advertiser.start()
         } catch {
             log("\(error.message)")
@@ -370,7 +371,9 @@ public enum LiveBluetooth {
         func start() throws(TransportError) -> (EventLoop, BlueZGATTApplication) {
             let loop = try EventLoop()
             driver.attach(to: loop)
-            let layout = BlueZGATTLayout(database: driver.peripheral.database, name: name)
+            let ad = driver.peripheral.advertisement
+            let layout = BlueZGATTLayout(database: driver.peripheral.database, name: ad.name ?? name, serviceUUIDs16: ad.serviceUUIDs16,
+                                         manufacturerData: ad.manufacturerData)
             let application = try BlueZGATTApplication(adapter: adapter, layout: layout, loop: loop, log: log) { bearer, client in
                 if driver.isConnected { driver.interrupt() }
                 driver.accept(bearer, client: client) { end in log("session ended: \(end)") }

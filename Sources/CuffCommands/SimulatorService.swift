@@ -126,6 +126,21 @@ public struct SimulatorService {
     /// `--cuffs N`: N simulated cuffs (``SimulatorConfiguration/fleetMember(_:)`` of `configuration`)
     /// on one event loop, at DIR/cuff-0001.sock ….
     public func serveFleet(_ count: Int, configuration: SimulatorConfiguration) throws {
+        if let o = configuration.omron {
+            // Omron cuffs: each its own seed (readings) and advertised name, the clock from the host's.
+            let label = "\(count) Omron \(o.profile.id) \(o.scenario.rawValue) cuffs (seeds \(configuration.seed)…, speed \(speed)×)"
+            var c = configuration
+            c.clockStart = OmronSyncChoice.localSeconds()
+            return try serveFleet(count, configuration: c, label: label) { OmronPeripheral(configuration: $0) }
+        }
+        let every = self.every.map { ", one measurement every \($0) s" } ?? ""
+        let label = "\(count) \(configuration.scenario.rawValue) cuffs (\(configuration.persona.rawValue), seeds \(configuration.seed)…, speed \(speed)×\(every))"
+        try serveFleet(count, configuration: configuration, label: label) { CuffPeripheral(configuration: $0) }
+    }
+
+    /// N peripherals that `make` builds from each member's configuration, on one event loop.
+    func serveFleet<P: GATTPeripheral>(_ count: Int, configuration: SimulatorConfiguration, label: String,
+                                       make: (SimulatorConfiguration) -> P?) throws {
         guard case let .unix(dir) = place else { throw ExitStatus.usage }
         let signals = try SignalFlags.shared.listen()
         do {
@@ -136,13 +151,14 @@ public struct SimulatorService {
         }
         let loop = try Self.makeLoop()
         let clock = SimulationClock(speed: speed)
-        var cuffs: [ListeningPeripheral<CuffPeripheral>] = []
+        var cuffs: [ListeningPeripheral<P>] = []
         cuffs.reserveCapacity(count)
         for i in 1...count {
             let name = "cuff-\(Self.number(i))"
             let path = dir + "/" + name + ".sock"
             let log: (String) -> Void = quiet ? { _ in } : { Console.log("cuff simulate: \(name): " + $0) }
-            let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: configuration.fleetMember(i)), clock: clock, signals: nil, log: log)
+            guard let peripheral = make(configuration.fleetMember(i)) else { throw ExitStatus.usage }
+            let driver = PeripheralDriver(peripheral: peripheral, clock: clock, signals: nil, log: log)
             do {
                 cuffs.append(ListeningPeripheral(driver: driver, listener: try UnixSeqpacketListener(path: path, backlog: 4), loop: loop, log: log))
             } catch {
@@ -151,8 +167,7 @@ public struct SimulatorService {
                 throw ExitStatus.connectionFailed
             }
         }
-        let every = self.every.map { ", one measurement every \($0) s" } ?? ""
-        Self.log("\(count) \(configuration.scenario.rawValue) cuffs (\(configuration.persona.rawValue), seeds \(configuration.seed)…, speed \(speed)×\(every)) listening at unix:\(dir)/cuff-0001.sock … cuff-\(Self.number(count)).sock")
+        Self.log("\(label) listening at unix:\(dir)/cuff-0001.sock … cuff-\(Self.number(count)).sock")
         try run(cuffs, loop: loop, signals: signals)
     }
 

@@ -42,6 +42,8 @@ public struct OmronPeripheral: GATTPeripheral {
     var poweredAt: Timestamp?
     /// The standard service's Blood Pressure Measurement, when the cuff has one.
     let standardMeasurement: UInt16?
+    /// `BLESmart_` and 20 hex digits, as Omron cuffs advertise (e.g. `BLESmart_000000BCF95D33C7649F`).
+    public var advertisedName = "BLESmart_00000000000000000000"
 
     public init(cuff: OmronSimulator, localAtPowerOn: Int64, name: String? = nil, modelNumber: String? = nil, standardService: Bool = false) {
         self.cuff = cuff
@@ -83,10 +85,32 @@ public struct OmronPeripheral: GATTPeripheral {
         let cuff = OmronSimulator(profile: o.profile, scenario: o.scenario, seed: c.seed, paired: !o.unpaired, localSeconds: c.clockStart)
         self.init(cuff: cuff, localAtPowerOn: c.clockStart, modelNumber: o.modelNumber, standardService: o.standardService)
         server.transactionTimeoutHere = c.transactionTimeout
+        var rng = SeededRandom(seed: c.seed ^ 0x4F4D524F4E)
+        advertisedName = "BLESmart_000000" + Hex.encode((0 ..< 7).map { _ in UInt8(truncatingIfNeeded: rng.next()) }).uppercased()
     }
 
     public var nextDeadline: Timestamp? { server.nextDeadline }
     public var database: AttributeDatabase { server.database }
+
+    /// What an Omron cuff advertises (facts sheet §1.2): a `BLESmart_…` name, the FE4A service
+    /// (modern family) or the Blood Pressure Service (classic family, whose 128-bit service does
+    /// not fit beside the rest), and company 0x020E's data in format 0x01: the status byte (users,
+    /// time not set, pairing mode, data pending), two bytes, then a 3-byte sequence per user (the
+    /// readings each has taken).
+    public var advertisement: PeripheralAdvertisement {
+        let users = min(3, cuff.profile.users.count)
+        var status = UInt8(users)
+        if cuff.scenario == .clockReset && cuff.clockWrites == 0 { status |= 0x04 }
+        if cuff.pairingMode { status |= 0x08 }
+        if cuff.unread.contains(where: { $0 > 0 }) { status |= 0x40 }
+        var data: [UInt8] = [0x01, status, 0x00, 0x00]
+        for u in 0 ..< users {
+            let n = UInt32(truncatingIfNeeded: cuff.taken[u].count)
+            data += [UInt8(n & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n >> 16 & 0xFF)]
+        }
+        return PeripheralAdvertisement(name: advertisedName, serviceUUIDs16: cuff.profile.transport == .modern ? [0xFE4A] : [0x1810],
+                                       manufacturerData: [OmronUUID.companyID: data])
+    }
 
     func local(_ now: Timestamp) -> Int64 {
         localAtPowerOn + Int64((now - (poweredAt ?? now)).secondsDouble.rounded(.down))

@@ -27,8 +27,35 @@ public protocol GATTPeripheral: Sendable {
     mutating func poweredOn(now: Timestamp)
     /// The attribute table it serves (what a GATT application registered with bluetoothd exports).
     var database: AttributeDatabase { get }
+    /// What it advertises on an adapter (default ``PeripheralAdvertisement/bloodPressure``).
+    var advertisement: PeripheralAdvertisement { get }
 }
 
 extension GATTPeripheral {
     public mutating func poweredOn(now: Timestamp) {}
+}
+
+/// What a peripheral advertises when it is served on a Bluetooth adapter: its 16-bit service
+/// UUIDs, its manufacturer data, and (when it has one of its own) its local name.
+public struct PeripheralAdvertisement: Sendable, Hashable {
+    /// The advertised local name; nil: the name the command was given (or its default).
+    public var name: String?
+    /// Complete list of 16-bit service UUIDs.
+    public var serviceUUIDs16: [UInt16]
+    /// Company identifier → data (AD type 0xFF; bluetoothd's `ManufacturerData`).
+    public var manufacturerData: [UInt16: [UInt8]]
+
+    public init(name: String? = nil, serviceUUIDs16: [UInt16] = [0x1810], manufacturerData: [UInt16: [UInt8]] = [:]) {
+        self.name = name
+        self.serviceUUIDs16 = serviceUUIDs16
+        self.manufacturerData = manufacturerData
+    }
+
+    /// A standard blood-pressure cuff's: the Blood Pressure Service, no manufacturer data.
+    public static let bloodPressure = PeripheralAdvertisement()
+}
+
+extension GATTPeripheral {
+    /// A standard blood-pressure cuff's advertisement, unless the peripheral says otherwise.
+    public var advertisement: PeripheralAdvertisement { .bloodPressure }
 }

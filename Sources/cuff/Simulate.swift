@@ -155,14 +155,10 @@ struct Simulate: ParsableCommand {
         var service = SimulatorService(place: place, speed: options.speed, every: options.every)
         service.quiet = quiet
         if let fromCapture { return try service.serveCapture(fromCapture, session: session, overrides: overrides, loop: loop) }
+        if let cuffs { return try service.serveFleet(cuffs, configuration: options.configuration) }
         if options.model != nil {
-            guard cuffs == nil, adapter == nil else {
-                Console.log("cuff simulate: --model serves one Omron cuff on --listen unix:PATH (no --cuffs or --adapter yet)")
-                throw ExitStatus.connectionFailed
-            }
             return try service.serveOmron(configuration: options.configuration, localSeconds: OmronSyncChoice.localSeconds())
         }
-        if let cuffs { return try service.serveFleet(cuffs, configuration: options.configuration) }
         try service.serve(protocol: cuffProtocol.forced, configuration: options.configuration,
                           label: "\(options.quirk.map { "\($0.name) " } ?? "")\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)")
     }

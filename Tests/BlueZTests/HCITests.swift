@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 import CuffCore
+import CuffSimulator
+import Omron
 import Testing
 @testable import BlueZ
 import Transport
@@ -153,6 +155,32 @@ struct AdvertisingReportTests {
         // Zero length ends the data (padding).
         #expect(ADStructure.parse([0x02, 0x01, 0x06, 0x00, 0xFF, 0xFF]) == ([ADStructure(type: 0x01, data: [0x06])], false))
         #expect(try AdvertisingReport.parse(subevent: 0x03, parameters: [1, 2, 3]) == [])
+    }
+
+    /// Every Omron profile's simulated cuff advertises what a scanner (ours, or hass-omron's rules)
+    /// recognises as Omron: its family's service where it fits, company 0x020E's data of a valid
+    /// length, and a `BLESmart_` name complete in the scan response.
+    @Test(arguments: OmronCatalog.profiles)
+    func simulatedOmronAdvertisementIsRecognised(profile: OmronProfile) throws {
+        var c = SimulatorConfiguration()
+        c.omron = OmronSimulation(profile: profile)
+        let ad = try #require(OmronPeripheral(configuration: c)).advertisement
+        let name = try #require(ad.name)
+        let data = AdvertisingData.make(name: name, serviceUUIDs16: ad.serviceUUIDs16, manufacturerData: ad.manufacturerData)
+        #expect(data.count <= 31)
+        let (structures, bad) = ADStructure.parse(data)
+        #expect(!bad)
+        let omron = try #require(OmronAdvertisement.recognise(name: nil, structures: structures.map { ($0.type, $0.data) }))
+        #expect(!omron.malformedManufacturerData)
+        #expect(omron.format == 0x01)
+        #expect(omron.registeredUsers == min(3, profile.users.count))
+        #expect(omron.dataPending == true, "the seeded cuff has unread readings")
+        #expect(omron.pairingMode == false)
+        #expect(omron.transport == (profile.transport == .modern ? .modern : nil))
+        #expect(name.hasPrefix("BLESmart_") && name.count == 9 + 20 && name.dropFirst(9).allSatisfy(\.isHexDigit))
+        let response = ADStructure.parse(AdvertisingData.scanResponse(name: name)).0
+        #expect(response.first?.type == ADStructure.completeLocalName)
+        #expect(OmronAdvertisement.recognise(name: name, structures: []) != nil)
     }
 
     @Test func advertisingDataFitsIn31BytesAndShortensLongNames() {

@@ -137,4 +137,46 @@ struct OmronPairTests {
         #expect(sync.status == 0 && sync.stdoutLines.contains { $0.contains(#""characteristic":"omron""#) })
         #expect(wrong.status == 12)
     }
+
+    /// `--cuffs N` with `--model`: a fleet of Omron cuffs on one event loop, each with readings of
+    /// its own seed. `cuff watch` syncs every one, each unread reading once, and marks them read.
+    @Test func fleetOfOmronCuffsIsWatchedEachReadingOnce() throws {
+        let s = try WatchCommandTests.Scratch()
+        let fleet = try Spawned(["simulate", "--model", "HEM-7380T1", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "3", "--speed", "60"],
+                                stderr: s.path("sim.err"))
+        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0003.sock")) })
+        // What each cuff holds unread, read without marking it.
+        var unread: [String: [String]] = [:]
+        for i in 1 ... 3 {
+            let name = "cuff-000\(i).sock"
+            let r = try CLI.run(["measure", "--connect", "unix:" + s.path("cuffs/" + name), "--keep-unread", "--timeout", "60"])
+            #expect(r.status == 0, "\(r.stderr.suffix(400))")
+            unread[name] = try OmronSocketTests().measurements(r).map { $0["raw"] as! String }
+        }
+        #expect(unread.values.allSatisfy { !$0.isEmpty })
+        #expect(Set(unread.values.map { $0.joined(separator: ",") }).count == 3, "the cuffs' seeds differ, so do their readings")
+        let total = unread.values.reduce(0) { $0 + $1.count }
+        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
+                                stdout: s.path("out"), stderr: s.path("watch.err"))
+        #expect(WatchCommandTests.waitUntil(60) { ((try? WatchCommandTests.measurementLines(s.lines("out"))) ?? []).count >= total },
+                "\(s.text("watch.err").suffix(1500))")
+        // A few more turns of every cuff: nothing is printed again.
+        usleep(3_000_000)
+        watch.signal(SIGTERM)
+        #expect(watch.wait(timeout: 20) == 0, "\(s.text("watch.err").suffix(1500))")
+        let printed = try WatchCommandTests.measurementLines(s.lines("out"))
+        for (name, raws) in unread {
+            let got = printed.filter { (($0["device"] as? [String: Any])?["address"] as? String)?.hasSuffix(name) == true }
+            #expect(got.map { $0["raw"] as! String }.sorted() == raws.sorted(), "\(name)")
+            #expect(got.allSatisfy { $0["characteristic"] as? String == "omron" && ($0["device"] as? [String: Any])?["model"] as? String == "HEM-7380T1" })
+        }
+        #expect(try WatchCommandTests.history(s.path("w.db")).count == total)
+        // Marked read, as the vendor app does: the next sync of a cuff has nothing new.
+        let again = try CLI.run(["measure", "--connect", "unix:" + s.path("cuffs/cuff-0002.sock"), "--timeout", "60"])
+        let againRead = try OmronSocketTests().measurements(again)
+        #expect(again.status == 2 && againRead.isEmpty, "\(again.stderr.suffix(400))")
+        fleet.signal(SIGTERM)
+        #expect(fleet.wait(timeout: 20) == 0, "\(s.text("sim.err").suffix(800))")
+        #expect(s.text("sim.err").contains("3 Omron HEM-7380T1 normal cuffs"))
+    }
 }
