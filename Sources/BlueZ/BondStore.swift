@@ -75,11 +75,9 @@ public struct BondStore: Sendable {
     /// At most this many keys are kept (the oldest go first).
     public static let maxKeys = 1024
 
-    /// The default path from the environment.
+    /// The default path: `bonds` in cuff's state directory (``StateDirectory/cuff(environment:)``).
     public static func defaultPath(environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> String {
-        if let state = environment("XDG_STATE_HOME"), state.hasPrefix("/") { return state + "/cuff/bonds" }
-        let home = environment("HOME") ?? "/root"
-        return home + "/.local/state/cuff/bonds"
+        StateDirectory.cuff(environment: environment) + "/bonds"
     }
 
     /// Reads the store (an absent file is an empty store). Malformed lines are skipped.

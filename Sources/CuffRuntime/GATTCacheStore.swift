@@ -24,8 +24,7 @@ public struct GATTCacheStore: Sendable {
             return (dir.isEmpty ? "" : String(dir)) + "/gatt"
         }
         if bonds != nil { return "gatt" }
-        if let state = environment("XDG_STATE_HOME"), state.hasPrefix("/") { return state + "/cuff/gatt" }
-        return (environment("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? "/root") + "/.local/state/cuff/gatt"
+        return StateDirectory.cuff(environment: environment) + "/gatt"
     }
 
     /// The file of the cuff at `address`: its address made a file name (readable, bounded) and a

@@ -2,6 +2,7 @@
 import Foundation
 import GRDB
 import StoreFormat
+import Transport
 
 /// A plain SQLite store used as an outbox (`--outbox PATH`, in front of a server store): readings
 /// are committed here before the cuff is confirmed, read out oldest first, and removed only once
@@ -104,15 +105,9 @@ public enum Outbox {
         stateDirectory(environment: environment) + "/outbox.db"
     }
 
-    /// `$XDG_STATE_HOME/cuff`, else `~/.local/state/cuff`: where outboxes are kept by default.
+    /// Cuff's state directory (``StateDirectory/cuff(environment:)``): where outboxes are kept by default.
     public static func stateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        let state: String
-        if let x = environment["XDG_STATE_HOME"], x.hasPrefix("/") {
-            state = x
-        } else {
-            state = (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.local/state"
-        }
-        return state + "/cuff"
+        StateDirectory.cuff(environment: { environment[$0] })
     }
 
     /// Creates the outbox's directory if missing (mode 0700, with its missing parents).
