@@ -307,9 +307,9 @@ public enum LiveBluetooth {
         defer { agent?.stop() }
         let listener: L2CAPATTListener
         let advertiser: LEAdvertiser
+        let ad = driver.peripheral.advertisement
         do {
             listener = try L2CAPATTListener(adapter: adapter)
-            let ad = driver.peripheral.advertisement
             advertiser = try LEAdvertiser(adapter: adapter, name: ad.name ?? name, serviceUUIDs16: ad.serviceUUIDs16, manufacturerData: ad.manufacturerData)
             try advertiser.start()
         } catch {
@@ -320,7 +320,7 @@ public enum LiveBluetooth {
             advertiser.stop()
             listener.close()
         }
-        log("\(label) \"\(name)\" advertising 0x1810 on \(adapter) (\(listener.address)); waiting for a central")
+        log("\(label) \"\(ad.name ?? name)\" advertising \(ad.summary) on \(adapter) (\(listener.address)); waiting for a central")
         var session = 0
         var unserved: [UInt16: (LinkWatcher.IncomingLink, ContinuousClock.Instant)] = [:]
         while !signals.isRaised(.int) && !signals.isRaised(.term) {
@@ -400,7 +400,8 @@ public enum LiveBluetooth {
             application.stop()
             log("stopped")
         }
-        log("\(label) \"\(name)\" through bluetoothd on \(adapter): \(application.layout.objects.count) GATT objects at \(application.layout.root), advertising 0x1810")
+        let ad = driver.peripheral.advertisement
+        log("\(label) \"\(ad.name ?? name)\" through bluetoothd on \(adapter): \(application.layout.objects.count) GATT objects at \(application.layout.root), advertising \(ad.summary)")
         do {
             try loop.run {
                 if signals.isRaised(.int) || signals.isRaised(.term) { return true }

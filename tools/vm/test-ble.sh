@@ -12,7 +12,10 @@
 #   6. (a third VM) `cuff simulate --backend bluetoothd` as a non-root user, served to cuff measure
 #      (both backends), bluetoothctl's gatt menu and cuff watch, an unconfirmed reading re-sent,
 #      a bluetoothd restart (guest-desktop-sim.sh; opt-in with CUFF_VM_DESKTOP_SIM=1);
-#   7. on the host, `cuff replay` of the btmon capture must give the same measurement records as
+#   7. (a fourth VM) a simulated Omron cuff (`cuff simulate --model`): scan, pair with its button,
+#      measure --keep-unread / marking / nothing new, watch across two turns, raw and through
+#      bluetoothd (guest-omron.sh; CUFF_VM_OMRON=0 skips), its capture replayed to the same records;
+#   8. on the host, `cuff replay` of the btmon capture must give the same measurement records as
 #      the live runs, both backends (all keys but received_at, which is the capture's clock instead of ours).
 # Prints its wall time. Needs `swift build --build-tests` first (tools/test.sh does it).
 set -euo pipefail
@@ -30,48 +33,23 @@ if [ "$rc" != 0 ]; then
 fi
 
 echo "-- cuff replay of the btmon capture vs the live runs"
-python3 - "$out" <<'PY'
-import glob, json, subprocess, sys
-out = sys.argv[1]
-def measurements(lines):
-    ms = []
-    for line in lines:
-        line = line.strip()
-        if not line:
-            continue
-        r = json.loads(line)
-        if r.get("type") == "measurement":
-            r.pop("received_at", None)
-            r["device"].pop("address", None)
-            ms.append(json.dumps(r, sort_keys=True))
-    return ms
-live = []
-for f in sorted(glob.glob(out + "/measure-*.ndjson")):
-    live += measurements(open(f))
-replayed = subprocess.run([".build/debug/cuff", "replay", out + "/capture.btsnoop", "--quiet"], capture_output=True, text=True)
-got = measurements(replayed.stdout.splitlines())
-print(f"live measurements: {len(live)}, replayed (both controllers' view, central sessions only): {len(got)}")
-if not live:
-    sys.exit("no live measurements to compare")
-missing = [m for m in live if m not in got]
-if missing:
-    print("live records missing from the replay:")
-    for m in missing[:5]:
-        print("  ", m)
-    sys.exit(1)
-extra = [m for m in got if m not in live]
-if extra:
-    print(f"replay has {len(extra)} record(s) the live runs did not print:")
-    for m in extra[:5]:
-        print("  ", m)
-    sys.exit(1)
-print("replay matches the live runs")
-PY
+python3 tools/vm/replay-matches-live.py "$out" "measure-*.ndjson"
 echo "-- cuff watch --adapter across two simulate turns (raw, then through bluetoothd); simulate --from-capture --adapter (a VM of its own)"
 second='"$CUFF_REPO/tools/vm/guest-watch.sh" && "$CUFF_REPO/tools/vm/guest-from-capture.sh" && "$CUFF_REPO/tools/vm/guest-watch-desktop.sh"'
 if ! CUFF_VM_OUT=tools/vm/out/watch tools/vm/run.sh -- bash -c "$second"; then
   echo "guest-watch failed; logs:"; tail -n 30 tools/vm/out/watch/console.log 2>/dev/null || true
   exit 1
+fi
+if [ "${CUFF_VM_OMRON:-1}" = 1 ]; then
+  echo "-- a simulated Omron cuff: scan, pair, measure and watch, raw and through bluetoothd; its capture replayed (a VM of its own)"
+  rc=0
+  CUFF_VM_TIMEOUT=${CUFF_VM_TIMEOUT:-900} CUFF_VM_OUT=tools/vm/out/omron tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-omron.sh"' || rc=$?
+  cat tools/vm/out/omron/omron-results.jsonl 2>/dev/null || true
+  if [ "$rc" != 0 ]; then
+    echo "guest-omron failed ($rc); logs:"; tail -n 40 tools/vm/out/omron/console.log 2>/dev/null || true
+    exit 1
+  fi
+  python3 tools/vm/replay-matches-live.py tools/vm/out/omron "omron-*.ndjson"
 fi
 # Opt-in (CUFF_VM_DESKTOP_SIM=1) until it has passed inside the full VM test (issue #27).
 if [ "${CUFF_VM_DESKTOP_SIM:-0}" = 1 ]; then
