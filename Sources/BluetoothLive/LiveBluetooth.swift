@@ -146,11 +146,12 @@ public enum LiveBluetooth {
     }
 
     /// `cuff measure ADDRESS`: one session with a real cuff; returns its outcome, exit status and
-    /// whether a sink failed. `log` takes the lines that are not the session's own.
+    /// whether a sink failed. `log` takes the lines that are not the session's own. On the raw
+    /// path, what the session learns about the cuff is kept in `gattCache` and used next time.
     public static func measure(
         peer: BluetoothAddress, adapter: BluetoothAdapter, backend: Backend = .auto, bonds: String? = nil,
         configuration: (String) -> CuffSessionConfiguration, hooks: SessionHooks, signals: SignalFlags, stopAfter: Duration?,
-        store: (any MeasurementStore)?, log: @escaping @Sendable (String) -> Void
+        store: (any MeasurementStore)?, gattCache: GATTCacheStore? = nil, log: @escaping @Sendable (String) -> Void
     ) throws(LiveBluetoothFailure) -> (SessionOutcome, Int32, Bool) {
         let backend = backend.resolved { hooks.log($0) }
         // On the bluetoothd path pairing goes through Device1.Pair with a per-call agent (the
@@ -181,7 +182,9 @@ public enum LiveBluetooth {
             log(error.message)
             throw LiveBluetoothFailure(.connectionFailed)
         }
-        let driver = CentralDriver(configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfter)
+        // What the raw path learns is kept (`gattCache`); through bluetoothd, bluetoothd keeps its own.
+        let driver = CentralDriver(configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfter,
+                                   gattCache: backend == .raw ? gattCache : nil)
         let outcome = driver.run(bearer)
         return (outcome, driver.central.exitCode, driver.sinkFailure != nil)
     }
@@ -224,7 +227,7 @@ public enum LiveBluetooth {
         }
         let agent = pairingAgent(adapter, log: log)
         for peer in followed {
-            watcher.follow(address: peer.description) { () throws(TransportError) -> any PendingConnection in
+            watcher.follow(address: peer.description, cachesGATT: true) { () throws(TransportError) -> any PendingConnection in
                 try PendingATTConnection.start(adapter: adapter, to: peer)
             }
         }

@@ -97,7 +97,7 @@ public struct MeasureService {
             // A failure (said already) ends the command with its outcome's status.
             (outcome, exit, sinkFailed) = try LiveBluetooth.measure(
                 peer: peer, adapter: adapter, backend: backend, bonds: bonds, configuration: configuration, hooks: hooks,
-                signals: signals, stopAfter: stopAfter, store: store, log: Console.logger("cuff measure: "))
+                signals: signals, stopAfter: stopAfter, store: store, gattCache: gattCache, log: Console.logger("cuff measure: "))
         }
         recording?.finish()
         do { try fan.finish() } catch { _ = Console.sinkFailed("cuff measure", error); sinkFailed = true }

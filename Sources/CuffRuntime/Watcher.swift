@@ -35,7 +35,7 @@ public final class Watcher {
         public var storedSequenceNumber: ((String) -> UInt16?)?
         /// After ``stop()``: how long open sessions may take to end before their links are closed.
         public var stopGrace: Duration = .seconds(5)
-        /// Where what sessions learn about the cuffs on Unix sockets is kept (the GATT cache,
+        /// Where what sessions learn about the cuffs on Unix sockets and raw links is kept (the GATT cache,
         /// read once per cuff and written when it changed); nil: every session discovers.
         public var gattCache: GATTCacheStore?
 
@@ -76,12 +76,17 @@ public final class Watcher {
             self.path = path
             self.fromDirectory = fromDirectory
             start = nil
+            cachesGATT = true
             name = "unix:" + path
             address = "unix:" + path
         }
-        init(address: String, start: @escaping () throws(TransportError) -> any PendingConnection) {
+        /// Whether what its sessions learn is kept in the GATT cache: a Unix socket's or a raw
+        /// link's (through bluetoothd, bluetoothd keeps its own).
+        let cachesGATT: Bool
+        init(address: String, cachesGATT: Bool, start: @escaping () throws(TransportError) -> any PendingConnection) {
             path = address
             fromDirectory = false
+            self.cachesGATT = cachesGATT
             self.start = start
             name = address
             self.address = address
@@ -152,9 +157,11 @@ public final class Watcher {
     /// Follows a Bluetooth cuff (or anything reached by a non-blocking connect): `start` begins a
     /// connection attempt; an attempt that timed out (the cuff did not advertise) starts again at
     /// once, other failures back off.
-    public func follow(address: String, start: @escaping () throws(TransportError) -> any PendingConnection) {
+    /// `cachesGATT`: keep what its sessions learn in ``Configuration/gattCache`` (a raw ATT link;
+    /// not through bluetoothd, which keeps its own).
+    public func follow(address: String, cachesGATT: Bool = false, start: @escaping () throws(TransportError) -> any PendingConnection) {
         guard targets[address] == nil else { return }
-        let t = Target(address: address, start: start)
+        let t = Target(address: address, cachesGATT: cachesGATT, start: start)
         targets[address] = t
         log("following \(address)")
         if !stopping && started { connect(t) }
@@ -294,8 +301,8 @@ public final class Watcher {
         c.start()
     }
 
-    /// The GATT cache for `t`: Unix-socket cuffs only (on Bluetooth, bluetoothd keeps its own).
-    func gattCache(_ t: Target) -> GATTCacheStore? { t.start == nil ? configuration.gattCache : nil }
+    /// The GATT cache for `t`: Unix-socket cuffs and raw Bluetooth links (bluetoothd keeps its own).
+    func gattCache(_ t: Target) -> GATTCacheStore? { t.cachesGATT ? configuration.gattCache : nil }
 
     func ended(_ t: Target, _ c: CentralConnection) {
         t.connection = nil

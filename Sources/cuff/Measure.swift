@@ -48,7 +48,7 @@ struct Measure: ParsableCommand {
     @Flag(help: "Send the start command (cuffs with a start control point; the simulator has one).")
     var start = false
 
-    @Flag(name: .customLong("no-gatt-cache"), help: "Discover the cuff's handles every time (--connect): do not use or keep the GATT cache beside the bond store.")
+    @Flag(name: .customLong("no-gatt-cache"), help: "Discover the cuff's handles every time (--connect, or an address on the raw path): do not use or keep the GATT cache beside the bond store.")
     var noGATTCache = false
 
     @Flag(help: "Keep the session open for further measurements.")

@@ -3,7 +3,8 @@
 #   . "${CUFF_REPO:?run through tools/vm/run.sh}/tools/vm/guest-lib.sh"
 #   guest_init NAME [--need-cuff]
 #
-# Sets REPO, CUFF (CUFF_BIN, else the debug build), P and C (the controllers run.sh made) and T0,
+# Sets REPO, CUFF (CUFF_BIN, else the debug build), P and C (the controllers run.sh made), T0 and
+# XDG_STATE_HOME (on the guest's tmpfs),
 # and gives the helpers every script needs:
 #   say TEXT           a log line with the script's name and the seconds since it started
 #   wait_gone PID      waits up to 5 s for PID to end (status 1 if it did not)
@@ -15,6 +16,9 @@ CUFF=${CUFF_BIN:-$REPO/.build/debug/cuff}
 P=${CUFF_BT_PERIPHERAL:?run through tools/vm/run.sh}
 C=${CUFF_BT_CENTRAL:?run through tools/vm/run.sh}
 T0=$(date +%s.%N)
+# cuff's state (the raw path's GATT cache, outboxes) on the guest's tmpfs, as a user's home would
+# hold it: the host's root filesystem is shared read-only.
+export XDG_STATE_HOME=${XDG_STATE_HOME:-/tmp/cuff-state}
 GUEST_NAME=guest
 
 guest_init() {  # NAME [--need-cuff]

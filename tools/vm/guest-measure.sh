@@ -72,5 +72,34 @@ for scenario in $SCENARIOS; do
     say "$name: scan found=$found, measure exit $mrc, $lines NDJSON lines → $($ok && echo PASS || echo FAIL)"
   done
 done
+# A known cuff in a handful of round trips (issue #26): two raw measures of one simulated cuff; the
+# first discovers and keeps what it learned (GATT cache in $XDG_STATE_HOME/cuff/gatt), the second
+# goes straight to the clock write and the subscriptions: at most 4 ATT requests before a reading.
+rm -rf "$XDG_STATE_HOME/cuff/gatt"
+"$CUFF" simulate --adapter "$P" --scenario normal --seed 3 --speed "${CUFF_VM_SPEED:-6}" --autostart > /dev/null 2> sim-cache.log &
+SIM=$!
+for _ in $(seq 150); do grep -q 'waiting for a central' sim-cache.log && break; sleep 0.1; done
+for n in 1 2; do
+  sleep 2  # the simulated cuff switches off after each measurement, as real ones do; let it come back
+  timeout "$MT" "$CUFF" measure "$PADDR" --adapter "$C" > "measure-cache-$n.ndjson" 2> "measure-cache-$n.log"
+  eval "crc_$n=$?"
+done
+stop "$SIM"
+cache=$(python3 - measure-cache-1.ndjson measure-cache-2.ndjson <<'PY'
+import json, sys
+ends = []
+for f in sys.argv[1:]:
+    e = [json.loads(l) for l in open(f) if '"event":"end"' in l]
+    ends.append(e[-1] if e else {})
+print(" ".join(str(e.get(k)) for e in ends for k in ("gatt_cache", "att_requests_before_reading")))
+PY
+)
+set -- $cache
+ok=false
+[ "$crc_1" = 0 ] && [ "$crc_2" = 0 ] && [ "${1:-}" = miss ] && [ "${3:-}" = hit ] && [ "${4:-99}" -le 4 ] 2>/dev/null && ok=true
+$ok || { fails=$((fails + 1)); tail -n 5 measure-cache-2.log; }
+printf '{"scenario":"gatt-cache","first":"%s","first_att_requests_before_reading":"%s","second":"%s","second_att_requests_before_reading":"%s","ok":%s}\n' \
+  "${1:-}" "${2:-}" "${3:-}" "${4:-}" "$ok" >> measure-results.jsonl
+say "gatt cache: first measure ${1:-?} (${2:-?} ATT requests before the reading), second ${3:-?} (${4:-?}) → $($ok && echo PASS || echo FAIL)"
 say "$(grep -c '"ok":true' measure-results.jsonl) passed, $fails failed (measure-results.jsonl)"
 exit $fails
