@@ -57,6 +57,12 @@ public struct SessionObserver: Sendable {
     var outstanding: ATTPDU?
     var lastWrite: (handle: UInt16, value: [UInt8])?
     var partialRead: (handle: UInt16, value: [UInt8], at: EventTime)?
+    /// The values this connection was seen reading (what a later connection that inherits its
+    /// discovery also inherits, as a central's GATT cache keeps them).
+    var readValues: [CuffCharacteristic: [UInt8]] = [:]
+    /// While set (a connection using ``inherited``), a read the session asks for is answered with
+    /// the earlier connection's value, at this time, as the central answered it from its cache.
+    var answeringInheritedReadsAt: EventTime?
 
     // Discovery
     var services: [GATTProfile.Service] = []
@@ -131,7 +137,7 @@ public struct SessionObserver: Sendable {
     public func discovered(connectionHandle: UInt16, openedAt: Int64?) -> DiscoveredHandles? {
         guard sawDiscovery, !usedInherited else { return nil }
         return DiscoveredHandles(services: services, characteristics: characteristics, descriptors: descriptors,
-                                 connectionHandle: connectionHandle, openedAt: openedAt)
+                                 values: readValues, connectionHandle: connectionHandle, openedAt: openedAt)
     }
 
     // MARK: - Events
@@ -402,6 +408,7 @@ public struct SessionObserver: Sendable {
 
     mutating func readDone(_ h: UInt16, _ v: [UInt8], _ at: EventTime, _ out: inout [Output]) {
         guard let c = characteristic(h) else { return }
+        if !usedInherited { readValues[c] = v }
         run(.readCompleted(c, v, at), &out)
     }
 
@@ -423,7 +430,11 @@ public struct SessionObserver: Sendable {
                 descriptors = inherited.handles.descriptors
                 usedInherited = true
                 out.append(.notice(inherited.notice()))
+                // A central that kept the handles kept the values it read once too (Device
+                // Information, features): it asks the cuff for none of them again.
+                answeringInheritedReadsAt = inherited.handles.values.isEmpty ? nil : at
                 report(at, &out)
+                answeringInheritedReadsAt = nil
                 return
             }
             lackedDiscovery = true
@@ -534,8 +545,12 @@ public struct SessionObserver: Sendable {
         while actions.popLast() != nil {}
         machine.handle(event, into: &actions)
         if requestsBeforeReading == nil, machine.resultsReceived > 0 { requestsBeforeReading = attRequests }
+        var fromInherited: (CuffCharacteristic, [UInt8])?
         for a in actions {
             switch a {
+            case let .read(c) where answeringInheritedReadsAt != nil:
+                // (The session asks for one read at a time.)
+                if let v = inherited?.handles.values[c] { fromInherited = (c, v) }
             case let .emit(.session(s)) where s.event == .end:
                 var s = s
                 s.attRequests = attRequests
@@ -546,6 +561,7 @@ public struct SessionObserver: Sendable {
             default: break  // the capture already holds what the real client did
             }
         }
+        if let (c, v) = fromInherited, let at = answeringInheritedReadsAt { run(.readCompleted(c, v, at), &out) }
     }
 
     /// Capture time as the machine's time: monotonic = wall = the capture's timestamp.
@@ -585,6 +601,8 @@ public struct DiscoveredHandles: Sendable, Hashable {
     var services: [GATTProfile.Service]
     var characteristics: [GATTProfile.Characteristic]
     var descriptors: [UInt16: BluetoothUUID]
+    /// The values that connection read (Device Information, features).
+    var values: [CuffCharacteristic: [UInt8]] = [:]
     /// The connection that discovered them.
     public var connectionHandle: UInt16
     /// File offset of that connection's connection event, when the capture has one.

@@ -13,7 +13,9 @@ let discoveryOpcodes: Set<UInt8> = [0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x10, 0x
 /// captures/normal.btsnoop (a session with discovery), then the same cuff reconnecting an hour
 /// later on `adapter` with its connection handle `handle` and no discovery: re-recorded from the
 /// first session's ATT PDUs without the discovery ones.
-func bondedReconnectCapture(adapter: UInt16 = 0, handle: UInt16 = 0x0041) throws -> (records: [HCIRecord], bpmHandle: UInt16) {
+/// `cachedReads`: the reconnect reads nothing either (Read and Read Blob requests and responses
+/// left out), as a central whose GATT cache also keeps the values it read once (cuff's does).
+func bondedReconnectCapture(adapter: UInt16 = 0, handle: UInt16 = 0x0041, cachedReads: Bool = false) throws -> (records: [HCIRecord], bpmHandle: UInt16) {
     var reader = try CaptureReader(path: capturesDirectory.appendingPathComponent("normal.btsnoop").path)
     let first = try reader.readAll()
     let events = try extract(first)
@@ -29,6 +31,7 @@ func bondedReconnectCapture(adapter: UInt16 = 0, handle: UInt16 = 0x0041) throws
     for p in att {
         let op = p.pdu[0]
         if discoveryOpcodes.contains(op) || (op == 0x01 && p.pdu.count > 1 && discoveryOpcodes.contains(p.pdu[1])) { continue }
+        if cachedReads && [0x0A, 0x0B, 0x0C, 0x0D].contains(op) { continue }
         out += try rec.att(p.pdu, direction: p.direction, at: p.timestamp + shift)
     }
     out += rec.disconnected(reason: 0x13, at: att.last!.timestamp + shift + .milliseconds(500))
@@ -44,6 +47,24 @@ func measurementValues(_ lines: [String]) -> [String] {
 
 @Suite("Bonded reconnects")
 struct BondedReconnectTests {
+    /// A central with a GATT cache reads neither the handles nor Device Information again (cuff's
+    /// own does so): the reconnect's records still name the device, as the live session's did.
+    @Test func aReconnectWithoutReadsUsesTheValuesReadEarlier() throws {
+        let (records, _) = try bondedReconnectCapture(cachedReads: true)
+        let reads = try extract(records).compactMap(\.att).filter { $0.pdu.first == 0x0A }.count
+        let (all, _) = try bondedReconnectCapture()
+        #expect(try extract(all).compactMap(\.att).filter { $0.pdu.first == 0x0A }.count > reads, "the reconnect reads nothing")
+        var r = CaptureReplay()
+        var out: [CaptureReplay.Output] = []
+        for rec in records { r.consume(rec, into: &out) }
+        r.finish(into: &out)
+        let lines = out.compactMap { o -> String? in if case let .emit(e) = o { e.json.serialized() } else { nil } }
+        let values = measurementValues(lines)
+        #expect(values.count == 2)
+        #expect(values.first == values.last)
+        #expect(values.last?.contains(#""device":{"address":"00:AA:01:00:00:00","name":"cuff-sim""#) == true, "\(values.last ?? "")")
+    }
+
     @Test func aReconnectWithoutDiscoveryUsesTheHandlesDiscoveredEarlier() throws {
         let (records, bpm) = try bondedReconnectCapture()
         var r = CaptureReplay()
