@@ -25,7 +25,7 @@ out=tools/vm/out
 
 echo "-- in one VM: the BlueZ hardware tests, then cuff scan / simulate --adapter / measure"
 rc=0
-tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-tests.sh" && "$CUFF_REPO/tools/vm/guest-measure.sh" && "$CUFF_REPO/tools/vm/guest-bonds.sh" && "$CUFF_REPO/tools/vm/guest-desktop.sh"' || rc=$?
+CUFF_VM_TIMEOUT=${CUFF_VM_TIMEOUT:-900} tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-tests.sh" && "$CUFF_REPO/tools/vm/guest-measure.sh" && "$CUFF_REPO/tools/vm/guest-bonds.sh" && "$CUFF_REPO/tools/vm/guest-desktop.sh"' || rc=$?
 cat "$out/measure-results.jsonl" "$out/desktop-results.jsonl" 2>/dev/null || true
 if [ "$rc" != 0 ]; then
   echo "guest-measure failed ($rc); logs:"; tail -n 20 "$out"/measure-*.log 2>/dev/null || true
@@ -36,7 +36,7 @@ echo "-- cuff replay of the btmon capture vs the live runs"
 python3 tools/vm/replay-matches-live.py "$out" "measure-*.ndjson"
 echo "-- cuff watch --adapter across two simulate turns (raw, then through bluetoothd); simulate --from-capture --adapter (a VM of its own)"
 second='"$CUFF_REPO/tools/vm/guest-watch.sh" && "$CUFF_REPO/tools/vm/guest-from-capture.sh" && "$CUFF_REPO/tools/vm/guest-watch-desktop.sh"'
-if ! CUFF_VM_OUT=tools/vm/out/watch tools/vm/run.sh -- bash -c "$second"; then
+if ! CUFF_VM_TIMEOUT=${CUFF_VM_TIMEOUT:-900} CUFF_VM_OUT=tools/vm/out/watch tools/vm/run.sh -- bash -c "$second"; then
   echo "guest-watch failed; logs:"; tail -n 30 tools/vm/out/watch/console.log 2>/dev/null || true
   exit 1
 fi
