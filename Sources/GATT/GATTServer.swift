@@ -41,12 +41,40 @@ public struct GATTServer: Sendable {
     public private(set) var mtu: UInt16 = minimumMTU
     public private(set) var securityLevel: SecurityLevel = .low
     /// True once an indication timed out: no more indications go out on this link.
-    public private(set) var indicationsStopped = false
+    public var indicationsStopped: Bool {
+        if case .stopped = indications { return true }
+        return false
+    }
 
     private var cccds: [UInt16: UInt16] = [:]
-    private var inFlight: (handle: UInt16, sentAt: Timestamp)?
-    private var queue: [(handle: UInt16, value: [UInt8])] = []
-    private var pendingWrite: (handle: UInt16, value: [UInt8])?
+    private var indications: Indications = .idle
+    /// A Write Request to a handle in ``deferredWriteHandles`` that waits for ``respondToWrite(handle:error:)``.
+    private var pendingWrite: Indication?
+
+    /// The link's indications, one in flight at a time (Vol 3 Part F §3.3.3); each case holds
+    /// only what it needs.
+    private enum Indications: Sendable {
+        /// None in flight (and so none queued).
+        case idle
+        /// `handle`'s indication went out at `sentAt`; `queue` waits behind it, oldest first.
+        case inFlight(handle: UInt16, sentAt: Timestamp, queue: [Indication])
+        /// One timed out: no more go out on this link.
+        case stopped
+        /// Only while ``inFlight(handle:sentAt:queue:)``'s queue is changed in place (so it is
+        /// not copied); never seen between calls.
+        case modifying
+
+        var inFlight: (handle: UInt16, sentAt: Timestamp)? {
+            if case let .inFlight(handle, sentAt, _) = self { return (handle, sentAt) }
+            return nil
+        }
+    }
+
+    /// A handle and its value: an indication waiting, or a deferred write.
+    private struct Indication: Sendable {
+        var handle: UInt16
+        var value: [UInt8]
+    }
 
     public init(database: AttributeDatabase, preferredMTU: UInt16 = 247, indicationQueueLimit: Int = 64) {
         self.database = database
@@ -59,10 +87,8 @@ public struct GATTServer: Sendable {
     public mutating func reset() {
         mtu = Self.minimumMTU
         securityLevel = .low
-        indicationsStopped = false
         cccds = [:]
-        inFlight = nil
-        queue = []
+        indications = .idle
         pendingWrite = nil
     }
 
@@ -89,10 +115,13 @@ public struct GATTServer: Sendable {
     }
 
     /// When ``tick(now:)`` must next be called, nil when no timer runs.
-    public var nextDeadline: Timestamp? { inFlight.map { $0.sentAt + transactionTimeoutHere } }
+    public var nextDeadline: Timestamp? { indications.inFlight.map { $0.sentAt + transactionTimeoutHere } }
 
     /// The number of indications waiting behind the one in flight.
-    public var queuedIndications: Int { queue.count }
+    public var queuedIndications: Int {
+        if case let .inFlight(_, _, queue) = indications { return queue.count }
+        return 0
+    }
 
     // MARK: Server-initiated
 
@@ -116,41 +145,42 @@ public struct GATTServer: Sendable {
         }
         guard !indicationsStopped else { return [.dropped(handle: handle, reason: .transactionTimedOut)] }
         guard subscription(valueHandle: handle).indicate else { return [.dropped(handle: handle, reason: .notSubscribed)] }
-        if inFlight != nil {
+        if case .inFlight(let h, let sentAt, var queue) = indications {
             guard queue.count < indicationQueueLimit else { return [.dropped(handle: handle, reason: .queueFull)] }
-            queue.append((handle, value))
+            indications = .modifying
+            queue.append(Indication(handle: handle, value: value))
+            indications = .inFlight(handle: h, sentAt: sentAt, queue: queue)
             return []
         }
-        return [sendIndication(handle: handle, value: value, now: now)]
+        return [sendIndication(handle: handle, value: value, now: now, queue: [])]
     }
 
-    private mutating func sendIndication(handle: UInt16, value: [UInt8], now: Timestamp) -> GATTServerAction {
-        inFlight = (handle, now)
+    private mutating func sendIndication(handle: UInt16, value: [UInt8], now: Timestamp, queue: [Indication]) -> GATTServerAction {
+        indications = .inFlight(handle: handle, sentAt: now, queue: queue)
         return .send(ATTPDU.handleValueIndication(handle: handle, value: Array(value.prefix(Int(mtu) - 3))).bytes)
     }
 
-    /// Sends the next queued indication that is still wanted.
-    private mutating func sendNextIndication(now: Timestamp) -> [GATTServerAction] {
+    /// The indication in flight was confirmed: sends the next queued one that is still wanted.
+    private mutating func sendNextIndication(after queue: [Indication], now: Timestamp) -> [GATTServerAction] {
         var actions: [GATTServerAction] = []
-        while inFlight == nil, !queue.isEmpty {
-            let next = queue.removeFirst()
+        var queue = queue[...]
+        indications = .idle
+        while let next = queue.popFirst() {
             if subscription(valueHandle: next.handle).indicate {
-                actions.append(sendIndication(handle: next.handle, value: next.value, now: now))
-            } else {
-                actions.append(.dropped(handle: next.handle, reason: .notSubscribed))
+                actions.append(sendIndication(handle: next.handle, value: next.value, now: now, queue: Array(queue)))
+                break
             }
+            actions.append(.dropped(handle: next.handle, reason: .notSubscribed))
         }
         return actions
     }
 
     /// Checks the indication timer.
     public mutating func tick(now: Timestamp) -> [GATTServerAction] {
-        guard let flight = inFlight, now - flight.sentAt >= transactionTimeoutHere else { return [] }
-        inFlight = nil
-        indicationsStopped = true
-        var actions: [GATTServerAction] = [.indicationTimedOut(handle: flight.handle)]
+        guard case let .inFlight(handle, sentAt, queue) = indications, now - sentAt >= transactionTimeoutHere else { return [] }
+        indications = .stopped
+        var actions: [GATTServerAction] = [.indicationTimedOut(handle: handle)]
         actions += queue.map { .dropped(handle: $0.handle, reason: .transactionTimedOut) }
-        queue = []
         return actions
     }
 
@@ -204,11 +234,10 @@ public struct GATTServer: Sendable {
         case let .writeCommand(handle, value):
             return write(handle, value, withResponse: false)
         case .handleValueConfirmation:
-            guard let flight = inFlight else {
+            guard case let .inFlight(handle, _, queue) = indications else {
                 return [.protocolViolation("Handle Value Confirmation (0x1E) with no indication in flight")]
             }
-            inFlight = nil
-            return [.indicationConfirmed(handle: flight.handle)] + sendNextIndication(now: now)
+            return [.indicationConfirmed(handle: handle)] + sendNextIndication(after: queue, now: now)
         case let .unknown(opcode, _):
             return opcode.isCommand ? [] : [reject(opcode, 0, .requestNotSupported)]
         default:
@@ -372,7 +401,7 @@ public struct GATTServer: Sendable {
         if let error = writeValidator?(request) { return fail(error) }
         let written = GATTServerAction.written(handle: handle, uuid: a.type, value: value, withResponse: withResponse)
         if withResponse, deferredWriteHandles.contains(handle) {
-            pendingWrite = (handle, value)
+            pendingWrite = Indication(handle: handle, value: value)
             return [written]
         }
         database.setValue(value, at: handle)
