@@ -225,14 +225,10 @@ public struct CuffSimulatorMachine: Sendable {
     var phase: Phase = .idle
     var nextSample: Timestamp?
     var lingerUntil: Timestamp?
-    var subscribed: [CuffCharacteristic: (notify: Bool, indicate: Bool)] = [:]
-    var outstandingIndications = 0
+    /// The connected client's state (an empty one between connections).
+    var connection = Connection()
+    /// The live result's indication is not confirmed yet (the linger starts once it is).
     var resultPending = false
-    var connected = false
-    var sentBurst = false
-    var autostartPending = false
-    /// Autostart measures once per connection.
-    var autostarted = false
     var reading: Reading
     var lastPressure = 0.0
     var clockBase: Int64
@@ -243,29 +239,12 @@ public struct CuffSimulatorMachine: Sendable {
     /// When the next scheduled measurement (``SimulatorConfiguration/measureEvery``) is due.
     var nextScheduled: Timestamp?
     var nextSequence: UInt16 = 0
-    var racpBusy = false
-    /// A&D: the link is dropped at this time unless Date Time was written and the result
-    /// subscribed by then.
-    var clockDeadline: Timestamp?
-    var dateTimeWritten = false
-    /// Drop the link once every indication in flight is confirmed (the buffer was sent).
-    var disconnectWhenConfirmed = false
     /// Results the cuff produced (live or kept).
     public private(set) var measurementsDone = 0
     /// Readings a client confirmed (each counted once per client).
     public private(set) var confirmedReadings = 0
-    var indicationSentAt: [Timestamp] = []
-    /// The stored reading each indication in flight carries, a result (spontaneous, or the live
-    /// one, which the cuff stores too) by its sequence number; nil for RACP records and responses.
-    /// In the order sent: confirmations come back in that order.
-    var indicationCarries: [UInt16?] = []
     /// The Blood Pressure Record rolling segment counter (segmented records only).
     var recordCounter: UInt8 = 0
-    /// Who is connected: the identity the driver gave (a Bluetooth address), or nil for a client
-    /// the simulator cannot tell from others (a Unix socket) — all such clients are one client.
-    var client: String?
-    /// Set by ``connect(client:now:)`` for the `.connected` event that follows.
-    var connectingClient: String?
     /// Sequence numbers of the readings each client confirmed (key "" for the anonymous client),
     /// for the `maxBondedClients` clients seen last (`deliveredOrder`, oldest first).
     var delivered: [String: Set<UInt16>] = [:]
@@ -273,6 +252,40 @@ public struct CuffSimulatorMachine: Sendable {
     /// How many clients the cuff remembers (real cuffs keep a handful of bonds); a client beyond
     /// that makes it forget the one it saw longest ago, which then gets every reading again.
     static let maxBondedClients = 8
+
+    /// Everything the cuff knows of one connection, as one value: a new connection starts from a
+    /// fresh one, and a disconnection forgets it.
+    struct Connection: Sendable {
+        /// Who is connected: the identity the driver gave (a Bluetooth address), or nil for a
+        /// client the simulator cannot tell from others (a Unix socket) — all such clients are one.
+        var client: String?
+        var subscribed: [CuffCharacteristic: (notify: Bool, indicate: Bool)] = [:]
+        /// The indications not confirmed yet, in the order sent: confirmations come back in that order.
+        var indications: [IndicationInFlight] = []
+        /// The stored readings went out after the result subscription.
+        var sentBurst = false
+        /// Autostart waits for the stored readings to be confirmed.
+        var autostartPending = false
+        /// Autostart measures once per connection.
+        var autostarted = false
+        var racpBusy = false
+        /// A&D: the link is dropped at this time unless Date Time was written and the result
+        /// subscribed by then.
+        var clockDeadline: Timestamp?
+        var dateTimeWritten = false
+        /// Drop the link once every indication in flight is confirmed (the buffer was sent).
+        var disconnectWhenConfirmed = false
+
+        var outstandingIndications: Int { indications.count }
+    }
+
+    /// One indication waiting for its confirmation.
+    struct IndicationInFlight: Sendable {
+        var sentAt: Timestamp
+        /// The stored reading it carries, a result (spontaneous, or the live one, which the cuff
+        /// stores too) by its sequence number; nil for RACP records and responses.
+        var carries: UInt16?
+    }
 
     struct StoredRecord: Sendable, Hashable {
         var sequence: UInt16
@@ -328,7 +341,7 @@ public struct CuffSimulatorMachine: Sendable {
     }
 
     /// The earliest time the driver must send `.tick`.
-    public var nextDeadline: Timestamp? { [nextSample, lingerUntil, nextScheduled, clockDeadline].compactMap { $0 }.min() }
+    public var nextDeadline: Timestamp? { [nextSample, lingerUntil, nextScheduled, connection.clockDeadline].compactMap { $0 }.min() }
 
     /// Starts the measurement schedule (``SimulatorConfiguration/measureEvery``) at `now`.
     public mutating func powerOn(now: Timestamp) {
@@ -369,35 +382,20 @@ public struct CuffSimulatorMachine: Sendable {
     public mutating func handle(_ event: Event) -> [Action] {
         switch event {
         case let .connected(now):
-            connected = true
-            client = connectingClient
-            connectingClient = nil
-            indicationCarries = []
-            indicationSentAt = []
-            subscribed = [:]
-            outstandingIndications = 0
-            sentBurst = false
-            autostartPending = false
-            autostarted = false
-            racpBusy = false
-            lingerUntil = nil
-            dateTimeWritten = false
-            disconnectWhenConfirmed = false
-            clockDeadline = habits.clockWindow.map { now + $0 }
-            return [.setValue(.currentTime, currentTime(now))]
+            return connect(client: nil, now: now)
 
         case let .subscriptionChanged(c, notify, indicate, now):
-            subscribed[c] = (notify, indicate)
+            connection.subscribed[c] = (notify, indicate)
             var actions: [Action] = [.log("client \(indicate ? "subscribed to indications of" : notify ? "subscribed to notifications of" : "unsubscribed from") \(c.rawValue)")]
             let isResult = c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement
             if isResult && indicate {
-                if dateTimeWritten { clockDeadline = nil }
+                if connection.dateTimeWritten { connection.clockDeadline = nil }
                 actions += sendMemory(now)
-                if configuration.autostart && habits.autostarts && phase == .idle && !autostarted {
-                    autostarted = true
+                if configuration.autostart && habits.autostarts && phase == .idle && !connection.autostarted {
+                    connection.autostarted = true
                     // Upload first, then measure: start once the stored readings are confirmed.
-                    if outstandingIndications > 0 {
-                        autostartPending = true
+                    if connection.outstandingIndications > 0 {
+                        connection.autostartPending = true
                     } else {
                         actions += startMeasurement(now, why: "autostart: a client subscribed")
                     }
@@ -409,26 +407,24 @@ public struct CuffSimulatorMachine: Sendable {
             return written(c, value, now)
 
         case let .indicationConfirmed(now):
-            outstandingIndications = max(0, outstandingIndications - 1)
             var actions: [Action] = []
-            if !indicationCarries.isEmpty, let seq = indicationCarries.removeFirst() {
-                markDelivered(seq)
-            }
-            if !indicationSentAt.isEmpty {
-                let sent = indicationSentAt.removeFirst()
-                let waited = (now - sent).secondsDouble
+            if !connection.indications.isEmpty {
+                let confirmed = connection.indications.removeFirst()
+                if let seq = confirmed.carries { markDelivered(seq) }
+                let waited = (now - confirmed.sentAt).secondsDouble
                 if waited > 1 { actions.append(.log(String(format1(waited)) + " s until the client confirmed an indication")) }
             }
-            if outstandingIndications == 0 && autostartPending {
-                autostartPending = false
+            let allConfirmed = connection.outstandingIndications == 0
+            if allConfirmed && connection.autostartPending {
+                connection.autostartPending = false
                 actions += startMeasurement(now, why: "autostart: stored readings delivered")
             }
-            if outstandingIndications == 0 && resultPending {
+            if connection.outstandingIndications == 0 && resultPending {
                 resultPending = false
                 lingerUntil = now + configuration.linger
             }
-            if outstandingIndications == 0 && disconnectWhenConfirmed {
-                disconnectWhenConfirmed = false
+            if connection.outstandingIndications == 0 && connection.disconnectWhenConfirmed {
+                connection.disconnectWhenConfirmed = false
                 actions += [.log("buffer sent; the cuff switches off"), .disconnect("cuff switched off after sending its buffer")]
             }
             return actions
@@ -442,9 +438,9 @@ public struct CuffSimulatorMachine: Sendable {
 
         case let .tick(now):
             var actions: [Action] = []
-            if let d = clockDeadline, now >= d {
-                clockDeadline = nil
-                let missing = dateTimeWritten ? "the result subscription" : "a Date Time write"
+            if let d = connection.clockDeadline, now >= d {
+                connection.clockDeadline = nil
+                let missing = connection.dateTimeWritten ? "the result subscription" : "a Date Time write"
                 return [.log("no \(missing) within \(format1(habits.clockWindow?.secondsDouble ?? 0)) s of the link coming up; the cuff disconnects"),
                         .disconnect("no Date Time and result subscription in time")]
             }
@@ -469,8 +465,7 @@ public struct CuffSimulatorMachine: Sendable {
             return actions
 
         case .disconnected:
-            connected = false
-            subscribed = [:]
+            connection = Connection()
             if phase != .idle {
                 phase = .idle
                 nextSample = nil
@@ -518,10 +513,10 @@ public struct CuffSimulatorMachine: Sendable {
             }
             clockBase = secs
             clockSetAt = now
-            dateTimeWritten = true
+            connection.dateTimeWritten = true
             var actions: [Action] = [.writeResult(c, error: nil), .setValue(.dateTime, value), .log("clock set to \(dt.description) (Date Time)")]
-            if subscribed[.bloodPressureMeasurement]?.indicate == true {
-                clockDeadline = nil
+            if connection.subscribed[.bloodPressureMeasurement]?.indicate == true {
+                connection.clockDeadline = nil
                 actions += sendMemory(now)
             }
             return actions
@@ -531,10 +526,10 @@ public struct CuffSimulatorMachine: Sendable {
     }
 
     mutating func racp(_ value: [UInt8], _ now: Timestamp) -> [Action] {
-        guard subscribed[.recordAccessControlPoint]?.indicate == true else {
+        guard connection.subscribed[.recordAccessControlPoint]?.indicate == true else {
             return [.writeResult(.recordAccessControlPoint, error: 0xFD)]  // CCCD improperly configured
         }
-        if racpBusy { return [.writeResult(.recordAccessControlPoint, error: 0xFE)] }
+        if connection.racpBusy { return [.writeResult(.recordAccessControlPoint, error: 0xFE)] }
         var actions: [Action] = [.writeResult(.recordAccessControlPoint, error: nil)]
         func respond(_ op: RecordAccessControlPoint.OpCode, _ code: RecordAccessControlPoint.ResponseCode) {
             actions.append(contentsOf: indicate(.recordAccessControlPoint, RecordAccessControlPoint.responseCode(requestOpCode: op, response: code).encode(), now))
@@ -622,7 +617,7 @@ public struct CuffSimulatorMachine: Sendable {
     /// Whether a client follows the cuff pressure; without one the cuff skips from one phase
     /// change to the next instead of sampling (nobody would see the samples).
     var pressureWanted: Bool {
-        subscribed[.intermediateCuffPressure]?.notify == true || subscribed[.enhancedIntermediateCuffPressure]?.notify == true
+        connection.subscribed[.intermediateCuffPressure]?.notify == true || connection.subscribed[.enhancedIntermediateCuffPressure]?.notify == true
     }
 
     mutating func sample(_ now: Timestamp) -> [Action] {
@@ -712,12 +707,12 @@ public struct CuffSimulatorMachine: Sendable {
         let unit = configuration.unit
         let v = SFloat(unit == .kPa ? (mmHg / PressureUnit.mmHgPerKPa * 10).rounded() / 10 : mmHg.rounded())
         var actions: [Action] = []
-        if subscribed[.intermediateCuffPressure]?.notify == true {
+        if connection.subscribed[.intermediateCuffPressure]?.notify == true {
             var m = BloodPressureMeasurement.cuffPressure(v, unit: unit)
             if configuration.scenario == .rfuBits { m.rfuFlags = 0x80 }
             actions.append(.notify(.intermediateCuffPressure, m.encode(quirks: configuration.quirks)))
         }
-        if subscribed[.enhancedIntermediateCuffPressure]?.notify == true {
+        if connection.subscribed[.enhancedIntermediateCuffPressure]?.notify == true {
             actions.append(.notify(.enhancedIntermediateCuffPressure, EnhancedBloodPressureMeasurement(unit: unit, kind: .cuffPressure(v)).encode()))
         }
         return actions
@@ -759,33 +754,33 @@ public struct CuffSimulatorMachine: Sendable {
         switch habits.memory {
         case .standard:
             let pending = undeliveredRecords
-            if configuration.persona == .bps10 && !sentBurst && !pending.isEmpty {
-                sentBurst = true
+            if configuration.persona == .bps10 && !connection.sentBurst && !pending.isEmpty {
+                connection.sentBurst = true
                 actions.append(.log("sending \(pending.count) stored reading(s), oldest first"))
                 for r in pending { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
             }
         case let .markersThenBufferThenDisconnect(markers):
             // (A&D: only once its clock was set; until then it waits, and drops the link at the deadline.)
-            guard !sentBurst, dateTimeWritten || !habits.hasDateTime else { return [] }
-            sentBurst = true
+            guard !connection.sentBurst, connection.dateTimeWritten || !habits.hasDateTime else { return [] }
+            connection.sentBurst = true
             let pending = undeliveredRecords
             actions.append(.log("sending \(markers) NaN marker record(s), then \(pending.count) stored reading(s), oldest first"))
             let marker = BloodPressureMeasurement(systolic: .nan, diastolic: .nan, meanArterialPressure: .nan)
             for _ in 0..<markers { actions += indicate(.bloodPressureMeasurement, marker.encode(quirks: configuration.quirks), now) }
             for r in pending { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
-            disconnectWhenConfirmed = true
+            connection.disconnectWhenConfirmed = true
         case .dumpNewestFirstByUser:
             // Every subscription, the whole memory: user 0's readings newest first, then user 1's.
             let order = records.filter { $0.reading.userID == 0 }.reversed() + records.filter { $0.reading.userID != 0 }.reversed()
             actions.append(.log("dumping the memory: \(order.count) reading(s), newest first, user 0 then user 1"))
             for r in order { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
         case .bufferThenDisconnect:
-            guard !sentBurst else { return [] }
-            sentBurst = true
+            guard !connection.sentBurst else { return [] }
+            connection.sentBurst = true
             let pending = undeliveredRecords
             actions.append(.log("sending \(pending.count) stored reading(s), oldest first"))
             for r in pending { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
-            if outstandingIndications > 0 { disconnectWhenConfirmed = true } else { actions += [.disconnect("nothing stored")] }
+            if connection.outstandingIndications > 0 { connection.disconnectWhenConfirmed = true } else { actions += [.disconnect("nothing stored")] }
         }
         return actions
     }
@@ -803,9 +798,9 @@ public struct CuffSimulatorMachine: Sendable {
     /// the client confirms it).
     mutating func indicateResult(_ r: Reading, localSeconds: Int64, sequence: UInt16?, now: Timestamp, live: Bool = false) -> [Action] {
         var actions: [Action] = []
-        if subscribed[.bloodPressureMeasurement]?.indicate == true {
+        if connection.subscribed[.bloodPressureMeasurement]?.indicate == true {
             actions += indicate(.bloodPressureMeasurement, measurement(r, localSeconds: localSeconds).encode(quirks: configuration.quirks), now, carrying: sequence)
-        } else if subscribed[.enhancedBloodPressureMeasurement]?.indicate == true {
+        } else if connection.subscribed[.enhancedBloodPressureMeasurement]?.indicate == true {
             actions += indicate(.enhancedBloodPressureMeasurement, enhanced(r, localSeconds: localSeconds).encode(), now, carrying: sequence)
         } else if live {
             actions.append(.log("result ready but nobody subscribed to it; kept as a stored record"))
@@ -819,20 +814,19 @@ public struct CuffSimulatorMachine: Sendable {
     }
 
     mutating func indicate(_ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp, carrying sequence: UInt16? = nil) -> [Action] {
-        outstandingIndications += 1
-        indicationSentAt.append(now)
-        indicationCarries.append(sequence)
+        connection.indications.append(IndicationInFlight(sentAt: now, carries: sequence))
         return [.indicate(c, value)]
     }
 
     /// A client connected, known by `client` (a Bluetooth address) when the driver can tell
     /// clients apart; nil is the one anonymous client (every Unix-socket client).
     public mutating func connect(client: String?, now: Timestamp) -> [Action] {
-        connectingClient = client
-        return handle(.connected(now))
+        connection = Connection(client: client, clockDeadline: habits.clockWindow.map { now + $0 })
+        lingerUntil = nil
+        return [.setValue(.currentTime, currentTime(now))]
     }
 
-    var clientKey: String { client ?? "" }
+    var clientKey: String { connection.client ?? "" }
 
     mutating func markDelivered(_ sequence: UInt16) {
         let key = clientKey
