@@ -83,7 +83,7 @@ public struct CuffSessionConfiguration: Sendable {
 ///
 /// The driver executes actions in order. In particular `.emit` comes before `.confirmIndication`:
 /// a result is handed to every sink (and made durable there) before the cuff hears it arrived.
-public struct CuffSessionMachine: Sendable {
+public struct CuffSessionMachine: ActionMachine, Sendable {
     public enum State: Sendable, Hashable {
         case idle
         case connecting
@@ -297,7 +297,11 @@ public struct CuffSessionMachine: Sendable {
     /// The step under way, with its observer deadline.
     @usableFromInline var pending: Pending?
     public internal(set) var startedAt: EventTime?
+    /// The time limit (`--timeout`), from the start to the end whatever the stage.
     @usableFromInline var overallDeadline: Timestamp?
+    /// The window after the result subscription in which a cuff sends what it stored. It runs
+    /// alongside the stages (the plan goes on meanwhile, a measurement may start), so it is not
+    /// one stage's data.
     @usableFromInline var burstDeadline: Timestamp?
     @inlinable var observerStepDeadline: Timestamp? { pending?.observerDeadline }
     /// Deduplication keys of the records kept: the store's (`knownRecordKeys`), then this
@@ -311,6 +315,8 @@ public struct CuffSessionMachine: Sendable {
     /// The device family's profile in use (forced, or matched from the name, model or control
     /// characteristic), if any: its options are ``quirks``, its behaviour changes the session.
     public private(set) var activeProfile: QuirkProfile?
+    /// A RACP report was asked for (or observed) and its response has not come: the plan waits
+    /// for it, whatever the stage (a measurement may run meanwhile).
     var racpInProgress = false
     var configured = false
     var quirkCheckedFor: QuirkKey?
@@ -345,13 +351,6 @@ public struct CuffSessionMachine: Sendable {
         settleNanoseconds = configuration.settle.nanoseconds
         burstNanoseconds = configuration.storedBurstWindow.nanoseconds
         stepNanoseconds = configuration.observerStepWindow.nanoseconds
-    }
-
-    /// ``handle(_:into:)`` into a new array (tests, and drivers off the hot path).
-    public mutating func handle(_ event: Event) -> [Action] {
-        var out: [Action] = []
-        handle(event, into: &out)
-        return out
     }
 
     /// Takes one event; appends the actions it calls for to `out`, in the order the driver must

@@ -18,6 +18,9 @@ public struct CuffPeripheral: GATTPeripheral {
     let characteristicsByHandle: [UInt16: CuffCharacteristic]
     /// Service Changed's value and CCCD handles, when the cuff indicates it on connecting.
     let serviceChangedOnConnect: (value: UInt16, cccd: UInt16)?
+    /// The machine's actions for one event, kept between events (emptied, its capacity kept:
+    /// ``ActionMachine``); an event handled while another one's actions run gets a new array.
+    var machineActions: [CuffSimulatorMachine.Action] = []
 
     /// - Parameter requireEncryption: the result and cuff-pressure subscriptions need an encrypted
     ///   link (a cuff that must be bonded first); clients get Insufficient Authentication until then.
@@ -122,11 +125,13 @@ public struct CuffPeripheral: GATTPeripheral {
             server.restoreSubscription(cccdHandle: sc.cccd, notify: false, indicate: true)
             out = serverActions(server.indicate(handle: sc.value, value: [0x01, 0x00, 0xFF, 0xFF], now: now), now)
         }
-        return out + run(machine.connect(client: client, now: now), now)
+        var actions = takeActions()
+        machine.connect(client: client, now: now, into: &actions)
+        return out + run(actions: &actions, now)
     }
 
     public mutating func disconnected(now: Timestamp) -> [Output] {
-        let out = run(machine.handle(.disconnected(now)), now)
+        let out = perform(.disconnected(now), now)
         server.reset()
         return out
     }
@@ -142,11 +147,34 @@ public struct CuffPeripheral: GATTPeripheral {
     public mutating func poweredOn(now: Timestamp) { machine.powerOn(now: now) }
 
     /// The start button (SIGUSR1).
-    public mutating func buttonPressed(now: Timestamp) -> [Output] { run(machine.handle(.buttonPressed(now)), now) }
+    public mutating func buttonPressed(now: Timestamp) -> [Output] { perform(.buttonPressed(now), now) }
 
     /// Time passed: indication timeouts, the next cuff-pressure sample, the end of the linger.
     public mutating func tick(now: Timestamp) -> [Output] {
-        serverActions(server.tick(now: now), now) + run(machine.handle(.tick(now)), now)
+        serverActions(server.tick(now: now), now) + perform(.tick(now), now)
+    }
+
+    /// The machine's actions for `event`, run.
+    mutating func perform(_ event: CuffSimulatorMachine.Event, _ now: Timestamp, writeResults: Bool = true) -> [Output] {
+        var actions = takeActions()
+        machine.handle(event, into: &actions)
+        if !writeResults { actions.removeAll { if case .writeResult = $0 { true } else { false } } }
+        return run(actions: &actions, now)
+    }
+
+    /// ``machineActions``, empty, for one event (``run(actions:_:)`` gives it back).
+    mutating func takeActions() -> [CuffSimulatorMachine.Action] {
+        var actions: [CuffSimulatorMachine.Action] = []
+        swap(&actions, &machineActions)
+        return actions
+    }
+
+    /// Runs one event's actions, then keeps the emptied array for the next event.
+    mutating func run(actions: inout [CuffSimulatorMachine.Action], _ now: Timestamp) -> [Output] {
+        let out = run(actions, now)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > machineActions.capacity { swap(&actions, &machineActions) }
+        return out
     }
 
     mutating func serverActions(_ actions: [GATTServerAction], _ now: Timestamp) -> [Output] {
@@ -157,16 +185,14 @@ public struct CuffPeripheral: GATTPeripheral {
                 out.append(.send(pdu))
             case let .written(handle, _, value, withResponse):
                 guard let c = characteristicsByHandle[handle] else { continue }
-                var results = machine.handle(.written(c, value, now))
-                if !withResponse { results.removeAll { if case .writeResult = $0 { true } else { false } } }
-                out += run(results, now)
+                out += perform(.written(c, value, now), now, writeResults: withResponse)
             case let .subscriptionChanged(valueHandle, _, notify, indicate):
                 guard let c = characteristicsByHandle[valueHandle] else { continue }
-                out += run(machine.handle(.subscriptionChanged(c, notify: notify, indicate: indicate, now)), now)
+                out += perform(.subscriptionChanged(c, notify: notify, indicate: indicate, now), now)
             case .indicationConfirmed:
-                out += run(machine.handle(.indicationConfirmed(now)), now)
+                out += perform(.indicationConfirmed(now), now)
             case .indicationTimedOut:
-                out += run(machine.handle(.indicationTimedOut(now)), now)
+                out += perform(.indicationTimedOut(now), now)
             case let .dropped(handle, reason):
                 if reason != .notSubscribed {
                     out.append(.log("value for handle 0x\(String(handle, radix: 16)) not sent: \(reason.rawValue)"))
