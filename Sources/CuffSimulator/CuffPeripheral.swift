@@ -21,6 +21,8 @@ public struct CuffPeripheral: GATTPeripheral {
     /// The machine's actions for one event, kept between events (emptied, its capacity kept:
     /// ``ActionMachine``); an event handled while another one's actions run gets a new array.
     var machineActions: [CuffSimulatorMachine.Action] = []
+    /// The server's actions for one call, kept between calls the same way.
+    var serverScratch: [GATTServerAction] = []
 
     /// - Parameter requireEncryption: the result and cuff-pressure subscriptions need an encrypted
     ///   link (a cuff that must be bonded first); clients get Insufficient Authentication until then.
@@ -123,7 +125,7 @@ public struct CuffPeripheral: GATTPeripheral {
         var out: [Output] = []
         if let sc = serviceChangedOnConnect {
             server.restoreSubscription(cccdHandle: sc.cccd, notify: false, indicate: true)
-            out = serverActions(server.indicate(handle: sc.value, value: [0x01, 0x00, 0xFF, 0xFF], now: now), now)
+            out = serving({ $0.indicate(handle: sc.value, value: [0x01, 0x00, 0xFF, 0xFF], now: now, into: &$1) }, now)
         }
         var actions = takeActions()
         machine.connect(client: client, now: now, into: &actions)
@@ -140,7 +142,7 @@ public struct CuffPeripheral: GATTPeripheral {
 
     /// One PDU from the client.
     public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [Output] {
-        serverActions(server.receive(pdu, now: now), now)
+        serving({ $0.receive(pdu, now: now, into: &$1) }, now)
     }
 
     /// Starts the cuff's own measurement schedule, if it has one.
@@ -151,7 +153,7 @@ public struct CuffPeripheral: GATTPeripheral {
 
     /// Time passed: indication timeouts, the next cuff-pressure sample, the end of the linger.
     public mutating func tick(now: Timestamp) -> [Output] {
-        serverActions(server.tick(now: now), now) + perform(.tick(now), now)
+        serving({ $0.tick(now: now, into: &$1) }, now) + perform(.tick(now), now)
     }
 
     /// The machine's actions for `event`, run.
@@ -174,6 +176,18 @@ public struct CuffPeripheral: GATTPeripheral {
         let out = run(actions, now)
         actions.removeAll(keepingCapacity: true)
         if actions.capacity > machineActions.capacity { swap(&actions, &machineActions) }
+        return out
+    }
+
+    /// Calls the server with ``serverScratch`` (emptied; a nested call gets a new array) and runs
+    /// what it asks for.
+    mutating func serving(_ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ now: Timestamp) -> [Output] {
+        var actions: [GATTServerAction] = []
+        swap(&actions, &serverScratch)
+        call(&server, &actions)
+        let out = serverActions(actions, now)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > serverScratch.capacity { swap(&actions, &serverScratch) }
         return out
     }
 
@@ -210,13 +224,13 @@ public struct CuffPeripheral: GATTPeripheral {
             switch a {
             case let .notify(c, v):
                 guard let h = handles[c] else { continue }
-                out += serverActions(server.notify(handle: h, value: v), now)
+                out += serving({ $0.notify(handle: h, value: v, into: &$1) }, now)
             case let .indicate(c, v):
                 guard let h = handles[c] else { continue }
-                out += serverActions(server.indicate(handle: h, value: v, now: now), now)
+                out += serving({ $0.indicate(handle: h, value: v, now: now, into: &$1) }, now)
             case let .writeResult(c, error):
                 guard let h = handles[c] else { continue }
-                out += serverActions(server.respondToWrite(handle: h, error: error.map(ATTErrorCode.init(rawValue:))), now)
+                out += serving({ $0.respondToWrite(handle: h, error: error.map(ATTErrorCode.init(rawValue:)), into: &$1) }, now)
             case let .setValue(c, v):
                 if let h = handles[c] { _ = server.setValue(handle: h, v) }
             case let .disconnect(why):
