@@ -33,17 +33,96 @@ public final class CentralConnection {
     /// Called once when the session has ended and the link is closed.
     public var onFinish: ((CentralConnection) -> Void)?
 
-    var linkClosed = false
-    public private(set) var stopRequested = false
-    var timer: EventLoop.TimerID?
-    var armedDeadline: Timestamp?
-    /// Outputs waiting behind a measurement the committer has not kept yet.
-    var parked: ArraySlice<CentralAction>?
-    var tickDue = false
-    var watchedFD: CInt?
-    var ended = false
+    /// Where the connection is: each case holds what only that stage has.
+    enum Stage {
+        /// Reading the link and handing its events to the session.
+        case running
+        /// Outputs wait (`wait`); a tick that came due meanwhile (`tickDue`) runs once they ran.
+        case waiting(Wait, tickDue: Bool)
+        /// The session ended and the link is closed.
+        case ended
+    }
+
+    /// What outputs wait for.
+    enum Wait {
+        /// The committer to keep a measurement: `rest` are the outputs after it.
+        case commit(rest: ArraySlice<CentralAction>)
+        /// Security being raised on a ``SteppedSecurityBearer``: the link is read again only once
+        /// the raise ended (as when it blocked).
+        case security(SecurityWait)
+    }
+
+    /// A raise under way: the level asked for, the outputs after the request, when it began,
+    /// whether the bearer is waiting for pairing to end (`pending`) and the timer that polls or
+    /// gives up.
+    struct SecurityWait {
+        var level: SecurityLevel
+        var rest: ArraySlice<CentralAction>
+        var started: Timestamp
+        var pending = false
+        var timer: EventLoop.TimerID?
+    }
+
+    /// The link as this connection holds it.
+    enum Link {
+        /// Open; its descriptor is watched once ``start()`` ran.
+        case open(watched: CInt?)
+        /// Closed; `told`: the session heard of it (``tellClosed(_:)``).
+        case closed(told: Bool)
+    }
+
+    /// A stop asked for (``stop(reason:)``): not yet, asked, or handed to the session.
+    enum StopRequest {
+        case none
+        case asked
+        case sentToSession
+    }
+
+    /// The timer armed for the session's next deadline.
+    struct ArmedTimer {
+        var deadline: Timestamp
+        var id: EventLoop.TimerID
+    }
+
+    var stage: Stage = .running
+    var link: Link = .open(watched: nil)
+    var stopRequest: StopRequest = .none
+    var armed: ArmedTimer?
     /// At most this many PDUs are read per readiness, so one busy link cannot starve the others.
     static let readBudget = 32
+
+    public var stopRequested: Bool {
+        if case .none = stopRequest { return false }
+        return true
+    }
+
+    var linkClosed: Bool {
+        if case .closed = link { return true }
+        return false
+    }
+
+    var watchedFD: CInt? {
+        if case let .open(fd) = link { return fd }
+        return nil
+    }
+
+    /// Outputs wait for the committer or a security raise.
+    var isWaiting: Bool {
+        if case .waiting = stage { return true }
+        return false
+    }
+
+    /// Outputs wait for the committer (a measurement not kept yet).
+    var isParked: Bool {
+        if case .waiting(.commit, _) = stage { return true }
+        return false
+    }
+
+    /// The security raise under way, if one is.
+    var securityWait: SecurityWait? {
+        if case let .waiting(.security(w), _) = stage { return w }
+        return nil
+    }
 
     public init(configuration: CuffSessionConfiguration, bearer: any PollableBearer, loop: EventLoop, hooks: SessionHooks,
                 committer: MeasurementCommitter? = nil) {
@@ -54,7 +133,10 @@ public final class CentralConnection {
         self.committer = committer
     }
 
-    public var isFinished: Bool { ended }
+    public var isFinished: Bool {
+        if case .ended = stage { return true }
+        return false
+    }
     public var outcome: SessionOutcome {
         central.outcome ?? .noResult
     }
@@ -66,13 +148,13 @@ public final class CentralConnection {
         if let fd = bearer.fileDescriptor {
             do {
                 try loop.watch(fd) { [unowned self] r in self.ready(r) }
-                watchedFD = fd
+                link = .open(watched: fd)
             } catch {
                 hooks.log("cannot watch the link: \(error.message)")
-                linkClosed = true
+                link = .closed(told: false)
             }
         } else {
-            linkClosed = true
+            link = .closed(told: false)
         }
         execute(central.start(at: now)[...])
         settle()
@@ -80,32 +162,32 @@ public final class CentralConnection {
 
     /// Asks the cuff to stop (Ctrl-C, SIGTERM, `--stop-after`); the session ends on its own after.
     public func stop(reason: String) {
-        guard !stopRequested, !ended else { return }
-        stopRequested = true
+        guard !stopRequested, !isFinished else { return }
+        stopRequest = .asked
         hooks.log(reason)
-        if parked != nil || securityWait != nil { return }  // looked at again once the measurement is kept / the raise ended
-        stopSentToCentral = true
+        if isWaiting { return }  // looked at again once the measurement is kept / the raise ended
+        stopRequest = .sentToSession
         execute(central.stop(at: WallClock.eventTime())[...])
         settle()
     }
 
     /// Ends the session at once: the link is closed (the cuff keeps anything not confirmed).
     public func abort(_ why: String) {
-        guard !ended else { return }
+        guard !isFinished else { return }
         if let w = securityWait {
-            securityWait = nil
+            stage = .running
             if let t = w.timer { loop.cancel(t) }
         }
         closeLink()
-        if parked == nil { tellClosed(why) }
+        if !isParked { tellClosed(why) }
         settle()
     }
 
     /// The committer kept (or, with `failure`, could not keep) the measurement this session waits
     /// on; `new` is false when it held that measurement already.
     public func committed(failure: String? = nil, new: Bool = true) {
-        guard let rest = parked else { return }
-        parked = nil
+        guard case let .waiting(.commit(rest), tickDue) = stage else { return }
+        stage = .running
         arrivedMeasurements += 1
         if failure == nil && new { keptMeasurements += 1 }
         if let failure {
@@ -117,29 +199,29 @@ public final class CentralConnection {
         } else {
             execute(rest)
         }
-        runWhatWaited(stop: failure == nil)
+        runWhatWaited(stop: failure == nil, tickDue: tickDue)
         settle()
     }
 
     /// What waited while a measurement was being kept or security raised, once neither is under
-    /// way any more: a stop asked for meanwhile (`stop`), then a tick that came due.
-    func runWhatWaited(stop: Bool = true) {
-        guard parked == nil && securityWait == nil else { return }
-        if stop && stopRequested && !central.isFinished && !stopSentToCentral {
-            stopSentToCentral = true
+    /// way any more: a stop asked for meanwhile (`stop`), then a tick that came due (`tickDue`).
+    /// When outputs wait again, the tick waits with them.
+    func runWhatWaited(stop: Bool = true, tickDue: Bool) {
+        guard !isWaiting else { return keepTickDue(tickDue) }
+        if stop, case .asked = stopRequest, !central.isFinished {
+            stopRequest = .sentToSession
             execute(central.stop(at: WallClock.eventTime())[...])
         }
-        if parked == nil && securityWait == nil && tickDue {
-            tickDue = false
-            execute(central.tick(at: WallClock.eventTime())[...])
-        }
+        guard tickDue else { return }
+        guard !isWaiting else { return keepTickDue(tickDue) }
+        execute(central.tick(at: WallClock.eventTime())[...])
     }
 
-    var stopSentToCentral = false
-    var toldClosed = false
-    /// Security being raised on a ``SteppedSecurityBearer``: the outputs after the request wait,
-    /// and the link is read again only once it ended (as when the raise blocked).
-    var securityWait: (level: SecurityLevel, rest: ArraySlice<CentralAction>, started: Timestamp, pending: Bool, timer: EventLoop.TimerID?)?
+    /// A tick came due while outputs wait: it runs once they ran.
+    func keepTickDue(_ due: Bool) {
+        guard due, case let .waiting(wait, _) = stage else { return }
+        stage = .waiting(wait, tickDue: true)
+    }
 
     // MARK: Events
 
@@ -157,9 +239,9 @@ public final class CentralConnection {
             if w.pending || r.contains(.hangUp) { finishSecurity(timedOut: false) }
             return
         }
-        guard parked == nil, !ended else { return }
+        guard case .running = stage else { return }
         var budget = Self.readBudget
-        while budget > 0, parked == nil, !linkClosed, !central.isFinished {
+        while budget > 0, !isParked, !linkClosed, !central.isFinished {
             budget -= 1
             let event: BearerEvent?
             do {
@@ -186,11 +268,10 @@ public final class CentralConnection {
     }
 
     func timerFired() {
-        timer = nil
-        armedDeadline = nil
-        guard !ended else { return }
-        if parked != nil || securityWait != nil {
-            tickDue = true
+        armed = nil
+        guard !isFinished else { return }
+        if isWaiting {
+            keepTickDue(true)
             return
         }
         execute(central.tick(at: WallClock.eventTime())[...])
@@ -200,19 +281,19 @@ public final class CentralConnection {
     // MARK: Security without blocking the loop
 
     func beginSecurity(_ level: SecurityLevel, rest: ArraySlice<CentralAction>, on bearer: any SteppedSecurityBearer) {
-        securityWait = (level, rest, MonotonicClock.now(), false, nil)
+        stage = .waiting(.security(SecurityWait(level: level, rest: rest, started: MonotonicClock.now())), tickDue: false)
         if let fd = watchedFD { loop.change(fd, readable: false, writable: false) }  // hang-ups only
         askSecurity(bearer)
     }
 
     func askSecurity(_ bearer: any SteppedSecurityBearer) {
-        guard var w = securityWait, !ended else { return }
+        guard var w = securityWait else { return }
         w.timer = nil
         let now = MonotonicClock.now()
         do {
             switch try bearer.beginRaisingSecurity(to: w.level, lastTry: now - w.started >= .seconds(3)) {
             case .done:
-                securityWait = w
+                updateSecurityWait { $0 = w }
                 return endSecurity(failure: nil)
             case .notReady:
                 w.timer = loop.schedule(at: now + .milliseconds(50)) { [unowned self] in self.askSecurity(bearer) }
@@ -220,19 +301,26 @@ public final class CentralConnection {
                 w.pending = true
                 if let fd = watchedFD { loop.change(fd, readable: bearer.securityWaitIsReadable, writable: !bearer.securityWaitIsReadable) }
                 w.timer = loop.schedule(at: now + bearer.securityTimeout) { [unowned self] in
-                    self.securityWait?.timer = nil
+                    self.updateSecurityWait { $0.timer = nil }
                     self.finishSecurity(timedOut: true)
                 }
             }
-            securityWait = w
+            updateSecurityWait { $0 = w }
         } catch {
-            securityWait = w
+            updateSecurityWait { $0 = w }
             endSecurity(failure: error.message)
         }
     }
 
+    /// Changes the security raise under way, if one is.
+    func updateSecurityWait(_ change: (inout SecurityWait) -> Void) {
+        guard case .waiting(.security(var w), let tickDue) = stage else { return }
+        change(&w)
+        stage = .waiting(.security(w), tickDue: tickDue)
+    }
+
     func finishSecurity(timedOut: Bool) {
-        guard let w = securityWait, !ended, let bearer = bearer as? any SteppedSecurityBearer else { return }
+        guard let w = securityWait, let bearer = bearer as? any SteppedSecurityBearer else { return }
         do {
             try bearer.finishRaisingSecurity(to: w.level, timedOut: timedOut)
             endSecurity(failure: nil)
@@ -243,8 +331,8 @@ public final class CentralConnection {
 
     /// The raise ended: the session hears how, then the outputs that waited run.
     func endSecurity(failure: String?) {
-        guard let w = securityWait else { return }
-        securityWait = nil
+        guard case let .waiting(.security(w), tickDue) = stage else { return }
+        stage = .running
         if let t = w.timer { loop.cancel(t) }
         if let fd = watchedFD { loop.change(fd, readable: true, writable: false) }
         let at = WallClock.eventTime()
@@ -252,63 +340,62 @@ public final class CentralConnection {
         // The outputs that waited go after whatever waits now (a measurement being kept, another
         // raise), or run at once.
         if !w.rest.isEmpty {
-            if let p = parked {
-                parked = ArraySlice(Array(p) + Array(w.rest))
-            } else if var again = securityWait {
+            switch stage {
+            case let .waiting(.commit(rest), due):
+                stage = .waiting(.commit(rest: ArraySlice(Array(rest) + Array(w.rest))), tickDue: due)
+            case .waiting(.security(var again), let due):
                 again.rest = ArraySlice(Array(again.rest) + Array(w.rest))
-                securityWait = again
-            } else {
+                stage = .waiting(.security(again), tickDue: due)
+            case .running, .ended:
                 execute(w.rest)
             }
         }
-        runWhatWaited()
+        runWhatWaited(tickDue: tickDue)
         settle()
         // PDUs that came in meanwhile are read now.
-        if parked == nil && securityWait == nil && !linkClosed { ready(.readable) }
+        if !isWaiting && !linkClosed { ready(.readable) }
     }
 
     /// After handling: end the session, or arm the timer for the machine's next deadline.
     func settle() {
-        guard !ended else { return }
-        if linkClosed && !toldClosed && parked == nil && !central.isFinished { tellClosed("link closed") }
-        if central.isFinished && parked == nil {
+        guard !isFinished else { return }
+        if case .closed(told: false) = link, !isParked, !central.isFinished { tellClosed("link closed") }
+        if central.isFinished && !isParked {
             finish()
             return
         }
         let d = central.nextDeadline
-        guard d != armedDeadline else { return }
-        if let t = timer { loop.cancel(t) }
-        timer = nil
-        armedDeadline = d
-        if let d { timer = loop.schedule(at: d) { [unowned self] in self.timerFired() } }
+        guard d != armed?.deadline else { return }
+        if let t = armed?.id { loop.cancel(t) }
+        armed = nil
+        if let d { armed = ArmedTimer(deadline: d, id: loop.schedule(at: d) { [unowned self] in self.timerFired() }) }
     }
 
     func finish() {
-        ended = true
         if let t = securityWait?.timer { loop.cancel(t) }
-        securityWait = nil
-        if let t = timer { loop.cancel(t) }
-        timer = nil
+        stage = .ended
+        if let t = armed?.id { loop.cancel(t) }
+        armed = nil
         closeLink()
         onFinish?(self)
     }
 
-    /// Tells the session that the link is gone (once).
+    /// Tells the session that the link is gone (once). The link is closed already.
     func tellClosed(_ why: String?) {
-        guard !toldClosed else { return }
-        toldClosed = true
+        if case .closed(told: true) = link { return }
+        link = .closed(told: true)
         execute(central.disconnected(why, at: WallClock.eventTime())[...])
     }
 
     func closeLink() {
-        if let fd = watchedFD {
-            loop.unwatch(fd)
-            watchedFD = nil
+        switch link {
+        case .closed: return
+        case let .open(fd):
+            if let fd { loop.unwatch(fd) }
+            link = .closed(told: false)
+            hooks.link?(.disconnected(WallClock.eventTime()))
+            bearer.close()
         }
-        guard !linkClosed else { return }
-        linkClosed = true
-        hooks.link?(.disconnected(WallClock.eventTime()))
-        bearer.close()
     }
 
     // MARK: Outputs
@@ -347,7 +434,7 @@ public final class CentralConnection {
                 if let committer {
                     committer.enqueue(output, from: self)
                     if case .measurement = output {
-                        parked = outputs[i...]
+                        stage = .waiting(.commit(rest: outputs[i...]), tickDue: false)
                         return
                     }
                     continue

@@ -83,7 +83,7 @@ public struct CuffSessionConfiguration: Sendable {
 ///
 /// The driver executes actions in order. In particular `.emit` comes before `.confirmIndication`:
 /// a result is handed to every sink (and made durable there) before the cuff hears it arrived.
-public struct CuffSessionMachine: Sendable {
+public struct CuffSessionMachine: ActionMachine, Sendable {
     public enum State: Sendable, Hashable {
         case idle
         case connecting
@@ -162,7 +162,8 @@ public struct CuffSessionMachine: Sendable {
 
     /// Where the session is, with the data only that stage has: the measurement being followed
     /// (its phase, start and peak) lives in `.measuring` (and in `.stopping`, when the user
-    /// stopped in the middle of one), and exists nowhere else.
+    /// stopped in the middle of one), and exists nowhere else; the settle window after a live
+    /// result in `.result` (and `.stopping`), the stop's deadline in `.stopping`.
     @usableFromInline enum Stage: Sendable {
         case idle
         case connecting
@@ -172,9 +173,46 @@ public struct CuffSessionMachine: Sendable {
         case receivingStoredRecords
         case ready
         case measuring(Measurement)
-        case result
-        case stopping(Measurement?)
+        /// A live result arrived. `settle`: until when the stored records that may follow it are
+        /// awaited (nil once that passed, in follow mode).
+        case result(settle: Timestamp?)
+        case stopping(Stopping)
         case done(SessionOutcome)
+
+        /// The settle window's end after a live result, if one runs.
+        @inlinable var settleDeadline: Timestamp? {
+            switch self {
+            case let .result(settle): settle
+            case let .stopping(s): s.settle
+            default: nil
+            }
+        }
+
+        /// When the stop gives up waiting for the cuff.
+        @inlinable var stopDeadline: Timestamp? {
+            if case let .stopping(s) = self { return s.deadline }
+            return nil
+        }
+    }
+
+    /// The user asked to stop: the measurement that was under way (if any), when the stop gives up
+    /// waiting for the cuff's answer, and the settle window of a result that came before.
+    @usableFromInline struct Stopping: Sendable {
+        var measurement: Measurement?
+        @usableFromInline var deadline: Timestamp
+        @usableFromInline var settle: Timestamp?
+    }
+
+    /// The configuration step waiting for its answer; in observer mode, with when the plan gives
+    /// up waiting for the observed client to make it.
+    @usableFromInline struct Pending: Sendable {
+        var step: Step
+        @usableFromInline var observerDeadline: Timestamp?
+
+        init(step: Step, observerDeadline: Timestamp? = nil) {
+            self.step = step
+            self.observerDeadline = observerDeadline
+        }
     }
 
     /// A measurement in progress, as its cuff pressure shows it.
@@ -219,7 +257,7 @@ public struct CuffSessionMachine: Sendable {
     var measurement: Measurement? {
         switch stage {
         case let .measuring(m): m
-        case let .stopping(m): m
+        case let .stopping(s): s.measurement
         default: nil
         }
     }
@@ -236,15 +274,15 @@ public struct CuffSessionMachine: Sendable {
     /// new, yet a session that got only these did get results.
     public private(set) var repeats = 0
     /// The earliest time the driver must send a `.tick`.
-    /// Inlinable, so a caller holding the machine in place (an observer's field) reads five
-    /// fields instead of copying the whole machine to call a getter.
+    /// Inlinable, so a caller holding the machine in place (an observer's field) reads the
+    /// deadlines where they are instead of copying the whole machine to call a getter.
     @inlinable public var nextDeadline: Timestamp? {
         func earlier(_ a: Timestamp?, _ b: Timestamp?) -> Timestamp? {
             guard let a else { return b }
             guard let b else { return a }
             return b < a ? b : a
         }
-        return earlier(earlier(overallDeadline, settleDeadline), earlier(earlier(burstDeadline, stopDeadline), observerStepDeadline))
+        return earlier(earlier(overallDeadline, stage.settleDeadline), earlier(earlier(burstDeadline, stage.stopDeadline), observerStepDeadline))
     }
 
     /// The configuration plan; `steps[nextStep...]` are still to come (a cursor: no array
@@ -256,13 +294,16 @@ public struct CuffSessionMachine: Sendable {
     let settleNanoseconds: Int64
     let burstNanoseconds: Int64
     let stepNanoseconds: Int64
-    var pending: Step?
+    /// The step under way, with its observer deadline.
+    @usableFromInline var pending: Pending?
     public internal(set) var startedAt: EventTime?
+    /// The time limit (`--timeout`), from the start to the end whatever the stage.
     @usableFromInline var overallDeadline: Timestamp?
-    @usableFromInline var settleDeadline: Timestamp?
+    /// The window after the result subscription in which a cuff sends what it stored. It runs
+    /// alongside the stages (the plan goes on meanwhile, a measurement may start), so it is not
+    /// one stage's data.
     @usableFromInline var burstDeadline: Timestamp?
-    @usableFromInline var stopDeadline: Timestamp?
-    @usableFromInline var observerStepDeadline: Timestamp?
+    @inlinable var observerStepDeadline: Timestamp? { pending?.observerDeadline }
     /// Deduplication keys of the records kept: the store's (`knownRecordKeys`), then this
     /// session's. A session's few go in a short array first (compared, not hashed: a session
     /// usually has one or two), then into the set once there are more.
@@ -274,6 +315,8 @@ public struct CuffSessionMachine: Sendable {
     /// The device family's profile in use (forced, or matched from the name, model or control
     /// characteristic), if any: its options are ``quirks``, its behaviour changes the session.
     public private(set) var activeProfile: QuirkProfile?
+    /// A RACP report was asked for (or observed) and its response has not come: the plan waits
+    /// for it, whatever the stage (a measurement may run meanwhile).
     var racpInProgress = false
     var configured = false
     var quirkCheckedFor: QuirkKey?
@@ -308,13 +351,6 @@ public struct CuffSessionMachine: Sendable {
         settleNanoseconds = configuration.settle.nanoseconds
         burstNanoseconds = configuration.storedBurstWindow.nanoseconds
         stepNanoseconds = configuration.observerStepWindow.nanoseconds
-    }
-
-    /// ``handle(_:into:)`` into a new array (tests, and drivers off the hot path).
-    public mutating func handle(_ event: Event) -> [Action] {
-        var out: [Action] = []
-        handle(event, into: &out)
-        return out
     }
 
     /// Takes one event; appends the actions it calls for to `out`, in the order the driver must
@@ -389,7 +425,6 @@ public struct CuffSessionMachine: Sendable {
             }
             if case .ready = stage { stage = .configuring }
             pending = nil
-            observerStepDeadline = nil
             configured = false
             steps = plan(p)
             nextStep = 0
@@ -397,13 +432,12 @@ public struct CuffSessionMachine: Sendable {
             advance(at, &out)
 
         case let .readCompleted(c, value, at):
-            guard pending == .read(c) || observe({ $0 == .read(c) }) else {
+            guard pending?.step == .read(c) || observe({ $0 == .read(c) }) else {
                 // Observer mode: a read outside the plan still tells us about the device.
                 if configuration.observer { apply(read: c, value: value, at: at, &out) }
                 return
             }
             pending = nil
-            observerStepDeadline = nil
             apply(read: c, value: value, at: at, &out)
             advance(at, &out)
 
@@ -416,15 +450,15 @@ public struct CuffSessionMachine: Sendable {
                 default: false
                 }
             }
-            if configuration.observer, c == .recordAccessControlPoint, pending != .racpReport {
+            if configuration.observer, c == .recordAccessControlPoint, pending?.step != .racpReport {
                 // An observed stored-record request outside the plan.
                 toStoredRecords()
                 racpInProgress = true
                 log("the client asked the cuff for its stored records", &out)
                 return
             }
-            guard let p = pending else { return }
-            observerStepDeadline = nil
+            guard let p = pending?.step else { return }
+            pending?.observerDeadline = nil
             switch p {
             case .write(c, _),
                  .startCommand where c == .cuffControl:
@@ -443,16 +477,14 @@ public struct CuffSessionMachine: Sendable {
 
         case let .subscribed(c, at):
             _ = observe { if case let .subscribe(sc, _) = $0 { sc == c } else { false } }
-            guard case let .subscribe(pc, _) = pending, pc == c else { return }
+            guard case let .subscribe(pc, _) = pending?.step, pc == c else { return }
             pending = nil
-            observerStepDeadline = nil
             advance(at, &out)
 
         case let .requestFailed(c, why, at):
             _ = observe { $0.characteristic == c }
-            guard let p = pending else { return }
+            guard let p = pending?.step else { return }
             pending = nil
-            observerStepDeadline = nil
             switch p {
             case .read:
                 log("reading \(c.rawValue) failed: \(why) — continuing", &out)
@@ -495,11 +527,10 @@ public struct CuffSessionMachine: Sendable {
         case let .stopRequested(at):
             switch stage {
             case .measuring, .ready, .result, .receivingStoredRecords, .configuring:
-                stopDeadline = at.monotonic + .seconds(2)
                 let sendStop = profile?.has(.cuffControl) == true && profile?.vendorStart == nil && pending == nil && (isMidMeasurement || state == .ready)
-                stage = .stopping(measurement)
+                stage = .stopping(Stopping(measurement: measurement, deadline: at.monotonic + .seconds(2), settle: stage.settleDeadline))
                 if sendStop {
-                    pending = .write(.cuffControl, [CuffControl.Command.stop.rawValue])
+                    pending = Pending(step: .write(.cuffControl, [CuffControl.Command.stop.rawValue]))
                     log("stopping the cuff", &out)
                     out.append(.write(.cuffControl, [CuffControl.Command.stop.rawValue]))
                     return
@@ -516,7 +547,6 @@ public struct CuffSessionMachine: Sendable {
             let now = at.monotonic
             if let d = observerStepDeadline, now >= d {
                 // Observer mode: the observed client did not make the step we expected; it is done configuring.
-                observerStepDeadline = nil
                 pending = nil
                 steps = []
                 nextStep = 0
@@ -524,12 +554,12 @@ public struct CuffSessionMachine: Sendable {
                 if isFinished { return }
                 return handle(.tick(at), into: &out)
             }
-            if let d = stopDeadline, now >= d {
+            if let d = stage.stopDeadline, now >= d {
                 out.append(.disconnect)
                 return finish(.stopped, "stopped by the user (the cuff did not acknowledge)", at, &out)
             }
-            if let d = settleDeadline, now >= d {
-                settleDeadline = nil
+            if let d = stage.settleDeadline, now >= d {
+                settleEnded()
                 if !configuration.follow {
                     out.append(.disconnect)
                     return finish(.completed, "measurement complete", at, &out)
@@ -560,6 +590,28 @@ public struct CuffSessionMachine: Sendable {
         }
     }
 
+    /// The settle window after a live result passed (the session goes on in follow mode).
+    mutating func settleEnded() {
+        switch stage {
+        case .result: stage = .result(settle: nil)
+        case var .stopping(s):
+            s.settle = nil
+            stage = .stopping(s)
+        default: break
+        }
+    }
+
+    /// A stored record came within the settle window: it runs until `end` now.
+    mutating func settleAgain(until end: Timestamp) {
+        switch stage {
+        case .result: stage = .result(settle: end)
+        case var .stopping(s):
+            s.settle = end
+            stage = .stopping(s)
+        default: break
+        }
+    }
+
     /// True when `key` is new (and now remembered); false for a record already kept.
     mutating func remember(_ key: String) -> Bool {
         if !seenKeys.isEmpty, seenKeys.contains(key) { return false }
@@ -584,9 +636,9 @@ public struct CuffSessionMachine: Sendable {
     /// makes it the pending step. Returns true when `matches` now holds for the pending step.
     mutating func observe(_ matches: (Step) -> Bool) -> Bool {
         guard configuration.observer else { return false }
-        if let p = pending, matches(p) { return true }
+        if let p = pending?.step, matches(p) { return true }
         guard let i = steps[nextStep...].firstIndex(where: matches) else { return false }
-        pending = steps[i]
+        pending = Pending(step: steps[i], observerDeadline: pending?.observerDeadline)
         nextStep = i + 1
         return true
     }
@@ -656,8 +708,7 @@ public struct CuffSessionMachine: Sendable {
         }
         let step = steps[nextStep]
         nextStep += 1
-        pending = step
-        if configuration.observer { observerStepDeadline = at.monotonic.adding(nanoseconds: stepNanoseconds) }
+        pending = Pending(step: step, observerDeadline: configuration.observer ? at.monotonic.adding(nanoseconds: stepNanoseconds) : nil)
         switch step {
         case let .read(c): out.append(.read(c))
         case let .write(c, v): out.append(.write(c, v))
@@ -827,7 +878,6 @@ public struct CuffSessionMachine: Sendable {
     mutating func cuffPressure(_ pressure: SFloat, _ unit: PressureUnit, _ at: EventTime) -> ProgressRecord {
         // The first cuff pressure since the last live result starts a measurement.
         var m = measurement ?? Measurement(start: at.monotonic)
-        settleDeadline = nil
         burstDeadline = nil
         if let v = pressure.doubleValue {
             // The oscillometric wiggle makes the pressure rise a little during deflation: the phase
@@ -843,7 +893,13 @@ public struct CuffSessionMachine: Sendable {
             }
             if m.peak == nil { m.peak = mmHg }
         }
-        stage = isStopping ? .stopping(m) : .measuring(m)
+        if case var .stopping(s) = stage {
+            s.measurement = m
+            s.settle = nil
+            stage = .stopping(s)
+        } else {
+            stage = .measuring(m)
+        }
         // (at − start).secondsDouble, without the round trip through Duration.
         // (Saturating: a capture's clock may jump by centuries between two notifications.)
         let elapsed = Double(Timestamp.difference(at.monotonic.nanoseconds, m.start.nanoseconds)) / 1e9
@@ -865,8 +921,14 @@ public struct CuffSessionMachine: Sendable {
         if !stored {
             // A live result ends the measurement even when it repeats one already kept.
             if isNew { liveResults += 1 }
-            stage = isStopping ? .stopping(nil) : .result
-            settleDeadline = at.monotonic.adding(nanoseconds: settleNanoseconds)
+            let settle = at.monotonic.adding(nanoseconds: settleNanoseconds)
+            if case var .stopping(s) = stage {
+                s.measurement = nil
+                s.settle = settle
+                stage = .stopping(s)
+            } else {
+                stage = .result(settle: settle)
+            }
             if isNew && !hasValues { log("the cuff reported an error (no values) — measure again", &out) }
         } else {
             switch stage {
@@ -878,8 +940,8 @@ public struct CuffSessionMachine: Sendable {
             default: break
             }
         }
-        if stored, settleDeadline != nil {
-            settleDeadline = at.monotonic.adding(nanoseconds: settleNanoseconds)
+        if stored, stage.settleDeadline != nil {
+            settleAgain(until: at.monotonic.adding(nanoseconds: settleNanoseconds))
         }
     }
 
@@ -948,10 +1010,8 @@ public struct CuffSessionMachine: Sendable {
         // Results received before a fault are kept; the exit status says whether any arrived.
         stage = .done(outcome)
         overallDeadline = nil
-        settleDeadline = nil
         burstDeadline = nil
-        stopDeadline = nil
-        observerStepDeadline = nil
+        pending?.observerDeadline = nil
         let end = SessionRecord(event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: message)
         log(message, &out)
         if repeats > 0 { log(Self.newAndKept(measurements, repeats), &out) }

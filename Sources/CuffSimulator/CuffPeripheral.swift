@@ -18,6 +18,11 @@ public struct CuffPeripheral: GATTPeripheral {
     let characteristicsByHandle: [UInt16: CuffCharacteristic]
     /// Service Changed's value and CCCD handles, when the cuff indicates it on connecting.
     let serviceChangedOnConnect: (value: UInt16, cccd: UInt16)?
+    /// The machine's actions for one event, kept between events (emptied, its capacity kept:
+    /// ``ActionMachine``); an event handled while another one's actions run gets a new array.
+    var machineActions: [CuffSimulatorMachine.Action] = []
+    /// The server's actions for one call, kept between calls the same way.
+    var serverScratch: [GATTServerAction] = []
 
     /// - Parameter requireEncryption: the result and cuff-pressure subscriptions need an encrypted
     ///   link (a cuff that must be bonded first); clients get Insufficient Authentication until then.
@@ -120,13 +125,15 @@ public struct CuffPeripheral: GATTPeripheral {
         var out: [Output] = []
         if let sc = serviceChangedOnConnect {
             server.restoreSubscription(cccdHandle: sc.cccd, notify: false, indicate: true)
-            out = serverActions(server.indicate(handle: sc.value, value: [0x01, 0x00, 0xFF, 0xFF], now: now), now)
+            out = serving({ $0.indicate(handle: sc.value, value: [0x01, 0x00, 0xFF, 0xFF], now: now, into: &$1) }, now)
         }
-        return out + run(machine.connect(client: client, now: now), now)
+        var actions = takeActions()
+        machine.connect(client: client, now: now, into: &actions)
+        return out + run(actions: &actions, now)
     }
 
     public mutating func disconnected(now: Timestamp) -> [Output] {
-        let out = run(machine.handle(.disconnected(now)), now)
+        let out = perform(.disconnected(now), now)
         server.reset()
         return out
     }
@@ -135,18 +142,53 @@ public struct CuffPeripheral: GATTPeripheral {
 
     /// One PDU from the client.
     public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [Output] {
-        serverActions(server.receive(pdu, now: now), now)
+        serving({ $0.receive(pdu, now: now, into: &$1) }, now)
     }
 
     /// Starts the cuff's own measurement schedule, if it has one.
     public mutating func poweredOn(now: Timestamp) { machine.powerOn(now: now) }
 
     /// The start button (SIGUSR1).
-    public mutating func buttonPressed(now: Timestamp) -> [Output] { run(machine.handle(.buttonPressed(now)), now) }
+    public mutating func buttonPressed(now: Timestamp) -> [Output] { perform(.buttonPressed(now), now) }
 
     /// Time passed: indication timeouts, the next cuff-pressure sample, the end of the linger.
     public mutating func tick(now: Timestamp) -> [Output] {
-        serverActions(server.tick(now: now), now) + run(machine.handle(.tick(now)), now)
+        serving({ $0.tick(now: now, into: &$1) }, now) + perform(.tick(now), now)
+    }
+
+    /// The machine's actions for `event`, run.
+    mutating func perform(_ event: CuffSimulatorMachine.Event, _ now: Timestamp, writeResults: Bool = true) -> [Output] {
+        var actions = takeActions()
+        machine.handle(event, into: &actions)
+        if !writeResults { actions.removeAll { if case .writeResult = $0 { true } else { false } } }
+        return run(actions: &actions, now)
+    }
+
+    /// ``machineActions``, empty, for one event (``run(actions:_:)`` gives it back).
+    mutating func takeActions() -> [CuffSimulatorMachine.Action] {
+        var actions: [CuffSimulatorMachine.Action] = []
+        swap(&actions, &machineActions)
+        return actions
+    }
+
+    /// Runs one event's actions, then keeps the emptied array for the next event.
+    mutating func run(actions: inout [CuffSimulatorMachine.Action], _ now: Timestamp) -> [Output] {
+        let out = run(actions, now)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > machineActions.capacity { swap(&actions, &machineActions) }
+        return out
+    }
+
+    /// Calls the server with ``serverScratch`` (emptied; a nested call gets a new array) and runs
+    /// what it asks for.
+    mutating func serving(_ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ now: Timestamp) -> [Output] {
+        var actions: [GATTServerAction] = []
+        swap(&actions, &serverScratch)
+        call(&server, &actions)
+        let out = serverActions(actions, now)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > serverScratch.capacity { swap(&actions, &serverScratch) }
+        return out
     }
 
     mutating func serverActions(_ actions: [GATTServerAction], _ now: Timestamp) -> [Output] {
@@ -157,16 +199,14 @@ public struct CuffPeripheral: GATTPeripheral {
                 out.append(.send(pdu))
             case let .written(handle, _, value, withResponse):
                 guard let c = characteristicsByHandle[handle] else { continue }
-                var results = machine.handle(.written(c, value, now))
-                if !withResponse { results.removeAll { if case .writeResult = $0 { true } else { false } } }
-                out += run(results, now)
+                out += perform(.written(c, value, now), now, writeResults: withResponse)
             case let .subscriptionChanged(valueHandle, _, notify, indicate):
                 guard let c = characteristicsByHandle[valueHandle] else { continue }
-                out += run(machine.handle(.subscriptionChanged(c, notify: notify, indicate: indicate, now)), now)
+                out += perform(.subscriptionChanged(c, notify: notify, indicate: indicate, now), now)
             case .indicationConfirmed:
-                out += run(machine.handle(.indicationConfirmed(now)), now)
+                out += perform(.indicationConfirmed(now), now)
             case .indicationTimedOut:
-                out += run(machine.handle(.indicationTimedOut(now)), now)
+                out += perform(.indicationTimedOut(now), now)
             case let .dropped(handle, reason):
                 if reason != .notSubscribed {
                     out.append(.log("value for handle 0x\(String(handle, radix: 16)) not sent: \(reason.rawValue)"))
@@ -184,13 +224,13 @@ public struct CuffPeripheral: GATTPeripheral {
             switch a {
             case let .notify(c, v):
                 guard let h = handles[c] else { continue }
-                out += serverActions(server.notify(handle: h, value: v), now)
+                out += serving({ $0.notify(handle: h, value: v, into: &$1) }, now)
             case let .indicate(c, v):
                 guard let h = handles[c] else { continue }
-                out += serverActions(server.indicate(handle: h, value: v, now: now), now)
+                out += serving({ $0.indicate(handle: h, value: v, now: now, into: &$1) }, now)
             case let .writeResult(c, error):
                 guard let h = handles[c] else { continue }
-                out += serverActions(server.respondToWrite(handle: h, error: error.map(ATTErrorCode.init(rawValue:))), now)
+                out += serving({ $0.respondToWrite(handle: h, error: error.map(ATTErrorCode.init(rawValue:)), into: &$1) }, now)
             case let .setValue(c, v):
                 if let h = handles[c] { _ = server.setValue(handle: h, v) }
             case let .disconnect(why):

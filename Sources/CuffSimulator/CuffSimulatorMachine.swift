@@ -186,7 +186,7 @@ extension SimulatorConfiguration {
 /// A measurement inflates at about 15 mmHg/s to 30–40 mmHg above systolic, deflates at about
 /// 3 mmHg/s with the oscillometric wiggle (largest around the mean arterial pressure, at the
 /// pulse rate), notifies the cuff pressure `icpRate` times a second, then indicates the result.
-public struct CuffSimulatorMachine: Sendable {
+public struct CuffSimulatorMachine: ActionMachine, Sendable {
     public enum Event: Sendable, Hashable {
         case connected(Timestamp)
         case subscriptionChanged(CuffCharacteristic, notify: Bool, indicate: Bool, Timestamp)
@@ -225,14 +225,10 @@ public struct CuffSimulatorMachine: Sendable {
     var phase: Phase = .idle
     var nextSample: Timestamp?
     var lingerUntil: Timestamp?
-    var subscribed: [CuffCharacteristic: (notify: Bool, indicate: Bool)] = [:]
-    var outstandingIndications = 0
+    /// The connected client's state (an empty one between connections).
+    var connection = Connection()
+    /// The live result's indication is not confirmed yet (the linger starts once it is).
     var resultPending = false
-    var connected = false
-    var sentBurst = false
-    var autostartPending = false
-    /// Autostart measures once per connection.
-    var autostarted = false
     var reading: Reading
     var lastPressure = 0.0
     var clockBase: Int64
@@ -243,29 +239,12 @@ public struct CuffSimulatorMachine: Sendable {
     /// When the next scheduled measurement (``SimulatorConfiguration/measureEvery``) is due.
     var nextScheduled: Timestamp?
     var nextSequence: UInt16 = 0
-    var racpBusy = false
-    /// A&D: the link is dropped at this time unless Date Time was written and the result
-    /// subscribed by then.
-    var clockDeadline: Timestamp?
-    var dateTimeWritten = false
-    /// Drop the link once every indication in flight is confirmed (the buffer was sent).
-    var disconnectWhenConfirmed = false
     /// Results the cuff produced (live or kept).
     public private(set) var measurementsDone = 0
     /// Readings a client confirmed (each counted once per client).
     public private(set) var confirmedReadings = 0
-    var indicationSentAt: [Timestamp] = []
-    /// The stored reading each indication in flight carries, a result (spontaneous, or the live
-    /// one, which the cuff stores too) by its sequence number; nil for RACP records and responses.
-    /// In the order sent: confirmations come back in that order.
-    var indicationCarries: [UInt16?] = []
     /// The Blood Pressure Record rolling segment counter (segmented records only).
     var recordCounter: UInt8 = 0
-    /// Who is connected: the identity the driver gave (a Bluetooth address), or nil for a client
-    /// the simulator cannot tell from others (a Unix socket) — all such clients are one client.
-    var client: String?
-    /// Set by ``connect(client:now:)`` for the `.connected` event that follows.
-    var connectingClient: String?
     /// Sequence numbers of the readings each client confirmed (key "" for the anonymous client),
     /// for the `maxBondedClients` clients seen last (`deliveredOrder`, oldest first).
     var delivered: [String: Set<UInt16>] = [:]
@@ -273,6 +252,40 @@ public struct CuffSimulatorMachine: Sendable {
     /// How many clients the cuff remembers (real cuffs keep a handful of bonds); a client beyond
     /// that makes it forget the one it saw longest ago, which then gets every reading again.
     static let maxBondedClients = 8
+
+    /// Everything the cuff knows of one connection, as one value: a new connection starts from a
+    /// fresh one, and a disconnection forgets it.
+    struct Connection: Sendable {
+        /// Who is connected: the identity the driver gave (a Bluetooth address), or nil for a
+        /// client the simulator cannot tell from others (a Unix socket) — all such clients are one.
+        var client: String?
+        var subscribed: [CuffCharacteristic: (notify: Bool, indicate: Bool)] = [:]
+        /// The indications not confirmed yet, in the order sent: confirmations come back in that order.
+        var indications: [IndicationInFlight] = []
+        /// The stored readings went out after the result subscription.
+        var sentBurst = false
+        /// Autostart waits for the stored readings to be confirmed.
+        var autostartPending = false
+        /// Autostart measures once per connection.
+        var autostarted = false
+        var racpBusy = false
+        /// A&D: the link is dropped at this time unless Date Time was written and the result
+        /// subscribed by then.
+        var clockDeadline: Timestamp?
+        var dateTimeWritten = false
+        /// Drop the link once every indication in flight is confirmed (the buffer was sent).
+        var disconnectWhenConfirmed = false
+
+        var outstandingIndications: Int { indications.count }
+    }
+
+    /// One indication waiting for its confirmation.
+    struct IndicationInFlight: Sendable {
+        var sentAt: Timestamp
+        /// The stored reading it carries, a result (spontaneous, or the live one, which the cuff
+        /// stores too) by its sequence number; nil for RACP records and responses.
+        var carries: UInt16?
+    }
 
     struct StoredRecord: Sendable, Hashable {
         var sequence: UInt16
@@ -328,7 +341,7 @@ public struct CuffSimulatorMachine: Sendable {
     }
 
     /// The earliest time the driver must send `.tick`.
-    public var nextDeadline: Timestamp? { [nextSample, lingerUntil, nextScheduled, clockDeadline].compactMap { $0 }.min() }
+    public var nextDeadline: Timestamp? { [nextSample, lingerUntil, nextScheduled, connection.clockDeadline].compactMap { $0 }.min() }
 
     /// Starts the measurement schedule (``SimulatorConfiguration/measureEvery``) at `now`.
     public mutating func powerOn(now: Timestamp) {
@@ -366,185 +379,169 @@ public struct CuffSimulatorMachine: Sendable {
 
     // MARK: - Events
 
-    public mutating func handle(_ event: Event) -> [Action] {
+    /// Takes one event; appends what the cuff does to `out`, in order (``ActionMachine``).
+    public mutating func handle(_ event: Event, into out: inout [Action]) {
         switch event {
         case let .connected(now):
-            connected = true
-            client = connectingClient
-            connectingClient = nil
-            indicationCarries = []
-            indicationSentAt = []
-            subscribed = [:]
-            outstandingIndications = 0
-            sentBurst = false
-            autostartPending = false
-            autostarted = false
-            racpBusy = false
-            lingerUntil = nil
-            dateTimeWritten = false
-            disconnectWhenConfirmed = false
-            clockDeadline = habits.clockWindow.map { now + $0 }
-            return [.setValue(.currentTime, currentTime(now))]
+            connect(client: nil, now: now, into: &out)
 
         case let .subscriptionChanged(c, notify, indicate, now):
-            subscribed[c] = (notify, indicate)
-            var actions: [Action] = [.log("client \(indicate ? "subscribed to indications of" : notify ? "subscribed to notifications of" : "unsubscribed from") \(c.rawValue)")]
+            connection.subscribed[c] = (notify, indicate)
+            out.append(.log("client \(indicate ? "subscribed to indications of" : notify ? "subscribed to notifications of" : "unsubscribed from") \(c.rawValue)"))
             let isResult = c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement
             if isResult && indicate {
-                if dateTimeWritten { clockDeadline = nil }
-                actions += sendMemory(now)
-                if configuration.autostart && habits.autostarts && phase == .idle && !autostarted {
-                    autostarted = true
+                if connection.dateTimeWritten { connection.clockDeadline = nil }
+                sendMemory(now, &out)
+                if configuration.autostart && habits.autostarts && phase == .idle && !connection.autostarted {
+                    connection.autostarted = true
                     // Upload first, then measure: start once the stored readings are confirmed.
-                    if outstandingIndications > 0 {
-                        autostartPending = true
+                    if connection.outstandingIndications > 0 {
+                        connection.autostartPending = true
                     } else {
-                        actions += startMeasurement(now, why: "autostart: a client subscribed")
+                        startMeasurement(now, why: "autostart: a client subscribed", &out)
                     }
                 }
             }
-            return actions
 
         case let .written(c, value, now):
-            return written(c, value, now)
+            written(c, value, now, &out)
 
         case let .indicationConfirmed(now):
-            outstandingIndications = max(0, outstandingIndications - 1)
-            var actions: [Action] = []
-            if !indicationCarries.isEmpty, let seq = indicationCarries.removeFirst() {
-                markDelivered(seq)
+            if !connection.indications.isEmpty {
+                let confirmed = connection.indications.removeFirst()
+                if let seq = confirmed.carries { markDelivered(seq) }
+                let waited = (now - confirmed.sentAt).secondsDouble
+                if waited > 1 { out.append(.log(String(format1(waited)) + " s until the client confirmed an indication")) }
             }
-            if !indicationSentAt.isEmpty {
-                let sent = indicationSentAt.removeFirst()
-                let waited = (now - sent).secondsDouble
-                if waited > 1 { actions.append(.log(String(format1(waited)) + " s until the client confirmed an indication")) }
+            let allConfirmed = connection.outstandingIndications == 0
+            if allConfirmed && connection.autostartPending {
+                connection.autostartPending = false
+                startMeasurement(now, why: "autostart: stored readings delivered", &out)
             }
-            if outstandingIndications == 0 && autostartPending {
-                autostartPending = false
-                actions += startMeasurement(now, why: "autostart: stored readings delivered")
-            }
-            if outstandingIndications == 0 && resultPending {
+            if connection.outstandingIndications == 0 && resultPending {
                 resultPending = false
                 lingerUntil = now + configuration.linger
             }
-            if outstandingIndications == 0 && disconnectWhenConfirmed {
-                disconnectWhenConfirmed = false
-                actions += [.log("buffer sent; the cuff switches off"), .disconnect("cuff switched off after sending its buffer")]
+            if connection.outstandingIndications == 0 && connection.disconnectWhenConfirmed {
+                connection.disconnectWhenConfirmed = false
+                out.append(.log("buffer sent; the cuff switches off"))
+                out.append(.disconnect("cuff switched off after sending its buffer"))
             }
-            return actions
 
         case .indicationTimedOut:
-            return [.log("no confirmation within 30 s: dropping the link (ATT transaction timeout)"), .disconnect("indication not confirmed")]
+            out.append(.log("no confirmation within 30 s: dropping the link (ATT transaction timeout)"))
+            out.append(.disconnect("indication not confirmed"))
 
         case let .buttonPressed(now):
-            if phase == .idle { return startMeasurement(now, why: "start button pressed") }
-            return stopMeasurement(now, why: "button pressed during the measurement")
+            if phase == .idle { return startMeasurement(now, why: "start button pressed", &out) }
+            stopMeasurement(now, why: "button pressed during the measurement", &out)
 
         case let .tick(now):
-            var actions: [Action] = []
-            if let d = clockDeadline, now >= d {
-                clockDeadline = nil
-                let missing = dateTimeWritten ? "the result subscription" : "a Date Time write"
-                return [.log("no \(missing) within \(format1(habits.clockWindow?.secondsDouble ?? 0)) s of the link coming up; the cuff disconnects"),
-                        .disconnect("no Date Time and result subscription in time")]
+            if let d = connection.clockDeadline, now >= d {
+                connection.clockDeadline = nil
+                let missing = connection.dateTimeWritten ? "the result subscription" : "a Date Time write"
+                out.append(.log("no \(missing) within \(format1(habits.clockWindow?.secondsDouble ?? 0)) s of the link coming up; the cuff disconnects"))
+                out.append(.disconnect("no Date Time and result subscription in time"))
+                return
             }
             if let l = lingerUntil, now >= l {
                 lingerUntil = nil
-                actions += [.log("measurement done; the cuff switches off"), .disconnect("cuff switched off after the measurement")]
-                return actions
+                out.append(.log("measurement done; the cuff switches off"))
+                out.append(.disconnect("cuff switched off after the measurement"))
+                return
             }
             if let due = nextScheduled, now >= due, let every = configuration.measureEvery {
                 // The next slot after now (a driver that woke very late skips the missed ones).
                 var next = due + every
                 if next <= now { next = now + every }
                 nextScheduled = next
-                if phase == .idle { actions += startMeasurement(now, why: "scheduled, every \(format1(every.secondsDouble)) s") }
+                if phase == .idle { startMeasurement(now, why: "scheduled, every \(format1(every.secondsDouble)) s", &out) }
             }
             // Every sample due by now, each at its own time: a driver that woke late (a busy
             // machine, a fast --speed) catches up instead of skipping, so the sequence of values
             // depends only on the seed.
             while let n = nextSample, now >= n {
-                actions += sample(n)
+                sample(n, &out)
             }
-            return actions
 
         case .disconnected:
-            connected = false
-            subscribed = [:]
+            connection = Connection()
             if phase != .idle {
                 phase = .idle
                 nextSample = nil
-                return [.log("client disconnected during the measurement; the cuff deflates")]
+                out.append(.log("client disconnected during the measurement; the cuff deflates"))
+                return
             }
             nextSample = nil
             lingerUntil = nil
-            return []
         }
     }
 
     // MARK: - Writes
 
-    mutating func written(_ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp) -> [Action] {
+    mutating func written(_ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp, _ out: inout [Action]) {
         switch c {
         case .cuffControl:
             if let v = habits.vendorStart {
                 // The family's own control: its start command, nothing else known.
-                guard value == v.value else { return [.writeResult(c, error: 0x80), .log("rejected control command \(Hex.encode(value))")] }
-                if phase != .idle { return [.writeResult(c, error: 0xFE)] }
-                return [.writeResult(c, error: nil)] + startMeasurement(now, why: "vendor start command \(Hex.encode(value))")
+                guard value == v.value else { return out.append(contentsOf: [.writeResult(c, error: 0x80), .log("rejected control command \(Hex.encode(value))")]) }
+                if phase != .idle { return out.append(.writeResult(c, error: 0xFE)) }
+                out.append(.writeResult(c, error: nil))
+                return startMeasurement(now, why: "vendor start command \(Hex.encode(value))", &out)
             }
             guard value.count == 1, let cmd = CuffControl.Command(rawValue: value[0]) else {
-                return [.writeResult(c, error: 0x80), .log("rejected control command \(Hex.encode(value))")]
+                return out.append(contentsOf: [.writeResult(c, error: 0x80), .log("rejected control command \(Hex.encode(value))")])
             }
             switch cmd {
             case .start:
-                if phase != .idle { return [.writeResult(c, error: 0xFE)] }
-                return [.writeResult(c, error: nil)] + startMeasurement(now, why: "start command")
+                if phase != .idle { return out.append(.writeResult(c, error: 0xFE)) }
+                out.append(.writeResult(c, error: nil))
+                startMeasurement(now, why: "start command", &out)
             case .stop:
-                return [.writeResult(c, error: nil)] + stopMeasurement(now, why: "stop command")
+                out.append(.writeResult(c, error: nil))
+                stopMeasurement(now, why: "stop command", &out)
             }
         case .currentTime:
             guard let ct = try? CurrentTime.decode(value[...]).value, let secs = ct.dateTime.unixSeconds, ct.dateTime.isValid else {
-                return [.writeResult(c, error: 0xFF), .log("rejected Current Time \(Hex.encode(value))")]
+                return out.append(contentsOf: [.writeResult(c, error: 0xFF), .log("rejected Current Time \(Hex.encode(value))")])
             }
             clockBase = secs
             clockSetAt = now
-            return [.writeResult(c, error: nil), .setValue(.currentTime, currentTime(now)), .log("clock set to \(ct.dateTime.description)")]
+            out.append(contentsOf: [.writeResult(c, error: nil), .setValue(.currentTime, currentTime(now)), .log("clock set to \(ct.dateTime.description)")])
         case .recordAccessControlPoint:
-            return racp(value, now)
+            racp(value, now, &out)
         case .dateTime where habits.hasDateTime:
             guard let dt = try? DateTime.decode(value[...]).value, let secs = dt.unixSeconds, dt.isValid else {
-                return [.writeResult(c, error: 0xFF), .log("rejected Date Time \(Hex.encode(value))")]
+                return out.append(contentsOf: [.writeResult(c, error: 0xFF), .log("rejected Date Time \(Hex.encode(value))")])
             }
             clockBase = secs
             clockSetAt = now
-            dateTimeWritten = true
-            var actions: [Action] = [.writeResult(c, error: nil), .setValue(.dateTime, value), .log("clock set to \(dt.description) (Date Time)")]
-            if subscribed[.bloodPressureMeasurement]?.indicate == true {
-                clockDeadline = nil
-                actions += sendMemory(now)
+            connection.dateTimeWritten = true
+            out.append(contentsOf: [.writeResult(c, error: nil), .setValue(.dateTime, value), .log("clock set to \(dt.description) (Date Time)")])
+            if connection.subscribed[.bloodPressureMeasurement]?.indicate == true {
+                connection.clockDeadline = nil
+                sendMemory(now, &out)
             }
-            return actions
         default:
-            return [.writeResult(c, error: 0x03)]
+            out.append(.writeResult(c, error: 0x03))
         }
     }
 
-    mutating func racp(_ value: [UInt8], _ now: Timestamp) -> [Action] {
-        guard subscribed[.recordAccessControlPoint]?.indicate == true else {
-            return [.writeResult(.recordAccessControlPoint, error: 0xFD)]  // CCCD improperly configured
+    mutating func racp(_ value: [UInt8], _ now: Timestamp, _ out: inout [Action]) {
+        guard connection.subscribed[.recordAccessControlPoint]?.indicate == true else {
+            return out.append(.writeResult(.recordAccessControlPoint, error: 0xFD))  // CCCD improperly configured
         }
-        if racpBusy { return [.writeResult(.recordAccessControlPoint, error: 0xFE)] }
-        var actions: [Action] = [.writeResult(.recordAccessControlPoint, error: nil)]
-        func respond(_ op: RecordAccessControlPoint.OpCode, _ code: RecordAccessControlPoint.ResponseCode) {
-            actions.append(contentsOf: indicate(.recordAccessControlPoint, RecordAccessControlPoint.responseCode(requestOpCode: op, response: code).encode(), now))
+        if connection.racpBusy { return out.append(.writeResult(.recordAccessControlPoint, error: 0xFE)) }
+        out.append(.writeResult(.recordAccessControlPoint, error: nil))
+        func respond(_ op: RecordAccessControlPoint.OpCode, _ code: RecordAccessControlPoint.ResponseCode, _ out: inout [Action]) {
+            indicate(.recordAccessControlPoint, RecordAccessControlPoint.responseCode(requestOpCode: op, response: code).encode(), now, &out)
         }
         guard let req = try? RecordAccessControlPoint.decode(value[...], as: .request).value,
             case let .request(op, opr, filter) = req
         else {
             let op = RecordAccessControlPoint.OpCode(rawValue: value.first ?? 0)
-            respond(op, value.count < 2 ? .invalidOperator : .opCodeNotSupported)
-            return actions
+            respond(op, value.count < 2 ? .invalidOperator : .opCodeNotSupported, &out)
+            return
         }
         func select() -> [StoredRecord]? {
             switch opr {
@@ -562,58 +559,57 @@ public struct CuffSimulatorMachine: Sendable {
         }
         switch op {
         case .reportStoredRecords:
-            guard let sel = select() else { respond(op, filter == nil ? .invalidOperator : .operandNotSupported); return actions }
-            if sel.isEmpty { respond(op, .noRecordsFound); return actions }
-            actions.append(.log("RACP: reporting \(sel.count) stored record(s)"))
+            guard let sel = select() else { return respond(op, filter == nil ? .invalidOperator : .operandNotSupported, &out) }
+            if sel.isEmpty { return respond(op, .noRecordsFound, &out) }
+            out.append(.log("RACP: reporting \(sel.count) stored record(s)"))
             for r in sel {
                 let rec = BloodPressureRecord(sequenceNumber: r.sequence, recordedUUID: 0x2B34, recorded: enhanced(r.reading, localSeconds: r.localSeconds).encode())
                 let withCRC = configuration.features.contains(.e2eCRC)
                 if let n = configuration.recordSegmentLength {
                     let segments = rec.segments(maxLength: max(6, n), startCounter: recordCounter, withCRC: withCRC)
-                    for seg in segments { actions += indicate(.bloodPressureRecord, seg.encode(), now) }
+                    for seg in segments { indicate(.bloodPressureRecord, seg.encode(), now, &out) }
                     recordCounter = UInt8((Int(recordCounter) + segments.count) & 0x3F)
                 } else {
-                    actions += indicate(.bloodPressureRecord, [0x03] + rec.encodeBody(withCRC: withCRC), now)
+                    indicate(.bloodPressureRecord, [0x03] + rec.encodeBody(withCRC: withCRC), now, &out)
                 }
             }
-            respond(op, .success)
+            respond(op, .success, &out)
         case .deleteStoredRecords:
-            guard let sel = select() else { respond(op, .invalidOperator); return actions }
+            guard let sel = select() else { return respond(op, .invalidOperator, &out) }
             let gone = Set(sel.map(\.sequence))
             records.removeAll { gone.contains($0.sequence) }
-            respond(op, sel.isEmpty ? .noRecordsFound : .success)
+            respond(op, sel.isEmpty ? .noRecordsFound : .success, &out)
         case .abortOperation:
-            respond(op, .success)
+            respond(op, .success, &out)
         case .reportNumberOfStoredRecords:
-            guard let sel = select() else { respond(op, .invalidOperator); return actions }
-            actions += indicate(.recordAccessControlPoint, RecordAccessControlPoint.numberOfRecords(UInt32(sel.count), width: 2).encode(), now)
+            guard let sel = select() else { return respond(op, .invalidOperator, &out) }
+            indicate(.recordAccessControlPoint, RecordAccessControlPoint.numberOfRecords(UInt32(sel.count), width: 2).encode(), now, &out)
         default:
-            respond(op, .opCodeNotSupported)
+            respond(op, .opCodeNotSupported, &out)
         }
-        return actions
     }
 
     // MARK: - Measurement
 
-    mutating func startMeasurement(_ now: Timestamp, why: String) -> [Action] {
-        guard phase == .idle else { return [] }
+    mutating func startMeasurement(_ now: Timestamp, why: String, _ out: inout [Action]) {
+        guard phase == .idle else { return }
         reading = makeReading()
         lingerUntil = nil
         let top = reading.systolic + 30 + Double.random(in: 0...10, using: &random).rounded()
         phase = .inflating(since: now, top: top)
         lastPressure = 0
         nextSample = now
-        return [.log("measurement started (\(why)); target \(Int(reading.systolic))/\(Int(reading.diastolic)) pulse \(Int(reading.pulse))")]
+        out.append(.log("measurement started (\(why)); target \(Int(reading.systolic))/\(Int(reading.diastolic)) pulse \(Int(reading.pulse))"))
     }
 
-    mutating func stopMeasurement(_ now: Timestamp, why: String) -> [Action] {
+    mutating func stopMeasurement(_ now: Timestamp, why: String, _ out: inout [Action]) {
         switch phase {
-        case .idle: return [.log("stop: nothing to stop")]
-        case .dumping: return []
+        case .idle: out.append(.log("stop: nothing to stop"))
+        case .dumping: return
         default:
             phase = .dumping(since: now, from: lastPressure)
             nextSample = now
-            return [.log("measurement stopped (\(why)); deflating at once, no result")]
+            out.append(.log("measurement stopped (\(why)); deflating at once, no result"))
         }
     }
 
@@ -622,19 +618,18 @@ public struct CuffSimulatorMachine: Sendable {
     /// Whether a client follows the cuff pressure; without one the cuff skips from one phase
     /// change to the next instead of sampling (nobody would see the samples).
     var pressureWanted: Bool {
-        subscribed[.intermediateCuffPressure]?.notify == true || subscribed[.enhancedIntermediateCuffPressure]?.notify == true
+        connection.subscribed[.intermediateCuffPressure]?.notify == true || connection.subscribed[.enhancedIntermediateCuffPressure]?.notify == true
     }
 
-    mutating func sample(_ now: Timestamp) -> [Action] {
+    mutating func sample(_ now: Timestamp, _ out: inout [Action]) {
         nextSample = now + sampleInterval
         if !pressureWanted, let end = phaseEnd(), now < end {
             nextSample = end
-            return []
+            return
         }
         switch phase {
         case .idle:
             nextSample = nil
-            return []
         case let .inflating(since, top):
             let t = (now - since).secondsDouble
             var p = min(top, 15 * t) + Double.random(in: -0.4...0.4, using: &random)
@@ -642,7 +637,7 @@ public struct CuffSimulatorMachine: Sendable {
             if 15 * t >= top {
                 phase = .deflating(since: now, top: top)
             }
-            return cuffPressure(p, now)
+            cuffPressure(p, now, &out)
         case let .deflating(since, top):
             let t = (now - since).secondsDouble
             let base = top - 3 * t
@@ -650,7 +645,8 @@ public struct CuffSimulatorMachine: Sendable {
             if configuration.scenario == .disconnect && base <= (top + r.diastolic) / 2 {
                 phase = .idle
                 nextSample = nil
-                return [.log("scenario disconnect: dropping the link mid-measurement"), .disconnect("simulated link loss")]
+                out.append(.log("scenario disconnect: dropping the link mid-measurement"))
+                return out.append(.disconnect("simulated link loss"))
             }
             if base <= r.diastolic - 10 {
                 phase = .idle
@@ -661,7 +657,7 @@ public struct CuffSimulatorMachine: Sendable {
                 // new reading look like an old one.
                 let local = max(cuffClock(now), (lastResultLocal ?? .min) &+ 1)
                 lastResultLocal = local
-                var actions: [Action] = cuffPressure(max(0, base), now)
+                cuffPressure(max(0, base), now, &out)
                 var stored: UInt16? = nil
                 if configuration.scenario != .error {
                     stored = nextSequence
@@ -669,8 +665,7 @@ public struct CuffSimulatorMachine: Sendable {
                     if records.count > max(1, configuration.memoryCapacity) { records.removeFirst(records.count - max(1, configuration.memoryCapacity)) }
                     nextSequence &+= 1
                 }
-                actions += indicateResult(r, localSeconds: local, sequence: stored, now: now, live: true)
-                return actions
+                return indicateResult(r, localSeconds: local, sequence: stored, now: now, live: true, &out)
             }
             // Oscillations: largest near MAP, at the pulse rate; irregular pulse varies the beat.
             var rate = r.pulse / 60
@@ -680,7 +675,7 @@ public struct CuffSimulatorMachine: Sendable {
             let amplitude = 0.4 + 2.6 / (1 + u * u + u * u * u * u / 2)
             var p = base + amplitude * PureMath.sin(2 * Double.pi * rate * t) + Double.random(in: -0.2...0.2, using: &random)
             if configuration.scenario == .bodyMovement, (9.0..<10.0).contains(t) { p += 9 }
-            return cuffPressure(max(0, p), now)
+            cuffPressure(max(0, p), now, &out)
         case let .dumping(since, from):
             let t = (now - since).secondsDouble
             let p = max(0, from - 60 * t)
@@ -688,7 +683,7 @@ public struct CuffSimulatorMachine: Sendable {
                 phase = .idle
                 nextSample = nil
             }
-            return cuffPressure(p, now)
+            cuffPressure(p, now, &out)
         }
     }
 
@@ -707,20 +702,18 @@ public struct CuffSimulatorMachine: Sendable {
         }
     }
 
-    mutating func cuffPressure(_ mmHg: Double, _ now: Timestamp) -> [Action] {
+    mutating func cuffPressure(_ mmHg: Double, _ now: Timestamp, _ out: inout [Action]) {
         lastPressure = mmHg
         let unit = configuration.unit
         let v = SFloat(unit == .kPa ? (mmHg / PressureUnit.mmHgPerKPa * 10).rounded() / 10 : mmHg.rounded())
-        var actions: [Action] = []
-        if subscribed[.intermediateCuffPressure]?.notify == true {
+        if connection.subscribed[.intermediateCuffPressure]?.notify == true {
             var m = BloodPressureMeasurement.cuffPressure(v, unit: unit)
             if configuration.scenario == .rfuBits { m.rfuFlags = 0x80 }
-            actions.append(.notify(.intermediateCuffPressure, m.encode(quirks: configuration.quirks)))
+            out.append(.notify(.intermediateCuffPressure, m.encode(quirks: configuration.quirks)))
         }
-        if subscribed[.enhancedIntermediateCuffPressure]?.notify == true {
-            actions.append(.notify(.enhancedIntermediateCuffPressure, EnhancedBloodPressureMeasurement(unit: unit, kind: .cuffPressure(v)).encode()))
+        if connection.subscribed[.enhancedIntermediateCuffPressure]?.notify == true {
+            out.append(.notify(.enhancedIntermediateCuffPressure, EnhancedBloodPressureMeasurement(unit: unit, kind: .cuffPressure(v)).encode()))
         }
-        return actions
     }
 
     // MARK: - Results
@@ -754,40 +747,38 @@ public struct CuffSimulatorMachine: Sendable {
     }
 
     /// What the cuff sends from its memory when a client subscribed to the result, by family.
-    mutating func sendMemory(_ now: Timestamp) -> [Action] {
-        var actions: [Action] = []
+    mutating func sendMemory(_ now: Timestamp, _ out: inout [Action]) {
         switch habits.memory {
         case .standard:
             let pending = undeliveredRecords
-            if configuration.persona == .bps10 && !sentBurst && !pending.isEmpty {
-                sentBurst = true
-                actions.append(.log("sending \(pending.count) stored reading(s), oldest first"))
-                for r in pending { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
+            if configuration.persona == .bps10 && !connection.sentBurst && !pending.isEmpty {
+                connection.sentBurst = true
+                out.append(.log("sending \(pending.count) stored reading(s), oldest first"))
+                for r in pending { indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now, &out) }
             }
         case let .markersThenBufferThenDisconnect(markers):
             // (A&D: only once its clock was set; until then it waits, and drops the link at the deadline.)
-            guard !sentBurst, dateTimeWritten || !habits.hasDateTime else { return [] }
-            sentBurst = true
+            guard !connection.sentBurst, connection.dateTimeWritten || !habits.hasDateTime else { return }
+            connection.sentBurst = true
             let pending = undeliveredRecords
-            actions.append(.log("sending \(markers) NaN marker record(s), then \(pending.count) stored reading(s), oldest first"))
+            out.append(.log("sending \(markers) NaN marker record(s), then \(pending.count) stored reading(s), oldest first"))
             let marker = BloodPressureMeasurement(systolic: .nan, diastolic: .nan, meanArterialPressure: .nan)
-            for _ in 0..<markers { actions += indicate(.bloodPressureMeasurement, marker.encode(quirks: configuration.quirks), now) }
-            for r in pending { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
-            disconnectWhenConfirmed = true
+            for _ in 0..<markers { indicate(.bloodPressureMeasurement, marker.encode(quirks: configuration.quirks), now, &out) }
+            for r in pending { indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now, &out) }
+            connection.disconnectWhenConfirmed = true
         case .dumpNewestFirstByUser:
             // Every subscription, the whole memory: user 0's readings newest first, then user 1's.
             let order = records.filter { $0.reading.userID == 0 }.reversed() + records.filter { $0.reading.userID != 0 }.reversed()
-            actions.append(.log("dumping the memory: \(order.count) reading(s), newest first, user 0 then user 1"))
-            for r in order { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
+            out.append(.log("dumping the memory: \(order.count) reading(s), newest first, user 0 then user 1"))
+            for r in order { indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now, &out) }
         case .bufferThenDisconnect:
-            guard !sentBurst else { return [] }
-            sentBurst = true
+            guard !connection.sentBurst else { return }
+            connection.sentBurst = true
             let pending = undeliveredRecords
-            actions.append(.log("sending \(pending.count) stored reading(s), oldest first"))
-            for r in pending { actions += indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now) }
-            if outstandingIndications > 0 { disconnectWhenConfirmed = true } else { actions += [.disconnect("nothing stored")] }
+            out.append(.log("sending \(pending.count) stored reading(s), oldest first"))
+            for r in pending { indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now, &out) }
+            if connection.outstandingIndications > 0 { connection.disconnectWhenConfirmed = true } else { out.append(.disconnect("nothing stored")) }
         }
-        return actions
     }
 
     func enhanced(_ r: Reading, localSeconds: Int64) -> EnhancedBloodPressureMeasurement {
@@ -801,38 +792,43 @@ public struct CuffSimulatorMachine: Sendable {
 
     /// `sequence`: the stored reading this result is (it counts as delivered to the client once
     /// the client confirms it).
-    mutating func indicateResult(_ r: Reading, localSeconds: Int64, sequence: UInt16?, now: Timestamp, live: Bool = false) -> [Action] {
-        var actions: [Action] = []
-        if subscribed[.bloodPressureMeasurement]?.indicate == true {
-            actions += indicate(.bloodPressureMeasurement, measurement(r, localSeconds: localSeconds).encode(quirks: configuration.quirks), now, carrying: sequence)
-        } else if subscribed[.enhancedBloodPressureMeasurement]?.indicate == true {
-            actions += indicate(.enhancedBloodPressureMeasurement, enhanced(r, localSeconds: localSeconds).encode(), now, carrying: sequence)
+    mutating func indicateResult(_ r: Reading, localSeconds: Int64, sequence: UInt16?, now: Timestamp, live: Bool = false, _ out: inout [Action]) {
+        if connection.subscribed[.bloodPressureMeasurement]?.indicate == true {
+            indicate(.bloodPressureMeasurement, measurement(r, localSeconds: localSeconds).encode(quirks: configuration.quirks), now, carrying: sequence, &out)
+        } else if connection.subscribed[.enhancedBloodPressureMeasurement]?.indicate == true {
+            indicate(.enhancedBloodPressureMeasurement, enhanced(r, localSeconds: localSeconds).encode(), now, carrying: sequence, &out)
         } else if live {
-            actions.append(.log("result ready but nobody subscribed to it; kept as a stored record"))
+            out.append(.log("result ready but nobody subscribed to it; kept as a stored record"))
         }
-        if live && !actions.isEmpty {
+        // (Every branch above appended one action, or none when it is not live.)
+        if live {
             resultPending = true
             let m = measurement(r, localSeconds: localSeconds)
-            actions.append(.log("result: \(m.systolic)/\(m.diastolic) \(m.unit.rawValue), pulse \(m.pulseRate.map { "\($0)" } ?? "-")"))
+            out.append(.log("result: \(m.systolic)/\(m.diastolic) \(m.unit.rawValue), pulse \(m.pulseRate.map { "\($0)" } ?? "-")"))
         }
-        return actions
     }
 
-    mutating func indicate(_ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp, carrying sequence: UInt16? = nil) -> [Action] {
-        outstandingIndications += 1
-        indicationSentAt.append(now)
-        indicationCarries.append(sequence)
-        return [.indicate(c, value)]
+    mutating func indicate(_ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp, carrying sequence: UInt16? = nil, _ out: inout [Action]) {
+        connection.indications.append(IndicationInFlight(sentAt: now, carries: sequence))
+        out.append(.indicate(c, value))
     }
 
     /// A client connected, known by `client` (a Bluetooth address) when the driver can tell
     /// clients apart; nil is the one anonymous client (every Unix-socket client).
-    public mutating func connect(client: String?, now: Timestamp) -> [Action] {
-        connectingClient = client
-        return handle(.connected(now))
+    public mutating func connect(client: String?, now: Timestamp, into out: inout [Action]) {
+        connection = Connection(client: client, clockDeadline: habits.clockWindow.map { now + $0 })
+        lingerUntil = nil
+        out.append(.setValue(.currentTime, currentTime(now)))
     }
 
-    var clientKey: String { client ?? "" }
+    /// ``connect(client:now:into:)`` into a new array (tests).
+    public mutating func connect(client: String?, now: Timestamp) -> [Action] {
+        var out: [Action] = []
+        connect(client: client, now: now, into: &out)
+        return out
+    }
+
+    var clientKey: String { connection.client ?? "" }
 
     mutating func markDelivered(_ sequence: UInt16) {
         let key = clientKey

@@ -33,9 +33,32 @@ public struct GATTClient: Sendable {
     private var nextID = 1
     private var queue: [Running] = []
     private var current: Running?
-    /// The request on the air (or waiting for a security raise before it is sent again).
-    private var request: (pdu: ATTPDU, sentAt: Timestamp?)?
-    private var securityTarget: (level: SecurityLevel, error: ATTErrorCode, handle: UInt16)?
+    /// The request of the running procedure, if it has one: on the air, or held back while the
+    /// link's security is raised.
+    private var request: Request = .none
+
+    /// Where the running procedure's request is; each case holds only what that stage needs.
+    private enum Request: Sendable {
+        /// No request is on the air.
+        case none
+        /// `pdu` went out at `sentAt`; its answer is due within ``GATTClient/transactionTimeout``.
+        case onTheAir(ATTPDU, sentAt: Timestamp)
+        /// The server answered `pdu` with a security error (`error` at `handle`): it goes out
+        /// again once the link has `level` (no transaction timer runs meanwhile).
+        case awaitingSecurity(ATTPDU, SecurityTarget)
+
+        /// The request on the air and when it was sent, if one is.
+        var onTheAir: (pdu: ATTPDU, sentAt: Timestamp)? {
+            if case let .onTheAir(pdu, sentAt) = self { return (pdu, sentAt) }
+            return nil
+        }
+    }
+
+    private struct SecurityTarget: Sendable {
+        var level: SecurityLevel
+        var error: ATTErrorCode
+        var handle: UInt16
+    }
 
     public init(preferredMTU: UInt16 = 247, securityLevel: SecurityLevel = .low) {
         self.preferredMTU = min(max(preferredMTU, GATTServer.minimumMTU), 517)
@@ -43,7 +66,7 @@ public struct GATTClient: Sendable {
     }
 
     /// When ``tick(now:)`` must next be called, nil when no request is on the air.
-    public var nextDeadline: Timestamp? { request?.sentAt.map { $0 + Self.transactionTimeout } }
+    public var nextDeadline: Timestamp? { request.onTheAir.map { $0.sentAt + Self.transactionTimeout } }
 
     /// Procedures queued or running.
     public var pendingProcedures: Int { queue.count + (current == nil ? 0 : 1) }
@@ -121,22 +144,22 @@ public struct GATTClient: Sendable {
     /// step-ups start from the right level.
     public mutating func securityRaised(level: SecurityLevel, now: Timestamp) -> [GATTClientAction] {
         securityLevel = level
-        guard let target = securityTarget, let pending = request else { return [] }
-        securityTarget = nil
+        guard case let .awaitingSecurity(pdu, target) = request else { return [] }
         guard level >= target.level else {
+            request = .none
             return finish(.failure(GATTClientError(
                 .attError, "\(target.error) at \(Hex.handle(target.handle)) persists: link raised to \(level), not \(target.level)",
                 attError: target.error, handle: target.handle)), now: now)
         }
-        request = (pending.pdu, now)
+        request = .onTheAir(pdu, sentAt: now)
         requestsSent += 1
-        return [.send(pending.pdu.bytes)]
+        return [.send(pdu.bytes)]
     }
 
     /// The caller could not or would not raise security: the waiting procedure fails.
     public mutating func securityRefused(now: Timestamp) -> [GATTClientAction] {
-        guard let target = securityTarget else { return [] }
-        securityTarget = nil
+        guard case let .awaitingSecurity(_, target) = request else { return [] }
+        request = .none
         return finish(.failure(GATTClientError(
             .securityRefused, "\(target.error) at \(Hex.handle(target.handle)): security not raised to \(target.level)",
             attError: target.error, handle: target.handle)), now: now)
@@ -158,8 +181,7 @@ public struct GATTClient: Sendable {
 
     /// Checks the transaction timer.
     public mutating func tick(now: Timestamp) -> [GATTClientAction] {
-        guard failure == nil, let sent = request?.sentAt, now - sent >= Self.transactionTimeout else { return [] }
-        let pdu = request!.pdu
+        guard failure == nil, case let (pdu, sent)? = request.onTheAir, now - sent >= Self.transactionTimeout else { return [] }
         return fail(GATTClientError(.timeout, "no answer to \(pdu.opcode) within 30 s"))
     }
 
@@ -249,7 +271,7 @@ public struct GATTClient: Sendable {
             current = running
             switch step {
             case let .send(pdu):
-                request = (pdu, now)
+                request = .onTheAir(pdu, sentAt: now)
                 requestsSent += 1
                 actions.append(.send(pdu.bytes))
             case let .done(result):
@@ -263,7 +285,7 @@ public struct GATTClient: Sendable {
     private mutating func apply(_ step: ProcedureStep, now: Timestamp) -> [GATTClientAction] {
         switch step {
         case let .send(pdu):
-            request = (pdu, now)
+            request = .onTheAir(pdu, sentAt: now)
             requestsSent += 1
             return [.send(pdu.bytes)]
         case let .done(result):
@@ -277,8 +299,7 @@ public struct GATTClient: Sendable {
     }
 
     private mutating func complete(_ result: Result<GATTClientResponse, GATTClientError>) -> [GATTClientAction] {
-        request = nil
-        securityTarget = nil
+        request = .none
         guard let done = current else { return [] }
         current = nil
         return [.completed(done.id, result)]
@@ -287,8 +308,7 @@ public struct GATTClient: Sendable {
     /// Completes every procedure with `error` and stops the client.
     private mutating func fail(_ error: GATTClientError) -> [GATTClientAction] {
         failure = error
-        request = nil
-        securityTarget = nil
+        request = .none
         var actions: [GATTClientAction] = []
         if let current { actions.append(.completed(current.id, .failure(error))) }
         actions += queue.map { .completed($0.id, .failure(bearerFailed(error))) }
@@ -318,7 +338,7 @@ public struct GATTClient: Sendable {
 
     /// A response to the request on the air.
     private mutating func response(_ pdu: ATTPDU, now: Timestamp) -> [GATTClientAction] {
-        guard let sent = request, sent.sentAt != nil, var running = current else {
+        guard let sent = request.onTheAir, var running = current else {
             return fail(GATTClientError(.unexpectedResponse, "unsolicited \(pdu.opcode): no request is outstanding"))
         }
         let asked = sent.pdu.opcode
@@ -333,8 +353,7 @@ public struct GATTClient: Sendable {
                         .attError, "\(error) at \(Hex.handle(handle)) for \(asked), and the link is already \(securityLevel)",
                         attError: error, handle: handle)), now: now)
                 }
-                securityTarget = (target, error, handle)
-                self.request = (sent.pdu, nil)
+                self.request = .awaitingSecurity(sent.pdu, SecurityTarget(level: target, error: error, handle: handle))
                 return [.raiseSecurity(to: target)]
             }
         } else if pdu.opcode != asked.responseOpcode {

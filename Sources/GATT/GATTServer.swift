@@ -41,12 +41,40 @@ public struct GATTServer: Sendable {
     public private(set) var mtu: UInt16 = minimumMTU
     public private(set) var securityLevel: SecurityLevel = .low
     /// True once an indication timed out: no more indications go out on this link.
-    public private(set) var indicationsStopped = false
+    public var indicationsStopped: Bool {
+        if case .stopped = indications { return true }
+        return false
+    }
 
     private var cccds: [UInt16: UInt16] = [:]
-    private var inFlight: (handle: UInt16, sentAt: Timestamp)?
-    private var queue: [(handle: UInt16, value: [UInt8])] = []
-    private var pendingWrite: (handle: UInt16, value: [UInt8])?
+    private var indications: Indications = .idle
+    /// A Write Request to a handle in ``deferredWriteHandles`` that waits for ``respondToWrite(handle:error:)``.
+    private var pendingWrite: Indication?
+
+    /// The link's indications, one in flight at a time (Vol 3 Part F §3.3.3); each case holds
+    /// only what it needs.
+    private enum Indications: Sendable {
+        /// None in flight (and so none queued).
+        case idle
+        /// `handle`'s indication went out at `sentAt`; `queue` waits behind it, oldest first.
+        case inFlight(handle: UInt16, sentAt: Timestamp, queue: [Indication])
+        /// One timed out: no more go out on this link.
+        case stopped
+        /// Only while ``inFlight(handle:sentAt:queue:)``'s queue is changed in place (so it is
+        /// not copied); never seen between calls.
+        case modifying
+
+        var inFlight: (handle: UInt16, sentAt: Timestamp)? {
+            if case let .inFlight(handle, sentAt, _) = self { return (handle, sentAt) }
+            return nil
+        }
+    }
+
+    /// A handle and its value: an indication waiting, or a deferred write.
+    private struct Indication: Sendable {
+        var handle: UInt16
+        var value: [UInt8]
+    }
 
     public init(database: AttributeDatabase, preferredMTU: UInt16 = 247, indicationQueueLimit: Int = 64) {
         self.database = database
@@ -59,10 +87,8 @@ public struct GATTServer: Sendable {
     public mutating func reset() {
         mtu = Self.minimumMTU
         securityLevel = .low
-        indicationsStopped = false
         cccds = [:]
-        inFlight = nil
-        queue = []
+        indications = .idle
         pendingWrite = nil
     }
 
@@ -89,130 +115,131 @@ public struct GATTServer: Sendable {
     }
 
     /// When ``tick(now:)`` must next be called, nil when no timer runs.
-    public var nextDeadline: Timestamp? { inFlight.map { $0.sentAt + transactionTimeoutHere } }
+    public var nextDeadline: Timestamp? { indications.inFlight.map { $0.sentAt + transactionTimeoutHere } }
 
     /// The number of indications waiting behind the one in flight.
-    public var queuedIndications: Int { queue.count }
+    public var queuedIndications: Int {
+        if case let .inFlight(_, _, queue) = indications { return queue.count }
+        return 0
+    }
 
     // MARK: Server-initiated
 
     /// Sends a Handle Value Notification if the client enabled notifications, value cut to MTU-3
     /// (Vol 3 Part G §4.10).
-    public func notify(handle: UInt16, value: [UInt8]) -> [GATTServerAction] {
+    public func notify(handle: UInt16, value: [UInt8], into out: inout [GATTServerAction]) {
         guard let c = database.characteristic(valueHandle: handle), c.properties.contains(.notify) else {
-            return [.dropped(handle: handle, reason: .notSupported)]
+            return out.append(.dropped(handle: handle, reason: .notSupported))
         }
-        guard subscription(valueHandle: handle).notify else { return [.dropped(handle: handle, reason: .notSubscribed)] }
-        return [.send(ATTPDU.handleValueNotification(handle: handle, value: Array(value.prefix(Int(mtu) - 3))).bytes)]
+        guard subscription(valueHandle: handle).notify else { return out.append(.dropped(handle: handle, reason: .notSubscribed)) }
+        out.append(.send(ATTPDU.handleValueNotification(handle: handle, value: Array(value.prefix(Int(mtu) - 3))).bytes))
     }
 
     /// Sends a Handle Value Indication if the client enabled indications (Vol 3 Part G §4.11).
     ///
     /// Only one indication is in flight; later ones wait in a bounded queue and go out as
     /// confirmations arrive. A full queue drops the indication with ``GATTServerAction/DropReason/queueFull``.
-    public mutating func indicate(handle: UInt16, value: [UInt8], now: Timestamp) -> [GATTServerAction] {
+    public mutating func indicate(handle: UInt16, value: [UInt8], now: Timestamp, into out: inout [GATTServerAction]) {
         guard let c = database.characteristic(valueHandle: handle), c.properties.contains(.indicate) else {
-            return [.dropped(handle: handle, reason: .notSupported)]
+            return out.append(.dropped(handle: handle, reason: .notSupported))
         }
-        guard !indicationsStopped else { return [.dropped(handle: handle, reason: .transactionTimedOut)] }
-        guard subscription(valueHandle: handle).indicate else { return [.dropped(handle: handle, reason: .notSubscribed)] }
-        if inFlight != nil {
-            guard queue.count < indicationQueueLimit else { return [.dropped(handle: handle, reason: .queueFull)] }
-            queue.append((handle, value))
-            return []
+        guard !indicationsStopped else { return out.append(.dropped(handle: handle, reason: .transactionTimedOut)) }
+        guard subscription(valueHandle: handle).indicate else { return out.append(.dropped(handle: handle, reason: .notSubscribed)) }
+        if case .inFlight(let h, let sentAt, var queue) = indications {
+            guard queue.count < indicationQueueLimit else { return out.append(.dropped(handle: handle, reason: .queueFull)) }
+            indications = .modifying
+            queue.append(Indication(handle: handle, value: value))
+            indications = .inFlight(handle: h, sentAt: sentAt, queue: queue)
+            return
         }
-        return [sendIndication(handle: handle, value: value, now: now)]
+        out.append(sendIndication(handle: handle, value: value, now: now, queue: []))
     }
 
-    private mutating func sendIndication(handle: UInt16, value: [UInt8], now: Timestamp) -> GATTServerAction {
-        inFlight = (handle, now)
+    private mutating func sendIndication(handle: UInt16, value: [UInt8], now: Timestamp, queue: [Indication]) -> GATTServerAction {
+        indications = .inFlight(handle: handle, sentAt: now, queue: queue)
         return .send(ATTPDU.handleValueIndication(handle: handle, value: Array(value.prefix(Int(mtu) - 3))).bytes)
     }
 
-    /// Sends the next queued indication that is still wanted.
-    private mutating func sendNextIndication(now: Timestamp) -> [GATTServerAction] {
-        var actions: [GATTServerAction] = []
-        while inFlight == nil, !queue.isEmpty {
-            let next = queue.removeFirst()
+    /// The indication in flight was confirmed: sends the next queued one that is still wanted.
+    private mutating func sendNextIndication(after queue: [Indication], now: Timestamp, into actions: inout [GATTServerAction]) {
+        var queue = queue[...]
+        indications = .idle
+        while let next = queue.popFirst() {
             if subscription(valueHandle: next.handle).indicate {
-                actions.append(sendIndication(handle: next.handle, value: next.value, now: now))
-            } else {
-                actions.append(.dropped(handle: next.handle, reason: .notSubscribed))
+                actions.append(sendIndication(handle: next.handle, value: next.value, now: now, queue: Array(queue)))
+                break
             }
+            actions.append(.dropped(handle: next.handle, reason: .notSubscribed))
         }
-        return actions
     }
 
     /// Checks the indication timer.
-    public mutating func tick(now: Timestamp) -> [GATTServerAction] {
-        guard let flight = inFlight, now - flight.sentAt >= transactionTimeoutHere else { return [] }
-        inFlight = nil
-        indicationsStopped = true
-        var actions: [GATTServerAction] = [.indicationTimedOut(handle: flight.handle)]
-        actions += queue.map { .dropped(handle: $0.handle, reason: .transactionTimedOut) }
-        queue = []
-        return actions
+    public mutating func tick(now: Timestamp, into out: inout [GATTServerAction]) {
+        guard case let .inFlight(handle, sentAt, queue) = indications, now - sentAt >= transactionTimeoutHere else { return }
+        indications = .stopped
+        out.append(.indicationTimedOut(handle: handle))
+        for q in queue { out.append(.dropped(handle: q.handle, reason: .transactionTimedOut)) }
     }
 
     /// Answers a deferred Write Request: a Write Response (and the value is stored) when `error`
     /// is nil, else an Error Response with `error`.
-    public mutating func respondToWrite(handle: UInt16, error: ATTErrorCode?) -> [GATTServerAction] {
+    public mutating func respondToWrite(handle: UInt16, error: ATTErrorCode?, into out: inout [GATTServerAction]) {
         guard let pending = pendingWrite, pending.handle == handle else {
-            return [.protocolViolation("no deferred write is pending for handle \(Hex.handle(handle))")]
+            return out.append(.protocolViolation("no deferred write is pending for handle \(Hex.handle(handle))"))
         }
         pendingWrite = nil
         if let error {
-            return [.send(ATTPDU.errorResponse(request: .writeRequest, handle: handle, error: error).bytes)]
+            return out.append(.send(ATTPDU.errorResponse(request: .writeRequest, handle: handle, error: error).bytes))
         }
         database.setValue(pending.value, at: handle)
-        return [.send(ATTPDU.writeResponse.bytes)]
+        out.append(.send(ATTPDU.writeResponse.bytes))
     }
 
     // MARK: Client PDUs
 
     /// Handles one PDU from the client.
-    public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [GATTServerAction] {
+    public mutating func receive(_ pdu: [UInt8], now: Timestamp, into out: inout [GATTServerAction]) {
         let parsed: ATTPDU
         do {
             parsed = try ATTPDU(parsing: pdu)
         } catch {
-            guard let op = error.opcode, op.isRequest else { return [.protocolViolation(error.description)] }
-            return [reject(op, 0, .invalidPDU)]
+            guard let op = error.opcode, op.isRequest else { return out.append(.protocolViolation(error.description)) }
+            return out.append(reject(op, 0, .invalidPDU))
         }
         if parsed.opcode.isRequest, let pending = pendingWrite {
-            return [.protocolViolation(
-                "\(parsed.opcode) while the Write Request for \(Hex.handle(pending.handle)) awaits its response")]
+            return out.append(.protocolViolation(
+                "\(parsed.opcode) while the Write Request for \(Hex.handle(pending.handle)) awaits its response"))
         }
         switch parsed {
         case let .exchangeMTURequest(clientMTU):
             mtu = max(Self.minimumMTU, min(clientMTU, preferredMTU))
-            return [.send(ATTPDU.exchangeMTUResponse(serverMTU: preferredMTU).bytes)]
+            out.append(.send(ATTPDU.exchangeMTUResponse(serverMTU: preferredMTU).bytes))
         case let .findInformationRequest(start, end):
-            return [findInformation(start, end)]
+            out.append(findInformation(start, end))
         case let .findByTypeValueRequest(start, end, type, value):
-            return [findByTypeValue(start, end, BluetoothUUID(type), value)]
+            out.append(findByTypeValue(start, end, BluetoothUUID(type), value))
         case let .readByTypeRequest(start, end, type):
-            return [readByType(start, end, type)]
+            out.append(readByType(start, end, type))
         case let .readByGroupTypeRequest(start, end, type):
-            return [readByGroupType(start, end, type)]
+            out.append(readByGroupType(start, end, type))
         case let .readRequest(handle):
-            return [read(.readRequest, handle, offset: 0)]
+            out.append(read(.readRequest, handle, offset: 0))
         case let .readBlobRequest(handle, offset):
-            return [read(.readBlobRequest, handle, offset: Int(offset))]
+            out.append(read(.readBlobRequest, handle, offset: Int(offset)))
         case let .writeRequest(handle, value):
-            return write(handle, value, withResponse: true)
+            write(handle, value, withResponse: true, &out)
         case let .writeCommand(handle, value):
-            return write(handle, value, withResponse: false)
+            write(handle, value, withResponse: false, &out)
         case .handleValueConfirmation:
-            guard let flight = inFlight else {
-                return [.protocolViolation("Handle Value Confirmation (0x1E) with no indication in flight")]
+            guard case let .inFlight(handle, _, queue) = indications else {
+                return out.append(.protocolViolation("Handle Value Confirmation (0x1E) with no indication in flight"))
             }
-            inFlight = nil
-            return [.indicationConfirmed(handle: flight.handle)] + sendNextIndication(now: now)
+            out.append(.indicationConfirmed(handle: handle))
+            sendNextIndication(after: queue, now: now, into: &out)
         case let .unknown(opcode, _):
-            return opcode.isCommand ? [] : [reject(opcode, 0, .requestNotSupported)]
+            if !opcode.isCommand { out.append(reject(opcode, 0, .requestNotSupported)) }
         default:
-            return [.protocolViolation("\(parsed.opcode) is not something a client sends")]
+            out.append(.protocolViolation("\(parsed.opcode) is not something a client sends"))
         }
     }
 
@@ -349,21 +376,22 @@ public struct GATTServer: Sendable {
     }
 
     /// §3.4.5.1–3: a Write Request or Write Command. Commands never get a response.
-    private mutating func write(_ handle: UInt16, _ value: [UInt8], withResponse: Bool) -> [GATTServerAction] {
-        func fail(_ error: ATTErrorCode) -> [GATTServerAction] {
-            withResponse ? [reject(.writeRequest, handle, error)] : []
+    private mutating func write(_ handle: UInt16, _ value: [UInt8], withResponse: Bool, _ out: inout [GATTServerAction]) {
+        func fail(_ error: ATTErrorCode) {
+            if withResponse { out.append(reject(.writeRequest, handle, error)) }
         }
         guard let a = database.attribute(handle) else { return fail(.invalidHandle) }
         if let error = writeError(a) { return fail(error) }
         guard value.count <= Self.maximumValueLength else { return fail(.invalidAttributeValueLength) }
-        let ok: [GATTServerAction] = withResponse ? [.send(ATTPDU.writeResponse.bytes)] : []
+        let ok = GATTServerAction.send(ATTPDU.writeResponse.bytes)
 
         if a.type == .clientCharacteristicConfiguration, let c = database.characteristic(cccdHandle: handle) {
             guard value.count == 2 else { return fail(.invalidAttributeValueLength) }
             let bits = UInt16(value[0]) | UInt16(value[1]) << 8
             cccds[handle] = bits
-            return ok + [.subscriptionChanged(valueHandle: c.valueHandle, uuid: c.uuid,
-                                               notify: bits & 1 != 0, indicate: bits & 2 != 0)]
+            if withResponse { out.append(ok) }
+            return out.append(.subscriptionChanged(valueHandle: c.valueHandle, uuid: c.uuid,
+                                                   notify: bits & 1 != 0, indicate: bits & 2 != 0))
         }
 
         let state = subscription(valueHandle: handle)
@@ -372,10 +400,45 @@ public struct GATTServer: Sendable {
         if let error = writeValidator?(request) { return fail(error) }
         let written = GATTServerAction.written(handle: handle, uuid: a.type, value: value, withResponse: withResponse)
         if withResponse, deferredWriteHandles.contains(handle) {
-            pendingWrite = (handle, value)
-            return [written]
+            pendingWrite = Indication(handle: handle, value: value)
+            return out.append(written)
         }
         database.setValue(value, at: handle)
-        return ok + [written]
+        if withResponse { out.append(ok) }
+        out.append(written)
+    }
+}
+
+/// The array-returning forms (tests, and drivers off the hot path): each is its `into:` form
+/// into a new array.
+extension GATTServer {
+    public func notify(handle: UInt16, value: [UInt8]) -> [GATTServerAction] {
+        var out: [GATTServerAction] = []
+        notify(handle: handle, value: value, into: &out)
+        return out
+    }
+
+    public mutating func indicate(handle: UInt16, value: [UInt8], now: Timestamp) -> [GATTServerAction] {
+        var out: [GATTServerAction] = []
+        indicate(handle: handle, value: value, now: now, into: &out)
+        return out
+    }
+
+    public mutating func tick(now: Timestamp) -> [GATTServerAction] {
+        var out: [GATTServerAction] = []
+        tick(now: now, into: &out)
+        return out
+    }
+
+    public mutating func respondToWrite(handle: UInt16, error: ATTErrorCode?) -> [GATTServerAction] {
+        var out: [GATTServerAction] = []
+        respondToWrite(handle: handle, error: error, into: &out)
+        return out
+    }
+
+    public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [GATTServerAction] {
+        var out: [GATTServerAction] = []
+        receive(pdu, now: now, into: &out)
+        return out
     }
 }
