@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import Foundation
+import Logging
 import Sinks
 
 /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…&host=…&connect_timeout=…&sslrootcert=…]`
@@ -244,11 +245,11 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
 public enum PassFile {
     /// The first matching line's password, or nil.
     public static func lookup(file: String, host: String, port: Int, database: String, user: String,
-                              warn: (String) -> Void = { FileHandle.standardError.write(Data(("warning: " + $0 + "\n").utf8)) }) -> String? {
+                              warn: Logger = Logger(label: "warning")) -> String? {
         var st = stat()
         guard stat(file, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
         if st.st_mode & 0o077 != 0 {
-            warn("password file \(file) has group or world access; permissions should be u=rw (0600) or less; it is ignored")
+            warn.warning("password file \(file) has group or world access; permissions should be u=rw (0600) or less; it is ignored")
             return nil
         }
         guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }

@@ -2,6 +2,7 @@
 import ArgumentParser
 import CuffCommands
 import CuffCore
+import CuffLogging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,6 +25,8 @@ struct Cuff: ParsableCommand {
     static func main() {
         // A closed stdout (`cuff measure | head`) becomes a write error the sinks report, not a kill.
         signal(SIGPIPE, SIG_IGN)
+        // Every Logger writes cuff's own stderr lines (`cuff watch: …`).
+        StandardErrorLogHandler.bootstrap()
         do {
             var command = try parseAsRoot(nil)
             try command.run()
