@@ -109,7 +109,7 @@ public enum LiveBluetooth {
         // The kernel sends the keys when SMP's key distribution ends, just after encryption.
         let until = ContinuousClock.now + .seconds(2)
         while a.failures == 0, a.keyEvents.isEmpty, a.confirmationsAnswered + a.passkeysAnswered > 0, ContinuousClock.now < until {
-            usleep(50_000)
+            Sys.sleep(.milliseconds(50))
         }
         let events = a.keyEvents
         guard !events.isEmpty, let address = try? adapter.info().address else { return }
@@ -142,7 +142,7 @@ public enum LiveBluetooth {
                     }
                     freed = true
                 }
-                usleep(500_000)
+                Sys.sleep(.milliseconds(500))
             }
         }
     }

@@ -75,5 +75,5 @@ public enum Console {
         return l
     }
 
-    public static var stderrIsTerminal: Bool { isatty(2) != 0 }
+    public static var stderrIsTerminal: Bool { Sys.isTerminal(2) }
 }

@@ -102,8 +102,7 @@ public final class SimulatedLink {
             if left <= .zero { return }
             if signals.map({ $0.isRaised(.int) || $0.isRaised(.term) }) == true { return }
             let slice = min(left, .milliseconds(50))
-            var ts = timespec(tv_sec: Int(slice.nanoseconds / 1_000_000_000), tv_nsec: Int(slice.nanoseconds % 1_000_000_000))
-            nanosleep(&ts, nil)
+            Sys.sleep(slice)
         }
     }
 

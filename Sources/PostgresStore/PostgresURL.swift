@@ -2,6 +2,7 @@
 import Foundation
 import Logging
 import Sinks
+import Transport
 
 /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…&host=…&connect_timeout=…&sslrootcert=…]`
 /// (or `postgresql://`), read as libpq reads it.
@@ -246,8 +247,7 @@ public enum PassFile {
     /// The first matching line's password, or nil.
     public static func lookup(file: String, host: String, port: Int, database: String, user: String,
                               warn: Logger = Logger(label: "warning")) -> String? {
-        var st = stat()
-        guard stat(file, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
+        guard case .success(let st) = Sys.fileStatus(file), st.st_mode & S_IFMT == S_IFREG else { return nil }
         if st.st_mode & 0o077 != 0 {
             warn.warning("password file \(file) has group or world access; permissions should be u=rw (0600) or less; it is ignored")
             return nil
