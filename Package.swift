@@ -30,7 +30,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.5.3"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Pure foundations: byte reading/writing, hex, JSON writer, time values, the bearer seam.
@@ -55,10 +55,13 @@ let package = Package(
             dependencies: ["CuffCore", "CEpoll"],
             swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
         ),
+        // cuff's swift-log handler (the lines stderr has always shown) and the stderr they go to.
+        .target(name: "CuffLogging", dependencies: ["CuffCore", "Transport", .product(name: "Logging", package: "swift-log")]),
         // Drivers that run the state machines over a bearer with a real clock.
         .target(
             name: "CuffRuntime",
-            dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport"]
+            dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport", "CuffLogging",
+                .product(name: "Logging", package: "swift-log")]
         ),
         // btsnoop / pcap / pcapng readers and writers, HCI → L2CAP → ATT.
         .target(name: "Capture", dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSession", "Transport"]),
@@ -80,7 +83,7 @@ let package = Package(
         // library target that imports SwiftNIO (through postgres-nio); it bridges to the blocking sink API.
         .target(
             name: "PostgresStore",
-            dependencies: ["CuffCore", "BloodPressure", "CuffSession", "Sinks", "StoreFormat", "Transport",
+            dependencies: ["CuffCore", "BloodPressure", "CuffSession", "Sinks", "StoreFormat", "Transport", "CuffLogging",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -101,7 +104,7 @@ let package = Package(
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .target(
             name: "BlueZ",
-            dependencies: ["CBlueZ", "CuffCore", "DBus", "GATT", "Transport"],
+            dependencies: ["CBlueZ", "CuffCore", "DBus", "GATT", "Transport", "CuffLogging", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
         ),
         // cuff in your own tests: one entry point per job (replay a capture into records, a simulated
@@ -109,11 +112,16 @@ let package = Package(
         // so a package that uses it builds none of SQLite, crypto or SwiftNIO.
         .target(
             name: "CuffTesting",
-            dependencies: ["CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Capture", "CuffRuntime", "Transport"]
+            dependencies: ["CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Capture", "CuffRuntime", "Transport",
+                "CuffLogging", .product(name: "Logging", package: "swift-log")]
         ),
         // The live Bluetooth paths of the commands (agents, bonds, the ATT connect, the simulator's
         // accept loop), so the CLI only wires.
-        .target(name: "BluetoothLive", dependencies: ["BlueZ", "BloodPressure", "CuffCore", "CuffRuntime", "CuffSession", "GATT", "Omron", "Sinks", "Transport"]),
+        .target(
+            name: "BluetoothLive",
+            dependencies: ["BlueZ", "BloodPressure", "CuffCore", "CuffRuntime", "CuffSession", "GATT", "Omron", "Sinks", "Transport", "CuffLogging",
+                .product(name: "Logging", package: "swift-log")]
+        ),
         // What each command does once its options are parsed (the runs of measure, watch, replay,
         // simulate, decode, sync; the sinks a command's options make; stdout and stderr), as
         // library code the executable only wires and tests call in process.
@@ -121,7 +129,8 @@ let package = Package(
             name: "CuffCommands",
             dependencies: [
                 "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
-                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore", "MQTTSink", "CuffLogging",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The command-line options the commands share, as argument-parser option groups, and the
@@ -139,7 +148,7 @@ let package = Package(
             dependencies: [
                 "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
                 "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "CuffCommands", "CuffOptions", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CuffLogging", .product(name: "Logging", package: "swift-log"), .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // Counts heap allocations for the benchmarks (interposes malloc; benchmark binary only).
@@ -152,8 +161,8 @@ let package = Package(
         .testTarget(name: "OmronTests", dependencies: ["Omron", "BloodPressure", "CuffCore", "GATT", "CuffSession", "CuffSimulator"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT", "CuffCore", "Transport"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore"]),
-        .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore", "Omron"]),
-        .testTarget(name: "CuffSessionTests", dependencies: ["CuffSession", "Omron", "CuffRuntime", "Capture", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffLogging", "CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore", "Omron"]),
+        .testTarget(name: "CuffSessionTests", dependencies: ["CuffLogging", "CuffSession", "Omron", "CuffRuntime", "Capture", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks"]),
         .testTarget(
             name: "SinksTests",
@@ -161,15 +170,15 @@ let package = Package(
         ),
         // A throwaway PostgreSQL cluster (Debian's server binaries) that the tests start and stop.
         .target(name: "PostgresTestCluster", path: "Tests/PostgresTestCluster"),
-        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["CuffLogging", "PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "MQTTSinkTests", dependencies: ["MQTTSink", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "CuffRuntime", "CuffSimulator", "Omron", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
+        .testTarget(name: "BlueZTests", dependencies: ["CuffLogging", .product(name: "Logging", package: "swift-log"), "BlueZ", "DBus", "CuffRuntime", "CuffSimulator", "Omron", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore", "Omron", "PostgresTestCluster"]),
-        .testTarget(name: "CuffTestingTests", dependencies: ["CuffTesting", "CuffRuntime", "Transport"]),
+        .testTarget(name: "CuffTestingTests", dependencies: ["CuffLogging", "CuffTesting", "CuffRuntime", "Transport"]),
         .testTarget(
             name: "CuffCommandsTests",
-            dependencies: ["CuffCommands", "BluetoothLive", "BlueZ", "Capture", "CuffSimulator", "Omron", "ReplayEngine", "Sinks", "CuffSession", "BloodPressure", "Transport", "CuffCore", "MQTTSink"]
+            dependencies: ["CuffCommands", "CuffLogging", "BluetoothLive", "BlueZ", "Capture", "CuffSimulator", "Omron", "ReplayEngine", "Sinks", "CuffSession", "BloodPressure", "Transport", "CuffCore", "MQTTSink"]
         ),
         .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
     ]

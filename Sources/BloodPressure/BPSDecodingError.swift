@@ -5,17 +5,21 @@
 /// Equality compares `code`, `field` and `offset`, so tests can assert the exact failure.
 public struct BPSDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable reason.
-    public enum Code: String, Sendable, Hashable {
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
         /// The value ended inside a field.
-        case truncated
+        public static let truncated = Code(rawValue: "truncated")
         /// The value has a length the characteristic never has.
-        case invalidLength = "invalid_length"
+        public static let invalidLength = Code(rawValue: "invalid_length")
         /// A field holds a value the layout forbids (e.g. a RACP response to op code 0).
-        case invalidValue = "invalid_value"
+        public static let invalidValue = Code(rawValue: "invalid_value")
         /// The input was not hex.
-        case invalidHex = "invalid_hex"
+        public static let invalidHex = Code(rawValue: "invalid_hex")
         /// The op code, characteristic or layout is not one we know.
-        case unsupported
+        public static let unsupported = Code(rawValue: "unsupported")
     }
 
     public var code: Code
@@ -47,6 +51,7 @@ public struct BPSDecodingError: Error, Sendable, Hashable, CustomStringConvertib
         case .invalidValue: base = "invalid \(field) at byte \(offset)"
         case .invalidHex: base = "not hex: \(field)"
         case .unsupported: base = "unsupported \(field) at byte \(offset)"
+        default: base = "\(code.rawValue) at \(field), byte \(offset)"
         }
         return detail.isEmpty ? base : "\(base): \(detail)"
     }
@@ -66,18 +71,22 @@ public struct BPSDecodingError: Error, Sendable, Hashable, CustomStringConvertib
 
 /// Something decoded fine but deserves a note: RFU bits set, trailing bytes, a quirk applied.
 public struct DecodeWarning: Sendable, Hashable, CustomStringConvertible {
-    public enum Code: String, Sendable, Hashable {
-        case rfuFlags = "rfu_flags"
-        case rfuStatus = "rfu_status"
-        case rfuFeatures = "rfu_features"
-        case trailingBytes = "trailing_bytes"
-        case quirkApplied = "quirk_applied"
-        case invalidDateTime = "invalid_date_time"
-        case reservedPulseRateRange = "reserved_pulse_rate_range"
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let rfuFlags = Code(rawValue: "rfu_flags")
+        public static let rfuStatus = Code(rawValue: "rfu_status")
+        public static let rfuFeatures = Code(rawValue: "rfu_features")
+        public static let trailingBytes = Code(rawValue: "trailing_bytes")
+        public static let quirkApplied = Code(rawValue: "quirk_applied")
+        public static let invalidDateTime = Code(rawValue: "invalid_date_time")
+        public static let reservedPulseRateRange = Code(rawValue: "reserved_pulse_rate_range")
         /// A Blood Pressure Record's recorded value does not decode; the record's header stands.
-        case invalidRecordedValue = "invalid_recorded_value"
+        public static let invalidRecordedValue = Code(rawValue: "invalid_recorded_value")
         /// The cuff's error reading (a device profile says all-NaN pressures mean "Err"): no values.
-        case errorReading = "error_reading"
+        public static let errorReading = Code(rawValue: "error_reading")
     }
     public var code: Code
     public var message: String

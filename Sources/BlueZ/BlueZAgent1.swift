@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 import CuffCore
+import CuffLogging
 import Glibc
+import Logging
 import Synchronization
 import Transport
 
@@ -71,31 +73,32 @@ public final class BlueZAgent: Sendable {
     private let state = Mutex(State())
     private let wakeFDs: (CInt, CInt)
     private let thread: Mutex<OSThread?> = Mutex(nil)
-    private let onEvent: (@Sendable (String) -> Void)?
+    /// Where each line goes too (the command's stderr).
+    private let logger: Logger
 
     /// Connects to the system bus, registers the agent and starts answering.
     ///
     /// - Parameters:
     ///   - busPath: the bus socket (default ``DBusConnection/systemBusPath(environment:)``).
-    ///   - onEvent: called (on the agent's thread, after registration) with one line per call handled.
+    ///   - logger: told (on the agent's thread, after registration) one line per call handled.
     /// - Throws: no bus, refused by policy, bluetoothd absent or refusing, thread creation failure.
     public convenience init(
         scope: AgentScope, busPath: String = DBusConnection.systemBusPath(), path: String = "/cuff/agent", timeout: Duration = .seconds(5),
-        onEvent: (@Sendable (String) -> Void)? = nil
+        logger: Logger = .silent
     ) throws(TransportError) {
         let connection = try DBusConnection(path: busPath)
-        try self.init(connection: connection, scope: scope, path: path, timeout: timeout, onEvent: onEvent)
+        try self.init(connection: connection, scope: scope, path: path, timeout: timeout, logger: logger)
     }
 
     /// Over an already connected (not yet authenticated) socket: handshake, Hello, register, serve.
     package init(
         connection: DBusConnection, scope: AgentScope, path: String = "/cuff/agent", timeout: Duration = .seconds(5),
-        onEvent: (@Sendable (String) -> Void)? = nil
+        logger: Logger = .silent
     ) throws(TransportError) {
         self.path = path
         self.scope = scope
         self.connection = connection
-        self.onEvent = onEvent
+        self.logger = logger
         do {
             try connection.authenticate(timeout: timeout)
             try connection.hello()
@@ -146,7 +149,7 @@ public final class BlueZAgent: Sendable {
         state.withLock { s in
             if s.log.count < 1000 { s.log.append(line) }
         }
-        onEvent?(line)
+        logger.info("\(line)")
     }
 
     /// The error name bluetoothd expects from an agent that says no.

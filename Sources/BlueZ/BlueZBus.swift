@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 import CuffCore
+import CuffLogging
+import Logging
 import Transport
 
 /// A client of bluetoothd (`org.bluez`) on the system bus, used from one thread: method calls,
@@ -114,12 +116,12 @@ public enum BlueZPairing {
     ///   device not found, timeout.
     public static func pair(
         _ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, timeout: Duration = .seconds(40),
-        log: @escaping (String) -> Void, other: (DBusMessage) -> Void = { _ in }
+        log: Logger, other: (DBusMessage) -> Void = { _ in }
     ) throws(TransportError) -> Bool {
         let devicePath = BlueZPaths.device(device, on: adapter)
         try bus.addMatch("type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',path='\(devicePath)'")
         if try bus.managedObjects()[devicePath]?["org.bluez.Device1"] == nil {
-            log("bluetoothd does not know \(device) yet; discovering (LE) on \(adapter)")
+            log.info("bluetoothd does not know \(device) yet; discovering (LE) on \(adapter)")
             try BlueZDiscovery.find(device, on: adapter, bus: bus, timeout: .seconds(30), log: log)
         }
         if try bus.property(devicePath, "org.bluez.Device1", "Paired")?.boolValue == true {
@@ -149,12 +151,12 @@ final class BlueZPairingAttempt {
     let devicePath: String
     let agentPath = "/cuff/pairing_agent"
     private let bus: BlueZBus
-    private let log: (String) -> Void
+    private let log: Logger
     private var serial: UInt32 = 0
     private var ended = false
 
     /// Registers the agent and sends `Device1.Pair` (the caller has matched the device's signals).
-    init(_ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, log: @escaping (String) -> Void) throws(TransportError) {
+    init(_ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, log: Logger) throws(TransportError) {
         self.device = device
         self.adapter = adapter
         self.bus = bus
@@ -162,7 +164,7 @@ final class BlueZPairingAttempt {
         scope = AgentScope(adapter: adapter, device: device)
         devicePath = BlueZPaths.device(device, on: adapter)
         try bus.call("/org/bluez", "org.bluez.AgentManager1", "RegisterAgent", [.objectPath(agentPath), .string("NoInputNoOutput")])
-        log("agent: registered \(agentPath) for this pairing only (\(scope))")
+        log.info("agent: registered \(agentPath) for this pairing only (\(scope))")
         do {
             serial = try bus.connection.send(.call(destination: BlueZBus.service, path: devicePath, interface: "org.bluez.Device1", member: "Pair"))
         } catch {
@@ -186,7 +188,7 @@ final class BlueZPairingAttempt {
         if m.kind == .signal {
             if m.path == devicePath, m.member == "PropertiesChanged", let body = m.body, body.count >= 2,
                body[0] == .string("org.bluez.Device1"), body[1]["Paired"]?.boolValue == true {
-                log("bluetoothd: \(device) paired")
+                log.info("bluetoothd: \(device) paired")
                 return true
             }
             other(m)
@@ -194,7 +196,7 @@ final class BlueZPairingAttempt {
         }
         if m.kind == .methodCall, m.path == agentPath {
             let (reply, line) = BlueZAgent.response(to: m, path: agentPath, scope: scope)
-            if let line { log(line) }
+            if let line { log.info("\(line)") }
             if let reply { try bus.connection.send(reply) }
             return false
         }
@@ -208,6 +210,6 @@ final class BlueZPairingAttempt {
         ended = true
         _ = try? bus.connection.send(.call(destination: BlueZBus.service, path: "/org/bluez", interface: "org.bluez.AgentManager1",
                                            member: "UnregisterAgent", body: [.objectPath(agentPath)]))
-        log("agent: unregistered")
+        log.info("agent: unregistered")
     }
 }

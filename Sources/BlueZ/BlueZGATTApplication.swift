@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 import CuffCore
+import CuffLogging
 import DBus
 import GATT
 import Glibc
+import Logging
 import Transport
 
 /// A peripheral served through bluetoothd: its attribute table exported as a GATT application on
@@ -27,7 +29,7 @@ public final class BlueZGATTApplication {
     public let adapter: BluetoothAdapter
     let connection: DBusConnection
     let loop: EventLoop
-    let log: (String) -> Void
+    let log: Logger
     let onClient: (UnixSeqpacketBearer, String?) -> Void
     var watching = false
 
@@ -76,7 +78,7 @@ public final class BlueZGATTApplication {
     /// Connects to the bus at `busPath`. ``start()`` registers.
     public init(
         busPath: String = DBusConnection.systemBusPath(), adapter: BluetoothAdapter, layout: BlueZGATTLayout, loop: EventLoop,
-        log: @escaping (String) -> Void, onClient: @escaping (UnixSeqpacketBearer, String?) -> Void
+        log: Logger, onClient: @escaping (UnixSeqpacketBearer, String?) -> Void
     ) throws(TransportError) {
         self.adapter = adapter
         self.layout = layout
@@ -134,7 +136,7 @@ public final class BlueZGATTApplication {
         guard retry == nil else { return }
         retries += 1
         guard retries <= Self.retryLimit else { return fail("bluetoothd still refuses after \(Self.retryLimit) tries: \(why)") }
-        log("\(why); trying again in 1 s")
+        log.info("\(why); trying again in 1 s")
         retry = loop.schedule(at: MonotonicClock.now() + .seconds(1)) { [unowned self] in
             self.retry = nil
             do throws(TransportError) { try self.register() } catch { self.fail("D-Bus: \(error.message)") }
@@ -153,7 +155,7 @@ public final class BlueZGATTApplication {
                                            member: "UnregisterAdvertisement", body: [.objectPath(layout.advertisementPath)]))
             _ = try? connection.send(.call(destination: BlueZBus.service, path: adapterPath, interface: "org.bluez.GattManager1",
                                            member: "UnregisterApplication", body: [.objectPath(layout.root)]))
-            log("unregistered the application and the advertisement")
+            log.info("unregistered the application and the advertisement")
         }
         connection.close()
     }
@@ -171,7 +173,7 @@ public final class BlueZGATTApplication {
     func fail(_ why: String) {
         guard failure == nil else { return }
         failure = why
-        log(why)
+        log.info("\(why)")
         if watching {
             loop.unwatch(connection.fd)
             watching = false
@@ -198,7 +200,7 @@ public final class BlueZGATTApplication {
                 advertisementRegistered = true
             }
             retries = 0
-            log("bluetoothd registered the \(what) on \(adapter)")
+            log.info("bluetoothd registered the \(what) on \(adapter)")
         case .signal:
             signal(m)
         case .methodCall:
@@ -210,12 +212,12 @@ public final class BlueZGATTApplication {
         guard let body = m.body else { return }
         if m.member == "NameOwnerChanged", body.count == 3, body[0] == .string(BlueZBus.service) {
             if body[2] == .string("") {
-                log("bluetoothd left the bus; waiting for it to come back")
+                log.info("bluetoothd left the bus; waiting for it to come back")
                 applicationRegistered = false
                 advertisementRegistered = false
                 endSession(why: "bluetoothd stopped")
             } else {
-                log("bluetoothd is back on the bus; registering again")
+                log.info("bluetoothd is back on the bus; registering again")
                 do { try register() } catch { fail("D-Bus: \(error.message)") }
             }
             return
@@ -262,7 +264,7 @@ public final class BlueZGATTApplication {
         }
         session = s
         clientsServed += 1
-        log("\(client ?? "a client") connected through bluetoothd")
+        log.info("\(client ?? "a client") connected through bluetoothd")
         onClient(pair.1, client)
         // Values up to 512 bytes in one Read Response: bluetoothd splits for the real link.
         enqueue(Request(call: nil, pdu: [0x02, 0x05, 0x02], returnsValue: false), in: s)
@@ -277,7 +279,7 @@ public final class BlueZGATTApplication {
         for r in ([s.inFlight].compactMap { $0 } + s.queue) {
             if let call = r.call { reply(.errorReply(to: call, name: "org.bluez.Error.Failed", text: "the client disconnected")) }
         }
-        log("\(s.client ?? "the client")'s connection ended: \(why)")
+        log.info("\(s.client ?? "the client")'s connection ended: \(why)")
     }
 
     /// Calls waiting behind the one in flight, at most (ATT has one request at a time).
@@ -394,7 +396,7 @@ public final class BlueZGATTApplication {
             else { return unknown() }
             answer(.methodReturn(to: m, body: [.variant(value)]))
         case ("org.bluez.LEAdvertisement1", "Release") where path == layout.advertisementPath:
-            log("bluetoothd released the advertisement")
+            log.info("bluetoothd released the advertisement")
             answer(.methodReturn(to: m))
         case ("org.bluez.GattCharacteristic1", _), ("org.bluez.GattDescriptor1", _):
             guard let o = layout.object(at: path), o.interface == m.interface else { return unknown() }

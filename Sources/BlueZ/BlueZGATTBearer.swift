@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 import CuffCore
+import CuffLogging
 import GATT
 import Glibc
+import Logging
 import Transport
 
 /// An ``ATTBearer`` that talks to a cuff through bluetoothd (`org.bluez` on the system bus)
@@ -31,10 +33,12 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     public let peer: BluetoothAddress
     public var peerDescription: String { peer.type == .public ? peer.description : "\(peer)/random" }
     public let devicePath: String
-    /// What happened while connecting (for the log).
-    public private(set) var notes: [String] = []
+    /// What happened while connecting, and while pairing (for the log).
+    public var notes: [String] { connectNotes + pairingNotes.lines }
+    private var connectNotes: [String] = []
+    private let pairingNotes = LogRecorder()
     /// Warnings during the session (a value skipped): events, never values.
-    private let warn: (String) -> Void
+    private let warn: Logger
 
     private let bus: BlueZBus
     private var server: GATTServer
@@ -63,7 +67,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     private var rung = false
 
     init(bus: BlueZBus, adapter: BluetoothAdapter, peer: BluetoothAddress, database: AttributeDatabase,
-         warn: @escaping (String) -> Void = { _ in }) throws(TransportError) {
+         warn: Logger = .silent) throws(TransportError) {
         self.bus = bus
         self.warn = warn
         self.adapter = adapter
@@ -146,7 +150,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     /// - Throws: bluetoothd absent or refusing, the device not found within `timeout`, Connect
     ///   failing, services not resolved within `timeout`.
     public static func connect(
-        adapter: BluetoothAdapter, to peer: BluetoothAddress, bus: BlueZBus, timeout: Duration? = .seconds(30), log: @escaping (String) -> Void = { _ in }
+        adapter: BluetoothAdapter, to peer: BluetoothAddress, bus: BlueZBus, timeout: Duration? = .seconds(30), log: Logger = .silent
     ) throws(TransportError) -> BlueZGATTBearer {
         let deadline = ContinuousClock.now + (timeout ?? .seconds(365 * 86_400))
         let limit = timeout.map { "\($0)" } ?? "no limit"
@@ -158,14 +162,14 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             throw TransportError(.notConnected, "bluetoothd has no adapter \(adapter) (\(BlueZPaths.adapter(adapter)))", errno: ENODEV)
         }
         if objects[path]?["org.bluez.Device1"] == nil {
-            log("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
+            log.info("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
             try BlueZDiscovery.find(peer, on: adapter, bus: bus, timeout: left(), log: log)
             objects = try bus.managedObjects()
         }
         var weConnected = false
         let connected = objects[path]?["org.bluez.Device1"]?["Connected"]?.boolValue == true
         if !connected {
-            log("connecting through bluetoothd (org.bluez.Device1.Connect)")
+            log.info("connecting through bluetoothd (org.bluez.Device1.Connect)")
             do {
                 try bus.call(path, "org.bluez.Device1", "Connect", timeout: left())
             } catch where error.code == .timedOut {
@@ -176,7 +180,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             }
             weConnected = true
         } else {
-            log("\(peer) is connected already (bluetoothd); using that link")
+            log.info("\(peer) is connected already (bluetoothd); using that link")
         }
         guard try bus.wait(for: path, "org.bluez.Device1", "ServicesResolved", timeout: left(), { $0?.boolValue == true }) else {
             throw TransportError(.timedOut, "bluetoothd connected to \(peer) but did not resolve its services within \(limit) (--timeout)")
@@ -188,7 +192,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     /// object tree (one `GetManagedObjects`) and takes over `bus`. `weConnected`: disconnect on
     /// ``close()``.
     public static func resolved(
-        adapter: BluetoothAdapter, peer: BluetoothAddress, bus: BlueZBus, weConnected: Bool, log: @escaping (String) -> Void = { _ in }
+        adapter: BluetoothAdapter, peer: BluetoothAddress, bus: BlueZBus, weConnected: Bool, log: Logger = .silent
     ) throws(TransportError) -> BlueZGATTBearer {
         let path = BlueZPaths.device(peer, on: adapter)
         let objects = try bus.managedObjects()
@@ -196,7 +200,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         let (database, layout, notes) = mirror(objects, devicePath: path, deviceName: name)
         let bearer = try BlueZGATTBearer(bus: bus, adapter: adapter, peer: peer, database: database, warn: log)
         bearer.weConnected = weConnected
-        bearer.notes = notes
+        bearer.connectNotes = notes
         for c in layout.characteristics {
             bearer.characteristicPaths[c.valueHandle] = c.path
             bearer.valueHandles[c.path] = c.valueHandle
@@ -455,7 +459,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             if case .string(let s)? = m.body?.first { text = ": " + s }
             failure = TransportError(.systemCall, "\(m.errorName ?? "error")\(text)", remoteErrorName: m.errorName)
         } else if let bodyError = m.bodyError {
-            warn("bluetoothd: a reply for handle 0x\(Hex.digits(what.handle, 4)) could not be read (\(bodyError.description)): answered as an ATT error")
+            warn.info("bluetoothd: a reply for handle 0x\(Hex.digits(what.handle, 4)) could not be read (\(bodyError.description)): answered as an ATT error")
             failure = TransportError(.systemCall, bodyError.description)
         }
         switch what {
@@ -535,9 +539,9 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         guard let body = m.body else {
             // One unreadable message is skipped, not the end of the session: the next value counts.
             if let h = valueHandles[path], (subscriptions[h] ?? 0) & 0x3 != 0 {
-                warn("bluetoothd: skipped a change of characteristic 0x\(Hex.digits(h, 4)) that could not be read (\(m.bodyError?.description ?? "no body"))")
+                warn.info("bluetoothd: skipped a change of characteristic 0x\(Hex.digits(h, 4)) that could not be read (\(m.bodyError?.description ?? "no body"))")
             } else if path == devicePath {
-                warn("bluetoothd: skipped a change of \(peer) that could not be read (\(m.bodyError?.description ?? "no body"))")
+                warn.info("bluetoothd: skipped a change of \(peer) that could not be read (\(m.bodyError?.description ?? "no body"))")
             }
             return nil
         }
@@ -553,12 +557,12 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             let wanted = subscriptions[h] ?? 0
             guard wanted & 0x3 != 0 else { return nil }
             guard let value = property.bytesValue else {
-                warn("bluetoothd: skipped a value of characteristic 0x\(Hex.digits(h, 4)) of type '\(property.signature)', not a byte array (ay)")
+                warn.info("bluetoothd: skipped a value of characteristic 0x\(Hex.digits(h, 4)) of type '\(property.signature)', not a byte array (ay)")
                 return nil
             }
             // One ATT PDU carries at most ATT_MTU - 3 value bytes: no cuff can have sent more.
             guard value.count <= Int(server.mtu) - 3 else {
-                warn("bluetoothd: skipped a \(value.count)-byte value of characteristic 0x\(Hex.digits(h, 4)): longer than one notification holds (ATT_MTU \(server.mtu) - 3)")
+                warn.info("bluetoothd: skipped a \(value.count)-byte value of characteristic 0x\(Hex.digits(h, 4)): longer than one notification holds (ATT_MTU \(server.mtu) - 3)")
                 return nil
             }
             if let echo = readEchoes[h] {
@@ -582,7 +586,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             stashed += during
             updateBell()
         }
-        _ = try BlueZPairing.pair(peer, on: adapter, bus: bus, log: { self.notes.append($0) }, other: { during.append($0) })
+        _ = try BlueZPairing.pair(peer, on: adapter, bus: bus, log: pairingNotes.logger(), other: { during.append($0) })
     }
 
     /// The pairing under way for the stepped raise.
@@ -595,7 +599,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         guard level > .low, securityLevel < level else { return .done }
         guard pairing == nil else { return .pending }
         try bus.addMatch("type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',path='\(devicePath)'")
-        pairing = try BlueZPairingAttempt(peer, on: adapter, bus: bus, log: { [weak self] in self?.notes.append($0) })
+        pairing = try BlueZPairingAttempt(peer, on: adapter, bus: bus, log: pairingNotes.logger())
         updateBell()
         return .pending
     }
@@ -674,11 +678,11 @@ struct BlueZDiscoveryParticipation {
     private(set) var own = false
 
     /// Joins the discovery on `adapterPath`: follows a running one, else starts ours.
-    init(adapterPath: String, filter: [(String, DBusValue)], objects: [String: [String: DBusValue]], bus: BlueZBus, log: (String) -> Void) throws(TransportError) {
+    init(adapterPath: String, filter: [(String, DBusValue)], objects: [String: [String: DBusValue]], bus: BlueZBus, log: Logger) throws(TransportError) {
         self.adapterPath = adapterPath
         self.filter = filter
         if Self.discovering(objects, adapterPath) {
-            log("\(adapterPath) is discovering already (another program's session): following its results, starting no session of cuff's own")
+            log.info("\(adapterPath) is discovering already (another program's session): following its results, starting no session of cuff's own")
         } else {
             try start(bus)
         }
@@ -695,9 +699,9 @@ struct BlueZDiscoveryParticipation {
     }
 
     /// While following: when the other discovery has ended, starts ours.
-    mutating func check(_ objects: [String: [String: DBusValue]], bus: BlueZBus, log: (String) -> Void) throws(TransportError) {
+    mutating func check(_ objects: [String: [String: DBusValue]], bus: BlueZBus, log: Logger) throws(TransportError) {
         guard !own, !Self.discovering(objects, adapterPath) else { return }
-        log("the other discovery on \(adapterPath) has ended: starting cuff's own")
+        log.info("the other discovery on \(adapterPath) has ended: starting cuff's own")
         try start(bus)
     }
 
@@ -712,7 +716,7 @@ struct BlueZDiscoveryParticipation {
 public enum BlueZDiscovery {
     /// Discovers until bluetoothd knows `device` (a Device1 object), at most `timeout`.
     public static func find(
-        _ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, timeout: Duration, log: (String) -> Void = { _ in }
+        _ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, timeout: Duration, log: Logger = .silent
     ) throws(TransportError) {
         let adapterPath = BlueZPaths.adapter(adapter)
         let path = BlueZPaths.device(device, on: adapter)
@@ -797,7 +801,7 @@ extension BlueZDiscovery {
     /// clients' discovery goes on.
     public static func scan(
         adapter: BluetoothAdapter, bus: BlueZBus, duration: Duration, uuids: [String] = [], stop: () -> Bool,
-        log: (String) -> Void = { _ in }, found: (AdvertisingReport) throws -> Void
+        log: Logger = .silent, found: (AdvertisingReport) throws -> Void
     ) throws {
         let adapterPath = BlueZPaths.adapter(adapter)
         try bus.addMatch("type='signal',sender='org.bluez',path_namespace='\(adapterPath)'")

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 import CuffCore
+import CuffLogging
 import Glibc
+import Logging
 import Transport
 
 /// The steps of connecting to a device through bluetoothd, as a value: D-Bus messages in, what
@@ -143,7 +145,7 @@ public final class BlueZPendingConnection: PendingConnection {
     private var steps: BlueZConnectSteps
     private var connectSentAt: Timestamp?
     private var discovering = false
-    private let log: (String) -> Void
+    private let log: Logger
 
     public var fileDescriptor: CInt? { bus?.connection.fd }
     public var waitsForReadable: Bool { true }
@@ -155,7 +157,7 @@ public final class BlueZPendingConnection: PendingConnection {
     ///
     /// - Throws: no bus or no bluetoothd, bluetoothd without this adapter, a refused call.
     public static func start(adapter: BluetoothAdapter, to peer: BluetoothAddress, busPath: String = DBusConnection.systemBusPath(),
-                             log: @escaping (String) -> Void = { _ in }) throws(TransportError) -> BlueZPendingConnection {
+                             log: Logger = .silent) throws(TransportError) -> BlueZPendingConnection {
         let bus = try BlueZBus(busPath: busPath)
         do throws(TransportError) {
             let path = BlueZPaths.device(peer, on: adapter)
@@ -168,7 +170,7 @@ public final class BlueZPendingConnection: PendingConnection {
             let steps = BlueZConnectSteps(devicePath: path, known: device != nil, connected: device?["Connected"]?.boolValue == true)
             let p = BlueZPendingConnection(adapter: adapter, peer: peer, bus: bus, steps: steps, log: log)
             if device == nil {
-                log("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
+                log.info("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
                 try bus.addMatch("type='signal',sender='org.bluez',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesAdded'")
                 // Another program's discovery is followed, not joined (BlueZDiscoveryParticipation).
                 let discovery = try BlueZDiscoveryParticipation(adapterPath: BlueZPaths.adapter(adapter), filter: [("Transport", .string("le"))],
@@ -187,7 +189,7 @@ public final class BlueZPendingConnection: PendingConnection {
         }
     }
 
-    private init(adapter: BluetoothAdapter, peer: BluetoothAddress, bus: BlueZBus, steps: BlueZConnectSteps, log: @escaping (String) -> Void) {
+    private init(adapter: BluetoothAdapter, peer: BluetoothAddress, bus: BlueZBus, steps: BlueZConnectSteps, log: Logger) {
         self.adapter = adapter
         self.peer = peer
         self.bus = bus

@@ -2,7 +2,9 @@
 
 import CBlueZ
 import CuffCore
+import CuffLogging
 import Glibc
+import Logging
 import Synchronization
 import Transport
 
@@ -38,20 +40,21 @@ public final class PairingAgent: Sendable {
     private let mgmtFD: CInt
     private let wakeFDs: (CInt, CInt)
     private let thread: Mutex<OSThread?> = Mutex(nil)
-    private let onEvent: (@Sendable (String) -> Void)?
+    /// Where each line goes too (the command's stderr).
+    private let logger: Logger
 
     /// Opens the control socket and starts answering.
     ///
     /// - Parameters:
     ///   - passkey: 0…999999, for passkey entry.
-    ///   - onEvent: called on the agent's thread with one line per event handled (for logs).
+    ///   - logger: told (on the agent's thread) one line per event handled.
     /// - Throws: Bluetooth absent, no CAP_NET_ADMIN (with what to do), thread creation failure.
-    public init(adapter: BluetoothAdapter? = nil, peer: BluetoothAddress? = nil, passkey: UInt32 = 0, onEvent: (@Sendable (String) -> Void)? = nil) throws(TransportError) {
+    public init(adapter: BluetoothAdapter? = nil, peer: BluetoothAddress? = nil, passkey: UInt32 = 0, logger: Logger = .silent) throws(TransportError) {
         precondition(passkey <= 999_999, "a passkey has six decimal digits")
         self.adapter = adapter
         self.peer = peer
         self.passkey = passkey
-        self.onEvent = onEvent
+        self.logger = logger
         if !Self.hasNetAdmin() {
             throw TransportError(.systemCall, "pairing agent: this process lacks CAP_NET_ADMIN, so the kernel won't send it pairing requests — \(BlueZErrors.permissionHint)", errno: EPERM)
         }
@@ -102,7 +105,7 @@ public final class PairingAgent: Sendable {
         state.withLock { s in
             if s.log.count < 1000 { s.log.append(line) }
         }
-        onEvent?(line)
+        logger.info("\(line)")
     }
 
     private func run() {

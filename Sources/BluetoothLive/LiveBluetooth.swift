@@ -4,9 +4,11 @@ import Glibc
 #endif
 import BlueZ
 import CuffCore
+import CuffLogging
 import CuffRuntime
 import CuffSession
 import GATT
+import Logging
 import Sinks
 import Transport
 
@@ -20,10 +22,10 @@ public enum Backend: String, CaseIterable, Sendable {
     case raw
 
     /// `auto` decided.
-    public func resolved(log: (String) -> Void) -> Backend {
+    public func resolved(log: Logger) -> Backend {
         guard self == .auto else { return self }
         let b: Backend = BlueZBus.isAvailable() ? .bluetoothd : .raw
-        log("backend: \(b.rawValue) (\(b == .bluetoothd ? "bluetoothd answers on the system bus" : "no bluetoothd on the system bus"))")
+        log.info("backend: \(b.rawValue) (\(b == .bluetoothd ? "bluetoothd answers on the system bus" : "no bluetoothd on the system bus"))")
         return b
     }
 }
@@ -57,57 +59,57 @@ public enum LiveBluetooth {
     /// agent with it over D-Bus instead (and says what to do if that fails).
     /// Either agent answers only for `peer` on `adapter` (nil: any device on `adapter`, as for
     /// `cuff watch`, which follows several).
-    public static func pairingAgent(_ adapter: BluetoothAdapter, peer: BluetoothAddress? = nil, log: @escaping @Sendable (String) -> Void) -> Agent? {
+    public static func pairingAgent(_ adapter: BluetoothAdapter, peer: BluetoothAddress? = nil, log: Logger) -> Agent? {
         if let advice = BluetoothDaemon.advice(simulating: false) {
             do {
-                return .dbus(try BlueZAgent(scope: AgentScope(adapter: adapter, device: peer), onEvent: { log("pairing agent (D-Bus): " + $0) }))
+                return .dbus(try BlueZAgent(scope: AgentScope(adapter: adapter, device: peer), logger: log.scoped("pairing agent (D-Bus)")))
             } catch {
-                log("no D-Bus pairing agent: \(error.message)")
-                log(advice)
+                log.info("no D-Bus pairing agent: \(error.message)")
+                log.info("\(advice)")
                 return nil
             }
         }
         do {
-            return .mgmt(try PairingAgent(adapter: adapter, peer: peer, onEvent: { log("pairing agent: " + $0) }))
+            return .mgmt(try PairingAgent(adapter: adapter, peer: peer, logger: log.scoped("pairing agent")))
         } catch {
-            log("no pairing agent: \(error.message) — pairing that needs confirmation may stall")
+            log.info("no pairing agent: \(error.message) — pairing that needs confirmation may stall")
             return nil
         }
     }
 
     /// The raw path's bond store; nil (with a warning) when it can't be read.
-    public static func bondStore(_ path: String?, log: (String) -> Void) -> BondStore? {
+    public static func bondStore(_ path: String?, log: Logger) -> BondStore? {
         let p = path ?? BondStore.defaultPath()
         do { return try BondStore(path: p) } catch {
-            log("bonds: cannot read \(p): \(error.message); going on without stored bonds")
+            log.info("bonds: cannot read \(p): \(error.message); going on without stored bonds")
             return nil
         }
     }
 
     /// Before a raw-path connect without bluetoothd: the stored keys into the kernel.
-    public static func loadBonds(_ store: BondStore?, adapter: BluetoothAdapter, log: (String) -> Void) {
+    public static func loadBonds(_ store: BondStore?, adapter: BluetoothAdapter, log: Logger) {
         guard let store, !BluetoothDaemon.isRunning else { return }
         do {
-            if try adapter.makeBondable() { log("bonds: \(adapter) made bondable (MGMT Set Bondable), so pairings leave keys to keep") }
+            if try adapter.makeBondable() { log.info("bonds: \(adapter) made bondable (MGMT Set Bondable), so pairings leave keys to keep") }
         } catch {
-            log("bonds: cannot make \(adapter) bondable: \(error.message)")
+            log.info("bonds: cannot make \(adapter) bondable: \(error.message)")
         }
         do {
             let address = try adapter.info().address
             let n = try RawBonds.load(store, adapter: adapter, address: address)
-            if n > 0 { log("bonds: loaded \(n) key(s) for \(adapter) from \(store.path)") }
+            if n > 0 { log.info("bonds: loaded \(n) key(s) for \(adapter) from \(store.path)") }
         } catch {
-            log("bonds: loading the stored keys failed: \(error.message)")
+            log.info("bonds: loading the stored keys failed: \(error.message)")
         }
     }
 
     /// After a raw-path session: the keys the pairing agent saw go to the store.
-    public static func saveBonds(_ store: BondStore?, agent: Agent?, adapter: BluetoothAdapter, log: (String) -> Void) {
+    public static func saveBonds(_ store: BondStore?, agent: Agent?, adapter: BluetoothAdapter, log: Logger) {
         guard var store, case .mgmt(let a)? = agent else { return }
         // The kernel sends the keys when SMP's key distribution ends, just after encryption.
         let until = ContinuousClock.now + .seconds(2)
         while a.failures == 0, a.keyEvents.isEmpty, a.confirmationsAnswered + a.passkeysAnswered > 0, ContinuousClock.now < until {
-            usleep(50_000)
+            Sys.sleep(.milliseconds(50))
         }
         let events = a.keyEvents
         guard !events.isEmpty, let address = try? adapter.info().address else { return }
@@ -115,15 +117,15 @@ public enum LiveBluetooth {
         store.add(keys)
         do {
             try store.save()
-            log("bonds: stored \(keys.count) key(s) in \(store.path)")
+            log.info("bonds: stored \(keys.count) key(s) in \(store.path)")
         } catch {
-            log("bonds: storing the new keys failed: \(error.message) — the bond lasts only until the kernel forgets it (reboot)")
+            log.info("bonds: storing the new keys failed: \(error.message) — the bond lasts only until the kernel forgets it (reboot)")
         }
     }
 
     /// The raw ATT connect, freeing the channel when bluetoothd holds it: on EBUSY with
     /// bluetoothd running, asks it (Device1.Disconnect) to drop its GATT client, then retries.
-    public static func connect(adapter: BluetoothAdapter, to peer: BluetoothAddress, log: (String) -> Void) throws(TransportError) -> L2CAPATTBearer {
+    public static func connect(adapter: BluetoothAdapter, to peer: BluetoothAddress, log: Logger) throws(TransportError) -> L2CAPATTBearer {
         var freed = false
         var attempt = 0
         while true {
@@ -132,15 +134,15 @@ public enum LiveBluetooth {
                 return try L2CAPATTBearer.connect(adapter: adapter, to: peer)
             } catch where error.systemErrno == .resourceBusy && BluetoothDaemon.isRunning && attempt <= 10 {
                 if !freed {
-                    log("bluetoothd holds the ATT channel to \(peer) (its own GATT client, attached after pairing); asking it to disconnect (org.bluez.Device1.Disconnect)")
+                    log.info("bluetoothd holds the ATT channel to \(peer) (its own GATT client, attached after pairing); asking it to disconnect (org.bluez.Device1.Disconnect)")
                     do {
                         try BlueZDevice.disconnect(peer, on: adapter)
                     } catch {
-                        log("Device1.Disconnect failed: \(error.message)")
+                        log.info("Device1.Disconnect failed: \(error.message)")
                     }
                     freed = true
                 }
-                usleep(500_000)
+                Sys.sleep(.milliseconds(500))
             }
         }
     }
@@ -151,16 +153,16 @@ public enum LiveBluetooth {
     public static func measure(
         peer: BluetoothAddress, adapter: BluetoothAdapter, backend: Backend = .auto, bonds: String? = nil,
         configuration: (String) -> CuffSessionConfiguration, hooks: SessionHooks, signals: SignalFlags, stopAfter: Duration?,
-        store: (any MeasurementStore)?, gattCache: GATTCacheStore? = nil, log: @escaping @Sendable (String) -> Void
+        store: (any MeasurementStore)?, gattCache: GATTCacheStore? = nil, log: Logger
     ) throws(LiveBluetoothFailure) -> (SessionOutcome, Int32, Bool) {
-        let backend = backend.resolved { hooks.log($0) }
+        let backend = backend.resolved(log: hooks.logger)
         // On the bluetoothd path pairing goes through Device1.Pair with a per-call agent (the
         // bearer's raiseSecurity); the raw path needs the kernel's questions answered meanwhile.
         let agent = backend == .raw ? pairingAgent(adapter, peer: peer, log: log) : nil
-        let bondStore = backend == .raw ? bondStore(bonds) { hooks.log($0) } : nil
-        loadBonds(bondStore, adapter: adapter) { hooks.log($0) }
+        let bondStore = backend == .raw ? bondStore(bonds, log: hooks.logger) : nil
+        loadBonds(bondStore, adapter: adapter, log: hooks.logger)
         defer {
-            saveBonds(bondStore, agent: agent, adapter: adapter) { hooks.log($0) }
+            saveBonds(bondStore, agent: agent, adapter: adapter, log: hooks.logger)
             agent?.stop()
         }
         var config = configuration(peer.description)
@@ -172,14 +174,14 @@ public enum LiveBluetooth {
         let bearer: any PollableBearer
         do {
             if backend == .bluetoothd {
-                let b = try BlueZGATTBearer.connect(adapter: adapter, to: peer, bus: BlueZBus(), timeout: config.timeout) { hooks.log($0) }
+                let b = try BlueZGATTBearer.connect(adapter: adapter, to: peer, bus: BlueZBus(), timeout: config.timeout, log: hooks.logger)
                 for note in b.notes { hooks.log(note) }
                 bearer = b
             } else {
-                bearer = try connect(adapter: adapter, to: peer) { hooks.log($0) }
+                bearer = try connect(adapter: adapter, to: peer, log: hooks.logger)
             }
         } catch {
-            log(error.message)
+            log.info("\(error.message)")
             throw LiveBluetoothFailure(.connectionFailed)
         }
         // What the raw path learns is kept (`gattCache`); through bluetoothd, bluetoothd keeps its own.
@@ -196,13 +198,13 @@ public enum LiveBluetooth {
     /// Service, also ones paired while watch runs (looked at every 5 s).
     public static func watch(
         adapter: BluetoothAdapter, backend: Backend, devices: [String], address: (String) throws -> BluetoothAddress, bonds: String?,
-        watcher: Watcher, log: @escaping @Sendable (String) -> Void
+        watcher: Watcher, log: Logger
     ) throws -> Agent? {
         let local: BluetoothAddress
         do {
             local = try adapter.addressIfUp()
         } catch {
-            log(error.message)
+            log.info("\(error.message)")
             throw LiveBluetoothFailure(.connectionFailed)
         }
         let peers = try devices.map(address)
@@ -211,7 +213,7 @@ public enum LiveBluetooth {
             return nil
         }
         if BluetoothDaemon.isRunning {
-            log("bluetoothd is running but --backend raw was asked for: bonded cuffs may be taken by bluetoothd's own GATT client (stop bluetoothd, or keep it off \(adapter))")
+            log.info("bluetoothd is running but --backend raw was asked for: bonded cuffs may be taken by bluetoothd's own GATT client (stop bluetoothd, or keep it off \(adapter))")
         }
         let store = bondStore(bonds, log: log)
         loadBonds(store, adapter: adapter, log: log)
@@ -220,10 +222,10 @@ public enum LiveBluetooth {
             var seen = Set<BluetoothAddress>()
             for k in store?.keys(adapterAddress: local, kind: .ltk) ?? [] where seen.insert(k.peer.address).inserted { followed.append(k.peer.address) }
             guard !followed.isEmpty else {
-                log("no cuff is bonded on \(adapter) in \(store?.path ?? BondStore.defaultPath()): pair one (cuff pair ADDRESS --adapter \(adapter.name)) or name it with --device ADDRESS")
+                log.info("no cuff is bonded on \(adapter) in \(store?.path ?? BondStore.defaultPath()): pair one (cuff pair ADDRESS --adapter \(adapter.name)) or name it with --device ADDRESS")
                 throw LiveBluetoothFailure(.connectionFailed)
             }
-            log("following the \(followed.count) cuff(s) bonded on \(adapter)")
+            log.info("following the \(followed.count) cuff(s) bonded on \(adapter)")
         }
         let agent = pairingAgent(adapter, log: log)
         for peer in followed {
@@ -236,9 +238,9 @@ public enum LiveBluetooth {
 
     /// The bluetoothd path of `cuff watch --adapter`: each cuff through `Device1.Connect` (the
     /// kernel connects when it advertises) and bluetoothd's GATT objects.
-    public static func watchThroughBluetoothd(adapter: BluetoothAdapter, peers: [BluetoothAddress], watcher: Watcher, log: @escaping (String) -> Void) throws {
+    public static func watchThroughBluetoothd(adapter: BluetoothAdapter, peers: [BluetoothAddress], watcher: Watcher, log: Logger) throws {
         guard BlueZBus.isAvailable() else {
-            log("bluetoothd does not answer on the system bus (\(DBusConnection.systemBusPath())): start it, or use --backend raw")
+            log.info("bluetoothd does not answer on the system bus (\(DBusConnection.systemBusPath())): start it, or use --backend raw")
             throw LiveBluetoothFailure(.connectionFailed)
         }
         func follow(_ peer: BluetoothAddress) {
@@ -254,13 +256,13 @@ public enum LiveBluetooth {
         }
         let found: [BluetoothAddress]
         do { found = try bonded() } catch {
-            log("bluetoothd: \(error.message)")
+            log.info("bluetoothd: \(error.message)")
             throw LiveBluetoothFailure(.connectionFailed)
         }
         if found.isEmpty {
-            log("bluetoothd keeps no paired cuff (a device with a Blood Pressure Service) on \(adapter) yet; pair one (cuff pair ADDRESS --adapter \(adapter.name)) and it is followed, or name it with --device ADDRESS")
+            log.info("bluetoothd keeps no paired cuff (a device with a Blood Pressure Service) on \(adapter) yet; pair one (cuff pair ADDRESS --adapter \(adapter.name)) and it is followed, or name it with --device ADDRESS")
         } else {
-            log("following the \(found.count) cuff(s) bluetoothd keeps paired on \(adapter)")
+            log.info("following the \(found.count) cuff(s) bluetoothd keeps paired on \(adapter)")
         }
         found.forEach(follow)
         // Cuffs paired later are followed too.
@@ -275,7 +277,7 @@ public enum LiveBluetooth {
     /// `backend` (unresolved): through bluetoothd (``simulateThroughBluetoothd(adapter:driver:name:label:log:)``)
     /// or on raw sockets.
     public static func simulate<P: GATTPeripheral>(
-        adapter: BluetoothAdapter, backend: Backend, driver: PeripheralDriver<P>, name: String, label: String, log: @escaping @Sendable (String) -> Void
+        adapter: BluetoothAdapter, backend: Backend, driver: PeripheralDriver<P>, name: String, label: String, log: Logger
     ) throws(LiveBluetoothFailure) {
         if backend.resolved(log: log) == .bluetoothd {
             return try simulateThroughBluetoothd(adapter: adapter, driver: driver, name: name, label: label, log: log)
@@ -286,7 +288,7 @@ public enum LiveBluetooth {
         // own database; the watcher sees the central connect without our accept and we stop.
         let watcher: LinkWatcher?
         if BluetoothDaemon.isRunning {
-            log("bluetoothd is running; cuff's ATT listener is the newer one and gets incoming links. If bluetoothd restarts, it takes them: cuff simulate then stops with an error")
+            log.info("bluetoothd is running; cuff's ATT listener is the newer one and gets incoming links. If bluetoothd restarts, it takes them: cuff simulate then stops with an error")
             watcher = try? LinkWatcher(adapter: adapter)
         } else {
             watcher = nil
@@ -297,14 +299,14 @@ public enum LiveBluetooth {
         do {
             if BluetoothDaemon.isRunning {
                 agent = .dbus(try BlueZAgent(scope: AgentScope(adapter: adapter, device: nil), path: "/cuff/simulator_agent",
-                                             onEvent: { log("pairing agent (D-Bus): " + $0) }))
+                                             logger: log.scoped("pairing agent (D-Bus)")))
             } else {
-                agent = .mgmt(try PairingAgent(adapter: adapter, onEvent: { log("pairing agent: " + $0) }))
+                agent = .mgmt(try PairingAgent(adapter: adapter, logger: log.scoped("pairing agent")))
                 // A cuff bonds with whoever pairs with it (so a bonded central can come back).
-                if (try? adapter.makeBondable()) == true { log("\(adapter) made bondable (MGMT Set Bondable)") }
+                if (try? adapter.makeBondable()) == true { log.info("\(adapter) made bondable (MGMT Set Bondable)") }
             }
         } catch {
-            log("no pairing agent: \(error.message)")
+            log.info("no pairing agent: \(error.message)")
             agent = nil
         }
         defer { agent?.stop() }
@@ -316,14 +318,14 @@ public enum LiveBluetooth {
             advertiser = try LEAdvertiser(adapter: adapter, name: ad.name ?? name, serviceUUIDs16: ad.serviceUUIDs16, manufacturerData: ad.manufacturerData)
             try advertiser.start()
         } catch {
-            log("\(error.message)")
+            log.info("\(error.message)")
             throw LiveBluetoothFailure(.connectionFailed)
         }
         defer {
             advertiser.stop()
             listener.close()
         }
-        log("\(label) \"\(ad.name ?? name)\" advertising \(ad.summary) on \(adapter) (\(listener.address)); waiting for a central")
+        log.info("\(label) \"\(ad.name ?? name)\" advertising \(ad.summary) on \(adapter) (\(listener.address)); waiting for a central")
         var session = 0
         var unserved: [UInt16: (LinkWatcher.IncomingLink, ContinuousClock.Instant)] = [:]
         while !signals.isRaised(.int) && !signals.isRaised(.term) {
@@ -331,11 +333,11 @@ public enum LiveBluetooth {
             do {
                 bearer = try listener.accept(timeout: .milliseconds(200))
             } catch {
-                log("accept failed: \(error.message)")
+                log.info("accept failed: \(error.message)")
                 throw LiveBluetoothFailure(.connectionFailed)
             }
             if case .dbus(let a)? = agent, a.wasReleased {
-                log("bluetoothd stopped or restarted (it released cuff's agent). A restarted bluetoothd's ATT listener is newer than cuff's and takes incoming links, and it resets advertising: stopping. Start cuff simulate again once bluetoothd runs (or stop bluetoothd)")
+                log.info("bluetoothd stopped or restarted (it released cuff's agent). A restarted bluetoothd's ATT listener is newer than cuff's and takes incoming links, and it resets advertising: stopping. Start cuff simulate again once bluetoothd runs (or stop bluetoothd)")
                 throw LiveBluetoothFailure(.connectionFailed)
             }
             if let watcher {
@@ -348,26 +350,26 @@ public enum LiveBluetooth {
                 if bearer != nil {
                     unserved = [:]
                 } else if let (link, _) = unserved.values.first(where: { ContinuousClock.now - $0.1 > .seconds(3) }) {
-                    log("\(link.peer) connected to \(adapter) but its ATT channel went to bluetoothd, not to cuff (bluetoothd's listener is newer than ours: was it restarted?). Restart cuff simulate after bluetoothd, or stop bluetoothd (`sudo systemctl stop bluetooth`)")
+                    log.info("\(link.peer) connected to \(adapter) but its ATT channel went to bluetoothd, not to cuff (bluetoothd's listener is newer than ours: was it restarted?). Restart cuff simulate after bluetoothd, or stop bluetoothd (`sudo systemctl stop bluetooth`)")
                     throw LiveBluetoothFailure(.connectionFailed)
                 }
             }
             guard let bearer else { continue }
             session += 1
-            log("session \(session): \(bearer.peerDescription) connected")
+            log.info("session \(session): \(bearer.peerDescription) connected")
             let end = driver.serve(bearer, client: bearer.peerDescription)
-            log("session \(session) ended: \(end)")
+            log.info("session \(session) ended: \(end)")
             if end == .interrupted { break }
-            do { try advertiser.restart() } catch { log("re-advertising failed: \(error.message)") }
+            do { try advertiser.restart() } catch { log.info("re-advertising failed: \(error.message)") }
         }
-        log("stopped")
+        log.info("stopped")
     }
 
     /// `cuff simulate --backend bluetoothd`: the peripheral as a GATT application and an LE
     /// advertisement registered with bluetoothd, on one event loop with the peripheral's driver.
     /// No raw sockets (no root); a bluetoothd restart is waited out and registered with again.
     public static func simulateThroughBluetoothd<P: GATTPeripheral>(
-        adapter: BluetoothAdapter, driver: PeripheralDriver<P>, name: String, label: String, log: @escaping @Sendable (String) -> Void
+        adapter: BluetoothAdapter, driver: PeripheralDriver<P>, name: String, label: String, log: Logger
     ) throws(LiveBluetoothFailure) {
         let signals = SignalFlags.shared
         /// The loop, the peripheral's clock on it, the application registered (answers come on the loop).
@@ -379,32 +381,32 @@ public enum LiveBluetooth {
                                          manufacturerData: ad.manufacturerData)
             let application = try BlueZGATTApplication(adapter: adapter, layout: layout, loop: loop, log: log) { bearer, client in
                 if driver.isConnected { driver.interrupt() }
-                driver.accept(bearer, client: client) { end in log("session ended: \(end)") }
+                driver.accept(bearer, client: client) { end in log.info("session ended: \(end)") }
             }
             try application.start()
             return (loop, application)
         }
         let started: Result<(EventLoop, BlueZGATTApplication), TransportError> = Result { () throws(TransportError) in try start() }
         guard case .success(let (loop, application)) = started else {
-            if case .failure(let error) = started { log("bluetoothd: \(error.message)") }
+            if case .failure(let error) = started { log.info("bluetoothd: \(error.message)") }
             throw LiveBluetoothFailure(.connectionFailed)
         }
         // The simulator takes any central on its adapter: a D-Bus agent for this adapter only.
         let agent: BlueZAgent?
         do {
             agent = try BlueZAgent(scope: AgentScope(adapter: adapter, device: nil), path: "/cuff/simulator_agent",
-                                   onEvent: { log("pairing agent (D-Bus): " + $0) })
+                                   logger: log.scoped("pairing agent (D-Bus)"))
         } catch {
-            log("no pairing agent: \(error.message)")
+            log.info("no pairing agent: \(error.message)")
             agent = nil
         }
         defer {
             agent?.stop()
             application.stop()
-            log("stopped")
+            log.info("stopped")
         }
         let ad = driver.peripheral.advertisement
-        log("\(label) \"\(ad.name ?? name)\" through bluetoothd on \(adapter): \(application.layout.objects.count) GATT objects at \(application.layout.root), advertising \(ad.summary)")
+        log.info("\(label) \"\(ad.name ?? name)\" through bluetoothd on \(adapter): \(application.layout.objects.count) GATT objects at \(application.layout.root), advertising \(ad.summary)")
         do {
             try loop.run {
                 if signals.isRaised(.int) || signals.isRaised(.term) { return true }
@@ -412,7 +414,7 @@ public enum LiveBluetooth {
                 return application.failure != nil
             }
         } catch {
-            log(error.message)
+            log.info("\(error.message)")
             throw LiveBluetoothFailure(.connectionFailed)
         }
         if application.failure != nil { throw LiveBluetoothFailure(.connectionFailed) }

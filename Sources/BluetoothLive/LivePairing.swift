@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import BlueZ
 import CuffCore
+import CuffLogging
 import CuffSession
+import Logging
 import Omron
 import Transport
 
@@ -17,11 +19,11 @@ extension LiveBluetooth {
     /// key, a cuff not in pairing mode and a latched refusal end with their own outcome.
     public static func pair(
         _ peer: BluetoothAddress, adapter: BluetoothAdapter, backend: Backend, level: SecurityLevel, bonds: String?,
-        omron: CuffSessionConfiguration? = nil, log: @escaping @Sendable (String) -> Void
+        omron: CuffSessionConfiguration? = nil, log: Logger
     ) throws(LiveBluetoothFailure) -> SecurityLevel {
         func omronStep(_ r: (outcome: SessionOutcome, message: String?)) throws(LiveBluetoothFailure) {
             guard r.outcome == .completed else {
-                log(r.message ?? r.outcome.rawValue)
+                log.info("\(r.message ?? r.outcome.rawValue)")
                 throw LiveBluetoothFailure(r.outcome)
             }
         }
@@ -42,7 +44,7 @@ extension LiveBluetooth {
             bearer = try connect(adapter: adapter, to: peer, log: log)
             try bearer.raiseSecurity(to: level)
         } catch {
-            log(error.message)
+            log.info("\(error.message)")
             throw LiveBluetoothFailure(.securityRefused)
         }
         defer { bearer.close() }
@@ -54,19 +56,19 @@ extension LiveBluetooth {
     /// answers for this device only and is not the default agent; bluetoothd keeps the bond (and
     /// reloads it after a reboot).
     static func pairThroughBluetoothd(
-        _ peer: BluetoothAddress, adapter: BluetoothAdapter, level: SecurityLevel, log: @escaping @Sendable (String) -> Void
+        _ peer: BluetoothAddress, adapter: BluetoothAdapter, level: SecurityLevel, log: Logger
     ) throws(LiveBluetoothFailure) -> SecurityLevel {
         do {
             let bus = try BlueZBus()
             defer { bus.close() }
             let path = BlueZPaths.device(peer, on: adapter)
-            log("pairing through bluetoothd (org.bluez.Device1.Pair on \(path))")
+            log.info("pairing through bluetoothd (org.bluez.Device1.Pair on \(path))")
             let already = try BlueZPairing.pair(peer, on: adapter, bus: bus, log: log)
-            if already { log("\(peer) is bonded already (bluetoothd: Paired = true)") }
+            if already { log.info("\(peer) is bonded already (bluetoothd: Paired = true)") }
             // bluetoothd keeps the bond and, on its own link, encrypts with it: that is the level.
             return level
         } catch {
-            log(error.message)
+            log.info("\(error.message)")
             throw LiveBluetoothFailure(.securityRefused)
         }
     }
@@ -75,7 +77,7 @@ extension LiveBluetooth {
     /// from bluetoothd (Adapter1.RemoveDevice, which unpairs in the kernel and deletes its files).
     /// Returns how many stored keys were removed.
     public static func forget(
-        _ peer: BluetoothAddress, adapter: BluetoothAdapter, backend: Backend, bonds: String?, log: @escaping @Sendable (String) -> Void
+        _ peer: BluetoothAddress, adapter: BluetoothAdapter, backend: Backend, bonds: String?, log: Logger
     ) throws(LiveBluetoothFailure) -> Int {
         var removed = 0
         do {
@@ -85,7 +87,7 @@ extension LiveBluetooth {
                 do {
                     try bus.call(BlueZPaths.adapter(adapter), "org.bluez.Adapter1", "RemoveDevice", [.objectPath(BlueZPaths.device(peer, on: adapter))])
                 } catch where error.dbusError == .doesNotExist || error.dbusError == .unknownObject {
-                    log("bluetoothd does not know \(peer)")
+                    log.info("bluetoothd does not know \(peer)")
                 }
             } else {
                 try RawBonds.unpair(peer, adapter: adapter)
@@ -95,7 +97,7 @@ extension LiveBluetooth {
                 if removed > 0 { try store.save() }
             }
         } catch {
-            log(error.message)
+            log.info("\(error.message)")
             throw LiveBluetoothFailure(.connectionFailed)
         }
         return removed

@@ -2,6 +2,8 @@
 import BloodPressure
 import BlueZ
 import CuffCore
+import CuffLogging
+import Logging
 import Omron
 import Transport
 
@@ -66,11 +68,11 @@ public final class ScanCollector {
     }
 
     /// The devices not emitted yet (no name came), then the summary line for `log`.
-    public func finish(log: (String) -> Void) throws {
+    public func finish(log: Logger) throws {
         for key in order where !printed.contains(key) {
             if let m = seen[key], all || m.isCuff { try emit(m) }
         }
-        log("\(seen.count) device(s) seen, \(seen.values.filter(\.isBloodPressureCuff).count) advertising the Blood Pressure service")
+        log.info("\(seen.count) device(s) seen, \(seen.values.filter(\.isBloodPressureCuff).count) advertising the Blood Pressure service")
     }
 }
 
@@ -80,7 +82,7 @@ extension LiveBluetooth {
     /// stopped at the end), filtered to the cuffs' services unless `all`; else a raw HCI scan.
     public static func scan(
         adapter: BluetoothAdapter, backend: Backend, duration: Duration, all: Bool, stop: () -> Bool, collector: ScanCollector,
-        log: @escaping @Sendable (String) -> Void
+        log: Logger
     ) throws {
         if backend.resolved(log: log) == .bluetoothd {
             do {
@@ -92,7 +94,7 @@ extension LiveBluetooth {
                     try collector.take(r, replacing: true)  // bluetoothd's view replaces, not merges
                 }
             } catch let e as TransportError {
-                log(e.message)
+                log.info("\(e.message)")
                 throw LiveBluetoothFailure(.connectionFailed)
             }
             return
@@ -101,16 +103,16 @@ extension LiveBluetooth {
         do {
             scanner = try LEScanner(adapter: adapter)
         } catch {
-            log(error.message)
+            log.info("\(error.message)")
             throw LiveBluetoothFailure(.connectionFailed)
         }
         defer { scanner.stop() }
-        for note in scanner.notes { log(note) }
+        for note in scanner.notes { log.info("\(note)") }
         let end = MonotonicClock.now() + duration
         while MonotonicClock.now() < end, !stop() {
             let reports: [AdvertisingReport]
             do { reports = try scanner.next(timeout: .milliseconds(100)) } catch {
-                log(error.message)
+                log.info("\(error.message)")
                 throw LiveBluetoothFailure(.connectionFailed)
             }
             for r in reports { try collector.take(r) }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import BlueZ
 import CuffCore
+import CuffLogging
 import CuffRuntime
 import CuffSession
+import Logging
 import Transport
 
 extension LiveBluetooth {
@@ -13,7 +15,7 @@ extension LiveBluetooth {
     /// exit status tells a refused key, a cuff not in pairing mode and a latched refusal apart, and
     /// `message` says which.
     public static func omronPair(over bearer: any PollableBearer, configuration: CuffSessionConfiguration, signals: SignalFlags? = .shared,
-                                 log: @escaping (String) -> Void) -> (outcome: SessionOutcome, message: String?) {
+                                 log: Logger) -> (outcome: SessionOutcome, message: String?) {
         var c = configuration
         c.setTime = false
         c.omronSync.setTime = false
@@ -30,15 +32,15 @@ extension LiveBluetooth {
     /// `cuff pair ADDR --model NAME` through bluetoothd: once `Device1.Pair` made the OS bond, the
     /// model's Omron pairing variant over bluetoothd's GATT link to the cuff.
     public static func omronPairThroughBluetoothd(peer: BluetoothAddress, adapter: BluetoothAdapter, configuration: CuffSessionConfiguration,
-                                                  log: @escaping (String) -> Void) throws(LiveBluetoothFailure) -> (outcome: SessionOutcome, message: String?) {
+                                                  log: Logger) throws(LiveBluetoothFailure) -> (outcome: SessionOutcome, message: String?) {
         let bearer: BlueZGATTBearer
         do {
-            bearer = try BlueZGATTBearer.connect(adapter: adapter, to: peer, bus: BlueZBus(), timeout: configuration.timeout) { log($0) }
+            bearer = try BlueZGATTBearer.connect(adapter: adapter, to: peer, bus: BlueZBus(), timeout: configuration.timeout, log: log)
         } catch {
-            log(error.message)
+            log.info("\(error.message)")
             throw LiveBluetoothFailure(.connectionFailed)
         }
-        for note in bearer.notes { log(note) }
+        for note in bearer.notes { log.info("\(note)") }
         return omronPair(over: bearer, configuration: configuration, log: log)
     }
 }

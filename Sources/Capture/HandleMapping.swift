@@ -15,7 +15,19 @@ public struct HandleMapping: Sendable, Hashable {
 
     /// Why a `--handle` text was refused (``description`` says it for the user).
     public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
-        public enum Code: Sendable, Hashable { case notAPair, badHandle, unknownCharacteristic }
+        /// What was wrong: a struct, not an enum, so a new code is not a breaking change.
+        public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+            public var rawValue: String
+            public init(rawValue: String) { self.rawValue = rawValue }
+            public var description: String { rawValue }
+
+            /// Not `HANDLE=UUID`.
+            public static let notAPair = Code(rawValue: "not_a_pair")
+            /// The handle is not hex, or is 0.
+            public static let badHandle = Code(rawValue: "bad_handle")
+            /// The UUID is none of the characteristics cuff knows.
+            public static let unknownCharacteristic = Code(rawValue: "unknown_characteristic")
+        }
         public var code: Code
         public var description: String
     }

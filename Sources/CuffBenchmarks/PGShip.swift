@@ -8,6 +8,7 @@ import Foundation
 import PostgresStore
 import PostgresTestCluster
 import Sinks
+import Transport
 
 #if canImport(Glibc)
 import Glibc
@@ -68,7 +69,7 @@ func benchPGShip(_ n: Int, url given: String?) {
               + "\(Int((Double(count) / (t1 - t0)).rounded())) readings/s; hub CPU \(format3((c1 - c0) / Double(count) * 1e6)) µs/reading, "
               + "server CPU \(format3((s1 - s0) / Double(count) * 1e6)) µs/reading "
               + "(\(format3((t1 - t0) / Double(count) * 1e6)) µs wall)")
-        fflush(nil)
+        Sys.flushStandardIO()
     }
     // Where a 1000-reading batch's time goes: reading the outbox, the server's transaction, the removal.
     let readings = benchReadings(start + 20_000).suffix(20_000)

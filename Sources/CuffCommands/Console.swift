@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import CuffCore
+import CuffLogging
+import Logging
 import Sinks
 import Synchronization
 import Transport
@@ -20,8 +22,6 @@ public enum Console {
     /// Buffered bytes above which ``line(_:)`` writes them out.
     private static let flushThreshold = 64 * 1024
     private static let pending = Atomic<Int>(0)
-    /// Set once stdout's reader has gone; stderr stays quiet from then on.
-    private static let readerGone = Atomic<Bool>(false)
 
     /// One line of data on stdout (buffered; written by ``flush()`` or when the buffer is large).
     public static func line(_ s: String) throws(SinkError) {
@@ -47,11 +47,11 @@ public enum Console {
 
     /// Remembers that stdout's reader went away when `error` says so (stderr then stays quiet).
     public static func noteFailure(_ error: any Error) {
-        if let e = error as? SinkError, e.isBrokenPipe { readerGone.store(true, ordering: .relaxed) }
+        if let e = error as? SinkError, e.isBrokenPipe { StandardError.readerWentAway() }
     }
 
-    /// Whether stdout's reader went away.
-    public static var readerHasGone: Bool { readerGone.load(ordering: .relaxed) }
+    /// Whether stdout's reader went away (stderr then stays quiet).
+    public static var readerHasGone: Bool { StandardError.readerHasGone }
 
     /// The exit status for a sink failure already seen (and said, unless the reader went away).
     public static var sinkFailureStatus: ExitStatus { readerHasGone ? .readerGone : .sinkFailed }
@@ -65,16 +65,15 @@ public enum Console {
     }
 
     /// One line for humans on stderr (unbuffered), its control characters escaped.
-    public static func log(_ s: String) {
-        guard !readerHasGone else { return }
-        Sys.writeAll(2, TerminalText.escapingControlCharacters(s) + "\n")
+    public static func log(_ s: String) { StandardError.line(s) }
+
+    /// The logger whose lines start `label: ` (`cuff watch: `); `quiet`: only what `--quiet` keeps
+    /// (`.notice` and above: the events, `.info`, are silenced).
+    public static func logger(_ label: String, quiet: Bool = false) -> Logger {
+        var l = Logger(label: label)
+        l.logLevel = quiet ? .notice : .info
+        return l
     }
 
-    /// A `log` that puts `prefix` (`cuff watch: `) before each line.
-    public static func logger(_ prefix: String) -> @Sendable (String) -> Void { { log(prefix + $0) } }
-
-    /// Text on stderr as it is, without a newline (the live gauge's own escape sequences).
-    public static func raw(_ s: String) { Sys.writeAll(2, s) }
-
-    public static var stderrIsTerminal: Bool { isatty(2) != 0 }
+    public static var stderrIsTerminal: Bool { Sys.isTerminal(2) }
 }

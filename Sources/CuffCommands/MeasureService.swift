@@ -72,7 +72,7 @@ public struct MeasureService {
                 display.show(o)
                 do { try fan.write(o) } catch { Console.noteFailure(error); throw error }
             },
-            log: { display.log($0) },
+            log: display.logger,
             link: recording.map { r in { r.handle($0) } })
 
         var outcome: SessionOutcome
@@ -82,7 +82,7 @@ public struct MeasureService {
         case let .simulated(scenario, sim, speed):
             let link = SimulatedLink(
                 simulator: sim, session: sessionConfiguration(address: "simulated:\(scenario)", store: store), hooks: hooks,
-                simulatorLog: quiet ? nil : { Console.log("cuff (simulated cuff): " + $0) }, speed: speed, signals: signals, stopAfter: stopAfter)
+                simulatorLog: Console.logger("cuff (simulated cuff)", quiet: quiet), speed: speed, signals: signals, stopAfter: stopAfter)
             outcome = link.run()
             exit = link.central.exitCode
             sinkFailed = link.sinkFailure != nil
@@ -97,7 +97,7 @@ public struct MeasureService {
             // A failure (said already) ends the command with its outcome's status.
             (outcome, exit, sinkFailed) = try LiveBluetooth.measure(
                 peer: peer, adapter: adapter, backend: backend, bonds: bonds, configuration: configuration, hooks: hooks,
-                signals: signals, stopAfter: stopAfter, store: store, gattCache: gattCache, log: Console.logger("cuff measure: "))
+                signals: signals, stopAfter: stopAfter, store: store, gattCache: gattCache, log: Console.logger("cuff measure"))
         }
         recording?.finish()
         do { try fan.finish() } catch { _ = Console.sinkFailed("cuff measure", error); sinkFailed = true }

@@ -13,7 +13,7 @@ public enum OmronPairing {
     /// `configuration`: the session's, with ``OmronSyncOptions/pair`` set; `connect` is `unix:PATH`.
     public static func run(_ configuration: CuffSessionConfiguration, connect: String) throws {
         let bearer = try Opening.socket("cuff pair", connect)
-        let (outcome, message) = LiveBluetooth.omronPair(over: bearer, configuration: configuration, log: Console.logger("cuff pair: "))
+        let (outcome, message) = LiveBluetooth.omronPair(over: bearer, configuration: configuration, log: Console.logger("cuff pair"))
         guard outcome == .completed else {
             Console.log("cuff pair: \(message ?? outcome.rawValue)")
             throw outcome.exitStatus

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import CuffCore
+import Logging
 import MQTTSink
 import PostgresStore
 import Sinks
@@ -8,7 +9,7 @@ import Sinks
 /// MQTT brokers. Each returns whether readings still wait; a failure to open an outbox throws
 /// ``ExitStatus/sinkFailed``. Lines go to stderr as `cuff sync: …` (`quiet`: only what still waits).
 public enum OutboxShipping {
-    static let log = Console.logger("cuff sync: ")
+    static var log: Logger { Console.logger("cuff sync") }
 
     /// `--publish`: each broker's outbox published.
     public static func publishAll(_ targets: [MQTTPublishOptions], quiet: Bool) throws(ExitStatus) -> Bool {
@@ -19,16 +20,16 @@ public enum OutboxShipping {
                 // No check at open: a refusal is said below, once, with what waits.
                 box = try MQTTOutboxStore(options: t, check: false, warn: SinkWarnings.ignore)
             } catch {
-                log("\(error)")
+                log.info("\(error)")
                 throw .sinkFailed
             }
             let r = box.publishAll(timeout: .seconds(120))
             try? box.close()
             if let failure = r.failure, r.waiting != 0 {
-                log("published \(r.delivered) reading\(r.delivered == 1 ? "" : "s"); \(r.waiting) still wait in the outbox \(t.outboxPath): \(failure)")
+                log.info("published \(r.delivered) reading\(r.delivered == 1 ? "" : "s"); \(r.waiting) still wait in the outbox \(t.outboxPath): \(failure)")
                 waiting = true
             } else if !quiet {
-                log("published \(r.delivered) reading\(r.delivered == 1 ? "" : "s") to \(t.url); the outbox \(t.outboxPath) is empty")
+                log.info("published \(r.delivered) reading\(r.delivered == 1 ? "" : "s") to \(t.url); the outbox \(t.outboxPath) is empty")
             }
         }
         return waiting
@@ -39,7 +40,7 @@ public enum OutboxShipping {
     public static func ship(to store: String, outbox: String?, batch: Int, quiet: Bool) throws(ExitStatus) -> Bool {
         let url: PostgresURL
         do { url = try PostgresURL(parsing: store) } catch {
-            log("\(error)")
+            log.info("\(error)")
             throw .sinkFailed
         }
         let path = outbox ?? Outbox.defaultPath()
@@ -48,18 +49,18 @@ public enum OutboxShipping {
             // Warnings (an unreachable server) are said below, once, with the count.
             box = try PostgresOutboxStore(url: url, outboxPath: path, background: false, batchSize: batch, warn: SinkWarnings.ignore)
         } catch {
-            log("\(error)")
+            log.info("\(error)")
             throw .sinkFailed
         }
         let result = box.drain()
         let waiting = (try? box.outbox.count()) ?? -1
         try? box.close()
         if let failure = result.failure, waiting != 0 {
-            log("shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s"); \(waiting) still wait in the outbox \(path): \(failure)")
+            log.info("shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s"); \(waiting) still wait in the outbox \(path): \(failure)")
             return true
         }
         if !quiet {
-            log("shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s") to \(url) (\(result.new) new there); the outbox \(path) is empty")
+            log.info("shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s") to \(url) (\(result.new) new there); the outbox \(path) is empty")
         }
         return false
     }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import BloodPressure
+import CuffLogging
 import CuffSession
+import Logging
 
 /// The progress display on stderr: a live gauge on a terminal, plain lines otherwise, nothing when quiet.
 public final class ProgressDisplay {
@@ -8,16 +10,17 @@ public final class ProgressDisplay {
     let terminal: Bool
     var lastPlainElapsed = -10.0
     var lastPhase: MeasurementPhase?
-    var gaugeShown = false
 
     public init(quiet: Bool) {
         self.quiet = quiet
         terminal = Console.stderrIsTerminal
     }
 
+    /// The session's lines (`cuff: …`; a line clears the gauge), none when quiet.
+    public var logger: Logger { Console.logger("cuff", quiet: quiet) }
+
     public func log(_ s: String) {
         guard !quiet else { return }
-        clearGauge()
         Console.log("cuff: " + s)
     }
 
@@ -30,8 +33,7 @@ public final class ProgressDisplay {
                 let mmHg = p.cuffPressure.doubleValue.map { p.unit == .kPa ? $0 * PressureUnit.mmHgPerKPa : $0 } ?? 0
                 let filled = max(0, min(30, Int(mmHg / 200 * 30)))
                 let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: 30 - filled)
-                Console.raw("\r\u{1B}[2K\(p.phase.rawValue.padding(9)) \(value.leftPad(5)) \(p.unit.rawValue) \(bar) \(String(format1(p.elapsed))) s")
-                gaugeShown = true
+                StandardError.gauge("\r\u{1B}[2K\(p.phase.rawValue.padding(9)) \(value.leftPad(5)) \(p.unit.rawValue) \(bar) \(String(format1(p.elapsed))) s")
             } else if p.phase != lastPhase || p.elapsed - lastPlainElapsed >= 2 {
                 Console.log("cuff: \(p.phase.rawValue) \(value) \(p.unit.rawValue) at \(format1(p.elapsed)) s")
                 lastPlainElapsed = p.elapsed
@@ -52,12 +54,7 @@ public final class ProgressDisplay {
         }
     }
 
-    public func clearGauge() {
-        if gaugeShown {
-            Console.raw("\r\u{1B}[2K")
-            gaugeShown = false
-        }
-    }
+    public func clearGauge() { StandardError.clearGauge() }
 }
 
 func format1(_ x: Double) -> String { String((x * 10).rounded() / 10) }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import Capture
 import CuffCore
+import Logging
 import ReplayEngine
 import Sinks
 
@@ -8,7 +9,7 @@ import Sinks
 /// stderr. Returns normally with at least one measurement and no fault; else throws the status
 /// the README gives (1 damaged, 2 no measurement, 7 unmapped handles, 10/141 a sink failed).
 public enum ReplayService {
-    static let log = Console.logger("cuff replay: ")
+    static var log: Logger { Console.logger("cuff replay") }
 
     /// `makeSinks` opens the sinks (a failure there is a failed sink).
     public static func run(_ job: ReplayJob, quiet: Bool, makeSinks: () throws -> ReplaySinks) throws {
@@ -19,18 +20,18 @@ public enum ReplayService {
         do {
             result = try job.run(into: sinks, presenter: ReplayDisplay(display: display, file: job.path))
         } catch {
-            log(error.message)
+            log.info("\(error.message)")
             throw ExitStatus.failure
         }
         display.clearGauge()
         // One hint per controller and set of handles, however many connections showed it.
         for hint in UnmappedHint.group(result.unmapped) {
-            for line in hint.lines(file: job.path) { log(line) }
+            for line in hint.lines(file: job.path) { log.info("\(line)") }
         }
-        if let fault = result.fault { log("\(job.path): \(describe(fault))") }
+        if let fault = result.fault { log.info("\(job.path): \(describe(fault))") }
         let (sessions, measurements) = (result.sessions, result.measurements)
         if !quiet {
-            log("\(sessions) session\(sessions == 1 ? "" : "s"), \(measurements) measurement\(measurements == 1 ? "" : "s")")
+            log.info("\(sessions) session\(sessions == 1 ? "" : "s"), \(measurements) measurement\(measurements == 1 ? "" : "s")")
         }
         if result.sinkFailed { throw Console.sinkFailureStatus }
         if result.fault != nil || result.warnings > 0 { throw ExitStatus.failure }

@@ -4,11 +4,13 @@ import BlueZ
 import BluetoothLive
 import Capture
 import CuffCore
+import CuffLogging
 import CuffRuntime
 import CuffSession
 import CuffSimulator
 import Foundation
 import GATT
+import Logging
 import Transport
 
 /// `cuff simulate`: a simulated cuff (or a captured one, or a fleet) served on a Unix socket or a
@@ -31,7 +33,7 @@ public struct SimulatorService {
     /// A fleet: no per-cuff session logs.
     public var quiet = false
 
-    static let log = Console.logger("cuff simulate: ")
+    static var log: Logger { Console.logger("cuff simulate") }
 
     public init(place: Place, speed: Double, every: Double? = nil) {
         self.place = place
@@ -49,7 +51,7 @@ public struct SimulatorService {
     public func serve(protocol forced: CuffProtocolID?, configuration: SimulatorConfiguration, label: String) throws {
         let kind = CuffProtocolRegistry.builtIn.select(DeviceOffer(), forced: forced)
         guard let peripheral = kind.makePeripheral(configuration: configuration, requireEncryption: false) else {
-            Self.log("the \(kind.id) protocol has no simulated cuff")
+            Self.log.error("the \(kind.id) protocol has no simulated cuff")
             throw ExitStatus.usage
         }
         try serve(peripheral, label: label, name: nil)
@@ -70,10 +72,10 @@ public struct SimulatorService {
         do {
             captured = try CapturedCuff.load(path: path, session: session, overrides: overrides)
         } catch let e as CapturedCuffError {
-            Self.log("\(path): \(e)")
+            Self.log.error("\(path): \(e)")
             throw ExitStatus.serviceMissing
         } catch {
-            Self.log("\(path): \(error)")
+            Self.log.error("\(path): \(error)")
             throw ExitStatus.failure
         }
         let c = captured.connection
@@ -85,7 +87,7 @@ public struct SimulatorService {
     public static func listSessions(_ path: String, overrides: [UInt16: CuffCharacteristic]) throws {
         let list: [CapturedCuff.Connection]
         do { list = try CapturedCuff.connections(path: path, overrides: overrides) } catch {
-            log("\(path): \(error)")
+            log.error("\(path): \(error)")
             throw ExitStatus.failure
         }
         try Console.print(list.map { c in
@@ -93,7 +95,7 @@ public struct SimulatorService {
             return "\(c.number)\thci\(c.adapter)\t\(Hex.handle(c.handle))\t\(c.peer ?? "-")\t\(c.services) services\t\(c.pushes) notifications/indications\t\(what)"
         }, command: "cuff simulate")
         if !list.contains(where: \.servable) {
-            log("no connection in \(path) can be served")
+            log.error("no connection in \(path) can be served")
             throw ExitStatus.serviceMissing
         }
     }
@@ -114,10 +116,10 @@ public struct SimulatorService {
             do {
                 listener = try UnixSeqpacketListener(path: path)
             } catch {
-                Self.log("cannot listen at \(path): \(error.message)")
+                Self.log.error("cannot listen at \(path): \(error.message)")
                 throw ExitStatus.connectionFailed
             }
-            Self.log("\(label) listening at unix:\(path)")
+            Self.log.info("\(label) listening at unix:\(path)")
             let loop = try Self.makeLoop()
             try run([ListeningPeripheral(driver: driver, listener: listener, loop: loop, log: Self.log)], loop: loop, signals: signals)
         }
@@ -146,7 +148,7 @@ public struct SimulatorService {
         do {
             try FleetDirectory.prepare(dir)
         } catch {
-            Self.log("\(error)")
+            Self.log.error("\(error)")
             throw ExitStatus.connectionFailed
         }
         let loop = try Self.makeLoop()
@@ -156,18 +158,18 @@ public struct SimulatorService {
         for i in 1...count {
             let name = "cuff-\(Self.number(i))"
             let path = dir + "/" + name + ".sock"
-            let log: (String) -> Void = quiet ? { _ in } : { Console.log("cuff simulate: \(name): " + $0) }
+            let log = Console.logger("cuff simulate", quiet: quiet).scoped(name)
             guard let peripheral = make(configuration.fleetMember(i)) else { throw ExitStatus.usage }
             let driver = PeripheralDriver(peripheral: peripheral, clock: clock, signals: nil, log: log)
             do {
                 cuffs.append(ListeningPeripheral(driver: driver, listener: try UnixSeqpacketListener(path: path, backlog: 4), loop: loop, log: log))
             } catch {
-                Self.log("cannot listen at \(path): \(error.message)")
+                Self.log.error("cannot listen at \(path): \(error.message)")
                 for c in cuffs { c.stop() }
                 throw ExitStatus.connectionFailed
             }
         }
-        Self.log("\(label) listening at unix:\(dir)/cuff-0001.sock … cuff-\(Self.number(count)).sock")
+        Self.log.info("\(label) listening at unix:\(dir)/cuff-0001.sock … cuff-\(Self.number(count)).sock")
         try run(cuffs, loop: loop, signals: signals)
     }
 
@@ -175,7 +177,7 @@ public struct SimulatorService {
         do {
             return try EventLoop()
         } catch {
-            log(error.message)
+            log.error("\(error.message)")
             throw .connectionFailed
         }
     }
@@ -187,15 +189,15 @@ public struct SimulatorService {
             let machines = cuffs.compactMap { ($0.driver.peripheral as? CuffPeripheral)?.machine }
             if cuffs.count > 1 || every != nil, !machines.isEmpty {
                 let taken = machines.reduce(0) { $0 + $1.measurementsDone }, confirmed = machines.reduce(0) { $0 + $1.confirmedReadings }
-                Self.log("stopped: \(taken) measurements taken, \(confirmed) readings confirmed by clients")
+                Self.log.info("stopped: \(taken) measurements taken, \(confirmed) readings confirmed by clients")
             } else {
-                Self.log("stopped")
+                Self.log.info("stopped")
             }
         }
         do {
             try ListeningPeripheral.serve(cuffs, loop: loop, signals: signals)
         } catch {
-            Self.log((error.path.map { "cannot accept at \($0): " } ?? "") + error.error.message)
+            Self.log.error("\((error.path.map { "cannot accept at \($0): " } ?? "") + error.error.message)")
             throw .connectionFailed
         }
     }

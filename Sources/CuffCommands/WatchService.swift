@@ -2,8 +2,10 @@
 import BlueZ
 import BluetoothLive
 import CuffCore
+import CuffLogging
 import CuffRuntime
 import CuffSession
+import Logging
 import MQTTSink
 import Sinks
 import Transport
@@ -68,7 +70,8 @@ public struct WatchService {
 
     public func run() throws {
         let signals = try SignalFlags.shared.listen(SignalFlags.Signal.standard + [.hup])
-        let log: (String) -> Void = quiet ? { _ in } : { Console.log("cuff watch: " + $0) }
+        // Events (.info) are what --quiet silences; the collector's store failures (.error) stay.
+        let log = Console.logger("cuff watch", quiet: quiet)
         var watcherConfig = Watcher.Configuration()
         watcherConfig.add(paths: paths)
         watcherConfig.gattCache = gattCache
@@ -98,7 +101,7 @@ public struct WatchService {
                 }
             },
             knownKeys: known,
-            report: Console.logger("cuff watch: "))
+            log: log)
         let loop: EventLoop
         do { loop = try EventLoop() } catch {
             Console.log("cuff watch: \(error.message)")
@@ -107,7 +110,8 @@ public struct WatchService {
         loop.afterEachTurn { collector.flush() }
         // --publish: the brokers' clients run on this loop, reconnecting with backoff.
         MQTTOutboxStore.attachAll(in: store, to: loop)
-        let sessionLog: ((String, String) -> Void)? = verbose && !quiet ? { a, s in Console.log("cuff watch: \(a): \(s)") } : nil
+        // The sessions' own lines (`cuff watch: ADDRESS: …`) may name readings: --verbose only.
+        let sessionLog = verbose && !quiet ? Console.logger("cuff watch") : .silent
         // RACP "newer than": per cuff, the highest sequence number the store holds.
         if let store { watcherConfig.storedSequenceNumber = { try? store.lastSequenceNumber(address: $0) } }
         let watcher = Watcher(configuration: watcherConfig, loop: loop, collector: collector, log: log, sessionLog: sessionLog)
@@ -115,20 +119,20 @@ public struct WatchService {
         if let a = adapter {
             do {
                 agent = try LiveBluetooth.watch(adapter: a.adapter, backend: a.backend, devices: a.devices, address: a.address, bonds: a.bonds,
-                                                watcher: watcher, log: Console.logger("cuff watch: "))
+                                                watcher: watcher, log: Console.logger("cuff watch"))
             } catch let f as LiveBluetoothFailure {
                 throw f.outcome.exitStatus
             }
         }
         defer { agent?.stop() }
         let stdoutFile = ReopenableOutput(fd: 1), stderrFile = ReopenableOutput(fd: 2)
-        log("watching \(watcherConfig.sockets.count) socket(s) and \(watcherConfig.directories.count) director\(watcherConfig.directories.count == 1 ? "y" : "ies")\(store.map { "; storing in \($0.storeName)" } ?? "")")
+        log.info("watching \(watcherConfig.sockets.count) socket(s) and \(watcherConfig.directories.count) director\(watcherConfig.directories.count == 1 ? "y" : "ies")\(store.map { "; storing in \($0.storeName)" } ?? "")")
         watcher.start()
         do {
             try loop.run {
                 if !watcher.stopping {
                     if signals.isRaised(.int) || signals.isRaised(.term) {
-                        log("stopping (\(signals.isRaised(.term) ? "SIGTERM" : "SIGINT")): \(watcher.openSessions) open session(s)")
+                        log.info("stopping (\(signals.isRaised(.term) ? "SIGTERM" : "SIGINT")): \(watcher.openSessions) open session(s)")
                         watcher.stop()
                     } else if outputFailed && store == nil {
                         watcher.stop()
@@ -138,7 +142,7 @@ public struct WatchService {
                     for o in [stdoutFile, stderrFile] {
                         if let e = o.reopen() { Console.log("cuff watch: \(e)") }
                     }
-                    log("SIGHUP: output reopened")
+                    log.info("SIGHUP: output reopened")
                 }
                 return watcher.isDone
             }
@@ -152,7 +156,7 @@ public struct WatchService {
         let p50 = collector.latency.quantile(0.5).map { "\($0) ms" } ?? "-"
         let p99 = collector.latency.quantile(0.99).map { "\($0) ms" } ?? "-"
         let notKept = collector.failures > 0 ? ", \(collector.failures) not kept (left unconfirmed on their cuffs)" : ""
-        log("stopped: \(collector.stored) reading(s) kept, \(collector.duplicates) repeat(s) skipped\(notKept); commit latency p50 \(p50), p99 \(p99)")
+        log.info("stopped: \(collector.stored) reading(s) kept, \(collector.duplicates) repeat(s) skipped\(notKept); commit latency p50 \(p50), p99 \(p99)")
         if failed { throw Console.sinkFailureStatus }
     }
 }

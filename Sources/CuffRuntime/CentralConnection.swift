@@ -494,12 +494,12 @@ public final class CentralDriver {
             return .connectionFailed
         }
         var config = configuration
-        if let gattCache { config = gattCache.session(config, log: hooks.log) }
+        if let gattCache { config = gattCache.session(config, log: hooks.logger) }
         let c = CentralConnection(configuration: config, bearer: bearer, loop: loop, hooks: hooks)
         connection = c
         defer {
             if let gattCache, case let .on(before) = config.gattCache {
-                gattCache.keep(c.central, before: before, address: config.address, log: hooks.log)
+                gattCache.keep(c.central, before: before, address: config.address, log: hooks.logger)
             }
         }
         let started = MonotonicClock.now()

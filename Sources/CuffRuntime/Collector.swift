@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import CuffCore
+import CuffLogging
 import CuffSession
+import Logging
 import Transport
 
 /// The records of many sessions, kept with one commit per loop turn (`cuff watch`).
@@ -36,7 +38,7 @@ public final class Collector: MeasurementCommitter {
     /// Whether a commit (or, without a store, the output) failed at any time: exit status 10.
     public private(set) var sinkFailed = false
     /// Hears of the store failing (once per kind of failure) and keeping readings again.
-    let report: (String) -> Void
+    let log: Logger
     /// Commit latency (from a measurement's arrival to its commit), for the summary line.
     public private(set) var latency = LatencyHistogram()
     let wallClock: WallClock
@@ -45,14 +47,14 @@ public final class Collector: MeasurementCommitter {
     ///   - commit: the store's batch insert; nil when there is no store (the output is the sink).
     ///   - write: the output sink.
     ///   - knownKeys: the dedup keys the store holds already.
-    ///   - report: told when the store starts failing (once per kind of failure) and when it keeps readings again.
+    ///   - log: told when the store starts failing (once per kind of failure, `.error`) and when it keeps readings again (`.notice`).
     public init(commit: Commit?, write: @escaping Write, knownKeys: Set<String> = [], wallClock: WallClock = .system,
-                report: @escaping (String) -> Void = { _ in }) {
+                log: Logger = .silent) {
         self.commit = commit
         self.write = write
         self.knownKeys = knownKeys
         self.wallClock = wallClock
-        self.report = report
+        self.log = log
     }
 
     public func enqueue(_ output: SessionOutput, from connection: CentralConnection) {
@@ -94,13 +96,13 @@ public final class Collector: MeasurementCommitter {
             do { try commit(fresh) } catch { failure = "\(error)" }
             if let failure {
                 if failure != storeFailure {
-                    report("cannot keep readings: \(failure); they stay unconfirmed on their cuffs and are tried again")
+                    log.error("cannot keep readings: \(failure); they stay unconfirmed on their cuffs and are tried again")
                 }
                 storeFailure = failure
                 sinkFailed = true
             } else if storeFailure != nil {
                 storeFailure = nil
-                report("the store keeps readings again (\(failures) not kept meanwhile, left to their cuffs to send again)")
+                log.notice("the store keeps readings again (\(failures) not kept meanwhile, left to their cuffs to send again)")
             }
         }
         if failure == nil {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #if canImport(Glibc)
+import CuffLogging
 import Glibc
 #endif
 import CuffCore
 import CuffSession
+import Logging
 import Transport
 
 /// The GATT cache on disk: one file per cuff (``LearnedCuff``, what a session learned about it),
@@ -42,24 +44,24 @@ public struct GATTCacheStore: Sendable {
     /// What is kept for `address`; nil when nothing is. A file that cannot be read or parsed (or
     /// that names another address) is reported through `log` and treated as absent: the session
     /// discovers and the file is rewritten.
-    public func load(address: String, log: (String) -> Void = { _ in }) -> LearnedCuff? {
+    public func load(address: String, log: Logger = .silent) -> LearnedCuff? {
         let p = path(address: address)
         switch Sys.readFile(p, limit: 1 << 16) {
         case .failure(.noSuchFileOrDirectory):
             return nil
         case .failure(let e):
-            log("GATT cache: cannot read \(p): \(e); discovering")
+            log.info("GATT cache: cannot read \(p): \(e); discovering")
             return nil
         case .success(let bytes):
             do {
                 let learned = try LearnedCuff(parsing: String(decoding: bytes, as: UTF8.self))
                 guard learned.address == address else {
-                    log("GATT cache: \(p) is for \(learned.address), not \(address); discovering")
+                    log.info("GATT cache: \(p) is for \(learned.address), not \(address); discovering")
                     return nil
                 }
                 return learned
             } catch {
-                log("GATT cache: \(p): \(error); discovering")
+                log.info("GATT cache: \(p): \(error); discovering")
                 return nil
             }
         }
@@ -76,7 +78,7 @@ public struct GATTCacheStore: Sendable {
     }
 
     /// `configuration` with the cache on and what is kept for its address.
-    public func session(_ configuration: CuffSessionConfiguration, log: (String) -> Void = { _ in }) -> CuffSessionConfiguration {
+    public func session(_ configuration: CuffSessionConfiguration, log: Logger = .silent) -> CuffSessionConfiguration {
         var c = configuration
         c.gattCache = .on(load(address: c.address, log: log))
         return c
@@ -86,10 +88,10 @@ public struct GATTCacheStore: Sendable {
     /// and forgets an entry the session found stale without learning a new one. Returns what is
     /// kept now.
     @discardableResult
-    public func keep(_ central: ProtocolSession, before: LearnedCuff?, address: String, log: (String) -> Void = { _ in }) -> LearnedCuff? {
+    public func keep(_ central: ProtocolSession, before: LearnedCuff?, address: String, log: Logger = .silent) -> LearnedCuff? {
         if let learned = central.learned {
             guard learned != before else { return before }
-            do { try save(learned) } catch { log("GATT cache: \(error.message)") }
+            do { try save(learned) } catch { log.info("GATT cache: \(error.message)") }
             return learned
         }
         if central.gattCache == .stale {

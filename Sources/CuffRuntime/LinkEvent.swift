@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import CuffSession
+import Logging
 
 /// What crossed the link, for recording a session as a capture.
 public enum LinkEvent: Sendable, Hashable {
@@ -13,12 +14,16 @@ public enum LinkEvent: Sendable, Hashable {
 public struct SessionHooks {
     /// Called for every record, in order; must make measurements durable before returning.
     public var emit: (SessionOutput) throws -> Void
-    public var log: (String) -> Void
+    /// Where the session's lines go (the machines' `.log` actions, the driver's own events), at `.info`.
+    public var logger: Logger
     public var link: ((LinkEvent) -> Void)?
 
-    public init(emit: @escaping (SessionOutput) throws -> Void, log: @escaping (String) -> Void, link: ((LinkEvent) -> Void)? = nil) {
+    public init(emit: @escaping (SessionOutput) throws -> Void, log: Logger, link: ((LinkEvent) -> Void)? = nil) {
         self.emit = emit
-        self.log = log
+        self.logger = log
         self.link = link
     }
+
+    /// One line of the session.
+    public func log(_ line: String) { logger.info("\(line)") }
 }

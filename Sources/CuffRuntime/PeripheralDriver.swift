@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import CuffCore
+import CuffLogging
 import CuffSimulator
 import GATT
+import Logging
 import Transport
 
 /// How a peripheral's connection ended.
@@ -21,7 +23,7 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
 
     public private(set) var peripheral: Peripheral
     public let clock: SimulationClock
-    let log: (String) -> Void
+    let log: Logger
     let signals: SignalFlags?
 
     var loop: EventLoop?
@@ -32,7 +34,7 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
     var armedDeadline: Timestamp?
     static var readBudget: Int { 32 }
 
-    public init(peripheral: Peripheral, clock: SimulationClock, signals: SignalFlags? = .shared, log: @escaping (String) -> Void) {
+    public init(peripheral: Peripheral, clock: SimulationClock, signals: SignalFlags? = .shared, log: Logger) {
         self.peripheral = peripheral
         self.clock = clock
         self.signals = signals
@@ -145,7 +147,7 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
                 break
             case let .closed(why):
                 let out = peripheral.disconnected(now: clock.now())
-                for case let .log(s) in out { log(s) }
+                for case let .log(s) in out { log.info("\(s)") }
                 return end(.disconnected(why ?? "the client closed the connection"))
             }
             if self.bearer == nil { return }
@@ -202,11 +204,11 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
                     return .transportFailed(error.message)
                 }
             case let .log(s):
-                log(s)
+                log.info("\(s)")
             case let .disconnect(why):
                 guard bearer != nil else { continue }
                 let out = peripheral.disconnected(now: clock.now())
-                for case let .log(s) in out { log(s) }
+                for case let .log(s) in out { log.info("\(s)") }
                 return .disconnected(why)
             }
         }
@@ -220,12 +222,12 @@ public final class ListeningPeripheral<Peripheral: GATTPeripheral> {
     public let driver: PeripheralDriver<Peripheral>
     public let listener: UnixSeqpacketListener
     let loop: EventLoop
-    let log: (String) -> Void
+    let log: Logger
     /// Connections served so far.
     public private(set) var sessions = 0
     var listening = false
 
-    public init(driver: PeripheralDriver<Peripheral>, listener: UnixSeqpacketListener, loop: EventLoop, log: @escaping (String) -> Void) {
+    public init(driver: PeripheralDriver<Peripheral>, listener: UnixSeqpacketListener, loop: EventLoop, log: Logger) {
         self.driver = driver
         self.listener = listener
         self.loop = loop
@@ -249,7 +251,7 @@ public final class ListeningPeripheral<Peripheral: GATTPeripheral> {
         do {
             bearer = try listener.accept(timeout: .zero)
         } catch {
-            log("accept failed: \(error.message)")
+            log.info("accept failed: \(error.message)")
             return
         }
         guard let bearer else { return }
@@ -257,10 +259,10 @@ public final class ListeningPeripheral<Peripheral: GATTPeripheral> {
         listening = false
         sessions += 1
         let n = sessions
-        log("session \(n): client connected")
+        log.info("session \(n): client connected")
         driver.accept(bearer) { [unowned self] end in
-            self.log("session \(n) ended: \(end)")
-            do throws(TransportError) { try self.listen() } catch { self.log("cannot accept any more: \(error.message)") }
+            self.log.info("session \(n) ended: \(end)")
+            do throws(TransportError) { try self.listen() } catch { self.log.info("cannot accept any more: \(error.message)") }
         }
     }
 

@@ -3,9 +3,11 @@
 import Glibc
 #endif
 import CuffCore
+import CuffLogging
 import CuffSession
 import CuffSimulator
 import GATT
+import Logging
 import Transport
 
 /// A simulated cuff and a session in one process, on a virtual clock: PDUs cross a simulated
@@ -16,7 +18,7 @@ public final class SimulatedLink {
     public private(set) var peripheral: any GATTPeripheral
     public private(set) var central: ProtocolSession
     let hooks: SessionHooks
-    let simulatorLog: ((String) -> Void)?
+    let simulatorLog: Logger
     let speed: Double?
     let latency: Duration
     let signals: SignalFlags?
@@ -32,7 +34,7 @@ public final class SimulatedLink {
 
     public init(
         simulator: SimulatorConfiguration, session: CuffSessionConfiguration, hooks: SessionHooks,
-        simulatorLog: ((String) -> Void)? = nil, speed: Double?, latency: Duration = .microseconds(7500),
+        simulatorLog: Logger = .silent, speed: Double?, latency: Duration = .microseconds(7500),
         requireEncryption: Bool = false, signals: SignalFlags? = nil, stopAfter: Duration? = nil,
         wallStartMicros: Int64 = WallClock.system.nowMicros(), peripheral: (any GATTPeripheral)? = nil
     ) {
@@ -100,8 +102,7 @@ public final class SimulatedLink {
             if left <= .zero { return }
             if signals.map({ $0.isRaised(.int) || $0.isRaised(.term) }) == true { return }
             let slice = min(left, .milliseconds(50))
-            var ts = timespec(tv_sec: Int(slice.nanoseconds / 1_000_000_000), tv_nsec: Int(slice.nanoseconds % 1_000_000_000))
-            nanosleep(&ts, nil)
+            Sys.sleep(slice)
         }
     }
 
@@ -135,13 +136,13 @@ public final class SimulatedLink {
             case let .disconnect(why):
                 guard linkUp else { continue }
                 linkUp = false
-                simulatorLog?("disconnect: \(why)")
-                for case let .log(s) in peripheral.disconnected(now: now) { simulatorLog?(s) }
+                simulatorLog.info("disconnect: \(why)")
+                for case let .log(s) in peripheral.disconnected(now: now) { simulatorLog.info("\(s)") }
                 // PDUs already on the air still arrive; then the central sees the link go.
                 centralSeesDisconnectAt = (toCentral.last?.0 ?? now) + latency
                 toPeripheral = []
             case let .log(s):
-                simulatorLog?(s)
+                simulatorLog.info("\(s)")
             }
         }
     }
@@ -180,7 +181,7 @@ public final class SimulatedLink {
         guard linkUp else { return }
         linkUp = false
         hooks.link?(.disconnected(at(now)))
-        for case let .log(s) in peripheral.disconnected(now: now) { simulatorLog?(s) }
+        for case let .log(s) in peripheral.disconnected(now: now) { simulatorLog.info("\(s)") }
         toPeripheral = []
         toCentral = []
     }

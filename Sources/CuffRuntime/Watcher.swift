@@ -3,7 +3,9 @@
 import Glibc
 #endif
 import CuffCore
+import CuffLogging
 import CuffSession
+import Logging
 import Transport
 
 /// `cuff watch` on Unix sockets: follows many simulated cuffs at once on one ``EventLoop``, each
@@ -98,9 +100,9 @@ public final class Watcher {
     let loop: EventLoop
     let collector: Collector
     /// Events and device identities (journald); never readings.
-    let log: (String) -> Void
-    /// The sessions' own log lines (may name values); nil drops them.
-    let sessionLog: ((String, String) -> Void)?
+    let logger: Logger
+    /// The sessions' own lines (may name values), each scoped by its cuff's address.
+    let sessionLogger: Logger
     /// Records that are not measurements go straight to the collector's queue too, in order.
     var targets: [String: Target] = [:]
     var rescanTimer: EventLoop.TimerID?
@@ -109,13 +111,15 @@ public final class Watcher {
     var random = SeededRandom(seed: 0x5eed)
 
     public init(configuration: Configuration, loop: EventLoop, collector: Collector,
-                log: @escaping (String) -> Void, sessionLog: ((String, String) -> Void)? = nil) {
+                log: Logger, sessionLog: Logger = .silent) {
         self.configuration = configuration
         self.loop = loop
         self.collector = collector
-        self.log = log
-        self.sessionLog = sessionLog
+        self.logger = log
+        self.sessionLogger = sessionLog
     }
+
+    func log(_ line: String) { logger.info("\(line)") }
 
     /// How many sessions are open now.
     public var openSessions: Int { targets.values.reduce(0) { $0 + ($1.connection == nil ? 0 : 1) } }
@@ -290,11 +294,10 @@ public final class Watcher {
         var config = configuration.session(t.address)
         if config.lastSequenceNumber == nil { config.lastSequenceNumber = collector.lastSequenceNumber(address: t.address) }
         if let store = gattCache(t) {
-            if t.sessions == 1 { t.learned = store.load(address: t.address, log: log) }
+            if t.sessions == 1 { t.learned = store.load(address: t.address, log: logger) }
             config.gattCache = .on(t.learned)
         }
-        let address = t.address
-        let hooks = SessionHooks(emit: { _ in }, log: { [sessionLog] s in sessionLog?(address, s) })
+        let hooks = SessionHooks(emit: { _ in }, log: sessionLogger.scoped(t.address))
         let c = CentralConnection(configuration: config, bearer: bearer, loop: loop, hooks: hooks, committer: collector)
         c.onFinish = { [unowned self, unowned t] c in self.ended(t, c) }
         t.connection = c
@@ -306,7 +309,7 @@ public final class Watcher {
 
     func ended(_ t: Target, _ c: CentralConnection) {
         t.connection = nil
-        if let store = gattCache(t) { t.learned = store.keep(c.central, before: t.learned, address: t.address, log: log) }
+        if let store = gattCache(t) { t.learned = store.keep(c.central, before: t.learned, address: t.address, log: logger) }
         let lasted = MonotonicClock.now() - t.connectedAt
         // What was kept, not what arrived: a reading the store could not keep is not counted.
         let measured = c.keptMeasurements

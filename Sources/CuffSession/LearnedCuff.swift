@@ -128,13 +128,17 @@ public struct LearnedCuff: Sendable, Hashable {
 
 /// Why a GATT cache file could not be used (the session then discovers, and the file is rewritten).
 public struct LearnedCuffError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Code: String, Sendable {
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
         /// Not a cache file of this format (its first line).
-        case unsupportedVersion = "unsupported_version"
+        public static let unsupportedVersion = Code(rawValue: "unsupported_version")
         /// A line that is not one of the format's.
-        case malformedLine = "malformed_line"
+        public static let malformedLine = Code(rawValue: "malformed_line")
         /// The address or the MTU is missing.
-        case incomplete
+        public static let incomplete = Code(rawValue: "incomplete")
     }
 
     public var code: Code
@@ -151,6 +155,7 @@ public struct LearnedCuffError: Error, Sendable, Hashable, CustomStringConvertib
         case .unsupportedVersion: "line \(line): not a cuff GATT cache (expected \"\(LearnedCuff.magic)\")"
         case .malformedLine: "line \(line): malformed"
         case .incomplete: "line \(line): the address or the MTU is missing"
+        default: "line \(line): \(code.rawValue)"
         }
     }
 }

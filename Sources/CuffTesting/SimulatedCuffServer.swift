@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import CuffLogging
 import CuffRuntime
 import Dispatch
+import Logging
 import Synchronization
 import Transport
 
@@ -25,7 +27,7 @@ public final class SimulatedCuffServer: Sendable {
     public let simulation: CuffSimulation
     /// How many times faster than real time the cuff's clock runs.
     public let speed: Double
-    let logHandler: @Sendable (String) -> Void
+    let logger: Logger
     /// What the caller's thread and the server's share; the server's thread holds this, not the
     /// server, so a server that goes away stops (``deinit``).
     let control = Control()
@@ -53,12 +55,12 @@ public final class SimulatedCuffServer: Sendable {
     ///   - log: gets the cuff's and the sessions' log lines (what `cuff simulate` prints on stderr),
     ///     on the server's thread; by default they are dropped.
     public init(_ simulation: CuffSimulation, path: String, speed: Double = 10,
-                log: @escaping @Sendable (String) -> Void = { _ in }) {
+                log: Logger = .silent) {
         precondition(speed > 0 && speed.isFinite, "speed must be a finite number above 0")
         self.simulation = simulation
         self.path = path
         self.speed = speed
-        logHandler = log
+        logger = log
     }
 
     /// Stops the server (``stop()``) when nobody holds it any more.
@@ -94,7 +96,7 @@ public final class SimulatedCuffServer: Sendable {
             $0.stopRequested = false
             $0.startFailure = nil
         }
-        let (speed, log) = (speed, logHandler)
+        let (speed, log) = (speed, logger)
         let thread = OSThread.start {
             Self.serve(peripheral, listener: listener, control: control, speed: speed, log: log) { problem in
                 control.state.withLock { $0.startFailure = problem }
@@ -134,7 +136,7 @@ public final class SimulatedCuffServer: Sendable {
 
     /// The server's thread: the runtime's listening peripheral on an event loop, until stopped.
     static func serve<P: GATTPeripheral>(_ peripheral: P, listener: UnixSeqpacketListener, control: Control,
-                                         speed: Double, log: @escaping @Sendable (String) -> Void,
+                                         speed: Double, log: Logger,
                                          started: (String?) -> Void) {
         let loop: EventLoop
         do {
@@ -166,7 +168,7 @@ public final class SimulatedCuffServer: Sendable {
                 return stop
             }
         } catch {
-            log("event loop failed: \(error.message)")
+            log.info("event loop failed: \(error.message)")
         }
         cuff.stop()
         control.state.withLock { $0.sessions = cuff.sessions }

@@ -4,19 +4,23 @@
 ///
 /// Equality compares ``code`` only, so tests can match on the kind of failure.
 public struct ATTDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Code: String, Sendable {
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
         /// Zero bytes: not even an opcode.
-        case empty
+        public static let empty = Code(rawValue: "empty")
         /// A fixed field is cut short.
-        case truncated
+        public static let truncated = Code(rawValue: "truncated")
         /// Bytes follow the last field of a fixed-size PDU.
-        case trailingBytes = "trailing_bytes"
+        public static let trailingBytes = Code(rawValue: "trailing_bytes")
         /// A list's length byte or element size does not divide its data, or the list is empty.
-        case invalidLength = "invalid_length"
+        public static let invalidLength = Code(rawValue: "invalid_length")
         /// A Find Information Response format byte other than 1 or 2.
-        case invalidFormat = "invalid_format"
+        public static let invalidFormat = Code(rawValue: "invalid_format")
         /// A UUID field that is neither 2 nor 16 bytes.
-        case invalidUUIDLength = "invalid_uuid_length"
+        public static let invalidUUIDLength = Code(rawValue: "invalid_uuid_length")
     }
 
     public var code: Code

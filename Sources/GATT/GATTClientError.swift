@@ -4,29 +4,33 @@
 ///
 /// Equality compares ``code`` and ``attError`` only.
 public struct GATTClientError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Code: String, Sendable {
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
         /// The server answered with an Error Response; see ``GATTClientError/attError``.
-        case attError = "att_error"
+        public static let attError = Code(rawValue: "att_error")
         /// No response within 30 s (Core Vol 3 Part F §3.3.3). Fatal: close the bearer.
-        case timeout
+        public static let timeout = Code(rawValue: "timeout")
         /// A response of the wrong kind, or one nobody asked for. Fatal.
-        case unexpectedResponse = "unexpected_response"
+        public static let unexpectedResponse = Code(rawValue: "unexpected_response")
         /// A PDU longer than the ATT_MTU. Fatal.
-        case pduTooLarge = "pdu_too_large"
+        public static let pduTooLarge = Code(rawValue: "pdu_too_large")
         /// Bytes that are not an ATT PDU. Fatal.
-        case malformedPDU = "malformed_pdu"
+        public static let malformedPDU = Code(rawValue: "malformed_pdu")
         /// An indication arrived while the previous one was still unconfirmed. Fatal.
-        case unconfirmedIndication = "unconfirmed_indication"
+        public static let unconfirmedIndication = Code(rawValue: "unconfirmed_indication")
         /// A well-formed response that makes no sense (handles going backwards, a bad declaration).
-        case invalidResponse = "invalid_response"
+        public static let invalidResponse = Code(rawValue: "invalid_response")
         /// The value does not fit in one PDU at the current MTU.
-        case valueTooLong = "value_too_long"
+        public static let valueTooLong = Code(rawValue: "value_too_long")
         /// The characteristic has no CCCD to subscribe with.
-        case noCCCD = "no_cccd"
+        public static let noCCCD = Code(rawValue: "no_cccd")
         /// The caller refused to raise link security.
-        case securityRefused = "security_refused"
+        public static let securityRefused = Code(rawValue: "security_refused")
         /// An earlier fatal error ended this bearer; no more requests go out.
-        case bearerFailed = "bearer_failed"
+        public static let bearerFailed = Code(rawValue: "bearer_failed")
     }
 
     public var code: Code

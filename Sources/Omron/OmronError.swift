@@ -4,27 +4,31 @@
 ///
 /// Equality compares `code`, `field` and `offset`, so tests can assert the exact failure.
 public struct OmronError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Code: String, Sendable, Hashable {
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
         /// The bytes ended inside a field.
-        case truncated
+        public static let truncated = Code(rawValue: "truncated")
         /// A length byte (or the input's length) the protocol never has.
-        case invalidLength = "invalid_length"
+        public static let invalidLength = Code(rawValue: "invalid_length")
         /// The XOR check of a frame is not zero.
-        case badChecksum = "bad_checksum"
+        public static let badChecksum = Code(rawValue: "bad_checksum")
         /// A field holds a value the layout forbids (month 13, minute 61 on a layout that rejects it).
-        case invalidValue = "invalid_value"
+        public static let invalidValue = Code(rawValue: "invalid_value")
         /// A reply of another type than the command asked for.
-        case unexpectedType = "unexpected_type"
+        public static let unexpectedType = Code(rawValue: "unexpected_type")
         /// A reply for another address than the command asked for.
-        case addressMismatch = "address_mismatch"
+        public static let addressMismatch = Code(rawValue: "address_mismatch")
         /// The cuff answered with a non-zero status byte.
-        case deviceStatus = "device_status"
+        public static let deviceStatus = Code(rawValue: "device_status")
         /// A never-written memory slot.
-        case emptyRecord = "empty_record"
+        public static let emptyRecord = Code(rawValue: "empty_record")
         /// A notification on a channel out of order.
-        case outOfOrder = "out_of_order"
+        public static let outOfOrder = Code(rawValue: "out_of_order")
         /// A model name no profile knows.
-        case unknownModel = "unknown_model"
+        public static let unknownModel = Code(rawValue: "unknown_model")
     }
 
     public var code: Code
@@ -56,6 +60,7 @@ public struct OmronError: Error, Sendable, Hashable, CustomStringConvertible {
         case .emptyRecord: base = "empty memory slot (\(field))"
         case .outOfOrder: base = "notification out of order on \(field)"
         case .unknownModel: base = "unknown Omron model \(field)"
+        default: base = "\(code.rawValue) at \(field), byte \(offset)"
         }
         return detail.isEmpty ? base : "\(base): \(detail)"
     }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import Foundation
+import Logging
 import Sinks
+import Transport
 
 /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…&host=…&connect_timeout=…&sslrootcert=…]`
 /// (or `postgresql://`), read as libpq reads it.
@@ -244,11 +246,10 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
 public enum PassFile {
     /// The first matching line's password, or nil.
     public static func lookup(file: String, host: String, port: Int, database: String, user: String,
-                              warn: (String) -> Void = { FileHandle.standardError.write(Data(("warning: " + $0 + "\n").utf8)) }) -> String? {
-        var st = stat()
-        guard stat(file, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
+                              warn: Logger = Logger(label: "warning")) -> String? {
+        guard case .success(let st) = Sys.fileStatus(file), st.st_mode & S_IFMT == S_IFREG else { return nil }
         if st.st_mode & 0o077 != 0 {
-            warn("password file \(file) has group or world access; permissions should be u=rw (0600) or less; it is ignored")
+            warn.warning("password file \(file) has group or world access; permissions should be u=rw (0600) or less; it is ignored")
             return nil
         }
         guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }

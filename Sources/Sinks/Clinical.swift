@@ -95,9 +95,7 @@ public struct UTCOffsetPolicy: Sendable {
     /// The host zone's offset from UTC at `unixSeconds`.
     public static func hostUTCOffset(atUnixSeconds s: Int64) -> Int {
         _ = tzLoaded
-        var t = time_t(s)
-        var tmv = tm()
-        guard localtime_r(&t, &tmv) != nil else { return 0 }
+        guard let tmv = Sys.localTime(s) else { return 0 }
         return Int(tmv.tm_gmtoff)
     }
 }

@@ -46,7 +46,7 @@ public final class FileDescriptorOutput: LineOutput {
     public func flush() throws(SinkError) {
         let fd = self.fd, name = self.name, flushesStdio = self.flushesStdio
         try buffer.withLock { (b: inout [UInt8]) throws(SinkError) in
-            if flushesStdio { fflush(nil) }
+            if flushesStdio { Sys.flushStandardIO() }
             let (written, failure) = b.withUnsafeBytes { Sys.writeAll(fd, $0) }
             b.removeFirst(written)
             if let failure { throw .writeFailed(destination: name, errno: failure.rawValue) }

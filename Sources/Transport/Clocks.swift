@@ -19,8 +19,7 @@ public enum MonotonicClock {
     /// The corresponding C function is `nanosleep`.
     public static func sleep(nanoseconds: Int64) {
         guard nanoseconds > 0 else { return }
-        var ts = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
-        _ = nanosleep(&ts, nil)
+        Sys.sleep(.nanoseconds(nanoseconds))
     }
 }
 

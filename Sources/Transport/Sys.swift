@@ -211,6 +211,34 @@ package enum Sys {
         return valueOrErrno(retryOnInterrupt: true) { system_lstat(path, &st) }.map { _ in st }
     }
 
+    /// Sleeps for `duration` (at least 0), once: a signal ends it early (`.interrupted`), so a
+    /// caller that sleeps in slices sees its signal flags. The corresponding C function is `nanosleep`.
+    @discardableResult
+    package static func sleep(_ duration: Duration) -> Errno? {
+        let ns = max(0, duration.nanoseconds)
+        var ts = timespec(tv_sec: Int(ns / 1_000_000_000), tv_nsec: Int(ns % 1_000_000_000))
+        if case .failure(let e) = valueOrErrno(retryOnInterrupt: false, { system_nanosleep(&ts, nil) }) { return e }
+        return nil
+    }
+
+    /// Whether `fd` is a terminal. The corresponding C function is `isatty`.
+    package static func isTerminal(_ fd: CInt) -> Bool { system_isatty(fd) == 1 }
+
+    /// Ignores `signal` from now on (`SIGPIPE`: a closed reader becomes `EPIPE`). The corresponding
+    /// C function is `signal`.
+    package static func ignore(signal: CInt) { _ = Glibc.signal(signal, SIG_IGN) }
+
+    /// Writes out C stdio's buffers (what SQLite or a library printed with `printf`). The
+    /// corresponding C function is `fflush(NULL)`.
+    package static func flushStandardIO() { _ = fflush(nil) }
+
+    /// The host zone's broken-down time at `unixSeconds`, or nil. The corresponding C function is `localtime_r`.
+    package static func localTime(_ unixSeconds: Int64) -> tm? {
+        var t = time_t(unixSeconds)
+        var out = tm()
+        return localtime_r(&t, &out) != nil ? out : nil
+    }
+
     /// Opens (or, with `O_CREAT`, creates with `mode`) a file; `O_CLOEXEC` is always added.
     /// The corresponding C function is `open`.
     package static func open(_ path: String, _ flags: CInt, mode: mode_t = 0) -> Result<CInt, Errno> {

@@ -109,6 +109,18 @@ package func system_unlink(_ path: UnsafePointer<CChar>) -> CInt {
     return Glibc.unlink(path)
 }
 
+/// The corresponding C function is `nanosleep`.
+package func system_nanosleep(_ request: UnsafePointer<timespec>, _ remaining: UnsafeMutablePointer<timespec>?) -> CInt {
+    if let r = mock("nanosleep") { return CInt(r) }
+    return Glibc.nanosleep(request, remaining)
+}
+
+/// The corresponding C function is `isatty`.
+package func system_isatty(_ fd: CInt) -> CInt {
+    if let r = mock("isatty", Int(fd)) { return CInt(r) }
+    return Glibc.isatty(fd)
+}
+
 /// The corresponding C function is `lstat`.
 package func system_lstat(_ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>) -> CInt {
     if let r = mock("lstat") { return CInt(r) }

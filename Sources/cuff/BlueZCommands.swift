@@ -31,7 +31,7 @@ struct Scan: ParsableCommand {
     func run() throws {
         let adapter = try bluetooth.parsedAdapter()
         let signals = try SignalFlags.shared.listen()
-        let log = Console.logger("cuff scan: ")
+        let log = Console.logger("cuff scan")
         let collector = ScanCollector(all: all) { r in
             if let record = r.deviceRecord { try Console.print([record.serialized()], command: "cuff scan") }
         }
@@ -96,7 +96,7 @@ struct Pair: ParsableCommand {
         let level = bluetooth.security ?? .medium
         let adapter = try bluetooth.parsedAdapter()
         let peer = try BlueZCommands.address(address!)
-        let log = Console.logger("cuff pair: ")
+        let log = Console.logger("cuff pair")
         let backend = bluetooth.backend.resolved(log: log)
         // --model: the model's Omron pairing variant after the OS bond.
         let omronStep = omron.model.map { _ in

@@ -3,6 +3,8 @@ import ArgumentParser
 import CuffOptions
 import CuffCommands
 import CuffCore
+import CuffLogging
+import Transport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,7 +26,9 @@ struct Cuff: ParsableCommand {
 
     static func main() {
         // A closed stdout (`cuff measure | head`) becomes a write error the sinks report, not a kill.
-        signal(SIGPIPE, SIG_IGN)
+        Sys.ignore(signal: SIGPIPE)
+        // Every Logger writes cuff's own stderr lines (`cuff watch: …`).
+        StandardErrorLogHandler.bootstrap()
         do {
             var command = try parseAsRoot(nil)
             try command.run()

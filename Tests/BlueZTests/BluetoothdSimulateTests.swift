@@ -2,6 +2,7 @@
 
 import BloodPressure
 import CuffCore
+import CuffLogging
 import CuffRuntime
 import CuffSimulator
 import GATT
@@ -152,11 +153,11 @@ struct BluetoothdSimulateTests {
         let loop = try EventLoop()
         let h = try Harness(bus: bus, loop: loop)
         let sim = SimulatorConfiguration(scenario: .storedRecords, persona: .bps10, seed: 7, autostart: false)
-        let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 50), signals: nil, log: { _ in })
+        let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 50), signals: nil, log: .silent)
         driver.attach(to: loop)
         var clients: [String?] = []
         let layout = BlueZGATTLayout(database: driver.peripheral.database, name: "cuff-sim")
-        let app = try BlueZGATTApplication(busPath: bus.socketPath, adapter: Self.adapter, layout: layout, loop: loop, log: { _ in }) { bearer, client in
+        let app = try BlueZGATTApplication(busPath: bus.socketPath, adapter: Self.adapter, layout: layout, loop: loop, log: .silent) { bearer, client in
             clients.append(client)
             if driver.isConnected { driver.interrupt() }
             driver.accept(bearer, client: client) { _ in }

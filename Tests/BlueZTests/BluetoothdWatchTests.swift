@@ -2,9 +2,11 @@
 
 import BloodPressure
 import CuffCore
+import CuffLogging
 import CuffRuntime
 import CuffSession
 import Glibc
+import Logging
 import Synchronization
 import Testing
 @testable import BlueZ
@@ -174,7 +176,7 @@ struct BluetoothdWatchTests {
 
     /// A watcher on `loop` following the scripted cuff through bluetoothd.
     static func watcher(loop: EventLoop, collector: Collector, bus: PrivateBus, security: SecurityLevel = .low,
-                        log: @escaping (String) -> Void) -> Watcher {
+                        log: Logger) -> Watcher {
         var config = Watcher.Configuration()
         config.backoffMin = .seconds(3)  // far from the 0.2 s reconnect, so a test tells them apart
         config.session = { address in
@@ -207,8 +209,8 @@ struct BluetoothdWatchTests {
         var outputs: [SessionOutput] = []
         let collector = Collector(commit: { _ in }, write: { outputs.append($0) })
         loop.afterEachTurn { collector.flush() }
-        var log: [String] = []
-        let watcher = Self.watcher(loop: loop, collector: collector, bus: bus) { log.append($0) }
+        let recorder = LogRecorder()
+        let watcher = Self.watcher(loop: loop, collector: collector, bus: bus, log: recorder.logger())
         watcher.start()
         let deadline = ContinuousClock.now + .seconds(20)
         try loop.run { collector.duplicates >= 1 || ContinuousClock.now > deadline }
@@ -217,27 +219,27 @@ struct BluetoothdWatchTests {
         collector.flush()
 
         let s = fake.seen
-        #expect(s.connects >= 3, "Connect calls: \(s.connects); log: \(log)")
+        #expect(s.connects >= 3, "Connect calls: \(s.connects); log: \(recorder.lines)")
         #expect(s.startNotify >= 2)
         #expect(watcher.isDone)
         // The failed Connect (a connect timeout) is tried again at once, not after a backoff.
         if let failed = s.failedConnectAnsweredAt, let again = s.secondConnectAt {
             #expect(again - failed < .seconds(2), "retried after \(again - failed)")
         } else {
-            Issue.record("no second Connect: \(log)")
+            Issue.record("no second Connect: \(recorder.lines)")
         }
         // The same reading in every session: kept and printed once.
         let measurements = outputs.compactMap { o -> MeasurementRecord? in
             if case let .measurement(m) = o { return m }
             return nil
         }
-        #expect(measurements.count == 1, "\(outputs.count) outputs; log: \(log)")
+        #expect(measurements.count == 1, "\(outputs.count) outputs; log: \(recorder.lines)")
         if let m = measurements.first {
             #expect(m.systolic.doubleValue == 120 && m.diastolic.doubleValue == 80)
             #expect(m.device.address == Self.cuff.description)
         }
         #expect(collector.duplicates >= 1)
-        #expect(log.contains { $0.contains("session 1 ended") })
+        #expect(recorder.lines.contains { $0.contains("session 1 ended") })
     }
 }
 
@@ -250,8 +252,8 @@ extension BluetoothdWatchTests {
         var measurements = 0
         let collector = Collector(commit: { _ in }, write: { if case .measurement = $0 { measurements += 1 } })
         loop.afterEachTurn { collector.flush() }
-        var log: [String] = []
-        let watcher = Self.watcher(loop: loop, collector: collector, bus: fake.bus, security: .medium) { log.append($0) }
+        let recorder = LogRecorder()
+        let watcher = Self.watcher(loop: loop, collector: collector, bus: fake.bus, security: .medium, log: recorder.logger())
         var ticks: [ContinuousClock.Instant] = []
         func tick() {
             ticks.append(.now)
@@ -264,14 +266,14 @@ extension BluetoothdWatchTests {
         watcher.stop()
         try loop.run { watcher.isDone || ContinuousClock.now > deadline + .seconds(6) }
         let s = fake.seen
-        #expect(measurements == 1, "log: \(log)")
+        #expect(measurements == 1, "log: \(recorder.lines)")
         #expect(s.pairCalls == 1)
         #expect(s.agentAnswered)
         if let pairing = s.pairing {
             let during = ticks.filter { pairing.contains($0) }.count
             #expect(during >= 5, "\(during) timer turns while bluetoothd paired")
         } else {
-            Issue.record("never paired: \(log)")
+            Issue.record("never paired: \(recorder.lines)")
         }
     }
 }

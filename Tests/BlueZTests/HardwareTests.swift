@@ -5,8 +5,8 @@
 // skipped otherwise, with the reason shown by the test runner.
 
 import CuffCore
+import CuffLogging
 import Glibc
-import Synchronization
 import Testing
 @testable import BlueZ
 import Transport
@@ -70,8 +70,7 @@ struct HardwareTests {
 
     @Test func attOverL2CAPWithJustWorksPairing() throws {
         let peripheralAddress = try BTHardware.peripheral.info().address
-        let lines = Mutex<[String]>([])
-        let agent = try PairingAgent { line in lines.withLock { $0.append(line) } }
+        let agent = try PairingAgent(logger: LogRecorder().logger())
         defer {
             agent.stop()
             for l in agent.log { print("hardware: \(l)") }

@@ -2,6 +2,7 @@
 import BlueZ
 import BluetoothLive
 import CuffCore
+import CuffLogging
 import Testing
 import Transport
 
@@ -29,10 +30,10 @@ import Transport
         #expect(out.count == 1)
         #expect(out.first?.localName == "BP cuff")
         #expect(out.first?.isBloodPressureCuff == true)
-        var lines: [String] = []
-        try c.finish { lines.append($0) }
+        let lines = LogRecorder()
+        try c.finish(log: lines.logger())
         #expect(out.count == 1)
-        #expect(lines == ["1 device(s) seen, 1 advertising the Blood Pressure service"])
+        #expect(lines.lines == ["1 device(s) seen, 1 advertising the Blood Pressure service"])
     }
 
     @Test func otherDevicesOnlyWithAllAndUnnamedOnesAtTheEnd() throws {
@@ -45,8 +46,8 @@ import Transport
         }
         #expect(cuffsOnly.isEmpty)
         #expect(all.map(\.address) == [Self.other])
-        try a.finish { _ in }
-        try b.finish { _ in }
+        try a.finish(log: .silent)
+        try b.finish(log: .silent)
         // The cuff never got a name: it comes out at the end, for both.
         #expect(cuffsOnly.map(\.address) == [Self.cuff])
         #expect(all.map(\.address) == [Self.other, Self.cuff])

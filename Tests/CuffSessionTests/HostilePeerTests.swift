@@ -1,3 +1,4 @@
+import CuffLogging
 import Foundation
 import Testing
 import BloodPressure
@@ -30,12 +31,12 @@ func runAgainst(_ script: @escaping @Sendable (UnixSeqpacketBearer) -> Void, tim
     config.timeout = timeout
     configure(&config)
     let outputs = Box<[SessionOutput]>([])
-    let logs = Box<[String]>([])
-    let driver = CentralDriver(configuration: config, hooks: SessionHooks(emit: { outputs.value.append($0) }, log: { logs.value.append($0) }), signals: nil)
+    let logs = LogRecorder()
+    let driver = CentralDriver(configuration: config, hooks: SessionHooks(emit: { outputs.value.append($0) }, log: logs.logger()), signals: nil)
     let outcome = driver.run(client)
     _ = done.wait(timeout: .now() + 10)
     server.close()
-    return (outcome, outputs.value, logs.value)
+    return (outcome, outputs.value, logs.lines)
 }
 
 func nextPDU(_ b: UnixSeqpacketBearer) -> [UInt8]? {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import CuffLogging
 import Foundation
 import Testing
 import Capture
@@ -88,12 +89,14 @@ import Transport
     /// A session on the in-process simulated link (virtual time), recording what crossed it.
     static func simulated(_ config: CuffSessionConfiguration, peripheral: (any GATTPeripheral)?) -> (Run, SessionOutcome, Int32) {
         let box = SeamUnchecked(Run())
-        let hooks = SessionHooks(emit: { box.value.outputs.append($0) }, log: { box.value.logs.append($0) }, link: { box.value.links.append($0) })
+        let logs = LogRecorder()
+        let hooks = SessionHooks(emit: { box.value.outputs.append($0) }, log: logs.logger(), link: { box.value.links.append($0) })
         var sim = SimulatorConfiguration()
         sim.name = "seam-cuff"
         let link = SimulatedLink(simulator: sim, session: config, hooks: hooks, speed: nil, wallStartMicros: 1_767_254_400_000_000,
                                  peripheral: peripheral)
         let outcome = link.run()
+        box.value.logs = logs.lines
         return (box.value, outcome, link.central.exitCode)
     }
 
@@ -128,7 +131,7 @@ import Transport
     @Test func forcedProtocolOverARealSocket() throws {
         let (clientEnd, serverEnd) = try UnixSeqpacketBearer.pair()
         let driver = SeamUnchecked(PeripheralDriver(peripheral: SeamTestPeripheral(name: "seam-cuff", reading: [121, 80, 66]),
-                                                clock: SimulationClock(speed: 100), signals: nil, log: { _ in }))
+                                                clock: SimulationClock(speed: 100), signals: nil, log: .silent))
         let server = SeamUnchecked(serverEnd)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
@@ -136,7 +139,7 @@ import Transport
             done.signal()
         }
         let collected = SeamUnchecked(Run())
-        let hooks = SessionHooks(emit: { collected.value.outputs.append($0) }, log: { _ in })
+        let hooks = SessionHooks(emit: { collected.value.outputs.append($0) }, log: .silent)
         var config = Self.configuration(forced: SeamTestProtocol.id)
         config.address = "unix:socketpair"
         let central = CentralDriver(configuration: config, hooks: hooks, signals: nil)

@@ -1,3 +1,4 @@
+import CuffLogging
 import Testing
 import BloodPressure
 import CuffCore
@@ -6,7 +7,11 @@ import CuffSimulator
 import Transport
 @testable import CuffSession
 
-final class Collected { var items: [SessionOutput] = []; var logs: [String] = [] }
+final class Collected {
+    var items: [SessionOutput] = []
+    let recorder = LogRecorder()
+    var logs: [String] { recorder.lines }
+}
 
 /// The in-process simulated link on its virtual clock: deterministic, and instant.
 @Suite("Simulated link (virtual time)")
@@ -15,7 +20,7 @@ struct SimulatedLinkTests {
         let c = Collected()
         let link = SimulatedLink(
             simulator: SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: true),
-            session: CuffSessionConfiguration(address: "simulated"), hooks: SessionHooks(emit: { c.items.append($0) }, log: { c.logs.append($0) }),
+            session: CuffSessionConfiguration(address: "simulated"), hooks: SessionHooks(emit: { c.items.append($0) }, log: c.recorder.logger()),
             speed: nil, requireEncryption: requireEncryption, wallStartMicros: 1_790_000_000_000_000)
         return (link.run(), c)
     }

@@ -1,3 +1,4 @@
+import CuffLogging
 import Foundation
 import Testing
 import BloodPressure
@@ -31,9 +32,9 @@ struct GATTCacheTests {
 
     /// One session against a new simulated cuff made from `sim`.
     static func session(_ sim: SimulatorConfiguration, cache: GATTCacheStore?) throws -> (run: SocketRun, end: SessionRecord, reading: MeasurementRecord) {
-        let logs = LogBox()
+        let logs = LogRecorder()
         let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil,
-                                      log: { logs.append($0) })
+                                      log: logs.logger())
         let r = try SocketRun.run(driver: driver, logs: logs, gattCache: cache)
         let end = try #require(r.sessions.last)
         #expect(end.event == .end && r.outcome == .completed, "\(r.logs.suffix(6))")
@@ -135,9 +136,9 @@ struct GATTCacheTests {
         let path = store.path(address: "unix:socketpair")
         try FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
         try "cuff-gatt-cache 0\nwhatever\n".write(toFile: path, atomically: true, encoding: .utf8)
-        var said: [String] = []
-        #expect(store.load(address: "unix:socketpair") { said.append($0) } == nil)
-        #expect(said.first?.contains("not a cuff GATT cache") == true)
+        let said = LogRecorder()
+        #expect(store.load(address: "unix:socketpair", log: said.logger()) == nil)
+        #expect(said.lines.first?.contains("not a cuff GATT cache") == true)
         let s = try Self.session(Self.simulator(), cache: store)
         #expect(s.end.gattCache == .miss)
         #expect(store.load(address: "unix:socketpair")?.serial == "SIM-000001")

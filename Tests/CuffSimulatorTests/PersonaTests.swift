@@ -1,3 +1,4 @@
+import CuffLogging
 import Foundation
 import Testing
 import BloodPressure
@@ -16,11 +17,10 @@ struct PersonaTests {
         var sim = SimulatorConfiguration(scenario: .normal, persona: .bps10, seed: 7, autostart: autostart && !start)
         sim.linger = .seconds(1)
         sim.behave(as: q)
-        let simLogs = LogBox()
-        let box = Unchecked(simLogs)
+        let simLogs = LogRecorder()
         let driver = PeripheralDriver(
             peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil,
-            log: { box.value.append($0) })
+            log: simLogs.logger())
         return try SocketRun.run(driver: driver, logs: simLogs, start: start)
     }
 

@@ -1,3 +1,4 @@
+import CuffLogging
 import Foundation
 import Testing
 import BloodPressure
@@ -30,15 +31,15 @@ struct SocketRun {
     static func run(_ scenario: Scenario, persona: Persona = .bps10, start: Bool = false, stopAfter: Duration? = nil, speed: Double = 400) throws -> SocketRun {
         var sim = SimulatorConfiguration(scenario: scenario, persona: persona, seed: 7, autostart: !start)
         sim.linger = .seconds(1)
-        let simLogs = Unchecked(LogBox())
+        let simLogs = LogRecorder()
         let driver = PeripheralDriver(
             peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: speed), signals: nil,
-            log: { simLogs.value.append($0) })
-        return try run(driver: driver, logs: simLogs.value, start: start, stopAfter: stopAfter)
+            log: simLogs.logger())
+        return try run(driver: driver, logs: simLogs, start: start, stopAfter: stopAfter)
     }
 
     /// One session against `driver` (a simulated cuff that may have served clients before).
-    static func run(driver d: PeripheralDriver<CuffPeripheral>, logs simLogs: LogBox, start: Bool = false, stopAfter: Duration? = nil,
+    static func run(driver d: PeripheralDriver<CuffPeripheral>, logs simLogs: LogRecorder, start: Bool = false, stopAfter: Duration? = nil,
                     gattCache: GATTCacheStore? = nil) throws -> SocketRun {
         let (clientEnd, serverEnd) = try UnixSeqpacketBearer.pair()
         let driver = Unchecked(d)
@@ -55,9 +56,9 @@ struct SocketRun {
         config.settle = .milliseconds(200)
         config.timeout = .seconds(60)
         config.sendStart = start
-        let out = LogBox()
+        let out = LogRecorder()
         let collected = OutputBox()
-        let hooks = SessionHooks(emit: { collected.items.append($0) }, log: { out.append($0) })
+        let hooks = SessionHooks(emit: { collected.items.append($0) }, log: out.logger())
         let central = CentralDriver(configuration: config, hooks: hooks, signals: nil, stopAfter: stopAfter, gattCache: gattCache)
         result.outcome = central.run(clientEnd)
         result.exitCode = central.central.exitCode
@@ -155,8 +156,8 @@ struct SocketScenarioTests {
     func confirmedReadingsAreNotSentToTheNextConnection(scenario: Scenario) throws {
         var sim = SimulatorConfiguration(scenario: scenario, seed: 7, autostart: true)
         sim.linger = .seconds(1)
-        let logs = LogBox()
-        let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil, log: { logs.append($0) })
+        let logs = LogRecorder()
+        let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil, log: logs.logger())
         let first = try SocketRun.run(driver: driver, logs: logs)
         #expect(first.outcome == .completed)
         let seeded = [Scenario.storedRecords: 3, .slowConfirm: 5, .multiUser: 1][scenario] ?? 0
@@ -176,8 +177,8 @@ struct SocketScenarioTests {
             var sim = SimulatorConfiguration(scenario: .storedRecords, persona: .bps11, seed: 7, autostart: true)
             sim.linger = .seconds(1)
             sim.recordSegmentLength = segment
-            let logs = LogBox()
-            let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil, log: { logs.append($0) })
+            let logs = LogRecorder()
+            let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil, log: logs.logger())
             return try SocketRun.run(driver: driver, logs: logs)
         }
         let whole = try run(segment: nil)
@@ -215,14 +216,14 @@ struct SocketScenarioTests {
         let (clientEnd, serverEnd) = try UnixSeqpacketBearer.pair()
         let driver = Unchecked(PeripheralDriver(
             peripheral: CuffPeripheral(configuration: SimulatorConfiguration(scenario: .normal)), clock: SimulationClock(speed: 1),
-            signals: nil, log: { _ in }))
+            signals: nil, log: .silent))
         let server = Unchecked(serverEnd)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread { _ = driver.value.serve(server.value); done.signal() }
         var config = CuffSessionConfiguration(address: "unix:socketpair")
         config.timeout = .milliseconds(400)
         let collected = OutputBox()
-        let central = CentralDriver(configuration: config, hooks: SessionHooks(emit: { collected.items.append($0) }, log: { _ in }), signals: nil)
+        let central = CentralDriver(configuration: config, hooks: SessionHooks(emit: { collected.items.append($0) }, log: .silent), signals: nil)
         #expect(central.run(clientEnd) == .timedOut)
         #expect(central.central.exitCode == SessionOutcome.timedOut.exitCode)
         #expect(done.wait(timeout: .now() + 10) == .success)

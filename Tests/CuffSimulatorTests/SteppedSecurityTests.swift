@@ -1,3 +1,4 @@
+import CuffLogging
 import Testing
 import BloodPressure
 import CuffCore
@@ -84,7 +85,7 @@ struct SteppedSecurityTests {
         let shared = SharedSecurity()
         let loop = try EventLoop()
         let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim, requireEncryption: true),
-                                      clock: SimulationClock(speed: 400), signals: nil, log: { _ in })
+                                      clock: SimulationClock(speed: 400), signals: nil, log: .silent)
         driver.attach(to: loop)
         let (c, s) = try UnixSeqpacketBearer.pair()
         var serverEnded = false
@@ -94,7 +95,7 @@ struct SteppedSecurityTests {
         config.settle = .milliseconds(200)
         config.timeout = .seconds(30)
         var measurements = 0
-        let hooks = SessionHooks(emit: { if case .measurement = $0 { measurements += 1 } }, log: { _ in })
+        let hooks = SessionHooks(emit: { if case .measurement = $0 { measurements += 1 } }, log: .silent)
         let connection = CentralConnection(configuration: config, bearer: client, loop: loop, hooks: hooks)
         // A timer every 10 ms: it must keep running while the raise waits.
         var ticks: [Timestamp] = []

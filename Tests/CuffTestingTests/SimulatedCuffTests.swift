@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
+import CuffLogging
 import CuffRuntime
 import CuffTesting
 import Transport
@@ -60,7 +61,7 @@ func centralMeasurements(_ given: CuffSimulation) throws -> [MeasurementRecord] 
     var session = CuffSessionConfiguration(address: "simulated:test")
     session.setTime = false
     var got: [MeasurementRecord] = []
-    let hooks = SessionHooks(emit: { if case let .measurement(m) = $0 { got.append(m) } }, log: { _ in })
+    let hooks = SessionHooks(emit: { if case let .measurement(m) = $0 { got.append(m) } }, log: .silent)
     let link = SimulatedLink(simulator: simulation.configuration, session: session, hooks: hooks, speed: nil,
                              peripheral: try simulation.makePeripheral())
     #expect(link.run() == .completed)
@@ -161,7 +162,7 @@ struct SimulatedCuffServerTests {
         config.timeout = .seconds(60)
         configure(&config)
         var got: [MeasurementRecord] = []
-        let hooks = SessionHooks(emit: { if case let .measurement(m) = $0 { got.append(m) } }, log: { _ in })
+        let hooks = SessionHooks(emit: { if case let .measurement(m) = $0 { got.append(m) } }, log: .silent)
         let bearer = try UnixSeqpacketBearer.connect(path: path)
         let outcome = CentralDriver(configuration: config, hooks: hooks, signals: nil).run(bearer)
         return (outcome, got)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import CuffLogging
 import Foundation
 import Testing
 
@@ -95,8 +96,8 @@ struct PostgresURLTests {
         #expect(try PostgresURL(parsing: "postgres://u@h/d", environment: e.merging(["PGPASSWORD": "env"]) { $1 }).password == "env")
         // A file others can read is ignored, as libpq does.
         chmod(file, 0o644)
-        var warned: [String] = []
-        #expect(PassFile.lookup(file: file, host: "h", port: 5432, database: "d", user: "u", warn: { warned.append($0) }) == nil)
-        #expect(warned.first?.contains("group or world access") == true)
+        let warned = LogRecorder()
+        #expect(PassFile.lookup(file: file, host: "h", port: 5432, database: "d", user: "u", warn: warned.logger()) == nil)
+        #expect(warned.lines.first?.contains("group or world access") == true)
     }
 }
