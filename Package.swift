@@ -151,22 +151,25 @@ let package = Package(
         .testTarget(name: "BloodPressureTests", dependencies: ["BloodPressure", "CuffCore"]),
         .testTarget(name: "OmronTests", dependencies: ["Omron", "BloodPressure", "CuffCore", "GATT", "CuffSession", "CuffSimulator"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT", "CuffCore", "Transport"]),
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore", "CuffTestSupport"]),
         .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore", "Omron"]),
         .testTarget(name: "CuffSessionTests", dependencies: ["CuffSession", "Omron", "CuffRuntime", "Capture", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks", "CuffTestSupport"]),
         .testTarget(
             name: "SinksTests",
-            dependencies: ["Sinks", "StoreFormat", "CuffSession", "BloodPressure", "CuffCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["Sinks", "StoreFormat", "CuffSession", "BloodPressure", "CuffCore", "CuffTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // What the test targets share: child processes (posix_spawn, stdio to files), the cuff
+        // binary, scratch directories, waitUntil, a background thread.
+        .target(name: "CuffTestSupport", path: "Tests/CuffTestSupport"),
         // A throwaway PostgreSQL cluster (Debian's server binaries) that the tests start and stop.
-        .target(name: "PostgresTestCluster", path: "Tests/PostgresTestCluster"),
-        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
+        .target(name: "PostgresTestCluster", dependencies: ["CuffTestSupport"], path: "Tests/PostgresTestCluster"),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure", "CuffCore", "CuffTestSupport"]),
         .testTarget(name: "MQTTSinkTests", dependencies: ["MQTTSink", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "CuffRuntime", "CuffSimulator", "Omron", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
-        .testTarget(name: "CLITests", dependencies: ["CuffCore", "Omron", "PostgresTestCluster"]),
-        .testTarget(name: "CuffTestingTests", dependencies: ["CuffTesting", "CuffRuntime", "Transport"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "CuffRuntime", "CuffSimulator", "Omron", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore", "CuffTestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["CuffCore", "Omron", "PostgresTestCluster", "CuffTestSupport"]),
+        .testTarget(name: "CuffTestingTests", dependencies: ["CuffTesting", "CuffRuntime", "Transport", "CuffTestSupport"]),
         .testTarget(
             name: "CuffCommandsTests",
             dependencies: ["CuffCommands", "BluetoothLive", "BlueZ", "Capture", "CuffSimulator", "Omron", "ReplayEngine", "Sinks", "CuffSession", "BloodPressure", "Transport", "CuffCore", "MQTTSink"]

@@ -4,6 +4,7 @@ import BloodPressure
 import CuffCore
 import CuffRuntime
 import CuffSession
+import CuffTestSupport
 import Glibc
 import Synchronization
 import Testing

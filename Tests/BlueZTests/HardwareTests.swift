@@ -5,6 +5,7 @@
 // skipped otherwise, with the reason shown by the test runner.
 
 import CuffCore
+import CuffTestSupport
 import Glibc
 import Synchronization
 import Testing
