@@ -122,6 +122,8 @@ let package = Package(
             dependencies: [
                 "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
                 "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
+                // `cuff decode` decodes through the library's CuffDecoder (one decoder for both).
+                "CuffTesting",
             ]
         ),
         // The command-line options the commands share, as argument-parser option groups, and the
