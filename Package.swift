@@ -131,6 +131,8 @@ let package = Package(
                 "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
                 "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore", "MQTTSink", "CuffLogging",
                 .product(name: "Logging", package: "swift-log"),
+                // `cuff decode` decodes through the library's CuffDecoder (one decoder for both).
+                "CuffTesting",
             ]
         ),
         // The command-line options the commands share, as argument-parser option groups, and the
@@ -160,22 +162,25 @@ let package = Package(
         .testTarget(name: "BloodPressureTests", dependencies: ["BloodPressure", "CuffCore"]),
         .testTarget(name: "OmronTests", dependencies: ["Omron", "BloodPressure", "CuffCore", "GATT", "CuffSession", "CuffSimulator"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT", "CuffCore", "Transport"]),
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore", "CuffTestSupport"]),
         .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffLogging", "CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore", "Omron"]),
         .testTarget(name: "CuffSessionTests", dependencies: ["CuffLogging", "CuffSession", "Omron", "CuffRuntime", "Capture", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks", "CuffTestSupport"]),
         .testTarget(
             name: "SinksTests",
-            dependencies: ["Sinks", "StoreFormat", "CuffSession", "BloodPressure", "CuffCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["Sinks", "StoreFormat", "CuffSession", "BloodPressure", "CuffCore", "CuffTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // What the test targets share: child processes (posix_spawn, stdio to files), the cuff
+        // binary, scratch directories, waitUntil, a background thread.
+        .target(name: "CuffTestSupport", path: "Tests/CuffTestSupport"),
         // A throwaway PostgreSQL cluster (Debian's server binaries) that the tests start and stop.
-        .target(name: "PostgresTestCluster", path: "Tests/PostgresTestCluster"),
-        .testTarget(name: "PostgresStoreTests", dependencies: ["CuffLogging", "PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
+        .target(name: "PostgresTestCluster", dependencies: ["CuffTestSupport"], path: "Tests/PostgresTestCluster"),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["CuffLogging", "PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure", "CuffCore", "CuffTestSupport"]),
         .testTarget(name: "MQTTSinkTests", dependencies: ["MQTTSink", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
         .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
-        .testTarget(name: "BlueZTests", dependencies: ["CuffLogging", .product(name: "Logging", package: "swift-log"), "BlueZ", "DBus", "CuffRuntime", "CuffSimulator", "Omron", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore"]),
-        .testTarget(name: "CLITests", dependencies: ["CuffCore", "Omron", "PostgresTestCluster"]),
-        .testTarget(name: "CuffTestingTests", dependencies: ["CuffLogging", "CuffTesting", "CuffRuntime", "Transport"]),
+        .testTarget(name: "BlueZTests", dependencies: ["CuffLogging", .product(name: "Logging", package: "swift-log"), "BlueZ", "DBus", "CuffRuntime", "CuffSimulator", "Omron", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore", "CuffTestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["CuffCore", "Omron", "PostgresTestCluster", "CuffTestSupport"]),
+        .testTarget(name: "CuffTestingTests", dependencies: ["CuffLogging", "CuffTesting", "CuffRuntime", "Transport", "CuffTestSupport"]),
         .testTarget(
             name: "CuffCommandsTests",
             dependencies: ["CuffCommands", "CuffLogging", "BluetoothLive", "BlueZ", "Capture", "CuffSimulator", "Omron", "ReplayEngine", "Sinks", "CuffSession", "BloodPressure", "Transport", "CuffCore", "MQTTSink"]

@@ -2,17 +2,17 @@
 import BloodPressure
 import CuffCore
 import CuffSession
+import CuffTesting
 import Omron
 import Sinks
 
-/// `cuff decode --protocol NAME`: the vendor protocols with public descriptions.
-public enum VendorProtocol: String, CaseIterable, Sendable {
-    case microlife
-    case yonker
-}
+/// `cuff decode --protocol NAME`: the vendor protocols with public descriptions (the library's
+/// own type).
+public typealias VendorProtocol = CuffDecoder.VendorProtocol
 
 /// `cuff decode`: each hex text one attribute value (or an Omron memory record, or a vendor
-/// protocol's value), one JSON object per input on stdout, what failed on stderr.
+/// protocol's value), one JSON object per input on stdout, what failed on stderr. The values are
+/// decoded by the library's ``CuffDecoder``; this reads the hex and writes the messages.
 public struct DecodeService {
     public var characteristic: BPSCharacteristic = .bloodPressureMeasurement
     public var quirks: QuirkProfile.Options = []
@@ -66,11 +66,8 @@ public struct DecodeService {
     public static func decodeLine(_ text: String, characteristic: BPSCharacteristic, quirks: QuirkProfile.Options) -> (JSON, String?) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
         guard let bytes = Hex.decode(trimmed) else { return Self.notHex(trimmed) }
-        do {
-            return (try characteristic.decodeJSON(bytes[...], quirks: quirks), nil)
-        } catch {
-            return (.object([("error", error.json), ("raw", .string(Hex.encode(bytes)))]), "\(characteristic.uuidString): \(error.message)")
-        }
+        let v = CuffDecoder.decode(bytes, characteristic: characteristic, quirks: quirks)
+        return (v.json, v.failure.map { "\(characteristic.uuidString): \($0.message)" })
     }
 
     /// Decodes one Omron memory record of `profile`'s layout.
@@ -79,39 +76,24 @@ public struct DecodeService {
         guard let bytes = Hex.decode(trimmed) else {
             return Self.notHex(trimmed)
         }
-        do {
-            let r = try OmronRecordCodec.decode(bytes[...], layout: profile.layout, slotSize: profile.slotSize)
-            return (r.json(profile: profile, user: nil, slot: nil, raw: bytes), nil)
-        } catch {
-            return (.object([("error", error.json), ("raw", .string(Hex.encode(bytes)))]), "\(profile.id): \(error.message)")
-        }
+        let v = CuffDecoder.decode(omronRecord: bytes, profile: profile)
+        return (v.json, v.failure.map { "\(profile.id): \($0.message)" })
     }
 
     /// Decodes one hex text as a vendor protocol's value: the JSON lines to print (a Microlife
     /// frame gives one per record; an error gives one error object) and, on failure, the message
-    /// for stderr.
+    /// for stderr. A Microlife record slot left out is a line on stderr.
     public static func decodeVendorLine(_ text: String, protocol p: VendorProtocol) -> ([JSON], String?) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
         guard let bytes = Hex.decode(trimmed) else {
             let (json, message) = Self.notHex(trimmed)
             return ([json], message)
         }
-        do {
-            switch p {
-            case .microlife:
-                let payload = try Microlife.payload(ofFrame: bytes[...])
-                let (records, skipped) = Microlife.records(inPayload: payload)
-                for s in skipped {
-                    Console.log("cuff decode: microlife record slot at payload offset \(s.payloadOffset) skipped: \(s.reason.rawValue)")
-                }
-                return (records.map(\.json), nil)
-            case .yonker:
-                let d = try Yonker.decode(bytes[...])
-                return ([d.value.json(warnings: d.warnings, raw: bytes[...])], nil)
-            }
-        } catch {
-            return ([.object([("error", error.json), ("raw", .string(Hex.encode(bytes)))])], "\(p.rawValue): \(error.message)")
+        let frame = CuffDecoder.decodeFrame(bytes, protocol: p)
+        for s in frame.skipped {
+            Console.log("cuff decode: microlife record slot at payload offset \(s.payloadOffset) skipped: \(s.reason.rawValue)")
         }
+        return (frame.values.map(\.json), frame.values.lazy.compactMap(\.failure).first.map { "\(p.rawValue): \($0.message)" })
     }
 
     /// The answer to a line that is not hex, whatever it was to be decoded as: the message and the

@@ -68,8 +68,30 @@ public struct DecodedValue: Sendable, Equatable {
     }
 }
 
+/// A vendor protocol's value decoded: one object per reading, and the Microlife record slots
+/// that held no reading.
+public struct DecodedFrame: Sendable, Equatable {
+    /// One object per reading (a Microlife frame may hold several, or none), or one error object
+    /// with ``DecodedValue/failure`` set.
+    public var values: [DecodedValue]
+    /// The Microlife record slots left out, in payload order: empty (all values zero) or with an
+    /// impossible date. Always empty for Yonker.
+    public var skipped: [Microlife.SkippedSlot]
+
+    /// Makes a decoded frame.
+    ///
+    /// - Parameters:
+    ///   - values: the objects.
+    ///   - skipped: the slots left out.
+    public init(values: [DecodedValue], skipped: [Microlife.SkippedSlot] = []) {
+        self.values = values
+        self.skipped = skipped
+    }
+}
+
 /// Decodes one value into the object `cuff decode` prints: a Blood Pressure Service
-/// characteristic value, an Omron memory record of a model, or a vendor protocol's frame.
+/// characteristic value, an Omron memory record of a model, or a vendor protocol's frame. (`cuff
+/// decode` itself decodes through it, so the two cannot differ.)
 ///
 /// ```swift
 /// let v = CuffDecoder.decode([0x1E, 0x78, 0x00, 0x50, 0x00, 0x5D, 0x00])
@@ -95,8 +117,21 @@ public enum CuffDecoder {
     /// - Returns: the decoded object, or the error object with ``DecodedValue/failure`` set.
     public static func decode(_ value: [UInt8], characteristic: BPSCharacteristic = .bloodPressureMeasurement,
                               quirk: QuirkProfile? = nil) -> DecodedValue {
+        decode(value, characteristic: characteristic, quirks: quirk?.options ?? [])
+    }
+
+    /// Decodes a Blood Pressure Service characteristic value with a set of quirk options (those
+    /// of a ``QuirkProfile`` or any other combination).
+    ///
+    /// - Parameters:
+    ///   - value: the attribute value's bytes.
+    ///   - characteristic: the characteristic it is from.
+    ///   - quirks: the layout differences from the standard to apply.
+    /// - Returns: the decoded object, or the error object with ``DecodedValue/failure`` set.
+    public static func decode(_ value: [UInt8], characteristic: BPSCharacteristic = .bloodPressureMeasurement,
+                              quirks: QuirkProfile.Options) -> DecodedValue {
         do {
-            return DecodedValue(json: try characteristic.decodeJSON(value[...], quirks: quirk?.options ?? []))
+            return DecodedValue(json: try characteristic.decodeJSON(value[...], quirks: quirks))
         } catch {
             return .failed(.bloodPressure(error), raw: value)
         }
@@ -115,6 +150,17 @@ public enum CuffDecoder {
             let closest = OmronCatalog.closest(to: model).id
             throw OmronError(.unknownModel, field: "'\(model)'", offset: 0, detail: "closest profile: \(closest)")
         }
+        return decode(omronRecord: record, profile: profile)
+    }
+
+    /// Decodes one Omron memory record of a profile's layout.
+    ///
+    /// - Parameters:
+    ///   - record: the record's bytes, as read from the cuff's memory.
+    ///   - profile: the model's profile (``OmronCatalog`` has them all).
+    /// - Returns: the `measurement` object, or the error object with ``DecodedValue/failure`` set
+    ///   (`empty_record` for a never-written slot).
+    public static func decode(omronRecord record: [UInt8], profile: OmronProfile) -> DecodedValue {
         do {
             let r = try OmronRecordCodec.decode(record[...], layout: profile.layout, slotSize: profile.slotSize)
             return DecodedValue(json: r.json(profile: profile, user: nil, slot: nil, raw: record))
@@ -131,17 +177,28 @@ public enum CuffDecoder {
     /// - Returns: one object per reading (a Microlife frame may hold several, or none: empty
     ///   slots are left out), or one error object with ``DecodedValue/failure`` set.
     public static func decode(frame: [UInt8], protocol vendorProtocol: VendorProtocol) -> [DecodedValue] {
+        decodeFrame(frame, protocol: vendorProtocol).values
+    }
+
+    /// Decodes a vendor protocol's value, with the Microlife record slots it left out.
+    ///
+    /// - Parameters:
+    ///   - frame: a Microlife response frame (header to checksum) or a Yonker notification.
+    ///   - vendorProtocol: which protocol.
+    /// - Returns: the objects and the skipped slots.
+    public static func decodeFrame(_ frame: [UInt8], protocol vendorProtocol: VendorProtocol) -> DecodedFrame {
         do {
             switch vendorProtocol {
             case .microlife:
                 let payload = try Microlife.payload(ofFrame: frame[...])
-                return Microlife.records(inPayload: payload).records.map { DecodedValue(json: $0.json) }
+                let (records, skipped) = Microlife.records(inPayload: payload)
+                return DecodedFrame(values: records.map { DecodedValue(json: $0.json) }, skipped: skipped)
             case .yonker:
                 let d = try Yonker.decode(frame[...])
-                return [DecodedValue(json: d.value.json(warnings: d.warnings, raw: frame[...]))]
+                return DecodedFrame(values: [DecodedValue(json: d.value.json(warnings: d.warnings, raw: frame[...]))])
             }
         } catch {
-            return [.failed(.bloodPressure(error), raw: frame)]
+            return DecodedFrame(values: [.failed(.bloodPressure(error), raw: frame)])
         }
     }
 }

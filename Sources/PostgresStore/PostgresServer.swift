@@ -51,59 +51,11 @@ public final class PostgresServer: Sendable {
     // MARK: Schema
 
     /// The schema's migrations, oldest first: a version and its statements. Tables are prefixed
-    /// `cuff_` so that a database can hold other things too. `cuff_measurements` has the SQLite
-    /// store's columns; `dedup_key` is unique, so a reading is kept once whoever ships it.
+    /// `cuff_` so that a database can hold other things too. The tables are StoreFormat's
+    /// ``StoreSchema`` (the SQLite store's columns, and `shipped_at`); `dedup_key` is unique, so a
+    /// reading is kept once whoever ships it.
     static let migrations: [(version: Int, name: String, statements: [String])] = [
-        (1, "devices and measurements", [
-            """
-            CREATE TABLE cuff_devices (
-                id BIGSERIAL PRIMARY KEY,
-                identity TEXT NOT NULL UNIQUE,
-                address TEXT NOT NULL,
-                name TEXT,
-                manufacturer TEXT,
-                model TEXT,
-                serial TEXT,
-                firmware TEXT
-            )
-            """,
-            """
-            CREATE TABLE cuff_measurements (
-                id BIGSERIAL PRIMARY KEY,
-                device_id BIGINT NOT NULL REFERENCES cuff_devices(id),
-                characteristic TEXT NOT NULL,
-                raw BYTEA NOT NULL,
-                quirks INTEGER NOT NULL DEFAULT 0,
-                unit TEXT NOT NULL CHECK (unit IN ('mmHg', 'kPa')),
-                systolic DOUBLE PRECISION,
-                diastolic DOUBLE PRECISION,
-                mean_arterial_pressure DOUBLE PRECISION,
-                pulse_rate DOUBLE PRECISION,
-                systolic_raw INTEGER NOT NULL,
-                diastolic_raw INTEGER NOT NULL,
-                mean_arterial_pressure_raw INTEGER NOT NULL,
-                pulse_rate_raw INTEGER,
-                systolic_special TEXT,
-                diastolic_special TEXT,
-                mean_arterial_pressure_special TEXT,
-                pulse_rate_special TEXT,
-                timestamp TEXT,
-                user_id INTEGER,
-                status INTEGER,
-                stored BOOLEAN NOT NULL,
-                sequence_number INTEGER,
-                received_at TEXT NOT NULL,
-                received_at_us BIGINT NOT NULL,
-                host_utc_offset INTEGER NOT NULL,
-                dedup_key TEXT NOT NULL UNIQUE,
-                warnings TEXT NOT NULL,
-                decoded TEXT NOT NULL,
-                shipped_at TIMESTAMPTZ NOT NULL DEFAULT now()
-            )
-            """,
-            "CREATE INDEX cuff_measurements_by_received ON cuff_measurements (received_at_us, id)",
-            "CREATE INDEX cuff_measurements_by_device ON cuff_measurements (device_id, sequence_number)",
-        ]),
+        (1, "devices and measurements", StoreSchema.statements(.postgres, prefix: "cuff_")),
     ]
 
     /// The advisory lock every cuff takes while it migrates (any constant; "cuff" in ASCII).

@@ -5,6 +5,7 @@ import CuffCore
 import CuffLogging
 import CuffRuntime
 import CuffSession
+import CuffTestSupport
 import Glibc
 import Logging
 import Synchronization

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 import CuffCore
+import CuffTestSupport
 import Glibc
 import Testing
 @testable import BlueZ
@@ -11,7 +12,7 @@ import Transport
 final class PrivateBus: @unchecked Sendable {
     let directory: String
     let socketPath: String
-    private let pid: pid_t
+    private let process: ChildProcess
 
     static func daemonPath() -> String? {
         ["/usr/bin/dbus-daemon", "/bin/dbus-daemon"].first { access($0, X_OK) == 0 }
@@ -23,17 +24,9 @@ final class PrivateBus: @unchecked Sendable {
         guard let dir = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { return nil }
         directory = String(cString: dir)
         socketPath = directory + "/bus"
-        let args = [daemon, "--session", "--nofork", "--nopidfile", "--address=unix:path=\(socketPath)"]
-        var child: pid_t = 0
-        var cArgs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
-        defer { for p in cArgs { free(p) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, directory + "/dbus.log", O_WRONLY | O_CREAT, 0o600)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        guard posix_spawn(&child, daemon, &actions, nil, &cArgs, environ) == 0 else { return nil }
-        pid = child
+        let args = ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(socketPath)"]
+        guard let child = try? ChildProcess(args, executable: daemon, stderr: directory + "/dbus.log") else { return nil }
+        process = child
         for _ in 0..<200 where access(socketPath, F_OK) != 0 { usleep(10_000) }
     }
 
@@ -56,9 +49,7 @@ final class PrivateBus: @unchecked Sendable {
     }
 
     deinit {
-        kill(pid, SIGKILL)  // not SIGTERM: a test runner may block it, and the child inherits the mask
-        var status: CInt = 0
-        waitpid(pid, &status, 0)
+        process.kill9()
         unlink(socketPath)
         unlink(directory + "/dbus.log")
         rmdir(directory)

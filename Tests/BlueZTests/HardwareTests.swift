@@ -6,6 +6,7 @@
 
 import CuffCore
 import CuffLogging
+import CuffTestSupport
 import Glibc
 import Testing
 @testable import BlueZ

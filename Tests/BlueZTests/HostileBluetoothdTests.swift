@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
+import CuffTestSupport
 import Foundation
 import Glibc
 import Synchronization
@@ -70,78 +71,11 @@ final class ScriptedBluez: @unchecked Sendable {
 
 /// The `cuff` binary of this build, run with the scripted bluetoothd as its system bus.
 enum Cuff {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    /// `CUFF_BIN` when set (another build's binary, e.g. to see these tests fail on older code).
-    static var binary: String {
-        if let chosen = getenv("CUFF_BIN") { return String(cString: chosen) }
-        let bundleDir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for dir in [bundleDir, bundleDir.deletingLastPathComponent(), packageRoot.appendingPathComponent(".build/debug")] {
-            let candidate = dir.appendingPathComponent("cuff").path
-            if access(candidate, X_OK) == 0 { return candidate }
-        }
-        return packageRoot.appendingPathComponent(".build/debug/cuff").path
-    }
-
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-        var seconds: Double
-    }
-
     /// Runs `cuff args` with `DBUS_SYSTEM_BUS_ADDRESS=bus`; killed after `limit` seconds.
-    static func run(_ args: [String], bus: String, limit: Double = 60) throws -> Result {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-bluez-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, dir + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, dir + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        var attr = posix_spawnattr_t()
-        posix_spawnattr_init(&attr)
-        defer { posix_spawnattr_destroy(&attr) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attr, &none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigdefault(&attr, &all)
-        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let path = binary
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var env = ProcessInfo.processInfo.environment
-        env["DBUS_SYSTEM_BUS_ADDRESS"] = bus
-        let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { envp.forEach { free($0) } }
-        var child: pid_t = 0
-        let started = ContinuousClock.now
-        let rc = posix_spawn(&child, path, &actions, &attr, argv, envp)
-        guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EIO) }
-        var status: CInt = 0
-        var code: Int32 = -1
-        while true {
-            let r = waitpid(child, &status, WNOHANG)
-            if r == child {
-                code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-                break
-            }
-            if ContinuousClock.now - started > .seconds(limit) {
-                kill(child, SIGKILL)
-                waitpid(child, &status, 0)
-                Issue.record("cuff \(args.joined(separator: " ")) still ran after \(limit) s: killed")
-                break
-            }
-            usleep(10_000)
-        }
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return Result(status: code, stdout: (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? "",
-                      stderr: (try? String(contentsOfFile: dir + "/err", encoding: .utf8)) ?? "", seconds: seconds)
+    static func run(_ args: [String], bus: String, limit: Double = 60) throws -> RunResult {
+        let r = try runToCompletion(CuffBinary.path, args, timeout: limit, environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus])
+        if r.timedOut { Issue.record("cuff \(args.joined(separator: " ")) still ran after \(limit) s: killed") }
+        return r
     }
 
     static func json(_ line: Substring) -> [String: Any]? {

@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -18,7 +19,7 @@ struct DamagedStoreCommandTests {
             let r = try CLI.run(["replay", CLI.packageRoot.appendingPathComponent("captures/\(c).btsnoop").path, "--quiet", "--store", store])
             #expect(r.status == 0, "\(r.stderr)")
         }
-        let py = try Spawned(["-c", "import sqlite3,sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()", store, sql],
+        let py = try ChildProcess(["-c", "import sqlite3,sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()", store, sql],
                              executable: "/usr/bin/python3", stderr: dir + "/py.err")
         #expect(py.wait(timeout: 60) == 0, "\((try? String(contentsOfFile: dir + "/py.err", encoding: .utf8)) ?? "")")
         return store

@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -33,7 +34,7 @@ struct ForcedQuirkCLITests {
 
     @Test func measureThenReplayOfItsCapture() throws {
         let sim = try Simulator(["--speed", "100", "--autostart", "--seed", "3"])
-        let s = try WatchCommandTests.Scratch()  // (the simulator's folder goes when it stops)
+        let s = try ScratchDirectory()  // (the simulator's folder goes when it stops)
         let capture = s.path("c.btsnoop")
         let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--timeout", "60", "--quirk", Self.quirk, "--capture", capture])
         let log = sim.logText
@@ -52,13 +53,13 @@ struct ForcedQuirkCLITests {
     }
 
     @Test func watchAppliesItToEveryCuff() throws {
-        let s = try WatchCommandTests.Scratch()
-        let fleet = try Spawned(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "2", "--every", "60", "--speed", "60", "--quiet"],
+        let s = try ScratchDirectory()
+        let fleet = try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "2", "--every", "60", "--speed", "60", "--quiet"],
                                 stderr: s.path("sim.err"))
-        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0002.sock")) })
-        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("cuffs"), "--quirk", Self.quirk], stdout: s.path("out"), stderr: s.path("watch.err"))
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0002.sock")) })
+        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--quirk", Self.quirk], stdout: s.path("out"), stderr: s.path("watch.err"))
         func printed() -> [[String: Any]] { (try? WatchCommandTests.measurementLines(s.lines("out"))) ?? [] }
-        #expect(WatchCommandTests.waitUntil(60) { printed().count >= 2 }, "\(s.text("watch.err"))")
+        #expect(waitUntil(60) { printed().count >= 2 }, "\(s.text("watch.err"))")
         watch.signal(SIGTERM)
         #expect(watch.wait(timeout: 40) == 0, "\(s.text("watch.err"))")
         fleet.signal(SIGTERM)

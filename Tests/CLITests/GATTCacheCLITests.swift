@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -47,17 +48,17 @@ struct GATTCacheCLITests {
     }
 
     @Test func watchKeepsWhatItLearnedAcrossSessionsAndRestarts() throws {
-        let s = try WatchCommandTests.Scratch()
+        let s = try ScratchDirectory()
         let env = ["XDG_STATE_HOME": s.path("state")]
-        let cuff = try Spawned(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "120"], stderr: s.path("sim.err"))
-        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
+        let cuff = try ChildProcess(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "120"], stderr: s.path("sim.err"))
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
         func ends(_ name: String) -> [[String: Any]] {
             s.lines(name).compactMap { try? CLI.json($0) }.filter { $0["type"] as? String == "session" && $0["event"] as? String == "end" }
         }
         for (round, extra) in [[], [], ["--no-gatt-cache"]].enumerated() {
-            let w = try Spawned(["watch", "--connect", "unix:" + s.path("c.sock")] + extra, stdout: s.path("out\(round)"),
+            let w = try ChildProcess(["watch", "--connect", "unix:" + s.path("c.sock")] + extra, stdout: s.path("out\(round)"),
                                 stderr: s.path("watch\(round).err"), environment: env)
-            #expect(WatchCommandTests.waitUntil(30) { ends("out\(round)").count >= 3 }, "\(s.text("watch\(round).err").suffix(800))")
+            #expect(waitUntil(30) { ends("out\(round)").count >= 3 }, "\(s.text("watch\(round).err").suffix(800))")
             w.signal(SIGTERM)
             #expect(w.wait(timeout: 20) == 0)
         }
@@ -75,13 +76,13 @@ struct GATTCacheCLITests {
     }
 
     @Test func aCuffWhoseHandlesMovedIsDiscoveredAgainWithoutLosingItsReading() throws {
-        let s = try WatchCommandTests.Scratch()
+        let s = try ScratchDirectory()
         let env = ["XDG_STATE_HOME": s.path("state")]
         let socket = s.path("c.sock")
-        func simulate(_ extra: [String]) throws -> Spawned {
+        func simulate(_ extra: [String]) throws -> ChildProcess {
             try? FileManager.default.removeItem(atPath: socket)
-            let p = try Spawned(["simulate", "--listen", "unix:" + socket, "--speed", "200", "--autostart", "--seed", "4"] + extra, stderr: s.path("sim.err"))
-            #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: socket) })
+            let p = try ChildProcess(["simulate", "--listen", "unix:" + socket, "--speed", "200", "--autostart", "--seed", "4"] + extra, stderr: s.path("sim.err"))
+            #expect(waitUntil(10) { FileManager.default.fileExists(atPath: socket) })
             return p
         }
         let measure = ["measure", "--connect", "unix:" + socket, "--timeout", "60"]

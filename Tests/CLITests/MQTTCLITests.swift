@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -124,28 +125,28 @@ struct MQTTCLITests {
         let broker = try MosquittoBroker()
         let reader = try MosquittoBroker.Reader(broker, topics: ["cuff/+/+/reading"], id: "reader")
         usleep(300_000)
-        let s = try WatchCommandTests.Scratch()
-        let fleet = try Spawned(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "4", "--every", "60", "--speed", "60", "--quiet"],
+        let s = try ScratchDirectory()
+        let fleet = try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "4", "--every", "60", "--speed", "60", "--quiet"],
                                 stderr: s.path("sim.err"))
-        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0004.sock")) })
-        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("cuffs"), "--publish", broker.url, "--outbox", s.path("o.db")],
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0004.sock")) })
+        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--publish", broker.url, "--outbox", s.path("o.db")],
                                 stdout: s.path("out"), stderr: s.path("watch.err"))
         func printed() -> [[String: Any]] { (try? WatchCommandTests.measurementLines(s.lines("out"))) ?? [] }
-        #expect(WatchCommandTests.waitUntil(60) { printed().count >= 4 && reader.messages.count >= 4 }, "\(s.text("watch.err").suffix(2000))")
+        #expect(waitUntil(60) { printed().count >= 4 && reader.messages.count >= 4 }, "\(s.text("watch.err").suffix(2000))")
         // The broker is killed and stays away for a while; the cuffs go on measuring. (Once it has
         // saved the reader's session: what it took before a kill is the broker's to keep, not cuff's.)
-        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: broker.dir + "/mosquitto.db") })
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: broker.dir + "/mosquitto.db") })
         broker.stop(SIGKILL)
         let before = printed().count
-        #expect(WatchCommandTests.waitUntil(60) { printed().count >= before + 4 }, "no readings while the broker was down")
+        #expect(waitUntil(60) { printed().count >= before + 4 }, "no readings while the broker was down")
         try broker.start()
-        #expect(WatchCommandTests.waitUntil(60) { printed().count >= before + 8 })
+        #expect(waitUntil(60) { printed().count >= before + 8 })
         fleet.signal(SIGTERM)
         #expect(fleet.wait(timeout: 20) == 0)
         watch.signal(SIGTERM)
         #expect(watch.wait(timeout: 40) == 0, "\(s.text("watch.err").suffix(2000))")
         let confirmedKeys = Set(printed().map(Self.key))
-        #expect(WatchCommandTests.waitUntil(20) {
+        #expect(waitUntil(20) {
             confirmedKeys.isSubset(of: Set(reader.messages.compactMap { try? Self.key(Self.json($0.payload)) }))
         })
         let received = reader.messages.compactMap { try? Self.json($0.payload) }
@@ -212,6 +213,6 @@ struct MQTTCLITests {
                              environment: ["CUFF_MQTT_PASSWORD": broker.password])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(try waiting() == 0)
-        #expect(WatchCommandTests.waitUntil(10) { Set(reader.messages.compactMap { try? Self.key(Self.json($0.payload)) }) == Set(taken.map(Self.key)) })
+        #expect(waitUntil(10) { Set(reader.messages.compactMap { try? Self.key(Self.json($0.payload)) }) == Set(taken.map(Self.key)) })
     }
 }

@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -78,20 +79,20 @@ struct MQTTOptionsCLITests {
     /// SIGKILL (no goodbye) still leaves the cuff offline in Home Assistant.
     @Test func aKilledWatchLeavesItsLastWillOffline() throws {
         let broker = try MosquittoBroker()
-        let s = try WatchCommandTests.Scratch()
-        let fleet = try Spawned(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "1", "--every", "60", "--speed", "60", "--quiet"],
+        let s = try ScratchDirectory()
+        let fleet = try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "1", "--every", "60", "--speed", "60", "--quiet"],
                                 stderr: s.path("sim.err"))
         defer {
             fleet.signal(SIGTERM)
             _ = fleet.wait(timeout: 20)
         }
-        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0001.sock")) })
-        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("cuffs"), "--publish", broker.url, "--outbox", s.path("o.db")],
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0001.sock")) })
+        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--publish", broker.url, "--outbox", s.path("o.db")],
                                 stdout: s.path("out"), stderr: s.path("watch.err"))
         func status() -> [String] { ((try? broker.retained(["cuff/status"])) ?? []).map(\.payload) }
-        #expect(WatchCommandTests.waitUntil(30) { status() == ["online"] }, "\(s.text("watch.err"))")
+        #expect(waitUntil(30) { status() == ["online"] }, "\(s.text("watch.err"))")
         watch.signal(SIGKILL)
         #expect(watch.wait(timeout: 10) != nil)
-        #expect(WatchCommandTests.waitUntil(30) { status() == ["offline"] }, "status \(status()) after SIGKILL")
+        #expect(waitUntil(30) { status() == ["offline"] }, "status \(status()) after SIGKILL")
     }
 }

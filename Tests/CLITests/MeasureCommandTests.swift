@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -100,7 +101,7 @@ struct MeasureCommandTests {
             return
         }
         let report = dir.appendingPathComponent("validate.out")
-        let p = try Spawned([validator.path, format, file.path], executable: "/usr/bin/python3", stdout: report.path)
+        let p = try ChildProcess([validator.path, format, file.path], executable: "/usr/bin/python3", stdout: report.path)
         let status = p.wait(timeout: 120)
         let text = (try? String(contentsOf: report, encoding: .utf8)) ?? ""
         #expect(status == 0, "\(text)")

@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import PostgresTestCluster
 import Testing
@@ -14,7 +15,7 @@ final class MosquittoBroker: @unchecked Sendable {
     let certPort: Int
     let user = "cuff"
     let password = "pw-\(UUID().uuidString.prefix(8))"
-    private var process: Spawned?
+    private var process: ChildProcess?
 
     var caFile: String { dir + "/ca.crt" }
     /// A CA that did not sign the broker's certificate.
@@ -81,7 +82,7 @@ final class MosquittoBroker: @unchecked Sendable {
 
     /// Starts the broker and waits until every port takes connections.
     func start() throws {
-        process = try Spawned(["-c", dir + "/mosquitto.conf"], executable: "/usr/sbin/mosquitto", stdout: dir + "/broker.out", stderr: dir + "/broker.err")
+        process = try ChildProcess(["-c", dir + "/mosquitto.conf"], executable: "/usr/sbin/mosquitto", stdout: dir + "/broker.out", stderr: dir + "/broker.err")
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if Self.accepts(port) && Self.accepts(tlsPort) && Self.accepts(certPort) { return }
@@ -104,13 +105,13 @@ final class MosquittoBroker: @unchecked Sendable {
     /// A `mosquitto_sub` that collects `topic payload` lines into a file, with a durable session
     /// (QoS 1, `-c`): it reconnects by itself and gets what was published while it was away.
     final class Reader {
-        let process: Spawned
+        let process: ChildProcess
         let output: String
         init(_ broker: MosquittoBroker, topics: [String], id: String) throws {
             output = broker.dir + "/\(id).out"
             var args = ["-h", "127.0.0.1", "-p", String(broker.port), "-u", broker.user, "-P", broker.password, "-q", "1", "-c", "-i", id, "-v"]
             for t in topics { args += ["-t", t] }
-            process = try Spawned(args, executable: "/usr/bin/mosquitto_sub", stdout: output, stderr: output + ".err")
+            process = try ChildProcess(args, executable: "/usr/bin/mosquitto_sub", stdout: output, stderr: output + ".err")
         }
         deinit {
             process.signal(SIGTERM)
@@ -127,7 +128,7 @@ final class MosquittoBroker: @unchecked Sendable {
         let out = dir + "/retained-\(UUID().uuidString.prefix(6)).out"
         var args = ["-h", "127.0.0.1", "-p", String(port), "-u", user, "-P", password, "-v", "--retained-only", "-W", "2"]
         for t in topics { args += ["-t", t] }
-        let p = try Spawned(args, executable: "/usr/bin/mosquitto_sub", stdout: out)
+        let p = try ChildProcess(args, executable: "/usr/bin/mosquitto_sub", stdout: out)
         _ = p.wait(timeout: 10)
         return Self.messages(in: out)
     }
@@ -142,7 +143,7 @@ final class MosquittoBroker: @unchecked Sendable {
     }
 
     static func sh(_ exe: String, _ args: [String]) throws {
-        let p = try Spawned(args, executable: exe)
+        let p = try ChildProcess(args, executable: exe)
         let status = p.wait(timeout: 60)
         guard status == 0 else { throw POSIXError(.EIO) }
     }

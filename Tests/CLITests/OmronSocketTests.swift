@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -141,10 +142,10 @@ struct OmronPairTests {
     /// `--cuffs N` with `--model`: a fleet of Omron cuffs on one event loop, each with readings of
     /// its own seed. `cuff watch` syncs every one, each unread reading once, and marks them read.
     @Test func fleetOfOmronCuffsIsWatchedEachReadingOnce() throws {
-        let s = try WatchCommandTests.Scratch()
-        let fleet = try Spawned(["simulate", "--model", "HEM-7380T1", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "3", "--speed", "60"],
+        let s = try ScratchDirectory()
+        let fleet = try ChildProcess(["simulate", "--model", "HEM-7380T1", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "3", "--speed", "60"],
                                 stderr: s.path("sim.err"))
-        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0003.sock")) })
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0003.sock")) })
         // What each cuff holds unread, read without marking it.
         var unread: [String: [String]] = [:]
         for i in 1 ... 3 {
@@ -156,9 +157,9 @@ struct OmronPairTests {
         #expect(unread.values.allSatisfy { !$0.isEmpty })
         #expect(Set(unread.values.map { $0.joined(separator: ",") }).count == 3, "the cuffs' seeds differ, so do their readings")
         let total = unread.values.reduce(0) { $0 + $1.count }
-        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
+        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
                                 stdout: s.path("out"), stderr: s.path("watch.err"))
-        #expect(WatchCommandTests.waitUntil(60) { ((try? WatchCommandTests.measurementLines(s.lines("out"))) ?? []).count >= total },
+        #expect(waitUntil(60) { ((try? WatchCommandTests.measurementLines(s.lines("out"))) ?? []).count >= total },
                 "\(s.text("watch.err").suffix(1500))")
         // A few more turns of every cuff: nothing is printed again.
         usleep(3_000_000)

@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -15,7 +16,7 @@ struct OutputFailureTests {
     static func run(_ args: [String], stdout: String, stdin: String = "/dev/null") throws -> (status: Int32?, stderr: String) {
         let err = tempFile("err")
         defer { try? FileManager.default.removeItem(at: err) }
-        let p = try Spawned(args, stdin: stdin, stdout: stdout, stderr: err.path)
+        let p = try ChildProcess(args, stdin: stdin, stdout: stdout, stderr: err.path)
         let status = p.wait(timeout: 120)
         if status == nil { p.signal(SIGKILL); _ = p.wait(timeout: 10) }
         return (status, try String(contentsOf: err, encoding: .utf8))
@@ -27,7 +28,7 @@ struct OutputFailureTests {
         defer { for f in [err, status] { try? FileManager.default.removeItem(at: f) } }
         let quoted = ([CLI.binary.path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
         let script = "\(quoted) 2>'\(err.path)' | head -n 1 > /dev/null; echo ${PIPESTATUS[0]} > '\(status.path)'"
-        let p = try Spawned(["-c", script], executable: "/bin/bash", stdin: stdin)
+        let p = try ChildProcess(["-c", script], executable: "/bin/bash", stdin: stdin)
         guard p.wait(timeout: 120) == 0 else {
             p.signal(SIGKILL)
             _ = p.wait(timeout: 10)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -91,7 +92,7 @@ import Testing
         let png = dir.appendingPathComponent("n.png").path
         // Without rsvg-convert on PATH: a clear error, status 4, no file.
         let errURL = dir.appendingPathComponent("err")
-        let p = try Spawned(["PATH=/nonexistent", CLI.binary.path, "plot", Self.capture("normal.ndjson"), "--output", png],
+        let p = try ChildProcess(["PATH=/nonexistent", CLI.binary.path, "plot", Self.capture("normal.ndjson"), "--output", png],
                             executable: "/usr/bin/env", stderr: errURL.path)
         #expect(p.wait(timeout: 60) == 4)
         #expect(try String(contentsOf: errURL, encoding: .utf8).contains("PNG output needs rsvg-convert, which is not installed"))

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import CuffTestSupport
 import Foundation
 import PostgresTestCluster
 import Testing
@@ -39,7 +40,7 @@ struct PostgresCLITests {
         let url = c.url()
         // Three hubs at once, each with its own outbox and its own reading.
         let hubs = try (1...3).map { i in
-            try Spawned(["measure", "--simulated", "normal", "--speed", "0", "--seed", "\(i)", "--store", url, "--outbox", "\(dir)/hub\(i).db"],
+            try ChildProcess(["measure", "--simulated", "normal", "--speed", "0", "--seed", "\(i)", "--store", url, "--outbox", "\(dir)/hub\(i).db"],
                         stdout: "\(dir)/out\(i)", stderr: "\(dir)/err\(i)")
         }
         for (i, h) in hubs.enumerated() {
@@ -164,14 +165,14 @@ struct PostgresCLITests {
     /// works continuously), and after SIGTERM the server holds each printed reading once.
     @Test func watchShipsContinuously() throws {
         guard let c = try cluster() else { return }
-        let s = try WatchCommandTests.Scratch()
-        let fleet = try Spawned(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "4", "--every", "60", "--speed", "60", "--quiet"],
+        let s = try ScratchDirectory()
+        let fleet = try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "4", "--every", "60", "--speed", "60", "--quiet"],
                                 stderr: s.path("sim.err"))
-        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0004.sock")) })
-        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", c.url(), "--outbox", s.path("outbox.db")],
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0004.sock")) })
+        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", c.url(), "--outbox", s.path("outbox.db")],
                                 stdout: s.path("out"), stderr: s.path("watch.err"))
         // On the server while watch still runs.
-        #expect(WatchCommandTests.waitUntil(60) { (Int((try? c.psql("SELECT count(DISTINCT device_id) FROM cuff_measurements")) ?? "0") ?? 0) == 4 },
+        #expect(waitUntil(60) { (Int((try? c.psql("SELECT count(DISTINCT device_id) FROM cuff_measurements")) ?? "0") ?? 0) == 4 },
                 "not shipped while running: \(s.text("watch.err").suffix(2000))")
         #expect(watch.isRunning)
         fleet.signal(SIGTERM)

@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -221,7 +222,7 @@ struct ReplayCommandTests {
         let out = Self.tempFile("piped.out"), err = Self.tempFile("piped.err")
         defer { for f in [file, out, err] { try? FileManager.default.removeItem(at: f) } }
         try Data(joined).write(to: file)
-        let p = try Spawned(["-c", "cat '\(file.path)' | '\(CLI.binary.path)' replay /dev/stdin --quiet --segment-bytes 1"],
+        let p = try ChildProcess(["-c", "cat '\(file.path)' | '\(CLI.binary.path)' replay /dev/stdin --quiet --segment-bytes 1"],
                             executable: "/bin/sh", stdout: out.path, stderr: err.path)
         let status = p.wait(timeout: 120)
         let direct = try CLI.run(["replay", file.path, "--quiet", "--jobs", "1"])
@@ -236,7 +237,7 @@ struct ReplayCommandTests {
         let capture = Self.captures.appendingPathComponent("stored-records.btsnoop").path
         let err = Self.tempFile("err")
         defer { try? FileManager.default.removeItem(at: err) }
-        let p = try Spawned(["replay", capture, "--quiet"], stdout: "/dev/full", stderr: err.path)
+        let p = try ChildProcess(["replay", capture, "--quiet"], stdout: "/dev/full", stderr: err.path)
         let status = p.wait(timeout: 60)
         if status == nil { p.signal(SIGKILL); _ = p.wait(timeout: 10) }
         #expect(status == 10)

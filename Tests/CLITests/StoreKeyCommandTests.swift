@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -85,7 +86,7 @@ struct StoreKeyCommandTests {
         for round in 1...10 {
             let next = "k\(round)"
             #expect(try CLI.run(["key", "new", d + "/" + next]).status == 0)
-            let p = try Spawned(["key", "rotate", "--store", d + "/s.db", "--store-key-file", d + "/" + current, "--new-key-file", d + "/" + next],
+            let p = try ChildProcess(["key", "rotate", "--store", d + "/s.db", "--store-key-file", d + "/" + current, "--new-key-file", d + "/" + next],
                                 stderr: d + "/rotate-\(round).err")
             usleep(UInt32.random(in: 0...35_000))  // a rotation run takes ~30 ms here: before, during, after
             p.signal(SIGKILL)

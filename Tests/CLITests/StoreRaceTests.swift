@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -14,7 +15,7 @@ struct StoreRaceTests {
             let errs = (0..<4).map { dir.appendingPathComponent("err-\(round)-\($0)").path }
             // Different seeds: four different readings, so none is skipped as one the store already holds.
             let processes = try errs.enumerated().map { i, err in
-                try Spawned(["measure", "--simulated", "normal", "--speed", "0", "--seed", "\(i + 1)", "--quiet", "--store", store], stderr: err)
+                try ChildProcess(["measure", "--simulated", "normal", "--speed", "0", "--seed", "\(i + 1)", "--quiet", "--store", store], stderr: err)
             }
             for (p, err) in zip(processes, errs) {
                 let status = p.wait(timeout: 120)

@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -5,7 +6,7 @@ import Testing
 @Suite("Two processes over a Unix socket", .serialized)
 struct TwoProcessTests {
     final class Simulator {
-        var process: Spawned!
+        var process: ChildProcess!
         let path: String
         let log: URL
         let dir: URL
@@ -16,7 +17,7 @@ struct TwoProcessTests {
             path = dir.appendingPathComponent("cuff.sock").path
             log = dir.appendingPathComponent("sim.log")
             FileManager.default.createFile(atPath: log.path, contents: nil)
-            process = try Spawned(["simulate", "--listen", "unix:\(path)"] + args, stderr: log.path)
+            process = try ChildProcess(["simulate", "--listen", "unix:\(path)"] + args, stderr: log.path)
             let deadline = Date().addingTimeInterval(10)
             while !FileManager.default.fileExists(atPath: path) && Date() < deadline { usleep(10_000) }
         }
@@ -117,7 +118,7 @@ struct TwoProcessTests {
         let sim = try Simulator(["--speed", "5"])
         let out = sim.dir.appendingPathComponent("measure.out")
         FileManager.default.createFile(atPath: out.path, contents: nil)
-        let p = try Spawned(["measure", "--connect", "unix:\(sim.path)", "--start"], stdout: out.path)
+        let p = try ChildProcess(["measure", "--connect", "unix:\(sim.path)", "--start"], stdout: out.path)
         // Wait until the cuff is inflating, then press Ctrl-C.
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline, !((try? String(contentsOf: out, encoding: .utf8)) ?? "").contains("\"type\":\"progress\"") { usleep(20_000) }
@@ -136,7 +137,7 @@ struct TwoProcessTests {
         let db = sim.dir.appendingPathComponent("bp.sqlite").path
         let out = sim.dir.appendingPathComponent("measure.out")
         FileManager.default.createFile(atPath: out.path, contents: nil)
-        let p = try Spawned(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--follow", "--quiet"], stdout: out.path)
+        let p = try ChildProcess(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--follow", "--quiet"], stdout: out.path)
         // Kill as soon as some stored records were printed (printed after the store committed them).
         let deadline = Date().addingTimeInterval(20)
         var printed = 0

@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -15,7 +16,7 @@ struct VMCloneScriptTests {
     /// `script` run by bash in `dir`.
     static func sh(_ script: String, in dir: String) throws -> Shell {
         let out = dir + "/.sh.out", err = dir + "/.sh.err"
-        let p = try Spawned(["-c", "cd \"$0\" && " + script, dir], executable: "/bin/bash", stdout: out, stderr: err)
+        let p = try ChildProcess(["-c", "cd \"$0\" && " + script, dir], executable: "/bin/bash", stdout: out, stderr: err)
         let status = p.wait(timeout: 60) ?? -1
         defer { for f in [out, err] { try? FileManager.default.removeItem(atPath: f) } }
         return Shell(status: status, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",

@@ -1,32 +1,10 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
 /// `cuff watch` against simulated cuffs in other processes, over real Unix sockets.
 @Suite("cuff watch", .serialized)
 struct WatchCommandTests {
-    /// A scratch directory with the fleet's sockets, the store and the outputs.
-    final class Scratch {
-        let dir: URL
-        init() throws {
-            // Short: a socket path must fit in 108 bytes.
-            dir = URL(fileURLWithPath: "/tmp/cw-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        }
-        deinit { try? FileManager.default.removeItem(at: dir) }
-        func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
-        func text(_ name: String) -> String { (try? String(contentsOfFile: path(name), encoding: .utf8)) ?? "" }
-        func lines(_ name: String) -> [String] { text(name).split(separator: "\n").map(String.init) }
-    }
-
-    static func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(50_000)
-        }
-        return condition()
-    }
-
     /// The stored readings (`cuff history`), as (serial, dedup-relevant fields) rows.
     static func history(_ store: String) throws -> [[String: Any]] {
         let r = try CLI.run(["history", "--store", store])
@@ -52,14 +30,14 @@ struct WatchCommandTests {
     }
 
     @Test func fleetEveryReadingStoredOncePrintedOnceAndSIGTERMExitsZero() throws {
-        let s = try Scratch()
-        let fleet = try Spawned(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "6", "--every", "60", "--speed", "60", "--quiet"],
+        let s = try ScratchDirectory()
+        let fleet = try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "6", "--every", "60", "--speed", "60", "--quiet"],
                                 stderr: s.path("sim.err"))
-        #expect(Self.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0006.sock")) })
-        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0006.sock")) })
+        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
                                 stdout: s.path("out"), stderr: s.path("watch.err"))
         // Every cuff delivers at least two readings.
-        #expect(Self.waitUntil(60) {
+        #expect(waitUntil(60) {
             let serials = (try? Self.measurementLines(s.lines("out")))?.compactMap { ($0["device"] as? [String: Any])?["serial"] as? String } ?? []
             return Set(serials).count == 6 && serials.count >= 12
         }, "watch did not collect from all 6 cuffs: \(s.text("watch.err").suffix(2000))")
@@ -86,28 +64,28 @@ struct WatchCommandTests {
     }
 
     @Test func simulatorRestartsAndSingleCuffKillsDoNotStopTheWatcher() throws {
-        let s = try Scratch()
+        let s = try ScratchDirectory()
         try FileManager.default.createDirectory(atPath: s.path("cuffs"), withIntermediateDirectories: true)
         // Two single cuffs in the directory, each its own process; one will be killed.
-        func cuff(_ name: String, seed: Int) throws -> Spawned {
-            try Spawned(["simulate", "--listen", "unix:" + s.path("cuffs/\(name).sock"), "--every", "60", "--speed", "60", "--seed", "\(seed)"],
+        func cuff(_ name: String, seed: Int) throws -> ChildProcess {
+            try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs/\(name).sock"), "--every", "60", "--speed", "60", "--seed", "\(seed)"],
                         stderr: s.path("\(name).err"))
         }
         let a = try cuff("a", seed: 11)
         var b = try cuff("b", seed: 22)
-        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
+        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
                                 stdout: s.path("out"), stderr: s.path("watch.err"))
         func count(_ address: String) -> Int {
             ((try? Self.measurementLines(s.lines("out"))) ?? []).filter { (($0["device"] as? [String: Any])?["address"] as? String)?.hasSuffix(address) == true }.count
         }
-        #expect(Self.waitUntil(30) { count("a.sock") >= 2 && count("b.sock") >= 2 }, "\(s.text("watch.err").suffix(1500))")
+        #expect(waitUntil(30) { count("a.sock") >= 2 && count("b.sock") >= 2 }, "\(s.text("watch.err").suffix(1500))")
         // Kill b outright (no goodbye), and restart it with the same seed: watch reconnects.
         b.signal(SIGKILL)
         _ = b.wait(timeout: 10)
         let aBefore = count("a.sock"), bBefore = count("b.sock")
-        #expect(Self.waitUntil(20) { count("a.sock") >= aBefore + 3 }, "cuff a stalled while b was gone")
+        #expect(waitUntil(20) { count("a.sock") >= aBefore + 3 }, "cuff a stalled while b was gone")
         b = try cuff("b", seed: 22)
-        #expect(Self.waitUntil(40) { count("b.sock") >= bBefore + 2 }, "watch did not come back to the restarted cuff: \(s.text("watch.err").suffix(1500))")
+        #expect(waitUntil(40) { count("b.sock") >= bBefore + 2 }, "watch did not come back to the restarted cuff: \(s.text("watch.err").suffix(1500))")
         #expect(s.text("watch.err").contains("retrying in"))
         a.signal(SIGTERM)
         b.signal(SIGTERM)
@@ -122,16 +100,16 @@ struct WatchCommandTests {
     }
 
     @Test func storedReadingsOfABps11CuffComeOnceAcrossWatcherRestarts() throws {
-        let s = try Scratch()
+        let s = try ScratchDirectory()
         // A cuff that measures while nobody listens: its readings wait in its memory.
-        let cuff = try Spawned(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "120", "--persona", "bps-1.1"],
+        let cuff = try ChildProcess(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "120", "--persona", "bps-1.1"],
                                stderr: s.path("sim.err"))
-        #expect(Self.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
         usleep(2_500_000)  // about five readings taken with nobody connected
         for round in 0..<3 {
-            let w = try Spawned(["watch", "--connect", "unix:" + s.path("c.sock"), "--store", s.path("w.db")],
+            let w = try ChildProcess(["watch", "--connect", "unix:" + s.path("c.sock"), "--store", s.path("w.db")],
                                 stdout: s.path("out\(round)"), stderr: s.path("watch\(round).err"))
-            #expect(Self.waitUntil(20) { ((try? Self.measurementLines(s.lines("out\(round)"))) ?? []).count >= 2 })
+            #expect(waitUntil(20) { ((try? Self.measurementLines(s.lines("out\(round)"))) ?? []).count >= 2 })
             // SIGTERM in the middle of whatever the session is doing.
             usleep(UInt32(300_000 * (round + 1)))
             w.signal(SIGTERM)
@@ -149,15 +127,15 @@ struct WatchCommandTests {
     }
 
     @Test func sighupReopensStdoutAfterARotation() throws {
-        let s = try Scratch()
-        let cuff = try Spawned(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "60"], stderr: s.path("sim.err"))
-        #expect(Self.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
-        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("c.sock")], stdout: s.path("out"), stderr: s.path("err"))
-        #expect(Self.waitUntil(20) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 })
+        let s = try ScratchDirectory()
+        let cuff = try ChildProcess(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "60"], stderr: s.path("sim.err"))
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
+        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("c.sock")], stdout: s.path("out"), stderr: s.path("err"))
+        #expect(waitUntil(20) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 })
         // logrotate: move the file away, then SIGHUP.
         try FileManager.default.moveItem(atPath: s.path("out"), toPath: s.path("out.1"))
         watch.signal(SIGHUP)
-        #expect(Self.waitUntil(20) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 }, "nothing written to the reopened file: \(s.text("err"))")
+        #expect(waitUntil(20) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 }, "nothing written to the reopened file: \(s.text("err"))")
         watch.signal(SIGTERM)
         #expect(watch.wait(timeout: 20) == 0)
         cuff.signal(SIGTERM)
@@ -180,12 +158,12 @@ struct WatchCommandTests {
     }
 
     @Test func absentSocketIsRetriedWithBackoffUntilSIGTERM() throws {
-        let s = try Scratch()
-        let watch = try Spawned(["watch", "--connect", "unix:" + s.path("nobody.sock")], stdout: s.path("out"), stderr: s.path("err"))
-        #expect(Self.waitUntil(5) { s.text("err").contains("retrying in") })
+        let s = try ScratchDirectory()
+        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("nobody.sock")], stdout: s.path("out"), stderr: s.path("err"))
+        #expect(waitUntil(5) { s.text("err").contains("retrying in") })
         // Then the cuff appears: watch connects on its next try.
-        let cuff = try Spawned(["simulate", "--listen", "unix:" + s.path("nobody.sock"), "--every", "60", "--speed", "60"], stderr: s.path("sim.err"))
-        #expect(Self.waitUntil(30) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 }, "\(s.text("err"))")
+        let cuff = try ChildProcess(["simulate", "--listen", "unix:" + s.path("nobody.sock"), "--every", "60", "--speed", "60"], stderr: s.path("sim.err"))
+        #expect(waitUntil(30) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 }, "\(s.text("err"))")
         watch.signal(SIGTERM)
         #expect(watch.wait(timeout: 20) == 0)
         cuff.signal(SIGTERM)

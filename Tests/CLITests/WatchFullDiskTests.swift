@@ -1,3 +1,4 @@
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 struct WatchFullDiskTests {
     /// Whether this machine lets the test mount a tmpfs in a namespace of its own.
     static let canMount: Bool = {
-        guard let p = try? Spawned(["--user", "--map-root-user", "--mount", "/bin/sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+        guard let p = try? ChildProcess(["--user", "--map-root-user", "--mount", "/bin/sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
                                    executable: "/usr/bin/unshare") else { return false }
         return p.wait(timeout: 30) == 0
     }()
@@ -31,24 +32,24 @@ struct WatchFullDiskTests {
 
     @Test(.enabled(if: canMount, "needs unshare --user --mount (a tmpfs of the test's own)"))
     func aFullDiskIsOneErrorLineNothingConfirmedIsLostAndExitIs10() throws {
-        let s = try WatchCommandTests.Scratch()
+        let s = try ScratchDirectory()
         let fs = s.path("fs")
         try FileManager.default.createDirectory(atPath: fs, withIntermediateDirectories: true)
-        let fleet = try Spawned(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "2", "--every", "60", "--speed", "60", "--quiet"],
+        let fleet = try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "2", "--every", "60", "--speed", "60", "--quiet"],
                                 stderr: s.path("sim.err"))
-        #expect(WatchCommandTests.waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0002.sock")) })
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0002.sock")) })
         let script = "mount -t tmpfs -o size=4m,mode=0700 tmpfs '\(fs)' && exec '\(CLI.binary.path)' watch --connect 'unix:\(s.path("cuffs"))' --store '\(fs)/w.db'"
-        let watch = try Spawned(["--user", "--map-root-user", "--mount", "/bin/sh", "-c", script], executable: "/usr/bin/unshare",
+        let watch = try ChildProcess(["--user", "--map-root-user", "--mount", "/bin/sh", "-c", script], executable: "/usr/bin/unshare",
                                 stdout: s.path("out"), stderr: s.path("watch.err"))
         func printed() -> [[String: Any]] { (try? WatchCommandTests.measurementLines(s.lines("out"))) ?? [] }
         func failureLines() -> Int { s.lines("watch.err").filter { $0.contains("cannot keep readings") }.count }
-        #expect(WatchCommandTests.waitUntil(30) { printed().count >= 2 }, "\(s.text("watch.err").suffix(1500))")
+        #expect(waitUntil(30) { printed().count >= 2 }, "\(s.text("watch.err").suffix(1500))")
 
         // The store's filesystem, seen from outside the namespace, filled to the last block.
         let inside = "/proc/\(watch.pid)/root\(fs)"
         #expect(FileManager.default.fileExists(atPath: inside + "/w.db"), "the store is not on the tmpfs")
         #expect(Self.fill(inside + "/filler") > 0)
-        #expect(WatchCommandTests.waitUntil(20) { failureLines() >= 1 }, "\(s.text("watch.err").suffix(1500))")
+        #expect(waitUntil(20) { failureLines() >= 1 }, "\(s.text("watch.err").suffix(1500))")
         let whileFull = printed().count
         // Readings keep coming (two cuffs, one a second each) and keep failing: still one line.
         Thread.sleep(forTimeInterval: 5)
@@ -57,7 +58,7 @@ struct WatchFullDiskTests {
 
         // The disk frees up: watch collects again, the readings the cuffs kept among them.
         #expect(unlink(inside + "/filler") == 0)
-        #expect(WatchCommandTests.waitUntil(60) { printed().count >= whileFull + 3 }, "\(s.text("watch.err").suffix(2500))")
+        #expect(waitUntil(60) { printed().count >= whileFull + 3 }, "\(s.text("watch.err").suffix(2500))")
         #expect(s.text("watch.err").contains("the store keeps readings again"))
 
         fleet.signal(SIGTERM)

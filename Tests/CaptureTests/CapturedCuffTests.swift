@@ -3,6 +3,7 @@
 import BloodPressure
 import CuffCore
 import CuffSession
+import CuffTestSupport
 import Foundation
 import GATT
 import Testing

@@ -2,6 +2,7 @@
 
 import Capture
 import CuffCore
+import CuffTestSupport
 import Foundation
 
 /// Hex with spaces/colons → bytes; traps on a typo in a test vector.
@@ -135,19 +136,6 @@ struct PcapngBuilder {
 
 /// Runs a tool; returns (exit status, stdout+stderr), or nil if the tool isn't installed.
 func runTool(_ path: String, _ args: [String]) -> (status: Int32, output: String)? {
-    guard FileManager.default.isExecutableFile(atPath: path) else { return nil }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: path)
-    p.arguments = args
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    p.standardError = pipe
-    do { try p.run() } catch { return nil }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
-}
-
-func temporaryPath(_ name: String) -> String {
-    NSTemporaryDirectory() + "cuff-capture-\(getpid())-\(name)"
+    guard FileManager.default.isExecutableFile(atPath: path), let r = try? runToCompletion(path, args, timeout: nil, mergeStderr: true) else { return nil }
+    return (r.status, r.stdout)
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -26,17 +27,10 @@ struct TsharkOracleTests {
 
     /// BPM indications as tshark decodes them, one dictionary per packet.
     static func tsharkMeasurements(_ path: String) throws -> [[String: String]] {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tshark!)
-        p.arguments = ["-r", path, "-Y", "btatt.opcode == 0x1d && btatt.blood_pressure_measurement.flags", "-T", "fields", "-E", "separator=;"]
-            + fields.flatMap { ["-e", $0] }
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in
+        let p = try runToCompletion(
+            tshark!, ["-r", path, "-Y", "btatt.opcode == 0x1d && btatt.blood_pressure_measurement.flags", "-T", "fields", "-E", "separator=;"]
+                + fields.flatMap { ["-e", $0] }, timeout: nil)
+        return p.stdout.split(separator: "\n").map { line in
             let v = line.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
             return Dictionary(uniqueKeysWithValues: zip(fields, v))
         }

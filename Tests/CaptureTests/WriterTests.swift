@@ -2,6 +2,7 @@
 
 import Capture
 import CuffCore
+import CuffTestSupport
 import Foundation
 import Testing
 

@@ -86,7 +86,13 @@ struct DecoderTests {
         #expect(records.count == 2)
         #expect(try records.map { try parsed($0)["systolic"] as? Int } == [120, 130])
         #expect(try parsed(records[0])["timestamp"] as? String == "2024-06-15T14:30:00")
+        // The empty slot between them, as `cuff decode` reports it on stderr.
+        let decoded = CuffDecoder.decodeFrame(frame, protocol: .microlife)
+        #expect(decoded.values == records)
+        #expect(decoded.skipped.map(\.payloadOffset) == [48])
+        #expect(decoded.skipped.map(\.reason) == [.empty])
         frame[frame.count - 1] &+= 1
+        #expect(CuffDecoder.decodeFrame(frame, protocol: .microlife).skipped.isEmpty)
         #expect(CuffDecoder.decode(frame: frame, protocol: .microlife).map { $0.failure != nil } == [true])
 
         let yonker = CuffDecoder.decode(frame: bytes("81 83 67 51 00 00 19 0B 18 13 12 00 00 00 00"), protocol: .yonker)

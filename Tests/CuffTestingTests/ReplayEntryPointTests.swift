@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 import CuffTesting
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -82,14 +83,10 @@ struct ReplayEntryPointTests {
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/editcap")), arguments: ["pcap", "pcapng"])
     func pcapAndPcapngOfTheSameSessionGiveTheSameLines(_ format: String) throws {
         let original = capturesDirectory.appendingPathComponent("normal.btsnoop").path
-        let converted = NSTemporaryDirectory() + "cuff-testing-\(getpid())-normal.\(format)"
+        let converted = temporaryPath("normal.\(format)")
         defer { unlink(converted) }
-        let editcap = Process()
-        editcap.executableURL = URL(fileURLWithPath: "/usr/bin/editcap")
-        editcap.arguments = ["-F", format, original, converted]
-        try editcap.run()
-        editcap.waitUntilExit()
-        #expect(editcap.terminationStatus == 0)
+        let editcap = try runToCompletion("/usr/bin/editcap", ["-F", format, original, converted])
+        #expect(editcap.status == 0)
         let expected = try committedLines("normal")
         #expect(try CuffReplay.replay(path: converted).ndjsonLines == expected)
         let forced = CuffReplay.Options(format: format == "pcap" ? .pcap : .pcapng)

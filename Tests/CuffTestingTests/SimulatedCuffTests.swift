@@ -3,6 +3,7 @@
 import CuffLogging
 import CuffRuntime
 import CuffTesting
+import CuffTestSupport
 import Transport
 import Foundation
 import Testing
@@ -150,7 +151,7 @@ struct SimulatedCuffTests {
 @Suite("CuffTesting: a simulated cuff on a Unix socket")
 struct SimulatedCuffServerTests {
     static func socketPath(_ name: String) -> String {
-        NSTemporaryDirectory() + "cuff-testing-\(getpid())-\(name).sock"
+        temporaryPath("\(name).sock")
     }
 
     /// cuff's own central over the socket at `path` (`cuff measure --connect unix:PATH`): the

@@ -2,6 +2,7 @@
 import BloodPressure
 import CuffCore
 import CuffSession
+import CuffTestSupport
 import Foundation
 import PostgresTestCluster
 import Sinks
@@ -22,17 +23,6 @@ func readings(_ count: Int, from: Int = 0, device: DeviceInfo = DeviceInfo(addre
         let at = EventTime(monotonic: .seconds(Double(i)), wallMicros: (1_795_000_000 + Int64(i)) * 1_000_000 + 123)
         return MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: i % 2 == 1)
     }
-}
-
-/// A temporary directory for outboxes and SQLite stores.
-final class TempDir: Sendable {
-    let path: String
-    init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-pgstore-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    func file(_ name: String) -> String { path + "/" + name }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// A test's own cluster, or nil (the test then skips, saying why).
@@ -70,16 +60,16 @@ final class CollectedLines: LineOutput, @unchecked Sendable {
 struct PostgresStoreTests {
     @Test func historyIsTheSameAsTheSQLiteStores() throws {
         guard let c = try cluster() else { return }
-        let dir = try TempDir()
+        let dir = try ScratchDirectory()
         var rs = readings(40)
         // A device that learns its name later, and a second device.
         rs += readings(5, from: 100, device: DeviceInfo(address: "11:22:33:44:55:66"))
         rs += readings(5, from: 105, device: DeviceInfo(address: "11:22:33:44:55:66", name: "Later", model: "X2"))
         // Names that JSON must escape, and text beyond ASCII.
         rs += readings(3, from: 200, device: DeviceInfo(address: "22:22:22:22:22:22", name: "Blutdruck \"Ümlaut\" \\ \t\u{1}", serial: "№ 7 ✓"))
-        let sqlite = try SQLiteStore(path: dir.file("s.db"), utcOffset: .fixed(3600), warn: SinkWarnings.ignore)
+        let sqlite = try SQLiteStore(path: dir.path("s.db"), utcOffset: .fixed(3600), warn: SinkWarnings.ignore)
         for m in rs { try sqlite.insert(m) }
-        let pg = try PostgresOutboxStore(url: try url(c), outboxPath: dir.file("outbox.db"), utcOffset: .fixed(3600), background: false, batchSize: 7, warn: SinkWarnings.ignore)
+        let pg = try PostgresOutboxStore(url: try url(c), outboxPath: dir.path("outbox.db"), utcOffset: .fixed(3600), background: false, batchSize: 7, warn: SinkWarnings.ignore)
         for m in rs { try pg.insert(m) }
         let r = pg.drain()
         #expect(r.failure == nil)
@@ -118,16 +108,16 @@ struct PostgresStoreTests {
 
     @Test func threeHubsWritingAtOnceAndTheSameReadingFromTwoHubs() throws {
         guard let c = try cluster() else { return }
-        let dir = try TempDir()
+        let dir = try ScratchDirectory()
         let u = try url(c)
         // Hub i has readings i*100 ..< i*100+150: hubs 0/1 and 1/2 share 50 readings each.
         let failures = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 3) { i in
             do {
-                let hub = try PostgresOutboxStore(url: u, outboxPath: dir.file("hub\(i).db"), warn: SinkWarnings.ignore)
+                let hub = try PostgresOutboxStore(url: u, outboxPath: dir.path("hub\(i).db"), warn: SinkWarnings.ignore)
                 for m in readings(150, from: i * 100) { try hub.insert(m) }
                 try hub.finish()
-                if try SQLiteStore(path: dir.file("hub\(i).db"), warn: SinkWarnings.ignore).count() != 0 { failures.withLock { $0.append("hub \(i): outbox not empty") } }
+                if try SQLiteStore(path: dir.path("hub\(i).db"), warn: SinkWarnings.ignore).count() != 0 { failures.withLock { $0.append("hub \(i): outbox not empty") } }
             } catch {
                 failures.withLock { $0.append("hub \(i): \(error)") }
             }
@@ -138,7 +128,7 @@ struct PostgresStoreTests {
         // One reading stored by two hubs again: still one row.
         let again = readings(1, from: 120)
         for h in 0..<2 {
-            let hub = try PostgresOutboxStore(url: u, outboxPath: dir.file("again\(h).db"), background: false, warn: SinkWarnings.ignore)
+            let hub = try PostgresOutboxStore(url: u, outboxPath: dir.path("again\(h).db"), background: false, warn: SinkWarnings.ignore)
             #expect(try hub.outbox.insert(again[0]).isNew)
             let r = hub.drain()
             #expect(r.shipped == 1 && r.new == 0 && r.failure == nil)
@@ -149,21 +139,21 @@ struct PostgresStoreTests {
 
     @Test func serverDownReadingsWaitThenShip() throws {
         guard let c = try cluster() else { return }
-        let dir = try TempDir()
+        let dir = try ScratchDirectory()
         try c.stop()
         let warnings = WarningCollector()
-        let hub = try PostgresOutboxStore(url: try url(c), outboxPath: dir.file("o.db"), warn: warnings.handler)
+        let hub = try PostgresOutboxStore(url: try url(c), outboxPath: dir.path("o.db"), warn: warnings.handler)
         #expect(try hub.insert(readings(1)[0]).isNew)
         try hub.insert(contentsOf: readings(9, from: 1))
         try hub.finish()
         let said = warnings.warnings.map(\.description)
         #expect(said.first?.contains("cannot reach the server: Connection refused") == true, "\(said)")
-        #expect(said.last?.contains("10 readings wait in the outbox \(dir.file("o.db"))") == true, "\(said)")
+        #expect(said.last?.contains("10 readings wait in the outbox \(dir.path("o.db"))") == true, "\(said)")
         // The outbox: mode 0600, the readings in it.
         var st = stat()
-        #expect(stat(dir.file("o.db"), &st) == 0 && st.st_mode & 0o777 == 0o600)
+        #expect(stat(dir.path("o.db"), &st) == 0 && st.st_mode & 0o777 == 0o600)
         try c.start()
-        let later = try PostgresOutboxStore(url: try url(c), outboxPath: dir.file("o.db"), background: false, warn: SinkWarnings.ignore)
+        let later = try PostgresOutboxStore(url: try url(c), outboxPath: dir.path("o.db"), background: false, warn: SinkWarnings.ignore)
         #expect(try later.outbox.count() == 10)
         let r = later.drain()
         #expect(r.failure == nil && r.shipped == 10)
@@ -173,15 +163,15 @@ struct PostgresStoreTests {
 
     @Test func serverKilledInTheMiddleOfShippingLosesNothingAndDuplicatesNothing() throws {
         guard let c = try cluster() else { return }
-        let dir = try TempDir()
+        let dir = try ScratchDirectory()
         let n = 20_000
         let u = try url(c)
         do {
-            let fill = try PostgresOutboxStore(url: u, outboxPath: dir.file("o.db"), background: false, warn: SinkWarnings.ignore)
+            let fill = try PostgresOutboxStore(url: u, outboxPath: dir.path("o.db"), background: false, warn: SinkWarnings.ignore)
             try fill.outbox.insert(contentsOf: readings(n))
             try fill.close()
         }
-        let hub = try PostgresOutboxStore(url: u, outboxPath: dir.file("o.db"), background: false, batchSize: 100, warn: SinkWarnings.ignore)
+        let hub = try PostgresOutboxStore(url: u, outboxPath: dir.path("o.db"), background: false, batchSize: 100, warn: SinkWarnings.ignore)
         let result = Mutex<PostgresOutboxStore.ShipResult?>(nil)
         let t = Thread { result.withLock { $0 = hub.drain() } }
         t.start()
@@ -207,10 +197,10 @@ struct PostgresStoreTests {
 
     @Test func clearErrors() throws {
         guard let c = try cluster() else { return }
-        let dir = try TempDir()
+        let dir = try ScratchDirectory()
         func openError(_ u: PostgresURL) -> String {
             do {
-                let s = try PostgresOutboxStore(url: u, outboxPath: dir.file("o.db"), background: false, warn: SinkWarnings.ignore)
+                let s = try PostgresOutboxStore(url: u, outboxPath: dir.path("o.db"), background: false, warn: SinkWarnings.ignore)
                 try? s.close()
                 return "opened"
             } catch { return error.description }
@@ -228,26 +218,26 @@ struct PostgresStoreTests {
         // prefer (libpq's default) falls back to plain with this server.
         #expect(openError(try url(c, sslmode: nil)) == "opened")
         // The outbox of a refused open is as it was: nothing in it.
-        #expect(try SQLiteStore(path: dir.file("o.db"), warn: SinkWarnings.ignore).count() == 0)
+        #expect(try SQLiteStore(path: dir.path("o.db"), warn: SinkWarnings.ignore).count() == 0)
     }
 
     @Test func tlsWhenTheURLAsks() throws {
         guard let c = try cluster(ssl: true) else { return }
-        let dir = try TempDir()
-        let hub = try PostgresOutboxStore(url: try url(c, sslmode: "require"), outboxPath: dir.file("o.db"), background: false, warn: SinkWarnings.ignore)
+        let dir = try ScratchDirectory()
+        let hub = try PostgresOutboxStore(url: try url(c, sslmode: "require"), outboxPath: dir.path("o.db"), background: false, warn: SinkWarnings.ignore)
         try hub.insert(contentsOf: readings(3))
         #expect(hub.drain().failure == nil)
         try hub.close()
         #expect(try c.psql("SELECT count(*) FROM pg_stat_ssl WHERE ssl") != "")
         // verify-full against a self-signed certificate not given as sslrootcert: refused, clearly.
         let e = #expect(throws: SinkError.self) {
-            _ = try PostgresOutboxStore(url: try url(c, sslmode: "verify-full"), outboxPath: dir.file("o2.db"), background: false, warn: SinkWarnings.ignore)
+            _ = try PostgresOutboxStore(url: try url(c, sslmode: "verify-full"), outboxPath: dir.path("o2.db"), background: false, warn: SinkWarnings.ignore)
         }
         #expect(e?.description.contains("TLS") == true, "\(e?.description ?? "")")
         // ... and accepted with the certificate as its root.
         var v = try url(c, sslmode: "verify-ca")
         v.sslRootCert = c.dataDir + "/server.crt"
-        let ok = try PostgresOutboxStore(url: v, outboxPath: dir.file("o3.db"), background: false, warn: SinkWarnings.ignore)
+        let ok = try PostgresOutboxStore(url: v, outboxPath: dir.path("o3.db"), background: false, warn: SinkWarnings.ignore)
         try ok.close()
     }
 }

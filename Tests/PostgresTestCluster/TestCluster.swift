@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // A throwaway PostgreSQL cluster for the tests: Debian's server binaries, initdb into a temporary
 // directory, a private port and socket directory, started and stopped (or killed) by the tests.
+import CuffTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -132,40 +133,19 @@ public final class TestCluster: @unchecked Sendable {
         return try TestCluster.sh([exe] + args)
     }
 
-    /// Runs a command, waits, returns stdout and stderr; a non-zero exit throws. posix_spawn and
-    /// waitpid, not Foundation's Process: its wait hangs when the child leaves a daemon behind
-    /// (pg_ctl start) that inherited Process's own descriptors.
+    /// Runs a command, waits as long as it takes, returns stdout and stderr (one stream); a
+    /// non-zero exit throws. (``ChildProcess``, not Foundation's Process: its wait hangs when the
+    /// child leaves a daemon behind (pg_ctl start) that inherited Process's own descriptors.)
     @discardableResult
     static func sh(_ argv: [String]) throws -> String {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-pg-out-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: out) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attr = posix_spawnattr_t()
-        posix_spawnattr_init(&attr)
-        defer { posix_spawnattr_destroy(&attr) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attr, &none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigdefault(&attr, &all)
-        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let args: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        defer { args.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, argv[0], &actions, &attr, args, environ)
-        guard rc == 0 else { throw Failure.command(argv.joined(separator: " "), rc, "posix_spawn failed") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
-        let code: Int32 = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        guard code == 0 else { throw Failure.command(argv.joined(separator: " "), code, text) }
-        return text
+        let r: RunResult
+        do {
+            r = try runToCompletion(argv[0], Array(argv.dropFirst()), timeout: nil, mergeStderr: true)
+        } catch let error as POSIXError {
+            throw Failure.command(argv.joined(separator: " "), error.code.rawValue, "posix_spawn failed")
+        }
+        guard r.status == 0 else { throw Failure.command(argv.joined(separator: " "), r.status, r.stdout) }
+        return r.stdout
     }
 
     /// A TCP port nobody listens on now (the kernel's pick for port 0).

@@ -2,6 +2,7 @@
 import BloodPressure
 import CuffCore
 import CuffSession
+import CuffTestSupport
 import Foundation
 import GRDB
 import StoreFormat
@@ -14,8 +15,8 @@ import Testing
 /// and read everything else.
 @Suite struct DamagedStoreTests {
     /// A store holding the six vectors (rows 1…6), then `damage` run on it with SQLite directly.
-    static func damagedStore(_ dir: TempDir, _ damage: String) throws -> String {
-        let path = dir.file("d.db")
+    static func damagedStore(_ dir: ScratchDirectory, _ damage: String) throws -> String {
+        let path = dir.path("d.db")
         let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
         try store.insert(contentsOf: try vectorRecords())
         try store.finish()
@@ -59,8 +60,8 @@ import Testing
 
     @Test(arguments: oddCells.indices)
     func oneOddCellSkipsItsRowOnlyAndNamesNoValue(_ i: Int) throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
         let odd = Self.oddCells[i]
         let path = try Self.damagedStore(dir, odd.damage)
         let (r, warnings, lines) = try Self.read(path)
@@ -82,8 +83,8 @@ import Testing
     }
 
     @Test func aBlobAddressInTheDeviceRowSkipsThatDevicesRows() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
         // Every vector has the one device: all six rows go, each named; nothing traps.
         let path = try Self.damagedStore(dir, "UPDATE devices SET address = X'00FF'")
         let (r, warnings, _) = try Self.read(path)
@@ -94,8 +95,8 @@ import Testing
     }
 
     @Test func aDroppedColumnIsReadAsNullOrSkipsEveryRowWithOneCappedWarningList() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
         // A nullable column dropped: every row still reads.
         let a = try Self.damagedStore(dir, "ALTER TABLE measurements DROP COLUMN pulse_rate_special")
         #expect(try Self.read(a).0.entries.count == 6)
@@ -109,9 +110,9 @@ import Testing
     }
 
     @Test func manyUnreadableRowsAreNamedUpTo20ThenCounted() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let path = dir.file("d.db")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("d.db")
         let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
         var records: [MeasurementRecord] = []
         for n in 0..<30 {
@@ -129,8 +130,8 @@ import Testing
     }
 
     @Test func aMeasurementWhoseDeviceRowIsMissingIsShown() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
         let path = try Self.damagedStore(dir, "DELETE FROM devices")
         let (r, warnings, lines) = try Self.read(path)
         #expect(r.entries.count == 6 && lines.count == 6 && r.skipped.isEmpty)
@@ -144,8 +145,8 @@ import Testing
     }
 
     @Test func rawBytesThatNoLongerDecodeSkipTheirRowOnly() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
         let path = try Self.damagedStore(dir, "UPDATE measurements SET raw = X'1E8A' WHERE id = 3")
         let (r, warnings, _) = try Self.read(path)
         #expect(r.entries.map(\.stored.id) == [1, 2, 4, 5, 6])
@@ -154,9 +155,9 @@ import Testing
     }
 
     @Test func aReadOnlyOpenOfAnEmptyFileWritesNothing() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let path = dir.file("empty.db")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("empty.db")
         #expect(FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]))
         let store = try SQLiteStore(path: path, mustExist: true, readOnly: true, warn: SinkWarnings.ignore)
         #expect(try store.readHistory().rows.isEmpty)
@@ -172,8 +173,8 @@ import Testing
     }
 
     @Test func aReadOnlyOpenLeavesAStoreByteForByte() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
         let path = try Self.damagedStore(dir, "UPDATE measurements SET systolic = 'x' WHERE id = 2")
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         _ = try Self.read(path)
@@ -181,9 +182,9 @@ import Testing
     }
 
     @Test func anotherProgramsDatabaseIsNotReadAsAStore() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let path = dir.file("other.db")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("other.db")
         #expect(FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]))
         let q = try DatabaseQueue(path: path)
         try q.write { try $0.execute(sql: "CREATE TABLE notes (t TEXT)") }
@@ -193,8 +194,8 @@ import Testing
     }
 
     @Test func knownKeysAndSequenceNumbersIgnoreDamagedCells() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
         let path = try Self.damagedStore(dir, """
             UPDATE measurements SET dedup_key = X'01' WHERE id = 1;
             UPDATE measurements SET sequence_number = 'seven' WHERE id = 4;

@@ -2,6 +2,7 @@
 import BloodPressure
 import CuffCore
 import CuffSession
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -29,37 +30,30 @@ let killChildVariable = "CUFF_SINKS_KILL_CHILD_DB"
     /// The contract of `write`: once it returns, a kill -9 does not lose the row. (Power loss is
     /// covered by `synchronous = FULL`, checked in ``SQLiteStoreTests/walWithSynchronousFull()``.)
     @Test func killNineRightAfterWriteReturnsLosesNothingAcknowledged() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let path = dir.file("k.db")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("k.db")
         let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: exe)
-        child.arguments = ["--testing-library", "swift-testing", "--filter", "childWritesUntilKilled"]
-        var env = ProcessInfo.processInfo.environment
-        env[killChildVariable] = path
-        child.environment = env
-        let out = Pipe()
-        child.standardOutput = out
-        child.standardError = FileHandle.nullDevice
-        try child.run()
+        let child = try ChildProcess(
+            ["--testing-library", "swift-testing", "--filter", "childWritesUntilKilled"], executable: exe, stdout: dir.path("child.out"),
+            environment: [killChildVariable: path])
         // Wait for some acknowledged writes, then kill at once.
         let target = 25
         var acknowledged = -1
         var text = ""
         let deadline = Date().addingTimeInterval(60)
         while acknowledged < target && Date() < deadline {
-            let data = out.fileHandleForReading.availableData
-            if data.isEmpty { break }  // EOF: the child ended on its own
-            text += String(decoding: data, as: UTF8.self)
+            let ended = !child.isRunning
+            text = dir.text("child.out")
             for line in text.split(separator: "\n") where line.hasPrefix("WRITTEN ") {
                 acknowledged = max(acknowledged, Int(line.dropFirst(8)) ?? -1)
             }
+            if ended { break }  // the child ended on its own
+            usleep(1_000)
         }
-        kill(child.processIdentifier, SIGKILL)
-        child.waitUntilExit()
+        let status = child.kill9()
         try #require(acknowledged >= target, "child acknowledged only \(acknowledged) writes; output: \(text.suffix(500))")
-        #expect(child.terminationReason == .uncaughtSignal)
+        #expect(status == 128 + SIGKILL)
         // Read what survived, from a fresh store.
         let store = try SQLiteStore(path: path, mustExist: true, warn: SinkWarnings.ignore)
         #expect(try store.pragma("integrity_check") == "ok")
@@ -92,21 +86,11 @@ let tzChildVariable = "CUFF_SINKS_TZ_CHILD"
         // The device time is 2024-06-23 (New York on EDT, Sydney on AEST); received_at is
         // 2026-11-22 (New York on EST, Sydney on AEDT).
         let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: exe)
-        child.arguments = ["--testing-library", "swift-testing", "--filter", "childPrintsEffectiveTimes"]
-        var env = ProcessInfo.processInfo.environment
-        env[tzChildVariable] = "1"
-        env["TZ"] = tz
-        child.environment = env
-        let out = Pipe()
-        child.standardOutput = out
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        child.waitUntilExit()
-        #expect(child.terminationStatus == 0)
-        let line = text.split(separator: "\n").first { $0.hasPrefix("EFFECTIVE ") }
+        let child = try runToCompletion(
+            exe, ["--testing-library", "swift-testing", "--filter", "childPrintsEffectiveTimes"], timeout: nil,
+            environment: [tzChildVariable: "1", "TZ": tz])
+        #expect(child.status == 0)
+        let line = child.stdout.split(separator: "\n").first { $0.hasPrefix("EFFECTIVE ") }
         #expect(line == "EFFECTIVE 2024-06-23T14:35:10\(atDeviceTime) 2024-06-23T14:35:10\(atReception)"[...])
     }
 }

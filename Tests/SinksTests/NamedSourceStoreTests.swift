@@ -2,6 +2,7 @@
 import BloodPressure
 import CuffCore
 import CuffSession
+import CuffTestSupport
 import Testing
 @testable import Sinks
 
@@ -33,11 +34,11 @@ private struct VendorX: CuffProtocol {
 
 @Suite struct NamedSourceStoreTests {
     @Test func aNamedSourceRoundTripsThroughTheStore() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
         final class Warnings: @unchecked Sendable { var messages: [String] = [] }
         let warnings = Warnings()
-        let store = try SQLiteStore(path: dir.file("n.db"), warn: { warnings.messages.append($0.message) })
+        let store = try SQLiteStore(path: dir.path("n.db"), warn: { warnings.messages.append($0.message) })
         let m = VendorX.record([131], device: Vectors.device, at: Vectors.at, stored: false)
         try store.write(.measurement(m))
         #expect(warnings.messages.isEmpty, "\(warnings.messages)")

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import CuffTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -11,9 +12,9 @@ import Testing
     @Test func aStoreMadeByGRDBsMigratorOpensAndKeepsItsRows() throws {
         // Stores written before the schema was migrated in one immediate transaction were made by
         // GRDB's DatabaseMigrator (its `grdb_migrations` table holds "v1"): they open as they are.
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let path = dir.file("old.sqlite")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("old.sqlite")
         try SQLiteStore.prepareFile(path)
         do {
             let queue = try DatabaseQueue(path: path)
@@ -30,9 +31,9 @@ import Testing
     }
 
     @Test func aStoreFromANewerCuffIsRefusedUntouched() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let path = dir.file("newer.sqlite")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("newer.sqlite")
         try SQLiteStore(path: path, warn: SinkWarnings.ignore).finish()
         do {
             let queue = try DatabaseQueue(path: path)

@@ -2,22 +2,11 @@
 import BloodPressure
 import CuffCore
 import CuffSession
+import CuffTestSupport
 import Foundation
 import Testing
 
 @testable import Sinks
-
-/// A fresh directory under /tmp, removed by `cleanup()`.
-struct TempDir {
-    let path: String
-    init() throws {
-        var template = Array("/tmp/cuff-sinks-XXXXXX".utf8CString)
-        guard let p = mkdtemp(&template) else { throw TestFailure("mkdtemp failed") }
-        path = String(cString: p)
-    }
-    func file(_ name: String) -> String { path + "/" + name }
-    func cleanup() { try? FileManager.default.removeItem(atPath: path) }
-}
 
 func fileMode(_ path: String) -> UInt32? {
     var st = stat()
@@ -40,9 +29,9 @@ func vectorRecords() throws -> [MeasurementRecord] {
 
 @Suite struct SQLiteStoreTests {
     @Test func newStoreFileAndItsWALAreMode600() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let path = dir.file("cuff.db")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("cuff.db")
         let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
         #expect(fileMode(path) == 0o600)
         try store.write(.measurement(try Vectors.bpm(Vectors.mmHgFull)))
@@ -52,9 +41,9 @@ func vectorRecords() throws -> [MeasurementRecord] {
     }
 
     @Test func groupReadableStoreIsRefused() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let path = dir.file("open.db")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("open.db")
         #expect(FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644]))
         #expect(fileMode(path) == 0o644)
         let err = #expect(throws: SinkError.self) { try SQLiteStore(path: path, warn: SinkWarnings.ignore) }
@@ -68,9 +57,9 @@ func vectorRecords() throws -> [MeasurementRecord] {
     }
 
     @Test func looseWALLeftBehindIsRefused() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let path = dir.file("d.db")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("d.db")
         #expect(FileManager.default.createFile(atPath: path + "-wal", contents: nil, attributes: [.posixPermissions: 0o666]))
         #expect(chmod(path + "-wal", 0o666) == 0)
         let err = #expect(throws: SinkError.self) { try SQLiteStore(path: path, warn: SinkWarnings.ignore) }
@@ -80,33 +69,33 @@ func vectorRecords() throws -> [MeasurementRecord] {
     }
 
     @Test func symlinkDirectoryAndMissingFileAreRefused() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let target = dir.file("target.db")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let target = dir.path("target.db")
         #expect(FileManager.default.createFile(atPath: target, contents: nil, attributes: [.posixPermissions: 0o600]))
-        #expect(symlink(target, dir.file("link.db")) == 0)
-        #expect(throws: SinkError.storeOpen(path: dir.file("link.db"), reason: "is a symbolic link")) {
-            try SQLiteStore(path: dir.file("link.db"), warn: SinkWarnings.ignore)
+        #expect(symlink(target, dir.path("link.db")) == 0)
+        #expect(throws: SinkError.storeOpen(path: dir.path("link.db"), reason: "is a symbolic link")) {
+            try SQLiteStore(path: dir.path("link.db"), warn: SinkWarnings.ignore)
         }
-        #expect(throws: SinkError.self) { try SQLiteStore(path: dir.path, warn: SinkWarnings.ignore) }
-        #expect(throws: SinkError.storeOpen(path: dir.file("none.db"), reason: "no such file")) {
-            try SQLiteStore(path: dir.file("none.db"), mustExist: true, warn: SinkWarnings.ignore)
+        #expect(throws: SinkError.self) { try SQLiteStore(path: dir.root, warn: SinkWarnings.ignore) }
+        #expect(throws: SinkError.storeOpen(path: dir.path("none.db"), reason: "no such file")) {
+            try SQLiteStore(path: dir.path("none.db"), mustExist: true, warn: SinkWarnings.ignore)
         }
-        #expect(!FileManager.default.fileExists(atPath: dir.file("none.db")))
+        #expect(!FileManager.default.fileExists(atPath: dir.path("none.db")))
     }
 
     @Test func walWithSynchronousFull() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let store = try SQLiteStore(path: dir.path("d.db"), warn: SinkWarnings.ignore)
         #expect(try store.pragma("journal_mode") == "wal")
         #expect(try store.pragma("synchronous") == "2")
     }
 
     @Test func sameRecordTwiceIsOneRow() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let store = try SQLiteStore(path: dir.path("d.db"), warn: SinkWarnings.ignore)
         let m = try Vectors.bpm(Vectors.mmHgFull)
         #expect(try store.insert(m).isNew)
         #expect(try store.insert(m) == .duplicate)
@@ -121,9 +110,9 @@ func vectorRecords() throws -> [MeasurementRecord] {
     }
 
     @Test func reopenReadsBackIdenticalBytesAndRecords() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let path = dir.file("d.db")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("d.db")
         let records = try vectorRecords()
         let w = WarningCollector()
         do {
@@ -153,9 +142,9 @@ func vectorRecords() throws -> [MeasurementRecord] {
     }
 
     @Test func knownKeysAndLastSequenceNumberForTheSession() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let store = try SQLiteStore(path: dir.path("d.db"), warn: SinkWarnings.ignore)
         #expect(try store.knownKeys().isEmpty)
         #expect(try store.lastSequenceNumber(address: Vectors.device.address) == nil)
         let records = try vectorRecords()
@@ -169,9 +158,9 @@ func vectorRecords() throws -> [MeasurementRecord] {
     }
 
     @Test func columnsKeepUnitWordsAndSpecialNames() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let store = try SQLiteStore(path: dir.path("d.db"), warn: SinkWarnings.ignore)
         try store.insert(try Vectors.bpm(Vectors.kPa))
         try store.insert(try Vectors.bpm(Vectors.errorFrame))
         let rows = try store.history()
@@ -189,8 +178,8 @@ func vectorRecords() throws -> [MeasurementRecord] {
     }
 
     @Test func quirkFramesDecodeAgainWithTheirProfile() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
         let v = BloodPressureMeasurement(
             systolic: SFloat(rawValue: 125), diastolic: SFloat(rawValue: 82), meanArterialPressure: SFloat(rawValue: 96),
             pulseRate: SFloat(rawValue: 0x0102), userID: 2, status: MeasurementStatus(rawValue: 0x0004))
@@ -199,7 +188,7 @@ func vectorRecords() throws -> [MeasurementRecord] {
         let d = try BloodPressureMeasurement.decode(raw[...], quirks: q)
         let m = MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: raw, device: Vectors.device, at: Vectors.at, stored: false)
         #expect(m.pulseRate == SFloat(rawValue: 0x0102))
-        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        let store = try SQLiteStore(path: dir.path("d.db"), warn: SinkWarnings.ignore)
         try store.insert(m)
         #expect(try store.history()[0].quirks == q)
         let back = try #require(try store.records().first)
@@ -208,25 +197,25 @@ func vectorRecords() throws -> [MeasurementRecord] {
     }
 
     @Test func bytesThatNoLongerDecodeAreATypedErrorNamingTheRow() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
         var m = try Vectors.bpm(Vectors.mmHgFull)
         m.raw = Array(m.raw.prefix(9))  // ends inside the Time Stamp
         let w = WarningCollector()
-        let store = try SQLiteStore(path: dir.file("d.db"), warn: w.handler)
+        let store = try SQLiteStore(path: dir.path("d.db"), warn: w.handler)
         try store.insert(m)
         #expect(w.warnings.count == 1 && w.warnings[0].sink == "store")
         let err = #expect(throws: SinkError.self) { try store.records() }
         guard case let .storedValueUndecodable(p, row, reason) = err else { Issue.record("wrong error \(String(describing: err))"); return }
-        #expect(p == dir.file("d.db"))
+        #expect(p == dir.path("d.db"))
         #expect(row == 1)
         #expect(reason.contains("Time Stamp"))
     }
 
     @Test func sessionAndProgressAreNotStoredAndFinishCloses() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let store = try SQLiteStore(path: dir.file("d.db"), warn: SinkWarnings.ignore)
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let store = try SQLiteStore(path: dir.path("d.db"), warn: SinkWarnings.ignore)
         try store.write(session)
         try store.write(progress)
         #expect(try store.history().isEmpty)
@@ -238,9 +227,9 @@ func vectorRecords() throws -> [MeasurementRecord] {
     /// while the writer is still open — it is committed, not sitting in the writer. The real
     /// kill -9 test runs at CLI level.
     @Test func committedRowIsVisibleToAnotherConnectionAndProcessBeforeClose() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let path = dir.file("d.db")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("d.db")
         let writer = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
         let m = try Vectors.enhancedRecord()
         try writer.write(.measurement(m))
@@ -249,16 +238,10 @@ func vectorRecords() throws -> [MeasurementRecord] {
         #expect(try reader.history().first?.raw == m.raw)
         // Another process (python3's sqlite3), if there is one.
         if let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: python)
-            p.arguments = ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('select hex(raw) from measurements').fetchone()[0])", path]
-            let out = Pipe()
-            p.standardOutput = out
-            try p.run()
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            p.waitUntilExit()
-            #expect(p.terminationStatus == 0)
-            #expect(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == Hex.encode(m.raw).uppercased())
+            let p = try runToCompletion(
+                python, ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('select hex(raw) from measurements').fetchone()[0])", path])
+            #expect(p.status == 0)
+            #expect(p.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == Hex.encode(m.raw).uppercased())
         }
         // The writer still works after the reader came and went.
         #expect(try writer.insert(try Vectors.bpm(Vectors.kPa)).isNew)
@@ -268,9 +251,9 @@ func vectorRecords() throws -> [MeasurementRecord] {
 @Suite struct HistoryAndFactoryTests {
     /// Prints `records` live through `format`, stores them, then prints history: both outputs must match.
     func liveAndHistory(_ format: OutputFormat) throws -> (live: [String], history: [String]) {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
-        let path = dir.file("d.db")
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("d.db")
         let options = SinkConfiguration(format: format, storePath: path, utcOffset: .fixed(3600), uuidSeed: 5, clock: .fixed(Vectors.receivedMicros))
         let live = MemoryOutput()
         let sink = try SinkFactory.makeSink(options, output: live, warn: SinkWarnings.ignore)
@@ -324,10 +307,10 @@ func vectorRecords() throws -> [MeasurementRecord] {
     }
 
     @Test func fanOutStopsAtTheStoreSoNothingIsPrintedForAnUnkeptMeasurement() throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
         let out = MemoryOutput()
-        let sink = try SinkFactory.makeSink(SinkConfiguration(storePath: dir.file("d.db")), output: out, warn: SinkWarnings.ignore)
+        let sink = try SinkFactory.makeSink(SinkConfiguration(storePath: dir.path("d.db")), output: out, warn: SinkWarnings.ignore)
         try sink.write(.measurement(try Vectors.bpm(Vectors.kPa)))
         #expect(out.lines.count == 1)
         try sink.sinks[0].finish()  // the store goes away
@@ -340,10 +323,10 @@ func vectorRecords() throws -> [MeasurementRecord] {
 
     @Test(arguments: [true, false])
     func storedDuplicatesArePrintedOnlyWhenAskedTo(prints: Bool) throws {
-        let dir = try TempDir()
-        defer { dir.cleanup() }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
         let out = MemoryOutput()
-        let options = SinkConfiguration(storePath: dir.file("d.db"), printsStoredDuplicates: prints)
+        let options = SinkConfiguration(storePath: dir.path("d.db"), printsStoredDuplicates: prints)
         let sink = try SinkFactory.makeSink(options, output: out, warn: SinkWarnings.ignore)
         let m = try Vectors.bpm(Vectors.kPa)
         try sink.write(session)

@@ -2,6 +2,7 @@
 import BloodPressure
 import CuffCore
 import CuffSession
+import CuffTestSupport
 import Foundation
 import Testing
 
@@ -86,24 +87,11 @@ func validate(_ kind: String, _ lines: [String], sourceLocation: SourceLocation 
     let file = FileManager.default.temporaryDirectory.appendingPathComponent("sinks-\(kind)-\(UUID().uuidString).ndjson")
     try Data(lines.map { $0 + "\n" }.joined().utf8).write(to: file)
     defer { try? FileManager.default.removeItem(at: file) }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: python)
-    p.arguments = [script.path, kind, file.path]
-    let out = Pipe()
-    p.standardOutput = out
-    let errFile = file.appendingPathExtension("err")
-    FileManager.default.createFile(atPath: errFile.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: errFile) }
-    p.standardError = try FileHandle(forWritingTo: errFile)
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    if p.terminationStatus == 2 {
-        let err = (try? String(contentsOf: errFile, encoding: .utf8)) ?? ""
-        Issue.record("validator could not run (exit 2): \(text) \(err)", sourceLocation: sourceLocation)
+    let r = try runToCompletion(python, [script.path, kind, file.path])
+    if r.status == 2 {
+        Issue.record("validator could not run (exit 2): \(r.stdout) \(r.stderr)", sourceLocation: sourceLocation)
     }
-    return (p.terminationStatus, text)
+    return (r.status, r.stdout)
 }
 
 extension Dictionary where Key == String, Value == Any {

@@ -4,6 +4,7 @@
 
 #if DEBUG
 import CuffCore
+import CuffTestSupport
 import Glibc
 import Testing
 @testable import Transport
@@ -55,12 +56,12 @@ struct MockedSyscallTests {
     }
 
     @Test func connectRetriesEINTR() throws {
-        let dir = TemporaryDirectory()
+        let dir = try ScratchDirectory()
         defer { dir.remove() }
-        let listener = try UnixSeqpacketListener(path: dir.path + "/s")
+        let listener = try UnixSeqpacketListener(path: dir.path("s"))
         defer { listener.close() }
         let mock = SyscallMock(["connect": [.fail(.interrupted)]])
-        let client = try mock.run { try UnixSeqpacketBearer.connect(path: dir.path + "/s") }
+        let client = try mock.run { try UnixSeqpacketBearer.connect(path: dir.path("s")) }
         client.close()
         #expect(mock.names == ["socket", "connect", "connect"])
     }
@@ -117,22 +118,22 @@ struct MockedSyscallTests {
     }
 
     @Test func acceptInterruptedReturnsNil() throws {
-        let dir = TemporaryDirectory()
+        let dir = try ScratchDirectory()
         defer { dir.remove() }
-        let listener = try UnixSeqpacketListener(path: dir.path + "/s")
+        let listener = try UnixSeqpacketListener(path: dir.path("s"))
         defer { listener.close() }
         let mock = SyscallMock(["poll": [.fail(.interrupted)]])
         #expect(try mock.run { try listener.accept(timeout: nil) } == nil)
     }
 
     @Test func bindBusyAndAccessAreExplained() throws {
-        let dir = TemporaryDirectory()
+        let dir = try ScratchDirectory()
         defer { dir.remove() }
         let busy = SyscallMock(["bind": [.fail(.addressInUse)]])
-        let e1 = busy.run { #expect(throws: TransportError.self) { _ = try UnixSeqpacketListener(path: dir.path + "/s") } }
+        let e1 = busy.run { #expect(throws: TransportError.self) { _ = try UnixSeqpacketListener(path: dir.path("s")) } }
         #expect(e1?.message.contains("already exists") == true)
         let access = SyscallMock(["bind": [.fail(.permissionDenied)]])
-        let e2 = access.run { #expect(throws: TransportError.self) { _ = try UnixSeqpacketListener(path: dir.path + "/s") } }
+        let e2 = access.run { #expect(throws: TransportError.self) { _ = try UnixSeqpacketListener(path: dir.path("s")) } }
         #expect(e2?.message.contains("choose a writable directory") == true)
         #expect(access.names.last == "close")
     }

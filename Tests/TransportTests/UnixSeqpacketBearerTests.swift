@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 import CuffCore
+import CuffTestSupport
 import Glibc
 import Testing
 import Transport

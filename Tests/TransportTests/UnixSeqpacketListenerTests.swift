@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 import CuffCore
+import CuffTestSupport
 import Glibc
 import Testing
 import Transport
@@ -8,9 +9,9 @@ import Transport
 @Suite("UnixSeqpacketListener")
 struct UnixSeqpacketListenerTests {
     @Test func connectAcceptAndExchangeOverAPath() throws {
-        let dir = TemporaryDirectory()
+        let dir = try ScratchDirectory()
         defer { dir.remove() }
-        let path = dir.path + "/cuff.sock"
+        let path = dir.path("cuff.sock")
         let listener = try UnixSeqpacketListener(path: path)
         let client = try UnixSeqpacketBearer.connect(path: path)
         defer { client.close() }
@@ -27,26 +28,26 @@ struct UnixSeqpacketListenerTests {
     }
 
     @Test func acceptTimesOutWithNil() throws {
-        let dir = TemporaryDirectory()
+        let dir = try ScratchDirectory()
         defer { dir.remove() }
-        let listener = try UnixSeqpacketListener(path: dir.path + "/s")
+        let listener = try UnixSeqpacketListener(path: dir.path("s"))
         defer { listener.close() }
         #expect(try listener.accept(timeout: .milliseconds(10)) == nil)
     }
 
     @Test func connectWithNobodyListeningSaysHowToStartTheSimulator() throws {
-        let dir = TemporaryDirectory()
+        let dir = try ScratchDirectory()
         defer { dir.remove() }
-        let path = dir.path + "/absent.sock"
+        let path = dir.path("absent.sock")
         let error = #expect(throws: TransportError.self) { _ = try UnixSeqpacketBearer.connect(path: path) }
         #expect(error?.errno == ENOENT)
         #expect(error?.message == "connect(unix:\(path)): No such file or directory (ENOENT) — no simulator listening at \(path) — start `cuff simulate --listen unix:\(path)`")
     }
 
     @Test func staleSocketIsReplacedAndConnectToItIsRefused() throws {
-        let dir = TemporaryDirectory()
+        let dir = try ScratchDirectory()
         defer { dir.remove() }
-        let path = dir.path + "/stale.sock"
+        let path = dir.path("stale.sock")
         try makeStaleSocket(at: path)
         let error = #expect(throws: TransportError.self) { _ = try UnixSeqpacketBearer.connect(path: path) }
         #expect(error?.errno == ECONNREFUSED)
@@ -58,9 +59,9 @@ struct UnixSeqpacketListenerTests {
     }
 
     @Test func liveListenerIsNotStolen() throws {
-        let dir = TemporaryDirectory()
+        let dir = try ScratchDirectory()
         defer { dir.remove() }
-        let path = dir.path + "/live.sock"
+        let path = dir.path("live.sock")
         let first = try UnixSeqpacketListener(path: path)
         defer { first.close() }
         let error = #expect(throws: TransportError.self) { _ = try UnixSeqpacketListener(path: path) }
@@ -69,9 +70,9 @@ struct UnixSeqpacketListenerTests {
     }
 
     @Test func regularFileIsNotDeleted() throws {
-        let dir = TemporaryDirectory()
+        let dir = try ScratchDirectory()
         defer { dir.remove() }
-        let path = dir.path + "/notes.txt"
+        let path = dir.path("notes.txt")
         let fd = open(path, O_CREAT | O_WRONLY, 0o600)
         #expect(fd >= 0)
         close(fd)
