@@ -22,6 +22,10 @@ let package = Package(
         .library(name: "Sinks", targets: ["Sinks"]),
         // cuff in your own tests: replay a capture, run a simulated cuff, decode a value.
         .library(name: "CuffTesting", targets: ["CuffTesting"]),
+        // What the benchmarks (Benchmarks/, a package of their own) use besides the above.
+        .library(name: "CuffCore", targets: ["CuffCore"]),
+        .library(name: "PostgresStore", targets: ["PostgresStore"]),
+        .library(name: "PostgresTestCluster", targets: ["PostgresTestCluster"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -153,10 +157,6 @@ let package = Package(
                 "CuffLogging", .product(name: "Logging", package: "swift-log"), .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // Counts heap allocations for the benchmarks (interposes malloc; benchmark binary only).
-        .target(name: "CMallocCounter"),
-        .executableTarget(
-            name: "CuffBenchmarks", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "GATT", "Transport", "Sinks", "CMallocCounter", "PostgresStore", "PostgresTestCluster"]),
 
         .testTarget(name: "CuffCoreTests", dependencies: ["CuffCore"]),
         .testTarget(name: "BloodPressureTests", dependencies: ["BloodPressure", "CuffCore"]),

@@ -323,27 +323,59 @@ public struct CaptureReplay: Sendable {
         updateEarliest()
     }
 
-    /// The line that says a connection uses the handles an earlier one discovered. (Bytes appended,
-    /// then made a string once: interpolating integers goes through dynamic casts and each
-    /// `String.append` costs hundreds of instructions, and every reconnect of a short-session
-    /// capture makes this line.)
+    /// The line that says a connection uses the handles an earlier one discovered. (Written byte by
+    /// byte into the string's own storage: one allocation. Appending pieces to an array, then
+    /// making it a string, cost about 3,900 instructions a line under callgrind, and every
+    /// reconnect of a short-session capture makes this line.)
     static func inheritedNotice(adapter: UInt16, handle: UInt16, address: String, from h: DiscoveredHandles) -> String {
-        var b: [UInt8] = []
-        b.reserveCapacity(160)
-        b += "hci".utf8
-        b += String(adapter).utf8
-        b += " connection 0x".utf8
-        b += Hex.digits(handle, 4).utf8
-        b += " to ".utf8
-        b += address.utf8
-        b += ": no service discovery on this connection; using the handles discovered on connection 0x".utf8
-        b += Hex.digits(h.connectionHandle, 4).utf8
-        if let at = h.openedAt {
-            b += " (connected at offset ".utf8
-            b += String(at).utf8
-            b += ")".utf8
+        var address = address
+        return address.withUTF8 { a in
+            String(unsafeUninitializedCapacity: 192 + a.count) { out in
+                // (Static helpers over a pointer: nested functions that change a captured count pay
+                // for dynamic exclusivity checks on every call.)
+                var p = out.baseAddress!
+                put(&p, "hci")
+                decimal(&p, UInt64(adapter))
+                put(&p, " connection 0x")
+                hex4(&p, handle)
+                put(&p, " to ")
+                for c in a { p.pointee = c; p += 1 }
+                put(&p, ": no service discovery on this connection; using the handles discovered on connection 0x")
+                hex4(&p, h.connectionHandle)
+                if let at = h.openedAt {
+                    put(&p, at < 0 ? " (connected at offset -" : " (connected at offset ")
+                    decimal(&p, at.magnitude)
+                    put(&p, ")")
+                }
+                return p - out.baseAddress!
+            }
         }
-        return String(decoding: b, as: UTF8.self)
+    }
+
+    @inline(__always) private static func put(_ p: inout UnsafeMutablePointer<UInt8>, _ s: StaticString) {
+        // (withUTF8Buffer: a one-character literal is held as a scalar, with no pointer.)
+        let q = s.withUTF8Buffer { b in
+            p.update(from: b.baseAddress!, count: b.count)
+            return p + b.count
+        }
+        p = q
+    }
+
+    private static func decimal(_ p: inout UnsafeMutablePointer<UInt8>, _ value: UInt64) {
+        var v = value
+        var digits = 1
+        var limit: UInt64 = 10
+        while digits < 20, v >= limit { digits += 1; limit = limit &* 10 }
+        for i in stride(from: digits - 1, through: 0, by: -1) {
+            p[i] = UInt8(truncatingIfNeeded: v % 10) + 0x30
+            v /= 10
+        }
+        p += digits
+    }
+
+    @inline(__always) private static func hex4(_ p: inout UnsafeMutablePointer<UInt8>, _ v: UInt16) {
+        for i in 0..<4 { p[i] = Hex.digit(UInt8(truncatingIfNeeded: v >> (4 * (3 - i))) & 0xF, uppercase: true) }
+        p += 4
     }
 
     /// A connection where the local controller is the central, with a new session (the caller

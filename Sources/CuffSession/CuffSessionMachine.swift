@@ -346,7 +346,10 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         self.configuration = configuration
         self.device = DeviceInfo(address: configuration.address, name: configuration.advertisedName)
         self.seenKeys = configuration.knownRecordKeys
-        self.activeProfile = configuration.quirk ?? QuirkProfile.matching(name: configuration.advertisedName, model: nil)
+        // (Without a name there is nothing to match: every replayed session has none, and the
+        // search over the profiles cost about 4,400 instructions a session.)
+        self.activeProfile = configuration.quirk
+            ?? configuration.advertisedName.flatMap { QuirkProfile.matching(name: $0, model: nil) }
         self.quirks = activeProfile?.options ?? []
         settleNanoseconds = configuration.settle.nanoseconds
         burstNanoseconds = configuration.storedBurstWindow.nanoseconds

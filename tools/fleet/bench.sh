@@ -16,6 +16,8 @@ CUFF=${CUFF:-.build/release/cuff}
 work=$(mktemp -d /tmp/cuff-fleet.XXXXXX)
 trap 'kill $sim $watch 2>/dev/null || true; rm -rf "$work"' EXIT
 ulimit -n 65536 2>/dev/null || ulimit -n 4096
+# The GATT cache of the run's own (not the user's ~/.local/state/cuff): each cuff's first session discovers.
+export XDG_STATE_HOME="$work/state"
 "$CUFF" simulate --listen "unix:$work/cuffs" --cuffs "$N" --every "$EVERY" --speed "$SPEED" --quiet 2>"$work/sim.err" &
 sim=$!
 for _ in $(seq 100); do [ -S "$work/cuffs/cuff-$(printf %04d "$N").sock" ] && break; sleep 0.1; done

@@ -13,6 +13,8 @@
 # (N = 20000: a 14.8 MB capture; SIZE_MB is then only an upper bound; SHORT_INPUTS: the sessions
 # to copy, default captures/normal.btsnoop). Also times
 # `cuff replay --jobs 1` (JOBS1_RUNS times, default RUNS) beside the default, in the same run.
+# The capture is made by tools/replay/make-capture.py (once; kept in WORKDIR). TSHARK=0 skips tshark
+# (minutes on a 1 GB capture). CUFF=BINARY times that cuff instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 size=${1:-200}
@@ -27,11 +29,14 @@ if [ -n "$short" ]; then
 else
   file="$work/bench-${size}MB${heavy:+-sessions-$heavy}.btsnoop"
 fi
-swift build -c release --product cuff >/dev/null
-swift build -c release --product CuffBenchmarks >/dev/null
-bin=$(swift build -c release --show-bin-path)
+if [ -n "${CUFF:-}" ]; then
+  bin=$(mktemp -d); ln -s "$(realpath "$CUFF")" "$bin/cuff"  # CUFF=BINARY: that cuff, nothing built
+else
+  swift build -c release --product cuff >/dev/null
+  bin=$(swift build -c release --show-bin-path)
+fi
 if [ ! -s "$file" ]; then
-  "$bin/CuffBenchmarks" make-capture ${heavy:+--notifications "$heavy"} ${short:+--short --sessions "$short"} \
+  python3 tools/replay/make-capture.py ${heavy:+--notifications "$heavy"} ${short:+--short --sessions "$short"} \
     "$file" "$size" $(if [ -n "$short" ]; then echo "${SHORT_INPUTS:-captures/normal.btsnoop}"; else echo captures/*.btsnoop; fi)
 fi
 bytes=$(stat -c %s "$file")
@@ -75,7 +80,9 @@ summary cuff cuff "$runs"
 if [ -n "$short" ]; then
   echo "default vs --jobs 1: $(echo "$jobs1_median / $median" | bc -l | cut -c1-6)× the speed of --jobs 1 (medians)"
 fi
-if command -v tshark >/dev/null; then
+if [ "${TSHARK:-1}" = 0 ]; then
+  echo "tshark: skipped (TSHARK=0)"
+elif command -v tshark >/dev/null; then
   measure tshark sh -c "tshark -r '$file' -T fields -e btatt.opcode > /dev/null"
   t=$(cat "$work/tshark.secs")
   echo "cuff replay vs tshark: $(echo "$t / $median" | bc -l | cut -c1-6)× tshark's throughput (median run), $(echo "$t / $best" | bc -l | cut -c1-6)× (best run)"
