@@ -9,8 +9,10 @@
 #     3. `cuff watch --adapter C --device ADDR` across two turns of a simulated Omron cuff (each
 #        turn a new process, paired with the default key as if another tool had paired it): both
 #        turns' unread readings, each once in the store; SIGTERM ends it with 0;
+#     4. every model family's profile (transport, pairing variant, record layout; CUFF_VM_OMRON_MODELS=all
+#        for all 42) read whole over the radio: the readings the same model gives in process;
 #   desktop (bluetoothd started first, owning both controllers):
-#     4. the same pairing, measures and watch through bluetoothd (--backend auto).
+#     5. the same pairing, measures and watch through bluetoothd (--backend auto).
 # Every measure's and watch's NDJSON is kept as omron-*.ndjson: test-ble.sh checks that
 # `cuff replay` of the btmon capture gives the same records.
 #
@@ -120,6 +122,44 @@ stop "$SIM"
 btmgmt -i "$P" unpair -t 1 "$CADDR" > /dev/null 2>&1
 SIM_ARGS=()
 watch_turns raw --bonds "$BONDS"
+
+# --- raw: the model profiles over the radio. Each profile's simulated cuff (paired with the default
+# key) read whole (`--all-records`) on the raw path gives the readings the same model and seed give
+# in process. CUFF_VM_OMRON_MODELS: "families" (default: the first profile of each transport,
+# pairing variant and record layout, 7 of them), "all" (all 42), or a list of profile ids.
+MODELS=$(python3 - "$REPO/Sources/Omron/OmronCatalog.swift" "${CUFF_VM_OMRON_MODELS:-families}" <<'PY'
+import re, sys
+rows = re.findall(r'row\(\s*"([^"]+)",\s*\.(\w+),\s*\.(\w+),\s*[^,]+,\s*\.(\w+)', open(sys.argv[1]).read())
+want, seen, out = sys.argv[2], set(), []
+for pid, transport, pairing, layout in rows:
+    if want == "all" or (want == "families" and (transport, pairing, layout) not in seen) or pid in want.split():
+        seen.add((transport, pairing, layout))
+        out.append(pid)
+print(" ".join(out))
+PY
+)
+tuples() {  # FILE: each measurement's (user, systolic, diastolic, pulse), sorted, one line
+  python3 -c '
+import json, sys
+rows = sorted((r.get("user_id"), r.get("systolic"), r.get("diastolic"), r.get("pulse_rate")) for r in map(json.loads, open(sys.argv[1])) if r.get("type") == "measurement")
+print(len(rows), json.dumps(rows))' "$1" 2>/dev/null
+}
+MBONDS=/tmp/cuff-omron-model-bonds
+rm -f "$MBONDS"
+for m in $MODELS; do
+  "$CUFF" measure --simulated normal --model "$m" --seed 5 --speed 0 --all-records --no-set-time --quiet > "omron-model-$m.ref" 2>/dev/null
+  MODEL=$m sim "model-$m" --seed 5 --speed 20
+  timeout 120 "$CUFF" measure "$PADDR" --adapter "$C" --all-records --no-set-time --security medium --bonds "$MBONDS" --timeout 90 \
+    > "omron-model-$m.ndjson" 2> "omron-model-$m.log"
+  rc=$?
+  stop "$SIM"
+  live=$(tuples "omron-model-$m.ndjson"); ref=$(tuples "omron-model-$m.ref")
+  ok=false; [ $rc = 0 ] && [ -n "$live" ] && [ "${live%% *}" -gt 0 ] && [ "$live" = "$ref" ] && ok=true
+  result "raw-model-$m" $ok "\"exit\":$rc,\"readings\":${live%% *},\"in_process\":${ref%% *}"
+  $ok || sed 's/^/    /' "omron-model-$m.log" | tail -6
+done
+"$CUFF" pair --forget "$PADDR" --adapter "$C" --bonds "$MBONDS" > /dev/null 2>&1
+btmgmt -i "$P" unpair -t 1 "$CADDR" > /dev/null 2>&1
 
 # --- desktop: bluetoothd started first, owning both controllers.
 start_desktop omron-
