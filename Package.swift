@@ -60,18 +60,24 @@ let package = Package(
             swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
         ),
         // cuff's swift-log handler (the lines stderr has always shown) and the stderr they go to.
-        .target(name: "CuffLogging", dependencies: ["CuffCore", "Transport", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "CuffLogging",
+            dependencies: ["CuffCore", "Transport", .product(name: "Logging", package: "swift-log")]),
         // Drivers that run the state machines over a bearer with a real clock.
         .target(
             name: "CuffRuntime",
-            dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport", "CuffLogging",
-                .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CuffCore", "BloodPressure", "GATT", "CuffSimulator", "CuffSession", "Transport", "CuffLogging",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // btsnoop / pcap / pcapng readers and writers, HCI → L2CAP → ATT.
         .target(name: "Capture", dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSession", "Transport"]),
         // cuff replay's engine: a capture replayed into sinks, on one thread, a reader and a writer
         // thread, or (a btsnoop file) several replay threads with the same output.
-        .target(name: "ReplayEngine", dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "Sinks", "Transport"]),
+        .target(
+            name: "ReplayEngine",
+            dependencies: ["CuffCore", "BloodPressure", "Capture", "CuffSession", "Sinks", "Transport"]),
         // The store's rows: the measurement row type, the schema, and the reader that checks every
         // cell (pure; SQLite itself is the Sinks target's, or the fuzz target's).
         .target(name: "StoreFormat", dependencies: ["CuffCore", "BloodPressure", "CuffSession"]),
@@ -79,7 +85,8 @@ let package = Package(
         .target(
             name: "Sinks",
             dependencies: [
-                "CuffCore", "BloodPressure", "CuffSession", "StoreFormat", "Transport", .product(name: "GRDB", package: "GRDB.swift"),
+                "CuffCore", "BloodPressure", "CuffSession", "StoreFormat", "Transport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -87,7 +94,8 @@ let package = Package(
         // library target that imports SwiftNIO (through postgres-nio); it bridges to the blocking sink API.
         .target(
             name: "PostgresStore",
-            dependencies: ["CuffCore", "BloodPressure", "CuffSession", "Sinks", "StoreFormat", "Transport", "CuffLogging",
+            dependencies: [
+                "CuffCore", "BloodPressure", "CuffSession", "Sinks", "StoreFormat", "Transport", "CuffLogging",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -96,11 +104,17 @@ let package = Package(
         // `--publish mqtt://…`: readings published to an MQTT broker (Home Assistant discovery) from a
         // local SQLite outbox, through Debian's libmosquitto driven by cuff's own event loop.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
-        .target(name: "MQTTSink", dependencies: ["CMosquitto", "CuffCore", "BloodPressure", "CuffSession", "Sinks", "StoreFormat", "Transport"]),
+        .target(
+            name: "MQTTSink",
+            dependencies: [
+                "CMosquitto", "CuffCore", "BloodPressure", "CuffSession", "Sinks", "StoreFormat", "Transport",
+            ]),
         // Charts as SVG: document model and writer, scales, the session and history charts (pure).
         .target(name: "Plot"),
         // What `cuff plot` reads and writes: NDJSON, captures replayed in process, the store; SVG/PNG files.
-        .target(name: "PlotIO", dependencies: ["Plot", "BloodPressure", "Capture", "CuffCore", "CuffSession", "Sinks", "StoreFormat"]),
+        .target(
+            name: "PlotIO",
+            dependencies: ["Plot", "BloodPressure", "Capture", "CuffCore", "CuffSession", "Sinks", "StoreFormat"]),
         // The D-Bus wire format: values, signatures, messages, parsed with bounded lengths and depth (pure,
         // no libbluetooth, so the fuzz build compiles it alone).
         .target(name: "DBus"),
@@ -108,7 +122,10 @@ let package = Package(
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .target(
             name: "BlueZ",
-            dependencies: ["CBlueZ", "CuffCore", "DBus", "GATT", "Transport", "CuffLogging", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "CBlueZ", "CuffCore", "DBus", "GATT", "Transport", "CuffLogging",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
         ),
         // cuff in your own tests: one entry point per job (replay a capture into records, a simulated
@@ -116,15 +133,21 @@ let package = Package(
         // so a package that uses it builds none of SQLite, crypto or SwiftNIO.
         .target(
             name: "CuffTesting",
-            dependencies: ["CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Capture", "CuffRuntime", "Transport",
-                "CuffLogging", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Capture", "CuffRuntime",
+                "Transport",
+                "CuffLogging", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // The live Bluetooth paths of the commands (agents, bonds, the ATT connect, the simulator's
         // accept loop), so the CLI only wires.
         .target(
             name: "BluetoothLive",
-            dependencies: ["BlueZ", "BloodPressure", "CuffCore", "CuffRuntime", "CuffSession", "GATT", "Omron", "Sinks", "Transport", "CuffLogging",
-                .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "BlueZ", "BloodPressure", "CuffCore", "CuffRuntime", "CuffSession", "GATT", "Omron", "Sinks",
+                "Transport", "CuffLogging",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // What each command does once its options are parsed (the runs of measure, watch, replay,
         // simulate, decode, sync; the sinks a command's options make; stdout and stderr), as
@@ -132,8 +155,10 @@ let package = Package(
         .target(
             name: "CuffCommands",
             dependencies: [
-                "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
-                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore", "MQTTSink", "CuffLogging",
+                "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Transport",
+                "CuffRuntime",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "Plot", "PlotIO", "PostgresStore",
+                "MQTTSink", "CuffLogging",
                 .product(name: "Logging", package: "swift-log"),
                 // `cuff decode` decodes through the library's CuffDecoder (one decoder for both).
                 "CuffTesting",
@@ -152,39 +177,81 @@ let package = Package(
         .executableTarget(
             name: "cuff",
             dependencies: [
-                "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Transport", "CuffRuntime",
-                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "CuffCommands", "CuffOptions", "Plot", "PlotIO", "PostgresStore", "MQTTSink",
-                "CuffLogging", .product(name: "Logging", package: "swift-log"), .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CuffCore", "BloodPressure", "GATT", "Omron", "CuffSimulator", "CuffSession", "Transport",
+                "CuffRuntime",
+                "Capture", "Sinks", "ReplayEngine", "BlueZ", "BluetoothLive", "CuffCommands", "CuffOptions", "Plot",
+                "PlotIO", "PostgresStore", "MQTTSink",
+                "CuffLogging", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         .testTarget(name: "CuffCoreTests", dependencies: ["CuffCore"]),
         .testTarget(name: "BloodPressureTests", dependencies: ["BloodPressure", "CuffCore"]),
-        .testTarget(name: "OmronTests", dependencies: ["Omron", "BloodPressure", "CuffCore", "GATT", "CuffSession", "CuffSimulator"]),
+        .testTarget(
+            name: "OmronTests",
+            dependencies: ["Omron", "BloodPressure", "CuffCore", "GATT", "CuffSession", "CuffSimulator"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT", "CuffCore", "Transport"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "CuffCore", "CuffTestSupport"]),
-        .testTarget(name: "CuffSimulatorTests", dependencies: ["CuffLogging", "CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore", "Omron"]),
-        .testTarget(name: "CuffSessionTests", dependencies: ["CuffLogging", "CuffSession", "Omron", "CuffRuntime", "Capture", "CuffSimulator", "Transport", "GATT", "BloodPressure", "CuffCore"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks", "CuffTestSupport"]),
+        .testTarget(
+            name: "CuffSimulatorTests",
+            dependencies: [
+                "CuffLogging", "CuffSimulator", "CuffRuntime", "Transport", "GATT", "BloodPressure", "CuffCore",
+                "Omron",
+            ]),
+        .testTarget(
+            name: "CuffSessionTests",
+            dependencies: [
+                "CuffLogging", "CuffSession", "Omron", "CuffRuntime", "Capture", "CuffSimulator", "Transport", "GATT",
+                "BloodPressure", "CuffCore",
+            ]),
+        .testTarget(
+            name: "CaptureTests",
+            dependencies: ["Capture", "CuffSession", "GATT", "BloodPressure", "CuffCore", "Sinks", "CuffTestSupport"]),
         .testTarget(
             name: "SinksTests",
-            dependencies: ["Sinks", "StoreFormat", "CuffSession", "BloodPressure", "CuffCore", "CuffTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "Sinks", "StoreFormat", "CuffSession", "BloodPressure", "CuffCore", "CuffTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         // What the test targets share: child processes (posix_spawn, stdio to files), the cuff
         // binary, scratch directories, waitUntil, a background thread.
         .target(name: "CuffTestSupport", path: "Tests/CuffTestSupport"),
         // A throwaway PostgreSQL cluster (Debian's server binaries) that the tests start and stop.
         .target(name: "PostgresTestCluster", dependencies: ["CuffTestSupport"], path: "Tests/PostgresTestCluster"),
-        .testTarget(name: "PostgresStoreTests", dependencies: ["CuffLogging", "PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure", "CuffCore", "CuffTestSupport"]),
-        .testTarget(name: "MQTTSinkTests", dependencies: ["MQTTSink", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
-        .testTarget(name: "ReplayEngineTests", dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
-        .testTarget(name: "BlueZTests", dependencies: ["CuffLogging", .product(name: "Logging", package: "swift-log"), "BlueZ", "DBus", "CuffRuntime", "CuffSimulator", "Omron", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore", "CuffTestSupport"]),
+        .testTarget(
+            name: "PostgresStoreTests",
+            dependencies: [
+                "CuffLogging", "PostgresStore", "PostgresTestCluster", "Sinks", "CuffSession", "BloodPressure",
+                "CuffCore", "CuffTestSupport",
+            ]),
+        .testTarget(
+            name: "MQTTSinkTests", dependencies: ["MQTTSink", "Sinks", "CuffSession", "BloodPressure", "CuffCore"]),
+        .testTarget(
+            name: "ReplayEngineTests",
+            dependencies: ["ReplayEngine", "Capture", "Sinks", "CuffSession", "Transport", "CuffCore"]),
+        .testTarget(
+            name: "BlueZTests",
+            dependencies: [
+                "CuffLogging", .product(name: "Logging", package: "swift-log"), "BlueZ", "DBus", "CuffRuntime",
+                "CuffSimulator", "Omron", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore",
+                "CuffTestSupport",
+            ]),
         .testTarget(name: "CLITests", dependencies: ["CuffCore", "Omron", "PostgresTestCluster", "CuffTestSupport"]),
-        .testTarget(name: "CuffTestingTests", dependencies: ["CuffLogging", "CuffTesting", "CuffRuntime", "Transport", "CuffTestSupport"]),
+        .testTarget(
+            name: "CuffTestingTests",
+            dependencies: ["CuffLogging", "CuffTesting", "CuffRuntime", "Transport", "CuffTestSupport"]),
         .testTarget(
             name: "CuffCommandsTests",
-            dependencies: ["CuffCommands", "CuffLogging", "BluetoothLive", "BlueZ", "Capture", "CuffSimulator", "Omron", "ReplayEngine", "Sinks", "CuffSession", "BloodPressure", "Transport", "CuffCore", "MQTTSink"]
+            dependencies: [
+                "CuffCommands", "CuffLogging", "BluetoothLive", "BlueZ", "Capture", "CuffSimulator", "Omron",
+                "ReplayEngine", "Sinks", "CuffSession", "BloodPressure", "Transport", "CuffCore", "MQTTSink",
+            ]
         ),
-        .testTarget(name: "PlotTests", dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"], exclude: ["Golden"]),
+        .testTarget(
+            name: "PlotTests",
+            dependencies: ["Plot", "PlotIO", "Capture", "Sinks", "CuffSession", "BloodPressure", "CuffCore"],
+            exclude: ["Golden"]),
     ]
 )

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command (README, .ci/run): installs what the tests need, runs every test (and the example
+# The test command (README, .ci/run): installs what the tests need, checks the formatting
+# (tools/format.sh --check), runs every test (and the example
 # package's, Examples/ReplayInTests), then checks
 # what `cuff` prints against the official FHIR and Open mHealth schemas, then the BlueZ VM test.
 # It also fuzzes every libFuzzer target for 60 s (tools/fuzz; CUFF_FUZZ=0 skips, CUFF_FUZZ_SECONDS sets the time).
@@ -9,6 +10,9 @@ root=$(pwd)
 shared="${CUFF_SHARED_DIR:-$root/../shared}"
 
 bash tools/install-deps.sh --test
+
+echo "== formatting (swift-format, .swift-format: lines of 120; bash tools/format.sh fixes it)"
+bash tools/format.sh --check
 
 echo "== build"
 swift build --build-tests

@@ -10,12 +10,12 @@ import PackageDescription
 let package = Package(
     name: "ReplayInTests",
     dependencies: [
-        .package(name: "cuff", path: "../.."),
+        .package(name: "cuff", path: "../..")
     ],
     targets: [
         .testTarget(
             name: "ReplayInTestsTests",
             dependencies: [.product(name: "CuffTesting", package: "cuff")]
-        ),
+        )
     ]
 )

@@ -37,7 +37,9 @@ public struct BPSDecodingError: Error, Sendable, Hashable, CustomStringConvertib
         self.detail = detail
     }
 
-    @usableFromInline static func truncated(_ field: StaticString, at offset: Int, need: Int, have: Int) -> BPSDecodingError {
+    @usableFromInline static func truncated(_ field: StaticString, at offset: Int, need: Int, have: Int)
+        -> BPSDecodingError
+    {
         BPSDecodingError(
             .truncated, field: "\(field)", offset: offset,
             detail: "needs \(need) byte\(need == 1 ? "" : "s"), \(have) left")

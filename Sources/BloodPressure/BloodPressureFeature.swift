@@ -48,7 +48,9 @@ public struct BloodPressureFeature: OptionSet, Sendable, Hashable {
         let v = Self(rawValue: try r.u16("Blood Pressure Feature"))
         var w: [DecodeWarning] = []
         if v.rawValue & rfuMask != 0 {
-            w.append(DecodeWarning(.rfuFeatures, "reserved feature bits set: 0x" + String(v.rawValue & rfuMask, radix: 16), offset: 0))
+            w.append(
+                DecodeWarning(
+                    .rfuFeatures, "reserved feature bits set: 0x" + String(v.rawValue & rfuMask, radix: 16), offset: 0))
         }
         r.noteTrailing(&w)
         return Decoded(value: v, warnings: w)
@@ -99,7 +101,8 @@ public struct CurrentTime: Sendable, Hashable {
         let reason = try r.u8("Adjust Reason")
         if dow > 7 { w.append(DecodeWarning(.invalidDateTime, "day of week \(dow) is reserved", offset: 7)) }
         r.noteTrailing(&w)
-        return Decoded(value: CurrentTime(dateTime: dt, dayOfWeek: dow, fractions256: frac, adjustReason: reason), warnings: w)
+        return Decoded(
+            value: CurrentTime(dateTime: dt, dayOfWeek: dow, fractions256: frac, adjustReason: reason), warnings: w)
     }
 
     public func encode() -> [UInt8] {

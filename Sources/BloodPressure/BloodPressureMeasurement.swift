@@ -88,7 +88,8 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
         var warnings: [DecodeWarning] = []
         let flags = try r.u8("Flags")
         if flags & Flag.rfuMask != 0 {
-            warnings.append(DecodeWarning(.rfuFlags, "reserved Flags bits set: 0x" + Hex.encode([flags & Flag.rfuMask]), offset: 0))
+            warnings.append(
+                DecodeWarning(.rfuFlags, "reserved Flags bits set: 0x" + Hex.encode([flags & Flag.rfuMask]), offset: 0))
         }
         let unsigned = quirks.contains(.unsignedIntegerValues)
         // (SBM69: the same two bytes, read as an unsigned integer.)
@@ -101,7 +102,9 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
         if quirks.contains(.zeroMeanArterialPressureAbsent), map.rawValue == 0 {
             map = .nan
             mapAbsent = true
-            warnings.append(DecodeWarning(.quirkApplied, "Mean Arterial Pressure 0 read as absent (device quirk)", offset: mapOffset))
+            warnings.append(
+                DecodeWarning(
+                    .quirkApplied, "Mean Arterial Pressure 0 read as absent (device quirk)", offset: mapOffset))
         }
         var ts: DateTime? = nil
         if flags & Flag.timestamp != 0 {
@@ -122,12 +125,14 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
             r.remaining == (flags & Flag.status != 0 ? 3 : 1)
         {
             uid = try r.u8("User ID")
-            warnings.append(DecodeWarning(.quirkApplied, "User ID read without its flag (device quirk)", offset: r.offset - 1))
+            warnings.append(
+                DecodeWarning(.quirkApplied, "User ID read without its flag (device quirk)", offset: r.offset - 1))
         }
         var status: MeasurementStatus? = nil
         if flags & Flag.status != 0 {
             let at = r.offset
-            status = MeasurementStatus(rawValue: try (bigEndian ? r.u16BigEndian("Measurement Status") : r.u16("Measurement Status")))
+            status = MeasurementStatus(
+                rawValue: try (bigEndian ? r.u16BigEndian("Measurement Status") : r.u16("Measurement Status")))
             status!.check(at: at, &warnings)
         }
         r.noteTrailing(&warnings)
@@ -136,11 +141,18 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
             let before = warnings.count
             warnings.removeAll { $0.code == .rfuFlags || $0.code == .rfuStatus }
             if warnings.count != before {
-                warnings.append(DecodeWarning(.quirkApplied, "reserved Flags/Measurement Status bits set, as this cuff does (device quirk)", offset: 0))
+                warnings.append(
+                    DecodeWarning(
+                        .quirkApplied, "reserved Flags/Measurement Status bits set, as this cuff does (device quirk)",
+                        offset: 0))
             }
         }
         if quirks.contains(.allNaNIsErrorReading), sys == .nan, dia == .nan, map == .nan {
-            warnings.append(DecodeWarning(.errorReading, "the cuff reported a failed measurement (every pressure NaN): an error reading, no values", offset: 1))
+            warnings.append(
+                DecodeWarning(
+                    .errorReading,
+                    "the cuff reported a failed measurement (every pressure NaN): an error reading, no values",
+                    offset: 1))
         }
         var m = BloodPressureMeasurement(
             unit: flags & Flag.kPa != 0 ? .kPa : .mmHg, systolic: sys, diastolic: dia, meanArterialPressure: map,
@@ -174,12 +186,16 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
         w.write(f)
         // (SBM69: whole numbers as unsigned integers; anything else as SFLOAT.)
         func value(_ v: SFloat) -> UInt16 {
-            guard quirks.contains(.unsignedIntegerValues), let d = v.doubleValue, d >= 0, d <= 65535 else { return v.rawValue }
+            guard quirks.contains(.unsignedIntegerValues), let d = v.doubleValue, d >= 0, d <= 65535 else {
+                return v.rawValue
+            }
             return UInt16(d.rounded())
         }
         w.write(value(systolic))
         w.write(value(diastolic))
-        w.write(quirks.contains(.zeroMeanArterialPressureAbsent) && meanArterialPressure == .nan ? 0 : value(meanArterialPressure))
+        w.write(
+            quirks.contains(.zeroMeanArterialPressureAbsent) && meanArterialPressure == .nan
+                ? 0 : value(meanArterialPressure))
         timestamp?.encode(into: &w)
         let bigEndian = quirks.contains(.bigEndianPulseAndStatus)
         if let pulseRate { bigEndian ? w.writeBigEndian(value(pulseRate)) : w.write(value(pulseRate)) }

@@ -41,11 +41,13 @@ public struct RecordSegment: Sendable, Hashable {
         let h = try r.u8("Segmentation Header")
         let segment = RecordSegment(header: h, data: Array(bytes.dropFirst()))
         guard segment.isFirst else {
-            return RecordSegmentFields(segment: segment, sequenceNumber: nil, recordedUUID: nil, recordedData: segment.data)
+            return RecordSegmentFields(
+                segment: segment, sequenceNumber: nil, recordedUUID: nil, recordedData: segment.data)
         }
         let seq = try r.u16("Sequence Number")
         let uuid = try r.u16("UUID")
-        return RecordSegmentFields(segment: segment, sequenceNumber: seq, recordedUUID: uuid, recordedData: Array(r.readRemaining()))
+        return RecordSegmentFields(
+            segment: segment, sequenceNumber: seq, recordedUUID: uuid, recordedData: Array(r.readRemaining()))
     }
 }
 
@@ -78,34 +80,52 @@ public struct BloodPressureRecord: Sendable, Hashable {
 
     /// Decodes a single-segment message (header 0x03: first and last). Multi-segment records go
     /// through ``RecordAssembler``.
-    public static func decode(_ bytes: ArraySlice<UInt8>, hasCRC: Bool = false) throws(BPSDecodingError) -> Decoded<Self> {
+    public static func decode(_ bytes: ArraySlice<UInt8>, hasCRC: Bool = false) throws(BPSDecodingError) -> Decoded<
+        Self
+    > {
         var r = ByteReader(bytes)
         let h = try r.u8("Segmentation Header")
         guard h & 3 == 3 else {
             throw BPSDecodingError(
                 .unsupported, field: "Segmentation Header", offset: 0,
-                detail: "segment of a multi-segment record (first=\(h & 1), last=\(h >> 1 & 1), counter=\(h >> 2)); reassemble segments first")
+                detail:
+                    "segment of a multi-segment record (first=\(h & 1), last=\(h >> 1 & 1), counter=\(h >> 2)); reassemble segments first"
+            )
         }
         return try decodeBody(r.readRemaining(), hasCRC: hasCRC, baseOffset: 1)
     }
 
     /// Decodes the reassembled record body (everything after the segmentation headers).
-    public static func decodeBody(_ body: ArraySlice<UInt8>, hasCRC: Bool, baseOffset: Int = 0) throws(BPSDecodingError) -> Decoded<Self> {
+    public static func decodeBody(_ body: ArraySlice<UInt8>, hasCRC: Bool, baseOffset: Int = 0) throws(BPSDecodingError)
+        -> Decoded<Self>
+    {
         var r = ByteReader(body)
-        guard let seq = r.readUInt16() else { throw .truncated("Sequence Number", at: baseOffset + r.offset, need: 2, have: r.remaining) }
-        guard let uuid = r.readUInt16() else { throw .truncated("UUID", at: baseOffset + r.offset, need: 2, have: r.remaining) }
+        guard let seq = r.readUInt16() else {
+            throw .truncated("Sequence Number", at: baseOffset + r.offset, need: 2, have: r.remaining)
+        }
+        guard let uuid = r.readUInt16() else {
+            throw .truncated("UUID", at: baseOffset + r.offset, need: 2, have: r.remaining)
+        }
         let crcLen = hasCRC ? 2 : 0
-        guard r.remaining >= crcLen else { throw .truncated("E2E-CRC", at: baseOffset + r.offset, need: 2, have: r.remaining) }
+        guard r.remaining >= crcLen else {
+            throw .truncated("E2E-CRC", at: baseOffset + r.offset, need: 2, have: r.remaining)
+        }
         let recorded = Array(r.readBytes(r.remaining - crcLen)!)
         let crc = hasCRC ? r.readUInt16() : nil
         var w: [DecodeWarning] = []
         if let crc {
             let computed = E2ECRC.compute(body.prefix(body.count - 2))
             if computed != crc {
-                w.append(DecodeWarning(.trailingBytes, "E2E-CRC 0x\(String(crc, radix: 16)) differs from computed 0x\(String(computed, radix: 16)) (CRC-CCITT seed 0xFFFF assumed)", offset: baseOffset + body.count - 2))
+                w.append(
+                    DecodeWarning(
+                        .trailingBytes,
+                        "E2E-CRC 0x\(String(crc, radix: 16)) differs from computed 0x\(String(computed, radix: 16)) (CRC-CCITT seed 0xFFFF assumed)",
+                        offset: baseOffset + body.count - 2))
             }
         }
-        return Decoded(value: BloodPressureRecord(sequenceNumber: seq, recordedUUID: uuid, recorded: recorded, crc: crc), warnings: w)
+        return Decoded(
+            value: BloodPressureRecord(sequenceNumber: seq, recordedUUID: uuid, recorded: recorded, crc: crc),
+            warnings: w)
     }
 
     /// The body: sequence number, UUID, recorded value, CRC (computed when `withCRC`).
@@ -127,7 +147,8 @@ public struct BloodPressureRecord: Sendable, Hashable {
         var c = startCounter
         repeat {
             let end = min(body.count, i + chunk)
-            out.append(RecordSegment(isFirst: i == 0, isLast: end == body.count, counter: c, data: Array(body[i..<end])))
+            out.append(
+                RecordSegment(isFirst: i == 0, isLast: end == body.count, counter: c, data: Array(body[i..<end])))
             c = (c + 1) & 0x3F
             i = end
         } while i < body.count
@@ -176,30 +197,38 @@ public struct RecordAssembler: Sendable {
             if let exp = expectedCounter {
                 dropped = BPSDecodingError(
                     .invalidValue, field: "Segmentation Header", offset: 0,
-                    detail: "a new first segment (counter \(s.counter)) before the last one of the record being reassembled (expected counter \(exp)); its \(body.count) bytes dropped")
+                    detail:
+                        "a new first segment (counter \(s.counter)) before the last one of the record being reassembled (expected counter \(exp)); its \(body.count) bytes dropped"
+                )
             }
             body = []
             expectedCounter = nil
         } else {
             guard let exp = expectedCounter else {
-                return Step(body: nil, dropped: BPSDecodingError(
-                    .invalidValue, field: "Segmentation Header", offset: 0,
-                    detail: "continuation segment (counter \(s.counter)) without a first segment; dropped"))
+                return Step(
+                    body: nil,
+                    dropped: BPSDecodingError(
+                        .invalidValue, field: "Segmentation Header", offset: 0,
+                        detail: "continuation segment (counter \(s.counter)) without a first segment; dropped"))
             }
             guard s.counter == exp else {
                 let n = body.count
                 reset()
-                return Step(body: nil, dropped: BPSDecodingError(
-                    .invalidValue, field: "Segmentation Header", offset: 0,
-                    detail: "segment counter \(s.counter), expected \(exp); the record's \(n) bytes dropped"))
+                return Step(
+                    body: nil,
+                    dropped: BPSDecodingError(
+                        .invalidValue, field: "Segmentation Header", offset: 0,
+                        detail: "segment counter \(s.counter), expected \(exp); the record's \(n) bytes dropped"))
             }
         }
         guard body.count + s.data.count <= maxBodyLength else {
             let n = body.count + s.data.count
             reset()
-            return Step(body: nil, dropped: BPSDecodingError(
-                .invalidLength, field: "Blood Pressure Record", offset: 0,
-                detail: "reassembled record exceeds \(maxBodyLength) bytes (\(n)); dropped"))
+            return Step(
+                body: nil,
+                dropped: BPSDecodingError(
+                    .invalidLength, field: "Blood Pressure Record", offset: 0,
+                    detail: "reassembled record exceeds \(maxBodyLength) bytes (\(n)); dropped"))
         }
         body += s.data
         if s.isLast {

@@ -55,14 +55,17 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
     }
 
     /// Decodes `bytes` as this characteristic into the JSON object `cuff decode` prints.
-    public func decodeJSON(_ bytes: ArraySlice<UInt8>, quirks: QuirkProfile.Options = []) throws(BPSDecodingError) -> JSON {
+    public func decodeJSON(_ bytes: ArraySlice<UInt8>, quirks: QuirkProfile.Options = []) throws(BPSDecodingError)
+        -> JSON
+    {
         let raw = JSON.string(Hex.encode(bytes))
         switch self {
         case .bloodPressureMeasurement, .intermediateCuffPressure:
             let d = try BloodPressureMeasurement.decode(bytes, quirks: quirks)
             return d.value.json(as: self, warnings: d.warnings, raw: raw)
         case .enhancedBloodPressureMeasurement, .enhancedIntermediateCuffPressure:
-            let d = try EnhancedBloodPressureMeasurement.decode(bytes, cuffPressure: self == .enhancedIntermediateCuffPressure)
+            let d = try EnhancedBloodPressureMeasurement.decode(
+                bytes, cuffPressure: self == .enhancedIntermediateCuffPressure)
             return d.value.json(warnings: d.warnings, raw: raw)
         case .bloodPressureFeature:
             let d = try BloodPressureFeature.decode(bytes)
@@ -84,12 +87,15 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
                 ("type", .string("current_time")), ("characteristic", .string(uuidString)),
                 ("timestamp", JSON.from(d.value.dateTime.iso8601, JSON.string)), ("fields", d.value.dateTime.json),
                 ("day_of_week", d.value.dayOfWeek == 0 ? .null : .int(Int64(d.value.dayOfWeek))),
-                ("fractions256", .int(Int64(d.value.fractions256))), ("adjust_reason", .int(Int64(d.value.adjustReason))),
+                ("fractions256", .int(Int64(d.value.fractions256))),
+                ("adjust_reason", .int(Int64(d.value.adjustReason))),
                 ("warnings", d.warnings.json), ("raw", raw),
             ])
         case .recordAccessControlPoint:
             let d = try RecordAccessControlPoint.decode(bytes)
-            var pairs: [(String, JSON)] = [("type", .string("record_access_control_point")), ("characteristic", .string(uuidString))]
+            var pairs: [(String, JSON)] = [
+                ("type", .string("record_access_control_point")), ("characteristic", .string(uuidString)),
+            ]
             if case let .object(inner) = d.value.json { pairs += inner }
             pairs += [("warnings", d.warnings.json), ("raw", raw)]
             return .object(pairs)
@@ -109,13 +115,19 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
                 pairs.append(("recorded_characteristic", .string(Hex.digits(d.value.recordedUUID, 4))))
                 do {
                     if let inner = try d.value.enhancedMeasurement() {
-                        pairs.append(("record", inner.value.json(warnings: inner.warnings, raw: .string(Hex.encode(d.value.recorded)))))
+                        pairs.append(
+                            (
+                                "record",
+                                inner.value.json(warnings: inner.warnings, raw: .string(Hex.encode(d.value.recorded)))
+                            ))
                     } else {
                         pairs.append(("record", .null))
                     }
                 } catch {
                     // The header (sequence number, UUID) stands; the recorded value is reported, not decoded.
-                    let inner = BPSDecodingError(error.code, field: "Recorded Characteristic: " + error.field, offset: error.offset + 5, detail: error.detail)
+                    let inner = BPSDecodingError(
+                        error.code, field: "Recorded Characteristic: " + error.field, offset: error.offset + 5,
+                        detail: error.detail)
                     pairs.append(("record", .null))
                     pairs.append(("record_error", inner.json))
                     warnings.append(DecodeWarning(.invalidRecordedValue, inner.message, offset: inner.offset))
@@ -156,7 +168,10 @@ extension Array where Element == DecodeWarning {
 extension BPSDecodingError {
     /// `{"code": ..., "message": ..., "offset": N}`.
     public var json: JSON {
-        .object([("code", .string(code.rawValue)), ("field", .string(field)), ("message", .string(message)), ("offset", .int(Int64(offset)))])
+        .object([
+            ("code", .string(code.rawValue)), ("field", .string(field)), ("message", .string(message)),
+            ("offset", .int(Int64(offset))),
+        ])
     }
 }
 
@@ -183,7 +198,8 @@ extension BloodPressureMeasurement {
         } else {
             w.key("systolic"); systolic.write(to: &w)
             w.key("diastolic"); diastolic.write(to: &w)
-            w.key("mean_arterial_pressure"); if meanArterialPressureAbsent { w.null() } else { meanArterialPressure.write(to: &w) }
+            w.key("mean_arterial_pressure");
+            if meanArterialPressureAbsent { w.null() } else { meanArterialPressure.write(to: &w) }
         }
         w.key("pulse_rate"); if let pulseRate { pulseRate.write(to: &w) } else { w.null() }
         let iso = timestamp?.iso8601
@@ -210,7 +226,9 @@ extension EnhancedBloodPressureMeasurement {
     /// ``json(warnings:raw:)`` written to `w`; `raw` writes the `raw` key's value, `more` any keys
     /// that follow the codec's own.
     @inlinable
-    public func write<W: JSONWriter>(warnings: [DecodeWarning], to w: inout W, raw: (inout W) -> Void, more: (inout W) -> Void = { _ in }) {
+    public func write<W: JSONWriter>(
+        warnings: [DecodeWarning], to w: inout W, raw: (inout W) -> Void, more: (inout W) -> Void = { _ in }
+    ) {
         w.beginObject()
         w.key("type"); w.constant(isCuffPressure ? "cuff_pressure" : "measurement")
         w.key("characteristic"); w.constant(isCuffPressure ? "2B35" : "2B34")

@@ -3,7 +3,8 @@
 /// The characteristics a cuff session works with, whatever their handles on a given device.
 public enum CuffCharacteristic: String, Sendable, Hashable, CaseIterable {
     case bloodPressureMeasurement, intermediateCuffPressure, bloodPressureFeature
-    case enhancedBloodPressureMeasurement, enhancedIntermediateCuffPressure, bloodPressureRecord, recordAccessControlPoint
+    case enhancedBloodPressureMeasurement, enhancedIntermediateCuffPressure, bloodPressureRecord,
+        recordAccessControlPoint
     case currentTime, cuffControl
     case deviceName, manufacturerName, modelNumber, serialNumber, firmwareRevision
     /// Date Time (0x2A08) beside the results: the clock A&D cuffs want written.
@@ -90,4 +91,3 @@ public struct CuffProperties: OptionSet, Sendable, Hashable {
     public static let notify = Self(rawValue: 0x10)
     public static let indicate = Self(rawValue: 0x20)
 }
-

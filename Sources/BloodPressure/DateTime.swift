@@ -40,7 +40,8 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
     public static func decode(_ bytes: ArraySlice<UInt8>) throws(BPSDecodingError) -> Decoded<DateTime> {
         var r = ByteReader(bytes)
         guard bytes.count >= byteCount else {
-            throw BPSDecodingError(.invalidLength, field: "Date Time", offset: 0, detail: "needs 7 bytes, got \(bytes.count)")
+            throw BPSDecodingError(
+                .invalidLength, field: "Date Time", offset: 0, detail: "needs 7 bytes, got \(bytes.count)")
         }
         let v = try DateTime(reading: &r)
         var w: [DecodeWarning] = []
@@ -91,7 +92,8 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
         if !areFieldsInRange {
             w.append(DecodeWarning(.invalidDateTime, "Date Time fields out of range: \(description)", offset: offset))
         } else if !isValid {
-            w.append(DecodeWarning(.invalidDateTime, "Date Time is not a calendar date: \(description)", offset: offset))
+            w.append(
+                DecodeWarning(.invalidDateTime, "Date Time is not a calendar date: \(description)", offset: offset))
         }
     }
 
@@ -104,7 +106,8 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
     /// `YYYY-MM-DDTHH:MM:SS` with unknown parts as zeros.
     public var description: String {
         // One buffer, one String (records carry several of these).
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { b in  // at most 5+3+3+3+3+3 digits and 5 separators
+        // at most 5+3+3+3+3+3 digits and 5 separators
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { b in
             var n = 0
             func put(_ v: Int, _ width: Int) {
                 var digits = 1, t = v / 10

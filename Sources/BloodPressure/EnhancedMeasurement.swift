@@ -88,7 +88,8 @@ public struct EnhancedBloodPressureMeasurement: Sendable, Hashable {
     }
 
     /// Decodes 0x2B34 (`cuffPressure: false`) or 0x2B35 (`cuffPressure: true`).
-    public static func decode(_ bytes: ArraySlice<UInt8>, cuffPressure: Bool) throws(BPSDecodingError) -> Decoded<Self> {
+    public static func decode(_ bytes: ArraySlice<UInt8>, cuffPressure: Bool) throws(BPSDecodingError) -> Decoded<Self>
+    {
         var r = ByteReader(bytes)
         var warnings: [DecodeWarning] = []
         let flags = try r.u8("Flags")

@@ -79,7 +79,11 @@ public struct MeasurementStatus: Sendable, Hashable, RawRepresentable {
     @inlinable
     func check(at offset: Int, _ w: inout [DecodeWarning]) {
         if rawValue & MeasurementStatus.rfuMask != 0 {
-            w.append(DecodeWarning(.rfuStatus, "reserved Measurement Status bits set: 0x" + Hex.encode([UInt8(rawValue >> 8), UInt8(rawValue & 0xFF)]), offset: offset))
+            w.append(
+                DecodeWarning(
+                    .rfuStatus,
+                    "reserved Measurement Status bits set: 0x"
+                        + Hex.encode([UInt8(rawValue >> 8), UInt8(rawValue & 0xFF)]), offset: offset))
         }
         if pulseRateRange == .reserved {
             w.append(DecodeWarning(.reservedPulseRateRange, "pulse-rate range value 3 is reserved", offset: offset))

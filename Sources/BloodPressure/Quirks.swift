@@ -76,7 +76,8 @@ public struct QuirkProfile: Sendable, Hashable {
 
     public init(
         name: String, options: Options, behaviour: Behaviour = [], deviceMatches: [String],
-        manufacturerDataMatches: [ManufacturerData] = [], vendorStart: VendorStart? = nil, summary: String = "", evidence: String
+        manufacturerDataMatches: [ManufacturerData] = [], vendorStart: VendorStart? = nil, summary: String = "",
+        evidence: String
     ) {
         self.name = name
         self.options = options
@@ -92,15 +93,20 @@ public struct QuirkProfile: Sendable, Hashable {
     public static let andUA651 = QuirkProfile(
         name: "and-ua651", options: [], behaviour: [.dateTimeFirst, .skipsNaNMarkers],
         deviceMatches: ["UA-651", "UA-656", "UA651", "UA656"],
-        summary: "writes Date Time (2A08) and subscribes first, within the cuff's ~5 s; skips the all-NaN marker records sent before the buffer; the disconnect after the buffer ends the session",
-        evidence: "derdilla/blood-pressure-monitor-fl #724, A&D gateway scripts, blessed-bluez issues (shared/spec/other-cuffs.md)")
+        summary:
+            "writes Date Time (2A08) and subscribes first, within the cuff's ~5 s; skips the all-NaN marker records sent before the buffer; the disconnect after the buffer ends the session",
+        evidence:
+            "derdilla/blood-pressure-monitor-fl #724, A&D gateway scripts, blessed-bluez issues (shared/spec/other-cuffs.md)"
+    )
 
     /// Hartmann Veroval compact+ BPU 26.
     public static let veroval = QuirkProfile(
-        name: "veroval", options: [.zeroMeanArterialPressureAbsent, .reservedBitsExpected], behaviour: [.dumpsMemoryOnSubscribe],
+        name: "veroval", options: [.zeroMeanArterialPressureAbsent, .reservedBitsExpected],
+        behaviour: [.dumpsMemoryOnSubscribe],
         deviceMatches: ["Veroval", "BPU 26", "BPU26"],
         manufacturerDataMatches: [ManufacturerData(companyID: 0x0ABF, prefix: [0x01, 0x02])],
-        summary: "MAP 0 means absent (mean_arterial_pressure null); status bit 15 tolerated; the memory dump on subscription (newest first, both users, no RACP) ends the session",
+        summary:
+            "MAP 0 means absent (mean_arterial_pressure null); status bit 15 tolerated; the memory dump on subscription (newest first, both users, no RACP) ends the session",
         evidence: "bakroistvan/ha_veroval_ble docs/protocol.md (shared/spec/other-cuffs.md)")
 
     /// SilverCrest SBM69 (Lidl).
@@ -114,7 +120,8 @@ public struct QuirkProfile: Sendable, Hashable {
     public static let beurerBM96 = QuirkProfile(
         name: "beurer-bm96", options: [.userIDWithoutFlag, .reservedBitsExpected],
         deviceMatches: ["BM96", "BM 96"],
-        summary: "reserved Flags bits 6-7 and status bits tolerated; SFLOAT exponent -1 values (standard decode); a user-ID byte read without its flag",
+        summary:
+            "reserved Flags bits 6-7 and status bits tolerated; SFLOAT exponent -1 values (standard decode); a user-ID byte read without its flag",
         evidence: "Stack Overflow questions 78168365, 78176577, 78184770 (shared/spec/other-cuffs.md)")
 
     /// The Beurer BM85 family (BM85, BM48, BM59, ELITE900 / Sanitas relatives).
@@ -134,15 +141,19 @@ public struct QuirkProfile: Sendable, Hashable {
     public static let boso = QuirkProfile(
         name: "boso", options: [.allNaNIsErrorReading],
         deviceMatches: ["boso medicus", "boso-medicus", "bosomedicus"],
-        summary: "an all-NaN result with status 0 is the cuff's error reading (\"Err\", \"Err CUF\"): warning error_reading, never numbers",
+        summary:
+            "an all-NaN result with status 0 is the cuff's error reading (\"Err\", \"Err CUF\"): warning error_reading, never numbers",
         evidence: "derdilla/blood-pressure-monitor-fl #80 (shared/spec/other-cuffs.md)")
 
     /// Medisana BU 5xx.
     public static let medisana = QuirkProfile(
         name: "medisana", options: [],
         deviceMatches: ["LS BPM", "1872B", "Medisana BU"],
-        summary: "recognised by the names it advertises; user IDs 0 and 1 are the cuff's two user slots (kept as sent); no layout change",
-        evidence: "bkbilly/medisanabp_ble, Rudertier/medisana_blood_pressure, jagula/home-assistant-medisana-bu572 (shared/spec/other-cuffs.md)")
+        summary:
+            "recognised by the names it advertises; user IDs 0 and 1 are the cuff's two user slots (kept as sent); no layout change",
+        evidence:
+            "bkbilly/medisanabp_ble, Rudertier/medisana_blood_pressure, jagula/home-assistant-medisana-bu572 (shared/spec/other-cuffs.md)"
+    )
 
     /// QardioArm.
     public static let qardio = QuirkProfile(
@@ -152,7 +163,9 @@ public struct QuirkProfile: Sendable, Hashable {
         summary: "--start writes F1 01 to the vendor control characteristic 583cb5b3-875d-40ed-9098-c39eb0c1983d",
         evidence: "exedre/qcardio-cli qcardio/commands/arm.py, ptylr/LibreArm (shared/spec/other-cuffs.md)")
 
-    public static let all: [QuirkProfile] = [.andUA651, .veroval, .sbm69, .beurerBM96, .beurerBM85, .boso, .medisana, .qardio]
+    public static let all: [QuirkProfile] = [
+        .andUA651, .veroval, .sbm69, .beurerBM96, .beurerBM85, .boso, .medisana, .qardio,
+    ]
 
     public static func named(_ name: String) -> QuirkProfile? {
         all.first { $0.name == name.lowercased() }
@@ -172,11 +185,14 @@ public struct QuirkProfile: Sendable, Hashable {
     }
 
     /// The profile for an advertisement: its name, else its manufacturer data.
-    public static func matching(name: String?, manufacturerData: [(companyID: UInt16, data: [UInt8])]) -> QuirkProfile? {
+    public static func matching(name: String?, manufacturerData: [(companyID: UInt16, data: [UInt8])]) -> QuirkProfile?
+    {
         if let p = matching(name: name, model: nil) { return p }
         for p in all {
             for m in p.manufacturerDataMatches {
-                if manufacturerData.contains(where: { $0.companyID == m.companyID && $0.data.starts(with: m.prefix) }) { return p }
+                if manufacturerData.contains(where: { $0.companyID == m.companyID && $0.data.starts(with: m.prefix) }) {
+                    return p
+                }
             }
         }
         return nil

@@ -36,7 +36,8 @@ extension ByteReader {
     @inlinable
     func noteTrailing(_ warnings: inout [DecodeWarning]) {
         if !isAtEnd {
-            warnings.append(DecodeWarning(.trailingBytes, "\(remaining) byte(s) after the last field ignored", offset: offset))
+            warnings.append(
+                DecodeWarning(.trailingBytes, "\(remaining) byte(s) after the last field ignored", offset: offset))
         }
     }
 }

@@ -44,18 +44,25 @@ public enum CuffRecognition: Sendable, Hashable {
     // device (bands, scales, lamps), and no public source gives the BPX1's product id in it.
 
     public static func recognise(
-        name: String?, serviceUUIDs16: [UInt16], serviceUUIDs128: [String], manufacturerData: [(companyID: UInt16, data: [UInt8])]
+        name: String?, serviceUUIDs16: [UInt16], serviceUUIDs128: [String],
+        manufacturerData: [(companyID: UInt16, data: [UInt8])]
     ) -> CuffRecognition {
         let bps = serviceUUIDs16.contains(BPSUUID.bloodPressureService)
         if let p = QuirkProfile.matching(name: name, manufacturerData: manufacturerData) { return .profile(p) }
-        if serviceUUIDs128.contains(where: { $0.uppercased() == Yonker.serviceUUID }) { return .vendorProtocol("yonker") }
+        if serviceUUIDs128.contains(where: { $0.uppercased() == Yonker.serviceUUID }) {
+            return .vendorProtocol("yonker")
+        }
         if let name {
-            for m in ["YK-IBPA1", "YK-BPW5", "YK-BPA1"] where QuirkProfile.containsIgnoringASCIICase(name, m) { return .vendorProtocol("yonker") }
+            for m in ["YK-IBPA1", "YK-BPW5", "YK-BPA1"] where QuirkProfile.containsIgnoringASCIICase(name, m) {
+                return .vendorProtocol("yonker")
+            }
             if QuirkProfile.containsIgnoringASCIICase(name, "BP3GY1") { return .vendorProtocol("microlife") }
         }
         if bps { return .standard }
         if let name {
-            for m in withoutPublicProtocol where QuirkProfile.containsIgnoringASCIICase(name, m.match) { return .noPublicProtocol(vendor: m.vendor) }
+            for m in withoutPublicProtocol where QuirkProfile.containsIgnoringASCIICase(name, m.match) {
+                return .noPublicProtocol(vendor: m.vendor)
+            }
         }
         return .unknown
     }

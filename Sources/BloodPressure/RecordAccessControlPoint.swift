@@ -111,7 +111,9 @@ public enum RecordAccessControlPoint: Sendable, Hashable {
     /// Which direction to decode as: a request from a client, a response from a server, or either.
     public enum Direction: Sendable { case request, response, any }
 
-    public static func decode(_ bytes: ArraySlice<UInt8>, as direction: Direction = .any) throws(BPSDecodingError) -> Decoded<Self> {
+    public static func decode(_ bytes: ArraySlice<UInt8>, as direction: Direction = .any) throws(BPSDecodingError)
+        -> Decoded<Self>
+    {
         var r = ByteReader(bytes)
         let op = OpCode(rawValue: try r.u8("Op Code"))
         let opr = Operator(rawValue: try r.u8("Operator"))
@@ -122,13 +124,17 @@ public enum RecordAccessControlPoint: Sendable, Hashable {
         case .request where !isRequest, .response where !isResponse, .any where !isRequest && !isResponse:
             throw BPSDecodingError(
                 .unsupported, field: "Op Code", offset: 0,
-                detail: "0x\(String(op.rawValue, radix: 16)) is not a RACP \(direction == .request ? "request" : direction == .response ? "response" : "op code")")
+                detail:
+                    "0x\(String(op.rawValue, radix: 16)) is not a RACP \(direction == .request ? "request" : direction == .response ? "response" : "op code")"
+            )
         default: break
         }
         let value: Self
         if isResponse {
             guard opr == .null else {
-                throw BPSDecodingError(.invalidValue, field: "Operator", offset: 1, detail: "responses use the Null operator (0), got \(opr.rawValue)")
+                throw BPSDecodingError(
+                    .invalidValue, field: "Operator", offset: 1,
+                    detail: "responses use the Null operator (0), got \(opr.rawValue)")
             }
             if op == .responseCode {
                 let req = OpCode(rawValue: try r.u8("Request Op Code"))
@@ -144,9 +150,13 @@ public enum RecordAccessControlPoint: Sendable, Hashable {
                 case 4: count = r.readUInt32()!
                 case 0: throw .truncated("Number of Records", at: at, need: 1, have: 0)
                 default:
-                    throw BPSDecodingError(.invalidLength, field: "Number of Records", offset: at, detail: "count is 1, 2 or 4 bytes, got \(n)")
+                    throw BPSDecodingError(
+                        .invalidLength, field: "Number of Records", offset: at,
+                        detail: "count is 1, 2 or 4 bytes, got \(n)")
                 }
-                value = op == .numberOfStoredRecordsResponse ? .numberOfRecords(count, width: n) : .combinedReportResponse(count, width: n)
+                value =
+                    op == .numberOfStoredRecordsResponse
+                    ? .numberOfRecords(count, width: n) : .combinedReportResponse(count, width: n)
             }
         } else {
             var filter: Filter? = nil
@@ -210,21 +220,33 @@ public enum RecordAccessControlPoint: Sendable, Hashable {
             case let .sequenceNumber(a): f = .object([("type", .string("sequence_number")), ("value", .int(Int64(a)))])
             case let .sequenceNumberRange(a, b):
                 f = .object([("type", .string("sequence_number")), ("from", .int(Int64(a))), ("to", .int(Int64(b)))])
-            case let .userFacingTime(a): f = .object([("type", .string("user_facing_time")), ("value", .int(Int64(a)))])
+            case let .userFacingTime(a):
+                f = .object([("type", .string("user_facing_time")), ("value", .int(Int64(a)))])
             case let .userFacingTimeRange(a, b):
                 f = .object([("type", .string("user_facing_time")), ("from", .int(Int64(a))), ("to", .int(Int64(b)))])
-            case let .other(t, operand): f = .object([("type", .int(Int64(t))), ("operand", .string(Hex.encode(operand)))])
+            case let .other(t, operand):
+                f = .object([("type", .int(Int64(t))), ("operand", .string(Hex.encode(operand)))])
             }
-            return .object([("kind", .string("request")), ("op_code", .string(op.name)), ("operator", .string(opr.name)), ("filter", f)])
+            return .object([
+                ("kind", .string("request")), ("op_code", .string(op.name)), ("operator", .string(opr.name)),
+                ("filter", f),
+            ])
         case let .numberOfRecords(n, _):
-            return .object([("kind", .string("response")), ("op_code", .string(OpCode.numberOfStoredRecordsResponse.name)), ("number_of_records", .int(Int64(n)))])
+            return .object([
+                ("kind", .string("response")), ("op_code", .string(OpCode.numberOfStoredRecordsResponse.name)),
+                ("number_of_records", .int(Int64(n))),
+            ])
         case let .responseCode(req, code):
             return .object([
                 ("kind", .string("response")), ("op_code", .string(OpCode.responseCode.name)),
-                ("request_op_code", .string(req.name)), ("response_code", .string(code.name)), ("response_code_value", .int(Int64(code.rawValue))),
+                ("request_op_code", .string(req.name)), ("response_code", .string(code.name)),
+                ("response_code_value", .int(Int64(code.rawValue))),
             ])
         case let .combinedReportResponse(n, _):
-            return .object([("kind", .string("response")), ("op_code", .string(OpCode.combinedReportResponse.name)), ("number_of_records", .int(Int64(n)))])
+            return .object([
+                ("kind", .string("response")), ("op_code", .string(OpCode.combinedReportResponse.name)),
+                ("number_of_records", .int(Int64(n))),
+            ])
         }
     }
 }

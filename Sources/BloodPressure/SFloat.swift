@@ -94,7 +94,9 @@ public struct SFloat: Sendable, Hashable, RawRepresentable, CustomStringConverti
     /// Builds a word from mantissa and exponent. Returns nil when out of range or when the word
     /// would be one of the special values.
     public init?(mantissa: Int, exponent: Int) {
-        guard (-8...7).contains(exponent), (-SFloat.maxMantissa...SFloat.maxMantissa).contains(mantissa) else { return nil }
+        guard (-8...7).contains(exponent), (-SFloat.maxMantissa...SFloat.maxMantissa).contains(mantissa) else {
+            return nil
+        }
         rawValue = UInt16(truncatingIfNeeded: exponent) << 12 | UInt16(truncatingIfNeeded: mantissa) & 0x0FFF
     }
 

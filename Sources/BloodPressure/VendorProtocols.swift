@@ -65,29 +65,41 @@ public enum Microlife {
     /// - Throws: ``BPSDecodingError`` naming the header, length or checksum: `truncated` for a
     ///   frame shorter than its length says, `invalid_length` for bytes after it or a length of 0,
     ///   `invalid_value` for a wrong header or checksum.
-    public static func payload(ofFrame bytes: ArraySlice<UInt8>, header: [UInt8] = responseHeader) throws(BPSDecodingError) -> ArraySlice<UInt8> {
+    public static func payload(ofFrame bytes: ArraySlice<UInt8>, header: [UInt8] = responseHeader)
+        throws(BPSDecodingError) -> ArraySlice<UInt8>
+    {
         let s = bytes.startIndex
         guard bytes.count >= 2 else {
             throw BPSDecodingError(.truncated, field: "Header", offset: 0, detail: "needs 2 bytes, \(bytes.count) left")
         }
         guard bytes[s] == header[0], bytes[s + 1] == header[1] else {
-            throw BPSDecodingError(.invalidValue, field: "Header", offset: 0, detail: "expected \(Hex.encode(header)), got \(Hex.encode(bytes.prefix(2)))")
+            throw BPSDecodingError(
+                .invalidValue, field: "Header", offset: 0,
+                detail: "expected \(Hex.encode(header)), got \(Hex.encode(bytes.prefix(2)))")
         }
         guard let total = frameLength(bytes) else {
-            throw BPSDecodingError(.truncated, field: "Length", offset: 2, detail: "needs 2 bytes, \(bytes.count - 2) left")
+            throw BPSDecodingError(
+                .truncated, field: "Length", offset: 2, detail: "needs 2 bytes, \(bytes.count - 2) left")
         }
         guard total > prefixLength else {
-            throw BPSDecodingError(.invalidLength, field: "Length", offset: 2, detail: "0: a frame holds at least its checksum")
+            throw BPSDecodingError(
+                .invalidLength, field: "Length", offset: 2, detail: "0: a frame holds at least its checksum")
         }
         guard bytes.count >= total else {
-            throw BPSDecodingError(.truncated, field: "Payload", offset: prefixLength, detail: "the length says \(total) bytes in all, \(bytes.count) here")
+            throw BPSDecodingError(
+                .truncated, field: "Payload", offset: prefixLength,
+                detail: "the length says \(total) bytes in all, \(bytes.count) here")
         }
         guard bytes.count == total else {
-            throw BPSDecodingError(.invalidLength, field: "Frame", offset: total, detail: "\(bytes.count - total) byte(s) after the checksum")
+            throw BPSDecodingError(
+                .invalidLength, field: "Frame", offset: total,
+                detail: "\(bytes.count - total) byte(s) after the checksum")
         }
         let sum = checksum(bytes[s..<(s + total - 1)])
         guard sum == bytes[s + total - 1] else {
-            throw BPSDecodingError(.invalidValue, field: "Checksum", offset: total - 1, detail: "expected \(Hex.encode([sum])), got \(Hex.encode([bytes[s + total - 1]]))")
+            throw BPSDecodingError(
+                .invalidValue, field: "Checksum", offset: total - 1,
+                detail: "expected \(Hex.encode([sum])), got \(Hex.encode([bytes[s + total - 1]]))")
         }
         return bytes[(s + prefixLength)..<(s + total - 1)]
     }
@@ -111,7 +123,10 @@ public enum Microlife {
 
         /// The record's 10 bytes as the cuff stores them.
         public var bytes: [UInt8] {
-            [systolic, diastolic, pulse, UInt8(clamping: Int(time.year) - 2000), time.month, time.day, time.hours, time.minutes, 0, 0]
+            [
+                systolic, diastolic, pulse, UInt8(clamping: Int(time.year) - 2000), time.month, time.day, time.hours,
+                time.minutes, 0, 0,
+            ]
         }
     }
 
@@ -140,7 +155,9 @@ public enum Microlife {
                 skipped.append(SkippedSlot(payloadOffset: at, reason: .empty))
                 continue
             }
-            let t = DateTime(year: 2000 + UInt16(payload[b + 3]), month: payload[b + 4], day: payload[b + 5], hours: payload[b + 6], minutes: payload[b + 7], seconds: 0)
+            let t = DateTime(
+                year: 2000 + UInt16(payload[b + 3]), month: payload[b + 4], day: payload[b + 5], hours: payload[b + 6],
+                minutes: payload[b + 7], seconds: 0)
             guard t.month >= 1, t.day >= 1, t.isValid else {
                 skipped.append(SkippedSlot(payloadOffset: at, reason: .impossibleDate))
                 continue
@@ -218,7 +235,10 @@ public enum Yonker {
 
         /// The 15-byte notification the cuff sends for this result.
         public var bytes: [UInt8] {
-            [resultMarker, systolic, diastolic, pulse, 0, 0, time.day, time.month, UInt8(clamping: Int(time.year) - 2000), time.hours, time.minutes, 0, 0, 0, 0]
+            [
+                resultMarker, systolic, diastolic, pulse, 0, 0, time.day, time.month,
+                UInt8(clamping: Int(time.year) - 2000), time.hours, time.minutes, 0, 0, 0, 0,
+            ]
         }
     }
 
@@ -233,20 +253,29 @@ public enum Yonker {
     /// - Throws: ``BPSDecodingError``: `truncated` under 15 bytes, `invalid_length` over.
     public static func decode(_ bytes: ArraySlice<UInt8>) throws(BPSDecodingError) -> Decoded<Notification> {
         guard bytes.count >= length else {
-            throw BPSDecodingError(.truncated, field: "Yonker notification", offset: bytes.count, detail: "needs \(length) bytes, \(bytes.count) here")
+            throw BPSDecodingError(
+                .truncated, field: "Yonker notification", offset: bytes.count,
+                detail: "needs \(length) bytes, \(bytes.count) here")
         }
         guard bytes.count == length else {
-            throw BPSDecodingError(.invalidLength, field: "Yonker notification", offset: length, detail: "\(bytes.count) bytes; it has \(length)")
+            throw BPSDecodingError(
+                .invalidLength, field: "Yonker notification", offset: length,
+                detail: "\(bytes.count) bytes; it has \(length)")
         }
         let s = bytes.startIndex
         guard bytes[s] == resultMarker else { return Decoded(value: .progress(bytes[s]), warnings: []) }
-        let t = DateTime(year: 2000 + UInt16(bytes[s + 8]), month: bytes[s + 7], day: bytes[s + 6], hours: bytes[s + 9], minutes: bytes[s + 10], seconds: 0)
+        let t = DateTime(
+            year: 2000 + UInt16(bytes[s + 8]), month: bytes[s + 7], day: bytes[s + 6], hours: bytes[s + 9],
+            minutes: bytes[s + 10], seconds: 0)
         var warnings: [DecodeWarning] = []
         t.validate(at: 6, &warnings)
         if t.month == 0 || t.day == 0 {
-            warnings.append(DecodeWarning(.invalidDateTime, "Date Time is not a calendar date: \(t.description)", offset: 6))
+            warnings.append(
+                DecodeWarning(.invalidDateTime, "Date Time is not a calendar date: \(t.description)", offset: 6))
         }
-        return Decoded(value: .result(Result(systolic: bytes[s + 1], diastolic: bytes[s + 2], pulse: bytes[s + 3], time: t)), warnings: warnings)
+        return Decoded(
+            value: .result(Result(systolic: bytes[s + 1], diastolic: bytes[s + 2], pulse: bytes[s + 3], time: t)),
+            warnings: warnings)
     }
 }
 
@@ -257,9 +286,11 @@ extension Microlife.Record {
     public var json: JSON {
         .object([
             ("type", .string("measurement")), ("protocol", .string("microlife")), ("unit", .string("mmHg")),
-            ("systolic", .int(Int64(systolic))), ("diastolic", .int(Int64(diastolic))), ("mean_arterial_pressure", .null),
+            ("systolic", .int(Int64(systolic))), ("diastolic", .int(Int64(diastolic))),
+            ("mean_arterial_pressure", .null),
             ("pulse_rate", .int(Int64(pulse))), ("timestamp", JSON.from(time.iso8601, JSON.string)),
-            ("payload_offset", .int(Int64(payloadOffset))), ("raw", .string(Hex.encode(bytes.prefix(Microlife.recordValueBytes)))),
+            ("payload_offset", .int(Int64(payloadOffset))),
+            ("raw", .string(Hex.encode(bytes.prefix(Microlife.recordValueBytes)))),
         ])
     }
 }
@@ -271,7 +302,8 @@ extension Yonker.Notification {
         case let .result(r):
             return .object([
                 ("type", .string("measurement")), ("protocol", .string("yonker")), ("unit", .string("mmHg")),
-                ("systolic", .int(Int64(r.systolic))), ("diastolic", .int(Int64(r.diastolic))), ("mean_arterial_pressure", .null),
+                ("systolic", .int(Int64(r.systolic))), ("diastolic", .int(Int64(r.diastolic))),
+                ("mean_arterial_pressure", .null),
                 ("pulse_rate", .int(Int64(r.pulse))), ("timestamp", JSON.from(r.time.iso8601, JSON.string)),
                 ("warnings", warnings.json), ("raw", .string(Hex.encode(raw))),
             ])

@@ -50,9 +50,9 @@ public struct ADStructure: Sendable, Hashable {
 public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
     /// The PDU kind the report came from.
     public enum Kind: String, Sendable, Hashable {
-        case advInd = "adv_ind"                // connectable, scannable
-        case advDirectInd = "adv_direct_ind"   // connectable, directed
-        case advScanInd = "adv_scan_ind"       // scannable
+        case advInd = "adv_ind"  // connectable, scannable
+        case advDirectInd = "adv_direct_ind"  // connectable, directed
+        case advScanInd = "adv_scan_ind"  // scannable
         case advNonconnInd = "adv_nonconn_ind"
         case scanResponse = "scan_rsp"
         case extended = "extended"
@@ -86,7 +86,8 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
 
     /// Complete (0x09) or else shortened (0x08) local name, as UTF-8 (invalid bytes replaced).
     public var localName: String? {
-        let s = structures.first { $0.type == ADStructure.completeLocalName }
+        let s =
+            structures.first { $0.type == ADStructure.completeLocalName }
             ?? structures.first { $0.type == ADStructure.shortenedLocalName }
         return s.map { String(decoding: $0.data, as: UTF8.self) }
     }
@@ -97,7 +98,9 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
     /// 16-bit service UUIDs from complete and incomplete lists (0x02, 0x03), in order.
     public var serviceUUIDs16: [UInt16] {
         structures.filter { $0.type == ADStructure.incomplete16BitUUIDs || $0.type == ADStructure.complete16BitUUIDs }
-            .flatMap { s in stride(from: 0, to: s.data.count - 1, by: 2).map { UInt16(s.data[$0]) | UInt16(s.data[$0 + 1]) << 8 } }
+            .flatMap { s in
+                stride(from: 0, to: s.data.count - 1, by: 2).map { UInt16(s.data[$0]) | UInt16(s.data[$0 + 1]) << 8 }
+            }
     }
 
     /// 128-bit service UUIDs from complete and incomplete lists (0x06, 0x07), as uppercase
@@ -105,10 +108,12 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
     public var serviceUUIDs128: [String] {
         structures.filter { $0.type == 0x06 || $0.type == 0x07 }.flatMap { s in
             stride(from: 0, to: s.data.count - 15, by: 16).map { i in
-                let b = s.data[s.data.startIndex + i..<s.data.startIndex + i + 16].reversed()  // little-endian on the air
+                // little-endian on the air
+                let b = s.data[s.data.startIndex + i..<s.data.startIndex + i + 16].reversed()
                 let h = Hex.encode(Array(b)).uppercased()
                 let c = Array(h)
-                return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+                return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20])
+                    + "-" + String(c[20..<32])
             }
         }
     }
@@ -141,9 +146,16 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
             ("name_complete", .bool(isNameComplete)),
             ("flags", JSON.from(flags) { .int(Int64($0)) }),
             ("service_uuids", .array(serviceUUIDs16.map { .string(Hex.digits($0, 4, uppercase: false)) })),
-            ("manufacturer_data", .array(manufacturerData.map {
-                .object([("company_id", .string(Hex.digits($0.companyID, 4, uppercase: false))), ("data", .string(Hex.encode($0.data)))])
-            })),
+            (
+                "manufacturer_data",
+                .array(
+                    manufacturerData.map {
+                        .object([
+                            ("company_id", .string(Hex.digits($0.companyID, 4, uppercase: false))),
+                            ("data", .string(Hex.encode($0.data))),
+                        ])
+                    })
+            ),
             ("tx_power", JSON.from(txPower) { .int(Int64($0)) }),
             ("data", .string(Hex.encode(data))),
         ]
@@ -153,7 +165,8 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
     }
 
     public static func == (a: AdvertisingReport, b: AdvertisingReport) -> Bool {
-        a.address == b.address && a.kind == b.kind && a.connectable == b.connectable && a.rssi == b.rssi && a.data == b.data
+        a.address == b.address && a.kind == b.kind && a.connectable == b.connectable && a.rssi == b.rssi
+            && a.data == b.data
     }
 
     public func hash(into h: inout Hasher) {
@@ -174,39 +187,51 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
             var out: [AdvertisingReport] = []
             for i in 0..<Int(count) {
                 guard let type = r.readUInt8(), let addrType = r.readUInt8(), let addr = r.readBytes(6),
-                      let length = r.readUInt8(), let data = r.readBytes(Int(length)), let rssi = r.readUInt8()
+                    let length = r.readUInt8(), let data = r.readBytes(Int(length)), let rssi = r.readUInt8()
                 else { throw HCIParseError("LE Advertising Report \(i + 1) of \(count) is truncated") }
-                let kind: Kind = switch type {
-                case 0x00: .advInd
-                case 0x01: .advDirectInd
-                case 0x02: .advScanInd
-                case 0x03: .advNonconnInd
-                default: .scanResponse
-                }
-                out.append(AdvertisingReport(
-                    address: address(addr, hciType: addrType), kind: kind,
-                    connectable: type == 0x00 || type == 0x01, rssi: rssiValue(rssi), data: Array(data)))
+                let kind: Kind =
+                    switch type {
+                    case 0x00: .advInd
+                    case 0x01: .advDirectInd
+                    case 0x02: .advScanInd
+                    case 0x03: .advNonconnInd
+                    default: .scanResponse
+                    }
+                out.append(
+                    AdvertisingReport(
+                        address: address(addr, hciType: addrType), kind: kind,
+                        connectable: type == 0x00 || type == 0x01, rssi: rssiValue(rssi), data: Array(data)))
             }
             return out
         case 0x0D:
-            guard let count = r.readUInt8() else { throw HCIParseError("LE Extended Advertising Report without a count") }
+            guard let count = r.readUInt8() else {
+                throw HCIParseError("LE Extended Advertising Report without a count")
+            }
             var out: [AdvertisingReport] = []
             for i in 0..<Int(count) {
                 // Event_Type(2) Address_Type(1) Address(6) Primary_PHY(1) Secondary_PHY(1) SID(1)
                 // TX_Power(1) RSSI(1) Periodic_Interval(2) Direct_Address_Type(1) Direct_Address(6)
                 // Data_Length(1) Data
                 guard let type = r.readUInt16(), let addrType = r.readUInt8(), let addr = r.readBytes(6),
-                      r.skip(4), let rssi = r.readUInt8(), r.skip(9),
-                      let length = r.readUInt8(), let data = r.readBytes(Int(length))
+                    r.skip(4), let rssi = r.readUInt8(), r.skip(9),
+                    let length = r.readUInt8(), let data = r.readBytes(Int(length))
                 else { throw HCIParseError("LE Extended Advertising Report \(i + 1) of \(count) is truncated") }
                 let legacy = type & 0x10 != 0
                 let kind: Kind
-                if type & 0x08 != 0 { kind = .scanResponse }
-                else if legacy { kind = type & 0x01 != 0 ? (type & 0x04 != 0 ? .advDirectInd : .advInd) : (type & 0x02 != 0 ? .advScanInd : .advNonconnInd) }
-                else { kind = .extended }
-                out.append(AdvertisingReport(
-                    address: address(addr, hciType: addrType), kind: kind,
-                    connectable: type & 0x01 != 0, rssi: rssiValue(rssi), data: Array(data)))
+                if type & 0x08 != 0 {
+                    kind = .scanResponse
+                } else if legacy {
+                    kind =
+                        type & 0x01 != 0
+                        ? (type & 0x04 != 0 ? .advDirectInd : .advInd)
+                        : (type & 0x02 != 0 ? .advScanInd : .advNonconnInd)
+                } else {
+                    kind = .extended
+                }
+                out.append(
+                    AdvertisingReport(
+                        address: address(addr, hciType: addrType), kind: kind,
+                        connectable: type & 0x01 != 0, rssi: rssiValue(rssi), data: Array(data)))
             }
             return out
         default:
@@ -228,8 +253,9 @@ public struct AdvertisingReport: Sendable, Hashable, JSONRepresentable {
     public func merged(with other: AdvertisingReport) -> AdvertisingReport {
         let primary = kind == .scanResponse ? other : self
         let secondary = kind == .scanResponse ? self : other
-        var m = AdvertisingReport(address: primary.address, kind: primary.kind, connectable: primary.connectable,
-                                  rssi: other.rssi ?? rssi, data: primary.data)
+        var m = AdvertisingReport(
+            address: primary.address, kind: primary.kind, connectable: primary.connectable,
+            rssi: other.rssi ?? rssi, data: primary.data)
         for s in secondary.structures where !m.structures.contains(where: { $0.type == s.type }) {
             m.structures.append(s)
         }
@@ -244,15 +270,23 @@ public enum AdvertisingData {
     /// if it fits in 31 bytes, else shortened (type 0x08) to fit.
     /// Manufacturer data (company identifier little-endian, then its bytes) goes before the name,
     /// each company's only while it fits.
-    public static func make(name: String, serviceUUIDs16: [UInt16] = [0x1810], manufacturerData: [UInt16: [UInt8]] = [:],
-                            flags: UInt8 = 0x06) -> [UInt8] {
+    public static func make(
+        name: String, serviceUUIDs16: [UInt16] = [0x1810], manufacturerData: [UInt16: [UInt8]] = [:],
+        flags: UInt8 = 0x06
+    ) -> [UInt8] {
         var out = ADStructure(type: ADStructure.flagsType, data: [flags]).encoded
         if !serviceUUIDs16.isEmpty {
-            out += ADStructure(type: ADStructure.complete16BitUUIDs,
-                               data: serviceUUIDs16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }).encoded
+            out +=
+                ADStructure(
+                    type: ADStructure.complete16BitUUIDs,
+                    data: serviceUUIDs16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
+                ).encoded
         }
         for (company, data) in manufacturerData.sorted(by: { $0.key < $1.key }) where out.count + 4 + data.count <= 31 {
-            out += ADStructure(type: ADStructure.manufacturerSpecific, data: [UInt8(company & 0xFF), UInt8(company >> 8)] + data).encoded
+            out +=
+                ADStructure(
+                    type: ADStructure.manufacturerSpecific, data: [UInt8(company & 0xFF), UInt8(company >> 8)] + data
+                ).encoded
         }
         out += nameStructure(name, room: 31 - out.count)
         return out

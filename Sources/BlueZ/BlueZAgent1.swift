@@ -83,7 +83,8 @@ public final class BlueZAgent: Sendable {
     ///   - logger: told (on the agent's thread, after registration) one line per call handled.
     /// - Throws: no bus, refused by policy, bluetoothd absent or refusing, thread creation failure.
     public convenience init(
-        scope: AgentScope, busPath: String = DBusConnection.systemBusPath(), path: String = "/cuff/agent", timeout: Duration = .seconds(5),
+        scope: AgentScope, busPath: String = DBusConnection.systemBusPath(), path: String = "/cuff/agent",
+        timeout: Duration = .seconds(5),
         logger: Logger = .silent
     ) throws(TransportError) {
         let connection = try DBusConnection(path: busPath)
@@ -102,16 +103,22 @@ public final class BlueZAgent: Sendable {
         do {
             try connection.authenticate(timeout: timeout)
             try connection.hello()
-            try connection.call(.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
-                                      member: "RegisterAgent", body: [.objectPath(path), .string("NoInputNoOutput")]), timeout: timeout)
+            try connection.call(
+                .call(
+                    destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
+                    member: "RegisterAgent", body: [.objectPath(path), .string("NoInputNoOutput")]), timeout: timeout)
         } catch {
             connection.close()
             throw error
         }
-        var notes: [String] = ["agent: registered \(path) (NoInputNoOutput) as \(connection.uniqueName ?? "?"), answering only for \(scope)"]
+        var notes: [String] = [
+            "agent: registered \(path) (NoInputNoOutput) as \(connection.uniqueName ?? "?"), answering only for \(scope)"
+        ]
         do {
-            try connection.call(.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
-                                      member: "RequestDefaultAgent", body: [.objectPath(path)]), timeout: timeout)
+            try connection.call(
+                .call(
+                    destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
+                    member: "RequestDefaultAgent", body: [.objectPath(path)]), timeout: timeout)
             notes.append("agent: default agent")
         } catch {
             notes.append("agent: not the default agent (\(error.message)); bluetoothd uses it for pairings cuff starts")
@@ -157,7 +164,9 @@ public final class BlueZAgent: Sendable {
 
     /// What the agent answers to one incoming message, and a log line (pure; nil reply: none).
     /// Requests naming a device other than `scope`'s get ``rejectedError``.
-    public static func response(to message: DBusMessage, path: String, scope: AgentScope) -> (reply: DBusMessage?, line: String?) {
+    public static func response(to message: DBusMessage, path: String, scope: AgentScope) -> (
+        reply: DBusMessage?, line: String?
+    ) {
         guard message.kind == .methodCall else { return (nil, nil) }
         let wantsReply = message.flags & DBusMessage.noReplyExpected == 0
         func answer(_ body: [DBusValue] = [], _ line: String?) -> (reply: DBusMessage?, line: String?) {
@@ -167,12 +176,17 @@ public final class BlueZAgent: Sendable {
         let args = message.body ?? []
         let device: String = if case .objectPath(let p)? = args.first { p } else { "?" }
         if message.path == path, message.interface == nil || message.interface == "org.bluez.Agent1" {
-            let known: Set<String> = ["RequestConfirmation", "RequestAuthorization", "AuthorizeService", "RequestPasskey",
-                                      "RequestPinCode", "DisplayPasskey", "DisplayPinCode"]
+            let known: Set<String> = [
+                "RequestConfirmation", "RequestAuthorization", "AuthorizeService", "RequestPasskey",
+                "RequestPinCode", "DisplayPasskey", "DisplayPinCode",
+            ]
             if known.contains(member), case .objectPath(let p)? = args.first, !scope.contains(p) {
-                let text = "cuff's agent answers only for \(scope); \(member) for \(TerminalText.escapingControlCharacters(p)) rejected"
-                return (wantsReply ? DBusMessage.errorReply(to: message, name: rejectedError, text: text) : nil,
-                        "agent: rejected \(member) for \(TerminalText.escapingControlCharacters(p)): not \(scope)")
+                let text =
+                    "cuff's agent answers only for \(scope); \(member) for \(TerminalText.escapingControlCharacters(p)) rejected"
+                return (
+                    wantsReply ? DBusMessage.errorReply(to: message, name: rejectedError, text: text) : nil,
+                    "agent: rejected \(member) for \(TerminalText.escapingControlCharacters(p)): not \(scope)"
+                )
             }
             switch (member, message.signature) {
             case ("RequestConfirmation", "ou"):
@@ -197,9 +211,11 @@ public final class BlueZAgent: Sendable {
             }
         }
         if message.interface == "org.freedesktop.DBus.Peer", member == "Ping" { return answer([], nil) }
-        let reply = wantsReply
-            ? DBusMessage.errorReply(to: message, name: "org.freedesktop.DBus.Error.UnknownMethod",
-                                     text: "no method \(message.interface ?? "").\(member)(\(message.signature)) on \(message.path ?? "")")
+        let reply =
+            wantsReply
+            ? DBusMessage.errorReply(
+                to: message, name: "org.freedesktop.DBus.Error.UnknownMethod",
+                text: "no method \(message.interface ?? "").\(member)(\(message.signature)) on \(message.path ?? "")")
             : nil
         return (reply, "agent: unknown call \(message.interface ?? "").\(member)(\(message.signature)) → UnknownMethod")
     }
@@ -207,8 +223,10 @@ public final class BlueZAgent: Sendable {
     private func run() {
         while true {
             if !connection.hasBufferedMessage {
-                var fds = [pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: wakeFDs.1, events: Int16(POLLIN), revents: 0)]
+                var fds = [
+                    pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: wakeFDs.1, events: Int16(POLLIN), revents: 0),
+                ]
                 switch Sys.poll(&fds, timeoutMS: -1) {
                 case .failure(.interrupted): continue
                 case .failure(let e):
@@ -247,16 +265,20 @@ public final class BlueZAgent: Sendable {
 
     /// Stops the thread, unregisters the agent (best effort, bounded wait) and closes. Idempotent.
     public func stop() {
-        guard let t = thread.withLock({ t -> OSThread? in
-            let old = t
-            t = nil
-            return old
-        }) else { return }
+        guard
+            let t = thread.withLock({ t -> OSThread? in
+                let old = t
+                t = nil
+                return old
+            })
+        else { return }
         let one: [UInt8] = [1]
         _ = one.withUnsafeBytes { Sys.send(wakeFDs.0, $0, flags: CInt(MSG_NOSIGNAL)) }
         t.join()
-        _ = try? connection.call(.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
-                                       member: "UnregisterAgent", body: [.objectPath(path)]), timeout: .seconds(1))
+        _ = try? connection.call(
+            .call(
+                destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
+                member: "UnregisterAgent", body: [.objectPath(path)]), timeout: .seconds(1))
         connection.close()
         _ = Sys.close(wakeFDs.0)
         _ = Sys.close(wakeFDs.1)

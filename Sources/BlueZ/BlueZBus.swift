@@ -12,7 +12,9 @@ public final class BlueZBus {
     public static let service = "org.bluez"
 
     /// Connects, authenticates and says Hello.
-    public init(busPath: String = DBusConnection.systemBusPath(), timeout: Duration = .seconds(5)) throws(TransportError) {
+    public init(busPath: String = DBusConnection.systemBusPath(), timeout: Duration = .seconds(5))
+        throws(TransportError)
+    {
         connection = try DBusConnection(path: busPath)
         do {
             try connection.authenticate(timeout: timeout)
@@ -29,8 +31,11 @@ public final class BlueZBus {
 
     /// Whether bluetoothd owns its name on this bus (`NameHasOwner("org.bluez")`).
     public func bluetoothdIsPresent() -> Bool {
-        guard let r = try? connection.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                                  interface: "org.freedesktop.DBus", member: "NameHasOwner", body: [.string(Self.service)]))
+        guard
+            let r = try? connection.call(
+                .call(
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                    interface: "org.freedesktop.DBus", member: "NameHasOwner", body: [.string(Self.service)]))
         else { return false }
         return r.body?.first == .boolean(true)
     }
@@ -44,18 +49,27 @@ public final class BlueZBus {
 
     /// A method call on bluetoothd; returns the reply's body.
     @discardableResult
-    public func call(_ path: String, _ interface: String, _ member: String, _ body: [DBusValue] = [], timeout: Duration = .seconds(10)) throws(TransportError) -> [DBusValue] {
-        let reply = try connection.call(.call(destination: Self.service, path: path, interface: interface, member: member, body: body), timeout: timeout)
+    public func call(
+        _ path: String, _ interface: String, _ member: String, _ body: [DBusValue] = [],
+        timeout: Duration = .seconds(10)
+    ) throws(TransportError) -> [DBusValue] {
+        let reply = try connection.call(
+            .call(destination: Self.service, path: path, interface: interface, member: member, body: body),
+            timeout: timeout)
         guard let values = reply.body else {
-            throw TransportError(.systemCall, "bluetoothd's reply to \(member) could not be read: \(reply.bodyError?.description ?? "no body")")
+            throw TransportError(
+                .systemCall,
+                "bluetoothd's reply to \(member) could not be read: \(reply.bodyError?.description ?? "no body")")
         }
         return values
     }
 
     /// `org.freedesktop.DBus.AddMatch`.
     public func addMatch(_ rule: String) throws(TransportError) {
-        try connection.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                  member: "AddMatch", body: [.string(rule)]))
+        try connection.call(
+            .call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                member: "AddMatch", body: [.string(rule)]))
     }
 
     /// bluetoothd's objects: path → interface → properties (`GetManagedObjects` on `/`).
@@ -65,7 +79,9 @@ public final class BlueZBus {
         // read as a device without services.
         let expected = "a{oa{sa{sv}}}"
         guard body.count == 1, body[0].signature == expected, let objects = body[0].entries else {
-            throw TransportError(.systemCall, "bluetoothd: GetManagedObjects returned '\(body.map(\.signature).joined())', not '\(expected)'")
+            throw TransportError(
+                .systemCall,
+                "bluetoothd: GetManagedObjects returned '\(body.map(\.signature).joined())', not '\(expected)'")
         }
         var out: [String: [String: DBusValue]] = [:]
         for (path, interfaces) in objects {
@@ -119,7 +135,8 @@ public enum BlueZPairing {
         log: Logger, other: (DBusMessage) -> Void = { _ in }
     ) throws(TransportError) -> Bool {
         let devicePath = BlueZPaths.device(device, on: adapter)
-        try bus.addMatch("type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',path='\(devicePath)'")
+        try bus.addMatch(
+            "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',path='\(devicePath)'")
         if try bus.managedObjects()[devicePath]?["org.bluez.Device1"] == nil {
             log.info("bluetoothd does not know \(device) yet; discovering (LE) on \(adapter)")
             try BlueZDiscovery.find(device, on: adapter, bus: bus, timeout: .seconds(30), log: log)
@@ -163,10 +180,13 @@ final class BlueZPairingAttempt {
         self.log = log
         scope = AgentScope(adapter: adapter, device: device)
         devicePath = BlueZPaths.device(device, on: adapter)
-        try bus.call("/org/bluez", "org.bluez.AgentManager1", "RegisterAgent", [.objectPath(agentPath), .string("NoInputNoOutput")])
+        try bus.call(
+            "/org/bluez", "org.bluez.AgentManager1", "RegisterAgent",
+            [.objectPath(agentPath), .string("NoInputNoOutput")])
         log.info("agent: registered \(agentPath) for this pairing only (\(scope))")
         do {
-            serial = try bus.connection.send(.call(destination: BlueZBus.service, path: devicePath, interface: "org.bluez.Device1", member: "Pair"))
+            serial = try bus.connection.send(
+                .call(destination: BlueZBus.service, path: devicePath, interface: "org.bluez.Device1", member: "Pair"))
         } catch {
             end()
             throw error
@@ -180,14 +200,17 @@ final class BlueZPairingAttempt {
             if m.kind == .error {
                 var text = ""
                 if case .string(let s)? = m.body?.first { text = ": " + s }
-                throw TransportError(.securityRefused, "bluetoothd could not pair \(device) on \(adapter): \(m.errorName ?? "error")\(text)",
-                                     remoteErrorName: m.errorName)
+                throw TransportError(
+                    .securityRefused,
+                    "bluetoothd could not pair \(device) on \(adapter): \(m.errorName ?? "error")\(text)",
+                    remoteErrorName: m.errorName)
             }
             return true
         }
         if m.kind == .signal {
             if m.path == devicePath, m.member == "PropertiesChanged", let body = m.body, body.count >= 2,
-               body[0] == .string("org.bluez.Device1"), body[1]["Paired"]?.boolValue == true {
+                body[0] == .string("org.bluez.Device1"), body[1]["Paired"]?.boolValue == true
+            {
                 log.info("bluetoothd: \(device) paired")
                 return true
             }
@@ -208,8 +231,10 @@ final class BlueZPairingAttempt {
     func end() {
         guard !ended else { return }
         ended = true
-        _ = try? bus.connection.send(.call(destination: BlueZBus.service, path: "/org/bluez", interface: "org.bluez.AgentManager1",
-                                           member: "UnregisterAgent", body: [.objectPath(agentPath)]))
+        _ = try? bus.connection.send(
+            .call(
+                destination: BlueZBus.service, path: "/org/bluez", interface: "org.bluez.AgentManager1",
+                member: "UnregisterAgent", body: [.objectPath(agentPath)]))
         log.info("agent: unregistered")
     }
 }

@@ -21,7 +21,9 @@ public enum BlueZDevice {
         defer { bus.close() }
         try bus.authenticate()
         try bus.hello()
-        try bus.call(.call(destination: "org.bluez", path: BlueZPaths.device(device, on: adapter), interface: "org.bluez.Device1",
-                           member: "Disconnect"), timeout: timeout)
+        try bus.call(
+            .call(
+                destination: "org.bluez", path: BlueZPaths.device(device, on: adapter), interface: "org.bluez.Device1",
+                member: "Disconnect"), timeout: timeout)
     }
 }

@@ -77,7 +77,8 @@ public final class BlueZGATTApplication {
 
     /// Connects to the bus at `busPath`. ``start()`` registers.
     public init(
-        busPath: String = DBusConnection.systemBusPath(), adapter: BluetoothAdapter, layout: BlueZGATTLayout, loop: EventLoop,
+        busPath: String = DBusConnection.systemBusPath(), adapter: BluetoothAdapter, layout: BlueZGATTLayout,
+        loop: EventLoop,
         log: Logger, onClient: @escaping (UnixSeqpacketBearer, String?) -> Void
     ) throws(TransportError) {
         self.adapter = adapter
@@ -104,8 +105,12 @@ public final class BlueZGATTApplication {
 
     /// Watches the bus on the loop, asks for bluetoothd's signals, registers (answered on the loop).
     public func start() throws(TransportError) {
-        try addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.bluez'")
-        try addMatch("type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.bluez.Device1'")
+        try addMatch(
+            "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.bluez'"
+        )
+        try addMatch(
+            "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.bluez.Device1'"
+        )
         try loop.watch(connection.fd) { [unowned self] _ in self.readable() }
         watching = true
         try register()
@@ -113,20 +118,26 @@ public final class BlueZGATTApplication {
     }
 
     func addMatch(_ rule: String) throws(TransportError) {
-        try connection.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                  member: "AddMatch", body: [.string(rule)]))
+        try connection.call(
+            .call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                member: "AddMatch", body: [.string(rule)]))
     }
 
     /// RegisterApplication and RegisterAdvertisement, sent without waiting: bluetoothd calls
     /// GetManagedObjects on us before it answers.
     func register() throws(TransportError) {
         if !applicationRegistered {
-            registerSerial = try connection.send(.call(destination: BlueZBus.service, path: adapterPath, interface: "org.bluez.GattManager1",
-                                                       member: "RegisterApplication", body: [.objectPath(layout.root), .dictionary([])]))
+            registerSerial = try connection.send(
+                .call(
+                    destination: BlueZBus.service, path: adapterPath, interface: "org.bluez.GattManager1",
+                    member: "RegisterApplication", body: [.objectPath(layout.root), .dictionary([])]))
         }
         if !advertisementRegistered {
-            advertiseSerial = try connection.send(.call(destination: BlueZBus.service, path: adapterPath, interface: "org.bluez.LEAdvertisingManager1",
-                                                        member: "RegisterAdvertisement", body: [.objectPath(layout.advertisementPath), .dictionary([])]))
+            advertiseSerial = try connection.send(
+                .call(
+                    destination: BlueZBus.service, path: adapterPath, interface: "org.bluez.LEAdvertisingManager1",
+                    member: "RegisterAdvertisement", body: [.objectPath(layout.advertisementPath), .dictionary([])]))
         }
     }
 
@@ -135,7 +146,9 @@ public final class BlueZGATTApplication {
     func registerLater(_ why: String) {
         guard retry == nil else { return }
         retries += 1
-        guard retries <= Self.retryLimit else { return fail("bluetoothd still refuses after \(Self.retryLimit) tries: \(why)") }
+        guard retries <= Self.retryLimit else {
+            return fail("bluetoothd still refuses after \(Self.retryLimit) tries: \(why)")
+        }
         log.info("\(why); trying again in 1 s")
         retry = loop.schedule(at: MonotonicClock.now() + .seconds(1)) { [unowned self] in
             self.retry = nil
@@ -151,10 +164,14 @@ public final class BlueZGATTApplication {
         if watching {
             loop.unwatch(connection.fd)
             watching = false
-            _ = try? connection.send(.call(destination: BlueZBus.service, path: adapterPath, interface: "org.bluez.LEAdvertisingManager1",
-                                           member: "UnregisterAdvertisement", body: [.objectPath(layout.advertisementPath)]))
-            _ = try? connection.send(.call(destination: BlueZBus.service, path: adapterPath, interface: "org.bluez.GattManager1",
-                                           member: "UnregisterApplication", body: [.objectPath(layout.root)]))
+            _ = try? connection.send(
+                .call(
+                    destination: BlueZBus.service, path: adapterPath, interface: "org.bluez.LEAdvertisingManager1",
+                    member: "UnregisterAdvertisement", body: [.objectPath(layout.advertisementPath)]))
+            _ = try? connection.send(
+                .call(
+                    destination: BlueZBus.service, path: adapterPath, interface: "org.bluez.GattManager1",
+                    member: "UnregisterApplication", body: [.objectPath(layout.root)]))
             log.info("unregistered the application and the advertisement")
         }
         connection.close()
@@ -223,7 +240,7 @@ public final class BlueZGATTApplication {
             return
         }
         guard m.member == "PropertiesChanged", body.count >= 2, body[0] == .string("org.bluez.Device1"),
-              let path = m.path, path.hasPrefix(adapterPath + "/dev_"), let connected = body[1]["Connected"]?.boolValue
+            let path = m.path, path.hasPrefix(adapterPath + "/dev_"), let connected = body[1]["Connected"]?.boolValue
         else { return }
         if connected {
             if session?.devicePath != path { beginSession(devicePath: path) }
@@ -277,7 +294,9 @@ public final class BlueZGATTApplication {
         if let fd = s.bearer.fileDescriptor { loop.unwatch(fd) }
         s.bearer.close()
         for r in ([s.inFlight].compactMap { $0 } + s.queue) {
-            if let call = r.call { reply(.errorReply(to: call, name: "org.bluez.Error.Failed", text: "the client disconnected")) }
+            if let call = r.call {
+                reply(.errorReply(to: call, name: "org.bluez.Error.Failed", text: "the client disconnected"))
+            }
         }
         log.info("\(s.client ?? "the client")'s connection ended: \(why)")
     }
@@ -287,7 +306,12 @@ public final class BlueZGATTApplication {
 
     func enqueue(_ r: Request, in s: Session) {
         guard s.queue.count < Self.queueLimit else {
-            if let call = r.call { reply(.errorReply(to: call, name: "org.bluez.Error.InProgress", text: "\(Self.queueLimit) calls are waiting already")) }
+            if let call = r.call {
+                reply(
+                    .errorReply(
+                        to: call, name: "org.bluez.Error.InProgress",
+                        text: "\(Self.queueLimit) calls are waiting already"))
+            }
             return
         }
         s.queue.append(r)
@@ -300,7 +324,9 @@ public final class BlueZGATTApplication {
             do {
                 try s.bearer.send(r.pdu)
             } catch {
-                if let call = r.call { reply(.errorReply(to: call, name: "org.bluez.Error.Failed", text: error.message)) }
+                if let call = r.call {
+                    reply(.errorReply(to: call, name: "org.bluez.Error.Failed", text: error.message))
+                }
                 continue
             }
             if r.pdu.first == 0x52 {  // Write Command: no response
@@ -321,7 +347,10 @@ public final class BlueZGATTApplication {
             case .closed:
                 // The peripheral dropped the link: ask bluetoothd to drop the client too.
                 if let device = s.devicePath {
-                    _ = try? connection.send(.call(destination: BlueZBus.service, path: device, interface: "org.bluez.Device1", member: "Disconnect"))
+                    _ = try? connection.send(
+                        .call(
+                            destination: BlueZBus.service, path: device, interface: "org.bluez.Device1",
+                            member: "Disconnect"))
                 }
                 return endSession(why: "the cuff dropped the link")
             case .timeout:
@@ -340,8 +369,14 @@ public final class BlueZGATTApplication {
             let handle = UInt16(pdu[1]) | UInt16(pdu[2]) << 8
             guard let o = layout.object(handle: handle), o.kind == .characteristic else { return }
             if opcode == 0x1D { s.indicated = o.path }
-            send(DBusMessage(kind: .signal, path: o.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-                             body: [.string(o.interface), .dictionary([("Value", .bytes(Array(pdu[3...])))]), .array(element: "s", [])]))
+            send(
+                DBusMessage(
+                    kind: .signal, path: o.path, interface: "org.freedesktop.DBus.Properties",
+                    member: "PropertiesChanged",
+                    body: [
+                        .string(o.interface), .dictionary([("Value", .bytes(Array(pdu[3...])))]),
+                        .array(element: "s", []),
+                    ]))
         default:
             guard let r = s.inFlight else { return }
             s.inFlight = nil
@@ -383,16 +418,23 @@ public final class BlueZGATTApplication {
     func call(_ m: DBusMessage) {
         let path = m.path ?? "", member = m.member ?? ""
         func answer(_ r: DBusMessage) { if m.flags & DBusMessage.noReplyExpected == 0 { reply(r) } }
-        func unknown() { answer(.errorReply(to: m, name: "org.freedesktop.DBus.Error.UnknownMethod", text: "\(m.interface ?? "").\(member) on \(path)")) }
+        func unknown() {
+            answer(
+                .errorReply(
+                    to: m, name: "org.freedesktop.DBus.Error.UnknownMethod",
+                    text: "\(m.interface ?? "").\(member) on \(path)"))
+        }
         switch (m.interface ?? "", member) {
         case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects") where path == layout.root:
             answer(.methodReturn(to: m, body: [layout.managedObjects]))
         case ("org.freedesktop.DBus.Properties", "GetAll"):
-            guard case .string(let interface)? = m.body?.first, let p = layout.properties(path: path, interface: interface) else { return unknown() }
+            guard case .string(let interface)? = m.body?.first,
+                let p = layout.properties(path: path, interface: interface)
+            else { return unknown() }
             answer(.methodReturn(to: m, body: [.dictionary(p)]))
         case ("org.freedesktop.DBus.Properties", "Get"):
             guard let b = m.body, b.count == 2, case .string(let interface) = b[0], case .string(let name) = b[1],
-                  let value = layout.properties(path: path, interface: interface)?.first(where: { $0.0 == name })?.1
+                let value = layout.properties(path: path, interface: interface)?.first(where: { $0.0 == name })?.1
             else { return unknown() }
             answer(.methodReturn(to: m, body: [.variant(value)]))
         case ("org.bluez.LEAdvertisement1", "Release") where path == layout.advertisementPath:
@@ -421,7 +463,9 @@ public final class BlueZGATTApplication {
         var s = session
         if let device, device != s?.devicePath { s = beginSession(devicePath: device) }
         if s == nil { s = beginSession(devicePath: nil) }
-        guard let s else { return reply(.errorReply(to: m, name: "org.bluez.Error.Failed", text: failure ?? "no connection")) }
+        guard let s else {
+            return reply(.errorReply(to: m, name: "org.bluez.Error.Failed", text: failure ?? "no connection"))
+        }
         switch member {
         case "ReadValue":
             let offset = Self.offset(options)
@@ -429,18 +473,27 @@ public final class BlueZGATTApplication {
             enqueue(Request(call: m, pdu: pdu, returnsValue: true), in: s)
         case "WriteValue":
             guard let value = body.first?.bytesValue else {
-                return reply(.errorReply(to: m, name: "org.freedesktop.DBus.Error.InvalidArgs", text: "WriteValue takes ay, a{sv}"))
+                return reply(
+                    .errorReply(
+                        to: m, name: "org.freedesktop.DBus.Error.InvalidArgs", text: "WriteValue takes ay, a{sv}"))
             }
             let offset = Self.offset(options)
-            guard offset == 0 else { return reply(.errorReply(to: m, name: "org.bluez.Error.NotSupported", text: "writes at an offset")) }
+            guard offset == 0 else {
+                return reply(.errorReply(to: m, name: "org.bluez.Error.NotSupported", text: "writes at an offset"))
+            }
             let command = options?["type"]?.stringValue == "command"
             enqueue(Request(call: m, pdu: [command ? 0x52 : 0x12] + h + value, returnsValue: false), in: s)
         case "StartNotify", "StopNotify":
             guard o.kind == .characteristic, let sub = layout.subscriptions[o.handle] else {
-                return reply(.errorReply(to: m, name: "org.bluez.Error.NotSupported", text: "\(path(o)) neither notifies nor indicates"))
+                return reply(
+                    .errorReply(
+                        to: m, name: "org.bluez.Error.NotSupported", text: "\(path(o)) neither notifies nor indicates"))
             }
             let v = member == "StartNotify" ? sub.value : 0
-            enqueue(Request(call: m, pdu: [0x12, UInt8(sub.cccd & 0xFF), UInt8(sub.cccd >> 8), UInt8(v & 0xFF), UInt8(v >> 8)], returnsValue: false), in: s)
+            enqueue(
+                Request(
+                    call: m, pdu: [0x12, UInt8(sub.cccd & 0xFF), UInt8(sub.cccd >> 8), UInt8(v & 0xFF), UInt8(v >> 8)],
+                    returnsValue: false), in: s)
         case "Confirm":
             if s.indicated == o.path {
                 s.indicated = nil

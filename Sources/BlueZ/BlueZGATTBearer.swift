@@ -66,8 +66,10 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     private let bell: (CInt, CInt)
     private var rung = false
 
-    init(bus: BlueZBus, adapter: BluetoothAdapter, peer: BluetoothAddress, database: AttributeDatabase,
-         warn: Logger = .silent) throws(TransportError) {
+    init(
+        bus: BlueZBus, adapter: BluetoothAdapter, peer: BluetoothAddress, database: AttributeDatabase,
+        warn: Logger = .silent
+    ) throws(TransportError) {
         self.bus = bus
         self.warn = warn
         self.adapter = adapter
@@ -80,7 +82,10 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         case .failure(let e): throw TransportError.system("epoll_create1", "bluetoothd bearer", e)
         }
         let pair: (CInt, CInt)
-        switch Sys.socketpair(domain: AF_UNIX, type: CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_CLOEXEC.rawValue) | CInt(SOCK_NONBLOCK.rawValue)) {
+        switch Sys.socketpair(
+            domain: AF_UNIX,
+            type: CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_CLOEXEC.rawValue) | CInt(SOCK_NONBLOCK.rawValue))
+        {
         case .success(let p): pair = p
         case .failure(let e):
             _ = Sys.close(ep)
@@ -103,14 +108,19 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     private func updateBell() {
         // While pairing, the loop reads for the pairing only: what waits for the session must not
         // keep the descriptor readable.
-        let want = pairing == nil && (!outgoing.isEmpty || !stashed.isEmpty || bus.connection.hasBufferedMessage || (closedReason != nil && !closedReported))
+        let want =
+            pairing == nil
+            && (!outgoing.isEmpty || !stashed.isEmpty || bus.connection.hasBufferedMessage
+                || (closedReason != nil && !closedReported))
         if want && !rung {
             let one: [UInt8] = [1]
             _ = one.withUnsafeBytes { Sys.send(bell.0, $0, flags: CInt(MSG_NOSIGNAL)) }
             rung = true
         } else if !want && rung {
             var buffer = [UInt8](repeating: 0, count: 16)
-            while case .success(let n) = buffer.withUnsafeMutableBytes({ Sys.recv(bell.1, $0, flags: CInt(MSG_DONTWAIT)) }), n > 0 {}
+            while case .success(let n) = buffer.withUnsafeMutableBytes({
+                Sys.recv(bell.1, $0, flags: CInt(MSG_DONTWAIT))
+            }), n > 0 {}
             rung = false
         }
     }
@@ -150,7 +160,8 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     /// - Throws: bluetoothd absent or refusing, the device not found within `timeout`, Connect
     ///   failing, services not resolved within `timeout`.
     public static func connect(
-        adapter: BluetoothAdapter, to peer: BluetoothAddress, bus: BlueZBus, timeout: Duration? = .seconds(30), log: Logger = .silent
+        adapter: BluetoothAdapter, to peer: BluetoothAddress, bus: BlueZBus, timeout: Duration? = .seconds(30),
+        log: Logger = .silent
     ) throws(TransportError) -> BlueZGATTBearer {
         let deadline = ContinuousClock.now + (timeout ?? .seconds(365 * 86_400))
         let limit = timeout.map { "\($0)" } ?? "no limit"
@@ -159,7 +170,8 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         try bus.addMatch("type='signal',sender='org.bluez',path_namespace='\(path)'")
         var objects = try bus.managedObjects()
         guard objects[BlueZPaths.adapter(adapter)]?["org.bluez.Adapter1"] != nil else {
-            throw TransportError(.notConnected, "bluetoothd has no adapter \(adapter) (\(BlueZPaths.adapter(adapter)))", errno: ENODEV)
+            throw TransportError(
+                .notConnected, "bluetoothd has no adapter \(adapter) (\(BlueZPaths.adapter(adapter)))", errno: ENODEV)
         }
         if objects[path]?["org.bluez.Device1"] == nil {
             log.info("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
@@ -172,18 +184,28 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             log.info("connecting through bluetoothd (org.bluez.Device1.Connect)")
             do {
                 try bus.call(path, "org.bluez.Device1", "Connect", timeout: left())
-            } catch where error.code == .timedOut {
-                _ = try? bus.connection.send(.call(destination: BlueZBus.service, path: path, interface: "org.bluez.Device1", member: "Disconnect"))
-                throw TransportError(.timedOut, "bluetoothd did not connect to \(peer) on \(adapter) within \(limit) (--timeout)", errno: ETIMEDOUT)
+            } catch  where error.code == .timedOut {
+                _ = try? bus.connection.send(
+                    .call(
+                        destination: BlueZBus.service, path: path, interface: "org.bluez.Device1", member: "Disconnect")
+                )
+                throw TransportError(
+                    .timedOut, "bluetoothd did not connect to \(peer) on \(adapter) within \(limit) (--timeout)",
+                    errno: ETIMEDOUT)
             } catch {
-                throw TransportError(.notConnected, "bluetoothd could not connect to \(peer) on \(adapter): \(error.message)")
+                throw TransportError(
+                    .notConnected, "bluetoothd could not connect to \(peer) on \(adapter): \(error.message)")
             }
             weConnected = true
         } else {
             log.info("\(peer) is connected already (bluetoothd); using that link")
         }
-        guard try bus.wait(for: path, "org.bluez.Device1", "ServicesResolved", timeout: left(), { $0?.boolValue == true }) else {
-            throw TransportError(.timedOut, "bluetoothd connected to \(peer) but did not resolve its services within \(limit) (--timeout)")
+        guard
+            try bus.wait(for: path, "org.bluez.Device1", "ServicesResolved", timeout: left(), { $0?.boolValue == true })
+        else {
+            throw TransportError(
+                .timedOut,
+                "bluetoothd connected to \(peer) but did not resolve its services within \(limit) (--timeout)")
         }
         return try resolved(adapter: adapter, peer: peer, bus: bus, weConnected: weConnected, log: log)
     }
@@ -249,8 +271,13 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     /// Device Name it read there into `Device1.Name`: given as `deviceName`, a Generic Access
     /// service with that name takes handles 1–3 when they are free, so a session reads the same
     /// name as on the raw path.
-    static func mirror(_ objects: [String: [String: DBusValue]], devicePath: String, deviceName: String? = nil) -> (AttributeDatabase, Layout, [String]) {
-        struct Char { var handle: UInt16; var path: String; var uuid: BluetoothUUID; var props: CharacteristicProperties; var descs: [(UInt16, String, BluetoothUUID)] }
+    static func mirror(_ objects: [String: [String: DBusValue]], devicePath: String, deviceName: String? = nil) -> (
+        AttributeDatabase, Layout, [String]
+    ) {
+        struct Char {
+            var handle: UInt16; var path: String; var uuid: BluetoothUUID; var props: CharacteristicProperties;
+            var descs: [(UInt16, String, BluetoothUUID)]
+        }
         struct Service { var handle: UInt16; var uuid: BluetoothUUID; var primary: Bool; var chars: [Char] }
         var services: [String: Service] = [:]
         var notes: [String] = []
@@ -263,7 +290,8 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
                 return nil
             }
             guard let u = value.stringValue.flatMap(BluetoothUUID.init) else {
-                notes.append("skipped \(path): \(interface).UUID is a value of type '\(value.signature)', not a UUID string")
+                notes.append(
+                    "skipped \(path): \(interface).UUID is a value of type '\(value.signature)', not a UUID string")
                 return nil
             }
             return u
@@ -274,27 +302,36 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         }
         for (path, interfaces) in objects where path.hasPrefix(base) {
             let parts = path.dropFirst(base.count).split(separator: "/")
-            if parts.count == 1, let props = interfaces["org.bluez.GattService1"], let h = named(handle(parts[0], prefix: "service"), path, "service"),
-               let uuid = uuidOf(props, path, "GattService1") {
+            if parts.count == 1, let props = interfaces["org.bluez.GattService1"],
+                let h = named(handle(parts[0], prefix: "service"), path, "service"),
+                let uuid = uuidOf(props, path, "GattService1")
+            {
                 let old = services[path]?.chars ?? []
-                services[path] = Service(handle: h, uuid: uuid, primary: props["Primary"]?.boolValue ?? true, chars: old)
+                services[path] = Service(
+                    handle: h, uuid: uuid, primary: props["Primary"]?.boolValue ?? true, chars: old)
             }
         }
         for (path, interfaces) in objects where path.hasPrefix(base) {
             let parts = path.dropFirst(base.count).split(separator: "/")
-            guard parts.count == 2, let props = interfaces["org.bluez.GattCharacteristic1"], let h = named(handle(parts[1], prefix: "char"), path, "char"),
-                  let uuid = uuidOf(props, path, "GattCharacteristic1") else { continue }
+            guard parts.count == 2, let props = interfaces["org.bluez.GattCharacteristic1"],
+                let h = named(handle(parts[1], prefix: "char"), path, "char"),
+                let uuid = uuidOf(props, path, "GattCharacteristic1")
+            else { continue }
             let servicePath = base + parts[0]
             guard services[servicePath] != nil else { continue }
             var descs: [(UInt16, String, BluetoothUUID)] = []
             for (dpath, dinterfaces) in objects where dpath.hasPrefix(path + "/desc") {
-                if let dprops = dinterfaces["org.bluez.GattDescriptor1"], let dh = named(handle(dpath.dropFirst(path.count + 1), prefix: "desc"), dpath, "desc"),
-                   let duuid = uuidOf(dprops, dpath, "GattDescriptor1") {
+                if let dprops = dinterfaces["org.bluez.GattDescriptor1"],
+                    let dh = named(handle(dpath.dropFirst(path.count + 1), prefix: "desc"), dpath, "desc"),
+                    let duuid = uuidOf(dprops, dpath, "GattDescriptor1")
+                {
                     descs.append((dh, dpath, duuid))
                 }
             }
-            services[servicePath]!.chars.append(Char(handle: h, path: path, uuid: uuid, props: properties(props["Flags"]?.stringsValue ?? []),
-                                                     descs: descs.sorted { $0.0 < $1.0 }))
+            services[servicePath]!.chars.append(
+                Char(
+                    handle: h, path: path, uuid: uuid, props: properties(props["Flags"]?.stringsValue ?? []),
+                    descs: descs.sorted { $0.0 < $1.0 }))
         }
         var b = AttributeDatabase.Builder()
         var layout = Layout()
@@ -302,16 +339,21 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         let ordered = services.values.sorted { $0.handle < $1.handle }
         if let deviceName, !ordered.contains(where: { $0.uuid == .genericAccess }) {
             if let first = ordered.first?.handle, first < 4 {
-                notes.append("no room below handle 0x\(String(first, radix: 16)) for the Generic Access service bluetoothd keeps: no device name")
+                notes.append(
+                    "no room below handle 0x\(String(first, radix: 16)) for the Generic Access service bluetoothd keeps: no device name"
+                )
             } else {
                 b.addService(.genericAccess)
-                b.addCharacteristic(.deviceName, properties: .read, permissions: .read, value: Array(deviceName.utf8.prefix(248)))
+                b.addCharacteristic(
+                    .deviceName, properties: .read, permissions: .read, value: Array(deviceName.utf8.prefix(248)))
                 if let first = ordered.first?.handle { b.endService(at: first - 1) }
                 next = 4
             }
         }
         for (i, s) in ordered.enumerated() {
-            guard UInt32(s.handle) >= next else { notes.append("skipped service \(s.uuid) at 0x\(String(s.handle, radix: 16)): overlaps"); continue }
+            guard UInt32(s.handle) >= next else {
+                notes.append("skipped service \(s.uuid) at 0x\(String(s.handle, radix: 16)): overlaps"); continue
+            }
             b.skip(to: s.handle)
             b.addService(s.uuid, primary: s.primary)
             next = UInt32(s.handle) + 1
@@ -321,8 +363,9 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
                     continue
                 }
                 let descs = c.descs.filter { $0.0 > c.handle + 1 }
-                b.addCharacteristic(c.uuid, properties: c.props, permissions: .readWrite, declarationHandle: c.handle,
-                                    descriptors: descs.map { (handle: $0.0, uuid: $0.2, value: []) })
+                b.addCharacteristic(
+                    c.uuid, properties: c.props, permissions: .readWrite, declarationHandle: c.handle,
+                    descriptors: descs.map { (handle: $0.0, uuid: $0.2, value: []) })
                 next = UInt32(max(c.handle + 1, descs.last?.0 ?? 0)) + 1
                 layout.characteristics.append((c.path, c.handle + 1))
                 for d in descs { layout.descriptors.append((d.1, d.0, d.2, c.handle + 1)) }
@@ -336,7 +379,9 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     // MARK: - ATTBearer
 
     public func send(_ pdu: [UInt8]) throws(TransportError) {
-        guard !isClosed else { throw TransportError(.notConnected, "\(peerDescription) (bluetoothd): the bearer is closed") }
+        guard !isClosed else {
+            throw TransportError(.notConnected, "\(peerDescription) (bluetoothd): the bearer is closed")
+        }
         defer { updateBell() }
         guard let parsed = try? ATTPDU(parsing: pdu) else { return answerLocally(pdu) }
         // Requests become D-Bus calls whose replies (read in receiveNow) become the responses:
@@ -381,8 +426,11 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     }
     private var awaiting: [UInt32: Awaiting] = [:]
 
-    private func call(_ path: String, _ interface: String, _ member: String, _ body: [DBusValue] = []) throws(TransportError) -> UInt32 {
-        try bus.connection.send(.call(destination: BlueZBus.service, path: path, interface: interface, member: member, body: body))
+    private func call(_ path: String, _ interface: String, _ member: String, _ body: [DBusValue] = [])
+        throws(TransportError) -> UInt32
+    {
+        try bus.connection.send(
+            .call(destination: BlueZBus.service, path: path, interface: interface, member: member, body: body))
     }
 
     /// Discovery and anything else the mirrored database answers.
@@ -426,8 +474,9 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     private func write(_ handle: UInt16, _ value: [UInt8], request: Bool) throws(TransportError) {
         let opcode: ATTOpcode = request ? .writeRequest : .writeCommand
         if let path = characteristicPaths[handle] {
-            let serial = try call(path, "org.bluez.GattCharacteristic1", "WriteValue",
-                                  [.bytes(value), .dictionary([("type", .string(request ? "request" : "command"))])])
+            let serial = try call(
+                path, "org.bluez.GattCharacteristic1", "WriteValue",
+                [.bytes(value), .dictionary([("type", .string(request ? "request" : "command"))])])
             awaiting[serial] = request ? .write(handle: handle, request: opcode) : .command
             return
         }
@@ -438,7 +487,8 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             // Taken at once: a cuff indicates right after the subscription, maybe before
             // bluetoothd's reply to StartNotify reaches us.
             subscriptions[d.valueHandle] = new
-            let member = new & 0x3 != 0 && old & 0x3 == 0 ? "StartNotify" : new & 0x3 == 0 && old & 0x3 != 0 ? "StopNotify" : nil
+            let member =
+                new & 0x3 != 0 && old & 0x3 == 0 ? "StartNotify" : new & 0x3 == 0 && old & 0x3 != 0 ? "StopNotify" : nil
             guard let member else {
                 if request { outgoing.append(ATTPDU.writeResponse.bytes) }
                 return
@@ -459,7 +509,9 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             if case .string(let s)? = m.body?.first { text = ": " + s }
             failure = TransportError(.systemCall, "\(m.errorName ?? "error")\(text)", remoteErrorName: m.errorName)
         } else if let bodyError = m.bodyError {
-            warn.info("bluetoothd: a reply for handle 0x\(Hex.digits(what.handle, 4)) could not be read (\(bodyError.description)): answered as an ATT error")
+            warn.info(
+                "bluetoothd: a reply for handle 0x\(Hex.digits(what.handle, 4)) could not be read (\(bodyError.description)): answered as an ATT error"
+            )
             failure = TransportError(.systemCall, bodyError.description)
         }
         switch what {
@@ -480,7 +532,10 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         case .subscribe(let valueHandle, let cccd, let old, let request):
             if let failure {
                 subscriptions[valueHandle] = old
-                if request { outgoing.append(ATTPDU.errorResponse(request: .writeRequest, handle: cccd, error: Self.attError(failure)).bytes) }
+                if request {
+                    outgoing.append(
+                        ATTPDU.errorResponse(request: .writeRequest, handle: cccd, error: Self.attError(failure)).bytes)
+                }
             } else if request {
                 outgoing.append(ATTPDU.writeResponse.bytes)
             }
@@ -535,13 +590,19 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             answer(m, to: what)
             return outgoing.isEmpty ? nil : .pdu(outgoing.removeFirst())
         }
-        guard m.kind == .signal, m.interface == "org.freedesktop.DBus.Properties", m.member == "PropertiesChanged", let path = m.path else { return nil }
+        guard m.kind == .signal, m.interface == "org.freedesktop.DBus.Properties", m.member == "PropertiesChanged",
+            let path = m.path
+        else { return nil }
         guard let body = m.body else {
             // One unreadable message is skipped, not the end of the session: the next value counts.
             if let h = valueHandles[path], (subscriptions[h] ?? 0) & 0x3 != 0 {
-                warn.info("bluetoothd: skipped a change of characteristic 0x\(Hex.digits(h, 4)) that could not be read (\(m.bodyError?.description ?? "no body"))")
+                warn.info(
+                    "bluetoothd: skipped a change of characteristic 0x\(Hex.digits(h, 4)) that could not be read (\(m.bodyError?.description ?? "no body"))"
+                )
             } else if path == devicePath {
-                warn.info("bluetoothd: skipped a change of \(peer) that could not be read (\(m.bodyError?.description ?? "no body"))")
+                warn.info(
+                    "bluetoothd: skipped a change of \(peer) that could not be read (\(m.bodyError?.description ?? "no body"))"
+                )
             }
             return nil
         }
@@ -557,12 +618,16 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             let wanted = subscriptions[h] ?? 0
             guard wanted & 0x3 != 0 else { return nil }
             guard let value = property.bytesValue else {
-                warn.info("bluetoothd: skipped a value of characteristic 0x\(Hex.digits(h, 4)) of type '\(property.signature)', not a byte array (ay)")
+                warn.info(
+                    "bluetoothd: skipped a value of characteristic 0x\(Hex.digits(h, 4)) of type '\(property.signature)', not a byte array (ay)"
+                )
                 return nil
             }
             // One ATT PDU carries at most ATT_MTU - 3 value bytes: no cuff can have sent more.
             guard value.count <= Int(server.mtu) - 3 else {
-                warn.info("bluetoothd: skipped a \(value.count)-byte value of characteristic 0x\(Hex.digits(h, 4)): longer than one notification holds (ATT_MTU \(server.mtu) - 3)")
+                warn.info(
+                    "bluetoothd: skipped a \(value.count)-byte value of characteristic 0x\(Hex.digits(h, 4)): longer than one notification holds (ATT_MTU \(server.mtu) - 3)"
+                )
                 return nil
             }
             if let echo = readEchoes[h] {
@@ -570,8 +635,10 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
                 if echo == value { return nil }
             }
             let indicate = wanted & 0x2 != 0 && wanted & 0x1 == 0
-            return .pdu(indicate ? ATTPDU.handleValueIndication(handle: h, value: value).bytes
-                                 : ATTPDU.handleValueNotification(handle: h, value: value).bytes)
+            return .pdu(
+                indicate
+                    ? ATTPDU.handleValueIndication(handle: h, value: value).bytes
+                    : ATTPDU.handleValueNotification(handle: h, value: value).bytes)
         }
         return nil
     }
@@ -595,10 +662,12 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
     public var securityTimeout: Duration { .seconds(40) }
     public var securityWaitIsReadable: Bool { true }
 
-    public func beginRaisingSecurity(to level: SecurityLevel, lastTry: Bool) throws(TransportError) -> SecurityProgress {
+    public func beginRaisingSecurity(to level: SecurityLevel, lastTry: Bool) throws(TransportError) -> SecurityProgress
+    {
         guard level > .low, securityLevel < level else { return .done }
         guard pairing == nil else { return .pending }
-        try bus.addMatch("type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',path='\(devicePath)'")
+        try bus.addMatch(
+            "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',path='\(devicePath)'")
         pairing = try BlueZPairingAttempt(peer, on: adapter, bus: bus, log: pairingNotes.logger())
         updateBell()
         return .pending
@@ -631,10 +700,14 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             pairing = nil
             attempt.end()
             updateBell()
-            if timedOut { throw TransportError(.timedOut, "bluetoothd did not pair \(peerDescription) within \(securityTimeout)", errno: ETIMEDOUT) }
+            if timedOut {
+                throw TransportError(
+                    .timedOut, "bluetoothd did not pair \(peerDescription) within \(securityTimeout)", errno: ETIMEDOUT)
+            }
         }
         guard securityLevel >= level else {
-            throw TransportError(.securityRefused, "\(peerDescription) (bluetoothd): the link is not paired after the pairing")
+            throw TransportError(
+                .securityRefused, "\(peerDescription) (bluetoothd): the link is not paired after the pairing")
         }
     }
 
@@ -651,7 +724,9 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             // Sent without waiting for the replies (closing must not stall an event loop);
             // bluetoothd also ends our notification sessions itself when we leave the bus.
             for (h, v) in subscriptions where v & 0x3 != 0 {
-                if let path = characteristicPaths[h] { _ = try? call(path, "org.bluez.GattCharacteristic1", "StopNotify") }
+                if let path = characteristicPaths[h] {
+                    _ = try? call(path, "org.bluez.GattCharacteristic1", "StopNotify")
+                }
             }
             if weConnected { _ = try? call(devicePath, "org.bluez.Device1", "Disconnect") }
         }
@@ -678,11 +753,16 @@ struct BlueZDiscoveryParticipation {
     private(set) var own = false
 
     /// Joins the discovery on `adapterPath`: follows a running one, else starts ours.
-    init(adapterPath: String, filter: [(String, DBusValue)], objects: [String: [String: DBusValue]], bus: BlueZBus, log: Logger) throws(TransportError) {
+    init(
+        adapterPath: String, filter: [(String, DBusValue)], objects: [String: [String: DBusValue]], bus: BlueZBus,
+        log: Logger
+    ) throws(TransportError) {
         self.adapterPath = adapterPath
         self.filter = filter
         if Self.discovering(objects, adapterPath) {
-            log.info("\(adapterPath) is discovering already (another program's session): following its results, starting no session of cuff's own")
+            log.info(
+                "\(adapterPath) is discovering already (another program's session): following its results, starting no session of cuff's own"
+            )
         } else {
             try start(bus)
         }
@@ -716,12 +796,14 @@ struct BlueZDiscoveryParticipation {
 public enum BlueZDiscovery {
     /// Discovers until bluetoothd knows `device` (a Device1 object), at most `timeout`.
     public static func find(
-        _ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, timeout: Duration, log: Logger = .silent
+        _ device: BluetoothAddress, on adapter: BluetoothAdapter, bus: BlueZBus, timeout: Duration,
+        log: Logger = .silent
     ) throws(TransportError) {
         let adapterPath = BlueZPaths.adapter(adapter)
         let path = BlueZPaths.device(device, on: adapter)
         var objects = try bus.managedObjects()
-        var discovery = try BlueZDiscoveryParticipation(adapterPath: adapterPath, filter: [("Transport", .string("le"))], objects: objects, bus: bus, log: log)
+        var discovery = try BlueZDiscoveryParticipation(
+            adapterPath: adapterPath, filter: [("Transport", .string("le"))], objects: objects, bus: bus, log: log)
         defer { discovery.end(bus) }
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
@@ -730,7 +812,10 @@ public enum BlueZDiscovery {
             _ = try bus.next(until: min(deadline, .now + .milliseconds(500)))
             objects = try bus.managedObjects()
         }
-        throw TransportError(.timedOut, "bluetoothd discovery on \(adapter) did not find \(device) within \(timeout): is the cuff advertising?", errno: ETIMEDOUT)
+        throw TransportError(
+            .timedOut,
+            "bluetoothd discovery on \(adapter) did not find \(device) within \(timeout): is the cuff advertising?",
+            errno: ETIMEDOUT)
     }
 }
 
@@ -773,13 +858,20 @@ extension BlueZDiscovery {
         }
         // 127 UUIDs per list.
         for start in stride(from: 0, to: uuids.count, by: ADStructure.maxDataBytes) {
-            ad.append(ADStructure(type: 0x03, data: Array(uuids[start..<min(uuids.count, start + ADStructure.maxDataBytes)])))
+            ad.append(
+                ADStructure(type: 0x03, data: Array(uuids[start..<min(uuids.count, start + ADStructure.maxDataBytes)])))
         }
-        if let name = device["Name"]?.stringValue { ad.append(ADStructure(type: 0x09, data: Array(name.utf8.prefix(29)))) }
-        if case .int16(let p)? = device["TxPower"] { ad.append(ADStructure(type: 0x0A, data: [UInt8(bitPattern: Int8(clamping: p))])) }
+        if let name = device["Name"]?.stringValue {
+            ad.append(ADStructure(type: 0x09, data: Array(name.utf8.prefix(29))))
+        }
+        if case .int16(let p)? = device["TxPower"] {
+            ad.append(ADStructure(type: 0x0A, data: [UInt8(bitPattern: Int8(clamping: p))]))
+        }
         if case .array(_, let items)? = device["ManufacturerData"] {
             for case .dictEntry(.uint16(let company), let v) in items {
-                if let bytes = v.unwrapped.bytesValue { add(0xFF, [UInt8(company & 0xFF), UInt8(company >> 8)], bytes) }
+                if let bytes = v.unwrapped.bytesValue {
+                    add(0xFF, [UInt8(company & 0xFF), UInt8(company >> 8)], bytes)
+                }
             }
         }
         for (uuid, value) in device["ServiceData"]?.entries ?? [] {
@@ -789,7 +881,9 @@ extension BlueZDiscovery {
         }
         let data = ad.flatMap(\.encoded)
         // 127: "not available", as the raw path reads it from HCI.
-        var r = AdvertisingReport(address: address, kind: .advInd, connectable: true, rssi: rssi.flatMap { $0 == 127 ? nil : Int8(clamping: $0) }, data: data)
+        var r = AdvertisingReport(
+            address: address, kind: .advInd, connectable: true,
+            rssi: rssi.flatMap { $0 == 127 ? nil : Int8(clamping: $0) }, data: data)
         r.truncated = truncated
         return r
     }
@@ -807,7 +901,8 @@ extension BlueZDiscovery {
         try bus.addMatch("type='signal',sender='org.bluez',path_namespace='\(adapterPath)'")
         var filter: [(String, DBusValue)] = [("Transport", .string("le"))]
         if !uuids.isEmpty { filter.append(("UUIDs", .array(element: "s", uuids.map(DBusValue.string)))) }
-        var discovery = try BlueZDiscoveryParticipation(adapterPath: adapterPath, filter: filter, objects: try bus.managedObjects(), bus: bus, log: log)
+        var discovery = try BlueZDiscoveryParticipation(
+            adapterPath: adapterPath, filter: filter, objects: try bus.managedObjects(), bus: bus, log: log)
         defer { discovery.end(bus) }
         let deadline = ContinuousClock.now + duration
         var last: [String: AdvertisingReport] = [:]

@@ -28,7 +28,9 @@ public struct BlueZGATTLayout: Sendable {
             }
         }
         public var properties: [(String, DBusValue)]
-        public static func == (a: Object, b: Object) -> Bool { a.path == b.path && a.handle == b.handle && a.kind == b.kind }
+        public static func == (a: Object, b: Object) -> Bool {
+            a.path == b.path && a.handle == b.handle && a.kind == b.kind
+        }
         public func hash(into h: inout Hasher) { h.combine(path); h.combine(handle) }
     }
 
@@ -46,8 +48,11 @@ public struct BlueZGATTLayout: Sendable {
 
     /// - Parameter manufacturerData: company identifier → data, advertised when not empty.
     /// - Parameter serviceUUIDs16: the advertised services (default the Blood Pressure Service).
-    public init(database: AttributeDatabase, name: String, serviceUUIDs16: [UInt16] = [0x1810], manufacturerData: [UInt16: [UInt8]] = [:],
-                root: String = "/cuff/app", advertisementPath: String = "/cuff/advertisement0") {
+    public init(
+        database: AttributeDatabase, name: String, serviceUUIDs16: [UInt16] = [0x1810],
+        manufacturerData: [UInt16: [UInt8]] = [:],
+        root: String = "/cuff/app", advertisementPath: String = "/cuff/advertisement0"
+    ) {
         self.root = root
         self.advertisementPath = advertisementPath
         var advertisement: [(String, DBusValue)] = [
@@ -56,9 +61,15 @@ public struct BlueZGATTLayout: Sendable {
             ("LocalName", .string(name)),
         ]
         if !manufacturerData.isEmpty {
-            advertisement.append(("ManufacturerData", .array(element: "{qv}", manufacturerData.sorted { $0.key < $1.key }.map {
-                .dictEntry(.uint16($0.key), .variant(.bytes($0.value)))
-            })))
+            advertisement.append(
+                (
+                    "ManufacturerData",
+                    .array(
+                        element: "{qv}",
+                        manufacturerData.sorted { $0.key < $1.key }.map {
+                            .dictEntry(.uint16($0.key), .variant(.bytes($0.value)))
+                        })
+                ))
         }
         self.advertisement = advertisement
         let skipped: Set<BluetoothUUID> = [.genericAccess, BluetoothUUID(0x1801)]
@@ -66,34 +77,55 @@ public struct BlueZGATTLayout: Sendable {
         for service in database.services where !skipped.contains(service.uuid) {
             let servicePath = "\(root)/service\(serviceIndex)"
             serviceIndex += 1
-            add(Object(path: servicePath, kind: .service, handle: service.handle, properties: [
-                ("UUID", .string(Self.text(service.uuid))), ("Primary", .boolean(service.isPrimary)),
-            ]))
-            let characteristics = database.characteristics.filter { (service.handle...service.endHandle).contains($0.valueHandle) }
+            add(
+                Object(
+                    path: servicePath, kind: .service, handle: service.handle,
+                    properties: [
+                        ("UUID", .string(Self.text(service.uuid))), ("Primary", .boolean(service.isPrimary)),
+                    ]))
+            let characteristics = database.characteristics.filter {
+                (service.handle...service.endHandle).contains($0.valueHandle)
+            }
             for (ci, c) in characteristics.enumerated() {
                 let charPath = "\(servicePath)/char\(ci)"
                 let permissions = database.attribute(c.valueHandle)?.permissions ?? []
-                add(Object(path: charPath, kind: .characteristic, handle: c.valueHandle, properties: [
-                    ("UUID", .string(Self.text(c.uuid))), ("Service", .objectPath(servicePath)),
-                    ("Flags", .array(element: "s", Self.flags(c.properties, permissions).map(DBusValue.string))),
-                ]))
+                add(
+                    Object(
+                        path: charPath, kind: .characteristic, handle: c.valueHandle,
+                        properties: [
+                            ("UUID", .string(Self.text(c.uuid))), ("Service", .objectPath(servicePath)),
+                            (
+                                "Flags",
+                                .array(element: "s", Self.flags(c.properties, permissions).map(DBusValue.string))
+                            ),
+                        ]))
                 if let cccd = c.cccdHandle {
-                    let value: UInt16 = (c.properties.contains(.notify) ? 1 : 0) | (c.properties.contains(.indicate) ? 2 : 0)
+                    let value: UInt16 =
+                        (c.properties.contains(.notify) ? 1 : 0) | (c.properties.contains(.indicate) ? 2 : 0)
                     subscriptions[c.valueHandle] = (cccd, value)
                 }
                 // The descriptors: after the value, up to the next declaration or the service's end.
-                let next = characteristics.dropFirst(ci + 1).first?.declarationHandle ?? (service.endHandle == .max ? .max : service.endHandle + 1)
+                let next =
+                    characteristics.dropFirst(ci + 1).first?.declarationHandle
+                    ?? (service.endHandle == .max ? .max : service.endHandle + 1)
                 guard c.valueHandle < .max, next > c.valueHandle + 1 else { continue }
                 var di = 0
                 for a in database.attributes(in: c.valueHandle + 1, next - 1)
                 where a.type != .clientCharacteristicConfiguration && a.type != .characteristicExtendedProperties {
                     var flags: [String] = []
-                    if a.permissions.contains(.read) || a.permissions.contains(.readEncrypted) { flags.append(a.permissions.contains(.readEncrypted) ? "encrypt-read" : "read") }
-                    if a.permissions.contains(.write) || a.permissions.contains(.writeEncrypted) { flags.append(a.permissions.contains(.writeEncrypted) ? "encrypt-write" : "write") }
-                    add(Object(path: "\(charPath)/desc\(di)", kind: .descriptor, handle: a.handle, properties: [
-                        ("UUID", .string(Self.text(a.type))), ("Characteristic", .objectPath(charPath)),
-                        ("Flags", .array(element: "s", flags.map(DBusValue.string))),
-                    ]))
+                    if a.permissions.contains(.read) || a.permissions.contains(.readEncrypted) {
+                        flags.append(a.permissions.contains(.readEncrypted) ? "encrypt-read" : "read")
+                    }
+                    if a.permissions.contains(.write) || a.permissions.contains(.writeEncrypted) {
+                        flags.append(a.permissions.contains(.writeEncrypted) ? "encrypt-write" : "write")
+                    }
+                    add(
+                        Object(
+                            path: "\(charPath)/desc\(di)", kind: .descriptor, handle: a.handle,
+                            properties: [
+                                ("UUID", .string(Self.text(a.type))), ("Characteristic", .objectPath(charPath)),
+                                ("Flags", .array(element: "s", flags.map(DBusValue.string))),
+                            ]))
                     di += 1
                 }
             }
@@ -118,11 +150,15 @@ public struct BlueZGATTLayout: Sendable {
         var out: [String] = []
         if p.contains(.broadcast) { out.append("broadcast") }
         if p.contains(.read) {
-            out.append(permissions.contains(.readAuthenticated) ? "encrypt-authenticated-read" : permissions.contains(.readEncrypted) ? "encrypt-read" : "read")
+            out.append(
+                permissions.contains(.readAuthenticated)
+                    ? "encrypt-authenticated-read" : permissions.contains(.readEncrypted) ? "encrypt-read" : "read")
         }
         if p.contains(.writeWithoutResponse) { out.append("write-without-response") }
         if p.contains(.write) {
-            out.append(permissions.contains(.writeAuthenticated) ? "encrypt-authenticated-write" : permissions.contains(.writeEncrypted) ? "encrypt-write" : "write")
+            out.append(
+                permissions.contains(.writeAuthenticated)
+                    ? "encrypt-authenticated-write" : permissions.contains(.writeEncrypted) ? "encrypt-write" : "write")
         }
         if p.contains(.notify) { out.append("notify") }
         if p.contains(.indicate) { out.append("indicate") }
@@ -146,9 +182,13 @@ public struct BlueZGATTLayout: Sendable {
 
     /// `GetManagedObjects` on the root: `a{oa{sa{sv}}}`.
     public var managedObjects: DBusValue {
-        .array(element: "{oa{sa{sv}}}", objects.map { o in
-            .dictEntry(.objectPath(o.path), .array(element: "{sa{sv}}", [.dictEntry(.string(o.interface), .dictionary(o.properties))]))
-        })
+        .array(
+            element: "{oa{sa{sv}}}",
+            objects.map { o in
+                .dictEntry(
+                    .objectPath(o.path),
+                    .array(element: "{sa{sv}}", [.dictEntry(.string(o.interface), .dictionary(o.properties))]))
+            })
     }
 
     /// The properties of `interface` at `path` (an exported object or the advertisement).

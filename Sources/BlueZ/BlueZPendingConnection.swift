@@ -72,8 +72,9 @@ public struct BlueZConnectSteps: Sendable {
         switch state {
         case .discovering:
             guard m.kind == .signal, m.interface == "org.freedesktop.DBus.ObjectManager", m.member == "InterfacesAdded",
-                  case .objectPath(let path)? = m.body?.first, path == devicePath,
-                  let interfaces = m.body?.dropFirst().first, interfaces["org.bluez.Device1"] != nil else { return .wait }
+                case .objectPath(let path)? = m.body?.first, path == devicePath,
+                let interfaces = m.body?.dropFirst().first, interfaces["org.bluez.Device1"] != nil
+            else { return .wait }
             state = .connecting(serial: 0)
             return .connect
         case .connecting(let serial):
@@ -84,8 +85,9 @@ public struct BlueZConnectSteps: Sendable {
                     if case .string(let s)? = m.body?.first { text = s }
                     if name == "org.bluez.Error.AlreadyConnected" { return check() }
                     state = .failed
-                    return .fail("bluetoothd could not connect: \(name)\(text.isEmpty ? "" : ": " + text)",
-                                 notThere: Self.meansNotThere(name: name, text: text, elapsed: elapsed))
+                    return .fail(
+                        "bluetoothd could not connect: \(name)\(text.isEmpty ? "" : ": " + text)",
+                        notThere: Self.meansNotThere(name: name, text: text, elapsed: elapsed))
                 }
                 if m.kind == .methodReturn { return check() }
             }
@@ -110,8 +112,10 @@ public struct BlueZConnectSteps: Sendable {
     }
 
     private mutating func resolvingSignal(_ m: DBusMessage) -> Step {
-        guard m.kind == .signal, m.path == devicePath, m.member == "PropertiesChanged", let body = m.body, body.count >= 2,
-              body[0] == .string("org.bluez.Device1") else { return .wait }
+        guard m.kind == .signal, m.path == devicePath, m.member == "PropertiesChanged", let body = m.body,
+            body.count >= 2,
+            body[0] == .string("org.bluez.Device1")
+        else { return .wait }
         if body[1]["Connected"]?.boolValue == false {
             state = .failed
             return .fail("\(devicePath): disconnected before its services were resolved", notThere: false)
@@ -129,7 +133,8 @@ public struct BlueZConnectSteps: Sendable {
     public static func meansNotThere(name: String, text: String, elapsed: Duration) -> Bool {
         if elapsed >= .seconds(5) { return true }
         let t = text.lowercased()
-        return ["abort-by-local", "timed out", "timeout", "host is down", "page-timeout", "not available", "no route"].contains { t.contains($0) }
+        return ["abort-by-local", "timed out", "timeout", "host is down", "page-timeout", "not available", "no route"]
+            .contains { t.contains($0) }
     }
 }
 
@@ -156,25 +161,33 @@ public final class BlueZPendingConnection: PendingConnection {
     /// Starts: a bus connection of its own, the signals it needs, then discovery or Connect.
     ///
     /// - Throws: no bus or no bluetoothd, bluetoothd without this adapter, a refused call.
-    public static func start(adapter: BluetoothAdapter, to peer: BluetoothAddress, busPath: String = DBusConnection.systemBusPath(),
-                             log: Logger = .silent) throws(TransportError) -> BlueZPendingConnection {
+    public static func start(
+        adapter: BluetoothAdapter, to peer: BluetoothAddress, busPath: String = DBusConnection.systemBusPath(),
+        log: Logger = .silent
+    ) throws(TransportError) -> BlueZPendingConnection {
         let bus = try BlueZBus(busPath: busPath)
         do throws(TransportError) {
             let path = BlueZPaths.device(peer, on: adapter)
             try bus.addMatch("type='signal',sender='org.bluez',path_namespace='\(path)'")
             let objects = try bus.managedObjects()
             guard objects[BlueZPaths.adapter(adapter)]?["org.bluez.Adapter1"] != nil else {
-                throw TransportError(.notConnected, "bluetoothd has no adapter \(adapter) (\(BlueZPaths.adapter(adapter)))", errno: ENODEV)
+                throw TransportError(
+                    .notConnected, "bluetoothd has no adapter \(adapter) (\(BlueZPaths.adapter(adapter)))",
+                    errno: ENODEV)
             }
             let device = objects[path]?["org.bluez.Device1"]
-            let steps = BlueZConnectSteps(devicePath: path, known: device != nil, connected: device?["Connected"]?.boolValue == true)
+            let steps = BlueZConnectSteps(
+                devicePath: path, known: device != nil, connected: device?["Connected"]?.boolValue == true)
             let p = BlueZPendingConnection(adapter: adapter, peer: peer, bus: bus, steps: steps, log: log)
             if device == nil {
                 log.info("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
-                try bus.addMatch("type='signal',sender='org.bluez',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesAdded'")
+                try bus.addMatch(
+                    "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesAdded'"
+                )
                 // Another program's discovery is followed, not joined (BlueZDiscoveryParticipation).
-                let discovery = try BlueZDiscoveryParticipation(adapterPath: BlueZPaths.adapter(adapter), filter: [("Transport", .string("le"))],
-                                                                objects: objects, bus: bus, log: log)
+                let discovery = try BlueZDiscoveryParticipation(
+                    adapterPath: BlueZPaths.adapter(adapter), filter: [("Transport", .string("le"))],
+                    objects: objects, bus: bus, log: log)
                 p.discovering = discovery.own
                 // The device may have turned up between GetManagedObjects and the match.
                 if try bus.managedObjects()[path]?["org.bluez.Device1"] != nil {
@@ -189,7 +202,9 @@ public final class BlueZPendingConnection: PendingConnection {
         }
     }
 
-    private init(adapter: BluetoothAdapter, peer: BluetoothAddress, bus: BlueZBus, steps: BlueZConnectSteps, log: Logger) {
+    private init(
+        adapter: BluetoothAdapter, peer: BluetoothAddress, bus: BlueZBus, steps: BlueZConnectSteps, log: Logger
+    ) {
         self.adapter = adapter
         self.peer = peer
         self.bus = bus
@@ -209,23 +224,31 @@ public final class BlueZPendingConnection: PendingConnection {
             if discovering {
                 // Discovery found it: our discovery session ends (other clients' go on).
                 discovering = false
-                _ = try? bus.connection.send(.call(destination: BlueZBus.service, path: BlueZPaths.adapter(adapter),
-                                                   interface: "org.bluez.Adapter1", member: "StopDiscovery"))
+                _ = try? bus.connection.send(
+                    .call(
+                        destination: BlueZBus.service, path: BlueZPaths.adapter(adapter),
+                        interface: "org.bluez.Adapter1", member: "StopDiscovery"))
             }
-            let serial = try bus.connection.send(.call(destination: BlueZBus.service, path: steps.devicePath,
-                                                       interface: "org.bluez.Device1", member: "Connect"))
+            let serial = try bus.connection.send(
+                .call(
+                    destination: BlueZBus.service, path: steps.devicePath,
+                    interface: "org.bluez.Device1", member: "Connect"))
             steps.connectSent(serial: serial)
             connectSentAt = MonotonicClock.now()
             return false
         case .checkResolved:
-            let serial = try bus.connection.send(.call(destination: BlueZBus.service, path: steps.devicePath,
-                                                       interface: "org.freedesktop.DBus.Properties", member: "Get",
-                                                       body: [.string("org.bluez.Device1"), .string("ServicesResolved")]))
+            let serial = try bus.connection.send(
+                .call(
+                    destination: BlueZBus.service, path: steps.devicePath,
+                    interface: "org.freedesktop.DBus.Properties", member: "Get",
+                    body: [.string("org.bluez.Device1"), .string("ServicesResolved")]))
             steps.checkSent(serial: serial)
             return false
         case .done: return true
         case .fail(let why, let notThere):
-            throw TransportError(notThere ? .timedOut : .notConnected, "\(peer) on \(adapter): \(why)", errno: notThere ? ETIMEDOUT : nil)
+            throw TransportError(
+                notThere ? .timedOut : .notConnected, "\(peer) on \(adapter): \(why)", errno: notThere ? ETIMEDOUT : nil
+            )
         }
     }
 
@@ -236,14 +259,17 @@ public final class BlueZPendingConnection: PendingConnection {
             let elapsed = connectSentAt.map { MonotonicClock.now() - $0 } ?? .zero
             if try perform(steps.receive(m, connectElapsed: elapsed)) {
                 self.bus = nil
-                return try BlueZGATTBearer.resolved(adapter: adapter, peer: peer, bus: bus, weConnected: steps.weConnected, log: log)
+                return try BlueZGATTBearer.resolved(
+                    adapter: adapter, peer: peer, bus: bus, weConnected: steps.weConnected, log: log)
             }
         }
         return nil
     }
 
     public func finish() throws(TransportError) -> any PollableBearer {
-        guard let b = try advance() else { throw TransportError(.timedOut, "\(peer) on \(adapter): still connecting", errno: EINPROGRESS) }
+        guard let b = try advance() else {
+            throw TransportError(.timedOut, "\(peer) on \(adapter): still connecting", errno: EINPROGRESS)
+        }
         return b
     }
 
@@ -253,8 +279,10 @@ public final class BlueZPendingConnection: PendingConnection {
         guard let bus else { return }
         self.bus = nil
         if case .connecting(let serial) = steps.state, serial != 0 {
-            _ = try? bus.connection.send(.call(destination: BlueZBus.service, path: steps.devicePath,
-                                               interface: "org.bluez.Device1", member: "Disconnect"))
+            _ = try? bus.connection.send(
+                .call(
+                    destination: BlueZBus.service, path: steps.devicePath,
+                    interface: "org.bluez.Device1", member: "Disconnect"))
         }
         bus.close()
     }
@@ -267,15 +295,18 @@ extension BlueZDiscovery {
     /// The cuffs bluetoothd keeps paired on `adapter` (pure, from `GetManagedObjects`): its
     /// devices there that are `Paired` (or `Bonded`) and list the Blood Pressure Service among
     /// their `UUIDs`, so a desktop's headphones and mice are not followed. In address order.
-    public static func bondedCuffs(in objects: [String: [String: DBusValue]], adapter: BluetoothAdapter) -> [BluetoothAddress] {
+    public static func bondedCuffs(in objects: [String: [String: DBusValue]], adapter: BluetoothAdapter)
+        -> [BluetoothAddress]
+    {
         let prefix = BlueZPaths.adapter(adapter) + "/dev_"
         var found: [BluetoothAddress] = []
         for (path, interfaces) in objects where path.hasPrefix(prefix) {
             guard let d = interfaces["org.bluez.Device1"],
-                  d["Paired"]?.boolValue == true || d["Bonded"]?.boolValue == true,
-                  (d["UUIDs"]?.stringsValue ?? []).contains(where: { $0.lowercased() == bloodPressureService }),
-                  let text = d["Address"]?.stringValue,
-                  let address = BluetoothAddress(text, type: d["AddressType"]?.stringValue == "random" ? .random : .public)
+                d["Paired"]?.boolValue == true || d["Bonded"]?.boolValue == true,
+                (d["UUIDs"]?.stringsValue ?? []).contains(where: { $0.lowercased() == bloodPressureService }),
+                let text = d["Address"]?.stringValue,
+                let address = BluetoothAddress(
+                    text, type: d["AddressType"]?.stringValue == "random" ? .random : .public)
             else { continue }
             found.append(address)
         }

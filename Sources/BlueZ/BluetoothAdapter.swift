@@ -17,7 +17,9 @@ public struct BluetoothAdapter: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: `TransportError(.unsupported)` for anything else.
     public init(parsing text: String) throws(TransportError) {
         let digits = text.hasPrefix("hci") ? Substring(text.dropFirst(3)) : Substring(text)
-        guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), let n = UInt16(digits), n < 0xFFFF else {
+        guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), let n = UInt16(digits),
+            n < 0xFFFF
+        else {
             throw TransportError(.unsupported, "invalid adapter \"\(text)\": expected hciN, e.g. hci0")
         }
         index = n
@@ -46,7 +48,8 @@ public struct BluetoothAdapter: Sendable, Hashable, CustomStringConvertible {
         di.dev_id = index
         let r = withUnsafeMutableBytes(of: &di) { Sys.ioctl(fd, cuff_ioctl_hcigetdevinfo(), $0.baseAddress!) }
         if case .failure(let e) = r {
-            throw TransportError.system("ioctl", "\(name), HCIGETDEVINFO", e, hint: BlueZErrors.adapterHint(e, adapter: name))
+            throw TransportError.system(
+                "ioctl", "\(name), HCIGETDEVINFO", e, hint: BlueZErrors.adapterHint(e, adapter: name))
         }
         return Info(adapter: self, address: BluetoothAddress(di.bdaddr), isUp: di.flags & (1 << UInt32(HCI_UP)) != 0)
     }
@@ -57,7 +60,9 @@ public struct BluetoothAdapter: Sendable, Hashable, CustomStringConvertible {
     public func addressIfUp() throws(TransportError) -> BluetoothAddress {
         let i = try info()
         guard i.isUp else {
-            throw TransportError(.notConnected, "\(name) is down — " + (BlueZErrors.adapterHint(.networkDown, adapter: name) ?? ""), errno: ENETDOWN)
+            throw TransportError(
+                .notConnected, "\(name) is down — " + (BlueZErrors.adapterHint(.networkDown, adapter: name) ?? ""),
+                errno: ENETDOWN)
         }
         return i.address
     }

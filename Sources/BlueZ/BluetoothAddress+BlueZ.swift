@@ -2,7 +2,7 @@
 
 import CBlueZ
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Transport
 
@@ -28,13 +28,13 @@ extension BluetoothAddress {
 
 /// Values from the BlueZ and kernel headers, spelled once.
 enum BT {
-    static let af = CInt(AF_BLUETOOTH)                  // 31
-    static let protoL2CAP = CInt(BTPROTO_L2CAP)         // 0
-    static let protoHCI = CInt(BTPROTO_HCI)             // 1
-    static let solBluetooth = CInt(SOL_BLUETOOTH)       // 274
-    static let optSecurity = CInt(BT_SECURITY)          // 4
-    static let solHCI = CInt(SOL_HCI)                   // 0
-    static let optHCIFilter = CInt(HCI_FILTER)          // 2
+    static let af = CInt(AF_BLUETOOTH)  // 31
+    static let protoL2CAP = CInt(BTPROTO_L2CAP)  // 0
+    static let protoHCI = CInt(BTPROTO_HCI)  // 1
+    static let solBluetooth = CInt(SOL_BLUETOOTH)  // 274
+    static let optSecurity = CInt(BT_SECURITY)  // 4
+    static let solHCI = CInt(SOL_HCI)  // 0
+    static let optHCIFilter = CInt(HCI_FILTER)  // 2
     static let attCID: UInt16 = 4
     static let channelRaw: UInt16 = UInt16(HCI_CHANNEL_RAW)
     static let channelControl: UInt16 = UInt16(HCI_CHANNEL_CONTROL)

@@ -26,9 +26,11 @@ public enum BluetoothDaemon {
     public static func advice(simulating: Bool) -> String? {
         guard isRunning else { return nil }
         if simulating {
-            return "bluetoothd is running: it also listens on the ATT channel and may advertise; stop it for the simulator (`sudo systemctl stop bluetooth`)"
+            return
+                "bluetoothd is running: it also listens on the ATT channel and may advertise; stop it for the simulator (`sudo systemctl stop bluetooth`)"
         }
-        return "bluetoothd is running: it answers pairing requests itself — register an agent (`bluetoothctl` → `agent NoInputNoOutput`, `default-agent`) or stop it (`sudo systemctl stop bluetooth`) so cuff's own agent can answer"
+        return
+            "bluetoothd is running: it answers pairing requests itself — register an agent (`bluetoothctl` → `agent NoInputNoOutput`, `default-agent`) or stop it (`sudo systemctl stop bluetooth`) so cuff's own agent can answer"
     }
 }
 

@@ -47,9 +47,12 @@ public struct BondKey: Sendable, Hashable {
     public static func from(event packet: MGMTPacket, adapterAddress: BluetoothAddress) -> BondKey? {
         let p = packet.parameters
         switch packet.code {
-        case 0x000A where p.count == 1 + 36: return BondKey(kind: .ltk, adapterAddress: adapterAddress, record: Array(p[1...]))
-        case 0x0018 where p.count == 1 + 6 + 23: return BondKey(kind: .irk, adapterAddress: adapterAddress, record: Array(p[7...]))
-        case 0x0019 where p.count == 1 + 24: return BondKey(kind: .csrk, adapterAddress: adapterAddress, record: Array(p[1...]))
+        case 0x000A where p.count == 1 + 36:
+            return BondKey(kind: .ltk, adapterAddress: adapterAddress, record: Array(p[1...]))
+        case 0x0018 where p.count == 1 + 6 + 23:
+            return BondKey(kind: .irk, adapterAddress: adapterAddress, record: Array(p[7...]))
+        case 0x0019 where p.count == 1 + 24:
+            return BondKey(kind: .csrk, adapterAddress: adapterAddress, record: Array(p[1...]))
         default: return nil
         }
     }
@@ -60,7 +63,8 @@ public struct BondKey: Sendable, Hashable {
     init?(line: Substring) {
         let parts = line.split(separator: " ")
         guard parts.count == 3, let kind = Kind(rawValue: String(parts[0])), let adapter = BluetoothAddress(parts[1]),
-              let record = Hex.decode(String(parts[2])) else { return nil }
+            let record = Hex.decode(String(parts[2]))
+        else { return nil }
         self.init(kind: kind, adapterAddress: adapter, record: record)
     }
 }
@@ -76,7 +80,9 @@ public struct BondStore: Sendable {
     public static let maxKeys = 1024
 
     /// The default path: `bonds` in cuff's state directory (``StateDirectory/cuff(environment:)``).
-    public static func defaultPath(environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> String {
+    public static func defaultPath(environment: (String) -> String? = { getenv($0).map { String(cString: $0) } })
+        -> String
+    {
         StateDirectory.cuff(environment: environment) + "/bonds"
     }
 
@@ -96,8 +102,10 @@ public struct BondStore: Sendable {
     /// Adds keys, replacing older ones of the same kind for the same adapter and peer.
     public mutating func add(_ new: [BondKey]) {
         for k in new {
-            keys.removeAll { $0.kind == k.kind && $0.adapterAddress == k.adapterAddress && $0.peer == k.peer
-                && ($0.kind != .ltk || $0.record[8] == k.record[8]) }  // an LTK per role (central flag)
+            keys.removeAll {
+                $0.kind == k.kind && $0.adapterAddress == k.adapterAddress && $0.peer == k.peer
+                    && ($0.kind != .ltk || $0.record[8] == k.record[8])
+            }  // an LTK per role (central flag)
             keys.append(k)
         }
         if keys.count > Self.maxKeys { keys.removeFirst(keys.count - Self.maxKeys) }
@@ -154,7 +162,9 @@ public enum RawBonds {
     /// Loads `store`'s LTKs and IRKs for `adapter` (replacing the kernel's: without bluetoothd the
     /// kernel holds only keys of pairings made since boot, which cuff stored as they were made).
     /// Returns how many keys were loaded; nothing is sent when the store has none for it.
-    public static func load(_ store: BondStore, adapter: BluetoothAdapter, address: BluetoothAddress) throws(TransportError) -> Int {
+    public static func load(_ store: BondStore, adapter: BluetoothAdapter, address: BluetoothAddress)
+        throws(TransportError) -> Int
+    {
         let ltks = store.keys(adapterAddress: address, kind: .ltk)
         let irks = store.keys(adapterAddress: address, kind: .irk)
         guard !ltks.isEmpty || !irks.isEmpty else { return 0 }
@@ -170,8 +180,9 @@ public enum RawBonds {
         let mgmt = try MGMTSocket()
         defer { mgmt.close() }
         do {
-            try mgmt.execute(MGMTCommand.unpairDevice(index: adapter.index, MGMTAddress(peer, typeCode: peer.type.rawValue)))
-        } catch where error.mgmtStatus == MGMTCommand.notPairedStatus {
+            try mgmt.execute(
+                MGMTCommand.unpairDevice(index: adapter.index, MGMTAddress(peer, typeCode: peer.type.rawValue)))
+        } catch  where error.mgmtStatus == MGMTCommand.notPairedStatus {
             // MGMT_STATUS_NOT_PAIRED: nothing to remove
         }
     }

@@ -20,7 +20,9 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// The system bus socket path: `$DBUS_SYSTEM_BUS_ADDRESS` (first `unix:path=`), else
     /// `/run/dbus/system_bus_socket`.
-    public static func systemBusPath(environment: String? = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) }) -> String {
+    public static func systemBusPath(
+        environment: String? = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) }
+    ) -> String {
         if let environment {
             for address in environment.split(separator: ";") where address.hasPrefix("unix:") {
                 for pair in address.dropFirst(5).split(separator: ",") where pair.hasPrefix("path=") {
@@ -37,7 +39,8 @@ public final class DBusConnection: @unchecked Sendable {
         var bytes = Array(s.utf8)[...]
         while let b = bytes.popFirst() {
             if b == UInt8(ascii: "%"), bytes.count >= 2,
-               let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) {
+                let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
+            {
                 out.append(v)
                 bytes = bytes.dropFirst(2)
             } else {
@@ -140,7 +143,9 @@ public final class DBusConnection: @unchecked Sendable {
                 break
             }
             if buffer.count > 512 { throw Self.error(.authentication("server line longer than 512 bytes")) }
-            guard try fill(until: deadline) else { throw TransportError(.timedOut, "D-Bus: no answer to AUTH within \(timeout)") }
+            guard try fill(until: deadline) else {
+                throw TransportError(.timedOut, "D-Bus: no answer to AUTH within \(timeout)")
+            }
         }
         if line.last == UInt8(ascii: "\r") { line.removeLast() }
         let text = String(decoding: line.map { (32...126).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
@@ -200,14 +205,17 @@ public final class DBusConnection: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         while true {
             guard let m = try receiveFromWire(until: deadline) else {
-                throw TransportError(.timedOut, "D-Bus: no reply to \(message.interface ?? "").\(message.member ?? "") within \(timeout)")
+                throw TransportError(
+                    .timedOut, "D-Bus: no reply to \(message.interface ?? "").\(message.member ?? "") within \(timeout)"
+                )
             }
             if (m.kind == .methodReturn || m.kind == .error), m.replySerial == serial {
                 if m.kind == .error {
                     var text = ""
                     if case .string(let s)? = m.body?.first { text = ": " + s }
-                    throw TransportError(.systemCall, "D-Bus \(message.member ?? "call") failed: \(m.errorName ?? "error")\(text)",
-                                         remoteErrorName: m.errorName)
+                    throw TransportError(
+                        .systemCall, "D-Bus \(message.member ?? "call") failed: \(m.errorName ?? "error")\(text)",
+                        remoteErrorName: m.errorName)
                 }
                 return m
             }
@@ -218,8 +226,13 @@ public final class DBusConnection: @unchecked Sendable {
     /// `org.freedesktop.DBus.Hello`; stores and returns our unique name.
     @discardableResult
     public func hello() throws(TransportError) -> String {
-        let reply = try call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello"))
-        guard case .string(let name)? = reply.body?.first else { throw Self.error(.malformed("Hello reply without a name")) }
+        let reply = try call(
+            .call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                member: "Hello"))
+        guard case .string(let name)? = reply.body?.first else {
+            throw Self.error(.malformed("Hello reply without a name"))
+        }
         uniqueName = name
         return name
     }

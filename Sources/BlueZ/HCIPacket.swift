@@ -36,7 +36,7 @@ public struct HCICommand: Sendable, Hashable, CustomStringConvertible {
         w.write(UInt8(type))
         w.write(UInt8(ownAddressType))
         w.write(UInt8(0))  // peer address type (directed advertising only)
-        w.write(contentsOf: [0, 0, 0, 0, 0, 0] as [UInt8])    // peer address
+        w.write(contentsOf: [0, 0, 0, 0, 0, 0] as [UInt8])  // peer address
         w.write(UInt8(channelMap))
         w.write(UInt8(filterPolicy))
         return HCICommand(opcode: 0x2006, parameters: w.bytes)
@@ -45,13 +45,15 @@ public struct HCICommand: Sendable, Hashable, CustomStringConvertible {
     /// LE Set Advertising Data (0x2008): length, then the data zero-padded to 31 bytes.
     public static func leSetAdvertisingData(_ data: [UInt8]) -> HCICommand {
         precondition(data.count <= 31, "legacy advertising data is at most 31 bytes")
-        return HCICommand(opcode: 0x2008, parameters: [UInt8(data.count)] + data + Array(repeating: 0, count: 31 - data.count))
+        return HCICommand(
+            opcode: 0x2008, parameters: [UInt8(data.count)] + data + Array(repeating: 0, count: 31 - data.count))
     }
 
     /// LE Set Scan Response Data (0x2009): length, then the data zero-padded to 31 bytes.
     public static func leSetScanResponseData(_ data: [UInt8]) -> HCICommand {
         precondition(data.count <= 31, "legacy scan response data is at most 31 bytes")
-        return HCICommand(opcode: 0x2009, parameters: [UInt8(data.count)] + data + Array(repeating: 0, count: 31 - data.count))
+        return HCICommand(
+            opcode: 0x2009, parameters: [UInt8(data.count)] + data + Array(repeating: 0, count: 31 - data.count))
     }
 
     /// LE Set Advertising Enable (0x200A).
@@ -97,11 +99,14 @@ public enum HCIEvent: Sendable, Hashable {
     /// - Throws: ``HCIParseError`` for a packet that is not an event, or whose length is wrong.
     public init(packet: [UInt8]) throws(HCIParseError) {
         guard packet.count >= 3 else { throw HCIParseError("HCI packet of \(packet.count) bytes is too short") }
-        guard packet[0] == 0x04 else { throw HCIParseError("not an HCI event packet (type 0x\(String(packet[0], radix: 16)))") }
+        guard packet[0] == 0x04 else {
+            throw HCIParseError("not an HCI event packet (type 0x\(String(packet[0], radix: 16)))")
+        }
         let code = packet[1]
         let length = Int(packet[2])
         guard packet.count - 3 == length else {
-            throw HCIParseError("HCI event 0x\(String(code, radix: 16)) says \(length) parameter bytes, has \(packet.count - 3)")
+            throw HCIParseError(
+                "HCI event 0x\(String(code, radix: 16)) says \(length) parameter bytes, has \(packet.count - 3)")
         }
         let p = Array(packet[3...])
         switch code {
@@ -113,7 +118,8 @@ public enum HCIEvent: Sendable, Hashable {
             self = .commandStatus(status: p[0], opcode: UInt16(p[2]) | UInt16(p[3]) << 8)
         case 0x05:
             guard p.count >= 4 else { throw HCIParseError("Disconnection Complete too short") }
-            self = .disconnectionComplete(status: p[0], handle: (UInt16(p[1]) | UInt16(p[2]) << 8) & 0x0FFF, reason: p[3])
+            self = .disconnectionComplete(
+                status: p[0], handle: (UInt16(p[1]) | UInt16(p[2]) << 8) & 0x0FFF, reason: p[3])
         case 0x3E:
             guard p.count >= 1 else { throw HCIParseError("LE Meta event without a subevent") }
             self = .leMeta(subevent: p[0], parameters: Array(p[1...]))
@@ -136,19 +142,20 @@ enum HCIStatus {
     static let commandDisallowed: UInt8 = 0x0C
 
     static func describe(_ status: UInt8) -> String {
-        let name: String = switch status {
-        case 0x00: "success"
-        case 0x01: "unknown HCI command"
-        case 0x02: "unknown connection identifier"
-        case 0x0C: "command disallowed"
-        case 0x0D: "connection rejected: limited resources"
-        case 0x11: "unsupported feature or parameter"
-        case 0x12: "invalid HCI command parameters"
-        case 0x13: "remote user terminated connection"
-        case 0x16: "connection terminated by local host"
-        case 0x3E: "connection failed to be established"
-        default: "status"
-        }
+        let name: String =
+            switch status {
+            case 0x00: "success"
+            case 0x01: "unknown HCI command"
+            case 0x02: "unknown connection identifier"
+            case 0x0C: "command disallowed"
+            case 0x0D: "connection rejected: limited resources"
+            case 0x11: "unsupported feature or parameter"
+            case 0x12: "invalid HCI command parameters"
+            case 0x13: "remote user terminated connection"
+            case 0x16: "connection terminated by local host"
+            case 0x3E: "connection failed to be established"
+            default: "status"
+            }
         return "\(name) (0x\(status < 0x10 ? "0" : "")\(String(status, radix: 16)))"
     }
 }

@@ -99,7 +99,8 @@ public final class HCISocket: Sendable {
         let fd = try descriptor("send")
         let packet = command.packet
         if case .failure(let e) = packet.withUnsafeBytes({ Sys.send(fd, $0, flags: CInt(MSG_NOSIGNAL)) }) {
-            throw TransportError.system("send", "\(adapter), \(command)", e, hint: BlueZErrors.adapterHint(e, adapter: adapter.name))
+            throw TransportError.system(
+                "send", "\(adapter), \(command)", e, hint: BlueZErrors.adapterHint(e, adapter: adapter.name))
         }
     }
 
@@ -134,7 +135,8 @@ public final class HCISocket: Sendable {
     static func refused(_ command: HCICommand, _ status: UInt8, adapter: BluetoothAdapter) -> TransportError {
         var message = "\(adapter) refused \(command): \(HCIStatus.describe(status))"
         if status == HCIStatus.commandDisallowed {
-            message += " — the controller is busy with another scan/advertising set (bluetoothd, or the kernel using extended commands); stop bluetoothd or use `btmgmt`"
+            message +=
+                " — the controller is busy with another scan/advertising set (bluetoothd, or the kernel using extended commands); stop bluetoothd or use `btmgmt`"
         }
         return TransportError(.systemCall, message, hciStatus: status)
     }
@@ -146,7 +148,10 @@ public final class HCISocket: Sendable {
         case .success(0), .failure(.interrupted): return nil
         case .success(let revents) where revents & Int16(POLLIN) == 0:
             let e = Sys.socketError(fd)
-            throw TransportError(.notConnected, "\(adapter): HCI socket failed: \(e.map(\.description) ?? "hang-up") — was the adapter removed?", errno: e?.rawValue)
+            throw TransportError(
+                .notConnected,
+                "\(adapter): HCI socket failed: \(e.map(\.description) ?? "hang-up") — was the adapter removed?",
+                errno: e?.rawValue)
         case .success: break
         case .failure(let e): throw TransportError.system("poll", "\(adapter), HCI", e)
         }
@@ -162,7 +167,8 @@ public final class HCISocket: Sendable {
         case .failure(.wouldBlock), .failure(.interrupted):
             return nil
         case .failure(let e):
-            throw TransportError.system("recv", "\(adapter), HCI", e, hint: BlueZErrors.adapterHint(e, adapter: adapter.name))
+            throw TransportError.system(
+                "recv", "\(adapter), HCI", e, hint: BlueZErrors.adapterHint(e, adapter: adapter.name))
         }
     }
 

@@ -29,7 +29,9 @@ public final class L2CAPATTBearer: SteppedSecurityBearer, Sendable {
     private let channel: SeqpacketChannel
 
     /// Adopts a connected L2CAP ATT socket (from connect or accept).
-    init(adopting fd: CInt, adapter: BluetoothAdapter, peer: BluetoothAddress, maxPDUSize: Int, securityTimeout: Duration) {
+    init(
+        adopting fd: CInt, adapter: BluetoothAdapter, peer: BluetoothAddress, maxPDUSize: Int, securityTimeout: Duration
+    ) {
         self.adapter = adapter
         self.peer = peer
         self.securityTimeout = securityTimeout
@@ -37,8 +39,9 @@ public final class L2CAPATTBearer: SteppedSecurityBearer, Sendable {
         // No shutdown() before close(): on Debian's 6.1 kernel, shutdown then close of an LE ATT
         // socket whose link is already gone hit a double free in hci_chan_del (kernel BUG seen in
         // the VM). close() alone is what BlueZ's own tools do.
-        channel = SeqpacketChannel(adopting: fd, label: label, maxPDUSize: maxPDUSize,
-                                   closeReason: BlueZErrors.closeReason, shutdownOnClose: false)
+        channel = SeqpacketChannel(
+            adopting: fd, label: label, maxPDUSize: maxPDUSize,
+            closeReason: BlueZErrors.closeReason, shutdownOnClose: false)
     }
 
     /// Connects to `peer`'s ATT channel through `adapter`.
@@ -52,8 +55,9 @@ public final class L2CAPATTBearer: SteppedSecurityBearer, Sendable {
         adapter: BluetoothAdapter, to peer: BluetoothAddress, timeout: Duration = .seconds(20),
         maxPDUSize: Int = defaultMaxPDUSize, securityTimeout: Duration = .seconds(35)
     ) throws(TransportError) -> L2CAPATTBearer {
-        try connect(adapter: adapter, local: adapter.addressIfUp(), to: peer, timeout: timeout,
-                    maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
+        try connect(
+            adapter: adapter, local: adapter.addressIfUp(), to: peer, timeout: timeout,
+            maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
     }
 
     /// `connect` once the adapter's address is known (tests drive this one with mocks).
@@ -61,16 +65,20 @@ public final class L2CAPATTBearer: SteppedSecurityBearer, Sendable {
         adapter: BluetoothAdapter, local: BluetoothAddress, to peer: BluetoothAddress, timeout: Duration,
         maxPDUSize: Int, securityTimeout: Duration
     ) throws(TransportError) -> L2CAPATTBearer {
-        let pending = try PendingATTConnection.start(adapter: adapter, local: local, to: peer, maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
-        guard let fd = pending.fileDescriptor else { throw TransportError(.notConnected, "connect(\(peer)): no socket") }
+        let pending = try PendingATTConnection.start(
+            adapter: adapter, local: local, to: peer, maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
+        guard let fd = pending.fileDescriptor else {
+            throw TransportError(.notConnected, "connect(\(peer)): no socket")
+        }
         let object = "\(adapter) → \(peer) (\(peer.type)), ATT CID 4"
         let deadline = MonotonicClock.now() + timeout
         while true {
             let left = deadline - MonotonicClock.now()
             if left <= .zero {
                 pending.cancel()
-                throw TransportError.system("connect", object, .timedOut,
-                                            hint: BlueZErrors.connectHint(.timedOut, peer: peer.description, adapter: adapter.name) ?? "")
+                throw TransportError.system(
+                    "connect", object, .timedOut,
+                    hint: BlueZErrors.connectHint(.timedOut, peer: peer.description, adapter: adapter.name) ?? "")
             }
             switch Sys.poll(fd, events: Int16(POLLOUT), timeoutMS: Sys.pollMilliseconds(left)) {
             case .success(0): continue
@@ -138,8 +146,13 @@ public final class L2CAPATTBearer: SteppedSecurityBearer, Sendable {
             switch try beginRaisingSecurity(to: level, lastTry: MonotonicClock.now() >= settle) {
             case .done: return
             case .notReady:
-                if case .success(let r) = Sys.poll(fd, events: 0, timeoutMS: 50), r & (Int16(POLLHUP) | Int16(POLLERR)) != 0 {
-                    throw TransportError(.notConnected, "raiseSecurity(\(peerDescription), BT_SECURITY \(level)): \(BlueZErrors.closeReason(Sys.socketError(fd)))")
+                if case .success(let r) = Sys.poll(fd, events: 0, timeoutMS: 50),
+                    r & (Int16(POLLHUP) | Int16(POLLERR)) != 0
+                {
+                    throw TransportError(
+                        .notConnected,
+                        "raiseSecurity(\(peerDescription), BT_SECURITY \(level)): \(BlueZErrors.closeReason(Sys.socketError(fd)))"
+                    )
                 }
                 continue
             case .pending:
@@ -154,7 +167,8 @@ public final class L2CAPATTBearer: SteppedSecurityBearer, Sendable {
     /// How long after connecting a link that cannot take `BT_SECURITY` yet is asked again.
     public static let securitySettle: Duration = .seconds(3)
 
-    public func beginRaisingSecurity(to level: SecurityLevel, lastTry: Bool) throws(TransportError) -> SecurityProgress {
+    public func beginRaisingSecurity(to level: SecurityLevel, lastTry: Bool) throws(TransportError) -> SecurityProgress
+    {
         guard let fd = channel.descriptor else {
             throw TransportError(.notConnected, "raiseSecurity(\(peerDescription)): the bearer is closed")
         }
@@ -167,14 +181,19 @@ public final class L2CAPATTBearer: SteppedSecurityBearer, Sendable {
         // "Security requested but not available": no SMP channel on the link yet.
         case .failure(.invalidArgument) where !lastTry: return securityLevel >= level ? .done : .notReady
         case .failure(let e):
-            throw TransportError.system("setsockopt", "\(peerDescription), BT_SECURITY \(level)", e,
-                                        hint: e == .invalidArgument ? "the kernel has no SMP channel on this link: was \(adapter) brought up with `hciconfig up` (HCIDEVUP) rather than MGMT? Power-cycle it with `btmgmt -i \(adapter) power off` and `power on`" : nil)
+            throw TransportError.system(
+                "setsockopt", "\(peerDescription), BT_SECURITY \(level)", e,
+                hint: e == .invalidArgument
+                    ? "the kernel has no SMP channel on this link: was \(adapter) brought up with `hciconfig up` (HCIDEVUP) rather than MGMT? Power-cycle it with `btmgmt -i \(adapter) power off` and `power on`"
+                    : nil)
         }
     }
 
     public func finishRaisingSecurity(to level: SecurityLevel, timedOut: Bool) throws(TransportError) {
         let what = "\(peerDescription), BT_SECURITY \(level)"
-        guard let fd = channel.descriptor else { throw TransportError(.notConnected, "raiseSecurity(\(what)): the bearer is closed") }
+        guard let fd = channel.descriptor else {
+            throw TransportError(.notConnected, "raiseSecurity(\(what)): the bearer is closed")
+        }
         if timedOut {
             throw TransportError(
                 .timedOut,
@@ -190,19 +209,25 @@ public final class L2CAPATTBearer: SteppedSecurityBearer, Sendable {
             let e = Sys.socketError(fd)
             throw TransportError(
                 .securityRefused,
-                "raiseSecurity(\(what)): \(BlueZErrors.closeReason(e))" + (e == .permissionDenied ? " — " + (BlueZErrors.connectHint(.permissionDenied, peer: peer.description, adapter: adapter.name) ?? "") : ""),
+                "raiseSecurity(\(what)): \(BlueZErrors.closeReason(e))"
+                    + (e == .permissionDenied
+                        ? " — "
+                            + (BlueZErrors.connectHint(.permissionDenied, peer: peer.description, adapter: adapter.name)
+                                ?? "") : ""),
                 errno: e?.rawValue)
         }
         let now = securityLevel
         guard now >= level else {
-            throw TransportError(.securityRefused, "raiseSecurity(\(what)): the link came back at level \(now), below \(level)")
+            throw TransportError(
+                .securityRefused, "raiseSecurity(\(what)): the link came back at level \(now), below \(level)")
         }
     }
 
     /// The link's security now (`BT_SECURITY`); `.low` when unknown.
     public var securityLevel: SecurityLevel {
         guard let fd = channel.descriptor,
-              case .success(let s) = Sys.getsockopt(fd, level: BT.solBluetooth, name: BT.optSecurity, initial: bt_security())
+            case .success(let s) = Sys.getsockopt(
+                fd, level: BT.solBluetooth, name: BT.optSecurity, initial: bt_security())
         else { return .low }
         return SecurityLevel(rawValue: Int(s.level)) ?? .low
     }

@@ -36,14 +36,16 @@ public final class L2CAPATTListener: Sendable {
         }
         if case .failure(let e) = Sys.bind(fd, L2CAPATTBearer.l2Address(address)) {
             _ = Sys.close(fd)
-            let hint = e == .addressInUse
+            let hint =
+                e == .addressInUse
                 ? "another program already listens for ATT on \(adapter) — stop bluetoothd (`systemctl stop bluetooth`) or the other simulator"
                 : BlueZErrors.adapterHint(e, adapter: adapter.name)
             throw TransportError.system("bind", "\(adapter) \(address), ATT CID 4", e, hint: hint)
         }
         if case .failure(let e) = Sys.listen(fd, backlog: backlog) {
             _ = Sys.close(fd)
-            throw TransportError.system("listen", "\(adapter), ATT CID 4", e, hint: BlueZErrors.adapterHint(e, adapter: adapter.name))
+            throw TransportError.system(
+                "listen", "\(adapter), ATT CID 4", e, hint: BlueZErrors.adapterHint(e, adapter: adapter.name))
         }
         fdState = Mutex(fd)
     }
@@ -61,7 +63,10 @@ public final class L2CAPATTListener: Sendable {
         case .success(0), .failure(.interrupted): return nil
         case .success(let revents) where revents & Int16(POLLIN) == 0:
             let e = Sys.socketError(fd)
-            throw TransportError(.notConnected, "accept(\(adapter), ATT CID 4): the listening socket failed: \(BlueZErrors.closeReason(e)) — is \(adapter) still up?", errno: e?.rawValue)
+            throw TransportError(
+                .notConnected,
+                "accept(\(adapter), ATT CID 4): the listening socket failed: \(BlueZErrors.closeReason(e)) — is \(adapter) still up?",
+                errno: e?.rawValue)
         case .success: break
         case .failure(let e): throw TransportError.system("poll", "\(adapter), ATT CID 4", e)
         }
@@ -69,8 +74,9 @@ public final class L2CAPATTListener: Sendable {
         switch Sys.accept(fd, peer: &peer) {
         case .success(let client):
             let type: BluetoothAddress.AddressType = peer.l2_bdaddr_type == UInt8(BDADDR_LE_RANDOM) ? .random : .public
-            return L2CAPATTBearer(adopting: client, adapter: adapter, peer: BluetoothAddress(peer.l2_bdaddr, type: type),
-                                  maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
+            return L2CAPATTBearer(
+                adopting: client, adapter: adapter, peer: BluetoothAddress(peer.l2_bdaddr, type: type),
+                maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
         case .failure(.wouldBlock), .failure(.connectionAborted):
             return nil
         case .failure(let e):

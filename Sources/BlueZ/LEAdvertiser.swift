@@ -23,10 +23,14 @@ public final class LEAdvertiser {
     ///
     /// - Parameters:
     ///   - intervalMilliseconds: advertising interval (min; max is 1.5×), 20…10240 ms.
-    public init(adapter: BluetoothAdapter, name: String, serviceUUIDs16: [UInt16] = [0x1810], manufacturerData: [UInt16: [UInt8]] = [:],
-                intervalMilliseconds: Int = 100) throws(TransportError) {
+    public init(
+        adapter: BluetoothAdapter, name: String, serviceUUIDs16: [UInt16] = [0x1810],
+        manufacturerData: [UInt16: [UInt8]] = [:],
+        intervalMilliseconds: Int = 100
+    ) throws(TransportError) {
         self.adapter = adapter
-        advertisingData = AdvertisingData.make(name: name, serviceUUIDs16: serviceUUIDs16, manufacturerData: manufacturerData)
+        advertisingData = AdvertisingData.make(
+            name: name, serviceUUIDs16: serviceUUIDs16, manufacturerData: manufacturerData)
         scanResponseData = AdvertisingData.scanResponse(name: name)
         let units = UInt16(clamping: max(32, min(16384, intervalMilliseconds * 8 / 5)))
         interval = (units, UInt16(clamping: min(16384, Int(units) * 3 / 2)))
@@ -50,7 +54,7 @@ public final class LEAdvertiser {
     public func restart() throws(TransportError) {
         do {
             try socket.execute(.leSetAdvertisingEnable(true))
-        } catch where error.hciStatus == HCIStatus.commandDisallowed {
+        } catch  where error.hciStatus == HCIStatus.commandDisallowed {
             // Some controllers (pre-5.0 rules) refuse "enable" while still enabled: cycle it.
             _ = try? socket.execute(.leSetAdvertisingEnable(false))
             try socket.execute(.leSetAdvertisingEnable(true))

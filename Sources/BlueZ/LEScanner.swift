@@ -35,14 +35,16 @@ public final class LEScanner {
         socket = try HCISocket(adapter: adapter)
         do {
             try socket.execute(.leSetScanParameters(active: active, interval: 0x0060, window: 0x0030))
-        } catch where error.hciStatus == HCIStatus.commandDisallowed {
-            notes.append("\(adapter) is already scanning (bluetoothd discovery, the kernel's background scan, or extended scanning); listening to its reports and leaving that scan alone")
+        } catch  where error.hciStatus == HCIStatus.commandDisallowed {
+            notes.append(
+                "\(adapter) is already scanning (bluetoothd discovery, the kernel's background scan, or extended scanning); listening to its reports and leaving that scan alone"
+            )
             return
         }
         do {
             try socket.execute(.leSetScanEnable(true, filterDuplicates: false))
             enabledByUs = true
-        } catch where error.hciStatus == HCIStatus.commandDisallowed {
+        } catch  where error.hciStatus == HCIStatus.commandDisallowed {
             // Someone enabled a scan between the two commands: theirs now, listen to it.
             notes.append("\(adapter) started scanning meanwhile; listening to its reports")
         }
@@ -70,7 +72,9 @@ public final class LEScanner {
     ///
     /// - Parameter stopEarly: return as soon as this is true of a merged report.
     /// - Returns: one report per address, in the order first seen.
-    public func collect(for duration: Duration, stopEarly: (AdvertisingReport) -> Bool = { _ in false }) throws(TransportError) -> [AdvertisingReport] {
+    public func collect(for duration: Duration, stopEarly: (AdvertisingReport) -> Bool = { _ in false })
+        throws(TransportError) -> [AdvertisingReport]
+    {
         let deadline = MonotonicClock.now() + duration
         var order: [BluetoothAddress] = []
         var byAddress: [BluetoothAddress: AdvertisingReport] = [:]

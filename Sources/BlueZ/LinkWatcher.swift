@@ -36,7 +36,8 @@ public final class LinkWatcher {
             guard p[0] == 0, p[3] == 0x01 else { return nil }
             let handle = (UInt16(p[1]) | UInt16(p[2]) << 8) & 0x0FFF
             let type: BluetoothAddress.AddressType = p[4] & 0x01 == 1 ? .random : .public
-            return .connected(IncomingLink(handle: handle, peer: BluetoothAddress(littleEndianOctets: p[5..<11], type: type)))
+            return .connected(
+                IncomingLink(handle: handle, peer: BluetoothAddress(littleEndianOctets: p[5..<11], type: type)))
         case .disconnectionComplete(let status, let handle, _) where status == 0:
             return .disconnected(handle: handle)
         default:

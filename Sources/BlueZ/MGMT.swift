@@ -36,7 +36,8 @@ public struct MGMTPacket: Sendable, Hashable {
             throw MGMTParseError("MGMT packet of \(bytes.count) bytes has no complete header")
         }
         guard r.remaining == Int(length) else {
-            throw MGMTParseError("MGMT packet 0x\(String(code, radix: 16)) says \(length) parameter bytes, has \(r.remaining)")
+            throw MGMTParseError(
+                "MGMT packet 0x\(String(code, radix: 16)) says \(length) parameter bytes, has \(r.remaining)")
         }
         self.init(code: code, index: index, parameters: Array(r.readRemaining()))
     }
@@ -100,7 +101,8 @@ public enum MGMTEvent: Sendable, Hashable {
     public init(_ packet: MGMTPacket) throws(MGMTParseError) {
         var r = ByteReader(packet.parameters)
         func short() -> MGMTParseError {
-            MGMTParseError("MGMT event 0x\(String(packet.code, radix: 16)) too short (\(packet.parameters.count) bytes)")
+            MGMTParseError(
+                "MGMT event 0x\(String(packet.code, radix: 16)) too short (\(packet.parameters.count) bytes)")
         }
         switch packet.code {
         case 0x0001:
@@ -162,23 +164,24 @@ public enum MGMTCommand {
 
     /// What an MGMT status means (mgmt-api.txt "Error Codes").
     public static func describe(status: UInt8) -> String {
-        let name: String = switch status {
-        case 0x00: "success"
-        case 0x03: "failed"
-        case 0x04: "connect failed"
-        case 0x05: "authentication failed"
-        case 0x02: "not connected"
-        case 0x06: "not paired"
-        case 0x08: "not supported"
-        case 0x0A: "busy"
-        case 0x0B: "rejected"
-        case 0x0D: "invalid parameters"
-        case 0x0E: "disconnected"
-        case 0x0F: "not powered"
-        case 0x11: "invalid index"
-        case 0x14: "permission denied"
-        default: "status"
-        }
+        let name: String =
+            switch status {
+            case 0x00: "success"
+            case 0x03: "failed"
+            case 0x04: "connect failed"
+            case 0x05: "authentication failed"
+            case 0x02: "not connected"
+            case 0x06: "not paired"
+            case 0x08: "not supported"
+            case 0x0A: "busy"
+            case 0x0B: "rejected"
+            case 0x0D: "invalid parameters"
+            case 0x0E: "disconnected"
+            case 0x0F: "not powered"
+            case 0x11: "invalid index"
+            case 0x14: "permission denied"
+            default: "status"
+            }
         return "\(name) (0x\(status < 0x10 ? "0" : "")\(String(status, radix: 16)))"
     }
 }

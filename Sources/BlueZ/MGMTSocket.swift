@@ -39,7 +39,8 @@ public final class MGMTSocket: Sendable {
         let name = "MGMT command 0x\(String(command.code, radix: 16)) on hci\(command.index)"
         let out = command.encoded
         if case .failure(let e) = out.withUnsafeBytes({ Sys.send(fd, $0, flags: CInt(MSG_NOSIGNAL)) }) {
-            throw TransportError.system("send", name, e, hint: BlueZErrors.adapterHint(e, adapter: "hci\(command.index)"))
+            throw TransportError.system(
+                "send", name, e, hint: BlueZErrors.adapterHint(e, adapter: "hci\(command.index)"))
         }
         let deadline = MonotonicClock.now() + timeout
         var buffer = [UInt8](repeating: 0, count: 1024)
@@ -52,9 +53,9 @@ public final class MGMTSocket: Sendable {
             case .failure(let e): throw TransportError.system("poll", name, e)
             }
             guard case .success(let n) = buffer.withUnsafeMutableBytes({ Sys.recv(fd, $0, flags: CInt(MSG_DONTWAIT)) }),
-                  let packet = try? MGMTPacket(parsing: Array(buffer[0..<min(n, buffer.count)])),
-                  packet.index == command.index,
-                  let event = try? MGMTEvent(packet)
+                let packet = try? MGMTPacket(parsing: Array(buffer[0..<min(n, buffer.count)])),
+                packet.index == command.index,
+                let event = try? MGMTEvent(packet)
             else { continue }
             switch event {
             case .commandComplete(let op, let status, let ret) where op == command.code:
@@ -69,15 +70,17 @@ public final class MGMTSocket: Sendable {
     }
 
     static func refused(_ name: String, _ status: UInt8, index: UInt16) -> TransportError {
-        let hint: String? = switch status {
-        case 0x11: BlueZErrors.adapterHint(.noSuchDevice, adapter: "hci\(index)")
-        case 0x14: BlueZErrors.permissionHint
-        case 0x12: BlueZErrors.adapterHint(.rfkill, adapter: "hci\(index)")
-        case 0x0A: "the adapter is busy; try again"
-        default: nil
-        }
-        return TransportError(.systemCall, "\(name): \(MGMTCommand.describe(status: status))" + (hint.map { " — " + $0 } ?? ""),
-                              mgmtStatus: status)
+        let hint: String? =
+            switch status {
+            case 0x11: BlueZErrors.adapterHint(.noSuchDevice, adapter: "hci\(index)")
+            case 0x14: BlueZErrors.permissionHint
+            case 0x12: BlueZErrors.adapterHint(.rfkill, adapter: "hci\(index)")
+            case 0x0A: "the adapter is busy; try again"
+            default: nil
+            }
+        return TransportError(
+            .systemCall, "\(name): \(MGMTCommand.describe(status: status))" + (hint.map { " — " + $0 } ?? ""),
+            mgmtStatus: status)
     }
 
     /// Closes the socket. Idempotent.

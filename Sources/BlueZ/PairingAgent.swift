@@ -49,14 +49,19 @@ public final class PairingAgent: Sendable {
     ///   - passkey: 0…999999, for passkey entry.
     ///   - logger: told (on the agent's thread) one line per event handled.
     /// - Throws: Bluetooth absent, no CAP_NET_ADMIN (with what to do), thread creation failure.
-    public init(adapter: BluetoothAdapter? = nil, peer: BluetoothAddress? = nil, passkey: UInt32 = 0, logger: Logger = .silent) throws(TransportError) {
+    public init(
+        adapter: BluetoothAdapter? = nil, peer: BluetoothAddress? = nil, passkey: UInt32 = 0, logger: Logger = .silent
+    ) throws(TransportError) {
         precondition(passkey <= 999_999, "a passkey has six decimal digits")
         self.adapter = adapter
         self.peer = peer
         self.passkey = passkey
         self.logger = logger
         if !Self.hasNetAdmin() {
-            throw TransportError(.systemCall, "pairing agent: this process lacks CAP_NET_ADMIN, so the kernel won't send it pairing requests — \(BlueZErrors.permissionHint)", errno: EPERM)
+            throw TransportError(
+                .systemCall,
+                "pairing agent: this process lacks CAP_NET_ADMIN, so the kernel won't send it pairing requests — \(BlueZErrors.permissionHint)",
+                errno: EPERM)
         }
         let fd = try MGMTSocket.openControl()
         let wake: (CInt, CInt)
@@ -84,7 +89,7 @@ public final class PairingAgent: Sendable {
         guard case .success(let bytes) = Sys.readFile("/proc/self/status", limit: 16384) else { return true }
         let text = String(decoding: bytes, as: UTF8.self)
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
-              let caps = UInt64(line.dropFirst(7).trimmingPrefix(while: { $0 == " " || $0 == "\t" }), radix: 16)
+            let caps = UInt64(line.dropFirst(7).trimmingPrefix(while: { $0 == " " || $0 == "\t" }), radix: 16)
         else { return true }  // unknown: let the kernel decide
         return caps & (1 << 12) != 0
     }
@@ -111,8 +116,10 @@ public final class PairingAgent: Sendable {
     private func run() {
         var buffer = [UInt8](repeating: 0, count: 1024)
         while true {
-            var fds = [pollfd(fd: mgmtFD, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: wakeFDs.1, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: mgmtFD, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wakeFDs.1, events: Int16(POLLIN), revents: 0),
+            ]
             switch Sys.poll(&fds, timeoutMS: -1) {
             case .failure(.interrupted): continue
             case .failure(let e):
@@ -138,32 +145,44 @@ public final class PairingAgent: Sendable {
     ///   - adapter: only answer events of this controller (nil: all).
     ///   - peer: only answer pairing questions about this device (nil: any). Others are logged and
     ///     left to whoever else listens on MGMT (another program may be pairing that device).
-    public static func response(to bytes: [UInt8], passkey: UInt32, adapter: BluetoothAdapter?, peer: BluetoothAddress? = nil) -> (reply: MGMTPacket?, line: String?, event: MGMTEvent?) {
-        guard let packet = try? MGMTPacket(parsing: bytes), let event = try? MGMTEvent(packet) else { return (nil, nil, nil) }
+    public static func response(
+        to bytes: [UInt8], passkey: UInt32, adapter: BluetoothAdapter?, peer: BluetoothAddress? = nil
+    ) -> (reply: MGMTPacket?, line: String?, event: MGMTEvent?) {
+        guard let packet = try? MGMTPacket(parsing: bytes), let event = try? MGMTEvent(packet) else {
+            return (nil, nil, nil)
+        }
         if let adapter, packet.index != adapter.index { return (nil, nil, event) }
         let hci = "hci\(packet.index)"
         if let peer {
             switch event {
             case .userConfirmationRequest(let a, _, _) where a.address.rawValue != peer.rawValue,
-                 .userPasskeyRequest(let a) where a.address.rawValue != peer.rawValue:
-                return (nil, "agent: \(hci) pairing question for \(a) left unanswered: cuff answers only for \(peer)", event)
+                .userPasskeyRequest(let a) where a.address.rawValue != peer.rawValue:
+                return (
+                    nil, "agent: \(hci) pairing question for \(a) left unanswered: cuff answers only for \(peer)", event
+                )
             default: break
             }
         }
         switch event {
         case .userConfirmationRequest(let a, let hint, let value):
-            return (MGMTCommand.userConfirmationReply(index: packet.index, a),
-                    "agent: \(hci) confirm \(a) hint=\(hint) value=\(value) → accept", event)
+            return (
+                MGMTCommand.userConfirmationReply(index: packet.index, a),
+                "agent: \(hci) confirm \(a) hint=\(hint) value=\(value) → accept", event
+            )
         case .userPasskeyRequest(let a):
-            return (MGMTCommand.userPasskeyReply(index: packet.index, a, passkey: passkey),
-                    "agent: \(hci) passkey request \(a) → \(passkey)", event)
+            return (
+                MGMTCommand.userPasskeyReply(index: packet.index, a, passkey: passkey),
+                "agent: \(hci) passkey request \(a) → \(passkey)", event
+            )
         case .authenticationFailed(let a, let status):
             return (nil, "agent: \(hci) pairing with \(a) failed: \(MGMTCommand.describe(status: status))", event)
         case .newLongTermKey(let a, _):
             return (nil, "agent: \(hci) paired with \(a) (new LTK)", event)
         case .commandComplete(let op, let status, _) where (0x001C...0x001E).contains(op),
-             .commandStatus(let op, let status) where (0x001C...0x001E).contains(op):
-            return (nil, "agent: \(hci) reply 0x\(String(op, radix: 16)) → \(MGMTCommand.describe(status: status))", event)
+            .commandStatus(let op, let status) where (0x001C...0x001E).contains(op):
+            return (
+                nil, "agent: \(hci) reply 0x\(String(op, radix: 16)) → \(MGMTCommand.describe(status: status))", event
+            )
         default:
             return (nil, nil, event)
         }
@@ -171,7 +190,8 @@ public final class PairingAgent: Sendable {
 
     private func handle(_ bytes: [UInt8]) {
         if let packet = try? MGMTPacket(parsing: bytes), [0x000A, 0x0018, 0x0019].contains(packet.code),
-           adapter == nil || packet.index == adapter?.index {
+            adapter == nil || packet.index == adapter?.index
+        {
             state.withLock { s in
                 if s.keyEvents.count < 64 { s.keyEvents.append(packet) }
             }
@@ -194,11 +214,13 @@ public final class PairingAgent: Sendable {
 
     /// Stops the thread and closes the socket. Idempotent.
     public func stop() {
-        guard let t = thread.withLock({ t -> OSThread? in
-            let old = t
-            t = nil
-            return old
-        }) else { return }
+        guard
+            let t = thread.withLock({ t -> OSThread? in
+                let old = t
+                t = nil
+                return old
+            })
+        else { return }
         let one: [UInt8] = [1]
         _ = one.withUnsafeBytes { Sys.send(wakeFDs.0, $0, flags: CInt(MSG_NOSIGNAL)) }
         t.join()

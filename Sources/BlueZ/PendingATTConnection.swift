@@ -21,14 +21,20 @@ public final class PendingATTConnection: PendingConnection {
     /// Starts connecting to `peer` through `adapter`.
     ///
     /// - Throws: `TransportError` at once when the socket cannot be made or the adapter is down.
-    public static func start(adapter: BluetoothAdapter, to peer: BluetoothAddress, maxPDUSize: Int = L2CAPATTBearer.defaultMaxPDUSize,
-                             securityTimeout: Duration = .seconds(35)) throws(TransportError) -> PendingATTConnection {
-        try start(adapter: adapter, local: adapter.addressIfUp(), to: peer, maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
+    public static func start(
+        adapter: BluetoothAdapter, to peer: BluetoothAddress, maxPDUSize: Int = L2CAPATTBearer.defaultMaxPDUSize,
+        securityTimeout: Duration = .seconds(35)
+    ) throws(TransportError) -> PendingATTConnection {
+        try start(
+            adapter: adapter, local: adapter.addressIfUp(), to: peer, maxPDUSize: maxPDUSize,
+            securityTimeout: securityTimeout)
     }
 
     /// `start` once the adapter's address is known (tests drive this one with mocks).
-    static func start(adapter: BluetoothAdapter, local: BluetoothAddress, to peer: BluetoothAddress, maxPDUSize: Int,
-                      securityTimeout: Duration) throws(TransportError) -> PendingATTConnection {
+    static func start(
+        adapter: BluetoothAdapter, local: BluetoothAddress, to peer: BluetoothAddress, maxPDUSize: Int,
+        securityTimeout: Duration
+    ) throws(TransportError) -> PendingATTConnection {
         let fd: CInt
         switch Sys.socket(domain: BT.af, type: BT.seqpacket | BT.cloexec | BT.nonblock, protocol: BT.protoL2CAP) {
         case .success(let s): fd = s
@@ -36,16 +42,19 @@ public final class PendingATTConnection: PendingConnection {
         }
         if case .failure(let e) = Sys.bind(fd, L2CAPATTBearer.l2Address(local)) {
             _ = Sys.close(fd)
-            throw TransportError.system("bind", "\(adapter) \(local), ATT CID 4", e, hint: BlueZErrors.adapterHint(e, adapter: adapter.name))
+            throw TransportError.system(
+                "bind", "\(adapter) \(local), ATT CID 4", e, hint: BlueZErrors.adapterHint(e, adapter: adapter.name))
         }
         switch Sys.connect(fd, L2CAPATTBearer.l2Address(peer), retryOnInterrupt: false) {
         case .success, .failure(.nowInProgress), .failure(.interrupted): break
         case .failure(let e):
             _ = Sys.close(fd)
-            throw TransportError.system("connect", "\(adapter) → \(peer) (\(peer.type)), ATT CID 4", e,
-                                        hint: BlueZErrors.connectHint(e, peer: peer.description, adapter: adapter.name))
+            throw TransportError.system(
+                "connect", "\(adapter) → \(peer) (\(peer.type)), ATT CID 4", e,
+                hint: BlueZErrors.connectHint(e, peer: peer.description, adapter: adapter.name))
         }
-        return PendingATTConnection(fd: fd, adapter: adapter, peer: peer, maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
+        return PendingATTConnection(
+            fd: fd, adapter: adapter, peer: peer, maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
     }
 
     init(fd: CInt, adapter: BluetoothAdapter, peer: BluetoothAddress, maxPDUSize: Int, securityTimeout: Duration) {
@@ -60,7 +69,9 @@ public final class PendingATTConnection: PendingConnection {
 
     /// Whether the connection is still under way (the socket not writable yet).
     public var isPending: Bool {
-        guard let fd = fileDescriptor, case .success(let r) = Sys.poll(fd, events: Int16(POLLOUT), timeoutMS: 0) else { return false }
+        guard let fd = fileDescriptor, case .success(let r) = Sys.poll(fd, events: Int16(POLLOUT), timeoutMS: 0) else {
+            return false
+        }
         return r == 0
     }
 
@@ -74,10 +85,12 @@ public final class PendingATTConnection: PendingConnection {
         fileDescriptor = nil
         if let e = Sys.socketError(fd) {
             _ = Sys.close(fd)
-            throw TransportError.system("connect", "\(adapter) → \(peer) (\(peer.type)), ATT CID 4", e,
-                                        hint: BlueZErrors.connectHint(e, peer: peer.description, adapter: adapter.name))
+            throw TransportError.system(
+                "connect", "\(adapter) → \(peer) (\(peer.type)), ATT CID 4", e,
+                hint: BlueZErrors.connectHint(e, peer: peer.description, adapter: adapter.name))
         }
-        return L2CAPATTBearer(adopting: fd, adapter: adapter, peer: peer, maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
+        return L2CAPATTBearer(
+            adopting: fd, adapter: adapter, peer: peer, maxPDUSize: maxPDUSize, securityTimeout: securityTimeout)
     }
 
     /// Gives up (closes the socket; the kernel stops scanning for the peer).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import BlueZ
 import CuffCore
@@ -25,7 +25,9 @@ public enum Backend: String, CaseIterable, Sendable {
     public func resolved(log: Logger) -> Backend {
         guard self == .auto else { return self }
         let b: Backend = BlueZBus.isAvailable() ? .bluetoothd : .raw
-        log.info("backend: \(b.rawValue) (\(b == .bluetoothd ? "bluetoothd answers on the system bus" : "no bluetoothd on the system bus"))")
+        log.info(
+            "backend: \(b.rawValue) (\(b == .bluetoothd ? "bluetoothd answers on the system bus" : "no bluetoothd on the system bus"))"
+        )
         return b
     }
 }
@@ -62,7 +64,9 @@ public enum LiveBluetooth {
     public static func pairingAgent(_ adapter: BluetoothAdapter, peer: BluetoothAddress? = nil, log: Logger) -> Agent? {
         if let advice = BluetoothDaemon.advice(simulating: false) {
             do {
-                return .dbus(try BlueZAgent(scope: AgentScope(adapter: adapter, device: peer), logger: log.scoped("pairing agent (D-Bus)")))
+                return .dbus(
+                    try BlueZAgent(
+                        scope: AgentScope(adapter: adapter, device: peer), logger: log.scoped("pairing agent (D-Bus)")))
             } catch {
                 log.info("no D-Bus pairing agent: \(error.message)")
                 log.info("\(advice)")
@@ -90,7 +94,9 @@ public enum LiveBluetooth {
     public static func loadBonds(_ store: BondStore?, adapter: BluetoothAdapter, log: Logger) {
         guard let store, !BluetoothDaemon.isRunning else { return }
         do {
-            if try adapter.makeBondable() { log.info("bonds: \(adapter) made bondable (MGMT Set Bondable), so pairings leave keys to keep") }
+            if try adapter.makeBondable() {
+                log.info("bonds: \(adapter) made bondable (MGMT Set Bondable), so pairings leave keys to keep")
+            }
         } catch {
             log.info("bonds: cannot make \(adapter) bondable: \(error.message)")
         }
@@ -108,7 +114,9 @@ public enum LiveBluetooth {
         guard var store, case .mgmt(let a)? = agent else { return }
         // The kernel sends the keys when SMP's key distribution ends, just after encryption.
         let until = ContinuousClock.now + .seconds(2)
-        while a.failures == 0, a.keyEvents.isEmpty, a.confirmationsAnswered + a.passkeysAnswered > 0, ContinuousClock.now < until {
+        while a.failures == 0, a.keyEvents.isEmpty, a.confirmationsAnswered + a.passkeysAnswered > 0,
+            ContinuousClock.now < until
+        {
             Sys.sleep(.milliseconds(50))
         }
         let events = a.keyEvents
@@ -119,22 +127,28 @@ public enum LiveBluetooth {
             try store.save()
             log.info("bonds: stored \(keys.count) key(s) in \(store.path)")
         } catch {
-            log.info("bonds: storing the new keys failed: \(error.message) — the bond lasts only until the kernel forgets it (reboot)")
+            log.info(
+                "bonds: storing the new keys failed: \(error.message) — the bond lasts only until the kernel forgets it (reboot)"
+            )
         }
     }
 
     /// The raw ATT connect, freeing the channel when bluetoothd holds it: on EBUSY with
     /// bluetoothd running, asks it (Device1.Disconnect) to drop its GATT client, then retries.
-    public static func connect(adapter: BluetoothAdapter, to peer: BluetoothAddress, log: Logger) throws(TransportError) -> L2CAPATTBearer {
+    public static func connect(adapter: BluetoothAdapter, to peer: BluetoothAddress, log: Logger) throws(TransportError)
+        -> L2CAPATTBearer
+    {
         var freed = false
         var attempt = 0
         while true {
             attempt += 1
             do {
                 return try L2CAPATTBearer.connect(adapter: adapter, to: peer)
-            } catch where error.systemErrno == .resourceBusy && BluetoothDaemon.isRunning && attempt <= 10 {
+            } catch  where error.systemErrno == .resourceBusy && BluetoothDaemon.isRunning && attempt <= 10 {
                 if !freed {
-                    log.info("bluetoothd holds the ATT channel to \(peer) (its own GATT client, attached after pairing); asking it to disconnect (org.bluez.Device1.Disconnect)")
+                    log.info(
+                        "bluetoothd holds the ATT channel to \(peer) (its own GATT client, attached after pairing); asking it to disconnect (org.bluez.Device1.Disconnect)"
+                    )
                     do {
                         try BlueZDevice.disconnect(peer, on: adapter)
                     } catch {
@@ -152,7 +166,8 @@ public enum LiveBluetooth {
     /// path, what the session learns about the cuff is kept in `gattCache` and used next time.
     public static func measure(
         peer: BluetoothAddress, adapter: BluetoothAdapter, backend: Backend = .auto, bonds: String? = nil,
-        configuration: (String) -> CuffSessionConfiguration, hooks: SessionHooks, signals: SignalFlags, stopAfter: Duration?,
+        configuration: (String) -> CuffSessionConfiguration, hooks: SessionHooks, signals: SignalFlags,
+        stopAfter: Duration?,
         store: (any MeasurementStore)?, gattCache: GATTCacheStore? = nil, log: Logger
     ) throws(LiveBluetoothFailure) -> (SessionOutcome, Int32, Bool) {
         let backend = backend.resolved(log: hooks.logger)
@@ -174,7 +189,8 @@ public enum LiveBluetooth {
         let bearer: any PollableBearer
         do {
             if backend == .bluetoothd {
-                let b = try BlueZGATTBearer.connect(adapter: adapter, to: peer, bus: BlueZBus(), timeout: config.timeout, log: hooks.logger)
+                let b = try BlueZGATTBearer.connect(
+                    adapter: adapter, to: peer, bus: BlueZBus(), timeout: config.timeout, log: hooks.logger)
                 for note in b.notes { hooks.log(note) }
                 bearer = b
             } else {
@@ -185,8 +201,9 @@ public enum LiveBluetooth {
             throw LiveBluetoothFailure(.connectionFailed)
         }
         // What the raw path learns is kept (`gattCache`); through bluetoothd, bluetoothd keeps its own.
-        let driver = CentralDriver(configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfter,
-                                   gattCache: backend == .raw ? gattCache : nil)
+        let driver = CentralDriver(
+            configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfter,
+            gattCache: backend == .raw ? gattCache : nil)
         let outcome = driver.run(bearer)
         return (outcome, driver.central.exitCode, driver.sinkFailure != nil)
     }
@@ -197,7 +214,8 @@ public enum LiveBluetooth {
     /// the bluetoothd path, every device bluetoothd keeps paired there that has a Blood Pressure
     /// Service, also ones paired while watch runs (looked at every 5 s).
     public static func watch(
-        adapter: BluetoothAdapter, backend: Backend, devices: [String], address: (String) throws -> BluetoothAddress, bonds: String?,
+        adapter: BluetoothAdapter, backend: Backend, devices: [String], address: (String) throws -> BluetoothAddress,
+        bonds: String?,
         watcher: Watcher, log: Logger
     ) throws -> Agent? {
         let local: BluetoothAddress
@@ -213,23 +231,30 @@ public enum LiveBluetooth {
             return nil
         }
         if BluetoothDaemon.isRunning {
-            log.info("bluetoothd is running but --backend raw was asked for: bonded cuffs may be taken by bluetoothd's own GATT client (stop bluetoothd, or keep it off \(adapter))")
+            log.info(
+                "bluetoothd is running but --backend raw was asked for: bonded cuffs may be taken by bluetoothd's own GATT client (stop bluetoothd, or keep it off \(adapter))"
+            )
         }
         let store = bondStore(bonds, log: log)
         loadBonds(store, adapter: adapter, log: log)
         var followed = peers
         if followed.isEmpty {
             var seen = Set<BluetoothAddress>()
-            for k in store?.keys(adapterAddress: local, kind: .ltk) ?? [] where seen.insert(k.peer.address).inserted { followed.append(k.peer.address) }
+            for k in store?.keys(adapterAddress: local, kind: .ltk) ?? [] where seen.insert(k.peer.address).inserted {
+                followed.append(k.peer.address)
+            }
             guard !followed.isEmpty else {
-                log.info("no cuff is bonded on \(adapter) in \(store?.path ?? BondStore.defaultPath()): pair one (cuff pair ADDRESS --adapter \(adapter.name)) or name it with --device ADDRESS")
+                log.info(
+                    "no cuff is bonded on \(adapter) in \(store?.path ?? BondStore.defaultPath()): pair one (cuff pair ADDRESS --adapter \(adapter.name)) or name it with --device ADDRESS"
+                )
                 throw LiveBluetoothFailure(.connectionFailed)
             }
             log.info("following the \(followed.count) cuff(s) bonded on \(adapter)")
         }
         let agent = pairingAgent(adapter, log: log)
         for peer in followed {
-            watcher.follow(address: peer.description, cachesGATT: true) { () throws(TransportError) -> any PendingConnection in
+            watcher.follow(address: peer.description, cachesGATT: true) {
+                () throws(TransportError) -> any PendingConnection in
                 try PendingATTConnection.start(adapter: adapter, to: peer)
             }
         }
@@ -238,9 +263,13 @@ public enum LiveBluetooth {
 
     /// The bluetoothd path of `cuff watch --adapter`: each cuff through `Device1.Connect` (the
     /// kernel connects when it advertises) and bluetoothd's GATT objects.
-    public static func watchThroughBluetoothd(adapter: BluetoothAdapter, peers: [BluetoothAddress], watcher: Watcher, log: Logger) throws {
+    public static func watchThroughBluetoothd(
+        adapter: BluetoothAdapter, peers: [BluetoothAddress], watcher: Watcher, log: Logger
+    ) throws {
         guard BlueZBus.isAvailable() else {
-            log.info("bluetoothd does not answer on the system bus (\(DBusConnection.systemBusPath())): start it, or use --backend raw")
+            log.info(
+                "bluetoothd does not answer on the system bus (\(DBusConnection.systemBusPath())): start it, or use --backend raw"
+            )
             throw LiveBluetoothFailure(.connectionFailed)
         }
         func follow(_ peer: BluetoothAddress) {
@@ -260,7 +289,9 @@ public enum LiveBluetooth {
             throw LiveBluetoothFailure(.connectionFailed)
         }
         if found.isEmpty {
-            log.info("bluetoothd keeps no paired cuff (a device with a Blood Pressure Service) on \(adapter) yet; pair one (cuff pair ADDRESS --adapter \(adapter.name)) and it is followed, or name it with --device ADDRESS")
+            log.info(
+                "bluetoothd keeps no paired cuff (a device with a Blood Pressure Service) on \(adapter) yet; pair one (cuff pair ADDRESS --adapter \(adapter.name)) and it is followed, or name it with --device ADDRESS"
+            )
         } else {
             log.info("following the \(found.count) cuff(s) bluetoothd keeps paired on \(adapter)")
         }
@@ -277,7 +308,8 @@ public enum LiveBluetooth {
     /// `backend` (unresolved): through bluetoothd (``simulateThroughBluetoothd(adapter:driver:name:label:log:)``)
     /// or on raw sockets.
     public static func simulate<P: GATTPeripheral>(
-        adapter: BluetoothAdapter, backend: Backend, driver: PeripheralDriver<P>, name: String, label: String, log: Logger
+        adapter: BluetoothAdapter, backend: Backend, driver: PeripheralDriver<P>, name: String, label: String,
+        log: Logger
     ) throws(LiveBluetoothFailure) {
         if backend.resolved(log: log) == .bluetoothd {
             return try simulateThroughBluetoothd(adapter: adapter, driver: driver, name: name, label: label, log: log)
@@ -288,7 +320,9 @@ public enum LiveBluetooth {
         // own database; the watcher sees the central connect without our accept and we stop.
         let watcher: LinkWatcher?
         if BluetoothDaemon.isRunning {
-            log.info("bluetoothd is running; cuff's ATT listener is the newer one and gets incoming links. If bluetoothd restarts, it takes them: cuff simulate then stops with an error")
+            log.info(
+                "bluetoothd is running; cuff's ATT listener is the newer one and gets incoming links. If bluetoothd restarts, it takes them: cuff simulate then stops with an error"
+            )
             watcher = try? LinkWatcher(adapter: adapter)
         } else {
             watcher = nil
@@ -298,8 +332,10 @@ public enum LiveBluetooth {
         let agent: Agent?
         do {
             if BluetoothDaemon.isRunning {
-                agent = .dbus(try BlueZAgent(scope: AgentScope(adapter: adapter, device: nil), path: "/cuff/simulator_agent",
-                                             logger: log.scoped("pairing agent (D-Bus)")))
+                agent = .dbus(
+                    try BlueZAgent(
+                        scope: AgentScope(adapter: adapter, device: nil), path: "/cuff/simulator_agent",
+                        logger: log.scoped("pairing agent (D-Bus)")))
             } else {
                 agent = .mgmt(try PairingAgent(adapter: adapter, logger: log.scoped("pairing agent")))
                 // A cuff bonds with whoever pairs with it (so a bonded central can come back).
@@ -315,7 +351,9 @@ public enum LiveBluetooth {
         let ad = driver.peripheral.advertisement
         do {
             listener = try L2CAPATTListener(adapter: adapter)
-            advertiser = try LEAdvertiser(adapter: adapter, name: ad.name ?? name, serviceUUIDs16: ad.serviceUUIDs16, manufacturerData: ad.manufacturerData)
+            advertiser = try LEAdvertiser(
+                adapter: adapter, name: ad.name ?? name, serviceUUIDs16: ad.serviceUUIDs16,
+                manufacturerData: ad.manufacturerData)
             try advertiser.start()
         } catch {
             log.info("\(error.message)")
@@ -325,7 +363,9 @@ public enum LiveBluetooth {
             advertiser.stop()
             listener.close()
         }
-        log.info("\(label) \"\(ad.name ?? name)\" advertising \(ad.summary) on \(adapter) (\(listener.address)); waiting for a central")
+        log.info(
+            "\(label) \"\(ad.name ?? name)\" advertising \(ad.summary) on \(adapter) (\(listener.address)); waiting for a central"
+        )
         var session = 0
         var unserved: [UInt16: (LinkWatcher.IncomingLink, ContinuousClock.Instant)] = [:]
         while !signals.isRaised(.int) && !signals.isRaised(.term) {
@@ -337,7 +377,9 @@ public enum LiveBluetooth {
                 throw LiveBluetoothFailure(.connectionFailed)
             }
             if case .dbus(let a)? = agent, a.wasReleased {
-                log.info("bluetoothd stopped or restarted (it released cuff's agent). A restarted bluetoothd's ATT listener is newer than cuff's and takes incoming links, and it resets advertising: stopping. Start cuff simulate again once bluetoothd runs (or stop bluetoothd)")
+                log.info(
+                    "bluetoothd stopped or restarted (it released cuff's agent). A restarted bluetoothd's ATT listener is newer than cuff's and takes incoming links, and it resets advertising: stopping. Start cuff simulate again once bluetoothd runs (or stop bluetoothd)"
+                )
                 throw LiveBluetoothFailure(.connectionFailed)
             }
             if let watcher {
@@ -350,7 +392,9 @@ public enum LiveBluetooth {
                 if bearer != nil {
                     unserved = [:]
                 } else if let (link, _) = unserved.values.first(where: { ContinuousClock.now - $0.1 > .seconds(3) }) {
-                    log.info("\(link.peer) connected to \(adapter) but its ATT channel went to bluetoothd, not to cuff (bluetoothd's listener is newer than ours: was it restarted?). Restart cuff simulate after bluetoothd, or stop bluetoothd (`sudo systemctl stop bluetooth`)")
+                    log.info(
+                        "\(link.peer) connected to \(adapter) but its ATT channel went to bluetoothd, not to cuff (bluetoothd's listener is newer than ours: was it restarted?). Restart cuff simulate after bluetoothd, or stop bluetoothd (`sudo systemctl stop bluetooth`)"
+                    )
                     throw LiveBluetoothFailure(.connectionFailed)
                 }
             }
@@ -377,16 +421,20 @@ public enum LiveBluetooth {
             let loop = try EventLoop()
             driver.attach(to: loop)
             let ad = driver.peripheral.advertisement
-            let layout = BlueZGATTLayout(database: driver.peripheral.database, name: ad.name ?? name, serviceUUIDs16: ad.serviceUUIDs16,
-                                         manufacturerData: ad.manufacturerData)
-            let application = try BlueZGATTApplication(adapter: adapter, layout: layout, loop: loop, log: log) { bearer, client in
+            let layout = BlueZGATTLayout(
+                database: driver.peripheral.database, name: ad.name ?? name, serviceUUIDs16: ad.serviceUUIDs16,
+                manufacturerData: ad.manufacturerData)
+            let application = try BlueZGATTApplication(adapter: adapter, layout: layout, loop: loop, log: log) {
+                bearer, client in
                 if driver.isConnected { driver.interrupt() }
                 driver.accept(bearer, client: client) { end in log.info("session ended: \(end)") }
             }
             try application.start()
             return (loop, application)
         }
-        let started: Result<(EventLoop, BlueZGATTApplication), TransportError> = Result { () throws(TransportError) in try start() }
+        let started: Result<(EventLoop, BlueZGATTApplication), TransportError> = Result { () throws(TransportError) in
+            try start()
+        }
         guard case .success(let (loop, application)) = started else {
             if case .failure(let error) = started { log.info("bluetoothd: \(error.message)") }
             throw LiveBluetoothFailure(.connectionFailed)
@@ -394,8 +442,9 @@ public enum LiveBluetooth {
         // The simulator takes any central on its adapter: a D-Bus agent for this adapter only.
         let agent: BlueZAgent?
         do {
-            agent = try BlueZAgent(scope: AgentScope(adapter: adapter, device: nil), path: "/cuff/simulator_agent",
-                                   logger: log.scoped("pairing agent (D-Bus)"))
+            agent = try BlueZAgent(
+                scope: AgentScope(adapter: adapter, device: nil), path: "/cuff/simulator_agent",
+                logger: log.scoped("pairing agent (D-Bus)"))
         } catch {
             log.info("no pairing agent: \(error.message)")
             agent = nil
@@ -406,7 +455,9 @@ public enum LiveBluetooth {
             log.info("stopped")
         }
         let ad = driver.peripheral.advertisement
-        log.info("\(label) \"\(ad.name ?? name)\" through bluetoothd on \(adapter): \(application.layout.objects.count) GATT objects at \(application.layout.root), advertising \(ad.summary)")
+        log.info(
+            "\(label) \"\(ad.name ?? name)\" through bluetoothd on \(adapter): \(application.layout.objects.count) GATT objects at \(application.layout.root), advertising \(ad.summary)"
+        )
         do {
             try loop.run {
                 if signals.isRaised(.int) || signals.isRaised(.term) { return true }

@@ -29,7 +29,10 @@ extension LiveBluetooth {
         }
         if backend == .bluetoothd {
             let reached = try pairThroughBluetoothd(peer, adapter: adapter, level: level, log: log)
-            if let omron { try omronStep(try omronPairThroughBluetoothd(peer: peer, adapter: adapter, configuration: omron, log: log)) }
+            if let omron {
+                try omronStep(
+                    try omronPairThroughBluetoothd(peer: peer, adapter: adapter, configuration: omron, log: log))
+            }
             return reached
         }
         let agent = pairingAgent(adapter, peer: peer, log: log)
@@ -85,8 +88,10 @@ extension LiveBluetooth {
                 let bus = try BlueZBus()
                 defer { bus.close() }
                 do {
-                    try bus.call(BlueZPaths.adapter(adapter), "org.bluez.Adapter1", "RemoveDevice", [.objectPath(BlueZPaths.device(peer, on: adapter))])
-                } catch where error.dbusError == .doesNotExist || error.dbusError == .unknownObject {
+                    try bus.call(
+                        BlueZPaths.adapter(adapter), "org.bluez.Adapter1", "RemoveDevice",
+                        [.objectPath(BlueZPaths.device(peer, on: adapter))])
+                } catch  where error.dbusError == .doesNotExist || error.dbusError == .unknownObject {
                     log.info("bluetoothd does not know \(peer)")
                 }
             } else {
@@ -105,17 +110,26 @@ extension LiveBluetooth {
 
     /// `cuff pair`'s record: `paired` (with the security reached) or `forgotten` (with the keys removed).
     /// The `paired` record; with an Omron model, also `protocol`, `model` and `pairing`.
-    public static func pairRecord(_ peer: BluetoothAddress, security: SecurityLevel, omronModel: String? = nil) -> JSON {
+    public static func pairRecord(_ peer: BluetoothAddress, security: SecurityLevel, omronModel: String? = nil) -> JSON
+    {
         let p = omronModel.flatMap(OmronCatalog.profile(named:))
-        return .object([
-            ("type", .string("paired")), ("address", .string(peer.description)),
-            ("address_type", .string(peer.type.description)), ("security", .string(security.description)),
-        ] + (p.map { [("protocol", .string("omron")), ("model", .string($0.id)), ("pairing", .string($0.pairing.rawValue))] } ?? []))
+        return .object(
+            [
+                ("type", .string("paired")), ("address", .string(peer.description)),
+                ("address_type", .string(peer.type.description)), ("security", .string(security.description)),
+            ]
+                + (p.map {
+                    [
+                        ("protocol", .string("omron")), ("model", .string($0.id)),
+                        ("pairing", .string($0.pairing.rawValue)),
+                    ]
+                } ?? []))
     }
 
     public static func forgetRecord(_ peer: BluetoothAddress, removed: Int) -> JSON {
         .object([
-            ("type", .string("forgotten")), ("address", .string(peer.description)), ("address_type", .string(peer.type.description)),
+            ("type", .string("forgotten")), ("address", .string(peer.description)),
+            ("address_type", .string(peer.type.description)),
             ("stored_keys_removed", .int(Int64(removed))),
         ])
     }
@@ -125,12 +139,16 @@ extension LiveBluetooth {
     /// A text that names something other than a Bluetooth device.
     public struct NotABluetoothAddress: Error, Sendable, CustomStringConvertible {
         public var text: String
-        public var description: String { "'\(text)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF, optionally /random)" }
+        public var description: String {
+            "'\(text)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF, optionally /random)"
+        }
     }
 
     /// A device's address as given on the command line: `AA:BB:CC:DD:EE:FF`, optionally `/random`.
     public static func address(_ text: String) throws -> BluetoothAddress {
-        guard case let .bluetooth(a) = try TransportAddress(parsing: text) else { throw NotABluetoothAddress(text: text) }
+        guard case let .bluetooth(a) = try TransportAddress(parsing: text) else {
+            throw NotABluetoothAddress(text: text)
+        }
         return a
     }
 }

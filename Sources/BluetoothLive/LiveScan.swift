@@ -10,7 +10,9 @@ import Transport
 extension AdvertisingReport {
     /// What cuff would use for this device: a profile, a vendor protocol, or none (`cuff scan`).
     public var recognition: CuffRecognition {
-        CuffRecognition.recognise(name: localName, serviceUUIDs16: serviceUUIDs16, serviceUUIDs128: serviceUUIDs128, manufacturerData: manufacturerData)
+        CuffRecognition.recognise(
+            name: localName, serviceUUIDs16: serviceUUIDs16, serviceUUIDs128: serviceUUIDs128,
+            manufacturerData: manufacturerData)
     }
 
     /// What the advert says about an Omron cuff, or nil.
@@ -57,7 +59,9 @@ public final class ScanCollector {
     /// One report; `replacing`: it replaces what was seen of the device (bluetoothd's view) instead of merging.
     public func take(_ r: AdvertisingReport, replacing: Bool = false) throws {
         let key = r.address.description
-        if let old = seen[key], !replacing { seen[key] = old.merged(with: r) } else {
+        if let old = seen[key], !replacing {
+            seen[key] = old.merged(with: r)
+        } else {
             if seen[key] == nil { order.append(key) }
             seen[key] = r
         }
@@ -72,7 +76,9 @@ public final class ScanCollector {
         for key in order where !printed.contains(key) {
             if let m = seen[key], all || m.isCuff { try emit(m) }
         }
-        log.info("\(seen.count) device(s) seen, \(seen.values.filter(\.isBloodPressureCuff).count) advertising the Blood Pressure service")
+        log.info(
+            "\(seen.count) device(s) seen, \(seen.values.filter(\.isBloodPressureCuff).count) advertising the Blood Pressure service"
+        )
     }
 }
 
@@ -81,16 +87,22 @@ extension LiveBluetooth {
     /// bluetoothd, its own discovery session (merged with any other client's; ours alone is
     /// stopped at the end), filtered to the cuffs' services unless `all`; else a raw HCI scan.
     public static func scan(
-        adapter: BluetoothAdapter, backend: Backend, duration: Duration, all: Bool, stop: () -> Bool, collector: ScanCollector,
+        adapter: BluetoothAdapter, backend: Backend, duration: Duration, all: Bool, stop: () -> Bool,
+        collector: ScanCollector,
         log: Logger
     ) throws {
         if backend.resolved(log: log) == .bluetoothd {
             do {
                 let bus = try BlueZBus()
                 defer { bus.close() }
-                try BlueZDiscovery.scan(adapter: adapter, bus: bus, duration: duration,
-                                        uuids: all ? [] : ["00001810-0000-1000-8000-00805f9b34fb", OmronUUID.modernService, OmronUUID.classicService], stop: stop,
-                                        log: log) { r in
+                try BlueZDiscovery.scan(
+                    adapter: adapter, bus: bus, duration: duration,
+                    uuids: all
+                        ? []
+                        : ["00001810-0000-1000-8000-00805f9b34fb", OmronUUID.modernService, OmronUUID.classicService],
+                    stop: stop,
+                    log: log
+                ) { r in
                     try collector.take(r, replacing: true)  // bluetoothd's view replaces, not merges
                 }
             } catch let e as TransportError {

@@ -14,28 +14,34 @@ extension LiveBluetooth {
     /// cuff) and `cuff pair ADDR --model NAME` (after the OS bond) both run this; the outcome's
     /// exit status tells a refused key, a cuff not in pairing mode and a latched refusal apart, and
     /// `message` says which.
-    public static func omronPair(over bearer: any PollableBearer, configuration: CuffSessionConfiguration, signals: SignalFlags? = .shared,
-                                 log: Logger) -> (outcome: SessionOutcome, message: String?) {
+    public static func omronPair(
+        over bearer: any PollableBearer, configuration: CuffSessionConfiguration, signals: SignalFlags? = .shared,
+        log: Logger
+    ) -> (outcome: SessionOutcome, message: String?) {
         var c = configuration
         c.setTime = false
         c.omronSync.setTime = false
         c.omronSync.pair = true
         if c.forcedProtocol == nil { c.forcedProtocol = .omron }
         var message: String?
-        let hooks = SessionHooks(emit: { o in
-            if case let .session(s) = o, s.event == .end { message = s.message }
-        }, log: log)
+        let hooks = SessionHooks(
+            emit: { o in
+                if case let .session(s) = o, s.event == .end { message = s.message }
+            }, log: log)
         let outcome = CentralDriver(configuration: c, hooks: hooks, signals: signals, stopAfter: nil).run(bearer)
         return (outcome, message)
     }
 
     /// `cuff pair ADDR --model NAME` through bluetoothd: once `Device1.Pair` made the OS bond, the
     /// model's Omron pairing variant over bluetoothd's GATT link to the cuff.
-    public static func omronPairThroughBluetoothd(peer: BluetoothAddress, adapter: BluetoothAdapter, configuration: CuffSessionConfiguration,
-                                                  log: Logger) throws(LiveBluetoothFailure) -> (outcome: SessionOutcome, message: String?) {
+    public static func omronPairThroughBluetoothd(
+        peer: BluetoothAddress, adapter: BluetoothAdapter, configuration: CuffSessionConfiguration,
+        log: Logger
+    ) throws(LiveBluetoothFailure) -> (outcome: SessionOutcome, message: String?) {
         let bearer: BlueZGATTBearer
         do {
-            bearer = try BlueZGATTBearer.connect(adapter: adapter, to: peer, bus: BlueZBus(), timeout: configuration.timeout, log: log)
+            bearer = try BlueZGATTBearer.connect(
+                adapter: adapter, to: peer, bus: BlueZBus(), timeout: configuration.timeout, log: log)
         } catch {
             log.info("\(error.message)")
             throw LiveBluetoothFailure(.connectionFailed)

@@ -104,7 +104,11 @@ public struct ATTExtractor: Sendable {
         mutating func removeAll(where drop: (LinkKey) -> Bool) {
             var i = 0
             while i < keys.count {
-                if drop(LinkKey(adapter: UInt16(keys[i] >> 16), handle: UInt16(truncatingIfNeeded: keys[i]))) { remove(at: i) } else { i += 1 }
+                if drop(LinkKey(adapter: UInt16(keys[i] >> 16), handle: UInt16(truncatingIfNeeded: keys[i]))) {
+                    remove(at: i)
+                } else {
+                    i += 1
+                }
             }
         }
     }
@@ -155,14 +159,16 @@ public struct ATTExtractor: Sendable {
     }
 
     /// ``singleFrame(_:)`` of an ACL record's parts (a payload lent by a reader).
-    mutating func singleFrame(adapter: UInt16, direction: HCIDirection, payload: UnsafeRawBufferPointer) -> SingleFrame? {
+    mutating func singleFrame(adapter: UInt16, direction: HCIDirection, payload: UnsafeRawBufferPointer) -> SingleFrame?
+    {
         guard payload.count >= 8 else { return nil }
         let handleAndFlags = UInt16(payload[0]) | UInt16(payload[1]) << 8
         let aclLength = Int(UInt16(payload[2]) | UInt16(payload[3]) << 8)
         let l2capLength = Int(UInt16(payload[4]) | UInt16(payload[5]) << 8)
         let cid = UInt16(payload[6]) | UInt16(payload[7]) << 8
         guard (handleAndFlags >> 12) & 0x3 != 0b01, aclLength == payload.count - 4, l2capLength == payload.count - 8,
-              cid == Self.attCID else { return nil }
+            cid == Self.attCID
+        else { return nil }
         let key = LinkKey(adapter: adapter, handle: handleAndFlags & 0x0FFF)
         let sent = direction == .sent
         let state: HotLink
@@ -175,8 +181,9 @@ public struct ATTExtractor: Sendable {
             hot = state
         }
         guard !(sent ? state.txActive : state.rxActive) else { return nil }
-        return SingleFrame(adapter: key.adapter, connectionHandle: key.handle, direction: sent ? .fromLocal : .toLocal,
-                           connectionKnown: state.known, pdu: 8..<payload.count)
+        return SingleFrame(
+            adapter: key.adapter, connectionHandle: key.handle, direction: sent ? .fromLocal : .toLocal,
+            connectionKnown: state.known, pdu: 8..<payload.count)
     }
 
     /// Feeds one record, appending the events it completes to `events`.
@@ -209,13 +216,17 @@ public struct ATTExtractor: Sendable {
 
     // MARK: - Warnings
 
-    private func warn(_ code: CaptureError.Code, _ message: String, _ record: HCIRecord,
-                      _ events: inout [CaptureEvent]) throws(CaptureError) {
+    private func warn(
+        _ code: CaptureError.Code, _ message: String, _ record: HCIRecord,
+        _ events: inout [CaptureEvent]
+    ) throws(CaptureError) {
         try Self.warn(strict: strict, code, message, record, &events)
     }
 
-    private static func warn(strict: Bool, _ code: CaptureError.Code, _ message: String, _ record: HCIRecord,
-                             _ events: inout [CaptureEvent]) throws(CaptureError) {
+    private static func warn(
+        strict: Bool, _ code: CaptureError.Code, _ message: String, _ record: HCIRecord,
+        _ events: inout [CaptureEvent]
+    ) throws(CaptureError) {
         let error = CaptureError(code, message, offset: record.fileOffset, isRecoverable: true)
         if strict { throw error }
         events.append(.warning(error))
@@ -233,37 +244,50 @@ public struct ATTExtractor: Sendable {
     private mutating func handleEvent(_ record: HCIRecord, _ events: inout [CaptureEvent]) throws(CaptureError) {
         var r = ByteReader(record.payload)
         guard let code = r.readUInt8(), let plen = r.readUInt8(), let params = r.readBytes(Int(plen)) else {
-            return try warn(.malformedPacket, "expected an HCI event header and its parameters, found \(record.payload.count) bytes", record, &events)
+            return try warn(
+                .malformedPacket,
+                "expected an HCI event header and its parameters, found \(record.payload.count) bytes", record, &events)
         }
         var p = ByteReader(params)
         switch code {
         case 0x05:  // Disconnection Complete: status, handle, reason
             guard let status = p.readUInt8(), let handle = p.readUInt16(), let reason = p.readUInt8() else {
-                return try warn(.malformedPacket, "expected a 4-byte Disconnection Complete, found \(plen) bytes", record, &events)
+                return try warn(
+                    .malformedPacket, "expected a 4-byte Disconnection Complete, found \(plen) bytes", record, &events)
             }
             guard status == 0 else { return }
             let key = LinkKey(adapter: record.adapterIndex, handle: handle & 0x0FFF)
             hot = nil
             links.remove(key)
-            events.append(.disconnected(Disconnection(adapter: key.adapter, connectionHandle: key.handle, reason: reason,
-                                                      timestamp: record.timestamp, fileOffset: record.fileOffset)))
+            events.append(
+                .disconnected(
+                    Disconnection(
+                        adapter: key.adapter, connectionHandle: key.handle, reason: reason,
+                        timestamp: record.timestamp, fileOffset: record.fileOffset)))
         case 0x3E:
             guard let sub = p.readUInt8() else { return }
             guard sub == 0x01 || sub == 0x0A || sub == 0x29 else { return }
             // Common prefix of LE (Enhanced) Connection Complete: status, handle, role, peer type, peer address.
             guard let status = p.readUInt8(), let handle = p.readUInt16(), let role = p.readUInt8(),
-                  let peerType = p.readUInt8(), let peer = p.readAddress() else {
-                return try warn(.malformedPacket, "expected an LE Connection Complete with handle, role and peer address, found \(plen) bytes", record, &events)
+                let peerType = p.readUInt8(), let peer = p.readAddress()
+            else {
+                return try warn(
+                    .malformedPacket,
+                    "expected an LE Connection Complete with handle, role and peer address, found \(plen) bytes",
+                    record, &events)
             }
             guard status == 0 else { return }
             let key = LinkKey(adapter: record.adapterIndex, handle: handle & 0x0FFF)
             hot = nil
             makeRoom(for: key)
             links.set(key, Link(known: true))
-            events.append(.connected(ConnectionInfo(adapter: key.adapter, connectionHandle: key.handle,
-                                                    role: role == 0 ? .central : .peripheral, peerAddress: peer,
-                                                    peerAddressType: AddressType(rawValue: peerType),
-                                                    timestamp: record.timestamp, fileOffset: record.fileOffset)))
+            events.append(
+                .connected(
+                    ConnectionInfo(
+                        adapter: key.adapter, connectionHandle: key.handle,
+                        role: role == 0 ? .central : .peripheral, peerAddress: peer,
+                        peerAddressType: AddressType(rawValue: peerType),
+                        timestamp: record.timestamp, fileOffset: record.fileOffset)))
         default:
             break
         }
@@ -274,7 +298,8 @@ public struct ATTExtractor: Sendable {
     private mutating func handleACL(_ record: HCIRecord, _ events: inout [CaptureEvent]) throws(CaptureError) {
         var r = ByteReader(record.payload)
         guard let handleAndFlags = r.readUInt16(), let length = r.readUInt16() else {
-            return try warn(.malformedPacket, "expected a 4-byte ACL header, found \(record.payload.count) bytes", record, &events)
+            return try warn(
+                .malformedPacket, "expected a 4-byte ACL header, found \(record.payload.count) bytes", record, &events)
         }
         let key = LinkKey(adapter: record.adapterIndex, handle: handleAndFlags & 0x0FFF)
         let boundary = (handleAndFlags >> 12) & 0x3
@@ -288,24 +313,37 @@ public struct ATTExtractor: Sendable {
         }
         let strict = self.strict
         // Mutate the entry in place (one search, buffers stay uniquely referenced).
-        let keep = try Self.feed(&links.links[index], key: key, boundary: boundary, declared: Int(length),
-                                 data: data, record: record, strict: strict, events: &events)
+        let keep = try Self.feed(
+            &links.links[index], key: key, boundary: boundary, declared: Int(length),
+            data: data, record: record, strict: strict, events: &events)
         // A handle with no connection event and nothing pending needs no memory.
         if !keep { links.remove(at: index) }
     }
 
-    private static func feed(_ link: inout Link, key: LinkKey, boundary: UInt16, declared: Int, data: ArraySlice<UInt8>,
-                             record: HCIRecord, strict: Bool, events: inout [CaptureEvent]) throws(CaptureError) -> Bool {
+    private static func feed(
+        _ link: inout Link, key: LinkKey, boundary: UInt16, declared: Int, data: ArraySlice<UInt8>,
+        record: HCIRecord, strict: Bool, events: inout [CaptureEvent]
+    ) throws(CaptureError) -> Bool {
         let known = link.known
         if record.direction == .sent {
-            try reassemble(&link.tx, boundary: boundary, declared: declared, data: data, record: record, strict: strict, events: &events) { pdu, timestamp, offset in
-                .att(ATTPacket(adapter: key.adapter, connectionHandle: key.handle, direction: .fromLocal, pdu: pdu,
-                               timestamp: timestamp, fileOffset: offset, connectionKnown: known))
+            try reassemble(
+                &link.tx, boundary: boundary, declared: declared, data: data, record: record, strict: strict,
+                events: &events
+            ) { pdu, timestamp, offset in
+                .att(
+                    ATTPacket(
+                        adapter: key.adapter, connectionHandle: key.handle, direction: .fromLocal, pdu: pdu,
+                        timestamp: timestamp, fileOffset: offset, connectionKnown: known))
             }
         } else {
-            try reassemble(&link.rx, boundary: boundary, declared: declared, data: data, record: record, strict: strict, events: &events) { pdu, timestamp, offset in
-                .att(ATTPacket(adapter: key.adapter, connectionHandle: key.handle, direction: .toLocal, pdu: pdu,
-                               timestamp: timestamp, fileOffset: offset, connectionKnown: known))
+            try reassemble(
+                &link.rx, boundary: boundary, declared: declared, data: data, record: record, strict: strict,
+                events: &events
+            ) { pdu, timestamp, offset in
+                .att(
+                    ATTPacket(
+                        adapter: key.adapter, connectionHandle: key.handle, direction: .toLocal, pdu: pdu,
+                        timestamp: timestamp, fileOffset: offset, connectionKnown: known))
             }
         }
         return link.known || link.tx.active || link.rx.active
@@ -315,9 +353,11 @@ public struct ATTExtractor: Sendable {
     ///
     /// `boundary`: 0b01 continuation, anything else a start. `declared` is the fragment's own length
     /// field (ACL data length, LL PDU length), checked against `data`.
-    private static func reassemble(_ re: inout Reassembly, boundary: UInt16, declared: Int, data: ArraySlice<UInt8>,
-                                   record: HCIRecord, strict: Bool, events: inout [CaptureEvent],
-                                   make: (_ pdu: [UInt8], _ timestamp: Timestamp, _ fileOffset: Int64) -> CaptureEvent) throws(CaptureError) {
+    private static func reassemble(
+        _ re: inout Reassembly, boundary: UInt16, declared: Int, data: ArraySlice<UInt8>,
+        record: HCIRecord, strict: Bool, events: inout [CaptureEvent],
+        make: (_ pdu: [UInt8], _ timestamp: Timestamp, _ fileOffset: Int64) -> CaptureEvent
+    ) throws(CaptureError) {
         func warn(_ code: CaptureError.Code, _ message: String) throws(CaptureError) {
             try Self.warn(strict: strict, code, message, record, &events)
         }
@@ -336,19 +376,26 @@ public struct ATTExtractor: Sendable {
         guard declared == data.count else {
             let wasActive = re.active
             re = Reassembly()
-            return try warn(.l2capLengthMismatch, "expected \(declared) data bytes as the fragment header says, found \(data.count)"
-                + (wasActive ? "; the pending frame is dropped" : ""))
+            return try warn(
+                .l2capLengthMismatch,
+                "expected \(declared) data bytes as the fragment header says, found \(data.count)"
+                    + (wasActive ? "; the pending frame is dropped" : ""))
         }
         if boundary == 0b01 {
             guard re.active else {
-                return try warn(.aclOutOfOrder, "expected a start fragment, found a continuation of \(data.count) bytes with no frame pending")
+                return try warn(
+                    .aclOutOfOrder,
+                    "expected a start fragment, found a continuation of \(data.count) bytes with no frame pending")
             }
             re.buffer.append(contentsOf: data)
         } else {
             if re.active {
                 let pending = re.buffer.count
                 re = Reassembly()
-                try warn(.aclOutOfOrder, "expected a continuation, found a new start while \(pending) bytes of a frame were pending; the pending frame is dropped")
+                try warn(
+                    .aclOutOfOrder,
+                    "expected a continuation, found a new start while \(pending) bytes of a frame were pending; the pending frame is dropped"
+                )
             }
             re.active = true
             re.buffer.removeAll(keepingCapacity: true)
@@ -365,7 +412,9 @@ public struct ATTExtractor: Sendable {
         if re.buffer.count > total {
             let have = re.buffer.count
             re = Reassembly()
-            return try warn(.l2capLengthMismatch, "expected an L2CAP frame of \(total) bytes (length field \(l2capLength)), the fragments carry \(have)")
+            return try warn(
+                .l2capLengthMismatch,
+                "expected an L2CAP frame of \(total) bytes (length field \(l2capLength)), the fragments carry \(have)")
         }
         re.active = false
         if cid == ATTExtractor.attCID {
@@ -378,7 +427,10 @@ public struct ATTExtractor: Sendable {
 
     private mutating func handleLinkLayer(_ record: HCIRecord, _ events: inout [CaptureEvent]) throws(CaptureError) {
         guard let packet = LinkLayer.Packet(record.payload) else {
-            return try warn(.malformedPacket, "expected a pseudo-header, access address and a PDU as long as its header says, found \(record.payload.count) bytes", record, &events)
+            return try warn(
+                .malformedPacket,
+                "expected a pseudo-header, access address and a PDU as long as its header says, found \(record.payload.count) bytes",
+                record, &events)
         }
         if packet.crcChecked && !packet.crcValid { return }
         if packet.accessAddress == LinkLayer.advertisingAccessAddress {
@@ -387,10 +439,13 @@ public struct ATTExtractor: Sendable {
             nextSniffedHandle &+= 1
             makeRoomSniffed(for: c.accessAddress)
             sniffed[c.accessAddress] = SniffedLink(handle: handle, known: true)
-            events.append(.connected(ConnectionInfo(adapter: record.adapterIndex, connectionHandle: handle, role: .central,
-                                                    peerAddress: c.advertiser, peerAddressType: c.advertiserType,
-                                                    accessAddress: c.accessAddress, timestamp: record.timestamp,
-                                                    fileOffset: record.fileOffset)))
+            events.append(
+                .connected(
+                    ConnectionInfo(
+                        adapter: record.adapterIndex, connectionHandle: handle, role: .central,
+                        peerAddress: c.advertiser, peerAddressType: c.advertiserType,
+                        accessAddress: c.accessAddress, timestamp: record.timestamp,
+                        fileOffset: record.fileOffset)))
             return
         }
         let aa = packet.accessAddress
@@ -406,7 +461,8 @@ public struct ATTExtractor: Sendable {
         defer { sniffed[aa] = link }
         let llid = packet.header0 & 0x03
         let sn = Int(packet.header0 >> 3 & 1)
-        let directionKey = packet.direction == .centralToPeripheral ? 0 : packet.direction == .peripheralToCentral ? 1 : 2
+        let directionKey =
+            packet.direction == .centralToPeripheral ? 0 : packet.direction == .peripheralToCentral ? 1 : 2
         // An exact retransmission (same SN, same bytes, same direction) was already taken.
         let signature = [UInt8(sn)] + packet.pdu
         if llid != 0b01 || !packet.pdu.isEmpty {
@@ -419,24 +475,39 @@ public struct ATTExtractor: Sendable {
             guard let opcode = packet.pdu.first else { return }
             if opcode == 0x03 { link.encrypted = true }  // LL_ENC_REQ
             if opcode == 0x02, packet.pdu.count >= 2 {  // LL_TERMINATE_IND
-                events.append(.disconnected(Disconnection(adapter: record.adapterIndex, connectionHandle: link.handle,
-                                                          reason: packet.pdu[1], timestamp: record.timestamp,
-                                                          fileOffset: record.fileOffset)))
+                events.append(
+                    .disconnected(
+                        Disconnection(
+                            adapter: record.adapterIndex, connectionHandle: link.handle,
+                            reason: packet.pdu[1], timestamp: record.timestamp,
+                            fileOffset: record.fileOffset)))
                 link = SniffedLink(handle: link.handle, known: link.known)
             }
         case 0b01 where packet.pdu.isEmpty:
             return  // empty PDU: keep-alive, not a continuation
         case 0b01, 0b10:
             let handle = link.handle, known = link.known
-            let make: (_ pdu: [UInt8], _ timestamp: Timestamp, _ fileOffset: Int64) -> CaptureEvent = { pdu, timestamp, offset in
-                .att(ATTPacket(adapter: record.adapterIndex, connectionHandle: handle, direction: packet.direction, pdu: pdu,
-                               timestamp: timestamp, fileOffset: offset, connectionKnown: known, accessAddress: aa))
+            let make: (_ pdu: [UInt8], _ timestamp: Timestamp, _ fileOffset: Int64) -> CaptureEvent = {
+                pdu, timestamp, offset in
+                .att(
+                    ATTPacket(
+                        adapter: record.adapterIndex, connectionHandle: handle, direction: packet.direction, pdu: pdu,
+                        timestamp: timestamp, fileOffset: offset, connectionKnown: known, accessAddress: aa))
             }
             let boundary: UInt16 = llid == 0b01 ? 0b01 : 0b10
             switch directionKey {
-            case 0: try Self.reassemble(&link.toPeripheral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, strict: strict, events: &events, make: make)
-            case 1: try Self.reassemble(&link.toCentral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, strict: strict, events: &events, make: make)
-            default: try Self.reassemble(&link.other, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record, strict: strict, events: &events, make: make)
+            case 0:
+                try Self.reassemble(
+                    &link.toPeripheral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...],
+                    record: record, strict: strict, events: &events, make: make)
+            case 1:
+                try Self.reassemble(
+                    &link.toCentral, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...],
+                    record: record, strict: strict, events: &events, make: make)
+            default:
+                try Self.reassemble(
+                    &link.other, boundary: boundary, declared: packet.pdu.count, data: packet.pdu[...], record: record,
+                    strict: strict, events: &events, make: make)
             }
         default:
             return

@@ -40,8 +40,9 @@ public enum BTSnoop {
         /// The header at the start of `raw`, which holds at least ``BTSnoop/recordHeaderLength`` bytes.
         init(loading raw: UnsafeRawBufferPointer) {
             func be32(_ at: Int) -> UInt32 { UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
-            self.init(originalLength: be32(0), includedLength: be32(4), flags: be32(8), drops: be32(12),
-                      timestamp: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
+            self.init(
+                originalLength: be32(0), includedLength: be32(4), flags: be32(8), drops: be32(12),
+                timestamp: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
         }
 
         init(originalLength: UInt32, includedLength: UInt32, flags: UInt32, drops: UInt32, timestamp: UInt64) {
@@ -58,7 +59,8 @@ public enum BTSnoop {
         var r = ByteReader(bytes)
         let magic = r.readBytes(8)!
         guard magic.elementsEqual(BTSnoop.magic) else {
-            throw CaptureError(.badMagic, "expected btsnoop magic 62 74 73 6e 6f 6f 70 00, found \(Hex.encode(magic))", offset: 0)
+            throw CaptureError(
+                .badMagic, "expected btsnoop magic 62 74 73 6e 6f 6f 70 00, found \(Hex.encode(magic))", offset: 0)
         }
         let version = r.readUInt32BigEndian()!
         guard version == 1 else {
@@ -66,16 +68,18 @@ public enum BTSnoop {
         }
         let type = r.readUInt32BigEndian()!
         guard let datalink = BTSnoopDatalink(rawValue: type) else {
-            throw CaptureError(.unknownDatalink, "expected btsnoop datalink 1001, 1002 or 2001, found \(type)", offset: 12)
+            throw CaptureError(
+                .unknownDatalink, "expected btsnoop datalink 1001, 1002 or 2001, found \(type)", offset: 12)
         }
         return datalink
     }
 
     static func parseRecordHeader(_ bytes: ArraySlice<UInt8>) -> RecordHeader {
         var r = ByteReader(bytes)
-        return RecordHeader(originalLength: r.readUInt32BigEndian()!, includedLength: r.readUInt32BigEndian()!,
-                            flags: r.readUInt32BigEndian()!, drops: r.readUInt32BigEndian()!,
-                            timestamp: r.readUInt64BigEndian()!)
+        return RecordHeader(
+            originalLength: r.readUInt32BigEndian()!, includedLength: r.readUInt32BigEndian()!,
+            flags: r.readUInt32BigEndian()!, drops: r.readUInt32BigEndian()!,
+            timestamp: r.readUInt64BigEndian()!)
     }
 
     /// btsnoop µs-since-year-0 → ``Timestamp`` (ns since the Unix epoch), saturating.
@@ -105,8 +109,10 @@ public enum BTSnoop {
 
     /// The recoverable error for a record whose timestamp ``usableTimestamp(fromBTSnoop:)`` rejects.
     static func badTimestamp(_ ts: UInt64, recordOffset: Int64) -> CaptureError {
-        CaptureError(.badTimestamp, "expected a record timestamp between 1677-09-21 and 2262-04-11, found \(ts) µs since 0000-01-01 (0x\(String(ts, radix: 16))); the record is skipped",
-                     offset: recordOffset + 16, isRecoverable: true)
+        CaptureError(
+            .badTimestamp,
+            "expected a record timestamp between 1677-09-21 and 2262-04-11, found \(ts) µs since 0000-01-01 (0x\(String(ts, radix: 16))); the record is skipped",
+            offset: recordOffset + 16, isRecoverable: true)
     }
 
     /// ``Timestamp`` → btsnoop µs since year 0 (clamped to ≥ 0).
@@ -117,19 +123,24 @@ public enum BTSnoop {
     }
 
     /// Turns one record body into an ``HCIRecord``, refilling `record` (its payload storage is reused).
-    static func decode(_ header: RecordHeader, body: ArraySlice<UInt8>, datalink: BTSnoopDatalink,
-                       fileOffset: Int64, into record: inout HCIRecord) throws(CaptureError) {
+    static func decode(
+        _ header: RecordHeader, body: ArraySlice<UInt8>, datalink: BTSnoopDatalink,
+        fileOffset: Int64, into record: inout HCIRecord
+    ) throws(CaptureError) {
         if datalink == .uart && body.isEmpty {
-            throw CaptureError(.malformedPacket, "expected an H4 packet-type byte in an empty record",
-                               offset: fileOffset, isRecoverable: true)
+            throw CaptureError(
+                .malformedPacket, "expected an H4 packet-type byte in an empty record",
+                offset: fileOffset, isRecoverable: true)
         }
         body.withUnsafeBytes { fill(&record, header: header, body: $0, datalink: datalink, fileOffset: fileOffset) }
     }
 
     /// ``decode(_:body:datalink:fileOffset:into:)`` for a body in memory that is known good (an H4
     /// body has its type byte).
-    static func fill(_ record: inout HCIRecord, header: RecordHeader, body: UnsafeRawBufferPointer, datalink: BTSnoopDatalink,
-                     fileOffset: Int64) {
+    static func fill(
+        _ record: inout HCIRecord, header: RecordHeader, body: UnsafeRawBufferPointer, datalink: BTSnoopDatalink,
+        fileOffset: Int64
+    ) {
         let view = RecordView(header: header, body: body, datalink: datalink, fileOffset: fileOffset)
         record.direction = view.direction
         record.kind = view.kind

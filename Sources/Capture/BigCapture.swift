@@ -27,7 +27,12 @@ public enum BigCapture {
         ([0x13], .toLocal),
         ([0x0A, 0x08, 0x00], .fromLocal),
         ([0x0B] + (0..<60).map { UInt8($0) }, .toLocal),
-        ([0x1D, 0x03, 0x00, 0x1E, 0x78, 0x00, 0x50, 0x00, 0x5D, 0x00, 0xEA, 0x07, 0x0B, 0x16, 0x09, 0x00, 0x00, 0x48, 0x00], .toLocal),
+        (
+            [
+                0x1D, 0x03, 0x00, 0x1E, 0x78, 0x00, 0x50, 0x00, 0x5D, 0x00, 0xEA, 0x07, 0x0B, 0x16, 0x09, 0x00, 0x00,
+                0x48, 0x00,
+            ], .toLocal
+        ),
         ([0x1E], .fromLocal),
     ]
 
@@ -61,9 +66,11 @@ public enum BigCapture {
     ///   - datalink: `.monitor` (2001, two adapters) or `.uart` (1002, one controller: the central's log only).
     ///   - sessions: templates repeated round-robin; defaults to ``bloodPressureSession``.
     ///   - start: the first connection's time.
-    public static func write<Sink: ByteSink>(to writer: inout BTSnoopWriter<Sink>, minimumBytes: Int64,
-                                              sessions: [Session] = [bloodPressureSession],
-                                              start: Timestamp = Timestamp(nanoseconds: 1_795_330_917_000_000_000)) throws(CaptureError) -> Summary {
+    public static func write<Sink: ByteSink>(
+        to writer: inout BTSnoopWriter<Sink>, minimumBytes: Int64,
+        sessions: [Session] = [bloodPressureSession],
+        start: Timestamp = Timestamp(nanoseconds: 1_795_330_917_000_000_000)
+    ) throws(CaptureError) -> Summary {
         let templates = sessions.filter { !$0.isEmpty }
         precondition(!templates.isEmpty, "at least one non-empty session")
         let twoControllers = writer.datalink == .monitor
@@ -81,10 +88,12 @@ public enum BigCapture {
         }
         while summary.bytes < minimumBytes {
             let template = templates[summary.sessions % templates.count]
-            var central = SessionRecorder(datalink: writer.datalink, adapter: twoControllers ? 1 : 0,
-                                          localAddress: centralAddress, connectionHandle: handle)
-            var peripheral = SessionRecorder(datalink: writer.datalink, adapter: 0,
-                                             localAddress: peripheralAddress, connectionHandle: handle)
+            var central = SessionRecorder(
+                datalink: writer.datalink, adapter: twoControllers ? 1 : 0,
+                localAddress: centralAddress, connectionHandle: handle)
+            var peripheral = SessionRecorder(
+                datalink: writer.datalink, adapter: 0,
+                localAddress: peripheralAddress, connectionHandle: handle)
             if summary.sessions == 0 && twoControllers {
                 try emit(central.announce(at: t) + peripheral.announce(at: t), &writer)
             } else {
@@ -92,7 +101,10 @@ public enum BigCapture {
                 _ = peripheral.announce(at: t)
             }
             try emit(central.connected(peer: peripheralAddress, role: .central, at: t), &writer)
-            if twoControllers { try emit(peripheral.connected(peer: centralAddress, role: .peripheral, at: t + .microseconds(150)), &writer) }
+            if twoControllers {
+                try emit(
+                    peripheral.connected(peer: centralAddress, role: .peripheral, at: t + .microseconds(150)), &writer)
+            }
             for (pdu, direction) in template {
                 t = t + .milliseconds(3)
                 try emit(try central.att(pdu, direction: direction, at: t), &writer)
@@ -114,8 +126,10 @@ public enum BigCapture {
     }
 
     /// Writes a btsnoop file of at least `minimumBytes` at `path`.
-    public static func write(path: String, minimumBytes: Int64, datalink: BTSnoopDatalink = .monitor,
-                             sessions: [Session] = [bloodPressureSession]) throws(CaptureError) -> Summary {
+    public static func write(
+        path: String, minimumBytes: Int64, datalink: BTSnoopDatalink = .monitor,
+        sessions: [Session] = [bloodPressureSession]
+    ) throws(CaptureError) -> Summary {
         var writer = try BTSnoopWriter(path: path, datalink: datalink)
         let summary = try write(to: &writer, minimumBytes: minimumBytes, sessions: sessions)
         _ = try writer.finish()

@@ -4,7 +4,7 @@ import CuffCore
 import Transport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a capture writer puts its bytes.
@@ -71,7 +71,9 @@ public struct BTSnoopWriter<Sink: ByteSink>: Sendable {
     ///   record in an H4 file), `oversize_record` past ``HCIRecord/maximumPayloadLength``, `io_error`.
     public mutating func write(_ record: HCIRecord) throws(CaptureError) {
         guard record.payload.count <= HCIRecord.maximumPayloadLength else {
-            throw CaptureError(.oversizeRecord, "a \(record.payload.count)-byte payload is longer than \(HCIRecord.maximumPayloadLength)")
+            throw CaptureError(
+                .oversizeRecord,
+                "a \(record.payload.count)-byte payload is longer than \(HCIRecord.maximumPayloadLength)")
         }
         try BTSnoop.encode(record, datalink: datalink, into: &pending)
         if pending.bytes.count >= flushThreshold { try flush() }

@@ -2,7 +2,7 @@
 import Transport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a capture reader gets its bytes: a file, an in-memory buffer, a pipe.

@@ -55,7 +55,9 @@ public struct CaptureError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The C `errno` for ``Code-swift.struct/ioError``.
     public var errno: Int32?
 
-    public init(_ code: Code, _ message: String = "", offset: Int64? = nil, isRecoverable: Bool = false, errno: Int32? = nil) {
+    public init(
+        _ code: Code, _ message: String = "", offset: Int64? = nil, isRecoverable: Bool = false, errno: Int32? = nil
+    ) {
         self.code = code
         self.message = message
         self.offset = offset

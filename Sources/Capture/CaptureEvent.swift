@@ -53,8 +53,10 @@ public struct ConnectionInfo: Sendable, Hashable {
     public var timestamp: Timestamp
     public var fileOffset: Int64
 
-    public init(adapter: UInt16, connectionHandle: UInt16, role: ConnectionRole, peerAddress: BDAddress,
-                peerAddressType: AddressType, accessAddress: UInt32? = nil, timestamp: Timestamp, fileOffset: Int64) {
+    public init(
+        adapter: UInt16, connectionHandle: UInt16, role: ConnectionRole, peerAddress: BDAddress,
+        peerAddressType: AddressType, accessAddress: UInt32? = nil, timestamp: Timestamp, fileOffset: Int64
+    ) {
         self.adapter = adapter
         self.connectionHandle = connectionHandle
         self.role = role
@@ -83,8 +85,10 @@ public struct ATTPacket: Sendable, Hashable {
     /// The link's access address, for sniffed links.
     public var accessAddress: UInt32?
 
-    public init(adapter: UInt16, connectionHandle: UInt16, direction: ATTDirection, pdu: [UInt8], timestamp: Timestamp,
-                fileOffset: Int64, connectionKnown: Bool, accessAddress: UInt32? = nil) {
+    public init(
+        adapter: UInt16, connectionHandle: UInt16, direction: ATTDirection, pdu: [UInt8], timestamp: Timestamp,
+        fileOffset: Int64, connectionKnown: Bool, accessAddress: UInt32? = nil
+    ) {
         self.adapter = adapter
         self.connectionHandle = connectionHandle
         self.direction = direction

@@ -24,7 +24,7 @@ public struct CaptureEventReader<Source: ByteSource>: Sendable {
             do {
                 guard let record = try records.next() else { return nil }
                 try extractor.consume(record, into: &pending)
-            } catch where error.isRecoverable && !extractor.strict {
+            } catch  where error.isRecoverable && !extractor.strict {
                 pending.append(.warning(error))
             }
         }

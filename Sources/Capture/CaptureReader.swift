@@ -17,7 +17,9 @@ extension CaptureFormat {
     /// file cut inside its header).
     public static func detect(_ head: ArraySlice<UInt8>) -> CaptureFormat? {
         if head.isEmpty { return nil }
-        if head.starts(with: BTSnoop.magic) || (head.count < BTSnoop.magic.count && BTSnoop.magic.starts(with: head)) { return .btsnoop }
+        if head.starts(with: BTSnoop.magic) || (head.count < BTSnoop.magic.count && BTSnoop.magic.starts(with: head)) {
+            return .btsnoop
+        }
         if Pcap.isMagic(head) { return .pcap }
         if head.starts(with: [0x0A, 0x0D, 0x0D, 0x0A]) { return .pcapng }
         return nil
@@ -138,16 +140,20 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
 
     private mutating func readFileHeader(_ forced: CaptureFormat) throws(CaptureError) {
         let head = try input.peek(8)
-        if head.isEmpty { throw CaptureError(.truncatedHeader, "expected a capture file header, the file is empty", offset: 0) }
+        if head.isEmpty {
+            throw CaptureError(.truncatedHeader, "expected a capture file header, the file is empty", offset: 0)
+        }
         let format: CaptureFormat
         if forced != .auto {
             format = forced
         } else if let detected = CaptureFormat.detect(head) {
             format = detected
         } else if head.count < 4 {
-            throw CaptureError(.truncatedHeader, "expected a capture file header, the file has only \(head.count) bytes", offset: 0)
+            throw CaptureError(
+                .truncatedHeader, "expected a capture file header, the file has only \(head.count) bytes", offset: 0)
         } else {
-            throw CaptureError(.badMagic, "expected btsnoop, pcap or pcapng magic, found \(Hex.encode(head))", offset: 0)
+            throw CaptureError(
+                .badMagic, "expected btsnoop, pcap or pcapng magic, found \(Hex.encode(head))", offset: 0)
         }
         self.format = format
         switch format {
@@ -156,9 +162,11 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             guard let bytes = try input.take(BTSnoop.fileHeaderLength) else {
                 let have = try input.fill(BTSnoop.fileHeaderLength)
                 if !BTSnoop.magic.starts(with: try input.peek(8)) {
-                    throw CaptureError(.badMagic, "expected btsnoop magic, found \(Hex.encode(try input.peek(8)))", offset: 0)
+                    throw CaptureError(
+                        .badMagic, "expected btsnoop magic, found \(Hex.encode(try input.peek(8)))", offset: 0)
                 }
-                throw CaptureError(.truncatedHeader, "expected a 16-byte btsnoop file header, the file has \(have) bytes", offset: 0)
+                throw CaptureError(
+                    .truncatedHeader, "expected a 16-byte btsnoop file header, the file has \(have) bytes", offset: 0)
             }
             let datalink = try BTSnoop.parseFileHeader(bytes)
             self.datalink = datalink.rawValue
@@ -167,16 +175,20 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             guard let bytes = try input.take(Pcap.fileHeaderLength) else {
                 let have = try input.fill(Pcap.fileHeaderLength)
                 if !Pcap.isMagic(try input.peek(4)) {
-                    throw CaptureError(.badMagic, "expected pcap magic, found \(Hex.encode(try input.peek(4)))", offset: 0)
+                    throw CaptureError(
+                        .badMagic, "expected pcap magic, found \(Hex.encode(try input.peek(4)))", offset: 0)
                 }
-                throw CaptureError(.truncatedHeader, "expected a 24-byte pcap file header, the file has \(have) bytes", offset: 0)
+                throw CaptureError(
+                    .truncatedHeader, "expected a 24-byte pcap file header, the file has \(have) bytes", offset: 0)
             }
             let header = try Pcap.parseFileHeader(bytes)
             datalink = header.linkType
             state = .pcap(header)
         case .pcapng:
             guard head.count >= 4, head.prefix(4).elementsEqual([0x0A, 0x0D, 0x0D, 0x0A]) else {
-                throw CaptureError(.badMagic, "expected a pcapng Section Header Block 0a0d0d0a, found \(Hex.encode(head.prefix(4)))", offset: 0)
+                throw CaptureError(
+                    .badMagic, "expected a pcapng Section Header Block 0a0d0d0a, found \(Hex.encode(head.prefix(4)))",
+                    offset: 0)
             }
             state = .pcapng(PcapngState())
         }
@@ -210,29 +222,40 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         return .record
     }
 
-    private mutating func nextBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord,
-                                      lending take: (RecordView) -> Bool) throws(CaptureError) -> Lent {
+    private mutating func nextBTSnoop(
+        _ datalink: BTSnoopDatalink, into record: inout HCIRecord,
+        lending take: (RecordView) -> Bool
+    ) throws(CaptureError) -> Lent {
         let recordOffset = input.offset
         // Short path: a well-formed record read straight from the buffer, refilled first when the
         // record runs past it. Anything else (a cut, an oversize length, an empty H4 record) takes
         // the checked path below, which names the problem.
         var short = bufferedBTSnoop(datalink, into: &record, at: recordOffset, lending: take)
-        if case let .need(n) = short, try input.fill(n) >= n { short = bufferedBTSnoop(datalink, into: &record, at: recordOffset, lending: take) }
+        if case let .need(n) = short, try input.fill(n) >= n {
+            short = bufferedBTSnoop(datalink, into: &record, at: recordOffset, lending: take)
+        }
         if case .done = short { return .record }
         if case .taken = short { return .taken }
         guard let headerBytes = try input.take(BTSnoop.recordHeaderLength) else {
             let have = try input.fill(BTSnoop.recordHeaderLength)
             if have == 0 { state = .finished; return .end }
-            throw CaptureError(.truncatedHeader, "expected a 24-byte btsnoop record header, the file ends after \(have) bytes", offset: recordOffset)
+            throw CaptureError(
+                .truncatedHeader, "expected a 24-byte btsnoop record header, the file ends after \(have) bytes",
+                offset: recordOffset)
         }
         let header = BTSnoop.parseRecordHeader(headerBytes)
         guard header.includedLength <= HCIRecord.maximumPayloadLength else {
-            throw CaptureError(.oversizeRecord, "expected an included length ≤ \(HCIRecord.maximumPayloadLength), found \(header.includedLength)", offset: recordOffset)
+            throw CaptureError(
+                .oversizeRecord,
+                "expected an included length ≤ \(HCIRecord.maximumPayloadLength), found \(header.includedLength)",
+                offset: recordOffset)
         }
         let length = Int(header.includedLength)
         guard let body = try input.take(length) else {
             let have = try input.fill(length)
-            throw CaptureError(.truncatedRecord, "expected \(length) record bytes after the header, the file ends after \(have)", offset: recordOffset)
+            throw CaptureError(
+                .truncatedRecord, "expected \(length) record bytes after the header, the file ends after \(have)",
+                offset: recordOffset)
         }
         // (The record is read whole first, so the reader goes on with the next one.)
         guard BTSnoop.usableTimestamp(fromBTSnoop: header.timestamp) != nil else {
@@ -248,7 +271,9 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
     /// (a record cut by the buffer's end, a header the checked path must name, not btsnoop) stops
     /// it, for ``next(into:lending:)`` to read. Returns false when `each` asked to stop.
     /// One loop over the buffer: no per-record state, offset or closure layers.
-    mutating func forEachBuffered(_ each: (BTSnoop.RecordHeader, UnsafeRawBufferPointer, BTSnoopDatalink, Int64) -> Bool) -> Bool {
+    mutating func forEachBuffered(
+        _ each: (BTSnoop.RecordHeader, UnsafeRawBufferPointer, BTSnoopDatalink, Int64) -> Bool
+    ) -> Bool {
         guard case .btsnoop(let datalink) = state else { return true }
         let base = input.offset
         return input.withBuffered { raw -> (consumed: Int, result: Bool) in
@@ -256,7 +281,8 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             let count = raw.count
             var at = 0
             while count - at >= BTSnoop.recordHeaderLength {
-                let header = BTSnoop.RecordHeader(loading: UnsafeRawBufferPointer(start: start + at, count: BTSnoop.recordHeaderLength))
+                let header = BTSnoop.RecordHeader(
+                    loading: UnsafeRawBufferPointer(start: start + at, count: BTSnoop.recordHeaderLength))
                 let included = Int(header.includedLength)
                 let total = BTSnoop.recordHeaderLength + included
                 guard BTSnoop.takesShortPath(header, datalink: datalink), count - at >= total else { break }
@@ -270,8 +296,10 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
     }
 
     /// Reads one btsnoop record from the bytes already buffered, when they hold all of it.
-    private mutating func bufferedBTSnoop(_ datalink: BTSnoopDatalink, into record: inout HCIRecord, at recordOffset: Int64,
-                                          lending take: (RecordView) -> Bool) -> BTSnoopShortPath {
+    private mutating func bufferedBTSnoop(
+        _ datalink: BTSnoopDatalink, into record: inout HCIRecord, at recordOffset: Int64,
+        lending take: (RecordView) -> Bool
+    ) -> BTSnoopShortPath {
         input.withBuffered { raw -> (consumed: Int, result: BTSnoopShortPath) in
             guard raw.count >= BTSnoop.recordHeaderLength else { return (0, .need(BTSnoop.recordHeaderLength)) }
             let header = BTSnoop.RecordHeader(loading: raw)
@@ -295,19 +323,27 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         guard let headerBytes = try input.take(Pcap.recordHeaderLength) else {
             let have = try input.fill(Pcap.recordHeaderLength)
             if have == 0 { state = .finished; return nil }
-            throw CaptureError(.truncatedHeader, "expected a 16-byte pcap record header, the file ends after \(have) bytes", offset: recordOffset)
+            throw CaptureError(
+                .truncatedHeader, "expected a 16-byte pcap record header, the file ends after \(have) bytes",
+                offset: recordOffset)
         }
         let header = Pcap.parseRecordHeader(headerBytes, file)
         guard header.includedLength <= HCIRecord.maximumPayloadLength else {
-            throw CaptureError(.oversizeRecord, "expected an included length ≤ \(HCIRecord.maximumPayloadLength), found \(header.includedLength)", offset: recordOffset)
+            throw CaptureError(
+                .oversizeRecord,
+                "expected an included length ≤ \(HCIRecord.maximumPayloadLength), found \(header.includedLength)",
+                offset: recordOffset)
         }
         let length = Int(header.includedLength)
         guard let body = try input.take(length) else {
             let have = try input.fill(length)
-            throw CaptureError(.truncatedRecord, "expected \(length) packet bytes after the header, the file ends after \(have)", offset: recordOffset)
+            throw CaptureError(
+                .truncatedRecord, "expected \(length) packet bytes after the header, the file ends after \(have)",
+                offset: recordOffset)
         }
-        return try LinkType.decode(linkType: file.linkType, data: body, originalLength: Int(header.originalLength),
-                                   timestamp: header.timestamp, interface: 0, fileOffset: recordOffset)
+        return try LinkType.decode(
+            linkType: file.linkType, data: body, originalLength: Int(header.originalLength),
+            timestamp: header.timestamp, interface: 0, fileOffset: recordOffset)
     }
 
     // MARK: - pcapng
@@ -318,21 +354,28 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         let head = try input.peek(12)
         if head.isEmpty { return nil }
         guard head.count >= 8 else {
-            throw CaptureError(.truncatedHeader, "expected an 8-byte pcapng block header, the file ends after \(head.count) bytes", offset: blockOffset)
+            throw CaptureError(
+                .truncatedHeader, "expected an 8-byte pcapng block header, the file ends after \(head.count) bytes",
+                offset: blockOffset)
         }
         var r = ByteReader(head)
         let rawType = r.readUInt32BigEndian()!
         let isSection = rawType == Pcapng.sectionHeaderType
         if isSection {
             guard head.count >= 12 else {
-                throw CaptureError(.truncatedHeader, "expected a 12-byte Section Header Block start, the file ends after \(head.count) bytes", offset: blockOffset)
+                throw CaptureError(
+                    .truncatedHeader,
+                    "expected a 12-byte Section Header Block start, the file ends after \(head.count) bytes",
+                    offset: blockOffset)
             }
             var m = ByteReader(head.dropFirst(8))
             switch m.readUInt32BigEndian()! {
             case Pcapng.byteOrderMagic: st.endian = .init(big: true)
             case Pcapng.byteOrderMagic.byteSwapped: st.endian = .init(big: false)
             case let other:
-                throw CaptureError(.badMagic, "expected byte-order magic 1a2b3c4d in either order, found \(String(other, radix: 16))", offset: blockOffset + 8)
+                throw CaptureError(
+                    .badMagic, "expected byte-order magic 1a2b3c4d in either order, found \(String(other, radix: 16))",
+                    offset: blockOffset + 8)
             }
         } else if st.interfaces.isEmpty && blockOffset == 0 {
             throw CaptureError(.badMagic, "expected a pcapng Section Header Block first", offset: 0)
@@ -341,26 +384,38 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         let type = st.endian.u32(&r)!
         let length = st.endian.u32(&r)!
         guard length >= 12, length % 4 == 0 else {
-            throw CaptureError(.badBlockLength, "expected a block length ≥ 12 and a multiple of 4, found \(length)", offset: blockOffset + 4)
+            throw CaptureError(
+                .badBlockLength, "expected a block length ≥ 12 and a multiple of 4, found \(length)",
+                offset: blockOffset + 4)
         }
-        let known = [Pcapng.sectionHeaderType, Pcapng.interfaceDescriptionType, Pcapng.enhancedPacketType, Pcapng.simplePacketType].contains(type)
+        let known = [
+            Pcapng.sectionHeaderType, Pcapng.interfaceDescriptionType, Pcapng.enhancedPacketType,
+            Pcapng.simplePacketType,
+        ].contains(type)
         guard known else {
             guard try input.skip(Int64(length)) else {
-                throw CaptureError(.truncatedRecord, "expected a \(length)-byte block (type \(type)), the file ends first", offset: blockOffset)
+                throw CaptureError(
+                    .truncatedRecord, "expected a \(length)-byte block (type \(type)), the file ends first",
+                    offset: blockOffset)
             }
             return nil
         }
         guard length <= Pcapng.maximumBufferedBlock else {
-            throw CaptureError(.oversizeRecord, "expected a block length ≤ \(Pcapng.maximumBufferedBlock), found \(length)", offset: blockOffset)
+            throw CaptureError(
+                .oversizeRecord, "expected a block length ≤ \(Pcapng.maximumBufferedBlock), found \(length)",
+                offset: blockOffset)
         }
         guard let block = try input.take(Int(length)) else {
             let have = try input.fill(Int(length))
-            throw CaptureError(.truncatedRecord, "expected a \(length)-byte block, the file ends after \(have)", offset: blockOffset)
+            throw CaptureError(
+                .truncatedRecord, "expected a \(length)-byte block, the file ends after \(have)", offset: blockOffset)
         }
         var tail = ByteReader(block.suffix(4))
         let trailer = st.endian.u32(&tail)!
         guard trailer == length else {
-            throw CaptureError(.badBlockLength, "expected the trailing block length to repeat \(length), found \(trailer)", offset: blockOffset + Int64(length) - 4)
+            throw CaptureError(
+                .badBlockLength, "expected the trailing block length to repeat \(length), found \(trailer)",
+                offset: blockOffset + Int64(length) - 4)
         }
         let body = block.dropFirst(8).dropLast(4)
         switch type {
@@ -368,10 +423,12 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             var b = ByteReader(body)
             _ = b.readUInt32()
             guard let major = st.endian.u16(&b) else {
-                throw CaptureError(.badBlockLength, "expected a Section Header Block with a version", offset: blockOffset)
+                throw CaptureError(
+                    .badBlockLength, "expected a Section Header Block with a version", offset: blockOffset)
             }
             guard major == 1 else {
-                throw CaptureError(.unsupportedVersion, "expected pcapng major version 1, found \(major)", offset: blockOffset + 12)
+                throw CaptureError(
+                    .unsupportedVersion, "expected pcapng major version 1, found \(major)", offset: blockOffset + 12)
             }
             st.interfaces = []
             format = .pcapng
@@ -379,51 +436,68 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         case Pcapng.interfaceDescriptionType:
             let interface = try Pcapng.parseInterface(body, st.endian, offset: blockOffset)
             datalink = interface.linkType
-            guard LinkType.supported.contains(interface.linkType) || st.interfaces.count >= Self.maximumInterfaces else {
+            guard LinkType.supported.contains(interface.linkType) || st.interfaces.count >= Self.maximumInterfaces
+            else {
                 st.interfaces.append(nil)
-                throw CaptureError(.unknownDatalink, "interface \(st.interfaces.count - 1) has link type \(interface.linkType), expected 201, 254 or 256; its packets are skipped",
-                                   offset: blockOffset, isRecoverable: true)
+                throw CaptureError(
+                    .unknownDatalink,
+                    "interface \(st.interfaces.count - 1) has link type \(interface.linkType), expected 201, 254 or 256; its packets are skipped",
+                    offset: blockOffset, isRecoverable: true)
             }
             guard st.interfaces.count < Self.maximumInterfaces else {
-                throw CaptureError(.oversizeRecord, "expected at most \(Self.maximumInterfaces) interfaces in a section", offset: blockOffset)
+                throw CaptureError(
+                    .oversizeRecord, "expected at most \(Self.maximumInterfaces) interfaces in a section",
+                    offset: blockOffset)
             }
             st.interfaces.append(interface)
             return nil
         case Pcapng.enhancedPacketType:
             var b = ByteReader(body)
             guard let id = st.endian.u32(&b), let high = st.endian.u32(&b), let low = st.endian.u32(&b),
-                  let captured = st.endian.u32(&b), let original = st.endian.u32(&b),
-                  let data = b.readBytes(Int(captured)) else {
-                throw CaptureError(.badBlockLength, "expected an Enhanced Packet Block whose captured length fits its block length \(length)",
-                                   offset: blockOffset, isRecoverable: true)
+                let captured = st.endian.u32(&b), let original = st.endian.u32(&b),
+                let data = b.readBytes(Int(captured))
+            else {
+                throw CaptureError(
+                    .badBlockLength,
+                    "expected an Enhanced Packet Block whose captured length fits its block length \(length)",
+                    offset: blockOffset, isRecoverable: true)
             }
             guard Int(id) < st.interfaces.count else {
-                throw CaptureError(.unknownInterface, "expected an interface id < \(st.interfaces.count), found \(id)",
-                                   offset: blockOffset + 8, isRecoverable: true)
+                throw CaptureError(
+                    .unknownInterface, "expected an interface id < \(st.interfaces.count), found \(id)",
+                    offset: blockOffset + 8, isRecoverable: true)
             }
             guard let interface = st.interfaces[Int(id)] else { return nil }
             let ticks = UInt64(high) << 32 | UInt64(low)
             guard let timestamp = interface.timestamp(ticks: ticks) else {
-                throw CaptureError(.badTimestamp, "expected a packet timestamp between 1677-09-21 and 2262-04-11, found \(ticks) ticks of \(interface.resolutionText) with an offset of \(interface.offsetSeconds) s; the packet is skipped",
-                                   offset: blockOffset + 12, isRecoverable: true)
+                throw CaptureError(
+                    .badTimestamp,
+                    "expected a packet timestamp between 1677-09-21 and 2262-04-11, found \(ticks) ticks of \(interface.resolutionText) with an offset of \(interface.offsetSeconds) s; the packet is skipped",
+                    offset: blockOffset + 12, isRecoverable: true)
             }
-            return try LinkType.decode(linkType: interface.linkType, data: data, originalLength: Int(original),
-                                       timestamp: timestamp, interface: UInt16(truncatingIfNeeded: id),
-                                       fileOffset: blockOffset)
+            return try LinkType.decode(
+                linkType: interface.linkType, data: data, originalLength: Int(original),
+                timestamp: timestamp, interface: UInt16(truncatingIfNeeded: id),
+                fileOffset: blockOffset)
         default:  // Simple Packet Block: interface 0, no timestamp.
             var b = ByteReader(body)
             guard let original = st.endian.u32(&b) else {
-                throw CaptureError(.badBlockLength, "expected a Simple Packet Block with an original length", offset: blockOffset, isRecoverable: true)
+                throw CaptureError(
+                    .badBlockLength, "expected a Simple Packet Block with an original length", offset: blockOffset,
+                    isRecoverable: true)
             }
             guard !st.interfaces.isEmpty else {
-                throw CaptureError(.unknownInterface, "expected an Interface Description Block before a Simple Packet Block", offset: blockOffset, isRecoverable: true)
+                throw CaptureError(
+                    .unknownInterface, "expected an Interface Description Block before a Simple Packet Block",
+                    offset: blockOffset, isRecoverable: true)
             }
             guard let interface = st.interfaces[0] else { return nil }
             var count = min(Int(original), b.remaining)
             if interface.snapLength > 0 { count = min(count, Int(interface.snapLength)) }
             let data = b.readBytes(count)!
-            return try LinkType.decode(linkType: interface.linkType, data: data, originalLength: Int(original),
-                                       timestamp: .zero, interface: 0, fileOffset: blockOffset)
+            return try LinkType.decode(
+                linkType: interface.linkType, data: data, originalLength: Int(original),
+                timestamp: .zero, interface: 0, fileOffset: blockOffset)
         }
     }
 }
@@ -441,5 +515,7 @@ extension CaptureReader where Source == FileByteSource {
     public mutating func nextFromFile() throws(CaptureError) -> HCIRecord? { try next() }
 
     /// ``next(into:)``, compiled for files inside this module.
-    public mutating func nextFromFile(into record: inout HCIRecord) throws(CaptureError) -> Bool { try next(into: &record) }
+    public mutating func nextFromFile(into record: inout HCIRecord) throws(CaptureError) -> Bool {
+        try next(into: &record)
+    }
 }

@@ -163,8 +163,11 @@ public struct CaptureReplay: Sendable {
         /// The standard session handed the connection over: the other protocol's observer takes it.
         func handOver(_ at: EventTime, _ out: inout [Output]) {
             guard let (id, profile) = session.handOver, let p = configuration.protocols[id],
-                  let o = p.makeObserver(configuration: configuration, discovered: profile) else { return }
-            if configuration.logs { out.append(.log("\(address): discovery shows a \(id) device; its observer follows the connection")) }
+                let o = p.makeObserver(configuration: configuration, discovered: profile)
+            else { return }
+            if configuration.logs {
+                out.append(.log("\(address): discovery shows a \(id) device; its observer follows the connection"))
+            }
             other = o
             relay(&out) { o, into in o.connected(at: at, into: &into) }
         }
@@ -183,15 +186,19 @@ public struct CaptureReplay: Sendable {
 
         /// A connection where the local controller is the central, with its session, made here
         /// (the observer is large: made in place, not made elsewhere and copied in).
-        init(serial: Int, address: String, sniffed: Bool, configuration: CuffSessionConfiguration,
-             overrides: [UInt16: CuffCharacteristic], inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?,
-             mappings: [SessionObserver.Mapping]) {
+        init(
+            serial: Int, address: String, sniffed: Bool, configuration: CuffSessionConfiguration,
+            overrides: [UInt16: CuffCharacteristic],
+            inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?,
+            mappings: [SessionObserver.Mapping]
+        ) {
             self.serial = serial
             self.address = address
             self.sniffed = sniffed
             self.configuration = configuration
             central = true
-            session = SessionObserver(configuration: configuration, overrides: overrides, inherited: inherited, mappings: mappings)
+            session = SessionObserver(
+                configuration: configuration, overrides: overrides, inherited: inherited, mappings: mappings)
             // `--protocol`: that protocol's observer follows the connection from the start.
             if let forced = configuration.forcedProtocol, let p = configuration.protocols[forced] {
                 other = p.makeObserver(configuration: configuration, discovered: nil)
@@ -210,8 +217,10 @@ public struct CaptureReplay: Sendable {
 
     /// - Parameters:
     ///   - configuration: the session options; `address` is replaced per connection by the peer's address.
-    public init(configuration: CuffSessionConfiguration = CuffSessionConfiguration(address: ""), adapter: UInt16? = nil,
-                overrides: [UInt16: CuffCharacteristic] = [:], learned: [Peer: DiscoveredHandles] = [:]) {
+    public init(
+        configuration: CuffSessionConfiguration = CuffSessionConfiguration(address: ""), adapter: UInt16? = nil,
+        overrides: [UInt16: CuffCharacteristic] = [:], learned: [Peer: DiscoveredHandles] = [:]
+    ) {
         self.configuration = configuration
         self.adapter = adapter
         self.overrides = overrides
@@ -254,13 +263,17 @@ public struct CaptureReplay: Sendable {
             return true
         }
         guard case .aclData = record.kind,
-              let f = extractor.singleFrame(adapter: record.adapterIndex, direction: record.direction, payload: record.payload) else {
+            let f = extractor.singleFrame(
+                adapter: record.adapterIndex, direction: record.direction, payload: record.payload)
+        else {
             return false
         }
         lastTimestamp = record.timestamp
         if let e = earliest, e < record.timestamp { fireDeadlines(before: record.timestamp, &out) }
-        att(adapter: f.adapter, handle: f.connectionHandle, direction: f.direction,
-            pdu: UnsafeRawBufferPointer(rebasing: record.payload[f.pdu]), timestamp: record.timestamp, accessAddress: nil, &out)
+        att(
+            adapter: f.adapter, handle: f.connectionHandle, direction: f.direction,
+            pdu: UnsafeRawBufferPointer(rebasing: record.payload[f.pdu]), timestamp: record.timestamp,
+            accessAddress: nil, &out)
         return true
     }
 
@@ -295,7 +308,9 @@ public struct CaptureReplay: Sendable {
     mutating func connected(_ info: ConnectionInfo, _ out: inout [Output]) {
         let key = Key(adapter: info.adapter, handle: info.connectionHandle)
         if let old = connections[key], old.central {
-            old.disconnected("the connection handle was reused without a disconnection", at: SessionObserver.eventTime(info.timestamp), into: &out)
+            old.disconnected(
+                "the connection handle was reused without a disconnection",
+                at: SessionObserver.eventTime(info.timestamp), into: &out)
             end(key, old)
         }
         serial += 1
@@ -307,14 +322,24 @@ public struct CaptureReplay: Sendable {
             let adapter = info.adapter, handle = info.connectionHandle
             if learned[peer] != nil, !discoveredPeers.contains(peer) { inheritedPeers.insert(peer) }
             let inherited = learned[peer].map { h in
-                (h, { @Sendable in CaptureReplay.inheritedNotice(adapter: adapter, handle: handle, address: address, from: h) })
+                (
+                    h,
+                    { @Sendable in
+                        CaptureReplay.inheritedNotice(adapter: adapter, handle: handle, address: address, from: h)
+                    }
+                )
             }
             c = newConnection(address, sniffed: sniffed, inherited: inherited)
             c.connected(at: SessionObserver.eventTime(info.timestamp), into: &out)
             c.peer = peer
             c.openedAt = info.fileOffset
         } else {
-            if configuration.logs { out.append(.log("hci\(info.adapter) connection \(Hex.handle(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported")) }
+            if configuration.logs {
+                out.append(
+                    .log(
+                        "hci\(info.adapter) connection \(Hex.handle(info.connectionHandle)) to \(address): this controller is the peripheral (the cuff's side); not reported"
+                    ))
+            }
             c = Connection(serial: serial, address: address, sniffed: sniffed)
         }
         connections[key] = c
@@ -380,24 +405,31 @@ public struct CaptureReplay: Sendable {
 
     /// A connection where the local controller is the central, with a new session (the caller
     /// then tells it the link is up, in place).
-    mutating func newConnection(_ address: String, sniffed: Bool,
-                                inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil) -> Connection {
+    mutating func newConnection(
+        _ address: String, sniffed: Bool,
+        inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil
+    ) -> Connection {
         sessions += 1
         var config = configuration
         config.address = address
-        return Connection(serial: serial, address: address, sniffed: sniffed, configuration: config, overrides: overrides,
-                          inherited: inherited, mappings: mappings)
+        return Connection(
+            serial: serial, address: address, sniffed: sniffed, configuration: config, overrides: overrides,
+            inherited: inherited, mappings: mappings)
     }
 
     mutating func att(_ p: ATTPacket, _ out: inout [Output]) {
         p.pdu.withUnsafeBytes { raw in
-            att(adapter: p.adapter, handle: p.connectionHandle, direction: p.direction, pdu: raw, timestamp: p.timestamp,
+            att(
+                adapter: p.adapter, handle: p.connectionHandle, direction: p.direction, pdu: raw,
+                timestamp: p.timestamp,
                 accessAddress: p.accessAddress, &out)
         }
     }
 
-    mutating func att(adapter: UInt16, handle: UInt16, direction: ATTDirection, pdu: UnsafeRawBufferPointer, timestamp: Timestamp,
-                      accessAddress: UInt32?, _ out: inout [Output]) {
+    mutating func att(
+        adapter: UInt16, handle: UInt16, direction: ATTDirection, pdu: UnsafeRawBufferPointer, timestamp: Timestamp,
+        accessAddress: UInt32?, _ out: inout [Output]
+    ) {
         let key = Key(adapter: adapter, handle: handle)
         guard let opcode = pdu.first else { return }
         if hotKey == key, let hotConnection {
@@ -423,7 +455,12 @@ public struct CaptureReplay: Sendable {
                 c = newConnection(address, sniffed: sniffed)
                 c.connected(at: SessionObserver.eventTime(timestamp), into: &out)
             } else {
-                if configuration.logs { out.append(.log("hci\(adapter) connection \(Hex.handle(handle)): this controller is the peripheral (it answers requests); not reported")) }
+                if configuration.logs {
+                    out.append(
+                        .log(
+                            "hci\(adapter) connection \(Hex.handle(handle)): this controller is the peripheral (it answers requests); not reported"
+                        ))
+                }
                 c = Connection(serial: serial, address: address, sniffed: sniffed)
             }
             connections[key] = c
@@ -434,8 +471,10 @@ public struct CaptureReplay: Sendable {
     }
 
     /// One ATT PDU to its connection's session.
-    mutating func deliver(_ c: Connection, _ opcode: UInt8, _ direction: ATTDirection, _ pdu: UnsafeRawBufferPointer,
-                          _ timestamp: Timestamp, _ out: inout [Output]) {
+    mutating func deliver(
+        _ c: Connection, _ opcode: UInt8, _ direction: ATTDirection, _ pdu: UnsafeRawBufferPointer,
+        _ timestamp: Timestamp, _ out: inout [Output]
+    ) {
         guard c.central else { return }
         let fromCentral: Bool
         switch direction {
@@ -484,8 +523,11 @@ public struct CaptureReplay: Sendable {
         // (The session read in place: a copy of the observer costs more than the rest of this.)
         guard c.central, c.other == nil, !c.session.isMapped, !c.session.unmappedHandles.isEmpty else { return }
         var handles: [UInt16: Unmapped.Counts] = [:]
-        for (h, n) in c.session.unmappedHandles { handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications) }
-        unmapped.append(Unmapped(adapter: key.adapter, connectionHandle: key.handle, address: c.address, handles: handles))
+        for (h, n) in c.session.unmappedHandles {
+            handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications)
+        }
+        unmapped.append(
+            Unmapped(adapter: key.adapter, connectionHandle: key.handle, address: c.address, handles: handles))
     }
 
     // MARK: - Deadlines
@@ -571,20 +613,26 @@ extension CaptureReplay {
     /// least `batch` outputs after a record, `deliver` gets them (it may empty the array) and
     /// returns false to stop; what is left in `out` at the end is the caller's, as is
     /// ``finish(_:into:)`` (a stretch of a longer capture is not its end).
-    public mutating func replay(_ reader: inout CaptureReader<FileByteSource>, into out: inout [Output],
-                                before: ((HCIRecord) -> Void)? = nil, batch: Int = 1, deliver: (inout [Output]) -> Bool) -> Ending {
+    public mutating func replay(
+        _ reader: inout CaptureReader<FileByteSource>, into out: inout [Output],
+        before: ((HCIRecord) -> Void)? = nil, batch: Int = 1, deliver: (inout [Output]) -> Bool
+    ) -> Ending {
         replayRecords(&reader, into: &out, before: before, batch: batch, deliver: deliver)
     }
 
     /// ``replay(_:into:before:deliver:)`` for records in memory (a stretch of a file).
-    public mutating func replay(_ reader: inout CaptureReader<ArrayByteSource>, into out: inout [Output],
-                                before: ((HCIRecord) -> Void)? = nil, batch: Int = 1, deliver: (inout [Output]) -> Bool) -> Ending {
+    public mutating func replay(
+        _ reader: inout CaptureReader<ArrayByteSource>, into out: inout [Output],
+        before: ((HCIRecord) -> Void)? = nil, batch: Int = 1, deliver: (inout [Output]) -> Bool
+    ) -> Ending {
         replayRecords(&reader, into: &out, before: before, batch: batch, deliver: deliver)
     }
 
     // Generic here, specialised for the two sources above inside this module.
-    mutating func replayRecords<S: ByteSource>(_ reader: inout CaptureReader<S>, into out: inout [Output],
-                                               before: ((HCIRecord) -> Void)?, batch: Int, deliver: (inout [Output]) -> Bool) -> Ending {
+    mutating func replayRecords<S: ByteSource>(
+        _ reader: inout CaptureReader<S>, into out: inout [Output],
+        before: ((HCIRecord) -> Void)?, batch: Int, deliver: (inout [Output]) -> Bool
+    ) -> Ending {
         var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
         while true {
             if before == nil {

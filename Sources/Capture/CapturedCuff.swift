@@ -122,7 +122,10 @@ extension CapturedCuff {
                     i = known
                 } else {
                     i = all.count
-                    all.append(Gathered(number: all.count + 1, adapter: p.adapter, handle: p.connectionHandle, peer: peers[k], localRole: roles[k]))
+                    all.append(
+                        Gathered(
+                            number: all.count + 1, adapter: p.adapter, handle: p.connectionHandle, peer: peers[k],
+                            localRole: roles[k]))
                     open[k] = i
                 }
                 all[i].take(p)
@@ -135,9 +138,13 @@ extension CapturedCuff {
 
     /// The connections in the capture at `path`, servable or not (`--list-sessions`).
     /// `overrides` (`--handle`) stands in for a discovery the capture lacks.
-    public static func connections(path: String, format: CaptureFormat = .auto, overrides: [UInt16: CuffCharacteristic] = [:]) throws(CaptureError) -> [Connection] {
+    public static func connections(
+        path: String, format: CaptureFormat = .auto, overrides: [UInt16: CuffCharacteristic] = [:]
+    ) throws(CaptureError) -> [Connection] {
         let all = try gather(path: path, format: format)
-        return all.map { g in describe(g, inherited: g.sawDiscovery ? nil : earlierDiscovery(all, before: g), overrides: overrides) }
+        return all.map { g in
+            describe(g, inherited: g.sawDiscovery ? nil : earlierDiscovery(all, before: g), overrides: overrides)
+        }
     }
 
     /// The peripheral of connection `number` (1-based), or of the first connection with a Blood
@@ -146,31 +153,42 @@ extension CapturedCuff {
     /// from `overrides` (`--handle H=UUID`): each value at its handle, its declaration before it
     /// and, for a notifying or indicating one, its CCCD after it, in one Blood Pressure Service.
     public static func load(
-        path: String, format: CaptureFormat = .auto, session number: Int? = nil, overrides: [UInt16: CuffCharacteristic] = [:]
+        path: String, format: CaptureFormat = .auto, session number: Int? = nil,
+        overrides: [UInt16: CuffCharacteristic] = [:]
     ) throws -> CapturedCuff {
         let all = try gather(path: path, format: format)
         let candidates = all.map { g in (g, g.sawDiscovery ? nil : earlierDiscovery(all, before: g)) }
         let chosen: (Gathered, Gathered?)
         if let number {
             guard let c = candidates.first(where: { $0.0.number == number }) else {
-                throw CapturedCuffError(message: "the capture has \(all.count) connection(s) with ATT traffic; there is no session \(number)")
+                throw CapturedCuffError(
+                    message:
+                        "the capture has \(all.count) connection(s) with ATT traffic; there is no session \(number)")
             }
             chosen = c
         } else {
-            guard let c = candidates.first(where: { describe($0.0, inherited: $0.1, overrides: overrides).servable }) else {
-                throw CapturedCuffError(message: all.isEmpty
-                    ? "the capture holds no ATT traffic: there is no peripheral to serve"
-                    : "no connection in the capture shows a Blood Pressure Service (0x1810) in a discovery: nothing to serve (see --list-sessions; --handle H=UUID maps handles a capture without discovery used)")
+            guard let c = candidates.first(where: { describe($0.0, inherited: $0.1, overrides: overrides).servable })
+            else {
+                throw CapturedCuffError(
+                    message: all.isEmpty
+                        ? "the capture holds no ATT traffic: there is no peripheral to serve"
+                        : "no connection in the capture shows a Blood Pressure Service (0x1810) in a discovery: nothing to serve (see --list-sessions; --handle H=UUID maps handles a capture without discovery used)"
+                )
             }
             chosen = c
         }
         let connection = describe(chosen.0, inherited: chosen.1, overrides: overrides)
         guard connection.servable else {
-            throw CapturedCuffError(message: "session \(connection.number) shows no Blood Pressure Service (0x1810) in a discovery (its own or an earlier one): it cannot be served (--handle H=UUID maps handles)")
+            throw CapturedCuffError(
+                message:
+                    "session \(connection.number) shows no Blood Pressure Service (0x1810) in a discovery (its own or an earlier one): it cannot be served (--handle H=UUID maps handles)"
+            )
         }
         let layout = chosen.1 ?? chosen.0
         if !layout.sawDiscovery {
-            return build(chosen.0, layout: layout, connection: connection, database: synthesized(overrides, reads: chosen.0.reads))
+            return build(
+                chosen.0, layout: layout, connection: connection,
+                database: synthesized(overrides, reads: chosen.0.reads))
         }
         return build(chosen.0, layout: layout, connection: connection)
     }
@@ -180,14 +198,20 @@ extension CapturedCuff {
         all.last { $0.number < g.number && $0.adapter == g.adapter && $0.sawDiscovery }
     }
 
-    static func describe(_ g: Gathered, inherited: Gathered?, overrides: [UInt16: CuffCharacteristic] = [:]) -> Connection {
+    static func describe(_ g: Gathered, inherited: Gathered?, overrides: [UInt16: CuffCharacteristic] = [:])
+        -> Connection
+    {
         let layout = inherited ?? g
-        let mapped = !layout.sawDiscovery && overrides.values.contains {
-            [.bloodPressureMeasurement, .enhancedBloodPressureMeasurement].contains($0)
-        }
+        let mapped =
+            !layout.sawDiscovery
+            && overrides.values.contains {
+                [.bloodPressureMeasurement, .enhancedBloodPressureMeasurement].contains($0)
+            }
         let bps = mapped || layout.observer.services.contains { $0.uuid == BluetoothUUID(BPSUUID.bloodPressureService) }
-        return Connection(number: g.number, adapter: g.adapter, handle: g.handle, peer: g.peer, services: layout.observer.services.count,
-                          hasBloodPressureService: bps, pushes: g.pushes.count, servable: bps, inheritedDiscovery: inherited != nil)
+        return Connection(
+            number: g.number, adapter: g.adapter, handle: g.handle, peer: g.peer,
+            services: layout.observer.services.count,
+            hasBloodPressureService: bps, pushes: g.pushes.count, servable: bps, inheritedDiscovery: inherited != nil)
     }
 
     /// A table from `--handle` mappings alone (see ``load(path:format:session:overrides:)``);
@@ -200,15 +224,20 @@ extension CapturedCuff {
         b.addService(BluetoothUUID(BPSUUID.bloodPressureService))
         var last = first.key - 2
         for (i, (h, c)) in mapped.enumerated() where h - 1 > last {
-            guard let uuid = c.uuid16.map(BluetoothUUID.init) ?? (c == .cuffControl ? CuffCentral.controlPointUUID : nil) else { continue }
+            guard
+                let uuid = c.uuid16.map(BluetoothUUID.init) ?? (c == .cuffControl ? CuffCentral.controlPointUUID : nil)
+            else { continue }
             let props = CharacteristicProperties(rawValue: SessionObserver.assumedProperties(c).rawValue)
             var perms: AttributePermissions = []
             if props.contains(.read) { perms.insert(.read) }
             if !props.isDisjoint(with: [.write, .writeWithoutResponse]) { perms.insert(.write) }
             let nextDeclaration = i + 1 < mapped.count ? mapped[i + 1].key - 1 : .max
             let cccd: [(handle: UInt16, uuid: BluetoothUUID, value: [UInt8])] =
-                !props.isDisjoint(with: [.notify, .indicate]) && h + 1 < nextDeclaration ? [(h + 1, .clientCharacteristicConfiguration, [])] : []
-            b.addCharacteristic(uuid, properties: props, permissions: perms, value: reads[h] ?? [], declarationHandle: h - 1, descriptors: cccd)
+                !props.isDisjoint(with: [.notify, .indicate]) && h + 1 < nextDeclaration
+                ? [(h + 1, .clientCharacteristicConfiguration, [])] : []
+            b.addCharacteristic(
+                uuid, properties: props, permissions: perms, value: reads[h] ?? [], declarationHandle: h - 1,
+                descriptors: cccd)
             last = cccd.isEmpty ? h : h + 1
         }
         b.endService(at: .max)
@@ -217,13 +246,18 @@ extension CapturedCuff {
 
     /// The attribute table from `layout`'s discovery (or `database`), the values `g` (and
     /// `layout`) read, and `g`'s pushes.
-    static func build(_ g: Gathered, layout: Gathered, connection: Connection, database given: AttributeDatabase? = nil) -> CapturedCuff {
+    static func build(_ g: Gathered, layout: Gathered, connection: Connection, database given: AttributeDatabase? = nil)
+        -> CapturedCuff
+    {
         let reads = layout.reads.merging(g.reads) { _, new in new }
         let services = layout.observer.services.sorted { $0.handle < $1.handle }
         let chars = layout.observer.characteristics.sorted { $0.declarationHandle < $1.declarationHandle }
-        let declarations = Set(chars.map(\.declarationHandle)).union(chars.map(\.valueHandle)).union(services.map(\.handle))
+        let declarations = Set(chars.map(\.declarationHandle)).union(chars.map(\.valueHandle)).union(
+            services.map(\.handle))
         let structural: Set<BluetoothUUID> = [.primaryService, .secondaryService, .include, .characteristic]
-        let descriptors = layout.observer.descriptors.filter { !declarations.contains($0.key) && !structural.contains($0.value) }
+        let descriptors = layout.observer.descriptors.filter {
+            !declarations.contains($0.key) && !structural.contains($0.value)
+        }
         let writes = layout.writes.merging(g.writes) { _, new in new }
         var unknown: [UInt16] = []
         var inferred: [InferredDescriptor] = []
@@ -234,10 +268,15 @@ extension CapturedCuff {
             b.addService(s.uuid)
             lastHandle = s.handle
             let inService = chars.filter { $0.declarationHandle > s.handle && $0.declarationHandle <= s.endHandle }
-            for (j, c) in inService.enumerated() where c.declarationHandle > lastHandle && c.valueHandle == c.declarationHandle &+ 1 {
-                let upper = j + 1 < inService.count ? inService[j + 1].declarationHandle : (s.endHandle == .max ? .max : s.endHandle &+ 1)
+            for (j, c) in inService.enumerated()
+            where c.declarationHandle > lastHandle && c.valueHandle == c.declarationHandle &+ 1 {
+                let upper =
+                    j + 1 < inService.count
+                    ? inService[j + 1].declarationHandle : (s.endHandle == .max ? .max : s.endHandle &+ 1)
                 var own = descriptors.filter { $0.key > c.valueHandle && $0.key < upper }.sorted { $0.key < $1.key }
-                if own.isEmpty, let cccd = inferredCCCD(c.valueHandle, properties: c.properties, upper: upper, writes: writes) {
+                if own.isEmpty,
+                    let cccd = inferredCCCD(c.valueHandle, properties: c.properties, upper: upper, writes: writes)
+                {
                     own = [(key: cccd.handle, value: .clientCharacteristicConfiguration)]
                     inferred.append(cccd)
                 }
@@ -259,22 +298,33 @@ extension CapturedCuff {
         // Record Access Control Point, as the captured central made them. Other writes (a clock
         // set, a vendor command) do not hold anything back: another client may not make them.
         let gating = Set(db.characteristics.compactMap(\.cccdHandle))
-            .union(db.characteristics.filter { $0.uuid == BluetoothUUID(BPSCharacteristic.recordAccessControlPoint.rawValue) }.map(\.valueHandle))
+            .union(
+                db.characteristics.filter {
+                    $0.uuid == BluetoothUUID(BPSCharacteristic.recordAccessControlPoint.rawValue)
+                }.map(\.valueHandle))
         var pushes = g.pushes
         for i in pushes.indices { pushes[i].requires.formIntersection(gating) }
         let nameHandle = db.characteristic(.deviceName)?.valueHandle
         let name = nameHandle.flatMap { reads[$0] }.map { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        return CapturedCuff(connection: connection, database: db, pushes: pushes, dropAfter: g.dropAfter, unknownValues: unknown, name: name,
-                            inferredDescriptors: given == nil ? inferred : [])
+        return CapturedCuff(
+            connection: connection, database: db, pushes: pushes, dropAfter: g.dropAfter, unknownValues: unknown,
+            name: name,
+            inferredDescriptors: given == nil ? inferred : [])
     }
 
     /// The CCCD of a notifying or indicating characteristic whose descriptors the capture never
     /// discovered (every such characteristic has one, Core Vol 3 Part G §3.3.3.3): where the
     /// captured central wrote a subscription value (2 bytes, 0–3) between the value and `upper`
     /// (the next declaration), else right after the value when that handle is free.
-    static func inferredCCCD(_ valueHandle: UInt16, properties: CharacteristicProperties, upper: UInt16, writes: [UInt16: [UInt8]]) -> InferredDescriptor? {
-        guard !properties.isDisjoint(with: [.notify, .indicate]), valueHandle < .max, valueHandle + 1 < upper else { return nil }
-        let subscription = writes.filter { h, v in h > valueHandle && h < upper && v.count == 2 && v[1] == 0 && v[0] <= 3 }.keys.min()
+    static func inferredCCCD(
+        _ valueHandle: UInt16, properties: CharacteristicProperties, upper: UInt16, writes: [UInt16: [UInt8]]
+    ) -> InferredDescriptor? {
+        guard !properties.isDisjoint(with: [.notify, .indicate]), valueHandle < .max, valueHandle + 1 < upper else {
+            return nil
+        }
+        let subscription = writes.filter { h, v in
+            h > valueHandle && h < upper && v.count == 2 && v[1] == 0 && v[0] <= 3
+        }.keys.min()
         if let h = subscription { return InferredDescriptor(handle: h, valueHandle: valueHandle, written: true) }
         return InferredDescriptor(handle: valueHandle + 1, valueHandle: valueHandle, written: false)
     }
@@ -284,7 +334,8 @@ extension CapturedCuff.Gathered {
     /// The connection ended. The peripheral dropped it when a central's capture says the remote
     /// side ended it or the link timed out, or a peripheral's capture says the local host did.
     mutating func ended(reason: UInt8, at t: Timestamp) {
-        let remoteOrLost: Set<UInt8> = [0x08, 0x13, 0x14, 0x15]  // supervision timeout, remote user / low resources / power off
+        // supervision timeout, remote user / low resources / power off
+        let remoteOrLost: Set<UInt8> = [0x08, 0x13, 0x14, 0x15]
         let byPeripheral: Bool
         switch localRole {
         case .central?: byPeripheral = remoteOrLost.contains(reason)
@@ -375,7 +426,10 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
         dropping = false
         var out: [PeripheralOutput] = []
         if !captured.unknownValues.isEmpty {
-            out.append(.log("the capture shows no value for \(captured.unknownValues.map(Hex.handle).joined(separator: ", ")); served empty"))
+            out.append(
+                .log(
+                    "the capture shows no value for \(captured.unknownValues.map(Hex.handle).joined(separator: ", ")); served empty"
+                ))
         }
         for d in captured.inferredDescriptors { out.append(.log(d.description)) }
         schedule(now, &out)
@@ -409,7 +463,10 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
             let p = captured.pushes[next]
             next += 1
             due = nil
-            serverActions(p.indication ? server.indicate(handle: p.handle, value: p.value, now: now) : server.notify(handle: p.handle, value: p.value), now, &out)
+            serverActions(
+                p.indication
+                    ? server.indicate(handle: p.handle, value: p.value, now: now)
+                    : server.notify(handle: p.handle, value: p.value), now, &out)
             if next == captured.pushes.count && loop {
                 next = 0
                 out.append(.log("end of the captured session: playing it again (--loop)"))
@@ -435,13 +492,18 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
         // And the client must have subscribed to it (a central with a bond may not have written
         // the CCCD in the capture, but a client meeting this cuff for the first time must).
         let sub = server.subscription(valueHandle: p.handle)
-        if !(p.indication ? sub.indicate : sub.notify), let c = server.database.characteristic(valueHandle: p.handle)?.cccdHandle {
+        if !(p.indication ? sub.indicate : sub.notify),
+            let c = server.database.characteristic(valueHandle: p.handle)?.cccdHandle
+        {
             missing.insert(c)
         }
         guard missing.isEmpty else {
             if !waitingNoted {
                 waitingNoted = true
-                out.append(.log("waiting for the central to write \(missing.sorted().map(Hex.handle).joined(separator: ", ")), as the captured central did"))
+                out.append(
+                    .log(
+                        "waiting for the central to write \(missing.sorted().map(Hex.handle).joined(separator: ", ")), as the captured central did"
+                    ))
             }
             return
         }
@@ -459,12 +521,15 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
                 written.insert(handle)
                 schedule(now, &out)
             case let .subscriptionChanged(valueHandle, _, _, _):
-                if let c = server.database.characteristic(valueHandle: valueHandle), let cccd = c.cccdHandle { written.insert(cccd) }
+                if let c = server.database.characteristic(valueHandle: valueHandle), let cccd = c.cccdHandle {
+                    written.insert(cccd)
+                }
                 schedule(now, &out)
             case .indicationConfirmed:
                 break
             case let .indicationTimedOut(handle):
-                out.append(.disconnect("the central did not confirm the indication of \(Hex.handle(handle)) within 30 s"))
+                out.append(
+                    .disconnect("the central did not confirm the indication of \(Hex.handle(handle)) within 30 s"))
             case let .dropped(handle, reason):
                 out.append(.log("value for \(Hex.handle(handle)) not sent: \(reason.rawValue)"))
             case let .protocolViolation(why):

@@ -149,8 +149,10 @@ public struct HCIRecord: Sendable, Hashable {
     /// File offset of the record (btsnoop/pcap record header, pcapng block header).
     public var fileOffset: Int64
 
-    public init(timestamp: Timestamp, adapterIndex: UInt16 = 0, direction: HCIDirection, kind: HCIPacketKind,
-                payload: [UInt8], originalLength: Int? = nil, fileOffset: Int64 = 0) {
+    public init(
+        timestamp: Timestamp, adapterIndex: UInt16 = 0, direction: HCIDirection, kind: HCIPacketKind,
+        payload: [UInt8], originalLength: Int? = nil, fileOffset: Int64 = 0
+    ) {
         self.timestamp = timestamp
         self.adapterIndex = adapterIndex
         self.direction = direction

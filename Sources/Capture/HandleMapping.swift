@@ -36,11 +36,15 @@ public struct HandleMapping: Sendable, Hashable {
     /// Base-UUID form, or cuff's own control point's UUID.
     public init(parsing s: String) throws(ParseError) {
         let parts = s.split(separator: "=", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else { throw ParseError(code: .notAPair, description: "--handle takes HANDLE=UUID, e.g. 0x0012=2a35; got '\(s)'") }
+        guard parts.count == 2 else {
+            throw ParseError(code: .notAPair, description: "--handle takes HANDLE=UUID, e.g. 0x0012=2a35; got '\(s)'")
+        }
         var h = Substring(parts[0])
         if h.hasPrefix("0x") || h.hasPrefix("0X") { h = h.dropFirst(2) }
         guard let handle = UInt16(h, radix: 16), handle > 0 else {
-            throw ParseError(code: .badHandle, description: "--handle: '\(parts[0])' is not an attribute handle (hex, 0x0001–0xFFFF)")
+            throw ParseError(
+                code: .badHandle, description: "--handle: '\(parts[0])' is not an attribute handle (hex, 0x0001–0xFFFF)"
+            )
         }
         var u = Substring(parts[1].lowercased())
         if u.hasPrefix("0x") { u = u.dropFirst(2) }
@@ -54,7 +58,10 @@ public struct HandleMapping: Sendable, Hashable {
         }
         guard let c else {
             let known = CuffCharacteristic.allCases.compactMap { $0.uuid16.map { Hex.digits($0, 4, uppercase: false) } }
-            throw ParseError(code: .unknownCharacteristic, description: "--handle: '\(parts[1])' is not a characteristic cuff knows (\(known.joined(separator: " ")))")
+            throw ParseError(
+                code: .unknownCharacteristic,
+                description:
+                    "--handle: '\(parts[1])' is not a characteristic cuff knows (\(known.joined(separator: " ")))")
         }
         self.init(handle: handle, characteristic: c)
     }

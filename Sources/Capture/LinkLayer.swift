@@ -35,8 +35,9 @@ public enum LinkLayer {
         init?(_ bytes: [UInt8]) {
             var r = ByteReader(bytes)
             guard let channel = r.readUInt8(), r.skip(7), let flags = r.readUInt16(),
-                  let aa = r.readUInt32(), let h0 = r.readUInt8(), let length = r.readUInt8(),
-                  let pdu = r.readBytes(Int(length)) else { return nil }
+                let aa = r.readUInt32(), let h0 = r.readUInt8(), let length = r.readUInt8(),
+                let pdu = r.readBytes(Int(length))
+            else { return nil }
             self.channel = channel
             self.flags = flags
             accessAddress = aa

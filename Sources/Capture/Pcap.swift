@@ -23,7 +23,8 @@ enum Pcap {
         guard b.count >= 4 else { return false }
         var r = ByteReader(b)
         let be = r.readUInt32BigEndian()!
-        return [microsecondMagic, nanosecondMagic, microsecondMagic.byteSwapped, nanosecondMagic.byteSwapped].contains(be)
+        return [microsecondMagic, nanosecondMagic, microsecondMagic.byteSwapped, nanosecondMagic.byteSwapped].contains(
+            be)
     }
 
     static func parseFileHeader(_ bytes: ArraySlice<UInt8>) throws(CaptureError) -> FileHeader {
@@ -37,7 +38,10 @@ enum Pcap {
         case microsecondMagic.byteSwapped: (bigEndian, ns) = (false, false)
         case nanosecondMagic.byteSwapped: (bigEndian, ns) = (false, true)
         default:
-            throw CaptureError(.badMagic, "expected pcap magic a1b2c3d4 or a1b23c4d in either byte order, found \(Hex.encode(bytes.prefix(4)))", offset: 0)
+            throw CaptureError(
+                .badMagic,
+                "expected pcap magic a1b2c3d4 or a1b23c4d in either byte order, found \(Hex.encode(bytes.prefix(4)))",
+                offset: 0)
         }
         let major = bigEndian ? r.readUInt16BigEndian()! : r.readUInt16()!
         guard major == 2 else {

@@ -75,10 +75,13 @@ enum Pcapng {
     }
 
     /// Parses an IDB body (after type and length, before the trailing length).
-    static func parseInterface(_ body: ArraySlice<UInt8>, _ e: Endian, offset: Int64) throws(CaptureError) -> Interface {
+    static func parseInterface(_ body: ArraySlice<UInt8>, _ e: Endian, offset: Int64) throws(CaptureError) -> Interface
+    {
         var r = ByteReader(body)
         guard let linkType = e.u16(&r), r.skip(2), let snap = e.u32(&r) else {
-            throw CaptureError(.truncatedRecord, "expected an Interface Description Block with link type and snap length", offset: offset)
+            throw CaptureError(
+                .truncatedRecord, "expected an Interface Description Block with link type and snap length",
+                offset: offset)
         }
         var interface = Interface(linkType: UInt32(linkType), snapLength: snap)
         // Options: code (2), length (2), value padded to 4; opt_endofopt = 0.

@@ -49,7 +49,9 @@ public struct QuietPoints: Sendable {
     /// loop: `quiet` gets the offset in `bytes` after each record after which no connection can
     /// be open. Returns where it stopped (the start of the first record not whole in `bytes`) and
     /// whether that record's header is one no reader gets past (``Step/stop``).
-    public mutating func scan(_ bytes: UnsafeRawBufferPointer, from start: Int, quiet: (Int) -> Void) -> (end: Int, stop: Bool) {
+    public mutating func scan(_ bytes: UnsafeRawBufferPointer, from start: Int, quiet: (Int) -> Void) -> (
+        end: Int, stop: Bool
+    ) {
         guard let base = bytes.baseAddress else { return (start, false) }
         var at = start
         while true {
@@ -75,7 +77,9 @@ public struct QuietPoints: Sendable {
         // An empty H4 record has no packet type: the reader warns and nothing changes.
         guard datalink != .uart || included > 0 else { return .record(length: total, quiet: isQuiet) }
         // A timestamp the reader rejects (`bad_timestamp`): the record is skipped, nothing changes.
-        guard BTSnoop.usableTimestamp(fromBTSnoop: header.timestamp) != nil else { return .record(length: total, quiet: isQuiet) }
+        guard BTSnoop.usableTimestamp(fromBTSnoop: header.timestamp) != nil else {
+            return .record(length: total, quiet: isQuiet)
+        }
         // What the readers make of it (``RecordView``): only whether it is ACL data or an HCI
         // event, its controller and its payload (no timestamp, no other kinds).
         let body = UnsafeRawBufferPointer(rebasing: bytes[BTSnoop.recordHeaderLength..<total])
@@ -107,7 +111,8 @@ public struct QuietPoints: Sendable {
                 note(adapter, payload, at: 3, opening: false)
             case 0x3E where length >= 4:
                 switch payload[2] {
-                case 0x01, 0x0A, 0x29: note(adapter, payload, at: 4, opening: true)  // LE (Enhanced) Connection Complete
+                // LE (Enhanced) Connection Complete
+                case 0x01, 0x0A, 0x29: note(adapter, payload, at: 4, opening: true)
                 default: break
                 }
             default:

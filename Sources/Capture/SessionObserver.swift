@@ -114,15 +114,21 @@ public struct SessionObserver: Sendable {
     @inline(__always) public var deadline: Timestamp? { machine.isFinished ? nil : machine.nextDeadline }
     public var isFinished: Bool { machine.isFinished }
 
-    public init(configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:],
-                inherited: (handles: DiscoveredHandles, notice: String)? = nil) {
-        self.init(configuration: configuration, overrides: overrides, inherited: inherited.map { i in (i.handles, { i.notice }) })
+    public init(
+        configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:],
+        inherited: (handles: DiscoveredHandles, notice: String)? = nil
+    ) {
+        self.init(
+            configuration: configuration, overrides: overrides,
+            inherited: inherited.map { i in (i.handles, { i.notice }) })
     }
 
     /// - Parameter inherited: the notice is built only if the handles are used (most connections
     ///   discover their own).
-    public init(configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:],
-                inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?, mappings: [Mapping] = []) {
+    public init(
+        configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic] = [:],
+        inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?, mappings: [Mapping] = []
+    ) {
         var c = configuration
         c.observer = true
         machine = CuffSessionMachine(configuration: c)
@@ -136,8 +142,9 @@ public struct SessionObserver: Sendable {
     /// connection that only used an earlier one's).
     public func discovered(connectionHandle: UInt16, openedAt: Int64?) -> DiscoveredHandles? {
         guard sawDiscovery, !usedInherited else { return nil }
-        return DiscoveredHandles(services: services, characteristics: characteristics, descriptors: descriptors,
-                                 values: readValues, connectionHandle: connectionHandle, openedAt: openedAt)
+        return DiscoveredHandles(
+            services: services, characteristics: characteristics, descriptors: descriptors,
+            values: readValues, connectionHandle: connectionHandle, openedAt: openedAt)
     }
 
     // MARK: - Events
@@ -173,13 +180,16 @@ public struct SessionObserver: Sendable {
     /// A cuff-pressure notification on a known handle (most of a session) takes a short path that
     /// neither parses a ``ATTPDU`` nor builds a machine event; it ends in the same machine code and
     /// gives the same output as the general path.
-    public mutating func pdu(_ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, into out: inout [Output]) {
+    public mutating func pdu(_ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, into out: inout [Output])
+    {
         if let d = deadline, d < at.monotonic { advance(to: at.monotonic, inclusive: false, into: &out) }
         guard !machine.isFinished else { return }
-        if !fromCentral, reported, raw.count >= 3, raw[0] == 0x1B {  // Handle Value Notification (a literal: the named constant is a lazily initialised global)
+        // Handle Value Notification (a literal: the named constant is a lazily initialised global)
+        if !fromCentral, reported, raw.count >= 3, raw[0] == 0x1B {
             let h = UInt16(raw[1]) | UInt16(raw[2]) << 8
             if let c = cachedCharacteristic(h),
-               let p = machine.progress(notified: c, UnsafeRawBufferPointer(rebasing: raw[3...]), at: at) {
+                let p = machine.progress(notified: c, UnsafeRawBufferPointer(rebasing: raw[3...]), at: at)
+            {
                 out.append(.emit(.progress(p)))
                 return
             }
@@ -205,7 +215,9 @@ public struct SessionObserver: Sendable {
         do {
             pdu = try ATTPDU(parsing: bytes)
         } catch {
-            if machine.configuration.logs { out.append(.log("ignored a malformed ATT PDU \(Hex.encode(bytes)): \(error)")) }
+            if machine.configuration.logs {
+                out.append(.log("ignored a malformed ATT PDU \(Hex.encode(bytes)): \(error)"))
+            }
             return
         }
         if fromCentral { request(pdu, at, &out) } else { response(pdu, at, &out) }
@@ -271,18 +283,23 @@ public struct SessionObserver: Sendable {
         case let (.readByTypeRequest(_, _, type)?, .readByTypeResponse(entries)) where type == .characteristic:
             for e in entries {
                 var r = ByteReader(e.value)
-                guard let props = r.readUInt8(), let vh = r.readUInt16(), let uuid = BluetoothUUID(littleEndian: r.readRemaining()) else { continue }
+                guard let props = r.readUInt8(), let vh = r.readUInt16(),
+                    let uuid = BluetoothUUID(littleEndian: r.readRemaining())
+                else { continue }
                 if characteristics.isEmpty { characteristics.reserveCapacity(16) }
-                characteristics.append(GATTProfile.Characteristic(
-                    uuid: uuid, properties: CharacteristicProperties(rawValue: props), declarationHandle: e.handle, valueHandle: vh))
+                characteristics.append(
+                    GATTProfile.Characteristic(
+                        uuid: uuid, properties: CharacteristicProperties(rawValue: props), declarationHandle: e.handle,
+                        valueHandle: vh))
             }
             lastDiscoveryAt = at
         case let (.findInformationRequest?, .findInformationResponse(list)):
             if descriptors.isEmpty { descriptors.reserveCapacity(16) }
             for d in list { descriptors[d.handle] = d.uuid }
             lastDiscoveryAt = at
-        case (.findByTypeValueRequest?, _), (.readByGroupTypeRequest?, .errorResponse), (.readByTypeRequest?, .errorResponse),
-             (.findInformationRequest?, .errorResponse):
+        case (.findByTypeValueRequest?, _), (.readByGroupTypeRequest?, .errorResponse),
+            (.readByTypeRequest?, .errorResponse),
+            (.findInformationRequest?, .errorResponse):
             lastDiscoveryAt = at
         case let (.readRequest(h)?, .readResponse(v)):
             if v.count >= mtu - 1 {
@@ -300,7 +317,9 @@ public struct SessionObserver: Sendable {
         case let (.readBlobRequest(h, _)?, .errorResponse):
             if partialRead?.handle == h { flushRead(&out) }
         case let (.readRequest(h)?, .errorResponse(_, _, error)):
-            if let c = characteristic(h) { run(.requestFailed(c, "\(error) at \(Hex.handle(h)) for \(ATTOpcode.readRequest)", at), &out) }
+            if let c = characteristic(h) {
+                run(.requestFailed(c, "\(error) at \(Hex.handle(h)) for \(ATTOpcode.readRequest)", at), &out)
+            }
         case let (.writeRequest(h, v)?, .writeResponse):
             if let c = cccdOwner[h] {
                 if v.first.map({ $0 & 0x03 != 0 }) == true { run(.subscribed(c, at), &out) }
@@ -326,7 +345,8 @@ public struct SessionObserver: Sendable {
         let opcode = raw[0]
         let size: Int
         switch opcode {
-        case 0x11, 0x09:  // Read By Group Type, Read By Type Response (literals: the named constants are lazily initialised globals)
+        // Read By Group Type, Read By Type Response (literals: the named constants are lazily initialised globals)
+        case 0x11, 0x09:
             size = Int(raw[1])
             guard size >= (opcode == 0x11 ? 4 : 2) else { return false }
         case 0x05:  // Find Information Response
@@ -361,8 +381,10 @@ public struct SessionObserver: Sendable {
             for e in stride(from: 2, to: raw.count, by: size) where size >= 5 {  // properties and value handle
                 guard let uuid = uuid(e + 5, size - 5) else { continue }
                 if characteristics.isEmpty { characteristics.reserveCapacity(16) }
-                characteristics.append(GATTProfile.Characteristic(
-                    uuid: uuid, properties: CharacteristicProperties(rawValue: raw[e + 2]), declarationHandle: u16(e), valueHandle: u16(e + 3)))
+                characteristics.append(
+                    GATTProfile.Characteristic(
+                        uuid: uuid, properties: CharacteristicProperties(rawValue: raw[e + 2]),
+                        declarationHandle: u16(e), valueHandle: u16(e + 3)))
             }
         case (0x05, .findInformationRequest?):
             if descriptors.isEmpty { descriptors.reserveCapacity(16) }
@@ -384,7 +406,10 @@ public struct SessionObserver: Sendable {
             if indication { u.indications += 1 } else { u.notifications += 1 }
             unmappedHandles[h] = u
             if !isMapped, u.notifications + u.indications == 1, machine.configuration.logs {
-                out.append(.log("\(indication ? "indication" : "notification") from handle \(Hex.handle(h)), which no discovery in the capture and no --handle maps"))
+                out.append(
+                    .log(
+                        "\(indication ? "indication" : "notification") from handle \(Hex.handle(h)), which no discovery in the capture and no --handle maps"
+                    ))
             }
             return
         }
@@ -469,7 +494,8 @@ public struct SessionObserver: Sendable {
                 guard lower <= upper else { continue }
                 // Only the CCCD matters here (the profile's descriptor lists go unread: what the
                 // mapping keeps of a characteristic is its CCCD).
-                for (h, u) in found where Int(h) >= lower && Int(h) <= upper && u == .clientCharacteristicConfiguration {
+                for (h, u) in found where Int(h) >= lower && Int(h) <= upper && u == .clientCharacteristicConfiguration
+                {
                     list[j].cccdHandle = h
                     break
                 }
@@ -497,30 +523,42 @@ public struct SessionObserver: Sendable {
         // Characteristics outside any discovered service (a partial discovery) still count.
         // (A capture that lost a discovery response: the service declaration or part of it.)
         for (i, ch) in chars.enumerated() where byHandle[ch.valueHandle] == nil {
-            let c: CuffCharacteristic? = ch.uuid == CuffCentral.controlPointUUID ? .cuffControl : ch.uuid.uuid16.flatMap { CuffCharacteristic(uuid16: $0) }
+            let c: CuffCharacteristic? =
+                ch.uuid == CuffCentral.controlPointUUID
+                ? .cuffControl : ch.uuid.uuid16.flatMap { CuffCharacteristic(uuid16: $0) }
             guard let c, profile[c] == nil else { continue }
             profile[c] = CuffProperties(rawValue: ch.properties.rawValue)
             byHandle[ch.valueHandle] = c
             let upper = i + 1 < chars.count ? Int(chars[i + 1].declarationHandle) - 1 : 0xFFFF
             if Int(ch.valueHandle) < upper,
-               let cccd = descriptors.filter({ Int($0.key) > Int(ch.valueHandle) && Int($0.key) <= upper && $0.value == .clientCharacteristicConfiguration }).keys.min() {
+                let cccd = descriptors.filter({
+                    Int($0.key) > Int(ch.valueHandle) && Int($0.key) <= upper
+                        && $0.value == .clientCharacteristicConfiguration
+                }).keys.min()
+            {
                 cccdOwner[cccd] = c
             }
-            if [.bloodPressureMeasurement, .enhancedBloodPressureMeasurement].contains(c) { profile.hasBloodPressureService = true }
+            if [.bloodPressureMeasurement, .enhancedBloodPressureMeasurement].contains(c) {
+                profile.hasBloodPressureService = true
+            }
         }
         for (h, c) in overrides {
             byHandle[h] = c
             if profile[c] == nil { profile[c] = SessionObserver.assumedProperties(c) }
             if cccdOwner.values.contains(c) == false { cccdOwner[h &+ 1] = c }
-            if [.bloodPressureMeasurement, .enhancedBloodPressureMeasurement, .intermediateCuffPressure,
-                .enhancedIntermediateCuffPressure, .bloodPressureRecord, .recordAccessControlPoint, .bloodPressureFeature].contains(c) {
+            if [
+                .bloodPressureMeasurement, .enhancedBloodPressureMeasurement, .intermediateCuffPressure,
+                .enhancedIntermediateCuffPressure, .bloodPressureRecord, .recordAccessControlPoint,
+                .bloodPressureFeature,
+            ].contains(c) {
                 profile.hasBloodPressureService = true
             }
         }
         self.byHandle = HandleTable(byHandle)
         self.cccdOwner = HandleTable(cccdOwner)
-        madeMapping = Mapping(services: services, characteristics: characteristics, descriptors: descriptors, overrides: overrides,
-                              profile: profile, byHandle: self.byHandle, cccdOwner: self.cccdOwner)
+        madeMapping = Mapping(
+            services: services, characteristics: characteristics, descriptors: descriptors, overrides: overrides,
+            profile: profile, byHandle: self.byHandle, cccdOwner: self.cccdOwner)
         run(.discovered(profile, at), &out)
     }
 
@@ -608,4 +646,3 @@ public struct DiscoveredHandles: Sendable, Hashable {
     /// File offset of that connection's connection event, when the capture has one.
     public var openedAt: Int64?
 }
-

@@ -22,8 +22,10 @@ public struct SessionRecorder: Sendable {
     public let numberOfCompletedPackets: Bool
     private var announced = false
 
-    public init(datalink: BTSnoopDatalink = .monitor, adapter: UInt16 = 0, localAddress: BDAddress = .zero,
-                connectionHandle: UInt16 = 0x0040, aclMTU: Int = 27, numberOfCompletedPackets: Bool = true) {
+    public init(
+        datalink: BTSnoopDatalink = .monitor, adapter: UInt16 = 0, localAddress: BDAddress = .zero,
+        connectionHandle: UInt16 = 0x0040, aclMTU: Int = 27, numberOfCompletedPackets: Bool = true
+    ) {
         self.datalink = datalink
         self.adapter = adapter
         self.localAddress = localAddress
@@ -32,7 +34,9 @@ public struct SessionRecorder: Sendable {
         self.numberOfCompletedPackets = numberOfCompletedPackets
     }
 
-    private func record(_ kind: HCIPacketKind, _ direction: HCIDirection, _ payload: [UInt8], _ t: Timestamp) -> HCIRecord {
+    private func record(_ kind: HCIPacketKind, _ direction: HCIDirection, _ payload: [UInt8], _ t: Timestamp)
+        -> HCIRecord
+    {
         HCIRecord(timestamp: t, adapterIndex: adapter, direction: direction, kind: kind, payload: payload)
     }
 
@@ -54,14 +58,18 @@ public struct SessionRecorder: Sendable {
         var info = ByteWriter()
         info.write(contentsOf: localAddress.bytes)
         info.write(UInt16(0x05F1))  // manufacturer: The Linux Foundation
-        return [record(.monitorNewIndex, .received, newIndex.bytes, t),
-                record(.monitorOpenIndex, .received, [], t),
-                record(.monitorIndexInfo, .received, info.bytes, t)]
+        return [
+            record(.monitorNewIndex, .received, newIndex.bytes, t),
+            record(.monitorOpenIndex, .received, [], t),
+            record(.monitorIndexInfo, .received, info.bytes, t),
+        ]
     }
 
     /// The link came up: LE Enhanced Connection Complete with the peer and the local role.
-    public mutating func connected(peer: BDAddress, peerType: AddressType = .public, role: ConnectionRole,
-                                   at t: Timestamp) -> [HCIRecord] {
+    public mutating func connected(
+        peer: BDAddress, peerType: AddressType = .public, role: ConnectionRole,
+        at t: Timestamp
+    ) -> [HCIRecord] {
         var out = announce(at: t)
         var w = ByteWriter()
         w.write(UInt8(0x0A))  // LE Enhanced Connection Complete
@@ -82,7 +90,9 @@ public struct SessionRecorder: Sendable {
     /// One ATT PDU, as the ACL packets (and completion events) the controller log shows.
     ///
     /// - Throws: `oversize_record` for a PDU longer than an L2CAP frame can carry (65535 bytes).
-    public mutating func att(_ pdu: [UInt8], direction: ATTDirection, at t: Timestamp) throws(CaptureError) -> [HCIRecord] {
+    public mutating func att(_ pdu: [UInt8], direction: ATTDirection, at t: Timestamp) throws(CaptureError)
+        -> [HCIRecord]
+    {
         guard pdu.count <= 0xFFFF else {
             throw CaptureError(.oversizeRecord, "an ATT PDU of \(pdu.count) bytes does not fit an L2CAP frame")
         }

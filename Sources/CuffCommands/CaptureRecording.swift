@@ -17,8 +17,10 @@ public final class CaptureRecording {
     let path: String
     var failed = false
 
-    public init(path: String, datalink: BTSnoopDatalink, peer: BDAddress, local: BDAddress = BDAddress("00:AA:01:01:00:01")!,
-         adapter: UInt16 = 0, announceAt: Timestamp? = nil) throws {
+    public init(
+        path: String, datalink: BTSnoopDatalink, peer: BDAddress, local: BDAddress = BDAddress("00:AA:01:01:00:01")!,
+        adapter: UInt16 = 0, announceAt: Timestamp? = nil
+    ) throws {
         self.path = path
         self.peer = peer
         writer = try BTSnoopWriter(path: path, datalink: datalink)
@@ -36,7 +38,8 @@ public final class CaptureRecording {
             case let .connected(at):
                 try writer.write(contentsOf: recorder.connected(peer: peer, role: .central, at: ts(at.wallMicros)))
             case let .pdu(sent, pdu, at):
-                try writer.write(contentsOf: recorder.att(pdu, direction: sent ? .fromLocal : .toLocal, at: ts(at.wallMicros)))
+                try writer.write(
+                    contentsOf: recorder.att(pdu, direction: sent ? .fromLocal : .toLocal, at: ts(at.wallMicros)))
             case let .disconnected(at):
                 try writer.write(contentsOf: recorder.disconnected(at: ts(at.wallMicros)))
             }

@@ -7,7 +7,7 @@ import Synchronization
 import Transport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// stdout carries data only (one JSON object per line); everything for humans goes to stderr.

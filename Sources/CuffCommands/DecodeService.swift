@@ -58,12 +58,16 @@ public struct DecodeService {
     /// One input: the JSON lines to print and, on failure, the message for stderr.
     public func decode(_ text: String) -> ([JSON], String?) {
         if let vendorProtocol { return Self.decodeVendorLine(text, protocol: vendorProtocol) }
-        let (json, error) = omron.map { Self.decodeOmron(text, profile: $0) } ?? Self.decodeLine(text, characteristic: characteristic, quirks: quirks)
+        let (json, error) =
+            omron.map { Self.decodeOmron(text, profile: $0) }
+            ?? Self.decodeLine(text, characteristic: characteristic, quirks: quirks)
         return ([json], error)
     }
 
     /// Decodes one hex text; returns the JSON to print and, on failure, the message for stderr.
-    public static func decodeLine(_ text: String, characteristic: BPSCharacteristic, quirks: QuirkProfile.Options) -> (JSON, String?) {
+    public static func decodeLine(_ text: String, characteristic: BPSCharacteristic, quirks: QuirkProfile.Options) -> (
+        JSON, String?
+    ) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
         guard let bytes = Hex.decode(trimmed) else { return Self.notHex(trimmed) }
         let v = CuffDecoder.decode(bytes, characteristic: characteristic, quirks: quirks)
@@ -91,15 +95,20 @@ public struct DecodeService {
         }
         let frame = CuffDecoder.decodeFrame(bytes, protocol: p)
         for s in frame.skipped {
-            Console.log("cuff decode: microlife record slot at payload offset \(s.payloadOffset) skipped: \(s.reason.rawValue)")
+            Console.log(
+                "cuff decode: microlife record slot at payload offset \(s.payloadOffset) skipped: \(s.reason.rawValue)")
         }
-        return (frame.values.map(\.json), frame.values.lazy.compactMap(\.failure).first.map { "\(p.rawValue): \($0.message)" })
+        return (
+            frame.values.map(\.json),
+            frame.values.lazy.compactMap(\.failure).first.map { "\(p.rawValue): \($0.message)" }
+        )
     }
 
     /// The answer to a line that is not hex, whatever it was to be decoded as: the message and the
     /// `raw` field quote its start only (a long line is not echoed back whole).
     static func notHex(_ trimmed: String) -> (JSON, String) {
-        let e = BPSDecodingError(.invalidHex, field: TerminalText.quotedExcerpt(trimmed), offset: 0, detail: "expected pairs of hex digits")
+        let e = BPSDecodingError(
+            .invalidHex, field: TerminalText.quotedExcerpt(trimmed), offset: 0, detail: "expected pairs of hex digits")
         return (.object([("error", e.json), ("raw", .string(TerminalText.excerpt(trimmed)))]), e.message)
     }
 }

@@ -20,7 +20,9 @@ public enum FormatName: Equatable, Sendable {
     }
 
     /// Every name `--format` takes.
-    public static var allNames: [String] { OutputFormat.allCases.map(\.rawValue) + CaptureFormat.allCases.map(\.rawValue) }
+    public static var allNames: [String] {
+        OutputFormat.allCases.map(\.rawValue) + CaptureFormat.allCases.map(\.rawValue)
+    }
 }
 
 extension Array where Element == FormatName {

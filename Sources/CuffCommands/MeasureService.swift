@@ -34,7 +34,10 @@ public struct MeasureService {
     public var gattCache: GATTCacheStore?
     public var openSinks: () throws -> (FanOutSink, (any MeasurementStore)?)
 
-    public init(source: Source, configuration: @escaping (String) -> CuffSessionConfiguration, openSinks: @escaping () throws -> (FanOutSink, (any MeasurementStore)?)) {
+    public init(
+        source: Source, configuration: @escaping (String) -> CuffSessionConfiguration,
+        openSinks: @escaping () throws -> (FanOutSink, (any MeasurementStore)?)
+    ) {
         self.source = source
         self.configuration = configuration
         self.openSinks = openSinks
@@ -43,7 +46,10 @@ public struct MeasureService {
     /// The session's configuration, told what the store holds already.
     func sessionConfiguration(address: String, store: (any MeasurementStore)?) -> CuffSessionConfiguration {
         var config = configuration(address)
-        if let store { config.knownRecordKeys = (try? store.knownKeys()) ?? []; config.lastSequenceNumber = try? store.lastSequenceNumber(address: config.address) }
+        if let store {
+            config.knownRecordKeys = (try? store.knownKeys()) ?? [];
+            config.lastSequenceNumber = try? store.lastSequenceNumber(address: config.address)
+        }
         return config
     }
 
@@ -61,7 +67,8 @@ public struct MeasureService {
                     index = adapter.index
                     announceAt = Timestamp(nanoseconds: WallClock.system.nowMicros() &* 1000)
                 }
-                recording = try CaptureRecording(path: capture, datalink: .monitor, peer: peer, adapter: index, announceAt: announceAt)
+                recording = try CaptureRecording(
+                    path: capture, datalink: .monitor, peer: peer, adapter: index, announceAt: announceAt)
             } catch {
                 Console.log("cuff measure: cannot write the capture \(capture): \(error)")
                 throw ExitStatus.sinkFailed
@@ -81,23 +88,28 @@ public struct MeasureService {
         switch source {
         case let .simulated(scenario, sim, speed):
             let link = SimulatedLink(
-                simulator: sim, session: sessionConfiguration(address: "simulated:\(scenario)", store: store), hooks: hooks,
-                simulatorLog: Console.logger("cuff (simulated cuff)", quiet: quiet), speed: speed, signals: signals, stopAfter: stopAfter)
+                simulator: sim, session: sessionConfiguration(address: "simulated:\(scenario)", store: store),
+                hooks: hooks,
+                simulatorLog: Console.logger("cuff (simulated cuff)", quiet: quiet), speed: speed, signals: signals,
+                stopAfter: stopAfter)
             outcome = link.run()
             exit = link.central.exitCode
             sinkFailed = link.sinkFailure != nil
         case let .unix(connect):
             let config = sessionConfiguration(address: connect, store: store)
             let bearer = try Opening.socket("cuff measure", connect)
-            let driver = CentralDriver(configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfter, gattCache: gattCache)
+            let driver = CentralDriver(
+                configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfter, gattCache: gattCache)
             outcome = driver.run(bearer)
             exit = driver.central.exitCode
             sinkFailed = driver.sinkFailure != nil
         case let .bluetooth(peer, _, adapter, backend, bonds):
             // A failure (said already) ends the command with its outcome's status.
             (outcome, exit, sinkFailed) = try LiveBluetooth.measure(
-                peer: peer, adapter: adapter, backend: backend, bonds: bonds, configuration: configuration, hooks: hooks,
-                signals: signals, stopAfter: stopAfter, store: store, gattCache: gattCache, log: Console.logger("cuff measure"))
+                peer: peer, adapter: adapter, backend: backend, bonds: bonds, configuration: configuration,
+                hooks: hooks,
+                signals: signals, stopAfter: stopAfter, store: store, gattCache: gattCache,
+                log: Console.logger("cuff measure"))
         }
         recording?.finish()
         do { try fan.finish() } catch { _ = Console.sinkFailed("cuff measure", error); sinkFailed = true }

@@ -23,7 +23,8 @@ public struct ScenarioName: Hashable, Sendable, CustomStringConvertible {
     public static let normal = ScenarioName("normal")!
     /// Every name, each once.
     public static var allNames: [String] {
-        Scenario.allCases.map(\.rawValue) + OmronScenario.allCases.map(\.rawValue).filter { Scenario(rawValue: $0) == nil }
+        Scenario.allCases.map(\.rawValue)
+            + OmronScenario.allCases.map(\.rawValue).filter { Scenario(rawValue: $0) == nil }
     }
     public var description: String { rawValue }
 }
@@ -73,7 +74,10 @@ public enum OmronOptionCheck {
     /// The profile, or a refusal naming the closest one.
     public static func profile(_ name: String) throws(Refused) -> OmronProfile {
         guard let p = OmronCatalog.profile(named: name) else {
-            throw Refused(description: "unknown Omron model '\(name)' (closest profile: \(OmronCatalog.closest(to: name).id)); see the README's list")
+            throw Refused(
+                description:
+                    "unknown Omron model '\(name)' (closest profile: \(OmronCatalog.closest(to: name).id)); see the README's list"
+            )
         }
         return p
     }
@@ -82,15 +86,20 @@ public enum OmronOptionCheck {
     public static func scenario(_ s: ScenarioName, model: String?) throws(Refused) {
         if model != nil, s.omron == nil {
             let omron = OmronScenario.allCases.dropFirst().map(\.rawValue).joined(separator: ", ")
-            throw Refused(description: "'\(s.rawValue)' is a Blood Pressure Service scenario; an Omron cuff plays normal, \(omron)")
+            throw Refused(
+                description:
+                    "'\(s.rawValue)' is a Blood Pressure Service scenario; an Omron cuff plays normal, \(omron)")
         }
-        if model == nil, s.bps == nil { throw Refused(description: "'\(s.rawValue)' is an Omron scenario: give --model NAME") }
+        if model == nil, s.bps == nil {
+            throw Refused(description: "'\(s.rawValue)' is an Omron scenario: give --model NAME")
+        }
     }
 
     /// `--omron-key`: 16 bytes as 32 hex digits.
     public static func key(_ text: String) throws(Refused) -> [UInt8] {
         guard let k = Hex.decode(text), k.count == 16 else {
-            throw Refused(description: "--omron-key takes 16 bytes as 32 hex digits, e.g. deadbeaf12341234deadbeaf12341234")
+            throw Refused(
+                description: "--omron-key takes 16 bytes as 32 hex digits, e.g. deadbeaf12341234deadbeaf12341234")
         }
         return k
     }

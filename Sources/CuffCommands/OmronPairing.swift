@@ -13,15 +13,20 @@ public enum OmronPairing {
     /// `configuration`: the session's, with ``OmronSyncOptions/pair`` set; `connect` is `unix:PATH`.
     public static func run(_ configuration: CuffSessionConfiguration, connect: String) throws {
         let bearer = try Opening.socket("cuff pair", connect)
-        let (outcome, message) = LiveBluetooth.omronPair(over: bearer, configuration: configuration, log: Console.logger("cuff pair"))
+        let (outcome, message) = LiveBluetooth.omronPair(
+            over: bearer, configuration: configuration, log: Console.logger("cuff pair"))
         guard outcome == .completed else {
             Console.log("cuff pair: \(message ?? outcome.rawValue)")
             throw outcome.exitStatus
         }
         let p = OmronCatalog.profile(named: configuration.omronModel ?? "")
-        try Console.print([JSON.object([
-            ("type", .string("paired")), ("address", .string(connect)), ("protocol", .string("omron")),
-            ("model", p.map { .string($0.id) } ?? .null), ("pairing", p.map { .string($0.pairing.rawValue) } ?? .null),
-        ]).serialized()], command: "cuff pair")
+        try Console.print(
+            [
+                JSON.object([
+                    ("type", .string("paired")), ("address", .string(connect)), ("protocol", .string("omron")),
+                    ("model", p.map { .string($0.id) } ?? .null),
+                    ("pairing", p.map { .string($0.pairing.rawValue) } ?? .null),
+                ]).serialized()
+            ], command: "cuff pair")
     }
 }

@@ -7,7 +7,9 @@ import Transport
 /// command's status.
 enum Opening {
     /// The sinks (`openSinks`): a failure is a failed sink.
-    static func sinks(_ command: String, _ openSinks: () throws -> (FanOutSink, (any MeasurementStore)?)) throws(ExitStatus) -> (FanOutSink, (any MeasurementStore)?) {
+    static func sinks(_ command: String, _ openSinks: () throws -> (FanOutSink, (any MeasurementStore)?))
+        throws(ExitStatus) -> (FanOutSink, (any MeasurementStore)?)
+    {
         do { return try openSinks() } catch {
             Console.log("\(command): \(error)")
             throw .sinkFailed

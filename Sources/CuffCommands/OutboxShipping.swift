@@ -26,10 +26,14 @@ public enum OutboxShipping {
             let r = box.publishAll(timeout: .seconds(120))
             try? box.close()
             if let failure = r.failure, r.waiting != 0 {
-                log.info("published \(r.delivered) reading\(r.delivered == 1 ? "" : "s"); \(r.waiting) still wait in the outbox \(t.outboxPath): \(failure)")
+                log.info(
+                    "published \(r.delivered) reading\(r.delivered == 1 ? "" : "s"); \(r.waiting) still wait in the outbox \(t.outboxPath): \(failure)"
+                )
                 waiting = true
             } else if !quiet {
-                log.info("published \(r.delivered) reading\(r.delivered == 1 ? "" : "s") to \(t.url); the outbox \(t.outboxPath) is empty")
+                log.info(
+                    "published \(r.delivered) reading\(r.delivered == 1 ? "" : "s") to \(t.url); the outbox \(t.outboxPath) is empty"
+                )
             }
         }
         return waiting
@@ -47,7 +51,8 @@ public enum OutboxShipping {
         let box: PostgresOutboxStore
         do {
             // Warnings (an unreachable server) are said below, once, with the count.
-            box = try PostgresOutboxStore(url: url, outboxPath: path, background: false, batchSize: batch, warn: SinkWarnings.ignore)
+            box = try PostgresOutboxStore(
+                url: url, outboxPath: path, background: false, batchSize: batch, warn: SinkWarnings.ignore)
         } catch {
             log.info("\(error)")
             throw .sinkFailed
@@ -56,11 +61,15 @@ public enum OutboxShipping {
         let waiting = (try? box.outbox.count()) ?? -1
         try? box.close()
         if let failure = result.failure, waiting != 0 {
-            log.info("shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s"); \(waiting) still wait in the outbox \(path): \(failure)")
+            log.info(
+                "shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s"); \(waiting) still wait in the outbox \(path): \(failure)"
+            )
             return true
         }
         if !quiet {
-            log.info("shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s") to \(url) (\(result.new) new there); the outbox \(path) is empty")
+            log.info(
+                "shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s") to \(url) (\(result.new) new there); the outbox \(path) is empty"
+            )
         }
         return false
     }

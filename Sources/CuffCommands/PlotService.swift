@@ -42,7 +42,8 @@ public struct PlotService {
             let readings: [HistoryReading]
             do {
                 (readings, skippedRows) = try PlotInput.readHistory(
-                    store: store, since: since.flatMap(CivilTime.seconds), user: user, keyPath: keyPath, warn: SinkWarnings.standardError)
+                    store: store, since: since.flatMap(CivilTime.seconds), user: user, keyPath: keyPath,
+                    warn: SinkWarnings.standardError)
             } catch {
                 if case .emptyStore = error { throw Self.fail(error.description, .nothingToPlot) }
                 throw Self.fail(error.description, .sinkFailed)
@@ -63,12 +64,15 @@ public struct PlotService {
             var chosen = Array(sessions.enumerated().map { (number: $0.offset + 1, session: $0.element) })
             if let session {
                 guard session <= sessions.count else {
-                    throw Self.fail("\(input): there is no session \(session): the input holds \(sessions.count) session\(sessions.count == 1 ? "" : "s")", .noSuchSession)
+                    throw Self.fail(
+                        "\(input): there is no session \(session): the input holds \(sessions.count) session\(sessions.count == 1 ? "" : "s")",
+                        .noSuchSession)
                 }
                 chosen = [chosen[session - 1]]
             }
             svg = SessionChart.document(chosen, source: input == "-" ? "stdin" : input)
-            summary = chosen.count == 1 ? "session \(chosen[0].number) of \(sessions.count)" : "\(chosen.count) sessions"
+            summary =
+                chosen.count == 1 ? "session \(chosen[0].number) of \(sessions.count)" : "\(chosen.count) sessions"
         }
         do {
             try PlotOutput.write(SVGWriter.document(svg), to: output)

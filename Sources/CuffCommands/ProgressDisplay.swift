@@ -28,12 +28,17 @@ public final class ProgressDisplay {
         guard !quiet else { return }
         switch o {
         case let .progress(p):
-            let value = p.cuffPressure.doubleValue.map { p.unit == .kPa ? String(($0 * 10).rounded() / 10) : String(Int($0.rounded())) } ?? p.cuffPressure.description
+            let value =
+                p.cuffPressure.doubleValue.map {
+                    p.unit == .kPa ? String(($0 * 10).rounded() / 10) : String(Int($0.rounded()))
+                } ?? p.cuffPressure.description
             if terminal {
                 let mmHg = p.cuffPressure.doubleValue.map { p.unit == .kPa ? $0 * PressureUnit.mmHgPerKPa : $0 } ?? 0
                 let filled = max(0, min(30, Int(mmHg / 200 * 30)))
                 let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: 30 - filled)
-                StandardError.gauge("\r\u{1B}[2K\(p.phase.rawValue.padding(9)) \(value.leftPad(5)) \(p.unit.rawValue) \(bar) \(String(format1(p.elapsed))) s")
+                StandardError.gauge(
+                    "\r\u{1B}[2K\(p.phase.rawValue.padding(9)) \(value.leftPad(5)) \(p.unit.rawValue) \(bar) \(String(format1(p.elapsed))) s"
+                )
             } else if p.phase != lastPhase || p.elapsed - lastPlainElapsed >= 2 {
                 Console.log("cuff: \(p.phase.rawValue) \(value) \(p.unit.rawValue) at \(format1(p.elapsed)) s")
                 lastPlainElapsed = p.elapsed
@@ -44,7 +49,8 @@ public final class ProgressDisplay {
             let unit = m.unit.rawValue
             let pulse = m.pulseRate.map { $0.doubleValue.map { "pulse \(Int($0.rounded()))" } ?? "pulse \($0)" } ?? ""
             let when = m.timestamp.map { " at \($0)" } ?? ""
-            Console.log("cuff: \(m.stored ? "stored reading" : "result"): \(m.systolic)/\(m.diastolic) \(unit) \(pulse)\(when)")
+            Console.log(
+                "cuff: \(m.stored ? "stored reading" : "result"): \(m.systolic)/\(m.diastolic) \(unit) \(pulse)\(when)")
             lastPhase = nil
         case let .session(s):
             clearGauge()

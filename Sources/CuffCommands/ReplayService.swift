@@ -31,7 +31,9 @@ public enum ReplayService {
         if let fault = result.fault { log.info("\(job.path): \(describe(fault))") }
         let (sessions, measurements) = (result.sessions, result.measurements)
         if !quiet {
-            log.info("\(sessions) session\(sessions == 1 ? "" : "s"), \(measurements) measurement\(measurements == 1 ? "" : "s")")
+            log.info(
+                "\(sessions) session\(sessions == 1 ? "" : "s"), \(measurements) measurement\(measurements == 1 ? "" : "s")"
+            )
         }
         if result.sinkFailed { throw Console.sinkFailureStatus }
         if result.fault != nil || result.warnings > 0 { throw ExitStatus.failure }

@@ -63,11 +63,16 @@ public struct SimulatorService {
         c.clockStart = localSeconds
         guard let peripheral = OmronPeripheral(configuration: c), let o = c.omron else { throw ExitStatus.usage }
         let users = o.profile.users.indices.map { "\(peripheral.cuff.stored(user: $0).count)" }.joined(separator: "+")
-        try serve(peripheral, label: "Omron \(o.profile.id) \(o.scenario.rawValue) cuff (\(o.profile.transport.rawValue), \(o.profile.pairing.rawValue) pairing\(o.unpaired ? ", unpaired" : ""), \(users) readings, seed \(c.seed))", name: o.profile.id)
+        try serve(
+            peripheral,
+            label:
+                "Omron \(o.profile.id) \(o.scenario.rawValue) cuff (\(o.profile.transport.rawValue), \(o.profile.pairing.rawValue) pairing\(o.unpaired ? ", unpaired" : ""), \(users) readings, seed \(c.seed))",
+            name: o.profile.id)
     }
 
     /// `--from-capture`: the peripheral of a captured session (`session`, else the first servable).
-    public func serveCapture(_ path: String, session: Int?, overrides: [UInt16: CuffCharacteristic], loop: Bool) throws {
+    public func serveCapture(_ path: String, session: Int?, overrides: [UInt16: CuffCharacteristic], loop: Bool) throws
+    {
         let captured: CapturedCuff
         do {
             captured = try CapturedCuff.load(path: path, session: session, overrides: overrides)
@@ -79,7 +84,8 @@ public struct SimulatorService {
             throw ExitStatus.failure
         }
         let c = captured.connection
-        let label = "session \(c.number) of \(path) (hci\(c.adapter) \(Hex.handle(c.handle))\(c.peer.map { ", " + $0 } ?? ""); \(captured.database.attributes.count) attributes, \(captured.pushes.count) notifications and indications)"
+        let label =
+            "session \(c.number) of \(path) (hci\(c.adapter) \(Hex.handle(c.handle))\(c.peer.map { ", " + $0 } ?? ""); \(captured.database.attributes.count) attributes, \(captured.pushes.count) notifications and indications)"
         try serve(CapturedCuffPeripheral(captured, loop: loop), label: label, name: captured.name)
     }
 
@@ -90,10 +96,15 @@ public struct SimulatorService {
             log.error("\(path): \(error)")
             throw ExitStatus.failure
         }
-        try Console.print(list.map { c in
-            let what = c.servable ? (c.inheritedDiscovery ? "servable (discovery from an earlier connection)" : "servable") : "no Blood Pressure Service"
-            return "\(c.number)\thci\(c.adapter)\t\(Hex.handle(c.handle))\t\(c.peer ?? "-")\t\(c.services) services\t\(c.pushes) notifications/indications\t\(what)"
-        }, command: "cuff simulate")
+        try Console.print(
+            list.map { c in
+                let what =
+                    c.servable
+                    ? (c.inheritedDiscovery ? "servable (discovery from an earlier connection)" : "servable")
+                    : "no Blood Pressure Service"
+                return
+                    "\(c.number)\thci\(c.adapter)\t\(Hex.handle(c.handle))\t\(c.peer ?? "-")\t\(c.services) services\t\(c.pushes) notifications/indications\t\(what)"
+            }, command: "cuff simulate")
         if !list.contains(where: \.servable) {
             log.error("no connection in \(path) can be served")
             throw ExitStatus.serviceMissing
@@ -103,11 +114,14 @@ public struct SimulatorService {
     /// Serves `peripheral` at ``place``, one client after another, until stopped.
     public func serve<P: GATTPeripheral>(_ peripheral: P, label: String, name: String?) throws {
         let signals = try SignalFlags.shared.listen()
-        let driver = PeripheralDriver(peripheral: peripheral, clock: SimulationClock(speed: speed), signals: signals, log: Self.log)
+        let driver = PeripheralDriver(
+            peripheral: peripheral, clock: SimulationClock(speed: speed), signals: signals, log: Self.log)
         switch place {
         case let .adapter(adapter, backend, defaultName):
             do {
-                try LiveBluetooth.simulate(adapter: adapter, backend: backend, driver: driver, name: name ?? defaultName, label: label, log: Self.log)
+                try LiveBluetooth.simulate(
+                    adapter: adapter, backend: backend, driver: driver, name: name ?? defaultName, label: label,
+                    log: Self.log)
             } catch {
                 throw error.outcome.exitStatus
             }
@@ -121,7 +135,9 @@ public struct SimulatorService {
             }
             Self.log.info("\(label) listening at unix:\(path)")
             let loop = try Self.makeLoop()
-            try run([ListeningPeripheral(driver: driver, listener: listener, loop: loop, log: Self.log)], loop: loop, signals: signals)
+            try run(
+                [ListeningPeripheral(driver: driver, listener: listener, loop: loop, log: Self.log)], loop: loop,
+                signals: signals)
         }
     }
 
@@ -130,19 +146,23 @@ public struct SimulatorService {
     public func serveFleet(_ count: Int, configuration: SimulatorConfiguration) throws {
         if let o = configuration.omron {
             // Omron cuffs: each its own seed (readings) and advertised name, the clock from the host's.
-            let label = "\(count) Omron \(o.profile.id) \(o.scenario.rawValue) cuffs (seeds \(configuration.seed)…, speed \(speed)×)"
+            let label =
+                "\(count) Omron \(o.profile.id) \(o.scenario.rawValue) cuffs (seeds \(configuration.seed)…, speed \(speed)×)"
             var c = configuration
             c.clockStart = OmronSyncChoice.localSeconds()
             return try serveFleet(count, configuration: c, label: label) { OmronPeripheral(configuration: $0) }
         }
         let every = self.every.map { ", one measurement every \($0) s" } ?? ""
-        let label = "\(count) \(configuration.scenario.rawValue) cuffs (\(configuration.persona.rawValue), seeds \(configuration.seed)…, speed \(speed)×\(every))"
+        let label =
+            "\(count) \(configuration.scenario.rawValue) cuffs (\(configuration.persona.rawValue), seeds \(configuration.seed)…, speed \(speed)×\(every))"
         try serveFleet(count, configuration: configuration, label: label) { CuffPeripheral(configuration: $0) }
     }
 
     /// N peripherals that `make` builds from each member's configuration, on one event loop.
-    func serveFleet<P: GATTPeripheral>(_ count: Int, configuration: SimulatorConfiguration, label: String,
-                                       make: (SimulatorConfiguration) -> P?) throws {
+    func serveFleet<P: GATTPeripheral>(
+        _ count: Int, configuration: SimulatorConfiguration, label: String,
+        make: (SimulatorConfiguration) -> P?
+    ) throws {
         guard case let .unix(dir) = place else { throw ExitStatus.usage }
         let signals = try SignalFlags.shared.listen()
         do {
@@ -162,7 +182,10 @@ public struct SimulatorService {
             guard let peripheral = make(configuration.fleetMember(i)) else { throw ExitStatus.usage }
             let driver = PeripheralDriver(peripheral: peripheral, clock: clock, signals: nil, log: log)
             do {
-                cuffs.append(ListeningPeripheral(driver: driver, listener: try UnixSeqpacketListener(path: path, backlog: 4), loop: loop, log: log))
+                cuffs.append(
+                    ListeningPeripheral(
+                        driver: driver, listener: try UnixSeqpacketListener(path: path, backlog: 4), loop: loop,
+                        log: log))
             } catch {
                 Self.log.error("cannot listen at \(path): \(error.message)")
                 for c in cuffs { c.stop() }
@@ -183,12 +206,15 @@ public struct SimulatorService {
     }
 
     /// Runs the cuffs until SIGINT/SIGTERM; SIGUSR1 presses every cuff's button.
-    func run<P: GATTPeripheral>(_ cuffs: [ListeningPeripheral<P>], loop: EventLoop, signals: SignalFlags) throws(ExitStatus) {
+    func run<P: GATTPeripheral>(_ cuffs: [ListeningPeripheral<P>], loop: EventLoop, signals: SignalFlags)
+        throws(ExitStatus)
+    {
         defer {
             for c in cuffs { c.stop() }
             let machines = cuffs.compactMap { ($0.driver.peripheral as? CuffPeripheral)?.machine }
             if cuffs.count > 1 || every != nil, !machines.isEmpty {
-                let taken = machines.reduce(0) { $0 + $1.measurementsDone }, confirmed = machines.reduce(0) { $0 + $1.confirmedReadings }
+                let taken = machines.reduce(0) { $0 + $1.measurementsDone },
+                    confirmed = machines.reduce(0) { $0 + $1.confirmedReadings }
                 Self.log.info("stopped: \(taken) measurements taken, \(confirmed) readings confirmed by clients")
             } else {
                 Self.log.info("stopped")
@@ -209,7 +235,8 @@ extension SimulatorConfiguration {
         var c = self
         c.seed = seed &+ UInt64(index - 1)
         c.name = "cuff-sim-\(SimulatorService.number(index))"
-        c.serial = "SIM-" + String(String(index).reversed()).padding(toLength: 6, withPad: "0", startingAt: 0).reversed()
+        c.serial =
+            "SIM-" + String(String(index).reversed()).padding(toLength: 6, withPad: "0", startingAt: 0).reversed()
         return c
     }
 }
@@ -228,6 +255,7 @@ public enum FleetDirectory {
             guard isDir.boolValue else { throw NotADirectory(path: dir) }
             return
         }
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 }

@@ -25,7 +25,8 @@ public struct SinkSetup {
     public var configuration: SinkConfiguration {
         var c = SinkConfiguration(
             format: format, storePath: store,
-            fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser, storeKeyPath: store == nil ? nil : keyPath)
+            fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser,
+            storeKeyPath: store == nil ? nil : keyPath)
         c.storeOpener = PostgresStoreOpener(outboxPath: outbox)
         return c
     }
@@ -56,7 +57,8 @@ public struct SinkSetup {
         var publishers: [MQTTOutboxStore] = []
         if let publishing {
             do {
-                publishers = try publishing.openStores(outbox: outbox, sharedWithStore: store is PostgresOutboxStore, warn: warn)
+                publishers = try publishing.openStores(
+                    outbox: outbox, sharedWithStore: store is PostgresOutboxStore, warn: warn)
             } catch let e as SinkError {
                 throw e
             } catch {
@@ -73,9 +75,10 @@ public struct SinkSetup {
         var list: [any SampleSink & Sendable] = []
         let store = try self.store.map { p throws(SinkError) in try SinkFactory.openStore(p, configuration) }
         if let s = publishing != nil ? try withPublishers(store) : store { list.append(s) }
-        list.append(format == .ndjson
-            ? ReplayNDJSONSink(flushEachRecord: realtime || list.count > 0)
-            : SinkFactory.formatSink(configuration, output: FileDescriptorOutput.standardOutput(), warn: warn))
+        list.append(
+            format == .ndjson
+                ? ReplayNDJSONSink(flushEachRecord: realtime || list.count > 0)
+                : SinkFactory.formatSink(configuration, output: FileDescriptorOutput.standardOutput(), warn: warn))
         return ReplaySinks(fan: FanOutSink(list), direct: list.count == 1 ? list[0] as? ReplayNDJSONSink : nil)
     }
 }
@@ -91,7 +94,10 @@ public struct MQTTPublishing {
     public var discovery: HomeAssistantDiscovery?
     public var utcOffset: UTCOffsetPolicy
 
-    public init(urls: [MQTTURL], caFile: String?, certFile: String?, keyFile: String?, discovery: HomeAssistantDiscovery?, utcOffset: UTCOffsetPolicy) {
+    public init(
+        urls: [MQTTURL], caFile: String?, certFile: String?, keyFile: String?, discovery: HomeAssistantDiscovery?,
+        utcOffset: UTCOffsetPolicy
+    ) {
         self.urls = urls
         self.caFile = caFile
         self.certFile = certFile
@@ -111,19 +117,25 @@ public struct MQTTPublishing {
             let tag = sharedBrokers.contains(url.serverName) ? "-" + MQTTTopics.slug(url.prefix) : ""
             let path: String
             if let outbox {
-                path = urls.count == 1 && !sharedWithStore ? outbox : "\(outbox).\(MQTTTopics.slug(url.host))-\(url.port)\(tag)"
+                path =
+                    urls.count == 1 && !sharedWithStore
+                    ? outbox : "\(outbox).\(MQTTTopics.slug(url.host))-\(url.port)\(tag)"
             } else {
                 let base = MQTTOutboxStore.defaultOutboxPath(for: url)
                 path = tag.isEmpty ? base : String(base.dropLast(".db".count)) + tag + ".db"
             }
             return MQTTPublishOptions(
                 url: url, outboxPath: path, caFile: caFile, certFile: certFile, keyFile: keyFile, discovery: discovery,
-                utcOffset: utcOffset, clientID: MQTTOutboxStore.defaultClientID() + (urls.count > 1 ? "-\(MQTTTopics.slug(url.serverName))\(tag)" : ""))
+                utcOffset: utcOffset,
+                clientID: MQTTOutboxStore.defaultClientID()
+                    + (urls.count > 1 ? "-\(MQTTTopics.slug(url.serverName))\(tag)" : ""))
         }
     }
 
     /// One store per target (each checks that its broker takes this cuff).
-    public func openStores(outbox: String?, sharedWithStore: Bool, warn: @escaping SinkWarningHandler) throws -> [MQTTOutboxStore] {
+    public func openStores(outbox: String?, sharedWithStore: Bool, warn: @escaping SinkWarningHandler) throws
+        -> [MQTTOutboxStore]
+    {
         var out: [MQTTOutboxStore] = []
         do {
             for t in targets(outbox: outbox, sharedWithStore: sharedWithStore) {
@@ -151,7 +163,9 @@ extension MQTTPublishing {
         for n in texts {
             let parts = n.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, let id = UInt8(parts[0]), !parts[1].isEmpty else {
-                throw OptionError(code: .userName, description: "--user-name takes ID=NAME with a user id from 0 to 255, e.g. 1=Alice; got '\(n)'")
+                throw OptionError(
+                    code: .userName,
+                    description: "--user-name takes ID=NAME with a user id from 0 to 255, e.g. 1=Alice; got '\(n)'")
             }
             out[id] = parts[1]
         }
@@ -162,7 +176,10 @@ extension MQTTPublishing {
     public static func offsetPolicy(zone: String?) throws(OptionError) -> UTCOffsetPolicy {
         guard let z = zone else { return .system }
         guard let p = UTCOffsetPolicy.cuffTimeZone(z) else {
-            throw OptionError(code: .timeZone, description: "--cuff-timezone: unknown zone '\(z)'; use a name like Europe/Berlin or an offset like +01:00")
+            throw OptionError(
+                code: .timeZone,
+                description:
+                    "--cuff-timezone: unknown zone '\(z)'; use a name like Europe/Berlin or an offset like +01:00")
         }
         return p
     }

@@ -8,7 +8,9 @@ import Sinks
 /// Lines for humans go to stderr; a failure is a failed sink (10, or 141 when stdout's reader went).
 public enum StoreCommands {
     /// The key file: `option`, else `$CUFF_STORE_KEY_FILE` (empty counts as unset).
-    public static func keyPath(option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+    public static func keyPath(option: String?, environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> String?
+    {
         if let option { return option }
         guard let v = environment["CUFF_STORE_KEY_FILE"], !v.isEmpty else { return nil }
         return v
@@ -16,8 +18,12 @@ public enum StoreCommands {
 
     /// `cuff history`: the store's measurements in `format`, oldest first; throws
     /// ``ExitStatus/rowsSkipped`` after printing the rest when rows could not be read.
-    public static func printHistory(store: String, format: OutputFormat, fhirSubject: String?, keyPath: String?) throws(ExitStatus) {
-        var options = SinkConfiguration(format: format, fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser, storeKeyPath: keyPath)
+    public static func printHistory(store: String, format: OutputFormat, fhirSubject: String?, keyPath: String?)
+        throws(ExitStatus)
+    {
+        var options = SinkConfiguration(
+            format: format, fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser, storeKeyPath: keyPath
+        )
         options.storeOpener = PostgresStoreOpener()
         let r: (printed: Int, skipped: Int)
         do {
@@ -27,7 +33,9 @@ public enum StoreCommands {
             throw Console.sinkFailed("cuff history", error)
         }
         let skipped = r.skipped > 0 ? "; \(r.skipped) unreadable row\(r.skipped == 1 ? "" : "s") skipped" : ""
-        Console.log("cuff history: \(r.printed) measurement\(r.printed == 1 ? "" : "s") in \(SinkFactory.isServerStore(store) ? PostgresURL.redacting(store) : store)\(skipped)")
+        Console.log(
+            "cuff history: \(r.printed) measurement\(r.printed == 1 ? "" : "s") in \(SinkFactory.isServerStore(store) ? PostgresURL.redacting(store) : store)\(skipped)"
+        )
         if r.skipped > 0 { throw .rowsSkipped }
     }
 
@@ -41,7 +49,8 @@ public enum StoreCommands {
     public static func rotateKey(store: String, old: String, new newKeyFile: String) throws(ExitStatus) {
         let n: Int
         do {
-            n = try SQLiteStore.rotateKey(path: store, from: try StoreKey.load(path: old), to: try StoreKey.load(path: newKeyFile))
+            n = try SQLiteStore.rotateKey(
+                path: store, from: try StoreKey.load(path: old), to: try StoreKey.load(path: newKeyFile))
         } catch {
             throw Console.sinkFailed("cuff key rotate", error)
         }

@@ -23,7 +23,10 @@ public struct WatchService {
         public var address: (String) throws -> BluetoothAddress
         public var bonds: String?
 
-        public init(adapter: BluetoothAdapter, backend: Backend, devices: [String], address: @escaping (String) throws -> BluetoothAddress, bonds: String?) {
+        public init(
+            adapter: BluetoothAdapter, backend: Backend, devices: [String],
+            address: @escaping (String) throws -> BluetoothAddress, bonds: String?
+        ) {
             self.adapter = adapter
             self.backend = backend
             self.devices = devices
@@ -114,25 +117,31 @@ public struct WatchService {
         let sessionLog = verbose && !quiet ? Console.logger("cuff watch") : .silent
         // RACP "newer than": per cuff, the highest sequence number the store holds.
         if let store { watcherConfig.storedSequenceNumber = { try? store.lastSequenceNumber(address: $0) } }
-        let watcher = Watcher(configuration: watcherConfig, loop: loop, collector: collector, log: log, sessionLog: sessionLog)
+        let watcher = Watcher(
+            configuration: watcherConfig, loop: loop, collector: collector, log: log, sessionLog: sessionLog)
         var agent: LiveBluetooth.Agent?
         if let a = adapter {
             do {
-                agent = try LiveBluetooth.watch(adapter: a.adapter, backend: a.backend, devices: a.devices, address: a.address, bonds: a.bonds,
-                                                watcher: watcher, log: Console.logger("cuff watch"))
+                agent = try LiveBluetooth.watch(
+                    adapter: a.adapter, backend: a.backend, devices: a.devices, address: a.address, bonds: a.bonds,
+                    watcher: watcher, log: Console.logger("cuff watch"))
             } catch let f as LiveBluetoothFailure {
                 throw f.outcome.exitStatus
             }
         }
         defer { agent?.stop() }
         let stdoutFile = ReopenableOutput(fd: 1), stderrFile = ReopenableOutput(fd: 2)
-        log.info("watching \(watcherConfig.sockets.count) socket(s) and \(watcherConfig.directories.count) director\(watcherConfig.directories.count == 1 ? "y" : "ies")\(store.map { "; storing in \($0.storeName)" } ?? "")")
+        log.info(
+            "watching \(watcherConfig.sockets.count) socket(s) and \(watcherConfig.directories.count) director\(watcherConfig.directories.count == 1 ? "y" : "ies")\(store.map { "; storing in \($0.storeName)" } ?? "")"
+        )
         watcher.start()
         do {
             try loop.run {
                 if !watcher.stopping {
                     if signals.isRaised(.int) || signals.isRaised(.term) {
-                        log.info("stopping (\(signals.isRaised(.term) ? "SIGTERM" : "SIGINT")): \(watcher.openSessions) open session(s)")
+                        log.info(
+                            "stopping (\(signals.isRaised(.term) ? "SIGTERM" : "SIGINT")): \(watcher.openSessions) open session(s)"
+                        )
                         watcher.stop()
                     } else if outputFailed && store == nil {
                         watcher.stop()
@@ -156,7 +165,9 @@ public struct WatchService {
         let p50 = collector.latency.quantile(0.5).map { "\($0) ms" } ?? "-"
         let p99 = collector.latency.quantile(0.99).map { "\($0) ms" } ?? "-"
         let notKept = collector.failures > 0 ? ", \(collector.failures) not kept (left unconfirmed on their cuffs)" : ""
-        log.info("stopped: \(collector.stored) reading(s) kept, \(collector.duplicates) repeat(s) skipped\(notKept); commit latency p50 \(p50), p99 \(p99)")
+        log.info(
+            "stopped: \(collector.stored) reading(s) kept, \(collector.duplicates) repeat(s) skipped\(notKept); commit latency p50 \(p50), p99 \(p99)"
+        )
         if failed { throw Console.sinkFailureStatus }
     }
 }

@@ -2,10 +2,10 @@
 
 /// Link-layer security a bearer can be asked for; mirrors BlueZ's BT_SECURITY levels.
 public enum SecurityLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
-    case low = 1      // no encryption
-    case medium = 2   // encrypted, unauthenticated (Just Works)
-    case high = 3     // encrypted, authenticated (MITM protection)
-    case fips = 4     // LE Secure Connections
+    case low = 1  // no encryption
+    case medium = 2  // encrypted, unauthenticated (Just Works)
+    case high = 3  // encrypted, authenticated (MITM protection)
+    case fips = 4  // LE Secure Connections
 
     public static func < (a: SecurityLevel, b: SecurityLevel) -> Bool { a.rawValue < b.rawValue }
     public var description: String {
@@ -60,8 +60,10 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The D-Bus error name of an error reply (`org.bluez.Error.NotPermitted`).
     public var remoteErrorName: String?
 
-    public init(_ code: Code, _ message: String, errno: Int32? = nil, hciStatus: UInt8? = nil, mgmtStatus: UInt8? = nil,
-                remoteErrorName: String? = nil) {
+    public init(
+        _ code: Code, _ message: String, errno: Int32? = nil, hciStatus: UInt8? = nil, mgmtStatus: UInt8? = nil,
+        remoteErrorName: String? = nil
+    ) {
         self.code = code
         self.message = message
         self.errno = errno

@@ -11,7 +11,9 @@ public enum Hex {
     /// The digits of `value`, `digits` of them (leading zeros kept), uppercase unless asked:
     /// `digits(0x2A35, 4)` → `"2A35"`, `digits(0x0A, 2)` → `"0A"`.
     @inlinable
-    public static func digits<T: FixedWidthInteger & UnsignedInteger>(_ value: T, _ digits: Int, uppercase: Bool = true) -> String {
+    public static func digits<T: FixedWidthInteger & UnsignedInteger>(_ value: T, _ digits: Int, uppercase: Bool = true)
+        -> String
+    {
         String(unsafeUninitializedCapacity: digits) { out in
             for i in 0..<digits {
                 out[i] = digit(UInt8(truncatingIfNeeded: value >> T(4 * (digits - 1 - i))) & 0xF, uppercase: uppercase)
@@ -55,7 +57,8 @@ public enum Hex {
         while i < scalars.count {
             let c = scalars[i]
             if c == UInt8(ascii: "0"), i + 1 < scalars.count, scalars[i + 1] | 0x20 == UInt8(ascii: "x"),
-               i == 0 || isSeparator(scalars[i - 1]) {
+                i == 0 || isSeparator(scalars[i - 1])
+            {
                 // A "0x" prefix only counts at the start of a group.
                 if nibbles.count % 2 == 0 { i += 2; continue }
             }

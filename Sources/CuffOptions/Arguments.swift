@@ -75,13 +75,17 @@ extension QuirkProfile: ExpressibleByArgument {
 public struct SimulationOptions: ParsableArguments {
     public init() {}
 
-    @Option(help: "Blood Pressure Service version of the simulated cuff (bps-1.1 adds Enhanced BPM/ICP, Record and RACP).")
+    @Option(
+        help: "Blood Pressure Service version of the simulated cuff (bps-1.1 adds Enhanced BPM/ICP, Record and RACP).")
     public var persona: Persona = .bps10
 
     @Option(help: "Seed of the simulated readings (same seed, same readings).")
     public var seed: UInt64 = 1
 
-    @Option(help: "How many times faster than real time the simulated cuff runs (1: real time; 0, for measure --simulated only: as fast as possible).")
+    @Option(
+        help:
+            "How many times faster than real time the simulated cuff runs (1: real time; 0, for measure --simulated only: as fast as possible)."
+    )
     public var speed: Double = 10
 
     public func validate() throws {
@@ -104,7 +108,9 @@ extension CuffProtocolID: ExpressibleByArgument {
 public struct ProtocolOption: ParsableArguments {
     public init() {}
 
-    @Option(name: .customLong("protocol"), help: "Cuff protocol to use instead of the one chosen from what the device offers.")
+    @Option(
+        name: .customLong("protocol"),
+        help: "Cuff protocol to use instead of the one chosen from what the device offers.")
     public var forced: CuffProtocolID?
 }
 

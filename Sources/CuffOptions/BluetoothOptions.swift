@@ -50,7 +50,10 @@ public struct BluetoothOptions<Help: BluetoothOptionsHelp>: ParsableArguments {
     public var noSetTime = false
 
     public func validate() throws {
-        for (given, help, name) in [(bonds != nil, Help.bonds, "--bonds"), (security != nil, Help.security, "--security"), (noSetTime, Help.setTime, "--no-set-time")]
+        for (given, help, name) in [
+            (bonds != nil, Help.bonds, "--bonds"), (security != nil, Help.security, "--security"),
+            (noSetTime, Help.setTime, "--no-set-time"),
+        ]
         where given && help == nil {
             throw ValidationError("Unknown option '\(name)'")
         }
@@ -68,7 +71,10 @@ public enum BlueZCommands {
         }
     }
 
-    public static func address(_ text: String) throws -> BluetoothAddress { try usage { try LiveBluetooth.address(text) } }
+    public static func address(_ text: String) throws -> BluetoothAddress {
+        try usage { try LiveBluetooth.address(text) }
+    }
 
-    public static let bondsHelp: ArgumentHelp = "Bond store for the raw path (default $XDG_STATE_HOME/cuff/bonds, else ~/.local/state/cuff/bonds; mode 0600). Its keys are loaded into the kernel before connecting, new ones stored after pairing. With bluetoothd, bluetoothd keeps the bonds."
+    public static let bondsHelp: ArgumentHelp =
+        "Bond store for the raw path (default $XDG_STATE_HOME/cuff/bonds, else ~/.local/state/cuff/bonds; mode 0600). Its keys are loaded into the kernel before connecting, new ones stored after pairing. With bluetoothd, bluetoothd keeps the bonds."
 }

@@ -9,46 +9,72 @@ import Sinks
 public struct PublishOptions: ParsableArguments {
     public init() {}
 
-    @Option(name: .customLong("publish"), help: ArgumentHelp(
-        "Also publish every reading to an MQTT broker: mqtt://[USER[:PASSWORD]@]HOST[:PORT][/PREFIX] or mqtts://… (TLS), through a local outbox, QoS 1, with Home Assistant discovery (repeatable).",
-        valueName: "url"))
+    @Option(
+        name: .customLong("publish"),
+        help: ArgumentHelp(
+            "Also publish every reading to an MQTT broker: mqtt://[USER[:PASSWORD]@]HOST[:PORT][/PREFIX] or mqtts://… (TLS), through a local outbox, QoS 1, with Home Assistant discovery (repeatable).",
+            valueName: "url"))
     public var publish: [String] = []
 
-    @Option(name: .customLong("publish-ca"), help: ArgumentHelp("With mqtts://: the CA certificates the broker's must chain to (default: the system's).", valueName: "file"))
+    @Option(
+        name: .customLong("publish-ca"),
+        help: ArgumentHelp(
+            "With mqtts://: the CA certificates the broker's must chain to (default: the system's).", valueName: "file")
+    )
     public var publishCA: String?
 
-    @Option(name: .customLong("publish-cert"), help: ArgumentHelp("With mqtts://: a client certificate (PEM) to log in with.", valueName: "file"))
+    @Option(
+        name: .customLong("publish-cert"),
+        help: ArgumentHelp("With mqtts://: a client certificate (PEM) to log in with.", valueName: "file"))
     public var publishCert: String?
 
-    @Option(name: .customLong("publish-key"), help: ArgumentHelp("With --publish-cert: its private key (PEM).", valueName: "file"))
+    @Option(
+        name: .customLong("publish-key"),
+        help: ArgumentHelp("With --publish-cert: its private key (PEM).", valueName: "file"))
     public var publishKey: String?
 
-    @Option(name: .customLong("publish-password-file"), help: ArgumentHelp(
-        "The broker password, the file's first line, when the URL has none (else $CUFF_MQTT_PASSWORD).", valueName: "file"))
+    @Option(
+        name: .customLong("publish-password-file"),
+        help: ArgumentHelp(
+            "The broker password, the file's first line, when the URL has none (else $CUFF_MQTT_PASSWORD).",
+            valueName: "file"))
     public var publishPasswordFile: String?
 
-    @Option(name: .customLong("ha-discovery-prefix"), help: ArgumentHelp("Home Assistant's discovery prefix (default homeassistant).", valueName: "prefix"))
+    @Option(
+        name: .customLong("ha-discovery-prefix"),
+        help: ArgumentHelp("Home Assistant's discovery prefix (default homeassistant).", valueName: "prefix"))
     public var haDiscoveryPrefix: String = "homeassistant"
 
     @Flag(name: .customLong("no-ha-discovery"), help: "Publish no Home Assistant discovery configs.")
     public var noHADiscovery = false
 
-    @Option(name: .customLong("user-name"), help: ArgumentHelp("A cuff user's name for Home Assistant, e.g. 1=Alice (repeatable).", valueName: "id=name"))
+    @Option(
+        name: .customLong("user-name"),
+        help: ArgumentHelp("A cuff user's name for Home Assistant, e.g. 1=Alice (repeatable).", valueName: "id=name"))
     public var userNames: [String] = []
 
-    @Option(name: .customLong("cuff-timezone"), help: ArgumentHelp(
-        "The zone the cuffs' clocks are set in (e.g. Europe/Berlin, UTC, +01:00), for the published measurement time; default: the host's.",
-        valueName: "zone"))
+    @Option(
+        name: .customLong("cuff-timezone"),
+        help: ArgumentHelp(
+            "The zone the cuffs' clocks are set in (e.g. Europe/Berlin, UTC, +01:00), for the published measurement time; default: the host's.",
+            valueName: "zone"))
     public var cuffTimezone: String?
 
     public var isEnabled: Bool { !publish.isEmpty }
 
     public func validate() throws {
         for p in publish { _ = try parse(p) }
-        if !isEnabled && (publishCA != nil || publishCert != nil || publishKey != nil || publishPasswordFile != nil || !userNames.isEmpty || cuffTimezone != nil) {
-            throw ValidationError("--publish-ca, --publish-cert, --publish-key, --publish-password-file, --user-name and --cuff-timezone go with --publish mqtt://…")
+        if !isEnabled
+            && (publishCA != nil || publishCert != nil || publishKey != nil || publishPasswordFile != nil
+                || !userNames.isEmpty || cuffTimezone != nil)
+        {
+            throw ValidationError(
+                "--publish-ca, --publish-cert, --publish-key, --publish-password-file, --user-name and --cuff-timezone go with --publish mqtt://…"
+            )
         }
-        if (publishCert == nil) != (publishKey == nil) { throw ValidationError("--publish-cert and --publish-key go together") }
+        if (publishCert == nil) != (publishKey == nil) {
+            throw ValidationError("--publish-cert and --publish-key go together")
+        }
         _ = try names()
         _ = try offsetPolicy()
         if haDiscoveryPrefix.isEmpty || haDiscoveryPrefix.contains("+") || haDiscoveryPrefix.contains("#") {
@@ -57,20 +83,27 @@ public struct PublishOptions: ParsableArguments {
     }
 
     public func parse(_ text: String) throws -> MQTTURL {
-        do { return try MQTTURL(parsing: text).resolvingPassword(file: publishPasswordFile) } catch { throw ValidationError("--publish: \(error)") }
+        do { return try MQTTURL(parsing: text).resolvingPassword(file: publishPasswordFile) } catch {
+            throw ValidationError("--publish: \(error)")
+        }
     }
 
     public func names() throws -> [UInt8: String] { try usage { try MQTTPublishing.userNames(userNames) } }
 
     /// `--cuff-timezone`: that zone's offsets, else the host zone's.
-    public func offsetPolicy() throws -> UTCOffsetPolicy { try usage { try MQTTPublishing.offsetPolicy(zone: cuffTimezone) } }
+    public func offsetPolicy() throws -> UTCOffsetPolicy {
+        try usage { try MQTTPublishing.offsetPolicy(zone: cuffTimezone) }
+    }
 
     /// The brokers, parsed; nil without `--publish`.
     public func setup() throws -> MQTTPublishing? {
         guard isEnabled else { return nil }
         return MQTTPublishing(
             urls: try publish.map(parse), caFile: publishCA, certFile: publishCert, keyFile: publishKey,
-            discovery: noHADiscovery ? nil : HomeAssistantDiscovery(prefix: haDiscoveryPrefix, userNames: try names(), version: CuffRelease.version),
+            discovery: noHADiscovery
+                ? nil
+                : HomeAssistantDiscovery(
+                    prefix: haDiscoveryPrefix, userNames: try names(), version: CuffRelease.version),
             utcOffset: try offsetPolicy())
     }
 }

@@ -14,9 +14,11 @@ public struct SinkOptions: ParsableArguments {
     public init() {}
 
     /// Repeatable: `cuff replay` also takes the capture's format here (`--format pcap --format fhir`).
-    @Option(name: .customLong("format"), help: ArgumentHelp(
-        "Output on stdout: ndjson (default; session, progress and measurement records), fhir (R4 Observations) or omh (Open mHealth data points). cuff replay also takes the capture's format here: auto (default), btsnoop, pcap or pcapng.",
-        valueName: "format"))
+    @Option(
+        name: .customLong("format"),
+        help: ArgumentHelp(
+            "Output on stdout: ndjson (default; session, progress and measurement records), fhir (R4 Observations) or omh (Open mHealth data points). cuff replay also takes the capture's format here: auto (default), btsnoop, pcap or pcapng.",
+            valueName: "format"))
     public var formats: [FormatName] = []
 
     /// The output format (the last one given) and the capture format (only `cuff replay` takes one).
@@ -24,37 +26,47 @@ public struct SinkOptions: ParsableArguments {
     public var captureFormat: CaptureFormat? { formats.capture }
     public var captureFormatName: String? { captureFormat?.rawValue }
 
-    @Option(help: ArgumentHelp(
-        "Also keep every measurement, deduplicated: in this SQLite file (created with mode 0600), or on a PostgreSQL server (postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…]) through a local outbox.",
-        valueName: "path|url"))
+    @Option(
+        help: ArgumentHelp(
+            "Also keep every measurement, deduplicated: in this SQLite file (created with mode 0600), or on a PostgreSQL server (postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…]) through a local outbox.",
+            valueName: "path|url"))
     public var store: String?
 
-    @Option(help: ArgumentHelp(
-        "With a postgres:// store or --publish: the local SQLite outbox readings are committed to before the cuff is confirmed (default: $XDG_STATE_HOME/cuff/outbox.db, with --publish $XDG_STATE_HOME/cuff/mqtt-HOST-PORT.db; beside a postgres:// store or another --publish, PATH.HOST-PORT).",
-        valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "With a postgres:// store or --publish: the local SQLite outbox readings are committed to before the cuff is confirmed (default: $XDG_STATE_HOME/cuff/outbox.db, with --publish $XDG_STATE_HOME/cuff/mqtt-HOST-PORT.db; beside a postgres:// store or another --publish, PATH.HOST-PORT).",
+            valueName: "path"))
     public var outbox: String?
 
     @OptionGroup var key: StoreKeyOption
 
     @OptionGroup var publishing: PublishOptions
 
-    @Option(name: .customLong("fhir-subject"), help: "FHIR Observation.subject: cuff-user (default), Type/id, SYSTEM|VALUE or a display name.")
+    @Option(
+        name: .customLong("fhir-subject"),
+        help: "FHIR Observation.subject: cuff-user (default), Type/id, SYSTEM|VALUE or a display name.")
     public var fhirSubject: String?
 
     @Flag(help: "No progress or logs on stderr.")
     public var quiet = false
 
     public func validate() throws {
-        if key.storeKeyFile != nil && store == nil { throw ValidationError("--store-key-file is the key of a --store; give --store PATH too") }
+        if key.storeKeyFile != nil && store == nil {
+            throw ValidationError("--store-key-file is the key of a --store; give --store PATH too")
+        }
         if outbox != nil && !(store.map(SinkFactory.isServerStore) ?? false) && !publishing.isEnabled {
-            throw ValidationError("--outbox is the outbox of a postgres:// --store or of --publish; give --store postgres://… or --publish mqtt://… too")
+            throw ValidationError(
+                "--outbox is the outbox of a postgres:// --store or of --publish; give --store postgres://… or --publish mqtt://… too"
+            )
         }
     }
 
     /// What the options say, for the sinks to be made from.
     public func setup() throws -> SinkSetup {
         var s = SinkSetup()
-        (s.format, s.store, s.outbox, s.keyPath, s.fhirSubject, s.quiet) = (format, store, outbox, key.path, fhirSubject, quiet)
+        (s.format, s.store, s.outbox, s.keyPath, s.fhirSubject, s.quiet) = (
+            format, store, outbox, key.path, fhirSubject, quiet
+        )
         s.publishing = try publishing.setup()
         return s
     }
@@ -64,9 +76,11 @@ public struct SinkOptions: ParsableArguments {
 public struct StoreKeyOption: ParsableArguments {
     public init() {}
 
-    @Option(name: .customLong("store-key-file"), help: ArgumentHelp(
-        "The store's key file (cuff key new). A new store is made encrypted with it; an encrypted store opens only with it. Default: $CUFF_STORE_KEY_FILE.",
-        valueName: "path"))
+    @Option(
+        name: .customLong("store-key-file"),
+        help: ArgumentHelp(
+            "The store's key file (cuff key new). A new store is made encrypted with it; an encrypted store opens only with it. Default: $CUFF_STORE_KEY_FILE.",
+            valueName: "path"))
     public var storeKeyFile: String?
 
     /// The key file: the option, else the environment variable (empty counts as unset).

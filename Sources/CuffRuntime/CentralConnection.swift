@@ -124,8 +124,10 @@ public final class CentralConnection {
         return nil
     }
 
-    public init(configuration: CuffSessionConfiguration, bearer: any PollableBearer, loop: EventLoop, hooks: SessionHooks,
-                committer: MeasurementCommitter? = nil) {
+    public init(
+        configuration: CuffSessionConfiguration, bearer: any PollableBearer, loop: EventLoop, hooks: SessionHooks,
+        committer: MeasurementCommitter? = nil
+    ) {
         central = ProtocolSession(configuration: configuration)
         self.bearer = bearer
         self.loop = loop
@@ -281,7 +283,8 @@ public final class CentralConnection {
     // MARK: Security without blocking the loop
 
     func beginSecurity(_ level: SecurityLevel, rest: ArraySlice<CentralAction>, on bearer: any SteppedSecurityBearer) {
-        stage = .waiting(.security(SecurityWait(level: level, rest: rest, started: MonotonicClock.now())), tickDue: false)
+        stage = .waiting(
+            .security(SecurityWait(level: level, rest: rest, started: MonotonicClock.now())), tickDue: false)
         if let fd = watchedFD { loop.change(fd, readable: false, writable: false) }  // hang-ups only
         askSecurity(bearer)
     }
@@ -299,7 +302,9 @@ public final class CentralConnection {
                 w.timer = loop.schedule(at: now + .milliseconds(50)) { [unowned self] in self.askSecurity(bearer) }
             case .pending:
                 w.pending = true
-                if let fd = watchedFD { loop.change(fd, readable: bearer.securityWaitIsReadable, writable: !bearer.securityWaitIsReadable) }
+                if let fd = watchedFD {
+                    loop.change(fd, readable: bearer.securityWaitIsReadable, writable: !bearer.securityWaitIsReadable)
+                }
                 w.timer = loop.schedule(at: now + bearer.securityTimeout) { [unowned self] in
                     self.updateSecurityWait { $0.timer = nil }
                     self.finishSecurity(timedOut: true)
@@ -473,8 +478,11 @@ public final class CentralDriver {
     let gattCache: GATTCacheStore?
     var connection: CentralConnection?
 
-    public init(configuration: CuffSessionConfiguration, hooks: SessionHooks, signals: SignalFlags? = .shared, stopAfter: Duration? = nil,
-                gattCache: GATTCacheStore? = nil) {
+    public init(
+        configuration: CuffSessionConfiguration, hooks: SessionHooks, signals: SignalFlags? = .shared,
+        stopAfter: Duration? = nil,
+        gattCache: GATTCacheStore? = nil
+    ) {
         self.configuration = configuration
         self.hooks = hooks
         self.signals = signals

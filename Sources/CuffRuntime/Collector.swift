@@ -48,8 +48,10 @@ public final class Collector: MeasurementCommitter {
     ///   - write: the output sink.
     ///   - knownKeys: the dedup keys the store holds already.
     ///   - log: told when the store starts failing (once per kind of failure, `.error`) and when it keeps readings again (`.notice`).
-    public init(commit: Commit?, write: @escaping Write, knownKeys: Set<String> = [], wallClock: WallClock = .system,
-                log: Logger = .silent) {
+    public init(
+        commit: Commit?, write: @escaping Write, knownKeys: Set<String> = [], wallClock: WallClock = .system,
+        log: Logger = .silent
+    ) {
         self.commit = commit
         self.write = write
         self.knownKeys = knownKeys
@@ -96,13 +98,16 @@ public final class Collector: MeasurementCommitter {
             do { try commit(fresh) } catch { failure = "\(error)" }
             if let failure {
                 if failure != storeFailure {
-                    log.error("cannot keep readings: \(failure); they stay unconfirmed on their cuffs and are tried again")
+                    log.error(
+                        "cannot keep readings: \(failure); they stay unconfirmed on their cuffs and are tried again")
                 }
                 storeFailure = failure
                 sinkFailed = true
             } else if storeFailure != nil {
                 storeFailure = nil
-                log.notice("the store keeps readings again (\(failures) not kept meanwhile, left to their cuffs to send again)")
+                log.notice(
+                    "the store keeps readings again (\(failures) not kept meanwhile, left to their cuffs to send again)"
+                )
             }
         }
         if failure == nil {

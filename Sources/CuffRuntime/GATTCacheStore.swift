@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #if canImport(Glibc)
-import CuffLogging
-import Glibc
+    import CuffLogging
+    import Glibc
 #endif
 import CuffCore
 import CuffSession
@@ -20,7 +20,9 @@ public struct GATTCacheStore: Sendable {
 
     /// The cache's directory: `gatt` beside the bond store `bonds` (`--bonds PATH`), else in
     /// `$XDG_STATE_HOME/cuff`, else in `~/.local/state/cuff`.
-    public static func defaultDirectory(bonds: String? = nil, environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> String {
+    public static func defaultDirectory(
+        bonds: String? = nil, environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }
+    ) -> String {
         if let bonds, let slash = bonds.lastIndex(of: "/") {
             let dir = bonds[..<slash]
             return (dir.isEmpty ? "" : String(dir)) + "/gatt"
@@ -34,7 +36,9 @@ public struct GATTCacheStore: Sendable {
     public func path(address: String) -> String {
         var slug = ""
         for u in address.unicodeScalars.prefix(80) {
-            slug.unicodeScalars.append(u.isASCII && (u.properties.isAlphabetic || u.properties.numericType != nil || u == "-" || u == ".") ? u : "_")
+            slug.unicodeScalars.append(
+                u.isASCII && (u.properties.isAlphabetic || u.properties.numericType != nil || u == "-" || u == ".")
+                    ? u : "_")
         }
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in address.utf8 { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
@@ -88,7 +92,9 @@ public struct GATTCacheStore: Sendable {
     /// and forgets an entry the session found stale without learning a new one. Returns what is
     /// kept now.
     @discardableResult
-    public func keep(_ central: ProtocolSession, before: LearnedCuff?, address: String, log: Logger = .silent) -> LearnedCuff? {
+    public func keep(_ central: ProtocolSession, before: LearnedCuff?, address: String, log: Logger = .silent)
+        -> LearnedCuff?
+    {
         if let learned = central.learned {
             guard learned != before else { return before }
             do { try save(learned) } catch { log.info("GATT cache: \(error.message)") }

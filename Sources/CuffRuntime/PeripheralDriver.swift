@@ -109,8 +109,7 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
         do {
             try own.run {
                 if result == nil, let s = signals {
-                    if s.isRaised(.int) || s.isRaised(.term) { interrupt() }
-                    else if s.consume(.usr1) { pressButton() }
+                    if s.isRaised(.int) || s.isRaised(.term) { interrupt() } else if s.consume(.usr1) { pressButton() }
                 }
                 return result != nil
             }
@@ -173,7 +172,9 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
         timer = nil
         armedDeadline = d
         guard let d else { return }
-        timer = loop.schedule(at: MonotonicClock.now() + clock.realInterval(until: d)) { [unowned self] in self.timerFired() }
+        timer = loop.schedule(at: MonotonicClock.now() + clock.realInterval(until: d)) { [unowned self] in
+            self.timerFired()
+        }
     }
 
     /// Closes the connection (the peripheral already knows) and reports how it ended.
@@ -262,7 +263,9 @@ public final class ListeningPeripheral<Peripheral: GATTPeripheral> {
         log.info("session \(n): client connected")
         driver.accept(bearer) { [unowned self] end in
             self.log.info("session \(n) ended: \(end)")
-            do throws(TransportError) { try self.listen() } catch { self.log.info("cannot accept any more: \(error.message)") }
+            do throws(TransportError) { try self.listen() } catch {
+                self.log.info("cannot accept any more: \(error.message)")
+            }
         }
     }
 
@@ -287,9 +290,13 @@ extension ListeningPeripheral {
     /// SIGUSR1 presses every cuff's button (`cuff simulate`, one cuff or a fleet).
     ///
     /// - Throws: ``ListeningFailure`` naming the socket that could not accept, or the loop's failure.
-    public static func serve(_ cuffs: [ListeningPeripheral], loop: EventLoop, signals: SignalFlags) throws(ListeningFailure) {
+    public static func serve(_ cuffs: [ListeningPeripheral], loop: EventLoop, signals: SignalFlags)
+        throws(ListeningFailure)
+    {
         for c in cuffs {
-            do throws(TransportError) { try c.start() } catch { throw ListeningFailure(path: c.listener.path, error: error) }
+            do throws(TransportError) { try c.start() } catch {
+                throw ListeningFailure(path: c.listener.path, error: error)
+            }
         }
         do throws(TransportError) {
             try loop.run {

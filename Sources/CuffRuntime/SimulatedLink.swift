@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CuffCore
 import CuffLogging
@@ -43,7 +43,8 @@ public final class SimulatedLink {
         sim.clockStart = wallStartMicros / 1_000_000 + WallClock.localUTCOffsetSeconds()
         // The cuff speaks the protocol the user forced (`--protocol`), else the default one.
         let kind = session.protocols.select(DeviceOffer(), forced: session.forcedProtocol)
-        self.peripheral = peripheral ?? kind.makePeripheral(configuration: sim, requireEncryption: requireEncryption)
+        self.peripheral =
+            peripheral ?? kind.makePeripheral(configuration: sim, requireEncryption: requireEncryption)
             ?? CuffPeripheral(configuration: sim, requireEncryption: requireEncryption)
         central = ProtocolSession(configuration: session)
         self.hooks = hooks

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CuffCore
 import CuffLogging
@@ -110,8 +110,10 @@ public final class Watcher {
     var stopDeadline: Timestamp?
     var random = SeededRandom(seed: 0x5eed)
 
-    public init(configuration: Configuration, loop: EventLoop, collector: Collector,
-                log: Logger, sessionLog: Logger = .silent) {
+    public init(
+        configuration: Configuration, loop: EventLoop, collector: Collector,
+        log: Logger, sessionLog: Logger = .silent
+    ) {
         self.configuration = configuration
         self.loop = loop
         self.collector = collector
@@ -163,7 +165,9 @@ public final class Watcher {
     /// once, other failures back off.
     /// `cachesGATT`: keep what its sessions learn in ``Configuration/gattCache`` (a raw ATT link;
     /// not through bluetoothd, which keeps its own).
-    public func follow(address: String, cachesGATT: Bool = false, start: @escaping () throws(TransportError) -> any PendingConnection) {
+    public func follow(
+        address: String, cachesGATT: Bool = false, start: @escaping () throws(TransportError) -> any PendingConnection
+    ) {
         guard targets[address] == nil else { return }
         let t = Target(address: address, cachesGATT: cachesGATT, start: start)
         targets[address] = t
@@ -194,7 +198,9 @@ public final class Watcher {
         do {
             let p = try start()
             guard let fd = p.fileDescriptor else { return failed(t, "connect: no descriptor") }
-            try loop.watch(fd, readable: p.waitsForReadable, writable: !p.waitsForReadable) { [unowned self, unowned t] _ in self.pendingReady(t) }
+            try loop.watch(fd, readable: p.waitsForReadable, writable: !p.waitsForReadable) {
+                [unowned self, unowned t] _ in self.pendingReady(t)
+            }
             t.pending = p
             t.pendingFD = fd
             if let limit = p.attemptTimeout {
@@ -259,11 +265,14 @@ public final class Watcher {
             guard case .success(let names) = Sys.listDirectory(dir) else { continue }
             for name in names.sorted() {
                 let path = dir.hasSuffix("/") ? dir + name : dir + "/" + name
-                guard targets[path] == nil, case .success(let st) = Sys.lstat(path), st.st_mode & S_IFMT == S_IFSOCK else { continue }
+                guard targets[path] == nil, case .success(let st) = Sys.lstat(path), st.st_mode & S_IFMT == S_IFSOCK
+                else { continue }
                 add(path, fromDirectory: true)
             }
         }
-        rescanTimer = loop.schedule(at: MonotonicClock.now() + configuration.rescan) { [unowned self] in self.rescanDirectories() }
+        rescanTimer = loop.schedule(at: MonotonicClock.now() + configuration.rescan) { [unowned self] in
+            self.rescanDirectories()
+        }
     }
 
     func connect(_ t: Target) {
@@ -292,7 +301,9 @@ public final class Watcher {
         t.sessions += 1
         t.connectedAt = MonotonicClock.now()
         var config = configuration.session(t.address)
-        if config.lastSequenceNumber == nil { config.lastSequenceNumber = collector.lastSequenceNumber(address: t.address) }
+        if config.lastSequenceNumber == nil {
+            config.lastSequenceNumber = collector.lastSequenceNumber(address: t.address)
+        }
         if let store = gattCache(t) {
             if t.sessions == 1 { t.learned = store.load(address: t.address, log: logger) }
             config.gattCache = .on(t.learned)
@@ -309,7 +320,9 @@ public final class Watcher {
 
     func ended(_ t: Target, _ c: CentralConnection) {
         t.connection = nil
-        if let store = gattCache(t) { t.learned = store.keep(c.central, before: t.learned, address: t.address, log: logger) }
+        if let store = gattCache(t) {
+            t.learned = store.keep(c.central, before: t.learned, address: t.address, log: logger)
+        }
         let lasted = MonotonicClock.now() - t.connectedAt
         // What was kept, not what arrived: a reading the store could not keep is not counted.
         let measured = c.keptMeasurements

@@ -80,8 +80,10 @@ public struct CuffCentral: CuffProtocolSession {
         var values = known.map { cacheUse == .hit ? $0.values : [:] } ?? [:]
         values.merge(readValues) { $1 }
         let hash = cacheUse == .hit ? known?.databaseHash : databaseHash
-        return LearnedCuff(address: session.configuration.address, mtu: cacheUse == .hit && !mtuExchanged ? known?.mtu ?? client.mtu : client.mtu,
-                           databaseHash: hash, profile: gattProfile, values: values)
+        return LearnedCuff(
+            address: session.configuration.address,
+            mtu: cacheUse == .hit && !mtuExchanged ? known?.mtu ?? client.mtu : client.mtu,
+            databaseHash: hash, profile: gattProfile, values: values)
     }
 
     public var state: CuffSessionMachine.State { session.state }
@@ -167,17 +169,23 @@ public struct CuffCentral: CuffProtocolSession {
                     out += run(session.handle(.readCompleted(c, v, at)), at)
                     continue
                 }
-                guard let ch = byCharacteristic[c] else { out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue }
+                guard let ch = byCharacteristic[c] else {
+                    out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue
+                }
                 let r = client.read(ch.valueHandle, now: now)
                 pending[r.id] = .read(c)
                 out += gatt(r.actions, at)
             case let .write(c, v):
-                guard let ch = byCharacteristic[c] else { out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue }
+                guard let ch = byCharacteristic[c] else {
+                    out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue
+                }
                 let r = client.write(ch.valueHandle, v, now: now)
                 pending[r.id] = .write(c)
                 out += gatt(r.actions, at)
             case let .subscribe(c, indicate):
-                guard let ch = byCharacteristic[c] else { out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue }
+                guard let ch = byCharacteristic[c] else {
+                    out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue
+                }
                 let r = client.subscribe(ch, notify: !indicate, indicate: indicate, now: now)
                 pending[r.id] = .subscribe(c)
                 out += gatt(r.actions, at)
@@ -218,7 +226,8 @@ public struct CuffCentral: CuffProtocolSession {
                 if let c = byHandle[handle] {
                     out += run(session.handle(.notification(c, value, at)), at)
                 } else {
-                    out.append(.log("notification from unknown handle 0x\(String(handle, radix: 16)): \(Hex.encode(value))"))
+                    out.append(
+                        .log("notification from unknown handle 0x\(String(handle, radix: 16)): \(Hex.encode(value))"))
                 }
             case let .indication(handle, value):
                 out += indication(handle, value, at)
@@ -254,16 +263,23 @@ public struct CuffCentral: CuffProtocolSession {
         if handle == gattProfile?.characteristic(.serviceChanged, in: .genericAttribute)?.valueHandle {
             // Nothing to keep: confirmed at once. With the cache's handles in use, they may be wrong now.
             let confirm = gatt(client.confirmIndication(), at)
-            guard usingCache else { return [.log("the cuff indicated Service Changed (handles discovered on this connection)")] + confirm }
+            guard usingCache else {
+                return [.log("the cuff indicated Service Changed (handles discovered on this connection)")] + confirm
+            }
             return confirm + invalidate("the cuff indicated Service Changed", at)
         }
         guard let profile = gattProfile else {
             heldIndication = (handle, value)
-            return [.log("indication from handle \(h) before discovery ended: held, unconfirmed, until it is known what it is")]
+            return [
+                .log(
+                    "indication from handle \(h) before discovery ended: held, unconfirmed, until it is known what it is"
+                )
+            ]
         }
         if let ch = profile.characteristic(valueHandle: handle) {
             // A characteristic that carries no reading (Service Changed, a vendor's): nothing to keep.
-            return [.log("indication from \(ch.uuid) at handle \(h) confirmed (it carries no reading)")] + gatt(client.confirmIndication(), at)
+            return [.log("indication from \(ch.uuid) at handle \(h) confirmed (it carries no reading)")]
+                + gatt(client.confirmIndication(), at)
         }
         return [.log("indication from handle \(h), which is no characteristic of this device: not confirmed")]
     }
@@ -286,7 +302,9 @@ public struct CuffCentral: CuffProtocolSession {
         return discover ? out + use(link.profile, at) : out
     }
 
-    mutating func completed(_ p: Pending, _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
+    mutating func completed(_ p: Pending, _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime)
+        -> [Output]
+    {
         // When the client itself failed (timeout, protocol violation), every queued procedure fails
         // first; the `.failed` action that follows says why, once.
         if case .failure = result, client.failure != nil { return [] }
@@ -301,7 +319,8 @@ public struct CuffCentral: CuffProtocolSession {
         case let (.hashCheck, .failure(e)):
             if e.code == .securityRefused { return run(session.handle(.securityRefused(e.message, at)), at) }
             cacheUse = .stale
-            return [.log("the cuff's Database Hash could not be read (\(e.message)): discovering its handles again")] + discover(at)
+            return [.log("the cuff's Database Hash could not be read (\(e.message)): discovering its handles again")]
+                + discover(at)
         case let (.hashRead, .success(.value(v))):
             databaseHash = v
             return []
@@ -313,9 +332,11 @@ public struct CuffCentral: CuffProtocolSession {
                 var offer = configuration.offer
                 offer.profile = profile
                 if let next = configuration.protocols.handOver(from: protocolID, offer) {
-                    handOver = DiscoveredLink(protocolID: next.id, client: client, profile: profile, device: session.device,
-                                              startedAt: session.startedAt ?? at)
-                    return configuration.logs ? [.log("discovery shows a \(next.id) device; handing the link to its session")] : []
+                    handOver = DiscoveredLink(
+                        protocolID: next.id, client: client, profile: profile, device: session.device,
+                        startedAt: session.startedAt ?? at)
+                    return configuration.logs
+                        ? [.log("discovery shows a \(next.id) device; handing the link to its session")] : []
                 }
             }
             return (cacheUse != .off ? learn(profile, at) : []) + use(profile, at)
@@ -369,7 +390,9 @@ public struct CuffCentral: CuffProtocolSession {
             pending[r.id] = .hashRead
             out += gatt(r.actions, at)
         }
-        if let sc = profile.characteristic(.serviceChanged, in: .genericAttribute), sc.properties.contains(.indicate), sc.cccdHandle != nil {
+        if let sc = profile.characteristic(.serviceChanged, in: .genericAttribute), sc.properties.contains(.indicate),
+            sc.cccdHandle != nil
+        {
             let r = client.subscribe(sc, notify: false, indicate: true, now: at.monotonic)
             pending[r.id] = .serviceChangedSubscription
             out += gatt(r.actions, at)
@@ -381,11 +404,16 @@ public struct CuffCentral: CuffProtocolSession {
     mutating func useCache(_ known: LearnedCuff, _ at: EventTime) -> [Output] {
         cacheUse = .hit
         usingCache = true
-        var out: [Output] = session.configuration.logs ? [.log("using the GATT cache for \(known.address): no discovery")] : []
+        var out: [Output] =
+            session.configuration.logs ? [.log("using the GATT cache for \(known.address): no discovery")] : []
         let mapped = CuffCentral.map(known.profile)
         // A value over 20 bytes (BPS 1.1's enhanced and record characteristics) needs the larger MTU.
-        let large: [CuffCharacteristic] = [.enhancedBloodPressureMeasurement, .enhancedIntermediateCuffPressure, .bloodPressureRecord]
-        if known.mtu > GATTServer.minimumMTU, large.contains(where: { mapped.profile.has($0) }) { out += exchangeMTUOnce(at) }
+        let large: [CuffCharacteristic] = [
+            .enhancedBloodPressureMeasurement, .enhancedIntermediateCuffPressure, .bloodPressureRecord,
+        ]
+        if known.mtu > GATTServer.minimumMTU, large.contains(where: { mapped.profile.has($0) }) {
+            out += exchangeMTUOnce(at)
+        }
         return out + use(known.profile, at)
     }
 
@@ -395,7 +423,8 @@ public struct CuffCentral: CuffProtocolSession {
         let mapped = CuffCentral.map(profile)
         byHandle = mapped.byHandle
         byCharacteristic = mapped.byCharacteristic
-        let event: CuffSessionMachine.Event = session.state == .discovering ? .discovered(mapped.profile, at) : .rediscovered(mapped.profile, at)
+        let event: CuffSessionMachine.Event =
+            session.state == .discovering ? .discovered(mapped.profile, at) : .rediscovered(mapped.profile, at)
         var out = run(session.handle(event), at)
         if let held = heldIndication {
             heldIndication = nil
@@ -428,7 +457,8 @@ public struct CuffCentral: CuffProtocolSession {
         guard e.code == .attError, let code = e.attError else { return e.code == .noCCCD }
         switch code {
         case .invalidHandle, .attributeNotFound, .databaseOutOfSync: return true
-        case .writeNotPermitted, .invalidAttributeValueLength, .requestNotSupported, .readNotPermitted: return subscribing
+        case .writeNotPermitted, .invalidAttributeValueLength, .requestNotSupported, .readNotPermitted:
+            return subscribing
         default: return false
         }
     }
@@ -436,12 +466,16 @@ public struct CuffCentral: CuffProtocolSession {
     /// Our vendor control point's UUID, parsed once.
     public static let controlPointUUID = BluetoothUUID(CuffControl.controlPointUUID)!
     /// Device families' start characteristics (QardioArm's), parsed once.
-    static let vendorStarts: [(uuid: BluetoothUUID, start: QuirkProfile.VendorStart)] = QuirkProfile.all.compactMap { p in
+    static let vendorStarts: [(uuid: BluetoothUUID, start: QuirkProfile.VendorStart)] = QuirkProfile.all.compactMap {
+        p in
         p.vendorStart.flatMap { v in BluetoothUUID(v.characteristicUUID).map { ($0, v) } }
     }
 
     /// Reduces a discovered GATT profile to the characteristics a cuff session uses.
-    public static func map(_ profile: GATTProfile) -> (profile: CuffProfile, byHandle: [UInt16: CuffCharacteristic], byCharacteristic: [CuffCharacteristic: GATTProfile.Characteristic]) {
+    public static func map(_ profile: GATTProfile) -> (
+        profile: CuffProfile, byHandle: [UInt16: CuffCharacteristic],
+        byCharacteristic: [CuffCharacteristic: GATTProfile.Characteristic]
+    ) {
         // Sized once (a cuff has a dozen characteristics): no rehashing while they are added.
         let count = profile.services.reduce(0) { $0 + $1.characteristics.count }
         var chars = [CuffCharacteristic: CuffProperties](minimumCapacity: count)

@@ -48,5 +48,7 @@ public struct CuffProfile: Sendable, Hashable {
     }
 
     public func has(_ c: CuffCharacteristic) -> Bool { present & (1 << UInt16(c.ordinal)) != 0 }
-    public func properties(_ c: CuffCharacteristic) -> CuffProperties { CuffProperties(rawValue: table[Int(c.ordinal)]) }
+    public func properties(_ c: CuffCharacteristic) -> CuffProperties {
+        CuffProperties(rawValue: table[Int(c.ordinal)])
+    }
 }

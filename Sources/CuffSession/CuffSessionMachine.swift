@@ -282,7 +282,9 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             guard let b else { return a }
             return b < a ? b : a
         }
-        return earlier(earlier(overallDeadline, stage.settleDeadline), earlier(earlier(burstDeadline, stage.stopDeadline), observerStepDeadline))
+        return earlier(
+            earlier(overallDeadline, stage.settleDeadline),
+            earlier(earlier(burstDeadline, stage.stopDeadline), observerStepDeadline))
     }
 
     /// The configuration plan; `steps[nextStep...]` are still to come (a cursor: no array
@@ -348,7 +350,8 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         self.seenKeys = configuration.knownRecordKeys
         // (Without a name there is nothing to match: every replayed session has none, and the
         // search over the profiles cost about 4,400 instructions a session.)
-        self.activeProfile = configuration.quirk
+        self.activeProfile =
+            configuration.quirk
             ?? configuration.advertisedName.flatMap { QuirkProfile.matching(name: $0, model: nil) }
         self.quirks = activeProfile?.options ?? []
         settleNanoseconds = configuration.settle.nanoseconds
@@ -400,17 +403,24 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         case let .discovered(p, at):
             guard case .discovering = stage else { return }
             profile = p
-            guard p.hasBloodPressureService, p.has(.bloodPressureMeasurement) || p.has(.enhancedBloodPressureMeasurement) else {
-                return finish(.serviceMissing, "the device has no Blood Pressure Service (0x1810) with a Blood Pressure Measurement characteristic", at, &out)
+            guard p.hasBloodPressureService,
+                p.has(.bloodPressureMeasurement) || p.has(.enhancedBloodPressureMeasurement)
+            else {
+                return finish(
+                    .serviceMissing,
+                    "the device has no Blood Pressure Service (0x1810) with a Blood Pressure Measurement characteristic",
+                    at, &out)
             }
             stage = .configuring
             if configuration.quirk == nil, let v = p.vendorStart, activeProfile?.vendorStart != v,
-               let q = QuirkProfile.all.first(where: { $0.vendorStart == v })
+                let q = QuirkProfile.all.first(where: { $0.vendorStart == v })
             {
                 // A family's own control characteristic names the family.
                 activeProfile = q
                 quirks = q.options
-                log("applying quirk profile \(q.name) (its control characteristic \(v.characteristicUUID.lowercased()))", &out)
+                log(
+                    "applying quirk profile \(q.name) (its control characteristic \(v.characteristicUUID.lowercased()))",
+                    &out)
             }
             steps = plan(p)
             nextStep = 0
@@ -423,8 +433,13 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             case .configuring, .receivingStoredRecords, .ready, .measuring, .result: break
             }
             profile = p
-            guard p.hasBloodPressureService, p.has(.bloodPressureMeasurement) || p.has(.enhancedBloodPressureMeasurement) else {
-                return finish(.serviceMissing, "the device no longer has a Blood Pressure Service (0x1810) with a Blood Pressure Measurement characteristic", at, &out)
+            guard p.hasBloodPressureService,
+                p.has(.bloodPressureMeasurement) || p.has(.enhancedBloodPressureMeasurement)
+            else {
+                return finish(
+                    .serviceMissing,
+                    "the device no longer has a Blood Pressure Service (0x1810) with a Blood Pressure Measurement characteristic",
+                    at, &out)
             }
             if case .ready = stage { stage = .configuring }
             pending = nil
@@ -464,7 +479,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             pending?.observerDeadline = nil
             switch p {
             case .write(c, _),
-                 .startCommand where c == .cuffControl:
+                .startCommand where c == .cuffControl:
                 pending = nil
                 if isStopping { return finish(.stopped, "stopped by the user", at, &out) }
                 advance(at, &out)
@@ -519,7 +534,10 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             if liveResults > 0 || (measurements + repeats > 0 && !isMidMeasurement) {
                 return finish(.completed, why ?? "the cuff disconnected", at, &out)
             }
-            finish(.disconnected, "the cuff disconnected" + (why.map { ": " + $0 } ?? "") + (isMidMeasurement ? " in the middle of a measurement" : ""), at, &out)
+            finish(
+                .disconnected,
+                "the cuff disconnected" + (why.map { ": " + $0 } ?? "")
+                    + (isMidMeasurement ? " in the middle of a measurement" : ""), at, &out)
 
         case let .protocolError(why, at):
             finish(.protocolError, why, at, &out)
@@ -530,8 +548,12 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         case let .stopRequested(at):
             switch stage {
             case .measuring, .ready, .result, .receivingStoredRecords, .configuring:
-                let sendStop = profile?.has(.cuffControl) == true && profile?.vendorStart == nil && pending == nil && (isMidMeasurement || state == .ready)
-                stage = .stopping(Stopping(measurement: measurement, deadline: at.monotonic + .seconds(2), settle: stage.settleDeadline))
+                let sendStop =
+                    profile?.has(.cuffControl) == true && profile?.vendorStart == nil && pending == nil
+                    && (isMidMeasurement || state == .ready)
+                stage = .stopping(
+                    Stopping(
+                        measurement: measurement, deadline: at.monotonic + .seconds(2), settle: stage.settleDeadline))
                 if sendStop {
                     pending = Pending(step: .write(.cuffControl, [CuffControl.Command.stop.rawValue]))
                     log("stopping the cuff", &out)
@@ -571,19 +593,25 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             if let d = burstDeadline, now >= d {
                 burstDeadline = nil
                 if case .receivingStoredRecords = stage, !racpInProgress { stage = .ready }
-                if activeProfile?.behaviour.contains(.dumpsMemoryOnSubscribe) == true, !configuration.follow, configured,
-                   liveResults == 0, state == .ready
+                if activeProfile?.behaviour.contains(.dumpsMemoryOnSubscribe) == true, !configuration.follow,
+                    configured,
+                    liveResults == 0, state == .ready
                 {
                     // The cuff sent its memory on subscription and has nothing more to say.
                     out.append(.disconnect)
-                    return finish(.completed, resultsReceived > 0 ? "the cuff's memory dump is complete" : "the cuff sent no readings", at, &out)
+                    return finish(
+                        .completed,
+                        resultsReceived > 0 ? "the cuff's memory dump is complete" : "the cuff sent no readings", at,
+                        &out)
                 }
             }
             if let d = overallDeadline, now >= d {
                 overallDeadline = nil
                 if measurements + repeats == 0 {
                     out.append(.disconnect)
-                    return finish(.timedOut, "no result within \(configuration.timeout.map { "\($0.secondsDouble)" } ?? "?") s", at, &out)
+                    return finish(
+                        .timedOut, "no result within \(configuration.timeout.map { "\($0.secondsDouble)" } ?? "?") s",
+                        at, &out)
                 }
                 if !configuration.follow {
                     out.append(.disconnect)
@@ -654,7 +682,9 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     // MARK: - Configuration plan
 
     /// What the plan reads when the cuff lets it, in this order.
-    static let plannedReads: [CuffCharacteristic] = [.bloodPressureFeature, .deviceName, .manufacturerName, .modelNumber, .serialNumber, .firmwareRevision]
+    static let plannedReads: [CuffCharacteristic] = [
+        .bloodPressureFeature, .deviceName, .manufacturerName, .modelNumber, .serialNumber, .firmwareRevision,
+    ]
 
     func plan(_ p: CuffProfile) -> [Step] {
         var s: [Step] = []
@@ -705,13 +735,17 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
                 guard case .configuring = stage else { return }
                 stage = .ready
                 burstDeadline = at.monotonic.adding(nanoseconds: burstNanoseconds)
-                log("ready: waiting for the cuff (\(configuration.sendStart && profile?.has(.cuffControl) == true ? "start command sent" : "start it with its button if it has not started"))", &out)
+                log(
+                    "ready: waiting for the cuff (\(configuration.sendStart && profile?.has(.cuffControl) == true ? "start command sent" : "start it with its button if it has not started"))",
+                    &out)
             }
             return
         }
         let step = steps[nextStep]
         nextStep += 1
-        pending = Pending(step: step, observerDeadline: configuration.observer ? at.monotonic.adding(nanoseconds: stepNanoseconds) : nil)
+        pending = Pending(
+            step: step,
+            observerDeadline: configuration.observer ? at.monotonic.adding(nanoseconds: stepNanoseconds) : nil)
         switch step {
         case let .read(c): out.append(.read(c))
         case let .write(c, v): out.append(.write(c, v))
@@ -723,7 +757,9 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         case .racpReport:
             let req: RecordAccessControlPoint =
                 if let last = configuration.lastSequenceNumber, last < UInt16.max {
-                    .request(opCode: .reportStoredRecords, operator: .greaterThanOrEqualTo, filter: .sequenceNumber(last + 1))
+                    .request(
+                        opCode: .reportStoredRecords, operator: .greaterThanOrEqualTo, filter: .sequenceNumber(last + 1)
+                    )
                 } else {
                     .request(opCode: .reportStoredRecords, operator: .allRecords, filter: nil)
                 }
@@ -754,7 +790,9 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         default: break
         }
         // The profile depends on name and model only: look again only when one of them changed.
-        guard configuration.quirk == nil, quirkCheckedFor == nil || quirkCheckedFor! != QuirkKey(name: device.name, model: device.model) else { return }
+        guard configuration.quirk == nil,
+            quirkCheckedFor == nil || quirkCheckedFor! != QuirkKey(name: device.name, model: device.model)
+        else { return }
         quirkCheckedFor = QuirkKey(name: device.name, model: device.model)
         if let q = QuirkProfile.matching(name: device.name, model: device.model), activeProfile?.name != q.name {
             activeProfile = q
@@ -779,17 +817,26 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             DateTime(unixSeconds: local).encode(into: &w)
             first.append(.write(.dateTime, w.bytes))
         }
-        let results = steps.filter { if case let .subscribe(c, _) = $0 { c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement } else { false } }
-        first += results
-        return first + steps.filter { s in
-            if case .write(.dateTime, _) = s { return false }
-            return !results.contains(s)
+        let results = steps.filter {
+            if case let .subscribe(c, _) = $0 {
+                c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement
+            } else {
+                false
+            }
         }
+        first += results
+        return first
+            + steps.filter { s in
+                if case .write(.dateTime, _) = s { return false }
+                return !results.contains(s)
+            }
     }
 
     // MARK: - Received values
 
-    mutating func received(_ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime, indication: Bool, _ out: inout [Action]) {
+    mutating func received(
+        _ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime, indication: Bool, _ out: inout [Action]
+    ) {
         switch c {
         case .intermediateCuffPressure, .enhancedIntermediateCuffPressure:
             cuffPressure(c, value, at, &out)
@@ -797,14 +844,19 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             do {
                 let d = try BloodPressureMeasurement.decode(value[...], quirks: quirks)
                 if let q = activeProfile, q.behaviour.contains(.skipsNaNMarkers),
-                   d.value.systolic == .nan, d.value.diastolic == .nan, d.value.meanArterialPressure == .nan
+                    d.value.systolic == .nan, d.value.diastolic == .nan, d.value.meanArterialPressure == .nan
                 {
-                    log("skipped a marker record from the cuff (every pressure NaN; \(q.name) sends these before its readings)", &out)
+                    log(
+                        "skipped a marker record from the cuff (every pressure NaN; \(q.name) sends these before its readings)",
+                        &out)
                     if indication { out.append(.confirmIndication) }
                     return
                 }
                 let stored = isStored
-                result(MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: stored), at, &out)
+                result(
+                    MeasurementRecord.from(
+                        bpm: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: stored), at,
+                    &out)
             } catch {
                 // Never kept (no values to keep), and confirmed like every indication: see
                 // ``UninvitedIndication/malformed(_:_:_:)``. Said without its bytes.
@@ -813,7 +865,10 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         case .enhancedBloodPressureMeasurement:
             do {
                 let d = try EnhancedBloodPressureMeasurement.decode(value[...], cuffPressure: false)
-                if let r = MeasurementRecord.from(enhanced: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: isStored, sequenceNumber: nil) {
+                if let r = MeasurementRecord.from(
+                    enhanced: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: isStored,
+                    sequenceNumber: nil)
+                {
                     result(r, at, &out)
                 }
             } catch {
@@ -834,7 +889,8 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// no cuff-pressure characteristic and the post-subscription burst is over.
     var isStored: Bool {
         if measurement != nil { return false }
-        let hasICP = configuration.followCuffPressure
+        let hasICP =
+            configuration.followCuffPressure
             && (profile.map { $0.has(.intermediateCuffPressure) || $0.has(.enhancedIntermediateCuffPressure) } ?? false)
         if !hasICP && burstDeadline == nil && state == .ready { return false }
         return true
@@ -845,7 +901,9 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// the event or the action array. Returns nil, changing nothing, where `handle` must decide
     /// instead: a final state, another characteristic, a value that does not decode, or an
     /// enhanced value that is not a cuff pressure.
-    public mutating func progress(notified c: CuffCharacteristic, _ value: UnsafeRawBufferPointer, at: EventTime) -> ProgressRecord? {
+    public mutating func progress(notified c: CuffCharacteristic, _ value: UnsafeRawBufferPointer, at: EventTime)
+        -> ProgressRecord?
+    {
         guard !isFinished else { return nil }
         let decoded: (pressure: SFloat, unit: PressureUnit)?
         switch c {
@@ -919,7 +977,9 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         } else {
             repeats += 1
             let timestamp = r.timestamp
-            log("skipped a \(stored ? "stored record" : "result") already received (\(timestamp ?? "no time stamp"))", &out)
+            log(
+                "skipped a \(stored ? "stored record" : "result") already received (\(timestamp ?? "no time stamp"))",
+                &out)
         }
         if !stored {
             // A live result ends the measurement even when it repeats one already kept.
@@ -976,14 +1036,21 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         let inner: Decoded<EnhancedBloodPressureMeasurement>
         do {
             guard let d = try rec.enhancedMeasurement() else {
-                return log("stored record \(rec.sequenceNumber) holds characteristic 0x\(String(rec.recordedUUID, radix: 16)); skipped", &out)
+                return log(
+                    "stored record \(rec.sequenceNumber) holds characteristic 0x\(String(rec.recordedUUID, radix: 16)); skipped",
+                    &out)
             }
             inner = d
         } catch {
             return log(
-                "warning: stored record \(rec.sequenceNumber) (\(Hex.handle(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value of \(rec.recorded.count) bytes); skipped", &out)
+                "warning: stored record \(rec.sequenceNumber) (\(Hex.handle(rec.recordedUUID))): \(DecodeWarning.Code.invalidRecordedValue.rawValue): \(error.message) (recorded value of \(rec.recorded.count) bytes); skipped",
+                &out)
         }
-        guard let r = MeasurementRecord.from(enhanced: inner.value, warnings: inner.warnings, raw: rec.recorded, device: device, at: at, stored: true, sequenceNumber: rec.sequenceNumber) else {
+        guard
+            let r = MeasurementRecord.from(
+                enhanced: inner.value, warnings: inner.warnings, raw: rec.recorded, device: device, at: at,
+                stored: true, sequenceNumber: rec.sequenceNumber)
+        else {
             return
         }
         result(r, at, &out)
@@ -1015,7 +1082,8 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         overallDeadline = nil
         burstDeadline = nil
         pending?.observerDeadline = nil
-        let end = SessionRecord(event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: message)
+        let end = SessionRecord(
+            event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: message)
         log(message, &out)
         if repeats > 0 { log(Self.newAndKept(measurements, repeats), &out) }
         out.append(.emit(.session(end)))

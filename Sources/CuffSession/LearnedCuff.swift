@@ -23,7 +23,10 @@ public struct LearnedCuff: Sendable, Hashable {
     /// The values the session read once (``CuffSessionMachine/plannedReads``), as read.
     public var values: [CuffCharacteristic: [UInt8]]
 
-    public init(address: String, mtu: UInt16, databaseHash: [UInt8]? = nil, profile: GATTProfile, values: [CuffCharacteristic: [UInt8]] = [:]) {
+    public init(
+        address: String, mtu: UInt16, databaseHash: [UInt8]? = nil, profile: GATTProfile,
+        values: [CuffCharacteristic: [UInt8]] = [:]
+    ) {
         self.address = address
         self.mtu = mtu
         self.databaseHash = databaseHash
@@ -61,8 +64,9 @@ public struct LearnedCuff: Sendable, Hashable {
         for s in profile.services {
             lines.append("service \(s.uuid) \(Hex.handle(s.handle)) \(Hex.handle(s.endHandle))")
             for c in s.characteristics {
-                lines.append("characteristic \(c.uuid) \(Hex.handle(c.declarationHandle)) \(Hex.handle(c.valueHandle)) \(c.properties.rawValue) "
-                    + (c.cccdHandle.map(Hex.handle) ?? "-"))
+                lines.append(
+                    "characteristic \(c.uuid) \(Hex.handle(c.declarationHandle)) \(Hex.handle(c.valueHandle)) \(c.properties.rawValue) "
+                        + (c.cccdHandle.map(Hex.handle) ?? "-"))
             }
         }
         for c in CuffCharacteristic.allCases {
@@ -76,7 +80,9 @@ public struct LearnedCuff: Sendable, Hashable {
     /// another format version is `.unsupportedVersion` (a cache is only ever rebuilt, never migrated).
     public init(parsing text: String) throws(LearnedCuffError) {
         var lines = text.split(separator: "\n", omittingEmptySubsequences: true)[...]
-        guard let first = lines.popFirst(), first == Self.magic else { throw LearnedCuffError(.unsupportedVersion, line: 1) }
+        guard let first = lines.popFirst(), first == Self.magic else {
+            throw LearnedCuffError(.unsupportedVersion, line: 1)
+        }
         var address: String?
         var mtu: UInt16?
         var hash: [UInt8]?
@@ -101,28 +107,37 @@ public struct LearnedCuff: Sendable, Hashable {
                 guard let b = bytes(f[1]) else { throw LearnedCuffError(.malformedLine, line: n) }
                 hash = b
             case ("service", 4):
-                guard let uuid = BluetoothUUID(String(f[1])), let h = handle(f[2]), let end = handle(f[3]), h <= end else {
+                guard let uuid = BluetoothUUID(String(f[1])), let h = handle(f[2]), let end = handle(f[3]), h <= end
+                else {
                     throw LearnedCuffError(.malformedLine, line: n)
                 }
                 services.append(GATTProfile.Service(uuid: uuid, handle: h, endHandle: end))
             case ("characteristic", 6):
-                guard !services.isEmpty, let uuid = BluetoothUUID(String(f[1])), let decl = handle(f[2]), let value = handle(f[3]),
-                      let props = UInt8(f[4]), value > decl, f[5] == "-" || handle(f[5]) != nil
+                guard !services.isEmpty, let uuid = BluetoothUUID(String(f[1])), let decl = handle(f[2]),
+                    let value = handle(f[3]),
+                    let props = UInt8(f[4]), value > decl, f[5] == "-" || handle(f[5]) != nil
                 else { throw LearnedCuffError(.malformedLine, line: n) }
                 let s = services.count - 1
-                guard decl > services[s].handle, value <= services[s].endHandle else { throw LearnedCuffError(.malformedLine, line: n) }
-                services[s].characteristics.append(GATTProfile.Characteristic(
-                    uuid: uuid, properties: CharacteristicProperties(rawValue: props), declarationHandle: decl, valueHandle: value,
-                    cccdHandle: handle(f[5])))
+                guard decl > services[s].handle, value <= services[s].endHandle else {
+                    throw LearnedCuffError(.malformedLine, line: n)
+                }
+                services[s].characteristics.append(
+                    GATTProfile.Characteristic(
+                        uuid: uuid, properties: CharacteristicProperties(rawValue: props), declarationHandle: decl,
+                        valueHandle: value,
+                        cccdHandle: handle(f[5])))
             case ("value", 3):
-                guard let c = CuffCharacteristic(rawValue: String(f[1])), let b = bytes(f[2]) else { throw LearnedCuffError(.malformedLine, line: n) }
+                guard let c = CuffCharacteristic(rawValue: String(f[1])), let b = bytes(f[2]) else {
+                    throw LearnedCuffError(.malformedLine, line: n)
+                }
                 values[c] = b
             default:
                 throw LearnedCuffError(.malformedLine, line: n)
             }
         }
         guard let address, let mtu else { throw LearnedCuffError(.incomplete, line: lines.count + 1) }
-        self.init(address: address, mtu: mtu, databaseHash: hash, profile: GATTProfile(services: services), values: values)
+        self.init(
+            address: address, mtu: mtu, databaseHash: hash, profile: GATTProfile(services: services), values: values)
     }
 }
 

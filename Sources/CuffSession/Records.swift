@@ -113,9 +113,12 @@ public struct MeasurementRecord: Sendable, Hashable {
     /// ``decoded`` written to `w`, with `more` writing keys after the codec's own. With
     /// `typeAsMeasurement`, the first `type` key says "measurement" whatever the object holds (the
     /// codecs' results say so already; a record read back as a tree may not).
-    @inlinable func writeDecoded<W: JSONWriter>(to w: inout W, typeAsMeasurement: Bool = false, more: (inout W) -> Void = { _ in }) {
+    @inlinable func writeDecoded<W: JSONWriter>(
+        to w: inout W, typeAsMeasurement: Bool = false, more: (inout W) -> Void = { _ in }
+    ) {
         switch decodedSource {
-        case let .bpm(v): v.write(as: .bloodPressureMeasurement, warnings: warnings, to: &w, raw: { $0.hex(raw) }, more: more)
+        case let .bpm(v):
+            v.write(as: .bloodPressureMeasurement, warnings: warnings, to: &w, raw: { $0.hex(raw) }, more: more)
         case let .enhanced(v): v.write(warnings: warnings, to: &w, raw: { $0.hex(raw) }, more: more)
         case let .json(j):
             guard case let .object(pairs) = j else { return w.value(j) }
@@ -147,13 +150,16 @@ public struct MeasurementRecord: Sendable, Hashable {
 
     public init(
         characteristic: RecordCharacteristic, raw: [UInt8], unit: PressureUnit, systolic: SFloat, diastolic: SFloat,
-        meanArterialPressure: SFloat, pulseRate: SFloat?, timestamp: String?, userID: UInt8?, status: MeasurementStatus?,
-        warnings: [DecodeWarning], device: DeviceInfo, receivedAt: EventTime, stored: Bool, sequenceNumber: UInt16?, decoded: JSON
+        meanArterialPressure: SFloat, pulseRate: SFloat?, timestamp: String?, userID: UInt8?,
+        status: MeasurementStatus?,
+        warnings: [DecodeWarning], device: DeviceInfo, receivedAt: EventTime, stored: Bool, sequenceNumber: UInt16?,
+        decoded: JSON
     ) {
-        self.init(characteristic: characteristic, raw: raw, unit: unit, systolic: systolic, diastolic: diastolic,
-                  meanArterialPressure: meanArterialPressure, pulseRate: pulseRate, timestamp: timestamp, userID: userID,
-                  status: status, warnings: warnings, device: device, receivedAt: receivedAt, stored: stored,
-                  sequenceNumber: sequenceNumber, decodedSource: .json(decoded), deviceTime: timestamp)
+        self.init(
+            characteristic: characteristic, raw: raw, unit: unit, systolic: systolic, diastolic: diastolic,
+            meanArterialPressure: meanArterialPressure, pulseRate: pulseRate, timestamp: timestamp, userID: userID,
+            status: status, warnings: warnings, device: device, receivedAt: receivedAt, stored: stored,
+            sequenceNumber: sequenceNumber, decodedSource: .json(decoded), deviceTime: timestamp)
     }
 
     /// A record made whole from its codec's value (``from(bpm:warnings:raw:device:at:stored:)``,
@@ -161,7 +167,8 @@ public struct MeasurementRecord: Sendable, Hashable {
     /// (a record is large, and setting one on a copy retains each of its references).
     init(
         characteristic: RecordCharacteristic, raw: [UInt8], unit: PressureUnit, systolic: SFloat, diastolic: SFloat,
-        meanArterialPressure: SFloat, pulseRate: SFloat?, timestamp: String?, userID: UInt8?, status: MeasurementStatus?,
+        meanArterialPressure: SFloat, pulseRate: SFloat?, timestamp: String?, userID: UInt8?,
+        status: MeasurementStatus?,
         warnings: [DecodeWarning], device: DeviceInfo, receivedAt: EventTime, stored: Bool, sequenceNumber: UInt16?,
         decodedSource: DecodedSource, deviceTime: String?
     ) {
@@ -205,7 +212,8 @@ public struct MeasurementRecord: Sendable, Hashable {
         let identity = device.serial ?? device.address
         let time = sequenceNumber == nil ? deviceTime ?? timestamp : nil
         let received = sequenceNumber == nil && time == nil ? receivedAt.iso8601 : nil
-        let capacity = 8 + identity.utf8.count + 6 + 3
+        let capacity =
+            8 + identity.utf8.count + 6 + 3
             + (sequenceNumber != nil ? 5 + 5 : 4 + (time?.utf8.count ?? 9 + (received?.utf8.count ?? 0)) + 1 + 16)
         return String(unsafeUninitializedCapacity: capacity) { b in
             // (Through a local pointer and static helpers: a variable captured by nested
@@ -430,8 +438,11 @@ public struct SessionRecord: Sendable, Hashable {
     /// where that is not known, as in a replay).
     public var gattCache: GATTCacheUse?
 
-    public init(event: Event, device: DeviceInfo, at: EventTime, outcome: SessionOutcome? = nil, measurements: Int = 0, message: String? = nil,
-                clockDriftSeconds: Int64? = nil) {
+    public init(
+        event: Event, device: DeviceInfo, at: EventTime, outcome: SessionOutcome? = nil, measurements: Int = 0,
+        message: String? = nil,
+        clockDriftSeconds: Int64? = nil
+    ) {
         self.event = event
         self.device = device
         self.at = at
@@ -465,7 +476,8 @@ public struct SessionRecord: Sendable, Hashable {
             w.key("measurements"); w.int(Int64(measurements))
             w.key("message"); w.optional(message)
             w.key("att_requests"); if let attRequests { w.int(Int64(attRequests)) } else { w.null() }
-            w.key("att_requests_before_reading"); if let attRequestsBeforeReading { w.int(Int64(attRequestsBeforeReading)) } else { w.null() }
+            w.key("att_requests_before_reading");
+            if let attRequestsBeforeReading { w.int(Int64(attRequestsBeforeReading)) } else { w.null() }
             w.key("gatt_cache"); if let gattCache { w.constant(gattCache.name) } else { w.null() }
             if let clockDriftSeconds { w.key("clock_drift_s"); w.int(clockDriftSeconds) }
         }

@@ -18,10 +18,13 @@ enum UninvitedIndication: Sendable, Hashable {
     /// Not known to carry no reading, and not kept: left unconfirmed, so the cuff keeps it.
     case leave(log: String)
 
-    static func classify(handle: UInt16, value: [UInt8], profile: GATTProfile?, device: DeviceInfo, at: EventTime) -> UninvitedIndication {
+    static func classify(handle: UInt16, value: [UInt8], profile: GATTProfile?, device: DeviceInfo, at: EventTime)
+        -> UninvitedIndication
+    {
         let h = "0x" + String(handle, radix: 16)
         guard let profile else {
-            return .leave(log: "indication from handle \(h) before discovery ended: not confirmed, so the cuff keeps it")
+            return .leave(
+                log: "indication from handle \(h) before discovery ended: not confirmed, so the cuff keeps it")
         }
         guard let ch = profile.characteristic(valueHandle: handle) else {
             return .leave(log: "indication from handle \(h), which is no characteristic of this device: not confirmed")
@@ -30,7 +33,8 @@ enum UninvitedIndication: Sendable, Hashable {
         case .bloodPressureMeasurement?:
             do {
                 let d = try BloodPressureMeasurement.decode(value[...])
-                let r = MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: true)
+                let r = MeasurementRecord.from(
+                    bpm: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: true)
                 return .keep(r, log: "a Blood Pressure Measurement indicated at handle \(h): kept, then confirmed")
             } catch {
                 return .confirm(log: malformed("Blood Pressure Measurement", value.count, error))
@@ -38,16 +42,24 @@ enum UninvitedIndication: Sendable, Hashable {
         case .enhancedBloodPressureMeasurement?:
             do {
                 let d = try EnhancedBloodPressureMeasurement.decode(value[...], cuffPressure: false)
-                guard let r = MeasurementRecord.from(enhanced: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: true,
-                                                     sequenceNumber: nil)
-                else { return .confirm(log: "indication from \(ch.uuid) at handle \(h) confirmed (it carries no reading)") }
-                return .keep(r, log: "an Enhanced Blood Pressure Measurement indicated at handle \(h): kept, then confirmed")
+                guard
+                    let r = MeasurementRecord.from(
+                        enhanced: d.value, warnings: d.warnings, raw: value, device: device, at: at, stored: true,
+                        sequenceNumber: nil)
+                else {
+                    return .confirm(log: "indication from \(ch.uuid) at handle \(h) confirmed (it carries no reading)")
+                }
+                return .keep(
+                    r, log: "an Enhanced Blood Pressure Measurement indicated at handle \(h): kept, then confirmed")
             } catch {
                 return .confirm(log: malformed("Enhanced Blood Pressure Measurement", value.count, error))
             }
         case .bloodPressureRecord?, .recordAccessControlPoint?:
             // Stored records come in segments this session does not assemble.
-            return .leave(log: "indication from \(ch.uuid) at handle \(h) (stored records this session does not read): not confirmed, so the cuff keeps them")
+            return .leave(
+                log:
+                    "indication from \(ch.uuid) at handle \(h) (stored records this session does not read): not confirmed, so the cuff keeps them"
+            )
         default:
             return .confirm(log: "indication from \(ch.uuid) at handle \(h) confirmed (it carries no reading)")
         }

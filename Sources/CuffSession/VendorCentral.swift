@@ -79,11 +79,19 @@ public struct VendorCentral: Sendable {
         return run(session.handle(.start(at)), at)
     }
 
-    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [Output] { gatt(client.securityRaised(level: level, now: at.monotonic), at) }
-    public mutating func securityRefused(at: EventTime) -> [Output] { gatt(client.securityRefused(now: at.monotonic), at) }
+    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [Output] {
+        gatt(client.securityRaised(level: level, now: at.monotonic), at)
+    }
+    public mutating func securityRefused(at: EventTime) -> [Output] {
+        gatt(client.securityRefused(now: at.monotonic), at)
+    }
 
-    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [Output] { gatt(client.receive(pdu, now: at.monotonic), at) }
-    public mutating func tick(at: EventTime) -> [Output] { gatt(client.tick(now: at.monotonic), at) + run(session.handle(.tick(at)), at) }
+    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [Output] {
+        gatt(client.receive(pdu, now: at.monotonic), at)
+    }
+    public mutating func tick(at: EventTime) -> [Output] {
+        gatt(client.tick(now: at.monotonic), at) + run(session.handle(.tick(at)), at)
+    }
     public mutating func disconnected(at: EventTime) -> [Output] { run(session.handle(.disconnected(at)), at) }
 
     func characteristic(_ uuid: String) -> GATTProfile.Characteristic? {
@@ -130,8 +138,11 @@ public struct VendorCentral: Sendable {
             case let .notification(_, value): out += run(session.handle(.notification(value, at)), at)
             case let .indication(handle, value):
                 // Confirmed only once kept, or when it carries no reading: a cuff deletes what was confirmed.
-                let verdict = UninvitedIndication.classify(handle: handle, value: value, profile: profile, device: device, at: at)
-                out += verdict.outputs(log: Output.log, measurement: Output.measurement) { gatt(client.confirmIndication(), at) }
+                let verdict = UninvitedIndication.classify(
+                    handle: handle, value: value, profile: profile, device: device, at: at)
+                out += verdict.outputs(log: Output.log, measurement: Output.measurement) {
+                    gatt(client.confirmIndication(), at)
+                }
             case let .raiseSecurity(level):
                 out.append(.raiseSecurity(level))
             case let .failed(e):

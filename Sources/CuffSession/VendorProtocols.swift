@@ -9,19 +9,24 @@ import GATT
 public struct MicrolifeProtocol: CuffProtocol {
     public init() {}
 
-    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
-                             sequenceNumber: UInt16?) -> MeasurementRecord? {
+    public func storedRecord(
+        _ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+        sequenceNumber: UInt16?
+    ) -> MeasurementRecord? {
         vendorStoredRecord(characteristic, raw: raw, device: device, receivedAt: receivedAt, stored: stored)
     }
     public var id: CuffProtocolID { "microlife" }
-    public var summary: String { "Microlife's download protocol (BP3GY1-2N: service fff0, commands on fff2, answers on fff1)" }
+    public var summary: String {
+        "Microlife's download protocol (BP3GY1-2N: service fff0, commands on fff2, answers on fff1)"
+    }
 
     static let service = BluetoothUUID(Microlife.serviceUUID16)
 
     public func match(_ offer: DeviceOffer) -> ProtocolMatch? {
         let named = namedAs("microlife", offer)
         if let p = offer.profile, p.service(Self.service) != nil,
-           p.characteristic(BluetoothUUID(Microlife.responseUUID16)) != nil, p.characteristic(BluetoothUUID(Microlife.commandUUID16)) != nil
+            p.characteristic(BluetoothUUID(Microlife.responseUUID16)) != nil,
+            p.characteristic(BluetoothUUID(Microlife.commandUUID16)) != nil
         {
             // fff0 is a common vendor service: with the name it is certain; alone it beats only
             // the standard session's fallback (a 0x1810 cuff stays with the standard session).
@@ -33,20 +38,27 @@ public struct MicrolifeProtocol: CuffProtocol {
     public func makeCentral(configuration: CuffSessionConfiguration) -> any CuffProtocolSession {
         // The cuff's clock is set to the host's local time at the session's start.
         VendorProtocolCentral(id: id, configuration: configuration) { at in
-            .microlife(MicrolifeSession(setTime: configuration.setTime ? at.wallMicros / 1_000_000 + configuration.localUTCOffsetSeconds : nil))
+            .microlife(
+                MicrolifeSession(
+                    setTime: configuration.setTime
+                        ? at.wallMicros / 1_000_000 + configuration.localUTCOffsetSeconds : nil))
         }
     }
 
-    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? {
+    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)?
+    {
         // A memory of three readings a day apart (from the seed) and an empty slot.
         var random = SeededRandom(seed: configuration.seed)
         var slots: [Microlife.Record?] = []
         for i in 0..<3 {
             let t = DateTime(unixSeconds: configuration.clockStart - Int64(3 - i) * 86_400 + Int64(i) * 613)
-            slots.append(Microlife.Record(
-                systolic: UInt8(115 + Int.random(in: 0...15, using: &random)), diastolic: UInt8(72 + Int.random(in: 0...12, using: &random)),
-                pulse: UInt8(62 + Int.random(in: 0...16, using: &random)),
-                time: DateTime(year: t.year, month: t.month, day: t.day, hours: t.hours, minutes: t.minutes, seconds: 0)))
+            slots.append(
+                Microlife.Record(
+                    systolic: UInt8(115 + Int.random(in: 0...15, using: &random)),
+                    diastolic: UInt8(72 + Int.random(in: 0...12, using: &random)),
+                    pulse: UInt8(62 + Int.random(in: 0...16, using: &random)),
+                    time: DateTime(
+                        year: t.year, month: t.month, day: t.day, hours: t.hours, minutes: t.minutes, seconds: 0)))
         }
         slots.append(nil)
         return VendorCuffPeripheral(.microlife(MicrolifeCuff(slots: slots)), name: "BP3GY1-2N")
@@ -58,8 +70,10 @@ public struct MicrolifeProtocol: CuffProtocol {
 public struct YonkerProtocol: CuffProtocol {
     public init() {}
 
-    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
-                             sequenceNumber: UInt16?) -> MeasurementRecord? {
+    public func storedRecord(
+        _ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+        sequenceNumber: UInt16?
+    ) -> MeasurementRecord? {
         vendorStoredRecord(characteristic, raw: raw, device: device, receivedAt: receivedAt, stored: stored)
     }
     public var id: CuffProtocolID { "yonker" }
@@ -76,15 +90,18 @@ public struct YonkerProtocol: CuffProtocol {
 
     public func makeCentral(configuration: CuffSessionConfiguration) -> any CuffProtocolSession {
         VendorProtocolCentral(id: id, configuration: configuration) { _ in
-            .yonker(YonkerSession(timeout: configuration.timeout ?? .seconds(86_400 * 365), settle: configuration.settle))
+            .yonker(
+                YonkerSession(timeout: configuration.timeout ?? .seconds(86_400 * 365), settle: configuration.settle))
         }
     }
 
-    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? {
+    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)?
+    {
         var random = SeededRandom(seed: configuration.seed)
         let t = DateTime(unixSeconds: configuration.clockStart)
         let result = Yonker.Result(
-            systolic: UInt8(115 + Int.random(in: 0...15, using: &random)), diastolic: UInt8(72 + Int.random(in: 0...12, using: &random)),
+            systolic: UInt8(115 + Int.random(in: 0...15, using: &random)),
+            diastolic: UInt8(72 + Int.random(in: 0...12, using: &random)),
             pulse: UInt8(62 + Int.random(in: 0...16, using: &random)),
             time: DateTime(year: t.year, month: t.month, day: t.day, hours: t.hours, minutes: t.minutes, seconds: 0))
         return VendorCuffPeripheral(.yonker(YonkerCuff(result: result)), name: "YK-IBPA1")
@@ -94,16 +111,20 @@ public struct YonkerProtocol: CuffProtocol {
 extension CuffProtocol {
     /// A kept row of this vendor protocol (its name in `characteristic`): the reading again from
     /// its raw bytes (``VendorReading/rebuild(protocolName:raw:stored:)``).
-    func vendorStoredRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool) -> MeasurementRecord? {
+    func vendorStoredRecord(
+        _ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool
+    ) -> MeasurementRecord? {
         guard characteristic == .named(id.rawValue) else { return nil }
-        return VendorReading.rebuild(protocolName: id.rawValue, raw: raw, stored: stored)?.record(device: device, at: receivedAt)
+        return VendorReading.rebuild(protocolName: id.rawValue, raw: raw, stored: stored)?.record(
+            device: device, at: receivedAt)
     }
 }
 
 /// The device's name is one of the protocol's cuffs (the names `cuff scan` knows).
 func namedAs(_ protocolName: String, _ offer: DeviceOffer) -> Bool {
     guard let name = offer.name else { return false }
-    return CuffRecognition.recognise(name: name, serviceUUIDs16: [], serviceUUIDs128: [], manufacturerData: []) == .vendorProtocol(protocolName)
+    return CuffRecognition.recognise(name: name, serviceUUIDs16: [], serviceUUIDs128: [], manufacturerData: [])
+        == .vendorProtocol(protocolName)
 }
 
 /// A vendor protocol's central session on the seam: ``VendorCentral`` with the session records,
@@ -120,7 +141,10 @@ struct VendorProtocolCentral: CuffProtocolSession {
     private(set) var repeats = 0
     private(set) var outcome: SessionOutcome?
 
-    init(id: CuffProtocolID, configuration: CuffSessionConfiguration, makeSession: @escaping @Sendable (EventTime) -> VendorCentral.Session) {
+    init(
+        id: CuffProtocolID, configuration: CuffSessionConfiguration,
+        makeSession: @escaping @Sendable (EventTime) -> VendorCentral.Session
+    ) {
         protocolID = id
         self.configuration = configuration
         self.makeSession = makeSession
@@ -130,7 +154,10 @@ struct VendorProtocolCentral: CuffProtocolSession {
 
     var isFinished: Bool { outcome != nil }
     /// 0 when any reading arrived, also one kept already ("0 new"), as the standard session's.
-    var exitCode: Int32 { measurements + repeats > 0 ? 0 : (outcome.map { $0 == .completed ? SessionOutcome.noResult : $0 } ?? .noResult).exitCode }
+    var exitCode: Int32 {
+        measurements + repeats > 0
+            ? 0 : (outcome.map { $0 == .completed ? SessionOutcome.noResult : $0 } ?? .noResult).exitCode
+    }
     var nextDeadline: Timestamp? { isFinished ? nil : central?.nextDeadline }
     var stateName: String { isFinished ? (outcome?.rawValue ?? "done") : "\(protocolID)" }
 
@@ -151,9 +178,15 @@ struct VendorProtocolCentral: CuffProtocolSession {
 
     mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] { step(at) { $0.receive(pdu, at: at) } }
     mutating func tick(at: EventTime) -> [CentralAction] { step(at) { $0.tick(at: at) } }
-    mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] { step(at) { $0.disconnected(at: at) } }
-    mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction] { step(at) { $0.securityRaised(level, at: at) } }
-    mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction] { step(at) { $0.securityRefused(at: at) } }
+    mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] {
+        step(at) { $0.disconnected(at: at) }
+    }
+    mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction] {
+        step(at) { $0.securityRaised(level, at: at) }
+    }
+    mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction] {
+        step(at) { $0.securityRefused(at: at) }
+    }
 
     mutating func stop(at: EventTime) -> [CentralAction] {
         guard !isFinished else { return [] }
@@ -190,12 +223,14 @@ struct VendorProtocolCentral: CuffProtocolSession {
             return [.emit(.measurement(record))]
         }
         repeats += 1
-        return configuration.logs ? [.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))")] : []
+        return configuration.logs
+            ? [.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))")] : []
     }
 
     mutating func end(_ o: SessionOutcome, _ why: String?, _ at: EventTime) -> [CentralAction] {
         outcome = o
-        var record = SessionRecord(event: .end, device: device, at: at, outcome: o, measurements: measurements, message: why)
+        var record = SessionRecord(
+            event: .end, device: device, at: at, outcome: o, measurements: measurements, message: why)
         record.attRequests = central?.client.requestsSent
         var out: [CentralAction] = []
         if repeats > 0, configuration.logs {

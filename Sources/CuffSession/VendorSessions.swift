@@ -52,8 +52,10 @@ extension VendorReading {
     public var json: JSON {
         .object([
             ("type", .string("measurement")), ("characteristic", .string(protocolName)), ("unit", .string("mmHg")),
-            ("systolic", .int(Int64(systolic))), ("diastolic", .int(Int64(diastolic))), ("mean_arterial_pressure", .null),
-            ("pulse_rate", .int(Int64(pulse))), ("timestamp", JSON.from(timestamp, JSON.string)), ("user_id", .null), ("status", .null),
+            ("systolic", .int(Int64(systolic))), ("diastolic", .int(Int64(diastolic))),
+            ("mean_arterial_pressure", .null),
+            ("pulse_rate", .int(Int64(pulse))), ("timestamp", JSON.from(timestamp, JSON.string)), ("user_id", .null),
+            ("status", .null),
             ("warnings", .array([])), ("raw", .string(Hex.encode(raw))),
         ])
     }
@@ -64,14 +66,17 @@ extension VendorReading {
         switch protocolName {
         case "microlife":
             guard raw.count == Microlife.recordValueBytes else { return nil }
-            let r = Microlife.records(inPayload: ([UInt8](repeating: 0, count: Microlife.recordsOffset) + raw)[...]).records
+            let r = Microlife.records(inPayload: ([UInt8](repeating: 0, count: Microlife.recordsOffset) + raw)[...])
+                .records
             guard let rec = r.first else { return nil }
-            return VendorReading(protocolName: protocolName, systolic: rec.systolic, diastolic: rec.diastolic, pulse: rec.pulse,
-                                 timestamp: rec.time.iso8601, stored: stored, raw: raw)
+            return VendorReading(
+                protocolName: protocolName, systolic: rec.systolic, diastolic: rec.diastolic, pulse: rec.pulse,
+                timestamp: rec.time.iso8601, stored: stored, raw: raw)
         case "yonker":
             guard case let .result(x)? = try? Yonker.decode(raw[...]).value else { return nil }
-            return VendorReading(protocolName: protocolName, systolic: x.systolic, diastolic: x.diastolic, pulse: x.pulse,
-                                 timestamp: x.time.iso8601, stored: stored, raw: raw)
+            return VendorReading(
+                protocolName: protocolName, systolic: x.systolic, diastolic: x.diastolic, pulse: x.pulse,
+                timestamp: x.time.iso8601, stored: stored, raw: raw)
         default:
             return nil
         }
@@ -80,8 +85,10 @@ extension VendorReading {
     /// The record every sink takes.
     public func record(device: DeviceInfo, at: EventTime) -> MeasurementRecord {
         MeasurementRecord(
-            characteristic: .named(protocolName), raw: raw, unit: .mmHg, systolic: SFloat(Double(systolic)), diastolic: SFloat(Double(diastolic)),
-            meanArterialPressure: .nan, pulseRate: SFloat(Double(pulse)), timestamp: timestamp, userID: nil, status: nil, warnings: [],
+            characteristic: .named(protocolName), raw: raw, unit: .mmHg, systolic: SFloat(Double(systolic)),
+            diastolic: SFloat(Double(diastolic)),
+            meanArterialPressure: .nan, pulseRate: SFloat(Double(pulse)), timestamp: timestamp, userID: nil,
+            status: nil, warnings: [],
             device: device, receivedAt: at, stored: stored, sequenceNumber: nil, decoded: json)
     }
 }
@@ -141,7 +148,9 @@ public struct MicrolifeSession: Sendable {
             var r = r
             let (frames, junk) = r.add(bytes)
             var out: [Action] = []
-            if let junk { out.append(.log("Microlife: ignored \(junk.count) byte(s) outside a frame: \(Hex.encode(junk))")) }
+            if let junk {
+                out.append(.log("Microlife: ignored \(junk.count) byte(s) outside a frame: \(Hex.encode(junk))"))
+            }
             state = .awaiting(r, measurements: measurements)
             for f in frames {
                 let payload: ArraySlice<UInt8>
@@ -161,12 +170,19 @@ public struct MicrolifeSession: Sendable {
                     continue
                 }
                 let (records, skipped) = Microlife.records(inPayload: payload)
-                if !skipped.isEmpty { out.append(.log("Microlife: \(skipped.count) record slot(s) empty or with an impossible date, skipped")) }
+                if !skipped.isEmpty {
+                    out.append(
+                        .log("Microlife: \(skipped.count) record slot(s) empty or with an impossible date, skipped"))
+                }
                 for rec in records {
                     readings += 1
-                    out.append(.emit(VendorReading(
-                        protocolName: "microlife", systolic: rec.systolic, diastolic: rec.diastolic, pulse: rec.pulse,
-                        timestamp: rec.time.iso8601, stored: true, raw: Array(rec.bytes.prefix(Microlife.recordValueBytes)))))
+                    out.append(
+                        .emit(
+                            VendorReading(
+                                protocolName: "microlife", systolic: rec.systolic, diastolic: rec.diastolic,
+                                pulse: rec.pulse,
+                                timestamp: rec.time.iso8601, stored: true,
+                                raw: Array(rec.bytes.prefix(Microlife.recordValueBytes)))))
                 }
                 state = .sayingGoodbye
                 nextDeadline = at.monotonic + answerWindow
@@ -177,14 +193,18 @@ public struct MicrolifeSession: Sendable {
         case let (.sayingGoodbye, .writeCompleted(at)), let (.sayingGoodbye, .requestFailed(_, at)):
             return finish(.completed, "Microlife: download complete", at, disconnect: true)
         case let (_, .requestFailed(why, at)):
-            return finish(readings > 0 ? .completed : .protocolError, "Microlife: a request failed: \(why)", at, disconnect: true)
+            return finish(
+                readings > 0 ? .completed : .protocolError, "Microlife: a request failed: \(why)", at, disconnect: true)
         case let (.sayingGoodbye, .disconnected(at)):
             return finish(.completed, "Microlife: download complete", at, disconnect: false)
         case let (_, .disconnected(at)):
-            return finish(readings > 0 ? .completed : .disconnected, "Microlife: the cuff disconnected", at, disconnect: false)
+            return finish(
+                readings > 0 ? .completed : .disconnected, "Microlife: the cuff disconnected", at, disconnect: false)
         case let (_, .tick(at)):
             guard let d = nextDeadline, at.monotonic >= d else { return [] }
-            return finish(readings > 0 ? .completed : .timedOut, "Microlife: no answer within \(answerWindow.secondsDouble) s", at, disconnect: true)
+            return finish(
+                readings > 0 ? .completed : .timedOut, "Microlife: no answer within \(answerWindow.secondsDouble) s",
+                at, disconnect: true)
         default:
             return []
         }
@@ -193,7 +213,10 @@ public struct MicrolifeSession: Sendable {
     mutating func ask(_ at: EventTime) -> [Action] {
         state = .awaiting(Microlife.Reassembler(), measurements: true)
         nextDeadline = at.monotonic + answerWindow
-        return [.log("Microlife: asking for the stored measurements"), .write(Microlife.commandUUID, Microlife.getMeasurementsCommand)]
+        return [
+            .log("Microlife: asking for the stored measurements"),
+            .write(Microlife.commandUUID, Microlife.getMeasurementsCommand),
+        ]
     }
 
     mutating func finish(_ o: SessionOutcome, _ why: String, _ at: EventTime, disconnect: Bool) -> [Action] {
@@ -261,20 +284,26 @@ public struct YonkerSession: Sendable {
                 readings += 1
                 state = .settling(until: at.monotonic + settle)
                 var out: [Action] = d.warnings.map { .log("Yonker: \($0.code.rawValue): \($0.message)") }
-                out.append(.emit(VendorReading(
-                    protocolName: "yonker", systolic: r.systolic, diastolic: r.diastolic, pulse: r.pulse, timestamp: r.time.iso8601,
-                    stored: false, raw: bytes)))
+                out.append(
+                    .emit(
+                        VendorReading(
+                            protocolName: "yonker", systolic: r.systolic, diastolic: r.diastolic, pulse: r.pulse,
+                            timestamp: r.time.iso8601,
+                            stored: false, raw: bytes)))
                 return out
             }
         case let (_, .requestFailed(why, at)):
             return finish(.protocolError, "Yonker: subscribing failed: \(why)", at, disconnect: true)
         case let (_, .disconnected(at)):
-            return finish(readings > 0 ? .completed : .disconnected, "Yonker: the cuff disconnected", at, disconnect: false)
+            return finish(
+                readings > 0 ? .completed : .disconnected, "Yonker: the cuff disconnected", at, disconnect: false)
         case let (.settling(until), .tick(at)) where at.monotonic >= until:
             return finish(.completed, "Yonker: result received", at, disconnect: true)
         case let (_, .tick(at)):
             guard let d = deadline, at.monotonic >= d else { return [] }
-            return finish(readings > 0 ? .completed : .timedOut, "Yonker: no result within \(timeout.secondsDouble) s", at, disconnect: true)
+            return finish(
+                readings > 0 ? .completed : .timedOut, "Yonker: no result within \(timeout.secondsDouble) s", at,
+                disconnect: true)
         default:
             return []
         }

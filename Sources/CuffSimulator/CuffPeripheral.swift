@@ -33,20 +33,30 @@ public struct CuffPeripheral: GATTPeripheral {
         var handles: [CuffCharacteristic: UInt16] = [:]
         let cccd: AttributePermissions = requireEncryption ? [.read, .write, .writeEncrypted] : .readWrite
         let habits = machine.habits
-        func add(_ c: CuffCharacteristic, _ props: GATT.CharacteristicProperties, _ perms: AttributePermissions, cccd: AttributePermissions = .readWrite) {
+        func add(
+            _ c: CuffCharacteristic, _ props: GATT.CharacteristicProperties, _ perms: AttributePermissions,
+            cccd: AttributePermissions = .readWrite
+        ) {
             let control = habits.vendorStart.map(\.characteristicUUID) ?? CuffControl.controlPointUUID
             let uuid = c.uuid16.map { BluetoothUUID($0) } ?? BluetoothUUID(control)!
-            handles[c] = b.addCharacteristic(uuid, properties: props, permissions: perms, value: values[c] ?? [], cccdPermissions: cccd).valueHandle
+            handles[c] =
+                b.addCharacteristic(
+                    uuid, properties: props, permissions: perms, value: values[c] ?? [], cccdPermissions: cccd
+                ).valueHandle
         }
         var serviceChanged: AttributeDatabase.CharacteristicHandles?
         var hashHandle: UInt16?
         if configuration.serviceChanged || configuration.databaseHash {
             b.addService(.genericAttribute)
             if configuration.serviceChanged {
-                serviceChanged = b.addCharacteristic(.serviceChanged, properties: .indicate, permissions: [], value: [0, 0, 0, 0])
+                serviceChanged = b.addCharacteristic(
+                    .serviceChanged, properties: .indicate, permissions: [], value: [0, 0, 0, 0])
             }
             if configuration.databaseHash {
-                hashHandle = b.addCharacteristic(.databaseHash, properties: .read, permissions: .read, value: [UInt8](repeating: 0, count: 16)).valueHandle
+                hashHandle =
+                    b.addCharacteristic(
+                        .databaseHash, properties: .read, permissions: .read, value: [UInt8](repeating: 0, count: 16)
+                    ).valueHandle
             }
         }
         if configuration.handleGap > 0 { b.skip(to: b.upcomingHandle + configuration.handleGap) }
@@ -63,7 +73,9 @@ public struct CuffPeripheral: GATTPeripheral {
             add(.enhancedBloodPressureMeasurement, .indicate, [], cccd: cccd)
             add(.enhancedIntermediateCuffPressure, .notify, [], cccd: cccd)
             add(.bloodPressureRecord, .indicate, [], cccd: cccd)
-            add(.recordAccessControlPoint, [.write, .indicate], requireEncryption ? [.write, .writeEncrypted] : .write, cccd: cccd)
+            add(
+                .recordAccessControlPoint, [.write, .indicate], requireEncryption ? [.write, .writeEncrypted] : .write,
+                cccd: cccd)
         }
         b.addService(BluetoothUUID(BPSUUID.deviceInformationService))
         add(.manufacturerName, .read, .read)
@@ -83,12 +95,14 @@ public struct CuffPeripheral: GATTPeripheral {
         if let hashHandle { database.setValue(Self.databaseHash(database), at: hashHandle) }
         var server = GATTServer(database: database)
         server.transactionTimeoutHere = configuration.transactionTimeout
-        server.deferredWriteHandles = Set([.cuffControl, .currentTime, .dateTime, .recordAccessControlPoint].compactMap { handles[$0] })
+        server.deferredWriteHandles = Set(
+            [.cuffControl, .currentTime, .dateTime, .recordAccessControlPoint].compactMap { handles[$0] })
         self.server = server
         self.machine = machine
         self.handles = handles
         self.characteristicsByHandle = Dictionary(uniqueKeysWithValues: handles.map { ($1, $0) })
-        serviceChangedOnConnect = configuration.indicatesServiceChanged
+        serviceChangedOnConnect =
+            configuration.indicatesServiceChanged
             ? serviceChanged.flatMap { sc in sc.cccdHandle.map { (sc.valueHandle, $0) } } : nil
     }
 
@@ -105,13 +119,16 @@ public struct CuffPeripheral: GATTPeripheral {
             }
         }
         let declarations: Set<BluetoothUUID> = [.primaryService, .secondaryService, .include, .characteristic]
-        let descriptors: Set<BluetoothUUID> = [.characteristicExtendedProperties, .characteristicUserDescription,
-                                               .clientCharacteristicConfiguration, BluetoothUUID(0x2903), BluetoothUUID(0x2904), BluetoothUUID(0x2905)]
+        let descriptors: Set<BluetoothUUID> = [
+            .characteristicExtendedProperties, .characteristicUserDescription,
+            .clientCharacteristicConfiguration, BluetoothUUID(0x2903), BluetoothUUID(0x2904), BluetoothUUID(0x2905),
+        ]
         for a in database.attributes where declarations.contains(a.type) || descriptors.contains(a.type) {
             mix([UInt8(a.handle & 0xFF), UInt8(a.handle >> 8)] + a.type.littleEndianBytes)
             if declarations.contains(a.type) { mix(a.value) }
         }
-        return withUnsafeBytes(of: lanes.0.littleEndian) { Array($0) } + withUnsafeBytes(of: lanes.1.littleEndian) { Array($0) }
+        return withUnsafeBytes(of: lanes.0.littleEndian) { Array($0) }
+            + withUnsafeBytes(of: lanes.1.littleEndian) { Array($0) }
     }
 
     public var nextDeadline: Timestamp? { [server.nextDeadline, machine.nextDeadline].compactMap { $0 }.min() }
@@ -157,7 +174,8 @@ public struct CuffPeripheral: GATTPeripheral {
     }
 
     /// The machine's actions for `event`, run.
-    mutating func perform(_ event: CuffSimulatorMachine.Event, _ now: Timestamp, writeResults: Bool = true) -> [Output] {
+    mutating func perform(_ event: CuffSimulatorMachine.Event, _ now: Timestamp, writeResults: Bool = true) -> [Output]
+    {
         var actions = takeActions()
         machine.handle(event, into: &actions)
         if !writeResults { actions.removeAll { if case .writeResult = $0 { true } else { false } } }
@@ -230,7 +248,8 @@ public struct CuffPeripheral: GATTPeripheral {
                 out += serving({ $0.indicate(handle: h, value: v, now: now, into: &$1) }, now)
             case let .writeResult(c, error):
                 guard let h = handles[c] else { continue }
-                out += serving({ $0.respondToWrite(handle: h, error: error.map(ATTErrorCode.init(rawValue:)), into: &$1) }, now)
+                out += serving(
+                    { $0.respondToWrite(handle: h, error: error.map(ATTErrorCode.init(rawValue:)), into: &$1) }, now)
             case let .setValue(c, v):
                 if let h = handles[c] { _ = server.setValue(handle: h, v) }
             case let .disconnect(why):

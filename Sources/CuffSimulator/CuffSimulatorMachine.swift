@@ -95,7 +95,9 @@ public struct SimulatorConfiguration: Sendable {
         persona == .bps11 ? [.allVersion10, .userFacingTime] : .allVersion10
     }
 
-    var quirks: QuirkProfile.Options { scenario == .beurerBM85 ? QuirkProfile.beurerBM85.options : quirk?.options ?? [] }
+    var quirks: QuirkProfile.Options {
+        scenario == .beurerBM85 ? QuirkProfile.beurerBM85.options : quirk?.options ?? []
+    }
 
     /// The persona's habits, by family (none without ``quirk``).
     var habits: PersonaHabits { PersonaHabits(quirk) }
@@ -300,7 +302,9 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         clockBase = configuration.clockStart
         reading = Reading(systolic: 120, diastolic: 80, pulse: 72, status: MeasurementStatus())
         reading = makeReading()
-        if configuration.scenario == .storedRecords || configuration.scenario == .slowConfirm || configuration.scenario == .multiUser {
+        if configuration.scenario == .storedRecords || configuration.scenario == .slowConfirm
+            || configuration.scenario == .multiUser
+        {
             let count = configuration.scenario == .slowConfirm ? 5 : configuration.scenario == .multiUser ? 1 : 3
             for i in 0..<count {
                 var r = makeReading()
@@ -341,7 +345,9 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
     }
 
     /// The earliest time the driver must send `.tick`.
-    public var nextDeadline: Timestamp? { [nextSample, lingerUntil, nextScheduled, connection.clockDeadline].compactMap { $0 }.min() }
+    public var nextDeadline: Timestamp? {
+        [nextSample, lingerUntil, nextScheduled, connection.clockDeadline].compactMap { $0 }.min()
+    }
 
     /// Starts the measurement schedule (``SimulatorConfiguration/measureEvery``) at `now`.
     public mutating func powerOn(now: Timestamp) {
@@ -357,21 +363,36 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         var r: Reading
         switch configuration.scenario {
         case .hypertensive:
-            r = Reading(systolic: jitter(165, 4), diastolic: jitter(102, 3), pulse: jitter(104, 3), status: MeasurementStatus(pulseRateRange: .aboveUpperLimit))
+            r = Reading(
+                systolic: jitter(165, 4), diastolic: jitter(102, 3), pulse: jitter(104, 3),
+                status: MeasurementStatus(pulseRateRange: .aboveUpperLimit))
         case .hypotensive:
-            r = Reading(systolic: jitter(88, 3), diastolic: jitter(56, 2), pulse: jitter(46, 2), status: MeasurementStatus(pulseRateRange: .belowLowerLimit))
+            r = Reading(
+                systolic: jitter(88, 3), diastolic: jitter(56, 2), pulse: jitter(46, 2),
+                status: MeasurementStatus(pulseRateRange: .belowLowerLimit))
         case .irregularPulse:
-            r = Reading(systolic: jitter(132, 4), diastolic: jitter(86, 3), pulse: jitter(94, 6), status: MeasurementStatus(irregularPulse: true))
+            r = Reading(
+                systolic: jitter(132, 4), diastolic: jitter(86, 3), pulse: jitter(94, 6),
+                status: MeasurementStatus(irregularPulse: true))
         case .bodyMovement:
-            r = Reading(systolic: jitter(126, 4), diastolic: jitter(82, 3), pulse: jitter(78, 3), status: MeasurementStatus(bodyMovement: true))
+            r = Reading(
+                systolic: jitter(126, 4), diastolic: jitter(82, 3), pulse: jitter(78, 3),
+                status: MeasurementStatus(bodyMovement: true))
         case .cuffLoose:
-            r = Reading(systolic: jitter(118, 4), diastolic: jitter(79, 3), pulse: jitter(70, 3), status: MeasurementStatus(cuffTooLoose: true))
+            r = Reading(
+                systolic: jitter(118, 4), diastolic: jitter(79, 3), pulse: jitter(70, 3),
+                status: MeasurementStatus(cuffTooLoose: true))
         case .improperPosition:
-            r = Reading(systolic: jitter(124, 4), diastolic: jitter(81, 3), pulse: jitter(73, 3), status: MeasurementStatus(improperPosition: true))
+            r = Reading(
+                systolic: jitter(124, 4), diastolic: jitter(81, 3), pulse: jitter(73, 3),
+                status: MeasurementStatus(improperPosition: true))
         case .rfuBits:
-            r = Reading(systolic: jitter(121, 4), diastolic: jitter(79, 3), pulse: jitter(71, 3), status: MeasurementStatus(rfuBits: 0x8040))
+            r = Reading(
+                systolic: jitter(121, 4), diastolic: jitter(79, 3), pulse: jitter(71, 3),
+                status: MeasurementStatus(rfuBits: 0x8040))
         default:
-            r = Reading(systolic: jitter(120, 5), diastolic: jitter(80, 4), pulse: jitter(72, 4), status: MeasurementStatus())
+            r = Reading(
+                systolic: jitter(120, 5), diastolic: jitter(80, 4), pulse: jitter(72, 4), status: MeasurementStatus())
         }
         if configuration.scenario == .multiUser { r.userID = 2 }
         return r
@@ -387,7 +408,10 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
 
         case let .subscriptionChanged(c, notify, indicate, now):
             connection.subscribed[c] = (notify, indicate)
-            out.append(.log("client \(indicate ? "subscribed to indications of" : notify ? "subscribed to notifications of" : "unsubscribed from") \(c.rawValue)"))
+            out.append(
+                .log(
+                    "client \(indicate ? "subscribed to indications of" : notify ? "subscribed to notifications of" : "unsubscribed from") \(c.rawValue)"
+                ))
             let isResult = c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement
             if isResult && indicate {
                 if connection.dateTimeWritten { connection.clockDeadline = nil }
@@ -411,7 +435,9 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
                 let confirmed = connection.indications.removeFirst()
                 if let seq = confirmed.carries { markDelivered(seq) }
                 let waited = (now - confirmed.sentAt).secondsDouble
-                if waited > 1 { out.append(.log(String(format1(waited)) + " s until the client confirmed an indication")) }
+                if waited > 1 {
+                    out.append(.log(String(format1(waited)) + " s until the client confirmed an indication"))
+                }
             }
             let allConfirmed = connection.outstandingIndications == 0
             if allConfirmed && connection.autostartPending {
@@ -440,7 +466,10 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             if let d = connection.clockDeadline, now >= d {
                 connection.clockDeadline = nil
                 let missing = connection.dateTimeWritten ? "the result subscription" : "a Date Time write"
-                out.append(.log("no \(missing) within \(format1(habits.clockWindow?.secondsDouble ?? 0)) s of the link coming up; the cuff disconnects"))
+                out.append(
+                    .log(
+                        "no \(missing) within \(format1(habits.clockWindow?.secondsDouble ?? 0)) s of the link coming up; the cuff disconnects"
+                    ))
                 out.append(.disconnect("no Date Time and result subscription in time"))
                 return
             }
@@ -455,7 +484,9 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
                 var next = due + every
                 if next <= now { next = now + every }
                 nextScheduled = next
-                if phase == .idle { startMeasurement(now, why: "scheduled, every \(format1(every.secondsDouble)) s", &out) }
+                if phase == .idle {
+                    startMeasurement(now, why: "scheduled, every \(format1(every.secondsDouble)) s", &out)
+                }
             }
             // Every sample due by now, each at its own time: a driver that woke late (a busy
             // machine, a fast --speed) catches up instead of skipping, so the sequence of values
@@ -484,13 +515,19 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         case .cuffControl:
             if let v = habits.vendorStart {
                 // The family's own control: its start command, nothing else known.
-                guard value == v.value else { return out.append(contentsOf: [.writeResult(c, error: 0x80), .log("rejected control command \(Hex.encode(value))")]) }
+                guard value == v.value else {
+                    return out.append(contentsOf: [
+                        .writeResult(c, error: 0x80), .log("rejected control command \(Hex.encode(value))"),
+                    ])
+                }
                 if phase != .idle { return out.append(.writeResult(c, error: 0xFE)) }
                 out.append(.writeResult(c, error: nil))
                 return startMeasurement(now, why: "vendor start command \(Hex.encode(value))", &out)
             }
             guard value.count == 1, let cmd = CuffControl.Command(rawValue: value[0]) else {
-                return out.append(contentsOf: [.writeResult(c, error: 0x80), .log("rejected control command \(Hex.encode(value))")])
+                return out.append(contentsOf: [
+                    .writeResult(c, error: 0x80), .log("rejected control command \(Hex.encode(value))"),
+                ])
             }
             switch cmd {
             case .start:
@@ -502,22 +539,34 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
                 stopMeasurement(now, why: "stop command", &out)
             }
         case .currentTime:
-            guard let ct = try? CurrentTime.decode(value[...]).value, let secs = ct.dateTime.unixSeconds, ct.dateTime.isValid else {
-                return out.append(contentsOf: [.writeResult(c, error: 0xFF), .log("rejected Current Time \(Hex.encode(value))")])
+            guard let ct = try? CurrentTime.decode(value[...]).value, let secs = ct.dateTime.unixSeconds,
+                ct.dateTime.isValid
+            else {
+                return out.append(contentsOf: [
+                    .writeResult(c, error: 0xFF), .log("rejected Current Time \(Hex.encode(value))"),
+                ])
             }
             clockBase = secs
             clockSetAt = now
-            out.append(contentsOf: [.writeResult(c, error: nil), .setValue(.currentTime, currentTime(now)), .log("clock set to \(ct.dateTime.description)")])
+            out.append(contentsOf: [
+                .writeResult(c, error: nil), .setValue(.currentTime, currentTime(now)),
+                .log("clock set to \(ct.dateTime.description)"),
+            ])
         case .recordAccessControlPoint:
             racp(value, now, &out)
         case .dateTime where habits.hasDateTime:
             guard let dt = try? DateTime.decode(value[...]).value, let secs = dt.unixSeconds, dt.isValid else {
-                return out.append(contentsOf: [.writeResult(c, error: 0xFF), .log("rejected Date Time \(Hex.encode(value))")])
+                return out.append(contentsOf: [
+                    .writeResult(c, error: 0xFF), .log("rejected Date Time \(Hex.encode(value))"),
+                ])
             }
             clockBase = secs
             clockSetAt = now
             connection.dateTimeWritten = true
-            out.append(contentsOf: [.writeResult(c, error: nil), .setValue(.dateTime, value), .log("clock set to \(dt.description) (Date Time)")])
+            out.append(contentsOf: [
+                .writeResult(c, error: nil), .setValue(.dateTime, value),
+                .log("clock set to \(dt.description) (Date Time)"),
+            ])
             if connection.subscribed[.bloodPressureMeasurement]?.indicate == true {
                 connection.clockDeadline = nil
                 sendMemory(now, &out)
@@ -533,8 +582,12 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         }
         if connection.racpBusy { return out.append(.writeResult(.recordAccessControlPoint, error: 0xFE)) }
         out.append(.writeResult(.recordAccessControlPoint, error: nil))
-        func respond(_ op: RecordAccessControlPoint.OpCode, _ code: RecordAccessControlPoint.ResponseCode, _ out: inout [Action]) {
-            indicate(.recordAccessControlPoint, RecordAccessControlPoint.responseCode(requestOpCode: op, response: code).encode(), now, &out)
+        func respond(
+            _ op: RecordAccessControlPoint.OpCode, _ code: RecordAccessControlPoint.ResponseCode, _ out: inout [Action]
+        ) {
+            indicate(
+                .recordAccessControlPoint,
+                RecordAccessControlPoint.responseCode(requestOpCode: op, response: code).encode(), now, &out)
         }
         guard let req = try? RecordAccessControlPoint.decode(value[...], as: .request).value,
             case let .request(op, opr, filter) = req
@@ -550,7 +603,8 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             case .lastRecord: return records.last.map { [$0] } ?? []
             case .lessThanOrEqualTo, .greaterThanOrEqualTo, .withinRangeOf:
                 switch filter {
-                case let .sequenceNumber(n)?: return records.filter { opr == .lessThanOrEqualTo ? $0.sequence <= n : $0.sequence >= n }
+                case let .sequenceNumber(n)?:
+                    return records.filter { opr == .lessThanOrEqualTo ? $0.sequence <= n : $0.sequence >= n }
                 case let .sequenceNumberRange(a, b)?: return records.filter { (a...max(a, b)).contains($0.sequence) }
                 default: return nil
                 }
@@ -559,11 +613,15 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         }
         switch op {
         case .reportStoredRecords:
-            guard let sel = select() else { return respond(op, filter == nil ? .invalidOperator : .operandNotSupported, &out) }
+            guard let sel = select() else {
+                return respond(op, filter == nil ? .invalidOperator : .operandNotSupported, &out)
+            }
             if sel.isEmpty { return respond(op, .noRecordsFound, &out) }
             out.append(.log("RACP: reporting \(sel.count) stored record(s)"))
             for r in sel {
-                let rec = BloodPressureRecord(sequenceNumber: r.sequence, recordedUUID: 0x2B34, recorded: enhanced(r.reading, localSeconds: r.localSeconds).encode())
+                let rec = BloodPressureRecord(
+                    sequenceNumber: r.sequence, recordedUUID: 0x2B34,
+                    recorded: enhanced(r.reading, localSeconds: r.localSeconds).encode())
                 let withCRC = configuration.features.contains(.e2eCRC)
                 if let n = configuration.recordSegmentLength {
                     let segments = rec.segments(maxLength: max(6, n), startCounter: recordCounter, withCRC: withCRC)
@@ -583,7 +641,9 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             respond(op, .success, &out)
         case .reportNumberOfStoredRecords:
             guard let sel = select() else { return respond(op, .invalidOperator, &out) }
-            indicate(.recordAccessControlPoint, RecordAccessControlPoint.numberOfRecords(UInt32(sel.count), width: 2).encode(), now, &out)
+            indicate(
+                .recordAccessControlPoint,
+                RecordAccessControlPoint.numberOfRecords(UInt32(sel.count), width: 2).encode(), now, &out)
         default:
             respond(op, .opCodeNotSupported, &out)
         }
@@ -599,7 +659,10 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         phase = .inflating(since: now, top: top)
         lastPressure = 0
         nextSample = now
-        out.append(.log("measurement started (\(why)); target \(Int(reading.systolic))/\(Int(reading.diastolic)) pulse \(Int(reading.pulse))"))
+        out.append(
+            .log(
+                "measurement started (\(why)); target \(Int(reading.systolic))/\(Int(reading.diastolic)) pulse \(Int(reading.pulse))"
+            ))
     }
 
     mutating func stopMeasurement(_ now: Timestamp, why: String, _ out: inout [Action]) {
@@ -618,7 +681,8 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
     /// Whether a client follows the cuff pressure; without one the cuff skips from one phase
     /// change to the next instead of sampling (nobody would see the samples).
     var pressureWanted: Bool {
-        connection.subscribed[.intermediateCuffPressure]?.notify == true || connection.subscribed[.enhancedIntermediateCuffPressure]?.notify == true
+        connection.subscribed[.intermediateCuffPressure]?.notify == true
+            || connection.subscribed[.enhancedIntermediateCuffPressure]?.notify == true
     }
 
     mutating func sample(_ now: Timestamp, _ out: inout [Action]) {
@@ -662,7 +726,9 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
                 if configuration.scenario != .error {
                     stored = nextSequence
                     records.append(StoredRecord(sequence: nextSequence, reading: r, localSeconds: local))
-                    if records.count > max(1, configuration.memoryCapacity) { records.removeFirst(records.count - max(1, configuration.memoryCapacity)) }
+                    if records.count > max(1, configuration.memoryCapacity) {
+                        records.removeFirst(records.count - max(1, configuration.memoryCapacity))
+                    }
                     nextSequence &+= 1
                 }
                 return indicateResult(r, localSeconds: local, sequence: stored, now: now, live: true, &out)
@@ -673,7 +739,9 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             let spread = max(8, (r.systolic - r.diastolic) * 0.45)
             let u = (base - r.map) / spread
             let amplitude = 0.4 + 2.6 / (1 + u * u + u * u * u * u / 2)
-            var p = base + amplitude * PureMath.sin(2 * Double.pi * rate * t) + Double.random(in: -0.2...0.2, using: &random)
+            var p =
+                base + amplitude * PureMath.sin(2 * Double.pi * rate * t)
+                + Double.random(in: -0.2...0.2, using: &random)
             if configuration.scenario == .bodyMovement, (9.0..<10.0).contains(t) { p += 9 }
             cuffPressure(max(0, p), now, &out)
         case let .dumping(since, from):
@@ -712,7 +780,10 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             out.append(.notify(.intermediateCuffPressure, m.encode(quirks: configuration.quirks)))
         }
         if connection.subscribed[.enhancedIntermediateCuffPressure]?.notify == true {
-            out.append(.notify(.enhancedIntermediateCuffPressure, EnhancedBloodPressureMeasurement(unit: unit, kind: .cuffPressure(v)).encode()))
+            out.append(
+                .notify(
+                    .enhancedIntermediateCuffPressure,
+                    EnhancedBloodPressureMeasurement(unit: unit, kind: .cuffPressure(v)).encode()))
         }
     }
 
@@ -727,19 +798,24 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         if configuration.scenario == .error {
             // What real cuffs send on "Err": every value NaN, status 0.
             return BloodPressureMeasurement(
-                unit: unit, systolic: .nan, diastolic: .nan, meanArterialPressure: .nan, pulseRate: .nan, status: MeasurementStatus())
+                unit: unit, systolic: .nan, diastolic: .nan, meanArterialPressure: .nan, pulseRate: .nan,
+                status: MeasurementStatus())
         }
         if r.failed {
             // A kept "Err" (boso): every value NaN, status 0, with its time and user.
             return BloodPressureMeasurement(
-                unit: unit, systolic: .nan, diastolic: .nan, meanArterialPressure: .nan, timestamp: DateTime(unixSeconds: localSeconds),
+                unit: unit, systolic: .nan, diastolic: .nan, meanArterialPressure: .nan,
+                timestamp: DateTime(unixSeconds: localSeconds),
                 pulseRate: .nan, userID: r.userID, status: MeasurementStatus())
         }
         let h = habits
         // Beurer BM96: 127 mmHg as mantissa 1270, exponent −1 (0xF4F6).
-        func v(_ x: Double) -> SFloat { h.exponentMinusOne ? SFloat(mantissa: Int(x.rounded()) * 10, exponent: -1) ?? SFloat(x) : SFloat(x) }
+        func v(_ x: Double) -> SFloat {
+            h.exponentMinusOne ? SFloat(mantissa: Int(x.rounded()) * 10, exponent: -1) ?? SFloat(x) : SFloat(x)
+        }
         return BloodPressureMeasurement(
-            unit: unit, systolic: h.exponentMinusOne ? v(r.systolic) : p(r.systolic), diastolic: h.exponentMinusOne ? v(r.diastolic) : p(r.diastolic),
+            unit: unit, systolic: h.exponentMinusOne ? v(r.systolic) : p(r.systolic),
+            diastolic: h.exponentMinusOne ? v(r.diastolic) : p(r.diastolic),
             meanArterialPressure: h.noMeanArterialPressure ? .nan : p(r.map),
             timestamp: DateTime(unixSeconds: localSeconds), pulseRate: v(r.pulse), userID: r.userID,
             status: MeasurementStatus(rawValue: r.status.rawValue | h.rfuStatus),
@@ -754,30 +830,47 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             if configuration.persona == .bps10 && !connection.sentBurst && !pending.isEmpty {
                 connection.sentBurst = true
                 out.append(.log("sending \(pending.count) stored reading(s), oldest first"))
-                for r in pending { indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now, &out) }
+                for r in pending {
+                    indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now, &out)
+                }
             }
         case let .markersThenBufferThenDisconnect(markers):
             // (A&D: only once its clock was set; until then it waits, and drops the link at the deadline.)
             guard !connection.sentBurst, connection.dateTimeWritten || !habits.hasDateTime else { return }
             connection.sentBurst = true
             let pending = undeliveredRecords
-            out.append(.log("sending \(markers) NaN marker record(s), then \(pending.count) stored reading(s), oldest first"))
+            out.append(
+                .log("sending \(markers) NaN marker record(s), then \(pending.count) stored reading(s), oldest first"))
             let marker = BloodPressureMeasurement(systolic: .nan, diastolic: .nan, meanArterialPressure: .nan)
-            for _ in 0..<markers { indicate(.bloodPressureMeasurement, marker.encode(quirks: configuration.quirks), now, &out) }
-            for r in pending { indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now, &out) }
+            for _ in 0..<markers {
+                indicate(.bloodPressureMeasurement, marker.encode(quirks: configuration.quirks), now, &out)
+            }
+            for r in pending {
+                indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now, &out)
+            }
             connection.disconnectWhenConfirmed = true
         case .dumpNewestFirstByUser:
             // Every subscription, the whole memory: user 0's readings newest first, then user 1's.
-            let order = records.filter { $0.reading.userID == 0 }.reversed() + records.filter { $0.reading.userID != 0 }.reversed()
+            let order =
+                records.filter { $0.reading.userID == 0 }.reversed()
+                + records.filter { $0.reading.userID != 0 }.reversed()
             out.append(.log("dumping the memory: \(order.count) reading(s), newest first, user 0 then user 1"))
-            for r in order { indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now, &out) }
+            for r in order {
+                indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now, &out)
+            }
         case .bufferThenDisconnect:
             guard !connection.sentBurst else { return }
             connection.sentBurst = true
             let pending = undeliveredRecords
             out.append(.log("sending \(pending.count) stored reading(s), oldest first"))
-            for r in pending { indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now, &out) }
-            if connection.outstandingIndications > 0 { connection.disconnectWhenConfirmed = true } else { out.append(.disconnect("nothing stored")) }
+            for r in pending {
+                indicateResult(r.reading, localSeconds: r.localSeconds, sequence: r.sequence, now: now, &out)
+            }
+            if connection.outstandingIndications > 0 {
+                connection.disconnectWhenConfirmed = true
+            } else {
+                out.append(.disconnect("nothing stored"))
+            }
         }
     }
 
@@ -785,18 +878,28 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         let m = measurement(r, localSeconds: localSeconds)
         let since2000 = UInt32(clamping: localSeconds - Epoch.year2000.unixOffset)
         return EnhancedBloodPressureMeasurement(
-            unit: m.unit, kind: .measurement(systolic: m.systolic, diastolic: m.diastolic, meanArterialPressure: m.meanArterialPressure),
+            unit: m.unit,
+            kind: .measurement(
+                systolic: m.systolic, diastolic: m.diastolic, meanArterialPressure: m.meanArterialPressure),
             timestamp: m.timestamp == nil ? nil : since2000, pulseRate: m.pulseRate, userID: m.userID, status: m.status,
-            userFacingTime: m.timestamp == nil || !configuration.features.contains(.userFacingTime) ? nil : since2000, epoch: .year2000)
+            userFacingTime: m.timestamp == nil || !configuration.features.contains(.userFacingTime) ? nil : since2000,
+            epoch: .year2000)
     }
 
     /// `sequence`: the stored reading this result is (it counts as delivered to the client once
     /// the client confirms it).
-    mutating func indicateResult(_ r: Reading, localSeconds: Int64, sequence: UInt16?, now: Timestamp, live: Bool = false, _ out: inout [Action]) {
+    mutating func indicateResult(
+        _ r: Reading, localSeconds: Int64, sequence: UInt16?, now: Timestamp, live: Bool = false, _ out: inout [Action]
+    ) {
         if connection.subscribed[.bloodPressureMeasurement]?.indicate == true {
-            indicate(.bloodPressureMeasurement, measurement(r, localSeconds: localSeconds).encode(quirks: configuration.quirks), now, carrying: sequence, &out)
+            indicate(
+                .bloodPressureMeasurement,
+                measurement(r, localSeconds: localSeconds).encode(quirks: configuration.quirks), now,
+                carrying: sequence, &out)
         } else if connection.subscribed[.enhancedBloodPressureMeasurement]?.indicate == true {
-            indicate(.enhancedBloodPressureMeasurement, enhanced(r, localSeconds: localSeconds).encode(), now, carrying: sequence, &out)
+            indicate(
+                .enhancedBloodPressureMeasurement, enhanced(r, localSeconds: localSeconds).encode(), now,
+                carrying: sequence, &out)
         } else if live {
             out.append(.log("result ready but nobody subscribed to it; kept as a stored record"))
         }
@@ -804,11 +907,17 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         if live {
             resultPending = true
             let m = measurement(r, localSeconds: localSeconds)
-            out.append(.log("result: \(m.systolic)/\(m.diastolic) \(m.unit.rawValue), pulse \(m.pulseRate.map { "\($0)" } ?? "-")"))
+            out.append(
+                .log(
+                    "result: \(m.systolic)/\(m.diastolic) \(m.unit.rawValue), pulse \(m.pulseRate.map { "\($0)" } ?? "-")"
+                ))
         }
     }
 
-    mutating func indicate(_ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp, carrying sequence: UInt16? = nil, _ out: inout [Action]) {
+    mutating func indicate(
+        _ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp, carrying sequence: UInt16? = nil,
+        _ out: inout [Action]
+    ) {
         connection.indications.append(IndicationInFlight(sentAt: now, carries: sequence))
         out.append(.indicate(c, value))
     }
@@ -852,7 +961,9 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         clockBase + Int64((now - clockSetAt).secondsDouble.rounded(.down))
     }
 
-    func currentTime(_ now: Timestamp) -> [UInt8] { CurrentTime(localSeconds: cuffClock(now), adjustReason: 0).encode() }
+    func currentTime(_ now: Timestamp) -> [UInt8] {
+        CurrentTime(localSeconds: cuffClock(now), adjustReason: 0).encode()
+    }
 }
 
 func format1(_ x: Double) -> String { String((x * 10).rounded() / 10) }

@@ -17,8 +17,10 @@ public struct OmronSimulation: Sendable, Hashable {
     /// subscribed (as most Omron cuffs do beside their own service).
     public var standardService: Bool
 
-    public init(profile: OmronProfile, scenario: OmronScenario = .normal, unpaired: Bool = false, modelNumber: String? = nil,
-                standardService: Bool = false) {
+    public init(
+        profile: OmronProfile, scenario: OmronScenario = .normal, unpaired: Bool = false, modelNumber: String? = nil,
+        standardService: Bool = false
+    ) {
         self.profile = profile
         self.scenario = scenario
         self.unpaired = unpaired
@@ -45,34 +47,52 @@ public struct OmronPeripheral: GATTPeripheral {
     /// `BLESmart_` and 20 hex digits, as Omron cuffs advertise (e.g. `BLESmart_000000BCF95D33C7649F`).
     public var advertisedName = "BLESmart_00000000000000000000"
 
-    public init(cuff: OmronSimulator, localAtPowerOn: Int64, name: String? = nil, modelNumber: String? = nil, standardService: Bool = false) {
+    public init(
+        cuff: OmronSimulator, localAtPowerOn: Int64, name: String? = nil, modelNumber: String? = nil,
+        standardService: Bool = false
+    ) {
         self.cuff = cuff
         self.localAtPowerOn = localAtPowerOn
         let p = cuff.profile
         var b = AttributeDatabase.Builder()
         var handles: [OmronCharacteristic: UInt16] = [:]
         b.addService(.genericAccess)
-        b.addCharacteristic(BluetoothUUID(0x2A00), properties: .read, permissions: .read, value: Array((name ?? p.id).utf8))
+        b.addCharacteristic(
+            BluetoothUUID(0x2A00), properties: .read, permissions: .read, value: Array((name ?? p.id).utf8))
         b.addService(BluetoothUUID(BPSUUID.deviceInformationService))
-        b.addCharacteristic(BluetoothUUID(0x2A29), properties: .read, permissions: .read, value: Array("OMRON HEALTHCARE".utf8))
-        b.addCharacteristic(BluetoothUUID(0x2A24), properties: .read, permissions: .read, value: Array((modelNumber ?? p.id).utf8))
+        b.addCharacteristic(
+            BluetoothUUID(0x2A29), properties: .read, permissions: .read, value: Array("OMRON HEALTHCARE".utf8))
+        b.addCharacteristic(
+            BluetoothUUID(0x2A24), properties: .read, permissions: .read, value: Array((modelNumber ?? p.id).utf8))
         if standardService {
             b.addService(BluetoothUUID(BPSUUID.bloodPressureService))
-            standardMeasurement = b.addCharacteristic(BluetoothUUID(BPSCharacteristic.bloodPressureMeasurement.rawValue), properties: .indicate, permissions: [])
+            standardMeasurement =
+                b.addCharacteristic(
+                    BluetoothUUID(BPSCharacteristic.bloodPressureMeasurement.rawValue), properties: .indicate,
+                    permissions: []
+                )
                 .valueHandle
-            b.addCharacteristic(BluetoothUUID(BPSCharacteristic.bloodPressureFeature.rawValue), properties: .read, permissions: .read, value: [0, 0])
+            b.addCharacteristic(
+                BluetoothUUID(BPSCharacteristic.bloodPressureFeature.rawValue), properties: .read, permissions: .read,
+                value: [0, 0])
         } else {
             standardMeasurement = nil
         }
         b.addService(BluetoothUUID(p.transport.serviceUUID)!)
-        let txProps: GATT.CharacteristicProperties = p.transport == .classic ? [.write, .writeWithoutResponse] : .writeWithoutResponse
+        let txProps: GATT.CharacteristicProperties =
+            p.transport == .classic ? [.write, .writeWithoutResponse] : .writeWithoutResponse
         for (i, u) in p.transport.txUUIDs.enumerated() {
-            handles[.tx(i)] = b.addCharacteristic(BluetoothUUID(u)!, properties: txProps, permissions: .write).valueHandle
+            handles[.tx(i)] =
+                b.addCharacteristic(BluetoothUUID(u)!, properties: txProps, permissions: .write).valueHandle
         }
         for (i, u) in p.transport.rxUUIDs.enumerated() {
             handles[.rx(i)] = b.addCharacteristic(BluetoothUUID(u)!, properties: .notify, permissions: []).valueHandle
         }
-        handles[.unlock] = b.addCharacteristic(BluetoothUUID(OmronUUID.unlock)!, properties: [.write, .writeWithoutResponse, .notify], permissions: .write).valueHandle
+        handles[.unlock] =
+            b.addCharacteristic(
+                BluetoothUUID(OmronUUID.unlock)!, properties: [.write, .writeWithoutResponse, .notify],
+                permissions: .write
+            ).valueHandle
         server = GATTServer(database: b.build())
         self.handles = handles
         byHandle = Dictionary(uniqueKeysWithValues: handles.map { ($1, $0) })
@@ -82,11 +102,14 @@ public struct OmronPeripheral: GATTPeripheral {
     /// local time at power-on), or nil when it asks for a Blood Pressure Service cuff.
     public init?(configuration c: SimulatorConfiguration) {
         guard let o = c.omron else { return nil }
-        let cuff = OmronSimulator(profile: o.profile, scenario: o.scenario, seed: c.seed, paired: !o.unpaired, localSeconds: c.clockStart)
-        self.init(cuff: cuff, localAtPowerOn: c.clockStart, modelNumber: o.modelNumber, standardService: o.standardService)
+        let cuff = OmronSimulator(
+            profile: o.profile, scenario: o.scenario, seed: c.seed, paired: !o.unpaired, localSeconds: c.clockStart)
+        self.init(
+            cuff: cuff, localAtPowerOn: c.clockStart, modelNumber: o.modelNumber, standardService: o.standardService)
         server.transactionTimeoutHere = c.transactionTimeout
         var rng = SeededRandom(seed: c.seed ^ 0x4F4D524F4E)
-        advertisedName = "BLESmart_000000" + Hex.encode((0 ..< 7).map { _ in UInt8(truncatingIfNeeded: rng.next()) }).uppercased()
+        advertisedName =
+            "BLESmart_000000" + Hex.encode((0..<7).map { _ in UInt8(truncatingIfNeeded: rng.next()) }).uppercased()
     }
 
     public var nextDeadline: Timestamp? { server.nextDeadline }
@@ -104,12 +127,13 @@ public struct OmronPeripheral: GATTPeripheral {
         if cuff.pairingMode { status |= 0x08 }
         if cuff.unread.contains(where: { $0 > 0 }) { status |= 0x40 }
         var data: [UInt8] = [0x01, status, 0x00, 0x00]
-        for u in 0 ..< users {
+        for u in 0..<users {
             let n = UInt32(truncatingIfNeeded: cuff.taken[u].count)
             data += [UInt8(n & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n >> 16 & 0xFF)]
         }
-        return PeripheralAdvertisement(name: advertisedName, serviceUUIDs16: cuff.profile.transport == .modern ? [0xFE4A] : [0x1810],
-                                       manufacturerData: [OmronUUID.companyID: data])
+        return PeripheralAdvertisement(
+            name: advertisedName, serviceUUIDs16: cuff.profile.transport == .modern ? [0xFE4A] : [0x1810],
+            manufacturerData: [OmronUUID.companyID: data])
     }
 
     func local(_ now: Timestamp) -> Int64 {
@@ -172,7 +196,8 @@ public struct OmronPeripheral: GATTPeripheral {
     mutating func standardReading(_ now: Timestamp) -> [PeripheralOutput] {
         guard let h = standardMeasurement, let r = cuff.stored(user: 0).last else { return [] }
         let m = BloodPressureMeasurement(
-            systolic: SFloat(Double(r.systolic)), diastolic: SFloat(Double(r.diastolic)), meanArterialPressure: .nan, timestamp: r.time,
+            systolic: SFloat(Double(r.systolic)), diastolic: SFloat(Double(r.diastolic)), meanArterialPressure: .nan,
+            timestamp: r.time,
             pulseRate: SFloat(Double(r.pulse)), userID: 1)
         return serverActions(server.indicate(handle: h, value: m.encode(), now: now), now)
     }

@@ -34,9 +34,11 @@ public enum Scenario: String, Sendable, Hashable, CaseIterable {
         case .improperPosition: "improper measurement position (status bit 5)"
         case .error: "the cuff fails (\"Err\"): every value NaN, status 0"
         case .kpa: "cuff pressure and result in kPa"
-        case .storedRecords: "three stored readings sent right after subscription until a client confirmed them, oldest first (and by RACP with bps-1.1), then a live one"
+        case .storedRecords:
+            "three stored readings sent right after subscription until a client confirmed them, oldest first (and by RACP with bps-1.1), then a live one"
         case .disconnect: "the link drops in the middle of the deflation"
-        case .slowConfirm: "five stored readings queued at once; one indication in flight, link dropped if a confirmation is missing for 30 s"
+        case .slowConfirm:
+            "five stored readings queued at once; one indication in flight, link dropped if a confirmation is missing for 30 s"
         case .beurerBM85: "a Beurer BM85: user ID without its flag, pulse and status big-endian"
         case .rfuBits: "reserved bits set in flags and measurement status"
         case .hypotensive: "a low reading, about 88/56 mmHg, pulse below the lower limit"

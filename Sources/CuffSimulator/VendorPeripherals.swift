@@ -21,15 +21,23 @@ public struct VendorCuffPeripheral: GATTPeripheral {
     public init(_ kind: Kind, name: String) {
         var b = AttributeDatabase.Builder()
         b.addService(.genericAccess)
-        b.addCharacteristic(BluetoothUUID(BPSUUID.deviceName), properties: .read, permissions: .read, value: Array(name.utf8))
+        b.addCharacteristic(
+            BluetoothUUID(BPSUUID.deviceName), properties: .read, permissions: .read, value: Array(name.utf8))
         switch kind {
         case .microlife:
             b.addService(BluetoothUUID(Microlife.serviceUUID16))
-            notifyHandle = b.addCharacteristic(BluetoothUUID(Microlife.responseUUID16), properties: .notify, permissions: []).valueHandle
-            commandHandle = b.addCharacteristic(BluetoothUUID(Microlife.commandUUID16), properties: [.write, .writeWithoutResponse], permissions: .write).valueHandle
+            notifyHandle =
+                b.addCharacteristic(BluetoothUUID(Microlife.responseUUID16), properties: .notify, permissions: [])
+                .valueHandle
+            commandHandle =
+                b.addCharacteristic(
+                    BluetoothUUID(Microlife.commandUUID16), properties: [.write, .writeWithoutResponse],
+                    permissions: .write
+                ).valueHandle
         case .yonker:
             b.addService(BluetoothUUID(Yonker.serviceUUID)!)
-            notifyHandle = b.addCharacteristic(BluetoothUUID(Yonker.notifyUUID)!, properties: .notify, permissions: []).valueHandle
+            notifyHandle =
+                b.addCharacteristic(BluetoothUUID(Yonker.notifyUUID)!, properties: .notify, permissions: []).valueHandle
             commandHandle = nil
         }
         server = GATTServer(database: b.build())
@@ -56,7 +64,9 @@ public struct VendorCuffPeripheral: GATTPeripheral {
     public mutating func linkSecurityChanged(_ level: SecurityLevel) { server.linkSecurityChanged(level: level) }
     public mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput] { [] }
     public mutating func tick(now: Timestamp) -> [PeripheralOutput] { run(server.tick(now: now)) }
-    public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [PeripheralOutput] { run(server.receive(pdu, now: now)) }
+    public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [PeripheralOutput] {
+        run(server.receive(pdu, now: now))
+    }
 
     var label: String {
         switch kind {

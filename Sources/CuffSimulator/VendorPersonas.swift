@@ -40,9 +40,13 @@ public struct MicrolifeCuff: Sendable {
         switch op {
         case 0x0D where payload.count == 7:
             let p = Array(payload)
-            clock = DateTime(year: 2000 + UInt16(p[1]), month: p[2], day: p[3], hours: p[4], minutes: p[5], seconds: p[6])
-            return [.log("Microlife cuff: clock set to \(clock!.description)")] + send(Microlife.frame([0x81], header: Microlife.responseHeader))
-        case 0x00 where Array(payload) == Array(Microlife.getMeasurementsCommand[4..<(Microlife.getMeasurementsCommand.count - 1)]):
+            clock = DateTime(
+                year: 2000 + UInt16(p[1]), month: p[2], day: p[3], hours: p[4], minutes: p[5], seconds: p[6])
+            return [.log("Microlife cuff: clock set to \(clock!.description)")]
+                + send(Microlife.frame([0x81], header: Microlife.responseHeader))
+        case 0x00
+        where Array(payload)
+            == Array(Microlife.getMeasurementsCommand[4..<(Microlife.getMeasurementsCommand.count - 1)]):
             var p = [UInt8](repeating: 0, count: Microlife.recordsOffset)
             for s in slots { p += s?.bytes ?? [UInt8](repeating: 0, count: Microlife.recordStride) }
             let frame = Microlife.frame(p, header: Microlife.responseHeader)
@@ -56,7 +60,9 @@ public struct MicrolifeCuff: Sendable {
 
     func send(_ frame: [UInt8]) -> [Action] {
         guard subscribed else { return [.log("Microlife cuff: answer not sent: nobody subscribed to fff1")] }
-        return stride(from: 0, to: frame.count, by: chunk).map { .notify(Array(frame[$0..<min(frame.count, $0 + chunk)])) }
+        return stride(from: 0, to: frame.count, by: chunk).map {
+            .notify(Array(frame[$0..<min(frame.count, $0 + chunk)]))
+        }
     }
 }
 
@@ -74,6 +80,9 @@ public struct YonkerCuff: Sendable {
 
     public mutating func subscriptionChanged(_ on: Bool) -> [Action] {
         guard on else { return [] }
-        return [.log("Yonker cuff: result \(result.systolic)/\(result.diastolic) pulse \(result.pulse)"), .notify(result.bytes)]
+        return [
+            .log("Yonker cuff: result \(result.systolic)/\(result.diastolic) pulse \(result.pulse)"),
+            .notify(result.bytes),
+        ]
     }
 }

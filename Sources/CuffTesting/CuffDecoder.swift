@@ -115,8 +115,10 @@ public enum CuffDecoder {
     ///   - characteristic: the characteristic it is from (default 0x2A35, Blood Pressure Measurement).
     ///   - quirk: a device family whose value layout differs from the standard, or nil.
     /// - Returns: the decoded object, or the error object with ``DecodedValue/failure`` set.
-    public static func decode(_ value: [UInt8], characteristic: BPSCharacteristic = .bloodPressureMeasurement,
-                              quirk: QuirkProfile? = nil) -> DecodedValue {
+    public static func decode(
+        _ value: [UInt8], characteristic: BPSCharacteristic = .bloodPressureMeasurement,
+        quirk: QuirkProfile? = nil
+    ) -> DecodedValue {
         decode(value, characteristic: characteristic, quirks: quirk?.options ?? [])
     }
 
@@ -128,8 +130,10 @@ public enum CuffDecoder {
     ///   - characteristic: the characteristic it is from.
     ///   - quirks: the layout differences from the standard to apply.
     /// - Returns: the decoded object, or the error object with ``DecodedValue/failure`` set.
-    public static func decode(_ value: [UInt8], characteristic: BPSCharacteristic = .bloodPressureMeasurement,
-                              quirks: QuirkProfile.Options) -> DecodedValue {
+    public static func decode(
+        _ value: [UInt8], characteristic: BPSCharacteristic = .bloodPressureMeasurement,
+        quirks: QuirkProfile.Options
+    ) -> DecodedValue {
         do {
             return DecodedValue(json: try characteristic.decodeJSON(value[...], quirks: quirks))
         } catch {

@@ -81,8 +81,10 @@ public enum CuffReplay {
         ///   - adapter: only this controller, or nil for all.
         ///   - handles: value handles mapped by hand.
         ///   - cuffProtocol: the protocol to follow, or nil to choose it from the device.
-        public init(format: CaptureFormat = .auto, adapter: UInt16? = nil, handles: [UInt16: CuffCharacteristic] = [:],
-                    cuffProtocol: CuffProtocolID? = nil) {
+        public init(
+            format: CaptureFormat = .auto, adapter: UInt16? = nil, handles: [UInt16: CuffCharacteristic] = [:],
+            cuffProtocol: CuffProtocolID? = nil
+        ) {
             self.format = format
             self.adapter = adapter
             self.handles = handles
@@ -133,8 +135,10 @@ public enum CuffReplay {
     }
 
     /// Ends the sessions still open and sorts the outputs.
-    static func finish(_ replay: inout CaptureReplay, _ ending: CaptureReplay.Ending,
-                       _ out: inout [ReplayOutput]) -> ReplayedCapture {
+    static func finish(
+        _ replay: inout CaptureReplay, _ ending: CaptureReplay.Ending,
+        _ out: inout [ReplayOutput]
+    ) -> ReplayedCapture {
         var result = ReplayedCapture()
         if case let .fault(e) = ending { result.fault = e }
         replay.finish(after: result.fault, into: &out)

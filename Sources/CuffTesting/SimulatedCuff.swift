@@ -32,8 +32,10 @@ public struct CuffSimulation: Sendable {
     ///     command or the button (``SimulatedCuff/pressButton()``) starts it, as `cuff simulate`.
     ///   - quirk: behave as a device family's cuff (names, value layout, memory and session habits).
     ///   - cuffProtocol: another registered protocol's simulated cuff (`--protocol`), or nil.
-    public init(scenario: Scenario = .normal, persona: Persona = .bps10, seed: UInt64 = 1, autostart: Bool = false,
-                quirk: QuirkProfile? = nil, cuffProtocol: CuffProtocolID? = nil) {
+    public init(
+        scenario: Scenario = .normal, persona: Persona = .bps10, seed: UInt64 = 1, autostart: Bool = false,
+        quirk: QuirkProfile? = nil, cuffProtocol: CuffProtocolID? = nil
+    ) {
         configuration = SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: autostart)
         if let quirk { configuration.behave(as: quirk) }
         self.cuffProtocol = cuffProtocol
@@ -59,8 +61,10 @@ public struct CuffSimulation: Sendable {
     /// - Returns: the simulation.
     /// - Throws: ``CuffTestingError`` with code ``CuffTestingError/Code/unknownModel`` when no
     ///   profile has that name (the message names the closest one).
-    public static func omron(model: String, scenario: OmronScenario = .normal, unpaired: Bool = false,
-                             seed: UInt64 = 1) throws(CuffTestingError) -> CuffSimulation {
+    public static func omron(
+        model: String, scenario: OmronScenario = .normal, unpaired: Bool = false,
+        seed: UInt64 = 1
+    ) throws(CuffTestingError) -> CuffSimulation {
         guard let profile = OmronCatalog.profile(named: model) else {
             let closest = OmronCatalog.closest(to: model).id
             throw CuffTestingError(.unknownModel, "unknown Omron model '\(model)' (closest profile: \(closest))")
@@ -84,8 +88,10 @@ public struct CuffSimulation: Sendable {
     /// - Returns: the simulation (``configuration`` does not apply to it).
     /// - Throws: ``CuffTestingError`` with code ``CuffTestingError/Code/badCapture`` (the file
     ///   cannot be read as a capture) or ``CuffTestingError/Code/nothingToServe``.
-    public static func captured(path: String, session: Int? = nil, handles: [UInt16: CuffCharacteristic] = [:],
-                                loop: Bool = false) throws(CuffTestingError) -> CuffSimulation {
+    public static func captured(
+        path: String, session: Int? = nil, handles: [UInt16: CuffCharacteristic] = [:],
+        loop: Bool = false
+    ) throws(CuffTestingError) -> CuffSimulation {
         let captured: CapturedCuff
         do {
             captured = try CapturedCuff.load(path: path, session: session, overrides: handles)

@@ -54,8 +54,10 @@ public final class SimulatedCuffServer: Sendable {
     ///     default is 10).
     ///   - log: gets the cuff's and the sessions' log lines (what `cuff simulate` prints on stderr),
     ///     on the server's thread; by default they are dropped.
-    public init(_ simulation: CuffSimulation, path: String, speed: Double = 10,
-                log: Logger = .silent) {
+    public init(
+        _ simulation: CuffSimulation, path: String, speed: Double = 10,
+        log: Logger = .silent
+    ) {
         precondition(speed > 0 && speed.isFinite, "speed must be a finite number above 0")
         self.simulation = simulation
         self.path = path
@@ -135,9 +137,11 @@ public final class SimulatedCuffServer: Sendable {
     public var sessions: Int { control.state.withLock { $0.sessions } }
 
     /// The server's thread: the runtime's listening peripheral on an event loop, until stopped.
-    static func serve<P: GATTPeripheral>(_ peripheral: P, listener: UnixSeqpacketListener, control: Control,
-                                         speed: Double, log: Logger,
-                                         started: (String?) -> Void) {
+    static func serve<P: GATTPeripheral>(
+        _ peripheral: P, listener: UnixSeqpacketListener, control: Control,
+        speed: Double, log: Logger,
+        started: (String?) -> Void
+    ) {
         let loop: EventLoop
         do {
             loop = try EventLoop(capacity: 8)

@@ -244,7 +244,9 @@ enum DBusSignature {
         var i = sig.startIndex
         while i < sig.endIndex, sig[i] == "a" {
             arrays += 1
-            guard arrays <= maxNesting else { throw .nestedTooDeep("signature '\(sig)': more than \(maxNesting) nested arrays") }
+            guard arrays <= maxNesting else {
+                throw .nestedTooDeep("signature '\(sig)': more than \(maxNesting) nested arrays")
+            }
             i = sig.index(after: i)
         }
         if arrays > 0 {
@@ -266,12 +268,16 @@ enum DBusSignature {
                     if depth == 0 {
                         guard ch == close else { throw .malformed("signature \(sig): mismatched brackets") }
                         // An empty struct takes no bytes: an array of them would never end.
-                        guard sig.index(after: sig.startIndex) != i else { throw .malformed("signature \(sig): empty struct or dict entry") }
+                        guard sig.index(after: sig.startIndex) != i else {
+                            throw .malformed("signature \(sig): empty struct or dict entry")
+                        }
                         let end = sig.index(after: i)
                         return (sig[sig.startIndex..<end], sig[end...])
                     }
                 }
-                guard depth <= maxNesting else { throw .nestedTooDeep("signature '\(sig)': more than \(maxNesting) nested structs or dict entries") }
+                guard depth <= maxNesting else {
+                    throw .nestedTooDeep("signature '\(sig)': more than \(maxNesting) nested structs or dict entries")
+                }
                 i = sig.index(after: i)
             }
             throw .malformed("signature \(sig): unclosed bracket")
@@ -331,7 +337,9 @@ struct DBusReader {
     }
 
     /// An unsigned integer of `T`'s width, aligned to it, in the message's byte order.
-    private mutating func unsigned<T: FixedWidthInteger & UnsignedInteger>(_ what: String) throws(DBusProtocolError) -> T {
+    private mutating func unsigned<T: FixedWidthInteger & UnsignedInteger>(_ what: String) throws(DBusProtocolError)
+        -> T
+    {
         let n = MemoryLayout<T>.size
         try align(n, what)
         let s = try take(n, what)
@@ -484,7 +492,8 @@ public struct DBusMessage: Sendable, Equatable {
     public var signature: String
 
     public init(
-        kind: Kind, flags: UInt8 = 0, serial: UInt32 = 0, path: String? = nil, interface: String? = nil, member: String? = nil,
+        kind: Kind, flags: UInt8 = 0, serial: UInt32 = 0, path: String? = nil, interface: String? = nil,
+        member: String? = nil,
         errorName: String? = nil, replySerial: UInt32? = nil, destination: String? = nil, sender: String? = nil,
         body: [DBusValue] = []
     ) {
@@ -506,7 +515,8 @@ public struct DBusMessage: Sendable, Equatable {
     public static func call(
         destination: String, path: String, interface: String, member: String, body: [DBusValue] = []
     ) -> DBusMessage {
-        DBusMessage(kind: .methodCall, path: path, interface: interface, member: member, destination: destination, body: body)
+        DBusMessage(
+            kind: .methodCall, path: path, interface: interface, member: member, destination: destination, body: body)
     }
 
     /// The method return for `call`.
@@ -516,7 +526,8 @@ public struct DBusMessage: Sendable, Equatable {
 
     /// The error reply for `call`.
     public static func errorReply(to call: DBusMessage, name: String, text: String) -> DBusMessage {
-        DBusMessage(kind: .error, errorName: name, replySerial: call.serial, destination: call.sender, body: [.string(text)])
+        DBusMessage(
+            kind: .error, errorName: name, replySerial: call.serial, destination: call.sender, body: [.string(text)])
     }
 
     /// The wire bytes (little-endian, protocol version 1), with `serial`.
@@ -578,7 +589,9 @@ public struct DBusMessage: Sendable, Equatable {
     public init(parsing bytes: [UInt8]) throws(DBusProtocolError) {
         guard let total = try Self.frameLength(bytes[...]) else { throw .truncated("header (\(bytes.count) bytes)") }
         guard total == bytes.count else {
-            throw total > bytes.count ? .truncated("message (\(bytes.count) of \(total) bytes)") : .malformed("message: \(bytes.count - total) trailing bytes")
+            throw total > bytes.count
+                ? .truncated("message (\(bytes.count) of \(total) bytes)")
+                : .malformed("message: \(bytes.count - total) trailing bytes")
         }
         let big = bytes[0] == UInt8(ascii: "B")
         guard let kind = Kind(rawValue: bytes[1]) else { throw .malformed("header: message type \(bytes[1])") }
@@ -620,7 +633,9 @@ public struct DBusMessage: Sendable, Equatable {
             for type in try DBusSignature.split(sig) {
                 values.append(try b.value(type: type, "body", depth: 0))
             }
-            if b.position != bytes.count { throw .malformed("body: \(bytes.count - b.position) bytes beyond signature '\(sig)'") }
+            if b.position != bytes.count {
+                throw .malformed("body: \(bytes.count - b.position) bytes beyond signature '\(sig)'")
+            }
             body = values
         } catch {
             body = nil
@@ -628,7 +643,8 @@ public struct DBusMessage: Sendable, Equatable {
         }
         switch kind {
         case .methodCall where path == nil || member == nil: throw .malformed("method call without path or member")
-        case .signal where path == nil || member == nil || interface == nil: throw .malformed("signal without path, interface or member")
+        case .signal where path == nil || member == nil || interface == nil:
+            throw .malformed("signal without path, interface or member")
         case .methodReturn where replySerial == nil: throw .malformed("method return without reply serial")
         case .error where replySerial == nil || errorName == nil: throw .malformed("error without reply serial or name")
         default: break

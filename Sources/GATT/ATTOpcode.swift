@@ -50,14 +50,14 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         if isCommand { return false }
         switch self {
         case .exchangeMTURequest, .findInformationRequest, .findByTypeValueRequest, .readByTypeRequest,
-             .readRequest, .readBlobRequest, .readMultipleRequest, .readByGroupTypeRequest, .writeRequest,
-             .prepareWriteRequest, .executeWriteRequest, .readMultipleVariableRequest:
+            .readRequest, .readBlobRequest, .readMultipleRequest, .readByGroupTypeRequest, .writeRequest,
+            .prepareWriteRequest, .executeWriteRequest, .readMultipleVariableRequest:
             return true
         case .errorResponse, .exchangeMTUResponse, .findInformationResponse, .findByTypeValueResponse,
-             .readByTypeResponse, .readResponse, .readBlobResponse, .readMultipleResponse,
-             .readByGroupTypeResponse, .writeResponse, .prepareWriteResponse, .executeWriteResponse,
-             .handleValueNotification, .handleValueIndication, .handleValueConfirmation,
-             .readMultipleVariableResponse:
+            .readByTypeResponse, .readResponse, .readBlobResponse, .readMultipleResponse,
+            .readByGroupTypeResponse, .writeResponse, .prepareWriteResponse, .executeWriteResponse,
+            .handleValueNotification, .handleValueIndication, .handleValueConfirmation,
+            .readMultipleVariableResponse:
             return false
         default:
             return true
@@ -68,8 +68,8 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public var responseOpcode: ATTOpcode? {
         switch self {
         case .exchangeMTURequest, .findInformationRequest, .findByTypeValueRequest, .readByTypeRequest,
-             .readRequest, .readBlobRequest, .readMultipleRequest, .readByGroupTypeRequest, .writeRequest,
-             .prepareWriteRequest, .executeWriteRequest, .readMultipleVariableRequest:
+            .readRequest, .readBlobRequest, .readMultipleRequest, .readByGroupTypeRequest, .writeRequest,
+            .prepareWriteRequest, .executeWriteRequest, .readMultipleVariableRequest:
             return ATTOpcode(rawValue + 1)
         default:
             return nil

@@ -17,15 +17,18 @@ extension ATTPDU: CustomStringConvertible {
         case let .findInformationResponse(list):
             return "\(name) " + list.map { "\(Hex.handle($0.handle)) \($0.uuid)" }.joined(separator: ", ")
         case let .findByTypeValueRequest(start, end, type, value):
-            return "\(name) \(Hex.handle(start))-\(Hex.handle(end)) type \(BluetoothUUID(type)) value \(Hex.encode(value))"
+            return
+                "\(name) \(Hex.handle(start))-\(Hex.handle(end)) type \(BluetoothUUID(type)) value \(Hex.encode(value))"
         case let .findByTypeValueResponse(list):
-            return "\(name) " + list.map { "\(Hex.handle($0.foundHandle))-\(Hex.handle($0.groupEndHandle))" }.joined(separator: ", ")
+            return "\(name) "
+                + list.map { "\(Hex.handle($0.foundHandle))-\(Hex.handle($0.groupEndHandle))" }.joined(separator: ", ")
         case let .readByTypeRequest(start, end, type), let .readByGroupTypeRequest(start, end, type):
             return "\(name) \(Hex.handle(start))-\(Hex.handle(end)) type \(type)"
         case let .readByTypeResponse(list):
             return "\(name) " + list.map { "\(Hex.handle($0.handle)): \(Hex.encode($0.value))" }.joined(separator: ", ")
         case let .readByGroupTypeResponse(list):
-            return "\(name) " + list.map { "\(Hex.handle($0.handle))-\(Hex.handle($0.endGroupHandle)): \(Hex.encode($0.value))" }
+            return "\(name) "
+                + list.map { "\(Hex.handle($0.handle))-\(Hex.handle($0.endGroupHandle)): \(Hex.encode($0.value))" }
                 .joined(separator: ", ")
         case let .readRequest(handle):
             return "\(name) \(Hex.handle(handle))"
@@ -34,7 +37,7 @@ extension ATTPDU: CustomStringConvertible {
         case let .readResponse(value), let .readBlobResponse(value):
             return "\(name): \(Hex.encode(value))"
         case let .writeRequest(handle, value), let .writeCommand(handle, value),
-             let .handleValueNotification(handle, value), let .handleValueIndication(handle, value):
+            let .handleValueNotification(handle, value), let .handleValueIndication(handle, value):
             return "\(name) \(Hex.handle(handle)): \(Hex.encode(value))"
         case .writeResponse, .handleValueConfirmation:
             return name

@@ -155,28 +155,32 @@ public enum ATTPDU: Sendable, Hashable {
             case 1: size = 4
             case 2: size = 18
             default:
-                throw p.error(.invalidFormat, at: formatOffset, "format \(format) is neither 1 (16-bit) nor 2 (128-bit)")
+                throw p.error(
+                    .invalidFormat, at: formatOffset, "format \(format) is neither 1 (16-bit) nor 2 (128-bit)")
             }
-            self = .findInformationResponse(try p.list("information data", elementSize: size) { r in
-                let handle = r.readUInt16()!
-                return HandleUUID(handle: handle, uuid: BluetoothUUID(littleEndian: r.readRemaining())!)
-            })
+            self = .findInformationResponse(
+                try p.list("information data", elementSize: size) { r in
+                    let handle = r.readUInt16()!
+                    return HandleUUID(handle: handle, uuid: BluetoothUUID(littleEndian: r.readRemaining())!)
+                })
         case .findByTypeValueRequest:
             let start = try p.u16("starting handle"), end = try p.u16("ending handle")
             let type = try p.u16("attribute type")
             self = .findByTypeValueRequest(start: start, end: end, type: type, value: Array(p.reader.readRemaining()))
         case .findByTypeValueResponse:
-            self = .findByTypeValueResponse(try p.list("handles information", elementSize: 4) { r in
-                HandlesInformation(foundHandle: r.readUInt16()!, groupEndHandle: r.readUInt16()!)
-            })
+            self = .findByTypeValueResponse(
+                try p.list("handles information", elementSize: 4) { r in
+                    HandlesInformation(foundHandle: r.readUInt16()!, groupEndHandle: r.readUInt16()!)
+                })
         case .readByTypeRequest:
             let start = try p.u16("starting handle"), end = try p.u16("ending handle")
             self = .readByTypeRequest(start: start, end: end, type: try p.uuid("attribute type"))
         case .readByTypeResponse:
             let length = try p.lengthByte(minimum: 2)
-            self = .readByTypeResponse(try p.list("attribute data", elementSize: length) { r in
-                HandleValue(handle: r.readUInt16()!, value: Array(r.readRemaining()))
-            })
+            self = .readByTypeResponse(
+                try p.list("attribute data", elementSize: length) { r in
+                    HandleValue(handle: r.readUInt16()!, value: Array(r.readRemaining()))
+                })
         case .readRequest:
             self = .readRequest(handle: try p.u16("attribute handle"))
         case .readResponse:
@@ -190,9 +194,11 @@ public enum ATTPDU: Sendable, Hashable {
             self = .readByGroupTypeRequest(start: start, end: end, type: try p.uuid("attribute group type"))
         case .readByGroupTypeResponse:
             let length = try p.lengthByte(minimum: 4)
-            self = .readByGroupTypeResponse(try p.list("attribute data", elementSize: length) { r in
-                GroupValue(handle: r.readUInt16()!, endGroupHandle: r.readUInt16()!, value: Array(r.readRemaining()))
-            })
+            self = .readByGroupTypeResponse(
+                try p.list("attribute data", elementSize: length) { r in
+                    GroupValue(
+                        handle: r.readUInt16()!, endGroupHandle: r.readUInt16()!, value: Array(r.readRemaining()))
+                })
         case .writeRequest:
             self = .writeRequest(handle: try p.u16("attribute handle"), value: Array(p.reader.readRemaining()))
         case .writeResponse:
@@ -200,7 +206,8 @@ public enum ATTPDU: Sendable, Hashable {
         case .writeCommand:
             self = .writeCommand(handle: try p.u16("attribute handle"), value: Array(p.reader.readRemaining()))
         case .handleValueNotification:
-            self = .handleValueNotification(handle: try p.u16("attribute handle"), value: Array(p.reader.readRemaining()))
+            self = .handleValueNotification(
+                handle: try p.u16("attribute handle"), value: Array(p.reader.readRemaining()))
         case .handleValueIndication:
             self = .handleValueIndication(handle: try p.u16("attribute handle"), value: Array(p.reader.readRemaining()))
         case .handleValueConfirmation:
@@ -223,7 +230,8 @@ public enum ATTPDU: Sendable, Hashable {
         func rest(_ from: Int) -> [UInt8] { Array(UnsafeRawBufferPointer(rebasing: raw[from...])) }
         // (Literal opcodes: the named constants are globals that are read through an accessor.)
         switch raw[0] {
-        case 0x01 where n == 5: self = .errorResponse(request: ATTOpcode(raw[1]), handle: u16(2), error: ATTErrorCode(raw[4]))
+        case 0x01 where n == 5:
+            self = .errorResponse(request: ATTOpcode(raw[1]), handle: u16(2), error: ATTErrorCode(raw[4]))
         case 0x02 where n == 3: self = .exchangeMTURequest(clientMTU: u16(1))
         case 0x03 where n == 3: self = .exchangeMTUResponse(serverMTU: u16(1))
         case 0x04 where n == 5: self = .findInformationRequest(start: u16(1), end: u16(3))
@@ -314,7 +322,7 @@ public enum ATTPDU: Sendable, Hashable {
             w.write(handle)
             w.write(offset)
         case let .writeRequest(handle, value), let .writeCommand(handle, value),
-             let .handleValueNotification(handle, value), let .handleValueIndication(handle, value):
+            let .handleValueNotification(handle, value), let .handleValueIndication(handle, value):
             w.write(handle)
             w.write(contentsOf: value)
         case .writeResponse, .handleValueConfirmation:
@@ -335,7 +343,9 @@ private struct FieldReader {
     }
 
     private func short(_ field: String, _ size: Int) -> ATTDecodingError {
-        error(.truncated, at: reader.offset, "\(field) needs \(size) byte\(size == 1 ? "" : "s"), \(reader.remaining) left")
+        error(
+            .truncated, at: reader.offset,
+            "\(field) needs \(size) byte\(size == 1 ? "" : "s"), \(reader.remaining) left")
     }
 
     mutating func u8(_ field: String) throws(ATTDecodingError) -> UInt8 {
@@ -375,9 +385,11 @@ private struct FieldReader {
         let at = reader.offset
         let rest = reader.remaining
         guard rest > 0, rest % elementSize == 0 else {
-            throw error(.invalidLength, at: at, rest == 0
-                ? "\(field) is empty"
-                : "\(rest) bytes of \(field) are not a whole number of \(elementSize)-byte elements")
+            throw error(
+                .invalidLength, at: at,
+                rest == 0
+                    ? "\(field) is empty"
+                    : "\(rest) bytes of \(field) are not a whole number of \(elementSize)-byte elements")
         }
         var out: [T] = []
         out.reserveCapacity(rest / elementSize)
@@ -390,7 +402,9 @@ private struct FieldReader {
 
     func finish() throws(ATTDecodingError) {
         guard reader.isAtEnd else {
-            throw error(.trailingBytes, at: reader.offset, "\(reader.remaining) unexpected byte\(reader.remaining == 1 ? "" : "s") after the last field")
+            throw error(
+                .trailingBytes, at: reader.offset,
+                "\(reader.remaining) unexpected byte\(reader.remaining == 1 ? "" : "s") after the last field")
         }
     }
 }

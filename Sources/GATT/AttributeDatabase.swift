@@ -142,7 +142,9 @@ public struct AttributeDatabase: Sendable, Hashable {
             explicitEnd = handle
         }
 
-        private mutating func append(_ type: BluetoothUUID, _ value: [UInt8], _ permissions: AttributePermissions) -> UInt16 {
+        private mutating func append(_ type: BluetoothUUID, _ value: [UInt8], _ permissions: AttributePermissions)
+            -> UInt16
+        {
             let handle = nextHandle
             attributes.append(Attribute(handle: handle, type: type, value: value, permissions: permissions))
             next = UInt32(handle) + 1
@@ -184,9 +186,10 @@ public struct AttributeDatabase: Sendable, Hashable {
             if !properties.isDisjoint(with: [.notify, .indicate]) {
                 cccd = append(.clientCharacteristicConfiguration, [0, 0], cccdPermissions)
             }
-            characteristics.append(Characteristic(
-                uuid: uuid, properties: properties, declarationHandle: declaration,
-                valueHandle: valueHandle, cccdHandle: cccd))
+            characteristics.append(
+                Characteristic(
+                    uuid: uuid, properties: properties, declarationHandle: declaration,
+                    valueHandle: valueHandle, cccdHandle: cccd))
             return CharacteristicHandles(declarationHandle: declaration, valueHandle: valueHandle, cccdHandle: cccd)
         }
 
@@ -196,7 +199,8 @@ public struct AttributeDatabase: Sendable, Hashable {
         /// CCCD (readable and writable); the others are readable.
         @discardableResult
         public mutating func addCharacteristic(
-            _ uuid: BluetoothUUID, properties: CharacteristicProperties, permissions: AttributePermissions, value: [UInt8] = [],
+            _ uuid: BluetoothUUID, properties: CharacteristicProperties, permissions: AttributePermissions,
+            value: [UInt8] = [],
             declarationHandle: UInt16, descriptors: [(handle: UInt16, uuid: BluetoothUUID, value: [UInt8])]
         ) -> CharacteristicHandles {
             precondition(!services.isEmpty, "a characteristic needs a service first")
@@ -216,9 +220,12 @@ public struct AttributeDatabase: Sendable, Hashable {
                     _ = append(d.uuid, d.value, .read)
                 }
             }
-            characteristics.append(Characteristic(
-                uuid: uuid, properties: properties, declarationHandle: declarationHandle, valueHandle: valueHandle, cccdHandle: cccd))
-            return CharacteristicHandles(declarationHandle: declarationHandle, valueHandle: valueHandle, cccdHandle: cccd)
+            characteristics.append(
+                Characteristic(
+                    uuid: uuid, properties: properties, declarationHandle: declarationHandle, valueHandle: valueHandle,
+                    cccdHandle: cccd))
+            return CharacteristicHandles(
+                declarationHandle: declarationHandle, valueHandle: valueHandle, cccdHandle: cccd)
         }
 
         /// Adds a descriptor after the last characteristic (§3.3.3).
@@ -236,8 +243,9 @@ public struct AttributeDatabase: Sendable, Hashable {
         public mutating func addGenericAccessService(deviceName: String, appearance: UInt16) {
             addService(.genericAccess)
             addCharacteristic(.deviceName, properties: .read, permissions: .read, value: Array(deviceName.utf8))
-            addCharacteristic(.appearance, properties: .read, permissions: .read,
-                              value: [UInt8(truncatingIfNeeded: appearance), UInt8(truncatingIfNeeded: appearance >> 8)])
+            addCharacteristic(
+                .appearance, properties: .read, permissions: .read,
+                value: [UInt8(truncatingIfNeeded: appearance), UInt8(truncatingIfNeeded: appearance >> 8)])
         }
 
         private mutating func closeService() {

@@ -31,9 +31,13 @@ struct Discovery: Sendable {
                 guard cursor <= 0xFFFF else { phase = .characteristics(service: 0, cursor: nil); continue }
                 return .send(.readByGroupTypeRequest(start: UInt16(cursor), end: 0xFFFF, type: .primaryService))
             case let .characteristics(s, cursor):
-                guard s < services.count else { phase = .descriptors(service: 0, characteristic: 0, cursor: nil); continue }
+                guard s < services.count else {
+                    phase = .descriptors(service: 0, characteristic: 0, cursor: nil); continue
+                }
                 let from = cursor ?? Int(services[s].handle) + 1
-                guard from <= Int(services[s].endHandle) else { phase = .characteristics(service: s + 1, cursor: nil); continue }
+                guard from <= Int(services[s].endHandle) else {
+                    phase = .characteristics(service: s + 1, cursor: nil); continue
+                }
                 return .send(.readByTypeRequest(start: UInt16(from), end: services[s].endHandle, type: .characteristic))
             case let .descriptors(s, c, cursor):
                 guard s < services.count else { return .done(.success(.profile(GATTProfile(services: services)))) }
@@ -42,7 +46,9 @@ struct Discovery: Sendable {
                 }
                 let (lower, upper) = descriptorRange(s, c)
                 let from = cursor ?? lower
-                guard from <= upper else { phase = .descriptors(service: s, characteristic: c + 1, cursor: nil); continue }
+                guard from <= upper else {
+                    phase = .descriptors(service: s, characteristic: c + 1, cursor: nil); continue
+                }
                 return .send(.findInformationRequest(start: UInt16(from), end: UInt16(upper)))
             }
         }
@@ -66,7 +72,9 @@ struct Discovery: Sendable {
             var at = cursor
             for g in groups {
                 guard Int(g.handle) >= at, g.endGroupHandle >= g.handle else {
-                    return invalid("service group \(Hex.handle(g.handle))-\(Hex.handle(g.endGroupHandle)) does not advance past \(handleText(at - 1))", g.handle)
+                    return invalid(
+                        "service group \(Hex.handle(g.handle))-\(Hex.handle(g.endGroupHandle)) does not advance past \(handleText(at - 1))",
+                        g.handle)
                 }
                 guard let uuid = BluetoothUUID(littleEndian: g.value[...]) else {
                     return invalid("service at \(Hex.handle(g.handle)) has a \(g.value.count)-byte UUID", g.handle)
@@ -85,19 +93,27 @@ struct Discovery: Sendable {
             var at = cursor ?? Int(service.handle) + 1
             for e in entries {
                 guard Int(e.handle) >= at, e.handle <= service.endHandle else {
-                    return invalid("characteristic declaration at \(Hex.handle(e.handle)) is outside \(handleText(at))-\(Hex.handle(service.endHandle))", e.handle)
+                    return invalid(
+                        "characteristic declaration at \(Hex.handle(e.handle)) is outside \(handleText(at))-\(Hex.handle(service.endHandle))",
+                        e.handle)
                 }
                 var r = ByteReader(e.value)
                 guard let properties = r.readUInt8(), let valueHandle = r.readUInt16(),
-                      let uuid = BluetoothUUID(littleEndian: r.readRemaining()) else {
-                    return invalid("characteristic declaration at \(Hex.handle(e.handle)) is \(e.value.count) bytes, not 5 or 19", e.handle)
+                    let uuid = BluetoothUUID(littleEndian: r.readRemaining())
+                else {
+                    return invalid(
+                        "characteristic declaration at \(Hex.handle(e.handle)) is \(e.value.count) bytes, not 5 or 19",
+                        e.handle)
                 }
                 guard valueHandle > e.handle, valueHandle <= service.endHandle else {
-                    return invalid("characteristic declared at \(Hex.handle(e.handle)) has its value at \(Hex.handle(valueHandle))", e.handle)
+                    return invalid(
+                        "characteristic declared at \(Hex.handle(e.handle)) has its value at \(Hex.handle(valueHandle))",
+                        e.handle)
                 }
-                services[s].characteristics.append(GATTProfile.Characteristic(
-                    uuid: uuid, properties: CharacteristicProperties(rawValue: properties),
-                    declarationHandle: e.handle, valueHandle: valueHandle))
+                services[s].characteristics.append(
+                    GATTProfile.Characteristic(
+                        uuid: uuid, properties: CharacteristicProperties(rawValue: properties),
+                        declarationHandle: e.handle, valueHandle: valueHandle))
                 at = Int(valueHandle) + 1
             }
             phase = .characteristics(service: s, cursor: at)
@@ -109,7 +125,9 @@ struct Discovery: Sendable {
             var at = cursor ?? lower
             for d in list {
                 guard Int(d.handle) >= at, Int(d.handle) <= upper else {
-                    return invalid("descriptor at \(Hex.handle(d.handle)) is outside \(handleText(at))-\(handleText(upper))", d.handle)
+                    return invalid(
+                        "descriptor at \(Hex.handle(d.handle)) is outside \(handleText(at))-\(handleText(upper))",
+                        d.handle)
                 }
                 services[s].characteristics[c].descriptors.append(d)
                 if d.uuid == .clientCharacteristicConfiguration, services[s].characteristics[c].cccdHandle == nil {
@@ -122,8 +140,11 @@ struct Discovery: Sendable {
             phase = .descriptors(service: s, characteristic: c + 1, cursor: nil)
 
         case let (_, .errorResponse(request, handle, error)):
-            return .done(.failure(GATTClientError(
-                .attError, "\(error) at \(Hex.handle(handle)) for \(request) during discovery", attError: error, handle: handle)))
+            return .done(
+                .failure(
+                    GATTClientError(
+                        .attError, "\(error) at \(Hex.handle(handle)) for \(request) during discovery", attError: error,
+                        handle: handle)))
         default:
             return .done(.failure(GATTClientError(.unexpectedResponse, "\(pdu.opcode) does not answer discovery")))
         }

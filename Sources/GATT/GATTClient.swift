@@ -81,7 +81,9 @@ public struct GATTClient: Sendable {
 
     /// Discovers primary services (all, or only those in `services`), their characteristics and
     /// descriptors (Part G §4.4.1, §4.6.1, §4.7.1). Completes with ``GATTClientResponse/profile(_:)``.
-    public mutating func discover(services: [BluetoothUUID] = [], now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+    public mutating func discover(services: [BluetoothUUID] = [], now: Timestamp) -> (
+        id: GATTRequestID, actions: [GATTClientAction]
+    ) {
         submit(.discover(Discovery(filter: services)), now: now)
     }
 
@@ -94,40 +96,61 @@ public struct GATTClient: Sendable {
     /// Characteristic UUID, Part G §4.8.2), as a client reads the Database Hash whose handle it may
     /// not know. Completes with ``GATTClientResponse/value(_:)``; with Attribute Not Found when the
     /// server has none.
-    public mutating func read(type: BluetoothUUID, from start: UInt16 = 0x0001, to end: UInt16 = 0xFFFF, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+    public mutating func read(type: BluetoothUUID, from start: UInt16 = 0x0001, to end: UInt16 = 0xFFFF, now: Timestamp)
+        -> (id: GATTRequestID, actions: [GATTClientAction])
+    {
         submit(.readByType(type: type, start: start, end: end), now: now)
     }
 
     /// Writes a value that fits in one Write Request (Part G §4.9.3).
-    public mutating func write(_ handle: UInt16, _ value: [UInt8], now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+    public mutating func write(_ handle: UInt16, _ value: [UInt8], now: Timestamp) -> (
+        id: GATTRequestID, actions: [GATTClientAction]
+    ) {
         submit(.write(handle: handle, value: value), now: now)
     }
 
     /// Writes the CCCD at `cccdHandle` (Part G §3.3.3.3).
-    public mutating func subscribe(cccdHandle: UInt16, notify: Bool, indicate: Bool, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+    public mutating func subscribe(cccdHandle: UInt16, notify: Bool, indicate: Bool, now: Timestamp) -> (
+        id: GATTRequestID, actions: [GATTClientAction]
+    ) {
         write(cccdHandle, [(notify ? 1 : 0) | (indicate ? 2 : 0), 0], now: now)
     }
 
     /// Writes a discovered characteristic's CCCD; fails with ``GATTClientError/Code/noCCCD`` when it has none.
-    public mutating func subscribe(_ characteristic: GATTProfile.Characteristic, notify: Bool, indicate: Bool, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+    public mutating func subscribe(
+        _ characteristic: GATTProfile.Characteristic, notify: Bool, indicate: Bool, now: Timestamp
+    ) -> (id: GATTRequestID, actions: [GATTClientAction]) {
         guard let cccd = characteristic.cccdHandle else {
             let id = makeID()
-            return (id, [.completed(id, .failure(GATTClientError(
-                .noCCCD, "characteristic \(characteristic.uuid) at \(Hex.handle(characteristic.valueHandle)) has no CCCD",
-                handle: characteristic.valueHandle)))])
+            return (
+                id,
+                [
+                    .completed(
+                        id,
+                        .failure(
+                            GATTClientError(
+                                .noCCCD,
+                                "characteristic \(characteristic.uuid) at \(Hex.handle(characteristic.valueHandle)) has no CCCD",
+                                handle: characteristic.valueHandle)))
+                ]
+            )
         }
         return subscribe(cccdHandle: cccd, notify: notify, indicate: indicate, now: now)
     }
 
     /// Sends a Write Command at once (commands are not subject to the one-request rule, §3.3.2)
     /// and completes immediately.
-    public mutating func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+    public mutating func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) -> (
+        id: GATTRequestID, actions: [GATTClientAction]
+    ) {
         let id = makeID()
         if let failure { return (id, [.completed(id, .failure(bearerFailed(failure)))]) }
         guard value.count <= Int(mtu) - 3 else {
             return (id, [.completed(id, .failure(tooLong(handle, value)))])
         }
-        return (id, [.send(ATTPDU.writeCommand(handle: handle, value: value).bytes), .completed(id, .success(.written))])
+        return (
+            id, [.send(ATTPDU.writeCommand(handle: handle, value: value).bytes), .completed(id, .success(.written))]
+        )
     }
 
     /// Confirms the pending indication (Part F §3.4.7.3); no action when none is pending.
@@ -147,9 +170,12 @@ public struct GATTClient: Sendable {
         guard case let .awaitingSecurity(pdu, target) = request else { return [] }
         guard level >= target.level else {
             request = .none
-            return finish(.failure(GATTClientError(
-                .attError, "\(target.error) at \(Hex.handle(target.handle)) persists: link raised to \(level), not \(target.level)",
-                attError: target.error, handle: target.handle)), now: now)
+            return finish(
+                .failure(
+                    GATTClientError(
+                        .attError,
+                        "\(target.error) at \(Hex.handle(target.handle)) persists: link raised to \(level), not \(target.level)",
+                        attError: target.error, handle: target.handle)), now: now)
         }
         request = .onTheAir(pdu, sentAt: now)
         requestsSent += 1
@@ -160,9 +186,12 @@ public struct GATTClient: Sendable {
     public mutating func securityRefused(now: Timestamp) -> [GATTClientAction] {
         guard case let .awaitingSecurity(_, target) = request else { return [] }
         request = .none
-        return finish(.failure(GATTClientError(
-            .securityRefused, "\(target.error) at \(Hex.handle(target.handle)): security not raised to \(target.level)",
-            attError: target.error, handle: target.handle)), now: now)
+        return finish(
+            .failure(
+                GATTClientError(
+                    .securityRefused,
+                    "\(target.error) at \(Hex.handle(target.handle)): security not raised to \(target.level)",
+                    attError: target.error, handle: target.handle)), now: now)
     }
 
     /// BlueZ's policy (src/shared/att.c): 0x0F asks for encryption; 0x05 and 0x0C step up a level.
@@ -181,7 +210,9 @@ public struct GATTClient: Sendable {
 
     /// Checks the transaction timer.
     public mutating func tick(now: Timestamp) -> [GATTClientAction] {
-        guard failure == nil, case let (pdu, sent)? = request.onTheAir, now - sent >= Self.transactionTimeout else { return [] }
+        guard failure == nil, case let (pdu, sent)? = request.onTheAir, now - sent >= Self.transactionTimeout else {
+            return []
+        }
         return fail(GATTClientError(.timeout, "no answer to \(pdu.opcode) within 30 s"))
     }
 
@@ -191,7 +222,9 @@ public struct GATTClient: Sendable {
         let timedOut = tick(now: now)
         guard timedOut.isEmpty else { return timedOut }
         guard bytes.count <= Int(mtu) else {
-            return fail(GATTClientError(.pduTooLarge, "\(bytes.count)-byte PDU (opcode 0x\(hex2(bytes[0]))) exceeds ATT_MTU \(mtu)"))
+            return fail(
+                GATTClientError(
+                    .pduTooLarge, "\(bytes.count)-byte PDU (opcode 0x\(hex2(bytes[0]))) exceeds ATT_MTU \(mtu)"))
         }
         let pdu: ATTPDU
         do {
@@ -204,8 +237,11 @@ public struct GATTClient: Sendable {
             return [.notification(handle: handle, value: value)]
         case let .handleValueIndication(handle, value):
             guard !indicationPending else {
-                return fail(GATTClientError(.unconfirmedIndication,
-                    "indication of \(Hex.handle(handle)) arrived before the previous one was confirmed", handle: handle))
+                return fail(
+                    GATTClientError(
+                        .unconfirmedIndication,
+                        "indication of \(Hex.handle(handle)) arrived before the previous one was confirmed",
+                        handle: handle))
             }
             indicationPending = true
             return [.indication(handle: handle, value: value)]
@@ -251,10 +287,14 @@ public struct GATTClient: Sendable {
     }
 
     private func tooLong(_ handle: UInt16, _ value: [UInt8]) -> GATTClientError {
-        GATTClientError(.valueTooLong, "\(value.count)-byte value for \(Hex.handle(handle)) exceeds ATT_MTU \(mtu) - 3", handle: handle)
+        GATTClientError(
+            .valueTooLong, "\(value.count)-byte value for \(Hex.handle(handle)) exceeds ATT_MTU \(mtu) - 3",
+            handle: handle)
     }
 
-    private mutating func submit(_ procedure: Procedure, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+    private mutating func submit(_ procedure: Procedure, now: Timestamp) -> (
+        id: GATTRequestID, actions: [GATTClientAction]
+    ) {
         let id = makeID()
         if let failure { return (id, [.completed(id, .failure(bearerFailed(failure)))]) }
         queue.append(Running(id: id, procedure: procedure))
@@ -294,7 +334,9 @@ public struct GATTClient: Sendable {
     }
 
     /// Completes the current procedure and starts the next.
-    private mutating func finish(_ result: Result<GATTClientResponse, GATTClientError>, now: Timestamp) -> [GATTClientAction] {
+    private mutating func finish(_ result: Result<GATTClientResponse, GATTClientError>, now: Timestamp)
+        -> [GATTClientAction]
+    {
         complete(result) + pump(now: now)
     }
 
@@ -344,14 +386,19 @@ public struct GATTClient: Sendable {
         let asked = sent.pdu.opcode
         if case let .errorResponse(request, handle, error) = pdu {
             guard request == asked else {
-                return fail(GATTClientError(.unexpectedResponse,
-                    "Error Response (\(error)) for \(request) while \(asked) is outstanding", handle: handle))
+                return fail(
+                    GATTClientError(
+                        .unexpectedResponse,
+                        "Error Response (\(error)) for \(request) while \(asked) is outstanding", handle: handle))
             }
             if error.isSecurityError {
                 guard let target = Self.level(after: error, at: securityLevel) else {
-                    return finish(.failure(GATTClientError(
-                        .attError, "\(error) at \(Hex.handle(handle)) for \(asked), and the link is already \(securityLevel)",
-                        attError: error, handle: handle)), now: now)
+                    return finish(
+                        .failure(
+                            GATTClientError(
+                                .attError,
+                                "\(error) at \(Hex.handle(handle)) for \(asked), and the link is already \(securityLevel)",
+                                attError: error, handle: handle)), now: now)
                 }
                 self.request = .awaitingSecurity(sent.pdu, SecurityTarget(level: target, error: error, handle: handle))
                 return [.raiseSecurity(to: target)]
@@ -379,7 +426,7 @@ public struct GATTClient: Sendable {
             return step
 
         case let (.read(handle, sofar), .readResponse(value)),
-             let (.read(handle, sofar), .readBlobResponse(value)):
+            let (.read(handle, sofar), .readBlobResponse(value)):
             var all = sofar + value
             if all.count > GATTServer.maximumValueLength { all = Array(all.prefix(GATTServer.maximumValueLength)) }
             procedure = .read(handle: handle, value: all)
@@ -389,7 +436,7 @@ public struct GATTClient: Sendable {
             }
             return .send(.readBlobRequest(handle: handle, offset: UInt16(all.count)))
         case let (.read(_, value), .errorResponse(.readBlobRequest, _, error))
-            where error == .attributeNotLong || error == .invalidOffset:
+        where error == .attributeNotLong || error == .invalidOffset:
             // The value ended exactly at a PDU boundary.
             return .done(.success(.value(value)))
 
@@ -403,7 +450,11 @@ public struct GATTClient: Sendable {
             return .done(.success(.written))
 
         case let (_, .errorResponse(request, handle, error)):
-            return .done(.failure(GATTClientError(.attError, "\(error) at \(Hex.handle(handle)) for \(request)", attError: error, handle: handle)))
+            return .done(
+                .failure(
+                    GATTClientError(
+                        .attError, "\(error) at \(Hex.handle(handle)) for \(request)", attError: error, handle: handle))
+            )
         default:
             return .done(.failure(GATTClientError(.unexpectedResponse, "\(pdu.opcode) does not answer this procedure")))
         }

@@ -56,7 +56,9 @@ public struct GATTClientError: Error, Sendable, Hashable, CustomStringConvertibl
         }
     }
 
-    public static func == (a: GATTClientError, b: GATTClientError) -> Bool { a.code == b.code && a.attError == b.attError }
+    public static func == (a: GATTClientError, b: GATTClientError) -> Bool {
+        a.code == b.code && a.attError == b.attError
+    }
     public func hash(into hasher: inout Hasher) {
         hasher.combine(code)
         hasher.combine(attError)

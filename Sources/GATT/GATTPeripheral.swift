@@ -57,7 +57,9 @@ public struct PeripheralAdvertisement: Sendable, Hashable {
     /// For logs: `0x1810`, `0xFE4A and company 0x020E's data`.
     public var summary: String {
         let services = serviceUUIDs16.map { "0x" + Hex.encode([UInt8($0 >> 8), UInt8($0 & 0xFF)]).uppercased() }
-        let companies = manufacturerData.keys.sorted().map { "company 0x" + Hex.encode([UInt8($0 >> 8), UInt8($0 & 0xFF)]).uppercased() + "'s data" }
+        let companies = manufacturerData.keys.sorted().map {
+            "company 0x" + Hex.encode([UInt8($0 >> 8), UInt8($0 & 0xFF)]).uppercased() + "'s data"
+        }
         return (services + companies).joined(separator: " and ")
     }
 }

@@ -131,8 +131,11 @@ public struct GATTServer: Sendable {
         guard let c = database.characteristic(valueHandle: handle), c.properties.contains(.notify) else {
             return out.append(.dropped(handle: handle, reason: .notSupported))
         }
-        guard subscription(valueHandle: handle).notify else { return out.append(.dropped(handle: handle, reason: .notSubscribed)) }
-        out.append(.send(ATTPDU.handleValueNotification(handle: handle, value: Array(value.prefix(Int(mtu) - 3))).bytes))
+        guard subscription(valueHandle: handle).notify else {
+            return out.append(.dropped(handle: handle, reason: .notSubscribed))
+        }
+        out.append(
+            .send(ATTPDU.handleValueNotification(handle: handle, value: Array(value.prefix(Int(mtu) - 3))).bytes))
     }
 
     /// Sends a Handle Value Indication if the client enabled indications (Vol 3 Part G §4.11).
@@ -144,9 +147,13 @@ public struct GATTServer: Sendable {
             return out.append(.dropped(handle: handle, reason: .notSupported))
         }
         guard !indicationsStopped else { return out.append(.dropped(handle: handle, reason: .transactionTimedOut)) }
-        guard subscription(valueHandle: handle).indicate else { return out.append(.dropped(handle: handle, reason: .notSubscribed)) }
+        guard subscription(valueHandle: handle).indicate else {
+            return out.append(.dropped(handle: handle, reason: .notSubscribed))
+        }
         if case .inFlight(let h, let sentAt, var queue) = indications {
-            guard queue.count < indicationQueueLimit else { return out.append(.dropped(handle: handle, reason: .queueFull)) }
+            guard queue.count < indicationQueueLimit else {
+                return out.append(.dropped(handle: handle, reason: .queueFull))
+            }
             indications = .modifying
             queue.append(Indication(handle: handle, value: value))
             indications = .inFlight(handle: h, sentAt: sentAt, queue: queue)
@@ -155,13 +162,17 @@ public struct GATTServer: Sendable {
         out.append(sendIndication(handle: handle, value: value, now: now, queue: []))
     }
 
-    private mutating func sendIndication(handle: UInt16, value: [UInt8], now: Timestamp, queue: [Indication]) -> GATTServerAction {
+    private mutating func sendIndication(handle: UInt16, value: [UInt8], now: Timestamp, queue: [Indication])
+        -> GATTServerAction
+    {
         indications = .inFlight(handle: handle, sentAt: now, queue: queue)
         return .send(ATTPDU.handleValueIndication(handle: handle, value: Array(value.prefix(Int(mtu) - 3))).bytes)
     }
 
     /// The indication in flight was confirmed: sends the next queued one that is still wanted.
-    private mutating func sendNextIndication(after queue: [Indication], now: Timestamp, into actions: inout [GATTServerAction]) {
+    private mutating func sendNextIndication(
+        after queue: [Indication], now: Timestamp, into actions: inout [GATTServerAction]
+    ) {
         var queue = queue[...]
         indications = .idle
         while let next = queue.popFirst() {
@@ -175,7 +186,9 @@ public struct GATTServer: Sendable {
 
     /// Checks the indication timer.
     public mutating func tick(now: Timestamp, into out: inout [GATTServerAction]) {
-        guard case let .inFlight(handle, sentAt, queue) = indications, now - sentAt >= transactionTimeoutHere else { return }
+        guard case let .inFlight(handle, sentAt, queue) = indications, now - sentAt >= transactionTimeoutHere else {
+            return
+        }
         indications = .stopped
         out.append(.indicationTimedOut(handle: handle))
         for q in queue { out.append(.dropped(handle: q.handle, reason: .transactionTimedOut)) }
@@ -207,8 +220,9 @@ public struct GATTServer: Sendable {
             return out.append(reject(op, 0, .invalidPDU))
         }
         if parsed.opcode.isRequest, let pending = pendingWrite {
-            return out.append(.protocolViolation(
-                "\(parsed.opcode) while the Write Request for \(Hex.handle(pending.handle)) awaits its response"))
+            return out.append(
+                .protocolViolation(
+                    "\(parsed.opcode) while the Write Request for \(Hex.handle(pending.handle)) awaits its response"))
         }
         switch parsed {
         case let .exchangeMTURequest(clientMTU):
@@ -262,18 +276,21 @@ public struct GATTServer: Sendable {
 
     private func readError(_ a: Attribute) -> ATTErrorCode? {
         guard a.permissions.contains(.read) else { return .readNotPermitted }
-        return securityError(encrypted: a.permissions.contains(.readEncrypted),
-                             authenticated: a.permissions.contains(.readAuthenticated))
+        return securityError(
+            encrypted: a.permissions.contains(.readEncrypted),
+            authenticated: a.permissions.contains(.readAuthenticated))
     }
 
     private func writeError(_ a: Attribute) -> ATTErrorCode? {
         guard a.permissions.contains(.write) else { return .writeNotPermitted }
-        return securityError(encrypted: a.permissions.contains(.writeEncrypted),
-                             authenticated: a.permissions.contains(.writeAuthenticated))
+        return securityError(
+            encrypted: a.permissions.contains(.writeEncrypted),
+            authenticated: a.permissions.contains(.writeAuthenticated))
     }
 
     /// Attributes in `start...end`, or the error for a bad range (§3.4.3.1: start 0 or start > end).
-    private func range(_ request: ATTOpcode, _ start: UInt16, _ end: UInt16) -> Result<ArraySlice<Attribute>, ErrorPDU> {
+    private func range(_ request: ATTOpcode, _ start: UInt16, _ end: UInt16) -> Result<ArraySlice<Attribute>, ErrorPDU>
+    {
         guard start != 0, start <= end else { return .failure(ErrorPDU(request, start, .invalidHandle)) }
         return .success(database.attributes(in: start, end))
     }
@@ -301,7 +318,9 @@ public struct GATTServer: Sendable {
     }
 
     /// §3.4.3.3–4: attributes of `type` whose value equals `value`, with their group ends.
-    private func findByTypeValue(_ start: UInt16, _ end: UInt16, _ type: BluetoothUUID, _ value: [UInt8]) -> GATTServerAction {
+    private func findByTypeValue(_ start: UInt16, _ end: UInt16, _ type: BluetoothUUID, _ value: [UInt8])
+        -> GATTServerAction
+    {
         let attrs: ArraySlice<Attribute>
         switch range(.findByTypeValueRequest, start, end) {
         case let .success(a): attrs = a
@@ -372,11 +391,13 @@ public struct GATTServer: Sendable {
         let value = currentValue(a)
         guard offset <= value.count else { return reject(request, handle, .invalidOffset) }
         let part = Array(value[offset...].prefix(Int(mtu) - 1))
-        return .send((request == .readRequest ? ATTPDU.readResponse(value: part) : .readBlobResponse(value: part)).bytes)
+        return .send(
+            (request == .readRequest ? ATTPDU.readResponse(value: part) : .readBlobResponse(value: part)).bytes)
     }
 
     /// §3.4.5.1–3: a Write Request or Write Command. Commands never get a response.
-    private mutating func write(_ handle: UInt16, _ value: [UInt8], withResponse: Bool, _ out: inout [GATTServerAction]) {
+    private mutating func write(_ handle: UInt16, _ value: [UInt8], withResponse: Bool, _ out: inout [GATTServerAction])
+    {
         func fail(_ error: ATTErrorCode) {
             if withResponse { out.append(reject(.writeRequest, handle, error)) }
         }
@@ -390,13 +411,16 @@ public struct GATTServer: Sendable {
             let bits = UInt16(value[0]) | UInt16(value[1]) << 8
             cccds[handle] = bits
             if withResponse { out.append(ok) }
-            return out.append(.subscriptionChanged(valueHandle: c.valueHandle, uuid: c.uuid,
-                                                   notify: bits & 1 != 0, indicate: bits & 2 != 0))
+            return out.append(
+                .subscriptionChanged(
+                    valueHandle: c.valueHandle, uuid: c.uuid,
+                    notify: bits & 1 != 0, indicate: bits & 2 != 0))
         }
 
         let state = subscription(valueHandle: handle)
-        let request = GATTWriteRequest(handle: handle, uuid: a.type, value: value, withResponse: withResponse,
-                                       notifyEnabled: state.notify, indicateEnabled: state.indicate)
+        let request = GATTWriteRequest(
+            handle: handle, uuid: a.type, value: value, withResponse: withResponse,
+            notifyEnabled: state.notify, indicateEnabled: state.indicate)
         if let error = writeValidator?(request) { return fail(error) }
         let written = GATTServerAction.written(handle: handle, uuid: a.type, value: value, withResponse: withResponse)
         if withResponse, deferredWriteHandles.contains(handle) {

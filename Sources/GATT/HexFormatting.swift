@@ -3,4 +3,3 @@ import CuffCore
 
 /// Two uppercase hex digits (``Hex/digits(_:_:uppercase:)``).
 @inline(__always) func hex2(_ v: UInt8) -> String { Hex.digits(v, 2) }
-

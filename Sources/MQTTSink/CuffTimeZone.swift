@@ -26,7 +26,9 @@ extension UTCOffsetPolicy {
         if s == "UTC" || s == "Z" { return 0 }
         guard let sign = s.first, sign == "+" || sign == "-" else { return nil }
         let digits = s.dropFirst().filter { $0 != ":" }
-        guard digits.count == 4 || digits.count == 2, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), let v = Int(digits) else { return nil }
+        guard digits.count == 4 || digits.count == 2, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber),
+            let v = Int(digits)
+        else { return nil }
         let (h, m) = digits.count == 4 ? (v / 100, v % 100) : (v, 0)
         guard h <= 14, m < 60 else { return nil }
         return (sign == "-" ? -1 : 1) * (h * 3600 + m * 60)
@@ -44,7 +46,9 @@ extension UTCOffsetPolicy {
             }
             return v
         }
-        guard let y = n(0..<4), let mo = n(5..<7), let d = n(8..<10), let h = n(11..<13), let mi = n(14..<16), let s = n(17..<19) else { return nil }
+        guard let y = n(0..<4), let mo = n(5..<7), let d = n(8..<10), let h = n(11..<13), let mi = n(14..<16),
+            let s = n(17..<19)
+        else { return nil }
         var c = DateComponents()
         (c.year, c.month, c.day, c.hour, c.minute, c.second) = (y, mo, d, h, mi, s)
         var cal = Calendar(identifier: .gregorian)

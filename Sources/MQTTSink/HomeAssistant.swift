@@ -20,14 +20,20 @@ public struct MQTTTopics: Sendable, Hashable {
     /// The USER level: the BPS user id, or `none` when the reading names no user.
     public static func userLevel(_ user: UInt8?) -> String { user.map { String($0) } ?? "none" }
 
-    public func reading(_ d: DeviceInfo, user: UInt8?) -> String { "\(prefix)/\(Self.deviceLevel(d))/\(Self.userLevel(user))/reading" }
-    public func state(_ d: DeviceInfo, user: UInt8?) -> String { "\(prefix)/\(Self.deviceLevel(d))/\(Self.userLevel(user))/state" }
+    public func reading(_ d: DeviceInfo, user: UInt8?) -> String {
+        "\(prefix)/\(Self.deviceLevel(d))/\(Self.userLevel(user))/reading"
+    }
+    public func state(_ d: DeviceInfo, user: UInt8?) -> String {
+        "\(prefix)/\(Self.deviceLevel(d))/\(Self.userLevel(user))/state"
+    }
 
     /// Letters, digits, `-` and `_` kept; anything else (`:` of an address, `/`, `+`, `#`, spaces) `_`.
     public static func slug(_ s: String) -> String {
-        String(s.unicodeScalars.map { c -> Character in
-            c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "-" || c == "_") ? Character(c) : "_"
-        })
+        String(
+            s.unicodeScalars.map { c -> Character in
+                c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "-" || c == "_")
+                    ? Character(c) : "_"
+            })
     }
 }
 
@@ -60,7 +66,8 @@ public enum MQTTPayload {
     public static func state(_ m: MeasurementRecord, offset: UTCOffsetPolicy) -> JSON {
         let t = EffectiveTime.of(m, offset: offset)
         func flag(_ f: (MeasurementStatus) -> Bool) -> JSON { m.status.map { .string(f($0) ? "ON" : "OFF") } ?? .null }
-        let pulse: JSON = m.pulseRate.flatMap { p in p.doubleValue.flatMap { $0.isFinite ? JSON.double($0) : nil } } ?? .null
+        let pulse: JSON =
+            m.pulseRate.flatMap { p in p.doubleValue.flatMap { $0.isFinite ? JSON.double($0) : nil } } ?? .null
         return .object([
             ("dedup_key", .string(m.dedupKey)),
             ("systolic", mmHg(m.systolic, unit: m.unit)),
@@ -104,25 +111,43 @@ public struct HomeAssistantDiscovery: Sendable, Hashable {
     }
 
     static let entities: [Entity] = [
-        Entity(component: "sensor", key: "systolic", name: "Systolic", extra: [
-            ("unit_of_measurement", .string("mmHg")), ("state_class", .string("measurement")), ("icon", .string("mdi:heart-pulse")),
-        ]),
-        Entity(component: "sensor", key: "diastolic", name: "Diastolic", extra: [
-            ("unit_of_measurement", .string("mmHg")), ("state_class", .string("measurement")), ("icon", .string("mdi:heart-pulse")),
-        ]),
-        Entity(component: "sensor", key: "mean_arterial_pressure", name: "Mean arterial pressure", extra: [
-            ("unit_of_measurement", .string("mmHg")), ("state_class", .string("measurement")), ("icon", .string("mdi:heart-pulse")),
-        ]),
-        Entity(component: "sensor", key: "pulse_rate", name: "Pulse", extra: [
-            ("unit_of_measurement", .string("bpm")), ("state_class", .string("measurement")), ("icon", .string("mdi:heart")),
-        ]),
-        Entity(component: "sensor", key: "measured_at", name: "Measured at", extra: [("device_class", .string("timestamp"))]),
-        Entity(component: "binary_sensor", key: "irregular_pulse", name: "Irregular pulse", extra: [
-            ("device_class", .string("problem")), ("payload_on", .string("ON")), ("payload_off", .string("OFF")),
-        ]),
-        Entity(component: "binary_sensor", key: "body_movement", name: "Body movement", extra: [
-            ("device_class", .string("moving")), ("payload_on", .string("ON")), ("payload_off", .string("OFF")),
-        ]),
+        Entity(
+            component: "sensor", key: "systolic", name: "Systolic",
+            extra: [
+                ("unit_of_measurement", .string("mmHg")), ("state_class", .string("measurement")),
+                ("icon", .string("mdi:heart-pulse")),
+            ]),
+        Entity(
+            component: "sensor", key: "diastolic", name: "Diastolic",
+            extra: [
+                ("unit_of_measurement", .string("mmHg")), ("state_class", .string("measurement")),
+                ("icon", .string("mdi:heart-pulse")),
+            ]),
+        Entity(
+            component: "sensor", key: "mean_arterial_pressure", name: "Mean arterial pressure",
+            extra: [
+                ("unit_of_measurement", .string("mmHg")), ("state_class", .string("measurement")),
+                ("icon", .string("mdi:heart-pulse")),
+            ]),
+        Entity(
+            component: "sensor", key: "pulse_rate", name: "Pulse",
+            extra: [
+                ("unit_of_measurement", .string("bpm")), ("state_class", .string("measurement")),
+                ("icon", .string("mdi:heart")),
+            ]),
+        Entity(
+            component: "sensor", key: "measured_at", name: "Measured at",
+            extra: [("device_class", .string("timestamp"))]),
+        Entity(
+            component: "binary_sensor", key: "irregular_pulse", name: "Irregular pulse",
+            extra: [
+                ("device_class", .string("problem")), ("payload_on", .string("ON")), ("payload_off", .string("OFF")),
+            ]),
+        Entity(
+            component: "binary_sensor", key: "body_movement", name: "Body movement",
+            extra: [
+                ("device_class", .string("moving")), ("payload_on", .string("ON")), ("payload_off", .string("OFF")),
+            ]),
     ]
 
     /// The Home Assistant device's id for a cuff and user: stable as long as the cuff's serial (else

@@ -35,7 +35,9 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
     /// Opens the outbox (creating it, mode 0600) and, with `check`, connects once to see that the
     /// broker takes this cuff: a refusal (user, password, TLS) throws; an unreachable broker is said
     /// through `warn` and readings wait in the outbox.
-    public init(options: MQTTPublishOptions, check: Bool = true, warn: @escaping SinkWarningHandler = SinkWarnings.standardError) throws(SinkError) {
+    public init(
+        options: MQTTPublishOptions, check: Bool = true, warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+    ) throws(SinkError) {
         self.options = options
         self.warn = warn
         try Outbox.prepareDirectory(of: options.outboxPath)
@@ -52,12 +54,19 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         let sentKeys = sent
         publisher.onDelivered = { keys in sentKeys.keys.withLock { s in for k in keys { s.insert(k) } } }
         if !options.url.tls && !options.url.isLoopback {
-            warn(SinkWarning(sink: "publish", message: "\(options.url) is not TLS and not this machine: readings (health data) cross the network in the clear; use mqtts://"))
+            warn(
+                SinkWarning(
+                    sink: "publish",
+                    message:
+                        "\(options.url) is not TLS and not this machine: readings (health data) cross the network in the clear; use mqtts://"
+                ))
         }
         guard check else { return }
         publisher.reconnects = false
         publisher.startConnect()
-        publisher.run(until: { publisher.connected || publisher.failures > 0 }, deadline: MonotonicClock.now() + options.connectTimeout)
+        publisher.run(
+            until: { publisher.connected || publisher.failures > 0 },
+            deadline: MonotonicClock.now() + options.connectTimeout)
         if let e = publisher.lastError, e.isPermanent {
             try? outbox.finish()
             throw .publishRefused(url: options.url.description, reason: e.description)
@@ -87,7 +96,8 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
     }
 
     public func lastSequenceNumber(address: String) throws(SinkError) -> UInt16? {
-        [try outbox.lastSequenceNumber(address: address), try outbox.lastSentSequenceNumber(address: address)].compactMap { $0 }.max()
+        [try outbox.lastSequenceNumber(address: address), try outbox.lastSentSequenceNumber(address: address)]
+            .compactMap { $0 }.max()
     }
 
     @discardableResult
@@ -139,9 +149,12 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         let waiting = (try? outbox.count()) ?? -1
         var failure = publisher.lastError
         if waiting != 0 && failure == nil {
-            failure = MQTTError(.timeout, broker: options.url.serverName, detail: "not every reading was acknowledged within \(timeout)")
+            failure = MQTTError(
+                .timeout, broker: options.url.serverName, detail: "not every reading was acknowledged within \(timeout)"
+            )
         }
-        return PublishResult(delivered: publisher.delivered - before, waiting: waiting, failure: waiting == 0 ? nil : failure)
+        return PublishResult(
+            delivered: publisher.delivered - before, waiting: waiting, failure: waiting == 0 ? nil : failure)
     }
 
     /// Publishes what waits (for at most the options' `finishTimeout`), says how many still wait, marks
@@ -153,15 +166,19 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         let r = publishAll(timeout: options.finishTimeout)
         if attached && publisher.connected {
             publisher.sendOffline()
-            publisher.run(until: { publisher.offlineAcknowledged || !publisher.connected }, deadline: MonotonicClock.now() + .seconds(2))
+            publisher.run(
+                until: { publisher.offlineAcknowledged || !publisher.connected },
+                deadline: MonotonicClock.now() + .seconds(2))
         }
         publisher.disconnect()
         if r.waiting > 0 {
             let why = r.failure.map { ": \($0)" } ?? ""
-            warn(SinkWarning(
-                sink: "publish",
-                message: "\(r.waiting) reading\(r.waiting == 1 ? "" : "s") wait\(r.waiting == 1 ? "s" : "") in the outbox \(outbox.path)\(why); "
-                    + "cuff sync --publish URL --outbox \(outbox.path) publishes them"))
+            warn(
+                SinkWarning(
+                    sink: "publish",
+                    message:
+                        "\(r.waiting) reading\(r.waiting == 1 ? "" : "s") wait\(r.waiting == 1 ? "s" : "") in the outbox \(outbox.path)\(why); "
+                        + "cuff sync --publish URL --outbox \(outbox.path) publishes them"))
         }
         try outbox.finish()
     }
@@ -176,7 +193,9 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
 
     /// The default outbox of a broker: `$XDG_STATE_HOME/cuff/mqtt-HOST-PORT.db` (by default under
     /// `~/.local/state`).
-    public static func defaultOutboxPath(for url: MQTTURL, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    public static func defaultOutboxPath(
+        for url: MQTTURL, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String {
         Outbox.stateDirectory(environment: environment) + "/mqtt-\(MQTTTopics.slug(url.host))-\(url.port).db"
     }
 

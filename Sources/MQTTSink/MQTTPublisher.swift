@@ -27,8 +27,11 @@ public struct MQTTPublishOptions: Sendable {
     /// How long ``MQTTOutboxStore/finish()`` waits for the outbox to empty.
     public var finishTimeout: Duration = .seconds(15)
 
-    public init(url: MQTTURL, outboxPath: String, caFile: String? = nil, certFile: String? = nil, keyFile: String? = nil,
-                discovery: HomeAssistantDiscovery? = HomeAssistantDiscovery(), utcOffset: UTCOffsetPolicy = .system, clientID: String) {
+    public init(
+        url: MQTTURL, outboxPath: String, caFile: String? = nil, certFile: String? = nil, keyFile: String? = nil,
+        discovery: HomeAssistantDiscovery? = HomeAssistantDiscovery(), utcOffset: UTCOffsetPolicy = .system,
+        clientID: String
+    ) {
         self.url = url
         self.outboxPath = outboxPath
         self.caFile = caFile
@@ -175,7 +178,9 @@ final class MQTTPublisher {
             return
         }
         if !connected && now - connectStarted > options.connectTimeout {
-            fail(MQTTError(.timeout, broker: options.url.serverName, detail: "no CONNACK within \(options.connectTimeout)"))
+            fail(
+                MQTTError(
+                    .timeout, broker: options.url.serverName, detail: "no CONNACK within \(options.connectTimeout)"))
             return
         }
         do throws(MQTTError) { try client.misc() } catch {
@@ -210,7 +215,9 @@ final class MQTTPublisher {
             watchedFD = nil
             if let fd {
                 do {
-                    try loop.watch(fd, readable: true, writable: client?.wantsWrite ?? false) { [weak self] r in self?.ready(r) }
+                    try loop.watch(fd, readable: true, writable: client?.wantsWrite ?? false) { [weak self] r in
+                        self?.ready(r)
+                    }
                     watchedFD = fd
                 } catch {
                     fail(MQTTError(.client, broker: options.url.serverName, detail: "\(error)"))
@@ -227,7 +234,10 @@ final class MQTTPublisher {
         closeClient()
         let u = options.url
         do throws(MQTTError) {
-            let tls = u.tls ? MosquittoClient.TLS(caFile: options.caFile, certFile: options.certFile, keyFile: options.keyFile) : nil
+            let tls =
+                u.tls
+                ? MosquittoClient.TLS(caFile: options.caFile, certFile: options.certFile, keyFile: options.keyFile)
+                : nil
             let c = try MosquittoClient(id: options.clientID, url: u, tls: tls, will: (topics.status, "offline"))
             client = c
             connectStarted = MonotonicClock.now()
@@ -248,7 +258,11 @@ final class MQTTPublisher {
                 connected = true
                 backoff = .milliseconds(500)
                 if saidError != nil {
-                    warn(SinkWarning(sink: "publish", message: "connected to \(options.url.serverName) again; publishing what waits in the outbox"))
+                    warn(
+                        SinkWarning(
+                            sink: "publish",
+                            message: "connected to \(options.url.serverName) again; publishing what waits in the outbox"
+                        ))
                 }
                 saidError = nil
                 lastError = nil
@@ -284,7 +298,11 @@ final class MQTTPublisher {
         // A refusal when a command starts is its error, said by it (nothing waits yet).
         if saidError != error && (longRunning || reconnects || !error.isPermanent) {
             saidError = error
-            warn(SinkWarning(sink: "publish", message: "\(error); readings wait in the outbox \(outbox.path)\(longRunning ? "; trying again" : "")"))
+            warn(
+                SinkWarning(
+                    sink: "publish",
+                    message:
+                        "\(error); readings wait in the outbox \(outbox.path)\(longRunning ? "; trying again" : "")"))
         }
     }
 
@@ -352,7 +370,11 @@ final class MQTTPublisher {
     private func publish(_ row: StoredMeasurement, _ client: MosquittoClient) throws(MQTTError) {
         let m: MeasurementRecord
         do { m = try row.record() } catch {
-            warn(SinkWarning(sink: "publish", message: "outbox \(outbox.path) row \(row.id) does not decode (\(error.message)); left there", dedupKey: row.dedupKey))
+            warn(
+                SinkWarning(
+                    sink: "publish",
+                    message: "outbox \(outbox.path) row \(row.id) does not decode (\(error.message)); left there",
+                    dedupKey: row.dedupKey))
             undecodable.insert(row.id)
             return
         }
@@ -366,14 +388,18 @@ final class MQTTPublisher {
             }
         }
         var count = 1
-        let mid = try client.publish(topic: topics.reading(m.device, user: m.userID), payload: Array(MQTTPayload.reading(m).serialized().utf8), retain: false)
+        let mid = try client.publish(
+            topic: topics.reading(m.device, user: m.userID), payload: Array(MQTTPayload.reading(m).serialized().utf8),
+            retain: false)
         rowOfMessage[mid] = row.id
         // The state topic keeps the latest reading: a stored one fetched later does not replace it.
         let stateTopic = topics.state(m.device, user: m.userID)
         let at = Self.sortTime(m, options.utcOffset)
         if at >= stateTime[stateTopic] ?? .min {
             stateTime[stateTopic] = at
-            let sm = try client.publish(topic: stateTopic, payload: Array(MQTTPayload.state(m, offset: options.utcOffset).serialized().utf8), retain: true)
+            let sm = try client.publish(
+                topic: stateTopic, payload: Array(MQTTPayload.state(m, offset: options.utcOffset).serialized().utf8),
+                retain: true)
             rowOfMessage[sm] = row.id
             count += 1
         }
@@ -389,7 +415,9 @@ final class MQTTPublisher {
                 for i in r { guard u[i] >= 48 && u[i] <= 57 else { return nil }; v = v * 10 + Int64(u[i] - 48) }
                 return v
             }
-            if let y = n(0..<4), let mo = n(5..<7), let d = n(8..<10), let h = n(11..<13), let mi = n(14..<16), let s = n(17..<19) {
+            if let y = n(0..<4), let mo = n(5..<7), let d = n(8..<10), let h = n(11..<13), let mi = n(14..<16),
+                let s = n(17..<19)
+            {
                 // Days from civil (Howard Hinnant's algorithm).
                 let yy = mo <= 2 ? y - 1 : y
                 let era = (yy >= 0 ? yy : yy - 399) / 400

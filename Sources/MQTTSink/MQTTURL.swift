@@ -93,13 +93,18 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
         }
         if host.isEmpty { throw bad("the host is missing") }
         if let portText {
-            guard let p = Int(portText), (1...65535).contains(p) else { throw bad("the port must be a number from 1 to 65535, not '\(portText)'") }
+            guard let p = Int(portText), (1...65535).contains(p) else {
+                throw bad("the port must be a number from 1 to 65535, not '\(portText)'")
+            }
             port = p
         } else {
             port = tls ? 8883 : 1883
         }
-        let decoded = try Self.decode(Substring(path), bad).split(separator: "/", omittingEmptySubsequences: true).joined(separator: "/")
-        if decoded.contains("+") || decoded.contains("#") { throw bad("the topic prefix may not contain the wildcards + or #") }
+        let decoded = try Self.decode(Substring(path), bad).split(separator: "/", omittingEmptySubsequences: true)
+            .joined(separator: "/")
+        if decoded.contains("+") || decoded.contains("#") {
+            throw bad("the topic prefix may not contain the wildcards + or #")
+        }
         prefix = decoded.isEmpty ? "cuff" : decoded
     }
 
@@ -107,7 +112,9 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
     /// The variable is read only for a URL with a user name (a password alone is meaningless, and
     /// the variable, set for another target, must not refuse this one); a password file given for
     /// a URL without one is refused.
-    public func resolvingPassword(file: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ParseError) -> MQTTURL {
+    public func resolvingPassword(file: String?, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(ParseError) -> MQTTURL
+    {
         var u = self
         if u.password != nil { return u }
         if let file {
@@ -118,7 +125,9 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
         } else if u.user != nil, let p = environment["CUFF_MQTT_PASSWORD"], !p.isEmpty {
             u.password = p
         }
-        if u.password != nil && u.user == nil { throw ParseError(url: description, reason: "a password needs a user name (mqtt://USER@HOST)") }
+        if u.password != nil && u.user == nil {
+            throw ParseError(url: description, reason: "a password needs a user name (mqtt://USER@HOST)")
+        }
         return u
     }
 
@@ -128,7 +137,9 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
         let afterScheme = text[scheme.upperBound...]
         let authorityEnd = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
         let authority = afterScheme[..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return text }
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else {
+            return text
+        }
         return String(text[..<authority.index(after: colon)]) + "***" + String(text[at...])
     }
 

@@ -40,12 +40,15 @@ final class MosquittoClient {
     init(id: String, url: MQTTURL, tls: TLS?, will: (topic: String, payload: String)?) throws(MQTTError) {
         _ = Self.initialized
         broker = url.serverName
-        guard let h = mosquitto_new(id, true, nil) else { throw MQTTError(.client, broker: url.serverName, detail: "mosquitto_new failed") }
+        guard let h = mosquitto_new(id, true, nil) else {
+            throw MQTTError(.client, broker: url.serverName, detail: "mosquitto_new failed")
+        }
         handle = h
         mosquitto_user_data_set(h, Unmanaged.passUnretained(self).toOpaque())
         mosquitto_connect_callback_set(h) { _, obj, rc in
             let me = Unmanaged<MosquittoClient>.fromOpaque(obj!).takeUnretainedValue()
-            me.events.append(rc == 0 ? .connected : .refused(code: rc, reason: String(cString: mosquitto_connack_string(rc))))
+            me.events.append(
+                rc == 0 ? .connected : .refused(code: rc, reason: String(cString: mosquitto_connack_string(rc))))
         }
         mosquitto_publish_callback_set(h) { _, obj, mid in
             Unmanaged<MosquittoClient>.fromOpaque(obj!).takeUnretainedValue().events.append(.published(mid: mid))
@@ -61,13 +64,17 @@ final class MosquittoClient {
             try check(mosquitto_int_option(h, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311), "protocol version")
             if let user = url.user { try check(mosquitto_username_pw_set(h, user, url.password), "user name") }
             if let will {
-                try check(mosquitto_will_set(h, will.topic, Int32(will.payload.utf8.count), will.payload, 1, true), "last will")
+                try check(
+                    mosquitto_will_set(h, will.topic, Int32(will.payload.utf8.count), will.payload, 1, true),
+                    "last will")
             }
             if let tls {
                 let capath: String? = tls.caFile == nil ? "/etc/ssl/certs" : nil
                 let rc = mosquitto_tls_set(h, tls.caFile, capath, tls.certFile, tls.keyFile, nil)
                 guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                    throw MQTTError(.client, broker: broker, detail: "TLS files (--publish-ca, --publish-cert, --publish-key): \(Self.describe(rc))")
+                    throw MQTTError(
+                        .client, broker: broker,
+                        detail: "TLS files (--publish-ca, --publish-cert, --publish-key): \(Self.describe(rc))")
                 }
             }
         } catch {
@@ -79,7 +86,9 @@ final class MosquittoClient {
     deinit { mosquitto_destroy(handle) }
 
     private func check(_ rc: Int32, _ what: String) throws(MQTTError) {
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MQTTError(.client, broker: broker, detail: "\(what): \(Self.describe(rc))") }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            throw MQTTError(.client, broker: broker, detail: "\(what): \(Self.describe(rc))")
+        }
     }
 
     /// Starts a non-blocking connection (the CONNECT packet waits until the socket is writable).
@@ -109,7 +118,9 @@ final class MosquittoClient {
     /// Queues a message; returns its message id (its PUBACK arrives as ``Event/published(mid:)``).
     func publish(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool) throws(MQTTError) -> Int32 {
         var mid: Int32 = 0
-        let rc = payload.withUnsafeBytes { b in mosquitto_publish(handle, &mid, topic, Int32(b.count), b.baseAddress, qos, retain) }
+        let rc = payload.withUnsafeBytes { b in
+            mosquitto_publish(handle, &mid, topic, Int32(b.count), b.baseAddress, qos, retain)
+        }
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw failure(rc) }
         return mid
     }
@@ -127,19 +138,25 @@ final class MosquittoClient {
                 var r = reason.lowercased()
                 if r.hasPrefix("connection refused: ") { r.removeFirst("connection refused: ".count) }
                 if r.hasSuffix(".") { r.removeLast() }
-                return MQTTError(.refused, broker: broker, detail: r + (r.contains("authori") ? " (check the user name and password)" : ""))
+                return MQTTError(
+                    .refused, broker: broker,
+                    detail: r + (r.contains("authori") ? " (check the user name and password)" : ""))
             }
             return MQTTError(.refused, broker: broker, detail: Self.describe(rc))
         case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue:
             return MQTTError(.tls, broker: broker, detail: lastLoggedError.map(Self.openSSLReason) ?? Self.describe(rc))
         case MOSQ_ERR_ERRNO.rawValue:
-            return MQTTError(errno == ECONNRESET || errno == EPIPE ? .connectionLost : .unreachable, broker: broker, detail: errnoText)
+            return MQTTError(
+                errno == ECONNRESET || errno == EPIPE ? .connectionLost : .unreachable, broker: broker,
+                detail: errnoText)
         case MOSQ_ERR_EAI.rawValue, MOSQ_ERR_LOOKUP.rawValue:
             return MQTTError(.unreachable, broker: broker, detail: "the host name does not resolve")
         case MOSQ_ERR_NO_CONN.rawValue, MOSQ_ERR_CONN_LOST.rawValue:
             return MQTTError(.connectionLost, broker: broker, detail: Self.describe(rc))
         case MOSQ_ERR_PROTOCOL.rawValue, MOSQ_ERR_MALFORMED_PACKET.rawValue:
-            return MQTTError(.protocolError, broker: broker, detail: "\(Self.describe(rc)) (is it an MQTT broker, and mqtts:// for its TLS port?)")
+            return MQTTError(
+                .protocolError, broker: broker,
+                detail: "\(Self.describe(rc)) (is it an MQTT broker, and mqtts:// for its TLS port?)")
         case MOSQ_ERR_KEEPALIVE.rawValue:
             return MQTTError(.timeout, broker: broker, detail: "no answer to keep-alive pings")
         default:

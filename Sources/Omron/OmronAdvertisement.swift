@@ -31,7 +31,7 @@ public struct OmronAdvertisement: Sendable, Hashable {
                 var i = 0
                 while i + 16 <= s.data.count {
                     // 128-bit UUIDs are little-endian in adverts.
-                    let text = Hex.encode(s.data[i ..< i + 16].reversed())
+                    let text = Hex.encode(s.data[i..<i + 16].reversed())
                     if text == OmronUUID.classicService.filter({ $0 != "-" }) { a.transport = .classic; seen = true }
                     i += 16
                 }

@@ -44,7 +44,8 @@ public struct OmronError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     static func truncated(_ field: String, at offset: Int, need: Int, have: Int) -> OmronError {
-        OmronError(.truncated, field: field, offset: offset, detail: "needs \(need) byte\(need == 1 ? "" : "s"), \(have) left")
+        OmronError(
+            .truncated, field: field, offset: offset, detail: "needs \(need) byte\(need == 1 ? "" : "s"), \(have) left")
     }
 
     public var message: String {

@@ -68,7 +68,8 @@ public struct OmronFrame: Sendable, Hashable, CustomStringConvertible {
         guard let first = bytes.first else { throw .truncated("length", at: 0, need: 1, have: 0) }
         let l = Int(first)
         guard l >= 8, l <= maxLength else {
-            throw OmronError(.invalidLength, field: "length", offset: 0, detail: "\(l); a frame has 8 to \(maxLength) bytes")
+            throw OmronError(
+                .invalidLength, field: "length", offset: 0, detail: "\(l); a frame has 8 to \(maxLength) bytes")
         }
         let have = bytes.count
         func need(_ field: String, _ at: Int, _ n: Int) throws(OmronError) {
@@ -80,14 +81,16 @@ public struct OmronFrame: Sendable, Hashable, CustomStringConvertible {
         try need("data", 6, l - 8)
         try need("status", l - 2, 1)
         try need("check", l - 1, 1)
-        let frame = bytes[base ..< base + l]
+        let frame = bytes[base..<base + l]
         if frame.reduce(0, ^) != 0 {
-            throw OmronError(.badChecksum, field: "check", offset: l - 1, detail: "XOR of the \(l) bytes is 0x" + Hex.encode([frame.reduce(0, ^)]))
+            throw OmronError(
+                .badChecksum, field: "check", offset: l - 1,
+                detail: "XOR of the \(l) bytes is 0x" + Hex.encode([frame.reduce(0, ^)]))
         }
         return OmronFrame(
             type: UInt16(bytes[base + 1]) << 8 | UInt16(bytes[base + 2]),
             address: UInt16(bytes[base + 3]) << 8 | UInt16(bytes[base + 4]),
-            size: bytes[base + 5], data: Array(bytes[base + 6 ..< base + l - 2]), status: bytes[base + l - 2])
+            size: bytes[base + 5], data: Array(bytes[base + 6..<base + l - 2]), status: bytes[base + l - 2])
     }
 
     public static func decode(_ bytes: [UInt8]) throws(OmronError) -> OmronFrame { try decode(bytes[...]) }

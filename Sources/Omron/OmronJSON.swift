@@ -5,7 +5,10 @@ import CuffCore
 extension OmronError {
     /// `{"code": ..., "field": ..., "message": ..., "offset": N}`, as the BPS decoders' errors.
     public var json: JSON {
-        .object([("code", .string(code.rawValue)), ("field", .string(field)), ("message", .string(message)), ("offset", .int(Int64(offset)))])
+        .object([
+            ("code", .string(code.rawValue)), ("field", .string(field)), ("message", .string(message)),
+            ("offset", .int(Int64(offset))),
+        ])
     }
 }
 
@@ -29,12 +32,15 @@ extension OmronReading {
             ("mean_arterial_pressure", .null), ("pulse_rate", .double(Double(pulse))),
             ("timestamp", time.iso8601.map(JSON.string) ?? .null),
             ("user_id", user.map { .int(Int64($0)) } ?? .null),
-            ("status", .object([
-                ("body_movement", .bool(bodyMovement)), ("cuff_too_loose", cuffOK.map { .bool(!$0) } ?? .null),
-                ("irregular_pulse", .bool(irregularPulse)),
-                ("improper_position", position.map { .bool($0 != 0) } ?? .null),
-                ("battery_low", opt(batteryLow)),
-            ])),
+            (
+                "status",
+                .object([
+                    ("body_movement", .bool(bodyMovement)), ("cuff_too_loose", cuffOK.map { .bool(!$0) } ?? .null),
+                    ("irregular_pulse", .bool(irregularPulse)),
+                    ("improper_position", position.map { .bool($0 != 0) } ?? .null),
+                    ("battery_low", opt(batteryLow)),
+                ])
+            ),
             ("omron", .object(omron)),
             ("warnings", .array([])), ("raw", .string(Hex.encode(raw))),
         ])

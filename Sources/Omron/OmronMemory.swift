@@ -21,7 +21,7 @@ extension OmronIndexLayout {
     func readEntry(_ b: ArraySlice<UInt8>, at offset: Int) -> UInt32 {
         let base = b.startIndex + offset
         var v: UInt32 = 0
-        for i in 0 ..< entryWidth {
+        for i in 0..<entryWidth {
             let byte = UInt32(b[base + i])
             v |= byteOrder == .little ? byte << (8 * i) : byte << (8 * (entryWidth - 1 - i))
         }
@@ -29,7 +29,7 @@ extension OmronIndexLayout {
     }
 
     func writeEntry(_ v: UInt32, into b: inout [UInt8], at offset: Int) {
-        for i in 0 ..< entryWidth {
+        for i in 0..<entryWidth {
             let shift = byteOrder == .little ? 8 * i : 8 * (entryWidth - 1 - i)
             b[offset + i] = UInt8(truncatingIfNeeded: v >> shift)
         }
@@ -38,12 +38,17 @@ extension OmronIndexLayout {
     /// Every user's entry from the settings block's first bytes.
     public func decode(_ settings: ArraySlice<UInt8>) throws(OmronError) -> [OmronIndexEntry] {
         var out: [OmronIndexEntry] = []
-        for u in 0 ..< cursorOffsets.count {
-            for (name, off) in [("cursor of user \(u + 1)", cursorOffsets[u]), ("unread counter of user \(u + 1)", unreadOffsets[u])]
+        for u in 0..<cursorOffsets.count {
+            for (name, off) in [
+                ("cursor of user \(u + 1)", cursorOffsets[u]), ("unread counter of user \(u + 1)", unreadOffsets[u]),
+            ]
             where settings.count < off + entryWidth {
                 throw .truncated(name, at: off, need: entryWidth, have: max(0, settings.count - off))
             }
-            out.append(OmronIndexEntry(cursor: readEntry(settings, at: cursorOffsets[u]), unread: readEntry(settings, at: unreadOffsets[u])))
+            out.append(
+                OmronIndexEntry(
+                    cursor: readEntry(settings, at: cursorOffsets[u]), unread: readEntry(settings, at: unreadOffsets[u])
+                ))
         }
         return out
     }
@@ -87,9 +92,9 @@ public enum OmronClockCodec {
     /// True when the window's checksum holds (as real cuffs store it; at8-swapped also in hass-omron's form).
     public static func checksumOK(_ w: [UInt8], layout: OmronClockLayout) -> Bool {
         switch layout {
-        case .at2, .at2Swapped: w.count >= 10 && w[9] == sum(w[0 ..< 8]) &+ (layout == .at2 ? w[8] : 0)
-        case .at8: w.count >= 16 && w[14] == sum(w[0 ..< 14])
-        case .at8Swapped: w.count >= 16 && (w[15] == sum(w[0 ..< 14]) || w[14] == sum(w[0 ..< 14]))
+        case .at2, .at2Swapped: w.count >= 10 && w[9] == sum(w[0..<8]) &+ (layout == .at2 ? w[8] : 0)
+        case .at8: w.count >= 16 && w[14] == sum(w[0..<14])
+        case .at8Swapped: w.count >= 16 && (w[15] == sum(w[0..<14]) || w[14] == sum(w[0..<14]))
         case .at0: w.count >= 16
         }
     }
@@ -99,8 +104,9 @@ public enum OmronClockCodec {
         guard checksumOK(w, layout: layout) else { return nil }
         let p = positions(layout)
         let year = 2000 + Int(w[p[0]]), month = w[p[1]], day = w[p[2]]
-        guard (1 ... 12).contains(month), day >= 1, day <= DateTime.lastDay(ofMonth: month, year: UInt16(year)),
-              w[p[3]] <= 23, w[p[4]] <= 59, w[p[5]] <= 59 else { return nil }
+        guard (1...12).contains(month), day >= 1, day <= DateTime.lastDay(ofMonth: month, year: UInt16(year)),
+            w[p[3]] <= 23, w[p[4]] <= 59, w[p[5]] <= 59
+        else { return nil }
         return DateTime(year: UInt16(year), month: month, day: day, hours: w[p[3]], minutes: w[p[4]], seconds: w[p[5]])
     }
 
@@ -115,13 +121,13 @@ public enum OmronClockCodec {
         switch clock.layout {
         case .at2, .at2Swapped:
             w[8] = 0
-            w[9] = sum(w[0 ..< 9])
+            w[9] = sum(w[0..<9])
         case .at8:
-            w[14] = sum(w[0 ..< 14])
+            w[14] = sum(w[0..<14])
             w[15] = 0
         case .at8Swapped:
             // As the one real HEM-6232T-E block has it: the sum at [15], its complement at [14].
-            let s = sum(w[0 ..< 14])
+            let s = sum(w[0..<14])
             w[15] = s
             w[14] = ~s
         case .at0: break
@@ -146,8 +152,11 @@ public enum OmronReadPlan {
         let unread = profile.index.unreadCount(entry, records: n)
         guard unread > 0 else { return [] }
         if next >= unread { return [OmronSlotRun(user: user, slot: next - unread, count: unread)] }
-        return [OmronSlotRun(user: user, slot: n + next - unread, count: unread - next), OmronSlotRun(user: user, slot: 0, count: next)]
-            .filter { $0.count > 0 }
+        return [
+            OmronSlotRun(user: user, slot: n + next - unread, count: unread - next),
+            OmronSlotRun(user: user, slot: 0, count: next),
+        ]
+        .filter { $0.count > 0 }
     }
 
     /// Every slot of a user's ring.

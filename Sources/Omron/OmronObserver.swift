@@ -66,11 +66,12 @@ public struct OmronObserver: Sendable {
         let fits = candidates.filter { p in
             guard Int(p.settingsRead) == first.address else { return false }
             return reads.dropFirst().allSatisfy { r in
-                let settings = Int(p.settingsRead) ..< Int(p.settingsRead) + p.settingsLength
+                let settings = Int(p.settingsRead)..<Int(p.settingsRead) + p.settingsLength
                 if settings.contains(r.address) { return true }
                 return p.users.contains { a in
                     let start = Int(a.start), end = start + a.records * p.slotSize
-                    return r.address >= start && r.address + r.count <= end && ((r.address - start) % p.slotSize == 0 || r.count < p.slotSize)
+                    return r.address >= start && r.address + r.count <= end
+                        && ((r.address - start) % p.slotSize == 0 || r.count < p.slotSize)
                 }
             }
         }
@@ -78,7 +79,10 @@ public struct OmronObserver: Sendable {
         let decoding = fits.filter { p in slots(p).allSatisfy { s in Self.decodes(s.raw, p) } }
         if !decoding.isEmpty { candidates = decoding } else if !fits.isEmpty { candidates = fits }
         // Settled once every candidate reads the same slots of the same users the same way.
-        let ways = Set(candidates.map { p in "\(p.layout)|\(p.slotSize)|" + slots(p).map { "\($0.user):\($0.slot)" }.joined(separator: ",") })
+        let ways = Set(
+            candidates.map { p in
+                "\(p.layout)|\(p.slotSize)|" + slots(p).map { "\($0.user):\($0.slot)" }.joined(separator: ",")
+            })
         if ways.count == 1, reads.count > 1, !slots(candidates[0]).isEmpty { settled = true }
     }
 
@@ -88,7 +92,7 @@ public struct OmronObserver: Sendable {
     static func decodes(_ raw: [UInt8], _ p: OmronProfile) -> Bool {
         do {
             let r = try OmronRecordCodec.decode(raw[...], layout: p.layout, slotSize: p.slotSize)
-            return (60 ... 280).contains(r.systolic) && (30 ... 180).contains(r.diastolic) && (30 ... 240).contains(r.pulse)
+            return (60...280).contains(r.systolic) && (30...180).contains(r.diastolic) && (30...240).contains(r.pulse)
                 && r.diastolic < r.systolic && r.time.year >= 2010
         } catch {
             return error.code == .emptyRecord
@@ -102,9 +106,10 @@ public struct OmronObserver: Sendable {
             for (u, area) in p.users.enumerated() {
                 let a0 = Int(area.start), a1 = a0 + area.records * p.slotSize
                 guard r.address < a1, r.address + r.count > a0 else { continue }
-                let first = max(0, (r.address - a0) / p.slotSize), last = min(area.records - 1, (r.address + r.count - 1 - a0) / p.slotSize)
+                let first = max(0, (r.address - a0) / p.slotSize),
+                    last = min(area.records - 1, (r.address + r.count - 1 - a0) / p.slotSize)
                 guard first <= last else { continue }
-                for slot in first ... last {
+                for slot in first...last {
                     if let raw = bytes(a0 + slot * p.slotSize, p.slotSize) { out.append((u, slot, raw)) }
                 }
             }
@@ -146,8 +151,10 @@ public struct OmronObserver: Sendable {
         } catch {
             return [.note("cuff frame: \(error.message)")]
         }
-        guard let cmd = command, cmd.kind == .read, reply.type == 0x8100, reply.address == cmd.address, reply.status == 0,
-              reply.data.count == Int(cmd.size) else { return [] }
+        guard let cmd = command, cmd.kind == .read, reply.type == 0x8100, reply.address == cmd.address,
+            reply.status == 0,
+            reply.data.count == Int(cmd.size)
+        else { return [] }
         command = nil
         for (i, b) in reply.data.enumerated() { memory[Int(reply.address) + i] = b }
         if !settled {
@@ -165,23 +172,25 @@ public struct OmronObserver: Sendable {
         let end = start + count
         let clockAt = Int(profile.settingsRead) + profile.clock.offset
         if !clockSeen, start < clockAt + profile.clock.length, end > clockAt,
-           let w = bytes(clockAt, profile.clock.length) {
+            let w = bytes(clockAt, profile.clock.length)
+        {
             clockSeen = true
             out.append(.clock(cuffLocalSeconds: OmronClockCodec.decode(w, layout: profile.clock.layout)?.unixSeconds))
         }
         for (u, area) in profile.users.enumerated() {
             let a0 = Int(area.start), a1 = a0 + area.records * profile.slotSize
             guard start < a1, end > a0 else { continue }
-            let first = max(0, (start - a0) / profile.slotSize), last = min(area.records - 1, (end - 1 - a0) / profile.slotSize)
+            let first = max(0, (start - a0) / profile.slotSize),
+                last = min(area.records - 1, (end - 1 - a0) / profile.slotSize)
             guard first <= last else { continue }
-            for slot in first ... last {
+            for slot in first...last {
                 let at = a0 + slot * profile.slotSize
                 guard !decoded.contains(at), let raw = bytes(at, profile.slotSize) else { continue }
                 decoded.insert(at)
                 do {
                     let r = try OmronRecordCodec.decode(raw[...], layout: profile.layout, slotSize: profile.slotSize)
                     out.append(.reading(OmronSyncedReading(user: u + 1, slot: slot, reading: r, raw: raw)))
-                } catch where error.code == .emptyRecord {
+                } catch  where error.code == .emptyRecord {
                     continue
                 } catch {
                     out.append(.note("user \(u + 1) slot \(slot): \(error.message)"))
@@ -194,7 +203,7 @@ public struct OmronObserver: Sendable {
     func bytes(_ at: Int, _ n: Int) -> [UInt8]? {
         var b: [UInt8] = []
         b.reserveCapacity(n)
-        for i in at ..< at + n {
+        for i in at..<at + n {
             guard let v = memory[i] else { return nil }
             b.append(v)
         }

@@ -97,7 +97,7 @@ public struct OmronProfile: Sendable, Hashable, CustomStringConvertible {
     /// The bytes of the settings block a session reads: index region and clock window.
     public var settingsLength: Int { max(index.size, clock.offset + clock.length, unreadSection?.upperBound ?? 0) }
     /// The bytes written back to mark records read: the unread section, else the whole index region.
-    public var markReadRange: Range<Int> { unreadSection ?? 0 ..< index.size }
+    public var markReadRange: Range<Int> { unreadSection ?? 0..<index.size }
     /// Highest EEPROM address a profile touches (for the simulator's image).
     public var memoryEnd: Int {
         let areas = users.map { Int($0.start) + $0.records * slotSize }.max() ?? 0

@@ -45,7 +45,8 @@ public struct OmronReading: Sendable, Hashable {
     public var movementCount: UInt8?
 
     public init(
-        systolic: Int, diastolic: Int, pulse: Int, time: DateTime, irregularPulse: Bool = false, bodyMovement: Bool = false,
+        systolic: Int, diastolic: Int, pulse: Int, time: DateTime, irregularPulse: Bool = false,
+        bodyMovement: Bool = false,
         cuffOK: Bool? = true, batteryLow: Bool? = false, position: UInt8? = 0, sequence: UInt16? = nil
     ) {
         self.systolic = systolic
@@ -101,21 +102,27 @@ public enum OmronRecordCodec {
             default: return "tail"
             }
         case .hem6401:
-            let names = ["year", "month", "day", "hour", "minute", "second", "systolic", "diastolic", "pulse", "unknown",
-                         "unknown", "flags"]
+            let names = [
+                "year", "month", "day", "hour", "minute", "second", "systolic", "diastolic", "pulse", "unknown",
+                "unknown", "flags",
+            ]
             return offset < names.count ? names[offset] : "tail"
         }
     }
 
     /// Decodes one slot of `slotSize` bytes. An empty slot throws `empty_record`; fewer bytes than
     /// the slot throws `truncated` naming the field where they end; more is `invalid_length`.
-    public static func decode(_ bytes: ArraySlice<UInt8>, layout: OmronRecordLayout, slotSize: Int) throws(OmronError) -> OmronReading {
+    public static func decode(_ bytes: ArraySlice<UInt8>, layout: OmronRecordLayout, slotSize: Int) throws(OmronError)
+        -> OmronReading
+    {
         let b = Array(bytes)
         if b.count < slotSize {
             throw .truncated(fieldName(layout, at: b.count), at: b.count, need: slotSize - b.count, have: 0)
         }
         if b.count > slotSize {
-            throw OmronError(.invalidLength, field: "record", offset: slotSize, detail: "\(b.count) bytes; a \(layout.rawValue) slot of this model has \(slotSize)")
+            throw OmronError(
+                .invalidLength, field: "record", offset: slotSize,
+                detail: "\(b.count) bytes; a \(layout.rawValue) slot of this model has \(slotSize)")
         }
         if b.allSatisfy({ $0 == 0xFF }) { throw OmronError(.emptyRecord, field: "all 0xFF", offset: 0) }
         switch layout {
@@ -124,7 +131,8 @@ public enum OmronRecordCodec {
             // The le14 record with every 16-bit word byte-swapped (§6.2).
             var s = b
             for i in stride(from: 0, to: 14, by: 2) { s.swapAt(i, i + 1) }
-            return try decodeLE(s, heartGuide: false, slotSize: slotSize, bigEndian: true, sixBitYear: layout == .be14y6)
+            return try decodeLE(
+                s, heartGuide: false, slotSize: slotSize, bigEndian: true, sixBitYear: layout == .be14y6)
         case .hem6401: return try decode6401(b)
         }
     }
@@ -137,7 +145,9 @@ public enum OmronRecordCodec {
         let w1 = UInt16(b[4]) | UInt16(b[5]) << 8
         let w2 = UInt16(b[6]) | UInt16(b[7]) << 8
         if !bigEndian {
-            if b[0] > 0xE1 { throw OmronError(.emptyRecord, field: "systolic byte 0x" + Hex.encode([b[0]]) + " > 0xE1", offset: 0) }
+            if b[0] > 0xE1 {
+                throw OmronError(.emptyRecord, field: "systolic byte 0x" + Hex.encode([b[0]]) + " > 0xE1", offset: 0)
+            }
             if b[1] == 0, b[2] == 0, b[3] & 0x3F == 0, w1 == 0, w2 == 0 {
                 throw OmronError(.emptyRecord, field: "zero placeholder", offset: 0)
             }
@@ -151,18 +161,22 @@ public enum OmronRecordCodec {
             if bigEndian { throw OmronError(.invalidValue, field: "minute", offset: at(6), detail: "\(minute)") }
             minute = 59  // le14: clamped, as hass-omron does
         }
-        guard (1 ... 12).contains(month) else { throw OmronError(.invalidValue, field: "month", offset: at(5), detail: "\(month)") }
+        guard (1...12).contains(month) else {
+            throw OmronError(.invalidValue, field: "month", offset: at(5), detail: "\(month)")
+        }
         guard day >= 1, day <= Int(DateTime.lastDay(ofMonth: UInt8(month), year: UInt16(year))) else {
             throw OmronError(.invalidValue, field: "day", offset: at(4), detail: "\(day) in month \(month) of \(year)")
         }
         guard hour <= 23 else { throw OmronError(.invalidValue, field: "hour", offset: at(4), detail: "\(hour)") }
         if heartGuide, b[17] != 0 {
-            throw OmronError(.invalidValue, field: "measurement status", offset: 17, detail: "error code 0x" + Hex.encode([b[17]]))
+            throw OmronError(
+                .invalidValue, field: "measurement status", offset: 17, detail: "error code 0x" + Hex.encode([b[17]]))
         }
         var r = OmronReading(
             systolic: Int(b[0]) + 25, diastolic: Int(b[1]), pulse: Int(b[2]),
-            time: DateTime(year: UInt16(year), month: UInt8(month), day: UInt8(day), hours: UInt8(hour), minutes: UInt8(minute),
-                           seconds: UInt8(second)),
+            time: DateTime(
+                year: UInt16(year), month: UInt8(month), day: UInt8(day), hours: UInt8(hour), minutes: UInt8(minute),
+                seconds: UInt8(second)),
             irregularPulse: w1 & 0x4000 != 0, bodyMovement: w1 & 0x8000 != 0, cuffOK: w2 & 0x1000 != 0,
             batteryLow: heartGuide ? nil : w2 & 0x2000 != 0, position: UInt8(w2 >> 14))
         if (slotSize == 14 && !bigEndian) || heartGuide { r.sequence = UInt16(b[10]) | UInt16(b[11]) << 8 }
@@ -170,10 +184,14 @@ public enum OmronRecordCodec {
     }
 
     static func decode6401(_ b: [UInt8]) throws(OmronError) -> OmronReading {
-        if b[6] > 0xE1 { throw OmronError(.emptyRecord, field: "systolic byte 0x" + Hex.encode([b[6]]) + " > 0xE1", offset: 6) }
-        if b[0 ..< 9].allSatisfy({ $0 == 0 }) { throw OmronError(.emptyRecord, field: "zero placeholder", offset: 0) }
+        if b[6] > 0xE1 {
+            throw OmronError(.emptyRecord, field: "systolic byte 0x" + Hex.encode([b[6]]) + " > 0xE1", offset: 6)
+        }
+        if b[0..<9].allSatisfy({ $0 == 0 }) { throw OmronError(.emptyRecord, field: "zero placeholder", offset: 0) }
         let year = 2000 + Int(b[0]), month = Int(b[1]), day = Int(b[2]), hour = Int(b[3]), minute = Int(b[4])
-        guard (1 ... 12).contains(month) else { throw OmronError(.invalidValue, field: "month", offset: 1, detail: "\(month)") }
+        guard (1...12).contains(month) else {
+            throw OmronError(.invalidValue, field: "month", offset: 1, detail: "\(month)")
+        }
         guard day >= 1, day <= Int(DateTime.lastDay(ofMonth: UInt8(month), year: UInt16(clamping: year))) else {
             throw OmronError(.invalidValue, field: "day", offset: 2, detail: "\(day)")
         }
@@ -181,9 +199,11 @@ public enum OmronRecordCodec {
         guard minute <= 59 else { throw OmronError(.invalidValue, field: "minute", offset: 4, detail: "\(minute)") }
         var r = OmronReading(
             systolic: Int(b[6]) + 25, diastolic: Int(b[7]), pulse: Int(b[8]),
-            time: DateTime(year: UInt16(year), month: UInt8(month), day: UInt8(day), hours: UInt8(hour), minutes: UInt8(minute),
-                           seconds: UInt8(min(59, Int(b[5])))),
-            irregularPulse: b[11] & 0x03 != 0, bodyMovement: b[11] & 0x0C != 0, cuffOK: nil, batteryLow: nil, position: nil)
+            time: DateTime(
+                year: UInt16(year), month: UInt8(month), day: UInt8(day), hours: UInt8(hour), minutes: UInt8(minute),
+                seconds: UInt8(min(59, Int(b[5])))),
+            irregularPulse: b[11] & 0x03 != 0, bodyMovement: b[11] & 0x0C != 0, cuffOK: nil, batteryLow: nil,
+            position: nil)
         r.ihbCount = b[11] & 0x03
         r.movementCount = b[11] >> 2 & 0x03
         return r
@@ -221,8 +241,11 @@ public enum OmronRecordCodec {
         case .hem6401:
             b[0] = UInt8(clamping: Int(t.year) - 2000); b[1] = t.month; b[2] = t.day; b[3] = t.hours; b[4] = t.minutes
             b[5] = t.seconds
-            b[6] = UInt8(clamping: r.systolic - 25); b[7] = UInt8(clamping: r.diastolic); b[8] = UInt8(clamping: r.pulse)
-            b[11] = (r.ihbCount ?? (r.irregularPulse ? 1 : 0)) & 3 | ((r.movementCount ?? (r.bodyMovement ? 1 : 0)) & 3) << 2
+            b[6] = UInt8(clamping: r.systolic - 25); b[7] = UInt8(clamping: r.diastolic);
+            b[8] = UInt8(clamping: r.pulse)
+            b[11] =
+                (r.ihbCount ?? (r.irregularPulse ? 1 : 0)) & 3 | ((r.movementCount ?? (r.bodyMovement ? 1 : 0)) & 3)
+                << 2
         }
         return b
     }

@@ -177,7 +177,7 @@ public struct OmronSession: Sendable {
 
     private mutating func begin(_ now: Timestamp) -> [Action] {
         // RX channel 0 first: on classic cuffs it triggers the OS bond (§3.1 step 0).
-        var out: [Action] = (0 ..< profile.transport.channelCount).map { .subscribe(.rx($0)) }
+        var out: [Action] = (0..<profile.transport.channelCount).map { .subscribe(.rx($0)) }
         switch profile.pairing {
         case .customKey:
             out.append(.subscribe(.unlock))
@@ -204,7 +204,8 @@ public struct OmronSession: Sendable {
     private mutating func unlock(attempt: Int, _ now: Timestamp) -> [Action] {
         let deadline = now + options.replyTimeout
         state = .unlocking(attempt: attempt, deadline: deadline)
-        let bytes = profile.pairing == .token
+        let bytes =
+            profile.pairing == .token
             ? [0x11] + options.token.prefix(4) + [UInt8](repeating: 0, count: 15)
             : [0x01] + options.key
         return [.write(.unlock, bytes), .setTimer(deadline)]
@@ -242,7 +243,8 @@ public struct OmronSession: Sendable {
         case let .unlocking(attempt, deadline) where now >= deadline:
             return attempt < options.attempts ? unlock(attempt: attempt + 1, now) : finish(.timedOut(what: "unlock"))
         case let .starting(p) where now >= p.deadline: return resend(p, now) { .starting($0) }
-        case let .readingSettings(p, s) where now >= p.deadline: return resend(p, now) { .readingSettings($0, settings: s) }
+        case let .readingSettings(p, s) where now >= p.deadline:
+            return resend(p, now) { .readingSettings($0, settings: s) }
         case let .transferring(p, t) where now >= p.deadline: return resend(p, now) { .transferring($0, t) }
         case let .ending(p) where now >= p.deadline: return resend(p, now) { .ending($0) }
         case let .settling(until, t) where now >= until: return next(t, now)
@@ -252,7 +254,8 @@ public struct OmronSession: Sendable {
 
     // MARK: frames
 
-    private mutating func send(_ f: OmronFrame, attempt: Int, _ now: Timestamp, _ make: (Pending) -> State) -> [Action] {
+    private mutating func send(_ f: OmronFrame, attempt: Int, _ now: Timestamp, _ make: (Pending) -> State) -> [Action]
+    {
         let p = Pending(frame: f, attempt: attempt, deadline: now + options.replyTimeout)
         state = make(p)
         assembler = OmronReassembler(transport: profile.transport)
@@ -351,7 +354,7 @@ public struct OmronSession: Sendable {
     private mutating func plan(settings: [UInt8], _ now: Timestamp) -> [Action] {
         var out: [Action] = []
         let c = profile.clock
-        let window = Array(settings[c.offset ..< c.offset + c.length])
+        let window = Array(settings[c.offset..<c.offset + c.length])
         let cuff = OmronClockCodec.decode(window, layout: c.layout)?.unixSeconds
         let host = local(now)
         driftSeconds = cuff.map { $0 - host }
@@ -374,22 +377,30 @@ public struct OmronSession: Sendable {
             if options.allRecords {
                 let n = profile.users[u].records
                 let next = profile.index.nextSlot(e, records: n) ?? 0
-                runs += [OmronSlotRun(user: u, slot: next, count: n - next), OmronSlotRun(user: u, slot: 0, count: next)]
-                    .filter { $0.count > 0 }
+                runs += [
+                    OmronSlotRun(user: u, slot: next, count: n - next), OmronSlotRun(user: u, slot: 0, count: next),
+                ]
+                .filter { $0.count > 0 }
             } else {
                 runs += OmronReadPlan.unread(profile: profile, user: u, entry: e)
             }
         }
         for (i, r) in runs.enumerated() {
-            queue += OmronReadPlan.reads(profile: profile, runs: [r]).map { .read(address: $0.address, count: $0.count, run: i) }
+            queue += OmronReadPlan.reads(profile: profile, runs: [r]).map {
+                .read(address: $0.address, count: $0.count, run: i)
+            }
         }
-        let anyUnread = entries.enumerated().contains { profile.index.unreadCount($0.element, records: profile.users[$0.offset].records) > 0 }
+        let anyUnread = entries.enumerated().contains {
+            profile.index.unreadCount($0.element, records: profile.users[$0.offset].records) > 0
+        }
         if !options.keepUnread, anyUnread {
             // Every counter to 0x8000 ("none unread"), cursors kept, written where the cuff reads writes.
             var block = settings
-            profile.index.encode(entries.map { OmronIndexEntry(cursor: $0.cursor, unread: OmronIndexLayout.clearValue) }, into: &block)
+            profile.index.encode(
+                entries.map { OmronIndexEntry(cursor: $0.cursor, unread: OmronIndexLayout.clearValue) }, into: &block)
             let r = profile.markReadRange
-            queue.append(.write(address: profile.settingsWrite + UInt16(r.lowerBound), data: Array(block[r]), settle: false))
+            queue.append(
+                .write(address: profile.settingsWrite + UInt16(r.lowerBound), data: Array(block[r]), settle: false))
         }
         queue.append(.end)
         return out + next(Transfer(queue: queue, runs: runs, buffers: runs.map { _ in [] }), now)
@@ -405,13 +416,13 @@ public struct OmronSession: Sendable {
 
     private mutating func decodeRun(_ r: OmronSlotRun, _ bytes: [UInt8]) -> [Action] {
         var out: [Action] = []
-        for k in 0 ..< r.count {
-            let raw = Array(bytes[k * profile.slotSize ..< (k + 1) * profile.slotSize])
+        for k in 0..<r.count {
+            let raw = Array(bytes[k * profile.slotSize..<(k + 1) * profile.slotSize])
             do {
                 let reading = try OmronRecordCodec.decode(raw[...], layout: profile.layout, slotSize: profile.slotSize)
                 readings += 1
                 out.append(.reading(OmronSyncedReading(user: r.user + 1, slot: r.slot + k, reading: reading, raw: raw)))
-            } catch where error.code == .emptyRecord {
+            } catch  where error.code == .emptyRecord {
                 continue
             } catch {
                 out.append(.badRecord(user: r.user + 1, slot: r.slot + k, error))

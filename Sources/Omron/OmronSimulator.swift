@@ -69,7 +69,9 @@ public struct OmronSimulator: Sendable {
     }
 
     /// The key other open tools program (hass-omron, omblepy): `deadbeaf12341234deadbeaf12341234`.
-    public static let defaultKey: [UInt8] = [0xDE, 0xAD, 0xBE, 0xAF, 0x12, 0x34, 0x12, 0x34, 0xDE, 0xAD, 0xBE, 0xAF, 0x12, 0x34, 0x12, 0x34]
+    public static let defaultKey: [UInt8] = [
+        0xDE, 0xAD, 0xBE, 0xAF, 0x12, 0x34, 0x12, 0x34, 0xDE, 0xAD, 0xBE, 0xAF, 0x12, 0x34, 0x12, 0x34,
+    ]
     /// Status a real cuff gives at **end** after a clock write with a wrong checksum.
     public static let badClockStatus: UInt8 = 0xE5
 
@@ -103,7 +105,10 @@ public struct OmronSimulator: Sendable {
     private var dropArmed: Bool
 
     /// A cuff of `profile` with readings from `seed`; `paired` false starts it factory-fresh.
-    public init(profile: OmronProfile, scenario: OmronScenario = .normal, seed: UInt64 = 1, paired: Bool = true, localSeconds: Int64) {
+    public init(
+        profile: OmronProfile, scenario: OmronScenario = .normal, seed: UInt64 = 1, paired: Bool = true,
+        localSeconds: Int64
+    ) {
         self.profile = profile
         self.scenario = scenario
         rxAssembler = OmronReassembler(transport: profile.transport)
@@ -128,11 +133,12 @@ public struct OmronSimulator: Sendable {
             }
             var readings: [OmronReading] = []
             var t = localSeconds - Int64(count + 1) * 21_601 - Int64(u) * 600
-            for k in 0 ..< count {
+            for k in 0..<count {
                 t += 21_601 + Int64(rng.next() % 600)
                 let sys = 105 + Int(rng.next() % 50), dia = 62 + Int(rng.next() % 30), pulse = 55 + Int(rng.next() % 40)
                 let r = OmronReading(
-                    systolic: sys, diastolic: dia, pulse: pulse, time: DateTime(unixSeconds: t), irregularPulse: rng.next() % 9 == 0,
+                    systolic: sys, diastolic: dia, pulse: pulse, time: DateTime(unixSeconds: t),
+                    irregularPulse: rng.next() % 9 == 0,
                     bodyMovement: rng.next() % 7 == 0, cuffOK: rng.next() % 11 != 0, batteryLow: false, position: 0,
                     sequence: UInt16(truncatingIfNeeded: k + 1))
                 readings.append(Self.stored(r, profile))
@@ -188,7 +194,9 @@ public struct OmronSimulator: Sendable {
         let n = profile.users[u].records
         for (k, r) in taken[u].enumerated().suffix(n) {
             let a = slotAddress(u, k % n)
-            memory.replaceSubrange(a ..< a + profile.slotSize, with: OmronRecordCodec.encode(r, layout: profile.layout, slotSize: profile.slotSize))
+            memory.replaceSubrange(
+                a..<a + profile.slotSize,
+                with: OmronRecordCodec.encode(r, layout: profile.layout, slotSize: profile.slotSize))
         }
     }
 
@@ -204,16 +212,16 @@ public struct OmronSimulator: Sendable {
 
     private mutating func renderIndex() {
         let base = Int(profile.settingsRead)
-        var block = Array(memory[base ..< base + profile.index.size])
+        var block = Array(memory[base..<base + profile.index.size])
         profile.index.encode(profile.users.indices.map(entry), into: &block)
-        memory.replaceSubrange(base ..< base + profile.index.size, with: block)
+        memory.replaceSubrange(base..<base + profile.index.size, with: block)
     }
 
     private mutating func renderClock(now: Int64) {
         let a = Int(profile.settingsRead) + profile.clock.offset
-        let window = Array(memory[a ..< a + profile.clock.length])
+        let window = Array(memory[a..<a + profile.clock.length])
         let w = OmronClockCodec.encode(DateTime(unixSeconds: cuffTime(at: now)), into: window, clock: profile.clock)
-        memory.replaceSubrange(a ..< a + w.count, with: w)
+        memory.replaceSubrange(a..<a + w.count, with: w)
     }
 
     // MARK: events
@@ -289,7 +297,7 @@ public struct OmronSimulator: Sendable {
             paired = true
             pairingMode = false
             unlocked = true
-            return reply([0x91, 0x00] + b[1 ... 4])
+            return reply([0x91, 0x00] + b[1...4])
         default:
             return []
         }
@@ -303,7 +311,9 @@ public struct OmronSimulator: Sendable {
     }
 
     private mutating func txWrite(_ ch: Int, _ bytes: [UInt8], now: Int64) -> [Action] {
-        guard ch < profile.transport.channelCount, let frameBytes = try? rxAssembler.receive(channel: ch, bytes) else { return [] }
+        guard ch < profile.transport.channelCount, let frameBytes = try? rxAssembler.receive(channel: ch, bytes) else {
+            return []
+        }
         guard let f = try? OmronFrame.decode(frameBytes), !f.isReply, let kind = f.kind else { return [] }
         guard mayTransfer, subscribed.contains(.rx(0)) else { return [] }
         if profile.pairing == .bondOnly { paired = true; pairingMode = false }
@@ -320,7 +330,8 @@ public struct OmronSimulator: Sendable {
             written = []
             sessions += 1
             // Classic cuffs answer with 16 device-id bytes (HEM-7280T), modern ones with 8 bytes (HEM-7155T).
-            out = profile.transport == .classic
+            out =
+                profile.transport == .classic
                 ? OmronFrame(type: 0x8000, size: 0x10, data: Array("OMRON-SIM-CUFF!!".utf8))
                 : OmronFrame(type: 0x8000, size: 0x10)
         case .read:
@@ -331,14 +342,15 @@ public struct OmronSimulator: Sendable {
                 out = OmronFrame(type: 0x8F00, status: 0x02)
                 break
             }
-            let data = (a ..< a + n).map { $0 < memory.count ? memory[$0] : 0xFF }
+            let data = (a..<a + n).map { $0 < memory.count ? memory[$0] : 0xFF }
             out = OmronFrame(type: 0x8100, address: f.address, data: data)
         case .write:
             guard inTransaction else { out = OmronFrame(type: 0x8F00, status: 0x01); break }
             let a = Int(f.address)
-            if a + f.data.count <= memory.count { memory.replaceSubrange(a ..< a + f.data.count, with: f.data) }
+            if a + f.data.count <= memory.count { memory.replaceSubrange(a..<a + f.data.count, with: f.data) }
             written.append((a, f.data, now))
-            out = profile.transport == .classic
+            out =
+                profile.transport == .classic
                 ? OmronFrame(type: 0x81C0, address: f.address, data: f.data)
                 : OmronFrame(type: 0x81C0, address: f.address, size: UInt8(f.data.count))
         case .end:
@@ -353,7 +365,9 @@ public struct OmronSimulator: Sendable {
     private func notify(_ frame: [UInt8]) -> [Action] {
         profile.transport.split(frame).compactMap { piece in
             guard subscribed.contains(.rx(piece.channel)) else { return nil }
-            let padded = profile.transport == .classic ? piece.bytes + [UInt8](repeating: 0, count: 16 - piece.bytes.count) : piece.bytes
+            let padded =
+                profile.transport == .classic
+                ? piece.bytes + [UInt8](repeating: 0, count: 16 - piece.bytes.count) : piece.bytes
             return .notify(.rx(piece.channel), padded)
         }
     }
@@ -364,8 +378,10 @@ public struct OmronSimulator: Sendable {
         var status: UInt8 = 0
         let clockAt = w + profile.clock.offset
         // Only the last clock write of a session counts (hass-omron #190/#191).
-        if let last = written.last(where: { $0.address <= clockAt && $0.address + $0.bytes.count >= clockAt + profile.clock.length }) {
-            let window = Array(last.bytes[(clockAt - last.address) ..< (clockAt - last.address + profile.clock.length)])
+        if let last = written.last(where: {
+            $0.address <= clockAt && $0.address + $0.bytes.count >= clockAt + profile.clock.length
+        }) {
+            let window = Array(last.bytes[(clockAt - last.address)..<(clockAt - last.address + profile.clock.length)])
             clockWrites += 1
             if let t = OmronClockCodec.decode(window, layout: profile.clock.layout), let secs = t.unixSeconds {
                 clockBase = secs
@@ -376,7 +392,11 @@ public struct OmronSimulator: Sendable {
         }
         for (u, off) in profile.index.unreadOffsets.enumerated() {
             let at = w + off
-            guard written.contains(where: { $0.address <= at && $0.address + $0.bytes.count >= at + profile.index.entryWidth }) else { continue }
+            guard
+                written.contains(where: {
+                    $0.address <= at && $0.address + $0.bytes.count >= at + profile.index.entryWidth
+                })
+            else { continue }
             let v = profile.index.readEntry(memory[...], at: at)
             unread[u] = v == OmronIndexLayout.clearValue ? 0 : min(unread[u], Int(v & profile.index.cursorMask))
         }

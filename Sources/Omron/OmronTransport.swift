@@ -28,7 +28,7 @@ public enum OmronTransport: String, Sendable, Hashable, CaseIterable {
         var out: [(Int, [UInt8])] = []
         var i = 0
         while i < frame.count {
-            out.append((out.count, Array(frame[i ..< min(i + 16, frame.count)])))
+            out.append((out.count, Array(frame[i..<min(i + 16, frame.count)])))
             i += 16
         }
         return out

@@ -59,11 +59,14 @@ public enum CivilTime {
             return v
         }
         guard let y = num(0, 4), b.count >= 10, b[4] == 0x2D, let mo = num(5, 2), b[7] == 0x2D, let d = num(8, 2),
-              (1...12).contains(mo), (1...31).contains(d) else { return nil }
+            (1...12).contains(mo), (1...31).contains(d)
+        else { return nil }
         var t = Double(days(year: y, month: mo, day: d)) * 86_400
         var i = 10
         if i < b.count, b[i] == 0x54 || b[i] == 0x20 {
-            guard let h = num(11, 2), 13 < b.count, b[13] == 0x3A, let mi = num(14, 2), h < 24, mi < 60 else { return nil }
+            guard let h = num(11, 2), 13 < b.count, b[13] == 0x3A, let mi = num(14, 2), h < 24, mi < 60 else {
+                return nil
+            }
             t += Double(h * 3600 + mi * 60)
             i = 16
             if i < b.count, b[i] == 0x3A {
@@ -85,8 +88,10 @@ public enum CivilTime {
         }
         if i < b.count {
             if b[i] == 0x5A, i + 1 == b.count { return t }
-            guard b[i] == 0x2B || b[i] == 0x2D, let oh = num(i + 1, 2), i + 3 < b.count, b[i + 3] == 0x3A, let om = num(i + 4, 2),
-                  i + 6 == b.count else { return nil }
+            guard b[i] == 0x2B || b[i] == 0x2D, let oh = num(i + 1, 2), i + 3 < b.count, b[i + 3] == 0x3A,
+                let om = num(i + 4, 2),
+                i + 6 == b.count
+            else { return nil }
             let off = Double(oh * 3600 + om * 60)
             return b[i] == 0x2B ? t - off : t + off
         }

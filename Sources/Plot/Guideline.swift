@@ -46,12 +46,22 @@ public struct Guideline: Sendable, Hashable {
     /// the management of arterial hypertension. Eur Heart J 2018;39:3021–3104, Table 3).
     public static let escEsh2018 = Guideline(
         id: "esc-esh-2018", name: "ESC/ESH 2018",
-        source: "Williams et al., 2018 ESC/ESH Guidelines for the management of arterial hypertension, Eur Heart J 2018;39:3021–3104, Table 3",
-        categories: ["optimal", "normal", "high normal", "grade 1 hypertension", "grade 2 hypertension", "grade 3 hypertension"],
-        systolic: [Band("optimal", nil, 120, level: 0), Band("normal", 120, 130, level: 1), Band("high normal", 130, 140, level: 2),
-                   Band("grade 1", 140, 160, level: 3), Band("grade 2", 160, 180, level: 4), Band("grade 3", 180, nil, level: 5)],
-        diastolic: [Band("optimal", nil, 80, level: 0), Band("normal", 80, 85, level: 1), Band("high normal", 85, 90, level: 2),
-                    Band("grade 1", 90, 100, level: 3), Band("grade 2", 100, 110, level: 4), Band("grade 3", 110, nil, level: 5)])
+        source:
+            "Williams et al., 2018 ESC/ESH Guidelines for the management of arterial hypertension, Eur Heart J 2018;39:3021–3104, Table 3",
+        categories: [
+            "optimal", "normal", "high normal", "grade 1 hypertension", "grade 2 hypertension", "grade 3 hypertension",
+        ],
+        systolic: [
+            Band("optimal", nil, 120, level: 0), Band("normal", 120, 130, level: 1),
+            Band("high normal", 130, 140, level: 2),
+            Band("grade 1", 140, 160, level: 3), Band("grade 2", 160, 180, level: 4),
+            Band("grade 3", 180, nil, level: 5),
+        ],
+        diastolic: [
+            Band("optimal", nil, 80, level: 0), Band("normal", 80, 85, level: 1), Band("high normal", 85, 90, level: 2),
+            Band("grade 1", 90, 100, level: 3), Band("grade 2", 100, 110, level: 4),
+            Band("grade 3", 110, nil, level: 5),
+        ])
 
     /// ACC/AHA 2017 (Whelton PK, Carey RM, et al. 2017 ACC/AHA/AAPA/ABC/ACPM/AGS/APhA/ASH/ASPC/NMA/PCNA
     /// Guideline for the Prevention, Detection, Evaluation, and Management of High Blood Pressure in
@@ -59,11 +69,18 @@ public struct Guideline: Sendable, Hashable {
     /// <80, so on the diastolic axis normal and elevated share one band.
     public static let accAha2017 = Guideline(
         id: "acc-aha-2017", name: "ACC/AHA 2017",
-        source: "Whelton et al., 2017 ACC/AHA Guideline for High Blood Pressure in Adults, Hypertension 2018;71:e13–e115, Table 6",
+        source:
+            "Whelton et al., 2017 ACC/AHA Guideline for High Blood Pressure in Adults, Hypertension 2018;71:e13–e115, Table 6",
         categories: ["normal", "elevated", "stage 1 hypertension", "stage 2 hypertension"],
-        systolic: [Band("normal", nil, 120, level: 0), Band("elevated", 120, 130, level: 1), Band("stage 1", 130, 140, level: 2),
-                   Band("stage 2", 140, nil, level: 3)],
-        diastolic: [Band("normal or elevated", nil, 80, level: 0), Band("stage 1", 80, 90, level: 2), Band("stage 2", 90, nil, level: 3)])
+        systolic: [
+            Band("normal", nil, 120, level: 0), Band("elevated", 120, 130, level: 1),
+            Band("stage 1", 130, 140, level: 2),
+            Band("stage 2", 140, nil, level: 3),
+        ],
+        diastolic: [
+            Band("normal or elevated", nil, 80, level: 0), Band("stage 1", 80, 90, level: 2),
+            Band("stage 2", 90, nil, level: 3),
+        ])
 
     public static let all = [escEsh2018, accAha2017]
     public static let `default` = escEsh2018

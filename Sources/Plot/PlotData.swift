@@ -36,8 +36,10 @@ public struct StatusFlags: Sendable, Hashable {
     /// `in_range`, `above_upper_limit`, `below_lower_limit` or `reserved`.
     public var pulseRateRange = "in_range"
 
-    public init(bodyMovement: Bool = false, cuffTooLoose: Bool = false, irregularPulse: Bool = false,
-                improperPosition: Bool = false, pulseRateRange: String = "in_range") {
+    public init(
+        bodyMovement: Bool = false, cuffTooLoose: Bool = false, irregularPulse: Bool = false,
+        improperPosition: Bool = false, pulseRateRange: String = "in_range"
+    ) {
         self.bodyMovement = bodyMovement
         self.cuffTooLoose = cuffTooLoose
         self.irregularPulse = irregularPulse
@@ -70,7 +72,10 @@ public struct DeviceLabel: Sendable, Hashable {
     public var model: String?
     public var serial: String?
 
-    public init(address: String? = nil, name: String? = nil, manufacturer: String? = nil, model: String? = nil, serial: String? = nil) {
+    public init(
+        address: String? = nil, name: String? = nil, manufacturer: String? = nil, model: String? = nil,
+        serial: String? = nil
+    ) {
         self.address = address
         self.name = name
         self.manufacturer = manufacturer
@@ -114,9 +119,11 @@ public struct PlotResult: Sendable, Hashable {
     /// A reading the cuff had stored (sent after connecting), not the one this session measured.
     public var stored: Bool
 
-    public init(unit: PressureUnitName, systolic: PlotValue, diastolic: PlotValue, meanArterialPressure: PlotValue,
-                pulseRate: PlotValue = .missing, status: StatusFlags? = nil, deviceTime: String? = nil,
-                receivedAt: Double? = nil, userID: Int? = nil, stored: Bool = false) {
+    public init(
+        unit: PressureUnitName, systolic: PlotValue, diastolic: PlotValue, meanArterialPressure: PlotValue,
+        pulseRate: PlotValue = .missing, status: StatusFlags? = nil, deviceTime: String? = nil,
+        receivedAt: Double? = nil, userID: Int? = nil, stored: Bool = false
+    ) {
         self.unit = unit
         self.systolic = systolic
         self.diastolic = diastolic
@@ -166,8 +173,11 @@ public struct PlotSession: Sendable, Hashable {
     public var outcome: String?
     public var message: String?
 
-    public init(device: DeviceLabel = DeviceLabel(), startedAt: Double? = nil, samples: [PressureSample] = [], results: [PlotResult] = [],
-                outcome: String? = nil, message: String? = nil) {
+    public init(
+        device: DeviceLabel = DeviceLabel(), startedAt: Double? = nil, samples: [PressureSample] = [],
+        results: [PlotResult] = [],
+        outcome: String? = nil, message: String? = nil
+    ) {
         self.device = device
         self.startedAt = startedAt
         self.samples = samples

@@ -152,55 +152,74 @@ public enum SVGWriter {
     /// An XML name as the charts use them: letters, digits, `-`, `_`, `:`, not starting with a digit or `-`.
     static func isName(_ s: String) -> Bool {
         guard let f = s.unicodeScalars.first, f.properties.isAlphabetic || f == "_" else { return false }
-        return s.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_" || $0 == ":" }
+        return s.unicodeScalars.allSatisfy {
+            $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_" || $0 == ":"
+        }
     }
 }
 
 /// Builders for the few shapes the charts draw; each returns an ``SVGElement``.
 public enum SVG {
     public static func root(width: Double, height: Double, title: String, children: [SVGElement]) -> SVGElement {
-        var e = SVGElement("svg", [
-            SVGAttribute("xmlns", "http://www.w3.org/2000/svg"),
-            SVGAttribute("version", "1.1"),
-            SVGAttribute("width", width), SVGAttribute("height", height),
-            SVGAttribute("viewBox", "0 0 \(SVGNumber.format(width)) \(SVGNumber.format(height))"),
-            SVGAttribute("font-family", Style.fontFamily),
-        ])
+        var e = SVGElement(
+            "svg",
+            [
+                SVGAttribute("xmlns", "http://www.w3.org/2000/svg"),
+                SVGAttribute("version", "1.1"),
+                SVGAttribute("width", width), SVGAttribute("height", height),
+                SVGAttribute("viewBox", "0 0 \(SVGNumber.format(width)) \(SVGNumber.format(height))"),
+                SVGAttribute("font-family", Style.fontFamily),
+            ])
         e.append(SVGElement("title", children: [.text(title)]))
         e.append(rect(x: 0, y: 0, width: width, height: height, fill: "#FFFFFF", classes: "background"))
         e.append(contentsOf: children)
         return e
     }
 
-    public static func group(_ classes: String? = nil, _ extra: [SVGAttribute] = [], _ children: [SVGElement]) -> SVGElement {
+    public static func group(_ classes: String? = nil, _ extra: [SVGAttribute] = [], _ children: [SVGElement])
+        -> SVGElement
+    {
         var attrs: [SVGAttribute] = []
         if let classes { attrs.append(SVGAttribute("class", classes)) }
         return SVGElement("g", attrs + extra, children: children.map(SVGNode.element))
     }
 
-    public static func rect(x: Double, y: Double, width: Double, height: Double, fill: String, stroke: String? = nil,
-                            classes: String? = nil, extra: [SVGAttribute] = []) -> SVGElement {
-        var a = [SVGAttribute("x", x), SVGAttribute("y", y), SVGAttribute("width", max(0, width)), SVGAttribute("height", max(0, height)),
-                 SVGAttribute("fill", fill)]
+    public static func rect(
+        x: Double, y: Double, width: Double, height: Double, fill: String, stroke: String? = nil,
+        classes: String? = nil, extra: [SVGAttribute] = []
+    ) -> SVGElement {
+        var a = [
+            SVGAttribute("x", x), SVGAttribute("y", y), SVGAttribute("width", max(0, width)),
+            SVGAttribute("height", max(0, height)),
+            SVGAttribute("fill", fill),
+        ]
         if let stroke { a.append(SVGAttribute("stroke", stroke)) }
         if let classes { a.insert(SVGAttribute("class", classes), at: 0) }
         return SVGElement("rect", a + extra)
     }
 
-    public static func line(_ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, stroke: String, width: Double = 1,
-                            dash: String? = nil, classes: String? = nil, extra: [SVGAttribute] = []) -> SVGElement {
-        var a = [SVGAttribute("x1", x1), SVGAttribute("y1", y1), SVGAttribute("x2", x2), SVGAttribute("y2", y2),
-                 SVGAttribute("stroke", stroke), SVGAttribute("stroke-width", width)]
+    public static func line(
+        _ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, stroke: String, width: Double = 1,
+        dash: String? = nil, classes: String? = nil, extra: [SVGAttribute] = []
+    ) -> SVGElement {
+        var a = [
+            SVGAttribute("x1", x1), SVGAttribute("y1", y1), SVGAttribute("x2", x2), SVGAttribute("y2", y2),
+            SVGAttribute("stroke", stroke), SVGAttribute("stroke-width", width),
+        ]
         if let dash { a.append(SVGAttribute("stroke-dasharray", dash)) }
         if let classes { a.insert(SVGAttribute("class", classes), at: 0) }
         return SVGElement("line", a + extra)
     }
 
-    public static func polyline(_ points: [(Double, Double)], stroke: String, width: Double = 2, dash: String? = nil,
-                                classes: String? = nil, extra: [SVGAttribute] = []) -> SVGElement {
+    public static func polyline(
+        _ points: [(Double, Double)], stroke: String, width: Double = 2, dash: String? = nil,
+        classes: String? = nil, extra: [SVGAttribute] = []
+    ) -> SVGElement {
         let pts = points.map { SVGNumber.format($0.0) + "," + SVGNumber.format($0.1) }.joined(separator: " ")
-        var a = [SVGAttribute("points", pts), SVGAttribute("fill", "none"), SVGAttribute("stroke", stroke),
-                 SVGAttribute("stroke-width", width), SVGAttribute("stroke-linejoin", "round")]
+        var a = [
+            SVGAttribute("points", pts), SVGAttribute("fill", "none"), SVGAttribute("stroke", stroke),
+            SVGAttribute("stroke-width", width), SVGAttribute("stroke-linejoin", "round"),
+        ]
         if let dash { a.append(SVGAttribute("stroke-dasharray", dash)) }
         if let classes { a.insert(SVGAttribute("class", classes), at: 0) }
         return SVGElement("polyline", a + extra)
@@ -208,43 +227,60 @@ public enum SVG {
 
     public enum Anchor: String, Sendable { case start, middle, end }
 
-    public static func text(_ s: String, x: Double, y: Double, size: Double = Style.fontSize, anchor: Anchor = .start,
-                            weight: String? = nil, fill: String = Style.ink, classes: String? = nil,
-                            rotate: Double? = nil, extra: [SVGAttribute] = []) -> SVGElement {
+    public static func text(
+        _ s: String, x: Double, y: Double, size: Double = Style.fontSize, anchor: Anchor = .start,
+        weight: String? = nil, fill: String = Style.ink, classes: String? = nil,
+        rotate: Double? = nil, extra: [SVGAttribute] = []
+    ) -> SVGElement {
         var a = [SVGAttribute("x", x), SVGAttribute("y", y), SVGAttribute("font-size", size)]
         if anchor != .start { a.append(SVGAttribute("text-anchor", anchor.rawValue)) }
         if let weight { a.append(SVGAttribute("font-weight", weight)) }
         a.append(SVGAttribute("fill", fill))
         if let rotate {
-            a.append(SVGAttribute("transform", "rotate(\(SVGNumber.format(rotate)) \(SVGNumber.format(x)) \(SVGNumber.format(y)))"))
+            a.append(
+                SVGAttribute(
+                    "transform", "rotate(\(SVGNumber.format(rotate)) \(SVGNumber.format(x)) \(SVGNumber.format(y)))"))
         }
         if let classes { a.insert(SVGAttribute("class", classes), at: 0) }
         return SVGElement("text", a + extra, children: [.text(s)])
     }
 
     /// A marker of `shape` centred on (x, y), `size` across.
-    public static func marker(_ shape: MarkerShape, x: Double, y: Double, size: Double = 9, fill: String, stroke: String = Style.ink,
-                              classes: String? = nil, extra: [SVGAttribute] = []) -> SVGElement {
+    public static func marker(
+        _ shape: MarkerShape, x: Double, y: Double, size: Double = 9, fill: String, stroke: String = Style.ink,
+        classes: String? = nil, extra: [SVGAttribute] = []
+    ) -> SVGElement {
         let r = size / 2
         var a: [SVGAttribute]
         switch shape {
         case .circle:
-            return SVGElement("circle", (classes.map { [SVGAttribute("class", $0)] } ?? []) + [
-                SVGAttribute("cx", x), SVGAttribute("cy", y), SVGAttribute("r", r), SVGAttribute("fill", fill),
-                SVGAttribute("stroke", stroke), SVGAttribute("stroke-width", 1),
-            ] + extra)
+            return SVGElement(
+                "circle",
+                (classes.map { [SVGAttribute("class", $0)] } ?? []) + [
+                    SVGAttribute("cx", x), SVGAttribute("cy", y), SVGAttribute("r", r), SVGAttribute("fill", fill),
+                    SVGAttribute("stroke", stroke), SVGAttribute("stroke-width", 1),
+                ] + extra)
         case .square:
-            return rect(x: x - r * 0.9, y: y - r * 0.9, width: r * 1.8, height: r * 1.8, fill: fill, stroke: stroke, classes: classes,
-                        extra: [SVGAttribute("stroke-width", 1)] + extra)
-        case .triangleUp: a = [SVGAttribute("points", poly([(x, y - r * 1.15), (x + r, y + r * 0.75), (x - r, y + r * 0.75)]))]
-        case .triangleDown: a = [SVGAttribute("points", poly([(x, y + r * 1.15), (x + r, y - r * 0.75), (x - r, y - r * 0.75)]))]
+            return rect(
+                x: x - r * 0.9, y: y - r * 0.9, width: r * 1.8, height: r * 1.8, fill: fill, stroke: stroke,
+                classes: classes,
+                extra: [SVGAttribute("stroke-width", 1)] + extra)
+        case .triangleUp:
+            a = [SVGAttribute("points", poly([(x, y - r * 1.15), (x + r, y + r * 0.75), (x - r, y + r * 0.75)]))]
+        case .triangleDown:
+            a = [SVGAttribute("points", poly([(x, y + r * 1.15), (x + r, y - r * 0.75), (x - r, y - r * 0.75)]))]
         case .diamond: a = [SVGAttribute("points", poly([(x, y - r * 1.2), (x + r, y), (x, y + r * 1.2), (x - r, y)]))]
         case .cross:
             let d = r * 0.8
-            return SVGElement("path", (classes.map { [SVGAttribute("class", $0)] } ?? []) + [
-                SVGAttribute("d", "M\(f(x - d)),\(f(y - d))L\(f(x + d)),\(f(y + d))M\(f(x - d)),\(f(y + d))L\(f(x + d)),\(f(y - d))"),
-                SVGAttribute("stroke", stroke), SVGAttribute("stroke-width", 2), SVGAttribute("fill", "none"),
-            ] + extra)
+            return SVGElement(
+                "path",
+                (classes.map { [SVGAttribute("class", $0)] } ?? []) + [
+                    SVGAttribute(
+                        "d",
+                        "M\(f(x - d)),\(f(y - d))L\(f(x + d)),\(f(y + d))M\(f(x - d)),\(f(y + d))L\(f(x + d)),\(f(y - d))"
+                    ),
+                    SVGAttribute("stroke", stroke), SVGAttribute("stroke-width", 2), SVGAttribute("fill", "none"),
+                ] + extra)
         }
         a += [SVGAttribute("fill", fill), SVGAttribute("stroke", stroke), SVGAttribute("stroke-width", 1)]
         if let classes { a.insert(SVGAttribute("class", classes), at: 0) }
@@ -252,7 +288,9 @@ public enum SVG {
     }
 
     private static func f(_ v: Double) -> String { SVGNumber.format(v) }
-    private static func poly(_ p: [(Double, Double)]) -> String { p.map { f($0.0) + "," + f($0.1) }.joined(separator: " ") }
+    private static func poly(_ p: [(Double, Double)]) -> String {
+        p.map { f($0.0) + "," + f($0.1) }.joined(separator: " ")
+    }
 }
 
 public enum MarkerShape: String, Sendable, CaseIterable {

@@ -92,13 +92,17 @@ public enum Ticks {
 /// cannot all fit, the label that would have to move furthest is dropped (nil) and the rest
 /// placed again, so crowded labels never print on top of each other.
 public enum LabelLayout {
-    public static func place(_ wanted: [Double], size: Double, gap: Double = 2, lower: Double, upper: Double) -> [Double?] {
+    public static func place(_ wanted: [Double], size: Double, gap: Double = 2, lower: Double, upper: Double)
+        -> [Double?]
+    {
         var keep = wanted.indices.sorted { wanted[$0] < wanted[$1] }
         while !keep.isEmpty {
             var p = keep.map { wanted[$0] }
             // Forward: push down past the previous label; backward: pull up under the next one.
             for i in p.indices { p[i] = max(p[i], lower + size / 2, i > 0 ? p[i - 1] + size + gap : -Double.infinity) }
-            for i in p.indices.reversed() { p[i] = min(p[i], upper - size / 2, i + 1 < p.count ? p[i + 1] - size - gap : Double.infinity) }
+            for i in p.indices.reversed() {
+                p[i] = min(p[i], upper - size / 2, i + 1 < p.count ? p[i + 1] - size - gap : Double.infinity)
+            }
             if p[0] >= lower + size / 2 - 1e-9 {
                 var out = [Double?](repeating: nil, count: wanted.count)
                 for (k, i) in keep.enumerated() { out[i] = p[k] }

@@ -39,7 +39,8 @@ public enum SessionChart {
     }
 
     /// One panel, and its height.
-    static func panel(_ s: PlotSession, number: Int, of count: Int, source: String, top: Double) -> (SVGElement, Double) {
+    static func panel(_ s: PlotSession, number: Int, of count: Int, source: String, top: Double) -> (SVGElement, Double)
+    {
         let unit = s.unit
         let unitText = unit.rawValue
         var els: [SVGElement] = []
@@ -56,7 +57,8 @@ public enum SessionChart {
         }
 
         // Header.
-        let header = count > 1 ? "Session \(number) of \(count): \(s.device.text)" : "Session \(number): \(s.device.text)"
+        let header =
+            count > 1 ? "Session \(number) of \(count): \(s.device.text)" : "Session \(number): \(s.device.text)"
         els.append(SVG.text(header, x: 16, y: top + 24, size: 15, weight: "bold", classes: "title"))
         var sub: [String] = []
         if let t = s.startedAt ?? s.samples.first?.receivedAt ?? s.results.first?.receivedAt {
@@ -65,13 +67,19 @@ public enum SessionChart {
         sub.append("cuff unit: " + unitText)
         if let o = s.outcome { sub.append("outcome: " + o.replacingUnderscores) }
         sub.append("source: " + source)
-        els.append(SVG.text(sub.joined(separator: " · "), x: 16, y: top + 44, size: 12, fill: Style.muted, classes: "subtitle"))
+        els.append(
+            SVG.text(sub.joined(separator: " · "), x: 16, y: top + 44, size: 12, fill: Style.muted, classes: "subtitle")
+        )
 
         let plotTop = top + 64
         let plotBottom = plotTop + plotHeight
 
         // Scales.
-        let numbers = s.samples.compactMap(\.pressure.number) + live.flatMap { [$0.systolic.number, $0.diastolic.number, $0.meanArterialPressure.number].compactMap { $0 } }
+        let numbers =
+            s.samples.compactMap(\.pressure.number)
+            + live.flatMap {
+                [$0.systolic.number, $0.diastolic.number, $0.meanArterialPressure.number].compactMap { $0 }
+            }
         let maxP = numbers.max() ?? (unit == .kPa ? 24 : 180)
         let (_, yHi) = Ticks.niceDomain(0, max(maxP * 1.06, unit == .kPa ? 2 : 10), count: 6)
         let y = LinearScale(domain: 0, yHi, pixels: plotBottom, plotTop)
@@ -92,10 +100,16 @@ public enum SessionChart {
         for span in spans {
             let x0 = x(span.from), x1 = x(span.to)
             let fill = span.phase == .inflating ? "#FCEFD6" : "#E4EFF7"
-            els.append(SVG.rect(x: x0, y: plotTop, width: x1 - x0, height: plotHeight, fill: fill, classes: "phase \(span.phase.rawValue)"))
+            els.append(
+                SVG.rect(
+                    x: x0, y: plotTop, width: x1 - x0, height: plotHeight, fill: fill,
+                    classes: "phase \(span.phase.rawValue)"))
             let label = span.phase.rawValue
             if Style.textWidth(label, size: 11) + 6 < x1 - x0 {
-                els.append(SVG.text(label, x: (x0 + x1) / 2, y: plotTop + 14, size: 11, anchor: .middle, fill: Style.muted, classes: "phase-label"))
+                els.append(
+                    SVG.text(
+                        label, x: (x0 + x1) / 2, y: plotTop + 14, size: 11, anchor: .middle, fill: Style.muted,
+                        classes: "phase-label"))
             }
         }
 
@@ -104,17 +118,32 @@ public enum SessionChart {
         let yStep = yTicks.count > 1 ? yTicks[1] - yTicks[0] : 1
         for v in yTicks {
             els.append(SVG.line(plotLeft, y(v), plotRight, y(v), stroke: Style.grid, classes: "grid"))
-            els.append(SVG.text(Ticks.label(v, step: yStep), x: plotLeft - 6, y: y(v) + 4, size: 11, anchor: .end, classes: "tick y"))
+            els.append(
+                SVG.text(
+                    Ticks.label(v, step: yStep), x: plotLeft - 6, y: y(v) + 4, size: 11, anchor: .end, classes: "tick y"
+                ))
         }
         let xTicks = Ticks.linear(x, minGap: 12) { Style.textWidth(Ticks.label($0, step: 1), size: 11) }
         let xStep = xTicks.count > 1 ? xTicks[1] - xTicks[0] : 1
         for v in xTicks {
             els.append(SVG.line(x(v), plotBottom, x(v), plotBottom + 5, stroke: Style.axis, classes: "tick-mark"))
-            els.append(SVG.text(Ticks.label(v, step: xStep), x: x(v), y: plotBottom + 18, size: 11, anchor: .middle, classes: "tick x"))
+            els.append(
+                SVG.text(
+                    Ticks.label(v, step: xStep), x: x(v), y: plotBottom + 18, size: 11, anchor: .middle,
+                    classes: "tick x"))
         }
-        els.append(SVG.rect(x: plotLeft, y: plotTop, width: plotRight - plotLeft, height: plotHeight, fill: "none", stroke: Style.axis, classes: "frame"))
-        els.append(SVG.text("cuff pressure (\(unitText))", x: 22, y: (plotTop + plotBottom) / 2, size: 12, anchor: .middle, classes: "axis-title y", rotate: -90))
-        els.append(SVG.text("time since the cuff started (s)", x: (plotLeft + plotRight) / 2, y: plotBottom + 36, size: 12, anchor: .middle, classes: "axis-title x"))
+        els.append(
+            SVG.rect(
+                x: plotLeft, y: plotTop, width: plotRight - plotLeft, height: plotHeight, fill: "none",
+                stroke: Style.axis, classes: "frame"))
+        els.append(
+            SVG.text(
+                "cuff pressure (\(unitText))", x: 22, y: (plotTop + plotBottom) / 2, size: 12, anchor: .middle,
+                classes: "axis-title y", rotate: -90))
+        els.append(
+            SVG.text(
+                "time since the cuff started (s)", x: (plotLeft + plotRight) / 2, y: plotBottom + 36, size: 12,
+                anchor: .middle, classes: "axis-title x"))
 
         // The curve: one polyline per run of one phase without a special value; a special value is a gap.
         var runs: [Run] = []
@@ -144,32 +173,50 @@ public enum SessionChart {
         if let r = open { runs.append(r) }
         for r in runs {
             let inflating = r.phase == .inflating
-            els.append(SVG.polyline(r.points.count == 1 ? [r.points[0], (r.points[0].0 + 0.5, r.points[0].1)] : r.points,
-                                    stroke: inflating ? Style.orange : Style.blue, width: inflating ? 2 : 2.2,
-                                    dash: inflating ? "7 4" : nil, classes: "curve \(r.phase.rawValue)",
-                                    extra: [SVGAttribute("data-samples", String(r.samples))]))
+            els.append(
+                SVG.polyline(
+                    r.points.count == 1 ? [r.points[0], (r.points[0].0 + 0.5, r.points[0].1)] : r.points,
+                    stroke: inflating ? Style.orange : Style.blue, width: inflating ? 2 : 2.2,
+                    dash: inflating ? "7 4" : nil, classes: "curve \(r.phase.rawValue)",
+                    extra: [SVGAttribute("data-samples", String(r.samples))]))
         }
         for g in gaps {
-            els.append(SVG.marker(.cross, x: x(g.t), y: plotBottom - 6, size: 8, fill: "none", stroke: Style.muted,
-                                  classes: "gap", extra: [SVGAttribute("data-value", g.value)]))
+            els.append(
+                SVG.marker(
+                    .cross, x: x(g.t), y: plotBottom - 6, size: 8, fill: "none", stroke: Style.muted,
+                    classes: "gap", extra: [SVGAttribute("data-value", g.value)]))
         }
 
         // Result markers: where the deflating curve passes each value (else at the result's time).
-        struct Mark { var kind: String; var label: String; var value: Double; var text: String; var shape: MarkerShape; var colour: String }
+        struct Mark {
+            var kind: String; var label: String; var value: Double; var text: String; var shape: MarkerShape;
+            var colour: String
+        }
         var labelWanted: [(y: Double, x: Double, text: String, colour: String)] = []
         for r in live {
             let marks = [
-                Mark(kind: "systolic", label: "SYS", value: r.systolic.number ?? .nan, text: r.systolic.text, shape: .triangleUp, colour: Style.vermillion),
-                Mark(kind: "map", label: "MAP", value: r.meanArterialPressure.number ?? .nan, text: r.meanArterialPressure.text, shape: .diamond, colour: Style.reddishPurple),
-                Mark(kind: "diastolic", label: "DIA", value: r.diastolic.number ?? .nan, text: r.diastolic.text, shape: .triangleDown, colour: Style.skyBlue),
+                Mark(
+                    kind: "systolic", label: "SYS", value: r.systolic.number ?? .nan, text: r.systolic.text,
+                    shape: .triangleUp, colour: Style.vermillion),
+                Mark(
+                    kind: "map", label: "MAP", value: r.meanArterialPressure.number ?? .nan,
+                    text: r.meanArterialPressure.text, shape: .diamond, colour: Style.reddishPurple),
+                Mark(
+                    kind: "diastolic", label: "DIA", value: r.diastolic.number ?? .nan, text: r.diastolic.text,
+                    shape: .triangleDown, colour: Style.skyBlue),
             ]
             let at = resultTime(r) ?? maxT
             for m in marks where m.value.isFinite {
                 let t = crossing(of: m.value, in: runs.filter { $0.phase == .deflating }, before: at) ?? at
                 let px = x(min(max(t, 0), xHi)), py = y(min(max(m.value, 0), yHi))
-                els.append(SVG.line(plotLeft, py, px, py, stroke: m.colour, width: 1.2, dash: "2 3", classes: "result-guide \(m.kind)"))
-                els.append(SVG.marker(m.shape, x: px, y: py, size: 12, fill: m.colour, classes: "result-marker \(m.kind)",
-                                      extra: [SVGAttribute("data-value", m.text), SVGAttribute("data-time", SVGNumber.format(t))]))
+                els.append(
+                    SVG.line(
+                        plotLeft, py, px, py, stroke: m.colour, width: 1.2, dash: "2 3",
+                        classes: "result-guide \(m.kind)"))
+                els.append(
+                    SVG.marker(
+                        m.shape, x: px, y: py, size: 12, fill: m.colour, classes: "result-marker \(m.kind)",
+                        extra: [SVGAttribute("data-value", m.text), SVGAttribute("data-time", SVGNumber.format(t))]))
                 labelWanted.append((py, px, "\(m.label) \(m.text)", m.colour))
             }
         }
@@ -180,18 +227,24 @@ public enum SessionChart {
             let tw = Style.textWidth(w.text, size: 12)
             let right = w.x + 12 + tw < plotRight
             let lx = right ? w.x + 10 : w.x - 10 - tw
-            els.append(SVG.rect(x: lx - 2, y: ly - 8, width: tw + 4, height: 16, fill: "#FFFFFF", classes: "label-backdrop",
-                                extra: [SVGAttribute("fill-opacity", "0.85")]))
+            els.append(
+                SVG.rect(
+                    x: lx - 2, y: ly - 8, width: tw + 4, height: 16, fill: "#FFFFFF", classes: "label-backdrop",
+                    extra: [SVGAttribute("fill-opacity", "0.85")]))
             els.append(SVG.text(w.text, x: lx, y: ly + 4, size: 12, weight: "bold", classes: "result-label"))
         }
 
         // The result box on the right.
         var box: [SVGElement] = []
         var by = plotTop + 4
-        func line(_ s: String, size: Double = 12, weight: String? = nil, fill: String = Style.ink, classes: String, indent: Double = 0) {
+        func line(
+            _ s: String, size: Double = 12, weight: String? = nil, fill: String = Style.ink, classes: String,
+            indent: Double = 0
+        ) {
             for l in TextWrap.lines(s, width: width - boxLeft - 14 - indent, size: size) {
                 by += size + 5
-                box.append(SVG.text(l, x: boxLeft + indent, y: by, size: size, weight: weight, fill: fill, classes: classes))
+                box.append(
+                    SVG.text(l, x: boxLeft + indent, y: by, size: size, weight: weight, fill: fill, classes: classes))
             }
         }
         if live.isEmpty {
@@ -201,21 +254,30 @@ public enum SessionChart {
         }
         for (i, r) in live.enumerated() {
             line(live.count > 1 ? "Result \(i + 1)" : "Result", size: 14, weight: "bold", classes: "box-heading")
-            for (label, v, shape, colour) in [("SYS", r.systolic, MarkerShape.triangleUp, Style.vermillion),
-                                              ("DIA", r.diastolic, .triangleDown, Style.skyBlue),
-                                              ("MAP", r.meanArterialPressure, .diamond, Style.reddishPurple)] {
+            for (label, v, shape, colour) in [
+                ("SYS", r.systolic, MarkerShape.triangleUp, Style.vermillion),
+                ("DIA", r.diastolic, .triangleDown, Style.skyBlue),
+                ("MAP", r.meanArterialPressure, .diamond, Style.reddishPurple),
+            ] {
                 by += 18
                 box.append(SVG.marker(shape, x: boxLeft + 6, y: by - 4, size: 10, fill: colour, classes: "box-key"))
                 var t = "\(label) \(v.text)"
                 if v.number != nil { t += " " + r.unit.rawValue }
-                if r.unit == .kPa, let mm = HistoryReading.mmHg(v, .kPa) { t += " (\(SVGNumber.format(mm, decimals: 0)) mmHg)" }
+                if r.unit == .kPa, let mm = HistoryReading.mmHg(v, .kPa) {
+                    t += " (\(SVGNumber.format(mm, decimals: 0)) mmHg)"
+                }
                 if v.number == nil { t += " (no value)" }
                 box.append(SVG.text(t, x: boxLeft + 18, y: by, size: 13, classes: "box-value \(label.lowercased())"))
             }
             by += 18
-            let pulse = r.pulseRate.number != nil ? "Pulse \(r.pulseRate.text) /min" : r.pulseRate == .missing ? "Pulse not sent" : "Pulse \(r.pulseRate.text) (no value)"
+            let pulse =
+                r.pulseRate.number != nil
+                ? "Pulse \(r.pulseRate.text) /min"
+                : r.pulseRate == .missing ? "Pulse not sent" : "Pulse \(r.pulseRate.text) (no value)"
             box.append(SVG.text(pulse, x: boxLeft + 18, y: by, size: 13, classes: "box-value pulse"))
-            if let t = r.deviceTime { line("cuff time " + t.replacingOccurrences(of: "T", with: " "), classes: "box-line") }
+            if let t = r.deviceTime {
+                line("cuff time " + t.replacingOccurrences(of: "T", with: " "), classes: "box-line")
+            }
             if let u = r.userID { line("user \(u)", classes: "box-line") }
             let flags = r.status?.setNames ?? []
             if r.status == nil {
@@ -233,16 +295,34 @@ public enum SessionChart {
         var flow = LegendFlow(left: plotLeft, right: width - 10, y: plotBottom + 58)
         func key(_ label: String, _ draw: (Double, Double) -> SVGElement) { flow.key(label, draw) }
         if runs.contains(where: { $0.phase == .inflating }) {
-            key("inflating") { SVG.line($0, $1, $0 + 22, $1, stroke: Style.orange, width: 2, dash: "7 4", classes: "legend-key") }
+            key("inflating") {
+                SVG.line($0, $1, $0 + 22, $1, stroke: Style.orange, width: 2, dash: "7 4", classes: "legend-key")
+            }
         }
         if runs.contains(where: { $0.phase == .deflating }) {
             key("deflating") { SVG.line($0, $1, $0 + 22, $1, stroke: Style.blue, width: 2.2, classes: "legend-key") }
         }
         let drawn = Set(labelWanted.map { String($0.text.prefix(3)) })
-        if drawn.contains("SYS") { key("systolic") { SVG.marker(.triangleUp, x: $0 + 11, y: $1, size: 11, fill: Style.vermillion, classes: "legend-key") } }
-        if drawn.contains("MAP") { key("mean arterial pressure") { SVG.marker(.diamond, x: $0 + 11, y: $1, size: 11, fill: Style.reddishPurple, classes: "legend-key") } }
-        if drawn.contains("DIA") { key("diastolic") { SVG.marker(.triangleDown, x: $0 + 11, y: $1, size: 11, fill: Style.skyBlue, classes: "legend-key") } }
-        if !gaps.isEmpty { key("no value (gap)") { SVG.marker(.cross, x: $0 + 11, y: $1, size: 8, fill: "none", stroke: Style.muted, classes: "legend-key") } }
+        if drawn.contains("SYS") {
+            key("systolic") {
+                SVG.marker(.triangleUp, x: $0 + 11, y: $1, size: 11, fill: Style.vermillion, classes: "legend-key")
+            }
+        }
+        if drawn.contains("MAP") {
+            key("mean arterial pressure") {
+                SVG.marker(.diamond, x: $0 + 11, y: $1, size: 11, fill: Style.reddishPurple, classes: "legend-key")
+            }
+        }
+        if drawn.contains("DIA") {
+            key("diastolic") {
+                SVG.marker(.triangleDown, x: $0 + 11, y: $1, size: 11, fill: Style.skyBlue, classes: "legend-key")
+            }
+        }
+        if !gaps.isEmpty {
+            key("no value (gap)") {
+                SVG.marker(.cross, x: $0 + 11, y: $1, size: 8, fill: "none", stroke: Style.muted, classes: "legend-key")
+            }
+        }
 
         var ly = flow.y
         let legend = flow.elements
@@ -252,21 +332,31 @@ public enum SessionChart {
         if s.samples.isEmpty { notes.append("No cuff-pressure values in this session: there is no curve to draw.") }
         if !gaps.isEmpty {
             let kinds = Set(gaps.map(\.value)).sorted().joined(separator: ", ")
-            notes.append("\(gaps.count) cuff-pressure value\(gaps.count == 1 ? " was" : "s were") a special value (\(kinds)): drawn as gaps in the curve (×), not as 0.")
+            notes.append(
+                "\(gaps.count) cuff-pressure value\(gaps.count == 1 ? " was" : "s were") a special value (\(kinds)): drawn as gaps in the curve (×), not as 0."
+            )
         }
         for (i, r) in live.enumerated() {
-            let special = [("systolic", r.systolic), ("diastolic", r.diastolic), ("mean arterial pressure", r.meanArterialPressure), ("pulse", r.pulseRate)]
-                .filter { if case .special = $0.1 { true } else { false } }
+            let special = [
+                ("systolic", r.systolic), ("diastolic", r.diastolic),
+                ("mean arterial pressure", r.meanArterialPressure), ("pulse", r.pulseRate),
+            ]
+            .filter { if case .special = $0.1 { true } else { false } }
             if !special.isEmpty {
                 let list = special.map { "\($0.0) \($0.1.text)" }.joined(separator: ", ")
-                notes.append("Result\(live.count > 1 ? " \(i + 1)" : ""): the cuff sent special values (\(list)); they are not marked, not plotted as 0.")
+                notes.append(
+                    "Result\(live.count > 1 ? " \(i + 1)" : ""): the cuff sent special values (\(list)); they are not marked, not plotted as 0."
+                )
             }
         }
         if !stored.isEmpty {
             let list = stored.map { r in
-                "\(r.systolic.text)/\(r.diastolic.text) \(r.unit.rawValue)" + (r.deviceTime.map { " at " + $0.replacingOccurrences(of: "T", with: " ") } ?? "")
+                "\(r.systolic.text)/\(r.diastolic.text) \(r.unit.rawValue)"
+                    + (r.deviceTime.map { " at " + $0.replacingOccurrences(of: "T", with: " ") } ?? "")
             }.joined(separator: "; ")
-            notes.append("\(stored.count) stored reading\(stored.count == 1 ? "" : "s") also came in this session (taken earlier, not on this curve): \(list).")
+            notes.append(
+                "\(stored.count) stored reading\(stored.count == 1 ? "" : "s") also came in this session (taken earlier, not on this curve): \(list)."
+            )
         }
         if let o = s.outcome, o != "completed" {
             notes.append("The session ended: \(o.replacingUnderscores)" + (s.message.map { " (\($0))" } ?? "") + ".")

@@ -26,7 +26,8 @@ public enum PlotInputError: Error, Equatable, CustomStringConvertible {
         case .noSessions: "the input holds no session, progress or measurement record: nothing to plot"
         case let .storeURL(u): "\(u): store URLs are not supported yet (only an SQLite file: --store PATH)"
         case let .store(s): s
-        case let .emptyStore(path, filtered): filtered ? "\(path): no reading matches --since/--user" : "\(path): the store holds no reading"
+        case let .emptyStore(path, filtered):
+            filtered ? "\(path): no reading matches --since/--user" : "\(path): the store holds no reading"
         }
     }
 }
@@ -48,7 +49,8 @@ public enum PlotInput {
             return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
             let reason = (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
-            throw .unreadable(path: path, reason: FileManager.default.fileExists(atPath: path) ? reason : "no such file")
+            throw .unreadable(
+                path: path, reason: FileManager.default.fileExists(atPath: path) ? reason : "no such file")
         }
     }
 
@@ -57,7 +59,9 @@ public enum PlotInput {
 
     /// The sessions in `bytes`: NDJSON as cuff prints it, or a capture replayed as `cuff replay`
     /// would (its records then go through the same NDJSON reading).
-    public static func sessions(_ bytes: [UInt8], format: PlotInputFormat = .auto) throws(PlotInputError) -> [PlotSession] {
+    public static func sessions(_ bytes: [UInt8], format: PlotInputFormat = .auto) throws(PlotInputError)
+        -> [PlotSession]
+    {
         let capture: CaptureFormat?
         switch format {
         case .auto: capture = sniff(bytes)
@@ -70,7 +74,8 @@ public enum PlotInput {
         if let capture {
             lines = try replay(bytes, format: capture)
         } else {
-            lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(
+                String.init)
         }
         return try sessions(lines: lines)
     }
@@ -88,16 +93,24 @@ public enum PlotInput {
             for o in out { if case let .emit(e) = o { lines.append(e.json.serialized()) } }
             out.removeAll(keepingCapacity: true)
         }
-        let ending = replay.replay(&reader, into: &out, batch: 1024) { collect(&$0); return true }
+        let ending = replay.replay(&reader, into: &out, batch: 1024) {
+            collect(&$0); return true
+        }
         var fault: CaptureError?
         if case let .fault(e) = ending { fault = e }
         replay.finish(after: fault, into: &out)
         collect(&out)
-        if !replay.unmapped.isEmpty && lines.allSatisfy({ !$0.contains("\"type\":\"progress\"") && !$0.contains("\"type\":\"measurement\"") }) {
-            throw .capture("the capture has no service discovery, so its value handles are unknown: map them with `cuff replay FILE --handle HANDLE=UUID … | cuff plot - --output …`")
+        if !replay.unmapped.isEmpty
+            && lines.allSatisfy({ !$0.contains("\"type\":\"progress\"") && !$0.contains("\"type\":\"measurement\"") })
+        {
+            throw .capture(
+                "the capture has no service discovery, so its value handles are unknown: map them with `cuff replay FILE --handle HANDLE=UUID … | cuff plot - --output …`"
+            )
         }
         if let fault, lines.isEmpty {
-            throw .capture("the capture is damaged before any record: \(fault.message)" + (fault.offset.map { " (offset \($0))" } ?? ""))
+            throw .capture(
+                "the capture is damaged before any record: \(fault.message)"
+                    + (fault.offset.map { " (offset \($0))" } ?? ""))
         }
         return lines
     }
@@ -147,7 +160,8 @@ public enum PlotInput {
                 }
                 let unit = try self.unit(object, line: i + 1)
                 let sample = PressureSample(
-                    phase: phase, pressure: value(object["cuff_pressure"]), unit: unit, elapsed: (object["elapsed"] as? NSNumber)?.doubleValue ?? 0,
+                    phase: phase, pressure: value(object["cuff_pressure"]), unit: unit,
+                    elapsed: (object["elapsed"] as? NSNumber)?.doubleValue ?? 0,
                     receivedAt: (object["received_at"] as? String).flatMap(CivilTime.seconds))
                 if current == nil { current = PlotSession() }
                 current!.samples.append(sample)
@@ -173,7 +187,8 @@ public enum PlotInput {
         if let s = o["status"] as? [String: Any] {
             status = StatusFlags(
                 bodyMovement: s["body_movement"] as? Bool ?? false, cuffTooLoose: s["cuff_too_loose"] as? Bool ?? false,
-                irregularPulse: s["irregular_pulse"] as? Bool ?? false, improperPosition: s["improper_position"] as? Bool ?? false,
+                irregularPulse: s["irregular_pulse"] as? Bool ?? false,
+                improperPosition: s["improper_position"] as? Bool ?? false,
                 pulseRateRange: s["pulse_rate_range"] as? String ?? "in_range")
         }
         return PlotResult(
@@ -185,7 +200,9 @@ public enum PlotInput {
 
     static func unit(_ o: [String: Any], line: Int) throws(PlotInputError) -> PressureUnitName {
         guard let u = o["unit"] as? String else { return .mmHg }
-        guard let unit = PressureUnitName(rawValue: u) else { throw .badLine(line: line, reason: "unknown unit '\(u)' (mmHg or kPa)") }
+        guard let unit = PressureUnitName(rawValue: u) else {
+            throw .badLine(line: line, reason: "unknown unit '\(u)' (mmHg or kPa)")
+        }
         return unit
     }
 
@@ -198,8 +215,9 @@ public enum PlotInput {
 
     static func device(_ v: Any?) -> DeviceLabel {
         guard let d = v as? [String: Any] else { return DeviceLabel() }
-        return DeviceLabel(address: d["address"] as? String, name: d["name"] as? String, manufacturer: d["manufacturer"] as? String,
-                           model: d["model"] as? String, serial: d["serial"] as? String)
+        return DeviceLabel(
+            address: d["address"] as? String, name: d["name"] as? String, manufacturer: d["manufacturer"] as? String,
+            model: d["model"] as? String, serial: d["serial"] as? String)
     }
 
     // MARK: Store
@@ -210,21 +228,25 @@ public enum PlotInput {
     ///   - since: keep readings from this time on (seconds since 1970, local)
     ///   - user: keep readings of this user ID only
     ///   - keyPath: the store's key file, for an encrypted store
-    public static func history(store path: String, since: Double? = nil, user: Int? = nil, keyPath: String? = nil) throws(PlotInputError) -> [HistoryReading] {
+    public static func history(store path: String, since: Double? = nil, user: Int? = nil, keyPath: String? = nil)
+        throws(PlotInputError) -> [HistoryReading]
+    {
         try readHistory(store: path, since: since, user: user, keyPath: keyPath).readings
     }
 
     /// ``history(store:since:user:keyPath:)``, and how many rows could not be read (skipped, and
     /// named on `warn` by row id). The store is opened read-only.
     public static func readHistory(
-        store path: String, since: Double? = nil, user: Int? = nil, keyPath: String? = nil, warn: SinkWarningHandler = SinkWarnings.ignore
+        store path: String, since: Double? = nil, user: Int? = nil, keyPath: String? = nil,
+        warn: SinkWarningHandler = SinkWarnings.ignore
     ) throws(PlotInputError) -> (readings: [HistoryReading], skipped: Int) {
         if path.contains("://") { throw .storeURL(path) }
         guard FileManager.default.fileExists(atPath: path) else { throw .store("\(path): no such store") }
         let read: StoreRecords
         do {
             let key = try keyPath.map { p throws(SinkError) in try StoreKey.load(path: p) }
-            let store = try SQLiteStore(path: path, mustExist: true, readOnly: true, key: key, warn: SinkWarnings.ignore)
+            let store = try SQLiteStore(
+                path: path, mustExist: true, readOnly: true, key: key, warn: SinkWarnings.ignore)
             read = try store.readRecords()
             try store.finish()
         } catch {
@@ -233,9 +255,14 @@ public enum PlotInput {
         read.warn(warn, store: path)
         var out: [HistoryReading] = []
         for (row, record) in read.entries {
-            guard let o = try? JSONSerialization.jsonObject(with: Data(SessionOutput.measurement(record).json.serialized().utf8)) as? [String: Any] else { continue }
+            guard
+                let o = try? JSONSerialization.jsonObject(
+                    with: Data(SessionOutput.measurement(record).json.serialized().utf8)) as? [String: Any]
+            else { continue }
             let r = try result(o, line: 0)
-            let time = r.deviceTime.flatMap(CivilTime.seconds) ?? Double(row.receivedAtMicros) / 1e6 + Double(row.hostUTCOffsetSeconds)
+            let time =
+                r.deviceTime.flatMap(CivilTime.seconds) ?? Double(row.receivedAtMicros) / 1e6
+                + Double(row.hostUTCOffsetSeconds)
             if let since, time < since { continue }
             if let user, r.userID != user { continue }
             out.append(HistoryReading(time: time, result: r))

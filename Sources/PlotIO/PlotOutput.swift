@@ -12,8 +12,10 @@ public enum PlotOutputError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .unsupportedExtension(p): "\(p): the output must end in .svg or .png"
-        case .rsvgMissing: "PNG output needs rsvg-convert, which is not installed (Debian/Ubuntu: apt-get install librsvg2-bin); write .svg instead"
-        case let .rsvgFailed(status, stderr): "rsvg-convert failed (status \(status))" + (stderr.isEmpty ? "" : ": " + stderr)
+        case .rsvgMissing:
+            "PNG output needs rsvg-convert, which is not installed (Debian/Ubuntu: apt-get install librsvg2-bin); write .svg instead"
+        case let .rsvgFailed(status, stderr):
+            "rsvg-convert failed (status \(status))" + (stderr.isEmpty ? "" : ": " + stderr)
         case let .write(path, reason): "cannot write \(path): \(reason)"
         }
     }
@@ -53,10 +55,13 @@ public enum PlotOutput {
     }
 
     /// Renders SVG text to a PNG file with rsvg-convert (white background, 1:1 scale).
-    public static func renderPNG(_ svg: String, to path: String, rsvg: String? = rsvgConvert()) throws(PlotOutputError) {
+    public static func renderPNG(_ svg: String, to path: String, rsvg: String? = rsvgConvert()) throws(PlotOutputError)
+    {
         guard let rsvg else { throw .rsvgMissing }
         let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-plot-\(UUID().uuidString).svg")
-        do { try Data(svg.utf8).write(to: tmp) } catch { throw .write(path: tmp.path, reason: (error as NSError).localizedDescription) }
+        do { try Data(svg.utf8).write(to: tmp) } catch {
+            throw .write(path: tmp.path, reason: (error as NSError).localizedDescription)
+        }
         defer { try? FileManager.default.removeItem(at: tmp) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: rsvg)
@@ -68,7 +73,8 @@ public enum PlotOutput {
         let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         guard p.terminationStatus == 0 else {
-            throw .rsvgFailed(status: p.terminationStatus, stderr: message.trimmingCharacters(in: .whitespacesAndNewlines))
+            throw .rsvgFailed(
+                status: p.terminationStatus, stderr: message.trimmingCharacters(in: .whitespacesAndNewlines))
         }
     }
 }

@@ -42,7 +42,8 @@ public final class PostgresOutboxStore: MeasurementStore {
     /// Throws when the server refuses this cuff or the outbox cannot be opened; an unreachable
     /// server is said once through `warn` and readings wait in the outbox.
     public init(
-        url: PostgresURL, outboxPath: String, utcOffset: UTCOffsetPolicy = .system, background: Bool = true, batchSize: Int = 1000,
+        url: PostgresURL, outboxPath: String, utcOffset: UTCOffsetPolicy = .system, background: Bool = true,
+        batchSize: Int = 1000,
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) {
         try Outbox.prepareDirectory(of: outboxPath)
@@ -62,7 +63,10 @@ public final class PostgresOutboxStore: MeasurementStore {
                 throw .storeOpen(path: url.description, reason: error.description)
             }
             failure.withLock { $0 = error }
-            warn(SinkWarning(sink: "store", message: "\(error.description); readings wait in the outbox \(outboxPath) until it can be reached"))
+            warn(
+                SinkWarning(
+                    sink: "store",
+                    message: "\(error.description); readings wait in the outbox \(outboxPath) until it can be reached"))
         }
         if background {
             running.store(true, ordering: .relaxed)
@@ -139,10 +143,12 @@ public final class PostgresOutboxStore: MeasurementStore {
         let waiting = (try? outbox.count()) ?? 0
         if waiting > 0 {
             let why = result.failure.map { ": " + $0.description } ?? ""
-            warn(SinkWarning(
-                sink: "store",
-                message: "\(waiting) reading\(waiting == 1 ? "" : "s") wait\(waiting == 1 ? "s" : "") in the outbox \(outbox.path)\(why); "
-                    + "cuff sync --store URL --outbox \(outbox.path) ships them"))
+            warn(
+                SinkWarning(
+                    sink: "store",
+                    message:
+                        "\(waiting) reading\(waiting == 1 ? "" : "s") wait\(waiting == 1 ? "s" : "") in the outbox \(outbox.path)\(why); "
+                        + "cuff sync --store URL --outbox \(outbox.path) ships them"))
         }
         server.disconnect()
         try outbox.finish()
@@ -180,7 +186,8 @@ public final class PostgresOutboxStore: MeasurementStore {
             while true {
                 let batch: [StoredMeasurement]
                 do { batch = try outbox.pending(limit: batchSize) } catch {
-                    result.failure = PostgresStoreError(server: "outbox \(outbox.path)", message: "\(error)", transient: false)
+                    result.failure = PostgresStoreError(
+                        server: "outbox \(outbox.path)", message: "\(error)", transient: false)
                     break
                 }
                 if batch.isEmpty { break }
@@ -193,7 +200,8 @@ public final class PostgresOutboxStore: MeasurementStore {
                 // Committed on the server: now, and only now, out of the outbox. A kill between the
                 // two ships the batch again next time, which the unique key makes harmless.
                 do { try outbox.remove(ids: batch.map(\.id)) } catch {
-                    result.failure = PostgresStoreError(server: "outbox \(outbox.path)", message: "\(error)", transient: false)
+                    result.failure = PostgresStoreError(
+                        server: "outbox \(outbox.path)", message: "\(error)", transient: false)
                     break
                 }
                 serverKeys.withLock { k in for m in batch { k.insert(m.dedupKey) } }
@@ -237,7 +245,9 @@ public struct PostgresStoreOpener: StoreOpener {
 
     public func handles(_ location: String) -> Bool { SinkFactory.isServerStore(location) }
 
-    public func open(_ location: String, _ options: SinkConfiguration, purpose: StorePurpose, warn: @escaping SinkWarningHandler) throws(SinkError)
+    public func open(
+        _ location: String, _ options: SinkConfiguration, purpose: StorePurpose, warn: @escaping SinkWarningHandler
+    ) throws(SinkError)
         -> any MeasurementStore
     {
         let url: PostgresURL
@@ -245,11 +255,17 @@ public struct PostgresStoreOpener: StoreOpener {
             throw .storeOpen(path: PostgresURL.redacting(location), reason: error.description)
         }
         if let key = options.storeKeyPath {
-            throw .storeKey(path: url.description, reason: "--store-key-file (\(key)) encrypts SQLite stores only; a PostgreSQL store is protected by the server (TLS, roles, its disk)")
+            throw .storeKey(
+                path: url.description,
+                reason:
+                    "--store-key-file (\(key)) encrypts SQLite stores only; a PostgreSQL store is protected by the server (TLS, roles, its disk)"
+            )
         }
         switch purpose {
         case .write:
-            return try PostgresOutboxStore(url: url, outboxPath: outboxPath ?? Outbox.defaultPath(), utcOffset: options.utcOffset, background: background, warn: warn)
+            return try PostgresOutboxStore(
+                url: url, outboxPath: outboxPath ?? Outbox.defaultPath(), utcOffset: options.utcOffset,
+                background: background, warn: warn)
         case .read:
             return try PostgresReadStore(url: url)
         }
@@ -269,7 +285,9 @@ public final class PostgresReadStore: MeasurementStore {
     }
 
     public func knownKeys() throws(SinkError) -> Set<String> {
-        do throws(PostgresStoreError) { return try server.knownKeys() } catch { throw .storeRead(path: storeName, reason: error.description) }
+        do throws(PostgresStoreError) { return try server.knownKeys() } catch {
+            throw .storeRead(path: storeName, reason: error.description)
+        }
     }
 
     public func lastSequenceNumber(address: String) throws(SinkError) -> UInt16? {
@@ -287,7 +305,9 @@ public final class PostgresReadStore: MeasurementStore {
     }
 
     public func history() throws(SinkError) -> [StoredMeasurement] {
-        do throws(PostgresStoreError) { return try server.history() } catch { throw .storeRead(path: storeName, reason: error.description) }
+        do throws(PostgresStoreError) { return try server.history() } catch {
+            throw .storeRead(path: storeName, reason: error.description)
+        }
     }
 
     public func write(_ o: SessionOutput) throws(SinkError) {

@@ -55,7 +55,7 @@ public final class PostgresServer: Sendable {
     /// ``StoreSchema`` (the SQLite store's columns, and `shipped_at`); `dedup_key` is unique, so a
     /// reading is kept once whoever ships it.
     static let migrations: [(version: Int, name: String, statements: [String])] = [
-        (1, "devices and measurements", StoreSchema.statements(.postgres, prefix: "cuff_")),
+        (1, "devices and measurements", StoreSchema.statements(.postgres, prefix: "cuff_"))
     ]
 
     /// The advisory lock every cuff takes while it migrates (any constant; "cuff" in ASCII).
@@ -70,16 +70,20 @@ public final class PostgresServer: Sendable {
             try run(c, "BEGIN")
             do {
                 try run(c, "SELECT pg_advisory_xact_lock(\(Self.migrationLock))")
-                try run(c, """
+                try run(
+                    c,
+                    """
                     CREATE TABLE IF NOT EXISTS cuff_schema_migrations (
                         version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
                     """)
-                let applied = Set(try run(c, "SELECT version FROM cuff_schema_migrations").rows.map { try $0.decode(Int.self) })
+                let applied = Set(
+                    try run(c, "SELECT version FROM cuff_schema_migrations").rows.map { try $0.decode(Int.self) })
                 let known = Set(Self.migrations.map(\.version))
                 if let newer = applied.subtracting(known).max() {
                     throw PostgresStoreError(
                         server: url.serverName,
-                        message: "the database has cuff schema version \(newer), which this cuff does not know: it was made by a newer cuff",
+                        message:
+                            "the database has cuff schema version \(newer), which this cuff does not know: it was made by a newer cuff",
                         transient: false)
                 }
                 for m in Self.migrations where !applied.contains(m.version) {
@@ -87,7 +91,10 @@ public final class PostgresServer: Sendable {
                     var b = PostgresBindings()
                     b.append(m.version)
                     b.append(m.name)
-                    try run(c, PostgresQuery(unsafeSQL: "INSERT INTO cuff_schema_migrations (version, name) VALUES ($1, $2)", binds: b))
+                    try run(
+                        c,
+                        PostgresQuery(
+                            unsafeSQL: "INSERT INTO cuff_schema_migrations (version, name) VALUES ($1, $2)", binds: b))
                 }
                 try run(c, "COMMIT")
             } catch {
@@ -100,7 +107,9 @@ public final class PostgresServer: Sendable {
     /// The schema versions applied, in order (for tests).
     public func appliedMigrations() throws(PostgresStoreError) -> [Int] {
         try withConnection { c in
-            try run(c, "SELECT version FROM cuff_schema_migrations ORDER BY version").rows.map { try $0.decode(Int.self) }
+            try run(c, "SELECT version FROM cuff_schema_migrations ORDER BY version").rows.map {
+                try $0.decode(Int.self)
+            }
         }
     }
 
@@ -144,19 +153,25 @@ public final class PostgresServer: Sendable {
                     b.append(d.model)
                     b.append(d.serial)
                     b.append(d.firmware)
-                    let r = try run(c, PostgresQuery(unsafeSQL: """
-                        INSERT INTO cuff_devices (identity, address, name, manufacturer, model, serial, firmware)
-                        VALUES ($1, $2, $3, $4, $5, $6, $7)
-                        ON CONFLICT (identity) DO UPDATE SET
-                            address = EXCLUDED.address,
-                            name = coalesce(EXCLUDED.name, cuff_devices.name),
-                            manufacturer = coalesce(EXCLUDED.manufacturer, cuff_devices.manufacturer),
-                            model = coalesce(EXCLUDED.model, cuff_devices.model),
-                            serial = coalesce(EXCLUDED.serial, cuff_devices.serial),
-                            firmware = coalesce(EXCLUDED.firmware, cuff_devices.firmware)
-                        RETURNING id
-                        """, binds: b))
-                    guard let row = r.rows.first else { throw PostgresStoreError(server: url.serverName, message: "device upsert returned no id", transient: true) }
+                    let r = try run(
+                        c,
+                        PostgresQuery(
+                            unsafeSQL: """
+                                INSERT INTO cuff_devices (identity, address, name, manufacturer, model, serial, firmware)
+                                VALUES ($1, $2, $3, $4, $5, $6, $7)
+                                ON CONFLICT (identity) DO UPDATE SET
+                                    address = EXCLUDED.address,
+                                    name = coalesce(EXCLUDED.name, cuff_devices.name),
+                                    manufacturer = coalesce(EXCLUDED.manufacturer, cuff_devices.manufacturer),
+                                    model = coalesce(EXCLUDED.model, cuff_devices.model),
+                                    serial = coalesce(EXCLUDED.serial, cuff_devices.serial),
+                                    firmware = coalesce(EXCLUDED.firmware, cuff_devices.firmware)
+                                RETURNING id
+                                """, binds: b))
+                    guard let row = r.rows.first else {
+                        throw PostgresStoreError(
+                            server: url.serverName, message: "device upsert returned no id", transient: true)
+                    }
                     deviceIDs[identity] = try row.decode(Int64.self)
                 }
                 // The batch as one JSON parameter, unpacked by the server (jsonb_to_recordset): one
@@ -164,23 +179,26 @@ public final class PostgresServer: Sendable {
                 // row, and the protocol allows 65535).
                 var b = PostgresBindings()
                 b.append(Self.batchJSON(rows, deviceIDs: deviceIDs))
-                let r = try run(c, PostgresQuery(unsafeSQL: """
-                    INSERT INTO cuff_measurements (
-                        device_id, characteristic, raw, quirks, unit,
-                        systolic, diastolic, mean_arterial_pressure, pulse_rate,
-                        systolic_raw, diastolic_raw, mean_arterial_pressure_raw, pulse_rate_raw,
-                        systolic_special, diastolic_special, mean_arterial_pressure_special, pulse_rate_special,
-                        timestamp, user_id, status, stored, sequence_number,
-                        received_at, received_at_us, host_utc_offset, dedup_key, warnings, decoded)
-                    SELECT d, c, decode(r, 'hex'), q, u, sy, di, ma, pr, syr, dir, mar, prr, sys, dis, mas, prs,
-                           ts, uid, st, sto, seq, ra, rus, off, k, w, dec
-                    FROM jsonb_to_recordset($1::jsonb) AS x(
-                        d BIGINT, c TEXT, r TEXT, q INTEGER, u TEXT, sy FLOAT8, di FLOAT8, ma FLOAT8, pr FLOAT8,
-                        syr INTEGER, dir INTEGER, mar INTEGER, prr INTEGER, sys TEXT, dis TEXT, mas TEXT, prs TEXT,
-                        ts TEXT, uid INTEGER, st INTEGER, sto BOOLEAN, seq INTEGER, ra TEXT, rus BIGINT, off INTEGER,
-                        k TEXT, w TEXT, dec TEXT)
-                    ON CONFLICT (dedup_key) DO NOTHING
-                    """, binds: b))
+                let r = try run(
+                    c,
+                    PostgresQuery(
+                        unsafeSQL: """
+                            INSERT INTO cuff_measurements (
+                                device_id, characteristic, raw, quirks, unit,
+                                systolic, diastolic, mean_arterial_pressure, pulse_rate,
+                                systolic_raw, diastolic_raw, mean_arterial_pressure_raw, pulse_rate_raw,
+                                systolic_special, diastolic_special, mean_arterial_pressure_special, pulse_rate_special,
+                                timestamp, user_id, status, stored, sequence_number,
+                                received_at, received_at_us, host_utc_offset, dedup_key, warnings, decoded)
+                            SELECT d, c, decode(r, 'hex'), q, u, sy, di, ma, pr, syr, dir, mar, prr, sys, dis, mas, prs,
+                                   ts, uid, st, sto, seq, ra, rus, off, k, w, dec
+                            FROM jsonb_to_recordset($1::jsonb) AS x(
+                                d BIGINT, c TEXT, r TEXT, q INTEGER, u TEXT, sy FLOAT8, di FLOAT8, ma FLOAT8, pr FLOAT8,
+                                syr INTEGER, dir INTEGER, mar INTEGER, prr INTEGER, sys TEXT, dis TEXT, mas TEXT, prs TEXT,
+                                ts TEXT, uid INTEGER, st INTEGER, sto BOOLEAN, seq INTEGER, ra TEXT, rus BIGINT, off INTEGER,
+                                k TEXT, w TEXT, dec TEXT)
+                            ON CONFLICT (dedup_key) DO NOTHING
+                            """, binds: b))
                 let inserted = r.metadata.rows ?? 0
                 try run(c, "COMMIT")
                 return inserted
@@ -197,7 +215,10 @@ public final class PostgresServer: Sendable {
         o.reserveCapacity(rows.count * 900)
         func str(_ s: String) {
             // PostgreSQL's text holds no NUL: the replacement character stands for it.
-            JSONEscape.quote(s.contains("\u{0}") ? String(String.UnicodeScalarView(s.unicodeScalars.map { $0 == "\u{0}" ? "\u{FFFD}" : $0 })) : s, into: &o)
+            JSONEscape.quote(
+                s.contains("\u{0}")
+                    ? String(String.UnicodeScalarView(s.unicodeScalars.map { $0 == "\u{0}" ? "\u{FFFD}" : $0 })) : s,
+                into: &o)
         }
         func key(_ k: String) { o += ",\"" + k + "\":" }
         func optStr(_ k: String, _ s: String?) { key(k); if let s { str(s) } else { o += "null" } }
@@ -250,7 +271,9 @@ public final class PostgresServer: Sendable {
     /// decode to the records an SQLite store with the same readings gives.
     public func history() throws(PostgresStoreError) -> [StoredMeasurement] {
         try withConnection { c in
-            let r = try run(c, """
+            let r = try run(
+                c,
+                """
                 SELECT m.id, m.characteristic, m.raw, m.quirks, m.unit, m.systolic, m.diastolic, m.mean_arterial_pressure,
                        m.pulse_rate, m.systolic_raw, m.diastolic_raw, m.mean_arterial_pressure_raw, m.pulse_rate_raw,
                        m.systolic_special, m.diastolic_special, m.mean_arterial_pressure_special, m.pulse_rate_special,
@@ -276,13 +299,16 @@ public final class PostgresServer: Sendable {
 
     /// The server process serving this connection (`pg_backend_pid()`; for the benchmark).
     public func backendPID() throws(PostgresStoreError) -> Int32 {
-        try withConnection { c in try run(c, "SELECT pg_backend_pid()").rows.first.map { try $0.decode(Int32.self) } ?? -1 }
+        try withConnection { c in
+            try run(c, "SELECT pg_backend_pid()").rows.first.map { try $0.decode(Int32.self) } ?? -1
+        }
     }
 
     /// How many measurements the server holds.
     public func count() throws(PostgresStoreError) -> Int {
         try withConnection { c in
-            try run(c, "SELECT count(*) FROM cuff_measurements").rows.first.map { try $0.decode(Int64.self) }.map(Int.init) ?? 0
+            try run(c, "SELECT count(*) FROM cuff_measurements").rows.first.map { try $0.decode(Int64.self) }.map(
+                Int.init) ?? 0
         }
     }
 
@@ -291,10 +317,13 @@ public final class PostgresServer: Sendable {
         try withConnection { c in
             var b = PostgresBindings()
             b.append(address)
-            let r = try run(c, PostgresQuery(unsafeSQL: """
-                SELECT max(m.sequence_number)::BIGINT FROM cuff_measurements m JOIN cuff_devices d ON d.id = m.device_id
-                WHERE d.address = $1
-                """, binds: b))
+            let r = try run(
+                c,
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT max(m.sequence_number)::BIGINT FROM cuff_measurements m JOIN cuff_devices d ON d.id = m.device_id
+                        WHERE d.address = $1
+                        """, binds: b))
             return try r.rows.first.flatMap { try $0.decode(Int64?.self) }.flatMap { UInt16(exactly: $0) }
         }
     }
@@ -312,7 +341,9 @@ public final class PostgresServer: Sendable {
             guard let v = try u16(c) else { throw bad(c) }
             return v
         }
-        guard let ch = RecordCharacteristic(argument: try r["characteristic"].decode(String.self)) else { throw bad("characteristic") }
+        guard let ch = RecordCharacteristic(argument: try r["characteristic"].decode(String.self)) else {
+            throw bad("characteristic")
+        }
         guard let unit = PressureUnit(rawValue: try r["unit"].decode(String.self)) else { throw bad("unit") }
         let raw = try r["raw"].decode(ByteBuffer.self)
         let uid = try r["user_id"].decode(Int64?.self)
@@ -323,18 +354,27 @@ public final class PostgresServer: Sendable {
                 manufacturer: try r["manufacturer"].decode(String?.self), model: try r["model"].decode(String?.self),
                 serial: try r["serial"].decode(String?.self), firmware: try r["firmware"].decode(String?.self)),
             characteristic: ch, raw: Array(raw.readableBytesView),
-            quirks: QuirkProfile.Options(rawValue: UInt8(truncatingIfNeeded: try r["quirks"].decode(Int64.self))), unit: unit,
+            quirks: QuirkProfile.Options(rawValue: UInt8(truncatingIfNeeded: try r["quirks"].decode(Int64.self))),
+            unit: unit,
             systolic: try r["systolic"].decode(Double?.self), diastolic: try r["diastolic"].decode(Double?.self),
-            meanArterialPressure: try r["mean_arterial_pressure"].decode(Double?.self), pulseRate: try r["pulse_rate"].decode(Double?.self),
+            meanArterialPressure: try r["mean_arterial_pressure"].decode(Double?.self),
+            pulseRate: try r["pulse_rate"].decode(Double?.self),
             systolicRaw: try req("systolic_raw"), diastolicRaw: try req("diastolic_raw"),
             meanArterialPressureRaw: try req("mean_arterial_pressure_raw"), pulseRateRaw: try u16("pulse_rate_raw"),
-            systolicSpecial: try r["systolic_special"].decode(String?.self), diastolicSpecial: try r["diastolic_special"].decode(String?.self),
+            systolicSpecial: try r["systolic_special"].decode(String?.self),
+            diastolicSpecial: try r["diastolic_special"].decode(String?.self),
             meanArterialPressureSpecial: try r["mean_arterial_pressure_special"].decode(String?.self),
-            pulseRateSpecial: try r["pulse_rate_special"].decode(String?.self), timestamp: try r["timestamp"].decode(String?.self),
-            userID: try uid.map { v in guard let u = UInt8(exactly: v) else { throw bad("user_id") }; return u },
-            status: try u16("status"), stored: try r["stored"].decode(Bool.self), sequenceNumber: try u16("sequence_number"),
-            receivedAt: try r["received_at"].decode(String.self), receivedAtMicros: try r["received_at_us"].decode(Int64.self),
-            hostUTCOffsetSeconds: Int(try r["host_utc_offset"].decode(Int64.self)), dedupKey: try r["dedup_key"].decode(String.self),
+            pulseRateSpecial: try r["pulse_rate_special"].decode(String?.self),
+            timestamp: try r["timestamp"].decode(String?.self),
+            userID: try uid.map { v in
+                guard let u = UInt8(exactly: v) else { throw bad("user_id") }; return u
+            },
+            status: try u16("status"), stored: try r["stored"].decode(Bool.self),
+            sequenceNumber: try u16("sequence_number"),
+            receivedAt: try r["received_at"].decode(String.self),
+            receivedAtMicros: try r["received_at_us"].decode(Int64.self),
+            hostUTCOffsetSeconds: Int(try r["host_utc_offset"].decode(Int64.self)),
+            dedupKey: try r["dedup_key"].decode(String.self),
             warningsJSON: try r["warnings"].decode(String.self), decodedJSON: try r["decoded"].decode(String.self))
     }
 
@@ -365,9 +405,11 @@ public final class PostgresServer: Sendable {
                     c = existing
                 } else {
                     s = nil
-                    c = try wait(PostgresConnection.connect(
-                        on: group.next(), configuration: try configuration(), id: nextID.add(1, ordering: .relaxed).oldValue, logger: logger
-                    ), seconds: Double(url.connectTimeoutSeconds) + 5)
+                    c = try wait(
+                        PostgresConnection.connect(
+                            on: group.next(), configuration: try configuration(),
+                            id: nextID.add(1, ordering: .relaxed).oldValue, logger: logger
+                        ), seconds: Double(url.connectTimeoutSeconds) + 5)
                     s = c
                 }
                 do {
@@ -418,7 +460,8 @@ public final class PostgresServer: Sendable {
             done.signal()
         }
         guard done.wait(timeout: .now() + seconds) == .success, let r = box.get() else {
-            throw PostgresStoreError(server: url.serverName, message: "no answer within \(Int(seconds)) s", transient: true)
+            throw PostgresStoreError(
+                server: url.serverName, message: "no answer within \(Int(seconds)) s", transient: true)
         }
         return try r.get()
     }
@@ -442,7 +485,9 @@ public final class PostgresServer: Sendable {
                 let ctx = try NIOSSLContext(configuration: t)
                 tls = url.sslMode == .prefer ? .prefer(ctx) : .require(ctx)
             }
-            config = .init(host: url.host ?? "localhost", port: url.port, username: url.user, password: url.password, database: url.database, tls: tls)
+            config = .init(
+                host: url.host ?? "localhost", port: url.port, username: url.user, password: url.password,
+                database: url.database, tls: tls)
         }
         config.options.connectTimeout = .seconds(Int64(url.connectTimeoutSeconds))
         return config
@@ -451,7 +496,9 @@ public final class PostgresServer: Sendable {
     /// A failure said plainly: what was refused or unreachable, and whether trying later may help.
     func describe(_ error: any Error) -> PostgresStoreError {
         let server = url.serverName
-        func e(_ m: String, transient: Bool) -> PostgresStoreError { PostgresStoreError(server: server, message: m, transient: transient) }
+        func e(_ m: String, transient: Bool) -> PostgresStoreError {
+            PostgresStoreError(server: server, message: m, transient: transient)
+        }
         if let p = error as? PSQLError {
             switch p.code {
             case .server:
@@ -459,31 +506,47 @@ public final class PostgresServer: Sendable {
                 let message = p.serverInfo?[.message] ?? "error"
                 switch state {
                 case "28P01":
-                    let from = url.passwordSource.map { $0 == "url" ? "the URL" : $0 } ?? "nowhere (no password was given)"
+                    let from =
+                        url.passwordSource.map { $0 == "url" ? "the URL" : $0 } ?? "nowhere (no password was given)"
                     return e("\(message) (SQLSTATE 28P01; the password came from \(from))", transient: false)
-                case "3D000": return e("\(message) (SQLSTATE 3D000; create it, or name another database in the URL)", transient: false)
+                case "3D000":
+                    return e(
+                        "\(message) (SQLSTATE 3D000; create it, or name another database in the URL)", transient: false)
                 case "57P01", "57P02", "57P03", "53300", "08006", "08001", "08004", "40001", "40P01":
                     return e("\(message) (SQLSTATE \(state))", transient: true)
                 default:
                     // Class 28 (authorization), 42 (syntax, permissions) and the rest need a change.
-                    return e("\(message) (SQLSTATE \(state))", transient: !state.hasPrefix("28") && !state.hasPrefix("42") && !state.hasPrefix("3D"))
+                    return e(
+                        "\(message) (SQLSTATE \(state))",
+                        transient: !state.hasPrefix("28") && !state.hasPrefix("42") && !state.hasPrefix("3D"))
                 }
             case .sslUnsupported:
-                return e("the server does not accept TLS, and sslmode=\(url.sslMode.rawValue) requires it", transient: false)
+                return e(
+                    "the server does not accept TLS, and sslmode=\(url.sslMode.rawValue) requires it", transient: false)
             case .authMechanismRequiresPassword:
-                return e("the server asks for a password for user \(url.user): give it in the URL, PGPASSWORD or a ~/.pgpass file (PGPASSFILE)", transient: false)
+                return e(
+                    "the server asks for a password for user \(url.user): give it in the URL, PGPASSWORD or a ~/.pgpass file (PGPASSFILE)",
+                    transient: false)
             case .unsupportedAuthMechanism, .saslError:
-                return e("authentication failed: \(p.underlying.map { String(describing: $0) } ?? p.code.description)", transient: false)
+                return e(
+                    "authentication failed: \(p.underlying.map { String(describing: $0) } ?? p.code.description)",
+                    transient: false)
             case .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest:
-                return e("TLS failed: \(p.underlying.map { String(describing: $0) } ?? p.code.description)", transient: false)
+                return e(
+                    "TLS failed: \(p.underlying.map { String(describing: $0) } ?? p.code.description)", transient: false
+                )
             case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection:
                 if let u = p.underlying {
                     if u is NIOSSLError || u is BoringSSLError {
                         return e("TLS failed: \(u)", transient: false)
                     }
-                    return e("cannot reach the server: \(Self.network(u, timeout: url.connectTimeoutSeconds))", transient: true)
+                    return e(
+                        "cannot reach the server: \(Self.network(u, timeout: url.connectTimeoutSeconds))",
+                        transient: true)
                 }
-                return e(p.code == .connectionError ? "cannot reach the server" : "the server closed the connection", transient: true)
+                return e(
+                    p.code == .connectionError ? "cannot reach the server" : "the server closed the connection",
+                    transient: true)
             default:
                 return e("\(p.code)", transient: true)
             }
@@ -500,7 +563,9 @@ public final class PostgresServer: Sendable {
             if let d = c.dnsAError ?? c.dnsAAAAError { return "cannot resolve \(c.host): \(d)" }
             return "cannot connect to \(c.host):\(c.port)"
         }
-        if let ch = error as? ChannelError, case .connectTimeout = ch { return "no answer within \(timeout) s (connect_timeout)" }
+        if let ch = error as? ChannelError, case .connectTimeout = ch {
+            return "no answer within \(timeout) s (connect_timeout)"
+        }
         return String(describing: error)
     }
 }

@@ -50,7 +50,11 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     /// The URL without its password, for messages and logs.
     public var description: String {
         var s = "postgres://\(Self.escape(user))@"
-        if let host { s += host.contains(":") ? "[\(host)]" : host } else if let socketDirectory { s += Self.escape(socketDirectory) }
+        if let host {
+            s += host.contains(":") ? "[\(host)]" : host
+        } else if let socketDirectory {
+            s += Self.escape(socketDirectory)
+        }
         s += ":\(port)/\(Self.escape(database))"
         var q: [String] = []
         if sslMode != .prefer { q.append("sslmode=\(sslMode.rawValue)") }
@@ -67,7 +71,9 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses `text` with the process's environment and passfile.
-    public init(parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ParseError) {
+    public init(parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(ParseError)
+    {
         // The URL as shown in errors: without a password.
         let shown = Self.redacting(text)
         func bad(_ reason: String) -> ParseError { ParseError(url: shown, reason: reason) }
@@ -132,7 +138,9 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         if host == "" { host = nil }
         var port: Int?
         if let portText, !portText.isEmpty {
-            guard let p = Int(portText), (1...65535).contains(p) else { throw bad("the port '\(portText)' is not a number from 1 to 65535") }
+            guard let p = Int(portText), (1...65535).contains(p) else {
+                throw bad("the port '\(portText)' is not a number from 1 to 65535")
+            }
             port = p
         }
         var database: String? = path.isEmpty ? nil : try decode(path, "the database")
@@ -152,17 +160,24 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
                 sslMode = m
             case "host": host = v.isEmpty ? nil : v
             case "port":
-                guard let p = Int(v), (1...65535).contains(p) else { throw bad("the port '\(v)' is not a number from 1 to 65535") }
+                guard let p = Int(v), (1...65535).contains(p) else {
+                    throw bad("the port '\(v)' is not a number from 1 to 65535")
+                }
                 port = p
             case "user": user = v.isEmpty ? nil : v
             case "password": password = v
             case "dbname": database = v.isEmpty ? nil : v
             case "sslrootcert": rootCert = v
             case "connect_timeout":
-                guard let t = Int(v), t >= 1 else { throw bad("connect_timeout '\(v)' is not a whole number of seconds from 1") }
+                guard let t = Int(v), t >= 1 else {
+                    throw bad("connect_timeout '\(v)' is not a whole number of seconds from 1")
+                }
                 timeout = t
             case "application_name", "target_session_attrs": break
-            default: throw bad("unknown parameter '\(k)' (cuff knows sslmode, host, port, user, password, dbname, sslrootcert, connect_timeout)")
+            default:
+                throw bad(
+                    "unknown parameter '\(k)' (cuff knows sslmode, host, port, user, password, dbname, sslrootcert, connect_timeout)"
+                )
             }
         }
         if host == nil, let h = environment["PGHOST"], !h.isEmpty { host = h }
@@ -171,7 +186,10 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
             guard let mode = Self.sslMode(m) else { throw bad("PGSSLMODE '\(m)' is not an sslmode") }
             sslMode = mode
         }
-        let login = environment["PGUSER"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.loginName()
+        let login =
+            environment["PGUSER"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["USER"].flatMap {
+                $0.isEmpty ? nil : $0
+            } ?? Self.loginName()
         guard let u = user ?? login else { throw bad("no user: give one as postgres://USER@HOST/DB") }
         self.user = u
         self.database = database ?? environment["PGDATABASE"].flatMap { $0.isEmpty ? nil : $0 } ?? u
@@ -196,9 +214,13 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
             self.password = p
             self.passwordSource = "PGPASSWORD"
         } else {
-            let file = environment["PGPASSFILE"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["HOME"].map { $0 + "/.pgpass" }
-            if let file, let p = PassFile.lookup(
-                file: file, host: self.socketDirectory ?? self.host ?? "localhost", port: self.port, database: self.database, user: u)
+            let file =
+                environment["PGPASSFILE"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? environment["HOME"].map { $0 + "/.pgpass" }
+            if let file,
+                let p = PassFile.lookup(
+                    file: file, host: self.socketDirectory ?? self.host ?? "localhost", port: self.port,
+                    database: self.database, user: u)
             {
                 self.password = p
                 self.passwordSource = file
@@ -245,11 +267,15 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
 /// ignored (with a warning).
 public enum PassFile {
     /// The first matching line's password, or nil.
-    public static func lookup(file: String, host: String, port: Int, database: String, user: String,
-                              warn: Logger = Logger(label: "warning")) -> String? {
+    public static func lookup(
+        file: String, host: String, port: Int, database: String, user: String,
+        warn: Logger = Logger(label: "warning")
+    ) -> String? {
         guard case .success(let st) = Sys.fileStatus(file), st.st_mode & S_IFMT == S_IFREG else { return nil }
         if st.st_mode & 0o077 != 0 {
-            warn.warning("password file \(file) has group or world access; permissions should be u=rw (0600) or less; it is ignored")
+            warn.warning(
+                "password file \(file) has group or world access; permissions should be u=rw (0600) or less; it is ignored"
+            )
             return nil
         }
         guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }

@@ -32,7 +32,9 @@ final class ConditionLock<State>: @unchecked Sendable {
 
     /// Waits until `ready` holds, then runs `body` with the lock held (the condition still true);
     /// with `wakingWaiters`, then wakes every waiting thread.
-    func wait<R>(until ready: (State) -> Bool, wakingWaiters: Bool = false, then body: (inout State) throws -> R) rethrows -> R {
+    func wait<R>(until ready: (State) -> Bool, wakingWaiters: Bool = false, then body: (inout State) throws -> R)
+        rethrows -> R
+    {
         condition.lock()
         defer {
             if wakingWaiters { condition.broadcast() }

@@ -97,8 +97,10 @@ final class ParallelReplay: @unchecked Sendable {
     private let shared = ConditionLock(Shared())
     private var workers: [OSThread] = []
 
-    init(path: String, datalink: BTSnoopDatalink, configuration: CuffSessionConfiguration, adapter: UInt16?,
-         overrides: [UInt16: CuffCharacteristic], showAll: Bool, threads: Int, segmentBytes: Int) {
+    init(
+        path: String, datalink: BTSnoopDatalink, configuration: CuffSessionConfiguration, adapter: UInt16?,
+        overrides: [UInt16: CuffCharacteristic], showAll: Bool, threads: Int, segmentBytes: Int
+    ) {
         self.path = path
         self.datalink = datalink
         self.configuration = configuration
@@ -131,8 +133,11 @@ final class ParallelReplay: @unchecked Sendable {
     }
 
     /// Replays one stretch on its own, as `cuff replay` replays a whole file, from the handle maps `learned` before it.
-    func replay(_ segment: Segment, into lines: NDJSONLineBuffer, learned: [CaptureReplay.Peer: DiscoveredHandles] = [:]) -> Result {
-        var replay = CaptureReplay(configuration: configuration, adapter: adapter, overrides: overrides, learned: learned)
+    func replay(
+        _ segment: Segment, into lines: NDJSONLineBuffer, learned: [CaptureReplay.Peer: DiscoveredHandles] = [:]
+    ) -> Result {
+        var replay = CaptureReplay(
+            configuration: configuration, adapter: adapter, overrides: overrides, learned: learned)
         var shown: [CaptureReplay.Output] = []
         var out: [CaptureReplay.Output] = []
         out.reserveCapacity(1024 + 64)
@@ -155,8 +160,9 @@ final class ParallelReplay: @unchecked Sendable {
         var fault: CaptureError?
         do {
             // One chunk: the reader takes the stretch's bytes whole, without copying them.
-            var reader = CaptureReader(btsnoopRecords: ArrayByteSource(segment.bytes), datalink: datalink, offset: segment.offset,
-                                       chunkSize: max(segment.bytes.count, 64 * 1024))
+            var reader = CaptureReader(
+                btsnoopRecords: ArrayByteSource(segment.bytes), datalink: datalink, offset: segment.offset,
+                chunkSize: max(segment.bytes.count, 64 * 1024))
             if case let .fault(e) = replay.replay(&reader, into: &out, batch: 1024, deliver: take) { fault = e }
         }  // (the reader's copy of the bytes goes here, so they come back unshared)
         if fault == nil { fault = segment.fault }
@@ -164,10 +170,11 @@ final class ParallelReplay: @unchecked Sendable {
             replay.finish(after: fault, into: &out)
         }
         _ = take(&out)
-        return Result(ndjson: lines, shown: shown, sessions: replay.sessions, measurements: replay.measurements,
-                      unmapped: replay.unmapped, fault: fault, bytes: segment.bytes, offset: segment.offset, last: segment.last,
-                      readFault: segment.fault, learned: replay.learned, lacking: replay.lacking, startedFrom: learned,
-                      inherited: replay.inheritedPeers, discovered: replay.discoveredPeers)
+        return Result(
+            ndjson: lines, shown: shown, sessions: replay.sessions, measurements: replay.measurements,
+            unmapped: replay.unmapped, fault: fault, bytes: segment.bytes, offset: segment.offset, last: segment.last,
+            readFault: segment.fault, learned: replay.learned, lacking: replay.lacking, startedFrom: learned,
+            inherited: replay.inheritedPeers, discovered: replay.discoveredPeers)
     }
 
     // MARK: - Reading, cutting, writing (this thread)
@@ -185,20 +192,25 @@ final class ParallelReplay: @unchecked Sendable {
     /// Writes the next stretch's result when it is ready (waiting for it when `wait`); false if it was not.
     private func writeNext(wait: Bool) -> Bool {
         let index = written
-        let ready: Result? = wait
+        let ready: Result? =
+            wait
             ? shared.wait(until: { $0.results[index] != nil }) { $0.results.removeValue(forKey: index) }
             : shared.withLock { $0.results.removeValue(forKey: index) }
         guard var r = ready else { return false }
         written += 1
-        if !stopped, r.lacking.contains(where: { outcome.learned[$0] != nil })
-            || r.inherited.contains(where: { outcome.learned[$0] != r.startedFrom[$0] })
-            || outcome.learned.count + r.learned.keys.filter({ outcome.learned[$0] == nil }).count > CaptureReplay.maximumLearnedPeers {
+        if !stopped,
+            r.lacking.contains(where: { outcome.learned[$0] != nil })
+                || r.inherited.contains(where: { outcome.learned[$0] != r.startedFrom[$0] })
+                || outcome.learned.count + r.learned.keys.filter({ outcome.learned[$0] == nil }).count
+                    > CaptureReplay.maximumLearnedPeers
+        {
             // A connection in the stretch would have used a map an earlier stretch learned, or used
             // one that a stretch written since it was handed out replaced (or the stretch learned
             // peers the one-thread replay has no room left for): replay it again from what was
             // learned before it (what the one-thread replay knows there).
             r.ndjson.removeAll()
-            let segment = Segment(index: written - 1, bytes: r.bytes, offset: r.offset, last: r.last, fault: r.readFault)
+            let segment = Segment(
+                index: written - 1, bytes: r.bytes, offset: r.offset, last: r.last, fault: r.readFault)
             r = replay(segment, into: r.ndjson, learned: outcome.learned)
             replayedAgain += 1
         }
@@ -237,7 +249,8 @@ final class ParallelReplay: @unchecked Sendable {
     /// Hands `bytes` (the stretch's own buffer, not copied) to the workers.
     private func dispatch(_ bytes: consuming [UInt8], at offset: Int64, last: Bool, fault: CaptureError? = nil) {
         while dispatched - written >= maximumInFlight { _ = writeNext(wait: true) }
-        let segment = Segment(index: dispatched, bytes: bytes, offset: offset, last: last, fault: fault, learned: outcome.learned)
+        let segment = Segment(
+            index: dispatched, bytes: bytes, offset: offset, last: last, fault: fault, learned: outcome.learned)
         shared.withLock(wakingWaiters: true) { $0.queue.append(segment) }
         dispatched += 1
     }

@@ -35,6 +35,8 @@ public final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
     }
 
     private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(SinkError) {
-        if let e = Sys.writeAll(fd, bytes).error { throw SinkError.writeFailed(destination: fd == 1 ? "stdout" : "fd \(fd)", errno: e.rawValue) }
+        if let e = Sys.writeAll(fd, bytes).error {
+            throw SinkError.writeFailed(destination: fd == 1 ? "stdout" : "fd \(fd)", errno: e.rawValue)
+        }
     }
 }

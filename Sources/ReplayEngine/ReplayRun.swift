@@ -7,7 +7,7 @@ import Sinks
 import Transport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a replay shows besides the records it writes: it gets every output in order (records for a
@@ -95,8 +95,11 @@ extension ReplayJob {
         if !showAll { configuration.logs = false }
         var result = ReplayResult()
 
-        func sequential(_ reader: inout CaptureReader<FileByteSource>, learned: [CaptureReplay.Peer: DiscoveredHandles] = [:]) {
-            var replay = CaptureReplay(configuration: configuration, adapter: adapter, overrides: overrides, learned: learned)
+        func sequential(
+            _ reader: inout CaptureReader<FileByteSource>, learned: [CaptureReplay.Peer: DiscoveredHandles] = [:]
+        ) {
+            var replay = CaptureReplay(
+                configuration: configuration, adapter: adapter, overrides: overrides, learned: learned)
             var out: [CaptureReplay.Output] = []
             out.reserveCapacity(ReplayOutputPipe.batchSize + 64)
             let pacer = realtime ? Pacer() : nil
@@ -111,8 +114,9 @@ extension ReplayJob {
                 out.removeAll(keepingCapacity: true)
                 return ok
             }
-            let ending = replay.replay(&reader, into: &out, before: pacer.map { p in { p.wait(until: $0.timestamp) } },
-                                       batch: pipe == nil ? 1 : ReplayOutputPipe.batchSize, deliver: { deliver(&$0, force: false) })
+            let ending = replay.replay(
+                &reader, into: &out, before: pacer.map { p in { p.wait(until: $0.timestamp) } },
+                batch: pipe == nil ? 1 : ReplayOutputPipe.batchSize, deliver: { deliver(&$0, force: false) })
             if case let .fault(e) = ending { result.fault = e }
             if !(pipe?.failed ?? drain.sinkFailed) {
                 replay.finish(after: result.fault, into: &out)
@@ -129,10 +133,13 @@ extension ReplayJob {
         if let headerFault {
             result.fault = headerFault
         } else if let direct = sinks.direct, threads > 1, !realtime, reader.format == .btsnoop,
-                  Self.regularFileSize(path).map({ $0 >= Int64(parallelMinimumBytes ?? threads * segmentBytes * 8) }) ?? false,
-                  let datalink = reader.datalink.flatMap(BTSnoopDatalink.init(rawValue:)) {
-            let parallel = ParallelReplay(path: path, datalink: datalink, configuration: configuration, adapter: adapter,
-                                          overrides: overrides, showAll: showAll, threads: threads, segmentBytes: segmentBytes)
+            Self.regularFileSize(path).map({ $0 >= Int64(parallelMinimumBytes ?? threads * segmentBytes * 8) })
+                ?? false,
+            let datalink = reader.datalink.flatMap(BTSnoopDatalink.init(rawValue:))
+        {
+            let parallel = ParallelReplay(
+                path: path, datalink: datalink, configuration: configuration, adapter: adapter,
+                overrides: overrides, showAll: showAll, threads: threads, segmentBytes: segmentBytes)
             if parallel.started {
                 let o = parallel.run(from: reader.offset) { r in
                     drain.show(r.shown)
@@ -144,7 +151,9 @@ extension ReplayJob {
                 result.fault = o.fault
                 if let resume = o.resumeAt {
                     do {
-                        var rest = CaptureReader(btsnoopRecords: try FileByteSource(path: path, offset: resume), datalink: datalink, offset: resume)
+                        var rest = CaptureReader(
+                            btsnoopRecords: try FileByteSource(path: path, offset: resume), datalink: datalink,
+                            offset: resume)
                         sequential(&rest, learned: o.learned)
                     } catch {
                         result.fault = error

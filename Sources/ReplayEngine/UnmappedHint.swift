@@ -44,7 +44,8 @@ public struct UnmappedHint: Sendable, Hashable {
             return "\(Hex.handle(h)) (\(kinds.joined(separator: ", ")))"
         }
         let conns = connections == 1 ? "connection \(Hex.handle(first.connectionHandle))" : "\(connections) connections"
-        let example = handles.map { h in "--handle \(Hex.handle(h))=\(totals[h]!.indications > 0 ? "2a35" : "2a36")" }.joined(separator: " ")
+        let example = handles.map { h in "--handle \(Hex.handle(h))=\(totals[h]!.indications > 0 ? "2a35" : "2a36")" }
+            .joined(separator: " ")
         return [
             "hci\(first.adapter) \(conns) to \(first.address): no service discovery in the capture, so these value handles are unknown: \(list.joined(separator: ", ")).",
             "map them with --handle HANDLE=UUID (indications usually carry the Blood Pressure Measurement 2a35, or 2b34 enhanced; notifications the Intermediate Cuff Pressure 2a36, or 2b35), e.g. cuff replay \(file) \(example)",

@@ -6,8 +6,8 @@ import Synchronization
 import Transport
 
 #if canImport(Glibc)
-import Glibc
-import StoreFormat
+    import Glibc
+    import StoreFormat
 #endif
 
 /// Pressures for the clinical formats (FHIR, Open mHealth), which take mmHg only.
@@ -57,7 +57,9 @@ public struct UTCOffsetPolicy: Sendable {
     }
 
     /// The host zone's offset at `received_at`.
-    public static let systemAtReception = UTCOffsetPolicy { m in hostUTCOffset(atUnixSeconds: m.receivedAt.wallMicros / 1_000_000) }
+    public static let systemAtReception = UTCOffsetPolicy { m in
+        hostUTCOffset(atUnixSeconds: m.receivedAt.wallMicros / 1_000_000)
+    }
 
     /// Always `seconds` east of UTC.
     public static func fixed(_ seconds: Int) -> UTCOffsetPolicy { UTCOffsetPolicy { _ in seconds } }
@@ -125,7 +127,8 @@ public struct EffectiveTime: Sendable, Hashable {
     public static func of(_ m: MeasurementRecord, offset: UTCOffsetPolicy) -> EffectiveTime {
         if let ts = m.timestamp, isLocalDateTime(ts.hasSuffix("Z") ? String(ts.dropLast()) : ts) {
             if ts.hasSuffix("Z") { return EffectiveTime(rfc3339: ts, basis: .utcEnhanced) }
-            return EffectiveTime(rfc3339: ts + formatOffset(offset.offsetSeconds(m)), basis: .deviceLocalAssumedHostOffset)
+            return EffectiveTime(
+                rfc3339: ts + formatOffset(offset.offsetSeconds(m)), basis: .deviceLocalAssumedHostOffset)
         }
         return EffectiveTime(rfc3339: m.receivedAt.iso8601, basis: .hostReceive)
     }
@@ -135,7 +138,8 @@ public struct EffectiveTime: Sendable, Hashable {
         let sign = seconds < 0 ? "-" : "+"
         let minutes = abs(seconds) / 60
         let h = String(minutes / 60), m = String(minutes % 60)
-        return sign + String(repeating: "0", count: max(0, 2 - h.count)) + h + ":" + String(repeating: "0", count: 2 - m.count) + m
+        return sign + String(repeating: "0", count: max(0, 2 - h.count)) + h + ":"
+            + String(repeating: "0", count: 2 - m.count) + m
     }
 
     /// `YYYY-MM-DDTHH:MM:SS`, digits where digits belong.
@@ -169,7 +173,9 @@ public final class UUIDGenerator: Sendable {
 
     /// Uses `SystemRandomNumberGenerator` (getrandom).
     public static func system() -> UUIDGenerator {
-        UUIDGenerator { var g = SystemRandomNumberGenerator(); return g.next() }
+        UUIDGenerator {
+            var g = SystemRandomNumberGenerator(); return g.next()
+        }
     }
 
     /// Reproducible: the same seed gives the same ids.
@@ -183,12 +189,15 @@ public final class UUIDGenerator: Sendable {
     /// `xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx`, lowercase.
     public func make() -> String {
         let (a, b) = next.withLock { n in (n(), n()) }
-        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: a >> (8 * $0)) } + (0..<8).map { UInt8(truncatingIfNeeded: b >> (8 * $0)) }
+        var bytes =
+            (0..<8).map { UInt8(truncatingIfNeeded: a >> (8 * $0)) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: b >> (8 * $0)) }
         bytes[6] = bytes[6] & 0x0F | 0x40
         bytes[8] = bytes[8] & 0x3F | 0x80
         let hex = Hex.encode(bytes).lowercased()
         let u = Array(hex)
-        return String(u[0..<8]) + "-" + String(u[8..<12]) + "-" + String(u[12..<16]) + "-" + String(u[16..<20]) + "-" + String(u[20..<32])
+        return String(u[0..<8]) + "-" + String(u[8..<12]) + "-" + String(u[12..<16]) + "-" + String(u[16..<20]) + "-"
+            + String(u[20..<32])
     }
 }
 

@@ -45,15 +45,22 @@ public enum FHIRSubject: Sendable, Hashable {
         case .cuffUser:
             let user = m.userID.flatMap { $0 == 0xFF ? nil : String($0) }
             return .object([
-                ("identifier", .object([
-                    ("system", .string("urn:cuff:cuff-user")),
-                    ("value", .string(m.device.identity + "|user:" + (user ?? "-"))),
-                ])),
-                ("display", .string((user.map { "cuff user " + $0 } ?? "unknown cuff user") + " on " + m.device.humanName)),
+                (
+                    "identifier",
+                    .object([
+                        ("system", .string("urn:cuff:cuff-user")),
+                        ("value", .string(m.device.identity + "|user:" + (user ?? "-"))),
+                    ])
+                ),
+                (
+                    "display",
+                    .string((user.map { "cuff user " + $0 } ?? "unknown cuff user") + " on " + m.device.humanName)
+                ),
             ])
         case let .reference(r): return .object([("reference", .string(r))])
         case let .display(d): return .object([("display", .string(d))])
-        case let .identifier(s, v): return .object([("identifier", .object([("system", .string(s)), ("value", .string(v))]))])
+        case let .identifier(s, v):
+            return .object([("identifier", .object([("system", .string(s)), ("value", .string(v))]))])
         }
     }
 }
@@ -102,7 +109,9 @@ public final class FHIRSink: SampleSink, Sendable {
         FHIRSink.resources(for: m, subject: subject, utcOffset: utcOffset)
     }
 
-    public static func resources(for m: MeasurementRecord, subject: FHIRSubject = .cuffUser, utcOffset: UTCOffsetPolicy = .system) -> [JSON] {
+    public static func resources(
+        for m: MeasurementRecord, subject: FHIRSubject = .cuffUser, utcOffset: UTCOffsetPolicy = .system
+    ) -> [JSON] {
         let effective = EffectiveTime.of(m, offset: utcOffset)
         let subjectJSON = subject.json(for: m)
         let device = JSON.object([
@@ -112,25 +121,66 @@ public final class FHIRSink: SampleSink, Sendable {
         func head(profile: String, idSuffix: String) -> [(String, JSON)] {
             [
                 ("resourceType", .string("Observation")),
-                ("meta", .object([("profile", .array([.string("http://hl7.org/fhir/StructureDefinition/" + profile)]))])),
-                ("identifier", .array([.object([("system", .string("urn:cuff:dedup-key")), ("value", .string(m.dedupKey + "|" + idSuffix))])])),
+                (
+                    "meta",
+                    .object([("profile", .array([.string("http://hl7.org/fhir/StructureDefinition/" + profile)]))])
+                ),
+                (
+                    "identifier",
+                    .array([
+                        .object([
+                            ("system", .string("urn:cuff:dedup-key")), ("value", .string(m.dedupKey + "|" + idSuffix)),
+                        ])
+                    ])
+                ),
                 ("status", .string("final")),
-                ("category", .array([.object([("coding", .array([.object([
-                    ("system", .string("http://terminology.hl7.org/CodeSystem/observation-category")),
-                    ("code", .string("vital-signs")), ("display", .string("Vital Signs")),
-                ])]))])])),
+                (
+                    "category",
+                    .array([
+                        .object([
+                            (
+                                "coding",
+                                .array([
+                                    .object([
+                                        (
+                                            "system",
+                                            .string("http://terminology.hl7.org/CodeSystem/observation-category")
+                                        ),
+                                        ("code", .string("vital-signs")), ("display", .string("Vital Signs")),
+                                    ])
+                                ])
+                            )
+                        ])
+                    ])
+                ),
             ]
         }
         var bp = head(profile: "bp", idSuffix: "bp")
-        bp.append(("code", code(loinc: "85354-9", "Blood pressure panel with all children optional", mdc: "150020", "MDC_PRESS_BLD_NONINV")))
+        bp.append(
+            (
+                "code",
+                code(
+                    loinc: "85354-9", "Blood pressure panel with all children optional", mdc: "150020",
+                    "MDC_PRESS_BLD_NONINV")
+            ))
         bp.append(("subject", subjectJSON))
         bp.append(("effectiveDateTime", .string(effective.rfc3339)))
         bp.append(("device", device))
-        bp.append(("component", .array([
-            component(code(loinc: "8480-6", "Systolic blood pressure", mdc: "150021", "MDC_PRESS_BLD_NONINV_SYS"), m.systolic, m.unit),
-            component(code(loinc: "8462-4", "Diastolic blood pressure", mdc: "150022", "MDC_PRESS_BLD_NONINV_DIA"), m.diastolic, m.unit),
-            component(code(loinc: "8478-0", "Mean blood pressure", mdc: "150023", "MDC_PRESS_BLD_NONINV_MEAN"), m.meanArterialPressure, m.unit),
-        ])))
+        bp.append(
+            (
+                "component",
+                .array([
+                    component(
+                        code(loinc: "8480-6", "Systolic blood pressure", mdc: "150021", "MDC_PRESS_BLD_NONINV_SYS"),
+                        m.systolic, m.unit),
+                    component(
+                        code(loinc: "8462-4", "Diastolic blood pressure", mdc: "150022", "MDC_PRESS_BLD_NONINV_DIA"),
+                        m.diastolic, m.unit),
+                    component(
+                        code(loinc: "8478-0", "Mean blood pressure", mdc: "150023", "MDC_PRESS_BLD_NONINV_MEAN"),
+                        m.meanArterialPressure, m.unit),
+                ])
+            ))
         var out = [JSON.object(bp)]
         if let pulse = m.pulseRate {
             var hr = head(profile: "heartrate", idSuffix: "hr")
@@ -145,29 +195,57 @@ public final class FHIRSink: SampleSink, Sendable {
     }
 
     static func code(loinc: String, _ loincDisplay: String, mdc: String, _ mdcDisplay: String) -> JSON {
-        .object([("coding", .array([
-            .object([("system", .string("http://loinc.org")), ("code", .string(loinc)), ("display", .string(loincDisplay))]),
-            .object([("system", .string("urn:iso:std:iso:11073:10101")), ("code", .string(mdc)), ("display", .string(mdcDisplay))]),
-        ]))])
+        .object([
+            (
+                "coding",
+                .array([
+                    .object([
+                        ("system", .string("http://loinc.org")), ("code", .string(loinc)),
+                        ("display", .string(loincDisplay)),
+                    ]),
+                    .object([
+                        ("system", .string("urn:iso:std:iso:11073:10101")), ("code", .string(mdc)),
+                        ("display", .string(mdcDisplay)),
+                    ]),
+                ])
+            )
+        ])
     }
 
     static func quantity(_ v: Double, unit: String, code: String) -> JSON {
-        .object([("value", .double(v)), ("unit", .string(unit)), ("system", .string("http://unitsofmeasure.org")), ("code", .string(code))])
+        .object([
+            ("value", .double(v)), ("unit", .string(unit)), ("system", .string("http://unitsofmeasure.org")),
+            ("code", .string(code)),
+        ])
     }
 
     static func component(_ code: JSON, _ v: SFloat, _ unit: PressureUnit) -> JSON {
-        .object([("code", code)] + valueOrAbsent(ClinicalValue.mmHg(v, unit: unit).map { quantity($0, unit: "mmHg", code: "mm[Hg]") }, v))
+        .object(
+            [("code", code)]
+                + valueOrAbsent(ClinicalValue.mmHg(v, unit: unit).map { quantity($0, unit: "mmHg", code: "mm[Hg]") }, v)
+        )
     }
 
     /// `valueQuantity`, or `dataAbsentReason` for a special value.
     static func valueOrAbsent(_ q: JSON?, _ v: SFloat) -> [(String, JSON)] {
         if let q { return [("valueQuantity", q)] }
         let reason = ClinicalValue.dataAbsentReason(v) ?? "error"
-        return [("dataAbsentReason", .object([
-            ("coding", .array([.object([
-                ("system", .string("http://terminology.hl7.org/CodeSystem/data-absent-reason")), ("code", .string(reason)),
-            ])])),
-            ("text", .string(v.specialName ?? "unknown")),
-        ]))]
+        return [
+            (
+                "dataAbsentReason",
+                .object([
+                    (
+                        "coding",
+                        .array([
+                            .object([
+                                ("system", .string("http://terminology.hl7.org/CodeSystem/data-absent-reason")),
+                                ("code", .string(reason)),
+                            ])
+                        ])
+                    ),
+                    ("text", .string(v.specialName ?? "unknown")),
+                ])
+            )
+        ]
     }
 }

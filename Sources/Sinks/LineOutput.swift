@@ -3,7 +3,7 @@ import Synchronization
 import Transport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a text sink's lines go. Lines are buffered until ``flush()``; a sink flushes before

@@ -47,10 +47,19 @@ public struct StoreRecords: Sendable {
     /// and the ones shown without a device. Never a value.
     public func warn(_ warn: SinkWarningHandler, store: String) {
         let shown = 20
-        for p in skipped.prefix(shown) { warn(SinkWarning(sink: "store", message: "\(store): skipped \(p.description)")) }
-        if skipped.count > shown { warn(SinkWarning(sink: "store", message: "\(store): skipped \(skipped.count - shown) more unreadable rows")) }
+        for p in skipped.prefix(shown) {
+            warn(SinkWarning(sink: "store", message: "\(store): skipped \(p.description)"))
+        }
+        if skipped.count > shown {
+            warn(SinkWarning(sink: "store", message: "\(store): skipped \(skipped.count - shown) more unreadable rows"))
+        }
         if withoutDevice > 0 {
-            warn(SinkWarning(sink: "store", message: "\(store): \(withoutDevice) measurement\(withoutDevice == 1 ? " has" : "s have") no device row; shown with an unknown device"))
+            warn(
+                SinkWarning(
+                    sink: "store",
+                    message:
+                        "\(store): \(withoutDevice) measurement\(withoutDevice == 1 ? " has" : "s have") no device row; shown with an unknown device"
+                ))
         }
     }
 }
@@ -66,7 +75,9 @@ extension MeasurementStore {
         var out = StoreRecords(entries: [], skipped: r.skipped, withoutDevice: r.withoutDevice)
         out.entries.reserveCapacity(r.rows.count)
         for s in r.rows {
-            do throws(StoreRowProblem) { out.entries.append((s, try StoreRows.record(s))) } catch { out.skipped.append(error) }
+            do throws(StoreRowProblem) { out.entries.append((s, try StoreRows.record(s))) } catch {
+                out.skipped.append(error)
+            }
         }
         out.skipped.sort { $0.rowID < $1.rowID }
         return out
@@ -111,6 +122,8 @@ public enum StorePurpose: Sendable, Hashable {
 public protocol StoreOpener: Sendable {
     /// Whether `location` names one of its stores (a URL scheme it knows).
     func handles(_ location: String) -> Bool
-    func open(_ location: String, _ options: SinkConfiguration, purpose: StorePurpose, warn: @escaping SinkWarningHandler) throws(SinkError)
+    func open(
+        _ location: String, _ options: SinkConfiguration, purpose: StorePurpose, warn: @escaping SinkWarningHandler
+    ) throws(SinkError)
         -> any MeasurementStore
 }

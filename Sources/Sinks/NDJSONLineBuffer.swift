@@ -4,7 +4,7 @@ import CuffCore
 import CuffSession
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// NDJSON lines built straight into one reusable byte buffer: for every output, the same bytes as
@@ -260,7 +260,9 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
     @inline(__always) static func digits(_ v: UInt64, _ q: inout UnsafeMutablePointer<UInt8>) {
         if v < 10 { put(UInt8(0x30 + v), &q); return }
         if v < 100 { q[0] = UInt8(0x30 + v / 10); q[1] = UInt8(0x30 + v % 10); q += 2; return }
-        if v < 1000 { q[0] = UInt8(0x30 + v / 100); q[1] = UInt8(0x30 + v / 10 % 10); q[2] = UInt8(0x30 + v % 10); q += 3; return }
+        if v < 1000 {
+            q[0] = UInt8(0x30 + v / 100); q[1] = UInt8(0x30 + v / 10 % 10); q[2] = UInt8(0x30 + v % 10); q += 3; return
+        }
         longDigits(v, &q)
     }
 
@@ -346,11 +348,13 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
     @inline(__always) static func copy(_ from: UnsafePointer<UInt8>, to: UnsafeMutablePointer<UInt8>, _ n: Int) {
         let source = UnsafeRawPointer(from), target = UnsafeMutableRawPointer(to)
         if n >= 8 && n <= 16 {
-            let head = source.loadUnaligned(as: UInt64.self), tail = source.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+            let head = source.loadUnaligned(as: UInt64.self),
+                tail = source.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
             target.storeBytes(of: head, as: UInt64.self)
             target.storeBytes(of: tail, toByteOffset: n - 8, as: UInt64.self)
         } else if n >= 4 && n < 8 {
-            let head = source.loadUnaligned(as: UInt32.self), tail = source.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+            let head = source.loadUnaligned(as: UInt32.self),
+                tail = source.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
             target.storeBytes(of: head, as: UInt32.self)
             target.storeBytes(of: tail, toByteOffset: n - 4, as: UInt32.self)
         } else {

@@ -25,7 +25,8 @@ public final class OMHSink: SampleSink, Sendable {
     private let done = FinishGuard("omh")
 
     public init(
-        output: any LineOutput, ids: UUIDGenerator = .system(), clock: WallClock = .system, utcOffset: UTCOffsetPolicy = .system,
+        output: any LineOutput, ids: UUIDGenerator = .system(), clock: WallClock = .system,
+        utcOffset: UTCOffsetPolicy = .system,
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) {
         self.output = output
@@ -52,27 +53,37 @@ public final class OMHSink: SampleSink, Sendable {
         let effective = JSON.object([("date_time", .string(EffectiveTime.of(m, offset: utcOffset).rfc3339))])
         var out: [JSON] = []
         if let s = ClinicalValue.mmHg(m.systolic, unit: m.unit), let d = ClinicalValue.mmHg(m.diastolic, unit: m.unit) {
-            out.append(dataPoint(m, name: "blood-pressure", version: "4.0", body: [
-                ("systolic_blood_pressure", .object([("value", .double(s)), ("unit", .string("mmHg"))])),
-                ("diastolic_blood_pressure", .object([("value", .double(d)), ("unit", .string("mmHg"))])),
-                ("effective_time_frame", effective),
-            ]))
+            out.append(
+                dataPoint(
+                    m, name: "blood-pressure", version: "4.0",
+                    body: [
+                        ("systolic_blood_pressure", .object([("value", .double(s)), ("unit", .string("mmHg"))])),
+                        ("diastolic_blood_pressure", .object([("value", .double(d)), ("unit", .string("mmHg"))])),
+                        ("effective_time_frame", effective),
+                    ]))
         } else {
-            warn(SinkWarning(
-                sink: "omh",
-                message: "no blood-pressure data point: systolic \(m.systolic), diastolic \(m.diastolic) (Open mHealth has no absent value)",
-                dedupKey: m.dedupKey))
+            warn(
+                SinkWarning(
+                    sink: "omh",
+                    message:
+                        "no blood-pressure data point: systolic \(m.systolic), diastolic \(m.diastolic) (Open mHealth has no absent value)",
+                    dedupKey: m.dedupKey))
         }
         if let pulse = m.pulseRate {
             if let bpm = pulse.doubleValue {
-                out.append(dataPoint(m, name: "heart-rate", version: "2.0", body: [
-                    ("heart_rate", .object([("value", .double(bpm)), ("unit", .string("beats/min"))])),
-                    ("effective_time_frame", effective),
-                ]))
+                out.append(
+                    dataPoint(
+                        m, name: "heart-rate", version: "2.0",
+                        body: [
+                            ("heart_rate", .object([("value", .double(bpm)), ("unit", .string("beats/min"))])),
+                            ("effective_time_frame", effective),
+                        ]))
             } else {
-                warn(SinkWarning(
-                    sink: "omh", message: "no heart-rate data point: pulse rate \(pulse) (Open mHealth has no absent value)",
-                    dedupKey: m.dedupKey))
+                warn(
+                    SinkWarning(
+                        sink: "omh",
+                        message: "no heart-rate data point: pulse rate \(pulse) (Open mHealth has no absent value)",
+                        dedupKey: m.dedupKey))
             }
         }
         return out
@@ -80,16 +91,25 @@ public final class OMHSink: SampleSink, Sendable {
 
     private func dataPoint(_ m: MeasurementRecord, name: String, version: String, body: [(String, JSON)]) -> JSON {
         .object([
-            ("header", .object([
-                ("id", .string(ids.make())),
-                ("creation_date_time", .string(EventTime.iso8601(wallMicros: clock.nowMicros()))),
-                ("schema_id", .object([("namespace", .string("omh")), ("name", .string(name)), ("version", .string(version))])),
-                ("acquisition_provenance", .object([
-                    ("source_name", .string("BLE BPM " + m.device.humanName)),
-                    ("source_data_point_id", .string(m.dedupKey)),
-                    ("modality", .string("sensed")),
-                ])),
-            ])),
+            (
+                "header",
+                .object([
+                    ("id", .string(ids.make())),
+                    ("creation_date_time", .string(EventTime.iso8601(wallMicros: clock.nowMicros()))),
+                    (
+                        "schema_id",
+                        .object([("namespace", .string("omh")), ("name", .string(name)), ("version", .string(version))])
+                    ),
+                    (
+                        "acquisition_provenance",
+                        .object([
+                            ("source_name", .string("BLE BPM " + m.device.humanName)),
+                            ("source_data_point_id", .string(m.dedupKey)),
+                            ("modality", .string("sensed")),
+                        ])
+                    ),
+                ])
+            ),
             ("body", .object(body)),
         ])
     }

@@ -40,13 +40,15 @@ extension SQLiteStore {
                     let chunk = Array(ids[i..<min(i + 500, ids.count)])
                     let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
                     if rememberingKeys {
-                        try db.execute(sql: """
-                            INSERT OR IGNORE INTO outbox_sent (dedup_key, address, sequence_number)
-                            SELECT m.dedup_key, d.address, m.sequence_number FROM measurements m JOIN devices d ON d.id = m.device_id
-                            WHERE m.id IN (\(marks))
-                            """, arguments: StatementArguments(chunk))
+                        try db.execute(
+                            sql: """
+                                INSERT OR IGNORE INTO outbox_sent (dedup_key, address, sequence_number)
+                                SELECT m.dedup_key, d.address, m.sequence_number FROM measurements m JOIN devices d ON d.id = m.device_id
+                                WHERE m.id IN (\(marks))
+                                """, arguments: StatementArguments(chunk))
                     }
-                    try db.execute(sql: "DELETE FROM measurements WHERE id IN (\(marks))", arguments: StatementArguments(chunk))
+                    try db.execute(
+                        sql: "DELETE FROM measurements WHERE id IN (\(marks))", arguments: StatementArguments(chunk))
                     i += chunk.count
                 }
             }
@@ -59,7 +61,10 @@ extension SQLiteStore {
     public func count() throws(SinkError) -> Int {
         do {
             return try db.read { db in
-                try Int.fetchOne(db, sql: crypto == nil ? "SELECT count(*) FROM measurements" : "SELECT count(*) FROM sealed_measurements") ?? 0
+                try Int.fetchOne(
+                    db,
+                    sql: crypto == nil
+                        ? "SELECT count(*) FROM measurements" : "SELECT count(*) FROM sealed_measurements") ?? 0
             }
         } catch {
             throw .storeRead(path: path, reason: SQLiteStore.describe(error))
@@ -89,7 +94,8 @@ extension SQLiteStore {
         do {
             try db.write { try $0.execute(sql: Self.sentTable) }
             let v = try db.read {
-                try Int64.fetchOne($0, sql: "SELECT max(sequence_number) FROM outbox_sent WHERE address = ?", arguments: [address])
+                try Int64.fetchOne(
+                    $0, sql: "SELECT max(sequence_number) FROM outbox_sent WHERE address = ?", arguments: [address])
             }
             return v.flatMap { UInt16(exactly: $0) }
         } catch {
@@ -115,7 +121,8 @@ public enum Outbox {
         let dir = (path as NSString).deletingLastPathComponent
         guard !dir.isEmpty, !FileManager.default.fileExists(atPath: dir) else { return }
         do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw .storeOpen(path: path, reason: "cannot create its directory \(dir): \(error.localizedDescription)")
         }

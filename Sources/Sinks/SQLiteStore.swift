@@ -9,7 +9,7 @@ import StoreFormat
 import Transport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `--store PATH`: measurements kept in SQLite (GRDB), deduplicated by ``MeasurementRecord/dedupKey``.
@@ -57,7 +57,8 @@ public final class SQLiteStore: MeasurementStore {
     /// no schema is made or migrated, the journal mode is left as it is, and nothing is written
     /// (a file with no tables at all reads as an empty store).
     public init(
-        path: String, mustExist: Bool = false, readOnly: Bool = false, key: StoreKey? = nil, utcOffset: UTCOffsetPolicy = .system,
+        path: String, mustExist: Bool = false, readOnly: Bool = false, key: StoreKey? = nil,
+        utcOffset: UTCOffsetPolicy = .system,
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) {
         self.path = path
@@ -110,7 +111,9 @@ public final class SQLiteStore: MeasurementStore {
             crypto = opened.1
             hasTables = true
             let sync = try db.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
-            guard sync == 2 else { throw DatabaseError(message: "synchronous is \(sync.map(String.init) ?? "nil"), not FULL (2)") }
+            guard sync == 2 else {
+                throw DatabaseError(message: "synchronous is \(sync.map(String.init) ?? "nil"), not FULL (2)")
+            }
         } catch let e as SinkError {
             throw e
         } catch {
@@ -123,7 +126,9 @@ public final class SQLiteStore: MeasurementStore {
     /// and `-journal` files must pass the same check.
     public static func prepareFile(_ path: String, create: Bool = true, readOnly: Bool = false) throws(SinkError) {
         var created = create
-        var opened = create ? Sys.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600) : .failure(Errno(rawValue: EEXIST))
+        var opened =
+            create
+            ? Sys.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600) : .failure(Errno(rawValue: EEXIST))
         if case .failure(let e) = opened, e.rawValue == EEXIST {
             created = false
             opened = Sys.open(path, (readOnly ? O_RDONLY : O_RDWR) | O_NOFOLLOW)
@@ -132,7 +137,10 @@ public final class SQLiteStore: MeasurementStore {
         switch opened {
         case .success(let d): fd = d
         case .failure(let e):
-            throw .storeOpen(path: path, reason: e.rawValue == ELOOP ? "is a symbolic link" : e.rawValue == ENOENT ? "no such file" : "open: \(e)")
+            throw .storeOpen(
+                path: path,
+                reason: e.rawValue == ELOOP
+                    ? "is a symbolic link" : e.rawValue == ENOENT ? "no such file" : "open: \(e)")
         }
         defer { _ = Sys.close(fd) }
         if created, case .failure(let e) = Sys.fchmod(fd, 0o600) {
@@ -159,12 +167,14 @@ public final class SQLiteStore: MeasurementStore {
 
     /// The schema's migrations, oldest first: an identifier and the SQL that makes it.
     static let migrations: [(identifier: String, sql: String)] = [
-        ("v1", StoreSchema.v1),
+        ("v1", StoreSchema.v1)
     ]
 
     /// The encrypted layout's migrations: the key's salt and check, and one sealed row per measurement.
     static let sealedMigrations: [(identifier: String, sql: String)] = [
-        ("sealed-v1", """
+        (
+            "sealed-v1",
+            """
             CREATE TABLE store_key (
                 id INTEGER PRIMARY KEY CHECK (id = 1),
                 salt BLOB NOT NULL,
@@ -175,7 +185,8 @@ public final class SQLiteStore: MeasurementStore {
                 dedup_tag BLOB NOT NULL UNIQUE,
                 sealed BLOB NOT NULL
             );
-            """),
+            """
+        )
     ]
 
     /// Brings the schema up to date, safe when several processes open one new store at once.
@@ -207,11 +218,14 @@ public final class SQLiteStore: MeasurementStore {
                     // A new store, made encrypted: its salt and key check first.
                     for m in sealedMigrations {
                         try db.execute(sql: m.sql)
-                        try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [m.identifier])
+                        try db.execute(
+                            sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [m.identifier])
                     }
                     let salt = [UInt8](SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
                     let c = key.derive(salt: salt)
-                    try db.execute(sql: "INSERT INTO store_key (id, salt, key_check) VALUES (1, ?, ?)", arguments: [Data(salt), Data(c.keyCheck)])
+                    try db.execute(
+                        sql: "INSERT INTO store_key (id, salt, key_check) VALUES (1, ?, ?)",
+                        arguments: [Data(salt), Data(c.keyCheck)])
                     crypto = c
                     return .commit
                 } else {
@@ -219,7 +233,8 @@ public final class SQLiteStore: MeasurementStore {
                 }
                 for m in list where !found.applied.contains(m.identifier) {
                     try db.execute(sql: m.sql)
-                    try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [m.identifier])
+                    try db.execute(
+                        sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [m.identifier])
                 }
                 return .commit
             }
@@ -231,34 +246,55 @@ public final class SQLiteStore: MeasurementStore {
     /// applied, and for a sealed store the subkeys of `key`, checked against the store's key check.
     /// Reads only. Refuses a store written by a newer cuff, an encrypted store without its key, and a
     /// key for a plain store.
-    static func layout(_ db: Database, key: StoreKey?, path: String) throws -> (sealed: Bool, plain: Bool, hasTables: Bool, applied: Set<String>, crypto: StoreCrypto?) {
-        let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND typeof(name) = 'text'"))
-        let applied = tables.contains("grdb_migrations")
-            ? Set(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations WHERE typeof(identifier) = 'text'")) : []
+    static func layout(_ db: Database, key: StoreKey?, path: String) throws -> (
+        sealed: Bool, plain: Bool, hasTables: Bool, applied: Set<String>, crypto: StoreCrypto?
+    ) {
+        let tables = Set(
+            try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND typeof(name) = 'text'"))
+        let applied =
+            tables.contains("grdb_migrations")
+            ? Set(
+                try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations WHERE typeof(identifier) = 'text'")
+            ) : []
         let known = Set(migrations.map(\.identifier) + sealedMigrations.map(\.identifier))
         if let unknown = applied.subtracting(known).sorted().first {
-            throw DatabaseError(message: "the store has schema migration \(unknown), which this cuff does not know: it was written by a newer cuff")
+            throw DatabaseError(
+                message:
+                    "the store has schema migration \(unknown), which this cuff does not know: it was written by a newer cuff"
+            )
         }
         let sealed = tables.contains("store_key")
         let plain = tables.contains("measurements")
         var crypto: StoreCrypto?
         if sealed {
             guard let key else {
-                throw SinkError.storeKey(path: path, reason: "is encrypted: give its key with --store-key-file PATH (or CUFF_STORE_KEY_FILE)")
+                throw SinkError.storeKey(
+                    path: path, reason: "is encrypted: give its key with --store-key-file PATH (or CUFF_STORE_KEY_FILE)"
+                )
             }
-            guard let row = try Row.fetchOne(
-                db, sql: "SELECT salt, key_check FROM store_key WHERE id = 1 AND typeof(salt) = 'blob' AND typeof(key_check) = 'blob'"),
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql:
+                        "SELECT salt, key_check FROM store_key WHERE id = 1 AND typeof(salt) = 'blob' AND typeof(key_check) = 'blob'"
+                ),
                 let salt = row[0] as Data?, let check = row[1] as Data?
             else {
-                throw SinkError.storeKey(path: path, reason: "is encrypted but its key check is missing: the file was damaged")
+                throw SinkError.storeKey(
+                    path: path, reason: "is encrypted but its key check is missing: the file was damaged")
             }
             let c = key.derive(salt: [UInt8](salt))
             guard c.keyCheck == [UInt8](check) else {
-                throw SinkError.storeKey(path: path, reason: "is encrypted with another key than the one in \(key.path)")
+                throw SinkError.storeKey(
+                    path: path, reason: "is encrypted with another key than the one in \(key.path)")
             }
             crypto = c
         } else if plain || !applied.isEmpty, let key {
-            throw SinkError.storeKey(path: path, reason: "is not encrypted, so it does not open with a key (\(key.path)); a key encrypts a new store only")
+            throw SinkError.storeKey(
+                path: path,
+                reason:
+                    "is not encrypted, so it does not open with a key (\(key.path)); a key encrypts a new store only")
         }
         return (sealed, plain, !tables.subtracting(["grdb_migrations"]).isEmpty, applied, crypto)
     }
@@ -317,14 +353,18 @@ public final class SQLiteStore: MeasurementStore {
 
     /// One measurement's rows, in the caller's transaction: sealed in an encrypted store, else the
     /// device upsert and the measurement's columns.
-    func insertRow(_ db: Database, _ m: MeasurementRecord, quirks: QuirkProfile.Options, offset: Int) throws -> InsertOutcome {
+    func insertRow(_ db: Database, _ m: MeasurementRecord, quirks: QuirkProfile.Options, offset: Int) throws
+        -> InsertOutcome
+    {
         if let crypto {
             let row = SealedRow(m, quirks: quirks, hostUTCOffsetSeconds: offset)
             let tag = crypto.tag(m.dedupKey)
             let sealed = try crypto.seal(Array(try JSONEncoder().encode(row)), tag: tag)
             try db.cachedStatement(
-                sql: "INSERT INTO sealed_measurements (dedup_tag, sealed) VALUES (?, ?) ON CONFLICT(dedup_tag) DO NOTHING")
-                .execute(arguments: [Data(tag), Data(sealed)])
+                sql:
+                    "INSERT INTO sealed_measurements (dedup_tag, sealed) VALUES (?, ?) ON CONFLICT(dedup_tag) DO NOTHING"
+            )
+            .execute(arguments: [Data(tag), Data(sealed)])
             return db.changesCount > 0 ? .inserted(rowID: db.lastInsertedRowID) : .duplicate
         }
         func num(_ s: SFloat?) -> Double? { s?.doubleValue }
@@ -344,9 +384,13 @@ public final class SQLiteStore: MeasurementStore {
                     model = coalesce(excluded.model, model),
                     serial = coalesce(excluded.serial, serial),
                     firmware = coalesce(excluded.firmware, firmware)
-                """)
-            .execute(arguments: [d.identity, d.address, d.name, d.manufacturer, d.model, d.serial, d.firmware])
-        guard let deviceID = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM devices WHERE identity = ?"), arguments: [d.identity]) else {
+                """
+        )
+        .execute(arguments: [d.identity, d.address, d.name, d.manufacturer, d.model, d.serial, d.firmware])
+        guard
+            let deviceID = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT id FROM devices WHERE identity = ?"), arguments: [d.identity])
+        else {
             throw DatabaseError(message: "device row missing after upsert")
         }
         // ON CONFLICT on the dedup key only: other constraint failures are errors, not "duplicates".
@@ -361,25 +405,34 @@ public final class SQLiteStore: MeasurementStore {
                     received_at, received_at_us, host_utc_offset, dedup_key, warnings, decoded)
                 VALUES (?, ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?, ?,  ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(dedup_key) DO NOTHING
-                """)
-            .execute(arguments: StatementArguments([
-                deviceID, m.characteristic.uuidString, Data(m.raw), Int64(quirks.rawValue), m.unit.rawValue,
-                num(m.systolic), num(m.diastolic), num(m.meanArterialPressure), num(m.pulseRate),
-                word(m.systolic), word(m.diastolic), word(m.meanArterialPressure), word(m.pulseRate),
-                m.systolic.specialName, m.diastolic.specialName, m.meanArterialPressure.specialName, m.pulseRate?.specialName,
-                m.timestamp, m.userID.map { Int64($0) }, m.status.map { Int64($0.rawValue) }, m.stored, m.sequenceNumber.map { Int64($0) },
-                m.receivedAt.iso8601, m.receivedAt.wallMicros, Int64(offset), m.dedupKey, m.warnings.json.serialized(),
-                m.decoded.serialized(),
-            ] as [(any DatabaseValueConvertible)?]))
+                """
+        )
+        .execute(
+            arguments: StatementArguments(
+                [
+                    deviceID, m.characteristic.uuidString, Data(m.raw), Int64(quirks.rawValue), m.unit.rawValue,
+                    num(m.systolic), num(m.diastolic), num(m.meanArterialPressure), num(m.pulseRate),
+                    word(m.systolic), word(m.diastolic), word(m.meanArterialPressure), word(m.pulseRate),
+                    m.systolic.specialName, m.diastolic.specialName, m.meanArterialPressure.specialName,
+                    m.pulseRate?.specialName,
+                    m.timestamp, m.userID.map { Int64($0) }, m.status.map { Int64($0.rawValue) }, m.stored,
+                    m.sequenceNumber.map { Int64($0) },
+                    m.receivedAt.iso8601, m.receivedAt.wallMicros, Int64(offset), m.dedupKey,
+                    m.warnings.json.serialized(),
+                    m.decoded.serialized(),
+                ] as [(any DatabaseValueConvertible)?]))
         return db.changesCount > 0 ? .inserted(rowID: db.lastInsertedRowID) : .duplicate
     }
 
     /// The quirk options that reproduce `m` from its raw bytes (none, with a warning, when no set does).
     func quirks(for m: MeasurementRecord) -> QuirkProfile.Options {
         if let q = SQLiteStore.reproducingOptions(m) { return q }
-        warn(SinkWarning(
-            sink: "store", message: "the record's decoded values do not match its raw bytes under any quirk profile; history will decode the raw bytes without quirks",
-            dedupKey: m.dedupKey))
+        warn(
+            SinkWarning(
+                sink: "store",
+                message:
+                    "the record's decoded values do not match its raw bytes under any quirk profile; history will decode the raw bytes without quirks",
+                dedupKey: m.dedupKey))
         return []
     }
 
@@ -389,7 +442,9 @@ public final class SQLiteStore: MeasurementStore {
         guard let crypto else { return StoreReading(rows: []) }
         let rows: [Row]
         do {
-            rows = try db.read { try Row.fetchAll($0, sql: "SELECT rowid, dedup_tag, sealed FROM sealed_measurements ORDER BY rowid") }
+            rows = try db.read {
+                try Row.fetchAll($0, sql: "SELECT rowid, dedup_tag, sealed FROM sealed_measurements ORDER BY rowid")
+            }
         } catch {
             throw .storeRead(path: path, reason: SQLiteStore.describe(error))
         }
@@ -401,9 +456,10 @@ public final class SQLiteStore: MeasurementStore {
         let decoder = JSONDecoder()
         for r in rows {
             let id = Int64.fromDatabaseValue(r[0] as DatabaseValue) ?? -1
-            guard case let .blob(tag) = (r[1] as DatabaseValue).storage, case let .blob(box) = (r[2] as DatabaseValue).storage,
-                  let plain = crypto.open([UInt8](box), tag: [UInt8](tag)),
-                  let sealed = try? decoder.decode(SealedRow.self, from: Data(plain))
+            guard case let .blob(tag) = (r[1] as DatabaseValue).storage,
+                case let .blob(box) = (r[2] as DatabaseValue).storage,
+                let plain = crypto.open([UInt8](box), tag: [UInt8](tag)),
+                let sealed = try? decoder.decode(SealedRow.self, from: Data(plain))
             else { throw .storeTampered(path: path, rowID: id) }
             let s = sealed.stored(id: id)
             let identity = s.device.identity
@@ -436,20 +492,25 @@ public final class SQLiteStore: MeasurementStore {
             let n = try store.db.write { db -> Int in
                 let salt = [UInt8](SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
                 let new = newKey.derive(salt: salt)
-                let rows = try Row.fetchAll(db, sql: "SELECT id, dedup_tag, sealed FROM sealed_measurements ORDER BY id")
+                let rows = try Row.fetchAll(
+                    db, sql: "SELECT id, dedup_tag, sealed FROM sealed_measurements ORDER BY id")
                 // New tags are set on rows whose old tags are still there: move them out of the way first.
                 try db.execute(sql: "UPDATE sealed_measurements SET dedup_tag = X'00' || dedup_tag")
                 for r in rows {
                     let id = Int64.fromDatabaseValue(r["id"] as DatabaseValue) ?? -1
-                    guard case let .blob(oldTag) = (r["dedup_tag"] as DatabaseValue).storage, case let .blob(box) = (r["sealed"] as DatabaseValue).storage,
-                          let plain = old.open([UInt8](box), tag: [UInt8](oldTag)),
-                          let row = try? JSONDecoder().decode(SealedRow.self, from: Data(plain))
+                    guard case let .blob(oldTag) = (r["dedup_tag"] as DatabaseValue).storage,
+                        case let .blob(box) = (r["sealed"] as DatabaseValue).storage,
+                        let plain = old.open([UInt8](box), tag: [UInt8](oldTag)),
+                        let row = try? JSONDecoder().decode(SealedRow.self, from: Data(plain))
                     else { throw SinkError.storeTampered(path: path, rowID: id) }
                     let tag = new.tag(row.dedupKey)
-                    try db.execute(sql: "UPDATE sealed_measurements SET dedup_tag = ?, sealed = ? WHERE id = ?",
-                                   arguments: [Data(tag), Data(try new.seal(plain, tag: tag)), id])
+                    try db.execute(
+                        sql: "UPDATE sealed_measurements SET dedup_tag = ?, sealed = ? WHERE id = ?",
+                        arguments: [Data(tag), Data(try new.seal(plain, tag: tag)), id])
                 }
-                try db.execute(sql: "UPDATE store_key SET salt = ?, key_check = ? WHERE id = 1", arguments: [Data(salt), Data(new.keyCheck)])
+                try db.execute(
+                    sql: "UPDATE store_key SET salt = ?, key_check = ? WHERE id = 1",
+                    arguments: [Data(salt), Data(new.keyCheck)])
                 return rows.count
             }
             try store.finish()
@@ -476,7 +537,9 @@ public final class SQLiteStore: MeasurementStore {
             }
             return nil
         case .enhancedBloodPressureMeasurement, .bloodPressureRecord:
-            guard let d = try? EnhancedBloodPressureMeasurement.decode(m.raw[...], cuffPressure: false) else { return nil }
+            guard let d = try? EnhancedBloodPressureMeasurement.decode(m.raw[...], cuffPressure: false) else {
+                return nil
+            }
             return d.value.json(warnings: d.warnings, raw: rawJSON) == m.decoded ? [] : nil
         default:
             // Another protocol's record: no BPS quirk applies (its protocol decodes it again).
@@ -509,7 +572,9 @@ public final class SQLiteStore: MeasurementStore {
     }
 
     /// The rows of a ``StoreRows`` query, each decoded by ``StoreRows/decode(_:_:)``.
-    static func readRows(_ db: Database, sql: String, arguments: StatementArguments = StatementArguments()) throws -> StoreReading {
+    static func readRows(_ db: Database, sql: String, arguments: StatementArguments = StatementArguments()) throws
+        -> StoreReading
+    {
         let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
         var layout: StoreRows.Layout?
         var out = StoreReading(rows: [])
@@ -532,7 +597,9 @@ public final class SQLiteStore: MeasurementStore {
         if crypto != nil { return Set(try openedRows().rows.map(\.dedupKey)) }
         do {
             // A damaged key (not text) is no key this cuff could have written.
-            return try db.read { Set(try String.fetchAll($0, sql: "SELECT dedup_key FROM measurements WHERE typeof(dedup_key) = 'text'")) }
+            return try db.read {
+                Set(try String.fetchAll($0, sql: "SELECT dedup_key FROM measurements WHERE typeof(dedup_key) = 'text'"))
+            }
         } catch {
             throw .storeRead(path: path, reason: SQLiteStore.describe(error))
         }
@@ -635,15 +702,22 @@ struct SealedRow: Codable {
     func stored(id: Int64) -> StoredMeasurement {
         StoredMeasurement(
             id: id,
-            device: DeviceInfo(address: address, name: name, manufacturer: manufacturer, model: model, serial: serial, firmware: firmware),
-            characteristic: RecordCharacteristic(argument: characteristic) ?? .bloodPressureMeasurement, raw: Hex.decode(raw) ?? [],
-            quirks: QuirkProfile.Options(rawValue: quirks), unit: PressureUnit(rawValue: unit) ?? .mmHg, systolic: systolic,
-            diastolic: diastolic, meanArterialPressure: meanArterialPressure, pulseRate: pulseRate, systolicRaw: systolicRaw,
+            device: DeviceInfo(
+                address: address, name: name, manufacturer: manufacturer, model: model, serial: serial,
+                firmware: firmware),
+            characteristic: RecordCharacteristic(argument: characteristic) ?? .bloodPressureMeasurement,
+            raw: Hex.decode(raw) ?? [],
+            quirks: QuirkProfile.Options(rawValue: quirks), unit: PressureUnit(rawValue: unit) ?? .mmHg,
+            systolic: systolic,
+            diastolic: diastolic, meanArterialPressure: meanArterialPressure, pulseRate: pulseRate,
+            systolicRaw: systolicRaw,
             diastolicRaw: diastolicRaw, meanArterialPressureRaw: meanArterialPressureRaw, pulseRateRaw: pulseRateRaw,
-            systolicSpecial: systolicSpecial, diastolicSpecial: diastolicSpecial, meanArterialPressureSpecial: meanArterialPressureSpecial,
+            systolicSpecial: systolicSpecial, diastolicSpecial: diastolicSpecial,
+            meanArterialPressureSpecial: meanArterialPressureSpecial,
             pulseRateSpecial: pulseRateSpecial, timestamp: timestamp, userID: userID, status: status, stored: stored,
             sequenceNumber: sequenceNumber, receivedAt: receivedAt, receivedAtMicros: receivedAtMicros,
-            hostUTCOffsetSeconds: hostUTCOffsetSeconds, dedupKey: dedupKey, warningsJSON: warnings, decodedJSON: decoded)
+            hostUTCOffsetSeconds: hostUTCOffsetSeconds, dedupKey: dedupKey, warningsJSON: warnings, decodedJSON: decoded
+        )
     }
 }
 

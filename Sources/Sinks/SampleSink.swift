@@ -5,7 +5,7 @@ import Synchronization
 import Transport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a session's results go.
@@ -132,7 +132,8 @@ public final class NDJSONSink: SampleSink, Sendable {
             b.removeAll()
             b.append(o)
             let bytes = b.bytes
-            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 1)]), as: UTF8.self)  // (less its newline)
+            // (less its newline)
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 1)]), as: UTF8.self)
         }
         try output.writeLine(line)
         try output.flush()

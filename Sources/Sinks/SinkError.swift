@@ -3,7 +3,7 @@ import BloodPressure
 import Transport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Why a sink could not take, keep or give back a result — naming what failed and where.
@@ -56,7 +56,8 @@ public enum SinkError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .storedValueUndecodable(p, id, r): "store \(p), measurement row \(id): raw value does not decode: \(r)"
         case let .keyFile(p, r): "key file \(p) \(r)"
         case let .storeKey(p, r): "store \(p): \(r)"
-        case let .storeTampered(p, id): "store \(p), measurement row \(id) does not authenticate: the file was changed or damaged (nothing of it was read)"
+        case let .storeTampered(p, id):
+            "store \(p), measurement row \(id) does not authenticate: the file was changed or damaged (nothing of it was read)"
         }
     }
 }

@@ -66,27 +66,33 @@ public enum SinkFactory {
     /// The store at `location`: a server's URL through the configuration's ``StoreOpener``, else the
     /// SQLite file, with the configuration's key (read from its file) when there is one.
     public static func openStore(
-        _ location: String, _ options: SinkConfiguration, mustExist: Bool = false, warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+        _ location: String, _ options: SinkConfiguration, mustExist: Bool = false,
+        warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) -> any MeasurementStore {
         if let opener = options.storeOpener, opener.handles(location) {
             return try opener.open(location, options, purpose: mustExist ? .read : .write, warn: warn)
         }
-        if isServerStore(location) { throw .storeOpen(path: location, reason: "this cuff was built without the PostgreSQL store") }
+        if isServerStore(location) {
+            throw .storeOpen(path: location, reason: "this cuff was built without the PostgreSQL store")
+        }
         return try openSQLiteStore(location, options, mustExist: mustExist, warn: warn)
     }
 
     /// The SQLite store at `path`, with the configuration's key (read from its file) when there is one;
     /// read-only when it `mustExist` (it is opened to be read).
     public static func openSQLiteStore(
-        _ path: String, _ options: SinkConfiguration, mustExist: Bool = false, warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+        _ path: String, _ options: SinkConfiguration, mustExist: Bool = false,
+        warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) -> SQLiteStore {
         let key = try options.storeKeyPath.map { p throws(SinkError) in try StoreKey.load(path: p) }
-        return try SQLiteStore(path: path, mustExist: mustExist, readOnly: mustExist, key: key, utcOffset: options.utcOffset, warn: warn)
+        return try SQLiteStore(
+            path: path, mustExist: mustExist, readOnly: mustExist, key: key, utcOffset: options.utcOffset, warn: warn)
     }
 
     /// The sink for `format` writing to `output`.
     public static func formatSink(
-        _ options: SinkConfiguration, output: any LineOutput, warn: @escaping SinkWarningHandler = SinkWarnings.standardError
+        _ options: SinkConfiguration, output: any LineOutput,
+        warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) -> any SampleSink & Sendable {
         switch options.format {
         case .ndjson: return NDJSONSink(output: output)
@@ -116,7 +122,8 @@ public enum SinkFactory {
         _ options: SinkConfiguration, output: any LineOutput = FileDescriptorOutput.standardOutput(),
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) -> FanOutSink {
-        FanOutSink(try makeSinks(options, output: output, warn: warn), skipsStoredDuplicates: !options.printsStoredDuplicates)
+        FanOutSink(
+            try makeSinks(options, output: output, warn: warn), skipsStoredDuplicates: !options.printsStoredDuplicates)
     }
 
     /// `cuff history --store PATH --format F`: every stored measurement, decoded again from its raw
@@ -134,7 +141,9 @@ public enum SinkFactory {
         read.warn(warn, store: store.storeName)
         var o = options
         o.utcOffset = .recorded(
-            Dictionary(read.entries.map { ($0.stored.dedupKey, $0.stored.hostUTCOffsetSeconds) }, uniquingKeysWith: { a, _ in a }),
+            Dictionary(
+                read.entries.map { ($0.stored.dedupKey, $0.stored.hostUTCOffsetSeconds) },
+                uniquingKeysWith: { a, _ in a }),
             fallback: options.utcOffset)
         let sink = formatSink(o, output: output, warn: warn)
         for e in read.entries { try sink.write(.measurement(e.record)) }

@@ -5,7 +5,7 @@ import Foundation
 import Transport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A store's key (`cuff key new PATH`, `--store-key-file PATH`): 32 random bytes, kept in a file as
@@ -34,7 +34,11 @@ public struct StoreKey: @unchecked Sendable {
         switch Sys.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode: 0o600) {
         case .success(let d): fd = d
         case .failure(let e):
-            throw .keyFile(path: path, reason: e.rawValue == EEXIST ? "already exists; a key file is never overwritten (remove it first if you mean to)" : "cannot create: \(e)")
+            throw .keyFile(
+                path: path,
+                reason: e.rawValue == EEXIST
+                    ? "already exists; a key file is never overwritten (remove it first if you mean to)"
+                    : "cannot create: \(e)")
         }
         defer { _ = Sys.close(fd) }
         if case .failure(let e) = Sys.fchmod(fd, 0o600) { throw .keyFile(path: path, reason: "fchmod 600: \(e)") }
@@ -50,9 +54,15 @@ public struct StoreKey: @unchecked Sendable {
         case .failure(let e): throw .keyFile(path: path, reason: e.rawValue == ENOENT ? "no such file" : "\(e)")
         case .success(let st):
             let mode = UInt32(st.st_mode)
-            guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) else { throw .keyFile(path: path, reason: "is not a regular file (a symbolic link is refused)") }
+            guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) else {
+                throw .keyFile(path: path, reason: "is not a regular file (a symbolic link is refused)")
+            }
             guard mode & 0o077 == 0 else {
-                throw .keyFile(path: path, reason: "has mode \(String(mode & 0o7777, radix: 8)); a key file must be readable by its owner only (chmod 600 \(path))")
+                throw .keyFile(
+                    path: path,
+                    reason:
+                        "has mode \(String(mode & 0o7777, radix: 8)); a key file must be readable by its owner only (chmod 600 \(path))"
+                )
             }
         }
         let bytes: [UInt8]
@@ -72,7 +82,9 @@ public struct StoreKey: @unchecked Sendable {
         func sub(_ info: String) -> SymmetricKey {
             HKDF<SHA256>.deriveKey(inputKeyMaterial: material, salt: salt, info: Array(info.utf8), outputByteCount: 32)
         }
-        return StoreCrypto(seal: sub("cuff store v1: rows"), tag: sub("cuff store v1: dedup tags"), check: sub("cuff store v1: key check"))
+        return StoreCrypto(
+            seal: sub("cuff store v1: rows"), tag: sub("cuff store v1: dedup tags"),
+            check: sub("cuff store v1: key check"))
     }
 }
 
@@ -84,10 +96,14 @@ struct StoreCrypto: @unchecked Sendable {
     let check: SymmetricKey
 
     /// What the store keeps to recognise its key.
-    var keyCheck: [UInt8] { Array(HMAC<SHA256>.authenticationCode(for: Array("cuff store key check".utf8), using: check)) }
+    var keyCheck: [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: Array("cuff store key check".utf8), using: check))
+    }
 
     /// The row's deduplication tag: HMAC-SHA256 of its dedup key.
-    func tag(_ dedupKey: String) -> [UInt8] { Array(HMAC<SHA256>.authenticationCode(for: Array(dedupKey.utf8), using: tag)) }
+    func tag(_ dedupKey: String) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: Array(dedupKey.utf8), using: tag))
+    }
 
     /// `plaintext` sealed with AES-256-GCM (nonce, ciphertext, tag), bound to the row's dedup tag.
     func seal(_ plaintext: [UInt8], tag: [UInt8]) throws -> [UInt8] {
@@ -100,7 +116,9 @@ struct StoreCrypto: @unchecked Sendable {
     /// The plaintext of a sealed row, or nil when it does not authenticate (changed, damaged, moved
     /// to another row, or sealed with another key).
     func open(_ sealed: [UInt8], tag: [UInt8]) -> [UInt8]? {
-        guard let box = try? AES.GCM.SealedBox(combined: sealed), let plain = try? AES.GCM.open(box, using: seal, authenticating: tag) else {
+        guard let box = try? AES.GCM.SealedBox(combined: sealed),
+            let plain = try? AES.GCM.open(box, using: seal, authenticating: tag)
+        else {
             return nil
         }
         return Array(plain)

@@ -119,29 +119,43 @@ public enum StoreRows {
         }
         c.rowID = row
         let characteristic = try c.text("characteristic")
-        guard let ch = RecordCharacteristic(argument: characteristic) else { throw c.problem("characteristic", StoreRowProblem.Kind.outOfRange) }
-        guard let unit = PressureUnit(rawValue: try c.text("unit")) else { throw c.problem("unit", StoreRowProblem.Kind.outOfRange) }
+        guard let ch = RecordCharacteristic(argument: characteristic) else {
+            throw c.problem("characteristic", StoreRowProblem.Kind.outOfRange)
+        }
+        guard let unit = PressureUnit(rawValue: try c.text("unit")) else {
+            throw c.problem("unit", StoreRowProblem.Kind.outOfRange)
+        }
         let quirks = try c.integer("quirks", in: 0...255)
         let stored = try c.integer("stored", in: 0...1)
         let missing = (try c.optionalInteger("d_id", in: Int64.min...Int64.max)) == nil
-        let device = missing
+        let device =
+            missing
             ? DeviceInfo(address: "")
             : DeviceInfo(
-                address: try c.text("d_address"), name: try c.optionalText("d_name"), manufacturer: try c.optionalText("d_manufacturer"),
-                model: try c.optionalText("d_model"), serial: try c.optionalText("d_serial"), firmware: try c.optionalText("d_firmware"))
+                address: try c.text("d_address"), name: try c.optionalText("d_name"),
+                manufacturer: try c.optionalText("d_manufacturer"),
+                model: try c.optionalText("d_model"), serial: try c.optionalText("d_serial"),
+                firmware: try c.optionalText("d_firmware"))
         let m = StoredMeasurement(
-            id: row, device: device, characteristic: ch, raw: try c.blob("raw"), quirks: QuirkProfile.Options(rawValue: UInt8(quirks)),
+            id: row, device: device, characteristic: ch, raw: try c.blob("raw"),
+            quirks: QuirkProfile.Options(rawValue: UInt8(quirks)),
             unit: unit, systolic: try c.optionalReal("systolic"), diastolic: try c.optionalReal("diastolic"),
-            meanArterialPressure: try c.optionalReal("mean_arterial_pressure"), pulseRate: try c.optionalReal("pulse_rate"),
+            meanArterialPressure: try c.optionalReal("mean_arterial_pressure"),
+            pulseRate: try c.optionalReal("pulse_rate"),
             systolicRaw: try c.word("systolic_raw"), diastolicRaw: try c.word("diastolic_raw"),
-            meanArterialPressureRaw: try c.word("mean_arterial_pressure_raw"), pulseRateRaw: try c.optionalWord("pulse_rate_raw"),
-            systolicSpecial: try c.optionalText("systolic_special"), diastolicSpecial: try c.optionalText("diastolic_special"),
+            meanArterialPressureRaw: try c.word("mean_arterial_pressure_raw"),
+            pulseRateRaw: try c.optionalWord("pulse_rate_raw"),
+            systolicSpecial: try c.optionalText("systolic_special"),
+            diastolicSpecial: try c.optionalText("diastolic_special"),
             meanArterialPressureSpecial: try c.optionalText("mean_arterial_pressure_special"),
             pulseRateSpecial: try c.optionalText("pulse_rate_special"), timestamp: try c.optionalText("timestamp"),
-            userID: try c.optionalInteger("user_id", in: 0...255).map { UInt8($0) }, status: try c.optionalWord("status"),
-            stored: stored == 1, sequenceNumber: try c.optionalWord("sequence_number"), receivedAt: try c.text("received_at"),
+            userID: try c.optionalInteger("user_id", in: 0...255).map { UInt8($0) },
+            status: try c.optionalWord("status"),
+            stored: stored == 1, sequenceNumber: try c.optionalWord("sequence_number"),
+            receivedAt: try c.text("received_at"),
             receivedAtMicros: try c.integer("received_at_us", in: 0...latestMicros),
-            hostUTCOffsetSeconds: Int(try c.integer("host_utc_offset", in: Int64(-largestUTCOffset)...Int64(largestUTCOffset))),
+            hostUTCOffsetSeconds: Int(
+                try c.integer("host_utc_offset", in: Int64(-largestUTCOffset)...Int64(largestUTCOffset))),
             dedupKey: try c.text("dedup_key"), warningsJSON: try c.text("warnings"), decodedJSON: try c.text("decoded"))
         return Decoded(measurement: m, deviceRowMissing: missing)
     }
@@ -200,14 +214,18 @@ public enum StoreRows {
             }
         }
 
-        func optionalInteger(_ column: String, in range: ClosedRange<Int64>, required: Bool = false) throws(StoreRowProblem) -> Int64? {
+        func optionalInteger(_ column: String, in range: ClosedRange<Int64>, required: Bool = false)
+            throws(StoreRowProblem) -> Int64?
+        {
             let n: Int64
             switch try present(column, required: required) {
             case nil: return nil
             case let .integer(i)?: n = i
             case let .real(d)?:
                 // A whole number kept as REAL is still that number.
-                guard let i = Int64(exactly: d) else { throw problem(column, .wrongType(expected: "an integer", found: "a real number")) }
+                guard let i = Int64(exactly: d) else {
+                    throw problem(column, .wrongType(expected: "an integer", found: "a real number"))
+                }
                 n = i
             case let v?: throw problem(column, .wrongType(expected: "an integer", found: v.kind))
             }

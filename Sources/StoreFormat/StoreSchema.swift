@@ -62,7 +62,8 @@ public struct StoreColumn: Sendable, Hashable {
     public var dialects: Set<SQLDialect>
 
     public init(
-        _ name: String, _ kind: Kind, nullable: Bool = false, unique: Bool = false, defaultValue: String? = nil, check: String? = nil,
+        _ name: String, _ kind: Kind, nullable: Bool = false, unique: Bool = false, defaultValue: String? = nil,
+        check: String? = nil,
         dialects: Set<SQLDialect> = Set(SQLDialect.allCases)
     ) {
         self.name = name
@@ -116,7 +117,9 @@ public struct StoreTable: Sendable, Hashable {
     /// `CREATE TABLE` and then `CREATE INDEX` for each index, as statements without the `;`, with
     /// the columns and indexes `dialect` has; table and index names get `prefix`.
     public func statements(_ dialect: SQLDialect, prefix: String = "") -> [String] {
-        let columns = columns.filter { $0.dialects.contains(dialect) }.map { "    " + $0.definition(dialect, prefix: prefix) }
+        let columns = columns.filter { $0.dialects.contains(dialect) }.map {
+            "    " + $0.definition(dialect, prefix: prefix)
+        }
         let table = "CREATE TABLE \(prefix)\(name) (\n" + columns.joined(separator: ",\n") + "\n)"
         return [table]
             + indexes.filter { $0.dialects.contains(dialect) }.map {
@@ -133,16 +136,18 @@ public struct StoreTable: Sendable, Hashable {
 /// `StoreSchemaTests` pin the text both dialects render).
 public enum StoreSchema {
     /// A cuff, by its identity (address or serial; see `DeviceInfo`).
-    public static let devices = StoreTable("devices", columns: [
-        StoreColumn("id", .rowID),
-        StoreColumn("identity", .text, unique: true),
-        StoreColumn("address", .text),
-        StoreColumn("name", .text, nullable: true),
-        StoreColumn("manufacturer", .text, nullable: true),
-        StoreColumn("model", .text, nullable: true),
-        StoreColumn("serial", .text, nullable: true),
-        StoreColumn("firmware", .text, nullable: true),
-    ])
+    public static let devices = StoreTable(
+        "devices",
+        columns: [
+            StoreColumn("id", .rowID),
+            StoreColumn("identity", .text, unique: true),
+            StoreColumn("address", .text),
+            StoreColumn("name", .text, nullable: true),
+            StoreColumn("manufacturer", .text, nullable: true),
+            StoreColumn("model", .text, nullable: true),
+            StoreColumn("serial", .text, nullable: true),
+            StoreColumn("firmware", .text, nullable: true),
+        ])
 
     /// One reading: the raw value, the codec's fields, where it came from and when; `dedup_key`
     /// keeps a reading once whoever stores it.

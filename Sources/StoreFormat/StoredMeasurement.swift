@@ -50,7 +50,8 @@ public struct StoredMeasurement: Sendable, Hashable {
         id: Int64, device: DeviceInfo, characteristic: RecordCharacteristic, raw: [UInt8], quirks: QuirkProfile.Options,
         unit: PressureUnit, systolic: Double?, diastolic: Double?, meanArterialPressure: Double?, pulseRate: Double?,
         systolicRaw: UInt16, diastolicRaw: UInt16, meanArterialPressureRaw: UInt16, pulseRateRaw: UInt16?,
-        systolicSpecial: String?, diastolicSpecial: String?, meanArterialPressureSpecial: String?, pulseRateSpecial: String?,
+        systolicSpecial: String?, diastolicSpecial: String?, meanArterialPressureSpecial: String?,
+        pulseRateSpecial: String?,
         timestamp: String?, userID: UInt8?, status: UInt16?, stored: Bool, sequenceNumber: UInt16?, receivedAt: String,
         receivedAtMicros: Int64, hostUTCOffsetSeconds: Int, dedupKey: String, warningsJSON: String, decodedJSON: String
     ) {
@@ -94,21 +95,32 @@ public struct StoredMeasurement: Sendable, Hashable {
         switch characteristic {
         case .bloodPressureMeasurement:
             let d = try BloodPressureMeasurement.decode(raw[...], quirks: quirks)
-            return MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: stored)
+            return MeasurementRecord.from(
+                bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: stored)
         case .enhancedBloodPressureMeasurement, .bloodPressureRecord:
             let seq = characteristic == .bloodPressureRecord ? sequenceNumber : nil
             if characteristic == .bloodPressureRecord && seq == nil {
-                throw BPSDecodingError(.invalidValue, field: "Sequence Number", offset: 0, detail: "a stored 2B36 record needs one")
+                throw BPSDecodingError(
+                    .invalidValue, field: "Sequence Number", offset: 0, detail: "a stored 2B36 record needs one")
             }
             let d = try EnhancedBloodPressureMeasurement.decode(raw[...], cuffPressure: false)
-            guard let r = MeasurementRecord.from(
-                enhanced: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: stored, sequenceNumber: seq)
-            else { throw BPSDecodingError(.invalidValue, field: "Enhanced Blood Pressure Measurement", offset: 0, detail: "not a measurement") }
+            guard
+                let r = MeasurementRecord.from(
+                    enhanced: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: stored,
+                    sequenceNumber: seq)
+            else {
+                throw BPSDecodingError(
+                    .invalidValue, field: "Enhanced Blood Pressure Measurement", offset: 0, detail: "not a measurement")
+            }
             return r
         default:
             // Another protocol's record: rebuilt by the protocol that names its source.
-            if let r = protocols.storedRecord(characteristic, raw: raw, device: device, receivedAt: at, stored: stored,
-                                              sequenceNumber: sequenceNumber, userID: userID) { return r }
+            if let r = protocols.storedRecord(
+                characteristic, raw: raw, device: device, receivedAt: at, stored: stored,
+                sequenceNumber: sequenceNumber, userID: userID)
+            {
+                return r
+            }
             throw BPSDecodingError(.unsupported, field: "characteristic \(characteristic.uuidString)", offset: 0)
         }
     }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An error number from a failed system call, with Swift names.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CEpoll
 import CuffCore
@@ -64,9 +64,13 @@ public final class EventLoop {
 
     /// Calls `handler` whenever `fd` is ready (level-triggered). A descriptor is watched once;
     /// watching it again replaces its handler and interest.
-    public func watch(_ fd: CInt, readable: Bool = true, writable: Bool = false, _ handler: @escaping Handler) throws(TransportError) {
+    public func watch(_ fd: CInt, readable: Bool = true, writable: Bool = false, _ handler: @escaping Handler)
+        throws(TransportError)
+    {
         let op: CInt = handlers[fd] == nil ? Self.add : Self.modify
-        if case .failure(let e) = Sys.epollControl(epfd, op, fd, events: Self.mask(readable: readable, writable: writable)) {
+        if case .failure(let e) = Sys.epollControl(
+            epfd, op, fd, events: Self.mask(readable: readable, writable: writable))
+        {
             throw TransportError.system("epoll_ctl", "descriptor \(fd)", e)
         }
         handlers[fd] = handler

@@ -63,7 +63,8 @@ public final class InProcessBearer: ATTBearer, Sendable {
 
     public func send(_ pdu: [UInt8]) throws(TransportError) {
         guard pdu.count <= maxPDUSize else {
-            throw TransportError(.oversize, "send(\(peerDescription)): PDU of \(pdu.count) bytes exceeds the \(maxPDUSize)-byte limit")
+            throw TransportError(
+                .oversize, "send(\(peerDescription)): PDU of \(pdu.count) bytes exceeds the \(maxPDUSize)-byte limit")
         }
         if inbox.state.withLock({ $0.closedReason == "closed locally" }) {
             throw TransportError(.notConnected, "send(\(peerDescription)): the bearer is closed")
@@ -73,7 +74,8 @@ public final class InProcessBearer: ATTBearer, Sendable {
                 return TransportError(.notConnected, "send(\(peerDescription)): the peer closed the connection")
             }
             if s.count >= capacity {
-                return TransportError(.timedOut, "send(\(peerDescription)): the peer has \(s.count) unread PDUs and is not reading")
+                return TransportError(
+                    .timedOut, "send(\(peerDescription)): the peer has \(s.count) unread PDUs and is not reading")
             }
             s.queue.append(pdu)
             return nil

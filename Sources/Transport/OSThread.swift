@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A plain POSIX thread for long-running blocking loops (a pairing agent, a driver), so they don't
@@ -20,11 +20,13 @@ package final class OSThread: Sendable {
     package static func start(_ body: @escaping @Sendable () -> Void) -> OSThread? {
         let context = Unmanaged.passRetained(Box(body)).toOpaque()
         var tid = pthread_t()
-        let r = pthread_create(&tid, nil, { raw in
-            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-            box.body()
-            return nil
-        }, context)
+        let r = pthread_create(
+            &tid, nil,
+            { raw in
+                let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+                box.body()
+                return nil
+            }, context)
         guard r == 0 else {
             Unmanaged<Box>.fromOpaque(context).release()
             return nil

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CuffCore
 
@@ -28,6 +28,8 @@ package enum PrivateFile {
         if case .failure(let e) = Sys.fchmod(fd, 0o600) { throw TransportError.system("fchmod", "\(what) \(tmp)", e) }
         if let e = Sys.writeAll(fd, text) { throw TransportError.system("write", "\(what) \(tmp)", e) }
         if case .failure(let e) = Sys.fsync(fd) { throw TransportError.system("fsync", "\(what) \(tmp)", e) }
-        if case .failure(let e) = Sys.rename(tmp, path) { throw TransportError.system("rename", "\(what) \(tmp) → \(path)", e) }
+        if case .failure(let e) = Sys.rename(tmp, path) {
+            throw TransportError.system("rename", "\(what) \(tmp) → \(path)", e)
+        }
     }
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A standard descriptor (stdout, stderr) that was redirected to a file, reopened by its path on
@@ -18,7 +18,8 @@ public struct ReopenableOutput: Sendable {
         self.fd = fd
         var st = stat()
         guard case .success = Sys.valueOrErrno(retryOnInterrupt: true, { system_fstat(fd, &st) }),
-              st.st_mode & S_IFMT == S_IFREG else {
+            st.st_mode & S_IFMT == S_IFREG
+        else {
             path = nil
             return
         }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CuffCore
 import Synchronization
@@ -62,7 +62,8 @@ package final class SeqpacketChannel: Sendable {
 
     package func send(_ pdu: [UInt8]) throws(TransportError) {
         guard pdu.count <= maxPDUSize else {
-            throw TransportError(.oversize, "send(\(label)): PDU of \(pdu.count) bytes exceeds the \(maxPDUSize)-byte limit")
+            throw TransportError(
+                .oversize, "send(\(label)): PDU of \(pdu.count) bytes exceeds the \(maxPDUSize)-byte limit")
         }
         guard let fd = descriptor else {
             throw TransportError(.notConnected, "send(\(label)): the bearer is closed")
@@ -79,7 +80,8 @@ package final class SeqpacketChannel: Sendable {
             case .failure(.wouldBlock):
                 let left = deadline - MonotonicClock.now()
                 if left <= .zero {
-                    throw TransportError(.timedOut, "send(\(label)): the peer has not read for \(sendTimeout); socket buffer full")
+                    throw TransportError(
+                        .timedOut, "send(\(label)): the peer has not read for \(sendTimeout); socket buffer full")
                 }
                 _ = Sys.poll(fd, events: Int16(POLLOUT), timeoutMS: Sys.pollMilliseconds(left))
             case .failure(let e):
@@ -141,7 +143,8 @@ package final class SeqpacketChannel: Sendable {
     /// Errors from `recv` that mean the link is gone rather than that the call was wrong.
     package static func isLinkLoss(_ e: Errno) -> Bool {
         switch e {
-        case .connectionReset, .socketNotConnected, .timedOut, .brokenPipe, .connectionAborted, .hostIsDown, .noRouteToHost:
+        case .connectionReset, .socketNotConnected, .timedOut, .brokenPipe, .connectionAborted, .hostIsDown,
+            .noRouteToHost:
             true
         default:
             false
@@ -168,9 +171,11 @@ package final class SeqpacketChannel: Sendable {
             return .failure(TransportError.system("recv", label, failure))
         }
         if length > maxPDUSize {
-            return .failure(TransportError(
-                .oversize,
-                "recv(\(label)): peer sent a \(length)-byte record, over the \(maxPDUSize)-byte limit; record dropped"))
+            return .failure(
+                TransportError(
+                    .oversize,
+                    "recv(\(label)): peer sent a \(length)-byte record, over the \(maxPDUSize)-byte limit; record dropped"
+                ))
         }
         return .success(bytes)
     }

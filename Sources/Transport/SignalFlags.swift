@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CuffCore
 import Synchronization
@@ -68,7 +68,9 @@ public final class SignalFlags: Sendable {
             action.__sigaction_handler.sa_handler = cuffSignalHandler
             sigemptyset(&action.sa_mask)
             action.sa_flags = 0  // no SA_RESTART: blocked poll() returns EINTR
-            if case .failure(let e) = Sys.valueOrErrno(retryOnInterrupt: true, { system_sigaction(signal.number, &action, nil) }) {
+            if case .failure(let e) = Sys.valueOrErrno(
+                retryOnInterrupt: true, { system_sigaction(signal.number, &action, nil) })
+            {
                 throw TransportError.system("sigaction", signal.description, e)
             }
         }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where cuff keeps its state by default (the raw path's bonds, the GATT cache, the outboxes): one
@@ -21,7 +21,8 @@ public enum StateDirectory {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 4096)
-        guard getpwuid_r(getuid(), &entry, &buffer, buffer.count, &result) == 0, result != nil, let dir = entry.pw_dir else { return nil }
+        guard getpwuid_r(getuid(), &entry, &buffer, buffer.count, &result) == 0, result != nil, let dir = entry.pw_dir
+        else { return nil }
         let home = String(cString: dir)
         return home.isEmpty ? nil : home
     }

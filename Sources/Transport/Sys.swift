@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Typed wrappers over the `system_*` shims: `Result<_, Errno>`, EINTR retried where right.
@@ -59,7 +59,8 @@ package enum Sys {
     /// Copies `address` into zeroed storage of its stride (C's `sizeof`, tail padding included).
     private static func withSocketAddress<A, R>(_ address: A, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         let length = MemoryLayout<A>.stride
-        let storage = UnsafeMutableRawPointer.allocate(byteCount: max(length, MemoryLayout<sockaddr>.size), alignment: 8)
+        let storage = UnsafeMutableRawPointer.allocate(
+            byteCount: max(length, MemoryLayout<sockaddr>.size), alignment: 8)
         defer { storage.deallocate() }
         storage.initializeMemory(as: UInt8.self, repeating: 0, count: max(length, MemoryLayout<sockaddr>.size))
         withUnsafeBytes(of: address) { storage.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
@@ -101,13 +102,17 @@ package enum Sys {
     }
 
     /// Sends the bytes of `buffer` as one record. The corresponding C function is `send`.
-    package static func send(_ fd: CInt, _ buffer: UnsafeRawBufferPointer, flags: CInt, retryOnInterrupt: Bool = true) -> Result<Int, Errno> {
+    package static func send(_ fd: CInt, _ buffer: UnsafeRawBufferPointer, flags: CInt, retryOnInterrupt: Bool = true)
+        -> Result<Int, Errno>
+    {
         valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_send(fd, buffer.baseAddress, buffer.count, flags) }
     }
 
     /// Receives into `buffer`; returns the byte count (or, with `MSG_TRUNC`, the record's real
     /// length). The corresponding C function is `recv`.
-    package static func recv(_ fd: CInt, _ buffer: UnsafeMutableRawBufferPointer, flags: CInt, retryOnInterrupt: Bool = true) -> Result<Int, Errno> {
+    package static func recv(
+        _ fd: CInt, _ buffer: UnsafeMutableRawBufferPointer, flags: CInt, retryOnInterrupt: Bool = true
+    ) -> Result<Int, Errno> {
         valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_recv(fd, buffer.baseAddress, buffer.count, flags) }
     }
 
@@ -117,7 +122,9 @@ package enum Sys {
     /// - Parameter retryOnInterrupt: usually false: a signal should wake the waiter, so drivers
     ///   can check their stop flags.
     /// The corresponding C function is `poll`.
-    package static func poll(_ fd: CInt, events: Int16, timeoutMS: CInt, retryOnInterrupt: Bool = false) -> Result<Int16, Errno> {
+    package static func poll(_ fd: CInt, events: Int16, timeoutMS: CInt, retryOnInterrupt: Bool = false) -> Result<
+        Int16, Errno
+    > {
         var p = pollfd(fd: fd, events: events, revents: 0)
         return valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_poll(&p, 1, timeoutMS) }
             .map { n in n == 0 ? 0 : p.revents }
@@ -125,9 +132,12 @@ package enum Sys {
 
     /// Waits on several descriptors; fills in their `revents`; returns how many are ready.
     /// The corresponding C function is `poll`.
-    package static func poll(_ fds: inout [pollfd], timeoutMS: CInt, retryOnInterrupt: Bool = false) -> Result<Int, Errno> {
+    package static func poll(_ fds: inout [pollfd], timeoutMS: CInt, retryOnInterrupt: Bool = false) -> Result<
+        Int, Errno
+    > {
         fds.withUnsafeMutableBufferPointer { p in
-            valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_poll(p.baseAddress!, nfds_t(p.count), timeoutMS) }.map(Int.init)
+            valueOrErrno(retryOnInterrupt: retryOnInterrupt) { system_poll(p.baseAddress!, nfds_t(p.count), timeoutMS) }
+                .map(Int.init)
         }
     }
 
@@ -144,11 +154,15 @@ package enum Sys {
 
     /// Waits for events; fills `fds` and `events` from the start; returns how many. Not retried on
     /// EINTR, so a signal wakes the loop. The corresponding C function is `epoll_wait`.
-    package static func epollWait(_ epfd: CInt, fds: inout [CInt], events: inout [UInt32], timeoutMS: CInt) -> Result<Int, Errno> {
+    package static func epollWait(_ epfd: CInt, fds: inout [CInt], events: inout [UInt32], timeoutMS: CInt) -> Result<
+        Int, Errno
+    > {
         let max = CInt(min(fds.count, events.count))
         return fds.withUnsafeMutableBufferPointer { f in
             events.withUnsafeMutableBufferPointer { e in
-                valueOrErrno(retryOnInterrupt: false) { system_epoll_wait(epfd, f.baseAddress!, e.baseAddress!, max, timeoutMS) }.map(Int.init)
+                valueOrErrno(retryOnInterrupt: false) {
+                    system_epoll_wait(epfd, f.baseAddress!, e.baseAddress!, max, timeoutMS)
+                }.map(Int.init)
             }
         }
     }
@@ -161,7 +175,9 @@ package enum Sys {
             for i in 0..<raw.count { storage[i] = raw[i] }
         }
         return storage.withUnsafeBytes { raw in
-            valueOrErrno(retryOnInterrupt: true) { system_setsockopt(fd, level, name, raw.baseAddress, socklen_t(raw.count)) }.map { _ in () }
+            valueOrErrno(retryOnInterrupt: true) {
+                system_setsockopt(fd, level, name, raw.baseAddress, socklen_t(raw.count))
+            }.map { _ in () }
         }
     }
 
@@ -290,7 +306,9 @@ package enum Sys {
     package static func writeAll(_ fd: CInt, _ buffer: UnsafeRawBufferPointer) -> (written: Int, error: Errno?) {
         var done = 0
         while done < buffer.count {
-            switch valueOrErrno(retryOnInterrupt: true, { system_write(fd, buffer.baseAddress! + done, buffer.count - done) }) {
+            switch valueOrErrno(
+                retryOnInterrupt: true, { system_write(fd, buffer.baseAddress! + done, buffer.count - done) })
+            {
             case .success(let n): done += n
             case .failure(let e): return (done, e)
             }
@@ -358,7 +376,8 @@ package enum Sys {
         guard let timeout else { return -1 }
         let ns = timeout.nanoseconds
         if ns <= 0 { return 0 }
-        let ms = ns / 1_000_000 + (ns % 1_000_000 > 0 ? 1 : 0)  // rounded up, for any Int64 (a saturated deadline is near Int64.max)
+        // rounded up, for any Int64 (a saturated deadline is near Int64.max)
+        let ms = ns / 1_000_000 + (ns % 1_000_000 > 0 ? 1 : 0)
         return ms > Int64(CInt.max) ? CInt.max : CInt(ms)
     }
 }

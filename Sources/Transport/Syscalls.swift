@@ -6,16 +6,16 @@
 // and retries EINTR where that is right. BlueZ reuses these (package access).
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CEpoll
 
 @inline(__always)
 private func mock(_ name: String, _ args: Int...) -> Int? {
     #if ENABLE_MOCKING
-    return mockedResult(name, args)
+        return mockedResult(name, args)
     #else
-    return nil
+        return nil
     #endif
 }
 
@@ -50,7 +50,9 @@ package func system_listen(_ fd: CInt, _ backlog: CInt) -> CInt {
 }
 
 /// The corresponding C function is `accept`.
-package func system_accept(_ fd: CInt, _ addr: UnsafeMutablePointer<sockaddr>?, _ len: UnsafeMutablePointer<socklen_t>?) -> CInt {
+package func system_accept(_ fd: CInt, _ addr: UnsafeMutablePointer<sockaddr>?, _ len: UnsafeMutablePointer<socklen_t>?)
+    -> CInt
+{
     if let r = mock("accept", Int(fd)) { return CInt(r) }
     return Glibc.accept(fd, addr, len)
 }
@@ -80,13 +82,17 @@ package func system_poll(_ fds: UnsafeMutablePointer<pollfd>, _ count: nfds_t, _
 }
 
 /// The corresponding C function is `setsockopt`.
-package func system_setsockopt(_ fd: CInt, _ level: CInt, _ name: CInt, _ value: UnsafeRawPointer?, _ len: socklen_t) -> CInt {
+package func system_setsockopt(_ fd: CInt, _ level: CInt, _ name: CInt, _ value: UnsafeRawPointer?, _ len: socklen_t)
+    -> CInt
+{
     if let r = mock("setsockopt", Int(fd), Int(level), Int(name)) { return CInt(r) }
     return Glibc.setsockopt(fd, level, name, value, len)
 }
 
 /// The corresponding C function is `getsockopt`.
-package func system_getsockopt(_ fd: CInt, _ level: CInt, _ name: CInt, _ value: UnsafeMutableRawPointer?, _ len: UnsafeMutablePointer<socklen_t>?) -> CInt {
+package func system_getsockopt(
+    _ fd: CInt, _ level: CInt, _ name: CInt, _ value: UnsafeMutableRawPointer?, _ len: UnsafeMutablePointer<socklen_t>?
+) -> CInt {
     if let r = mock("getsockopt", Int(fd), Int(level), Int(name)) { return CInt(r) }
     return Glibc.getsockopt(fd, level, name, value, len)
 }
@@ -110,7 +116,8 @@ package func system_unlink(_ path: UnsafePointer<CChar>) -> CInt {
 }
 
 /// The corresponding C function is `nanosleep`.
-package func system_nanosleep(_ request: UnsafePointer<timespec>, _ remaining: UnsafeMutablePointer<timespec>?) -> CInt {
+package func system_nanosleep(_ request: UnsafePointer<timespec>, _ remaining: UnsafeMutablePointer<timespec>?) -> CInt
+{
     if let r = mock("nanosleep") { return CInt(r) }
     return Glibc.nanosleep(request, remaining)
 }
@@ -136,13 +143,17 @@ package func system_ioctl(_ fd: CInt, _ request: UInt, _ arg: UnsafeMutableRawPo
 }
 
 /// The corresponding C function is `sigaction`.
-package func system_sigaction(_ signo: CInt, _ action: UnsafePointer<sigaction>?, _ old: UnsafeMutablePointer<sigaction>?) -> CInt {
+package func system_sigaction(
+    _ signo: CInt, _ action: UnsafePointer<sigaction>?, _ old: UnsafeMutablePointer<sigaction>?
+) -> CInt {
     if let r = mock("sigaction", Int(signo)) { return CInt(r) }
     return sigaction(signo, action, old)
 }
 
 /// The corresponding C function is `pthread_sigmask` (returns an error number, not -1/errno).
-package func system_pthread_sigmask(_ how: CInt, _ set: UnsafePointer<sigset_t>?, _ old: UnsafeMutablePointer<sigset_t>?) -> CInt {
+package func system_pthread_sigmask(
+    _ how: CInt, _ set: UnsafePointer<sigset_t>?, _ old: UnsafeMutablePointer<sigset_t>?
+) -> CInt {
     if let r = mock("pthread_sigmask", Int(how)) { return r == -1 ? Errno.current.rawValue : CInt(r) }
     return pthread_sigmask(how, set, old)
 }
@@ -242,7 +253,10 @@ package func system_epoll_ctl(_ epfd: CInt, _ op: CInt, _ fd: CInt, _ events: UI
 }
 
 /// The corresponding C function is `epoll_wait` (descriptors and events into two arrays).
-package func system_epoll_wait(_ epfd: CInt, _ fds: UnsafeMutablePointer<CInt>, _ events: UnsafeMutablePointer<UInt32>, _ max: CInt, _ timeoutMS: CInt) -> CInt {
+package func system_epoll_wait(
+    _ epfd: CInt, _ fds: UnsafeMutablePointer<CInt>, _ events: UnsafeMutablePointer<UInt32>, _ max: CInt,
+    _ timeoutMS: CInt
+) -> CInt {
     if let r = mock("epoll_wait", Int(epfd), Int(max), Int(timeoutMS)) { return CInt(r) }
     return cuff_epoll_wait(epfd, fds, events, max, timeoutMS)
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CuffCore
 import Synchronization
@@ -33,7 +33,8 @@ public final class UnixSeqpacketBearer: ATTBearer, Sendable {
         maxPDUSize: Int = UnixSeqpacketBearer.defaultMaxPDUSize, sendTimeout: Duration = .seconds(5)
     ) {
         self.peerDescription = peerDescription
-        channel = SeqpacketChannel(adopting: fd, label: peerDescription, maxPDUSize: maxPDUSize, sendTimeout: sendTimeout)
+        channel = SeqpacketChannel(
+            adopting: fd, label: peerDescription, maxPDUSize: maxPDUSize, sendTimeout: sendTimeout)
     }
 
     /// A connected pair (`socketpair(AF_UNIX, SOCK_SEQPACKET)`), e.g. simulator ↔ client in tests.
@@ -45,11 +46,17 @@ public final class UnixSeqpacketBearer: ATTBearer, Sendable {
         switch Sys.socketpair(domain: AF_UNIX, type: CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_CLOEXEC.rawValue)) {
         case .success(let (a, b)):
             return (
-                UnixSeqpacketBearer(adopting: a, peerDescription: "unix:socketpair[0]", maxPDUSize: maxPDUSize, sendTimeout: sendTimeout),
-                UnixSeqpacketBearer(adopting: b, peerDescription: "unix:socketpair[1]", maxPDUSize: maxPDUSize, sendTimeout: sendTimeout)
+                UnixSeqpacketBearer(
+                    adopting: a, peerDescription: "unix:socketpair[0]", maxPDUSize: maxPDUSize, sendTimeout: sendTimeout
+                ),
+                UnixSeqpacketBearer(
+                    adopting: b, peerDescription: "unix:socketpair[1]", maxPDUSize: maxPDUSize, sendTimeout: sendTimeout
+                )
             )
         case .failure(let e):
-            throw TransportError.system("socketpair", "AF_UNIX, SOCK_SEQPACKET", e, hint: e == .tooManyOpenFiles ? "close some descriptors or raise `ulimit -n`" : nil)
+            throw TransportError.system(
+                "socketpair", "AF_UNIX, SOCK_SEQPACKET", e,
+                hint: e == .tooManyOpenFiles ? "close some descriptors or raise `ulimit -n`" : nil)
         }
     }
 
@@ -57,7 +64,9 @@ public final class UnixSeqpacketBearer: ATTBearer, Sendable {
     ///
     /// - Throws: `TransportError` whose message says what to do: ENOENT (nobody listening there),
     ///   ECONNREFUSED (stale socket file), EACCES (permissions), a path too long, ….
-    public static func connect(path: String, maxPDUSize: Int = defaultMaxPDUSize, sendTimeout: Duration = .seconds(5)) throws(TransportError) -> UnixSeqpacketBearer {
+    public static func connect(path: String, maxPDUSize: Int = defaultMaxPDUSize, sendTimeout: Duration = .seconds(5))
+        throws(TransportError) -> UnixSeqpacketBearer
+    {
         let address = try UnixSocketAddress.make(path, call: "connect")
         let fd: CInt
         switch Sys.socket(domain: AF_UNIX, type: CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_CLOEXEC.rawValue)) {
@@ -66,7 +75,8 @@ public final class UnixSeqpacketBearer: ATTBearer, Sendable {
         }
         switch Sys.connect(fd, address) {
         case .success:
-            return UnixSeqpacketBearer(adopting: fd, peerDescription: "unix:\(path)", maxPDUSize: maxPDUSize, sendTimeout: sendTimeout)
+            return UnixSeqpacketBearer(
+                adopting: fd, peerDescription: "unix:\(path)", maxPDUSize: maxPDUSize, sendTimeout: sendTimeout)
         case .failure(let e):
             _ = Sys.close(fd)
             throw TransportError.system("connect", "unix:\(path)", e, hint: connectHint(e, path: path))
@@ -122,4 +132,3 @@ public final class UnixSeqpacketBearer: ATTBearer, Sendable {
         channel.close()
     }
 }
-

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CuffCore
 import Synchronization
@@ -20,24 +20,31 @@ public final class UnixSeqpacketListener: Sendable {
     ///
     /// - Throws: `TransportError`: another simulator already listens there (EADDRINUSE), the path
     ///   is not a socket, no permission, the path is too long.
-    public init(path: String, backlog: CInt = 8, maxPDUSize: Int = UnixSeqpacketBearer.defaultMaxPDUSize) throws(TransportError) {
+    public init(path: String, backlog: CInt = 8, maxPDUSize: Int = UnixSeqpacketBearer.defaultMaxPDUSize)
+        throws(TransportError)
+    {
         self.path = path
         self.maxPDUSize = maxPDUSize
         let address = try UnixSocketAddress.make(path, call: "bind")
         try Self.removeStale(path)
         let fd: CInt
-        switch Sys.socket(domain: AF_UNIX, type: CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_CLOEXEC.rawValue) | CInt(SOCK_NONBLOCK.rawValue)) {
+        switch Sys.socket(
+            domain: AF_UNIX,
+            type: CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_CLOEXEC.rawValue) | CInt(SOCK_NONBLOCK.rawValue))
+        {
         case .success(let s): fd = s
         case .failure(let e): throw TransportError.system("socket", "AF_UNIX, SOCK_SEQPACKET", e)
         }
         if case .failure(let e) = Sys.bind(fd, address) {
             _ = Sys.close(fd)
-            let hint: String? = switch e {
-            case .addressInUse: "\(path) already exists — remove it or choose another path"
-            case .permissionDenied, .notPermitted, .readOnlyFileSystem: "no permission to create \(path) — choose a writable directory"
-            case .noSuchFileOrDirectory: "the directory of \(path) does not exist"
-            default: nil
-            }
+            let hint: String? =
+                switch e {
+                case .addressInUse: "\(path) already exists — remove it or choose another path"
+                case .permissionDenied, .notPermitted, .readOnlyFileSystem:
+                    "no permission to create \(path) — choose a writable directory"
+                case .noSuchFileOrDirectory: "the directory of \(path) does not exist"
+                default: nil
+                }
             throw TransportError.system("bind", "unix:\(path)", e, hint: hint)
         }
         if case .failure(let e) = Sys.listen(fd, backlog: backlog) {
@@ -59,12 +66,18 @@ public final class UnixSeqpacketListener: Sendable {
         case .failure(let e): throw TransportError.system("lstat", path, e)
         }
         guard st.st_mode & S_IFMT == S_IFSOCK else {
-            throw TransportError(.systemCall, "bind(unix:\(path)): \(path) exists and is not a socket; refusing to replace it — choose another path", errno: EEXIST)
+            throw TransportError(
+                .systemCall,
+                "bind(unix:\(path)): \(path) exists and is not a socket; refusing to replace it — choose another path",
+                errno: EEXIST)
         }
         // Is someone still accepting there?
         if let probe = try? UnixSeqpacketBearer.connect(path: path) {
             probe.close()
-            throw TransportError(.systemCall, "bind(unix:\(path)): another simulator is already listening at \(path) — stop it or choose another path", errno: EADDRINUSE)
+            throw TransportError(
+                .systemCall,
+                "bind(unix:\(path)): another simulator is already listening at \(path) — stop it or choose another path",
+                errno: EADDRINUSE)
         }
         if case .failure(let e) = Sys.unlink(path), e != .noSuchFileOrDirectory {
             throw TransportError.system("unlink", path, e, hint: "cannot remove the stale socket \(path)")
@@ -95,8 +108,9 @@ public final class UnixSeqpacketListener: Sendable {
         case .failure(.wouldBlock), .failure(.connectionAborted):
             return nil
         case .failure(let e):
-            throw TransportError.system("accept", "unix:\(path)", e,
-                                        hint: e == .tooManyOpenFiles ? "too many open descriptors; close clients or raise `ulimit -n`" : nil)
+            throw TransportError.system(
+                "accept", "unix:\(path)", e,
+                hint: e == .tooManyOpenFiles ? "too many open descriptors; close clients or raise `ulimit -n`" : nil)
         }
     }
 
@@ -107,4 +121,3 @@ public final class UnixSeqpacketListener: Sendable {
         _ = Sys.unlink(path)
     }
 }
-

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CuffCore
 
@@ -13,7 +13,8 @@ package enum UnixSocketAddress {
     package static func make(_ path: String, call: String) throws(TransportError) -> sockaddr_un {
         let bytes = Array(path.utf8)
         guard !bytes.isEmpty else {
-            throw TransportError(.systemCall, "\(call)(unix:): empty socket path — give a path, e.g. unix:/tmp/cuff.sock")
+            throw TransportError(
+                .systemCall, "\(call)(unix:): empty socket path — give a path, e.g. unix:/tmp/cuff.sock")
         }
         guard !bytes.contains(0) else {
             throw TransportError(.systemCall, "\(call)(unix:\(path)): the path contains a NUL byte")

@@ -12,7 +12,8 @@ struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scan",
         abstract: "Scan for Bluetooth LE blood-pressure cuffs (service 0x1810, or an Omron cuff's own protocol).",
-        discussion: "Prints one JSON object per device seen, merged from its advertisements and scan responses. Needs root (CAP_NET_RAW/CAP_NET_ADMIN)."
+        discussion:
+            "Prints one JSON object per device seen, merged from its advertisements and scan responses. Needs root (CAP_NET_RAW/CAP_NET_ADMIN)."
     )
 
     enum Help: BluetoothOptionsHelp {
@@ -35,8 +36,9 @@ struct Scan: ParsableCommand {
         let collector = ScanCollector(all: all) { r in
             if let record = r.deviceRecord { try Console.print([record.serialized()], command: "cuff scan") }
         }
-        try LiveBluetooth.scan(adapter: adapter, backend: bluetooth.backend, duration: .nanoseconds(Int64(timeout * 1e9)), all: all,
-                               stop: { signals.isRaised(.int) || signals.isRaised(.term) }, collector: collector, log: log)
+        try LiveBluetooth.scan(
+            adapter: adapter, backend: bluetooth.backend, duration: .nanoseconds(Int64(timeout * 1e9)), all: all,
+            stop: { signals.isRaised(.int) || signals.isRaised(.term) }, collector: collector, log: log)
         try collector.finish(log: log)
     }
 }
@@ -64,18 +66,25 @@ struct Pair: ParsableCommand {
     @Argument(help: "Bluetooth address of the cuff (append /random for a random address).")
     var address: String?
 
-    @Option(help: "Omron: pair with a simulated cuff at unix:PATH (`cuff simulate --model NAME --unpaired`; SIGUSR1 is its button).")
+    @Option(
+        help:
+            "Omron: pair with a simulated cuff at unix:PATH (`cuff simulate --model NAME --unpaired`; SIGUSR1 is its button)."
+    )
     var connect: String?
 
     @OptionGroup(title: "Omron cuffs") var omron: OmronSyncArguments
 
     @OptionGroup var bluetooth: BluetoothOptions<Help>
 
-    @Flag(help: "Remove the bond with ADDRESS instead: from the kernel and the bond store (raw path), or from bluetoothd.")
+    @Flag(
+        help: "Remove the bond with ADDRESS instead: from the kernel and the bond store (raw path), or from bluetoothd."
+    )
     var forget = false
 
     func validate() throws {
-        guard (bluetooth.security ?? .medium) > .low else { throw ValidationError("--security takes medium or high: pairing is what raises the link above low") }
+        guard (bluetooth.security ?? .medium) > .low else {
+            throw ValidationError("--security takes medium or high: pairing is what raises the link above low")
+        }
         guard (address == nil) != (connect == nil) else { throw ValidationError("give ADDRESS or --connect unix:PATH") }
         if let connect {
             guard connect.hasPrefix("unix:") else { throw ValidationError("--connect takes unix:PATH") }
@@ -105,10 +114,17 @@ struct Pair: ParsableCommand {
             omron.configure(&c)
             return c
         }
-        let record = forget
-            ? LiveBluetooth.forgetRecord(peer, removed: try LiveBluetooth.forget(peer, adapter: adapter, backend: backend, bonds: bluetooth.bonds, log: log))
-            : LiveBluetooth.pairRecord(peer, security: try LiveBluetooth.pair(peer, adapter: adapter, backend: backend, level: level, bonds: bluetooth.bonds,
-                                                                              omron: omronStep, log: log), omronModel: omron.model)
+        let record =
+            forget
+            ? LiveBluetooth.forgetRecord(
+                peer,
+                removed: try LiveBluetooth.forget(
+                    peer, adapter: adapter, backend: backend, bonds: bluetooth.bonds, log: log))
+            : LiveBluetooth.pairRecord(
+                peer,
+                security: try LiveBluetooth.pair(
+                    peer, adapter: adapter, backend: backend, level: level, bonds: bluetooth.bonds,
+                    omron: omronStep, log: log), omronModel: omron.model)
         try Console.print([record.serialized()], command: "cuff pair")
     }
 }

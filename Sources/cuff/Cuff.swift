@@ -6,7 +6,7 @@ import CuffCore
 import CuffLogging
 import Transport
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// stdout and stderr (the commands' own code calls them `Console`).
@@ -21,7 +21,10 @@ struct Cuff: ParsableCommand {
             Data goes to stdout as JSON, one object per line; progress and logs go to stderr.
             """,
         version: CuffRelease.version,
-        subcommands: [Decode.self, Scan.self, Pair.self, Measure.self, Watch.self, Replay.self, Simulate.self, History.self, Sync.self, PlotCommand.self, KeyCommand.self]
+        subcommands: [
+            Decode.self, Scan.self, Pair.self, Measure.self, Watch.self, Replay.self, Simulate.self, History.self,
+            Sync.self, PlotCommand.self, KeyCommand.self,
+        ]
     )
 
     static func main() {

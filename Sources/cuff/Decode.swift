@@ -23,9 +23,16 @@ struct Decode: ParsableCommand {
     @Option(help: "Device quirk profile.")
     var quirk: QuirkProfile?
 
-    @Option(help: "An Omron model id, alias or sales name (e.g. HEM-7361T, HEM-7155T_ESL1, Evolv): decode its memory records.")
+    @Option(
+        help:
+            "An Omron model id, alias or sales name (e.g. HEM-7361T, HEM-7155T_ESL1, Evolv): decode its memory records."
+    )
     var model: String?
-    @Option(name: .customLong("protocol"), help: "Decode a vendor protocol's value instead: microlife (one whole response frame, header to checksum; one line per record) or yonker (the 15-byte notification).")
+    @Option(
+        name: .customLong("protocol"),
+        help:
+            "Decode a vendor protocol's value instead: microlife (one whole response frame, header to checksum; one line per record) or yonker (the 15-byte notification)."
+    )
     var vendorProtocol: VendorProtocol?
 
     @Flag(name: .long, help: "Indent the JSON.")

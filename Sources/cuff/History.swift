@@ -17,13 +17,17 @@ struct History: ParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("The store written by `cuff measure --store`: an SQLite file or a postgres:// URL.", valueName: "path|url"))
+    @Option(
+        help: ArgumentHelp(
+            "The store written by `cuff measure --store`: an SQLite file or a postgres:// URL.", valueName: "path|url"))
     var store: String
 
     @Option(help: "Output on stdout: NDJSON records, FHIR R4 Observations or Open mHealth data points.")
     var format: OutputFormat = .ndjson
 
-    @Option(name: .customLong("fhir-subject"), help: "FHIR Observation.subject: cuff-user (default), Type/id, SYSTEM|VALUE or a display name.")
+    @Option(
+        name: .customLong("fhir-subject"),
+        help: "FHIR Observation.subject: cuff-user (default), Type/id, SYSTEM|VALUE or a display name.")
     var fhirSubject: String?
 
     @OptionGroup var key: StoreKeyOption

@@ -49,7 +49,8 @@ struct KeyCommand: ParsableCommand {
 
         func run() throws {
             guard let old = key.path else {
-                throw ValidationError("give the store's current key with --store-key-file PATH (or CUFF_STORE_KEY_FILE)")
+                throw ValidationError(
+                    "give the store's current key with --store-key-file PATH (or CUFF_STORE_KEY_FILE)")
             }
             try StoreCommands.rotateKey(store: store, old: old, new: newKeyFile)
         }

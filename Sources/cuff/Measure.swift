@@ -31,7 +31,8 @@ struct Measure: ParsableCommand {
     @Option(help: "Connect to a simulator: unix:PATH.")
     var connect: String?
 
-    @Option(help: "Run this simulator scenario in-process (see `cuff simulate --list`; with --model, an Omron scenario).")
+    @Option(
+        help: "Run this simulator scenario in-process (see `cuff simulate --list`; with --model, an Omron scenario).")
     var simulated: ScenarioName?
 
     @OptionGroup(title: "With --simulated") var simulation: SimulationOptions
@@ -39,7 +40,8 @@ struct Measure: ParsableCommand {
     enum Help: BluetoothOptionsHelp {
         static let adapter: ArgumentHelp = "Bluetooth adapter for a real cuff. (default: hci0)"
         static let bonds: ArgumentHelp? = BlueZCommands.bondsHelp
-        static let security: ArgumentHelp? = "Link security to ask for at once: low (default), medium (encrypted, Just Works) or high (MITM). Raised anyway when the cuff asks."
+        static let security: ArgumentHelp? =
+            "Link security to ask for at once: low (default), medium (encrypted, Just Works) or high (MITM). Raised anyway when the cuff asks."
         static let setTime: ArgumentHelp? = "Do not write the cuff's Current Time."
     }
 
@@ -48,7 +50,11 @@ struct Measure: ParsableCommand {
     @Flag(help: "Send the start command (cuffs with a start control point; the simulator has one).")
     var start = false
 
-    @Flag(name: .customLong("no-gatt-cache"), help: "Discover the cuff's handles every time (--connect, or an address on the raw path): do not use or keep the GATT cache beside the bond store.")
+    @Flag(
+        name: .customLong("no-gatt-cache"),
+        help:
+            "Discover the cuff's handles every time (--connect, or an address on the raw path): do not use or keep the GATT cache beside the bond store."
+    )
     var noGATTCache = false
 
     @Flag(help: "Keep the session open for further measurements.")
@@ -57,13 +63,17 @@ struct Measure: ParsableCommand {
     @Option(help: "Give up when no result arrived within this many seconds (0 = wait forever).")
     var timeout: Double = 300
 
-    @Option(name: .customLong("stop-after"), help: "Stop the cuff after this many seconds (simulated seconds with --simulated).")
+    @Option(
+        name: .customLong("stop-after"),
+        help: "Stop the cuff after this many seconds (simulated seconds with --simulated).")
     var stopAfter: Double?
 
     @Option(help: "Apply this quirk profile (default: chosen from the device's name and model).")
     var quirk: QuirkProfile?
 
-    @Option(help: "Record the session as a btsnoop file (Linux monitor format) that btmon, Wireshark and `cuff replay` open.")
+    @Option(
+        help:
+            "Record the session as a btsnoop file (Linux monitor format) that btmon, Wireshark and `cuff replay` open.")
     var capture: String?
 
     @OptionGroup var sinks: SinkOptions
@@ -74,10 +84,14 @@ struct Measure: ParsableCommand {
 
     func validate() throws {
         if let c = sinks.captureFormatName {
-            throw ValidationError("--format \(c) names a capture format; cuff measure writes ndjson, fhir or omh (and --capture FILE records a btsnoop)")
+            throw ValidationError(
+                "--format \(c) names a capture format; cuff measure writes ndjson, fhir or omh (and --capture FILE records a btsnoop)"
+            )
         }
         let sources = [address != nil, connect != nil, simulated != nil].filter { $0 }.count
-        guard sources == 1 else { throw ValidationError("give exactly one of ADDRESS, --connect unix:PATH or --simulated SCENARIO") }
+        guard sources == 1 else {
+            throw ValidationError("give exactly one of ADDRESS, --connect unix:PATH or --simulated SCENARIO")
+        }
         if let connect, !connect.hasPrefix("unix:") { throw ValidationError("--connect takes unix:PATH") }
         if let simulated { try OmronModelOption.check(simulated, model: omron.model) }
         guard timeout >= 0 else { throw ValidationError("--timeout must not be negative") }
@@ -100,17 +114,22 @@ struct Measure: ParsableCommand {
     func run() throws {
         let source: MeasureService.Source
         if let scenario = simulated {
-            var sim = SimulatorConfiguration(scenario: scenario.bps ?? .normal, persona: simulation.persona, seed: simulation.seed, autostart: !start)
+            var sim = SimulatorConfiguration(
+                scenario: scenario.bps ?? .normal, persona: simulation.persona, seed: simulation.seed, autostart: !start
+            )
             sim.omron = omron.simulation(scenario)
             source = .simulated(scenario: scenario.rawValue, sim, speed: simulation.speed == 0 ? nil : simulation.speed)
         } else if let connect {
             source = .unix(connect)
         } else {
             let adapter = try bluetooth.parsedAdapter()
-            source = .bluetooth(try BlueZCommands.address(address!), text: address!, adapter: adapter, backend: bluetooth.backend, bonds: bluetooth.bonds)
+            source = .bluetooth(
+                try BlueZCommands.address(address!), text: address!, adapter: adapter, backend: bluetooth.backend,
+                bonds: bluetooth.bonds)
         }
         let sinks = try self.sinks.setup()
-        var service = MeasureService(source: source, configuration: sessionConfiguration(address:), openSinks: sinks.makeSinks)
+        var service = MeasureService(
+            source: source, configuration: sessionConfiguration(address:), openSinks: sinks.makeSinks)
         service.quiet = sinks.quiet
         service.capture = capture
         service.gattCache = GATTCacheStore.unless(disabled: noGATTCache, bonds: bluetooth.bonds)

@@ -63,21 +63,25 @@ struct PlotCommand: ParsableCommand {
         default: break
         }
         if let store, store.contains("://") {
-            throw ValidationError("--store \(store): store URLs (such as postgres://) are not supported yet; give an SQLite file's path")
+            throw ValidationError(
+                "--store \(store): store URLs (such as postgres://) are not supported yet; give an SQLite file's path")
         }
         if input != nil, since != nil || user != nil { throw ValidationError("--since and --user go with --store") }
         if store != nil, session != nil { throw ValidationError("--session goes with an INPUT, not --store") }
         if let session, session < 1 { throw ValidationError("--session counts from 1; got \(session)") }
-        if let since, CivilTime.seconds(since) == nil || since.count != 10 { throw ValidationError("--since takes a date, YYYY-MM-DD; got '\(since)'") }
+        if let since, CivilTime.seconds(since) == nil || since.count != 10 {
+            throw ValidationError("--since takes a date, YYYY-MM-DD; got '\(since)'")
+        }
         do { _ = try PlotOutput.kind(of: output) } catch { throw ValidationError(error.description) }
     }
 
     func run() throws {
-        let source: PlotService.Source = if let store {
-            .store(store, since: since, user: user, keyPath: key.path, guideline: guideline)
-        } else {
-            .input(input!, format: inputFormat, session: session)
-        }
+        let source: PlotService.Source =
+            if let store {
+                .store(store, since: since, user: user, keyPath: key.path, guideline: guideline)
+            } else {
+                .input(input!, format: inputFormat, session: session)
+            }
         try PlotService(source: source, output: output).run()
     }
 }

@@ -37,21 +37,30 @@ struct Replay: ParsableCommand {
     @Argument(help: "The capture file.")
     var file: String
 
-    @Option(name: [.customLong("input-format"), .customLong("capture-format", withSingleDash: false)],
-            help: "The capture's format (default auto: from the file's first bytes; --format btsnoop|pcap|pcapng does the same).")
+    @Option(
+        name: [.customLong("input-format"), .customLong("capture-format", withSingleDash: false)],
+        help:
+            "The capture's format (default auto: from the file's first bytes; --format btsnoop|pcap|pcapng does the same)."
+    )
     var inputFormat: CaptureFormat?
 
     /// `--input-format` (or `--capture-format`, or a capture format given to `--format`); default: from the magic.
     var captureFormat: CaptureFormat { inputFormat ?? sinks.captureFormat ?? .auto }
 
-    @Option(name: .customLong("handle"), help: ArgumentHelp("Map a value handle to a characteristic: HANDLE=UUID, e.g. 0x0012=2a35 (repeatable).", valueName: "H=UUID"),
-            transform: Replay.parseHandle)
+    @Option(
+        name: .customLong("handle"),
+        help: ArgumentHelp(
+            "Map a value handle to a characteristic: HANDLE=UUID, e.g. 0x0012=2a35 (repeatable).", valueName: "H=UUID"),
+        transform: Replay.parseHandle)
     var handles: [HandleMapping] = []
 
     @Option(help: "Only this controller (hciN index, as in the capture).")
     var adapter: UInt16?
 
-    @Flag(help: "Pace the replay by the capture's timestamps instead of going as fast as possible (pauses over 5 s are shortened to 5 s).")
+    @Flag(
+        help:
+            "Pace the replay by the capture's timestamps instead of going as fast as possible (pauses over 5 s are shortened to 5 s)."
+    )
     var realtime = false
 
     @Option(help: "Apply this quirk profile (default: chosen from each device's name and model).")
@@ -61,10 +70,16 @@ struct Replay: ParsableCommand {
 
     @OptionGroup var cuffProtocol: ProtocolOption
 
-    @Option(help: "Threads that replay a btsnoop file, stretch by stretch (1: one thread; default: one per CPU, at most 4, and one on 2 CPUs or fewer). The output is the same.")
+    @Option(
+        help:
+            "Threads that replay a btsnoop file, stretch by stretch (1: one thread; default: one per CPU, at most 4, and one on 2 CPUs or fewer). The output is the same."
+    )
     var jobs: Int?
 
-    @Option(name: .customLong("segment-bytes"), help: ArgumentHelp("Smallest stretch handed to a replay thread, in bytes (default 262144).", visibility: .hidden))
+    @Option(
+        name: .customLong("segment-bytes"),
+        help: ArgumentHelp(
+            "Smallest stretch handed to a replay thread, in bytes (default 262144).", visibility: .hidden))
     var segmentBytes: Int?
 
     /// `--handle`'s transform (also `cuff simulate --from-capture`'s).
@@ -73,8 +88,12 @@ struct Replay: ParsableCommand {
     }
 
     func validate() throws {
-        if let jobs, !(1...64).contains(jobs) { throw ValidationError("--jobs takes a number of threads from 1 to 64; got \(jobs)") }
-        if let segmentBytes, segmentBytes < 1 { throw ValidationError("--segment-bytes takes a positive number of bytes; got \(segmentBytes)") }
+        if let jobs, !(1...64).contains(jobs) {
+            throw ValidationError("--jobs takes a number of threads from 1 to 64; got \(jobs)")
+        }
+        if let segmentBytes, segmentBytes < 1 {
+            throw ValidationError("--segment-bytes takes a positive number of bytes; got \(segmentBytes)")
+        }
     }
 
     func run() throws {
@@ -92,6 +111,8 @@ struct Replay: ParsableCommand {
         }
         if let segmentBytes { job.segmentBytes = segmentBytes }
         job.showAll = !setup.quiet
-        try ReplayService.run(job, quiet: setup.quiet) { () throws(SinkError) in try setup.replaySinks(realtime: realtime) }
+        try ReplayService.run(job, quiet: setup.quiet) { () throws(SinkError) in
+            try setup.replaySinks(realtime: realtime)
+        }
     }
 }

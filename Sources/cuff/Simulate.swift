@@ -15,7 +15,10 @@ struct SimulatorOptions: ParsableArguments {
     @Option(help: ArgumentHelp(OmronModelOption.help, valueName: "name"))
     var model: String?
 
-    @Flag(help: "With --model: start the Omron cuff factory-fresh (no key, no bond), so `cuff pair` must pair it in pairing mode (SIGUSR1).")
+    @Flag(
+        help:
+            "With --model: start the Omron cuff factory-fresh (no key, no bond), so `cuff pair` must pair it in pairing mode (SIGUSR1)."
+    )
     var unpaired = false
 
     @OptionGroup var simulation: SimulationOptions
@@ -23,27 +26,47 @@ struct SimulatorOptions: ParsableArguments {
     @Flag(help: "Start measuring as soon as a client has subscribed (else: a start command, or SIGUSR1 as the button).")
     var autostart = false
 
-    @Option(help: "Behave as a device family's cuff, as the public sources describe it: its names, value layout, memory and session habits (see the README's \"Supported cuffs\").")
+    @Option(
+        help:
+            "Behave as a device family's cuff, as the public sources describe it: its names, value layout, memory and session habits (see the README's \"Supported cuffs\")."
+    )
     var quirk: QuirkProfile?
 
-    @Option(name: .customLong("record-segment"), help: "bps-1.1: send each Blood Pressure Record in segments of at most N bytes (6-512; as a small ATT MTU would force).")
+    @Option(
+        name: .customLong("record-segment"),
+        help:
+            "bps-1.1: send each Blood Pressure Record in segments of at most N bytes (6-512; as a small ATT MTU would force)."
+    )
     var recordSegment: Int?
 
-    @Option(help: ArgumentHelp(
-        "Take a measurement every SECONDS of simulated time, connected or not: a connected client gets it live, otherwise the cuff keeps it and delivers it as a stored reading at the next connection.",
-        valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Take a measurement every SECONDS of simulated time, connected or not: a connected client gets it live, otherwise the cuff keeps it and delivers it as a stored reading at the next connection.",
+            valueName: "seconds"))
     var every: Double?
 
-    @Flag(name: .customLong("database-hash"), help: "Have the Generic Attribute service (first) with a Database Hash (0x2B2A), which a client's GATT cache reads to check itself.")
+    @Flag(
+        name: .customLong("database-hash"),
+        help:
+            "Have the Generic Attribute service (first) with a Database Hash (0x2B2A), which a client's GATT cache reads to check itself."
+    )
     var databaseHash = false
 
-    @Flag(name: .customLong("service-changed"), help: "Have the Generic Attribute service (first) with Service Changed (0x2A05).")
+    @Flag(
+        name: .customLong("service-changed"),
+        help: "Have the Generic Attribute service (first) with Service Changed (0x2A05).")
     var serviceChanged = false
 
-    @Flag(name: .customLong("indicate-service-changed"), help: "With --service-changed: indicate it on every connection, as a bonded cuff whose database changed.")
+    @Flag(
+        name: .customLong("indicate-service-changed"),
+        help: "With --service-changed: indicate it on every connection, as a bonded cuff whose database changed.")
     var indicateServiceChanged = false
 
-    @Option(name: .customLong("handle-gap"), help: "Leave N handles unused before the cuff's services: a firmware whose handles moved (for a client's GATT cache).")
+    @Option(
+        name: .customLong("handle-gap"),
+        help:
+            "Leave N handles unused before the cuff's services: a firmware whose handles moved (for a client's GATT cache)."
+    )
     var handleGap: UInt16 = 0
 
     func validate() throws {
@@ -51,9 +74,15 @@ struct SimulatorOptions: ParsableArguments {
         if let model { _ = try OmronModelOption.profile(model) }
         if unpaired && model == nil { throw ValidationError("--unpaired goes with --model (an Omron cuff)") }
         // A peer on a socket or a radio needs paced time: "as fast as possible" is for in-process runs.
-        guard simulation.speed > 0 else { throw ValidationError("cuff simulate needs --speed above 0 (0 is for measure --simulated)") }
-        if let n = recordSegment, !(6...512).contains(n) { throw ValidationError("--record-segment takes 6 to 512 bytes") }
-        if let every, !(every > 0 && every.isFinite) { throw ValidationError("--every takes a number of seconds above 0") }
+        guard simulation.speed > 0 else {
+            throw ValidationError("cuff simulate needs --speed above 0 (0 is for measure --simulated)")
+        }
+        if let n = recordSegment, !(6...512).contains(n) {
+            throw ValidationError("--record-segment takes 6 to 512 bytes")
+        }
+        if let every, !(every > 0 && every.isFinite) {
+            throw ValidationError("--every takes a number of seconds above 0")
+        }
     }
 
     var persona: Persona { simulation.persona }
@@ -61,12 +90,17 @@ struct SimulatorOptions: ParsableArguments {
     var speed: Double { simulation.speed }
 
     var configuration: SimulatorConfiguration {
-        var c = SimulatorConfiguration(scenario: scenario.bps ?? .normal, persona: persona, seed: seed, autostart: autostart)
+        var c = SimulatorConfiguration(
+            scenario: scenario.bps ?? .normal, persona: persona, seed: seed, autostart: autostart)
         c.timeScale = speed
         c.recordSegmentLength = recordSegment
         c.measureEvery = every.map { .nanoseconds(Int64($0 * 1e9)) }
-        (c.databaseHash, c.serviceChanged, c.indicatesServiceChanged, c.handleGap) = (databaseHash, serviceChanged, indicateServiceChanged, handleGap)
-        c.omron = model.flatMap(OmronCatalog.profile(named:)).map { OmronSimulation(profile: $0, scenario: scenario.omron ?? .normal, unpaired: unpaired) }
+        (c.databaseHash, c.serviceChanged, c.indicatesServiceChanged, c.handleGap) = (
+            databaseHash, serviceChanged, indicateServiceChanged, handleGap
+        )
+        c.omron = model.flatMap(OmronCatalog.profile(named:)).map {
+            OmronSimulation(profile: $0, scenario: scenario.omron ?? .normal, unpaired: unpaired)
+        }
         if let quirk { c.behave(as: quirk) }
         return c
     }
@@ -92,39 +126,52 @@ struct Simulate: ParsableCommand {
     @Option(help: "Where to listen: unix:PATH (with --cuffs: unix:DIR, one socket per cuff, DIR/cuff-0001.sock …).")
     var listen: String?
 
-    @Option(help: "Serve this many independent cuffs from one process (with --listen unix:DIR): each its own seed (seed + index - 1), name (cuff-sim-0001 …) and serial (SIM-000001 …).")
+    @Option(
+        help:
+            "Serve this many independent cuffs from one process (with --listen unix:DIR): each its own seed (seed + index - 1), name (cuff-sim-0001 …) and serial (SIM-000001 …)."
+    )
     var cuffs: Int?
 
     @Option(help: "Bluetooth adapter to be a cuff on, e.g. hci0 (through bluetoothd, or with --backend raw as root).")
     var adapter: String?
 
-    @Option(help: """
-        With --adapter: auto (default: bluetoothd when it answers on the system bus), bluetoothd (a GATT application and an \
-        advertisement registered with bluetoothd over D-Bus; no root), or raw (HCI/MGMT/L2CAP sockets, needs root).
-        """)
+    @Option(
+        help: """
+            With --adapter: auto (default: bluetoothd when it answers on the system bus), bluetoothd (a GATT application and an \
+            advertisement registered with bluetoothd over D-Bus; no root), or raw (HCI/MGMT/L2CAP sockets, needs root).
+            """)
     var backend: Backend = .auto
 
     @OptionGroup var options: SimulatorOptions
 
     @OptionGroup var cuffProtocol: ProtocolOption
 
-    @Option(name: .customLong("from-capture"), help: ArgumentHelp(
-        "Serve the peripheral of a captured session instead of a simulated cuff: its attribute table, values and notifications (btsnoop, pcap or pcapng). The captured gaps are divided by --speed (default 10; 1 for the captured pace).",
-        valueName: "file"))
+    @Option(
+        name: .customLong("from-capture"),
+        help: ArgumentHelp(
+            "Serve the peripheral of a captured session instead of a simulated cuff: its attribute table, values and notifications (btsnoop, pcap or pcapng). The captured gaps are divided by --speed (default 10; 1 for the captured pace).",
+            valueName: "file"))
     var fromCapture: String?
 
-    @Option(help: "With --from-capture: the connection to serve (see --list-sessions; default: the first with a Blood Pressure Service).")
+    @Option(
+        help:
+            "With --from-capture: the connection to serve (see --list-sessions; default: the first with a Blood Pressure Service)."
+    )
     var session: Int?
 
-    @Flag(name: .customLong("list-sessions"), help: "With --from-capture: list the capture's connections and which can be served, then exit.")
+    @Flag(
+        name: .customLong("list-sessions"),
+        help: "With --from-capture: list the capture's connections and which can be served, then exit.")
     var listSessions = false
 
     @Flag(help: "With --from-capture: after the last captured notification, play them again.")
     var loop = false
 
-    @Option(name: .customLong("handle"), help: ArgumentHelp(
-        "With --from-capture, for a capture without service discovery (a central with a GATT cache): a value handle and its characteristic, HANDLE=UUID, e.g. 0x0003=2a35 (repeatable).",
-        valueName: "H=UUID"), transform: Replay.parseHandle)
+    @Option(
+        name: .customLong("handle"),
+        help: ArgumentHelp(
+            "With --from-capture, for a capture without service discovery (a central with a GATT cache): a value handle and its characteristic, HANDLE=UUID, e.g. 0x0003=2a35 (repeatable).",
+            valueName: "H=UUID"), transform: Replay.parseHandle)
     var handles: [HandleMapping] = []
 
     func validate() throws {
@@ -138,28 +185,39 @@ struct Simulate: ParsableCommand {
         if let cuffs {
             guard (1...100_000).contains(cuffs) else { throw ValidationError("--cuffs takes 1 to 100000") }
             guard listen != nil, adapter == nil, fromCapture == nil else {
-                throw ValidationError("--cuffs N serves a fleet on --listen unix:DIR (not with --adapter or --from-capture)")
+                throw ValidationError(
+                    "--cuffs N serves a fleet on --listen unix:DIR (not with --adapter or --from-capture)")
             }
         }
     }
 
     func run() throws {
         if list {
-            let omron = options.model == nil ? [] : OmronScenario.allCases.map { "\($0.rawValue)\t\($0.summary) (Omron)" }
-            return try Console.print(Scenario.allCases.map { "\($0.rawValue)\t\($0.summary)" } + omron, command: "cuff simulate")
+            let omron =
+                options.model == nil ? [] : OmronScenario.allCases.map { "\($0.rawValue)\t\($0.summary) (Omron)" }
+            return try Console.print(
+                Scenario.allCases.map { "\($0.rawValue)\t\($0.summary)" } + omron, command: "cuff simulate")
         }
         let overrides = HandleMapping.overrides(handles)
         if let fromCapture, listSessions { return try SimulatorService.listSessions(fromCapture, overrides: overrides) }
         var place = SimulatorService.Place.unix(String((listen ?? "").dropFirst("unix:".count)))
-        if let adapter { place = .adapter(try BlueZCommands.adapter(adapter), backend, defaultName: options.configuration.name) }
+        if let adapter {
+            place = .adapter(try BlueZCommands.adapter(adapter), backend, defaultName: options.configuration.name)
+        }
         var service = SimulatorService(place: place, speed: options.speed, every: options.every)
         service.quiet = quiet
-        if let fromCapture { return try service.serveCapture(fromCapture, session: session, overrides: overrides, loop: loop) }
+        if let fromCapture {
+            return try service.serveCapture(fromCapture, session: session, overrides: overrides, loop: loop)
+        }
         if let cuffs { return try service.serveFleet(cuffs, configuration: options.configuration) }
         if options.model != nil {
-            return try service.serveOmron(configuration: options.configuration, localSeconds: OmronSyncChoice.localSeconds())
+            return try service.serveOmron(
+                configuration: options.configuration, localSeconds: OmronSyncChoice.localSeconds())
         }
-        try service.serve(protocol: cuffProtocol.forced, configuration: options.configuration,
-                          label: "\(options.quirk.map { "\($0.name) " } ?? "")\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)")
+        try service.serve(
+            protocol: cuffProtocol.forced, configuration: options.configuration,
+            label:
+                "\(options.quirk.map { "\($0.name) " } ?? "")\(options.scenario.rawValue) cuff (\(options.persona.rawValue), seed \(options.seed), speed \(options.speed)×)"
+        )
     }
 }

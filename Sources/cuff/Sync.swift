@@ -21,23 +21,34 @@ struct Sync: ParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("The PostgreSQL store: postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…].", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "The PostgreSQL store: postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…].", valueName: "url"))
     var store: String?
 
     @OptionGroup var publishing: PublishOptions
 
-    @Option(help: ArgumentHelp("The outbox (default: $XDG_STATE_HOME/cuff/outbox.db; with --publish, as cuff watch names it).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "The outbox (default: $XDG_STATE_HOME/cuff/outbox.db; with --publish, as cuff watch names it).",
+            valueName: "path"))
     var outbox: String?
 
-    @Option(name: .customLong("batch"), help: ArgumentHelp("Readings per transaction (default 1000).", valueName: "n", visibility: .hidden))
+    @Option(
+        name: .customLong("batch"),
+        help: ArgumentHelp("Readings per transaction (default 1000).", valueName: "n", visibility: .hidden))
     var batch: Int = 1000
 
     @Flag(help: "No message on stderr when the outbox is emptied.")
     var quiet = false
 
     func validate() throws {
-        guard store != nil || publishing.isEnabled else { throw ValidationError("give --store postgres://… or --publish mqtt://…") }
-        if let store, !SinkFactory.isServerStore(store) { throw ValidationError("--store takes a postgres:// or postgresql:// URL; an SQLite store has no outbox") }
+        guard store != nil || publishing.isEnabled else {
+            throw ValidationError("give --store postgres://… or --publish mqtt://…")
+        }
+        if let store, !SinkFactory.isServerStore(store) {
+            throw ValidationError("--store takes a postgres:// or postgresql:// URL; an SQLite store has no outbox")
+        }
         guard batch >= 1 else { throw ValidationError("--batch takes a positive number of readings") }
     }
 
@@ -45,7 +56,9 @@ struct Sync: ParsableCommand {
         var waiting = false
         if let store { waiting = try OutboxShipping.ship(to: store, outbox: outbox, batch: batch, quiet: quiet) }
         if let p = try publishing.setup() {
-            waiting = try OutboxShipping.publishAll(p.targets(outbox: outbox, sharedWithStore: store != nil), quiet: quiet) || waiting
+            waiting =
+                try OutboxShipping.publishAll(p.targets(outbox: outbox, sharedWithStore: store != nil), quiet: quiet)
+                || waiting
         }
         // Readings still wait: as `measure`'s "connection failed".
         if waiting { throw ExitStatus.connectionFailed }

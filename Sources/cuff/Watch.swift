@@ -36,20 +36,27 @@ struct Watch: ParsableCommand {
             """
     )
 
-    @Option(name: .customLong("connect"), help: ArgumentHelp(
-        "A cuff to follow: unix:PATH of a `cuff simulate` socket, or unix:DIR for every socket in DIR (repeatable).",
-        valueName: "unix:PATH"))
+    @Option(
+        name: .customLong("connect"),
+        help: ArgumentHelp(
+            "A cuff to follow: unix:PATH of a `cuff simulate` socket, or unix:DIR for every socket in DIR (repeatable).",
+            valueName: "unix:PATH"))
     var connect: [String] = []
 
-    @Option(name: .customLong("device"), help: ArgumentHelp(
-        "With --adapter: a cuff to follow, AA:BB:CC:DD:EE:FF[/random] (repeatable; default: every cuff bonded on the adapter, see --bonds). cuff connects as soon as it advertises.",
-        valueName: "address"))
+    @Option(
+        name: .customLong("device"),
+        help: ArgumentHelp(
+            "With --adapter: a cuff to follow, AA:BB:CC:DD:EE:FF[/random] (repeatable; default: every cuff bonded on the adapter, see --bonds). cuff connects as soon as it advertises.",
+            valueName: "address"))
     var devices: [String] = []
 
     enum Help: BluetoothOptionsHelp {
-        static let adapter: ArgumentHelp = "Bluetooth adapter to follow real cuffs on, e.g. hci0: every cuff bonded there, or those given with --device."
-        static let security: ArgumentHelp? = "With --adapter: link security to ask for at once: low (default), medium or high. Raised anyway when a cuff asks."
-        static let bonds: ArgumentHelp? = "With --adapter: the bond store (default $XDG_STATE_HOME/cuff/bonds); without --device, every cuff bonded there on the adapter is followed."
+        static let adapter: ArgumentHelp =
+            "Bluetooth adapter to follow real cuffs on, e.g. hci0: every cuff bonded there, or those given with --device."
+        static let security: ArgumentHelp? =
+            "With --adapter: link security to ask for at once: low (default), medium or high. Raised anyway when a cuff asks."
+        static let bonds: ArgumentHelp? =
+            "With --adapter: the bond store (default $XDG_STATE_HOME/cuff/bonds); without --device, every cuff bonded there on the adapter is followed."
         static let setTime: ArgumentHelp? = "Do not write the cuffs' Current Time."
     }
 
@@ -61,7 +68,9 @@ struct Watch: ParsableCommand {
     @Flag(help: "Also log the sessions' own lines on stderr (these may name readings).")
     var verbose = false
 
-    @Flag(name: .customLong("no-gatt-cache"), help: "Discover each cuff's handles on every connection: do not use or keep the GATT cache.")
+    @Flag(
+        name: .customLong("no-gatt-cache"),
+        help: "Discover each cuff's handles on every connection: do not use or keep the GATT cache.")
     var noGATTCache = false
 
     @Option(help: "Apply this quirk profile to every cuff (default: chosen from each device's name and model).")
@@ -78,9 +87,12 @@ struct Watch: ParsableCommand {
             throw ValidationError("--format \(c) names a capture format; cuff watch writes ndjson, fhir or omh")
         }
         guard !connect.isEmpty || bluetooth.adapter != nil else {
-            throw ValidationError("give --connect unix:PATH (a socket or a directory of sockets) or --adapter hciN --device ADDRESS")
+            throw ValidationError(
+                "give --connect unix:PATH (a socket or a directory of sockets) or --adapter hciN --device ADDRESS")
         }
-        if bluetooth.adapter == nil && (!devices.isEmpty || bluetooth.security != nil || bluetooth.bonds != nil || bluetooth.backend != .auto) {
+        if bluetooth.adapter == nil
+            && (!devices.isEmpty || bluetooth.security != nil || bluetooth.bonds != nil || bluetooth.backend != .auto)
+        {
             throw ValidationError("--device, --security, --bonds and --backend go with --adapter hciN")
         }
         for d in devices { _ = try BlueZCommands.address(d) }
@@ -91,16 +103,21 @@ struct Watch: ParsableCommand {
 
     func run() throws {
         let sinks = try self.sinks.setup()
-        var service = WatchService(paths: connect.map { String($0.dropFirst("unix:".count)) }, openSinks: sinks.makeSinks)
+        var service = WatchService(
+            paths: connect.map { String($0.dropFirst("unix:".count)) }, openSinks: sinks.makeSinks)
         if let adapter = bluetooth.adapter {
-            service.adapter = .init(adapter: try BlueZCommands.adapter(adapter), backend: bluetooth.backend, devices: devices, address: BlueZCommands.address,
-                                    bonds: bluetooth.bonds)
+            service.adapter = .init(
+                adapter: try BlueZCommands.adapter(adapter), backend: bluetooth.backend, devices: devices,
+                address: BlueZCommands.address,
+                bonds: bluetooth.bonds)
         }
         service.followPressure = progress
         service.verbose = verbose
         service.quiet = sinks.quiet
         service.gattCache = GATTCacheStore.unless(disabled: noGATTCache, bonds: bluetooth.bonds)
-        let (setTime, level, forced, omron, quirk) = (!bluetooth.noSetTime, bluetooth.security ?? .low, cuffProtocol.forced, self.omron, self.quirk)
+        let (setTime, level, forced, omron, quirk) = (
+            !bluetooth.noSetTime, bluetooth.security ?? .low, cuffProtocol.forced, self.omron, self.quirk
+        )
         service.configure = { c in
             c.setTime = setTime
             c.security = level

@@ -35,8 +35,10 @@ struct CalendarDateTests {
     }
 
     @Test func leapDaysThatExistStayValid() throws {
-        for (hex, text) in [("E8 07 02 1D 0A 1E 00", "2024-02-29T10:30:00"), ("D0 07 02 1D 0A 1E 00", "2000-02-29T10:30:00"),
-                            ("E8 07 04 1E 0A 1E 00", "2024-04-30T10:30:00"), ("0F 27 0C 1F 17 3B 3B", "9999-12-31T23:59:59")] {
+        for (hex, text) in [
+            ("E8 07 02 1D 0A 1E 00", "2024-02-29T10:30:00"), ("D0 07 02 1D 0A 1E 00", "2000-02-29T10:30:00"),
+            ("E8 07 04 1E 0A 1E 00", "2024-04-30T10:30:00"), ("0F 27 0C 1F 17 3B 3B", "9999-12-31T23:59:59"),
+        ] {
             let d = try DateTime.decode(bytes(hex)[...])
             #expect(d.value.iso8601 == text)
             #expect(d.warnings.isEmpty)
@@ -48,9 +50,11 @@ struct CalendarDateTests {
 
     @Test func unknownPartsNeverRuleADayOut() throws {
         // Year unknown: February 29 may exist; month unknown: day 31 may.
-        for dt in [DateTime(year: 0, month: 2, day: 29, hours: 0, minutes: 0, seconds: 0),
-                   DateTime(year: 2023, month: 0, day: 31, hours: 0, minutes: 0, seconds: 0),
-                   DateTime(year: 2023, month: 2, day: 0, hours: 0, minutes: 0, seconds: 0)] {
+        for dt in [
+            DateTime(year: 0, month: 2, day: 29, hours: 0, minutes: 0, seconds: 0),
+            DateTime(year: 2023, month: 0, day: 31, hours: 0, minutes: 0, seconds: 0),
+            DateTime(year: 2023, month: 2, day: 0, hours: 0, minutes: 0, seconds: 0),
+        ] {
             #expect(dt.isValid)
             #expect(dt.iso8601 == nil)  // still not a timestamp: the date is not known
             var w = ByteWriter(capacity: 7)

@@ -7,7 +7,10 @@ import CuffCore
 @Suite("Quirk profiles")
 struct QuirkProfileTests {
     @Test func theProfilesTheIssueNames() {
-        #expect(QuirkProfile.all.map(\.name) == ["and-ua651", "veroval", "sbm69", "beurer-bm96", "beurer-bm85", "boso", "medisana", "qardio"])
+        #expect(
+            QuirkProfile.all.map(\.name) == [
+                "and-ua651", "veroval", "sbm69", "beurer-bm96", "beurer-bm85", "boso", "medisana", "qardio",
+            ])
         for p in QuirkProfile.all { #expect(QuirkProfile.named(p.name.uppercased()) == p) }
         #expect(QuirkProfile.named("omron") == nil)
     }
@@ -24,7 +27,10 @@ struct QuirkProfileTests {
     }
 
     /// Names of strict-standard cuffs (and of the simulator) select nothing.
-    @Test(arguments: ["X4 Smart", "BLESmart_00000136D45D2F6A8E", "M7 Intelli IT", "cuff-sim", "CUFF-SIM 1", "cuff-sim-0001", "BP5250", "Omron EVOLV", "BPM Connect", "BM", "UA-", "medicus"])
+    @Test(arguments: [
+        "X4 Smart", "BLESmart_00000136D45D2F6A8E", "M7 Intelli IT", "cuff-sim", "CUFF-SIM 1", "cuff-sim-0001", "BP5250",
+        "Omron EVOLV", "BPM Connect", "BM", "UA-", "medicus",
+    ])
     func strictNamesSelectNothing(name: String) {
         #expect(QuirkProfile.matching(name: name, model: name) == nil)
         #expect(QuirkProfile.matching(name: name, manufacturerData: [(0x020E, [0x01, 0x02])]) == nil)
@@ -78,8 +84,9 @@ struct QuirkProfileTests {
         #expect(strict.diastolic == .nres)
         // A plain reading decodes alike both ways (identical bytes below 2048, exponent 0).
         let plain = bytes("16 7C 00 56 00 61 00 E8 07 06 0F 11 11 1B 33 00 00 00")
-        #expect(try BloodPressureMeasurement.decode(plain[...], quirks: QuirkProfile.sbm69.options).value
-            == BloodPressureMeasurement.decode(plain[...]).value)
+        #expect(
+            try BloodPressureMeasurement.decode(plain[...], quirks: QuirkProfile.sbm69.options).value
+                == BloodPressureMeasurement.decode(plain[...]).value)
     }
 
     // MARK: Beurer BM96
@@ -116,15 +123,20 @@ struct QuirkProfileTests {
         #expect(json.contains("\"code\":\"error_reading\""))
         // Without the profile: no such warning; with it, a real reading gets none either.
         #expect(try BloodPressureMeasurement.decode(err[...]).warnings.isEmpty)
-        #expect(try BloodPressureMeasurement.decode(bytes("14 78 00 50 00 5D 00 48 00 00 00")[...], quirks: QuirkProfile.boso.options).warnings.isEmpty)
+        #expect(
+            try BloodPressureMeasurement.decode(
+                bytes("14 78 00 50 00 5D 00 48 00 00 00")[...], quirks: QuirkProfile.boso.options
+            ).warnings.isEmpty)
     }
 
     // MARK: Beurer BM85 family (the existing profile, extended)
 
     @Test func bm85FamilyFrames() throws {
         // Recorded from a Beurer BM85 (derdilla/blood-pressure-monitor-fl's tests, #735/#737).
-        let d = try BloodPressureMeasurement.decode(bytes("56 77 00 46 00 00 00 EA 07 08 0B 14 39 00 00 57 01 00 40")[...],
-                                                    quirks: QuirkProfile.beurerBM85.options).value
+        let d = try BloodPressureMeasurement.decode(
+            bytes("56 77 00 46 00 00 00 EA 07 08 0B 14 39 00 00 57 01 00 40")[...],
+            quirks: QuirkProfile.beurerBM85.options
+        ).value
         #expect(d.systolic.doubleValue == 119)
         #expect(d.diastolic.doubleValue == 70)
         #expect(d.pulseRate?.doubleValue == 87)
@@ -137,9 +149,12 @@ struct QuirkProfileTests {
         let full = Self.veroval
         for p in QuirkProfile.all {
             for n in 0..<7 {
-                #expect(throws: BPSDecodingError.self) { try BloodPressureMeasurement.decode(full.prefix(n), quirks: p.options) }
+                #expect(throws: BPSDecodingError.self) {
+                    try BloodPressureMeasurement.decode(full.prefix(n), quirks: p.options)
+                }
             }
-            for n in 7..<full.count where (try? BloodPressureMeasurement.decode(full.prefix(n), quirks: p.options)) != nil {
+            for n in 7..<full.count
+            where (try? BloodPressureMeasurement.decode(full.prefix(n), quirks: p.options)) != nil {
                 // Only a prefix that ends on a field boundary may decode (the user-ID quirk reads a byte
                 // the flags did not announce); none crashes.
                 #expect(p.options.contains(.userIDWithoutFlag) || n == full.count)
@@ -152,7 +167,10 @@ struct QuirkProfileTests {
 @Suite("Recognising cuffs from their advertising")
 struct RecognitionTests {
     @Test func profilesProtocolsAndNone() {
-        func r(_ name: String?, _ s16: [UInt16] = [], _ s128: [String] = [], _ md: [(companyID: UInt16, data: [UInt8])] = []) -> CuffRecognition {
+        func r(
+            _ name: String?, _ s16: [UInt16] = [], _ s128: [String] = [],
+            _ md: [(companyID: UInt16, data: [UInt8])] = []
+        ) -> CuffRecognition {
             CuffRecognition.recognise(name: name, serviceUUIDs16: s16, serviceUUIDs128: s128, manufacturerData: md)
         }
         #expect(r("X4 Smart", [0x1810]) == .standard)

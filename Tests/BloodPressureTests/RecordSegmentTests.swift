@@ -37,11 +37,20 @@ struct RecordSegmentTests {
             let prefix = full[0..<n]
             switch n {
             case 0:
-                #expect(throws: BPSDecodingError(.truncated, field: "Segmentation Header", offset: 0, detail: "needs 1 byte, 0 left")) { try RecordSegment.decodeFields(prefix) }
+                #expect(
+                    throws: BPSDecodingError(
+                        .truncated, field: "Segmentation Header", offset: 0, detail: "needs 1 byte, 0 left")
+                ) { try RecordSegment.decodeFields(prefix) }
             case 1, 2:
-                #expect(throws: BPSDecodingError(.truncated, field: "Sequence Number", offset: 1, detail: "needs 2 bytes, \(n - 1) left")) { try RecordSegment.decodeFields(prefix) }
+                #expect(
+                    throws: BPSDecodingError(
+                        .truncated, field: "Sequence Number", offset: 1, detail: "needs 2 bytes, \(n - 1) left")
+                ) { try RecordSegment.decodeFields(prefix) }
             case 3, 4:
-                #expect(throws: BPSDecodingError(.truncated, field: "UUID", offset: 3, detail: "needs 2 bytes, \(n - 3) left")) { try RecordSegment.decodeFields(prefix) }
+                #expect(
+                    throws: BPSDecodingError(
+                        .truncated, field: "UUID", offset: 3, detail: "needs 2 bytes, \(n - 3) left")
+                ) { try RecordSegment.decodeFields(prefix) }
             default:
                 // The header is whole: any part of the recorded value may follow.
                 let f = try RecordSegment.decodeFields(prefix)
@@ -107,7 +116,8 @@ struct RecordSegmentTests {
 
     @Test func theCounterWrapsFrom63To0() throws {
         var a = RecordAssembler()
-        #expect(a.add(RecordSegment(isFirst: true, isLast: false, counter: 63, data: [1, 0, 0x34, 0x2B])).dropped == nil)
+        #expect(
+            a.add(RecordSegment(isFirst: true, isLast: false, counter: 63, data: [1, 0, 0x34, 0x2B])).dropped == nil)
         let end = a.add(RecordSegment(isFirst: false, isLast: true, counter: 0, data: [9]))
         #expect(end.dropped == nil && end.body == [1, 0, 0x34, 0x2B, 9])
     }
@@ -120,15 +130,24 @@ struct RecordSegmentTests {
         #expect(over.dropped?.code == .invalidLength)
         #expect(!a.isAssembling)
         // Endless continuations after the drop are each dropped, never buffered.
-        for i in 2..<100 { #expect(a.add(RecordSegment(isFirst: false, isLast: false, counter: UInt8(i & 63), data: [1])).dropped != nil) }
+        for i in 2..<100 {
+            #expect(
+                a.add(RecordSegment(isFirst: false, isLast: false, counter: UInt8(i & 63), data: [1])).dropped != nil)
+        }
         #expect(a.body.isEmpty)
     }
 
     @Test func decodeJSONOfEachSegmentKind() throws {
         let f = try BPSCharacteristic.bloodPressureRecord.decodeJSON(bytes(Self.first)[...]).serialized()
-        #expect(f == #"{"type":"record","characteristic":"2B36","first_segment":true,"last_segment":false,"segment_counter":0,"sequence_number":1,"recorded_characteristic":"2B34","segment":"0100342b007800","partial_record":"007800","warnings":[],"raw":"010100342b007800"}"#)
+        #expect(
+            f
+                == #"{"type":"record","characteristic":"2B36","first_segment":true,"last_segment":false,"segment_counter":0,"sequence_number":1,"recorded_characteristic":"2B34","segment":"0100342b007800","partial_record":"007800","warnings":[],"raw":"010100342b007800"}"#
+        )
         let m = try BPSCharacteristic.bloodPressureRecord.decodeJSON(bytes(Self.middle)[...]).serialized()
-        #expect(m == #"{"type":"record","characteristic":"2B36","first_segment":false,"last_segment":false,"segment_counter":1,"segment":"5000","continuation":"5000","warnings":[],"raw":"045000"}"#)
+        #expect(
+            m
+                == #"{"type":"record","characteristic":"2B36","first_segment":false,"last_segment":false,"segment_counter":1,"segment":"5000","continuation":"5000","warnings":[],"raw":"045000"}"#
+        )
         let l = try BPSCharacteristic.bloodPressureRecord.decodeJSON(bytes(Self.last)[...]).serialized()
         #expect(l.contains(#""last_segment":true,"segment_counter":2,"segment":"5d00","continuation":"5d00""#))
     }
@@ -137,16 +156,24 @@ struct RecordSegmentTests {
         // V35 with its recorded value cut inside Diastolic (record offset 8).
         let j = try BPSCharacteristic.bloodPressureRecord.decodeJSON(bytes("03 01 00 34 2B 00 78 00 50")[...])
         let text = j.serialized()
-        #expect(text.contains(#""sequence_number":1,"recorded_characteristic":"2B34","record":null,"record_error":{"code":"truncated","field":"Recorded Characteristic: Diastolic""#))
+        #expect(
+            text.contains(
+                #""sequence_number":1,"recorded_characteristic":"2B34","record":null,"record_error":{"code":"truncated","field":"Recorded Characteristic: Diastolic""#
+            ))
         #expect(text.contains(#""offset":8}"#))
         #expect(text.contains(#""warnings":[{"code":"invalid_recorded_value""#))
         // The header itself cut short is still an error.
-        #expect(throws: BPSDecodingError.self) { try BPSCharacteristic.bloodPressureRecord.decodeJSON(bytes("03 01 00 34")[...]) }
+        #expect(throws: BPSDecodingError.self) {
+            try BPSCharacteristic.bloodPressureRecord.decodeJSON(bytes("03 01 00 34")[...])
+        }
     }
 
     @Test func aSingleSegmentRecordPrintsAsBefore() throws {
         let j = try BPSCharacteristic.bloodPressureRecord.decodeJSON(bytes("03 " + Self.body)[...]).serialized()
-        #expect(j.hasPrefix(#"{"type":"record","characteristic":"2B36","first_segment":true,"last_segment":true,"segment_counter":0,"sequence_number":1,"recorded_characteristic":"2B34","record":{"type":"measurement","characteristic":"2B34""#))
+        #expect(
+            j.hasPrefix(
+                #"{"type":"record","characteristic":"2B36","first_segment":true,"last_segment":true,"segment_counter":0,"sequence_number":1,"recorded_characteristic":"2B34","record":{"type":"measurement","characteristic":"2B34""#
+            ))
         #expect(!j.contains("segment\":\"") && !j.contains("record_error"))
     }
 }

@@ -14,7 +14,9 @@ struct RoundTripTests {
         case 2: return .positiveInfinity
         case 3: return .negativeInfinity
         case 4: return .reserved
-        default: return SFloat(mantissa: Int.random(in: -2045...2045, using: &g), exponent: Int.random(in: -8...7, using: &g))!
+        default:
+            return SFloat(
+                mantissa: Int.random(in: -2045...2045, using: &g), exponent: Int.random(in: -8...7, using: &g))!
         }
     }
 
@@ -22,7 +24,8 @@ struct RoundTripTests {
     /// clamped, so the generator's sequence is unchanged).
     static func dateTime(_ g: inout SeededGenerator) -> DateTime {
         var d = DateTime(
-            year: Bool.random(using: &g) ? 0 : UInt16.random(in: 1582...9999, using: &g), month: UInt8.random(in: 0...12, using: &g),
+            year: Bool.random(using: &g) ? 0 : UInt16.random(in: 1582...9999, using: &g),
+            month: UInt8.random(in: 0...12, using: &g),
             day: UInt8.random(in: 0...31, using: &g), hours: UInt8.random(in: 0...23, using: &g),
             minutes: UInt8.random(in: 0...59, using: &g), seconds: UInt8.random(in: 0...59, using: &g))
         d.day = min(d.day, DateTime.lastDay(ofMonth: d.month, year: d.year))
@@ -34,7 +37,8 @@ struct RoundTripTests {
     }
 
     static func status(_ g: inout SeededGenerator) -> MeasurementStatus {
-        MeasurementStatus(rawValue: UInt16.random(in: 0...0x3F, using: &g) & ~0x18 | UInt16.random(in: 0...2, using: &g) << 3)
+        MeasurementStatus(
+            rawValue: UInt16.random(in: 0...0x3F, using: &g) & ~0x18 | UInt16.random(in: 0...2, using: &g) << 3)
     }
 
     @Test func bloodPressureMeasurement() throws {
@@ -43,7 +47,8 @@ struct RoundTripTests {
             let m = BloodPressureMeasurement(
                 unit: Bool.random(using: &g) ? .mmHg : .kPa, systolic: Self.sfloat(&g), diastolic: Self.sfloat(&g),
                 meanArterialPressure: Self.sfloat(&g), timestamp: Self.optional(&g, Self.dateTime),
-                pulseRate: Self.optional(&g, Self.sfloat), userID: Self.optional(&g) { UInt8.random(in: 0...255, using: &$0) },
+                pulseRate: Self.optional(&g, Self.sfloat),
+                userID: Self.optional(&g) { UInt8.random(in: 0...255, using: &$0) },
                 status: Self.optional(&g, Self.status))
             let d = try BloodPressureMeasurement.decode(m.encode()[...])
             #expect(d.value == m)
@@ -57,11 +62,17 @@ struct RoundTripTests {
         for _ in 0..<Self.cases {
             let icp = Bool.random(using: &g)
             let kind: EnhancedBloodPressureMeasurement.Kind =
-                icp ? .cuffPressure(Self.sfloat(&g)) : .measurement(systolic: Self.sfloat(&g), diastolic: Self.sfloat(&g), meanArterialPressure: Self.sfloat(&g))
+                icp
+                ? .cuffPressure(Self.sfloat(&g))
+                : .measurement(
+                    systolic: Self.sfloat(&g), diastolic: Self.sfloat(&g), meanArterialPressure: Self.sfloat(&g))
             let m = EnhancedBloodPressureMeasurement(
-                unit: Bool.random(using: &g) ? .mmHg : .kPa, kind: kind, timestamp: Self.optional(&g) { UInt32.random(in: 0...UInt32.max, using: &$0) },
-                pulseRate: Self.optional(&g, Self.sfloat), userID: Self.optional(&g) { UInt8.random(in: 0...255, using: &$0) },
-                status: Self.optional(&g, Self.status), userFacingTime: Self.optional(&g) { UInt32.random(in: 0...UInt32.max, using: &$0) },
+                unit: Bool.random(using: &g) ? .mmHg : .kPa, kind: kind,
+                timestamp: Self.optional(&g) { UInt32.random(in: 0...UInt32.max, using: &$0) },
+                pulseRate: Self.optional(&g, Self.sfloat),
+                userID: Self.optional(&g) { UInt8.random(in: 0...255, using: &$0) },
+                status: Self.optional(&g, Self.status),
+                userFacingTime: Self.optional(&g) { UInt32.random(in: 0...UInt32.max, using: &$0) },
                 epoch: Bool.random(using: &g) ? .year1900 : .year2000)
             #expect(try EnhancedBloodPressureMeasurement.decode(m.encode()[...], cuffPressure: icp).value == m)
         }
@@ -74,7 +85,9 @@ struct RoundTripTests {
             var w = ByteWriter()
             dt.encode(into: &w)
             #expect(try DateTime.decode(w.bytes[...]).value == dt)
-            let ct = CurrentTime(dateTime: dt, dayOfWeek: UInt8.random(in: 0...7, using: &g), fractions256: UInt8.random(in: 0...255, using: &g), adjustReason: UInt8.random(in: 0...15, using: &g))
+            let ct = CurrentTime(
+                dateTime: dt, dayOfWeek: UInt8.random(in: 0...7, using: &g),
+                fractions256: UInt8.random(in: 0...255, using: &g), adjustReason: UInt8.random(in: 0...15, using: &g))
             #expect(try CurrentTime.decode(ct.encode()[...]).value == ct)
             let f = BloodPressureFeature(rawValue: UInt16.random(in: 0...0x1FF, using: &g))
             #expect(try BloodPressureFeature.decode(f.encode()[...]).value == f)
@@ -98,14 +111,26 @@ struct RoundTripTests {
             let v: RecordAccessControlPoint
             switch Int.random(in: 0..<6, using: &g) {
             case 0: v = .request(opCode: .reportStoredRecords, operator: .allRecords, filter: nil)
-            case 1: v = .request(opCode: .deleteStoredRecords, operator: .greaterThanOrEqualTo, filter: .sequenceNumber(UInt16.random(in: 0...UInt16.max, using: &g)))
-            case 2: v = .request(opCode: .reportStoredRecords, operator: .withinRangeOf, filter: .userFacingTimeRange(UInt32.random(in: 0...1000, using: &g), UInt32.random(in: 1000...UInt32.max, using: &g)))
+            case 1:
+                v = .request(
+                    opCode: .deleteStoredRecords, operator: .greaterThanOrEqualTo,
+                    filter: .sequenceNumber(UInt16.random(in: 0...UInt16.max, using: &g)))
+            case 2:
+                v = .request(
+                    opCode: .reportStoredRecords, operator: .withinRangeOf,
+                    filter: .userFacingTimeRange(
+                        UInt32.random(in: 0...1000, using: &g), UInt32.random(in: 1000...UInt32.max, using: &g)))
             case 3: v = .numberOfRecords(UInt32.random(in: 0...255, using: &g), width: 1)
             case 4: v = .numberOfRecords(UInt32.random(in: 0...UInt32.max, using: &g), width: 4)
-            default: v = .responseCode(requestOpCode: .init(rawValue: UInt8.random(in: 1...8, using: &g)), response: .init(rawValue: UInt8.random(in: 1...10, using: &g)))
+            default:
+                v = .responseCode(
+                    requestOpCode: .init(rawValue: UInt8.random(in: 1...8, using: &g)),
+                    response: .init(rawValue: UInt8.random(in: 1...10, using: &g)))
             }
             #expect(try RecordAccessControlPoint.decode(v.encode()[...]).value == v)
-            let r = BloodPressureRecord(sequenceNumber: UInt16.random(in: 0...UInt16.max, using: &g), recorded: (0..<Int.random(in: 0...16, using: &g)).map { _ in UInt8.random(in: 0...255, using: &g) })
+            let r = BloodPressureRecord(
+                sequenceNumber: UInt16.random(in: 0...UInt16.max, using: &g),
+                recorded: (0..<Int.random(in: 0...16, using: &g)).map { _ in UInt8.random(in: 0...255, using: &g) })
             let wire = [UInt8(3)] + r.encodeBody()
             #expect(try BloodPressureRecord.decode(wire[...]).value == r)
         }

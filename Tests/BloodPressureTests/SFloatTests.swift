@@ -26,7 +26,9 @@ struct SFloatTests {
     }
 
     // V22 and V20.
-    @Test(arguments: [("72 00", 114.0), ("5E FF", -16.2), ("24 20", 3600.0), ("65 F0", 10.1), ("BD F0", 18.9), ("0B 00", 11.0)])
+    @Test(arguments: [
+        ("72 00", 114.0), ("5E FF", -16.2), ("24 20", 3600.0), ("65 F0", 10.1), ("BD F0", 18.9), ("0B 00", 11.0),
+    ])
     func finiteValues(hex: String, value: Double) {
         var r = ByteReader(bytes(hex))
         #expect(SFloat(rawValue: r.readUInt16()!).doubleValue == value)

@@ -98,7 +98,8 @@ struct TruncationAndToleranceTests {
             sequenceNumber: 513, recordedUUID: 0x2B34,
             recorded: EnhancedBloodPressureMeasurement(
                 kind: .measurement(systolic: SFloat(131), diastolic: SFloat(84), meanArterialPressure: SFloat(99)),
-                timestamp: 800_000_000, pulseRate: SFloat(66), userID: 1, status: MeasurementStatus(), userFacingTime: 800_003_600
+                timestamp: 800_000_000, pulseRate: SFloat(66), userID: 1, status: MeasurementStatus(),
+                userFacingTime: 800_003_600
             ).encode())
         let segments = record.segments(maxLength: 8, startCounter: 62, withCRC: true)
         #expect(segments.count > 2)

@@ -6,7 +6,8 @@ import CuffCore
 @Suite("Public vectors")
 struct VectorTests {
     @Test func v1FullMeasurement() throws {
-        let d = try BloodPressureMeasurement.decode(bytes("1E 8A 00 58 00 78 00 00 00 04 11 14 29 3B 3C 00 01 27 00")[...])
+        let d = try BloodPressureMeasurement.decode(
+            bytes("1E 8A 00 58 00 78 00 00 00 04 11 14 29 3B 3C 00 01 27 00")[...])
         let m = d.value
         #expect(m.unit == .mmHg)
         #expect(m.systolic.doubleValue == 138)
@@ -39,7 +40,8 @@ struct VectorTests {
     @Test func v3Minimal() throws {
         let m = try BloodPressureMeasurement.decode(bytes("00 BD F0 0B 00 9F F0")[...]).value
         #expect(m.unit == .mmHg)
-        #expect([m.systolic.doubleValue, m.diastolic.doubleValue, m.meanArterialPressure.doubleValue] == [18.9, 11.0, 15.9])
+        #expect(
+            [m.systolic.doubleValue, m.diastolic.doubleValue, m.meanArterialPressure.doubleValue] == [18.9, 11.0, 15.9])
         #expect(m.timestamp == nil && m.pulseRate == nil && m.userID == nil && m.status == nil)
     }
 
@@ -56,7 +58,8 @@ struct VectorTests {
     }
 
     @Test func v6ICPWithZeroUnusedSlots() throws {
-        let m = try BloodPressureMeasurement.decode(bytes("1E 04 00 00 00 00 00 00 00 04 11 14 29 3B 3C 00 01 27 00")[...])
+        let m = try BloodPressureMeasurement.decode(
+            bytes("1E 04 00 00 00 00 00 00 00 04 11 14 29 3B 3C 00 01 27 00")[...])
         #expect(m.value.cuffPressure.doubleValue == 4.0)
         #expect(m.value.diastolic.doubleValue == 0)  // accepted although not NaN
         #expect(m.value.pulseRate?.doubleValue == 60)
@@ -73,13 +76,18 @@ struct VectorTests {
     }
 
     @Test func v8ICPMinimal() throws {
-        #expect(try BloodPressureMeasurement.decode(bytes("00 D7 F0 00 00 00 00")[...]).value.cuffPressure.doubleValue == 21.5)
+        #expect(
+            try BloodPressureMeasurement.decode(bytes("00 D7 F0 00 00 00 00")[...]).value.cuffPressure.doubleValue
+                == 21.5)
     }
 
     @Test func v9NRFToolbox() throws {
-        let m = try BloodPressureMeasurement.decode(bytes("1F 79 00 51 00 6A 00 E4 07 05 15 0A 1E 2D 48 00 01 06 00")[...]).value
+        let m = try BloodPressureMeasurement.decode(
+            bytes("1F 79 00 51 00 6A 00 E4 07 05 15 0A 1E 2D 48 00 01 06 00")[...]
+        ).value
         #expect(m.unit == .kPa)
-        #expect([m.systolic.doubleValue, m.diastolic.doubleValue, m.meanArterialPressure.doubleValue] == [121, 81, 106])
+        #expect(
+            [m.systolic.doubleValue, m.diastolic.doubleValue, m.meanArterialPressure.doubleValue] == [121, 81, 106])
         #expect(m.timestamp?.iso8601 == "2020-05-21T10:30:45")
         #expect(m.pulseRate?.doubleValue == 72)
         #expect(m.userID == 1)
@@ -106,7 +114,10 @@ struct VectorTests {
     }
 
     @Test func v24FeatureNames() throws {
-        #expect(try BloodPressureFeature.decode(bytes("03 00")[...]).value.featureNames == ["body_movement_detection", "cuff_fit_detection"])
+        #expect(
+            try BloodPressureFeature.decode(bytes("03 00")[...]).value.featureNames == [
+                "body_movement_detection", "cuff_fit_detection",
+            ])
         #expect(try BloodPressureFeature.decode(bytes("FF 01")[...]).value == .allVersion11)
         #expect(try BloodPressureFeature.decode(bytes("3F 00")[...]).value == .allVersion10)
     }
@@ -124,7 +135,8 @@ struct VectorTests {
 
     @Test(arguments: [
         ("06 00 01 01", 1 as UInt8, 1 as UInt8), ("06 00 0C 02", 12, 2), ("06 00 01 03", 1, 3), ("06 00 02 04", 2, 4),
-        ("06 00 01 05", 1, 5), ("06 00 01 06", 1, 6), ("06 00 03 07", 3, 7), ("06 00 02 08", 2, 8), ("06 00 02 09", 2, 9),
+        ("06 00 01 05", 1, 5), ("06 00 01 06", 1, 6), ("06 00 03 07", 3, 7), ("06 00 02 08", 2, 8),
+        ("06 00 02 09", 2, 9),
         ("06 00 01 0A", 1, 10),
     ])
     func v29RACPResponseCodes(hex: String, op: UInt8, code: UInt8) throws {
@@ -133,9 +145,15 @@ struct VectorTests {
     }
 
     @Test func v30RACPCounts() throws {
-        #expect(try RecordAccessControlPoint.decode(bytes("05 00 01")[...], as: .response).value == .numberOfRecords(1, width: 1))
-        #expect(try RecordAccessControlPoint.decode(bytes("05 00 02 01")[...], as: .response).value == .numberOfRecords(258, width: 2))
-        #expect(try RecordAccessControlPoint.decode(bytes("05 00 04 03 02 01")[...], as: .response).value == .numberOfRecords(16_909_060, width: 4))
+        #expect(
+            try RecordAccessControlPoint.decode(bytes("05 00 01")[...], as: .response).value
+                == .numberOfRecords(1, width: 1))
+        #expect(
+            try RecordAccessControlPoint.decode(bytes("05 00 02 01")[...], as: .response).value
+                == .numberOfRecords(258, width: 2))
+        #expect(
+            try RecordAccessControlPoint.decode(bytes("05 00 04 03 02 01")[...], as: .response).value
+                == .numberOfRecords(16_909_060, width: 4))
         #expect(throws: BPSDecodingError(.invalidLength, field: "Number of Records", offset: 2)) {
             try RecordAccessControlPoint.decode(bytes("05 00 03 02 01")[...], as: .response)
         }
@@ -154,15 +172,26 @@ struct VectorTests {
     }
 
     @Test func v32RACPRequests() throws {
-        #expect(try RecordAccessControlPoint.decode(bytes("01 01")[...], as: .request).value == .request(opCode: .reportStoredRecords, operator: .allRecords, filter: nil))
-        #expect(try RecordAccessControlPoint.decode(bytes("03 00")[...], as: .request).value == .request(opCode: .abortOperation, operator: .null, filter: nil))
-        #expect(try RecordAccessControlPoint.decode(bytes("01 06")[...], as: .request).value == .request(opCode: .reportStoredRecords, operator: .lastRecord, filter: nil))
-        #expect(try RecordAccessControlPoint.decode(bytes("01 03 01 02 00")[...]).value == .request(opCode: .reportStoredRecords, operator: .greaterThanOrEqualTo, filter: .sequenceNumber(2)))
-        #expect(try RecordAccessControlPoint.decode(bytes("04 01")[...]).value == .request(opCode: .reportNumberOfStoredRecords, operator: .allRecords, filter: nil))
+        #expect(
+            try RecordAccessControlPoint.decode(bytes("01 01")[...], as: .request).value
+                == .request(opCode: .reportStoredRecords, operator: .allRecords, filter: nil))
+        #expect(
+            try RecordAccessControlPoint.decode(bytes("03 00")[...], as: .request).value
+                == .request(opCode: .abortOperation, operator: .null, filter: nil))
+        #expect(
+            try RecordAccessControlPoint.decode(bytes("01 06")[...], as: .request).value
+                == .request(opCode: .reportStoredRecords, operator: .lastRecord, filter: nil))
+        #expect(
+            try RecordAccessControlPoint.decode(bytes("01 03 01 02 00")[...]).value
+                == .request(opCode: .reportStoredRecords, operator: .greaterThanOrEqualTo, filter: .sequenceNumber(2)))
+        #expect(
+            try RecordAccessControlPoint.decode(bytes("04 01")[...]).value
+                == .request(opCode: .reportNumberOfStoredRecords, operator: .allRecords, filter: nil))
     }
 
     @Test func v33EnhancedFull() throws {
-        let d = try EnhancedBloodPressureMeasurement.decode(bytes("7E 78 00 50 00 64 00 80 51 01 00 48 00 05 03 00 00 A3 02 00")[...], cuffPressure: false)
+        let d = try EnhancedBloodPressureMeasurement.decode(
+            bytes("7E 78 00 50 00 64 00 80 51 01 00 48 00 05 03 00 00 A3 02 00")[...], cuffPressure: false)
         let m = d.value
         #expect(pressures(m.kind) == [120, 80, 100])
         #expect(m.timestamp == 86400)
@@ -177,7 +206,9 @@ struct VectorTests {
     }
 
     @Test func v34EnhancedIm97mori() throws {
-        let m = try EnhancedBloodPressureMeasurement.decode(bytes("02 01 00 02 00 03 00 04 05 06 07")[...], cuffPressure: false).value
+        let m = try EnhancedBloodPressureMeasurement.decode(
+            bytes("02 01 00 02 00 03 00 04 05 06 07")[...], cuffPressure: false
+        ).value
         guard case let .measurement(s, d, map) = m.kind else { Issue.record("kind"); return }
         #expect([s.doubleValue, d.doubleValue, map.doubleValue] == [1, 2, 3])
         #expect(m.timestamp == 0x0706_0504)
@@ -201,8 +232,11 @@ struct VectorTests {
 
     @Test func ourWorkedExample() throws {
         // shared/spec/output-formats.md C.0.
-        let m = try BloodPressureMeasurement.decode(bytes("1E 78 00 50 00 5D 00 E8 07 06 17 0E 23 0A 48 00 01 00 00")[...]).value
-        #expect([m.systolic.doubleValue, m.diastolic.doubleValue, m.meanArterialPressure.doubleValue] == [120, 80, 93])
+        let m = try BloodPressureMeasurement.decode(
+            bytes("1E 78 00 50 00 5D 00 E8 07 06 17 0E 23 0A 48 00 01 00 00")[...]
+        ).value
+        #expect(
+            [m.systolic.doubleValue, m.diastolic.doubleValue, m.meanArterialPressure.doubleValue] == [120, 80, 93])
         #expect(m.timestamp?.iso8601 == "2024-06-23T14:35:10")
         #expect(m.pulseRate?.doubleValue == 72 && m.userID == 1 && m.status?.rawValue == 0)
     }
@@ -211,7 +245,8 @@ struct VectorTests {
         // What cuffs send on "Err": every value NaN, status 0.
         let m = try BloodPressureMeasurement.decode(bytes("14 FF 07 FF 07 FF 07 FF 07 00 00")[...]).value
         #expect(m.systolic == .nan && m.diastolic == .nan && m.meanArterialPressure == .nan && m.pulseRate == .nan)
-        let json = BPSCharacteristic.bloodPressureMeasurement.decodeJSONOrFail(bytes("14 FF 07 FF 07 FF 07 FF 07 00 00"))
+        let json = BPSCharacteristic.bloodPressureMeasurement.decodeJSONOrFail(
+            bytes("14 FF 07 FF 07 FF 07 FF 07 00 00"))
         #expect(json["systolic"] == .string("NaN"))
         #expect(json["pulse_rate"] == .string("NaN"))
     }

@@ -17,8 +17,9 @@ struct VendorProtocolTests {
     @Test func commandsCarryTheirChecksums() {
         #expect(Microlife.getMeasurementsCommand == [77, 255, 0, 9, 0, 0, 0, 0, 0, 0, 0, 253, 82])
         #expect(Microlife.disconnectCommand == [77, 255, 0, 2, 4, 82])
-        #expect(Microlife.setTimeCommand(DateTime(year: 2024, month: 6, day: 15, hours: 14, minutes: 30, seconds: 45))
-            == [77, 255, 0, 8, 13, 24, 6, 15, 14, 30, 45, 231])
+        #expect(
+            Microlife.setTimeCommand(DateTime(year: 2024, month: 6, day: 15, hours: 14, minutes: 30, seconds: 45))
+                == [77, 255, 0, 8, 13, 24, 6, 15, 14, 30, 45, 231])
     }
 
     @Test func frameLengthOnceTheHeaderIsIn() {
@@ -51,7 +52,8 @@ struct VendorProtocolTests {
     static func payload(_ records: [[UInt8]]) -> [UInt8] { [UInt8](repeating: 0, count: 38) + records.flatMap { $0 } }
 
     @Test func decodesMultipleMeasurements() {
-        let r = Microlife.records(inPayload: Self.payload([[120, 80, 60, 24, 6, 15, 14, 30, 0, 0], [130, 85, 70, 25, 1, 2, 3, 4, 0, 0]])[...])
+        let r = Microlife.records(
+            inPayload: Self.payload([[120, 80, 60, 24, 6, 15, 14, 30, 0, 0], [130, 85, 70, 25, 1, 2, 3, 4, 0, 0]])[...])
         #expect(r.records.count == 2)
         #expect(r.records[0].systolic == 120 && r.records[0].diastolic == 80 && r.records[0].pulse == 60)
         #expect(r.records[0].time.iso8601 == "2024-06-15T14:30:00")
@@ -62,14 +64,19 @@ struct VendorProtocolTests {
     }
 
     @Test func skipsEmptySlotsAndImpossibleDates() {
-        let r = Microlife.records(inPayload: Self.payload([[120, 80, 60, 24, 6, 15, 14, 30, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]])[...])
+        let r = Microlife.records(
+            inPayload: Self.payload([[120, 80, 60, 24, 6, 15, 14, 30, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]])[...])
         #expect(r.records.map(\.systolic) == [120])
         #expect(r.skipped == [Microlife.SkippedSlot(payloadOffset: 48, reason: .empty)])
         let bad = Microlife.records(inPayload: Self.payload([[110, 70, 65, 24, 0, 15, 14, 30, 0, 0]])[...])  // month 0
         #expect(bad.records.isEmpty)
         #expect(bad.skipped == [Microlife.SkippedSlot(payloadOffset: 38, reason: .impossibleDate)])
-        #expect(Microlife.records(inPayload: Self.payload([[110, 70, 65, 24, 2, 30, 14, 30, 0, 0]])[...]).records.isEmpty)  // 30 February
-        #expect(Microlife.records(inPayload: Self.payload([[110, 70, 65, 24, 2, 3, 24, 30, 0, 0]])[...]).records.isEmpty)  // hour 24
+        #expect(
+            // 30 February
+            Microlife.records(inPayload: Self.payload([[110, 70, 65, 24, 2, 30, 14, 30, 0, 0]])[...]).records.isEmpty)
+        #expect(
+            // hour 24
+            Microlife.records(inPayload: Self.payload([[110, 70, 65, 24, 2, 3, 24, 30, 0, 0]])[...]).records.isEmpty)
         #expect(Microlife.records(inPayload: Self.payload([])[...]).records.isEmpty)
         #expect(Microlife.records(inPayload: [][...]).records.isEmpty)
     }
@@ -77,19 +84,25 @@ struct VendorProtocolTests {
     /// A whole response frame around the vectors' payload: the records out, and every truncated
     /// prefix refused with `truncated` (never a crash, never a partial record list).
     @Test func wholeFrameAndEveryTruncatedPrefix() throws {
-        let payload = Self.payload([[120, 80, 60, 24, 6, 15, 14, 30, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [130, 85, 70, 25, 1, 2, 3, 4, 0, 0]])
+        let payload = Self.payload([
+            [120, 80, 60, 24, 6, 15, 14, 30, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            [130, 85, 70, 25, 1, 2, 3, 4, 0, 0],
+        ])
         let frame = Microlife.frame(payload, header: Microlife.responseHeader)
         #expect(frame.count == 4 + payload.count + 1)
         #expect(Array(frame.prefix(4)) == [0x4D, 0x3A, 0x00, UInt8(payload.count + 1)])
         let records = Microlife.records(inPayload: try Microlife.payload(ofFrame: frame[...])).records
         #expect(records.map(\.systolic) == [120, 130])
         for n in 0..<frame.count {
-            #expect(performing: { try Microlife.payload(ofFrame: frame.prefix(n)) }, throws: { ($0 as? BPSDecodingError)?.code == .truncated })
+            #expect(
+                performing: { try Microlife.payload(ofFrame: frame.prefix(n)) },
+                throws: { ($0 as? BPSDecodingError)?.code == .truncated })
         }
     }
 
     @Test func reassemblesAFrameSplitOverNotifications() {
-        let frame = Microlife.frame(Self.payload([[120, 80, 60, 24, 6, 15, 14, 30, 0, 0]]), header: Microlife.responseHeader)
+        let frame = Microlife.frame(
+            Self.payload([[120, 80, 60, 24, 6, 15, 14, 30, 0, 0]]), header: Microlife.responseHeader)
         var r = Microlife.Reassembler()
         var got: [[UInt8]] = []
         for start in stride(from: 0, to: frame.count, by: 20) {
@@ -121,9 +134,13 @@ struct VendorProtocolTests {
     @Test func yonkerEveryTruncatedPrefixAndTooLong() {
         let full = bytes("81 83 67 51 00 00 19 0B 18 13 12 00 00 00 00")
         for n in 0..<full.count {
-            #expect(throws: BPSDecodingError(.truncated, field: "Yonker notification", offset: n)) { try Yonker.decode(full.prefix(n)) }
+            #expect(throws: BPSDecodingError(.truncated, field: "Yonker notification", offset: n)) {
+                try Yonker.decode(full.prefix(n))
+            }
         }
-        #expect(throws: BPSDecodingError(.invalidLength, field: "Yonker notification", offset: 15)) { try Yonker.decode((full + [0])[...]) }
+        #expect(throws: BPSDecodingError(.invalidLength, field: "Yonker notification", offset: 15)) {
+            try Yonker.decode((full + [0])[...])
+        }
     }
 
     @Test func yonkerImpossibleDateIsNoTimestamp() throws {

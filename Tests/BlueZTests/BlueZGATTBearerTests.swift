@@ -13,7 +13,11 @@ struct BlueZGATTMirrorTests {
         ["org.bluez.GattService1": .dictionary([("UUID", .string(uuid)), ("Primary", .boolean(true))])]
     }
     static func char(_ uuid: String, _ flags: [String]) -> [String: DBusValue] {
-        ["org.bluez.GattCharacteristic1": .dictionary([("UUID", .string(uuid)), ("Flags", .array(element: "s", flags.map(DBusValue.string)))])]
+        [
+            "org.bluez.GattCharacteristic1": .dictionary([
+                ("UUID", .string(uuid)), ("Flags", .array(element: "s", flags.map(DBusValue.string))),
+            ])
+        ]
     }
     static func desc(_ uuid: String) -> [String: DBusValue] {
         ["org.bluez.GattDescriptor1": .dictionary([("UUID", .string(uuid))])]
@@ -56,24 +60,41 @@ struct BlueZGATTMirrorTests {
         #expect(db.services.first?.endHandle == 0x09)
         #expect(db.characteristic(.deviceName)?.valueHandle == 3)
         #expect(db.attribute(3)?.value == Array("cuff-sim".utf8))
-        let tight: [String: [String: DBusValue]] = [Self.dev + "/service0001": Self.service("00001810-0000-1000-8000-00805f9b34fb")]
+        let tight: [String: [String: DBusValue]] = [
+            Self.dev + "/service0001": Self.service("00001810-0000-1000-8000-00805f9b34fb")
+        ]
         let (db2, _, notes) = BlueZGATTBearer.mirror(tight, devicePath: Self.dev, deviceName: "cuff-sim")
         #expect(db2.services.count == 1)
         #expect(notes.contains { $0.contains("no device name") })
     }
 
     @Test func attErrorsFromBluetoothdReplies() {
-        #expect(BlueZGATTBearer.attError(TransportError(.systemCall, "D-Bus WriteValue failed: org.bluez.Error.Failed: Operation failed with ATT error: 0x81")).rawValue == 0x81)
-        #expect(BlueZGATTBearer.attError(TransportError(.systemCall, "D-Bus ReadValue failed: org.bluez.Error.NotPermitted: Read not permitted",
-                                                        remoteErrorName: "org.bluez.Error.NotPermitted")) == .writeNotPermitted)
+        #expect(
+            BlueZGATTBearer.attError(
+                TransportError(
+                    .systemCall,
+                    "D-Bus WriteValue failed: org.bluez.Error.Failed: Operation failed with ATT error: 0x81")
+            ).rawValue == 0x81)
+        #expect(
+            BlueZGATTBearer.attError(
+                TransportError(
+                    .systemCall, "D-Bus ReadValue failed: org.bluez.Error.NotPermitted: Read not permitted",
+                    remoteErrorName: "org.bluez.Error.NotPermitted")) == .writeNotPermitted)
         // Matched by the reply's error name, never by the text: a name only in the message counts for nothing.
-        #expect(BlueZGATTBearer.attError(TransportError(.systemCall, "org.bluez.Error.NotPermitted", remoteErrorName: "org.bluez.Error.Failed")) == .unlikelyError)
-        #expect(BlueZGATTBearer.attError(TransportError(.systemCall, "D-Bus ReadValue failed: org.bluez.Error.Failed: Not connected")) == .unlikelyError)
+        #expect(
+            BlueZGATTBearer.attError(
+                TransportError(.systemCall, "org.bluez.Error.NotPermitted", remoteErrorName: "org.bluez.Error.Failed"))
+                == .unlikelyError)
+        #expect(
+            BlueZGATTBearer.attError(
+                TransportError(.systemCall, "D-Bus ReadValue failed: org.bluez.Error.Failed: Not connected"))
+                == .unlikelyError)
     }
 
     @Test func scanReportFromDeviceProperties() throws {
         let props = DBusValue.dictionary([
-            ("Address", .string("00:AA:01:00:00:00")), ("AddressType", .string("public")), ("Name", .string("cuff-sim")),
+            ("Address", .string("00:AA:01:00:00:00")), ("AddressType", .string("public")),
+            ("Name", .string("cuff-sim")),
             ("RSSI", .int16(-40)), ("UUIDs", .array(element: "s", [.string("00001810-0000-1000-8000-00805f9b34fb")])),
             ("AdvertisingFlags", .bytes([0x06])),
         ])
@@ -85,8 +106,14 @@ struct BlueZGATTMirrorTests {
         #expect(r.flags == 0x06)
         // A paired device not heard in this discovery (no RSSI): not reported; an unpaired one
         // bluetoothd still keeps (seen within its temporary timeout) is, without RSSI.
-        #expect(BlueZDiscovery.report(.dictionary([("Address", .string("00:AA:01:00:00:00")), ("Paired", .boolean(true))])) == nil)
-        #expect(BlueZDiscovery.report(.dictionary([("Address", .string("00:AA:01:00:00:00")), ("Paired", .boolean(false))]))?.rssi == nil)
-        #expect(BlueZDiscovery.report(.dictionary([("Address", .string("00:AA:01:00:00:00")), ("Paired", .boolean(false))])) != nil)
+        #expect(
+            BlueZDiscovery.report(.dictionary([("Address", .string("00:AA:01:00:00:00")), ("Paired", .boolean(true))]))
+                == nil)
+        #expect(
+            BlueZDiscovery.report(
+                .dictionary([("Address", .string("00:AA:01:00:00:00")), ("Paired", .boolean(false))]))?.rssi == nil)
+        #expect(
+            BlueZDiscovery.report(
+                .dictionary([("Address", .string("00:AA:01:00:00:00")), ("Paired", .boolean(false))])) != nil)
     }
 }

@@ -36,12 +36,18 @@ struct BluetoothdSimulateTests {
 
         static func own(_ bus: PrivateBus) throws -> DBusConnection {
             let c = try bus.connect()
-            let owned = try c.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                         member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
+            let owned = try c.call(
+                .call(
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                    interface: "org.freedesktop.DBus",
+                    member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
             #expect(owned.body == [.uint32(1)])
             // cuff's PropertiesChanged are broadcast: bluetoothd listens for them.
-            try c.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                             member: "AddMatch", body: [.string("type='signal',interface='org.freedesktop.DBus.Properties'")]))
+            try c.call(
+                .call(
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                    interface: "org.freedesktop.DBus",
+                    member: "AddMatch", body: [.string("type='signal',interface='org.freedesktop.DBus.Properties'")]))
             return c
         }
 
@@ -71,14 +77,23 @@ struct BluetoothdSimulateTests {
         }
 
         /// A call from "bluetoothd" to cuff's object; the reply.
-        func call(_ cuff: String, _ path: String, _ interface: String, _ member: String, _ body: [DBusValue] = []) throws -> DBusMessage? {
-            let serial = try bluez.send(.call(destination: cuff, path: path, interface: interface, member: member, body: body))
+        func call(_ cuff: String, _ path: String, _ interface: String, _ member: String, _ body: [DBusValue] = [])
+            throws -> DBusMessage?
+        {
+            let serial = try bluez.send(
+                .call(destination: cuff, path: path, interface: interface, member: member, body: body))
             return try take("the reply to \(member) on \(path)") { $0.replySerial == serial }
         }
 
         func deviceConnected(_ connected: Bool) throws {
-            try bluez.send(DBusMessage(kind: .signal, path: central, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-                                       body: [.string("org.bluez.Device1"), .dictionary([("Connected", .boolean(connected))]), .array(element: "s", [])]))
+            try bluez.send(
+                DBusMessage(
+                    kind: .signal, path: central, interface: "org.freedesktop.DBus.Properties",
+                    member: "PropertiesChanged",
+                    body: [
+                        .string("org.bluez.Device1"), .dictionary([("Connected", .boolean(connected))]),
+                        .array(element: "s", []),
+                    ]))
         }
 
         /// The next Value cuff sent as PropertiesChanged on `path`.
@@ -91,15 +106,17 @@ struct BluetoothdSimulateTests {
         /// first, then the reply; the advertisement's properties, then its reply.
         func acceptRegistration(root: String) throws -> (objects: DBusValue?, advertisement: DBusValue?) {
             guard let register = try take("RegisterApplication", { $0.member == "RegisterApplication" }),
-                  let advertise = try take("RegisterAdvertisement", { $0.member == "RegisterAdvertisement" }),
-                  let cuff = register.sender
+                let advertise = try take("RegisterAdvertisement", { $0.member == "RegisterAdvertisement" }),
+                let cuff = register.sender
             else { return (nil, nil) }
             #expect(register.path == "/org/bluez/hci0" && register.interface == "org.bluez.GattManager1")
             #expect(register.body?.first == .objectPath(root))
             let objects = try call(cuff, root, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")?.body?.first
             try bluez.send(.methodReturn(to: register))
             guard case .objectPath(let adPath)? = advertise.body?.first else { return (objects, nil) }
-            let ad = try call(cuff, adPath, "org.freedesktop.DBus.Properties", "GetAll", [.string("org.bluez.LEAdvertisement1")])?.body?.first
+            let ad = try call(
+                cuff, adPath, "org.freedesktop.DBus.Properties", "GetAll", [.string("org.bluez.LEAdvertisement1")])?
+                .body?.first
             try bluez.send(.methodReturn(to: advertise))
             return (objects, ad)
         }
@@ -153,11 +170,15 @@ struct BluetoothdSimulateTests {
         let loop = try EventLoop()
         let h = try Harness(bus: bus, loop: loop)
         let sim = SimulatorConfiguration(scenario: .storedRecords, persona: .bps10, seed: 7, autostart: false)
-        let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 50), signals: nil, log: .silent)
+        let driver = PeripheralDriver(
+            peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 50), signals: nil,
+            log: .silent)
         driver.attach(to: loop)
         var clients: [String?] = []
         let layout = BlueZGATTLayout(database: driver.peripheral.database, name: "cuff-sim")
-        let app = try BlueZGATTApplication(busPath: bus.socketPath, adapter: Self.adapter, layout: layout, loop: loop, log: .silent) { bearer, client in
+        let app = try BlueZGATTApplication(
+            busPath: bus.socketPath, adapter: Self.adapter, layout: layout, loop: loop, log: .silent
+        ) { bearer, client in
             clients.append(client)
             if driver.isConnected { driver.interrupt() }
             driver.accept(bearer, client: client) { _ in }
@@ -177,8 +198,14 @@ struct BluetoothdSimulateTests {
             Issue.record("no 2A35/2A49 in \(String(describing: objects))")
             return
         }
-        #expect(objects?.entries?.first { $0.0 == bpm }?.1["org.bluez.GattCharacteristic1"]?["Flags"]?.stringsValue == ["indicate"])
-        #expect(objects?.entries?.first { $0.0 == feature }?.1["org.bluez.GattCharacteristic1"]?["Flags"]?.stringsValue == ["read"])
+        #expect(
+            objects?.entries?.first { $0.0 == bpm }?.1["org.bluez.GattCharacteristic1"]?["Flags"]?.stringsValue == [
+                "indicate"
+            ])
+        #expect(
+            objects?.entries?.first { $0.0 == feature }?.1["org.bluez.GattCharacteristic1"]?["Flags"]?.stringsValue == [
+                "read"
+            ])
         let cuff = try #require(app.connectionName)
         let expected = Self.reference(sim)
         #expect(!expected.first.isEmpty && expected.first != expected.second)
@@ -223,20 +250,30 @@ struct BluetoothdSimulateTests {
 
     @Test func flagsSayWhichValuesNeedEncryption() {
         let sim = SimulatorConfiguration(scenario: .normal, persona: .bps11, seed: 1, autostart: false)
-        let layout = BlueZGATTLayout(database: CuffPeripheral(configuration: sim, requireEncryption: true).database, name: "x")
+        let layout = BlueZGATTLayout(
+            database: CuffPeripheral(configuration: sim, requireEncryption: true).database, name: "x")
         func flags(_ uuid: BluetoothUUID) -> [String]? {
-            layout.objects.first { $0.kind == .characteristic && $0.properties.first { $0.0 == "UUID" }?.1 == .string(BlueZGATTLayout.text(uuid)) }?
-                .properties.first { $0.0 == "Flags" }?.1.stringsValue
+            layout.objects.first {
+                $0.kind == .characteristic
+                    && $0.properties.first { $0.0 == "UUID" }?.1 == .string(BlueZGATTLayout.text(uuid))
+            }?
+            .properties.first { $0.0 == "Flags" }?.1.stringsValue
         }
         #expect(flags(BluetoothUUID(0x2A52)) == ["encrypt-write", "indicate"])  // RACP
         #expect(flags(BluetoothUUID(0x2A49)) == ["read"])
-        #expect(BlueZGATTLayout.flags([.read, .write], [.readAuthenticated, .writeEncrypted]) == ["encrypt-authenticated-read", "encrypt-write"])
+        #expect(
+            BlueZGATTLayout.flags([.read, .write], [.readAuthenticated, .writeEncrypted]) == [
+                "encrypt-authenticated-read", "encrypt-write",
+            ])
         #expect(BlueZGATTLayout.text(BluetoothUUID(0x2A35)) == "00002a35-0000-1000-8000-00805f9b34fb")
         #expect(BlueZGATTApplication.address(devicePath: Self.central) == "00:11:22:33:44:55")
         #expect(BlueZGATTApplication.address(devicePath: "/org/bluez/hci0") == nil)
         // ATT errors as the D-Bus errors bluetoothd turns back into them.
         #expect(BlueZGATTApplication.dbusError(.readNotPermitted).0 == "org.bluez.Error.NotPermitted")
         #expect(BlueZGATTApplication.dbusError(.invalidAttributeValueLength).0 == "org.bluez.Error.InvalidValueLength")
-        #expect(BlueZGATTApplication.dbusError(.cccdImproperlyConfigured) == ("org.bluez.Error.Failed", "0xfd \(ATTErrorCode.cccdImproperlyConfigured)"))
+        #expect(
+            BlueZGATTApplication.dbusError(.cccdImproperlyConfigured) == (
+                "org.bluez.Error.Failed", "0xfd \(ATTErrorCode.cccdImproperlyConfigured)"
+            ))
     }
 }

@@ -24,7 +24,9 @@ struct BluetoothdWatchTests {
     static let device = "/org/bluez/hci1/dev_00_AA_01_00_00_07"
     static let bps = "00001810-0000-1000-8000-00805f9b34fb"
     /// A measurement with a time stamp (flags 0x02): 120/80 mmHg, MAP 93, 2026-11-25 10:00:00.
-    static let measurement: [UInt8] = [0x02, 0x78, 0x00, 0x50, 0x00, 0x5D, 0x00, 0xEA, 0x07, 0x0B, 0x19, 0x0A, 0x00, 0x00]
+    static let measurement: [UInt8] = [
+        0x02, 0x78, 0x00, 0x50, 0x00, 0x5D, 0x00, 0xEA, 0x07, 0x0B, 0x19, 0x0A, 0x00, 0x00,
+    ]
 
     /// What the scripted bluetoothd saw.
     struct Seen: Sendable {
@@ -52,28 +54,46 @@ struct BluetoothdWatchTests {
     static func bluetoothd(_ bus: DBusConnection, _ shared: Shared) {
         var connected = false
         func props(_ interface: String, _ changed: [(String, DBusValue)], path: String) -> DBusMessage {
-            DBusMessage(kind: .signal, path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-                        body: [.string(interface), .dictionary(changed), .array(element: "s", [])])
+            DBusMessage(
+                kind: .signal, path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                body: [.string(interface), .dictionary(changed), .array(element: "s", [])])
         }
         func objects() -> DBusValue {
             func object(_ path: String, _ interface: String, _ p: [(String, DBusValue)]) -> DBusValue {
-                .dictEntry(.objectPath(path), .array(element: "{sa{sv}}", [.dictEntry(.string(interface), .dictionary(p))]))
+                .dictEntry(
+                    .objectPath(path), .array(element: "{sa{sv}}", [.dictEntry(.string(interface), .dictionary(p))]))
             }
             let svc = device + "/service000a"
-            return .array(element: "{oa{sa{sv}}}", [
-                object("/org/bluez/hci1", "org.bluez.Adapter1", [("Powered", .boolean(true))]),
-                object(device, "org.bluez.Device1", [
-                    ("Address", .string(cuff.description)), ("AddressType", .string("public")), ("Name", .string("Scripted Cuff")),
-                    ("Paired", .boolean(shared.seen.withLock { $0.paired })), ("Connected", .boolean(connected)), ("ServicesResolved", .boolean(connected)),
-                    ("UUIDs", .array(element: "s", [.string(bps)])),
-                ]),
-                object(svc, "org.bluez.GattService1", [("UUID", .string(bps)), ("Primary", .boolean(true))]),
-                object(svc + "/char000b", "org.bluez.GattCharacteristic1",
-                       [("UUID", .string("00002a35-0000-1000-8000-00805f9b34fb")), ("Flags", .array(element: "s", [.string("indicate")]))]),
-                object(svc + "/char000b/desc000d", "org.bluez.GattDescriptor1", [("UUID", .string("00002902-0000-1000-8000-00805f9b34fb"))]),
-                object(svc + "/char000e", "org.bluez.GattCharacteristic1",
-                       [("UUID", .string("00002a49-0000-1000-8000-00805f9b34fb")), ("Flags", .array(element: "s", [.string("read")]))]),
-            ])
+            return .array(
+                element: "{oa{sa{sv}}}",
+                [
+                    object("/org/bluez/hci1", "org.bluez.Adapter1", [("Powered", .boolean(true))]),
+                    object(
+                        device, "org.bluez.Device1",
+                        [
+                            ("Address", .string(cuff.description)), ("AddressType", .string("public")),
+                            ("Name", .string("Scripted Cuff")),
+                            ("Paired", .boolean(shared.seen.withLock { $0.paired })),
+                            ("Connected", .boolean(connected)), ("ServicesResolved", .boolean(connected)),
+                            ("UUIDs", .array(element: "s", [.string(bps)])),
+                        ]),
+                    object(svc, "org.bluez.GattService1", [("UUID", .string(bps)), ("Primary", .boolean(true))]),
+                    object(
+                        svc + "/char000b", "org.bluez.GattCharacteristic1",
+                        [
+                            ("UUID", .string("00002a35-0000-1000-8000-00805f9b34fb")),
+                            ("Flags", .array(element: "s", [.string("indicate")])),
+                        ]),
+                    object(
+                        svc + "/char000b/desc000d", "org.bluez.GattDescriptor1",
+                        [("UUID", .string("00002902-0000-1000-8000-00805f9b34fb"))]),
+                    object(
+                        svc + "/char000e", "org.bluez.GattCharacteristic1",
+                        [
+                            ("UUID", .string("00002a49-0000-1000-8000-00805f9b34fb")),
+                            ("Flags", .array(element: "s", [.string("read")])),
+                        ]),
+                ])
         }
         while !shared.stop.load(ordering: .relaxed) {
             guard let m = try? bus.receive(until: .now + .milliseconds(50)), m.kind == .methodCall else { continue }
@@ -84,15 +104,18 @@ struct BluetoothdWatchTests {
                 reply = .methodReturn(to: m, body: [objects()])
             case ("org.freedesktop.DBus.Properties", "Get"):
                 let paired = shared.seen.withLock { $0.paired }
-                reply = .methodReturn(to: m, body: [.variant(.boolean(m.body?.last == .string("Paired") ? paired : connected))])
+                reply = .methodReturn(
+                    to: m, body: [.variant(.boolean(m.body?.last == .string("Paired") ? paired : connected))])
             case ("org.bluez.AgentManager1", "RegisterAgent"), ("org.bluez.AgentManager1", "UnregisterAgent"):
                 break
             case ("org.bluez.Device1", "Pair"):
                 // As bluetoothd does for Just Works with a NoInputNoOutput agent: ask it, then pair.
                 let started = ContinuousClock.now
                 shared.seen.withLock { $0.pairCalls += 1 }
-                let asked = try? bus.call(.call(destination: m.sender ?? "", path: "/cuff/pairing_agent", interface: "org.bluez.Agent1",
-                                                member: "RequestAuthorization", body: [.objectPath(device)]), timeout: .seconds(5))
+                let asked = try? bus.call(
+                    .call(
+                        destination: m.sender ?? "", path: "/cuff/pairing_agent", interface: "org.bluez.Agent1",
+                        member: "RequestAuthorization", body: [.objectPath(device)]), timeout: .seconds(5))
                 usleep(200_000)  // SMP over the air
                 shared.seen.withLock {
                     $0.agentAnswered = asked?.kind == .methodReturn
@@ -102,7 +125,8 @@ struct BluetoothdWatchTests {
                 if asked?.kind == .methodReturn {
                     after = [props("org.bluez.Device1", [("Paired", .boolean(true))], path: device)]
                 } else {
-                    reply = .errorReply(to: m, name: "org.bluez.Error.AuthenticationRejected", text: "the agent did not accept")
+                    reply = .errorReply(
+                        to: m, name: "org.bluez.Error.AuthenticationRejected", text: "the agent did not accept")
                 }
             case ("org.bluez.Device1", "Connect"):
                 let n = shared.seen.withLock { s in
@@ -116,7 +140,11 @@ struct BluetoothdWatchTests {
                     shared.seen.withLock { $0.failedConnectAnsweredAt = ContinuousClock.now }
                 } else {
                     connected = true
-                    after = [props("org.bluez.Device1", [("Connected", .boolean(true)), ("ServicesResolved", .boolean(true))], path: device)]
+                    after = [
+                        props(
+                            "org.bluez.Device1", [("Connected", .boolean(true)), ("ServicesResolved", .boolean(true))],
+                            path: device)
+                    ]
                 }
             case ("org.bluez.Device1", "Disconnect"):
                 shared.seen.withLock { $0.disconnects += 1 }
@@ -124,12 +152,19 @@ struct BluetoothdWatchTests {
                 shared.seen.withLock { $0.readValue += 1 }
                 reply = .methodReturn(to: m, body: [.bytes([0x00, 0x00])])  // Blood Pressure Feature: none
             case ("org.bluez.GattCharacteristic1", "StartNotify") where !shared.seen.withLock({ $0.paired }):
-                reply = .errorReply(to: m, name: "org.bluez.Error.Failed", text: "Operation failed with ATT error: 0x05")
+                reply = .errorReply(
+                    to: m, name: "org.bluez.Error.Failed", text: "Operation failed with ATT error: 0x05")
             case ("org.bluez.GattCharacteristic1", "StartNotify"):
                 shared.seen.withLock { $0.startNotify += 1 }
                 // The indication, then the cuff switches off.
-                after = [props("org.bluez.GattCharacteristic1", [("Value", .bytes(measurement))], path: device + "/service000a/char000b"),
-                         props("org.bluez.Device1", [("Connected", .boolean(false)), ("ServicesResolved", .boolean(false))], path: device)]
+                after = [
+                    props(
+                        "org.bluez.GattCharacteristic1", [("Value", .bytes(measurement))],
+                        path: device + "/service000a/char000b"),
+                    props(
+                        "org.bluez.Device1", [("Connected", .boolean(false)), ("ServicesResolved", .boolean(false))],
+                        path: device),
+                ]
             case ("org.bluez.GattCharacteristic1", "StopNotify"), ("org.bluez.GattCharacteristic1", "WriteValue"):
                 break
             default:
@@ -138,7 +173,9 @@ struct BluetoothdWatchTests {
             _ = try? bus.send(reply)
             for (i, s) in after.enumerated() {
                 if i > 0 { usleep(50_000) }
-                if s.interface == "org.freedesktop.DBus.Properties", s.body?[1]["Connected"]?.boolValue == false { connected = false }
+                if s.interface == "org.freedesktop.DBus.Properties", s.body?[1]["Connected"]?.boolValue == false {
+                    connected = false
+                }
                 _ = try? bus.send(s)
             }
         }
@@ -156,8 +193,11 @@ struct BluetoothdWatchTests {
                 return nil
             }
             let bluez = try bus.connect()
-            let owned = try bluez.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                             member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
+            let owned = try bluez.call(
+                .call(
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                    interface: "org.freedesktop.DBus",
+                    member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
             #expect(owned.body == [.uint32(1)])  // DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER
             let shared = Shared(paired: paired)
             nonisolated(unsafe) let server = bluez
@@ -176,8 +216,10 @@ struct BluetoothdWatchTests {
     }
 
     /// A watcher on `loop` following the scripted cuff through bluetoothd.
-    static func watcher(loop: EventLoop, collector: Collector, bus: PrivateBus, security: SecurityLevel = .low,
-                        log: Logger) -> Watcher {
+    static func watcher(
+        loop: EventLoop, collector: Collector, bus: PrivateBus, security: SecurityLevel = .low,
+        log: Logger
+    ) -> Watcher {
         var config = Watcher.Configuration()
         config.backoffMin = .seconds(3)  // far from the 0.2 s reconnect, so a test tells them apart
         config.session = { address in
@@ -254,7 +296,8 @@ extension BluetoothdWatchTests {
         let collector = Collector(commit: { _ in }, write: { if case .measurement = $0 { measurements += 1 } })
         loop.afterEachTurn { collector.flush() }
         let recorder = LogRecorder()
-        let watcher = Self.watcher(loop: loop, collector: collector, bus: fake.bus, security: .medium, log: recorder.logger())
+        let watcher = Self.watcher(
+            loop: loop, collector: collector, bus: fake.bus, security: .medium, log: recorder.logger())
         var ticks: [ContinuousClock.Instant] = []
         func tick() {
             ticks.append(.now)
@@ -290,18 +333,28 @@ struct BlueZConnectStepsTests {
     }
 
     func changed(_ p: [(String, DBusValue)], path: String? = nil) -> DBusMessage {
-        DBusMessage(kind: .signal, path: path ?? self.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-                    body: [.string("org.bluez.Device1"), .dictionary(p), .array(element: "s", [])])
+        DBusMessage(
+            kind: .signal, path: path ?? self.path, interface: "org.freedesktop.DBus.Properties",
+            member: "PropertiesChanged",
+            body: [.string("org.bluez.Device1"), .dictionary(p), .array(element: "s", [])])
     }
 
     @Test func unknownDeviceIsDiscoveredThenConnectedThenResolved() {
         var s = BlueZConnectSteps(devicePath: path, known: false, connected: false)
         #expect(s.first() == .wait)
-        let other = DBusMessage(kind: .signal, path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded",
-                                body: [.objectPath(path + "X"), .array(element: "{sa{sv}}", [.dictEntry(.string("org.bluez.Device1"), .dictionary([]))])])
+        let other = DBusMessage(
+            kind: .signal, path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded",
+            body: [
+                .objectPath(path + "X"),
+                .array(element: "{sa{sv}}", [.dictEntry(.string("org.bluez.Device1"), .dictionary([]))]),
+            ])
         #expect(s.receive(other) == .wait)
-        let added = DBusMessage(kind: .signal, path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded",
-                                body: [.objectPath(path), .array(element: "{sa{sv}}", [.dictEntry(.string("org.bluez.Device1"), .dictionary([]))])])
+        let added = DBusMessage(
+            kind: .signal, path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded",
+            body: [
+                .objectPath(path),
+                .array(element: "{sa{sv}}", [.dictEntry(.string("org.bluez.Device1"), .dictionary([]))]),
+            ])
         #expect(s.receive(added) == .connect)
         s.connectSent(serial: 7)
         #expect(s.weConnected)
@@ -325,20 +378,29 @@ struct BlueZConnectStepsTests {
         var s = BlueZConnectSteps(devicePath: path, known: true, connected: false)
         #expect(s.first() == .connect)
         s.connectSent(serial: 2)
-        guard case .fail(_, let notThere) = s.receive(reply(2, error: "org.bluez.Error.Failed", text: "le-connection-abort-by-local")) else {
+        guard
+            case .fail(_, let notThere) = s.receive(
+                reply(2, error: "org.bluez.Error.Failed", text: "le-connection-abort-by-local"))
+        else {
             Issue.record("no failure"); return
         }
         #expect(notThere)
         var quick = BlueZConnectSteps(devicePath: path, known: true, connected: false)
         quick.connectSent(serial: 2)
-        guard case .fail(let why, let there) = quick.receive(reply(2, error: "org.bluez.Error.NotReady", text: "Resource Not Ready")) else {
+        guard
+            case .fail(let why, let there) = quick.receive(
+                reply(2, error: "org.bluez.Error.NotReady", text: "Resource Not Ready"))
+        else {
             Issue.record("no failure"); return
         }
         #expect(!there && why.contains("NotReady"))
         var slow = BlueZConnectSteps(devicePath: path, known: true, connected: false)
         slow.connectSent(serial: 2)
-        #expect(slow.receive(reply(2, error: "org.bluez.Error.Failed", text: "Input/output error"), connectElapsed: .seconds(20)) == .fail(
-            "bluetoothd could not connect: org.bluez.Error.Failed: Input/output error", notThere: true))
+        #expect(
+            slow.receive(
+                reply(2, error: "org.bluez.Error.Failed", text: "Input/output error"), connectElapsed: .seconds(20))
+                == .fail(
+                    "bluetoothd could not connect: org.bluez.Error.Failed: Input/output error", notThere: true))
         var already = BlueZConnectSteps(devicePath: path, known: true, connected: false)
         already.connectSent(serial: 2)
         #expect(already.receive(reply(2, error: "org.bluez.Error.AlreadyConnected")) == .checkResolved)
@@ -348,20 +410,27 @@ struct BlueZConnectStepsTests {
         var s = BlueZConnectSteps(devicePath: path, known: true, connected: true)
         s.checkSent(serial: 1)
         #expect(s.receive(reply(1, body: [.variant(.boolean(false))])) == .wait)
-        guard case .fail(_, let notThere) = s.receive(changed([("Connected", .boolean(false))])) else { Issue.record("no failure"); return }
+        guard case .fail(_, let notThere) = s.receive(changed([("Connected", .boolean(false))])) else {
+            Issue.record("no failure"); return
+        }
         #expect(!notThere)
     }
 
     @Test func bondedCuffsAreThePairedDevicesWithABloodPressureService() {
         func device(_ a: String, paired: Bool, uuids: [String], type: String = "public") -> [String: DBusValue] {
-            ["org.bluez.Device1": .dictionary([("Address", .string(a)), ("AddressType", .string(type)), ("Paired", .boolean(paired)),
-                                              ("UUIDs", .array(element: "s", uuids.map(DBusValue.string)))])]
+            [
+                "org.bluez.Device1": .dictionary([
+                    ("Address", .string(a)), ("AddressType", .string(type)), ("Paired", .boolean(paired)),
+                    ("UUIDs", .array(element: "s", uuids.map(DBusValue.string))),
+                ])
+            ]
         }
         let bps = "00001810-0000-1000-8000-00805F9B34FB", hid = "00001812-0000-1000-8000-00805f9b34fb"
         let objects: [String: [String: DBusValue]] = [
             "/org/bluez/hci0/dev_00_AA_01_00_00_02": device("00:AA:01:00:00:02", paired: true, uuids: [hid, bps]),
             "/org/bluez/hci0/dev_00_AA_01_00_00_01": device("00:AA:01:00:00:01", paired: true, uuids: [bps]),
-            "/org/bluez/hci0/dev_C0_00_00_00_00_03": device("C0:00:00:00:00:03", paired: true, uuids: [bps], type: "random"),
+            "/org/bluez/hci0/dev_C0_00_00_00_00_03": device(
+                "C0:00:00:00:00:03", paired: true, uuids: [bps], type: "random"),
             "/org/bluez/hci0/dev_00_AA_01_00_00_04": device("00:AA:01:00:00:04", paired: false, uuids: [bps]),
             "/org/bluez/hci0/dev_00_AA_01_00_00_05": device("00:AA:01:00:00:05", paired: true, uuids: [hid]),
             "/org/bluez/hci1/dev_00_AA_01_00_00_06": device("00:AA:01:00:00:06", paired: true, uuids: [bps]),

@@ -11,7 +11,8 @@ struct BondStoreTests {
     static let adapter = BluetoothAddress("00:AA:01:01:00:01")!
     /// New Long Term Key (0x000A) [hci1]: store hint 1; 00:AA:01:00:00:00 LE public, key type 2
     /// (unauthenticated P-256), central 0, enc size 16, ediv 0, rand 0, value 00 11 … ff.
-    static let newLTK: [UInt8] = Hex.decode("0a00 0100 2500 01 000000 01aa00 01 02 00 10 0000 0000000000000000 00112233445566778899aabbccddeeff")!
+    static let newLTK: [UInt8] = Hex.decode(
+        "0a00 0100 2500 01 000000 01aa00 01 02 00 10 0000 0000000000000000 00112233445566778899aabbccddeeff")!
 
     @Test func keysFromMGMTEventsRoundTripThroughAFileOnlyTheUserReads() throws {
         let packet = try MGMTPacket(parsing: Self.newLTK)
@@ -43,8 +44,11 @@ struct BondStoreTests {
     @Test func damagedLinesAndWrongLengthsAreSkipped() throws {
         #expect(BondKey(line: "ltk 00:AA:01:01:00:01 0011") == nil)
         #expect(BondKey(line: "xyz 00:AA:01:01:00:01 00") == nil)
-        #expect(BondKey.from(event: MGMTPacket(code: 0x000A, index: 0, parameters: [1, 2, 3]), adapterAddress: Self.adapter) == nil)
-        #expect(MGMTCommand.unpairDevice(index: 1, MGMTAddress(BluetoothAddress("00:AA:01:00:00:00")!, typeCode: 1)).encoded
+        #expect(
+            BondKey.from(
+                event: MGMTPacket(code: 0x000A, index: 0, parameters: [1, 2, 3]), adapterAddress: Self.adapter) == nil)
+        #expect(
+            MGMTCommand.unpairDevice(index: 1, MGMTAddress(BluetoothAddress("00:AA:01:00:00:00")!, typeCode: 1)).encoded
                 == Hex.decode("1b00 0100 0800 000000 01aa00 01 01"))
     }
 }

@@ -25,7 +25,9 @@ final class PrivateBus: @unchecked Sendable {
         directory = String(cString: dir)
         socketPath = directory + "/bus"
         let args = ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(socketPath)"]
-        guard let child = try? ChildProcess(args, executable: daemon, stderr: directory + "/dbus.log") else { return nil }
+        guard let child = try? ChildProcess(args, executable: daemon, stderr: directory + "/dbus.log") else {
+            return nil
+        }
         process = child
         for _ in 0..<200 where access(socketPath, F_OK) != 0 { usleep(10_000) }
     }
@@ -67,8 +69,10 @@ struct DBusDaemonAgentTests {
             return
         }
         let bluez = try bus.connect()
-        let owned = try bluez.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                         member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
+        let owned = try bluez.call(
+            .call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
         #expect(owned.body == [.uint32(1)])  // DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER
         let scope = AgentScope(adapter: BluetoothAdapter(index: 1), device: BluetoothAddress("00:AA:01:00:00:00")!)
         let script = Background { () -> [String] in
@@ -77,7 +81,9 @@ struct DBusDaemonAgentTests {
             let deadline = ContinuousClock.now + .seconds(8)
             // Registration as bluetoothd sees it.
             while agentName == nil || !seen.contains("RequestDefaultAgent") {
-                guard let m = try? bluez.receive(until: deadline) else { return seen + ["timed out waiting for registration"] }
+                guard let m = try? bluez.receive(until: deadline) else {
+                    return seen + ["timed out waiting for registration"]
+                }
                 guard m.kind == .methodCall, m.interface == "org.bluez.AgentManager1" else { continue }
                 seen.append(m.member ?? "?")
                 if m.member == "RegisterAgent" { agentName = m.sender }
@@ -86,17 +92,24 @@ struct DBusDaemonAgentTests {
             guard let agentName else { return seen }
             func ask(_ member: String, _ device: String, _ extra: [DBusValue] = []) -> String {
                 do {
-                    let r = try bluez.call(.call(destination: agentName, path: "/cuff/agent", interface: "org.bluez.Agent1", member: member,
-                                                 body: [.objectPath(device)] + extra), timeout: .seconds(3))
+                    let r = try bluez.call(
+                        .call(
+                            destination: agentName, path: "/cuff/agent", interface: "org.bluez.Agent1", member: member,
+                            body: [.objectPath(device)] + extra), timeout: .seconds(3))
                     return "\(member) \(device): accepted \(r.body ?? [])"
                 } catch {
-                    return "\(member) \(device): \(error.message.contains("org.bluez.Error.Rejected") ? "Rejected" : error.message)"
+                    return
+                        "\(member) \(device): \(error.message.contains("org.bluez.Error.Rejected") ? "Rejected" : error.message)"
                 }
             }
             seen.append(ask("RequestConfirmation", "/org/bluez/hci1/dev_00_AA_01_00_00_00", [.uint32(0)]))
-            seen.append(ask("RequestConfirmation", "/org/bluez/hci0/dev_00_AA_01_00_00_00", [.uint32(0)]))  // other adapter
-            seen.append(ask("RequestAuthorization", "/org/bluez/hci1/dev_11_22_33_44_55_66"))                // other device
-            seen.append(ask("AuthorizeService", "/org/bluez/hci1/dev_11_22_33_44_55_66", [.string("0000110b-0000-1000-8000-00805f9b34fb")]))
+            // other adapter
+            seen.append(ask("RequestConfirmation", "/org/bluez/hci0/dev_00_AA_01_00_00_00", [.uint32(0)]))
+            seen.append(ask("RequestAuthorization", "/org/bluez/hci1/dev_11_22_33_44_55_66"))  // other device
+            seen.append(
+                ask(
+                    "AuthorizeService", "/org/bluez/hci1/dev_11_22_33_44_55_66",
+                    [.string("0000110b-0000-1000-8000-00805f9b34fb")]))
             seen.append(ask("RequestPasskey", "/org/bluez/hci1/dev_00_AA_01_00_00_00"))
             // The agent's stop() unregisters.
             let end = ContinuousClock.now + .seconds(8)
@@ -113,17 +126,24 @@ struct DBusDaemonAgentTests {
         while agent.callsAnswered < 5 && ContinuousClock.now < deadline { usleep(10_000) }
         agent.stop()
         let seen = try #require(script.join(limit: .seconds(15)))
-        #expect(seen == [
-            "RegisterAgent", "RequestDefaultAgent",
-            "RequestConfirmation /org/bluez/hci1/dev_00_AA_01_00_00_00: accepted []",
-            "RequestConfirmation /org/bluez/hci0/dev_00_AA_01_00_00_00: Rejected",
-            "RequestAuthorization /org/bluez/hci1/dev_11_22_33_44_55_66: Rejected",
-            "AuthorizeService /org/bluez/hci1/dev_11_22_33_44_55_66: Rejected",
-            "RequestPasskey /org/bluez/hci1/dev_00_AA_01_00_00_00: accepted [DBus.DBusValue.uint32(0)]",
-            "UnregisterAgent [DBus.DBusValue.objectPath(\"/cuff/agent\")] from agent: true",
-        ])
+        #expect(
+            seen == [
+                "RegisterAgent", "RequestDefaultAgent",
+                "RequestConfirmation /org/bluez/hci1/dev_00_AA_01_00_00_00: accepted []",
+                "RequestConfirmation /org/bluez/hci0/dev_00_AA_01_00_00_00: Rejected",
+                "RequestAuthorization /org/bluez/hci1/dev_11_22_33_44_55_66: Rejected",
+                "AuthorizeService /org/bluez/hci1/dev_11_22_33_44_55_66: Rejected",
+                "RequestPasskey /org/bluez/hci1/dev_00_AA_01_00_00_00: accepted [DBus.DBusValue.uint32(0)]",
+                "UnregisterAgent [DBus.DBusValue.objectPath(\"/cuff/agent\")] from agent: true",
+            ])
         #expect(agent.rejected == 3)
-        #expect(agent.log.contains("agent: rejected RequestAuthorization for /org/bluez/hci1/dev_11_22_33_44_55_66: not 00:AA:01:00:00:00 on hci1"))
-        #expect(agent.log.contains("agent: rejected RequestConfirmation for /org/bluez/hci0/dev_00_AA_01_00_00_00: not 00:AA:01:00:00:00 on hci1"))
+        #expect(
+            agent.log.contains(
+                "agent: rejected RequestAuthorization for /org/bluez/hci1/dev_11_22_33_44_55_66: not 00:AA:01:00:00:00 on hci1"
+            ))
+        #expect(
+            agent.log.contains(
+                "agent: rejected RequestConfirmation for /org/bluez/hci0/dev_00_AA_01_00_00_00: not 00:AA:01:00:00:00 on hci1"
+            ))
     }
 }

@@ -14,20 +14,20 @@ enum DBusBytes {
 
     /// `Hello` as a client sends it, fields in libdbus's order (path, destination, interface, member).
     static let hello: [UInt8] =
-        Hex.decode("6c010001 00000000 01000000 6e000000")!      // call, body 0, serial 1, fields 110
-        + Hex.decode("01016f00 15000000")! + text("/org/freedesktop/DBus") + [0, 0]          // 16…47
-        + Hex.decode("06017300 14000000")! + text("org.freedesktop.DBus") + [0, 0, 0]        // 48…79
-        + Hex.decode("02017300 14000000")! + text("org.freedesktop.DBus") + [0, 0, 0]        // 80…111
-        + Hex.decode("03017300 05000000")! + text("Hello") + [0, 0]                          // 112…125 + pad
+        Hex.decode("6c010001 00000000 01000000 6e000000")!  // call, body 0, serial 1, fields 110
+        + Hex.decode("01016f00 15000000")! + text("/org/freedesktop/DBus") + [0, 0]  // 16…47
+        + Hex.decode("06017300 14000000")! + text("org.freedesktop.DBus") + [0, 0, 0]  // 48…79
+        + Hex.decode("02017300 14000000")! + text("org.freedesktop.DBus") + [0, 0, 0]  // 80…111
+        + Hex.decode("03017300 05000000")! + text("Hello") + [0, 0]  // 112…125 + pad
 
     /// The bus's reply to Hello: method return (flags NO_REPLY_EXPECTED), serial 1, reply to 1, body ":1.5".
     static let helloReply: [UInt8] =
         Hex.decode("6c020101 09000000 01000000 3d000000")!
-        + Hex.decode("06017300 04000000")! + text(":1.5") + [0, 0, 0]   // 16…31
-        + Hex.decode("05017500 01000000")!                              // 32…39
-        + Hex.decode("08016700 017300")! + [0]                          // 40…47
+        + Hex.decode("06017300 04000000")! + text(":1.5") + [0, 0, 0]  // 16…31
+        + Hex.decode("05017500 01000000")!  // 32…39
+        + Hex.decode("08016700 017300")! + [0]  // 40…47
         + Hex.decode("07017300 14000000")! + text("org.freedesktop.DBus") + [0, 0, 0]  // 48…79 (fields end at 77)
-        + Hex.decode("04000000")! + text(":1.5")                        // body, 9 bytes
+        + Hex.decode("04000000")! + text(":1.5")  // body, 9 bytes
 
     /// Our accepting reply to a RequestConfirmation with serial 7 from ":1.1", sent as our serial 4.
     static let confirmationReply: [UInt8] =
@@ -52,7 +52,9 @@ struct DBusMarshallingTests {
     }
 
     @Test func encodesHelloAsHandWritten() throws {
-        let m = DBusMessage.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello")
+        let m = DBusMessage.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "Hello")
         // Ours orders fields by code: path, interface, member, destination (fields 109 bytes).
         let expected: [UInt8] =
             Hex.decode("6c010001 00000000 01000000 6d000000")!
@@ -90,17 +92,20 @@ struct DBusMarshallingTests {
     }
 
     @Test func roundTripsEveryBasicType() throws {
-        let body: [DBusValue] = [.byte(7), .uint32(0xDEAD_BEEF), .byte(1), .uint16(0x1234), .int16(-2), .boolean(true),
-                                 .int32(-5), .string("é"), .objectPath("/a/b"), .signature("a{sv}")]
+        let body: [DBusValue] = [
+            .byte(7), .uint32(0xDEAD_BEEF), .byte(1), .uint16(0x1234), .int16(-2), .boolean(true),
+            .int32(-5), .string("é"), .objectPath("/a/b"), .signature("a{sv}"),
+        ]
         let m = DBusMessage(kind: .signal, serial: 9, path: "/x", interface: "x.y", member: "Z", body: body)
         let parsed = try DBusMessage(parsing: m.encoded(serial: 9))
         #expect(parsed == m)
     }
 
     @Test func encodesTheConfirmationReply() {
-        let call = DBusMessage(kind: .methodCall, serial: 7, path: "/cuff/agent", interface: "org.bluez.Agent1",
-                               member: "RequestConfirmation", sender: ":1.1",
-                               body: [.objectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01"), .uint32(0)])
+        let call = DBusMessage(
+            kind: .methodCall, serial: 7, path: "/cuff/agent", interface: "org.bluez.Agent1",
+            member: "RequestConfirmation", sender: ":1.1",
+            body: [.objectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01"), .uint32(0)])
         let (reply, line) = BlueZAgent.response(to: call, path: "/cuff/agent", scope: BlueZAgentResponseTests.scope)
         #expect(line?.contains("accept") == true)
         #expect(reply.map { Hex.encode($0.encoded(serial: 4)) } == Hex.encode(DBusBytes.confirmationReply))
@@ -112,8 +117,12 @@ struct DBusMarshallingTests {
             #expect(throws: DBusProtocolError.self) { try DBusMessage(parsing: Array(DBusBytes.helloReply.prefix(n))) }
         }
         // 4 GiB body announced: refused from the first 16 bytes, nothing allocated.
-        #expect(throws: DBusProtocolError.self) { try DBusMessage.frameLength(Hex.decode("6c010001 ffffffff 01000000 00000000")![...]) }
-        #expect(throws: DBusProtocolError.self) { try DBusMessage.frameLength(Hex.decode("6c010001 00000000 01000000 ffffff7f")![...]) }
+        #expect(throws: DBusProtocolError.self) {
+            try DBusMessage.frameLength(Hex.decode("6c010001 ffffffff 01000000 00000000")![...])
+        }
+        #expect(throws: DBusProtocolError.self) {
+            try DBusMessage.frameLength(Hex.decode("6c010001 00000000 01000000 ffffff7f")![...])
+        }
         // Bad endianness mark, bad version.
         var bad = DBusBytes.hello
         bad[0] = UInt8(ascii: "x")
@@ -157,17 +166,22 @@ struct BlueZAgentResponseTests {
     }
 
     @Test func rejectsRequestsForAnyOtherDeviceOrAdapter() {
-        let others = ["/org/bluez/hci1/dev_00_AA_01_01_00_01", "/org/bluez/hci0/dev_00_AA_01_01_00_02",
-                      "/org/bluez/hci0/dev_00_AA_01_01_00_01/x", "/org/bluez/hci0/dev_00_aa_01_01_00_01"]
+        let others = [
+            "/org/bluez/hci1/dev_00_AA_01_01_00_01", "/org/bluez/hci0/dev_00_AA_01_01_00_02",
+            "/org/bluez/hci0/dev_00_AA_01_01_00_01/x", "/org/bluez/hci0/dev_00_aa_01_01_00_01",
+        ]
         for other in others {
             let dev = DBusValue.objectPath(other)
             let cases: [(String, [DBusValue])] = [
-                ("RequestConfirmation", [dev, .uint32(1)]), ("RequestAuthorization", [dev]), ("AuthorizeService", [dev, .string("1810")]),
-                ("RequestPasskey", [dev]), ("RequestPinCode", [dev]), ("DisplayPasskey", [dev, .uint32(1), .uint16(0)]),
+                ("RequestConfirmation", [dev, .uint32(1)]), ("RequestAuthorization", [dev]),
+                ("AuthorizeService", [dev, .string("1810")]),
+                ("RequestPasskey", [dev]), ("RequestPinCode", [dev]),
+                ("DisplayPasskey", [dev, .uint32(1), .uint16(0)]),
                 ("DisplayPinCode", [dev, .string("1234")]),
             ]
             for (member, args) in cases {
-                let (reply, line) = BlueZAgent.response(to: Self.call(member, args), path: "/cuff/agent", scope: Self.scope)
+                let (reply, line) = BlueZAgent.response(
+                    to: Self.call(member, args), path: "/cuff/agent", scope: Self.scope)
                 #expect(reply?.kind == .error, "\(member) \(other)")
                 #expect(reply?.errorName == "org.bluez.Error.Rejected")
                 #expect(reply?.replySerial == 3)
@@ -175,9 +189,12 @@ struct BlueZAgentResponseTests {
             }
         }
     }
-    static func call(_ member: String, _ body: [DBusValue], path: String = "/cuff/agent", flags: UInt8 = 0) -> DBusMessage {
-        DBusMessage(kind: .methodCall, flags: flags, serial: 3, path: path, interface: "org.bluez.Agent1", member: member,
-                    sender: ":1.1", body: body)
+    static func call(_ member: String, _ body: [DBusValue], path: String = "/cuff/agent", flags: UInt8 = 0)
+        -> DBusMessage
+    {
+        DBusMessage(
+            kind: .methodCall, flags: flags, serial: 3, path: path, interface: "org.bluez.Agent1", member: member,
+            sender: ":1.1", body: body)
     }
 
     @Test func answersEveryAgentMethod() {
@@ -198,15 +215,26 @@ struct BlueZAgentResponseTests {
     }
 
     @Test func refusesUnknownCalls() {
-        for m in [Self.call("Frobnicate", []), Self.call("RequestConfirmation", [.uint32(1)]),
-                  Self.call("Release", [], path: "/other")] {
+        for m in [
+            Self.call("Frobnicate", []), Self.call("RequestConfirmation", [.uint32(1)]),
+            Self.call("Release", [], path: "/other"),
+        ] {
             let reply = BlueZAgent.response(to: m, path: "/cuff/agent", scope: Self.scope).reply
             #expect(reply?.kind == .error)
             #expect(reply?.errorName == "org.freedesktop.DBus.Error.UnknownMethod")
         }
-        #expect(BlueZAgent.response(to: Self.call("Frobnicate", [], flags: DBusMessage.noReplyExpected), path: "/cuff/agent", scope: Self.scope).reply == nil)
-        #expect(BlueZAgent.response(to: Self.call("Release", [], flags: DBusMessage.noReplyExpected), path: "/cuff/agent", scope: Self.scope).reply == nil)
-        let signal = DBusMessage(kind: .signal, serial: 2, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameAcquired", body: [.string(":1.5")])
+        #expect(
+            BlueZAgent.response(
+                to: Self.call("Frobnicate", [], flags: DBusMessage.noReplyExpected), path: "/cuff/agent",
+                scope: Self.scope
+            ).reply == nil)
+        #expect(
+            BlueZAgent.response(
+                to: Self.call("Release", [], flags: DBusMessage.noReplyExpected), path: "/cuff/agent", scope: Self.scope
+            ).reply == nil)
+        let signal = DBusMessage(
+            kind: .signal, serial: 2, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "NameAcquired", body: [.string(":1.5")])
         #expect(BlueZAgent.response(to: signal, path: "/cuff/agent", scope: Self.scope).reply == nil)
     }
 }
@@ -251,7 +279,9 @@ final class FakeBus: @unchecked Sendable {
 
     func message() -> DBusMessage? { rawMessage().flatMap { try? DBusMessage(parsing: $0) } }
 
-    func write(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+    func write(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
     func write(_ m: DBusMessage, serial: UInt32) { write(m.encoded(serial: serial)) }
 
     func reply(to m: DBusMessage, serial: UInt32, body: [DBusValue] = []) {
@@ -265,7 +295,9 @@ final class FakeBus: @unchecked Sendable {
 struct DBusAgentScriptTests {
     static func pair() throws -> (CInt, CInt) {
         var fds: [CInt] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { throw TransportError(.systemCall, "socketpair") }
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else {
+            throw TransportError(.systemCall, "socketpair")
+        }
         return (fds[0], fds[1])
     }
 
@@ -282,22 +314,32 @@ struct DBusAgentScriptTests {
             guard let hello = bus.message() else { return seen + ["no Hello"] }
             seen.append(hello.member ?? "?")
             // A signal before the reply: the client must queue it, not mistake it for the reply.
-            bus.write(DBusMessage(kind: .signal, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameAcquired",
-                                  destination: ":1.5", sender: "org.freedesktop.DBus", body: [.string(":1.5")]), serial: 2)
+            bus.write(
+                DBusMessage(
+                    kind: .signal, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                    member: "NameAcquired",
+                    destination: ":1.5", sender: "org.freedesktop.DBus", body: [.string(":1.5")]), serial: 2)
             bus.write(DBusBytes.helloReply)
             guard let register = bus.message() else { return seen + ["no RegisterAgent"] }
-            seen.append("\(register.destination ?? "") \(register.path ?? "") \(register.interface ?? "").\(register.member ?? "") \(register.body ?? [])")
+            seen.append(
+                "\(register.destination ?? "") \(register.path ?? "") \(register.interface ?? "").\(register.member ?? "") \(register.body ?? [])"
+            )
             bus.reply(to: register, serial: 3)
             guard let request = bus.message() else { return seen + ["no RequestDefaultAgent"] }
             seen.append("\(request.member ?? "") \(request.body ?? [])")
             bus.reply(to: request, serial: 4)
-            bus.write(DBusMessage(kind: .methodCall, path: "/cuff/agent", interface: "org.bluez.Agent1", member: "RequestConfirmation",
-                                  destination: ":1.5", sender: ":1.1",
-                                  body: [.objectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01"), .uint32(0)]), serial: 7)
+            bus.write(
+                DBusMessage(
+                    kind: .methodCall, path: "/cuff/agent", interface: "org.bluez.Agent1",
+                    member: "RequestConfirmation",
+                    destination: ":1.5", sender: ":1.1",
+                    body: [.objectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01"), .uint32(0)]), serial: 7)
             guard let answer = bus.rawMessage() else { return seen + ["no answer"] }
             seen.append(Hex.encode(answer))
-            bus.write(DBusMessage(kind: .methodCall, path: "/cuff/agent", interface: "org.bluez.Agent1", member: "Bogus",
-                                  destination: ":1.5", sender: ":1.1"), serial: 8)
+            bus.write(
+                DBusMessage(
+                    kind: .methodCall, path: "/cuff/agent", interface: "org.bluez.Agent1", member: "Bogus",
+                    destination: ":1.5", sender: ":1.1"), serial: 8)
             guard let error = bus.message() else { return seen + ["no error"] }
             seen.append("\(error.kind) \(error.errorName ?? "") \(error.replySerial ?? 0)")
             guard let unregister = bus.message() else { return seen + ["no UnregisterAgent"] }
@@ -310,14 +352,15 @@ struct DBusAgentScriptTests {
         while agent.callsAnswered < 2 && ContinuousClock.now < deadline { usleep(10_000) }
         agent.stop()
         let seen = try #require(script.join())
-        #expect(seen == [
-            "\0AUTH EXTERNAL \(uidHex)\r", "BEGIN\r", "Hello",
-            "org.bluez /org/bluez org.bluez.AgentManager1.RegisterAgent [DBus.DBusValue.objectPath(\"/cuff/agent\"), DBus.DBusValue.string(\"NoInputNoOutput\")]",
-            "RequestDefaultAgent [DBus.DBusValue.objectPath(\"/cuff/agent\")]",
-            Hex.encode(DBusBytes.confirmationReply),
-            "error org.freedesktop.DBus.Error.UnknownMethod 8",
-            "UnregisterAgent [DBus.DBusValue.objectPath(\"/cuff/agent\")]",
-        ])
+        #expect(
+            seen == [
+                "\0AUTH EXTERNAL \(uidHex)\r", "BEGIN\r", "Hello",
+                "org.bluez /org/bluez org.bluez.AgentManager1.RegisterAgent [DBus.DBusValue.objectPath(\"/cuff/agent\"), DBus.DBusValue.string(\"NoInputNoOutput\")]",
+                "RequestDefaultAgent [DBus.DBusValue.objectPath(\"/cuff/agent\")]",
+                Hex.encode(DBusBytes.confirmationReply),
+                "error org.freedesktop.DBus.Error.UnknownMethod 8",
+                "UnregisterAgent [DBus.DBusValue.objectPath(\"/cuff/agent\")]",
+            ])
         #expect(agent.log.contains { $0.contains("confirm /org/bluez/hci0/dev_00_AA_01_01_00_01") })
         #expect(agent.log.contains("agent: default agent"))
     }
@@ -331,7 +374,10 @@ struct DBusAgentScriptTests {
             bus.write(Array("REJECTED EXTERNAL\r\n".utf8))
             return true
         }
-        #expect(throws: TransportError.self) { try BlueZAgent(connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, timeout: .seconds(2)) }
+        #expect(throws: TransportError.self) {
+            try BlueZAgent(
+                connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, timeout: .seconds(2))
+        }
         _ = script.join()
     }
 
@@ -347,7 +393,10 @@ struct DBusAgentScriptTests {
             bus.write(Hex.decode("6c020101 ffffff7f 01000000 08000000")!)  // 2 GiB body announced
             return true
         }
-        let error = #expect(throws: TransportError.self) { try BlueZAgent(connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, timeout: .seconds(2)) }
+        let error = #expect(throws: TransportError.self) {
+            try BlueZAgent(
+                connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, timeout: .seconds(2))
+        }
         #expect(error?.message.contains("too long") == true)
         _ = script.join()
     }
@@ -363,10 +412,16 @@ struct DBusAgentScriptTests {
             _ = bus.message()
             bus.write(DBusBytes.helloReply)
             guard let register = bus.message() else { return false }
-            bus.write(DBusMessage.errorReply(to: register, name: "org.freedesktop.DBus.Error.ServiceUnknown", text: "The name org.bluez was not provided"), serial: 3)
+            bus.write(
+                DBusMessage.errorReply(
+                    to: register, name: "org.freedesktop.DBus.Error.ServiceUnknown",
+                    text: "The name org.bluez was not provided"), serial: 3)
             return true
         }
-        let error = #expect(throws: TransportError.self) { try BlueZAgent(connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, timeout: .seconds(2)) }
+        let error = #expect(throws: TransportError.self) {
+            try BlueZAgent(
+                connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, timeout: .seconds(2))
+        }
         #expect(error?.message.contains("ServiceUnknown") == true)
         #expect(script.join() == true)
     }
@@ -378,14 +433,18 @@ struct DBusContainerTests {
     /// Flags, a boolean and an int16, through the wire and back.
     @Test func managedObjectsRoundTrip() throws {
         let char = DBusValue.dictionary([
-            ("UUID", .string("00002a35-0000-1000-8000-00805f9b34fb")), ("Flags", .array(element: "s", [.string("indicate")])),
+            ("UUID", .string("00002a35-0000-1000-8000-00805f9b34fb")),
+            ("Flags", .array(element: "s", [.string("indicate")])),
             ("Value", .bytes([0x1E, 0x78, 0x00])), ("Notifying", .boolean(false)), ("RSSI", .int16(-42)),
         ])
-        let objects = DBusValue.array(element: "{oa{sa{sv}}}", [
-            .dictEntry(.objectPath("/org/bluez/hci1/dev_00_AA_01_00_00_00/service000a/char000b"),
-                       .array(element: "{sa{sv}}", [.dictEntry(.string("org.bluez.GattCharacteristic1"), char)])),
-            .dictEntry(.objectPath("/org/bluez/hci1"), .array(element: "{sa{sv}}", [])),
-        ])
+        let objects = DBusValue.array(
+            element: "{oa{sa{sv}}}",
+            [
+                .dictEntry(
+                    .objectPath("/org/bluez/hci1/dev_00_AA_01_00_00_00/service000a/char000b"),
+                    .array(element: "{sa{sv}}", [.dictEntry(.string("org.bluez.GattCharacteristic1"), char)])),
+                .dictEntry(.objectPath("/org/bluez/hci1"), .array(element: "{sa{sv}}", [])),
+            ])
         var m = DBusMessage(kind: .methodReturn, replySerial: 4, body: [objects])
         m.serial = 9
         #expect(m.signature == "a{oa{sa{sv}}}")
@@ -409,13 +468,17 @@ struct DBusContainerTests {
         bytes[bodyStart] = 0xFF
         let parsed = try DBusMessage(parsing: bytes)
         #expect(parsed.replySerial == 1 && parsed.body == nil)
-        guard case .truncated? = parsed.bodyError else { Issue.record("\(String(describing: parsed.bodyError))"); return }
+        guard case .truncated? = parsed.bodyError else {
+            Issue.record("\(String(describing: parsed.bodyError))"); return
+        }
         // Nesting too deep.
         var deep = DBusValue.byte(1)
         for _ in 0..<70 { deep = .variant(deep) }
         m = DBusMessage(kind: .methodReturn, replySerial: 1, body: [deep])
         let tooDeep = try DBusMessage(parsing: m.encoded(serial: 2))
-        guard case .nestedTooDeep(let where_)? = tooDeep.bodyError else { Issue.record("\(String(describing: tooDeep.bodyError))"); return }
+        guard case .nestedTooDeep(let where_)? = tooDeep.bodyError else {
+            Issue.record("\(String(describing: tooDeep.bodyError))"); return
+        }
         #expect(where_.contains("deeper than 64") && where_.contains("at byte"))
     }
 
@@ -425,9 +488,11 @@ struct DBusContainerTests {
         func message(variants n: Int) -> [UInt8] {
             var v = DBusValue.bytes([0x02, 0x78, 0x00])
             for _ in 0..<(n - 1) { v = .variant(v) }
-            return DBusMessage(kind: .signal, path: "/org/bluez/hci1/dev_00_AA_01_00_00_07/service000a/char000b",
-                               interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-                               body: [.string("org.bluez.GattCharacteristic1"), .dictionary([("Value", v)]), .array(element: "s", [])]).encoded(serial: 7)
+            return DBusMessage(
+                kind: .signal, path: "/org/bluez/hci1/dev_00_AA_01_00_00_07/service000a/char000b",
+                interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                body: [.string("org.bluez.GattCharacteristic1"), .dictionary([("Value", v)]), .array(element: "s", [])]
+            ).encoded(serial: 7)
         }
         // a{sv} (2) + 60 variants + ay (1): 63 containers.
         let sixty = try DBusMessage(parsing: message(variants: 60))
@@ -439,9 +504,14 @@ struct DBusContainerTests {
         #expect(try DBusMessage(parsing: message(variants: 1)).body?[1]["Value"]?.bytesValue == [0x02, 0x78, 0x00])
         let tooDeep = try DBusMessage(parsing: message(variants: 70))
         #expect(tooDeep.member == "PropertiesChanged" && tooDeep.body == nil)
-        guard case .nestedTooDeep? = tooDeep.bodyError else { Issue.record("\(String(describing: tooDeep.bodyError))"); return }
+        guard case .nestedTooDeep? = tooDeep.bodyError else {
+            Issue.record("\(String(describing: tooDeep.bodyError))"); return
+        }
         // Signatures: at most 32 nested arrays, no empty struct (an array of them never ends).
-        #expect(throws: DBusProtocolError.nestedTooDeep("signature '\(String(repeating: "a", count: 33))y': more than 32 nested arrays")) {
+        #expect(
+            throws: DBusProtocolError.nestedTooDeep(
+                "signature '\(String(repeating: "a", count: 33))y': more than 32 nested arrays")
+        ) {
             try DBusSignature.split(String(repeating: "a", count: 33) + "y")
         }
         #expect(try DBusSignature.split(String(repeating: "a", count: 32) + "y").count == 1)

@@ -20,7 +20,8 @@ enum BTHardware {
         return fd >= 0
     }()
     static let available = requested && kernelHasBluetooth
-    static let skipReason: Comment = requested
+    static let skipReason: Comment =
+        requested
         ? "CUFF_BT_HARDWARE=1 but this kernel has no AF_BLUETOOTH: run inside the VM (tools/vm/run.sh)"
         : "needs two Bluetooth LE controllers: set CUFF_BT_HARDWARE=1 (tools/vm/run.sh does, with btvirt)"
 
@@ -34,7 +35,9 @@ enum BTHardware {
     static let central = adapter("CUFF_BT_CENTRAL", 1)
 }
 
-@Suite("BlueZ on real controllers", .serialized, .enabled(if: BTHardware.available, BTHardware.skipReason), .timeLimit(.minutes(1)))
+@Suite(
+    "BlueZ on real controllers", .serialized, .enabled(if: BTHardware.available, BTHardware.skipReason),
+    .timeLimit(.minutes(1)))
 struct HardwareTests {
     init() throws {
         try BTHardware.peripheral.powerOn()
@@ -48,7 +51,9 @@ struct HardwareTests {
         let p = try BTHardware.peripheral.info()
         #expect(p.isUp)
         #expect(p.address.rawValue != 0)
-        print("hardware: peripheral \(p.adapter) \(p.address), central \(BTHardware.central) \(try BTHardware.central.info().address)")
+        print(
+            "hardware: peripheral \(p.adapter) \(p.address), central \(BTHardware.central) \(try BTHardware.central.info().address)"
+        )
         print("hardware: bluetoothd running: \(BluetoothDaemon.isRunning)")
     }
 
@@ -59,7 +64,9 @@ struct HardwareTests {
         defer { advertiser.stop() }
         let scanner = try LEScanner(adapter: BTHardware.central)
         defer { scanner.stop() }
-        let found = try scanner.collect(for: .seconds(10)) { $0.address == target && $0.localName == "cuff-probe" && $0.isBloodPressureCuff }
+        let found = try scanner.collect(for: .seconds(10)) {
+            $0.address == target && $0.localName == "cuff-probe" && $0.isBloodPressureCuff
+        }
         for note in scanner.notes { print("hardware: scan note: \(note)") }
         let report = try #require(found.first { $0.address == target }, "no advertisement from \(target) in 10 s")
         print("hardware: scan → \(report.json.serialized())")
@@ -88,10 +95,14 @@ struct HardwareTests {
                 guard let link = try listener.accept(timeout: .seconds(20)) else { return ["accept timed out"] }
                 defer { link.close() }
                 var log = ["accepted \(link.peerDescription)"]
-                guard case .pdu(let mtu) = try link.next(timeout: .seconds(40)), mtu.first == 0x02 else { return log + ["no MTU request"] }
+                guard case .pdu(let mtu) = try link.next(timeout: .seconds(40)), mtu.first == 0x02 else {
+                    return log + ["no MTU request"]
+                }
                 try link.send([0x03, 0xF7, 0x00])
                 try link.send([0x1D, 0x03, 0x00, 0x00, 0x78, 0x00, 0x50, 0x00, 0x5D, 0x00])
-                guard case .pdu(let cfm) = try link.next(timeout: .seconds(10)), cfm == [0x1E] else { return log + ["no confirmation"] }
+                guard case .pdu(let cfm) = try link.next(timeout: .seconds(10)), cfm == [0x1E] else {
+                    return log + ["no confirmation"]
+                }
                 log.append("confirmed at \(link.securityLevel)")
                 try link.send([0x1B, 0x03, 0x00, 0x01])  // a notification: "got it", so the central may close
                 // The central closes: we must see .closed, not a 0-byte PDU.
@@ -103,7 +114,9 @@ struct HardwareTests {
 
         let start = MonotonicClock.now()
         let link = try L2CAPATTBearer.connect(adapter: BTHardware.central, to: peripheralAddress, timeout: .seconds(20))
-        print("hardware: connected to \(link.peerDescription) in \(MonotonicClock.now() - start), security \(link.securityLevel)")
+        print(
+            "hardware: connected to \(link.peerDescription) in \(MonotonicClock.now() - start), security \(link.securityLevel)"
+        )
         #expect(link.securityLevel == .low)
         let pairStart = MonotonicClock.now()
         try link.raiseSecurity(to: .medium)
@@ -111,7 +124,8 @@ struct HardwareTests {
         #expect(link.securityLevel >= .medium)
         try link.send([0x02, 0x05, 0x02])  // Exchange MTU Request, 517
         #expect(try link.next(timeout: .seconds(10)) == .pdu([0x03, 0xF7, 0x00]))
-        #expect(try link.next(timeout: .seconds(10)) == .pdu([0x1D, 0x03, 0x00, 0x00, 0x78, 0x00, 0x50, 0x00, 0x5D, 0x00]))
+        #expect(
+            try link.next(timeout: .seconds(10)) == .pdu([0x1D, 0x03, 0x00, 0x00, 0x78, 0x00, 0x50, 0x00, 0x5D, 0x00]))
         try link.send([0x1E])
         // Close only once the peripheral has the confirmation (it notifies), then it must see .closed.
         #expect(try link.next(timeout: .seconds(10)) == .pdu([0x1B, 0x03, 0x00, 0x01]))

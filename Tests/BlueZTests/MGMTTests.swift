@@ -32,9 +32,13 @@ struct MGMTTests {
     @Test func agentWithAPeerLeavesOtherDevicesAlone() throws {
         let ours = BluetoothAddress("00:AA:01:01:00:01")!
         #expect(PairingAgent.response(to: Self.confirmRequest, passkey: 0, adapter: nil, peer: ours).reply != nil)
-        let (reply, line, _) = PairingAgent.response(to: Self.confirmRequest, passkey: 0, adapter: nil, peer: BluetoothAddress("00:AA:01:01:00:02")!)
+        let (reply, line, _) = PairingAgent.response(
+            to: Self.confirmRequest, passkey: 0, adapter: nil, peer: BluetoothAddress("00:AA:01:01:00:02")!)
         #expect(reply == nil)
-        #expect(line == "agent: hci0 pairing question for 00:AA:01:01:00:01 (LE public) left unanswered: cuff answers only for 00:AA:01:01:00:02")
+        #expect(
+            line
+                == "agent: hci0 pairing question for 00:AA:01:01:00:01 (LE public) left unanswered: cuff answers only for 00:AA:01:01:00:02"
+        )
         let passkey = try #require(Hex.decode("1000 0100 0700 010000eeffc0 02"))
         #expect(PairingAgent.response(to: passkey, passkey: 1, adapter: nil, peer: ours).reply == nil)
     }
@@ -48,8 +52,12 @@ struct MGMTTests {
     }
 
     @Test func agentIgnoresOtherAdaptersAndOtherEvents() throws {
-        #expect(PairingAgent.response(to: Self.confirmRequest, passkey: 0, adapter: BluetoothAdapter(index: 1)).reply == nil)
-        #expect(PairingAgent.response(to: Self.confirmRequest, passkey: 0, adapter: BluetoothAdapter(index: 0)).reply != nil)
+        #expect(
+            PairingAgent.response(to: Self.confirmRequest, passkey: 0, adapter: BluetoothAdapter(index: 1)).reply == nil
+        )
+        #expect(
+            PairingAgent.response(to: Self.confirmRequest, passkey: 0, adapter: BluetoothAdapter(index: 0)).reply != nil
+        )
         // Authentication Failed (0x0011): status 0x05
         let failed = try #require(Hex.decode("1100 0000 0800 010001 01aa00 01 05"))
         let (reply, line, _) = PairingAgent.response(to: failed, passkey: 0, adapter: nil)
@@ -57,7 +65,9 @@ struct MGMTTests {
         #expect(line == "agent: hci0 pairing with 00:AA:01:01:00:01 (LE public) failed: authentication failed (0x05)")
         // Command Complete for our reply: logged, no answer.
         let complete = try #require(Hex.decode("0100 0000 0a00 1c00 00 010001 01aa00 01"))
-        #expect(PairingAgent.response(to: complete, passkey: 0, adapter: nil).line == "agent: hci0 reply 0x1c → success (0x00)")
+        #expect(
+            PairingAgent.response(to: complete, passkey: 0, adapter: nil).line
+                == "agent: hci0 reply 0x1c → success (0x00)")
         // Garbage: nothing.
         #expect(PairingAgent.response(to: [0x0F, 0x00], passkey: 0, adapter: nil).reply == nil)
     }
@@ -79,6 +89,9 @@ struct MGMTTests {
         // Header fine, body too short for a confirmation request.
         let short = MGMTPacket(code: 0x000F, index: 0, parameters: [1, 2, 3])
         #expect(throws: MGMTParseError.self) { _ = try MGMTEvent(short) }
-        #expect(MGMTPacket(code: 0x0001, index: 0xFFFF, parameters: [1]).encoded == [0x01, 0x00, 0xFF, 0xFF, 0x01, 0x00, 0x01])
+        #expect(
+            MGMTPacket(code: 0x0001, index: 0xFFFF, parameters: [1]).encoded == [
+                0x01, 0x00, 0xFF, 0xFF, 0x01, 0x00, 0x01,
+            ])
     }
 }

@@ -9,7 +9,10 @@ struct BluetoothOptionsTests {
         (["scan", "--security", "high"], "Unknown option '--security'"),
         (["scan", "--bonds", "/tmp/none"], "Unknown option '--bonds'"),
         (["pair", "AA:BB:CC:DD:EE:FF", "--no-set-time"], "Unknown option '--no-set-time'"),
-        (["watch", "--connect", "unix:/tmp/none", "--security", "high"], "--device, --security, --bonds and --backend go with --adapter hciN"),
+        (
+            ["watch", "--connect", "unix:/tmp/none", "--security", "high"],
+            "--device, --security, --bonds and --backend go with --adapter hciN"
+        ),
         (["pair", "AA:BB:CC:DD:EE:FF", "--security", "low"], "--security takes medium or high"),
         (["measure", "--simulated", "normal", "--format", "xml"], "'xml'"),
     ])
@@ -22,7 +25,9 @@ struct BluetoothOptionsTests {
 
     @Test func theSharedOptionsStillWork() throws {
         // --no-set-time and --format from the shared groups reach the session and the sinks.
-        let r = try CLI.run(["measure", "--simulated", "normal", "--speed", "0", "--no-set-time", "--format", "omh", "--quiet"])
+        let r = try CLI.run([
+            "measure", "--simulated", "normal", "--speed", "0", "--no-set-time", "--format", "omh", "--quiet",
+        ])
         #expect(r.status == 0)
         let lines = r.stdoutLines
         #expect(!lines.isEmpty)

@@ -17,7 +17,9 @@ enum CLI {
     static var binary: URL { URL(fileURLWithPath: CuffBinary.path) }
 
     @discardableResult
-    static func run(_ args: [String], stdin: String? = nil, timeout: TimeInterval = 120, environment: [String: String] = [:]) throws -> CLIResult {
+    static func run(
+        _ args: [String], stdin: String? = nil, timeout: TimeInterval = 120, environment: [String: String] = [:]
+    ) throws -> CLIResult {
         let r = try runToCompletion(CuffBinary.path, args, stdin: stdin, timeout: timeout, environment: environment)
         guard !r.timedOut else {
             Issue.record("cuff \(args.joined(separator: " ")) timed out after \(timeout) s")

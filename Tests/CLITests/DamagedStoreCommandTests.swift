@@ -16,11 +16,18 @@ struct DamagedStoreCommandTests {
     static func damagedStore(_ dir: String, _ sql: String) throws -> String {
         let store = dir + "/d.db"
         for c in ["normal", "kpa", "hypertensive"] {
-            let r = try CLI.run(["replay", CLI.packageRoot.appendingPathComponent("captures/\(c).btsnoop").path, "--quiet", "--store", store])
+            let r = try CLI.run([
+                "replay", CLI.packageRoot.appendingPathComponent("captures/\(c).btsnoop").path, "--quiet", "--store",
+                store,
+            ])
             #expect(r.status == 0, "\(r.stderr)")
         }
-        let py = try ChildProcess(["-c", "import sqlite3,sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()", store, sql],
-                             executable: "/usr/bin/python3", stderr: dir + "/py.err")
+        let py = try ChildProcess(
+            [
+                "-c", "import sqlite3,sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()",
+                store, sql,
+            ],
+            executable: "/usr/bin/python3", stderr: dir + "/py.err")
         #expect(py.wait(timeout: 60) == 0, "\((try? String(contentsOfFile: dir + "/py.err", encoding: .utf8)) ?? "")")
         return store
     }
@@ -34,7 +41,9 @@ struct DamagedStoreCommandTests {
         #expect(h.stdoutLines.count == 2)
         #expect(h.stderr.contains("row 2") && h.stderr.contains("column systolic"), "\(h.stderr)")
         #expect(h.stderr.contains("2 measurements") && h.stderr.contains("1 unreadable row skipped"), "\(h.stderr)")
-        #expect(!h.stderr.contains("odd-value-77") && !h.stderr.contains("Fatal error") && !h.stderr.contains("SIM-"), "\(h.stderr)")
+        #expect(
+            !h.stderr.contains("odd-value-77") && !h.stderr.contains("Fatal error") && !h.stderr.contains("SIM-"),
+            "\(h.stderr)")
 
         let svg = dir + "/h.svg"
         let p = try CLI.run(["plot", "--store", store, "-o", svg])

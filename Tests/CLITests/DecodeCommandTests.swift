@@ -4,7 +4,9 @@ import Testing
 @Suite("cuff decode")
 struct DecodeCommandTests {
     @Test func decodesArgumentsOneJSONObjectEach() throws {
-        let r = try CLI.run(["decode", "1E 8A 00 58 00 78 00 00 00 04 11 14 29 3B 3C 00 01 27 00", "15:BD:F0:0B:00:9F:F0:3C:00:12:00"])
+        let r = try CLI.run([
+            "decode", "1E 8A 00 58 00 78 00 00 00 04 11 14 29 3B 3C 00 01 27 00", "15:BD:F0:0B:00:9F:F0:3C:00:12:00",
+        ])
         #expect(r.status == 0)
         #expect(r.stderr.isEmpty)
         let lines = r.stdoutLines
@@ -72,7 +74,8 @@ struct DecodeCommandTests {
 
     @Test func everyCharacteristicDecodes() throws {
         let cases: [(String, String, String)] = [
-            ("2a49", "FF 01", "feature"), ("2b34", "7E 78 00 50 00 64 00 80 51 01 00 48 00 05 03 00 00 A3 02 00", "measurement"),
+            ("2a49", "FF 01", "feature"),
+            ("2b34", "7E 78 00 50 00 64 00 80 51 01 00 48 00 05 03 00 00 A3 02 00", "measurement"),
             ("2b35", "00 78 00", "cuff_pressure"), ("2b36", "03 01 00 34 2B 00 78 00 50 00 5D 00", "record"),
             ("2a52", "06 00 01 01", "record_access_control_point"), ("2a08", "E3 07 0C 19 0A 1E 2D", "date_time"),
             ("2a2b", "E8 07 06 17 0E 23 0A 07 80 01", "current_time"),
@@ -83,7 +86,8 @@ struct DecodeCommandTests {
             let j = try CLI.json(try #require(r.stdoutLines.first))
             #expect(j["type"] as? String == type, "\(c)")
         }
-        let dt = try CLI.json(try CLI.run(["decode", "--characteristic", "2a08", "E3 07 0C 19 0A 1E 2D"]).stdoutLines[0])
+        let dt = try CLI.json(
+            try CLI.run(["decode", "--characteristic", "2a08", "E3 07 0C 19 0A 1E 2D"]).stdoutLines[0])
         #expect(dt["timestamp"] as? String == "2019-12-25T10:30:45")
     }
 
@@ -98,7 +102,9 @@ struct DecodeCommandTests {
             let j = try CLI.json(line)
             #expect(j["timestamp"] is NSNull, "\(text)")
             let fields = try #require(j["timestamp_fields"] as? [String: Any])
-            #expect("\(fields["year"]!)-\(fields["month"]!)-\(fields["day"]!)" == text.split(separator: "-").map { String(Int($0)!) }.joined(separator: "-"))
+            #expect(
+                "\(fields["year"]!)-\(fields["month"]!)-\(fields["day"]!)"
+                    == text.split(separator: "-").map { String(Int($0)!) }.joined(separator: "-"))
             let warnings = try #require(j["warnings"] as? [[String: Any]])
             #expect(warnings.map { $0["code"] as? String } == ["invalid_date_time"], "\(text)")
             #expect(warnings.first?["offset"] as? Int == 7)
@@ -118,8 +124,10 @@ struct DecodeCommandTests {
 
     @Test func recordSegmentsDecode() throws {
         // V35 in three segments (first, middle, last), a whole one, and one with a damaged inner value.
-        let r = try CLI.run(["decode", "--characteristic", "2b36", "01 01 00 34 2B 00 78 00", "04 50 00", "0A 5D 00",
-                             "03 01 00 34 2B 00 78 00 50 00 5D 00", "03 01 00 34 2B 00 78 00 50"])
+        let r = try CLI.run([
+            "decode", "--characteristic", "2b36", "01 01 00 34 2B 00 78 00", "04 50 00", "0A 5D 00",
+            "03 01 00 34 2B 00 78 00 50 00 5D 00", "03 01 00 34 2B 00 78 00 50",
+        ])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdoutLines
         #expect(lines.count == 5)
@@ -136,11 +144,15 @@ struct DecodeCommandTests {
         #expect(last["continuation"] as? String == "5d00")
         #expect(last["last_segment"] as? Bool == true)
         // A whole record: as before.
-        #expect(lines[3].hasPrefix(#"{"type":"record","characteristic":"2B36","first_segment":true,"last_segment":true,"segment_counter":0,"sequence_number":1,"recorded_characteristic":"2B34","record":{"type":"measurement""#))
+        #expect(
+            lines[3].hasPrefix(
+                #"{"type":"record","characteristic":"2B36","first_segment":true,"last_segment":true,"segment_counter":0,"sequence_number":1,"recorded_characteristic":"2B34","record":{"type":"measurement""#
+            ))
         let damaged = try CLI.json(lines[4])
         #expect(damaged["sequence_number"] as? Int == 1)
         #expect(damaged["record"] is NSNull)
-        #expect((damaged["record_error"] as? [String: Any])?["field"] as? String == "Recorded Characteristic: Diastolic")
+        #expect(
+            (damaged["record_error"] as? [String: Any])?["field"] as? String == "Recorded Characteristic: Diastolic")
         #expect((damaged["warnings"] as? [[String: Any]])?.first?["code"] as? String == "invalid_recorded_value")
     }
 

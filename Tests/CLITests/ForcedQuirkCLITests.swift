@@ -36,7 +36,9 @@ struct ForcedQuirkCLITests {
         let sim = try Simulator(["--speed", "100", "--autostart", "--seed", "3"])
         let s = try ScratchDirectory()  // (the simulator's folder goes when it stops)
         let capture = s.path("c.btsnoop")
-        let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--timeout", "60", "--quirk", Self.quirk, "--capture", capture])
+        let r = try CLI.run([
+            "measure", "--connect", "unix:\(sim.path)", "--timeout", "60", "--quirk", Self.quirk, "--capture", capture,
+        ])
         let log = sim.logText
         #expect(sim.stop() == 0, "\(log)")
         #expect(r.status == 0, "\(r.stderr)")
@@ -54,10 +56,16 @@ struct ForcedQuirkCLITests {
 
     @Test func watchAppliesItToEveryCuff() throws {
         let s = try ScratchDirectory()
-        let fleet = try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "2", "--every", "60", "--speed", "60", "--quiet"],
-                                stderr: s.path("sim.err"))
+        let fleet = try ChildProcess(
+            [
+                "simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "2", "--every", "60", "--speed", "60",
+                "--quiet",
+            ],
+            stderr: s.path("sim.err"))
         #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0002.sock")) })
-        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--quirk", Self.quirk], stdout: s.path("out"), stderr: s.path("watch.err"))
+        let watch = try ChildProcess(
+            ["watch", "--connect", "unix:" + s.path("cuffs"), "--quirk", Self.quirk], stdout: s.path("out"),
+            stderr: s.path("watch.err"))
         func printed() -> [[String: Any]] { (try? WatchCommandTests.measurementLines(s.lines("out"))) ?? [] }
         #expect(waitUntil(60) { printed().count >= 2 }, "\(s.text("watch.err"))")
         watch.signal(SIGTERM)

@@ -35,7 +35,8 @@ struct FromCaptureTests {
     func aBluetoothdGATTServerCapturedInTheVMServesTheReplaysMeasurements(_ session: Int) throws {
         let file = Self.captures.appendingPathComponent("foreign/bluetoothd-gatt-server.btsnoop").path
         let list = try CLI.run(["simulate", "--from-capture", file, "--list-sessions"])
-        #expect(list.stdoutLines.count == 2 && list.stdoutLines.allSatisfy { $0.hasSuffix("servable") }, "\(list.stdout)")
+        #expect(
+            list.stdoutLines.count == 2 && list.stdoutLines.allSatisfy { $0.hasSuffix("servable") }, "\(list.stdout)")
         let sim = try TwoProcessTests.Simulator(["--from-capture", file, "--session", "\(session)", "--speed", "1000"])
         let live = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--timeout", "60"])
         let log = sim.logText
@@ -52,11 +53,15 @@ struct FromCaptureTests {
                 var d = r["device"] as? [String: Any] ?? [:]
                 d["address"] = nil
                 r["device"] = d
-                return String(decoding: try JSONSerialization.data(withJSONObject: r, options: [.sortedKeys]), as: UTF8.self)
+                return String(
+                    decoding: try JSONSerialization.data(withJSONObject: r, options: [.sortedKeys]), as: UTF8.self)
             }
         }
-        let recorded = try String(contentsOfFile: Self.captures.appendingPathComponent("foreign/bluetoothd-gatt-server.live.ndjson").path, encoding: .utf8)
-            .split(separator: "\n").map(String.init)
+        let recorded = try String(
+            contentsOfFile: Self.captures.appendingPathComponent("foreign/bluetoothd-gatt-server.live.ndjson").path,
+            encoding: .utf8
+        )
+        .split(separator: "\n").map(String.init)
         #expect(try records(replayed.stdoutLines) == records(recorded), "cuff replay differs from the live session")
         #expect(try records(live.stdoutLines) == records(recorded), "the served capture differs from the live session")
     }
@@ -72,9 +77,14 @@ struct FromCaptureTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let junk = dir.appendingPathComponent("junk.btsnoop").path
         FileManager.default.createFile(atPath: junk, contents: Data("not a capture at all".utf8))
-        let bad = try CLI.run(["simulate", "--from-capture", junk, "--listen", "unix:" + dir.appendingPathComponent("s").path])
+        let bad = try CLI.run([
+            "simulate", "--from-capture", junk, "--listen", "unix:" + dir.appendingPathComponent("s").path,
+        ])
         #expect(bad.status == 1 && bad.stderr.contains(junk), "\(bad.stderr)")
-        let missing = try CLI.run(["simulate", "--from-capture", file, "--session", "9", "--listen", "unix:" + dir.appendingPathComponent("s").path])
+        let missing = try CLI.run([
+            "simulate", "--from-capture", file, "--session", "9", "--listen",
+            "unix:" + dir.appendingPathComponent("s").path,
+        ])
         #expect(missing.status == 7 && missing.stderr.contains("no session 9"), "\(missing.stderr)")
         let misuse = try CLI.run(["simulate", "--listen", "unix:/tmp/x", "--loop"])
         #expect(misuse.status == 64)

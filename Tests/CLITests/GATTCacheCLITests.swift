@@ -7,7 +7,9 @@ import Testing
 @Suite("GATT cache: cuff measure twice", .serialized)
 struct GATTCacheCLITests {
     static func end(_ r: CLIResult) throws -> [String: Any] {
-        let ends = try r.stdoutLines.map(CLI.json).filter { $0["type"] as? String == "session" && $0["event"] as? String == "end" }
+        let ends = try r.stdoutLines.map(CLI.json).filter {
+            $0["type"] as? String == "session" && $0["event"] as? String == "end"
+        }
         return try #require(ends.last, "no session end record: \(r.stderr.suffix(400))")
     }
 
@@ -50,14 +52,19 @@ struct GATTCacheCLITests {
     @Test func watchKeepsWhatItLearnedAcrossSessionsAndRestarts() throws {
         let s = try ScratchDirectory()
         let env = ["XDG_STATE_HOME": s.path("state")]
-        let cuff = try ChildProcess(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "120"], stderr: s.path("sim.err"))
+        let cuff = try ChildProcess(
+            ["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "120"],
+            stderr: s.path("sim.err"))
         #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
         func ends(_ name: String) -> [[String: Any]] {
-            s.lines(name).compactMap { try? CLI.json($0) }.filter { $0["type"] as? String == "session" && $0["event"] as? String == "end" }
+            s.lines(name).compactMap { try? CLI.json($0) }.filter {
+                $0["type"] as? String == "session" && $0["event"] as? String == "end"
+            }
         }
         for (round, extra) in [[], [], ["--no-gatt-cache"]].enumerated() {
-            let w = try ChildProcess(["watch", "--connect", "unix:" + s.path("c.sock")] + extra, stdout: s.path("out\(round)"),
-                                stderr: s.path("watch\(round).err"), environment: env)
+            let w = try ChildProcess(
+                ["watch", "--connect", "unix:" + s.path("c.sock")] + extra, stdout: s.path("out\(round)"),
+                stderr: s.path("watch\(round).err"), environment: env)
             #expect(waitUntil(30) { ends("out\(round)").count >= 3 }, "\(s.text("watch\(round).err").suffix(800))")
             w.signal(SIGTERM)
             #expect(w.wait(timeout: 20) == 0)
@@ -68,11 +75,15 @@ struct GATTCacheCLITests {
         // The first session discovers; the ones after it, in this watch and in the next, use what it learned.
         #expect(first.first?["gatt_cache"] as? String == "miss")
         let hits = (first.dropFirst() + restarted).filter { $0["outcome"] as? String == "completed" }
-        #expect(!hits.isEmpty && hits.allSatisfy { $0["gatt_cache"] as? String == "hit" && ($0["att_requests"] as? Int ?? 99) <= 4 },
-                "\(hits.map { "\($0["gatt_cache"] ?? "-") \($0["att_requests"] ?? "-")" })")
+        #expect(
+            !hits.isEmpty
+                && hits.allSatisfy { $0["gatt_cache"] as? String == "hit" && ($0["att_requests"] as? Int ?? 99) <= 4 },
+            "\(hits.map { "\($0["gatt_cache"] ?? "-") \($0["att_requests"] ?? "-")" })")
         #expect(hits.allSatisfy { $0["serial"] as? String == "SIM-000001" })
         let full = try #require(first.first?["att_requests"] as? Int)
-        #expect(!off.isEmpty && off.allSatisfy { $0["gatt_cache"] as? String == "off" && $0["att_requests"] as? Int == full })
+        #expect(
+            !off.isEmpty
+                && off.allSatisfy { $0["gatt_cache"] as? String == "off" && $0["att_requests"] as? Int == full })
     }
 
     @Test func aCuffWhoseHandlesMovedIsDiscoveredAgainWithoutLosingItsReading() throws {
@@ -81,7 +92,9 @@ struct GATTCacheCLITests {
         let socket = s.path("c.sock")
         func simulate(_ extra: [String]) throws -> ChildProcess {
             try? FileManager.default.removeItem(atPath: socket)
-            let p = try ChildProcess(["simulate", "--listen", "unix:" + socket, "--speed", "200", "--autostart", "--seed", "4"] + extra, stderr: s.path("sim.err"))
+            let p = try ChildProcess(
+                ["simulate", "--listen", "unix:" + socket, "--speed", "200", "--autostart", "--seed", "4"] + extra,
+                stderr: s.path("sim.err"))
             #expect(waitUntil(10) { FileManager.default.fileExists(atPath: socket) })
             return p
         }

@@ -3,7 +3,10 @@ import Foundation
 import Testing
 
 /// `--publish mqtt://…` against a real `mosquitto` started by the test, read with `mosquitto_sub`.
-@Suite("cuff --publish (MQTT)", .serialized, .enabled(if: MosquittoBroker.available, "needs mosquitto, mosquitto-clients and openssl (tools/install-deps.sh --test)"))
+@Suite(
+    "cuff --publish (MQTT)", .serialized,
+    .enabled(
+        if: MosquittoBroker.available, "needs mosquitto, mosquitto-clients and openssl (tools/install-deps.sh --test)"))
 struct MQTTCLITests {
     // Home Assistant's documented MQTT discovery keys (full names) for the two components used,
     // https://www.home-assistant.io/integrations/sensor.mqtt/ and …/binary_sensor.mqtt/.
@@ -13,7 +16,9 @@ struct MQTTCLITests {
         "json_attributes_template", "json_attributes_topic", "name", "object_id", "default_entity_id", "origin",
         "payload_available", "payload_not_available", "platform", "qos", "state_topic", "unique_id", "value_template",
     ]
-    static let sensorKeys = common.union(["last_reset_value_template", "options", "state_class", "suggested_display_precision", "unit_of_measurement"])
+    static let sensorKeys = common.union([
+        "last_reset_value_template", "options", "state_class", "suggested_display_precision", "unit_of_measurement",
+    ])
     static let binarySensorKeys = common.union(["off_delay", "payload_off", "payload_on"])
     static let deviceKeys: Set<String> = [
         "configuration_url", "connections", "hw_version", "identifiers", "manufacturer", "model", "model_id", "name",
@@ -21,18 +26,24 @@ struct MQTTCLITests {
     ]
     static let originKeys: Set<String> = ["name", "sw_version", "support_url"]
     static let sensorClasses: Set<String> = [
-        "apparent_power", "aqi", "area", "atmospheric_pressure", "battery", "blood_glucose_concentration", "carbon_dioxide",
-        "carbon_monoxide", "current", "data_rate", "data_size", "date", "distance", "duration", "energy", "energy_distance",
+        "apparent_power", "aqi", "area", "atmospheric_pressure", "battery", "blood_glucose_concentration",
+        "carbon_dioxide",
+        "carbon_monoxide", "current", "data_rate", "data_size", "date", "distance", "duration", "energy",
+        "energy_distance",
         "energy_storage", "enum", "frequency", "gas", "humidity", "illuminance", "irradiance", "moisture", "monetary",
-        "nitrogen_dioxide", "nitrogen_monoxide", "nitrous_oxide", "ozone", "ph", "pm1", "pm25", "pm10", "power", "power_factor",
+        "nitrogen_dioxide", "nitrogen_monoxide", "nitrous_oxide", "ozone", "ph", "pm1", "pm25", "pm10", "power",
+        "power_factor",
         "precipitation", "precipitation_intensity", "pressure", "reactive_energy", "reactive_power", "signal_strength",
         "sound_pressure", "speed", "sulphur_dioxide", "temperature", "timestamp", "volatile_organic_compounds",
-        "volatile_organic_compounds_parts", "voltage", "volume", "volume_flow_rate", "volume_storage", "water", "weight",
+        "volatile_organic_compounds_parts", "voltage", "volume", "volume_flow_rate", "volume_storage", "water",
+        "weight",
         "wind_direction", "wind_speed",
     ]
     static let binarySensorClasses: Set<String> = [
-        "battery", "battery_charging", "carbon_monoxide", "cold", "connectivity", "door", "garage_door", "gas", "heat", "light",
-        "lock", "moisture", "motion", "moving", "occupancy", "opening", "plug", "power", "presence", "problem", "running", "safety",
+        "battery", "battery_charging", "carbon_monoxide", "cold", "connectivity", "door", "garage_door", "gas", "heat",
+        "light",
+        "lock", "moisture", "motion", "moving", "occupancy", "opening", "plug", "power", "presence", "problem",
+        "running", "safety",
         "smoke", "sound", "tamper", "update", "vibration", "window",
     ]
 
@@ -42,7 +53,8 @@ struct MQTTCLITests {
 
     /// What Home Assistant's `{{ value_json.KEY }}` renders for `state` (Jinja prints null as `None`).
     static func render(_ template: String, _ state: [String: Any]) throws -> String {
-        let key = try #require(template.firstMatch(of: /^\{\{ value_json\.([a-z_]+) \}\}$/)?.1, "unexpected template \(template)")
+        let key = try #require(
+            template.firstMatch(of: /^\{\{ value_json\.([a-z_]+) \}\}$/)?.1, "unexpected template \(template)")
         switch state[String(key)] {
         case nil, is NSNull: return "None"
         case let s as String: return s
@@ -59,14 +71,19 @@ struct MQTTCLITests {
         let out = broker.dir + "/o.db"
         var printed: [[String: Any]] = []
         for c in ["irregular-pulse.btsnoop", "kpa.btsnoop", "multi-user.btsnoop", "body-movement.btsnoop"] {
-            let r = try CLI.run(["replay", Self.capture(c), "--publish", broker.url, "--outbox", out, "--user-name", "1=Alice", "--user-name", "2=Bob", "--cuff-timezone", "+01:00"])
+            let r = try CLI.run([
+                "replay", Self.capture(c), "--publish", broker.url, "--outbox", out, "--user-name", "1=Alice",
+                "--user-name", "2=Bob", "--cuff-timezone", "+01:00",
+            ])
             #expect(r.status == 0, "\(c): \(r.stderr)")
             #expect(!r.stderr.contains(broker.password), "the password was logged")
             printed += try WatchCommandTests.measurementLines(r.stdoutLines)
         }
         #expect(printed.count >= 4)
         let configs = try broker.retained(["homeassistant/#"])
-        let states = Dictionary(try broker.retained(["cuff/+/+/state"]).map { ($0.topic, try Self.json($0.payload)) }, uniquingKeysWith: { a, _ in a })
+        let states = Dictionary(
+            try broker.retained(["cuff/+/+/state"]).map { ($0.topic, try Self.json($0.payload)) },
+            uniquingKeysWith: { a, _ in a })
         let status = try broker.retained(["cuff/status"])
         #expect(status.map(\.payload) == ["online"])
         #expect(!configs.isEmpty && !states.isEmpty)
@@ -77,13 +94,21 @@ struct MQTTCLITests {
             #expect(parts.count == 5 && parts[0] == "homeassistant" && parts[4] == "config", "\(c.topic)")
             let component = String(parts[1])
             let cfg = try Self.json(c.payload)
-            let allowed = component == "sensor" ? Self.sensorKeys : component == "binary_sensor" ? Self.binarySensorKeys : []
-            #expect(Set(cfg.keys).isSubset(of: allowed), "\(c.topic): undocumented keys \(Set(cfg.keys).subtracting(allowed))")
-            for k in ["name", "unique_id", "state_topic", "value_template", "availability_topic", "device"] { #expect(cfg[k] != nil, "\(c.topic) lacks \(k)") }
+            let allowed =
+                component == "sensor" ? Self.sensorKeys : component == "binary_sensor" ? Self.binarySensorKeys : []
+            #expect(
+                Set(cfg.keys).isSubset(of: allowed),
+                "\(c.topic): undocumented keys \(Set(cfg.keys).subtracting(allowed))")
+            for k in ["name", "unique_id", "state_topic", "value_template", "availability_topic", "device"] {
+                #expect(cfg[k] != nil, "\(c.topic) lacks \(k)")
+            }
             #expect(cfg["availability_topic"] as? String == "cuff/status")
-            #expect(cfg["payload_available"] as? String == "online" && cfg["payload_not_available"] as? String == "offline")
+            #expect(
+                cfg["payload_available"] as? String == "online" && cfg["payload_not_available"] as? String == "offline")
             if let dc = cfg["device_class"] as? String {
-                #expect((component == "sensor" ? Self.sensorClasses : Self.binarySensorClasses).contains(dc), "\(c.topic): device_class \(dc)")
+                #expect(
+                    (component == "sensor" ? Self.sensorClasses : Self.binarySensorClasses).contains(dc),
+                    "\(c.topic): device_class \(dc)")
             }
             let device = try #require(cfg["device"] as? [String: Any])
             #expect(Set(device.keys).isSubset(of: Self.deviceKeys), "\(Set(device.keys).subtracting(Self.deviceKeys))")
@@ -94,12 +119,17 @@ struct MQTTCLITests {
             #expect(!uniqueIDs.contains(uid), "unique_id \(uid) twice")
             uniqueIDs.insert(uid)
             // The state topic holds a retained state, and the template renders what the entity takes.
-            let state = try #require(states[cfg["state_topic"] as? String ?? ""], "no retained state on \(cfg["state_topic"] ?? "-")")
+            let state = try #require(
+                states[cfg["state_topic"] as? String ?? ""], "no retained state on \(cfg["state_topic"] ?? "-")")
             let rendered = try Self.render(cfg["value_template"] as? String ?? "", state)
             if component == "binary_sensor" {
-                #expect([cfg["payload_on"] as? String, cfg["payload_off"] as? String, "None"].contains(rendered), "\(c.topic) renders \(rendered)")
+                #expect(
+                    [cfg["payload_on"] as? String, cfg["payload_off"] as? String, "None"].contains(rendered),
+                    "\(c.topic) renders \(rendered)")
             } else if cfg["device_class"] as? String == "timestamp" {
-                #expect(rendered.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)/) != nil, "timestamp without a zone: \(rendered)")
+                #expect(
+                    rendered.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)/) != nil,
+                    "timestamp without a zone: \(rendered)")
             } else {
                 #expect(cfg["unit_of_measurement"] as? String == (uid.hasSuffix("pulse_rate") ? "bpm" : "mmHg"))
                 #expect(rendered == "None" || Double(rendered) != nil, "\(c.topic) renders \(rendered)")
@@ -108,12 +138,18 @@ struct MQTTCLITests {
         // Seven entities for each cuff and user; a device per cuff and user, Alice named.
         #expect(configs.count == devices.count * 7)
         #expect(devices == ["cuff_SIM-000001_1", "cuff_SIM-000001_2"], "\(devices)")
-        let deviceNames = configs.compactMap { c in ((try? Self.json(c.payload))?["device"] as? [String: Any])?["name"] as? String }
-        #expect(deviceNames.contains { $0.hasSuffix("(Alice)") } && deviceNames.contains { $0.hasSuffix("(Bob)") }, "\(Set(deviceNames))")
+        let deviceNames = configs.compactMap { c in
+            ((try? Self.json(c.payload))?["device"] as? [String: Any])?["name"] as? String
+        }
+        #expect(
+            deviceNames.contains { $0.hasSuffix("(Alice)") } && deviceNames.contains { $0.hasSuffix("(Bob)") },
+            "\(Set(deviceNames))")
         // kPa readings are published in mmHg; the zone-less cuff time carries the assumed offset.
         for (_, s) in states {
             #expect(s["unit"] as? String == "mmHg")
-            if s["time_basis"] as? String == "device-local-assumed-host-offset" { #expect((s["measured_at"] as? String)?.hasSuffix("+01:00") == true) }
+            if s["time_basis"] as? String == "device-local-assumed-host-offset" {
+                #expect((s["measured_at"] as? String)?.hasSuffix("+01:00") == true)
+            }
             if let sys = s["systolic"] as? Double { #expect(sys > 40 && sys < 300, "systolic \(sys) mmHg") }
         }
         // Every reading left the outbox.
@@ -126,13 +162,19 @@ struct MQTTCLITests {
         let reader = try MosquittoBroker.Reader(broker, topics: ["cuff/+/+/reading"], id: "reader")
         usleep(300_000)
         let s = try ScratchDirectory()
-        let fleet = try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "4", "--every", "60", "--speed", "60", "--quiet"],
-                                stderr: s.path("sim.err"))
+        let fleet = try ChildProcess(
+            [
+                "simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "4", "--every", "60", "--speed", "60",
+                "--quiet",
+            ],
+            stderr: s.path("sim.err"))
         #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0004.sock")) })
-        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--publish", broker.url, "--outbox", s.path("o.db")],
-                                stdout: s.path("out"), stderr: s.path("watch.err"))
+        let watch = try ChildProcess(
+            ["watch", "--connect", "unix:" + s.path("cuffs"), "--publish", broker.url, "--outbox", s.path("o.db")],
+            stdout: s.path("out"), stderr: s.path("watch.err"))
         func printed() -> [[String: Any]] { (try? WatchCommandTests.measurementLines(s.lines("out"))) ?? [] }
-        #expect(waitUntil(60) { printed().count >= 4 && reader.messages.count >= 4 }, "\(s.text("watch.err").suffix(2000))")
+        #expect(
+            waitUntil(60) { printed().count >= 4 && reader.messages.count >= 4 }, "\(s.text("watch.err").suffix(2000))")
         // The broker is killed and stays away for a while; the cuffs go on measuring. (Once it has
         // saved the reader's session: what it took before a kill is the broker's to keep, not cuff's.)
         #expect(waitUntil(10) { FileManager.default.fileExists(atPath: broker.dir + "/mosquitto.db") })
@@ -146,12 +188,15 @@ struct MQTTCLITests {
         watch.signal(SIGTERM)
         #expect(watch.wait(timeout: 40) == 0, "\(s.text("watch.err").suffix(2000))")
         let confirmedKeys = Set(printed().map(Self.key))
-        #expect(waitUntil(20) {
-            confirmedKeys.isSubset(of: Set(reader.messages.compactMap { try? Self.key(Self.json($0.payload)) }))
-        })
+        #expect(
+            waitUntil(20) {
+                confirmedKeys.isSubset(of: Set(reader.messages.compactMap { try? Self.key(Self.json($0.payload)) }))
+            })
         let received = reader.messages.compactMap { try? Self.json($0.payload) }
         let receivedKeys = Set(received.map(Self.key))
-        #expect(confirmedKeys.subtracting(receivedKeys).isEmpty, """
+        #expect(
+            confirmedKeys.subtracting(receivedKeys).isEmpty,
+            """
             lost: \(confirmedKeys.subtracting(receivedKeys)); reader: \((try? String(contentsOfFile: reader.output + ".err", encoding: .utf8)) ?? "")
             broker: \(((try? String(contentsOfFile: broker.dir + "/broker.log", encoding: .utf8)) ?? "").split(separator: "\n").filter { !$0.contains("Saving") }.suffix(40).joined(separator: "\n"))
             """)
@@ -167,7 +212,9 @@ struct MQTTCLITests {
         #expect(Set(systolic.map(\.topic)) == Set(serials.map { "homeassistant/sensor/cuff_\($0)_1/systolic/config" }))
         #expect(try broker.retained(["cuff/status"]).map(\.payload) == ["offline"])
         let err = s.text("watch.err")
-        #expect(err.contains("cannot reach MQTT broker") || err.contains("connection to MQTT broker"), "\(err.suffix(1500))")
+        #expect(
+            err.contains("cannot reach MQTT broker") || err.contains("connection to MQTT broker"), "\(err.suffix(1500))"
+        )
         #expect(!err.contains(broker.password))
         let left = try CLI.run(["history", "--store", s.path("o.db")])
         #expect(left.stdoutLines.isEmpty, "readings left in the outbox: \(s.text("watch.err").suffix(3000))")
@@ -180,16 +227,24 @@ struct MQTTCLITests {
         let out = broker.dir + "/o.db"
         let capture = Self.capture("multi-user.btsnoop")
         // Wrong password: refused at once, before any reading is taken.
-        let wrong = try CLI.run(["replay", capture, "--publish", "mqtt://\(broker.user):nope@127.0.0.1:\(broker.port)", "--outbox", out])
+        let wrong = try CLI.run([
+            "replay", capture, "--publish", "mqtt://\(broker.user):nope@127.0.0.1:\(broker.port)", "--outbox", out,
+        ])
         #expect(wrong.status == 10, "\(wrong.stderr)")
         #expect(wrong.stderr.contains("refused the connection"), "\(wrong.stderr)")
-        #expect(wrong.stderr.contains("cannot publish to mqtt://") && !wrong.stderr.contains("cannot open store"), "\(wrong.stderr)")
+        #expect(
+            wrong.stderr.contains("cannot publish to mqtt://") && !wrong.stderr.contains("cannot open store"),
+            "\(wrong.stderr)")
         #expect(!wrong.stderr.contains("nope"))
         // Unreachable: the readings are taken and wait in the outbox.
         let closed = MosquittoBroker.freePort()
         // Beside --store: the store and the outbox each keep every reading.
-        let down = try CLI.run(["replay", capture, "--store", broker.dir + "/s.db", "--publish", "mqtt://\(broker.user)@127.0.0.1:\(closed)", "--outbox", out],
-                               environment: ["CUFF_MQTT_PASSWORD": broker.password])
+        let down = try CLI.run(
+            [
+                "replay", capture, "--store", broker.dir + "/s.db", "--publish",
+                "mqtt://\(broker.user)@127.0.0.1:\(closed)", "--outbox", out,
+            ],
+            environment: ["CUFF_MQTT_PASSWORD": broker.password])
         #expect(down.status == 0, "\(down.stderr)")
         #expect(down.stderr.contains("cannot reach MQTT broker 127.0.0.1:\(closed)"), "\(down.stderr)")
         let taken = try WatchCommandTests.measurementLines(down.stdoutLines)
@@ -201,18 +256,34 @@ struct MQTTCLITests {
         // Wrong password, then a CA that did not sign the broker's certificate: nothing leaves.
         let pwFile = broker.dir + "/pw"
         try "nope\n".write(toFile: pwFile, atomically: true, encoding: .utf8)
-        let s1 = try CLI.run(["sync", "--publish", "mqtt://\(broker.user)@127.0.0.1:\(broker.port)", "--publish-password-file", pwFile, "--outbox", out])
+        let s1 = try CLI.run([
+            "sync", "--publish", "mqtt://\(broker.user)@127.0.0.1:\(broker.port)", "--publish-password-file", pwFile,
+            "--outbox", out,
+        ])
         #expect(s1.status == 9 && s1.stderr.contains("refused the connection"), "\(s1.stderr)")
-        let s2 = try CLI.run(["sync", "--publish", "mqtts://\(broker.user)@127.0.0.1:\(broker.tlsPort)", "--publish-ca", broker.otherCAFile, "--outbox", out],
-                             environment: ["CUFF_MQTT_PASSWORD": broker.password])
-        #expect(s2.status == 9 && s2.stderr.contains("TLS with MQTT broker") && s2.stderr.contains("certificate verify failed"), "\(s2.stderr)")
+        let s2 = try CLI.run(
+            [
+                "sync", "--publish", "mqtts://\(broker.user)@127.0.0.1:\(broker.tlsPort)", "--publish-ca",
+                broker.otherCAFile, "--outbox", out,
+            ],
+            environment: ["CUFF_MQTT_PASSWORD": broker.password])
+        #expect(
+            s2.status == 9 && s2.stderr.contains("TLS with MQTT broker")
+                && s2.stderr.contains("certificate verify failed"), "\(s2.stderr)")
         #expect(try waiting() == taken.count)
         #expect(reader.messages.isEmpty)
         // The right CA over TLS: every reading arrives and the outbox is empty.
-        let ok = try CLI.run(["sync", "--publish", "mqtts://\(broker.user)@127.0.0.1:\(broker.tlsPort)", "--publish-ca", broker.caFile, "--outbox", out],
-                             environment: ["CUFF_MQTT_PASSWORD": broker.password])
+        let ok = try CLI.run(
+            [
+                "sync", "--publish", "mqtts://\(broker.user)@127.0.0.1:\(broker.tlsPort)", "--publish-ca",
+                broker.caFile, "--outbox", out,
+            ],
+            environment: ["CUFF_MQTT_PASSWORD": broker.password])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(try waiting() == 0)
-        #expect(waitUntil(10) { Set(reader.messages.compactMap { try? Self.key(Self.json($0.payload)) }) == Set(taken.map(Self.key)) })
+        #expect(
+            waitUntil(10) {
+                Set(reader.messages.compactMap { try? Self.key(Self.json($0.payload)) }) == Set(taken.map(Self.key))
+            })
     }
 }

@@ -4,7 +4,10 @@ import Testing
 
 /// The `--publish` companions against a real `mosquitto` (``MosquittoBroker``): the discovery
 /// prefix and its absence, two brokers at once, a client certificate, and the last will.
-@Suite("cuff --publish options (MQTT)", .serialized, .enabled(if: MosquittoBroker.available, "needs mosquitto, mosquitto-clients and openssl (tools/install-deps.sh --test)"))
+@Suite(
+    "cuff --publish options (MQTT)", .serialized,
+    .enabled(
+        if: MosquittoBroker.available, "needs mosquitto, mosquitto-clients and openssl (tools/install-deps.sh --test)"))
 struct MQTTOptionsCLITests {
     static let capture = MQTTCLITests.capture("irregular-pulse.btsnoop")
 
@@ -15,26 +18,38 @@ struct MQTTOptionsCLITests {
 
     @Test func discoveryGoesUnderTheGivenPrefixOrNowhere() throws {
         let broker = try MosquittoBroker()
-        let r = try CLI.run(["replay", Self.capture, "--publish", broker.url, "--outbox", broker.dir + "/a.db", "--ha-discovery-prefix", "ha/test"])
+        let r = try CLI.run([
+            "replay", Self.capture, "--publish", broker.url, "--outbox", broker.dir + "/a.db", "--ha-discovery-prefix",
+            "ha/test",
+        ])
         #expect(r.status == 0, "\(r.stderr)")
         let configs = try Self.topics(broker, ["ha/test/#"])
-        #expect(configs.count == 7 && configs.allSatisfy { $0.hasPrefix("ha/test/") && $0.hasSuffix("/config") }, "\(configs)")
+        #expect(
+            configs.count == 7 && configs.allSatisfy { $0.hasPrefix("ha/test/") && $0.hasSuffix("/config") },
+            "\(configs)")
         #expect(try Self.topics(broker, ["homeassistant/#"]).isEmpty)
         // Without discovery: the readings and the state arrive, no config anywhere.
         let url = "mqtt://\(broker.user):\(broker.password)@127.0.0.1:\(broker.port)/quiet"
-        let n = try CLI.run(["replay", Self.capture, "--publish", url, "--outbox", broker.dir + "/b.db", "--no-ha-discovery"])
+        let n = try CLI.run([
+            "replay", Self.capture, "--publish", url, "--outbox", broker.dir + "/b.db", "--no-ha-discovery",
+        ])
         #expect(n.status == 0, "\(n.stderr)")
         #expect(try Self.topics(broker, ["quiet/+/+/state"]).count == 1)
         #expect(try Self.topics(broker, ["quiet/status"]).count == 1)
         #expect(try Self.topics(broker, ["homeassistant/#"]).isEmpty)
         let after = try broker.retained(["ha/test/#"])
-        #expect(after.count == 7 && after.allSatisfy { !$0.payload.contains("quiet/") }, "a config was published without discovery")
+        #expect(
+            after.count == 7 && after.allSatisfy { !$0.payload.contains("quiet/") },
+            "a config was published without discovery")
     }
 
     @Test func twoBrokersEachGetEveryReadingThroughTheirOwnOutbox() throws {
         let first = try MosquittoBroker(), second = try MosquittoBroker()
         let base = first.dir + "/o.db"
-        let r = try CLI.run(["replay", MQTTCLITests.capture("multi-user.btsnoop"), "--publish", first.url, "--publish", second.url, "--outbox", base])
+        let r = try CLI.run([
+            "replay", MQTTCLITests.capture("multi-user.btsnoop"), "--publish", first.url, "--publish", second.url,
+            "--outbox", base,
+        ])
         #expect(r.status == 0, "\(r.stderr)")
         let printed = try WatchCommandTests.measurementLines(r.stdoutLines)
         #expect(printed.count >= 2)
@@ -54,8 +69,11 @@ struct MQTTOptionsCLITests {
     @Test func aClientCertificateLogsIn() throws {
         let broker = try MosquittoBroker()
         let url = "mqtts://127.0.0.1:\(broker.certPort)/cert"
-        let with = try CLI.run(["replay", Self.capture, "--publish", url, "--publish-ca", broker.caFile,
-                                "--publish-cert", broker.clientCertFile, "--publish-key", broker.clientKeyFile, "--outbox", broker.dir + "/c.db"])
+        let with = try CLI.run([
+            "replay", Self.capture, "--publish", url, "--publish-ca", broker.caFile,
+            "--publish-cert", broker.clientCertFile, "--publish-key", broker.clientKeyFile, "--outbox",
+            broker.dir + "/c.db",
+        ])
         #expect(with.status == 0, "\(with.stderr)")
         #expect(try Self.topics(broker, ["cert/+/+/state"]).count == 1)
         let left = try CLI.run(["history", "--store", broker.dir + "/c.db"])
@@ -63,14 +81,18 @@ struct MQTTOptionsCLITests {
         // Without the certificate the listener ends the handshake: nothing is published, the
         // readings wait in the outbox, and `sync` with the certificate sends them.
         let outbox = broker.dir + "/d.db"
-        let without = try CLI.run(["replay", Self.capture, "--publish", url, "--publish-ca", broker.caFile, "--outbox", outbox])
+        let without = try CLI.run([
+            "replay", Self.capture, "--publish", url, "--publish-ca", broker.caFile, "--outbox", outbox,
+        ])
         #expect(without.status == 0, "\(without.stderr)")
         #expect(without.stderr.contains("MQTT broker 127.0.0.1:\(broker.certPort)"), "\(without.stderr)")
         let taken = try WatchCommandTests.measurementLines(without.stdoutLines)
         #expect(!taken.isEmpty)
         #expect(try CLI.run(["history", "--store", outbox]).stdoutLines.count == taken.count)
-        let sync = try CLI.run(["sync", "--publish", url, "--publish-ca", broker.caFile, "--publish-cert", broker.clientCertFile,
-                                "--publish-key", broker.clientKeyFile, "--outbox", outbox])
+        let sync = try CLI.run([
+            "sync", "--publish", url, "--publish-ca", broker.caFile, "--publish-cert", broker.clientCertFile,
+            "--publish-key", broker.clientKeyFile, "--outbox", outbox,
+        ])
         #expect(sync.status == 0, "\(sync.stderr)")
         #expect(try CLI.run(["history", "--store", outbox]).stdoutLines.isEmpty)
     }
@@ -80,15 +102,20 @@ struct MQTTOptionsCLITests {
     @Test func aKilledWatchLeavesItsLastWillOffline() throws {
         let broker = try MosquittoBroker()
         let s = try ScratchDirectory()
-        let fleet = try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "1", "--every", "60", "--speed", "60", "--quiet"],
-                                stderr: s.path("sim.err"))
+        let fleet = try ChildProcess(
+            [
+                "simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "1", "--every", "60", "--speed", "60",
+                "--quiet",
+            ],
+            stderr: s.path("sim.err"))
         defer {
             fleet.signal(SIGTERM)
             _ = fleet.wait(timeout: 20)
         }
         #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0001.sock")) })
-        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--publish", broker.url, "--outbox", s.path("o.db")],
-                                stdout: s.path("out"), stderr: s.path("watch.err"))
+        let watch = try ChildProcess(
+            ["watch", "--connect", "unix:" + s.path("cuffs"), "--publish", broker.url, "--outbox", s.path("o.db")],
+            stdout: s.path("out"), stderr: s.path("watch.err"))
         func status() -> [String] { ((try? broker.retained(["cuff/status"])) ?? []).map(\.payload) }
         #expect(waitUntil(30) { status() == ["online"] }, "\(s.text("watch.err"))")
         watch.signal(SIGKILL)

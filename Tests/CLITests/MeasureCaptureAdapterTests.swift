@@ -13,7 +13,11 @@ struct MeasureCaptureAdapterTests {
         while at + 24 <= b.count {
             let included = Int(b[at + 4]) << 24 | Int(b[at + 5]) << 16 | Int(b[at + 6]) << 8 | Int(b[at + 7])
             guard at + 24 + included <= b.count else { break }
-            out.append((Int(b[at + 8]) << 8 | Int(b[at + 9]), Int(b[at + 10]) << 8 | Int(b[at + 11]), Array(b[(at + 24)..<(at + 24 + included)])))
+            out.append(
+                (
+                    Int(b[at + 8]) << 8 | Int(b[at + 9]), Int(b[at + 10]) << 8 | Int(b[at + 11]),
+                    Array(b[(at + 24)..<(at + 24 + included)])
+                ))
             at += 24 + included
         }
         return out
@@ -23,21 +27,29 @@ struct MeasureCaptureAdapterTests {
     func theCaptureNamesTheControllerOfTheSession(adapter: String, index: Int) throws {
         let file = ReplayCommandTests.tempFile("measure-\(adapter).btsnoop")
         defer { try? FileManager.default.removeItem(at: file) }
-        let r = try CLI.run(["measure", "00:AA:01:00:00:00", "--adapter", adapter, "--capture", file.path, "--timeout", "2", "--quiet"], timeout: 60)
+        let r = try CLI.run(
+            [
+                "measure", "00:AA:01:00:00:00", "--adapter", adapter, "--capture", file.path, "--timeout", "2",
+                "--quiet",
+            ], timeout: 60)
         #expect(r.status != 0)  // no cuff here (no Bluetooth in a build container)
         let bytes = [UInt8](try Data(contentsOf: file))
         #expect(bytes.prefix(16).elementsEqual(Array("btsnoop".utf8) + [0, 0, 0, 0, 1, 0, 0, 0x07, 0xD1]))
         let recs = Self.records(bytes)
         #expect(recs.map(\.opcode).prefix(3) == [0, 8, 10])  // New Index, Open Index, Index Info
         #expect(recs.allSatisfy { $0.index == index })
-        #expect(recs.first.map { Array($0.payload[8..<16]) } == Array("hci\(index)".utf8) + [UInt8](repeating: 0, count: 8 - "hci\(index)".utf8.count))
+        #expect(
+            recs.first.map { Array($0.payload[8..<16]) } == Array("hci\(index)".utf8)
+                + [UInt8](repeating: 0, count: 8 - "hci\(index)".utf8.count))
     }
 
     /// A session with no controller (a simulated cuff) still records index 0, from its connection on.
     @Test func aSimulatedSessionRecordsIndexZero() throws {
         let file = ReplayCommandTests.tempFile("measure-sim.btsnoop")
         defer { try? FileManager.default.removeItem(at: file) }
-        let r = try CLI.run(["measure", "--simulated", "normal", "--speed", "0", "--adapter", "hci1", "--capture", file.path, "--quiet"])
+        let r = try CLI.run([
+            "measure", "--simulated", "normal", "--speed", "0", "--adapter", "hci1", "--capture", file.path, "--quiet",
+        ])
         #expect(r.status == 0)
         let recs = Self.records([UInt8](try Data(contentsOf: file)))
         #expect(recs.count > 100)

@@ -64,7 +64,9 @@ struct MeasureCommandTests {
         #expect((m["device"] as? [String: Any])?["address"] as? String == "simulated:\(scenario)")
         #expect(m["received_at"] is String)
         if scenario == "error" {
-            #expect(m["systolic"] as? String == "NaN" && m["diastolic"] as? String == "NaN" && m["pulse_rate"] as? String == "NaN")
+            #expect(
+                m["systolic"] as? String == "NaN" && m["diastolic"] as? String == "NaN"
+                    && m["pulse_rate"] as? String == "NaN")
         } else if scenario == "kpa" {
             #expect(m["unit"] as? String == "kPa")
         } else {
@@ -75,7 +77,9 @@ struct MeasureCommandTests {
     @Test func sameSeedSameReadings() throws {
         func values(_ seed: String) throws -> [String] {
             let r = try CLI.run(["measure", "--simulated", "normal", "--speed", "0", "--seed", seed, "--quiet"])
-            return try records(r).filter { $0["type"] as? String == "measurement" }.map { "\($0["systolic"]!)/\($0["diastolic"]!)/\($0["pulse_rate"]!)" }
+            return try records(r).filter { $0["type"] as? String == "measurement" }.map {
+                "\($0["systolic"]!)/\($0["diastolic"]!)/\($0["pulse_rate"]!)"
+            }
         }
         #expect(try values("11") == values("11"))
         #expect(try values("11") != values("12"))
@@ -88,7 +92,9 @@ struct MeasureCommandTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         var all = ""
         for s in Self.scenarios {
-            let r = try CLI.run(["measure", "--simulated", s, "--persona", "bps-1.1", "--speed", "0", "--format", format, "--quiet"])
+            let r = try CLI.run([
+                "measure", "--simulated", s, "--persona", "bps-1.1", "--speed", "0", "--format", format, "--quiet",
+            ])
             #expect(r.status == (s == "disconnect" ? 4 : 0))
             all += r.stdout
         }
@@ -101,7 +107,8 @@ struct MeasureCommandTests {
             return
         }
         let report = dir.appendingPathComponent("validate.out")
-        let p = try ChildProcess([validator.path, format, file.path], executable: "/usr/bin/python3", stdout: report.path)
+        let p = try ChildProcess(
+            [validator.path, format, file.path], executable: "/usr/bin/python3", stdout: report.path)
         let status = p.wait(timeout: 120)
         let text = (try? String(contentsOf: report, encoding: .utf8)) ?? ""
         #expect(status == 0, "\(text)")
@@ -113,12 +120,18 @@ struct MeasureCommandTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let db = dir.appendingPathComponent("bp.sqlite").path
-        let first = try CLI.run(["measure", "--simulated", "stored-records", "--persona", "bps-1.1", "--speed", "0", "--store", db, "--quiet"])
+        let first = try CLI.run([
+            "measure", "--simulated", "stored-records", "--persona", "bps-1.1", "--speed", "0", "--store", db,
+            "--quiet",
+        ])
         #expect(first.status == 0)
         let attrs = try FileManager.default.attributesOfItem(atPath: db)
         #expect((attrs[.posixPermissions] as? Int) == 0o600)
         // The same cuff again: its three stored records (same sequence numbers) are not repeated.
-        let second = try CLI.run(["measure", "--simulated", "stored-records", "--persona", "bps-1.1", "--speed", "0", "--seed", "2", "--store", db, "--quiet"])
+        let second = try CLI.run([
+            "measure", "--simulated", "stored-records", "--persona", "bps-1.1", "--speed", "0", "--seed", "2",
+            "--store", db, "--quiet",
+        ])
         #expect(second.status == 0)
         let secondMeasurements = try records(second).filter { $0["type"] as? String == "measurement" }
         #expect(secondMeasurements.count == 1)

@@ -26,7 +26,8 @@ final class MosquittoBroker: @unchecked Sendable {
     var url: String { "mqtt://\(user):\(password)@127.0.0.1:\(port)/cuff" }
 
     static var available: Bool {
-        ["/usr/sbin/mosquitto", "/usr/bin/mosquitto_sub", "/usr/bin/mosquitto_passwd", "/usr/bin/openssl"].allSatisfy(FileManager.default.isExecutableFile)
+        ["/usr/sbin/mosquitto", "/usr/bin/mosquitto_sub", "/usr/bin/mosquitto_passwd", "/usr/bin/openssl"].allSatisfy(
+            FileManager.default.isExecutableFile)
     }
 
     init() throws {
@@ -39,16 +40,39 @@ final class MosquittoBroker: @unchecked Sendable {
         // A CA, a server certificate for 127.0.0.1 and localhost signed by it, and another CA.
         let o = "/usr/bin/openssl"
         for ca in ["ca", "other-ca"] {
-            try Self.sh(o, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=cuff test \(ca)",
-                            "-keyout", "\(dir)/\(ca).key", "-out", "\(dir)/\(ca).crt"])
+            try Self.sh(
+                o,
+                [
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=cuff test \(ca)",
+                    "-keyout", "\(dir)/\(ca).key", "-out", "\(dir)/\(ca).crt",
+                ])
         }
-        try Self.sh(o, ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", dir + "/server.key", "-out", dir + "/server.csr"])
-        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(toFile: dir + "/san.ext", atomically: true, encoding: .utf8)
-        try Self.sh(o, ["x509", "-req", "-in", dir + "/server.csr", "-CA", caFile, "-CAkey", dir + "/ca.key", "-CAcreateserial",
-                        "-days", "2", "-extfile", dir + "/san.ext", "-out", dir + "/server.crt"])
-        try Self.sh(o, ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=\(user)", "-keyout", clientKeyFile, "-out", dir + "/client.csr"])
-        try Self.sh(o, ["x509", "-req", "-in", dir + "/client.csr", "-CA", caFile, "-CAkey", dir + "/ca.key", "-CAcreateserial",
-                        "-days", "2", "-out", clientCertFile])
+        try Self.sh(
+            o,
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", dir + "/server.key",
+                "-out", dir + "/server.csr",
+            ])
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(
+            toFile: dir + "/san.ext", atomically: true, encoding: .utf8)
+        try Self.sh(
+            o,
+            [
+                "x509", "-req", "-in", dir + "/server.csr", "-CA", caFile, "-CAkey", dir + "/ca.key", "-CAcreateserial",
+                "-days", "2", "-extfile", dir + "/san.ext", "-out", dir + "/server.crt",
+            ])
+        try Self.sh(
+            o,
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=\(user)", "-keyout", clientKeyFile, "-out",
+                dir + "/client.csr",
+            ])
+        try Self.sh(
+            o,
+            [
+                "x509", "-req", "-in", dir + "/client.csr", "-CA", caFile, "-CAkey", dir + "/ca.key", "-CAcreateserial",
+                "-days", "2", "-out", clientCertFile,
+            ])
         let conf = """
             per_listener_settings false
             allow_anonymous false
@@ -82,13 +106,16 @@ final class MosquittoBroker: @unchecked Sendable {
 
     /// Starts the broker and waits until every port takes connections.
     func start() throws {
-        process = try ChildProcess(["-c", dir + "/mosquitto.conf"], executable: "/usr/sbin/mosquitto", stdout: dir + "/broker.out", stderr: dir + "/broker.err")
+        process = try ChildProcess(
+            ["-c", dir + "/mosquitto.conf"], executable: "/usr/sbin/mosquitto", stdout: dir + "/broker.out",
+            stderr: dir + "/broker.err")
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if Self.accepts(port) && Self.accepts(tlsPort) && Self.accepts(certPort) { return }
             usleep(50_000)
         }
-        Issue.record("mosquitto did not start: \((try? String(contentsOfFile: dir + "/broker.err", encoding: .utf8)) ?? "")")
+        Issue.record(
+            "mosquitto did not start: \((try? String(contentsOfFile: dir + "/broker.err", encoding: .utf8)) ?? "")")
     }
 
     /// Stops the broker: SIGTERM (it saves its persistence file) or SIGKILL (a crash).
@@ -109,9 +136,13 @@ final class MosquittoBroker: @unchecked Sendable {
         let output: String
         init(_ broker: MosquittoBroker, topics: [String], id: String) throws {
             output = broker.dir + "/\(id).out"
-            var args = ["-h", "127.0.0.1", "-p", String(broker.port), "-u", broker.user, "-P", broker.password, "-q", "1", "-c", "-i", id, "-v"]
+            var args = [
+                "-h", "127.0.0.1", "-p", String(broker.port), "-u", broker.user, "-P", broker.password, "-q", "1", "-c",
+                "-i", id, "-v",
+            ]
             for t in topics { args += ["-t", t] }
-            process = try ChildProcess(args, executable: "/usr/bin/mosquitto_sub", stdout: output, stderr: output + ".err")
+            process = try ChildProcess(
+                args, executable: "/usr/bin/mosquitto_sub", stdout: output, stderr: output + ".err")
         }
         deinit {
             process.signal(SIGTERM)
@@ -126,7 +157,9 @@ final class MosquittoBroker: @unchecked Sendable {
     /// The retained messages under `topics` now, read by a fresh client.
     func retained(_ topics: [String]) throws -> [(topic: String, payload: String)] {
         let out = dir + "/retained-\(UUID().uuidString.prefix(6)).out"
-        var args = ["-h", "127.0.0.1", "-p", String(port), "-u", user, "-P", password, "-v", "--retained-only", "-W", "2"]
+        var args = [
+            "-h", "127.0.0.1", "-p", String(port), "-u", user, "-P", password, "-v", "--retained-only", "-W", "2",
+        ]
         for t in topics { args += ["-t", t] }
         let p = try ChildProcess(args, executable: "/usr/bin/mosquitto_sub", stdout: out)
         _ = p.wait(timeout: 10)
@@ -158,7 +191,9 @@ final class MosquittoBroker: @unchecked Sendable {
         a.sin_addr.s_addr = inet_addr("127.0.0.1")
         a.sin_port = UInt16(port).bigEndian
         return withUnsafePointer(to: &a) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 }

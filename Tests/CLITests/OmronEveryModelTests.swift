@@ -29,14 +29,18 @@ struct OmronEveryModelTests {
             try r.stdoutLines.map(CLI.json).filter { $0["type"] as? String == "measurement" }
         }
         func values(_ r: CLIResult) throws -> [String] {
-            try readings(r).map { "\($0["user_id"] ?? "")|\(Int($0["systolic"] as? Double ?? -1))|\(Int($0["diastolic"] as? Double ?? -1))|\(Int($0["pulse_rate"] as? Double ?? -1))" }
+            try readings(r).map {
+                "\($0["user_id"] ?? "")|\(Int($0["systolic"] as? Double ?? -1))|\(Int($0["diastolic"] as? Double ?? -1))|\(Int($0["pulse_rate"] as? Double ?? -1))"
+            }
         }
         #expect(keep.status == 0, "\(keep.stderr.suffix(400))")
         #expect(Set(p.users.indices.map { $0 + 1 }) == Set(try readings(keep).compactMap { $0["user_id"] as? Int }))
         #expect(try values(keep) == expected)
-        #expect(try readings(keep).allSatisfy {
-            ($0["omron"] as? [String: Any])?["model"] as? String == p.id && ($0["device"] as? [String: Any])?["model"] as? String == p.id
-        })
+        #expect(
+            try readings(keep).allSatisfy {
+                ($0["omron"] as? [String: Any])?["model"] as? String == p.id
+                    && ($0["device"] as? [String: Any])?["model"] as? String == p.id
+            })
         #expect(mark.status == 0, "\(mark.stderr.suffix(400))")
         #expect(try readings(mark).map { $0["raw"] as? String } == (try readings(keep)).map { $0["raw"] as? String })
         #expect(none.status == 2, "\(none.stderr.suffix(400))")

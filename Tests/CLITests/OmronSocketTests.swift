@@ -20,17 +20,28 @@ struct OmronSocketTests {
     func syncsLikeTheVendorApp(model: String) throws {
         // Real-time pace (--speed 1): the simulated cuff's clock then runs as ours, 97 s slow.
         let sim = try TwoProcessTests.Simulator(["--model", model, "--speed", "1", "--seed", "5"])
-        let keep = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", model, "--keep-unread", "--timeout", "60"])
-        let keep2 = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", model, "--keep-unread", "--timeout", "60"])
+        let keep = try CLI.run([
+            "measure", "--connect", "unix:\(sim.path)", "--model", model, "--keep-unread", "--timeout", "60",
+        ])
+        let keep2 = try CLI.run([
+            "measure", "--connect", "unix:\(sim.path)", "--model", model, "--keep-unread", "--timeout", "60",
+        ])
         let mark = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", model, "--timeout", "60"])
         let none = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", model, "--timeout", "60"])
-        let all = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", model, "--all-records", "--no-set-time", "--timeout", "60"])
+        let all = try CLI.run([
+            "measure", "--connect", "unix:\(sim.path)", "--model", model, "--all-records", "--no-set-time", "--timeout",
+            "60",
+        ])
         let log = sim.logText
         #expect(sim.stop() == 0, "\(log)")
         #expect(keep.status == 0, "\(keep.stderr.suffix(400))")
         let k = try measurements(keep)
         #expect(!k.isEmpty)
-        #expect(k.allSatisfy { $0["characteristic"] as? String == "omron" && ($0["device"] as? [String: Any])?["model"] as? String == model })
+        #expect(
+            k.allSatisfy {
+                $0["characteristic"] as? String == "omron"
+                    && ($0["device"] as? [String: Any])?["model"] as? String == model
+            })
         #expect(try measurements(keep2).map { $0["raw"] as! String } == k.map { $0["raw"] as! String })
         #expect(try measurements(mark).map { $0["raw"] as! String } == k.map { $0["raw"] as! String })
         #expect(none.status == 2)
@@ -50,7 +61,10 @@ struct OmronSocketTests {
     func historyGivesBackTheStoredReadings(model: String) throws {
         let sim = try TwoProcessTests.Simulator(["--model", model, "--speed", "100", "--seed", "4"])
         let db = sim.dir.appendingPathComponent("bp.sqlite").path
-        let live = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--all-records", "--no-set-time", "--store", db, "--timeout", "60"])
+        let live = try CLI.run([
+            "measure", "--connect", "unix:\(sim.path)", "--all-records", "--no-set-time", "--store", db, "--timeout",
+            "60",
+        ])
         let h = try CLI.run(["history", "--store", db])
         _ = sim.stop()
         #expect(live.status == 0, "\(live.stderr.suffix(400))")
@@ -65,7 +79,9 @@ struct OmronSocketTests {
         let printed = try measurements(live)
         let kept = try h.stdoutLines.map(CLI.json)
         #expect(printed.count > 1)
-        #expect(Set(printed.compactMap { $0["user_id"] as? Int }).count == (model == "HEM-7600T" || model == "HEM-9601T" ? 1 : 2))
+        #expect(
+            Set(printed.compactMap { $0["user_id"] as? Int }).count
+                == (model == "HEM-7600T" || model == "HEM-9601T" ? 1 : 2))
         #expect(kept.count == printed.count)
         #expect(kept.allSatisfy { ($0["omron"] as? [String: Any])?["slot"] is NSNull })
         #expect(kept.map(withoutSlot) == printed.map(withoutSlot), "\(h.stdout.prefix(600))")
@@ -75,7 +91,9 @@ struct OmronSocketTests {
     /// factory-fresh cuff refuses any key (12) and takes none outside pairing mode (13).
     @Test func pairingFailuresHaveTheirOwnOutcomeAndExit() throws {
         let sim = try TwoProcessTests.Simulator(["--model", "HEM-7322T", "--scenario", "refused-key", "--speed", "1"])
-        let refused = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--timeout", "60"])
+        let refused = try CLI.run([
+            "measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--timeout", "60",
+        ])
         sim.process.signal(SIGUSR1)
         usleep(300_000)
         let latched = try CLI.run(["pair", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T"])
@@ -87,7 +105,9 @@ struct OmronSocketTests {
         #expect(latched.stderr.contains("latched a refused key") && latched.stderr.contains("batteries"))
 
         let fresh = try TwoProcessTests.Simulator(["--model", "HEM-7361T", "--unpaired", "--speed", "1"])
-        let never = try CLI.run(["measure", "--connect", "unix:\(fresh.path)", "--model", "HEM-7361T", "--timeout", "60"])
+        let never = try CLI.run([
+            "measure", "--connect", "unix:\(fresh.path)", "--model", "HEM-7361T", "--timeout", "60",
+        ])
         let notPairing = try CLI.run(["pair", "--connect", "unix:\(fresh.path)", "--model", "HEM-7361T"])
         #expect(fresh.stop() == 0)
         #expect(never.status == 12, "\(never.stderr.suffix(300))")
@@ -109,7 +129,8 @@ struct OmronSocketTests {
         func values(_ r: CLIResult) throws -> [String] {
             try measurements(r).map { m in
                 let o = m["omron"] as? [String: Any]
-                return "\(m["raw"]!)|\(m["timestamp"]!)|\(m["user_id"]!)|\(o?["model"] ?? "")|\((m["device"] as? [String: Any])?["model"] ?? "")"
+                return
+                    "\(m["raw"]!)|\(m["timestamp"]!)|\(m["user_id"]!)|\(o?["model"] ?? "")|\((m["device"] as? [String: Any])?["model"] ?? "")"
             }
         }
         let l = try values(live)
@@ -130,11 +151,15 @@ struct OmronPairTests {
         sim.process.signal(SIGUSR1)
         usleep(300_000)
         let paired = try CLI.run(["pair", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--omron-key", key])
-        let sync = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--omron-key", key, "--quiet"])
+        let sync = try CLI.run([
+            "measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--omron-key", key, "--quiet",
+        ])
         let wrong = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--quiet"])
         #expect(sim.stop() == 0)
         #expect(early.status == 13 && early.stderr.contains("not in pairing mode"))
-        #expect(paired.status == 0 && paired.stdout.contains(#""type":"paired""#) && paired.stdout.contains(#""pairing":"key""#))
+        #expect(
+            paired.status == 0 && paired.stdout.contains(#""type":"paired""#)
+                && paired.stdout.contains(#""pairing":"key""#))
         #expect(sync.status == 0 && sync.stdoutLines.contains { $0.contains(#""characteristic":"omron""#) })
         #expect(wrong.status == 12)
     }
@@ -143,33 +168,49 @@ struct OmronPairTests {
     /// its own seed. `cuff watch` syncs every one, each unread reading once, and marks them read.
     @Test func fleetOfOmronCuffsIsWatchedEachReadingOnce() throws {
         let s = try ScratchDirectory()
-        let fleet = try ChildProcess(["simulate", "--model", "HEM-7380T1", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "3", "--speed", "60"],
-                                stderr: s.path("sim.err"))
+        let fleet = try ChildProcess(
+            [
+                "simulate", "--model", "HEM-7380T1", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "3", "--speed",
+                "60",
+            ],
+            stderr: s.path("sim.err"))
         #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0003.sock")) })
         // What each cuff holds unread, read without marking it.
         var unread: [String: [String]] = [:]
-        for i in 1 ... 3 {
+        for i in 1...3 {
             let name = "cuff-000\(i).sock"
-            let r = try CLI.run(["measure", "--connect", "unix:" + s.path("cuffs/" + name), "--keep-unread", "--timeout", "60"])
+            let r = try CLI.run([
+                "measure", "--connect", "unix:" + s.path("cuffs/" + name), "--keep-unread", "--timeout", "60",
+            ])
             #expect(r.status == 0, "\(r.stderr.suffix(400))")
             unread[name] = try OmronSocketTests().measurements(r).map { $0["raw"] as! String }
         }
         #expect(unread.values.allSatisfy { !$0.isEmpty })
-        #expect(Set(unread.values.map { $0.joined(separator: ",") }).count == 3, "the cuffs' seeds differ, so do their readings")
+        #expect(
+            Set(unread.values.map { $0.joined(separator: ",") }).count == 3,
+            "the cuffs' seeds differ, so do their readings")
         let total = unread.values.reduce(0) { $0 + $1.count }
-        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
-                                stdout: s.path("out"), stderr: s.path("watch.err"))
-        #expect(waitUntil(60) { ((try? WatchCommandTests.measurementLines(s.lines("out"))) ?? []).count >= total },
-                "\(s.text("watch.err").suffix(1500))")
+        let watch = try ChildProcess(
+            ["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
+            stdout: s.path("out"), stderr: s.path("watch.err"))
+        #expect(
+            waitUntil(60) { ((try? WatchCommandTests.measurementLines(s.lines("out"))) ?? []).count >= total },
+            "\(s.text("watch.err").suffix(1500))")
         // A few more turns of every cuff: nothing is printed again.
         usleep(3_000_000)
         watch.signal(SIGTERM)
         #expect(watch.wait(timeout: 20) == 0, "\(s.text("watch.err").suffix(1500))")
         let printed = try WatchCommandTests.measurementLines(s.lines("out"))
         for (name, raws) in unread {
-            let got = printed.filter { (($0["device"] as? [String: Any])?["address"] as? String)?.hasSuffix(name) == true }
+            let got = printed.filter {
+                (($0["device"] as? [String: Any])?["address"] as? String)?.hasSuffix(name) == true
+            }
             #expect(got.map { $0["raw"] as! String }.sorted() == raws.sorted(), "\(name)")
-            #expect(got.allSatisfy { $0["characteristic"] as? String == "omron" && ($0["device"] as? [String: Any])?["model"] as? String == "HEM-7380T1" })
+            #expect(
+                got.allSatisfy {
+                    $0["characteristic"] as? String == "omron"
+                        && ($0["device"] as? [String: Any])?["model"] as? String == "HEM-7380T1"
+                })
         }
         #expect(try WatchCommandTests.history(s.path("w.db")).count == total)
         // Marked read, as the vendor app does: the next sync of a cuff has nothing new.

@@ -13,7 +13,9 @@ struct OutputFailureTests {
     }
 
     /// Runs cuff with stdout on `stdoutPath` (e.g. /dev/full); returns the status and stderr.
-    static func run(_ args: [String], stdout: String, stdin: String = "/dev/null") throws -> (status: Int32?, stderr: String) {
+    static func run(_ args: [String], stdout: String, stdin: String = "/dev/null") throws -> (
+        status: Int32?, stderr: String
+    ) {
         let err = tempFile("err")
         defer { try? FileManager.default.removeItem(at: err) }
         let p = try ChildProcess(args, stdin: stdin, stdout: stdout, stderr: err.path)
@@ -26,7 +28,8 @@ struct OutputFailureTests {
     static func runIntoHead(_ args: [String], stdin: String = "/dev/null") throws -> (status: Int32?, stderr: String) {
         let err = tempFile("err"), status = tempFile("status")
         defer { for f in [err, status] { try? FileManager.default.removeItem(at: f) } }
-        let quoted = ([CLI.binary.path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let quoted = ([CLI.binary.path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+            .joined(separator: " ")
         let script = "\(quoted) 2>'\(err.path)' | head -n 1 > /dev/null; echo ${PIPESTATUS[0]} > '\(status.path)'"
         let p = try ChildProcess(["-c", script], executable: "/bin/bash", stdin: stdin)
         guard p.wait(timeout: 120) == 0 else {

@@ -28,7 +28,8 @@ import Testing
     @Test func ndjsonFromStdinAndOneSessionOfSeveral() throws {
         let dir = try Self.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let two = try String(contentsOfFile: Self.capture("normal.ndjson"), encoding: .utf8)
+        let two =
+            try String(contentsOfFile: Self.capture("normal.ndjson"), encoding: .utf8)
             + String(contentsOfFile: Self.capture("body-movement.ndjson"), encoding: .utf8)
         let out = dir.appendingPathComponent("s2.svg").path
         let r = try CLI.run(["plot", "-", "--session", "2", "--output", out], stdin: two)
@@ -57,7 +58,9 @@ import Testing
         let url = try CLI.run(["plot", "--store", "postgres://localhost/cuff", "--output", out])
         #expect(url.status == 64)
         #expect(url.stderr.contains("store URLs (such as postgres://) are not supported yet"))
-        let ext = try CLI.run(["plot", Self.capture("normal.ndjson"), "--output", dir.appendingPathComponent("x.jpg").path])
+        let ext = try CLI.run([
+            "plot", Self.capture("normal.ndjson"), "--output", dir.appendingPathComponent("x.jpg").path,
+        ])
         #expect(ext.status == 64)
         let noStore = try CLI.run(["plot", "--store", dir.appendingPathComponent("none.sqlite").path, "--output", out])
         #expect(noStore.status == 10)
@@ -92,10 +95,13 @@ import Testing
         let png = dir.appendingPathComponent("n.png").path
         // Without rsvg-convert on PATH: a clear error, status 4, no file.
         let errURL = dir.appendingPathComponent("err")
-        let p = try ChildProcess(["PATH=/nonexistent", CLI.binary.path, "plot", Self.capture("normal.ndjson"), "--output", png],
-                            executable: "/usr/bin/env", stderr: errURL.path)
+        let p = try ChildProcess(
+            ["PATH=/nonexistent", CLI.binary.path, "plot", Self.capture("normal.ndjson"), "--output", png],
+            executable: "/usr/bin/env", stderr: errURL.path)
         #expect(p.wait(timeout: 60) == 4)
-        #expect(try String(contentsOf: errURL, encoding: .utf8).contains("PNG output needs rsvg-convert, which is not installed"))
+        #expect(
+            try String(contentsOf: errURL, encoding: .utf8).contains(
+                "PNG output needs rsvg-convert, which is not installed"))
         #expect(!FileManager.default.fileExists(atPath: png))
         // With it: a PNG.
         let hasRsvg = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").contains {

@@ -40,18 +40,26 @@ struct PostgresCLITests {
         let url = c.url()
         // Three hubs at once, each with its own outbox and its own reading.
         let hubs = try (1...3).map { i in
-            try ChildProcess(["measure", "--simulated", "normal", "--speed", "0", "--seed", "\(i)", "--store", url, "--outbox", "\(dir)/hub\(i).db"],
-                        stdout: "\(dir)/out\(i)", stderr: "\(dir)/err\(i)")
+            try ChildProcess(
+                [
+                    "measure", "--simulated", "normal", "--speed", "0", "--seed", "\(i)", "--store", url, "--outbox",
+                    "\(dir)/hub\(i).db",
+                ],
+                stdout: "\(dir)/out\(i)", stderr: "\(dir)/err\(i)")
         }
         for (i, h) in hubs.enumerated() {
             let status = h.wait(timeout: 120)
-            #expect(status == 0, "hub \(i + 1): \((try? String(contentsOfFile: "\(dir)/err\(i + 1)", encoding: .utf8)) ?? "")")
+            #expect(
+                status == 0,
+                "hub \(i + 1): \((try? String(contentsOfFile: "\(dir)/err\(i + 1)", encoding: .utf8)) ?? "")")
         }
         // The server stopped while two hubs measure: both complete, exit 0, and say the reading waits.
         try c.stop()
         for i in 4...5 {
-            let r = try CLI.run(["measure", "--simulated", i == 4 ? "hypertensive" : "normal", "--speed", "0", "--seed", "\(i)",
-                                 "--store", url, "--outbox", "\(dir)/hub\(i).db"])
+            let r = try CLI.run([
+                "measure", "--simulated", i == 4 ? "hypertensive" : "normal", "--speed", "0", "--seed", "\(i)",
+                "--store", url, "--outbox", "\(dir)/hub\(i).db",
+            ])
             #expect(r.status == 0, "\(r.stderr)")
             #expect(r.stdoutLines.contains { $0.contains("\"type\":\"measurement\"") })
             #expect(r.stderr.contains("1 reading waits in the outbox \(dir)/hub\(i).db"), "\(r.stderr)")
@@ -66,7 +74,9 @@ struct PostgresCLITests {
         // History needs the server: a clear error, status 10.
         let noServer = try CLI.run(["history", "--store", url])
         #expect(noServer.status == 10)
-        #expect(noServer.stderr.contains("PostgreSQL 127.0.0.1:\(c.port): cannot reach the server: Connection refused"), "\(noServer.stderr)")
+        #expect(
+            noServer.stderr.contains("PostgreSQL 127.0.0.1:\(c.port): cannot reach the server: Connection refused"),
+            "\(noServer.stderr)")
         try c.start()
         for i in 4...5 {
             let s = try CLI.run(["sync", "--store", url, "--outbox", "\(dir)/hub\(i).db"])
@@ -81,7 +91,9 @@ struct PostgresCLITests {
         let k = try keys(history)
         #expect(k.count == 5, "every reading: \(history.stdout)")
         #expect(Set(k).count == 5, "each once")
-        #expect(history.stderr.contains("5 measurements in postgres://cuff:***@127.0.0.1:\(c.port)/cuff"), "\(history.stderr)")
+        #expect(
+            history.stderr.contains("5 measurements in postgres://cuff:***@127.0.0.1:\(c.port)/cuff"),
+            "\(history.stderr)")
         #expect(try c.psql("SELECT count(*), count(DISTINCT dedup_key) FROM cuff_measurements") == "5|5")
     }
 
@@ -109,7 +121,9 @@ struct PostgresCLITests {
                 func bodies(_ r: CLIResult) throws -> [String] {
                     try r.stdoutLines.map { l in
                         let o = try CLI.json(l)
-                        return String(data: try JSONSerialization.data(withJSONObject: o["body"] ?? [:], options: [.sortedKeys]), encoding: .utf8)!
+                        return String(
+                            data: try JSONSerialization.data(withJSONObject: o["body"] ?? [:], options: [.sortedKeys]),
+                            encoding: .utf8)!
                     }
                 }
                 #expect(try bodies(a) == bodies(b))
@@ -130,7 +144,10 @@ struct PostgresCLITests {
         }
         let bad = try measure("postgres://cuff:pw@127.0.0.1:notaport/cuff")
         #expect(bad.status == 10)
-        #expect(bad.stderr.contains("bad PostgreSQL URL postgres://cuff:***@127.0.0.1:notaport/cuff: the port 'notaport' is not a number"), "\(bad.stderr)")
+        #expect(
+            bad.stderr.contains(
+                "bad PostgreSQL URL postgres://cuff:***@127.0.0.1:notaport/cuff: the port 'notaport' is not a number"),
+            "\(bad.stderr)")
         #expect(bad.stdout.isEmpty, "no session without a usable store")
         let wrong = try measure(c.url(password: "nope"))
         #expect(wrong.status == 10)
@@ -149,7 +166,8 @@ struct PostgresCLITests {
         let viaEnv = try CLI.run(["history", "--store", noPassword], environment: ["PGPASSWORD": TestCluster.password])
         #expect(viaEnv.status == 0, "\(viaEnv.stderr)")
         let passfile = "\(dir)/pgpass"
-        try "127.0.0.1:\(c.port):*:cuff:\(TestCluster.password)\n".write(toFile: passfile, atomically: true, encoding: .utf8)
+        try "127.0.0.1:\(c.port):*:cuff:\(TestCluster.password)\n".write(
+            toFile: passfile, atomically: true, encoding: .utf8)
         chmod(passfile, 0o600)
         let viaFile = try CLI.run(["history", "--store", noPassword], environment: ["PGPASSFILE": passfile])
         #expect(viaFile.status == 0, "\(viaFile.stderr)")
@@ -166,20 +184,30 @@ struct PostgresCLITests {
     @Test func watchShipsContinuously() throws {
         guard let c = try cluster() else { return }
         let s = try ScratchDirectory()
-        let fleet = try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "4", "--every", "60", "--speed", "60", "--quiet"],
-                                stderr: s.path("sim.err"))
+        let fleet = try ChildProcess(
+            [
+                "simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "4", "--every", "60", "--speed", "60",
+                "--quiet",
+            ],
+            stderr: s.path("sim.err"))
         #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0004.sock")) })
-        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", c.url(), "--outbox", s.path("outbox.db")],
-                                stdout: s.path("out"), stderr: s.path("watch.err"))
+        let watch = try ChildProcess(
+            ["watch", "--connect", "unix:" + s.path("cuffs"), "--store", c.url(), "--outbox", s.path("outbox.db")],
+            stdout: s.path("out"), stderr: s.path("watch.err"))
         // On the server while watch still runs.
-        #expect(waitUntil(60) { (Int((try? c.psql("SELECT count(DISTINCT device_id) FROM cuff_measurements")) ?? "0") ?? 0) == 4 },
-                "not shipped while running: \(s.text("watch.err").suffix(2000))")
+        #expect(
+            waitUntil(60) {
+                (Int((try? c.psql("SELECT count(DISTINCT device_id) FROM cuff_measurements")) ?? "0") ?? 0) == 4
+            },
+            "not shipped while running: \(s.text("watch.err").suffix(2000))")
         #expect(watch.isRunning)
         fleet.signal(SIGTERM)
         #expect(fleet.wait(timeout: 20) == 0)
         watch.signal(SIGTERM)
         #expect(watch.wait(timeout: 30) == 0, "\(s.text("watch.err").suffix(2000))")
-        #expect(s.text("watch.err").contains("storing in postgres://cuff@127.0.0.1:\(c.port)/cuff?sslmode=disable"), "\(s.text("watch.err").prefix(1000))")
+        #expect(
+            s.text("watch.err").contains("storing in postgres://cuff@127.0.0.1:\(c.port)/cuff?sslmode=disable"),
+            "\(s.text("watch.err").prefix(1000))")
         let printed = try WatchCommandTests.measurementLines(s.lines("out")).map(WatchCommandTests.key)
         let stored = try WatchCommandTests.history(c.url()).map(WatchCommandTests.key)
         #expect(Set(stored).count == stored.count, "a reading was stored twice")

@@ -20,7 +20,8 @@ struct ReplayBondedReconnectCLITests {
                 let pb = (r[25] >> 4) & 3
                 if pb != 1, included >= 9 {
                     let att = r[24 + 8]
-                    dropping[op] = discovery.contains(att) || (att == 0x01 && included >= 10 && discovery.contains(r[24 + 9]))
+                    dropping[op] =
+                        discovery.contains(att) || (att == 0x01 && included >= 10 && discovery.contains(r[24 + 9]))
                     if att == 0x1D, included >= 11 { bpm = UInt16(r[24 + 9]) | UInt16(r[24 + 10]) << 8 }
                 }
                 if dropping[op] == true { continue }
@@ -67,9 +68,17 @@ struct ReplayBondedReconnectCLITests {
 
         let one = try CLI.run(["replay", both.path, "--jobs", "1"])
         #expect(one.status == 0, "\(one.stderr.suffix(600))")
-        let notices = one.stderr.split(separator: "\n").filter { $0.contains("no service discovery on this connection") }
-        let connectedAt = try #require(ReplayOddTimestampCLITests.recordOffsets(src).first { src[$0 + 10] == 0 && src[$0 + 11] == 3 && src[$0 + 24] == 0x3E })
-        #expect(notices == ["cuff replay: hci0 connection 0x0040 to 00:AA:01:00:00:00: no service discovery on this connection; using the handles discovered on connection 0x0040 (connected at offset \(connectedAt))"])
+        let notices = one.stderr.split(separator: "\n").filter {
+            $0.contains("no service discovery on this connection")
+        }
+        let connectedAt = try #require(
+            ReplayOddTimestampCLITests.recordOffsets(src).first {
+                src[$0 + 10] == 0 && src[$0 + 11] == 3 && src[$0 + 24] == 0x3E
+            })
+        #expect(
+            notices == [
+                "cuff replay: hci0 connection 0x0040 to 00:AA:01:00:00:00: no service discovery on this connection; using the handles discovered on connection 0x0040 (connected at offset \(connectedAt))"
+            ])
         let measured = Self.values(one.stdoutLines)
         #expect(measured.count == 2)
         #expect(measured.first == measured.last)
@@ -82,7 +91,8 @@ struct ReplayBondedReconnectCLITests {
         #expect(handled.status == 0)
         let h = try CLI.json(try #require(handled.stdoutLines.first { $0.hasPrefix("{\"type\":\"measurement\"") }))
         let m = try CLI.json(try #require(one.stdoutLines.last { $0.hasPrefix("{\"type\":\"measurement\"") }))
-        for key in ["systolic", "diastolic", "mean_arterial_pressure", "pulse_rate", "raw", "timestamp", "received_at"] {
+        for key in ["systolic", "diastolic", "mean_arterial_pressure", "pulse_rate", "raw", "timestamp", "received_at"]
+        {
             #expect("\(h[key] ?? "nil")" == "\(m[key] ?? "nil")", "\(key)")
         }
 
@@ -125,11 +135,16 @@ struct ReplayBondedReconnectCLITests {
         try Data(file).write(to: path)
         let one = try CLI.run(["replay", path.path, "--jobs", "1"])
         #expect(one.status == 0, "\(one.stderr.suffix(600))")
-        let notices = one.stderr.split(separator: "\n").filter { $0.contains("no service discovery on this connection") }
+        let notices = one.stderr.split(separator: "\n").filter {
+            $0.contains("no service discovery on this connection")
+        }
         #expect(notices.count == 48)
         #expect(Set(notices.map { $0.suffix(30) }).count == 2)  // the two discoveries' offsets
         #expect(Self.values(one.stdoutLines).count == 50)
-        for args in [["--segment-bytes", "1", "--jobs", "2"], ["--segment-bytes", "1", "--jobs", "4"], ["--segment-bytes", "3000", "--jobs", "3"], []] {
+        for args in [
+            ["--segment-bytes", "1", "--jobs", "2"], ["--segment-bytes", "1", "--jobs", "4"],
+            ["--segment-bytes", "3000", "--jobs", "3"], [],
+        ] {
             let many = try CLI.run(["replay", path.path] + args)
             #expect(many.status == one.status, "\(args)")
             #expect(many.stdout == one.stdout, "\(args): stdout differs")

@@ -34,7 +34,10 @@ struct ReplayCommandTests {
     func replayGivesTheLiveSessionsRecords(_ scenario: String, _ persona: String) throws {
         let file = Self.tempFile("\(scenario)-\(persona).btsnoop")
         defer { try? FileManager.default.removeItem(at: file) }
-        let live = try CLI.run(["measure", "--simulated", scenario, "--persona", persona, "--seed", "3", "--speed", "0", "--quiet", "--capture", file.path])
+        let live = try CLI.run([
+            "measure", "--simulated", scenario, "--persona", persona, "--seed", "3", "--speed", "0", "--quiet",
+            "--capture", file.path,
+        ])
         #expect(live.status == 0 || (scenario == "disconnect" && live.status == 4), "\(live.stderr)")
         let replayed = try CLI.run(["replay", file.path, "--quiet"])
         #expect(replayed.status == 0 || (scenario == "disconnect" && replayed.status == 2), "\(replayed.stderr)")
@@ -57,7 +60,9 @@ struct ReplayCommandTests {
     }
 
     @Test func committedCapturesReplayToTheirNDJSON() throws {
-        let names = try FileManager.default.contentsOfDirectory(atPath: Self.captures.path).filter { $0.hasSuffix(".btsnoop") }.sorted()
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.captures.path).filter {
+            $0.hasSuffix(".btsnoop")
+        }.sorted()
         #expect(names.count >= 16)
         for n in names {
             let base = String(n.dropLast(".btsnoop".count))
@@ -97,7 +102,9 @@ struct ReplayCommandTests {
         #expect(bogus.status == 64)
         // argument-parser refuses it, listing every format --format takes.
         #expect(bogus.stderr.contains("The value 'xml' is invalid for '--format <format>'"))
-        for name in ["ndjson", "fhir", "omh", "auto", "btsnoop", "pcap", "pcapng"] { #expect(bogus.stderr.contains("  - \(name)\n")) }
+        for name in ["ndjson", "fhir", "omh", "auto", "btsnoop", "pcap", "pcapng"] {
+            #expect(bogus.stderr.contains("  - \(name)\n"))
+        }
         // cuff measure writes no capture format.
         let measure = try CLI.run(["measure", "--simulated", "normal", "--speed", "0", "--format", "pcap"])
         #expect(measure.status == 64)
@@ -141,7 +148,9 @@ struct ReplayCommandTests {
     /// several, or the default.
     /// Every committed capture and the shared two-controller btmon file, one after the other, as one btsnoop file.
     static func joinedCaptures() throws -> [UInt8] {
-        var files = try FileManager.default.contentsOfDirectory(atPath: captures.path).filter { $0.hasSuffix(".btsnoop") }.sorted()
+        var files = try FileManager.default.contentsOfDirectory(atPath: captures.path).filter {
+            $0.hasSuffix(".btsnoop")
+        }.sorted()
             .map { captures.appendingPathComponent($0).path }
         let sample = "/work/shared/vmble/samples/capture-all-scenarios.btsnoop"
         if FileManager.default.fileExists(atPath: sample) { files.insert(sample, at: files.count / 2) }
@@ -156,8 +165,12 @@ struct ReplayCommandTests {
 
     @Test func severalThreadsGiveWhatOneThreadGives() throws {
         let joined = try Self.joinedCaptures()
-        let oversize = joined + [0, 0, 0, 9, 0xFF, 0xFF, 0xFF, 0xFF] + [UInt8](repeating: 0, count: 16) + joined.dropFirst(16).prefix(5000)
-        for (name, bytes) in [("whole", joined), ("cut", Array(joined.prefix(joined.count * 2 / 3 + 7))), ("oversize", oversize)] {
+        let oversize =
+            joined + [0, 0, 0, 9, 0xFF, 0xFF, 0xFF, 0xFF] + [UInt8](repeating: 0, count: 16)
+            + joined.dropFirst(16).prefix(5000)
+        for (name, bytes) in [
+            ("whole", joined), ("cut", Array(joined.prefix(joined.count * 2 / 3 + 7))), ("oversize", oversize),
+        ] {
             let file = Self.tempFile("\(name).btsnoop")
             defer { try? FileManager.default.removeItem(at: file) }
             try Data(bytes).write(to: file)
@@ -165,8 +178,15 @@ struct ReplayCommandTests {
                 let q = quiet ? ["--quiet"] : []
                 let one = try CLI.run(["replay", file.path, "--jobs", "1"] + q)
                 #expect(one.stdoutLines.count > 1000)
-                if name == "whole" { #expect(one.status == 0 || one.status == 7, "\(one.stderr.suffix(300))") } else { #expect(one.status == 1) }
-                for args in [["--segment-bytes", "1"], ["--segment-bytes", "1", "--jobs", "4"], ["--segment-bytes", "30000", "--jobs", "3"], []] {
+                if name == "whole" {
+                    #expect(one.status == 0 || one.status == 7, "\(one.stderr.suffix(300))")
+                } else {
+                    #expect(one.status == 1)
+                }
+                for args in [
+                    ["--segment-bytes", "1"], ["--segment-bytes", "1", "--jobs", "4"],
+                    ["--segment-bytes", "30000", "--jobs", "3"], [],
+                ] {
                     let many = try CLI.run(["replay", file.path] + args + q)
                     #expect(many.status == one.status, "\(name) \(args)")
                     #expect(many.stdout == one.stdout, "\(name) \(args): stdout differs")
@@ -222,8 +242,9 @@ struct ReplayCommandTests {
         let out = Self.tempFile("piped.out"), err = Self.tempFile("piped.err")
         defer { for f in [file, out, err] { try? FileManager.default.removeItem(at: f) } }
         try Data(joined).write(to: file)
-        let p = try ChildProcess(["-c", "cat '\(file.path)' | '\(CLI.binary.path)' replay /dev/stdin --quiet --segment-bytes 1"],
-                            executable: "/bin/sh", stdout: out.path, stderr: err.path)
+        let p = try ChildProcess(
+            ["-c", "cat '\(file.path)' | '\(CLI.binary.path)' replay /dev/stdin --quiet --segment-bytes 1"],
+            executable: "/bin/sh", stdout: out.path, stderr: err.path)
         let status = p.wait(timeout: 120)
         let direct = try CLI.run(["replay", file.path, "--quiet", "--jobs", "1"])
         #expect(status == direct.status)
@@ -254,7 +275,9 @@ struct ReplayCommandTests {
         #expect(r.stdout.isEmpty)
         // A record header claiming 4 GB after the first records.
         var bytes = [UInt8](try Data(contentsOf: Self.captures.appendingPathComponent("normal.btsnoop")))
-        bytes = Array(bytes.prefix(16 + 24 + Int(UInt32(bigEndian: bytes[20..<24].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }))))
+        bytes = Array(
+            bytes.prefix(
+                16 + 24 + Int(UInt32(bigEndian: bytes[20..<24].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }))))
         bytes += [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF] + [UInt8](repeating: 0, count: 16)
         try Data(bytes).write(to: file)
         let o = try CLI.run(["replay", file.path])

@@ -27,8 +27,10 @@ struct ReplayOddTimestampCLITests {
 
     @Test func aZeroedTimestampIsNamedAndTheMeasurementBeforeItPrinted() throws {
         let src = [UInt8](try Data(contentsOf: ReplayCommandTests.captures.appendingPathComponent("normal.btsnoop")))
-        let want = try String(contentsOf: ReplayCommandTests.captures.appendingPathComponent("normal.ndjson"), encoding: .utf8)
-            .split(separator: "\n").map(String.init)
+        let want = try String(
+            contentsOf: ReplayCommandTests.captures.appendingPathComponent("normal.ndjson"), encoding: .utf8
+        )
+        .split(separator: "\n").map(String.init)
         let offsets = Self.recordOffsets(src)
         for value: UInt64 in [0, UInt64.max] {
             var b = src
@@ -39,7 +41,10 @@ struct ReplayOddTimestampCLITests {
             for jobs in [[], ["--jobs", "1"], ["--segment-bytes", "1", "--jobs", "3"]] {
                 let r = try CLI.run(["replay", file.path, "--quiet"] + jobs)
                 #expect(r.status == 1, "\(jobs): \(r.stderr)")
-                #expect(r.stderr.contains("cuff replay: \(file.path): bad_timestamp at offset \(offsets.last! + 16): expected a record timestamp between 1677-09-21 and 2262-04-11, found \(value) µs since 0000-01-01"))
+                #expect(
+                    r.stderr.contains(
+                        "cuff replay: \(file.path): bad_timestamp at offset \(offsets.last! + 16): expected a record timestamp between 1677-09-21 and 2262-04-11, found \(value) µs since 0000-01-01"
+                    ))
                 #expect(r.stdoutLines.dropLast() == want.dropLast(), "\(jobs)")
                 #expect(r.stdoutLines.contains { $0.hasPrefix("{\"type\":\"measurement\"") })
             }
@@ -59,7 +64,9 @@ struct ReplayOddTimestampCLITests {
         // sample, when present, comes half-way.)
         let damaged = disconnections[2]
         Self.setTimestamp(&b, record: damaged, 0)
-        Self.setTimestamp(&b, record: disconnections[disconnections.count - 2], UInt64(9_223_369_200) * 1_000_000 + 0x00DC_DDB3_0F2F_8000)
+        Self.setTimestamp(
+            &b, record: disconnections[disconnections.count - 2],
+            UInt64(9_223_369_200) * 1_000_000 + 0x00DC_DDB3_0F2F_8000)
         let file = ReplayCommandTests.tempFile("damaged.btsnoop")
         defer { try? FileManager.default.removeItem(at: file) }
         try Data(b).write(to: file)
@@ -67,7 +74,9 @@ struct ReplayOddTimestampCLITests {
         let head = ReplayCommandTests.tempFile("head.btsnoop")
         defer { try? FileManager.default.removeItem(at: head) }
         try Data(b.prefix(damaged)).write(to: head)
-        let before = try CLI.run(["replay", head.path, "--quiet", "--jobs", "1"]).stdoutLines.filter { $0.hasPrefix("{\"type\":\"measurement\"") }
+        let before = try CLI.run(["replay", head.path, "--quiet", "--jobs", "1"]).stdoutLines.filter {
+            $0.hasPrefix("{\"type\":\"measurement\"")
+        }
         #expect(before.count >= 2)
         for quiet in [["--quiet"], []] {
             let one = try CLI.run(["replay", file.path, "--jobs", "1"] + quiet)
@@ -75,7 +84,10 @@ struct ReplayOddTimestampCLITests {
             #expect(one.stderr.contains("bad_timestamp at offset \(damaged + 16)"))
             let measurements = one.stdoutLines.filter { $0.hasPrefix("{\"type\":\"measurement\"") }
             #expect(Array(measurements.prefix(before.count)) == before)
-            for args in [["--segment-bytes", "1"], ["--segment-bytes", "1", "--jobs", "4"], ["--segment-bytes", "30000", "--jobs", "3"], []] {
+            for args in [
+                ["--segment-bytes", "1"], ["--segment-bytes", "1", "--jobs", "4"],
+                ["--segment-bytes", "30000", "--jobs", "3"], [],
+            ] {
                 let many = try CLI.run(["replay", file.path] + args + quiet)
                 #expect(many.status == one.status, "\(args)")
                 #expect(many.stdout == one.stdout, "\(args): stdout differs")
@@ -108,39 +120,52 @@ struct ReplayOddTimestampPcapCLITests {
 
     @Test func pcapAndPcapngFromTheSameSession() throws {
         let src = [UInt8](try Data(contentsOf: ReplayCommandTests.captures.appendingPathComponent("normal.btsnoop")))
-        let want = try String(contentsOf: ReplayCommandTests.captures.appendingPathComponent("normal.ndjson"), encoding: .utf8)
-            .split(separator: "\n").map(String.init)
+        let want = try String(
+            contentsOf: ReplayCommandTests.captures.appendingPathComponent("normal.ndjson"), encoding: .utf8
+        )
+        .split(separator: "\n").map(String.init)
         let packets = Self.packets(src)
         let file = ReplayCommandTests.tempFile("odd")
         defer { try? FileManager.default.removeItem(at: file) }
 
         // pcapng, ticks of µs: the last packet's past what 64-bit ns hold → bad_timestamp at its
         // timestamp field, the packet skipped; everything before it replayed.
-        var g = Self.block(0x0A0D_0D0A, Self.le32(0x1A2B_3C4D) + Self.le16(1) + Self.le16(0) + Self.le32(0xFFFF_FFFF) + Self.le32(0xFFFF_FFFF))
+        var g = Self.block(
+            0x0A0D_0D0A,
+            Self.le32(0x1A2B_3C4D) + Self.le16(1) + Self.le16(0) + Self.le32(0xFFFF_FFFF) + Self.le32(0xFFFF_FFFF))
         g += Self.block(1, Self.le16(254) + Self.le16(0) + Self.le32(0))
         var lastBlock = 0
         for (i, p) in packets.enumerated() {
             let ticks = i == packets.count - 1 ? UInt64.max : p.micros
             if i == packets.count - 1 { lastBlock = g.count }
-            g += Self.block(6, Self.le32(0) + Self.le32(UInt32(ticks >> 32)) + Self.le32(UInt32(truncatingIfNeeded: ticks))
-                + Self.le32(UInt32(p.data.count)) + Self.le32(UInt32(p.data.count)) + p.data)
+            g += Self.block(
+                6,
+                Self.le32(0) + Self.le32(UInt32(ticks >> 32)) + Self.le32(UInt32(truncatingIfNeeded: ticks))
+                    + Self.le32(UInt32(p.data.count)) + Self.le32(UInt32(p.data.count)) + p.data)
         }
         try Data(g).write(to: file)
         for jobs in [[], ["--jobs", "1"]] {
             let r = try CLI.run(["replay", file.path, "--quiet"] + jobs)
             #expect(r.status == 1, "\(r.stderr)")
-            #expect(r.stderr.contains("bad_timestamp at offset \(lastBlock + 12): expected a packet timestamp between 1677-09-21 and 2262-04-11, found \(UInt64.max) ticks of 10^-6 s"))
+            #expect(
+                r.stderr.contains(
+                    "bad_timestamp at offset \(lastBlock + 12): expected a packet timestamp between 1677-09-21 and 2262-04-11, found \(UInt64.max) ticks of 10^-6 s"
+                ))
             #expect(r.stdoutLines.dropLast() == want.dropLast())
         }
 
         // pcap: 32-bit unsigned seconds always fit (1970–2106): 0 and 0xFFFFFFFF on the last
         // record are taken as they are.
         for seconds: UInt32 in [0, 0xFFFF_FFFF] {
-            var p = Self.le32(0xA1B2_C3D4) + Self.le16(2) + Self.le16(4) + Self.le32(0) + Self.le32(0) + Self.le32(65535) + Self.le32(254)
+            var p =
+                Self.le32(0xA1B2_C3D4) + Self.le16(2) + Self.le16(4) + Self.le32(0) + Self.le32(0) + Self.le32(65535)
+                + Self.le32(254)
             for (i, k) in packets.enumerated() {
                 let s = i == packets.count - 1 ? seconds : UInt32(k.micros / 1_000_000)
                 let us = i == packets.count - 1 ? 999_999 : UInt32(k.micros % 1_000_000)
-                p += Self.le32(s) + Self.le32(us) + Self.le32(UInt32(k.data.count)) + Self.le32(UInt32(k.data.count)) + k.data
+                p +=
+                    Self.le32(s) + Self.le32(us) + Self.le32(UInt32(k.data.count)) + Self.le32(UInt32(k.data.count))
+                    + k.data
             }
             try Data(p).write(to: file)
             let r = try CLI.run(["replay", file.path, "--quiet"])

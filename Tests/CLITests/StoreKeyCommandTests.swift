@@ -20,7 +20,10 @@ struct StoreKeyCommandTests {
     @Test func measuredStoreIsUnreadableWithoutItsKey() throws {
         let d = try Self.tempDir()
         #expect(try CLI.run(["key", "new", d + "/k"]).status == 0)
-        let m = try CLI.run(["measure", "--simulated", "stored-records", "--speed", "0", "--quiet", "--store", d + "/s.db", "--store-key-file", d + "/k"])
+        let m = try CLI.run([
+            "measure", "--simulated", "stored-records", "--speed", "0", "--quiet", "--store", d + "/s.db",
+            "--store-key-file", d + "/k",
+        ])
         #expect(m.status == 0, "\(m.stderr)")
         let measured = try m.stdoutLines.map(CLI.json).filter { $0["type"] as? String == "measurement" }
         #expect(measured.count >= 2)
@@ -39,16 +42,21 @@ struct StoreKeyCommandTests {
         #expect(needles.contains("SIM-000001"))
         let blobs = Self.files(d + "/s.db")
         // (Needles of 6 bytes or more: a shorter one may be in any 100 kB of ciphertext by chance.)
-        for n in Set(needles) where n.utf8.count >= 6 { #expect(!blobs.contains { $0.range(of: Data(n.utf8)) != nil }, "\(n) found in the store") }
+        for n in Set(needles) where n.utf8.count >= 6 {
+            #expect(!blobs.contains { $0.range(of: Data(n.utf8)) != nil }, "\(n) found in the store")
+        }
         for o in measured {
             let raw = o["raw"] as! String
-            let bytes = Data(stride(from: 0, to: raw.count, by: 2).map { UInt8(raw.dropFirst($0).prefix(2), radix: 16)! })
+            let bytes = Data(
+                stride(from: 0, to: raw.count, by: 2).map { UInt8(raw.dropFirst($0).prefix(2), radix: 16)! })
             #expect(!blobs.contains { $0.range(of: bytes) != nil }, "raw bytes \(raw) found in the store")
         }
 
         let h = try CLI.run(["history", "--store", d + "/s.db", "--store-key-file", d + "/k"])
         #expect(h.status == 0)
-        #expect(Set(h.stdoutLines.compactMap { try? CLI.json($0)["raw"] as? String }) == Set(measured.compactMap { $0["raw"] as? String }))
+        #expect(
+            Set(h.stdoutLines.compactMap { try? CLI.json($0)["raw"] as? String })
+                == Set(measured.compactMap { $0["raw"] as? String }))
         // The same through the environment variable.
         let env = try CLI.run(["history", "--store", d + "/s.db"], environment: ["CUFF_STORE_KEY_FILE": d + "/k"])
         #expect(env.status == 0 && env.stdout == h.stdout)
@@ -74,9 +82,14 @@ struct StoreKeyCommandTests {
         // Many readings, so that a rotation takes long enough to be cut: every committed capture, twice over.
         let captures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("captures")
-        let files = try FileManager.default.contentsOfDirectory(atPath: captures.path).filter { $0.hasSuffix(".btsnoop") }.sorted()
+        let files = try FileManager.default.contentsOfDirectory(atPath: captures.path).filter {
+            $0.hasSuffix(".btsnoop")
+        }.sorted()
         for f in files {
-            let r = try CLI.run(["replay", captures.appendingPathComponent(f).path, "--quiet", "--store", d + "/s.db", "--store-key-file", d + "/k0"])
+            let r = try CLI.run([
+                "replay", captures.appendingPathComponent(f).path, "--quiet", "--store", d + "/s.db",
+                "--store-key-file", d + "/k0",
+            ])
             #expect(r.status == 0 || r.status == 2, "\(f): \(r.stderr)")
         }
         let expected = try CLI.run(["history", "--store", d + "/s.db", "--store-key-file", d + "/k0"])
@@ -86,8 +99,12 @@ struct StoreKeyCommandTests {
         for round in 1...10 {
             let next = "k\(round)"
             #expect(try CLI.run(["key", "new", d + "/" + next]).status == 0)
-            let p = try ChildProcess(["key", "rotate", "--store", d + "/s.db", "--store-key-file", d + "/" + current, "--new-key-file", d + "/" + next],
-                                stderr: d + "/rotate-\(round).err")
+            let p = try ChildProcess(
+                [
+                    "key", "rotate", "--store", d + "/s.db", "--store-key-file", d + "/" + current, "--new-key-file",
+                    d + "/" + next,
+                ],
+                stderr: d + "/rotate-\(round).err")
             usleep(UInt32.random(in: 0...35_000))  // a rotation run takes ~30 ms here: before, during, after
             p.signal(SIGKILL)
             let status = p.wait(timeout: 60)
@@ -101,9 +118,14 @@ struct StoreKeyCommandTests {
         }
         // A rotation run to its end moves the store to the new key.
         #expect(try CLI.run(["key", "new", d + "/final"]).status == 0)
-        let r = try CLI.run(["key", "rotate", "--store", d + "/s.db", "--store-key-file", d + "/" + current, "--new-key-file", d + "/final"])
+        let r = try CLI.run([
+            "key", "rotate", "--store", d + "/s.db", "--store-key-file", d + "/" + current, "--new-key-file",
+            d + "/final",
+        ])
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(try CLI.run(["history", "--store", d + "/s.db", "--store-key-file", d + "/final"]).stdout == expected.stdout)
+        #expect(
+            try CLI.run(["history", "--store", d + "/s.db", "--store-key-file", d + "/final"]).stdout == expected.stdout
+        )
         #expect(try CLI.run(["history", "--store", d + "/s.db", "--store-key-file", d + "/" + current]).status == 10)
         #expect(cut > 0, "some rotations were cut")
     }

@@ -15,12 +15,18 @@ struct StoreRaceTests {
             let errs = (0..<4).map { dir.appendingPathComponent("err-\(round)-\($0)").path }
             // Different seeds: four different readings, so none is skipped as one the store already holds.
             let processes = try errs.enumerated().map { i, err in
-                try ChildProcess(["measure", "--simulated", "normal", "--speed", "0", "--seed", "\(i + 1)", "--quiet", "--store", store], stderr: err)
+                try ChildProcess(
+                    [
+                        "measure", "--simulated", "normal", "--speed", "0", "--seed", "\(i + 1)", "--quiet", "--store",
+                        store,
+                    ], stderr: err)
             }
             for (p, err) in zip(processes, errs) {
                 let status = p.wait(timeout: 120)
                 if status != 0 {
-                    failures.append("round \(round): status \(status.map(String.init) ?? "none"): \(try String(contentsOfFile: err, encoding: .utf8))")
+                    failures.append(
+                        "round \(round): status \(status.map(String.init) ?? "none"): \(try String(contentsOfFile: err, encoding: .utf8))"
+                    )
                 }
             }
             let history = try CLI.run(["history", "--store", store])

@@ -12,7 +12,8 @@ struct TwoProcessTests {
         let dir: URL
 
         init(_ args: [String]) throws {
-            dir = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-2p-\(UUID().uuidString.prefix(8))")
+            dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "cuff-2p-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             path = dir.appendingPathComponent("cuff.sock").path
             log = dir.appendingPathComponent("sim.log")
@@ -42,7 +43,9 @@ struct TwoProcessTests {
 
     @Test(arguments: MeasureCommandTests.scenarios, ["bps-1.0", "bps-1.1"])
     func scenario(name: String, persona: String) throws {
-        let sim = try Simulator(["--scenario", name, "--persona", persona, "--speed", "100", "--autostart", "--seed", "3"])
+        let sim = try Simulator([
+            "--scenario", name, "--persona", persona, "--speed", "100", "--autostart", "--seed", "3",
+        ])
         let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--timeout", "60"])
         let log = sim.logText
         #expect(sim.stop() == 0, "\(log)")
@@ -53,7 +56,9 @@ struct TwoProcessTests {
             #expect(ms.isEmpty)
         case "stored-records", "slow-confirm", "multi-user":
             #expect(r.status == 0)
-            #expect(ms.filter { $0["stored"] as? Bool == true }.count == ["stored-records": 3, "slow-confirm": 5, "multi-user": 1][name])
+            #expect(
+                ms.filter { $0["stored"] as? Bool == true }.count
+                    == ["stored-records": 3, "slow-confirm": 5, "multi-user": 1][name])
             #expect(ms.filter { $0["stored"] as? Bool == false }.count == 1)
         case "error":
             #expect(r.status == 0)
@@ -100,7 +105,10 @@ struct TwoProcessTests {
     /// Stored records sent in 8-byte segments: `cuff measure` reassembles them, and so does
     /// `cuff replay` of the capture it recorded, to the same lines.
     @Test func segmentedRecordsLiveAndReplayed() throws {
-        let sim = try Simulator(["--scenario", "stored-records", "--persona", "bps-1.1", "--record-segment", "8", "--speed", "200", "--autostart", "--seed", "3"])
+        let sim = try Simulator([
+            "--scenario", "stored-records", "--persona", "bps-1.1", "--record-segment", "8", "--speed", "200",
+            "--autostart", "--seed", "3",
+        ])
         let capture = sim.dir.appendingPathComponent("seg.btsnoop").path
         let live = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--quiet", "--capture", capture])
         let replay = try CLI.run(["replay", capture, "--quiet"])
@@ -121,7 +129,9 @@ struct TwoProcessTests {
         let p = try ChildProcess(["measure", "--connect", "unix:\(sim.path)", "--start"], stdout: out.path)
         // Wait until the cuff is inflating, then press Ctrl-C.
         let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, !((try? String(contentsOf: out, encoding: .utf8)) ?? "").contains("\"type\":\"progress\"") { usleep(20_000) }
+        while Date() < deadline,
+            !((try? String(contentsOf: out, encoding: .utf8)) ?? "").contains("\"type\":\"progress\"")
+        { usleep(20_000) }
         p.signal(SIGINT)
         let status = p.wait(timeout: 20)
         let log = sim.logText
@@ -137,12 +147,16 @@ struct TwoProcessTests {
         let db = sim.dir.appendingPathComponent("bp.sqlite").path
         let out = sim.dir.appendingPathComponent("measure.out")
         FileManager.default.createFile(atPath: out.path, contents: nil)
-        let p = try ChildProcess(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--follow", "--quiet"], stdout: out.path)
+        let p = try ChildProcess(
+            ["measure", "--connect", "unix:\(sim.path)", "--store", db, "--follow", "--quiet"], stdout: out.path)
         // Kill as soon as some stored records were printed (printed after the store committed them).
         let deadline = Date().addingTimeInterval(20)
         var printed = 0
         while Date() < deadline {
-            printed = ((try? String(contentsOf: out, encoding: .utf8)) ?? "").components(separatedBy: "\"type\":\"measurement\"").count - 1
+            printed =
+                ((try? String(contentsOf: out, encoding: .utf8)) ?? "").components(
+                    separatedBy: "\"type\":\"measurement\""
+                ).count - 1
             if printed >= 2 { break }
             usleep(2_000)
         }

@@ -16,11 +16,13 @@ struct VMCloneScriptTests {
     /// `script` run by bash in `dir`.
     static func sh(_ script: String, in dir: String) throws -> Shell {
         let out = dir + "/.sh.out", err = dir + "/.sh.err"
-        let p = try ChildProcess(["-c", "cd \"$0\" && " + script, dir], executable: "/bin/bash", stdout: out, stderr: err)
+        let p = try ChildProcess(
+            ["-c", "cd \"$0\" && " + script, dir], executable: "/bin/bash", stdout: out, stderr: err)
         let status = p.wait(timeout: 60) ?? -1
         defer { for f in [out, err] { try? FileManager.default.removeItem(atPath: f) } }
-        return Shell(status: status, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-                     stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+        return Shell(
+            status: status, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 
     /// A folder outside any repository, holding `a.txt` and a `.build` with a marker.
@@ -46,7 +48,8 @@ struct VMCloneScriptTests {
     @Test func aGitCheckoutIsClonedUnderTmpWithItsBuildLinkedThroughTmp() throws {
         let root = try Self.checkout()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let setup = try Self.sh("""
+        let setup = try Self.sh(
+            """
             git init -q . && git add a.txt && git -c user.name=t -c user.email=t@t commit -qm one && echo changed > a.txt
             """, in: root)
         try #require(setup.status == 0, "\(setup.stderr)")
@@ -55,7 +58,8 @@ struct VMCloneScriptTests {
         #expect(clone.hasPrefix("/tmp/") && build.hasPrefix("/tmp/"))
         // A clone: a repository of its own at the checkout's commit, with the committed content.
         let head = try Self.sh("git rev-parse HEAD", in: root).stdout
-        let cloned = try Self.sh("git rev-parse HEAD && git rev-parse --show-toplevel", in: clone).stdout.split(separator: "\n")
+        let cloned = try Self.sh("git rev-parse HEAD && git rev-parse --show-toplevel", in: clone).stdout.split(
+            separator: "\n")
         #expect(cloned.first.map(String.init) == head.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(cloned.last.map(String.init) == URL(fileURLWithPath: clone).resolvingSymlinksInPath().path)
         #expect(try String(contentsOfFile: clone + "/a.txt", encoding: .utf8) == "committed\n")

@@ -13,11 +13,13 @@ struct VendorCLITests {
 
     /// Each persona, the readings expected out, and the profile named on stderr.
     @Test(arguments: [
-        ("and-ua651", 3), ("veroval", 5), ("sbm69", 3), ("beurer-bm96", 3), ("beurer-bm85", 1), ("boso", 3), ("medisana", 3), ("qardio", 1),
+        ("and-ua651", 3), ("veroval", 5), ("sbm69", 3), ("beurer-bm96", 3), ("beurer-bm85", 1), ("boso", 3),
+        ("medisana", 3), ("qardio", 1),
     ])
     func persona(name: String, readings: Int) throws {
         let sim = try Simulator(["--quirk", name, "--speed", "100", "--autostart", "--seed", "3"])
-        let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--timeout", "60"] + (name == "qardio" ? ["--start"] : []))
+        let r = try CLI.run(
+            ["measure", "--connect", "unix:\(sim.path)", "--timeout", "60"] + (name == "qardio" ? ["--start"] : []))
         let log = sim.logText
         #expect(sim.stop() == 0, "\(log)")
         #expect(r.status == 0, "\(r.stderr)")
@@ -32,7 +34,9 @@ struct VendorCLITests {
             #expect(ms.allSatisfy { $0["mean_arterial_pressure"] is NSNull })
             #expect(ms.map { $0["user_id"] as? Int } == [0, 0, 0, 1, 1])
         case "boso":
-            let errors = ms.filter { ($0["warnings"] as? [[String: Any]])?.contains { $0["code"] as? String == "error_reading" } == true }
+            let errors = ms.filter {
+                ($0["warnings"] as? [[String: Any]])?.contains { $0["code"] as? String == "error_reading" } == true
+            }
             #expect(errors.count == 1)
             #expect(errors.first?["systolic"] as? String == "NaN")
         default:
@@ -51,7 +55,9 @@ struct VendorCLITests {
         _ = sim.stop()
         #expect(try measurements(first).count == 5, "\(first.stderr)")
         #expect(try measurements(second).isEmpty, "\(second.stdout)")
-        #expect(second.stderr.components(separatedBy: "skipped a stored record already received").count == 6, "\(second.stderr)")
+        #expect(
+            second.stderr.components(separatedBy: "skipped a stored record already received").count == 6,
+            "\(second.stderr)")
         #expect(log.components(separatedBy: "dumping the memory: 5 reading(s)").count == 3, "\(log)")
         #expect(h.status == 0)
         #expect(h.stdoutLines.count == 5, "\(h.stdout)")
@@ -72,7 +78,10 @@ struct VendorCLITests {
     /// slot and an impossible date between them); every truncated prefix an error line, exit 1.
     @Test func decodeMicrolife() throws {
         var payload = [UInt8](repeating: 0, count: 38)
-        payload += [120, 80, 60, 24, 6, 15, 14, 30, 0, 0] + [UInt8](repeating: 0, count: 10) + [110, 70, 65, 24, 0, 15, 14, 30, 0, 0] + [130, 85, 70, 25, 1, 2, 3, 4, 0, 0]
+        payload +=
+            [120, 80, 60, 24, 6, 15, 14, 30, 0, 0] + [UInt8](repeating: 0, count: 10) + [
+                110, 70, 65, 24, 0, 15, 14, 30, 0, 0,
+            ] + [130, 85, 70, 25, 1, 2, 3, 4, 0, 0]
         var frame: [UInt8] = [0x4D, 0x3A, 0x00, UInt8(payload.count + 1)] + payload
         frame.append(UInt8(truncatingIfNeeded: frame.reduce(0) { $0 + Int($1) }))
         let hex = frame.map { String(format: "%02x", $0) }.joined()
@@ -81,12 +90,17 @@ struct VendorCLITests {
         let lines = try r.stdoutLines.map(CLI.json)
         #expect(lines.map { $0["systolic"] as? Int } == [120, 130])
         #expect(lines.map { $0["timestamp"] as? String } == ["2024-06-15T14:30:00", "2025-01-02T03:04:00"])
-        #expect(r.stderr.contains("payload offset 48 skipped: empty") && r.stderr.contains("payload offset 58 skipped: impossible_date"))
+        #expect(
+            r.stderr.contains("payload offset 48 skipped: empty")
+                && r.stderr.contains("payload offset 58 skipped: impossible_date"))
         let prefixes = (1..<(hex.count / 2)).map { String(hex.prefix($0 * 2)) }
         let t = try CLI.run(["decode", "--protocol", "microlife"], stdin: prefixes.joined(separator: "\n") + "\n")
         #expect(t.status == 1)
         #expect(t.stdoutLines.count == prefixes.count)
-        #expect(try t.stdoutLines.map(CLI.json).allSatisfy { ($0["error"] as? [String: Any])?["code"] as? String == "truncated" })
+        #expect(
+            try t.stdoutLines.map(CLI.json).allSatisfy {
+                ($0["error"] as? [String: Any])?["code"] as? String == "truncated"
+            })
     }
 }
 
@@ -103,13 +117,18 @@ struct VendorProtocolCLITests {
     @Test(arguments: [("microlife", 3, false), ("microlife", 3, true), ("yonker", 1, false), ("yonker", 1, true)])
     func session(name: String, readings: Int, forced: Bool) throws {
         let sim = try Simulator(["--protocol", name, "--speed", "100", "--seed", "3"])
-        let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--timeout", "60"] + (forced ? ["--protocol", name] : []))
+        let r = try CLI.run(
+            ["measure", "--connect", "unix:\(sim.path)", "--timeout", "60"] + (forced ? ["--protocol", name] : []))
         let log = sim.logText
         #expect(sim.stop() == 0, "\(log)")
         #expect(r.status == 0, "\(r.stderr)")
         let ms = try measurements(r)
         #expect(ms.count == readings, "\(r.stdout)\n\(r.stderr)")
-        #expect(ms.allSatisfy { $0["characteristic"] as? String == name && $0["systolic"] is Int && $0["mean_arterial_pressure"] is NSNull })
+        #expect(
+            ms.allSatisfy {
+                $0["characteristic"] as? String == name && $0["systolic"] is Int
+                    && $0["mean_arterial_pressure"] is NSNull
+            })
         #expect(ms.allSatisfy { $0["stored"] as? Bool == (name == "microlife") })
         if !forced { #expect(r.stderr.contains("discovery shows a \(name) device"), "\(r.stderr)") }
         if name == "microlife" {
@@ -135,8 +154,12 @@ struct VendorProtocolCLITests {
         #expect(kept.map { $0["raw"] as? String } == (try measurements(first)).map { $0["raw"] as? String })
         #expect(kept.map { $0["timestamp"] as? String } == (try measurements(first)).map { $0["timestamp"] as? String })
         #expect(try measurements(second).isEmpty, "\(second.stdout)")
-        #expect(second.stderr.components(separatedBy: "skipped a stored record already received").count == readings + 1, "\(second.stderr)")
-        #expect(second.stderr.contains("0 new measurements; \(readings) result\(readings == 1 ? "" : "s") already kept"), "\(second.stderr)")
+        #expect(
+            second.stderr.components(separatedBy: "skipped a stored record already received").count == readings + 1,
+            "\(second.stderr)")
+        #expect(
+            second.stderr.contains("0 new measurements; \(readings) result\(readings == 1 ? "" : "s") already kept"),
+            "\(second.stderr)")
         #expect(second.status == 0, "\(second.stderr)")
     }
 }

@@ -14,7 +14,8 @@ struct WatchCommandTests {
 
     static func key(_ m: [String: Any]) -> String {
         let d = m["device"] as? [String: Any] ?? [:]
-        return "\(d["serial"] ?? "-")|\(m["timestamp"] ?? "-")|\(m["systolic"] ?? "-")|\(m["diastolic"] ?? "-")|\(m["pulse_rate"] ?? "-")|\(m["sequence_number"] ?? "-")"
+        return
+            "\(d["serial"] ?? "-")|\(m["timestamp"] ?? "-")|\(m["systolic"] ?? "-")|\(m["diastolic"] ?? "-")|\(m["pulse_rate"] ?? "-")|\(m["sequence_number"] ?? "-")"
     }
 
     static func measurementLines(_ lines: [String]) throws -> [[String: Any]] {
@@ -23,7 +24,9 @@ struct WatchCommandTests {
 
     /// "N measurements taken, M readings confirmed by clients" from a simulator's last line.
     static func simulatorTotals(_ stderr: String) -> (taken: Int, confirmed: Int)? {
-        guard let line = stderr.split(separator: "\n").last(where: { $0.contains("measurements taken") }) else { return nil }
+        guard let line = stderr.split(separator: "\n").last(where: { $0.contains("measurements taken") }) else {
+            return nil
+        }
         let numbers = line.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
         guard numbers.count >= 2 else { return nil }
         return (numbers[numbers.count - 2], numbers[numbers.count - 1])
@@ -31,16 +34,25 @@ struct WatchCommandTests {
 
     @Test func fleetEveryReadingStoredOncePrintedOnceAndSIGTERMExitsZero() throws {
         let s = try ScratchDirectory()
-        let fleet = try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "6", "--every", "60", "--speed", "60", "--quiet"],
-                                stderr: s.path("sim.err"))
+        let fleet = try ChildProcess(
+            [
+                "simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "6", "--every", "60", "--speed", "60",
+                "--quiet",
+            ],
+            stderr: s.path("sim.err"))
         #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0006.sock")) })
-        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
-                                stdout: s.path("out"), stderr: s.path("watch.err"))
+        let watch = try ChildProcess(
+            ["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
+            stdout: s.path("out"), stderr: s.path("watch.err"))
         // Every cuff delivers at least two readings.
-        #expect(waitUntil(60) {
-            let serials = (try? Self.measurementLines(s.lines("out")))?.compactMap { ($0["device"] as? [String: Any])?["serial"] as? String } ?? []
-            return Set(serials).count == 6 && serials.count >= 12
-        }, "watch did not collect from all 6 cuffs: \(s.text("watch.err").suffix(2000))")
+        #expect(
+            waitUntil(60) {
+                let serials =
+                    (try? Self.measurementLines(s.lines("out")))?.compactMap {
+                        ($0["device"] as? [String: Any])?["serial"] as? String
+                    } ?? []
+                return Set(serials).count == 6 && serials.count >= 12
+            }, "watch did not collect from all 6 cuffs: \(s.text("watch.err").suffix(2000))")
         // Stop the fleet first: what it counts as confirmed is final then.
         fleet.signal(SIGTERM)
         #expect(fleet.wait(timeout: 20) == 0)
@@ -55,7 +67,8 @@ struct WatchCommandTests {
         #expect(Set(printedKeys) == Set(storedKeys), "stdout and the store disagree")
         let totals = try #require(Self.simulatorTotals(s.text("sim.err")), "\(s.text("sim.err"))")
         // Nothing confirmed is lost; nothing is invented.
-        #expect(stored.count >= totals.confirmed, "\(stored.count) stored, \(totals.confirmed) confirmed by the watcher")
+        #expect(
+            stored.count >= totals.confirmed, "\(stored.count) stored, \(totals.confirmed) confirmed by the watcher")
         #expect(stored.count <= totals.taken)
         // stderr carries events, not readings.
         let err = s.text("watch.err")
@@ -68,15 +81,22 @@ struct WatchCommandTests {
         try FileManager.default.createDirectory(atPath: s.path("cuffs"), withIntermediateDirectories: true)
         // Two single cuffs in the directory, each its own process; one will be killed.
         func cuff(_ name: String, seed: Int) throws -> ChildProcess {
-            try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs/\(name).sock"), "--every", "60", "--speed", "60", "--seed", "\(seed)"],
-                        stderr: s.path("\(name).err"))
+            try ChildProcess(
+                [
+                    "simulate", "--listen", "unix:" + s.path("cuffs/\(name).sock"), "--every", "60", "--speed", "60",
+                    "--seed", "\(seed)",
+                ],
+                stderr: s.path("\(name).err"))
         }
         let a = try cuff("a", seed: 11)
         var b = try cuff("b", seed: 22)
-        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
-                                stdout: s.path("out"), stderr: s.path("watch.err"))
+        let watch = try ChildProcess(
+            ["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
+            stdout: s.path("out"), stderr: s.path("watch.err"))
         func count(_ address: String) -> Int {
-            ((try? Self.measurementLines(s.lines("out"))) ?? []).filter { (($0["device"] as? [String: Any])?["address"] as? String)?.hasSuffix(address) == true }.count
+            ((try? Self.measurementLines(s.lines("out"))) ?? []).filter {
+                (($0["device"] as? [String: Any])?["address"] as? String)?.hasSuffix(address) == true
+            }.count
         }
         #expect(waitUntil(30) { count("a.sock") >= 2 && count("b.sock") >= 2 }, "\(s.text("watch.err").suffix(1500))")
         // Kill b outright (no goodbye), and restart it with the same seed: watch reconnects.
@@ -85,7 +105,9 @@ struct WatchCommandTests {
         let aBefore = count("a.sock"), bBefore = count("b.sock")
         #expect(waitUntil(20) { count("a.sock") >= aBefore + 3 }, "cuff a stalled while b was gone")
         b = try cuff("b", seed: 22)
-        #expect(waitUntil(40) { count("b.sock") >= bBefore + 2 }, "watch did not come back to the restarted cuff: \(s.text("watch.err").suffix(1500))")
+        #expect(
+            waitUntil(40) { count("b.sock") >= bBefore + 2 },
+            "watch did not come back to the restarted cuff: \(s.text("watch.err").suffix(1500))")
         #expect(s.text("watch.err").contains("retrying in"))
         a.signal(SIGTERM)
         b.signal(SIGTERM)
@@ -102,13 +124,18 @@ struct WatchCommandTests {
     @Test func storedReadingsOfABps11CuffComeOnceAcrossWatcherRestarts() throws {
         let s = try ScratchDirectory()
         // A cuff that measures while nobody listens: its readings wait in its memory.
-        let cuff = try ChildProcess(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "120", "--persona", "bps-1.1"],
-                               stderr: s.path("sim.err"))
+        let cuff = try ChildProcess(
+            [
+                "simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "120", "--persona",
+                "bps-1.1",
+            ],
+            stderr: s.path("sim.err"))
         #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
         usleep(2_500_000)  // about five readings taken with nobody connected
         for round in 0..<3 {
-            let w = try ChildProcess(["watch", "--connect", "unix:" + s.path("c.sock"), "--store", s.path("w.db")],
-                                stdout: s.path("out\(round)"), stderr: s.path("watch\(round).err"))
+            let w = try ChildProcess(
+                ["watch", "--connect", "unix:" + s.path("c.sock"), "--store", s.path("w.db")],
+                stdout: s.path("out\(round)"), stderr: s.path("watch\(round).err"))
             #expect(waitUntil(20) { ((try? Self.measurementLines(s.lines("out\(round)"))) ?? []).count >= 2 })
             // SIGTERM in the middle of whatever the session is doing.
             usleep(UInt32(300_000 * (round + 1)))
@@ -123,24 +150,32 @@ struct WatchCommandTests {
         // Stored records carry sequence numbers: each once, none confirmed and lost.
         let totals = try #require(Self.simulatorTotals(s.text("sim.err")))
         #expect(stored.count >= totals.confirmed)
-        #expect(stored.contains { $0["stored"] as? Bool == true }, "the readings taken while nobody listened did not arrive as stored")
+        #expect(
+            stored.contains { $0["stored"] as? Bool == true },
+            "the readings taken while nobody listened did not arrive as stored")
     }
 
     @Test func sighupReopensStdoutAfterARotation() throws {
         let s = try ScratchDirectory()
-        let cuff = try ChildProcess(["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "60"], stderr: s.path("sim.err"))
+        let cuff = try ChildProcess(
+            ["simulate", "--listen", "unix:" + s.path("c.sock"), "--every", "60", "--speed", "60"],
+            stderr: s.path("sim.err"))
         #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("c.sock")) })
-        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("c.sock")], stdout: s.path("out"), stderr: s.path("err"))
+        let watch = try ChildProcess(
+            ["watch", "--connect", "unix:" + s.path("c.sock")], stdout: s.path("out"), stderr: s.path("err"))
         #expect(waitUntil(20) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 })
         // logrotate: move the file away, then SIGHUP.
         try FileManager.default.moveItem(atPath: s.path("out"), toPath: s.path("out.1"))
         watch.signal(SIGHUP)
-        #expect(waitUntil(20) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 }, "nothing written to the reopened file: \(s.text("err"))")
+        #expect(
+            waitUntil(20) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 },
+            "nothing written to the reopened file: \(s.text("err"))")
         watch.signal(SIGTERM)
         #expect(watch.wait(timeout: 20) == 0)
         cuff.signal(SIGTERM)
         _ = cuff.wait(timeout: 10)
-        let before = try Self.measurementLines(s.lines("out.1")).map(Self.key), after = try Self.measurementLines(s.lines("out")).map(Self.key)
+        let before = try Self.measurementLines(s.lines("out.1")).map(Self.key),
+            after = try Self.measurementLines(s.lines("out")).map(Self.key)
         #expect(!before.isEmpty && !after.isEmpty)
         #expect(Set(before).isDisjoint(with: after), "a reading went to both files")
         let mode = try FileManager.default.attributesOfItem(atPath: s.path("out"))[.posixPermissions] as? Int
@@ -159,10 +194,13 @@ struct WatchCommandTests {
 
     @Test func absentSocketIsRetriedWithBackoffUntilSIGTERM() throws {
         let s = try ScratchDirectory()
-        let watch = try ChildProcess(["watch", "--connect", "unix:" + s.path("nobody.sock")], stdout: s.path("out"), stderr: s.path("err"))
+        let watch = try ChildProcess(
+            ["watch", "--connect", "unix:" + s.path("nobody.sock")], stdout: s.path("out"), stderr: s.path("err"))
         #expect(waitUntil(5) { s.text("err").contains("retrying in") })
         // Then the cuff appears: watch connects on its next try.
-        let cuff = try ChildProcess(["simulate", "--listen", "unix:" + s.path("nobody.sock"), "--every", "60", "--speed", "60"], stderr: s.path("sim.err"))
+        let cuff = try ChildProcess(
+            ["simulate", "--listen", "unix:" + s.path("nobody.sock"), "--every", "60", "--speed", "60"],
+            stderr: s.path("sim.err"))
         #expect(waitUntil(30) { ((try? Self.measurementLines(s.lines("out"))) ?? []).count >= 1 }, "\(s.text("err"))")
         watch.signal(SIGTERM)
         #expect(watch.wait(timeout: 20) == 0)

@@ -8,8 +8,11 @@ import Testing
 struct WatchFullDiskTests {
     /// Whether this machine lets the test mount a tmpfs in a namespace of its own.
     static let canMount: Bool = {
-        guard let p = try? ChildProcess(["--user", "--map-root-user", "--mount", "/bin/sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-                                   executable: "/usr/bin/unshare") else { return false }
+        guard
+            let p = try? ChildProcess(
+                ["--user", "--map-root-user", "--mount", "/bin/sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+                executable: "/usr/bin/unshare")
+        else { return false }
         return p.wait(timeout: 30) == 0
     }()
 
@@ -35,12 +38,18 @@ struct WatchFullDiskTests {
         let s = try ScratchDirectory()
         let fs = s.path("fs")
         try FileManager.default.createDirectory(atPath: fs, withIntermediateDirectories: true)
-        let fleet = try ChildProcess(["simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "2", "--every", "60", "--speed", "60", "--quiet"],
-                                stderr: s.path("sim.err"))
+        let fleet = try ChildProcess(
+            [
+                "simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "2", "--every", "60", "--speed", "60",
+                "--quiet",
+            ],
+            stderr: s.path("sim.err"))
         #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0002.sock")) })
-        let script = "mount -t tmpfs -o size=4m,mode=0700 tmpfs '\(fs)' && exec '\(CLI.binary.path)' watch --connect 'unix:\(s.path("cuffs"))' --store '\(fs)/w.db'"
-        let watch = try ChildProcess(["--user", "--map-root-user", "--mount", "/bin/sh", "-c", script], executable: "/usr/bin/unshare",
-                                stdout: s.path("out"), stderr: s.path("watch.err"))
+        let script =
+            "mount -t tmpfs -o size=4m,mode=0700 tmpfs '\(fs)' && exec '\(CLI.binary.path)' watch --connect 'unix:\(s.path("cuffs"))' --store '\(fs)/w.db'"
+        let watch = try ChildProcess(
+            ["--user", "--map-root-user", "--mount", "/bin/sh", "-c", script], executable: "/usr/bin/unshare",
+            stdout: s.path("out"), stderr: s.path("watch.err"))
         func printed() -> [[String: Any]] { (try? WatchCommandTests.measurementLines(s.lines("out"))) ?? [] }
         func failureLines() -> Int { s.lines("watch.err").filter { $0.contains("cannot keep readings") }.count }
         #expect(waitUntil(30) { printed().count >= 2 }, "\(s.text("watch.err").suffix(1500))")

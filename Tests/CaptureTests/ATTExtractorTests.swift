@@ -5,12 +5,17 @@ import CuffCore
 import Testing
 
 @Suite struct ATTExtractorTests {
-    static func acl(_ bytes: [UInt8], _ direction: HCIDirection, adapter: UInt16 = 0, at micros: Int64 = 0, offset: Int64 = 0) -> HCIRecord {
-        HCIRecord(timestamp: Timestamp(nanoseconds: micros * 1000), adapterIndex: adapter, direction: direction,
-                  kind: .aclData, payload: bytes, fileOffset: offset)
+    static func acl(
+        _ bytes: [UInt8], _ direction: HCIDirection, adapter: UInt16 = 0, at micros: Int64 = 0, offset: Int64 = 0
+    ) -> HCIRecord {
+        HCIRecord(
+            timestamp: Timestamp(nanoseconds: micros * 1000), adapterIndex: adapter, direction: direction,
+            kind: .aclData, payload: bytes, fileOffset: offset)
     }
     static func event(_ bytes: [UInt8], adapter: UInt16 = 0, offset: Int64 = 0) -> HCIRecord {
-        HCIRecord(timestamp: .zero, adapterIndex: adapter, direction: .received, kind: .event, payload: bytes, fileOffset: offset)
+        HCIRecord(
+            timestamp: .zero, adapterIndex: adapter, direction: .received, kind: .event, payload: bytes,
+            fileOffset: offset)
     }
 
     // LE Connection Complete (3e 13 01): status 0, handle 0x002a, role 1 (peripheral), peer type 0,
@@ -32,8 +37,11 @@ import Testing
         #expect(c.connectionHandle == 42 && c.role == .peripheral && c.peerAddressType == .public)
         #expect(c.peerAddress.description == "00:AA:01:01:00:01")
         #expect(c.fileOffset == 100)
-        #expect(events[1].att == ATTPacket(adapter: 0, connectionHandle: 42, direction: .toLocal, pdu: hex("02 05 02"),
-                                           timestamp: Timestamp(nanoseconds: 5000), fileOffset: 200, connectionKnown: true))
+        #expect(
+            events[1].att
+                == ATTPacket(
+                    adapter: 0, connectionHandle: 42, direction: .toLocal, pdu: hex("02 05 02"),
+                    timestamp: Timestamp(nanoseconds: 5000), fileOffset: 200, connectionKnown: true))
         #expect(events[2].att?.direction == .fromLocal)
         #expect(events[2].att?.pdu == hex("03 f7 00"))
         guard case .disconnected(let d) = events[3] else { Issue.record("expected disconnected"); return }
@@ -43,8 +51,12 @@ import Testing
     @Test func enhancedConnectionCompleteV1AndV2() throws {
         // 3e 1f 0a: status, handle 0x0040, role 0, peer type 1 (random), peer c0:11:22:33:44:55,
         // local RPA, peer RPA, interval, latency, timeout, accuracy. v2 (0x29) adds adv handle + sync handle.
-        let v1 = hex("3e 1f 0a 00 40 00 00 01 55 44 33 22 11 c0") + [UInt8](repeating: 0, count: 12) + hex("18 00 00 00 48 00 00")
-        let v2 = hex("3e 22 29 00 41 00 01 00 01 02 03 04 05 06") + [UInt8](repeating: 0, count: 12) + hex("18 00 00 00 48 00 00 ff ff ff")
+        let v1 =
+            hex("3e 1f 0a 00 40 00 00 01 55 44 33 22 11 c0") + [UInt8](repeating: 0, count: 12)
+            + hex("18 00 00 00 48 00 00")
+        let v2 =
+            hex("3e 22 29 00 41 00 01 00 01 02 03 04 05 06") + [UInt8](repeating: 0, count: 12)
+            + hex("18 00 00 00 48 00 00 ff ff ff")
         let failed = hex("3e 1f 0a 3e 42 00 00 01 55 44 33 22 11 c0") + [UInt8](repeating: 0, count: 19)  // status 0x3e
         let events = try extract([Self.event(v1), Self.event(v2), Self.event(failed)])
         let conns = events.compactMap { e -> ConnectionInfo? in if case .connected(let c) = e { c } else { nil } }
@@ -64,13 +76,14 @@ import Testing
         let other = hex("02 20 05 00 01 00 04 00 1e")  // handle 2, complete, received
         let rxFirst = [0x01, 0x20, 27, 0] + frame[0..<27]  // handle 1, received direction, PB 10
         let rxRest = [0x01, 0x10, 7, 0] + frame[27...]
-        let events = try extract([
-            Self.acl(first, .sent, at: 1, offset: 10),
-            Self.acl(rxFirst, .received, at: 2, offset: 20),
-            Self.acl(other, .received, at: 3, offset: 30),
-            Self.acl(Array(rest), .sent, at: 4, offset: 40),
-            Self.acl(Array(rxRest), .received, at: 5, offset: 50),
-        ], strict: true)
+        let events = try extract(
+            [
+                Self.acl(first, .sent, at: 1, offset: 10),
+                Self.acl(rxFirst, .received, at: 2, offset: 20),
+                Self.acl(other, .received, at: 3, offset: 30),
+                Self.acl(Array(rest), .sent, at: 4, offset: 40),
+                Self.acl(Array(rxRest), .received, at: 5, offset: 50),
+            ], strict: true)
         let att = events.compactMap(\.att)
         #expect(att.map(\.connectionHandle) == [2, 1, 1])
         #expect(att.map(\.pdu) == [[0x1e], pdu, pdu])
@@ -82,19 +95,21 @@ import Testing
     }
 
     @Test func splitL2CAPHeaderIsReassembled() throws {
-        let events = try extract([
-            Self.acl(hex("05 20 02 00 03 00"), .received),
-            Self.acl(hex("05 10 05 00 04 00 02 17 00"), .received),
-        ], strict: true)
+        let events = try extract(
+            [
+                Self.acl(hex("05 20 02 00 03 00"), .received),
+                Self.acl(hex("05 10 05 00 04 00 02 17 00"), .received),
+            ], strict: true)
         #expect(events.compactMap(\.att).map(\.pdu) == [hex("02 17 00")])
     }
 
     @Test func nonATTChannelsAreIgnored() throws {
         // SMP Pairing Request on CID 0x0006, LE signalling on 0x0005.
-        let events = try extract([
-            Self.acl(hex("2a 00 0b 00 07 00 06 00 01 03 00 00 10 00 00"), .sent),
-            Self.acl(hex("2a 20 06 00 02 00 05 00 0a 0b"), .received),
-        ], strict: true)
+        let events = try extract(
+            [
+                Self.acl(hex("2a 00 0b 00 07 00 06 00 01 03 00 00 10 00 00"), .sent),
+                Self.acl(hex("2a 20 06 00 02 00 05 00 0a 0b"), .received),
+            ], strict: true)
         #expect(events.isEmpty)
     }
 
@@ -132,7 +147,9 @@ import Testing
         let offsets = events.compactMap { e -> Int64? in if case .warning(let w) = e { w.offset } else { nil } }
         #expect(offsets == [100, 200, 400, 500])
         let codes = events.map { e -> CaptureError.Code? in if case .warning(let w) = e { w.code } else { nil } }
-        let expected: [CaptureError.Code?] = [.l2capLengthMismatch, .l2capLengthMismatch, .l2capLengthMismatch, .malformedPacket]
+        let expected: [CaptureError.Code?] = [
+            .l2capLengthMismatch, .l2capLengthMismatch, .l2capLengthMismatch, .malformedPacket,
+        ]
         #expect(codes == expected)
     }
 
@@ -164,7 +181,8 @@ import Testing
         var at = 27
         while at < frame.count {
             let end = min(at + 1021, frame.count)
-            events += try x.consume(Self.acl([0x2a, 0x10, UInt8((end - at) & 0xff), UInt8((end - at) >> 8)] + frame[at..<end], .received))
+            events += try x.consume(
+                Self.acl([0x2a, 0x10, UInt8((end - at) & 0xff), UInt8((end - at) >> 8)] + frame[at..<end], .received))
             at = end
         }
         #expect(events.compactMap(\.att).map(\.pdu) == [pdu])
@@ -196,7 +214,10 @@ import Testing
         var x = ATTExtractor()
         // Unknown handles with complete frames leave nothing behind.
         for h in 0..<2000 {
-            _ = try x.consume(Self.acl([UInt8(h & 0xff), UInt8(h >> 8 & 0x0f | 0x20), 5, 0, 1, 0, 4, 0, 0x1e], .received, adapter: UInt16(h >> 12)))
+            _ = try x.consume(
+                Self.acl(
+                    [UInt8(h & 0xff), UInt8(h >> 8 & 0x0f | 0x20), 5, 0, 1, 0, 4, 0, 0x1e], .received,
+                    adapter: UInt16(h >> 12)))
         }
         #expect(x.trackedLinkCount == 0)
         // Connection events beyond the cap evict idle links.

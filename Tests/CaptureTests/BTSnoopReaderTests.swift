@@ -73,17 +73,25 @@ import Testing
         b.record(flags: 0xFFFF << 16 | 14, unixMicros: 10, [0, 0])  // Control Open: kept as .other
         let (records, error) = readAll(b.bytes)
         #expect(error == nil)
-        #expect(records.map(\.kind) == [.monitorNewIndex, .command, .event, .aclData, .aclData, .isoData, .isoData,
-                                        .monitorNote, .monitorDeleteIndex, .other(14)])
-        #expect(records.map(\.direction) == [.received, .sent, .received, .sent, .received, .sent, .received,
-                                             .received, .received, .received])
+        #expect(
+            records.map(\.kind) == [
+                .monitorNewIndex, .command, .event, .aclData, .aclData, .isoData, .isoData,
+                .monitorNote, .monitorDeleteIndex, .other(14),
+            ])
+        #expect(
+            records.map(\.direction) == [
+                .received, .sent, .received, .sent, .received, .sent, .received,
+                .received, .received, .received,
+            ])
         #expect(records.map(\.adapterIndex) == [3, 3, 3, 3, 3, 3, 3, 0xFFFF, 3, 0xFFFF])
         #expect(records[0].payload == newIndex)
     }
 
     @Test func dripFedOneByteAtATimeGivesTheSameRecords() throws {
         var b = BTSnoopBuilder(datalink: 2001)
-        for i in 0..<20 { b.record(flags: UInt32(2 + i % 4), unixMicros: Int64(i), [UInt8](repeating: UInt8(i), count: i * 7)) }
+        for i in 0..<20 {
+            b.record(flags: UInt32(2 + i % 4), unixMicros: Int64(i), [UInt8](repeating: UInt8(i), count: i * 7))
+        }
         let whole = readAll(b.bytes)
         var reader = CaptureReader(source: ArrayByteSource(b.bytes), chunkSize: 1)
         let drip = try reader.readAll()

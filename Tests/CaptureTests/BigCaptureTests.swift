@@ -14,7 +14,8 @@ import Testing
         #expect(Int64(bytes.count) == summary.bytes)
         #expect(summary.bytes >= 1 << 20)
 
-        var reader = CaptureEventReader(records: CaptureReader(source: ArrayByteSource(bytes)), extractor: ATTExtractor(strict: true))
+        var reader = CaptureEventReader(
+            records: CaptureReader(source: ArrayByteSource(bytes)), extractor: ATTExtractor(strict: true))
         var att = 0, connected = 0, disconnected = 0
         var handles = Set<UInt16>()
         var last = Timestamp(nanoseconds: .min)
@@ -47,7 +48,10 @@ import Testing
         while let e = try reader.next() { events.append(e) }
         let templates = BigCapture.sessions(in: events, adapter: 1)
         #expect(templates.count == 6)  // the two "noagent" sessions carry no ATT
-        #expect(templates[0].map(\.pdu) == [hex("02 05 02"), hex("03 f7 00"), hex("1d 03 00 00 78 00 50 00 5d 00"), hex("1e")])
+        #expect(
+            templates[0].map(\.pdu) == [
+                hex("02 05 02"), hex("03 f7 00"), hex("1d 03 00 00 78 00 50 00 5d 00"), hex("1e"),
+            ])
         var writer = BTSnoopWriter(sink: ArrayByteSink(), datalink: .monitor)
         let summary = try BigCapture.write(to: &writer, minimumBytes: 64 * 1024, sessions: templates)
         let back = try extract(readAll(try writer.finish().bytes).records, strict: true)
@@ -73,6 +77,8 @@ import Testing
         let summary = try BigCapture.write(path: path, minimumBytes: megabytes << 20, sessions: sessions)
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64
         #expect(size == summary.bytes)
-        print("make-big-capture: \(path) bytes=\(summary.bytes) sessions=\(summary.sessions) records=\(summary.records) att_pdus=\(summary.attPDUs)")
+        print(
+            "make-big-capture: \(path) bytes=\(summary.bytes) sessions=\(summary.sessions) records=\(summary.records) att_pdus=\(summary.attPDUs)"
+        )
     }
 }

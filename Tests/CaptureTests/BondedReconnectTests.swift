@@ -15,7 +15,9 @@ let discoveryOpcodes: Set<UInt8> = [0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x10, 0x
 /// first session's ATT PDUs without the discovery ones.
 /// `cachedReads`: the reconnect reads nothing either (Read and Read Blob requests and responses
 /// left out), as a central whose GATT cache also keeps the values it read once (cuff's does).
-func bondedReconnectCapture(adapter: UInt16 = 0, handle: UInt16 = 0x0041, cachedReads: Bool = false) throws -> (records: [HCIRecord], bpmHandle: UInt16) {
+func bondedReconnectCapture(adapter: UInt16 = 0, handle: UInt16 = 0x0041, cachedReads: Bool = false) throws -> (
+    records: [HCIRecord], bpmHandle: UInt16
+) {
     var reader = try CaptureReader(path: capturesDirectory.appendingPathComponent("normal.btsnoop").path)
     let first = try reader.readAll()
     let events = try extract(first)
@@ -24,13 +26,17 @@ func bondedReconnectCapture(adapter: UInt16 = 0, handle: UInt16 = 0x0041, cached
     }
     let att = events.compactMap(\.att)
     let bpm = try #require(att.first { $0.pdu.first == 0x1D })
-    var rec = SessionRecorder(datalink: .monitor, adapter: adapter, localAddress: BDAddress("00:AA:01:01:00:01")!, connectionHandle: handle)
+    var rec = SessionRecorder(
+        datalink: .monitor, adapter: adapter, localAddress: BDAddress("00:AA:01:01:00:01")!, connectionHandle: handle)
     let shift = Duration.seconds(3600)
     var out = first
-    out += rec.connected(peer: info.peerAddress, peerType: info.peerAddressType, role: .central, at: info.timestamp + shift)
+    out += rec.connected(
+        peer: info.peerAddress, peerType: info.peerAddressType, role: .central, at: info.timestamp + shift)
     for p in att {
         let op = p.pdu[0]
-        if discoveryOpcodes.contains(op) || (op == 0x01 && p.pdu.count > 1 && discoveryOpcodes.contains(p.pdu[1])) { continue }
+        if discoveryOpcodes.contains(op) || (op == 0x01 && p.pdu.count > 1 && discoveryOpcodes.contains(p.pdu[1])) {
+            continue
+        }
         if cachedReads && [0x0A, 0x0B, 0x0C, 0x0D].contains(op) { continue }
         out += try rec.att(p.pdu, direction: p.direction, at: p.timestamp + shift)
     }
@@ -53,7 +59,9 @@ struct BondedReconnectTests {
         let (records, _) = try bondedReconnectCapture(cachedReads: true)
         let reads = try extract(records).compactMap(\.att).filter { $0.pdu.first == 0x0A }.count
         let (all, _) = try bondedReconnectCapture()
-        #expect(try extract(all).compactMap(\.att).filter { $0.pdu.first == 0x0A }.count > reads, "the reconnect reads nothing")
+        #expect(
+            try extract(all).compactMap(\.att).filter { $0.pdu.first == 0x0A }.count > reads,
+            "the reconnect reads nothing")
         var r = CaptureReplay()
         var out: [CaptureReplay.Output] = []
         for rec in records { r.consume(rec, into: &out) }
@@ -62,7 +70,9 @@ struct BondedReconnectTests {
         let values = measurementValues(lines)
         #expect(values.count == 2)
         #expect(values.first == values.last)
-        #expect(values.last?.contains(#""device":{"address":"00:AA:01:00:00:00","name":"cuff-sim""#) == true, "\(values.last ?? "")")
+        #expect(
+            values.last?.contains(#""device":{"address":"00:AA:01:00:00:00","name":"cuff-sim""#) == true,
+            "\(values.last ?? "")")
     }
 
     @Test func aReconnectWithoutDiscoveryUsesTheHandlesDiscoveredEarlier() throws {
@@ -82,7 +92,10 @@ struct BondedReconnectTests {
         #expect(values.first == values.last)
         #expect(notices.count == 1)
         let connectedAt = try #require(records.first { $0.kind == .event && $0.payload.first == 0x3E }).fileOffset
-        #expect(notices.first == "hci0 connection 0x0041 to 00:AA:01:00:00:00: no service discovery on this connection; using the handles discovered on connection 0x0040 (connected at offset \(connectedAt))")
+        #expect(
+            notices.first
+                == "hci0 connection 0x0041 to 00:AA:01:00:00:00: no service discovery on this connection; using the handles discovered on connection 0x0040 (connected at offset \(connectedAt))"
+        )
         #expect(r.lacking.isEmpty)
 
         // --handle on the reconnect alone gives the same values (where it maps them).

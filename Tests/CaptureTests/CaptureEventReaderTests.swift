@@ -31,7 +31,8 @@ import Testing
     @Test func strictExtractorThrowsReaderErrorsToo() {
         var b = BTSnoopBuilder(datalink: 1002)
         b.record(flags: 1, unixMicros: 1, [])
-        var reader = CaptureEventReader(records: CaptureReader(source: ArrayByteSource(b.bytes)), extractor: ATTExtractor(strict: true))
+        var reader = CaptureEventReader(
+            records: CaptureReader(source: ArrayByteSource(b.bytes)), extractor: ATTExtractor(strict: true))
         #expect(throws: CaptureError(.malformedPacket)) { try reader.next() }
     }
 
@@ -47,6 +48,8 @@ import Testing
         #expect(again.map(\.kind) == [.event])
         // LE Enhanced Connection Complete, handle 0x0041, role peripheral.
         #expect(again[0].payload.prefix(7) == [0x3e, 31, 0x0a, 0x00, 0x41, 0x00, 0x01])
-        #expect(throws: CaptureError(.oversizeRecord)) { try rec.att([UInt8](repeating: 0, count: 70_000), direction: .fromLocal, at: .zero) }
+        #expect(throws: CaptureError(.oversizeRecord)) {
+            try rec.att([UInt8](repeating: 0, count: 70_000), direction: .fromLocal, at: .zero)
+        }
     }
 }

@@ -97,50 +97,76 @@ struct CapturedCuffTests {
         var b = AttributeDatabase.Builder()
         b.skip(to: 0x0001)
         b.addService(.genericAccess)
-        b.addCharacteristic(.deviceName, properties: .read, permissions: .read, value: Array("BM-Foreign".utf8), declarationHandle: 0x0002, descriptors: [])
+        b.addCharacteristic(
+            .deviceName, properties: .read, permissions: .read, value: Array("BM-Foreign".utf8),
+            declarationHandle: 0x0002, descriptors: [])
         b.endService(at: 0x0005)
         b.skip(to: 0x0010)
         b.addService(BluetoothUUID(0x180A))
-        b.addCharacteristic(BluetoothUUID(0x2A29), properties: .read, permissions: .read, value: Array("Other Maker".utf8), declarationHandle: 0x0011, descriptors: [])
-        b.addCharacteristic(BluetoothUUID(0x2A25), properties: .read, permissions: .read, value: Array("FX-77".utf8), declarationHandle: 0x0013, descriptors: [])
+        b.addCharacteristic(
+            BluetoothUUID(0x2A29), properties: .read, permissions: .read, value: Array("Other Maker".utf8),
+            declarationHandle: 0x0011, descriptors: [])
+        b.addCharacteristic(
+            BluetoothUUID(0x2A25), properties: .read, permissions: .read, value: Array("FX-77".utf8),
+            declarationHandle: 0x0013, descriptors: [])
         b.skip(to: 0x0030)
         b.addService(BluetoothUUID(0x180F))
-        b.addCharacteristic(BluetoothUUID(0x2A19), properties: [.read, .notify], permissions: .read, value: [88], declarationHandle: 0x0031,
-                            descriptors: [(0x0033, .clientCharacteristicConfiguration, [])])
+        b.addCharacteristic(
+            BluetoothUUID(0x2A19), properties: [.read, .notify], permissions: .read, value: [88],
+            declarationHandle: 0x0031,
+            descriptors: [(0x0033, .clientCharacteristicConfiguration, [])])
         b.skip(to: 0x0040)
         b.addService(BluetoothUUID(0x1810))
-        b.addCharacteristic(BluetoothUUID(0x2B35), properties: .notify, permissions: [], declarationHandle: 0x0041,
-                            descriptors: [(0x0043, BluetoothUUID(0x2901), Array("cuff pressure".utf8)), (0x0044, .clientCharacteristicConfiguration, [])])
-        b.addCharacteristic(BluetoothUUID(0x2B34), properties: .indicate, permissions: [], declarationHandle: 0x0046,
-                            descriptors: [(0x0048, .clientCharacteristicConfiguration, [])])
-        b.addCharacteristic(BluetoothUUID(0x2A49), properties: .read, permissions: .read, value: [0x21, 0x00], declarationHandle: 0x004A, descriptors: [])
+        b.addCharacteristic(
+            BluetoothUUID(0x2B35), properties: .notify, permissions: [], declarationHandle: 0x0041,
+            descriptors: [
+                (0x0043, BluetoothUUID(0x2901), Array("cuff pressure".utf8)),
+                (0x0044, .clientCharacteristicConfiguration, []),
+            ])
+        b.addCharacteristic(
+            BluetoothUUID(0x2B34), properties: .indicate, permissions: [], declarationHandle: 0x0046,
+            descriptors: [(0x0048, .clientCharacteristicConfiguration, [])])
+        b.addCharacteristic(
+            BluetoothUUID(0x2A49), properties: .read, permissions: .read, value: [0x21, 0x00],
+            declarationHandle: 0x004A, descriptors: [])
         b.endService(at: 0xFFFF)
         let db = b.build()
         // Cuff pressure rising and falling, then the result (2B34: 128/84/99 mmHg, pulse 70).
         var pushes: [CapturedCuff.Push] = []
         for (i, p) in [20, 80, 150, 160, 140, 110, 90].enumerated() {
             let v = EnhancedBloodPressureMeasurement(kind: .cuffPressure(SFloat(Double(p)))).encode()
-            pushes.append(.init(handle: 0x0042, value: v, indication: false, gap: i == 0 ? .milliseconds(300) : .milliseconds(200), requires: [0x0044, 0x0048]))
+            pushes.append(
+                .init(
+                    handle: 0x0042, value: v, indication: false, gap: i == 0 ? .milliseconds(300) : .milliseconds(200),
+                    requires: [0x0044, 0x0048]))
         }
         let result = EnhancedBloodPressureMeasurement(
-            kind: .measurement(systolic: SFloat(128), diastolic: SFloat(84), meanArterialPressure: SFloat(99)), pulseRate: SFloat(70)).encode()
-        pushes.append(.init(handle: 0x0047, value: result, indication: true, gap: .milliseconds(400), requires: [0x0044, 0x0048]))
+            kind: .measurement(systolic: SFloat(128), diastolic: SFloat(84), meanArterialPressure: SFloat(99)),
+            pulseRate: SFloat(70)
+        ).encode()
+        pushes.append(
+            .init(handle: 0x0047, value: result, indication: true, gap: .milliseconds(400), requires: [0x0044, 0x0048]))
         return CapturedCuff(
-            connection: .init(number: 1, adapter: 0, handle: 0x0041, peer: nil, services: 4, hasBloodPressureService: true, pushes: pushes.count,
-                              servable: true, inheritedDiscovery: false),
+            connection: .init(
+                number: 1, adapter: 0, handle: 0x0041, peer: nil, services: 4, hasBloodPressureService: true,
+                pushes: pushes.count,
+                servable: true, inheritedDiscovery: false),
             database: db, pushes: pushes, dropAfter: nil, unknownValues: [], name: "BM-Foreign")
     }
 
     /// A capture of a session with the foreign cuff, as `cuff measure --capture` records one.
     static func foreignCapture() throws -> String {
         let path = temporaryPath("foreign-\(UUID().uuidString).btsnoop")
-        var rec = SessionRecorder(datalink: .monitor, adapter: 0, localAddress: BDAddress("00:AA:01:01:00:01")!, connectionHandle: 0x0041)
+        var rec = SessionRecorder(
+            datalink: .monitor, adapter: 0, localAddress: BDAddress("00:AA:01:01:00:01")!, connectionHandle: 0x0041)
         var writer = try BTSnoopWriter(path: path, datalink: .monitor)
         var p = CapturedCuffPeripheral(try foreignCuff())
         var c = CuffCentral(configuration: CuffSessionConfiguration(address: "foreign"))
         var now = Timestamp(nanoseconds: 1_790_000_000_000_000_000)
         func at() -> EventTime { EventTime(monotonic: now, wallMicros: now.nanoseconds / 1000) }
-        try writer.write(contentsOf: rec.connected(peer: BDAddress("C4:7C:8D:6A:11:22")!, peerType: .public, role: .central, at: now))
+        try writer.write(
+            contentsOf: rec.connected(peer: BDAddress("C4:7C:8D:6A:11:22")!, peerType: .public, role: .central, at: now)
+        )
         var toP: [[UInt8]] = [], toC: [[UInt8]] = []
         func central(_ o: [CuffCentral.Output]) { for case let .send(pdu) in o { toP.append(pdu) } }
         func peripheral(_ o: [PeripheralOutput]) { for case let .send(pdu) in o { toC.append(pdu) } }
@@ -182,7 +208,8 @@ struct CapturedCuffTests {
         #expect(captured.database.attributes.map(\.handle) == original.database.attributes.map(\.handle))
         #expect(captured.database.attributes.map(\.type) == original.database.attributes.map(\.type))
         #expect(captured.database.services.map(\.endHandle) == original.database.services.map(\.endHandle))
-        #expect(captured.database.characteristics.map(\.cccdHandle) == original.database.characteristics.map(\.cccdHandle))
+        #expect(
+            captured.database.characteristics.map(\.cccdHandle) == original.database.characteristics.map(\.cccdHandle))
         #expect(captured.database.attribute(0x0012)?.value == Array("Other Maker".utf8))
         #expect(captured.name == "BM-Foreign")
         #expect(captured.pushes.count == original.pushes.count)
@@ -207,11 +234,14 @@ struct CapturedCuffTests {
     /// A peripheral cuff did not make: the shared VM recipe's GATT server (a BlueZ/btvirt capture
     /// of both controllers), whose central used fixed handles (no discovery): with --handle, each
     /// of its sessions served gives the measurement the replay reads for it.
-    @Test(.enabled(if: RealCaptureTests.available)) func aForeignPeripheralWithoutDiscoveryServedThroughHandleMaps() throws {
+    @Test(.enabled(if: RealCaptureTests.available)) func aForeignPeripheralWithoutDiscoveryServedThroughHandleMaps()
+        throws
+    {
         let overrides: [UInt16: CuffCharacteristic] = [0x0003: .bloodPressureMeasurement]
         let sessions = try CapturedCuff.connections(path: sharedSample, overrides: overrides)
         #expect(sessions.count == 12 && sessions.allSatisfy(\.servable))
-        #expect(throws: (any Error).self) { try CapturedCuff.load(path: sharedSample) }  // without the map: nothing to serve
+        // without the map: nothing to serve
+        #expect(throws: (any Error).self) { try CapturedCuff.load(path: sharedSample) }
         var served: [String] = []
         for c in sessions where c.adapter == 1 {
             let captured = try CapturedCuff.load(path: sharedSample, session: c.number, overrides: overrides)
@@ -232,10 +262,14 @@ struct CapturedCuffTests {
         var rec = SessionRecorder(datalink: .monitor, adapter: 0, localAddress: .zero, connectionHandle: 0x0040)
         let t = Timestamp(nanoseconds: 1_790_000_000_000_000_000)
         try writer.write(contentsOf: rec.connected(peer: BDAddress("C0:11:22:33:44:55")!, role: .central, at: t))
-        try writer.write(contentsOf: rec.att(try #require(Hex.decode("10 0100 ffff 0028")), direction: .fromLocal, at: t))
-        try writer.write(contentsOf: rec.att(try #require(Hex.decode("11 06 0100 0500 0018")), direction: .toLocal, at: t))
+        try writer.write(
+            contentsOf: rec.att(try #require(Hex.decode("10 0100 ffff 0028")), direction: .fromLocal, at: t))
+        try writer.write(
+            contentsOf: rec.att(try #require(Hex.decode("11 06 0100 0500 0018")), direction: .toLocal, at: t))
         _ = try writer.finish()
-        #expect { try CapturedCuff.load(path: path) } throws: { "\($0)".contains("no connection in the capture shows a Blood Pressure Service") }
+        #expect { try CapturedCuff.load(path: path) } throws: {
+            "\($0)".contains("no connection in the capture shows a Blood Pressure Service")
+        }
         #expect { try CapturedCuff.load(path: path, session: 4) } throws: { "\($0)".contains("there is no session 4") }
         let list = try CapturedCuff.connections(path: path)
         #expect(list.count == 1 && !list[0].servable && list[0].services == 1)
@@ -292,18 +326,26 @@ struct InferredDescriptorTests {
         #expect(captured.inferredDescriptors == [.init(handle: 0x000D, valueHandle: 0x000C, written: true)])
         // Said when a client connects (cuff simulate's stderr).
         var p = CapturedCuffPeripheral(captured)
-        let said = p.connected(now: .zero, client: nil).compactMap { o -> String? in if case .log(let s) = o { s } else { nil } }
-        #expect(said.contains { $0.contains("served a CCCD at 0x000D for 0x000C") && $0.contains("without discovering descriptors") }, "\(said)")
+        let said = p.connected(now: .zero, client: nil).compactMap { o -> String? in
+            if case .log(let s) = o { s } else { nil }
+        }
+        #expect(
+            said.contains {
+                $0.contains("served a CCCD at 0x000D for 0x000C") && $0.contains("without discovering descriptors")
+            }, "\(said)")
         let live = measure(against: CapturedCuffPeripheral(captured))
         #expect(results(live) == results(replayed), "\(live)")
     }
 
     @Test func placementFollowsTheWriteElseTheValue() {
         let indicate: CharacteristicProperties = .indicate
-        #expect(CapturedCuff.inferredCCCD(0x0C, properties: indicate, upper: 0x10, writes: [0x0E: [0x02, 0x00]])
+        #expect(
+            CapturedCuff.inferredCCCD(0x0C, properties: indicate, upper: 0x10, writes: [0x0E: [0x02, 0x00]])
                 == .init(handle: 0x0E, valueHandle: 0x0C, written: true))
         // Not a subscription value, or outside the characteristic: placed after the value.
-        #expect(CapturedCuff.inferredCCCD(0x0C, properties: indicate, upper: 0x10, writes: [0x0D: [0x07, 0x00], 0x10: [0x02, 0x00]])
+        #expect(
+            CapturedCuff.inferredCCCD(
+                0x0C, properties: indicate, upper: 0x10, writes: [0x0D: [0x07, 0x00], 0x10: [0x02, 0x00]])
                 == .init(handle: 0x0D, valueHandle: 0x0C, written: false))
         // No room, or nothing to subscribe to: none.
         #expect(CapturedCuff.inferredCCCD(0x0C, properties: indicate, upper: 0x0D, writes: [:]) == nil)

@@ -21,10 +21,11 @@ struct ConversionTests {
     }
 
     static func sameContent(_ a: [HCIRecord], _ b: [HCIRecord]) -> Bool {
-        a.count == b.count && zip(a, b).allSatisfy { x, y in
-            x.kind == y.kind && x.direction == y.direction && x.adapterIndex == y.adapterIndex
-                && x.payload == y.payload && x.timestamp == y.timestamp
-        }
+        a.count == b.count
+            && zip(a, b).allSatisfy { x, y in
+                x.kind == y.kind && x.direction == y.direction && x.adapterIndex == y.adapterIndex
+                    && x.payload == y.payload && x.timestamp == y.timestamp
+            }
     }
 
     @Test(.enabled(if: RealCaptureTests.available), arguments: ["pcap", "nsecpcap", "pcapng"])

@@ -13,7 +13,8 @@ import Testing
         .deletingLastPathComponent().appendingPathComponent("tools/fuzz/corpus/FuzzCapture")
 
     static var crashInputs: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: corpus.path)) ?? []).filter { $0.hasPrefix("crash-") }.sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: corpus.path)) ?? []).filter { $0.hasPrefix("crash-") }
+            .sorted()
     }
 
     @Test func theCrashInputsAreThere() {

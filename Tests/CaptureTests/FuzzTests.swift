@@ -32,7 +32,8 @@ import Testing
         }
         var pcap = PcapBuilder(linkType: 256, bigEndian: true)
         pcap.record(seconds: 0, fraction: 0, LL.connectInd)
-        pcap.record(seconds: 0, fraction: 1, LL.data(llid: 2, sn: 0, nesn: 0, toPeripheral: true, hex("03 00 04 00 02 05 02")))
+        pcap.record(
+            seconds: 0, fraction: 1, LL.data(llid: 2, sn: 0, nesn: 0, toPeripheral: true, hex("03 00 04 00 02 05 02")))
         return [try monitor.finish().bytes, try uart.finish().bytes, ng.bytes, pcap.bytes]
     }
 
@@ -50,7 +51,8 @@ import Testing
                     }
                     if bytes.isEmpty { break }
                 }
-                var reader = CaptureReader(source: ArrayByteSource(bytes), chunkSize: Int.random(in: 1...64, using: &rng))
+                var reader = CaptureReader(
+                    source: ArrayByteSource(bytes), chunkSize: Int.random(in: 1...64, using: &rng))
                 var extractor = ATTExtractor()
                 var calls = 0
                 var lastOffset: Int64 = -1
@@ -59,7 +61,7 @@ import Testing
                     do {
                         guard let record = try reader.next() else { break }
                         _ = try extractor.consume(record)
-                    } catch where error.isRecoverable {
+                    } catch  where error.isRecoverable {
                         // must have moved on
                     } catch {
                         #expect(try reader.next() == nil)  // fatal errors end the stream

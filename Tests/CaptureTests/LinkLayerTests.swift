@@ -11,7 +11,9 @@ enum LL {
     static let connectionAA: UInt32 = 0x5065_A3B1
 
     /// Pseudo-header + access address + PDU header + payload + CRC (zeros: flags say "CRC checked, valid").
-    static func packet(channel: UInt8, aa: UInt32, pduType: UInt16, header0: UInt8, _ payload: [UInt8], crcValid: Bool = true) -> [UInt8] {
+    static func packet(
+        channel: UInt8, aa: UInt32, pduType: UInt16, header0: UInt8, _ payload: [UInt8], crcValid: Bool = true
+    ) -> [UInt8] {
         var w = ByteWriter()
         w.write(channel)
         w.write(UInt8(0xC4))  // signal -60 dBm
@@ -43,9 +45,12 @@ enum LL {
     }
 
     /// A data PDU: LLID, SN, NESN; `toPeripheral` picks the pseudo-header PDU type 2 or 3.
-    static func data(llid: UInt8, sn: UInt8, nesn: UInt8, toPeripheral: Bool, _ payload: [UInt8], crcValid: Bool = true) -> [UInt8] {
-        packet(channel: 10, aa: connectionAA, pduType: toPeripheral ? 2 : 3,
-               header0: llid | nesn << 2 | sn << 3, payload, crcValid: crcValid)
+    static func data(llid: UInt8, sn: UInt8, nesn: UInt8, toPeripheral: Bool, _ payload: [UInt8], crcValid: Bool = true)
+        -> [UInt8]
+    {
+        packet(
+            channel: 10, aa: connectionAA, pduType: toPeripheral ? 2 : 3,
+            header0: llid | nesn << 2 | sn << 3, payload, crcValid: crcValid)
     }
 }
 
@@ -65,9 +70,11 @@ enum LL {
         add(LL.data(llid: 2, sn: 1, nesn: 0, toPeripheral: false, hex("03 00 04 00 03 f7 00")))  // MTU response
         add(LL.data(llid: 2, sn: 0, nesn: 0, toPeripheral: true, Array(frame[0..<27])))
         add(LL.data(llid: 1, sn: 1, nesn: 1, toPeripheral: true, Array(frame[27...])))
-        add(LL.data(llid: 2, sn: 0, nesn: 0, toPeripheral: false, hex("01 00 04 00 13"), crcValid: false))  // CRC bad: dropped
+        // CRC bad: dropped
+        add(LL.data(llid: 2, sn: 0, nesn: 0, toPeripheral: false, hex("01 00 04 00 13"), crcValid: false))
         add(LL.data(llid: 2, sn: 1, nesn: 0, toPeripheral: false, hex("01 00 04 00 13")))  // Write Response
-        add(LL.data(llid: 2, sn: 0, nesn: 0, toPeripheral: true, hex("07 00 06 00 01 03 00 00 10 00 00")))  // SMP: ignored
+        // SMP: ignored
+        add(LL.data(llid: 2, sn: 0, nesn: 0, toPeripheral: true, hex("07 00 06 00 01 03 00 00 10 00 00")))
         add(LL.data(llid: 3, sn: 1, nesn: 0, toPeripheral: true, hex("02 13")))  // LL_TERMINATE_IND
         return b.bytes
     }
@@ -82,8 +89,14 @@ enum LL {
         #expect(c.peerAddress.description == "C0:11:22:33:44:55" && c.peerAddressType == .random)
         let att = events.compactMap(\.att)
         #expect(att.map(\.pdu) == [hex("02 05 02"), hex("03 f7 00"), Self.writeRequest, hex("13")])
-        #expect(att.map(\.direction) == [.centralToPeripheral, .peripheralToCentral, .centralToPeripheral, .peripheralToCentral])
-        #expect(att.allSatisfy { $0.connectionKnown && $0.accessAddress == LL.connectionAA && $0.connectionHandle == c.connectionHandle })
+        #expect(
+            att.map(\.direction) == [
+                .centralToPeripheral, .peripheralToCentral, .centralToPeripheral, .peripheralToCentral,
+            ])
+        #expect(
+            att.allSatisfy {
+                $0.connectionKnown && $0.accessAddress == LL.connectionAA && $0.connectionHandle == c.connectionHandle
+            })
         guard case .disconnected(let d) = events.last else { Issue.record("expected disconnected"); return }
         #expect(d.reason == 0x13)
     }
@@ -91,7 +104,10 @@ enum LL {
     @Test func encryptedLinksAreSkipped() throws {
         var b = PcapBuilder(linkType: 256, bigEndian: true)
         b.record(seconds: 0, fraction: 0, LL.data(llid: 2, sn: 0, nesn: 0, toPeripheral: true, hex("01 00 04 00 1e")))
-        b.record(seconds: 0, fraction: 1, LL.data(llid: 3, sn: 1, nesn: 0, toPeripheral: true, hex("03") + [UInt8](repeating: 0, count: 22)))  // LL_ENC_REQ
+        b.record(
+            seconds: 0, fraction: 1,
+            // LL_ENC_REQ
+            LL.data(llid: 3, sn: 1, nesn: 0, toPeripheral: true, hex("03") + [UInt8](repeating: 0, count: 22)))
         b.record(seconds: 0, fraction: 2, LL.data(llid: 2, sn: 0, nesn: 0, toPeripheral: false, hex("01 00 04 00 1e")))
         let att = try extract(readAll(b.bytes).records).compactMap(\.att)
         #expect(att.count == 1)
@@ -110,7 +126,8 @@ enum LL {
         let path = temporaryPath("ll.pcap")
         defer { unlink(path) }
         _ = FileManager.default.createFile(atPath: path, contents: Data(Self.capture()))
-        guard let r = runTool("/usr/bin/tshark", ["-r", path, "-Y", "btatt", "-T", "fields", "-e", "btatt.opcode"]) else { return }
+        guard let r = runTool("/usr/bin/tshark", ["-r", path, "-Y", "btatt", "-T", "fields", "-e", "btatt.opcode"])
+        else { return }
         #expect(r.status == 0)
         let opcodes = r.output.split(separator: "\n").filter { $0.hasPrefix("0x") }
         // tshark lists the retransmitted MTU request and the bad-CRC Write Response too; we drop both.

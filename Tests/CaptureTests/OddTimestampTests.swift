@@ -11,7 +11,8 @@ func btsnoopRecordOffsets(_ bytes: [UInt8]) -> [Int] {
     var at = 16
     while at + 24 <= bytes.count {
         offsets.append(at)
-        let included = Int(bytes[at + 4]) << 24 | Int(bytes[at + 5]) << 16 | Int(bytes[at + 6]) << 8 | Int(bytes[at + 7])
+        let included =
+            Int(bytes[at + 4]) << 24 | Int(bytes[at + 5]) << 16 | Int(bytes[at + 6]) << 8 | Int(bytes[at + 7])
         at += 24 + included
     }
     return offsets
@@ -54,8 +55,10 @@ func replayBytes(_ bytes: [UInt8]) -> (lines: [String], warnings: [CaptureError]
 /// one is taken as it is. Every measurement before the damage is replayed.
 @Suite("Odd timestamps")
 struct OddTimestampTests {
-    static let normal: [UInt8] = (try? [UInt8](Data(contentsOf: capturesDirectory.appendingPathComponent("normal.btsnoop")))) ?? []
-    static let normalLines: [String] = ((try? String(contentsOf: capturesDirectory.appendingPathComponent("normal.ndjson"), encoding: .utf8)) ?? "")
+    static let normal: [UInt8] =
+        (try? [UInt8](Data(contentsOf: capturesDirectory.appendingPathComponent("normal.btsnoop")))) ?? []
+    static let normalLines: [String] =
+        ((try? String(contentsOf: capturesDirectory.appendingPathComponent("normal.ndjson"), encoding: .utf8)) ?? "")
         .split(separator: "\n").map(String.init)
     static var measurement: String { normalLines.first { $0.hasPrefix("{\"type\":\"measurement\"") }! }
 
@@ -106,14 +109,17 @@ struct OddTimestampTests {
         // settle deadline (2 s after the result) lie past the end; they saturate instead of trapping.
         var late = Self.normal
         // (The measurement's indication: the last ACL RX record, monitor opcode 5, with ATT opcode 0x1D.)
-        let measurementRecord = try #require(offsets.indices.last { i in
-            let o = offsets[i]
-            return Self.normal[o + 11] == 5 && Self.normal[o + 10] == 0 && Self.normal[o + 24 + 8] == 0x1D
-        })
+        let measurementRecord = try #require(
+            offsets.indices.last { i in
+                let o = offsets[i]
+                return Self.normal[o + 11] == 5 && Self.normal[o + 10] == 0 && Self.normal[o + 24 + 8] == 0x1D
+            })
         let lastSecond = UInt64(9_223_372_036) * 1_000_000 + 0x00DC_DDB3_0F2F_8000
         let shift = lastSecond - btsnoopTimestamp(Self.normal, recordOffset: offsets[measurementRecord])
         for (i, o) in offsets.enumerated() {
-            late = settingBTSnoopTimestamp(late, recordOffset: o, to: i < measurementRecord ? btsnoopTimestamp(Self.normal, recordOffset: o) + shift : lastSecond)
+            late = settingBTSnoopTimestamp(
+                late, recordOffset: o,
+                to: i < measurementRecord ? btsnoopTimestamp(Self.normal, recordOffset: o) + shift : lastSecond)
         }
         let r = replayBytes(late)
         #expect(r.warnings.isEmpty)
@@ -130,7 +136,8 @@ struct OddTimestampTests {
         let records = try reader.readAll()
         func monitor(_ r: HCIRecord) -> [UInt8] {
             let op = r.kind.monitorOpcode(direction: r.direction)!
-            return [UInt8(r.adapterIndex >> 8), UInt8(r.adapterIndex & 0xFF), UInt8(op >> 8), UInt8(op & 0xFF)] + r.payload
+            return [UInt8(r.adapterIndex >> 8), UInt8(r.adapterIndex & 0xFF), UInt8(op >> 8), UInt8(op & 0xFF)]
+                + r.payload
         }
         let n = records.count
         // pcap: seconds 0 (1970), 0xFFFFFFFF (2106), and backwards, on the last record.
@@ -138,7 +145,9 @@ struct OddTimestampTests {
             var p = PcapBuilder(linkType: 254, bigEndian: false)
             for (i, r) in records.enumerated() {
                 let ns = r.timestamp.nanoseconds
-                p.record(seconds: i == n - 1 ? seconds : UInt32(ns / 1_000_000_000), fraction: i == n - 1 ? 999_999 : UInt32(ns % 1_000_000_000 / 1000), monitor(r))
+                p.record(
+                    seconds: i == n - 1 ? seconds : UInt32(ns / 1_000_000_000),
+                    fraction: i == n - 1 ? 999_999 : UInt32(ns % 1_000_000_000 / 1000), monitor(r))
             }
             let got = replayBytes(p.bytes)
             #expect(got.warnings.isEmpty)
@@ -152,7 +161,8 @@ struct OddTimestampTests {
             var lastBlock = 0
             for (i, r) in records.enumerated() {
                 if i == n - 1 { lastBlock = g.bytes.count }
-                g.enhancedPacket(interface: 0, ticks: i == n - 1 ? ticks : UInt64(r.timestamp.nanoseconds / 1000), monitor(r))
+                g.enhancedPacket(
+                    interface: 0, ticks: i == n - 1 ? ticks : UInt64(r.timestamp.nanoseconds / 1000), monitor(r))
             }
             let got = replayBytes(g.bytes)
             #expect(got.lines.dropLast() == Self.normalLines.dropLast(), "pcapng ticks \(ticks)")

@@ -24,7 +24,9 @@ struct QuietPointsTests {
     }
 
     static func connected(_ handle: UInt16, status: UInt8 = 0, sub: UInt8 = 0x01, adapter: UInt16 = 0) -> [UInt8] {
-        event(0x3E, [sub, status, UInt8(handle & 0xFF), UInt8(handle >> 8), 0, 0, 1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0], adapter: adapter)
+        event(
+            0x3E, [sub, status, UInt8(handle & 0xFF), UInt8(handle >> 8), 0, 0, 1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0],
+            adapter: adapter)
     }
 
     static func disconnected(_ handle: UInt16, status: UInt8 = 0, adapter: UInt16 = 0) -> [UInt8] {
@@ -33,7 +35,9 @@ struct QuietPointsTests {
 
     /// An ACL fragment (flags in the handle's top bits) holding an ATT Read Request.
     static func acl(_ handle: UInt16, adapter: UInt16 = 0, received: Bool = false) -> [UInt8] {
-        record(received ? 5 : 4, adapter: adapter, [UInt8(handle & 0xFF), UInt8(handle >> 8 | 0x20), 7, 0, 3, 0, 4, 0, 0x0A, 3, 0])
+        record(
+            received ? 5 : 4, adapter: adapter,
+            [UInt8(handle & 0xFF), UInt8(handle >> 8 | 0x20), 7, 0, 3, 0, 4, 0, 0x0A, 3, 0])
     }
 
     /// Steps through `records`; the quiet flag after each.
@@ -41,7 +45,9 @@ struct QuietPointsTests {
         var points = QuietPoints(datalink: .monitor)
         return records.map { r in
             r.withUnsafeBytes { raw -> Bool in
-                guard case let .record(length, quiet) = points.step(raw) else { Issue.record("not a whole record"); return false }
+                guard case let .record(length, quiet) = points.step(raw) else {
+                    Issue.record("not a whole record"); return false
+                }
                 #expect(length == r.count)
                 return quiet
             }
@@ -84,7 +90,8 @@ struct QuietPointsTests {
 
     @Test func h4AndH1Datalinks() {
         // btsnoop 1002: the H4 type byte first; 1001: flags bit 1 tells events from ACL.
-        func step(_ datalink: BTSnoopDatalink, _ flags: UInt32, _ payload: [UInt8], _ points: inout QuietPoints) -> Bool {
+        func step(_ datalink: BTSnoopDatalink, _ flags: UInt32, _ payload: [UInt8], _ points: inout QuietPoints) -> Bool
+        {
             var w = ByteWriter()
             for v in [UInt32(payload.count), UInt32(payload.count), flags, 0] { w.writeBigEndian(v) }
             w.writeBigEndian(UInt64(0x00E0_3AB4_4A67_6000))  // 2000-01-01 (a zeroed timestamp is skipped)
@@ -97,7 +104,8 @@ struct QuietPointsTests {
         #expect(step(.uart, 1, [], &h4) == false)  // an empty record: no type byte, no change
         #expect(step(.uart, 3, [0x04, 0x05, 4, 0, 0x40, 0, 0x13], &h4) == true)
         var h1 = QuietPoints(datalink: .hci)
-        #expect(step(.hci, 3, [0x3E, 4, 0x01, 0, 0x40, 0], &h1) == false)  // event: LE Connection Complete (short, handle read)
+        // event: LE Connection Complete (short, handle read)
+        #expect(step(.hci, 3, [0x3E, 4, 0x01, 0, 0x40, 0], &h1) == false)
         #expect(step(.hci, 3, [0x05, 4, 0, 0x40, 0, 0x13], &h1) == true)
         #expect(step(.hci, 0, [0x41, 0x20, 1, 0, 0], &h1) == false)  // ACL
     }
@@ -114,8 +122,10 @@ struct QuietPointsTests {
     }
 
     @Test func scanGivesWhatStepGivesRecordByRecord() {
-        let records = [Self.event(0x0E, [1, 0x03, 0x0C, 0]), Self.connected(0x0040), Self.acl(0x0040),
-                       Self.disconnected(0x0040), Self.record(0, [1, 2, 3]), Self.acl(0x0041), Self.disconnected(0x0041)]
+        let records = [
+            Self.event(0x0E, [1, 0x03, 0x0C, 0]), Self.connected(0x0040), Self.acl(0x0040),
+            Self.disconnected(0x0040), Self.record(0, [1, 2, 3]), Self.acl(0x0041), Self.disconnected(0x0041),
+        ]
         var expected: [Int] = []
         var end = 0
         for (r, quiet) in zip(records, Self.quietAfterEach(records)) {

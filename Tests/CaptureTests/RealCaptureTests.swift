@@ -72,14 +72,25 @@ import Testing
         #expect(att[0].fileOffset == 2690)
 
         let connected = events.compactMap { e -> ConnectionInfo? in if case .connected(let c) = e { c } else { nil } }
-        let disconnected = events.compactMap { e -> Disconnection? in if case .disconnected(let d) = e { d } else { nil } }
+        let disconnected = events.compactMap { e -> Disconnection? in
+            if case .disconnected(let d) = e { d } else { nil }
+        }
         // btmon: 8 LE Connection Complete and 7 Disconnect Complete per controller; reasons 0x13 ×5, 0x15, 0x05.
         #expect(connected.filter { $0.adapter == 0 }.count == 8)
         #expect(connected.filter { $0.adapter == 1 }.count == 8)
-        #expect(connected.filter { $0.adapter == 0 }.allSatisfy { $0.role == .peripheral && $0.peerAddress.description == "00:AA:01:01:00:01" })
-        #expect(connected.filter { $0.adapter == 1 }.allSatisfy { $0.role == .central && $0.peerAddress.description == "00:AA:01:00:00:00" })
+        #expect(
+            connected.filter { $0.adapter == 0 }.allSatisfy {
+                $0.role == .peripheral && $0.peerAddress.description == "00:AA:01:01:00:01"
+            })
+        #expect(
+            connected.filter { $0.adapter == 1 }.allSatisfy {
+                $0.role == .central && $0.peerAddress.description == "00:AA:01:00:00:00"
+            })
         #expect(disconnected.count == 14)
-        #expect(disconnected.map(\.reason).sorted() == [5, 5, 0x13, 0x13, 0x13, 0x13, 0x13, 0x13, 0x13, 0x13, 0x13, 0x13, 0x15, 0x15])
+        #expect(
+            disconnected.map(\.reason).sorted() == [
+                5, 5, 0x13, 0x13, 0x13, 0x13, 0x13, 0x13, 0x13, 0x13, 0x13, 0x13, 0x15, 0x15,
+            ])
     }
 
     /// Each session's PDUs per controller equal what the two test programs logged in results-all-scenarios.jsonl.
@@ -104,7 +115,8 @@ import Testing
             switch e {
             case .connected(let c): sessions[c.adapter, default: []].append([])
             case .att(let p):
-                let text = (p.direction == .fromLocal ? "tx " : "rx ") + p.pdu.map { Hex.encode([$0]) }.joined(separator: " ")
+                let text =
+                    (p.direction == .fromLocal ? "tx " : "rx ") + p.pdu.map { Hex.encode([$0]) }.joined(separator: " ")
                 sessions[p.adapter]![sessions[p.adapter]!.count - 1].append(text)
             default: break
             }

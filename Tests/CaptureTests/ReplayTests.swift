@@ -20,7 +20,8 @@ func committedCaptures() -> [String] {
 
 /// Replays `records` in-process; returns the NDJSON lines, the logs and the replay.
 func replay(_ records: [HCIRecord], adapter: UInt16? = nil, overrides: [UInt16: CuffCharacteristic] = [:])
-    -> (lines: [String], outputs: [SessionOutput], replay: CaptureReplay) {
+    -> (lines: [String], outputs: [SessionOutput], replay: CaptureReplay)
+{
     var r = CaptureReplay(adapter: adapter, overrides: overrides)
     var out: [CaptureReplay.Output] = []
     for rec in records { r.consume(rec, into: &out) }
@@ -30,7 +31,8 @@ func replay(_ records: [HCIRecord], adapter: UInt16? = nil, overrides: [UInt16: 
 }
 
 func replayFile(_ path: String, adapter: UInt16? = nil, overrides: [UInt16: CuffCharacteristic] = [:]) throws
-    -> (lines: [String], outputs: [SessionOutput], replay: CaptureReplay) {
+    -> (lines: [String], outputs: [SessionOutput], replay: CaptureReplay)
+{
     var reader = try CaptureReader(path: path)
     return replay(try reader.readAll(), adapter: adapter, overrides: overrides)
 }
@@ -44,8 +46,10 @@ struct ReplayTests {
 
     @Test(arguments: committedCaptures())
     func committedCaptureReplaysToItsNDJSON(_ name: String) throws {
-        let expected = try String(contentsOf: capturesDirectory.appendingPathComponent(name + ".ndjson"), encoding: .utf8)
-            .split(separator: "\n").map(String.init)
+        let expected = try String(
+            contentsOf: capturesDirectory.appendingPathComponent(name + ".ndjson"), encoding: .utf8
+        )
+        .split(separator: "\n").map(String.init)
         let got = try replayFile(capturesDirectory.appendingPathComponent(name + ".btsnoop").path)
         #expect(got.lines.count == expected.count)
         for (i, (a, b)) in zip(got.lines, expected).enumerated() where a != b {
@@ -78,7 +82,10 @@ struct ReplayTests {
         #expect(r.replay.sessions == 8)
         #expect(r.replay.measurements == 0)
         #expect(r.replay.unmapped.count == 6)
-        #expect(r.replay.unmapped.allSatisfy { $0.adapter == 1 && $0.handles.keys.sorted() == [0x0003] && $0.handles[0x0003]!.indications == 1 })
+        #expect(
+            r.replay.unmapped.allSatisfy {
+                $0.adapter == 1 && $0.handles.keys.sorted() == [0x0003] && $0.handles[0x0003]!.indications == 1
+            })
     }
 
     @Test func sharedVMSampleWithHandleMapGivesOneMeasurementPerCentralSession() throws {
@@ -87,7 +94,9 @@ struct ReplayTests {
         #expect(r.replay.sessions == 8)
         #expect(r.replay.measurements == 6)
         #expect(r.replay.unmapped.isEmpty)
-        let ms = r.outputs.compactMap { o -> MeasurementRecord? in if case let .measurement(m) = o { return m } else { return nil } }
+        let ms = r.outputs.compactMap { o -> MeasurementRecord? in
+            if case let .measurement(m) = o { return m } else { return nil }
+        }
         #expect(ms.count == 6)
         for m in ms {
             // 00 78 00 50 00 5d 00: 120/80 mmHg, MAP 93, as results-all-scenarios.jsonl says.
@@ -98,7 +107,9 @@ struct ReplayTests {
             // The peer of hci1 is hci0's address.
             #expect(m.device.address == "00:AA:01:00:00:00")
         }
-        let ends = r.outputs.compactMap { o -> SessionRecord? in if case let .session(s) = o, s.event == .end { return s } else { return nil } }
+        let ends = r.outputs.compactMap { o -> SessionRecord? in
+            if case let .session(s) = o, s.event == .end { return s } else { return nil }
+        }
         #expect(ends.count == 8)
         #expect(ends.filter { $0.outcome == .completed }.count == 6)
         // Only the peripheral controller: nothing to report.
@@ -117,8 +128,12 @@ struct ReplayTests {
         let cut = all.filter { !($0.kind == .event && $0.payload.first == 0x3E) }
         let r = replay(cut)
         #expect(r.replay.sessions == 1)
-        let measurements = { (o: [SessionOutput]) in o.compactMap { x -> String? in if case .measurement = x { return x.json.serialized() } else { return nil } } }
-        let strip = { (s: String) in s.replacingOccurrences(of: #""address":"[^"]*""#, with: "", options: .regularExpression) }
+        let measurements = { (o: [SessionOutput]) in
+            o.compactMap { x -> String? in if case .measurement = x { return x.json.serialized() } else { return nil } }
+        }
+        let strip = { (s: String) in
+            s.replacingOccurrences(of: #""address":"[^"]*""#, with: "", options: .regularExpression)
+        }
         #expect(measurements(r.outputs).map(strip) == measurements(full.outputs).map(strip))
         #expect(measurements(r.outputs).count == 1)
     }
@@ -139,11 +154,17 @@ struct ReplayTests {
             if r.kind == .event, r.payload.first == 0x13 { r.payload[3] = 0x41 }
             return r
         }
-        let merged = (ra + moved).enumerated().sorted { ($0.element.timestamp, $0.offset) < ($1.element.timestamp, $1.offset) }.map(\.element)
+        let merged = (ra + moved).enumerated().sorted {
+            ($0.element.timestamp, $0.offset) < ($1.element.timestamp, $1.offset)
+        }.map(\.element)
         let both = replay(merged)
         #expect(both.replay.sessions == 2)
         let sa = replay(ra), sb = replay(moved)
-        let sys = { (o: [SessionOutput]) in o.compactMap { x -> Double? in if case let .measurement(m) = x { return m.systolic.doubleValue } else { return nil } } }
+        let sys = { (o: [SessionOutput]) in
+            o.compactMap { x -> Double? in
+                if case let .measurement(m) = x { return m.systolic.doubleValue } else { return nil }
+            }
+        }
         #expect(Set(sys(both.outputs)) == Set(sys(sa.outputs) + sys(sb.outputs)))
         // Each session's records, in order, are exactly those of its capture alone.
         let progressA = sa.lines.filter { $0.contains("\"progress\"") }
@@ -159,20 +180,23 @@ struct ReplayTests {
         var records = try reader.readAll()
         // Drop the first start fragment of a multi-fragment frame (a discovery response): its
         // continuations arrive with no frame pending.
-        let i = try #require(records.firstIndex { r in
-            guard r.kind == .aclData, r.payload.count >= 8 else { return false }
-            let pb = r.payload[1] >> 4 & 3
-            let aclLength = Int(r.payload[2]) | Int(r.payload[3]) << 8
-            let l2capLength = Int(r.payload[4]) | Int(r.payload[5]) << 8
-            return (pb == 0 || pb == 2) && l2capLength + 4 > aclLength
-        })
+        let i = try #require(
+            records.firstIndex { r in
+                guard r.kind == .aclData, r.payload.count >= 8 else { return false }
+                let pb = r.payload[1] >> 4 & 3
+                let aclLength = Int(r.payload[2]) | Int(r.payload[3]) << 8
+                let l2capLength = Int(r.payload[4]) | Int(r.payload[5]) << 8
+                return (pb == 0 || pb == 2) && l2capLength + 4 > aclLength
+            })
         let lostOffset = records[i + 1].fileOffset
         records.remove(at: i)
         var r = CaptureReplay()
         var out: [CaptureReplay.Output] = []
         for rec in records { r.consume(rec, into: &out) }
         r.finish(into: &out)
-        let warnings = out.compactMap { o -> CaptureError? in if case let .warning(w) = o { return w } else { return nil } }
+        let warnings = out.compactMap { o -> CaptureError? in
+            if case let .warning(w) = o { return w } else { return nil }
+        }
         #expect(warnings.first?.code == .aclOutOfOrder)
         #expect(warnings.first?.offset == lostOffset)
         #expect(r.measurements == 1)
@@ -194,12 +218,16 @@ struct ReplayTests {
 
 @Suite("Session machine observer mode")
 struct ObserverModeTests {
-    static let profile = CuffProfile(hasBloodPressureService: true, characteristics: [
-        .bloodPressureMeasurement: .indicate, .intermediateCuffPressure: .notify, .bloodPressureFeature: .read,
-        .manufacturerName: .read, .modelNumber: .read, .currentTime: [.read, .write],
-    ])
+    static let profile = CuffProfile(
+        hasBloodPressureService: true,
+        characteristics: [
+            .bloodPressureMeasurement: .indicate, .intermediateCuffPressure: .notify, .bloodPressureFeature: .read,
+            .manufacturerName: .read, .modelNumber: .read, .currentTime: [.read, .write],
+        ])
 
-    static func at(_ s: Double) -> EventTime { EventTime(monotonic: .seconds(s), wallMicros: 1_790_000_000_000_000 + Int64(s * 1e6)) }
+    static func at(_ s: Double) -> EventTime {
+        EventTime(monotonic: .seconds(s), wallMicros: 1_790_000_000_000_000 + Int64(s * 1e6))
+    }
 
     static func machine(observer: Bool) -> CuffSessionMachine {
         var c = CuffSessionConfiguration(address: "t")
@@ -230,9 +258,19 @@ struct ObserverModeTests {
         _ = m.handle(.subscribed(.bloodPressureMeasurement, Self.at(0.3)))
         #expect(m.state == .ready)
         // A live result (after cuff pressure) is emitted and decoded with the quirk.
-        _ = m.handle(.notification(.intermediateCuffPressure, BloodPressureMeasurement.cuffPressure(SFloat(100.0)).encode(), Self.at(1)))
-        let r = m.handle(.indication(.bloodPressureMeasurement, [0x16, 0x77, 0x00, 0x50, 0x00, 0x5D, 0x00, 0xEA, 0x07, 0x0B, 0x16, 0x08, 0x0E, 0x02, 0x00, 0x4A, 0x01, 0x00, 0x01], Self.at(2)))
-        let ms = r.compactMap { x -> MeasurementRecord? in if case let .emit(.measurement(mr)) = x { return mr } else { return nil } }
+        _ = m.handle(
+            .notification(
+                .intermediateCuffPressure, BloodPressureMeasurement.cuffPressure(SFloat(100.0)).encode(), Self.at(1)))
+        let r = m.handle(
+            .indication(
+                .bloodPressureMeasurement,
+                [
+                    0x16, 0x77, 0x00, 0x50, 0x00, 0x5D, 0x00, 0xEA, 0x07, 0x0B, 0x16, 0x08, 0x0E, 0x02, 0x00, 0x4A,
+                    0x01, 0x00, 0x01,
+                ], Self.at(2)))
+        let ms = r.compactMap { x -> MeasurementRecord? in
+            if case let .emit(.measurement(mr)) = x { return mr } else { return nil }
+        }
         #expect(ms.count == 1)
         #expect(ms.first?.stored == false)
         #expect(ms.first?.pulseRate?.doubleValue == 74)
@@ -254,9 +292,12 @@ struct ObserverModeTests {
         var live = Self.machine(observer: false), obs = Self.machine(observer: true)
         var t = 0.2
         let steps: [CuffSessionMachine.Event] = [
-            .readCompleted(.bloodPressureFeature, [0x3F, 0], Self.at(t)), .readCompleted(.manufacturerName, Array("X".utf8), Self.at(t + 0.1)),
-            .readCompleted(.modelNumber, Array("Y".utf8), Self.at(t + 0.2)), .writeCompleted(.currentTime, Self.at(t + 0.3)),
-            .subscribed(.intermediateCuffPressure, Self.at(t + 0.4)), .subscribed(.bloodPressureMeasurement, Self.at(t + 0.5)),
+            .readCompleted(.bloodPressureFeature, [0x3F, 0], Self.at(t)),
+            .readCompleted(.manufacturerName, Array("X".utf8), Self.at(t + 0.1)),
+            .readCompleted(.modelNumber, Array("Y".utf8), Self.at(t + 0.2)),
+            .writeCompleted(.currentTime, Self.at(t + 0.3)),
+            .subscribed(.intermediateCuffPressure, Self.at(t + 0.4)),
+            .subscribed(.bloodPressureMeasurement, Self.at(t + 0.5)),
         ]
         for e in steps {
             let a = live.handle(e).filter { if case .emit = $0 { true } else { false } }

@@ -12,7 +12,8 @@ import Testing
 struct SessionPathTests {
     /// The ATT PDUs of one capture's first connection, with who sent them and when.
     static func pdus(_ name: String) throws -> [ATTPacket] {
-        let (records, error) = readAll(Array(try Data(contentsOf: capturesDirectory.appendingPathComponent(name + ".btsnoop"))))
+        let (records, error) = readAll(
+            Array(try Data(contentsOf: capturesDirectory.appendingPathComponent(name + ".btsnoop"))))
         #expect(error == nil)
         let packets = try extract(records).compactMap { e -> ATTPacket? in if case let .att(p) = e { p } else { nil } }
         let first = packets.first!
@@ -20,8 +21,11 @@ struct SessionPathTests {
     }
 
     /// Drives an observer over `pdus` (connect, every PDU, disconnect); returns it and its outputs.
-    static func observe(_ pdus: [ATTPacket], mappings: [SessionObserver.Mapping] = []) -> (SessionObserver, [ReplayOutput]) {
-        var o = SessionObserver(configuration: CuffSessionConfiguration(address: "AA:BB:CC:DD:EE:FF"), inherited: nil, mappings: mappings)
+    static func observe(_ pdus: [ATTPacket], mappings: [SessionObserver.Mapping] = []) -> (
+        SessionObserver, [ReplayOutput]
+    ) {
+        var o = SessionObserver(
+            configuration: CuffSessionConfiguration(address: "AA:BB:CC:DD:EE:FF"), inherited: nil, mappings: mappings)
         var out: [ReplayOutput] = []
         o.connected(at: SessionObserver.eventTime(pdus[0].timestamp), into: &out)
         for p in pdus {
@@ -58,7 +62,8 @@ struct SessionPathTests {
     @Test func ignoredEventsChangeNothing() throws {
         var ignored = 0
         for name in committedCaptures() {
-            let (records, _) = readAll(Array(try Data(contentsOf: capturesDirectory.appendingPathComponent(name + ".btsnoop"))))
+            let (records, _) = readAll(
+                Array(try Data(contentsOf: capturesDirectory.appendingPathComponent(name + ".btsnoop"))))
             var x = ATTExtractor()
             for r in records {
                 if case .event = r.kind, r.payload.withUnsafeBytes({ ATTExtractor.ignores(event: $0) }) {
@@ -71,7 +76,9 @@ struct SessionPathTests {
             }
         }
         #expect(ignored > 100)
-        for payload in [[], [0x13], [0x13, 0x05, 0x01, 0x01, 0x00], [0x05, 0x04, 0x00, 0x40, 0x00, 0x13], [0x3E, 0x01, 0x01]] as [[UInt8]] {
+        for payload in [
+            [], [0x13], [0x13, 0x05, 0x01, 0x01, 0x00], [0x05, 0x04, 0x00, 0x40, 0x00, 0x13], [0x3E, 0x01, 0x01],
+        ] as [[UInt8]] {
             #expect(!payload.withUnsafeBytes { ATTExtractor.ignores(event: $0) }, "\(Hex.encode(payload))")
         }
         #expect([0x13, 0x05, 0x01, 0x40, 0x00, 0x01, 0x00].withUnsafeBytes { ATTExtractor.ignores(event: $0) })
@@ -80,8 +87,10 @@ struct SessionPathTests {
     /// The btmon opcodes decode as `MonitorOpcode` names them (the decoder matches literals).
     @Test func monitorOpcodesRoundTrip() {
         typealias M = HCIPacketKind.MonitorOpcode
-        let named: [UInt16] = [M.newIndex, M.deleteIndex, M.command, M.event, M.aclTX, M.aclRX, M.scoTX, M.scoRX, M.openIndex,
-                               M.closeIndex, M.indexInfo, M.systemNote, M.userLogging, M.isoTX, M.isoRX]
+        let named: [UInt16] = [
+            M.newIndex, M.deleteIndex, M.command, M.event, M.aclTX, M.aclRX, M.scoTX, M.scoRX, M.openIndex,
+            M.closeIndex, M.indexInfo, M.systemNote, M.userLogging, M.isoTX, M.isoRX,
+        ]
         for op in named {
             let (kind, direction) = HCIPacketKind.fromMonitor(opcode: op)
             #expect(kind.monitorOpcode(direction: direction) == op, "\(op)")

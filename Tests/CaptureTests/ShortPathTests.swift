@@ -56,7 +56,8 @@ struct ShortPathTests {
             let expected = readAll(prefix)
             let got = Self.readInPlace(prefix, chunkSize: 64 * 1024)
             #expect(got.records == expected.records, "prefix \(n)")
-            #expect(got.error?.code == expected.error?.code && got.error?.offset == expected.error?.offset, "prefix \(n)")
+            #expect(
+                got.error?.code == expected.error?.code && got.error?.offset == expected.error?.offset, "prefix \(n)")
         }
     }
 
@@ -68,7 +69,8 @@ struct ShortPathTests {
         w.writeBigEndian(UInt32(1002))
         for body: [UInt8] in [[0x04, 0x0E, 0x01, 0x00], [], [0x02, 0x40, 0x00, 0x00, 0x00]] {
             w.writeBigEndian(UInt32(body.count)); w.writeBigEndian(UInt32(body.count))
-            w.writeBigEndian(UInt32(1)); w.writeBigEndian(UInt32(0)); w.writeBigEndian(UInt64(BTSnoop.unixEpochMicroseconds))
+            w.writeBigEndian(UInt32(1)); w.writeBigEndian(UInt32(0));
+            w.writeBigEndian(UInt64(BTSnoop.unixEpochMicroseconds))
             w.write(contentsOf: body)
         }
         for chunk in [64 * 1024, 5] {
@@ -77,7 +79,9 @@ struct ShortPathTests {
             var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
             for _ in 0..<4 {
                 let x: Result<HCIRecord?, CaptureError> = Result { () throws(CaptureError) in try a.next() }
-                let y: Result<HCIRecord?, CaptureError> = Result { () throws(CaptureError) in try b.next(into: &record) ? record : nil }
+                let y: Result<HCIRecord?, CaptureError> = Result { () throws(CaptureError) in
+                    try b.next(into: &record) ? record : nil
+                }
                 #expect(x == y, "chunk \(chunk)")
             }
         }
@@ -118,7 +122,9 @@ struct ShortPathTests {
         var lent = 0
         for path in Self.files {
             let bytes = try Self.bytes(path)
-            for (data, adapter) in [(bytes, nil), (bytes, 1), (Array(bytes.prefix(bytes.count * 3 / 5)), nil)] as [([UInt8], UInt16?)] {
+            for (data, adapter) in [(bytes, nil), (bytes, 1), (Array(bytes.prefix(bytes.count * 3 / 5)), nil)]
+                as [([UInt8], UInt16?)]
+            {
                 let (records, error) = Self.readInPlace(data, chunkSize: 4096)
                 var one = CaptureReplay(adapter: adapter)
                 var expected: [CaptureReplay.Output] = []
@@ -161,29 +167,46 @@ struct ShortPathTests {
         #expect(outputs.count > 3000)
         // Special values, control characters, non-ASCII text, a string longer than the buffer.
         let at = EventTime(monotonic: .seconds(1), wallMicros: -1_500)
-        for p in [SFloat.nan, SFloat(rawValue: 0x0800), SFloat(rawValue: 0x07FE), SFloat(rawValue: 0x0802), SFloat(rawValue: 0x0801), SFloat(-12.5), SFloat(0.001)] {
-            outputs.append(.progress(ProgressRecord(phase: .deflating, cuffPressure: p, unit: .kPa, elapsed: -0.0005, at: at)))
+        for p in [
+            SFloat.nan, SFloat(rawValue: 0x0800), SFloat(rawValue: 0x07FE), SFloat(rawValue: 0x0802),
+            SFloat(rawValue: 0x0801), SFloat(-12.5), SFloat(0.001),
+        ] {
+            outputs.append(
+                .progress(ProgressRecord(phase: .deflating, cuffPressure: p, unit: .kPa, elapsed: -0.0005, at: at)))
         }
-        outputs.append(.progress(ProgressRecord(phase: .inflating, cuffPressure: SFloat(3), unit: .mmHg, elapsed: 1e13, at: at)))
+        outputs.append(
+            .progress(ProgressRecord(phase: .inflating, cuffPressure: SFloat(3), unit: .mmHg, elapsed: 1e13, at: at)))
         // Elapsed times whose milliseconds end in zeros, or not; whole and negative pressures.
         for (i, e) in [0.0, 0.05, 0.005, 0.2, 1.25, 12.205, 7.1, 999.999, 0.0004, 0.0006, 41.8, -3.25].enumerated() {
-            let p = [SFloat(0), SFloat(-7), SFloat(999), SFloat(1000), SFloat(2045), SFloat(12.5), SFloat(rawValue: 0x07FF)][i % 7]
-            outputs.append(.progress(ProgressRecord(phase: i % 2 == 0 ? .inflating : .deflating, cuffPressure: p,
-                                                    unit: i % 3 == 0 ? .kPa : .mmHg, elapsed: e, at: at)))
+            let p = [
+                SFloat(0), SFloat(-7), SFloat(999), SFloat(1000), SFloat(2045), SFloat(12.5), SFloat(rawValue: 0x07FF),
+            ][i % 7]
+            outputs.append(
+                .progress(
+                    ProgressRecord(
+                        phase: i % 2 == 0 ? .inflating : .deflating, cuffPressure: p,
+                        unit: i % 3 == 0 ? .kPa : .mmHg, elapsed: e, at: at)))
         }
         // Received-at times: within one second, the next second, the next day, back a day, before
         // 1970, a five-digit year (the cached date and time-of-day text must follow each change).
-        for micros: Int64 in [86_399_998_000, 86_399_999_999, 86_400_000_000, 86_400_000_001, 86_401_250_000, 86_399_000_000,
-                              -86_400_000_001, 0, 253_402_300_799_999_999, 253_402_300_800_000_000, 253_402_387_199_123_456, 59_000] {
+        for micros: Int64 in [
+            86_399_998_000, 86_399_999_999, 86_400_000_000, 86_400_000_001, 86_401_250_000, 86_399_000_000,
+            -86_400_000_001, 0, 253_402_300_799_999_999, 253_402_300_800_000_000, 253_402_387_199_123_456, 59_000,
+        ] {
             let t = EventTime(monotonic: .seconds(2), wallMicros: micros)
-            outputs.append(.progress(ProgressRecord(phase: .inflating, cuffPressure: SFloat(42), unit: .mmHg, elapsed: 0.5, at: t)))
+            outputs.append(
+                .progress(ProgressRecord(phase: .inflating, cuffPressure: SFloat(42), unit: .mmHg, elapsed: 0.5, at: t))
+            )
         }
         // Every SFLOAT mantissa with every exponent (the short path takes −3…5), both units.
         for e in -8...7 {
             for m in -2048...2047 {
                 let raw = UInt16(UInt16(bitPattern: Int16(e)) << 12) | UInt16(UInt16(bitPattern: Int16(m)) & 0x0FFF)
-                outputs.append(.progress(ProgressRecord(phase: .deflating, cuffPressure: SFloat(rawValue: raw), unit: m & 1 == 0 ? .kPa : .mmHg,
-                                                        elapsed: Double(m) / 7, at: at)))
+                outputs.append(
+                    .progress(
+                        ProgressRecord(
+                            phase: .deflating, cuffPressure: SFloat(rawValue: raw), unit: m & 1 == 0 ? .kPa : .mmHg,
+                            elapsed: Double(m) / 7, at: at)))
             }
         }
         var device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF")
@@ -192,8 +215,11 @@ struct ShortPathTests {
         // Session ends with and without outcome, message and features; measurement records whose
         // codec object has no `type`, two of them, none at all, or is not an object.
         device.features = BloodPressureFeature(rawValue: 0x003F)
-        outputs.append(.session(SessionRecord(event: .end, device: device, at: at, outcome: .protocolError, measurements: 12,
-                                              message: "broke \"here\"\n")))
+        outputs.append(
+            .session(
+                SessionRecord(
+                    event: .end, device: device, at: at, outcome: .protocolError, measurements: 12,
+                    message: "broke \"here\"\n")))
         outputs.append(.session(SessionRecord(event: .end, device: DeviceInfo(address: "x"), at: at)))
         device.features = BloodPressureFeature(rawValue: 0)
         outputs.append(.session(SessionRecord(event: .start, device: device, at: at)))
@@ -204,18 +230,23 @@ struct ShortPathTests {
                 for i in 0..<n {
                     var text = Array(repeating: "a", count: n)
                     text[i] = c
-                    outputs.append(.session(SessionRecord(event: .start, device: DeviceInfo(address: text.joined()), at: at)))
+                    outputs.append(
+                        .session(SessionRecord(event: .start, device: DeviceInfo(address: text.joined()), at: at)))
                 }
             }
         }
-        let measured = outputs.compactMap { o -> MeasurementRecord? in if case let .measurement(m) = o { m } else { nil } }
+        let measured = outputs.compactMap { o -> MeasurementRecord? in
+            if case let .measurement(m) = o { m } else { nil }
+        }
         #expect(measured.count > 20)
         if var m = measured.first {
             m.device = device
             m.sequenceNumber = 65535
             m.stored = true
-            for d: JSON in [.object([]), .object([("a", .int(-3)), ("type", .string("x")), ("type", .string("y"))]),
-                            .object([("b", .array([.double(1.5), .null, .bool(false)]))]), .string("not an object"), .null] {
+            for d: JSON in [
+                .object([]), .object([("a", .int(-3)), ("type", .string("x")), ("type", .string("y"))]),
+                .object([("b", .array([.double(1.5), .null, .bool(false)]))]), .string("not an object"), .null,
+            ] {
                 m.decoded = d
                 outputs.append(.measurement(m))
             }
@@ -236,8 +267,12 @@ struct ShortPathTests {
         }
         let got = Array(lines.bytes)
         #expect(got.count == expected.count)
-        if got != expected, let i = zip(got, expected).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
-            Issue.record("first difference at byte \(i): got \(String(decoding: got[max(0, i - 80)..<min(got.count, i + 40)], as: UTF8.self))")
+        if got != expected,
+            let i = zip(got, expected).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset
+        {
+            Issue.record(
+                "first difference at byte \(i): got \(String(decoding: got[max(0, i - 80)..<min(got.count, i + 40)], as: UTF8.self))"
+            )
         }
         lines.removeAll()
         #expect(lines.byteCount == 0)

@@ -15,7 +15,8 @@ func hex(_ s: String) -> [UInt8] {
 /// out), else /work/shared.
 let sharedDirectory: String = {
     if let dir = ProcessInfo.processInfo.environment["CUFF_SHARED_DIR"] { return dir }
-    let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     let beside = repo.deletingLastPathComponent().appendingPathComponent("shared").path
     return FileManager.default.fileExists(atPath: beside + "/vmble") ? beside : "/work/shared"
 }()
@@ -136,6 +137,8 @@ struct PcapngBuilder {
 
 /// Runs a tool; returns (exit status, stdout+stderr), or nil if the tool isn't installed.
 func runTool(_ path: String, _ args: [String]) -> (status: Int32, output: String)? {
-    guard FileManager.default.isExecutableFile(atPath: path), let r = try? runToCompletion(path, args, timeout: nil, mergeStderr: true) else { return nil }
+    guard FileManager.default.isExecutableFile(atPath: path),
+        let r = try? runToCompletion(path, args, timeout: nil, mergeStderr: true)
+    else { return nil }
     return (r.status, r.stdout)
 }

@@ -8,7 +8,9 @@ import Testing
 /// decodes the committed captures, and every value must agree with the committed NDJSON (what `cuff replay` prints).
 @Suite("tshark oracle")
 struct TsharkOracleTests {
-    static let tshark: String? = ["/usr/bin/tshark", "/usr/local/bin/tshark"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let tshark: String? = ["/usr/bin/tshark", "/usr/local/bin/tshark"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
 
     static let fields = [
         "frame.time_epoch",
@@ -28,7 +30,11 @@ struct TsharkOracleTests {
     /// BPM indications as tshark decodes them, one dictionary per packet.
     static func tsharkMeasurements(_ path: String) throws -> [[String: String]] {
         let p = try runToCompletion(
-            tshark!, ["-r", path, "-Y", "btatt.opcode == 0x1d && btatt.blood_pressure_measurement.flags", "-T", "fields", "-E", "separator=;"]
+            tshark!,
+            [
+                "-r", path, "-Y", "btatt.opcode == 0x1d && btatt.blood_pressure_measurement.flags", "-T", "fields",
+                "-E", "separator=;",
+            ]
                 + fields.flatMap { ["-e", $0] }, timeout: nil)
         return p.stdout.split(separator: "\n").map { line in
             let v = line.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
@@ -66,7 +72,9 @@ struct TsharkOracleTests {
             .map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
             .filter { $0["type"] as? String == "measurement" && $0["characteristic"] as? String == "2A35" }
         // Every BPM we report is a BPM indication tshark sees (deduplicated stored records aside, none here).
-        #expect(ours.count == theirs.count, "\(name): \(ours.count) measurements, tshark sees \(theirs.count) BPM indications")
+        #expect(
+            ours.count == theirs.count,
+            "\(name): \(ours.count) measurements, tshark sees \(theirs.count) BPM indications")
         // The Beurer BM85 quirk (user ID without its flag, big-endian pulse and status) is ours, not Wireshark's.
         let quirky = name.contains("beurer")
         for (i, (o, t)) in zip(ours, theirs).enumerated() {
@@ -77,9 +85,14 @@ struct TsharkOracleTests {
             let kpa = o["unit"] as? String == "kPa"
             #expect(kpa == (flags & 1 == 1), "\(ctx): unit")
             let suffix = kpa ? "kpa" : "mmhg"
-            Self.same(o["systolic"], t["btatt.blood_pressure_measurement.compound_value.systolic.\(suffix)"], "systolic", ctx)
-            Self.same(o["diastolic"], t["btatt.blood_pressure_measurement.compound_value.diastolic.\(suffix)"], "diastolic", ctx)
-            Self.same(o["mean_arterial_pressure"], t["btatt.blood_pressure_measurement.compound_value.arterial_pressure.\(suffix)"], "MAP", ctx)
+            Self.same(
+                o["systolic"], t["btatt.blood_pressure_measurement.compound_value.systolic.\(suffix)"], "systolic", ctx)
+            Self.same(
+                o["diastolic"], t["btatt.blood_pressure_measurement.compound_value.diastolic.\(suffix)"], "diastolic",
+                ctx)
+            Self.same(
+                o["mean_arterial_pressure"],
+                t["btatt.blood_pressure_measurement.compound_value.arterial_pressure.\(suffix)"], "MAP", ctx)
             // received_at is the capture's timestamp (to the millisecond in ISO 8601).
             let epoch = try #require(Double(t["frame.time_epoch"] ?? ""))
             let iso = ISO8601DateFormatter()
@@ -88,9 +101,13 @@ struct TsharkOracleTests {
             let received = try #require(iso.date(from: receivedText))
             #expect(abs(received.timeIntervalSince1970 - epoch) < 0.001, "\(ctx): received_at")
             if let ts = o["timestamp"] as? String {
-                let want = [t["btatt.year"], t["btatt.month"], t["btatt.day"], t["btatt.hours"], t["btatt.minutes"], t["btatt.seconds"]]
-                    .map { Int($0 ?? "") ?? -1 }
-                let f = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", want[0], want[1], want[2], want[3], want[4], want[5])
+                let want = [
+                    t["btatt.year"], t["btatt.month"], t["btatt.day"], t["btatt.hours"], t["btatt.minutes"],
+                    t["btatt.seconds"],
+                ]
+                .map { Int($0 ?? "") ?? -1 }
+                let f = String(
+                    format: "%04d-%02d-%02dT%02d:%02d:%02d", want[0], want[1], want[2], want[3], want[4], want[5])
                 #expect(ts == f, "\(ctx): timestamp")
             } else {
                 #expect(flags & 0x02 == 0 || (t["btatt.year"] ?? "") == "0", "\(ctx): timestamp")
@@ -103,7 +120,9 @@ struct TsharkOracleTests {
                 #expect((t["btatt.blood_pressure_measurement.user_id"] ?? "").isEmpty, "\(ctx): user id")
             }
             if let s = o["status"] as? [String: Any] {
-                let v = try #require(UInt16((t["btatt.blood_pressure_measurement.status"] ?? "").dropFirst(2), radix: 16), "\(ctx): status")
+                let v = try #require(
+                    UInt16((t["btatt.blood_pressure_measurement.status"] ?? "").dropFirst(2), radix: 16),
+                    "\(ctx): status")
                 #expect(s["body_movement"] as? Bool == (v & 1 != 0), "\(ctx): body movement")
                 #expect(s["cuff_too_loose"] as? Bool == (v & 2 != 0), "\(ctx): cuff fit")
                 #expect(s["irregular_pulse"] as? Bool == (v & 4 != 0), "\(ctx): irregular pulse")

@@ -20,9 +20,12 @@ let sessionPDUs: [([UInt8], ATTDirection)] = [
     (hex("1e"), .fromLocal),  // Confirmation
 ]
 
-func recordSession(_ datalink: BTSnoopDatalink, handle: UInt16 = 0x0040, start: Int64 = 1_795_330_917_000_000) throws -> [HCIRecord] {
-    var rec = SessionRecorder(datalink: datalink, adapter: 0, localAddress: BDAddress("00:AA:01:01:00:01")!,
-                              connectionHandle: handle)
+func recordSession(_ datalink: BTSnoopDatalink, handle: UInt16 = 0x0040, start: Int64 = 1_795_330_917_000_000) throws
+    -> [HCIRecord]
+{
+    var rec = SessionRecorder(
+        datalink: datalink, adapter: 0, localAddress: BDAddress("00:AA:01:01:00:01")!,
+        connectionHandle: handle)
     var t = Timestamp(nanoseconds: start * 1000)
     var out = rec.connected(peer: BDAddress("C0:11:22:33:44:55")!, peerType: .random, role: .central, at: t)
     for (pdu, direction) in sessionPDUs {
@@ -44,11 +47,12 @@ func recordSession(_ datalink: BTSnoopDatalink, handle: UInt16 = 0x0040, start: 
         #expect(error == nil)
         #expect(back.count == records.count)
         // Identical records apart from the file offsets the reader adds.
-        #expect(zip(back, records).allSatisfy { a, b in
-            var a = a
-            a.fileOffset = 0
-            return a == b
-        })
+        #expect(
+            zip(back, records).allSatisfy { a, b in
+                var a = a
+                a.fileOffset = 0
+                return a == b
+            })
         let events = try extract(back, strict: true)
         #expect(events.compactMap(\.att).map(\.pdu) == sessionPDUs.map(\.0))
         #expect(events.compactMap(\.att).map(\.direction) == sessionPDUs.map(\.1))
@@ -70,7 +74,10 @@ func recordSession(_ datalink: BTSnoopDatalink, handle: UInt16 = 0x0040, start: 
         try writer.write(records[0])
         let bytes = try writer.finish().bytes
         // "btsnoop\0", version 1, datalink 2001 (0x7d1), then the record: lengths 16, flags 0 (index 0, opcode 0).
-        #expect(Array(bytes.prefix(32)) == hex("62 74 73 6e 6f 6f 70 00 00 00 00 01 00 00 07 d1  00 00 00 10 00 00 00 10 00 00 00 00 00 00 00 00"))
+        #expect(
+            Array(bytes.prefix(32))
+                == hex(
+                    "62 74 73 6e 6f 6f 70 00 00 00 00 01 00 00 07 d1  00 00 00 10 00 00 00 10 00 00 00 00 00 00 00 00"))
         // H4 cannot carry monitor records.
         var h4 = BTSnoopWriter(sink: ArrayByteSink(), datalink: .uart)
         #expect(throws: CaptureError(.unsupportedRecord)) { try h4.write(records[0]) }
@@ -86,7 +93,10 @@ func recordSession(_ datalink: BTSnoopDatalink, handle: UInt16 = 0x0040, start: 
         #expect(rx[0].payload.prefix(8) == [0x40, 0x20, 27, 0, 121, 0, 4, 0])
         let tx = try rec.att(pdu, direction: .fromLocal, at: .zero)
         // Host→controller: PB 0b00 start, and a Number Of Completed Packets after each packet.
-        #expect(tx.map(\.kind) == [.aclData, .event, .aclData, .event, .aclData, .event, .aclData, .event, .aclData, .event])
+        #expect(
+            tx.map(\.kind) == [
+                .aclData, .event, .aclData, .event, .aclData, .event, .aclData, .event, .aclData, .event,
+            ])
         #expect(tx[0].payload[1] >> 4 == 0)
         #expect(tx[1].payload == hex("13 05 01 40 00 01 00"))
         var quiet = SessionRecorder(datalink: .uart, numberOfCompletedPackets: false)
@@ -99,7 +109,8 @@ func recordSession(_ datalink: BTSnoopDatalink, handle: UInt16 = 0x0040, start: 
         var writer = try BTSnoopWriter(path: path, datalink: .monitor)
         var total = 0
         for i in 0..<300 {  // enough to cross the 64 KiB flush threshold several times
-            let records = try recordSession(.monitor, handle: UInt16(i % 0xEFF), start: 1_795_330_917_000_000 + Int64(i) * 2_000_000)
+            let records = try recordSession(
+                .monitor, handle: UInt16(i % 0xEFF), start: 1_795_330_917_000_000 + Int64(i) * 2_000_000)
             try writer.write(contentsOf: records)
             total += records.count
         }

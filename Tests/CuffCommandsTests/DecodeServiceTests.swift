@@ -37,7 +37,8 @@ import Testing
     @Test func sessionOutcomesEndWithTheDocumentedStatuses() {
         let expected: [SessionOutcome: Int32] = [
             .completed: 0, .noResult: 2, .stopped: 3, .disconnected: 4, .timedOut: 5, .securityRefused: 6,
-            .serviceMissing: 7, .protocolError: 8, .connectionFailed: 9, .keyRefused: 12, .notInPairingMode: 13, .keyLatched: 14,
+            .serviceMissing: 7, .protocolError: 8, .connectionFailed: 9, .keyRefused: 12, .notInPairingMode: 13,
+            .keyLatched: 14,
         ]
         for o in SessionOutcome.allCases {
             #expect(o.exitStatus.code == expected[o], "\(o)")

@@ -66,19 +66,28 @@ import Testing
 /// `--publish` targets: each its own outbox and client id, also two on one broker.
 @Suite struct PublishTargetTests {
     func publishing(_ urls: [String]) throws -> MQTTPublishing {
-        MQTTPublishing(urls: try urls.map { try MQTTURL(parsing: $0) }, caFile: nil, certFile: nil, keyFile: nil, discovery: nil, utcOffset: .system)
+        MQTTPublishing(
+            urls: try urls.map { try MQTTURL(parsing: $0) }, caFile: nil, certFile: nil, keyFile: nil, discovery: nil,
+            utcOffset: .system)
     }
 
     @Test func twoPrefixesOnOneBrokerDoNotShareAnOutboxOrAClient() throws {
-        let p = try publishing(["mqtt://127.0.0.1:1883/home", "mqtt://127.0.0.1:1883/lab", "mqtt://other.example:1883/home"])
+        let p = try publishing([
+            "mqtt://127.0.0.1:1883/home", "mqtt://127.0.0.1:1883/lab", "mqtt://other.example:1883/home",
+        ])
         for outbox in [nil, "/tmp/cuff-outbox"] as [String?] {
             let t = p.targets(outbox: outbox, sharedWithStore: false)
             #expect(Set(t.map(\.outboxPath)).count == 3, "\(t.map(\.outboxPath))")
             #expect(Set(t.map(\.clientID)).count == 3, "\(t.map(\.clientID))")
             // The broker that has one target keeps the name it always had.
-            #expect(t[2].outboxPath.hasSuffix(outbox == nil ? "mqtt-other_example-1883.db" : "cuff-outbox.other_example-1883"), "\(t[2].outboxPath)")
+            #expect(
+                t[2].outboxPath.hasSuffix(
+                    outbox == nil ? "mqtt-other_example-1883.db" : "cuff-outbox.other_example-1883"),
+                "\(t[2].outboxPath)")
         }
         let one = try publishing(["mqtt://127.0.0.1:1883/home"]).targets(outbox: nil, sharedWithStore: false)
-        #expect(one[0].outboxPath == MQTTOutboxStore.defaultOutboxPath(for: try MQTTURL(parsing: "mqtt://127.0.0.1:1883/home")))
+        #expect(
+            one[0].outboxPath
+                == MQTTOutboxStore.defaultOutboxPath(for: try MQTTURL(parsing: "mqtt://127.0.0.1:1883/home")))
     }
 }

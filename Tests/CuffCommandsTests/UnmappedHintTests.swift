@@ -8,8 +8,10 @@ import Testing
 @Suite struct UnmappedHintTests {
     typealias Unmapped = CaptureReplay.Unmapped
 
-    static func unmapped(_ connection: UInt16, address: String = "AA:BB:CC:DD:EE:01", adapter: UInt16 = 0,
-                         _ handles: [UInt16: Unmapped.Counts]) -> Unmapped {
+    static func unmapped(
+        _ connection: UInt16, address: String = "AA:BB:CC:DD:EE:01", adapter: UInt16 = 0,
+        _ handles: [UInt16: Unmapped.Counts]
+    ) -> Unmapped {
         Unmapped(adapter: adapter, connectionHandle: connection, address: address, handles: handles)
     }
 
@@ -27,10 +29,11 @@ import Testing
         #expect(hints[0].totals[0x15] == .init(notifications: 8))
         #expect(hints[1].first.address == "AA:BB:CC:DD:EE:02")
         #expect(hints[2].first.adapter == 1)
-        #expect(hints[0].lines(file: "x.btsnoop") == [
-            "hci0 2 connections to AA:BB:CC:DD:EE:01: no service discovery in the capture, so these value handles are unknown: 0x0012 (3 indications), 0x0015 (8 notifications).",
-            "map them with --handle HANDLE=UUID (indications usually carry the Blood Pressure Measurement 2a35, or 2b34 enhanced; notifications the Intermediate Cuff Pressure 2a36, or 2b35), e.g. cuff replay x.btsnoop --handle 0x0012=2a35 --handle 0x0015=2a36",
-        ])
+        #expect(
+            hints[0].lines(file: "x.btsnoop") == [
+                "hci0 2 connections to AA:BB:CC:DD:EE:01: no service discovery in the capture, so these value handles are unknown: 0x0012 (3 indications), 0x0015 (8 notifications).",
+                "map them with --handle HANDLE=UUID (indications usually carry the Blood Pressure Measurement 2a35, or 2b34 enhanced; notifications the Intermediate Cuff Pressure 2a36, or 2b35), e.g. cuff replay x.btsnoop --handle 0x0012=2a35 --handle 0x0015=2a36",
+            ])
         #expect(hints[1].lines(file: "x.btsnoop")[0].hasPrefix("hci0 connection 0x0041 to AA:BB:CC:DD:EE:02:"))
     }
 

@@ -78,7 +78,9 @@ struct HexTests {
 @Suite("JSON writer")
 struct JSONTests {
     @Test func keysKeepTheirOrderAndStringsAreEscaped() {
-        let j = JSON.object([("b", .int(1)), ("a", .string("q\"\\\n\u{01}é")), ("c", .array([.null, .bool(true), .double(18.9)]))])
+        let j = JSON.object([
+            ("b", .int(1)), ("a", .string("q\"\\\n\u{01}é")), ("c", .array([.null, .bool(true), .double(18.9)])),
+        ])
         #expect(j.serialized() == #"{"b":1,"a":"q\"\\\n\u0001é","c":[null,true,18.9]}"#)
         // Foundation reads back what we wrote.
         let back = try? JSONSerialization.jsonObject(with: Data(j.serialized().utf8)) as? [String: Any]

@@ -14,11 +14,15 @@ final class Box<T>: @unchecked Sendable {
 }
 
 /// A peripheral that follows a script instead of the protocol.
-func runAgainst(_ script: @escaping @Sendable (UnixSeqpacketBearer) -> Void, timeout: Duration = .seconds(30),
-                configure: (inout CuffSessionConfiguration) -> Void = { _ in }) throws -> (SessionOutcome, [SessionOutput], [String]) {
+func runAgainst(
+    _ script: @escaping @Sendable (UnixSeqpacketBearer) -> Void, timeout: Duration = .seconds(30),
+    configure: (inout CuffSessionConfiguration) -> Void = { _ in }
+) throws -> (SessionOutcome, [SessionOutput], [String]) {
     // The hostile side may send records larger than our 1024-byte limit.
     var fds: [Int32] = [0, 0]
-    guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0 else { throw TransportError(.systemCall, "socketpair") }
+    guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0 else {
+        throw TransportError(.systemCall, "socketpair")
+    }
     let client = UnixSeqpacketBearer(adopting: fds[0], peerDescription: "hostile")
     let server = UnixSeqpacketBearer(adopting: fds[1], peerDescription: "test", maxPDUSize: 65536)
     let s = Box(server)
@@ -32,7 +36,9 @@ func runAgainst(_ script: @escaping @Sendable (UnixSeqpacketBearer) -> Void, tim
     configure(&config)
     let outputs = Box<[SessionOutput]>([])
     let logs = LogRecorder()
-    let driver = CentralDriver(configuration: config, hooks: SessionHooks(emit: { outputs.value.append($0) }, log: logs.logger()), signals: nil)
+    let driver = CentralDriver(
+        configuration: config, hooks: SessionHooks(emit: { outputs.value.append($0) }, log: logs.logger()), signals: nil
+    )
     let outcome = driver.run(client)
     _ = done.wait(timeout: .now() + 10)
     server.close()
@@ -87,22 +93,23 @@ struct HostilePeerTests {
     }
 
     @Test func garbageAndUnknownHandlesNeverCrash() throws {
-        let (outcome, outputs, _) = try runAgainst({ b in
-            _ = nextPDU(b)
-            try? b.send([0x03, 0x17, 0x00])  // MTU 23
-            _ = nextPDU(b)  // discovery starts
-            // A flood: notifications and indications for handles nobody discovered, empty and junk PDUs.
-            for i in 0..<2000 {
-                try? b.send([0x1B, UInt8(i & 0xFF), 0x7F, 0x00, 0x01])
-            }
-            try? b.send([])
-            try? b.send([0xFF, 0xFF])
-            for _ in 0..<5 {
-                try? b.send([0x1D, 0x42, 0x00, 0x00])
-                _ = nextPDU(b)  // each is confirmed
-            }
-            b.close()
-        }, timeout: .seconds(10))
+        let (outcome, outputs, _) = try runAgainst(
+            { b in
+                _ = nextPDU(b)
+                try? b.send([0x03, 0x17, 0x00])  // MTU 23
+                _ = nextPDU(b)  // discovery starts
+                // A flood: notifications and indications for handles nobody discovered, empty and junk PDUs.
+                for i in 0..<2000 {
+                    try? b.send([0x1B, UInt8(i & 0xFF), 0x7F, 0x00, 0x01])
+                }
+                try? b.send([])
+                try? b.send([0xFF, 0xFF])
+                for _ in 0..<5 {
+                    try? b.send([0x1D, 0x42, 0x00, 0x00])
+                    _ = nextPDU(b)  // each is confirmed
+                }
+                b.close()
+            }, timeout: .seconds(10))
         #expect([.disconnected, .protocolError].contains(outcome))
         #expect(outputs.allSatisfy { if case .measurement = $0 { false } else { true } })
     }

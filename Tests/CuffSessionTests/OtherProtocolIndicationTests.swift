@@ -42,7 +42,10 @@ struct OtherProtocolIndicationTests {
         database { b in
             let t = OmronTransport.modern
             b.addService(BluetoothUUID(t.serviceUUID)!)
-            for u in t.txUUIDs { b.addCharacteristic(BluetoothUUID(u)!, properties: [.write, .writeWithoutResponse], permissions: .write) }
+            for u in t.txUUIDs {
+                b.addCharacteristic(
+                    BluetoothUUID(u)!, properties: [.write, .writeWithoutResponse], permissions: .write)
+            }
             for u in t.rxUUIDs { b.addCharacteristic(BluetoothUUID(u)!, properties: .notify, permissions: []) }
             b.addCharacteristic(BluetoothUUID(OmronUUID.unlock)!, properties: [.write, .notify], permissions: .write)
         }
@@ -54,28 +57,33 @@ struct OtherProtocolIndicationTests {
         throws -> (confirmed: Bool, kept: [MeasurementRecord], logs: [String])
     {
         let confirmed = Box(false)
-        let (_, outputs, logs) = try runAgainst({ b in
-            confirmed.value = UnsubscribedIndicationTests.serve(b, db, indicateAt: handle, value: value) { seen in
-                seen.contains { $0.first == 0x12 }
-            }
-            b.close()
-        }, timeout: .seconds(10)) { $0.forcedProtocol = protocolID }
+        let (_, outputs, logs) = try runAgainst(
+            { b in
+                confirmed.value = UnsubscribedIndicationTests.serve(b, db, indicateAt: handle, value: value) { seen in
+                    seen.contains { $0.first == 0x12 }
+                }
+                b.close()
+            }, timeout: .seconds(10)
+        ) { $0.forcedProtocol = protocolID }
         return (confirmed.value, UnsubscribedIndicationTests.measurements(outputs), logs)
     }
 
     @Test(arguments: ["microlife", "omron"])
     func aStandardMeasurementIsKeptThenConfirmed(_ name: String) throws {
         let (db, bpm) = name == "omron" ? Self.omron() : Self.microlife()
-        let r = try Self.run(CuffProtocolID(rawValue: name), db, indicateAt: bpm, value: UnsubscribedIndicationTests.reading)
+        let r = try Self.run(
+            CuffProtocolID(rawValue: name), db, indicateAt: bpm, value: UnsubscribedIndicationTests.reading)
         #expect(r.confirmed, "\(r.logs)")
-        #expect(r.kept.count == 1 && r.kept.first?.systolic.doubleValue == 120 && r.kept.first?.diastolic.doubleValue == 80,
-                "confirmed but not kept: \(r.logs)")
+        #expect(
+            r.kept.count == 1 && r.kept.first?.systolic.doubleValue == 120 && r.kept.first?.diastolic.doubleValue == 80,
+            "confirmed but not kept: \(r.logs)")
     }
 
     @Test(arguments: ["microlife", "omron"])
     func anIndicationFromAHandleThatIsNoCharacteristicIsNotConfirmed(_ name: String) throws {
         let (db, _) = name == "omron" ? Self.omron() : Self.microlife()
-        let r = try Self.run(CuffProtocolID(rawValue: name), db, indicateAt: 0x0777, value: UnsubscribedIndicationTests.reading)
+        let r = try Self.run(
+            CuffProtocolID(rawValue: name), db, indicateAt: 0x0777, value: UnsubscribedIndicationTests.reading)
         #expect(!r.confirmed, "\(r.logs)")
         #expect(r.kept.isEmpty)
         #expect(r.logs.contains { $0.contains("0x777") && $0.contains("not confirmed") }, "\(r.logs)")
@@ -90,7 +98,10 @@ struct OtherProtocolIndicationTests {
         switch name {
         case "omron": (db, bpm) = Self.omron()
         case "microlife": (db, bpm) = Self.microlife()
-        default: (db, bpm) = { let d = UnsubscribedIndicationTests.database(); return (d.0, d.first) }()
+        default:
+            (db, bpm) = {
+                let d = UnsubscribedIndicationTests.database(); return (d.0, d.first)
+            }()
         }
         let r = try Self.run(CuffProtocolID(rawValue: name), db, indicateAt: bpm, value: Self.malformed)
         #expect(r.confirmed, "\(r.logs)")

@@ -20,14 +20,20 @@ struct ProgressShortPathTests {
         for p in [158, 159, 155, 156, 150, 151, 140, 120, 100, 80, 40] { v.append((.intermediateCuffPressure, icp(p))) }
         v.append((.intermediateCuffPressure, BloodPressureMeasurement.cuffPressure(SFloat(12.5), unit: .kPa).encode()))
         v.append((.intermediateCuffPressure, BloodPressureMeasurement.cuffPressure(.nan).encode()))
-        v.append((.intermediateCuffPressure, BloodPressureMeasurement.cuffPressure(SFloat(rawValue: 0x0800)).encode()))  // NRes
+        // NRes
+        v.append((.intermediateCuffPressure, BloodPressureMeasurement.cuffPressure(SFloat(rawValue: 0x0800)).encode()))
         v.append((.intermediateCuffPressure, [0x00, 0x50]))  // cut short
         v.append((.intermediateCuffPressure, icp(60) + [0xAA]))  // trailing byte: a warning, still a value
         v.append((.intermediateCuffPressure, [0x80] + Array(icp(61).dropFirst())))  // RFU flag bit
         v.append((.enhancedIntermediateCuffPressure, eicp(SFloat(70))))
         v.append((.enhancedIntermediateCuffPressure, eicp(SFloat(9.1), unit: .kPa)))
-        v.append((.enhancedIntermediateCuffPressure, EnhancedBloodPressureMeasurement(
-            kind: .measurement(systolic: SFloat(120), diastolic: SFloat(80), meanArterialPressure: SFloat(93))).encode()))
+        v.append(
+            (
+                .enhancedIntermediateCuffPressure,
+                EnhancedBloodPressureMeasurement(
+                    kind: .measurement(systolic: SFloat(120), diastolic: SFloat(80), meanArterialPressure: SFloat(93))
+                ).encode()
+            ))
         v.append((.enhancedIntermediateCuffPressure, [0x00]))
         v.append((.bloodPressureMeasurement, hx(bpmHex)))  // not a cuff pressure: nil, `handle` decides
         for p in [190, 170, 120] { v.append((.intermediateCuffPressure, icp(p))) }  // a new measurement
@@ -56,7 +62,9 @@ struct ProgressShortPathTests {
         #expect(shortPathTaken >= Self.values.count - 6)
         // What follows depends on the state the values left: a live result, then the settle tick.
         let result = t(20)
-        #expect(a.m.handle(.indication(.bloodPressureMeasurement, hx(bpmHex), result)) == b.m.handle(.indication(.bloodPressureMeasurement, hx(bpmHex), result)))
+        #expect(
+            a.m.handle(.indication(.bloodPressureMeasurement, hx(bpmHex), result))
+                == b.m.handle(.indication(.bloodPressureMeasurement, hx(bpmHex), result)))
         #expect(a.m.handle(.tick(t(40))) == b.m.handle(.tick(t(40))))
         #expect(a.m.state == b.m.state)
     }
@@ -76,24 +84,36 @@ struct ProgressShortPathTests {
 struct DedupKeyTextTests {
     /// The key as first specified.
     static func reference(_ r: MeasurementRecord) -> String {
-        if let seq = r.sequenceNumber { return "\(r.device.identity)|user:\(r.userID.map(String.init) ?? "-")|seq:\(seq)" }
-        let words = [r.systolic.rawValue, r.diastolic.rawValue, r.meanArterialPressure.rawValue, r.pulseRate?.rawValue ?? 0]
-        return "\(r.device.identity)|user:\(r.userID.map(String.init) ?? "-")|ts:\(r.deviceTime ?? r.timestamp ?? "received " + r.receivedAt.iso8601)|\(Hex.encode(words.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }))"
+        if let seq = r.sequenceNumber {
+            return "\(r.device.identity)|user:\(r.userID.map(String.init) ?? "-")|seq:\(seq)"
+        }
+        let words = [
+            r.systolic.rawValue, r.diastolic.rawValue, r.meanArterialPressure.rawValue, r.pulseRate?.rawValue ?? 0,
+        ]
+        return
+            "\(r.device.identity)|user:\(r.userID.map(String.init) ?? "-")|ts:\(r.deviceTime ?? r.timestamp ?? "received " + r.receivedAt.iso8601)|\(Hex.encode(words.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }))"
     }
 
     @Test func keysMatchTheirSpecifiedText() throws {
         var g = SeededRandom(seed: 99)
         var checked = 0
         for i in 0..<500 {
-            let ts: DateTime? = i % 3 == 0 ? nil : DateTime(year: UInt16.random(in: 0...2030, using: &g), month: 11, day: 22, hours: 8, minutes: 14, seconds: UInt8(i % 60))
+            let ts: DateTime? =
+                i % 3 == 0
+                ? nil
+                : DateTime(
+                    year: UInt16.random(in: 0...2030, using: &g), month: 11, day: 22, hours: 8, minutes: 14,
+                    seconds: UInt8(i % 60))
             let m = BloodPressureMeasurement(
                 unit: .mmHg, systolic: SFloat(rawValue: UInt16.random(in: 0...UInt16.max, using: &g)),
-                diastolic: SFloat(rawValue: UInt16.random(in: 0...UInt16.max, using: &g)), meanArterialPressure: .nan, timestamp: ts,
+                diastolic: SFloat(rawValue: UInt16.random(in: 0...UInt16.max, using: &g)), meanArterialPressure: .nan,
+                timestamp: ts,
                 pulseRate: i % 2 == 0 ? nil : SFloat(rawValue: UInt16.random(in: 0...UInt16.max, using: &g)),
                 userID: i % 4 == 0 ? nil : UInt8(i % 256), status: nil)
             var device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF")
             if i % 5 == 0 { device.serial = "SN-\(i)" }
-            var r = MeasurementRecord.from(bpm: m, warnings: [], raw: m.encode(), device: device, at: t(Double(i)), stored: i % 2 == 0)
+            var r = MeasurementRecord.from(
+                bpm: m, warnings: [], raw: m.encode(), device: device, at: t(Double(i)), stored: i % 2 == 0)
             #expect(r.dedupKey == Self.reference(r))
             r.sequenceNumber = i % 7 == 0 ? UInt16(i) : nil
             #expect(r.dedupKey == Self.reference(r))

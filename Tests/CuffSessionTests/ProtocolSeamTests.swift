@@ -30,9 +30,10 @@ import Transport
     }
 
     static func profile(_ services: BluetoothUUID...) -> GATTProfile {
-        GATTProfile(services: services.enumerated().map { i, u in
-            GATTProfile.Service(uuid: u, handle: UInt16(1 + 10 * i), endHandle: UInt16(10 + 10 * i))
-        })
+        GATTProfile(
+            services: services.enumerated().map { i, u in
+                GATTProfile.Service(uuid: u, handle: UInt16(1 + 10 * i), endHandle: UInt16(10 + 10 * i))
+            })
     }
 
     @Test func registryChoosesFromWhatTheDeviceOffers() {
@@ -43,15 +44,22 @@ import Transport
         #expect(r.select(DeviceOffer()).id == .bps, "nothing recognised: the default")
         #expect(r.select(DeviceOffer(name: "seam")).id == .bps)
         #expect(r.select(DeviceOffer(advertisedServices: [SeamTestProtocol.service])).id == SeamTestProtocol.id)
-        #expect(r.select(DeviceOffer(advertisedServices: [bps, SeamTestProtocol.service])).id == .bps, "a tie goes to the earlier one")
+        #expect(
+            r.select(DeviceOffer(advertisedServices: [bps, SeamTestProtocol.service])).id == .bps,
+            "a tie goes to the earlier one")
         #expect(r.select(DeviceOffer(profile: Self.profile(SeamTestProtocol.service))).id == SeamTestProtocol.id)
         #expect(r.select(DeviceOffer(profile: Self.profile(bps))).id == .bps)
-        #expect(r.select(DeviceOffer(profile: Self.profile(bps)), forced: SeamTestProtocol.id).id == SeamTestProtocol.id)
+        #expect(
+            r.select(DeviceOffer(profile: Self.profile(bps)), forced: SeamTestProtocol.id).id == SeamTestProtocol.id)
         #expect(r.select(DeviceOffer(), forced: "no-such-protocol").id == .bps)
-        #expect(r.handOver(from: .bps, DeviceOffer(profile: Self.profile(SeamTestProtocol.service)))?.id == SeamTestProtocol.id)
+        #expect(
+            r.handOver(from: .bps, DeviceOffer(profile: Self.profile(SeamTestProtocol.service)))?.id
+                == SeamTestProtocol.id)
         #expect(r.handOver(from: .bps, DeviceOffer(profile: Self.profile(bps, SeamTestProtocol.service))) == nil)
         #expect(r.handOver(from: .bps, DeviceOffer(profile: Self.profile(bps))) == nil)
-        #expect(CuffProtocolRegistry.builtIn.handOver(from: .bps, DeviceOffer(profile: Self.profile(SeamTestProtocol.service))) == nil)
+        #expect(
+            CuffProtocolRegistry.builtIn.handOver(
+                from: .bps, DeviceOffer(profile: Self.profile(SeamTestProtocol.service))) == nil)
     }
 
     @Test func recordCharacteristicNamesAnotherSourceAndKeepsBPSText() {
@@ -69,46 +77,68 @@ import Transport
     @Test func aStoredRecordIsRebuiltByTheProtocolThatNamesItsSource() throws {
         let at = EventTime(monotonic: .zero, wallMicros: 1_767_254_400_000_000)
         let device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF")
-        let r = try #require(Self.registry.storedRecord(SeamTestProtocol.source, raw: [120, 80, 60], device: device, receivedAt: at,
-                                                        stored: true, sequenceNumber: nil))
+        let r = try #require(
+            Self.registry.storedRecord(
+                SeamTestProtocol.source, raw: [120, 80, 60], device: device, receivedAt: at,
+                stored: true, sequenceNumber: nil))
         let live = try #require(SeamTestProtocol.record([120, 80, 60], device: device, at: at))
-        #expect(r.json == { var l = live; l.stored = true; return l.json }())
-        #expect(Self.registry.storedRecord(.bloodPressureMeasurement, raw: [0], device: device, receivedAt: at, stored: true, sequenceNumber: nil) == nil)
-        #expect(CuffProtocolRegistry.builtIn.storedRecord(SeamTestProtocol.source, raw: [120, 80, 60], device: device, receivedAt: at,
-                                                          stored: true, sequenceNumber: nil) == nil)
+        #expect(
+            r.json
+                == {
+                    var l = live; l.stored = true; return l.json
+                }())
+        #expect(
+            Self.registry.storedRecord(
+                .bloodPressureMeasurement, raw: [0], device: device, receivedAt: at, stored: true, sequenceNumber: nil)
+                == nil)
+        #expect(
+            CuffProtocolRegistry.builtIn.storedRecord(
+                SeamTestProtocol.source, raw: [120, 80, 60], device: device, receivedAt: at,
+                stored: true, sequenceNumber: nil) == nil)
     }
 
     struct Run {
         var outputs: [SessionOutput] = []
         var links: [LinkEvent] = []
         var logs: [String] = []
-        var measurements: [MeasurementRecord] { outputs.compactMap { if case let .measurement(m) = $0 { m } else { nil } } }
-        var ends: [SessionRecord] { outputs.compactMap { if case let .session(s) = $0, s.event == .end { s } else { nil } } }
+        var measurements: [MeasurementRecord] {
+            outputs.compactMap { if case let .measurement(m) = $0 { m } else { nil } }
+        }
+        var ends: [SessionRecord] {
+            outputs.compactMap { if case let .session(s) = $0, s.event == .end { s } else { nil } }
+        }
     }
 
     /// A session on the in-process simulated link (virtual time), recording what crossed it.
-    static func simulated(_ config: CuffSessionConfiguration, peripheral: (any GATTPeripheral)?) -> (Run, SessionOutcome, Int32) {
+    static func simulated(_ config: CuffSessionConfiguration, peripheral: (any GATTPeripheral)?) -> (
+        Run, SessionOutcome, Int32
+    ) {
         let box = SeamUnchecked(Run())
         let logs = LogRecorder()
-        let hooks = SessionHooks(emit: { box.value.outputs.append($0) }, log: logs.logger(), link: { box.value.links.append($0) })
+        let hooks = SessionHooks(
+            emit: { box.value.outputs.append($0) }, log: logs.logger(), link: { box.value.links.append($0) })
         var sim = SimulatorConfiguration()
         sim.name = "seam-cuff"
-        let link = SimulatedLink(simulator: sim, session: config, hooks: hooks, speed: nil, wallStartMicros: 1_767_254_400_000_000,
-                                 peripheral: peripheral)
+        let link = SimulatedLink(
+            simulator: sim, session: config, hooks: hooks, speed: nil, wallStartMicros: 1_767_254_400_000_000,
+            peripheral: peripheral)
         let outcome = link.run()
         box.value.logs = logs.lines
         return (box.value, outcome, link.central.exitCode)
     }
 
     @Test func standardSessionHandsADiscoveredLinkToTheProtocolThatFits() throws {
-        let (run, outcome, exit) = Self.simulated(Self.configuration(), peripheral: SeamTestPeripheral(name: "seam-cuff", reading: [128, 82, 71]))
+        let (run, outcome, exit) = Self.simulated(
+            Self.configuration(), peripheral: SeamTestPeripheral(name: "seam-cuff", reading: [128, 82, 71]))
         #expect(outcome == .completed && exit == 0, "\(run.logs)")
         #expect(run.logs.contains { $0.contains("seam-test device; handing the link") }, "\(run.logs)")
         let m = try #require(run.measurements.first)
         #expect(run.measurements.count == 1)
         #expect(m.characteristic == SeamTestProtocol.source && m.raw == [128, 82, 71] && m.systolic.doubleValue == 128)
         let line = SessionOutput.measurement(m).json.serialized()
-        #expect(line.hasPrefix(#"{"type":"measurement","characteristic":"seam-test","raw":"805247","systolic":128,"#), "\(line)")
+        #expect(
+            line.hasPrefix(#"{"type":"measurement","characteristic":"seam-test","raw":"805247","systolic":128,"#),
+            "\(line)")
         #expect(run.ends.map(\.outcome) == [.completed])
     }
 
@@ -123,15 +153,18 @@ import Transport
     @Test func withoutRegistrationTheStandardSessionFindsNoService() {
         var config = Self.configuration()
         config.protocols = .builtIn
-        let (run, outcome, exit) = Self.simulated(config, peripheral: SeamTestPeripheral(name: "seam-cuff", reading: [128, 82, 71]))
+        let (run, outcome, exit) = Self.simulated(
+            config, peripheral: SeamTestPeripheral(name: "seam-cuff", reading: [128, 82, 71]))
         #expect(outcome == .serviceMissing && exit == SessionOutcome.serviceMissing.exitCode)
         #expect(run.measurements.isEmpty)
     }
 
     @Test func forcedProtocolOverARealSocket() throws {
         let (clientEnd, serverEnd) = try UnixSeqpacketBearer.pair()
-        let driver = SeamUnchecked(PeripheralDriver(peripheral: SeamTestPeripheral(name: "seam-cuff", reading: [121, 80, 66]),
-                                                clock: SimulationClock(speed: 100), signals: nil, log: .silent))
+        let driver = SeamUnchecked(
+            PeripheralDriver(
+                peripheral: SeamTestPeripheral(name: "seam-cuff", reading: [121, 80, 66]),
+                clock: SimulationClock(speed: 100), signals: nil, log: .silent))
         let server = SeamUnchecked(serverEnd)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
@@ -156,8 +189,10 @@ import Transport
         var records: [HCIRecord] = []
         for e in links {
             switch e {
-            case let .connected(at): records += rec.connected(peer: BDAddress("00:AA:01:00:00:07")!, role: .central, at: at.monotonic)
-            case let .pdu(sent, pdu, at): records += try rec.att(pdu, direction: sent ? .fromLocal : .toLocal, at: at.monotonic)
+            case let .connected(at):
+                records += rec.connected(peer: BDAddress("00:AA:01:00:00:07")!, role: .central, at: at.monotonic)
+            case let .pdu(sent, pdu, at):
+                records += try rec.att(pdu, direction: sent ? .fromLocal : .toLocal, at: at.monotonic)
             case let .disconnected(at): records += rec.disconnected(at: at.monotonic)
             }
         }
@@ -173,7 +208,8 @@ import Transport
     }
 
     @Test func replayHandsTheConnectionToTheProtocolsObserver() throws {
-        let (run, _, _) = Self.simulated(Self.configuration(), peripheral: SeamTestPeripheral(name: "seam-cuff", reading: [133, 88, 60]))
+        let (run, _, _) = Self.simulated(
+            Self.configuration(), peripheral: SeamTestPeripheral(name: "seam-cuff", reading: [133, 88, 60]))
         let records = try Self.capture(run.links)
         #expect(records.count > 10)
         var config = Self.configuration()
@@ -186,12 +222,16 @@ import Transport
 
         // Forced: the protocol's observer follows from the first PDU.
         config.forcedProtocol = SeamTestProtocol.id
-        let forced = Self.replay(records, config).compactMap { if case let .emit(.measurement(m)) = $0 { m } else { nil } }
+        let forced = Self.replay(records, config).compactMap {
+            if case let .emit(.measurement(m)) = $0 { m } else { nil }
+        }
         #expect(forced.map(\.raw) == [[133, 88, 60]])
 
         // Not registered: the standard observer finds no Blood Pressure Service, so no result.
         config = CuffSessionConfiguration(address: "")
-        let none = Self.replay(records, config).compactMap { if case let .emit(.measurement(m)) = $0 { m } else { nil } }
+        let none = Self.replay(records, config).compactMap {
+            if case let .emit(.measurement(m)) = $0 { m } else { nil }
+        }
         #expect(none.isEmpty)
     }
 }

@@ -6,10 +6,12 @@ import CuffCore
 /// What a device family's profile changes in the session's plan (shared/spec/other-cuffs.md).
 @Suite("Quirk profiles in the session")
 struct QuirkSessionTests {
-    static let andProfile = CuffProfile(hasBloodPressureService: true, characteristics: [
-        .bloodPressureMeasurement: .indicate, .bloodPressureFeature: .read, .dateTime: [.read, .write],
-        .deviceName: .read, .modelNumber: .read,
-    ])
+    static let andProfile = CuffProfile(
+        hasBloodPressureService: true,
+        characteristics: [
+            .bloodPressureMeasurement: .indicate, .bloodPressureFeature: .read, .dateTime: [.read, .write],
+            .deviceName: .read, .modelNumber: .read,
+        ])
 
     static func requests(_ a: [CuffSessionMachine.Action]) -> [String] {
         a.compactMap {
@@ -39,7 +41,11 @@ struct QuirkSessionTests {
         seen += Self.requests(a)
         a = m.handle(.subscribed(.bloodPressureMeasurement, t(0.6)))
         seen += Self.requests(a)
-        #expect(seen == ["read bloodPressureFeature", "read deviceName", "write dateTime 7", "subscribe bloodPressureMeasurement", "read modelNumber"])
+        #expect(
+            seen == [
+                "read bloodPressureFeature", "read deviceName", "write dateTime 7",
+                "subscribe bloodPressureMeasurement", "read modelNumber",
+            ])
     }
 
     @Test func forcedAndProfileStartsWithTheClock() throws {
@@ -49,7 +55,11 @@ struct QuirkSessionTests {
         _ = m.handle(.start(t(0)))
         _ = m.handle(.connected(t(0.1)))
         let a = m.handle(.discovered(Self.andProfile, t(0.2)))
-        guard case let .write(.dateTime, v)? = a.first(where: { if case .write = $0 { true } else if case .read = $0 { true } else { false } }) else {
+        guard
+            case let .write(.dateTime, v)? = a.first(where: {
+                if case .write = $0 { true } else if case .read = $0 { true } else { false }
+            })
+        else {
             Issue.record("first request is not the Date Time write: \(a)")
             return
         }
@@ -70,7 +80,11 @@ struct QuirkSessionTests {
         seen += Self.requests(a)
         a = m.handle(.readCompleted(.modelNumber, Array("HEM-7155T".utf8), t(0.5)))
         seen += Self.requests(a)
-        #expect(seen == ["read bloodPressureFeature", "read deviceName", "read modelNumber", "subscribe bloodPressureMeasurement"])
+        #expect(
+            seen == [
+                "read bloodPressureFeature", "read deviceName", "read modelNumber",
+                "subscribe bloodPressureMeasurement",
+            ])
         #expect(m.activeProfile == nil)
     }
 
@@ -89,7 +103,9 @@ struct QuirkSessionTests {
     @Test func qardioStartBytes() {
         var c = CuffSessionConfiguration(address: "test")
         c.sendStart = true
-        var p = CuffProfile(hasBloodPressureService: true, characteristics: [.bloodPressureMeasurement: .indicate, .cuffControl: .write])
+        var p = CuffProfile(
+            hasBloodPressureService: true,
+            characteristics: [.bloodPressureMeasurement: .indicate, .cuffControl: .write])
         p.vendorStart = QuirkProfile.qardio.vendorStart
         var m = CuffSessionMachine(configuration: c)
         _ = m.handle(.start(t(0)))
@@ -116,7 +132,9 @@ struct QuirkSessionTests {
             let a = h.send(.indication(.bloodPressureMeasurement, marker, t(3)))
             #expect(a.contains(.confirmIndication))
             #expect(h.measurements.count == (forced == nil ? 1 : 0))
-            #expect(a.contains { if case let .log(s) = $0 { s.hasPrefix("skipped a marker record") } else { false } } == (forced != nil))
+            #expect(
+                a.contains { if case let .log(s) = $0 { s.hasPrefix("skipped a marker record") } else { false } }
+                    == (forced != nil))
         }
     }
 }

@@ -9,7 +9,8 @@ import CuffCore
 struct RecordReassemblyTests {
     static let inner = EnhancedBloodPressureMeasurement(
         kind: .measurement(systolic: SFloat(131), diastolic: SFloat(84), meanArterialPressure: SFloat(99)),
-        timestamp: 800_000_000, pulseRate: SFloat(66), userID: 1, status: MeasurementStatus(), userFacingTime: 800_003_600)
+        timestamp: 800_000_000, pulseRate: SFloat(66), userID: 1, status: MeasurementStatus(),
+        userFacingTime: 800_003_600)
     static let record = BloodPressureRecord(sequenceNumber: 513, recorded: inner.encode())
 
     /// A session that asked for stored records (BPS 1.1), fed `messages` as 0x2B36 indications.
@@ -52,7 +53,10 @@ struct RecordReassemblyTests {
         #expect(s.count >= 3)
         let h = Self.run([s[0].encode(), s[2].encode()] + s[3...].map { $0.encode() })
         #expect(h.measurements.isEmpty)
-        #expect(Self.logs(h).contains { $0.hasPrefix("warning: Blood Pressure Record segments out of sequence") && $0.contains("expected 1") })
+        #expect(
+            Self.logs(h).contains {
+                $0.hasPrefix("warning: Blood Pressure Record segments out of sequence") && $0.contains("expected 1")
+            })
     }
 
     @Test func aNewFirstBeforeTheLastDropsTheOldOneAndKeepsTheNew() throws {

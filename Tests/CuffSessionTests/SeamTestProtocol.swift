@@ -25,19 +25,27 @@ struct SeamTestProtocol: CuffProtocol {
         return nil
     }
 
-    func makeCentral(configuration: CuffSessionConfiguration) -> any CuffProtocolSession { SeamTestCentral(configuration: configuration) }
+    func makeCentral(configuration: CuffSessionConfiguration) -> any CuffProtocolSession {
+        SeamTestCentral(configuration: configuration)
+    }
 
-    func makeObserver(configuration: CuffSessionConfiguration, discovered: GATTProfile?) -> (any CuffProtocolObserver)? {
-        SeamTestObserver(address: configuration.address, valueHandle: discovered?.characteristic(Self.reading)?.valueHandle)
+    func makeObserver(configuration: CuffSessionConfiguration, discovered: GATTProfile?) -> (any CuffProtocolObserver)?
+    {
+        SeamTestObserver(
+            address: configuration.address, valueHandle: discovered?.characteristic(Self.reading)?.valueHandle)
     }
 
     func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? {
         SeamTestPeripheral(name: configuration.name, reading: [128, 82, 71])
     }
 
-    func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
-                      sequenceNumber: UInt16?) -> MeasurementRecord? {
-        guard characteristic == Self.source, var r = Self.record(raw, device: device, at: receivedAt) else { return nil }
+    func storedRecord(
+        _ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+        sequenceNumber: UInt16?
+    ) -> MeasurementRecord? {
+        guard characteristic == Self.source, var r = Self.record(raw, device: device, at: receivedAt) else {
+            return nil
+        }
         r.stored = stored
         return r
     }
@@ -46,12 +54,16 @@ struct SeamTestProtocol: CuffProtocol {
     static func record(_ value: [UInt8], device: DeviceInfo, at: EventTime) -> MeasurementRecord? {
         guard value.count == 3 else { return nil }
         let decoded = JSON.object([
-            ("type", .string("measurement")), ("characteristic", .string(source.uuidString)), ("raw", .string(Hex.encode(value))),
-            ("systolic", .int(Int64(value[0]))), ("diastolic", .int(Int64(value[1]))), ("pulse_rate", .int(Int64(value[2]))),
+            ("type", .string("measurement")), ("characteristic", .string(source.uuidString)),
+            ("raw", .string(Hex.encode(value))),
+            ("systolic", .int(Int64(value[0]))), ("diastolic", .int(Int64(value[1]))),
+            ("pulse_rate", .int(Int64(value[2]))),
         ])
         return MeasurementRecord(
-            characteristic: source, raw: value, unit: .mmHg, systolic: SFloat(Double(value[0])), diastolic: SFloat(Double(value[1])),
-            meanArterialPressure: .nan, pulseRate: SFloat(Double(value[2])), timestamp: nil, userID: nil, status: nil, warnings: [],
+            characteristic: source, raw: value, unit: .mmHg, systolic: SFloat(Double(value[0])),
+            diastolic: SFloat(Double(value[1])),
+            meanArterialPressure: .nan, pulseRate: SFloat(Double(value[2])), timestamp: nil, userID: nil, status: nil,
+            warnings: [],
             device: device, receivedAt: at, stored: false, sequenceNumber: nil, decoded: decoded)
     }
 }
@@ -71,7 +83,9 @@ struct SeamTestCentral: CuffProtocolSession {
     var device: DeviceInfo
     private(set) var measurements = 0
 
-    init(configuration: CuffSessionConfiguration) { device = DeviceInfo(address: configuration.address, name: configuration.advertisedName) }
+    init(configuration: CuffSessionConfiguration) {
+        device = DeviceInfo(address: configuration.address, name: configuration.advertisedName)
+    }
 
     var protocolID: CuffProtocolID { SeamTestProtocol.id }
     var isFinished: Bool { outcome != nil }
@@ -97,7 +111,9 @@ struct SeamTestCentral: CuffProtocolSession {
         return subscribe(link.profile, at)
     }
 
-    mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] { gatt(client.receive(pdu, now: at.monotonic), at) }
+    mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] {
+        gatt(client.receive(pdu, now: at.monotonic), at)
+    }
     mutating func tick(at: EventTime) -> [CentralAction] { gatt(client.tick(now: at.monotonic), at) }
     mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] {
         end(measurements > 0 ? .completed : .disconnected, why, at)
@@ -109,7 +125,9 @@ struct SeamTestCentral: CuffProtocolSession {
     mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction] { end(.securityRefused, why, at) }
 
     mutating func subscribe(_ profile: GATTProfile, _ at: EventTime) -> [CentralAction] {
-        guard let ch = profile.characteristic(SeamTestProtocol.reading) else { return end(.serviceMissing, "no reading characteristic", at) }
+        guard let ch = profile.characteristic(SeamTestProtocol.reading) else {
+            return end(.serviceMissing, "no reading characteristic", at)
+        }
         let s = client.subscribe(ch, notify: true, indicate: false, now: at.monotonic)
         stage = .subscribing(s.id, valueHandle: ch.valueHandle)
         return gatt(s.actions, at)
@@ -142,7 +160,8 @@ struct SeamTestCentral: CuffProtocolSession {
     mutating func end(_ outcome: SessionOutcome, _ why: String?, _ at: EventTime) -> [CentralAction] {
         guard !isFinished else { return [] }
         stage = .done(outcome)
-        let record = SessionRecord(event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: why)
+        let record = SessionRecord(
+            event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: why)
         return [.emit(.session(record)), .disconnect, .finished(outcome)]
     }
 }
@@ -164,7 +183,8 @@ struct SeamTestObserver: CuffProtocolObserver {
         guard !fromCentral, !ended, bytes.count == 6, bytes[0] == 0x1B else { return }
         let h = UInt16(bytes[1]) | UInt16(bytes[2]) << 8
         guard valueHandle.map({ $0 == h }) ?? true,
-              let r = SeamTestProtocol.record(Array(bytes[3...]), device: DeviceInfo(address: address), at: at) else { return }
+            let r = SeamTestProtocol.record(Array(bytes[3...]), device: DeviceInfo(address: address), at: at)
+        else { return }
         measurements += 1
         out.append(.emit(.measurement(r)))
     }
@@ -187,8 +207,11 @@ struct SeamTestPeripheral: GATTPeripheral {
         var b = AttributeDatabase.Builder()
         b.addGenericAccessService(deviceName: name, appearance: 0x0380)
         _ = b.addService(SeamTestProtocol.service)
-        valueHandle = b.addCharacteristic(SeamTestProtocol.reading, properties: .notify, permissions: [], value: reading,
-                                          cccdPermissions: .readWrite).valueHandle
+        valueHandle =
+            b.addCharacteristic(
+                SeamTestProtocol.reading, properties: .notify, permissions: [], value: reading,
+                cccdPermissions: .readWrite
+            ).valueHandle
         server = GATTServer(database: b.build())
         self.reading = reading
     }
@@ -208,7 +231,9 @@ struct SeamTestPeripheral: GATTPeripheral {
         let actions = server.receive(pdu, now: now)  // (first: `run` must see the server after it)
         return run(actions)
     }
-    mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput] { run(server.notify(handle: valueHandle, value: reading)) }
+    mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput] {
+        run(server.notify(handle: valueHandle, value: reading))
+    }
     mutating func tick(now: Timestamp) -> [PeripheralOutput] {
         let actions = server.tick(now: now)
         return run(actions)

@@ -3,17 +3,23 @@ import BloodPressure
 import CuffCore
 @testable import CuffSession
 
-func t(_ s: Double) -> EventTime { EventTime(monotonic: .seconds(s), wallMicros: 1_790_000_000_000_000 + Int64(s * 1e6)) }
+func t(_ s: Double) -> EventTime {
+    EventTime(monotonic: .seconds(s), wallMicros: 1_790_000_000_000_000 + Int64(s * 1e6))
+}
 
-let fullProfile = CuffProfile(hasBloodPressureService: true, characteristics: [
-    .bloodPressureMeasurement: .indicate, .intermediateCuffPressure: .notify, .bloodPressureFeature: .read,
-    .manufacturerName: .read, .modelNumber: .read, .currentTime: [.read, .write], .cuffControl: .write,
-])
+let fullProfile = CuffProfile(
+    hasBloodPressureService: true,
+    characteristics: [
+        .bloodPressureMeasurement: .indicate, .intermediateCuffPressure: .notify, .bloodPressureFeature: .read,
+        .manufacturerName: .read, .modelNumber: .read, .currentTime: [.read, .write], .cuffControl: .write,
+    ])
 
-let bps11Profile = CuffProfile(hasBloodPressureService: true, characteristics: [
-    .bloodPressureMeasurement: .indicate, .intermediateCuffPressure: .notify, .bloodPressureFeature: .read,
-    .bloodPressureRecord: .indicate, .recordAccessControlPoint: [.write, .indicate],
-])
+let bps11Profile = CuffProfile(
+    hasBloodPressureService: true,
+    characteristics: [
+        .bloodPressureMeasurement: .indicate, .intermediateCuffPressure: .notify, .bloodPressureFeature: .read,
+        .bloodPressureRecord: .indicate, .recordAccessControlPoint: [.write, .indicate],
+    ])
 
 let bpmHex = "1E 78 00 50 00 5D 00 E8 07 06 17 0E 23 0A 48 00 01 00 00"
 func hx(_ s: String) -> [UInt8] { Hex.decode(s)! }
@@ -25,7 +31,9 @@ struct Harness {
     var log: [CuffSessionMachine.Action] = []
     var clock = 0.0
 
-    init(_ config: CuffSessionConfiguration = CuffSessionConfiguration(address: "test")) { m = CuffSessionMachine(configuration: config) }
+    init(_ config: CuffSessionConfiguration = CuffSessionConfiguration(address: "test")) {
+        m = CuffSessionMachine(configuration: config)
+    }
 
     mutating func send(_ e: CuffSessionMachine.Event) -> [CuffSessionMachine.Action] {
         let a = m.handle(e)
@@ -44,10 +52,16 @@ struct Harness {
             case .raiseSecurity(let l): queue += send(.securityRaised(l, t(clock)))
             case .discover: queue += send(.discovered(profile, t(clock)))
             case .read(let c):
-                let v: [UInt8] = c == .bloodPressureFeature ? [0x3F, 0] : c == .modelNumber ? Array("HEM-7600T".utf8) : Array("Cuffco".utf8)
+                let v: [UInt8] =
+                    c == .bloodPressureFeature
+                    ? [0x3F, 0] : c == .modelNumber ? Array("HEM-7600T".utf8) : Array("Cuffco".utf8)
                 queue += send(.readCompleted(c, v, t(clock)))
             case .write(let c, let v):
-                if c == .recordAccessControlPoint { queue += send(.writeCompleted(c, t(clock))); _ = v } else { queue += send(.writeCompleted(c, t(clock))) }
+                if c == .recordAccessControlPoint {
+                    queue += send(.writeCompleted(c, t(clock))); _ = v
+                } else {
+                    queue += send(.writeCompleted(c, t(clock)))
+                }
             case .subscribe(let c, _): queue += send(.subscribed(c, t(clock)))
             default: break
             }
@@ -59,7 +73,9 @@ struct Harness {
     }
 
     var emitted: [SessionOutput] { log.compactMap { if case let .emit(o) = $0 { return o } else { return nil } } }
-    var measurements: [MeasurementRecord] { emitted.compactMap { if case let .measurement(r) = $0 { return r } else { return nil } } }
+    var measurements: [MeasurementRecord] {
+        emitted.compactMap { if case let .measurement(r) = $0 { return r } else { return nil } }
+    }
     var outcome: SessionOutcome? { if case let .done(o) = m.state { return o } else { return nil } }
 }
 
@@ -82,16 +98,20 @@ struct SessionMachineTests {
             default: nil
             }
         }
-        #expect(requests == [
-            "connect", "discover", "read bloodPressureFeature", "read manufacturerName", "read modelNumber",
-            "write currentTime", "subscribe intermediateCuffPressure notify", "subscribe bloodPressureMeasurement indicate",
-            "write cuffControl",
-        ])
+        #expect(
+            requests == [
+                "connect", "discover", "read bloodPressureFeature", "read manufacturerName", "read modelNumber",
+                "write currentTime", "subscribe intermediateCuffPressure notify",
+                "subscribe bloodPressureMeasurement indicate",
+                "write cuffControl",
+            ])
         #expect(h.m.device.manufacturer == "Cuffco")
         #expect(h.m.device.features == .allVersion10)
         // The Current Time written is the event's wall clock (UTC offset 0 here), a valid 10-byte value.
         let cts = h.log.compactMap { if case let .write(.currentTime, v) = $0 { return v } else { return nil } }.first!
-        #expect(try CurrentTime.decode(cts[...]).value.dateTime.iso8601 == DateTime(unixSeconds: t(0.0).wallMicros / 1_000_000).iso8601)
+        #expect(
+            try CurrentTime.decode(cts[...]).value.dateTime.iso8601
+                == DateTime(unixSeconds: t(0.0).wallMicros / 1_000_000).iso8601)
     }
 
     @Test func measurementProgressResultThenSettle() {
@@ -102,7 +122,10 @@ struct SessionMachineTests {
         }
         #expect(h.m.state == .measuring(.deflating))
         let progress = h.emitted.compactMap { if case let .progress(p) = $0 { return p } else { return nil } }
-        #expect(progress.map(\.phase) == [.inflating, .inflating, .inflating, .inflating, .inflating, .deflating, .deflating])
+        #expect(
+            progress.map(\.phase) == [
+                .inflating, .inflating, .inflating, .inflating, .inflating, .deflating, .deflating,
+            ])
         #expect(progress.map { $0.cuffPressure.doubleValue } == [20, 60, 120, 160, 158, 140, 100])
         #expect(progress.last!.elapsed == 1.5)
         let a = h.send(.indication(.bloodPressureMeasurement, hx(bpmHex), t(5)))
@@ -150,11 +173,14 @@ struct SessionMachineTests {
         c.lastSequenceNumber = 4
         var h = Harness(c)
         h.toReady(profile: bps11Profile)
-        let racp = h.log.compactMap { if case let .write(.recordAccessControlPoint, v) = $0 { return v } else { return nil } }
+        let racp = h.log.compactMap {
+            if case let .write(.recordAccessControlPoint, v) = $0 { return v } else { return nil }
+        }
         #expect(racp == [hx("01 03 01 05 00")])
         #expect(h.m.state == .receivingStoredRecords)
         let inner = EnhancedBloodPressureMeasurement(
-            kind: .measurement(systolic: SFloat(118), diastolic: SFloat(76), meanArterialPressure: SFloat(90)), timestamp: 800_000_000, userID: 1)
+            kind: .measurement(systolic: SFloat(118), diastolic: SFloat(76), meanArterialPressure: SFloat(90)),
+            timestamp: 800_000_000, userID: 1)
         let rec = BloodPressureRecord(sequenceNumber: 5, recorded: inner.encode())
         _ = h.send(.indication(.bloodPressureRecord, [3] + rec.encodeBody(), t(1)))
         _ = h.send(.indication(.recordAccessControlPoint, hx("06 00 01 01"), t(1.1)))
@@ -239,7 +265,8 @@ struct SessionMachineTests {
         case "connecting": _ = h.send(.start(t(0)))
         case "securing": _ = h.send(.start(t(0))); _ = h.send(.connected(t(0.1)))
         case "discovering": _ = h.send(.start(t(0))); _ = h.send(.connected(t(0.1)))
-        case "configuring": _ = h.send(.start(t(0))); _ = h.send(.connected(t(0.1))); _ = h.send(.discovered(fullProfile, t(0.2)))
+        case "configuring":
+            _ = h.send(.start(t(0))); _ = h.send(.connected(t(0.1))); _ = h.send(.discovered(fullProfile, t(0.2)))
         case "receiving_stored_records":
             h.toReady(); _ = h.send(.indication(.bloodPressureMeasurement, hx(bpmHex), t(1)))
         case "ready": h.toReady()
@@ -249,14 +276,18 @@ struct SessionMachineTests {
             h.toReady(); _ = h.send(.notification(.intermediateCuffPressure, icp(40), t(1)))
             _ = h.send(.indication(.bloodPressureMeasurement, hx(bpmHex), t(2)))
         case "stopping":
-            h.toReady(); _ = h.send(.notification(.intermediateCuffPressure, icp(40), t(1))); _ = h.send(.stopRequested(t(1.5)))
+            h.toReady(); _ = h.send(.notification(.intermediateCuffPressure, icp(40), t(1)));
+            _ = h.send(.stopRequested(t(1.5)))
         default: Issue.record("unknown state \(state)")
         }
         #expect(h.m.state.name.hasPrefix(state), "reached \(h.m.state.name), wanted \(state)")
         return h
     }
 
-    static let states = ["idle", "connecting", "securing", "discovering", "configuring", "receiving_stored_records", "ready", "measuring", "result", "stopping"]
+    static let states = [
+        "idle", "connecting", "securing", "discovering", "configuring", "receiving_stored_records", "ready",
+        "measuring", "result", "stopping",
+    ]
 
     @Test(arguments: states)
     func stopFromEveryState(state: String) {
@@ -320,10 +351,12 @@ struct SessionMachineTests {
         var buffer: [CuffSessionMachine.Action] = [.log("left by the caller")]
         let events: [CuffSessionMachine.Event] = [
             .start(t(0)), .connected(t(0.1)), .discovered(fullProfile, t(0.2)),
-            .readCompleted(.bloodPressureFeature, [0x3F, 0], t(0.3)), .readCompleted(.manufacturerName, Array("Cuffco".utf8), t(0.4)),
+            .readCompleted(.bloodPressureFeature, [0x3F, 0], t(0.3)),
+            .readCompleted(.manufacturerName, Array("Cuffco".utf8), t(0.4)),
             .readCompleted(.modelNumber, Array("M".utf8), t(0.5)), .writeCompleted(.currentTime, t(0.6)),
             .subscribed(.intermediateCuffPressure, t(0.7)), .subscribed(.bloodPressureMeasurement, t(0.8)),
-            .notification(.intermediateCuffPressure, icp(40), t(1)), .indication(.bloodPressureMeasurement, hx(bpmHex), t(2)),
+            .notification(.intermediateCuffPressure, icp(40), t(1)),
+            .indication(.bloodPressureMeasurement, hx(bpmHex), t(2)),
             .tick(t(10)),
         ]
         var all: [CuffSessionMachine.Action] = []
@@ -352,7 +385,8 @@ struct SessionMachineTests {
         #expect(h.m.state == .stopping)
         // Cuff pressure after the stop still belongs to the same measurement: its elapsed time
         // counts from the first value (t = 1), and the phase stays deflating.
-        let p = h.m.progress(notified: .intermediateCuffPressure, UnsafeRawBufferPointer(start: nil, count: 0), at: t(7))
+        let p = h.m.progress(
+            notified: .intermediateCuffPressure, UnsafeRawBufferPointer(start: nil, count: 0), at: t(7))
         #expect(p == nil)  // an empty value does not decode: nothing changes
         let value = icp(130)
         let q = value.withUnsafeBytes { h.m.progress(notified: .intermediateCuffPressure, $0, at: t(7)) }

@@ -16,11 +16,14 @@ final class Collected {
 /// The in-process simulated link on its virtual clock: deterministic, and instant.
 @Suite("Simulated link (virtual time)")
 struct SimulatedLinkTests {
-    func run(_ scenario: Scenario, persona: Persona = .bps10, requireEncryption: Bool = false, seed: UInt64 = 9) -> (SessionOutcome, Collected) {
+    func run(_ scenario: Scenario, persona: Persona = .bps10, requireEncryption: Bool = false, seed: UInt64 = 9) -> (
+        SessionOutcome, Collected
+    ) {
         let c = Collected()
         let link = SimulatedLink(
             simulator: SimulatorConfiguration(scenario: scenario, persona: persona, seed: seed, autostart: true),
-            session: CuffSessionConfiguration(address: "simulated"), hooks: SessionHooks(emit: { c.items.append($0) }, log: c.recorder.logger()),
+            session: CuffSessionConfiguration(address: "simulated"),
+            hooks: SessionHooks(emit: { c.items.append($0) }, log: c.recorder.logger()),
             speed: nil, requireEncryption: requireEncryption, wallStartMicros: 1_790_000_000_000_000)
         return (link.run(), c)
     }
@@ -48,8 +51,12 @@ struct SimulatedLinkTests {
         // Inflation ~15 mmHg/s to 30–40 above systolic, deflation ~3 mmHg/s.
         let p = c.items.compactMap { if case let .progress(p) = $0 { p } else { nil } }
         let peakIndex = p.indices.max { (p[$0].cuffPressure.doubleValue ?? 0) < (p[$1].cuffPressure.doubleValue ?? 0) }!
-        let inflateRate = (p[peakIndex].cuffPressure.doubleValue! - p[0].cuffPressure.doubleValue!) / (p[peakIndex].elapsed - p[0].elapsed)
-        let deflateRate = (p[peakIndex].cuffPressure.doubleValue! - p.last!.cuffPressure.doubleValue!) / (p.last!.elapsed - p[peakIndex].elapsed)
+        let inflateRate =
+            (p[peakIndex].cuffPressure.doubleValue! - p[0].cuffPressure.doubleValue!)
+            / (p[peakIndex].elapsed - p[0].elapsed)
+        let deflateRate =
+            (p[peakIndex].cuffPressure.doubleValue! - p.last!.cuffPressure.doubleValue!)
+            / (p.last!.elapsed - p[peakIndex].elapsed)
         #expect((12...18).contains(inflateRate))
         #expect((2.5...3.5).contains(deflateRate))
         let m = c.items.compactMap { if case let .measurement(m) = $0 { m } else { nil } }.first!

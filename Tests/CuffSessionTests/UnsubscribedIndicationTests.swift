@@ -31,8 +31,10 @@ struct UnsubscribedIndicationTests {
     /// Serves the database; once `trigger` says so (given the PDUs the client sent so far), sends
     /// one indication of `value` at `handle` and waits up to 3 s for the client's confirmation.
     /// Returns whether it came.
-    static func serve(_ b: UnixSeqpacketBearer, _ db: AttributeDatabase, indicateAt handle: UInt16, value: [UInt8] = reading,
-                      when trigger: @escaping ([[UInt8]]) -> Bool) -> Bool {
+    static func serve(
+        _ b: UnixSeqpacketBearer, _ db: AttributeDatabase, indicateAt handle: UInt16, value: [UInt8] = reading,
+        when trigger: @escaping ([[UInt8]]) -> Bool
+    ) -> Bool {
         var server = GATTServer(database: db)
         var seen: [[UInt8]] = []
         var sent = false
@@ -60,12 +62,13 @@ struct UnsubscribedIndicationTests {
     @Test func aMeasurementIndicatedOnASecondInstanceIsKeptThenConfirmed() throws {
         let (db, first, second) = Self.database()
         let confirmed = Box(false)
-        let (_, outputs, logs) = try runAgainst({ b in
-            // After the client wrote the first instance's CCCD (Write Request to first + 1).
-            confirmed.value = Self.serve(b, db, indicateAt: second) { seen in
-                seen.contains { $0.count >= 3 && $0[0] == 0x12 && UInt16($0[1]) | UInt16($0[2]) << 8 == first + 1 }
-            }
-        }, timeout: .seconds(10))
+        let (_, outputs, logs) = try runAgainst(
+            { b in
+                // After the client wrote the first instance's CCCD (Write Request to first + 1).
+                confirmed.value = Self.serve(b, db, indicateAt: second) { seen in
+                    seen.contains { $0.count >= 3 && $0[0] == 0x12 && UInt16($0[1]) | UInt16($0[2]) << 8 == first + 1 }
+                }
+            }, timeout: .seconds(10))
         let kept = Self.measurements(outputs)
         #expect(confirmed.value, "\(logs)")
         #expect(kept.count == 1 && kept.first?.systolic.doubleValue == 120, "confirmed but not kept: \(logs)")
@@ -75,10 +78,11 @@ struct UnsubscribedIndicationTests {
     @Test func aMeasurementIndicatedBeforeDiscoveryEndedIsKeptThenConfirmed() throws {
         let (db, first, _) = Self.database()
         let confirmed = Box(false)
-        let (_, outputs, logs) = try runAgainst({ b in
-            // Right after the MTU exchange, before the client knows any handle.
-            confirmed.value = Self.serve(b, db, indicateAt: first) { seen in seen.count == 1 }
-        }, timeout: .seconds(10))
+        let (_, outputs, logs) = try runAgainst(
+            { b in
+                // Right after the MTU exchange, before the client knows any handle.
+                confirmed.value = Self.serve(b, db, indicateAt: first) { seen in seen.count == 1 }
+            }, timeout: .seconds(10))
         let kept = Self.measurements(outputs)
         #expect(confirmed.value, "\(logs)")
         #expect(kept.count == 1, "confirmed but not kept: \(logs)")
@@ -87,11 +91,12 @@ struct UnsubscribedIndicationTests {
     @Test func anIndicationFromAHandleThatIsNoCharacteristicIsNotConfirmed() throws {
         let (db, first, _) = Self.database()
         let confirmed = Box(true)
-        let (_, outputs, logs) = try runAgainst({ b in
-            confirmed.value = Self.serve(b, db, indicateAt: 0x0777) { seen in
-                seen.contains { $0.count >= 3 && $0[0] == 0x12 && UInt16($0[1]) | UInt16($0[2]) << 8 == first + 1 }
-            }
-        }, timeout: .seconds(10))
+        let (_, outputs, logs) = try runAgainst(
+            { b in
+                confirmed.value = Self.serve(b, db, indicateAt: 0x0777) { seen in
+                    seen.contains { $0.count >= 3 && $0[0] == 0x12 && UInt16($0[1]) | UInt16($0[2]) << 8 == first + 1 }
+                }
+            }, timeout: .seconds(10))
         #expect(!confirmed.value, "\(logs)")
         #expect(Self.measurements(outputs).isEmpty)
         #expect(logs.contains { $0.contains("0x777") && $0.contains("not confirmed") }, "\(logs)")

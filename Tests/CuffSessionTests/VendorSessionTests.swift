@@ -9,12 +9,18 @@ import GATT
 /// state machine; the actions of one are the events of the other).
 @Suite("Vendor-protocol sessions ↔ personas")
 struct VendorSessionTests {
-    static func record(_ s: UInt8, _ d: UInt8, _ p: UInt8, _ y: UInt16, _ mo: UInt8, _ da: UInt8, _ h: UInt8, _ mi: UInt8) -> Microlife.Record {
-        Microlife.Record(systolic: s, diastolic: d, pulse: p, time: DateTime(year: y, month: mo, day: da, hours: h, minutes: mi, seconds: 0))
+    static func record(
+        _ s: UInt8, _ d: UInt8, _ p: UInt8, _ y: UInt16, _ mo: UInt8, _ da: UInt8, _ h: UInt8, _ mi: UInt8
+    ) -> Microlife.Record {
+        Microlife.Record(
+            systolic: s, diastolic: d, pulse: p,
+            time: DateTime(year: y, month: mo, day: da, hours: h, minutes: mi, seconds: 0))
     }
 
     /// Runs the session against the cuff until it finishes; returns the readings and the outcome.
-    static func run(_ cuff: inout MicrolifeCuff, setTime: Int64?) -> (readings: [VendorReading], outcome: SessionOutcome?, notifications: Int) {
+    static func run(_ cuff: inout MicrolifeCuff, setTime: Int64?) -> (
+        readings: [VendorReading], outcome: SessionOutcome?, notifications: Int
+    ) {
         var s = MicrolifeSession(setTime: setTime)
         var readings: [VendorReading] = []
         var outcome: SessionOutcome?
@@ -50,7 +56,8 @@ struct VendorSessionTests {
 
     @Test func microlifeDownload() {
         var cuff = MicrolifeCuff(slots: [
-            Self.record(120, 80, 60, 2024, 6, 15, 14, 30), nil, Self.record(110, 70, 65, 2024, 0, 15, 14, 30), Self.record(130, 85, 70, 2025, 1, 2, 3, 4),
+            Self.record(120, 80, 60, 2024, 6, 15, 14, 30), nil, Self.record(110, 70, 65, 2024, 0, 15, 14, 30),
+            Self.record(130, 85, 70, 2025, 1, 2, 3, 4),
         ])
         let r = Self.run(&cuff, setTime: 1_767_254_400)  // 2026-01-01T08:00:00
         #expect(r.readings.map(\.systolic) == [120, 130])
@@ -94,7 +101,10 @@ struct VendorSessionTests {
     }
 
     @Test func yonkerResult() {
-        var cuff = YonkerCuff(result: Yonker.Result(systolic: 131, diastolic: 103, pulse: 81, time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0)))
+        var cuff = YonkerCuff(
+            result: Yonker.Result(
+                systolic: 131, diastolic: 103, pulse: 81,
+                time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0)))
         var s = YonkerSession(settle: .seconds(2))
         #expect(s.handle(.start(t(0))) == [.subscribe("CDEACD81-5235-4C07-8846-93A37EE6B86D")])
         _ = s.handle(.subscribed(t(0.1)))
@@ -178,18 +188,26 @@ struct VendorATTTests {
     }
 
     @Test func microlifeDownloadOverATT() {
-        let slots: [Microlife.Record?] = [VendorSessionTests.record(120, 80, 60, 2024, 6, 15, 14, 30), nil, VendorSessionTests.record(130, 85, 70, 2025, 1, 2, 3, 4)]
+        let slots: [Microlife.Record?] = [
+            VendorSessionTests.record(120, 80, 60, 2024, 6, 15, 14, 30), nil,
+            VendorSessionTests.record(130, 85, 70, 2025, 1, 2, 3, 4),
+        ]
         var cuff = VendorCuffPeripheral(.microlife(MicrolifeCuff(slots: slots)), name: "BP3GY1-2N")
         var central = VendorCentral(.microlife(MicrolifeSession(setTime: 1_767_254_400)))
         let r = Self.run(&central, &cuff)
-        #expect(r.readings.map { "\($0.systolic)/\($0.diastolic) \($0.pulse) \($0.timestamp ?? "-")" } == ["120/80 60 2024-06-15T14:30:00", "130/85 70 2025-01-02T03:04:00"])
+        #expect(
+            r.readings.map { "\($0.systolic)/\($0.diastolic) \($0.pulse) \($0.timestamp ?? "-")" } == [
+                "120/80 60 2024-06-15T14:30:00", "130/85 70 2025-01-02T03:04:00",
+            ])
         #expect(r.outcome == .completed, "\(r.logs)")
         #expect(r.logs.contains("Microlife cuff: goodbye"))
         if case let .microlife(c) = cuff.kind { #expect(c.clock?.year == 2026) }
     }
 
     @Test func yonkerResultOverATT() {
-        let result = Yonker.Result(systolic: 131, diastolic: 103, pulse: 81, time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0))
+        let result = Yonker.Result(
+            systolic: 131, diastolic: 103, pulse: 81,
+            time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0))
         var cuff = VendorCuffPeripheral(.yonker(YonkerCuff(result: result)), name: "YK-IBPA1")
         var central = VendorCentral(.yonker(YonkerSession(settle: .seconds(1))))
         let r = Self.run(&central, &cuff)
@@ -200,7 +218,9 @@ struct VendorATTTests {
 
     /// The wrong cuff for the session: the vendor characteristic is missing; the session says so.
     @Test func missingCharacteristic() {
-        let result = Yonker.Result(systolic: 131, diastolic: 103, pulse: 81, time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0))
+        let result = Yonker.Result(
+            systolic: 131, diastolic: 103, pulse: 81,
+            time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0))
         var cuff = VendorCuffPeripheral(.yonker(YonkerCuff(result: result)), name: "YK-IBPA1")
         var central = VendorCentral(.microlife(MicrolifeSession(setTime: nil)))
         let r = Self.run(&central, &cuff)
@@ -213,22 +233,36 @@ struct VendorATTTests {
 @Suite("Vendor protocols in the registry")
 struct VendorRegistryTests {
     static func microlifeService() -> GATTProfile.Service {
-        GATTProfile.Service(uuid: BluetoothUUID(0xFFF0), handle: 20, endHandle: 26, characteristics: [
-            GATTProfile.Characteristic(uuid: BluetoothUUID(0xFFF1), properties: .notify, declarationHandle: 21, valueHandle: 22, cccdHandle: 23),
-            GATTProfile.Characteristic(uuid: BluetoothUUID(0xFFF2), properties: .write, declarationHandle: 24, valueHandle: 25),
-        ])
+        GATTProfile.Service(
+            uuid: BluetoothUUID(0xFFF0), handle: 20, endHandle: 26,
+            characteristics: [
+                GATTProfile.Characteristic(
+                    uuid: BluetoothUUID(0xFFF1), properties: .notify, declarationHandle: 21, valueHandle: 22,
+                    cccdHandle: 23),
+                GATTProfile.Characteristic(
+                    uuid: BluetoothUUID(0xFFF2), properties: .write, declarationHandle: 24, valueHandle: 25),
+            ])
     }
 
     @Test func choices() {
         let r = CuffProtocolRegistry.builtIn
         let bps = GATTProfile.Service(uuid: BluetoothUUID(0x1810), handle: 1, endHandle: 10)
         let yonker = GATTProfile.Service(uuid: BluetoothUUID(Yonker.serviceUUID)!, handle: 30, endHandle: 33)
-        #expect(r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [Self.microlifeService()])))?.id == "microlife")
+        #expect(
+            r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [Self.microlifeService()])))?.id
+                == "microlife")
         #expect(r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [yonker])))?.id == "yonker")
         // A standard cuff that also has an fff0 service stays with the standard session.
-        #expect(r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [bps, Self.microlifeService()]))) == nil)
+        #expect(
+            r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [bps, Self.microlifeService()]))) == nil)
         // An fff0 service without the Microlife characteristics is nobody's.
-        #expect(r.handOver(from: .bps, DeviceOffer(profile: GATTProfile(services: [GATTProfile.Service(uuid: BluetoothUUID(0xFFF0), handle: 1, endHandle: 3)]))) == nil)
+        #expect(
+            r.handOver(
+                from: .bps,
+                DeviceOffer(
+                    profile: GATTProfile(services: [
+                        GATTProfile.Service(uuid: BluetoothUUID(0xFFF0), handle: 1, endHandle: 3)
+                    ]))) == nil)
         #expect(r.select(DeviceOffer(name: "BP3GY1-2N")).id == "microlife")
         #expect(r.select(DeviceOffer(name: "YK-IBPA1")).id == "yonker")
         #expect(r.select(DeviceOffer(advertisedServices: [BluetoothUUID(Yonker.serviceUUID)!])).id == "yonker")
@@ -241,13 +275,21 @@ struct VendorRegistryTests {
 struct VendorRebuildTests {
     @Test func roundTrips() {
         let m = VendorReading.rebuild(protocolName: "microlife", raw: [120, 80, 60, 24, 6, 15, 14, 30], stored: true)
-        #expect(m == VendorReading(protocolName: "microlife", systolic: 120, diastolic: 80, pulse: 60, timestamp: "2024-06-15T14:30:00", stored: true, raw: [120, 80, 60, 24, 6, 15, 14, 30]))
+        #expect(
+            m
+                == VendorReading(
+                    protocolName: "microlife", systolic: 120, diastolic: 80, pulse: 60,
+                    timestamp: "2024-06-15T14:30:00", stored: true, raw: [120, 80, 60, 24, 6, 15, 14, 30]))
         let y: [UInt8] = [0x81, 0x83, 0x67, 0x51, 0, 0, 0x19, 0x0B, 0x18, 0x13, 0x12, 0, 0, 0, 0]
-        #expect(VendorReading.rebuild(protocolName: "yonker", raw: y, stored: false)?.timestamp == "2024-11-25T19:18:00")
+        #expect(
+            VendorReading.rebuild(protocolName: "yonker", raw: y, stored: false)?.timestamp == "2024-11-25T19:18:00")
         // Not a reading: wrong length, an empty slot, an impossible date, progress, another name.
         #expect(VendorReading.rebuild(protocolName: "microlife", raw: [120, 80, 60], stored: true) == nil)
-        #expect(VendorReading.rebuild(protocolName: "microlife", raw: [0, 0, 0, 24, 6, 15, 14, 30], stored: true) == nil)
-        #expect(VendorReading.rebuild(protocolName: "microlife", raw: [120, 80, 60, 24, 13, 15, 14, 30], stored: true) == nil)
+        #expect(
+            VendorReading.rebuild(protocolName: "microlife", raw: [0, 0, 0, 24, 6, 15, 14, 30], stored: true) == nil)
+        #expect(
+            VendorReading.rebuild(protocolName: "microlife", raw: [120, 80, 60, 24, 13, 15, 14, 30], stored: true)
+                == nil)
         #expect(VendorReading.rebuild(protocolName: "yonker", raw: [0x82] + y.dropFirst(), stored: false) == nil)
         #expect(VendorReading.rebuild(protocolName: "omron", raw: y, stored: false) == nil)
     }

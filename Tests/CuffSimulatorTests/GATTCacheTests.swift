@@ -17,7 +17,10 @@ struct GATTCacheTests {
     final class Dir {
         let path: String
         init() throws {
-            path = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-gatt-\(UUID().uuidString.prefix(8))").path
+            path =
+                FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "cuff-gatt-\(UUID().uuidString.prefix(8))"
+                ).path
         }
         deinit { try? FileManager.default.removeItem(atPath: path) }
         var store: GATTCacheStore { GATTCacheStore(directory: path + "/gatt") }
@@ -31,10 +34,13 @@ struct GATTCacheTests {
     }
 
     /// One session against a new simulated cuff made from `sim`.
-    static func session(_ sim: SimulatorConfiguration, cache: GATTCacheStore?) throws -> (run: SocketRun, end: SessionRecord, reading: MeasurementRecord) {
+    static func session(_ sim: SimulatorConfiguration, cache: GATTCacheStore?) throws -> (
+        run: SocketRun, end: SessionRecord, reading: MeasurementRecord
+    ) {
         let logs = LogRecorder()
-        let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil,
-                                      log: logs.logger())
+        let driver = PeripheralDriver(
+            peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil,
+            log: logs.logger())
         let r = try SocketRun.run(driver: driver, logs: logs, gattCache: cache)
         let end = try #require(r.sessions.last)
         #expect(end.event == .end && r.outcome == .completed, "\(r.logs.suffix(6))")
@@ -46,7 +52,8 @@ struct GATTCacheTests {
     /// and what is known of the device (from the cache or read from it).
     static func same(_ a: MeasurementRecord, _ b: MeasurementRecord) -> Bool {
         a.systolic == b.systolic && a.diastolic == b.diastolic && a.meanArterialPressure == b.meanArterialPressure
-            && a.pulseRate == b.pulseRate && a.status == b.status && a.userID == b.userID && a.device == b.device && a.stored == b.stored
+            && a.pulseRate == b.pulseRate && a.status == b.status && a.userID == b.userID && a.device == b.device
+            && a.stored == b.stored
     }
 
     @Test func aKnownCuffNeedsAtMostFourRequestsBeforeItsReading() throws {
@@ -62,9 +69,13 @@ struct GATTCacheTests {
         let second = try Self.session(Self.simulator(), cache: dir.store)
         #expect(second.end.gattCache == .hit)
         #expect((second.end.attRequestsBeforeReading ?? 99) <= 4 && second.end.attRequests == 3, "\(second.run.logs)")
-        #expect(Self.same(first.reading, second.reading), "\(first.reading.json.serialized()) vs \(second.reading.json.serialized())")
+        #expect(
+            Self.same(first.reading, second.reading),
+            "\(first.reading.json.serialized()) vs \(second.reading.json.serialized())")
         #expect(second.end.device == first.end.device && second.end.device.features == first.end.device.features)
-        #expect(second.end.json.serialized().contains(#""att_requests":3,"att_requests_before_reading":3,"gatt_cache":"hit""#))
+        #expect(
+            second.end.json.serialized().contains(
+                #""att_requests":3,"att_requests_before_reading":3,"gatt_cache":"hit""#))
         // The clock was written on its cached handle: the cuff stamps the reading with today's date.
         let today = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
         #expect(second.reading.timestamp?.hasPrefix(today) == true, "\(second.reading.timestamp ?? "-")")
@@ -77,14 +88,16 @@ struct GATTCacheTests {
     @Test func movedHandlesWithoutAHashFallBackToDiscoveryAndKeepTheReading() throws {
         let dir = try Dir()
         let first = try Self.session(Self.simulator(), cache: dir.store)
-        let oldBPM = try #require(dir.store.load(address: "unix:socketpair")?.profile.characteristic(BluetoothUUID(0x2A35))?.valueHandle)
+        let oldBPM = try #require(
+            dir.store.load(address: "unix:socketpair")?.profile.characteristic(BluetoothUUID(0x2A35))?.valueHandle)
         // A firmware update moved every handle past the old ones: the first cached request fails.
         let moved = try Self.session(Self.simulator { $0.handleGap = 0x80 }, cache: dir.store)
         #expect(moved.end.gattCache == .stale, "\(moved.run.logs)")
         #expect(moved.run.logs.contains { $0.contains("at its cached handle failed") && $0.contains("Invalid Handle") })
         #expect(Self.same(first.reading, moved.reading))
         #expect((moved.end.attRequests ?? 0) > 22)
-        let newBPM = try #require(dir.store.load(address: "unix:socketpair")?.profile.characteristic(BluetoothUUID(0x2A35))?.valueHandle)
+        let newBPM = try #require(
+            dir.store.load(address: "unix:socketpair")?.profile.characteristic(BluetoothUUID(0x2A35))?.valueHandle)
         #expect(newBPM == oldBPM + 0x80)
         // The rewritten cache serves the next session.
         let again = try Self.session(Self.simulator { $0.handleGap = 0x80 }, cache: dir.store)
@@ -94,7 +107,9 @@ struct GATTCacheTests {
 
     @Test func theDatabaseHashIsCheckedFirstAndAChangeRediscovers() throws {
         let dir = try Dir()
-        let withHash = Self.simulator { $0.databaseHash = true; $0.serviceChanged = true }
+        let withHash = Self.simulator {
+            $0.databaseHash = true; $0.serviceChanged = true
+        }
         let first = try Self.session(withHash, cache: dir.store)
         #expect(first.end.gattCache == .miss)
         // What a session without the cache sends, then the hash read and the Service Changed
@@ -105,7 +120,9 @@ struct GATTCacheTests {
         #expect(kept.databaseHash?.count == 16 && kept.serviceChangedHandle != nil)
 
         let second = try Self.session(withHash, cache: dir.store)
-        #expect(second.end.gattCache == .hit && second.end.attRequests == 4 && (second.end.attRequestsBeforeReading ?? 99) <= 4)
+        #expect(
+            second.end.gattCache == .hit && second.end.attRequests == 4
+                && (second.end.attRequestsBeforeReading ?? 99) <= 4)
         #expect(Self.same(first.reading, second.reading))
 
         var moved = withHash
@@ -124,7 +141,10 @@ struct GATTCacheTests {
         let off = try Self.session(Self.simulator { $0.serviceChanged = true }, cache: nil)
         #expect(first.end.gattCache == .miss && first.end.attRequests == off.end.attRequests.map { $0 + 1 })
         // Same handles, but the cuff says its database changed: the session must not trust the cache.
-        let told = try Self.session(Self.simulator { $0.serviceChanged = true; $0.indicatesServiceChanged = true }, cache: dir.store)
+        let told = try Self.session(
+            Self.simulator {
+                $0.serviceChanged = true; $0.indicatesServiceChanged = true
+            }, cache: dir.store)
         #expect(told.end.gattCache == .stale, "\(told.run.logs)")
         #expect(told.run.logs.contains { $0.contains("indicated Service Changed: discovering") })
         #expect(Self.same(first.reading, told.reading))
@@ -151,19 +171,25 @@ struct GATTCacheTests {
 @Suite("GATT cache file")
 struct LearnedCuffFileTests {
     @Test func roundTripsThroughItsText() throws {
-        var profile = GATTProfile(services: [GATTProfile.Service(uuid: BluetoothUUID(0x1810), handle: 5, endHandle: 12)])
+        var profile = GATTProfile(services: [GATTProfile.Service(uuid: BluetoothUUID(0x1810), handle: 5, endHandle: 12)]
+        )
         profile.services[0].characteristics = [
-            GATTProfile.Characteristic(uuid: BluetoothUUID(0x2A35), properties: .indicate, declarationHandle: 6, valueHandle: 7, cccdHandle: 8),
-            GATTProfile.Characteristic(uuid: BluetoothUUID("f000aa01-0451-4000-b000-000000000000")!, properties: [.read, .write],
-                                       declarationHandle: 9, valueHandle: 10),
+            GATTProfile.Characteristic(
+                uuid: BluetoothUUID(0x2A35), properties: .indicate, declarationHandle: 6, valueHandle: 7, cccdHandle: 8),
+            GATTProfile.Characteristic(
+                uuid: BluetoothUUID("f000aa01-0451-4000-b000-000000000000")!, properties: [.read, .write],
+                declarationHandle: 9, valueHandle: 10),
         ]
-        let learned = LearnedCuff(address: "unix:/tmp/a b.sock", mtu: 185, databaseHash: Array(0..<16), profile: profile,
-                                  values: [.serialNumber: Array("SN 1".utf8), .modelNumber: []])
+        let learned = LearnedCuff(
+            address: "unix:/tmp/a b.sock", mtu: 185, databaseHash: Array(0..<16), profile: profile,
+            values: [.serialNumber: Array("SN 1".utf8), .modelNumber: []])
         let text = learned.encoded
         #expect(try LearnedCuff(parsing: text) == learned)
         #expect(!text.contains("a b"))  // strings in hex: nothing to escape
         #expect(throws: LearnedCuffError(.malformedLine, line: 5)) {
-            try LearnedCuff(parsing: text.replacingOccurrences(of: "service 1810 0x0005 0x000C", with: "service 1810 0x000C 0x0005"))
+            try LearnedCuff(
+                parsing: text.replacingOccurrences(of: "service 1810 0x0005 0x000C", with: "service 1810 0x000C 0x0005")
+            )
         }
         #expect(throws: LearnedCuffError(.incomplete, line: 1)) { try LearnedCuff(parsing: LearnedCuff.magic + "\n") }
     }
@@ -171,7 +197,8 @@ struct LearnedCuffFileTests {
     @Test func oneFilePerAddressBesideTheBondStore() {
         let env: [String: String] = ["XDG_STATE_HOME": "/state", "HOME": "/home/u"]
         #expect(GATTCacheStore.defaultDirectory(bonds: nil) { env[$0] } == "/state/cuff/gatt")
-        #expect(GATTCacheStore.defaultDirectory(bonds: nil) { ["HOME": "/home/u"][$0] } == "/home/u/.local/state/cuff/gatt")
+        #expect(
+            GATTCacheStore.defaultDirectory(bonds: nil) { ["HOME": "/home/u"][$0] } == "/home/u/.local/state/cuff/gatt")
         #expect(GATTCacheStore.defaultDirectory(bonds: "/var/lib/cuff/bonds") { env[$0] } == "/var/lib/cuff/gatt")
         let store = GATTCacheStore(directory: "/c")
         let a = store.path(address: "unix:/tmp/cuffs/a.sock"), b = store.path(address: "unix:/tmp/cuffs_a.sock")

@@ -9,10 +9,15 @@ import Omron
 @Suite("Simulated cuff, byte for byte")
 struct PeripheralBytesTests {
     func hx(_ s: String) -> [UInt8] { Hex.decode(s)! }
-    func sent(_ out: [CuffPeripheral.Output]) -> [String] { out.compactMap { if case let .send(p) = $0 { Hex.encode(p) } else { nil } } }
+    func sent(_ out: [CuffPeripheral.Output]) -> [String] {
+        out.compactMap { if case let .send(p) = $0 { Hex.encode(p) } else { nil } }
+    }
 
-    func peripheral(_ scenario: Scenario = .normal, persona: Persona = .bps10, autostart: Bool = false) -> CuffPeripheral {
-        var p = CuffPeripheral(configuration: SimulatorConfiguration(scenario: scenario, persona: persona, seed: 3, autostart: autostart))
+    func peripheral(_ scenario: Scenario = .normal, persona: Persona = .bps10, autostart: Bool = false)
+        -> CuffPeripheral
+    {
+        var p = CuffPeripheral(
+            configuration: SimulatorConfiguration(scenario: scenario, persona: persona, seed: 3, autostart: autostart))
         _ = p.connected(now: .zero)
         return p
     }
@@ -24,7 +29,11 @@ struct PeripheralBytesTests {
         #expect(CuffPeripheral(configuration: c).server.transactionTimeoutHere == .seconds(30))
         c.timeScale = 6
         #expect(CuffPeripheral(configuration: c).server.transactionTimeoutHere == .seconds(180))
-        #expect(OmronPeripheral(configuration: { var o = c; o.omron = OmronSimulation(profile: OmronCatalog.profile(named: "HEM-7361T")!); return o }())?.server.transactionTimeoutHere == .seconds(180))
+        #expect(
+            OmronPeripheral(
+                configuration: {
+                    var o = c; o.omron = OmronSimulation(profile: OmronCatalog.profile(named: "HEM-7361T")!); return o
+                }())?.server.transactionTimeoutHere == .seconds(180))
         c.timeScale = 0.5
         #expect(c.transactionTimeout == .seconds(30))
         c.timeScale = .nan
@@ -36,9 +45,15 @@ struct PeripheralBytesTests {
         // Exchange MTU 247 → server MTU 247.
         #expect(sent(p.receive(hx("02 F7 00"), now: .zero)) == ["03f700"])
         // Read By Group Type (primary service) over everything: GAP, BPS, DIS, CTS as 16-bit groups.
-        #expect(sent(p.receive(hx("10 01 00 FF FF 00 28"), now: .zero)) == ["110601000300001804000c0010180d0015000a18160019000518"])
+        #expect(
+            sent(p.receive(hx("10 01 00 FF FF 00 28"), now: .zero)) == [
+                "110601000300001804000c0010180d0015000a18160019000518"
+            ])
         // The next range starts after CTS: the vendor service with its 128-bit UUID.
-        #expect(sent(p.receive(hx("10 1A 00 FF FF 00 28"), now: .zero)) == ["11141a001c00f1c0000000000080004d49536666756 3".replacingOccurrences(of: " ", with: "")])
+        #expect(
+            sent(p.receive(hx("10 1A 00 FF FF 00 28"), now: .zero)) == [
+                "11141a001c00f1c0000000000080004d49536666756 3".replacingOccurrences(of: " ", with: "")
+            ])
         // Past the end: Attribute Not Found.
         #expect(sent(p.receive(hx("10 1D 00 FF FF 00 28"), now: .zero)) == ["01101d000a"])
         #expect(p.handles[.bloodPressureMeasurement] == 6)
@@ -53,7 +68,8 @@ struct PeripheralBytesTests {
         // CCCD write with 3 bytes → Invalid Attribute Value Length.
         #expect(sent(p.receive(hx("12 07 00 02 00 00"), now: .zero)) == ["011207000d"])
         // Writing the (indicate-only) measurement value → Write Not Permitted.
-        #expect(sent(p.receive(hx("12 06 00 01"), now: .zero)) == ["011206000 3".replacingOccurrences(of: " ", with: "")])
+        #expect(
+            sent(p.receive(hx("12 06 00 01"), now: .zero)) == ["011206000 3".replacingOccurrences(of: " ", with: "")])
         // Unknown control command → application error 0x80; start → Write Response.
         let control = p.handles[.cuffControl]!
         let lo = String(format2(control & 0xFF)), hi = String(format2(control >> 8))
@@ -100,7 +116,10 @@ struct PeripheralBytesTests {
         let rec = p.handles[.bloodPressureRecord]!
         func le(_ h: UInt16) -> String { format2(h & 0xFF) + " " + format2(h >> 8) }
         // RACP write before enabling its indications → CCCD Improperly Configured (0xFD).
-        #expect(sent(p.receive(hx("12 \(le(racp)) 01 01"), now: .zero)) == ["0112" + le(racp).replacingOccurrences(of: " ", with: "") + "fd"])
+        #expect(
+            sent(p.receive(hx("12 \(le(racp)) 01 01"), now: .zero)) == [
+                "0112" + le(racp).replacingOccurrences(of: " ", with: "") + "fd"
+            ])
         _ = p.receive(hx("12 \(le(rec + 1)) 02 00"), now: .zero)
         _ = p.receive(hx("12 \(le(racp + 1)) 02 00"), now: .zero)
         // Number of stored records: 3.
@@ -135,7 +154,11 @@ struct ConfirmedReadingTests {
     /// The Blood Pressure Measurement indications among `actions`.
     static func results(_ actions: [M.Action]) -> [BloodPressureMeasurement] {
         actions.compactMap { a in
-            if case let .indicate(.bloodPressureMeasurement, v) = a { try? BloodPressureMeasurement.decode(v[...]).value } else { nil }
+            if case let .indicate(.bloodPressureMeasurement, v) = a {
+                try? BloodPressureMeasurement.decode(v[...]).value
+            } else {
+                nil
+            }
         }
     }
 
@@ -155,7 +178,10 @@ struct ConfirmedReadingTests {
         _ = m.handle(.disconnected(.seconds(11)))
         // The same holds through the plain `.connected` event (the anonymous client).
         _ = m.handle(.connected(.seconds(20)))
-        #expect(Self.results(m.handle(.subscriptionChanged(.bloodPressureMeasurement, notify: false, indicate: true, .seconds(20)))).isEmpty)
+        #expect(
+            Self.results(
+                m.handle(.subscriptionChanged(.bloodPressureMeasurement, notify: false, indicate: true, .seconds(20)))
+            ).isEmpty)
     }
 
     @Test func unconfirmedReadingsAreSentAgain() {

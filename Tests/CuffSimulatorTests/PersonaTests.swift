@@ -61,7 +61,10 @@ struct PersonaTests {
         let r = try Self.run(.sbm69)
         #expect(Self.applied(r) == ["applying quirk profile sbm69 for SBM69"])
         #expect(r.measurements.count == 3)
-        #expect(r.measurements.allSatisfy { $0.stored && ($0.systolic.doubleValue ?? 0) > 100 && $0.meanArterialPressure.doubleValue != nil })
+        #expect(
+            r.measurements.allSatisfy {
+                $0.stored && ($0.systolic.doubleValue ?? 0) > 100 && $0.meanArterialPressure.doubleValue != nil
+            })
         #expect(r.outcome == .completed)
         #expect(r.simulatorLogs.contains("buffer sent; the cuff switches off"))
     }
@@ -107,7 +110,9 @@ struct PersonaTests {
 
     @Test func qardioStartsOnItsVendorWrite() throws {
         let r = try Self.run(.qardio, start: true)
-        #expect(Self.applied(r).first == "applying quirk profile qardio (its control characteristic 583cb5b3-875d-40ed-9098-c39eb0c1983d)")
+        #expect(
+            Self.applied(r).first
+                == "applying quirk profile qardio (its control characteristic 583cb5b3-875d-40ed-9098-c39eb0c1983d)")
         #expect(r.simulatorLogs.contains { $0.contains("vendor start command f101") })
         #expect(r.measurements.count == 1 && r.measurements[0].stored == false)
         #expect(r.outcome == .completed)
@@ -128,7 +133,8 @@ struct PersonaTests {
         var ok = CuffSimulatorMachine(configuration: sim)
         _ = ok.handle(.connected(.zero))
         _ = ok.handle(.written(.dateTime, [0xEA, 0x07, 1, 1, 8, 0, 0], .seconds(1)))
-        let sent = ok.handle(.subscriptionChanged(.bloodPressureMeasurement, notify: false, indicate: true, .seconds(2)))
+        let sent = ok.handle(
+            .subscriptionChanged(.bloodPressureMeasurement, notify: false, indicate: true, .seconds(2)))
         let values = sent.compactMap { if case let .indicate(_, v) = $0 { v } else { nil } }
         #expect(values.count == 5)
         #expect(values.prefix(2).allSatisfy { $0 == [0x00, 0xFF, 0x07, 0xFF, 0x07, 0xFF, 0x07] })
@@ -142,12 +148,18 @@ struct PersonaTests {
         for s in Scenario.allCases {
             for p in Persona.allCases {
                 let c = SimulatorConfiguration(scenario: s, persona: p)
-                let q = QuirkProfile.matching(name: c.name, model: c.model) ?? QuirkProfile.matching(name: c.manufacturer, model: nil)
+                let q =
+                    QuirkProfile.matching(name: c.name, model: c.model)
+                    ?? QuirkProfile.matching(name: c.manufacturer, model: nil)
                 #expect(q?.name == (s == .beurerBM85 ? "beurer-bm85" : nil), "\(s.rawValue) \(p.rawValue)")
                 // No family's control characteristic in its table (a characteristic declaration
                 // holds the UUID in its last 16 bytes, little-endian).
-                let qardio = Array(BluetoothUUID(QuirkProfile.qardio.vendorStart!.characteristicUUID)!.littleEndianBytes)
-                #expect(!CuffPeripheral(configuration: c).server.database.attributes.contains { $0.value.suffix(16).elementsEqual(qardio) })
+                let qardio = Array(
+                    BluetoothUUID(QuirkProfile.qardio.vendorStart!.characteristicUUID)!.littleEndianBytes)
+                #expect(
+                    !CuffPeripheral(configuration: c).server.database.attributes.contains {
+                        $0.value.suffix(16).elementsEqual(qardio)
+                    })
             }
         }
         for i in [1, 9999, 100_000] {

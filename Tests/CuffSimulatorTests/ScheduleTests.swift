@@ -70,10 +70,14 @@ struct ScheduleTests {
             var m = machine(every: nil)
             _ = m.connect(client: nil, now: .zero)
             _ = m.handle(.subscriptionChanged(.bloodPressureMeasurement, notify: false, indicate: true, .zero))
-            if pressure { _ = m.handle(.subscriptionChanged(.intermediateCuffPressure, notify: true, indicate: false, .zero)) }
+            if pressure {
+                _ = m.handle(.subscriptionChanged(.intermediateCuffPressure, notify: true, indicate: false, .zero))
+            }
             var out = m.handle(.buttonPressed(.zero))
             var ticks = 0
-            while let d = m.nextDeadline, d < .zero + .seconds(120), !out.contains(where: { if case .indicate = $0 { true } else { false } }) {
+            while let d = m.nextDeadline, d < .zero + .seconds(120),
+                !out.contains(where: { if case .indicate = $0 { true } else { false } })
+            {
                 ticks += 1
                 out += m.handle(.tick(d))
             }

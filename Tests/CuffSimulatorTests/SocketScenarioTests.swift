@@ -28,7 +28,10 @@ struct SocketRun {
     var progress: [ProgressRecord] { outputs.compactMap { if case let .progress(p) = $0 { p } else { nil } } }
     var sessions: [SessionRecord] { outputs.compactMap { if case let .session(s) = $0 { s } else { nil } } }
 
-    static func run(_ scenario: Scenario, persona: Persona = .bps10, start: Bool = false, stopAfter: Duration? = nil, speed: Double = 400) throws -> SocketRun {
+    static func run(
+        _ scenario: Scenario, persona: Persona = .bps10, start: Bool = false, stopAfter: Duration? = nil,
+        speed: Double = 400
+    ) throws -> SocketRun {
         var sim = SimulatorConfiguration(scenario: scenario, persona: persona, seed: 7, autostart: !start)
         sim.linger = .seconds(1)
         let simLogs = LogRecorder()
@@ -39,8 +42,11 @@ struct SocketRun {
     }
 
     /// One session against `driver` (a simulated cuff that may have served clients before).
-    static func run(driver d: PeripheralDriver<CuffPeripheral>, logs simLogs: LogRecorder, start: Bool = false, stopAfter: Duration? = nil,
-                    gattCache: GATTCacheStore? = nil) throws -> SocketRun {
+    static func run(
+        driver d: PeripheralDriver<CuffPeripheral>, logs simLogs: LogRecorder, start: Bool = false,
+        stopAfter: Duration? = nil,
+        gattCache: GATTCacheStore? = nil
+    ) throws -> SocketRun {
         let (clientEnd, serverEnd) = try UnixSeqpacketBearer.pair()
         let driver = Unchecked(d)
         let server = Unchecked(serverEnd)
@@ -59,7 +65,8 @@ struct SocketRun {
         let out = LogRecorder()
         let collected = OutputBox()
         let hooks = SessionHooks(emit: { collected.items.append($0) }, log: out.logger())
-        let central = CentralDriver(configuration: config, hooks: hooks, signals: nil, stopAfter: stopAfter, gattCache: gattCache)
+        let central = CentralDriver(
+            configuration: config, hooks: hooks, signals: nil, stopAfter: stopAfter, gattCache: gattCache)
         result.outcome = central.run(clientEnd)
         result.exitCode = central.central.exitCode
         #expect(done.wait(timeout: .now() + 20) == .success, "the simulator did not end after the client closed")
@@ -146,7 +153,9 @@ struct SocketScenarioTests {
         }
         if scenario != .error {
             // The cuff's clock was set by the session, so the time stamp is today's.
-            #expect(m.timestamp?.hasPrefix(String(EventTime.iso8601(wallMicros: WallClock.system.nowMicros()).prefix(8))) == true)
+            #expect(
+                m.timestamp?.hasPrefix(String(EventTime.iso8601(wallMicros: WallClock.system.nowMicros()).prefix(8)))
+                    == true)
         }
     }
 
@@ -157,7 +166,9 @@ struct SocketScenarioTests {
         var sim = SimulatorConfiguration(scenario: scenario, seed: 7, autostart: true)
         sim.linger = .seconds(1)
         let logs = LogRecorder()
-        let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil, log: logs.logger())
+        let driver = PeripheralDriver(
+            peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil,
+            log: logs.logger())
         let first = try SocketRun.run(driver: driver, logs: logs)
         #expect(first.outcome == .completed)
         let seeded = [Scenario.storedRecords: 3, .slowConfirm: 5, .multiUser: 1][scenario] ?? 0
@@ -178,7 +189,9 @@ struct SocketScenarioTests {
             sim.linger = .seconds(1)
             sim.recordSegmentLength = segment
             let logs = LogRecorder()
-            let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil, log: logs.logger())
+            let driver = PeripheralDriver(
+                peripheral: CuffPeripheral(configuration: sim), clock: SimulationClock(speed: 400), signals: nil,
+                log: logs.logger())
             return try SocketRun.run(driver: driver, logs: logs)
         }
         let whole = try run(segment: nil)
@@ -214,16 +227,22 @@ struct SocketScenarioTests {
 
     @Test func noStartNoButtonTimesOut() throws {
         let (clientEnd, serverEnd) = try UnixSeqpacketBearer.pair()
-        let driver = Unchecked(PeripheralDriver(
-            peripheral: CuffPeripheral(configuration: SimulatorConfiguration(scenario: .normal)), clock: SimulationClock(speed: 1),
-            signals: nil, log: .silent))
+        let driver = Unchecked(
+            PeripheralDriver(
+                peripheral: CuffPeripheral(configuration: SimulatorConfiguration(scenario: .normal)),
+                clock: SimulationClock(speed: 1),
+                signals: nil, log: .silent))
         let server = Unchecked(serverEnd)
         let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread { _ = driver.value.serve(server.value); done.signal() }
+        Thread.detachNewThread {
+            _ = driver.value.serve(server.value); done.signal()
+        }
         var config = CuffSessionConfiguration(address: "unix:socketpair")
         config.timeout = .milliseconds(400)
         let collected = OutputBox()
-        let central = CentralDriver(configuration: config, hooks: SessionHooks(emit: { collected.items.append($0) }, log: .silent), signals: nil)
+        let central = CentralDriver(
+            configuration: config, hooks: SessionHooks(emit: { collected.items.append($0) }, log: .silent), signals: nil
+        )
         #expect(central.run(clientEnd) == .timedOut)
         #expect(central.central.exitCode == SessionOutcome.timedOut.exitCode)
         #expect(done.wait(timeout: .now() + 10) == .success)

@@ -84,8 +84,9 @@ struct SteppedSecurityTests {
         sim.linger = .seconds(1)
         let shared = SharedSecurity()
         let loop = try EventLoop()
-        let driver = PeripheralDriver(peripheral: CuffPeripheral(configuration: sim, requireEncryption: true),
-                                      clock: SimulationClock(speed: 400), signals: nil, log: .silent)
+        let driver = PeripheralDriver(
+            peripheral: CuffPeripheral(configuration: sim, requireEncryption: true),
+            clock: SimulationClock(speed: 400), signals: nil, log: .silent)
         driver.attach(to: loop)
         let (c, s) = try UnixSeqpacketBearer.pair()
         var serverEnded = false
@@ -108,8 +109,10 @@ struct SteppedSecurityTests {
         let deadline = MonotonicClock.now() + .seconds(30)
         try loop.run { (connection.isFinished && (serverEnded || refuse)) || MonotonicClock.now() > deadline }
         let first = client.begins.first ?? .zero, last = client.begins.last ?? .zero
-        return Run(outcome: connection.outcome, measurements: measurements, begins: client.begins.count, finishes: client.finishes,
-                   ticksDuringRaise: ticks.filter { $0 > first && $0 < last }.count)
+        return Run(
+            outcome: connection.outcome, measurements: measurements, begins: client.begins.count,
+            finishes: client.finishes,
+            ticksDuringRaise: ticks.filter { $0 > first && $0 < last }.count)
     }
 
     @Test func aCuffThatNeedsEncryptionGetsItWithoutBlockingTheLoop() throws {

@@ -18,7 +18,8 @@ public final class ChildProcess: @unchecked Sendable {
     ///     `XDG_STATE_HOME` is ``CuffBinary/stateDirectory`` unless it names one, so what a `cuff`
     ///     a test starts learns (bonds, GATT cache) stays out of the user's home.
     public init(
-        _ args: [String], executable: String = CuffBinary.path, stdin: String = "/dev/null", stdout: String = "/dev/null",
+        _ args: [String], executable: String = CuffBinary.path, stdin: String = "/dev/null",
+        stdout: String = "/dev/null",
         stderr: String = "/dev/null", environment: [String: String] = [:]
     ) throws {
         var actions = posix_spawn_file_actions_t()
@@ -106,14 +107,16 @@ public struct RunResult: Sendable {
 /// (one stream in order when `mergeStderr`); SIGKILLed after `timeout` seconds (`timedOut`; nil:
 /// no limit).
 public func runToCompletion(
-    _ executable: String, _ args: [String], stdin: String? = nil, timeout: Double? = 120, environment: [String: String] = [:],
+    _ executable: String, _ args: [String], stdin: String? = nil, timeout: Double? = 120,
+    environment: [String: String] = [:],
     mergeStderr: Bool = false
 ) throws -> RunResult {
     let dir = try ScratchDirectory(prefix: "cuff-run")
     let input = dir.path("in"), out = dir.path("out"), err = mergeStderr ? out : dir.path("err")
     FileManager.default.createFile(atPath: input, contents: Data((stdin ?? "").utf8))
     let started = ContinuousClock.now
-    let child = try ChildProcess(args, executable: executable, stdin: input, stdout: out, stderr: err, environment: environment)
+    let child = try ChildProcess(
+        args, executable: executable, stdin: input, stdout: out, stderr: err, environment: environment)
     var status = child.wait(timeout: timeout)
     let timedOut = status == nil
     if timedOut {
@@ -129,7 +132,8 @@ public func runToCompletion(
 /// The `cuff` binary of this build and the state directory every child gets.
 public enum CuffBinary {
     /// The package root (this file is Tests/CuffTestSupport/ChildProcess.swift).
-    public static let packageRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    public static let packageRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent()
         .deletingLastPathComponent()
 
     /// `CUFF_BIN` when set (another build's binary, e.g. to see tests fail on older code), else
@@ -137,7 +141,9 @@ public enum CuffBinary {
     public static var path: String {
         if let chosen = ProcessInfo.processInfo.environment["CUFF_BIN"] { return chosen }
         let bundleDir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for dir in [bundleDir, bundleDir.deletingLastPathComponent(), packageRoot.appendingPathComponent(".build/debug")] {
+        for dir in [
+            bundleDir, bundleDir.deletingLastPathComponent(), packageRoot.appendingPathComponent(".build/debug"),
+        ] {
             let candidate = dir.appendingPathComponent("cuff")
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
         }

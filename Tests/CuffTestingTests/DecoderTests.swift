@@ -77,7 +77,8 @@ struct DecoderTests {
     /// empty slot, a Yonker result notification.
     @Test func vendorFrames() throws {
         let empty = [UInt8](repeating: 0, count: 10)
-        let payload = [UInt8](repeating: 0, count: 38) + [120, 80, 60, 24, 6, 15, 14, 30, 0, 0] + empty
+        let payload =
+            [UInt8](repeating: 0, count: 38) + [120, 80, 60, 24, 6, 15, 14, 30, 0, 0] + empty
             + [130, 85, 70, 25, 1, 2, 3, 4, 0, 0]
         let length = UInt16(payload.count + 1)
         var frame: [UInt8] = [77, 58, UInt8(length >> 8), UInt8(length & 0xFF)] + payload

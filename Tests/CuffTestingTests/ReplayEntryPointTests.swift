@@ -80,7 +80,8 @@ struct ReplayEntryPointTests {
     /// Wireshark's `editcap` rewrites the btsnoop file as pcap and pcapng (LINKTYPE 254): each
     /// replays to the lines `cuff replay` printed for the original; the format comes from the
     /// first bytes, or from the options.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/editcap")), arguments: ["pcap", "pcapng"])
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/editcap")), arguments: ["pcap", "pcapng"])
     func pcapAndPcapngOfTheSameSessionGiveTheSameLines(_ format: String) throws {
         let original = capturesDirectory.appendingPathComponent("normal.btsnoop").path
         let converted = temporaryPath("normal.\(format)")

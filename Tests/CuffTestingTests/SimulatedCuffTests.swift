@@ -63,8 +63,9 @@ func centralMeasurements(_ given: CuffSimulation) throws -> [MeasurementRecord] 
     session.setTime = false
     var got: [MeasurementRecord] = []
     let hooks = SessionHooks(emit: { if case let .measurement(m) = $0 { got.append(m) } }, log: .silent)
-    let link = SimulatedLink(simulator: simulation.configuration, session: session, hooks: hooks, speed: nil,
-                             peripheral: try simulation.makePeripheral())
+    let link = SimulatedLink(
+        simulator: simulation.configuration, session: session, hooks: hooks, speed: nil,
+        peripheral: try simulation.makePeripheral())
     #expect(link.run() == .completed)
     return got
 }
@@ -157,7 +158,8 @@ struct SimulatedCuffServerTests {
     /// cuff's own central over the socket at `path` (`cuff measure --connect unix:PATH`): the
     /// session's outcome and its measurements.
     static func measure(_ path: String, _ configure: (inout CuffSessionConfiguration) -> Void = { _ in }) throws
-        -> (outcome: SessionOutcome, measurements: [MeasurementRecord]) {
+        -> (outcome: SessionOutcome, measurements: [MeasurementRecord])
+    {
         var config = CuffSessionConfiguration(address: "unix:" + path)
         config.settle = .milliseconds(200)
         config.timeout = .seconds(60)

@@ -11,43 +11,73 @@ let vendorUUID = BluetoothUUID("0000FF01-1234-5678-9ABC-DEF012345678")!
 
 /// Hand-written PDUs (Core Vol 3 Part F §3.4), each with what it decodes to.
 let vectors: [(hex: String, pdu: ATTPDU, note: String)] = [
-    ("01 0a 0300 05", .errorResponse(request: .readRequest, handle: 3, error: .insufficientAuthentication),
-     "Error Rsp: Read Req, handle 0x0003, Insufficient Authentication"),
-    ("01 12 0900 fd", .errorResponse(request: .writeRequest, handle: 9, error: .cccdImproperlyConfigured),
-     "Error Rsp: Write Req, handle 0x0009, CCCD improperly configured"),
-    ("01 08 0100 a5", .errorResponse(request: .readByTypeRequest, handle: 1, error: ATTErrorCode(0xA5)),
-     "Error Rsp with a reserved code, kept"),
+    (
+        "01 0a 0300 05", .errorResponse(request: .readRequest, handle: 3, error: .insufficientAuthentication),
+        "Error Rsp: Read Req, handle 0x0003, Insufficient Authentication"
+    ),
+    (
+        "01 12 0900 fd", .errorResponse(request: .writeRequest, handle: 9, error: .cccdImproperlyConfigured),
+        "Error Rsp: Write Req, handle 0x0009, CCCD improperly configured"
+    ),
+    (
+        "01 08 0100 a5", .errorResponse(request: .readByTypeRequest, handle: 1, error: ATTErrorCode(0xA5)),
+        "Error Rsp with a reserved code, kept"
+    ),
     ("02 f700", .exchangeMTURequest(clientMTU: 247), "Exchange MTU Req, client rx MTU 247"),
     ("03 1700", .exchangeMTUResponse(serverMTU: 23), "Exchange MTU Rsp, server rx MTU 23"),
     ("04 0100 ffff", .findInformationRequest(start: 1, end: 0xFFFF), "Find Information Req 0x0001-0xFFFF"),
-    ("05 01 0300 0229 0400 0129",
-     .findInformationResponse([.init(handle: 3, uuid: BluetoothUUID(0x2902)), .init(handle: 4, uuid: BluetoothUUID(0x2901))]),
-     "Find Information Rsp, format 1: 0x0003 CCCD, 0x0004 user description"),
-    ("05 02 0500 78563412f0debc9a78563412 01ff0000",
-     .findInformationResponse([.init(handle: 5, uuid: vendorUUID)]), "Find Information Rsp, format 2: 128-bit"),
-    ("06 0100 ffff 0028 1018", .findByTypeValueRequest(start: 1, end: 0xFFFF, type: 0x2800, value: [0x10, 0x18]),
-     "Find By Type Value Req: primary service 0x1810"),
-    ("07 0100 0500 0600 ffff",
-     .findByTypeValueResponse([.init(foundHandle: 1, groupEndHandle: 5), .init(foundHandle: 6, groupEndHandle: 0xFFFF)]),
-     "Find By Type Value Rsp: two groups"),
-    ("08 0100 ffff 0328", .readByTypeRequest(start: 1, end: 0xFFFF, type: .characteristic),
-     "Read By Type Req: characteristic declarations"),
-    ("08 0100 ffff 78563412f0debc9a78563412 01ff0000", .readByTypeRequest(start: 1, end: 0xFFFF, type: vendorUUID),
-     "Read By Type Req with a 128-bit type"),
-    ("09 07 0200 20 0300 352a 0500 10 0600 362a",
-     .readByTypeResponse([.init(handle: 2, value: h("20 0300 352a")), .init(handle: 5, value: h("10 0600 362a"))]),
-     "Read By Type Rsp: two characteristic declarations, 7 bytes each"),
+    (
+        "05 01 0300 0229 0400 0129",
+        .findInformationResponse([
+            .init(handle: 3, uuid: BluetoothUUID(0x2902)), .init(handle: 4, uuid: BluetoothUUID(0x2901)),
+        ]),
+        "Find Information Rsp, format 1: 0x0003 CCCD, 0x0004 user description"
+    ),
+    (
+        "05 02 0500 78563412f0debc9a78563412 01ff0000",
+        .findInformationResponse([.init(handle: 5, uuid: vendorUUID)]), "Find Information Rsp, format 2: 128-bit"
+    ),
+    (
+        "06 0100 ffff 0028 1018", .findByTypeValueRequest(start: 1, end: 0xFFFF, type: 0x2800, value: [0x10, 0x18]),
+        "Find By Type Value Req: primary service 0x1810"
+    ),
+    (
+        "07 0100 0500 0600 ffff",
+        .findByTypeValueResponse([
+            .init(foundHandle: 1, groupEndHandle: 5), .init(foundHandle: 6, groupEndHandle: 0xFFFF),
+        ]),
+        "Find By Type Value Rsp: two groups"
+    ),
+    (
+        "08 0100 ffff 0328", .readByTypeRequest(start: 1, end: 0xFFFF, type: .characteristic),
+        "Read By Type Req: characteristic declarations"
+    ),
+    (
+        "08 0100 ffff 78563412f0debc9a78563412 01ff0000", .readByTypeRequest(start: 1, end: 0xFFFF, type: vendorUUID),
+        "Read By Type Req with a 128-bit type"
+    ),
+    (
+        "09 07 0200 20 0300 352a 0500 10 0600 362a",
+        .readByTypeResponse([.init(handle: 2, value: h("20 0300 352a")), .init(handle: 5, value: h("10 0600 362a"))]),
+        "Read By Type Rsp: two characteristic declarations, 7 bytes each"
+    ),
     ("0a 0300", .readRequest(handle: 3), "Read Req 0x0003"),
     ("0b 1e 8a", .readResponse(value: [0x1E, 0x8A]), "Read Rsp"),
     ("0b", .readResponse(value: []), "Read Rsp, empty value"),
     ("0c 0300 1600", .readBlobRequest(handle: 3, offset: 22), "Read Blob Req 0x0003 at 22"),
     ("0d 0102", .readBlobResponse(value: [1, 2]), "Read Blob Rsp"),
-    ("10 0100 ffff 0028", .readByGroupTypeRequest(start: 1, end: 0xFFFF, type: .primaryService),
-     "Read By Group Type Req: primary services"),
-    ("11 06 0100 0500 0018 0600 0900 1018",
-     .readByGroupTypeResponse([.init(handle: 1, endGroupHandle: 5, value: [0x00, 0x18]),
-                               .init(handle: 6, endGroupHandle: 9, value: [0x10, 0x18])]),
-     "Read By Group Type Rsp: GAP 0x0001-0x0005, BLS 0x0006-0x0009"),
+    (
+        "10 0100 ffff 0028", .readByGroupTypeRequest(start: 1, end: 0xFFFF, type: .primaryService),
+        "Read By Group Type Req: primary services"
+    ),
+    (
+        "11 06 0100 0500 0018 0600 0900 1018",
+        .readByGroupTypeResponse([
+            .init(handle: 1, endGroupHandle: 5, value: [0x00, 0x18]),
+            .init(handle: 6, endGroupHandle: 9, value: [0x10, 0x18]),
+        ]),
+        "Read By Group Type Rsp: GAP 0x0001-0x0005, BLS 0x0006-0x0009"
+    ),
     ("12 0400 0200", .writeRequest(handle: 4, value: [2, 0]), "Write Req: CCCD 0x0004 ← indicate"),
     ("13", .writeResponse, "Write Rsp"),
     ("52 0800 01", .writeCommand(handle: 8, value: [1]), "Write Cmd"),
@@ -94,7 +124,10 @@ let vectors: [(hex: String, pdu: ATTPDU, note: String)] = [
         #expect(e?.code == .truncated)
         #expect(e?.opcode == .readRequest)
         #expect(e?.offset == 1)
-        #expect(e?.description == "ATTDecodingError.truncated: Read Request (0x0A) at offset 1: attribute handle needs 2 bytes, 1 left")
+        #expect(
+            e?.description
+                == "ATTDecodingError.truncated: Read Request (0x0A) at offset 1: attribute handle needs 2 bytes, 1 left"
+        )
     }
 
     @Test func emptyPDU() {
@@ -127,7 +160,9 @@ let vectors: [(hex: String, pdu: ATTPDU, note: String)] = [
         #expect(e?.message == "format 3 is neither 1 (16-bit) nor 2 (128-bit)")
         // Format 1 data that is a 128-bit entry's worth is not a whole number of 4-byte entries? It is
         // (16+2 = 18 is not a multiple of 4): rejected.
-        let f = #expect(throws: ATTDecodingError.self) { try ATTPDU(parsing: h("05 01 0500 78563412f0debc9a78563412 01ff0000")) }
+        let f = #expect(throws: ATTDecodingError.self) {
+            try ATTPDU(parsing: h("05 01 0500 78563412f0debc9a78563412 01ff0000"))
+        }
         #expect(f?.code == .invalidLength)
     }
 
@@ -159,13 +194,17 @@ let vectors: [(hex: String, pdu: ATTPDU, note: String)] = [
     }
 
     @Test func responseEncodersKeepOnlyEqualLengthEntries() {
-        let pdu = ATTPDU.readByTypeResponse([.init(handle: 2, value: [1, 2]), .init(handle: 3, value: [3, 4]),
-                                            .init(handle: 4, value: [5]), .init(handle: 5, value: [6, 7])])
+        let pdu = ATTPDU.readByTypeResponse([
+            .init(handle: 2, value: [1, 2]), .init(handle: 3, value: [3, 4]),
+            .init(handle: 4, value: [5]), .init(handle: 5, value: [6, 7]),
+        ])
         #expect(pdu.bytes == h("09 04 0200 0102 0300 0304"))
     }
 
     @Test func findInformationMixedSizesUse128BitFormat() {
-        let pdu = ATTPDU.findInformationResponse([.init(handle: 4, uuid: BluetoothUUID(0x2902)), .init(handle: 5, uuid: vendorUUID)])
+        let pdu = ATTPDU.findInformationResponse([
+            .init(handle: 4, uuid: BluetoothUUID(0x2902)), .init(handle: 5, uuid: vendorUUID),
+        ])
         #expect(pdu.bytes == h("05 02 0400 fb349b5f80000080 00100000 02290000 0500 78563412f0debc9a78563412 01ff0000"))
     }
 
@@ -216,8 +255,10 @@ let vectors: [(hex: String, pdu: ATTPDU, note: String)] = [
     /// bytes after the opcode varied): nil, or the PDU the parser gives (the parser accepting it).
     @Test func equalsParsingOrDeclines() {
         var taken = 0
-        for opcode: UInt8 in [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x10, 0x11, 0x12, 0x13,
-                              0x1B, 0x1D, 0x1E, 0x52, 0xD2, 0x00, 0xFF] {
+        for opcode: UInt8 in [
+            0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x10, 0x11, 0x12, 0x13,
+            0x1B, 0x1D, 0x1E, 0x52, 0xD2, 0x00, 0xFF,
+        ] {
             for length in 1...24 {
                 for fill: UInt8 in [0x00, 0x28, 0xA5] {
                     let bytes = [opcode] + (1..<length).map { UInt8(truncatingIfNeeded: Int(fill) &+ $0 &* 7) }
@@ -230,12 +271,16 @@ let vectors: [(hex: String, pdu: ATTPDU, note: String)] = [
         }
         #expect(taken > 200)
         // The commonest PDUs of a session take it.
-        for text in ["0a 0300", "0b 4375666673", "12 0400 0200", "13", "1b 0300 00 7800", "1d 0300 1e", "1e", "01 0a 0300 05",
-                     "10 0100 ffff 0028", "08 0100 ffff 0328", "04 0100 ffff", "02 b900", "03 f700"] {
+        for text in [
+            "0a 0300", "0b 4375666673", "12 0400 0200", "13", "1b 0300 00 7800", "1d 0300 1e", "1e", "01 0a 0300 05",
+            "10 0100 ffff 0028", "08 0100 ffff 0328", "04 0100 ffff", "02 b900", "03 f700",
+        ] {
             #expect(h(text).withUnsafeBytes { ATTPDU(wellFormed: $0) } != nil, "\(text)")
         }
         // An empty PDU, a short one, trailing bytes, and a 128-bit type go the general way.
-        for bytes in [[], h("0a 03"), h("0a 0300 00"), h("13 00"), h("10 0100 ffff") + [UInt8](repeating: 0, count: 16)] {
+        for bytes in [
+            [], h("0a 03"), h("0a 0300 00"), h("13 00"), h("10 0100 ffff") + [UInt8](repeating: 0, count: 16),
+        ] {
             #expect(bytes.withUnsafeBytes { ATTPDU(wellFormed: $0) } == nil, "\(Hex.encode(bytes))")
         }
     }

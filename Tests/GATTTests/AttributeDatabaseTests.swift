@@ -44,8 +44,10 @@ import Testing
     @Test func builderReturnsHandlesAndDescriptors() {
         var b = AttributeDatabase.Builder()
         let service = b.addService(BluetoothUUID(0x180F), primary: false)
-        let level = b.addCharacteristic(BluetoothUUID(0x2A19), properties: [.read, .notify], permissions: .read, value: [99])
-        let description = b.addDescriptor(.characteristicUserDescription, permissions: .read, value: Array("battery".utf8))
+        let level = b.addCharacteristic(
+            BluetoothUUID(0x2A19), properties: [.read, .notify], permissions: .read, value: [99])
+        let description = b.addDescriptor(
+            .characteristicUserDescription, permissions: .read, value: Array("battery".utf8))
         let db = b.build()
         #expect(service == 1)
         #expect(level == .init(declarationHandle: 2, valueHandle: 3, cccdHandle: 4))
@@ -71,13 +73,20 @@ import Testing
         var b = AttributeDatabase.Builder()
         b.skip(to: 0x0001)
         b.addService(.genericAccess)
-        b.addCharacteristic(.deviceName, properties: .read, permissions: .read, value: Array("Cuff".utf8), declarationHandle: 0x0002, descriptors: [])
+        b.addCharacteristic(
+            .deviceName, properties: .read, permissions: .read, value: Array("Cuff".utf8), declarationHandle: 0x0002,
+            descriptors: [])
         b.endService(at: 0x0007)
         b.skip(to: 0x0020)
         b.addService(BluetoothUUID(0x1810))
-        b.addCharacteristic(BluetoothUUID(0x2A35), properties: .indicate, permissions: [], declarationHandle: 0x0025,
-                            descriptors: [(0x0029, .clientCharacteristicConfiguration, []), (0x0027, BluetoothUUID(0x2901), Array("BP".utf8))])
-        b.addCharacteristic(BluetoothUUID(0x2A49), properties: .read, permissions: .read, value: [0x3F, 0x00], declarationHandle: 0x0030, descriptors: [])
+        b.addCharacteristic(
+            BluetoothUUID(0x2A35), properties: .indicate, permissions: [], declarationHandle: 0x0025,
+            descriptors: [
+                (0x0029, .clientCharacteristicConfiguration, []), (0x0027, BluetoothUUID(0x2901), Array("BP".utf8)),
+            ])
+        b.addCharacteristic(
+            BluetoothUUID(0x2A49), properties: .read, permissions: .read, value: [0x3F, 0x00],
+            declarationHandle: 0x0030, descriptors: [])
         b.endService(at: 0xFFFF)
         return b.build()
     }
@@ -114,7 +123,9 @@ import Testing
         // Subscribing through the CCCD the client found reaches the server's characteristic.
         let sub = link.client.subscribe(bpm!, notify: false, indicate: true, now: t0)
         link.client(sub.actions)
-        #expect(link.serverEvents.contains(.subscriptionChanged(valueHandle: 0x0026, uuid: BluetoothUUID(0x2A35), notify: false, indicate: true)))
+        #expect(
+            link.serverEvents.contains(
+                .subscriptionChanged(valueHandle: 0x0026, uuid: BluetoothUUID(0x2A35), notify: false, indicate: true)))
         #expect(link.server.subscription(valueHandle: 0x0026) == (false, true))
     }
 }

@@ -62,11 +62,12 @@ func csend(_ hex: String) -> GATTClientAction { .send(h(hex)) }
         link.client(command.actions)
         #expect(link.result(sub.id) == .success(.written))
         #expect(link.result(write.id) == .success(.written))
-        #expect(link.serverEvents == [
-            .subscriptionChanged(valueHandle: 0x0F, uuid: vendorUUID, notify: false, indicate: true),
-            .written(handle: 0x0F, uuid: vendorUUID, value: [1, 2], withResponse: true),
-            .written(handle: 0x0F, uuid: vendorUUID, value: [3], withResponse: false),
-        ])
+        #expect(
+            link.serverEvents == [
+                .subscriptionChanged(valueHandle: 0x0F, uuid: vendorUUID, notify: false, indicate: true),
+                .written(handle: 0x0F, uuid: vendorUUID, value: [1, 2], withResponse: true),
+                .written(handle: 0x0F, uuid: vendorUUID, value: [3], withResponse: false),
+            ])
         let refused = link.client.write(0x06, [1], now: t0)
         link.client(refused.actions)
         #expect(link.result(refused.id) == .failure(GATTClientError(.attError, "", attError: .writeNotPermitted)))
@@ -96,15 +97,24 @@ func csend(_ hex: String) -> GATTClientAction { .send(h(hex)) }
         let discover = link.client.discover(now: t0)
         link.client(discover.actions)
         guard case let .success(.profile(profile)) = link.result(discover.id) else { Issue.record("discovery"); return }
-        link.client(link.client.subscribe(profile.characteristic(BluetoothUUID(0x2A35))!, notify: false, indicate: true, now: t0).actions)
-        link.client(link.client.subscribe(profile.characteristic(BluetoothUUID(0x2A36))!, notify: true, indicate: false, now: t0).actions)
+        link.client(
+            link.client.subscribe(
+                profile.characteristic(BluetoothUUID(0x2A35))!, notify: false, indicate: true, now: t0
+            ).actions)
+        link.client(
+            link.client.subscribe(
+                profile.characteristic(BluetoothUUID(0x2A36))!, notify: true, indicate: false, now: t0
+            ).actions)
         link.clientEvents = []
         link.serverEvents = []
 
         link.server(link.server.notify(handle: 9, value: [0x04, 0x22]))
         link.server(link.server.indicate(handle: 6, value: [0x1E, 0x01], now: t0))
         link.server(link.server.indicate(handle: 6, value: [0x1E, 0x02], now: t0))
-        #expect(link.clientEvents == [.notification(handle: 9, value: [0x04, 0x22]), .indication(handle: 6, value: [0x1E, 0x01])])
+        #expect(
+            link.clientEvents == [
+                .notification(handle: 9, value: [0x04, 0x22]), .indication(handle: 6, value: [0x1E, 0x01]),
+            ])
         #expect(link.client.indicationPending)
         #expect(link.server.queuedIndications == 1, "the second waits for the confirmation")
 
@@ -152,15 +162,18 @@ func csend(_ hex: String) -> GATTClientAction { .send(h(hex)) }
         #expect(c.securityRaised(level: .high, now: t0) == [csend("0a 0c00")])
         #expect(c.receive(h("01 0a 0c00 05"), now: t0) == [.raiseSecurity(to: .fips)])
         #expect(c.securityRaised(level: .fips, now: t0) == [csend("0a 0c00")])
-        #expect(c.receive(h("01 0a 0c00 05"), now: t0)
-            == [.completed(r.id, .failure(GATTClientError(.attError, "", attError: .insufficientAuthentication)))], "past fips")
+        #expect(
+            c.receive(h("01 0a 0c00 05"), now: t0)
+                == [.completed(r.id, .failure(GATTClientError(.attError, "", attError: .insufficientAuthentication)))],
+            "past fips")
     }
 
     @Test func insufficientEncryptionOnAnEncryptedLinkFails() {
         var c = GATTClient(securityLevel: .medium)
         let r = c.read(0x0C, now: t0)
-        #expect(c.receive(h("01 0a 0c00 0f"), now: t0)
-            == [.completed(r.id, .failure(GATTClientError(.attError, "", attError: .insufficientEncryption)))])
+        #expect(
+            c.receive(h("01 0a 0c00 0f"), now: t0)
+                == [.completed(r.id, .failure(GATTClientError(.attError, "", attError: .insufficientEncryption)))])
     }
 
     @Test func keySizeStepsUp() {
@@ -174,15 +187,18 @@ func csend(_ hex: String) -> GATTClientAction { .send(h(hex)) }
         let a = c.read(0x0C, now: t0)
         _ = c.read(0x03, now: t0)
         _ = c.receive(h("01 0a 0c00 05"), now: t0)
-        #expect(c.securityRefused(now: t0) == [
-            .completed(a.id, .failure(GATTClientError(.securityRefused, "", attError: .insufficientAuthentication))),
-            csend("0a 0300"),
-        ])
+        #expect(
+            c.securityRefused(now: t0) == [
+                .completed(
+                    a.id, .failure(GATTClientError(.securityRefused, "", attError: .insufficientAuthentication))),
+                csend("0a 0300"),
+            ])
         _ = c.receive(h("0b 00"), now: t0)
         let d = c.read(0x0C, now: t0)
         _ = c.receive(h("01 0a 0c00 05"), now: t0)
-        #expect(c.securityRaised(level: .low, now: t0)
-            == [.completed(d.id, .failure(GATTClientError(.attError, "", attError: .insufficientAuthentication)))])
+        #expect(
+            c.securityRaised(level: .low, now: t0)
+                == [.completed(d.id, .failure(GATTClientError(.attError, "", attError: .insufficientAuthentication)))])
         #expect(c.securityRefused(now: t0) == [], "nothing waits any more")
     }
 
@@ -192,11 +208,12 @@ func csend(_ hex: String) -> GATTClientAction { .send(h(hex)) }
         let b = c.read(4, now: t0)
         #expect(c.nextDeadline == t0 + .seconds(30))
         #expect(c.tick(now: t0 + .milliseconds(29_999)) == [])
-        #expect(c.tick(now: t0 + .seconds(30)) == [
-            .completed(a.id, .failure(GATTClientError(.timeout, ""))),
-            .completed(b.id, .failure(GATTClientError(.bearerFailed, ""))),
-            .failed(GATTClientError(.timeout, "")),
-        ])
+        #expect(
+            c.tick(now: t0 + .seconds(30)) == [
+                .completed(a.id, .failure(GATTClientError(.timeout, ""))),
+                .completed(b.id, .failure(GATTClientError(.bearerFailed, ""))),
+                .failed(GATTClientError(.timeout, "")),
+            ])
         #expect(c.failure?.code == .timeout)
         #expect(c.failure?.message == "no answer to Read Request (0x0A) within 30 s")
         let late = c.read(3, now: t0 + .seconds(31))
@@ -208,16 +225,20 @@ func csend(_ hex: String) -> GATTClientAction { .send(h(hex)) }
     @Test func lateAnswerIsATimeout() {
         var c = GATTClient()
         let a = c.read(3, now: t0)
-        #expect(c.receive(h("0b 00"), now: t0 + .seconds(31))
-            == [.completed(a.id, .failure(GATTClientError(.timeout, ""))), .failed(GATTClientError(.timeout, ""))])
+        #expect(
+            c.receive(h("0b 00"), now: t0 + .seconds(31))
+                == [.completed(a.id, .failure(GATTClientError(.timeout, ""))), .failed(GATTClientError(.timeout, ""))])
     }
 
     @Test func wrongOpcodeAnswer() {
         var c = GATTClient()
         let a = c.read(3, now: t0)
         let actions = c.receive(h("13"), now: t0)
-        #expect(actions == [.completed(a.id, .failure(GATTClientError(.unexpectedResponse, ""))),
-                            .failed(GATTClientError(.unexpectedResponse, ""))])
+        #expect(
+            actions == [
+                .completed(a.id, .failure(GATTClientError(.unexpectedResponse, ""))),
+                .failed(GATTClientError(.unexpectedResponse, "")),
+            ])
         #expect(c.failure?.message == "Write Response (0x13) in answer to Read Request (0x0A)")
     }
 
@@ -232,7 +253,9 @@ func csend(_ hex: String) -> GATTClientAction { .send(h(hex)) }
         #expect(c.receive(h("0b 0102"), now: t0) == [.failed(GATTClientError(.unexpectedResponse, ""))])
         #expect(c.failure?.message == "unsolicited Read Response (0x0B): no request is outstanding")
         var d = GATTClient()
-        #expect(d.receive(h("1e"), now: t0) == [.failed(GATTClientError(.unexpectedResponse, ""))], "a confirmation sent to a client")
+        #expect(
+            d.receive(h("1e"), now: t0) == [.failed(GATTClientError(.unexpectedResponse, ""))],
+            "a confirmation sent to a client")
     }
 
     @Test func responseWhileWaitingForSecurity() {
@@ -261,7 +284,8 @@ func csend(_ hex: String) -> GATTClientAction { .send(h(hex)) }
     @Test func indicationFloodWithoutConfirmations() {
         var c = GATTClient()
         #expect(c.receive(h("1d 0600 01"), now: t0) == [.indication(handle: 6, value: [1])])
-        #expect(c.receive(h("1b 0900 02"), now: t0) == [.notification(handle: 9, value: [2])], "notifications still flow")
+        #expect(
+            c.receive(h("1b 0900 02"), now: t0) == [.notification(handle: 9, value: [2])], "notifications still flow")
         let second = c.receive(h("1d 0600 02"), now: t0)
         #expect(second == [.failed(GATTClientError(.unconfirmedIndication, ""))])
         #expect(c.failure?.message == "indication of 0x0006 arrived before the previous one was confirmed")

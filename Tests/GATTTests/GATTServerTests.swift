@@ -77,7 +77,9 @@ let t0 = Timestamp.seconds(100)
     @Test func authenticationRequired() {
         var b = AttributeDatabase.Builder()
         b.addService(BluetoothUUID(0x1810))
-        b.addCharacteristic(BluetoothUUID(0x2A49), properties: [.read, .write], permissions: [.readWrite, .authenticationRequired], value: [1])
+        b.addCharacteristic(
+            BluetoothUUID(0x2A49), properties: [.read, .write], permissions: [.readWrite, .authenticationRequired],
+            value: [1])
         var s = GATTServer(database: b.build())
         #expect(s.receive(h("0a 0300"), now: t0) == [send("01 0a 0300 05")])
         s.linkSecurityChanged(level: .medium)
@@ -85,15 +87,21 @@ let t0 = Timestamp.seconds(100)
         #expect(s.receive(h("12 0300 02"), now: t0) == [send("01 12 0300 05")])
         s.linkSecurityChanged(level: .high)
         #expect(s.receive(h("0a 0300"), now: t0) == [send("0b 01")])
-        #expect(s.receive(h("12 0300 02"), now: t0) == [send("13"), .written(handle: 3, uuid: BluetoothUUID(0x2A49), value: [2], withResponse: true)])
+        #expect(
+            s.receive(h("12 0300 02"), now: t0) == [
+                send("13"), .written(handle: 3, uuid: BluetoothUUID(0x2A49), value: [2], withResponse: true),
+            ])
         #expect(s.database.attribute(3)?.value == [2])
     }
 
     @Test mutating func writes() {
         #expect(rx("12 0700 020000") == [send("01 12 0700 0d")], "CCCD value of 3 bytes")
         #expect(rx("12 0700 02") == [send("01 12 0700 0d")], "CCCD value of 1 byte")
-        #expect(rx("12 0700 0200") == [send("13"),
-            .subscriptionChanged(valueHandle: 6, uuid: BluetoothUUID(0x2A35), notify: false, indicate: true)])
+        #expect(
+            rx("12 0700 0200") == [
+                send("13"),
+                .subscriptionChanged(valueHandle: 6, uuid: BluetoothUUID(0x2A35), notify: false, indicate: true),
+            ])
         #expect(rx("0a 0700") == [send("0b 0200")])
         #expect(server.subscription(valueHandle: 6) == (false, true))
         #expect(rx("12 0600 01") == [send("01 12 0600 03")], "Write Not Permitted")
@@ -179,9 +187,13 @@ let t0 = Timestamp.seconds(100)
         #expect(server.tick(now: t0 + .milliseconds(29_999)) == [])
         let timedOut = server.tick(now: t0 + .seconds(30))
         #expect(timedOut.first == .indicationTimedOut(handle: 6))
-        #expect(timedOut.dropFirst() == ArraySlice(repeating: .dropped(handle: 6, reason: .transactionTimedOut), count: 64))
+        #expect(
+            timedOut.dropFirst() == ArraySlice(repeating: .dropped(handle: 6, reason: .transactionTimedOut), count: 64))
         #expect(server.indicationsStopped)
-        #expect(server.indicate(handle: 6, value: [1], now: t0 + .seconds(31)) == [.dropped(handle: 6, reason: .transactionTimedOut)])
+        #expect(
+            server.indicate(handle: 6, value: [1], now: t0 + .seconds(31)) == [
+                .dropped(handle: 6, reason: .transactionTimedOut)
+            ])
         #expect(server.tick(now: t0 + .seconds(90)) == [])
         // A new connection: CCCDs, MTU and the stopped state are gone.
         _ = rx("02 f700")
@@ -201,7 +213,9 @@ let t0 = Timestamp.seconds(100)
         _ = rx("12 1000 0200")
         server.deferredWriteHandles = [0x0F]
         #expect(rx("12 0f00 01") == [.written(handle: 0x0F, uuid: control, value: [1], withResponse: true)])
-        guard case .protocolViolation = rx("0a 0300").first else { Issue.record("request during a pending write"); return }
+        guard case .protocolViolation = rx("0a 0300").first else {
+            Issue.record("request during a pending write"); return
+        }
         guard case .protocolViolation = server.respondToWrite(handle: 0x03, error: nil).first else {
             Issue.record("wrong handle"); return
         }

@@ -19,7 +19,11 @@ struct InMemoryLink {
 
     mutating func client(_ actions: [GATTClientAction]) {
         for a in actions {
-            if case let .send(pdu) = a { clientSent.append(pdu); pending.append(.toServer(pdu)) } else { clientEvents.append(a) }
+            if case let .send(pdu) = a {
+                clientSent.append(pdu); pending.append(.toServer(pdu))
+            } else {
+                clientEvents.append(a)
+            }
         }
         pump()
     }
@@ -44,7 +48,11 @@ struct InMemoryLink {
             case let .toClient(pdu):
                 let actions = client.receive(pdu, now: now)
                 for a in actions {
-                    if case let .send(out) = a { clientSent.append(out); pending.append(.toServer(out)) } else { clientEvents.append(a) }
+                    if case let .send(out) = a {
+                        clientSent.append(out); pending.append(.toServer(out))
+                    } else {
+                        clientEvents.append(a)
+                    }
                 }
             }
         }

@@ -18,8 +18,10 @@ struct XorShift: RandomNumberGenerator {
 /// PDUs biased towards real opcodes, 0–30 bytes long.
 func randomPDUs(count: Int, seed: UInt64) -> [[UInt8]] {
     var rng = XorShift(state: seed)
-    let opcodes: [UInt8] = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x10, 0x11,
-                            0x12, 0x13, 0x1B, 0x1D, 0x1E, 0x52, 0x3F, 0x7F]
+    let opcodes: [UInt8] = [
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x10, 0x11,
+        0x12, 0x13, 0x1B, 0x1D, 0x1E, 0x52, 0x3F, 0x7F,
+    ]
     return (0..<count).map { _ in
         let length = Int.random(in: 0...30, using: &rng)
         var pdu = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
@@ -44,7 +46,9 @@ func randomPDUs(count: Int, seed: UInt64) -> [[UInt8]] {
         for pdu in randomPDUs(count: 5_000, seed: 0xC0FFEE) {
             let actions = server.receive(pdu, now: t0)
             let sends = actions.compactMap { if case let .send(b) = $0 { b } else { nil } }
-            if !sends.allSatisfy({ $0.count <= Int(server.mtu) }) { Issue.record("oversize answer to \(Hex.encode(pdu))") }
+            if !sends.allSatisfy({ $0.count <= Int(server.mtu) }) {
+                Issue.record("oversize answer to \(Hex.encode(pdu))")
+            }
             // Every request gets exactly one answer (no deferred writes here).
             if let op = pdu.first, ATTOpcode(op).isRequest, sends.count != 1 {
                 Issue.record("\(sends.count) answers to \(Hex.encode(pdu))")

@@ -4,7 +4,7 @@ import Testing
 @testable import GATT
 
 let vendorService = BluetoothUUID("0000FF00-1234-5678-9ABC-DEF012345678")!
-let deviceNameValue = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8) // 36 bytes
+let deviceNameValue = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)  // 36 bytes
 
 /// A small cuff-like database; the handle layout is what the tests' hand-written PDUs assume.
 ///
@@ -23,7 +23,8 @@ func testDatabase() -> AttributeDatabase {
     b.addService(BluetoothUUID(0x1810))
     b.addCharacteristic(BluetoothUUID(0x2A35), properties: .indicate, permissions: [])
     b.addCharacteristic(BluetoothUUID(0x2A36), properties: .notify, permissions: [])
-    b.addCharacteristic(BluetoothUUID(0x2A49), properties: .read, permissions: [.read, .readEncrypted], value: [0x21, 0x00])
+    b.addCharacteristic(
+        BluetoothUUID(0x2A49), properties: .read, permissions: [.read, .readEncrypted], value: [0x21, 0x00])
     b.addService(vendorService)
     b.addCharacteristic(vendorUUID, properties: [.write, .writeWithoutResponse, .indicate], permissions: .write)
     return b.build()

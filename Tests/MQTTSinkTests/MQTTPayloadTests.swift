@@ -8,11 +8,17 @@ import Testing
 
 /// The payloads and discovery configs `--publish` sends, from real 0x2A35 bytes.
 @Suite struct MQTTPayloadTests {
-    static let device = DeviceInfo(address: "AA:BB:CC:DD:EE:01", manufacturer: "Acme", model: "BP-1", serial: "SN 42/7", firmware: "1.2.3")
+    static let device = DeviceInfo(
+        address: "AA:BB:CC:DD:EE:01", manufacturer: "Acme", model: "BP-1", serial: "SN 42/7", firmware: "1.2.3")
 
     /// A 0x2A35 value: flags, three SFLOATs, then time stamp, pulse, user and status as the flags say.
-    static func record(flags: UInt8, sys: UInt16, dia: UInt16, map: UInt16, pulse: UInt16 = 0x0048, user: UInt8 = 1, status: UInt16 = 0) throws -> MeasurementRecord {
-        var raw: [UInt8] = [flags, UInt8(sys & 0xFF), UInt8(sys >> 8), UInt8(dia & 0xFF), UInt8(dia >> 8), UInt8(map & 0xFF), UInt8(map >> 8)]
+    static func record(
+        flags: UInt8, sys: UInt16, dia: UInt16, map: UInt16, pulse: UInt16 = 0x0048, user: UInt8 = 1, status: UInt16 = 0
+    ) throws -> MeasurementRecord {
+        var raw: [UInt8] = [
+            flags, UInt8(sys & 0xFF), UInt8(sys >> 8), UInt8(dia & 0xFF), UInt8(dia >> 8), UInt8(map & 0xFF),
+            UInt8(map >> 8),
+        ]
         if flags & 0x02 != 0 { raw += [0xEA, 0x07, 11, 25, 8, 30, 5] }  // 2026-11-25T08:30:05
         if flags & 0x04 != 0 { raw += [UInt8(pulse & 0xFF), UInt8(pulse >> 8)] }
         if flags & 0x08 != 0 { raw += [user] }
@@ -95,12 +101,16 @@ import Testing
         #expect(dev["sw_version"] as? String == "1.2.3")
         #expect(first["availability_topic"] as? String == "home/cuff/status")
         // The same configs every time: ids are stable.
-        #expect(configs.map { $0.payload.serialized() } == d.configs(device: Self.device, user: 1, topics: topics).map { $0.payload.serialized() })
+        #expect(
+            configs.map { $0.payload.serialized() }
+                == d.configs(device: Self.device, user: 1, topics: topics).map { $0.payload.serialized() })
     }
 
     @Test func urls() throws {
         let u = try MQTTURL(parsing: "mqtts://alice:s%40cret@broker.lan:8884/home/cuff/")
-        #expect(u.tls && u.user == "alice" && u.password == "s@cret" && u.host == "broker.lan" && u.port == 8884 && u.prefix == "home/cuff")
+        #expect(
+            u.tls && u.user == "alice" && u.password == "s@cret" && u.host == "broker.lan" && u.port == 8884
+                && u.prefix == "home/cuff")
         #expect(!u.description.contains("cret"))
         #expect(MQTTURL.redacting("mqtt://a:pw@h/x") == "mqtt://a:***@h/x")
         let d = try MQTTURL(parsing: "mqtt://[::1]")
@@ -110,8 +120,10 @@ import Testing
             #expect(throws: MQTTURL.ParseError.self, "\(bad)") { try MQTTURL(parsing: bad) }
         }
         let env = ["CUFF_MQTT_PASSWORD": "fromenv"]
-        #expect(try MQTTURL(parsing: "mqtt://bob@h").resolvingPassword(file: nil, environment: env).password == "fromenv")
-        #expect(try MQTTURL(parsing: "mqtt://bob:url@h").resolvingPassword(file: nil, environment: env).password == "url")
+        #expect(
+            try MQTTURL(parsing: "mqtt://bob@h").resolvingPassword(file: nil, environment: env).password == "fromenv")
+        #expect(
+            try MQTTURL(parsing: "mqtt://bob:url@h").resolvingPassword(file: nil, environment: env).password == "url")
         // Without a user name the variable is ignored (a password alone means nothing), not refused.
         let anonymous = try MQTTURL(parsing: "mqtt://h").resolvingPassword(file: nil, environment: env)
         #expect(anonymous.user == nil && anonymous.password == nil)
@@ -122,12 +134,16 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let w = WarningCollector()
         let url = try MQTTURL(parsing: "mqtt://192.0.2.7")
-        let store = try MQTTOutboxStore(options: MQTTPublishOptions(url: url, outboxPath: dir + "/o.db", clientID: "t"), check: false, warn: w.handler)
+        let store = try MQTTOutboxStore(
+            options: MQTTPublishOptions(url: url, outboxPath: dir + "/o.db", clientID: "t"), check: false,
+            warn: w.handler)
         try store.close()
         #expect(w.warnings.contains { $0.sink == "publish" && $0.message.contains("in the clear") })
         let w2 = WarningCollector()
         let local = try MQTTOutboxStore(
-            options: MQTTPublishOptions(url: try MQTTURL(parsing: "mqtt://127.0.0.1"), outboxPath: dir + "/p.db", clientID: "t"), check: false, warn: w2.handler)
+            options: MQTTPublishOptions(
+                url: try MQTTURL(parsing: "mqtt://127.0.0.1"), outboxPath: dir + "/p.db", clientID: "t"), check: false,
+            warn: w2.handler)
         try local.close()
         #expect(w2.warnings.isEmpty)
     }
@@ -140,13 +156,17 @@ import Testing
         // 2026-11-25T08:30:05 (winter, +01:00) from the payload tests' bytes.
         let winter = try MQTTPayloadTests.record(flags: 0x1E, sys: 0x0078, dia: 0x0050, map: 0x005D)
         #expect(berlin.offsetSeconds(winter) == 3600)
-        #expect(try MQTTPayloadTests.object(MQTTPayload.state(winter, offset: berlin))["measured_at"] as? String == "2026-11-25T08:30:05+01:00")
+        #expect(
+            try MQTTPayloadTests.object(MQTTPayload.state(winter, offset: berlin))["measured_at"] as? String
+                == "2026-11-25T08:30:05+01:00")
         var summer = winter
         summer.timestamp = "2026-07-01T12:00:00"
         #expect(berlin.offsetSeconds(summer) == 7200)
         #expect(UTCOffsetPolicy.cuffTimeZone("+05:30")?.offsetSeconds(winter) == 19800)
         #expect(UTCOffsetPolicy.cuffTimeZone("-0800")?.offsetSeconds(winter) == -28800)
         #expect(UTCOffsetPolicy.cuffTimeZone("UTC")?.offsetSeconds(winter) == 0)
-        for bad in ["Mars/Olympus", "+25:00", "+1", "1:00"] { #expect(UTCOffsetPolicy.cuffTimeZone(bad) == nil, "\(bad)") }
+        for bad in ["Mars/Olympus", "+25:00", "+1", "1:00"] {
+            #expect(UTCOffsetPolicy.cuffTimeZone(bad) == nil, "\(bad)")
+        }
     }
 }

@@ -46,11 +46,14 @@ struct FrameTests {
         let p = try OmronCatalog.lookup("HEM-7280T-E")
         #expect(p.id == "HEM-7322T")
         let entries = try p.index.decode(read.data[...])
-        #expect(entries == [OmronIndexEntry(cursor: 0x401E, unread: 0x8000), OmronIndexEntry(cursor: 0x802D, unread: 0x8000)])
+        #expect(
+            entries == [
+                OmronIndexEntry(cursor: 0x401E, unread: 0x8000), OmronIndexEntry(cursor: 0x802D, unread: 0x8000),
+            ])
         #expect(p.index.nextSlot(entries[0], records: 100) == 0x1E)
         #expect(p.index.unreadCount(entries[0], records: 100) == 0)
         // Its clock window (at2-swapped at +0x14): 2025-09-18 18:27:44, the day before the issue was filed.
-        let window = Array(read.data[0x14 ..< 0x1E])
+        let window = Array(read.data[0x14..<0x1E])
         #expect(OmronClockCodec.decode(window, layout: .at2Swapped) == dt(2025, 9, 18, 18, 27, 44))
 
         let write = try reassemble(Self.writeCommand)
@@ -62,13 +65,14 @@ struct FrameTests {
         #expect(OmronTransport.classic.split(write.encode()).map { Hex.encode($0.bytes) } == Self.writeCommand)
 
         var r = OmronReassembler(transport: .classic)
-        let end = try OmronFrame.decode(try #require(try r.receive(channel: 0, hex("088f0000000000870000000000000000"))))
+        let end = try OmronFrame.decode(
+            try #require(try r.receive(channel: 0, hex("088f0000000000870000000000000000"))))
         #expect(end.kind == .end && end.status == 0)
     }
 
     @Test func everyTruncatedPrefixIsAnError() throws {
         let frame = hex(Self.readReply.joined()).prefix(0x2E)
-        for n in 0 ..< frame.count {
+        for n in 0..<frame.count {
             #expect(throws: OmronError.self) { try OmronFrame.decode(Array(frame.prefix(n))) }
             do {
                 _ = try OmronFrame.decode(Array(frame.prefix(n)))
@@ -84,12 +88,18 @@ struct FrameTests {
         var b = OmronFrame.end.encode()
         b[7] ^= 1
         #expect(throws: OmronError(.badChecksum, field: "check", offset: 7)) { try OmronFrame.decode(b) }
-        #expect(throws: OmronError(.invalidLength, field: "length", offset: 0)) { try OmronFrame.decode([0x41] + [UInt8](repeating: 0, count: 70)) }
-        #expect(throws: OmronError(.invalidLength, field: "length", offset: 0)) { try OmronFrame.decode([0x07, 0, 0, 0, 0, 0, 0]) }
+        #expect(throws: OmronError(.invalidLength, field: "length", offset: 0)) {
+            try OmronFrame.decode([0x41] + [UInt8](repeating: 0, count: 70))
+        }
+        #expect(throws: OmronError(.invalidLength, field: "length", offset: 0)) {
+            try OmronFrame.decode([0x07, 0, 0, 0, 0, 0, 0])
+        }
         var r = OmronReassembler(transport: .classic)
         #expect(throws: OmronError.self) { try r.receive(channel: 1, hex(Self.readReply[1])) }
         _ = try r.receive(channel: 0, hex(Self.readReply[0]))
-        #expect(throws: OmronError(.outOfOrder, field: "RX channel 2", offset: 0)) { try r.receive(channel: 2, hex(Self.readReply[2])) }
+        #expect(throws: OmronError(.outOfOrder, field: "RX channel 2", offset: 0)) {
+            try r.receive(channel: 2, hex(Self.readReply[2]))
+        }
         // Channel 0 again starts over.
         _ = try r.receive(channel: 0, hex(Self.readReply[0]))
         _ = try r.receive(channel: 1, hex(Self.readReply[1]))
@@ -102,7 +112,7 @@ struct FrameTests {
 
     @Test(arguments: [0, 1, 7, 8, 16, 40, 56])
     func roundTripOverBothTransports(n: Int) throws {
-        let f = OmronFrame(type: 0x81C0, address: 0x0ABC, data: (0 ..< n).map { UInt8($0 * 7 & 0xFF) }, status: 0)
+        let f = OmronFrame(type: 0x81C0, address: 0x0ABC, data: (0..<n).map { UInt8($0 * 7 & 0xFF) }, status: 0)
         for t in OmronTransport.allCases {
             var r = OmronReassembler(transport: t)
             var out: [UInt8]?
@@ -127,7 +137,9 @@ struct RecordTests {
 
     /// omblepy #55: HEM-7144T2 slots (sys/dia/bpm and year confirmed by the reporter); sequence 1, 2, 3.
     @Test func realHEM7144T2Records() throws {
-        let rows = ["624c5e199621d41a800001004bb4", "50453f19ae61c91a802002" + "00817e", "49473e19ae212a1b800003007e81"]
+        let rows = [
+            "624c5e199621d41a800001004bb4", "50453f19ae61c91a802002" + "00817e", "49473e19ae212a1b800003007e81",
+        ]
         let r = try rows.map { try OmronRecordCodec.decode(hex($0)[...], layout: .le14, slotSize: 14) }
         #expect(r.map(\.systolic) == [123, 105, 98])
         #expect(r.map(\.diastolic) == [76, 69, 71])
@@ -149,7 +161,8 @@ struct RecordTests {
     @Test func workedExampleBothOrders() throws {
         let le = try OmronRecordCodec.decode(hex("6b54421967ac491a800007000000")[...], layout: .le14, slotSize: 14)
         let expected = OmronReading(
-            systolic: 132, diastolic: 84, pulse: 66, time: dt(2025, 11, 3, 7, 41, 9), irregularPulse: false, bodyMovement: true,
+            systolic: 132, diastolic: 84, pulse: 66, time: dt(2025, 11, 3, 7, 41, 9), irregularPulse: false,
+            bodyMovement: true,
             cuffOK: true, batteryLow: false, position: 0, sequence: 7)
         #expect(le == expected)
         var be = try OmronRecordCodec.decode(hex("546b1942ac671a4900800007 0000")[...], layout: .be14, slotSize: 14)
@@ -159,36 +172,47 @@ struct RecordTests {
 
     /// Each bit of the le14 table, one at a time (§6.1).
     @Test func le14BitTable() throws {
-        let base = OmronReading(systolic: 120, diastolic: 80, pulse: 60, time: dt(2030, 12, 31, 23, 59, 58), sequence: 9)
-        for ihb in [false, true] { for mov in [false, true] { for cuff in [false, true] { for batt in [false, true] {
-            for pos in UInt8(0) ... 3 {
-                var r = base
-                r.irregularPulse = ihb; r.bodyMovement = mov; r.cuffOK = cuff; r.batteryLow = batt; r.position = pos
-                let b = OmronRecordCodec.encode(r, layout: .le14, slotSize: 14)
-                let w1 = UInt16(b[4]) | UInt16(b[5]) << 8, w2 = UInt16(b[6]) | UInt16(b[7]) << 8
-                #expect(w1 & 0x1F == 23 && w1 >> 5 & 0x1F == 31 && w1 >> 10 & 0xF == 12)
-                #expect((w1 >> 14 & 1 == 1) == ihb && (w1 >> 15 == 1) == mov)
-                #expect(w2 & 0x3F == 58 && w2 >> 6 & 0x3F == 59 && (w2 >> 12 & 1 == 1) == cuff && (w2 >> 13 & 1 == 1) == batt)
-                #expect(UInt8(w2 >> 14) == pos)
-                #expect(try OmronRecordCodec.decode(b[...], layout: .le14, slotSize: 14) == r)
-                // be14 is the same record with each word's bytes exchanged.
-                var swapped = b
-                for i in stride(from: 0, to: 14, by: 2) { swapped.swapAt(i, i + 1) }
-                var viaBE = try OmronRecordCodec.decode(swapped[...], layout: .be14, slotSize: 14)
-                viaBE.sequence = 9
-                #expect(viaBE == r)
+        let base = OmronReading(
+            systolic: 120, diastolic: 80, pulse: 60, time: dt(2030, 12, 31, 23, 59, 58), sequence: 9)
+        for ihb in [false, true] {
+            for mov in [false, true] {
+                for cuff in [false, true] {
+                    for batt in [false, true] {
+                        for pos in UInt8(0)...3 {
+                            var r = base
+                            r.irregularPulse = ihb; r.bodyMovement = mov; r.cuffOK = cuff; r.batteryLow = batt;
+                            r.position = pos
+                            let b = OmronRecordCodec.encode(r, layout: .le14, slotSize: 14)
+                            let w1 = UInt16(b[4]) | UInt16(b[5]) << 8, w2 = UInt16(b[6]) | UInt16(b[7]) << 8
+                            #expect(w1 & 0x1F == 23 && w1 >> 5 & 0x1F == 31 && w1 >> 10 & 0xF == 12)
+                            #expect((w1 >> 14 & 1 == 1) == ihb && (w1 >> 15 == 1) == mov)
+                            #expect(
+                                w2 & 0x3F == 58 && w2 >> 6 & 0x3F == 59 && (w2 >> 12 & 1 == 1) == cuff
+                                    && (w2 >> 13 & 1 == 1) == batt)
+                            #expect(UInt8(w2 >> 14) == pos)
+                            #expect(try OmronRecordCodec.decode(b[...], layout: .le14, slotSize: 14) == r)
+                            // be14 is the same record with each word's bytes exchanged.
+                            var swapped = b
+                            for i in stride(from: 0, to: 14, by: 2) { swapped.swapAt(i, i + 1) }
+                            var viaBE = try OmronRecordCodec.decode(swapped[...], layout: .be14, slotSize: 14)
+                            viaBE.sequence = 9
+                            #expect(viaBE == r)
+                        }
+                    }
+                }
             }
-        } } } }
+        }
     }
 
     /// be14 bit numbers from the most significant bit (§6.2), checked on the 112-bit integer.
     @Test func be14BitNumbers() throws {
-        let r = OmronReading(systolic: 200, diastolic: 101, pulse: 77, time: dt(2041, 7, 19, 13, 42, 27), irregularPulse: true,
-                             bodyMovement: false, cuffOK: true, batteryLow: false, position: 2)
+        let r = OmronReading(
+            systolic: 200, diastolic: 101, pulse: 77, time: dt(2041, 7, 19, 13, 42, 27), irregularPulse: true,
+            bodyMovement: false, cuffOK: true, batteryLow: false, position: 2)
         let b = OmronRecordCodec.encode(r, layout: .be14, slotSize: 14)
         func bits(_ from: Int, _ to: Int) -> Int {
             var v = 0
-            for i in from ... to { v = v << 1 | Int(b[i / 8] >> (7 - i % 8) & 1) }
+            for i in from...to { v = v << 1 | Int(b[i / 8] >> (7 - i % 8) & 1) }
             return v
         }
         #expect(bits(0, 7) == 101 && bits(8, 15) == 175 && bits(16, 23) == 41 && bits(24, 31) == 77)
@@ -220,7 +244,7 @@ struct RecordTests {
     @Test func hem6401() throws {
         for size in [16, 32] {
             var b = [UInt8](repeating: 0x5A, count: size)
-            b[0 ... 8] = [26, 3, 4, 5, 6, 61, 100, 70, 65]
+            b[0...8] = [26, 3, 4, 5, 6, 61, 100, 70, 65]
             b[11] = 0b1001
             let r = try OmronRecordCodec.decode(b[...], layout: .hem6401, slotSize: size)
             #expect(r.time == dt(2026, 3, 4, 5, 6, 59) && r.systolic == 125 && r.diastolic == 70 && r.pulse == 65)
@@ -235,7 +259,9 @@ struct RecordTests {
         }
     }
 
-    static let layouts: [(OmronRecordLayout, Int)] = [(.le14, 14), (.le14, 16), (.be14, 14), (.be14y6, 14), (.hem6401, 16), (.hem6401, 32), (.heartguide24, 24)]
+    static let layouts: [(OmronRecordLayout, Int)] = [
+        (.le14, 14), (.le14, 16), (.be14, 14), (.be14y6, 14), (.hem6401, 16), (.hem6401, 32), (.heartguide24, 24),
+    ]
 
     @Test(arguments: layouts)
     func emptySlotRulesAndTruncation(layout: OmronRecordLayout, size: Int) throws {
@@ -251,10 +277,11 @@ struct RecordTests {
             #expect(throws: OmronError.self) { try OmronRecordCodec.decode(b[...], layout: layout, slotSize: size) }
         }
         let good = OmronRecordCodec.encode(
-            OmronReading(systolic: 118, diastolic: 77, pulse: 61, time: dt(2026, 11, 25, 16, 30, 0), sequence: 3), layout: layout,
+            OmronReading(systolic: 118, diastolic: 77, pulse: 61, time: dt(2026, 11, 25, 16, 30, 0), sequence: 3),
+            layout: layout,
             slotSize: size)
         _ = try OmronRecordCodec.decode(good[...], layout: layout, slotSize: size)
-        for n in 0 ..< size {
+        for n in 0..<size {
             do {
                 _ = try OmronRecordCodec.decode(good.prefix(n), layout: layout, slotSize: size)
                 Issue.record("prefix of \(n) bytes decoded")
@@ -262,20 +289,26 @@ struct RecordTests {
                 #expect(error.code == .truncated && error.offset == n)
             }
         }
-        #expect(throws: OmronError.self) { try OmronRecordCodec.decode((good + [0])[...], layout: layout, slotSize: size) }
+        #expect(throws: OmronError.self) {
+            try OmronRecordCodec.decode((good + [0])[...], layout: layout, slotSize: size)
+        }
     }
 
     @Test func invalidDatesAndMinutes() throws {
         var b = hex("6b54421967ac491a800007000000")
         b[5] &= 0xC3  // month 0
-        #expect(throws: OmronError(.invalidValue, field: "month", offset: 5)) { try OmronRecordCodec.decode(b[...], layout: .le14, slotSize: 14) }
+        #expect(throws: OmronError(.invalidValue, field: "month", offset: 5)) {
+            try OmronRecordCodec.decode(b[...], layout: .le14, slotSize: 14)
+        }
         // Minute 63: clamped on le14, refused on be14 (§10 #7).
         var m = hex("6b54421967ac491a800007000000")
         m[6] |= 0xC0; m[7] |= 0x0F
         #expect(try OmronRecordCodec.decode(m[...], layout: .le14, slotSize: 14).time.minutes == 59)
         var s = m
         for i in stride(from: 0, to: 14, by: 2) { s.swapAt(i, i + 1) }
-        #expect(throws: OmronError(.invalidValue, field: "minute", offset: 7)) { try OmronRecordCodec.decode(s[...], layout: .be14, slotSize: 14) }
+        #expect(throws: OmronError(.invalidValue, field: "minute", offset: 7)) {
+            try OmronRecordCodec.decode(s[...], layout: .be14, slotSize: 14)
+        }
     }
 }
 
@@ -295,7 +328,7 @@ struct ClockTests {
         #expect(OmronClockCodec.decode(hex(w), layout: layout) == t)
         // Our encoder, putting the same time back, gives the cuff's own bytes (hosts write 0 at at2's [8]).
         var expected = hex(w)
-        if layout == .at2Swapped { expected[8] = 0; expected[9] = OmronClockCodec.sum(expected[0 ..< 9]) }
+        if layout == .at2Swapped { expected[8] = 0; expected[9] = OmronClockCodec.sum(expected[0..<9]) }
         #expect(OmronClockCodec.encode(t, into: hex(w), clock: OmronClockWindow(offset: 0, layout: layout)) == expected)
     }
 

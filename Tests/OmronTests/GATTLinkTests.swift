@@ -28,8 +28,13 @@ struct GATTLink {
     var outcome: SessionOutcome?
     var pdus = 0
 
-    init(_ p: OmronProfile, peripheral: OmronPeripheral, options: OmronSyncOptions = OmronSyncOptions(), localSeconds: Int64 = localNow) {
-        central = OmronCentral(profile: p, options: options, device: DeviceInfo(address: "unix:/test"), utcOffsetSeconds: localSeconds - 1_795_622_400)
+    init(
+        _ p: OmronProfile, peripheral: OmronPeripheral, options: OmronSyncOptions = OmronSyncOptions(),
+        localSeconds: Int64 = localNow
+    ) {
+        central = OmronCentral(
+            profile: p, options: options, device: DeviceInfo(address: "unix:/test"),
+            utcOffsetSeconds: localSeconds - 1_795_622_400)
         self.peripheral = peripheral
     }
 
@@ -63,7 +68,7 @@ struct GATTLink {
             return dropped
         }
         var down = take(central.start(at: at), &self, &toPeripheral)
-        for _ in 0 ..< 2_000_000 where outcome == nil {
+        for _ in 0..<2_000_000 where outcome == nil {
             if down {
                 _ = peripheral.disconnected(now: now)
                 _ = take(central.disconnected("closed", at: at), &self, &toPeripheral)
@@ -93,7 +98,9 @@ struct GATTLink {
     }
 
     var measurements: [MeasurementRecord] { records.compactMap { if case let .measurement(m) = $0 { m } else { nil } } }
-    var end: SessionRecord? { records.compactMap { if case let .session(s) = $0, s.event == .end { s } else { nil } }.last }
+    var end: SessionRecord? {
+        records.compactMap { if case let .session(s) = $0, s.event == .end { s } else { nil } }.last
+    }
 }
 
 @Suite("Omron over GATT")
@@ -137,7 +144,10 @@ struct GATTLinkTests {
     @Test func wrongTransportIsServiceMissing() {
         let modern = OmronCatalog.profile(named: "HEM-7142T2")!
         let classic = OmronCatalog.profile(named: "HEM-7361T")!
-        var l = GATTLink(classic, peripheral: OmronPeripheral(cuff: OmronSimulator(profile: modern, localSeconds: localNow), localAtPowerOn: localNow))
+        var l = GATTLink(
+            classic,
+            peripheral: OmronPeripheral(
+                cuff: OmronSimulator(profile: modern, localSeconds: localNow), localAtPowerOn: localNow))
         #expect(l.run() == .serviceMissing)
         #expect(l.end?.message?.contains("modern") == true)
     }
@@ -145,8 +155,10 @@ struct GATTLinkTests {
     /// Without --model the family discovery found picks the profile: "X4 Smart" (HEM-7155T,
     /// classic, in the catalog) on the FE4A HEM-7155T_ESL1 reads it as HEM-7155T-MW3; a cuff that
     /// names no model gets its own family's default (HEM-7361T on the classic service).
-    @Test(arguments: [("HEM-7155T-MW3", "X4 Smart", "HEM-7155T-MW3"), ("HEM-7361T", "", "HEM-7361T"),
-                      ("HEM-7142T2", "", "HEM-7142T2"), ("HEM-7155T", "X4 Smart", "HEM-7155T")])
+    @Test(arguments: [
+        ("HEM-7155T-MW3", "X4 Smart", "HEM-7155T-MW3"), ("HEM-7361T", "", "HEM-7361T"),
+        ("HEM-7142T2", "", "HEM-7142T2"), ("HEM-7155T", "X4 Smart", "HEM-7155T"),
+    ])
     func profileOfTheFamilyDiscoveryFound(cuffProfile: String, modelNumber: String, used: String) throws {
         let p = try #require(OmronCatalog.profile(named: cuffProfile))
         let cuff = OmronSimulator(profile: p, seed: 5, localSeconds: localNow)
@@ -172,12 +184,16 @@ struct GATTLinkTests {
     @Test func unknownModelFallsBackToTheStandardService() throws {
         let p = try #require(OmronCatalog.profile(named: "HEM-7380T1"))
         let cuff = OmronSimulator(profile: p, seed: 6, localSeconds: localNow)
-        var both = OmronPeripheral(cuff: cuff, localAtPowerOn: localNow, modelNumber: "HEM-7380T5", standardService: true)
+        var both = OmronPeripheral(
+            cuff: cuff, localAtPowerOn: localNow, modelNumber: "HEM-7380T5", standardService: true)
         both.poweredOn(now: .zero)
         var l = GATTLink(peripheral: both)
         #expect(l.run() == .completed, "\(l.logs)")
-        #expect(l.logs.contains { $0.contains("unknown Omron model HEM-7380T5") && $0.contains("closest profile is HEM-7380T1")
-            && $0.contains("standard Blood Pressure Service") }, "\(l.logs)")
+        #expect(
+            l.logs.contains {
+                $0.contains("unknown Omron model HEM-7380T5") && $0.contains("closest profile is HEM-7380T1")
+                    && $0.contains("standard Blood Pressure Service")
+            }, "\(l.logs)")
         let m = try #require(l.measurements.first)
         #expect(l.measurements.count == 1)
         #expect(m.characteristic == .bloodPressureMeasurement)
@@ -188,17 +204,28 @@ struct GATTLinkTests {
         omronOnly.poweredOn(now: .zero)
         var o = GATTLink(peripheral: omronOnly)
         #expect(o.run() == .completed, "\(o.logs)")
-        #expect(o.logs.contains { $0.contains("unknown Omron model HEM-7380T5; using the closest modern profile, HEM-7380T1") }, "\(o.logs)")
+        #expect(
+            o.logs.contains {
+                $0.contains("unknown Omron model HEM-7380T5; using the closest modern profile, HEM-7380T1")
+            }, "\(o.logs)")
         #expect(o.measurements.count == p.users.indices.map { cuff.unreadReadings(user: $0).count }.reduce(0, +))
         #expect(o.measurements.allSatisfy { $0.characteristic == .named("omron") && $0.device.model == "HEM-7380T1" })
     }
 
     @Test func refusedKeyAndDroppedLinkOverATT() {
         let p = OmronCatalog.profile(named: "HEM-7600T")!
-        var r = GATTLink(p, peripheral: OmronPeripheral(cuff: OmronSimulator(profile: p, scenario: .refusedKey, localSeconds: localNow), localAtPowerOn: localNow))
+        var r = GATTLink(
+            p,
+            peripheral: OmronPeripheral(
+                cuff: OmronSimulator(profile: p, scenario: .refusedKey, localSeconds: localNow),
+                localAtPowerOn: localNow))
         #expect(r.run() == .keyRefused)
         #expect(r.end?.message?.contains("refused the key") == true)
-        var d = GATTLink(p, peripheral: OmronPeripheral(cuff: OmronSimulator(profile: p, scenario: .droppedLink, localSeconds: localNow), localAtPowerOn: localNow))
+        var d = GATTLink(
+            p,
+            peripheral: OmronPeripheral(
+                cuff: OmronSimulator(profile: p, scenario: .droppedLink, localSeconds: localNow),
+                localAtPowerOn: localNow))
         #expect(d.run() == .disconnected)
     }
 }

@@ -6,8 +6,10 @@ import Testing
 /// 2026-11-25 16:00:00 local.
 let localNow: Int64 = 1_795_622_400
 
-func link(_ p: OmronProfile, _ scenario: OmronScenario = .normal, seed: UInt64 = 7, paired: Bool = true,
-          _ options: OmronSyncOptions = OmronSyncOptions()) -> OmronInProcessLink {
+func link(
+    _ p: OmronProfile, _ scenario: OmronScenario = .normal, seed: UInt64 = 7, paired: Bool = true,
+    _ options: OmronSyncOptions = OmronSyncOptions()
+) -> OmronInProcessLink {
     OmronInProcessLink(
         cuff: OmronSimulator(profile: p, scenario: scenario, seed: seed, paired: paired, localSeconds: localNow),
         session: OmronSession(profile: p, options: options, localSeconds: localNow), localOrigin: localNow)
@@ -54,7 +56,8 @@ struct SessionTests {
         #expect(l.readings.map(\.reading) == all.map(\.1))
         #expect(l.readings.map(\.user) == all.map(\.0))
         // A new reading after the sync is the only one the next sync gets.
-        let r = OmronReading(systolic: 141, diastolic: 91, pulse: 77, time: DateTime(unixSeconds: localNow + 30), sequence: 99)
+        let r = OmronReading(
+            systolic: 141, diastolic: 91, pulse: 77, time: DateTime(unixSeconds: localNow + 30), sequence: 99)
         l.cuff.measure(user: 0, r)
         #expect(l.again() == .completed)
         #expect(l.readings.map(\.reading) == [l.cuff.stored(user: 0).last!])
@@ -88,7 +91,9 @@ struct SessionTests {
             #expect(l.run() == .completed)
             #expect(l.readings.count == p.users.map(\.records).reduce(0, +))
             for u in p.users.indices {
-                #expect(l.readings.filter { $0.user == u + 1 }.map(\.reading) == l.cuff.stored(user: u), "\(p.id) user \(u + 1)")
+                #expect(
+                    l.readings.filter { $0.user == u + 1 }.map(\.reading) == l.cuff.stored(user: u),
+                    "\(p.id) user \(u + 1)")
             }
             // Times come out in order per user although the ring wrapped.
             for u in p.users.indices {
@@ -195,14 +200,17 @@ struct SessionTests {
             var r = OmronReassembler(transport: .classic)
             var out: [UInt8]?
             for piece in OmronTransport.classic.split(f.encode()) {
-                for case let .notify(.rx(ch), b) in cuff.handle(.write(.tx(piece.channel), piece.bytes), localSeconds: localNow) {
+                for case let .notify(.rx(ch), b) in cuff.handle(
+                    .write(.tx(piece.channel), piece.bytes), localSeconds: localNow)
+                {
                     out = (try? r.receive(channel: ch, b)) ?? out
                 }
             }
             return out.flatMap { try? OmronFrame.decode($0) }
         }
         #expect(send(.start)?.type == 0x8000)
-        var w = OmronClockCodec.encode(DateTime(unixSeconds: localNow), into: [UInt8](repeating: 0, count: 10), clock: p.clock)
+        var w = OmronClockCodec.encode(
+            DateTime(unixSeconds: localNow), into: [UInt8](repeating: 0, count: 10), clock: p.clock)
         w[9] &+= 1
         #expect(send(.write(p.settingsWrite + 0x14, w))?.type == 0x81C0)
         #expect(send(.end)?.status == 0xE5)
@@ -233,7 +241,6 @@ struct SessionTests {
     }
 }
 
-
 @Suite("Omron observer (replay)")
 struct ObserverTests {
     /// The channel traffic of a live session, followed as a third party, gives the same readings
@@ -260,7 +267,13 @@ struct ObserverTests {
             }
             while !done {
                 let e: OmronSession.Event
-                if !events.isEmpty { e = events.removeFirst() } else if let t = timer { now = t; timer = nil; e = .timer } else { break }
+                if !events.isEmpty {
+                    e = events.removeFirst()
+                } else if let t = timer {
+                    now = t; timer = nil; e = .timer
+                } else {
+                    break
+                }
                 for a in session.handle(e, now: now) {
                     switch a {
                     case let .subscribe(c): _ = cuff.handle(.subscribe(c), localSeconds: localNow)

@@ -32,11 +32,17 @@ import Testing
         for panel in root.having("panel") {
             let kind = panel.classes.subtracting(["panel"]).sorted().joined()
             out.append("panel \(kind)")
-            for b in panel.having("band") { out.append("  band \(b.attributes["data-category"]!) \(b.attributes["data-range"]!)") }
-            for r in panel.having("reading") { out.append("  reading \(r.attributes["data-time"]!) \(r.attributes["data-value"]!)") }
+            for b in panel.having("band") {
+                out.append("  band \(b.attributes["data-category"]!) \(b.attributes["data-range"]!)")
+            }
+            for r in panel.having("reading") {
+                out.append("  reading \(r.attributes["data-time"]!) \(r.attributes["data-value"]!)")
+            }
             for g in panel.having("gap") { out.append("  gap \(g.attributes["data-value"]!)") }
             for w in panel.having("weekly-mean") {
-                out.append("  week \(w.attributes["data-week"]!) mean \(w.attributes["data-value"]!) of \(w.attributes["data-count"]!)")
+                out.append(
+                    "  week \(w.attributes["data-week"]!) mean \(w.attributes["data-value"]!) of \(w.attributes["data-count"]!)"
+                )
             }
             for l in panel.having("band-label") { out.append("  band-label \(l.text)") }
             for t in panel.having("tick", "x") { out.append("  x-tick \(t.text)") }
@@ -51,7 +57,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let readings = try PlotInput.history(store: try Self.storeFromCaptures(in: dir))
         #expect(readings.count == 27)
-        let svg = HistoryChart.document(readings, options: .init(guideline: Guideline.named(guideline)!, subtitle: "captures"))
+        let svg = HistoryChart.document(
+            readings, options: .init(guideline: Guideline.named(guideline)!, subtitle: "captures"))
         let summary = Self.summary(try SVGParse.parse(SVGWriter.document(svg)))
         let file = Paths.golden.appendingPathComponent("history-\(guideline).txt")
         if ProcessInfo.processInfo.environment["CUFF_UPDATE_GOLDEN"] != nil {

@@ -12,7 +12,9 @@ import Testing
     static func requireRenderer() throws -> String? {
         if let rsvg { return rsvg }
         if ProcessInfo.processInfo.environment["CI"] != nil {
-            Issue.record("rsvg-convert is not installed, and CI must render every plot: install librsvg2-bin (tools/install-deps.sh --test)")
+            Issue.record(
+                "rsvg-convert is not installed, and CI must render every plot: install librsvg2-bin (tools/install-deps.sh --test)"
+            )
         }
         return nil
     }
@@ -30,7 +32,9 @@ import Testing
         #expect(size.width == Int(width.rounded()), "\(name)")
         #expect(abs(size.height - Int(height.rounded())) <= 1, "\(name)")
         let blankPath = dir.appendingPathComponent("blank.png").path
-        try PlotOutput.renderPNG(SVGWriter.document(SVG.root(width: width, height: height, title: "blank", children: [])), to: blankPath, rsvg: rsvg)
+        try PlotOutput.renderPNG(
+            SVGWriter.document(SVG.root(width: width, height: height, title: "blank", children: [])), to: blankPath,
+            rsvg: rsvg)
         let blank = try Data(contentsOf: URL(fileURLWithPath: blankPath))
         #expect(data.count > 20_000, "\(name): \(data.count) bytes")
         #expect(data.count > blank.count * 8, "\(name): \(data.count) bytes, a blank page \(blank.count)")
@@ -42,8 +46,11 @@ import Testing
     @Test(arguments: Paths.fixtures)
     func sessionPlotsRender(_ name: String) throws {
         guard let rsvg = try Self.requireRenderer() else { return }
-        let sessions = try PlotInput.sessions([UInt8](try Data(contentsOf: Paths.captures.appendingPathComponent(name + ".btsnoop"))))
-        try Self.check(SessionChart.document(sessions.enumerated().map { ($0.offset + 1, $0.element) }, source: name), "session-" + name, rsvg: rsvg)
+        let sessions = try PlotInput.sessions(
+            [UInt8](try Data(contentsOf: Paths.captures.appendingPathComponent(name + ".btsnoop"))))
+        try Self.check(
+            SessionChart.document(sessions.enumerated().map { ($0.offset + 1, $0.element) }, source: name),
+            "session-" + name, rsvg: rsvg)
     }
 
     @Test(arguments: ["esc-esh-2018", "acc-aha-2017"])
@@ -52,8 +59,10 @@ import Testing
         let dir = try Paths.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
         let readings = try PlotInput.history(store: try HistoryFixture.makeStore(in: dir))
-        try Self.check(HistoryChart.document(readings, options: .init(guideline: Guideline.named(guideline)!, subtitle: "test store")),
-                       "history-" + guideline, rsvg: rsvg)
+        try Self.check(
+            HistoryChart.document(
+                readings, options: .init(guideline: Guideline.named(guideline)!, subtitle: "test store")),
+            "history-" + guideline, rsvg: rsvg)
     }
 
     @Test func aMissingRendererIsAClearError() {

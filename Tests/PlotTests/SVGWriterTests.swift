@@ -29,9 +29,11 @@ import Testing
 
     @Test func hostileTextRoundTripsThroughAnXMLParser() throws {
         let nasty = "</text><script>alert(1)</script> & \"q\" 'a' \u{7}"
-        let doc = SVG.root(width: 100, height: 50, title: nasty, children: [
-            SVG.text(nasty, x: 1, y: 2, classes: "t", extra: [SVGAttribute("data-x", nasty)]),
-        ])
+        let doc = SVG.root(
+            width: 100, height: 50, title: nasty,
+            children: [
+                SVG.text(nasty, x: 1, y: 2, classes: "t", extra: [SVGAttribute("data-x", nasty)])
+            ])
         let root = try SVGParse.parse(SVGWriter.document(doc))
         let t = try #require(root.having("t").first)
         let expected = "</text><script>alert(1)</script> & \"q\" 'a' \u{FFFD}"
@@ -53,9 +55,11 @@ import Testing
     }
 
     @Test func markersOfEveryShapeAreWellFormed() throws {
-        let doc = SVG.root(width: 100, height: 100, title: "m", children: MarkerShape.allCases.map {
-            SVG.marker($0, x: 10, y: 10, fill: "#D55E00", classes: "mk")
-        })
+        let doc = SVG.root(
+            width: 100, height: 100, title: "m",
+            children: MarkerShape.allCases.map {
+                SVG.marker($0, x: 10, y: 10, fill: "#D55E00", classes: "mk")
+            })
         let root = try SVGParse.parse(SVGWriter.document(doc))
         #expect(root.having("mk").count == MarkerShape.allCases.count)
     }

@@ -3,7 +3,10 @@ import Plot
 import Testing
 
 @Suite struct ScaleTests {
-    @Test(arguments: [(0.7, 1.0), (1.0, 1.0), (1.3, 2.0), (2.2, 2.5), (3.0, 5.0), (7.0, 10.0), (12.0, 20.0), (0.031, 0.05), (260.0, 500.0)])
+    @Test(arguments: [
+        (0.7, 1.0), (1.0, 1.0), (1.3, 2.0), (2.2, 2.5), (3.0, 5.0), (7.0, 10.0), (12.0, 20.0), (0.031, 0.05),
+        (260.0, 500.0),
+    ])
     func niceSteps(_ raw: Double, _ step: Double) {
         #expect(abs(Ticks.niceStep(raw) - step) < 1e-12)
     }

@@ -16,14 +16,20 @@ func sessionSummary(_ root: XNode) -> String {
         }
         for kind in ["systolic", "map", "diastolic"] {
             for m in panel.having("result-marker", kind) {
-                out.append("  marker \(kind) value=\(m.attributes["data-value"] ?? "?") time=\(m.attributes["data-time"] ?? "?")")
+                out.append(
+                    "  marker \(kind) value=\(m.attributes["data-value"] ?? "?") time=\(m.attributes["data-time"] ?? "?")"
+                )
             }
         }
         for l in panel.having("result-label") { out.append("  label \(l.text)") }
         for v in panel.having("box-value") { out.append("  box \(v.text)") }
         for f in panel.having("flag") { out.append("  flag \(f.text)") }
         let gaps = panel.having("gap")
-        if !gaps.isEmpty { out.append("  gaps \(gaps.count): \(Set(gaps.compactMap { $0.attributes["data-value"] }).sorted().joined(separator: ","))") }
+        if !gaps.isEmpty {
+            out.append(
+                "  gaps \(gaps.count): \(Set(gaps.compactMap { $0.attributes["data-value"] }).sorted().joined(separator: ","))"
+            )
+        }
         for n in panel.having("note") { out.append("  note \(n.text)") }
     }
     return out.joined(separator: "\n") + "\n"
@@ -32,7 +38,8 @@ func sessionSummary(_ root: XNode) -> String {
 func sessionSVG(_ name: String, capture: Bool = false) throws -> String {
     let url = Paths.captures.appendingPathComponent(name + (capture ? ".btsnoop" : ".ndjson"))
     let sessions = try PlotInput.sessions([UInt8](try Data(contentsOf: url)))
-    return SVGWriter.document(SessionChart.document(sessions.enumerated().map { ($0.offset + 1, $0.element) }, source: "captures/\(name)"))
+    return SVGWriter.document(
+        SessionChart.document(sessions.enumerated().map { ($0.offset + 1, $0.element) }, source: "captures/\(name)"))
 }
 
 @Suite struct SessionChartTests {
@@ -58,8 +65,10 @@ func sessionSVG(_ name: String, capture: Bool = false) throws -> String {
 
     @Test func curvePointsAreTheProgressRecords() throws {
         for name in Paths.fixtures {
-            let lines = try String(contentsOf: Paths.captures.appendingPathComponent(name + ".ndjson"), encoding: .utf8).split(separator: "\n")
-            let numeric = lines.filter { $0.contains("\"type\":\"progress\"") && !$0.contains("\"cuff_pressure\":\"") }.count
+            let lines = try String(contentsOf: Paths.captures.appendingPathComponent(name + ".ndjson"), encoding: .utf8)
+                .split(separator: "\n")
+            let numeric = lines.filter { $0.contains("\"type\":\"progress\"") && !$0.contains("\"cuff_pressure\":\"") }
+                .count
             let root = try SVGParse.parse(try sessionSVG(name))
             let drawn = root.having("curve").compactMap { $0.number("data-samples") }.reduce(0, +)
             #expect(Int(drawn) == numeric, "\(name)")
@@ -83,7 +92,8 @@ func sessionSVG(_ name: String, capture: Bool = false) throws -> String {
         #expect(panel.having("curve", "inflating").count == 1)
         #expect(deflating.attributes["stroke-dasharray"] == nil)
         #expect(panel.having("box-value").map(\.text).contains("Pulse 74 /min"))
-        #expect(panel.having("title").first?.text.contains("cuff-sim (cuff project CUFF-SIM 1) 00:AA:01:00:00:00") == true)
+        #expect(
+            panel.having("title").first?.text.contains("cuff-sim (cuff project CUFF-SIM 1) 00:AA:01:00:00:00") == true)
         #expect(panel.having("subtitle").first?.text.contains("cuff unit: mmHg") == true)
         #expect(panel.having("subtitle").first?.text.contains("started 2026-11-22 08:13:20 UTC") == true)
         #expect(panel.having("flag").isEmpty)
@@ -91,7 +101,8 @@ func sessionSVG(_ name: String, capture: Bool = false) throws -> String {
     }
 
     @Test(arguments: [
-        ("body-movement", ["⚠ body movement"]), ("cuff-loose", ["⚠ cuff too loose"]), ("irregular-pulse", ["⚠ irregular pulse"]),
+        ("body-movement", ["⚠ body movement"]), ("cuff-loose", ["⚠ cuff too loose"]),
+        ("irregular-pulse", ["⚠ irregular pulse"]),
         ("improper-position", ["⚠ improper position"]), ("hypertensive", ["⚠ pulse above upper limit"]),
         ("hypotensive", ["⚠ pulse below lower limit"]),
     ])
@@ -113,16 +124,21 @@ func sessionSVG(_ name: String, capture: Bool = false) throws -> String {
         // normal's records with two cuff pressures made special.
         var lines = try String(contentsOf: Paths.captures.appendingPathComponent("normal.ndjson"), encoding: .utf8)
             .split(separator: "\n").map(String.init)
-        let progress = lines.indices.filter { lines[$0].contains("\"type\":\"progress\"") && lines[$0].contains("deflating") }
+        let progress = lines.indices.filter {
+            lines[$0].contains("\"type\":\"progress\"") && lines[$0].contains("deflating")
+        }
         for i in [progress[10], progress[11]] {
-            lines[i] = lines[i].replacingOccurrences(of: #""cuff_pressure":[0-9.]+"#, with: #""cuff_pressure":"NRes""#, options: .regularExpression)
+            lines[i] = lines[i].replacingOccurrences(
+                of: #""cuff_pressure":[0-9.]+"#, with: #""cuff_pressure":"NRes""#, options: .regularExpression)
         }
         let sessions = try PlotInput.sessions(lines: lines)
         let root = try SVGParse.parse(SVGWriter.document(SessionChart.document([(1, sessions[0])], source: "t")))
         #expect(root.having("gap").count == 2)
         #expect(root.having("gap").allSatisfy { $0.attributes["data-value"] == "NRes" })
         #expect(root.having("curve", "deflating").count == 2)  // the gap splits the deflating curve
-        #expect(root.having("note").map(\.text).joined().contains("2 cuff-pressure values were a special value (NRes): drawn as gaps"))
+        #expect(
+            root.having("note").map(\.text).joined().contains(
+                "2 cuff-pressure values were a special value (NRes): drawn as gaps"))
         // No point of any curve sits on the zero line.
         let zeroY = 64 + 290.0
         for c in root.having("curve", "deflating") {
@@ -142,7 +158,9 @@ func sessionSVG(_ name: String, capture: Bool = false) throws -> String {
     @Test func storedReadingsAreListedNotMarked() throws {
         let root = try SVGParse.parse(try sessionSVG("stored-records"))
         #expect(root.having("result-marker", "systolic").map { $0.attributes["data-value"] } == ["120"])
-        #expect(root.having("note").map(\.text).joined(separator: " ").contains("3 stored readings also came in this session"))
+        #expect(
+            root.having("note").map(\.text).joined(separator: " ").contains(
+                "3 stored readings also came in this session"))
     }
 
     @Test func aSessionWithoutAResultSaysHowItEnded() throws {
@@ -157,13 +175,18 @@ func sessionSVG(_ name: String, capture: Bool = false) throws -> String {
         let two = try String(contentsOf: Paths.captures.appendingPathComponent("body-movement.ndjson"), encoding: .utf8)
         let sessions = try PlotInput.sessions(Array((one + two).utf8))
         #expect(sessions.count == 2)
-        let root = try SVGParse.parse(SVGWriter.document(SessionChart.document(sessions.enumerated().map { ($0.offset + 1, $0.element) }, source: "t")))
+        let root = try SVGParse.parse(
+            SVGWriter.document(
+                SessionChart.document(sessions.enumerated().map { ($0.offset + 1, $0.element) }, source: "t")))
         #expect(root.having("panel").map { $0.attributes["data-session"] } == ["1", "2"])
         #expect(root.having("panel")[1].having("title").first?.text.hasPrefix("Session 2 of 2") == true)
     }
 
     @Test func badInputIsAnErrorWithItsLine() {
-        #expect(throws: PlotInputError.badLine(line: 2, reason: "not JSON (cuff plot reads cuff's NDJSON output or a capture file)")) {
+        #expect(
+            throws: PlotInputError.badLine(
+                line: 2, reason: "not JSON (cuff plot reads cuff's NDJSON output or a capture file)")
+        ) {
             try PlotInput.sessions(Array("{\"type\":\"other\"}\nhello\n".utf8))
         }
         #expect(throws: PlotInputError.noSessions) { try PlotInput.sessions(Array("{\"type\":\"device\"}\n\n".utf8)) }
@@ -178,9 +201,14 @@ extension SessionChartTests {
     /// A session that only fetched stored readings (no cuff pressure): no curve, no marker, the
     /// readings listed.
     @Test func onlyStoredReadings() throws {
-        let lines = try String(contentsOf: Paths.captures.appendingPathComponent("stored-records.ndjson"), encoding: .utf8)
-            .split(separator: "\n").map(String.init)
-            .filter { !$0.contains("\"type\":\"progress\"") && !($0.contains("\"type\":\"measurement\"") && $0.contains("\"stored\":false")) }
+        let lines = try String(
+            contentsOf: Paths.captures.appendingPathComponent("stored-records.ndjson"), encoding: .utf8
+        )
+        .split(separator: "\n").map(String.init)
+        .filter {
+            !$0.contains("\"type\":\"progress\"")
+                && !($0.contains("\"type\":\"measurement\"") && $0.contains("\"stored\":false"))
+        }
         let sessions = try PlotInput.sessions(lines: lines)
         let root = try SVGParse.parse(SVGWriter.document(SessionChart.document([(1, sessions[0])], source: "t")))
         #expect(root.having("curve").isEmpty)

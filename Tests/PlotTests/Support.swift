@@ -3,7 +3,7 @@ import Foundation
 import Plot
 import Testing
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 struct TestFailure: Error, CustomStringConvertible {
@@ -12,7 +12,8 @@ struct TestFailure: Error, CustomStringConvertible {
 }
 
 enum Paths {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let captures = packageRoot.appendingPathComponent("captures")
     static let golden = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
 
@@ -62,7 +63,10 @@ final class SVGParse: NSObject, XMLParserDelegate {
         return root
     }
 
-    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+    func parser(
+        _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+        attributes: [String: String] = [:]
+    ) {
         let n = XNode(name: name, attributes: attributes)
         stack.last?.children.append(n)
         if stack.isEmpty { root = n }
@@ -82,7 +86,9 @@ final class SVGParse: NSObject, XMLParserDelegate {
 enum PNG {
     static func size(_ data: Data) throws -> (width: Int, height: Int) {
         let b = [UInt8](data.prefix(24))
-        guard b.count == 24, b.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]), Array(b[12..<16]) == Array("IHDR".utf8) else {
+        guard b.count == 24, b.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]),
+            Array(b[12..<16]) == Array("IHDR".utf8)
+        else {
             throw TestFailure("not a PNG")
         }
         func be(_ i: Int) -> Int { Int(b[i]) << 24 | Int(b[i + 1]) << 16 | Int(b[i + 2]) << 8 | Int(b[i + 3]) }

@@ -12,16 +12,23 @@ import Testing
 @testable import PostgresStore
 
 /// `count` distinct readings from `device`, starting at `from` (values, times and keys vary).
-func readings(_ count: Int, from: Int = 0, device: DeviceInfo = DeviceInfo(address: "AA:BB:CC:DD:EE:FF", name: "BPM-1", manufacturer: "Acme", model: "M7", serial: "SN42", firmware: "1.0")) -> [MeasurementRecord] {
+func readings(
+    _ count: Int, from: Int = 0,
+    device: DeviceInfo = DeviceInfo(
+        address: "AA:BB:CC:DD:EE:FF", name: "BPM-1", manufacturer: "Acme", model: "M7", serial: "SN42", firmware: "1.0")
+) -> [MeasurementRecord] {
     (from..<(from + count)).map { i in
         let v = BloodPressureMeasurement(
-            unit: i % 7 == 0 ? .kPa : .mmHg, systolic: SFloat(Double(100 + i % 60)), diastolic: SFloat(Double(60 + i % 30)),
+            unit: i % 7 == 0 ? .kPa : .mmHg, systolic: SFloat(Double(100 + i % 60)),
+            diastolic: SFloat(Double(60 + i % 30)),
             meanArterialPressure: i % 11 == 0 ? .nan : SFloat(Double(80 + i % 20)),
-            timestamp: DateTime(unixSeconds: 1_700_000_000 + Int64(i) * 60), pulseRate: SFloat(Double(55 + i % 40)), userID: UInt8(i % 3))
+            timestamp: DateTime(unixSeconds: 1_700_000_000 + Int64(i) * 60), pulseRate: SFloat(Double(55 + i % 40)),
+            userID: UInt8(i % 3))
         let raw = v.encode()
         let d = try! BloodPressureMeasurement.decode(raw[...])
         let at = EventTime(monotonic: .seconds(Double(i)), wallMicros: (1_795_000_000 + Int64(i)) * 1_000_000 + 123)
-        return MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: i % 2 == 1)
+        return MeasurementRecord.from(
+            bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: i % 2 == 1)
     }
 }
 
@@ -34,13 +41,17 @@ func cluster(ssl: Bool = false) throws -> TestCluster? {
     return try TestCluster(ssl: ssl)
 }
 
-func url(_ c: TestCluster, _ db: String = "cuff", password: String? = TestCluster.password, sslmode: String? = "disable") throws -> PostgresURL {
-    try PostgresURL(parsing: c.url(db, password: password, sslmode: sslmode), environment: ["HOME": "/nonexistent", "USER": "root"])
+func url(
+    _ c: TestCluster, _ db: String = "cuff", password: String? = TestCluster.password, sslmode: String? = "disable"
+) throws -> PostgresURL {
+    try PostgresURL(
+        parsing: c.url(db, password: password, sslmode: sslmode), environment: ["HOME": "/nonexistent", "USER": "root"])
 }
 
 func lines(_ store: any MeasurementStore, format: OutputFormat) throws -> [String] {
     let out = CollectedLines()
-    var o = SinkConfiguration(format: format, utcOffset: .fixed(3600), uuidSeed: 9, clock: .fixed(1_795_400_000_000_000))
+    var o = SinkConfiguration(
+        format: format, utcOffset: .fixed(3600), uuidSeed: 9, clock: .fixed(1_795_400_000_000_000))
     o.utcOffset = .recorded(try store.recordedOffsets(), fallback: .fixed(3600))
     let sink = SinkFactory.formatSink(o, output: out)
     try store.replay(into: sink)
@@ -66,10 +77,14 @@ struct PostgresStoreTests {
         rs += readings(5, from: 100, device: DeviceInfo(address: "11:22:33:44:55:66"))
         rs += readings(5, from: 105, device: DeviceInfo(address: "11:22:33:44:55:66", name: "Later", model: "X2"))
         // Names that JSON must escape, and text beyond ASCII.
-        rs += readings(3, from: 200, device: DeviceInfo(address: "22:22:22:22:22:22", name: "Blutdruck \"Ümlaut\" \\ \t\u{1}", serial: "№ 7 ✓"))
+        rs += readings(
+            3, from: 200,
+            device: DeviceInfo(address: "22:22:22:22:22:22", name: "Blutdruck \"Ümlaut\" \\ \t\u{1}", serial: "№ 7 ✓"))
         let sqlite = try SQLiteStore(path: dir.path("s.db"), utcOffset: .fixed(3600), warn: SinkWarnings.ignore)
         for m in rs { try sqlite.insert(m) }
-        let pg = try PostgresOutboxStore(url: try url(c), outboxPath: dir.path("outbox.db"), utcOffset: .fixed(3600), background: false, batchSize: 7, warn: SinkWarnings.ignore)
+        let pg = try PostgresOutboxStore(
+            url: try url(c), outboxPath: dir.path("outbox.db"), utcOffset: .fixed(3600), background: false,
+            batchSize: 7, warn: SinkWarnings.ignore)
         for m in rs { try pg.insert(m) }
         let r = pg.drain()
         #expect(r.failure == nil)
@@ -117,7 +132,9 @@ struct PostgresStoreTests {
                 let hub = try PostgresOutboxStore(url: u, outboxPath: dir.path("hub\(i).db"), warn: SinkWarnings.ignore)
                 for m in readings(150, from: i * 100) { try hub.insert(m) }
                 try hub.finish()
-                if try SQLiteStore(path: dir.path("hub\(i).db"), warn: SinkWarnings.ignore).count() != 0 { failures.withLock { $0.append("hub \(i): outbox not empty") } }
+                if try SQLiteStore(path: dir.path("hub\(i).db"), warn: SinkWarnings.ignore).count() != 0 {
+                    failures.withLock { $0.append("hub \(i): outbox not empty") }
+                }
             } catch {
                 failures.withLock { $0.append("hub \(i): \(error)") }
             }
@@ -128,7 +145,8 @@ struct PostgresStoreTests {
         // One reading stored by two hubs again: still one row.
         let again = readings(1, from: 120)
         for h in 0..<2 {
-            let hub = try PostgresOutboxStore(url: u, outboxPath: dir.path("again\(h).db"), background: false, warn: SinkWarnings.ignore)
+            let hub = try PostgresOutboxStore(
+                url: u, outboxPath: dir.path("again\(h).db"), background: false, warn: SinkWarnings.ignore)
             #expect(try hub.outbox.insert(again[0]).isNew)
             let r = hub.drain()
             #expect(r.shipped == 1 && r.new == 0 && r.failure == nil)
@@ -153,7 +171,8 @@ struct PostgresStoreTests {
         var st = stat()
         #expect(stat(dir.path("o.db"), &st) == 0 && st.st_mode & 0o777 == 0o600)
         try c.start()
-        let later = try PostgresOutboxStore(url: try url(c), outboxPath: dir.path("o.db"), background: false, warn: SinkWarnings.ignore)
+        let later = try PostgresOutboxStore(
+            url: try url(c), outboxPath: dir.path("o.db"), background: false, warn: SinkWarnings.ignore)
         #expect(try later.outbox.count() == 10)
         let r = later.drain()
         #expect(r.failure == nil && r.shipped == 10)
@@ -167,17 +186,21 @@ struct PostgresStoreTests {
         let n = 20_000
         let u = try url(c)
         do {
-            let fill = try PostgresOutboxStore(url: u, outboxPath: dir.path("o.db"), background: false, warn: SinkWarnings.ignore)
+            let fill = try PostgresOutboxStore(
+                url: u, outboxPath: dir.path("o.db"), background: false, warn: SinkWarnings.ignore)
             try fill.outbox.insert(contentsOf: readings(n))
             try fill.close()
         }
-        let hub = try PostgresOutboxStore(url: u, outboxPath: dir.path("o.db"), background: false, batchSize: 100, warn: SinkWarnings.ignore)
+        let hub = try PostgresOutboxStore(
+            url: u, outboxPath: dir.path("o.db"), background: false, batchSize: 100, warn: SinkWarnings.ignore)
         let result = Mutex<PostgresOutboxStore.ShipResult?>(nil)
         let t = Thread { result.withLock { $0 = hub.drain() } }
         t.start()
         // Kill the server once some batches are in.
         var tries = 0
-        while (Int((try? c.psql("SELECT count(*) FROM cuff_measurements")) ?? "0") ?? 0) < 500 && tries < 3000 { usleep(5_000); tries += 1 }
+        while (Int((try? c.psql("SELECT count(*) FROM cuff_measurements")) ?? "0") ?? 0) < 500 && tries < 3000 {
+            usleep(5_000); tries += 1
+        }
         try c.kill9()
         while result.withLock({ $0 }) == nil { usleep(10_000) }
         let r = try #require(result.withLock { $0 })
@@ -200,7 +223,8 @@ struct PostgresStoreTests {
         let dir = try ScratchDirectory()
         func openError(_ u: PostgresURL) -> String {
             do {
-                let s = try PostgresOutboxStore(url: u, outboxPath: dir.path("o.db"), background: false, warn: SinkWarnings.ignore)
+                let s = try PostgresOutboxStore(
+                    url: u, outboxPath: dir.path("o.db"), background: false, warn: SinkWarnings.ignore)
                 try? s.close()
                 return "opened"
             } catch { return error.description }
@@ -224,20 +248,25 @@ struct PostgresStoreTests {
     @Test func tlsWhenTheURLAsks() throws {
         guard let c = try cluster(ssl: true) else { return }
         let dir = try ScratchDirectory()
-        let hub = try PostgresOutboxStore(url: try url(c, sslmode: "require"), outboxPath: dir.path("o.db"), background: false, warn: SinkWarnings.ignore)
+        let hub = try PostgresOutboxStore(
+            url: try url(c, sslmode: "require"), outboxPath: dir.path("o.db"), background: false,
+            warn: SinkWarnings.ignore)
         try hub.insert(contentsOf: readings(3))
         #expect(hub.drain().failure == nil)
         try hub.close()
         #expect(try c.psql("SELECT count(*) FROM pg_stat_ssl WHERE ssl") != "")
         // verify-full against a self-signed certificate not given as sslrootcert: refused, clearly.
         let e = #expect(throws: SinkError.self) {
-            _ = try PostgresOutboxStore(url: try url(c, sslmode: "verify-full"), outboxPath: dir.path("o2.db"), background: false, warn: SinkWarnings.ignore)
+            _ = try PostgresOutboxStore(
+                url: try url(c, sslmode: "verify-full"), outboxPath: dir.path("o2.db"), background: false,
+                warn: SinkWarnings.ignore)
         }
         #expect(e?.description.contains("TLS") == true, "\(e?.description ?? "")")
         // ... and accepted with the certificate as its root.
         var v = try url(c, sslmode: "verify-ca")
         v.sslRootCert = c.dataDir + "/server.crt"
-        let ok = try PostgresOutboxStore(url: v, outboxPath: dir.path("o3.db"), background: false, warn: SinkWarnings.ignore)
+        let ok = try PostgresOutboxStore(
+            url: v, outboxPath: dir.path("o3.db"), background: false, warn: SinkWarnings.ignore)
         try ok.close()
     }
 }

@@ -10,7 +10,10 @@ struct PostgresURLTests {
     let env = ["HOME": "/nonexistent", "USER": "hub"]
 
     @Test func fullURL() throws {
-        let u = try PostgresURL(parsing: "postgres://al%40ice:p%3Ass@db.example.org:6543/clinic?sslmode=verify-full&sslrootcert=/etc/ca.pem", environment: env)
+        let u = try PostgresURL(
+            parsing:
+                "postgres://al%40ice:p%3Ass@db.example.org:6543/clinic?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+            environment: env)
         #expect(u.user == "al@ice")
         #expect(u.password == "p:ss")
         #expect(u.passwordSource == "url")
@@ -31,7 +34,9 @@ struct PostgresURLTests {
         #expect(u.port == 5432)
         #expect(u.sslMode == .prefer)
         #expect(u.password == nil)
-        let v = try PostgresURL(parsing: "postgres://x@h/d", environment: env.merging(["PGPORT": "7000", "PGSSLMODE": "require", "PGPASSWORD": "pw"]) { $1 })
+        let v = try PostgresURL(
+            parsing: "postgres://x@h/d",
+            environment: env.merging(["PGPORT": "7000", "PGSSLMODE": "require", "PGPASSWORD": "pw"]) { $1 })
         #expect(v.port == 7000)
         #expect(v.sslMode == .require)
         #expect(v.password == "pw")
@@ -46,7 +51,9 @@ struct PostgresURLTests {
         #expect(a.host == nil)
         let b = try PostgresURL(parsing: "postgres://u@/d?host=/tmp/s", environment: env)
         #expect(b.socketPath == "/tmp/s/.s.PGSQL.5432")
-        #expect(throws: PostgresURL.ParseError.self) { try PostgresURL(parsing: "postgres://u@/d?host=/tmp/s&sslmode=require", environment: env) }
+        #expect(throws: PostgresURL.ParseError.self) {
+            try PostgresURL(parsing: "postgres://u@/d?host=/tmp/s&sslmode=require", environment: env)
+        }
     }
 
     @Test(arguments: [
@@ -66,7 +73,9 @@ struct PostgresURLTests {
 
     @Test func redaction() {
         #expect(PostgresURL.redacting("postgres://u:secret@h/d") == "postgres://u:***@h/d")
-        #expect(PostgresURL.redacting("postgres://u@h/d?password=secret&sslmode=require") == "postgres://u@h/d?password=***&sslmode=require")
+        #expect(
+            PostgresURL.redacting("postgres://u@h/d?password=secret&sslmode=require")
+                == "postgres://u@h/d?password=***&sslmode=require")
         #expect(PostgresURL.redacting("postgres://h/d") == "postgres://h/d")
     }
 
@@ -76,13 +85,13 @@ struct PostgresURLTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = dir + "/pgpass"
         try """
-            # comment
-            other:5432:*:u:nope
-            db.example.org:6543:clinic:u:first\\:one
-            *:*:*:u:fallback
-            localhost:5432:d:v:socket
+        # comment
+        other:5432:*:u:nope
+        db.example.org:6543:clinic:u:first\\:one
+        *:*:*:u:fallback
+        localhost:5432:d:v:socket
 
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         chmod(file, 0o600)
         let e = env.merging(["PGPASSFILE": file]) { $1 }
         let a = try PostgresURL(parsing: "postgres://u@db.example.org:6543/clinic", environment: e)
@@ -93,11 +102,14 @@ struct PostgresURLTests {
         #expect(try PostgresURL(parsing: "postgres://w@h/d", environment: e).password == nil)
         // The URL's and PGPASSWORD win over the file.
         #expect(try PostgresURL(parsing: "postgres://u:given@h/d", environment: e).password == "given")
-        #expect(try PostgresURL(parsing: "postgres://u@h/d", environment: e.merging(["PGPASSWORD": "env"]) { $1 }).password == "env")
+        #expect(
+            try PostgresURL(parsing: "postgres://u@h/d", environment: e.merging(["PGPASSWORD": "env"]) { $1 }).password
+                == "env")
         // A file others can read is ignored, as libpq does.
         chmod(file, 0o644)
         let warned = LogRecorder()
-        #expect(PassFile.lookup(file: file, host: "h", port: 5432, database: "d", user: "u", warn: warned.logger()) == nil)
+        #expect(
+            PassFile.lookup(file: file, host: "h", port: 5432, database: "d", user: "u", warn: warned.logger()) == nil)
         #expect(warned.lines.first?.contains("group or world access") == true)
     }
 }

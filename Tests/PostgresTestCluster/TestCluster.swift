@@ -4,28 +4,35 @@
 import CuffTestSupport
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 public final class TestCluster: @unchecked Sendable {
     public enum Failure: Error, CustomStringConvertible {
         case command(String, Int32, String)
         public var description: String {
-            switch self { case let .command(c, s, out): "\(c) exited \(s): \(out)" }
+            switch self {
+            case let .command(c, s, out): "\(c) exited \(s): \(out)"
+            }
         }
     }
 
     /// Debian's server binaries (/usr/lib/postgresql/N/bin, the highest N), or nil when absent.
     public static let binDir: String? = {
         let root = "/usr/lib/postgresql"
-        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted(by: >)
-        for v in versions where FileManager.default.isExecutableFile(atPath: "\(root)/\(v)/bin/postgres") { return "\(root)/\(v)/bin" }
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted(
+            by: >)
+        for v in versions where FileManager.default.isExecutableFile(atPath: "\(root)/\(v)/bin/postgres") {
+            return "\(root)/\(v)/bin"
+        }
         return nil
     }()
 
     /// Why the tests that need a server skip, or nil when they can run.
     public static var unavailable: String? {
-        binDir == nil ? "PostgreSQL server binaries are absent (/usr/lib/postgresql/*/bin/postgres; tools/install-deps.sh --test installs Debian's postgresql)" : nil
+        binDir == nil
+            ? "PostgreSQL server binaries are absent (/usr/lib/postgresql/*/bin/postgres; tools/install-deps.sh --test installs Debian's postgresql)"
+            : nil
     }
 
     /// Superuser and its password (TCP connections need it; the socket trusts local users).
@@ -40,7 +47,9 @@ public final class TestCluster: @unchecked Sendable {
     let asUser: String?
 
     /// `postgres://cuff:s3cret@127.0.0.1:PORT/DB` (TCP, password, sslmode=disable unless given).
-    public func url(_ db: String = "cuff", password: String? = TestCluster.password, sslmode: String? = "disable") -> String {
+    public func url(_ db: String = "cuff", password: String? = TestCluster.password, sslmode: String? = "disable")
+        -> String
+    {
         var s = "postgres://\(TestCluster.user)\(password.map { ":" + $0 } ?? "")@127.0.0.1:\(port)/\(db)"
         if let sslmode { s += "?sslmode=\(sslmode)" }
         return s
@@ -58,7 +67,12 @@ public final class TestCluster: @unchecked Sendable {
         let pwfile = dir + "/pw"
         try Data(TestCluster.password.utf8).write(to: URL(fileURLWithPath: pwfile))
         if asUser != nil { try TestCluster.sh(["chown", "-R", "postgres:postgres", dir]) }
-        try run("\(bin)/initdb", ["-D", dataDir, "-U", TestCluster.user, "--pwfile", pwfile, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"])
+        try run(
+            "\(bin)/initdb",
+            [
+                "-D", dataDir, "-U", TestCluster.user, "--pwfile", pwfile, "--auth-local=trust",
+                "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync",
+            ])
         var conf = """
 
             port = \(port)
@@ -71,8 +85,12 @@ public final class TestCluster: @unchecked Sendable {
             """
         if ssl {
             // A self-signed certificate for localhost, made here.
-            try run("/usr/bin/openssl", ["req", "-new", "-x509", "-days", "2", "-nodes", "-subj", "/CN=localhost",
-                                        "-keyout", dataDir + "/server.key", "-out", dataDir + "/server.crt"])
+            try run(
+                "/usr/bin/openssl",
+                [
+                    "req", "-new", "-x509", "-days", "2", "-nodes", "-subj", "/CN=localhost",
+                    "-keyout", dataDir + "/server.key", "-out", dataDir + "/server.crt",
+                ])
             try run("/bin/chmod", ["600", dataDir + "/server.key"])
             conf += "ssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n"
         }
@@ -101,7 +119,9 @@ public final class TestCluster: @unchecked Sendable {
     /// The postmaster killed with SIGKILL (its backends go with it when they next notice).
     public func kill9() throws {
         let pidText = try String(contentsOfFile: dataDir + "/postmaster.pid", encoding: .utf8)
-        guard let pid = pid_t(pidText.split(separator: "\n").first ?? "") else { throw Failure.command("postmaster.pid", -1, pidText) }
+        guard let pid = pid_t(pidText.split(separator: "\n").first ?? "") else {
+            throw Failure.command("postmaster.pid", -1, pidText)
+        }
         // Its backends too, so the port and the shared memory are free for the restart.
         let children = (try? TestCluster.sh(["pgrep", "-P", String(pid)])) ?? ""
         kill(pid, SIGKILL)
@@ -114,8 +134,14 @@ public final class TestCluster: @unchecked Sendable {
     /// Runs SQL through psql over the socket as the superuser; returns its output (unaligned, tuples only).
     @discardableResult
     public func psql(_ sql: String, db: String = "cuff") throws -> String {
-        try run(TestCluster.binDir! + "/psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", socketDir, "-p", String(port), "-U", TestCluster.user, "-d", db, "-c", sql])
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        try run(
+            TestCluster.binDir! + "/psql",
+            [
+                "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", socketDir, "-p", String(port), "-U",
+                TestCluster.user, "-d", db, "-c", sql,
+            ]
+        )
+        .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     public func createDatabase(_ name: String) throws {
@@ -158,7 +184,9 @@ public final class TestCluster: @unchecked Sendable {
         addr.sin_port = 0
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &len) }
+        }
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 }

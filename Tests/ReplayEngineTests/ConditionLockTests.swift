@@ -35,7 +35,10 @@ import Testing
 
     @Test func aConditionAlreadyTrueDoesNotWait() {
         let lock = ConditionLock(3)
-        #expect(lock.wait(until: { $0 == 3 }) { v -> Int in v += 1; return v } == 4)
+        #expect(
+            lock.wait(until: { $0 == 3 }) { v -> Int in
+                v += 1; return v
+            } == 4)
         #expect(lock.withLock { $0 } == 4)
     }
 }

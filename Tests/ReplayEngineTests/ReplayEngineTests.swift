@@ -16,7 +16,9 @@ import Testing
 
     /// Every committed btsnoop capture, joined into one file (`repeats` times), as a path.
     static func joined(repeats: Int = 1, cutAt fraction: Double? = nil) throws -> String {
-        let files = try FileManager.default.contentsOfDirectory(atPath: captures.path).filter { $0.hasSuffix(".btsnoop") }.sorted()
+        let files = try FileManager.default.contentsOfDirectory(atPath: captures.path).filter {
+            $0.hasSuffix(".btsnoop")
+        }.sorted()
         var bytes: [UInt8] = []
         for _ in 0..<repeats {
             for f in files {
@@ -25,7 +27,9 @@ import Testing
             }
         }
         if let fraction { bytes = Array(bytes.prefix(Int(Double(bytes.count) * fraction))) }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-engine-\(UUID().uuidString).btsnoop").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cuff-engine-\(UUID().uuidString).btsnoop"
+        ).path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         return path
     }
@@ -56,7 +60,8 @@ import Testing
     /// Replays `path` with `threads` (and `segmentBytes`), NDJSON into a file; `direct: false`
     /// hands records through the fan-out sink (the reader-and-writer pipe path).
     static func run(_ path: String, threads: Int, segmentBytes: Int = 256 * 1024, direct: Bool = true) throws -> Run {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-engine-out-\(UUID().uuidString)").path
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-engine-out-\(UUID().uuidString)")
+            .path
         let fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         #expect(fd >= 0)
         defer { close(fd); unlink(out) }
@@ -70,8 +75,9 @@ import Testing
         let r = try job.run(into: sinks, presenter: presenter)
         #expect(presenter.failures.withLock { $0.isEmpty })
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))
-        return Run(stdout: bytes, shown: presenter.seen.withLock { $0 }, sessions: r.sessions, measurements: r.measurements,
-                   warnings: r.warnings, fault: r.fault.map { "\($0.code.rawValue) \($0.offset ?? -1)" })
+        return Run(
+            stdout: bytes, shown: presenter.seen.withLock { $0 }, sessions: r.sessions, measurements: r.measurements,
+            warnings: r.warnings, fault: r.fault.map { "\($0.code.rawValue) \($0.offset ?? -1)" })
     }
 
     @Test(arguments: [nil, 0.61])

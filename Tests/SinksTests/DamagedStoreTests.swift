@@ -50,9 +50,15 @@ import Testing
         ("UPDATE measurements SET raw = 'raw-secret' WHERE id = 2", "raw", "raw-secret"),
         ("UPDATE measurements SET systolic_raw = 70000 WHERE id = 2", "systolic_raw", "70000"),
         ("UPDATE measurements SET quirks = 4096 WHERE id = 2", "quirks", "4096"),
-        ("UPDATE measurements SET host_utc_offset = 9223372036854775807 WHERE id = 2", "host_utc_offset", "9223372036854775807"),
+        (
+            "UPDATE measurements SET host_utc_offset = 9223372036854775807 WHERE id = 2", "host_utc_offset",
+            "9223372036854775807"
+        ),
         ("UPDATE measurements SET received_at_us = -5 WHERE id = 2", "received_at_us", "-5"),
-        ("PRAGMA ignore_check_constraints = ON; UPDATE measurements SET unit = 'furlongs' WHERE id = 2", "unit", "furlongs"),
+        (
+            "PRAGMA ignore_check_constraints = ON; UPDATE measurements SET unit = 'furlongs' WHERE id = 2", "unit",
+            "furlongs"
+        ),
         ("UPDATE measurements SET characteristic = 'ZZZZ' WHERE id = 2", "characteristic", "ZZZZ"),
         ("UPDATE measurements SET user_id = 3.5 WHERE id = 2", "user_id", "3.5"),
         ("UPDATE measurements SET dedup_key = X'1717' WHERE id = 2", "dedup_key", "1717"),
@@ -116,7 +122,9 @@ import Testing
         let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
         var records: [MeasurementRecord] = []
         for n in 0..<30 {
-            records.append(try Vectors.bpm(Vectors.kPa, at: EventTime(monotonic: .zero, wallMicros: Vectors.receivedMicros + Int64(n) * 1000)))
+            records.append(
+                try Vectors.bpm(
+                    Vectors.kPa, at: EventTime(monotonic: .zero, wallMicros: Vectors.receivedMicros + Int64(n) * 1000)))
         }
         try store.insert(contentsOf: records)
         try store.finish()
@@ -164,10 +172,13 @@ import Testing
         #expect(try store.history().isEmpty)
         try store.finish()
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == 0)
-        #expect(!FileManager.default.fileExists(atPath: path + "-wal") && !FileManager.default.fileExists(atPath: path + "-journal"))
+        #expect(
+            !FileManager.default.fileExists(atPath: path + "-wal")
+                && !FileManager.default.fileExists(atPath: path + "-journal"))
         // Through the history printer (what `cuff history` runs): 0 measurements, the file untouched.
         let out = MemoryOutput()
-        let report = try SinkFactory.printHistory(storePath: path, options: SinkConfiguration(), output: out, warn: SinkWarnings.ignore)
+        let report = try SinkFactory.printHistory(
+            storePath: path, options: SinkConfiguration(), output: out, warn: SinkWarnings.ignore)
         #expect(report == HistoryReport(printed: 0, skipped: 0))
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == 0)
     }
@@ -189,14 +200,18 @@ import Testing
         let q = try DatabaseQueue(path: path)
         try q.write { try $0.execute(sql: "CREATE TABLE notes (t TEXT)") }
         try q.close()
-        let err = #expect(throws: SinkError.self) { try SQLiteStore(path: path, mustExist: true, readOnly: true, warn: SinkWarnings.ignore) }
+        let err = #expect(throws: SinkError.self) {
+            try SQLiteStore(path: path, mustExist: true, readOnly: true, warn: SinkWarnings.ignore)
+        }
         #expect(err.map { "\($0)" }?.contains("not a cuff store") == true)
     }
 
     @Test func knownKeysAndSequenceNumbersIgnoreDamagedCells() throws {
         let dir = try ScratchDirectory()
         defer { dir.remove() }
-        let path = try Self.damagedStore(dir, """
+        let path = try Self.damagedStore(
+            dir,
+            """
             UPDATE measurements SET dedup_key = X'01' WHERE id = 1;
             UPDATE measurements SET sequence_number = 'seven' WHERE id = 4;
             """)

@@ -21,15 +21,20 @@ struct EncryptedStoreTests {
     static func records() throws -> [MeasurementRecord] {
         var out = [
             try Vectors.bpm(Vectors.mmHgFull), try Vectors.bpm(Vectors.kPa), try Vectors.bpm(Vectors.errorFrame),
-            try Vectors.bpm(Vectors.withDateTime), try Vectors.enhancedRecord(), try Vectors.enhancedRecord(sequenceNumber: 7),
+            try Vectors.bpm(Vectors.withDateTime), try Vectors.enhancedRecord(),
+            try Vectors.enhancedRecord(sequenceNumber: 7),
         ]
         // Names long enough that random bytes never hold them by chance (a 2-byte name would be
         // found in any 100 kB of ciphertext).
-        let device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF", name: "BPM-One-Cuff", manufacturer: "Acme Medical", model: "Model-M7-Pro",
-                                serial: "SERIAL-424242", firmware: "1.0.77")
+        let device = DeviceInfo(
+            address: "AA:BB:CC:DD:EE:FF", name: "BPM-One-Cuff", manufacturer: "Acme Medical", model: "Model-M7-Pro",
+            serial: "SERIAL-424242", firmware: "1.0.77")
         for i in out.indices { out[i].device = device }
         let other = DeviceInfo(address: "11:22:33:44:55:66", name: "Other cuff", serial: "XSERIAL-991")
-        out.append(try Vectors.bpm(Vectors.withDateTime, device: other, at: EventTime(monotonic: .seconds(1), wallMicros: Vectors.receivedMicros + 9_000_000)))
+        out.append(
+            try Vectors.bpm(
+                Vectors.withDateTime, device: other,
+                at: EventTime(monotonic: .seconds(1), wallMicros: Vectors.receivedMicros + 9_000_000)))
         return out
     }
 
@@ -42,8 +47,10 @@ struct EncryptedStoreTests {
     static func secrets(_ records: [MeasurementRecord]) -> [(String, Data)] {
         var out: [(String, Data)] = []
         for m in records {
-            for t in [m.device.address, m.device.name, m.device.serial, m.device.manufacturer, m.device.model, m.timestamp,
-                      m.receivedAt.iso8601, Hex.encode(m.raw), m.dedupKey, "\"systolic\":"].compactMap({ $0 }) {
+            for t in [
+                m.device.address, m.device.name, m.device.serial, m.device.manufacturer, m.device.model, m.timestamp,
+                m.receivedAt.iso8601, Hex.encode(m.raw), m.dedupKey, "\"systolic\":",
+            ].compactMap({ $0 }) {
                 out.append((t, Data(t.utf8)))
             }
             out.append(("raw bytes \(Hex.encode(m.raw))", Data(m.raw)))
@@ -68,7 +75,8 @@ struct EncryptedStoreTests {
             let blobs = Self.files(dir + "/e.db")
             #expect(!blobs.isEmpty)
             for (name, needle) in Self.secrets(records) where needle.count >= 6 {
-                #expect(!blobs.contains { $0.range(of: needle) != nil }, "\(name) found in the encrypted store (\(when))")
+                #expect(
+                    !blobs.contains { $0.range(of: needle) != nil }, "\(name) found in the encrypted store (\(when))")
             }
             // The plain store does hold them: the search can find what it looks for.
             #expect(Self.files(dir + "/p.db").contains { $0.range(of: Data("SERIAL-424242".utf8)) != nil })
@@ -80,7 +88,9 @@ struct EncryptedStoreTests {
         for i in eh.indices { eh[i].id = 0 }
         for i in ph.indices { ph[i].id = 0 }
         #expect(eh == ph)
-        #expect(try e.records().map { SessionOutput.measurement($0).json.serialized() } == p.records().map { SessionOutput.measurement($0).json.serialized() })
+        #expect(
+            try e.records().map { SessionOutput.measurement($0).json.serialized() }
+                == p.records().map { SessionOutput.measurement($0).json.serialized() })
         #expect(try e.knownKeys() == p.knownKeys())
         #expect(try e.lastSequenceNumber(address: "AA:BB:CC:DD:EE:FF") == 7)
         #expect(Self.secrets(records).filter { $0.1.count >= 6 }.count > 60)
@@ -88,7 +98,9 @@ struct EncryptedStoreTests {
     }
 
     /// The store's files, byte for byte, to show a refusal changed nothing.
-    static func snapshot(_ path: String) -> [Data?] { ["", "-wal", "-shm"].map { FileManager.default.contents(atPath: path + $0) } }
+    static func snapshot(_ path: String) -> [Data?] {
+        ["", "-wal", "-shm"].map { FileManager.default.contents(atPath: path + $0) }
+    }
 
     @Test func wrongKeyNoKeyAndAKeyForAPlainStoreAreRefusedAndChangeNothing() throws {
         let dir = try Self.tempDir()
@@ -180,7 +192,8 @@ struct EncryptedStoreTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: dir + "/k")
         try FileManager.default.createSymbolicLink(atPath: dir + "/link", withDestinationPath: dir + "/k")
         #expect { try StoreKey.load(path: dir + "/link") } throws: { "\($0)".contains("not a regular file") }
-        FileManager.default.createFile(atPath: dir + "/junk", contents: Data("not a key\n".utf8), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(
+            atPath: dir + "/junk", contents: Data("not a key\n".utf8), attributes: [.posixPermissions: 0o600])
         #expect { try StoreKey.load(path: dir + "/junk") } throws: { "\($0)".contains("not a cuff key") }
         #expect { try StoreKey.load(path: dir + "/missing") } throws: { "\($0)".contains("no such file") }
     }

@@ -35,7 +35,8 @@ let killChildVariable = "CUFF_SINKS_KILL_CHILD_DB"
         let path = dir.path("k.db")
         let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let child = try ChildProcess(
-            ["--testing-library", "swift-testing", "--filter", "childWritesUntilKilled"], executable: exe, stdout: dir.path("child.out"),
+            ["--testing-library", "swift-testing", "--filter", "childWritesUntilKilled"], executable: exe,
+            stdout: dir.path("child.out"),
             environment: [killChildVariable: path])
         // Wait for some acknowledged writes, then kill at once.
         let target = 25
@@ -52,7 +53,8 @@ let killChildVariable = "CUFF_SINKS_KILL_CHILD_DB"
             usleep(1_000)
         }
         let status = child.kill9()
-        try #require(acknowledged >= target, "child acknowledged only \(acknowledged) writes; output: \(text.suffix(500))")
+        try #require(
+            acknowledged >= target, "child acknowledged only \(acknowledged) writes; output: \(text.suffix(500))")
         #expect(status == 128 + SIGKILL)
         // Read what survived, from a fresh store.
         let store = try SQLiteStore(path: path, mustExist: true, warn: SinkWarnings.ignore)
@@ -71,7 +73,9 @@ let tzChildVariable = "CUFF_SINKS_TZ_CHILD"
     @Test(.enabled(if: ProcessInfo.processInfo.environment[tzChildVariable] != nil))
     func childPrintsEffectiveTimes() throws {
         let m = try Vectors.bpm(Vectors.withDateTime)
-        let line = "EFFECTIVE " + EffectiveTime.of(m, offset: .system).rfc3339 + " " + EffectiveTime.of(m, offset: .systemAtReception).rfc3339 + "\n"
+        let line =
+            "EFFECTIVE " + EffectiveTime.of(m, offset: .system).rfc3339 + " "
+            + EffectiveTime.of(m, offset: .systemAtReception).rfc3339 + "\n"
         _ = line.withCString { write(1, $0, strlen($0)) }
     }
 }
@@ -79,7 +83,8 @@ let tzChildVariable = "CUFF_SINKS_TZ_CHILD"
 @Suite struct HostZoneTests {
     /// The device time gets the host's offset at ingest, read from the real zone machinery.
     @Test(arguments: [
-        ("CUF-5:45", "+05:45", "+05:45"), ("America/New_York", "-04:00", "-05:00"), ("Australia/Sydney", "+10:00", "+11:00"),
+        ("CUF-5:45", "+05:45", "+05:45"), ("America/New_York", "-04:00", "-05:00"),
+        ("Australia/Sydney", "+10:00", "+11:00"),
         ("UTC", "+00:00", "+00:00"),
     ])
     func deviceTimeGetsTheHostZoneOffset(tz: String, atDeviceTime: String, atReception: String) throws {

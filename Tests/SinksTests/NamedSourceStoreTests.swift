@@ -13,20 +13,28 @@ private struct VendorX: CuffProtocol {
     var id: CuffProtocolID { "vendor-x" }
     var summary: String { "a store test's protocol" }
     func match(_ offer: DeviceOffer) -> ProtocolMatch? { nil }
-    func makeCentral(configuration: CuffSessionConfiguration) -> any CuffProtocolSession { CuffCentral(configuration: configuration) }
+    func makeCentral(configuration: CuffSessionConfiguration) -> any CuffProtocolSession {
+        CuffCentral(configuration: configuration)
+    }
 
     static func record(_ raw: [UInt8], device: DeviceInfo, at: EventTime, stored: Bool) -> MeasurementRecord {
         var r = MeasurementRecord(
             characteristic: source, raw: raw, unit: .mmHg, systolic: SFloat(Double(raw[0])), diastolic: .nan,
-            meanArterialPressure: .nan, pulseRate: nil, timestamp: nil, userID: nil, status: nil, warnings: [], device: device,
+            meanArterialPressure: .nan, pulseRate: nil, timestamp: nil, userID: nil, status: nil, warnings: [],
+            device: device,
             receivedAt: at, stored: stored, sequenceNumber: nil,
-            decoded: .object([("type", .string("measurement")), ("characteristic", .string("vendor-x")), ("systolic", .int(Int64(raw[0])))]))
+            decoded: .object([
+                ("type", .string("measurement")), ("characteristic", .string("vendor-x")),
+                ("systolic", .int(Int64(raw[0]))),
+            ]))
         r.stored = stored
         return r
     }
 
-    func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
-                      sequenceNumber: UInt16?) -> MeasurementRecord? {
+    func storedRecord(
+        _ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+        sequenceNumber: UInt16?
+    ) -> MeasurementRecord? {
         guard characteristic == Self.source, raw.count == 1 else { return nil }
         return Self.record(raw, device: device, at: receivedAt, stored: stored)
     }

@@ -57,7 +57,9 @@ import Testing
     @Test func postgresGetsItsTypesThePrefixAndItsOwnColumnAndIndex() {
         let statements = StoreSchema.statements(.postgres, prefix: "cuff_")
         #expect(statements.count == 4)
-        #expect(statements[0].hasPrefix("CREATE TABLE cuff_devices (\n    id BIGSERIAL PRIMARY KEY,\n    identity TEXT NOT NULL UNIQUE,\n"))
+        #expect(
+            statements[0].hasPrefix(
+                "CREATE TABLE cuff_devices (\n    id BIGSERIAL PRIMARY KEY,\n    identity TEXT NOT NULL UNIQUE,\n"))
         let measurements = statements[1].split(separator: "\n").map { $0.trimmingPrefix("    ") }
         #expect(measurements.first == "CREATE TABLE cuff_measurements (")
         #expect(measurements.contains("device_id BIGINT NOT NULL REFERENCES cuff_devices(id),"))
@@ -68,9 +70,12 @@ import Testing
         #expect(measurements.contains("unit TEXT NOT NULL CHECK (unit IN ('mmHg', 'kPa')),"))
         #expect(measurements.suffix(2) == ["shipped_at TIMESTAMPTZ NOT NULL DEFAULT now()", ")"])
         #expect(statements[2] == "CREATE INDEX cuff_measurements_by_received ON cuff_measurements(received_at_us, id)")
-        #expect(statements[3] == "CREATE INDEX cuff_measurements_by_device ON cuff_measurements(device_id, sequence_number)")
+        #expect(
+            statements[3] == "CREATE INDEX cuff_measurements_by_device ON cuff_measurements(device_id, sequence_number)"
+        )
         // The same columns in both, but for what only the server keeps.
-        let names = { (d: SQLDialect) in StoreSchema.measurements.columns.filter { $0.dialects.contains(d) }.map(\.name) }
+        let names = { (d: SQLDialect) in StoreSchema.measurements.columns.filter { $0.dialects.contains(d) }.map(\.name)
+        }
         #expect(names(.postgres) == names(.sqlite) + ["shipped_at"])
     }
 }

@@ -16,7 +16,9 @@ func fileMode(_ path: String) -> UInt32? {
 
 /// The public vectors as records, with distinct reception times.
 func vectorRecords() throws -> [MeasurementRecord] {
-    func at(_ n: Int64) -> EventTime { EventTime(monotonic: .seconds(Double(n)), wallMicros: Vectors.receivedMicros + n * 1_000_000) }
+    func at(_ n: Int64) -> EventTime {
+        EventTime(monotonic: .seconds(Double(n)), wallMicros: Vectors.receivedMicros + n * 1_000_000)
+    }
     return [
         try Vectors.bpm(Vectors.mmHgFull, at: at(0)),
         try Vectors.bpm(Vectors.kPa, at: at(1)),
@@ -47,7 +49,9 @@ func vectorRecords() throws -> [MeasurementRecord] {
         #expect(FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644]))
         #expect(fileMode(path) == 0o644)
         let err = #expect(throws: SinkError.self) { try SQLiteStore(path: path, warn: SinkWarnings.ignore) }
-        guard case let .insecureStoreFile(p, mode) = err else { Issue.record("wrong error \(String(describing: err))"); return }
+        guard case let .insecureStoreFile(p, mode) = err else {
+            Issue.record("wrong error \(String(describing: err))"); return
+        }
         #expect(p == path)
         #expect(mode & 0o777 == 0o644)
         #expect(err?.description.contains("chmod 600") == true)
@@ -60,10 +64,14 @@ func vectorRecords() throws -> [MeasurementRecord] {
         let dir = try ScratchDirectory()
         defer { dir.remove() }
         let path = dir.path("d.db")
-        #expect(FileManager.default.createFile(atPath: path + "-wal", contents: nil, attributes: [.posixPermissions: 0o666]))
+        #expect(
+            FileManager.default.createFile(atPath: path + "-wal", contents: nil, attributes: [.posixPermissions: 0o666])
+        )
         #expect(chmod(path + "-wal", 0o666) == 0)
         let err = #expect(throws: SinkError.self) { try SQLiteStore(path: path, warn: SinkWarnings.ignore) }
-        guard case let .insecureStoreFile(p, mode) = err else { Issue.record("wrong error \(String(describing: err))"); return }
+        guard case let .insecureStoreFile(p, mode) = err else {
+            Issue.record("wrong error \(String(describing: err))"); return
+        }
         #expect(p == path + "-wal")
         #expect(mode & 0o777 == 0o666)
     }
@@ -126,7 +134,11 @@ func vectorRecords() throws -> [MeasurementRecord] {
         #expect(rows.map(\.raw) == records.map(\.raw))
         #expect(rows.map(\.dedupKey) == records.map(\.dedupKey))
         #expect(rows.map(\.hostUTCOffsetSeconds) == Array(repeating: 3600, count: records.count))
-        #expect(rows.map(\.characteristic) == [.bloodPressureMeasurement, .bloodPressureMeasurement, .bloodPressureMeasurement, .enhancedBloodPressureMeasurement, .bloodPressureMeasurement, .bloodPressureRecord])
+        #expect(
+            rows.map(\.characteristic) == [
+                .bloodPressureMeasurement, .bloodPressureMeasurement, .bloodPressureMeasurement,
+                .enhancedBloodPressureMeasurement, .bloodPressureMeasurement, .bloodPressureRecord,
+            ])
         #expect(rows[5].sequenceNumber == 7)
         #expect(rows[4].stored && !rows[0].stored)
         #expect(rows[0].device == Vectors.device)
@@ -170,7 +182,10 @@ func vectorRecords() throws -> [MeasurementRecord] {
         #expect(k.systolicRaw == 0xF0BD && k.status == 0x0012 && k.systolicSpecial == nil)
         #expect(e.systolic == nil && e.diastolic == nil && e.meanArterialPressure == nil && e.pulseRate == nil)
         #expect(e.systolicRaw == 0x07FF && e.pulseRateRaw == 0x07FF)
-        #expect([e.systolicSpecial, e.diastolicSpecial, e.meanArterialPressureSpecial, e.pulseRateSpecial] == ["NaN", "NaN", "NaN", "NaN"])
+        #expect(
+            [e.systolicSpecial, e.diastolicSpecial, e.meanArterialPressureSpecial, e.pulseRateSpecial] == [
+                "NaN", "NaN", "NaN", "NaN",
+            ])
         let warnings = try JSONSerialization.jsonObject(with: Data(e.warningsJSON.utf8)) as? [Any]
         #expect(warnings?.isEmpty == true)
         let decoded = try JSONSerialization.jsonObject(with: Data(k.decodedJSON.utf8)) as? [String: Any]
@@ -181,12 +196,14 @@ func vectorRecords() throws -> [MeasurementRecord] {
         let dir = try ScratchDirectory()
         defer { dir.remove() }
         let v = BloodPressureMeasurement(
-            systolic: SFloat(rawValue: 125), diastolic: SFloat(rawValue: 82), meanArterialPressure: SFloat(rawValue: 96),
+            systolic: SFloat(rawValue: 125), diastolic: SFloat(rawValue: 82),
+            meanArterialPressure: SFloat(rawValue: 96),
             pulseRate: SFloat(rawValue: 0x0102), userID: 2, status: MeasurementStatus(rawValue: 0x0004))
         let q = QuirkProfile.beurerBM85.options
         let raw = v.encode(quirks: q)
         let d = try BloodPressureMeasurement.decode(raw[...], quirks: q)
-        let m = MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: raw, device: Vectors.device, at: Vectors.at, stored: false)
+        let m = MeasurementRecord.from(
+            bpm: d.value, warnings: d.warnings, raw: raw, device: Vectors.device, at: Vectors.at, stored: false)
         #expect(m.pulseRate == SFloat(rawValue: 0x0102))
         let store = try SQLiteStore(path: dir.path("d.db"), warn: SinkWarnings.ignore)
         try store.insert(m)
@@ -206,7 +223,9 @@ func vectorRecords() throws -> [MeasurementRecord] {
         try store.insert(m)
         #expect(w.warnings.count == 1 && w.warnings[0].sink == "store")
         let err = #expect(throws: SinkError.self) { try store.records() }
-        guard case let .storedValueUndecodable(p, row, reason) = err else { Issue.record("wrong error \(String(describing: err))"); return }
+        guard case let .storedValueUndecodable(p, row, reason) = err else {
+            Issue.record("wrong error \(String(describing: err))"); return
+        }
         #expect(p == dir.path("d.db"))
         #expect(row == 1)
         #expect(reason.contains("Time Stamp"))
@@ -220,7 +239,9 @@ func vectorRecords() throws -> [MeasurementRecord] {
         try store.write(progress)
         #expect(try store.history().isEmpty)
         try store.finish()
-        #expect(throws: SinkError.finished(sink: "store")) { try store.write(.measurement(try Vectors.bpm(Vectors.kPa))) }
+        #expect(throws: SinkError.finished(sink: "store")) {
+            try store.write(.measurement(try Vectors.bpm(Vectors.kPa)))
+        }
     }
 
     /// Durability short of kill -9: the row is visible to a second connection (and a second process)
@@ -237,9 +258,16 @@ func vectorRecords() throws -> [MeasurementRecord] {
         #expect(try reader.history().map(\.dedupKey) == [m.dedupKey])
         #expect(try reader.history().first?.raw == m.raw)
         // Another process (python3's sqlite3), if there is one.
-        if let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
+        if let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first(where: {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }) {
             let p = try runToCompletion(
-                python, ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('select hex(raw) from measurements').fetchone()[0])", path])
+                python,
+                [
+                    "-c",
+                    "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('select hex(raw) from measurements').fetchone()[0])",
+                    path,
+                ])
             #expect(p.status == 0)
             #expect(p.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == Hex.encode(m.raw).uppercased())
         }
@@ -254,7 +282,9 @@ func vectorRecords() throws -> [MeasurementRecord] {
         let dir = try ScratchDirectory()
         defer { dir.remove() }
         let path = dir.path("d.db")
-        let options = SinkConfiguration(format: format, storePath: path, utcOffset: .fixed(3600), uuidSeed: 5, clock: .fixed(Vectors.receivedMicros))
+        let options = SinkConfiguration(
+            format: format, storePath: path, utcOffset: .fixed(3600), uuidSeed: 5, clock: .fixed(Vectors.receivedMicros)
+        )
         let live = MemoryOutput()
         let sink = try SinkFactory.makeSink(options, output: live, warn: SinkWarnings.ignore)
         #expect(sink.sinks.count == 2 && sink.sinks[0] is SQLiteStore)
@@ -301,20 +331,31 @@ func vectorRecords() throws -> [MeasurementRecord] {
 
     @Test func sinksForEachFormatWithoutStore() throws {
         let out = MemoryOutput()
-        #expect(try SinkFactory.makeSinks(SinkConfiguration(format: .ndjson), output: out).map { type(of: $0) == NDJSONSink.self } == [true])
-        #expect(try SinkFactory.makeSinks(SinkConfiguration(format: .fhir), output: out).map { type(of: $0) == FHIRSink.self } == [true])
-        #expect(try SinkFactory.makeSinks(SinkConfiguration(format: .omh), output: out).map { type(of: $0) == OMHSink.self } == [true])
+        #expect(
+            try SinkFactory.makeSinks(SinkConfiguration(format: .ndjson), output: out).map {
+                type(of: $0) == NDJSONSink.self
+            } == [true])
+        #expect(
+            try SinkFactory.makeSinks(SinkConfiguration(format: .fhir), output: out).map {
+                type(of: $0) == FHIRSink.self
+            } == [true])
+        #expect(
+            try SinkFactory.makeSinks(SinkConfiguration(format: .omh), output: out).map { type(of: $0) == OMHSink.self }
+                == [true])
     }
 
     @Test func fanOutStopsAtTheStoreSoNothingIsPrintedForAnUnkeptMeasurement() throws {
         let dir = try ScratchDirectory()
         defer { dir.remove() }
         let out = MemoryOutput()
-        let sink = try SinkFactory.makeSink(SinkConfiguration(storePath: dir.path("d.db")), output: out, warn: SinkWarnings.ignore)
+        let sink = try SinkFactory.makeSink(
+            SinkConfiguration(storePath: dir.path("d.db")), output: out, warn: SinkWarnings.ignore)
         try sink.write(.measurement(try Vectors.bpm(Vectors.kPa)))
         #expect(out.lines.count == 1)
         try sink.sinks[0].finish()  // the store goes away
-        #expect(throws: SinkError.finished(sink: "store")) { try sink.write(.measurement(try Vectors.bpm(Vectors.mmHgFull))) }
+        #expect(throws: SinkError.finished(sink: "store")) {
+            try sink.write(.measurement(try Vectors.bpm(Vectors.mmHgFull)))
+        }
         #expect(out.lines.count == 1)
         // finish() still finishes the others, then reports the store's failure.
         #expect(throws: SinkError.finished(sink: "store")) { try sink.finish() }

@@ -26,7 +26,8 @@ enum Vectors {
     /// output-formats.md C.0 worked example: 120/80/93, 2024-06-23T14:35:10 device-local, pulse 72, user 1.
     static let withDateTime = "1E 78 00 50 00 5D 00 E8 07 06 17 0E 23 0A 48 00 01 00 00"
 
-    static let device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF", name: "BPM-1", manufacturer: "Acme", model: "M7", serial: "SN42", firmware: "1.0")
+    static let device = DeviceInfo(
+        address: "AA:BB:CC:DD:EE:FF", name: "BPM-1", manufacturer: "Acme", model: "M7", serial: "SN42", firmware: "1.0")
     /// 2026-11-22T07:31:54.123Z
     static let receivedMicros: Int64 = 1_795_332_714_123_000
     static let at = EventTime(monotonic: .seconds(12.5), wallMicros: receivedMicros)
@@ -36,25 +37,35 @@ enum Vectors {
         return b
     }
 
-    static func bpm(_ hex: String, device: DeviceInfo = device, at: EventTime = at, stored: Bool = false) throws -> MeasurementRecord {
+    static func bpm(_ hex: String, device: DeviceInfo = device, at: EventTime = at, stored: Bool = false) throws
+        -> MeasurementRecord
+    {
         let raw = try bytes(hex)
         let d = try BloodPressureMeasurement.decode(raw[...])
-        return MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: stored)
+        return MeasurementRecord.from(
+            bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: stored)
     }
 
-    static func enhancedRecord(_ hex: String = enhanced, sequenceNumber: UInt16? = nil, at: EventTime = at) throws -> MeasurementRecord {
+    static func enhancedRecord(_ hex: String = enhanced, sequenceNumber: UInt16? = nil, at: EventTime = at) throws
+        -> MeasurementRecord
+    {
         let raw = try bytes(hex)
         let d = try EnhancedBloodPressureMeasurement.decode(raw[...], cuffPressure: false)
-        guard let m = MeasurementRecord.from(
-            enhanced: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: sequenceNumber != nil,
-            sequenceNumber: sequenceNumber)
+        guard
+            let m = MeasurementRecord.from(
+                enhanced: d.value, warnings: d.warnings, raw: raw, device: device, at: at,
+                stored: sequenceNumber != nil,
+                sequenceNumber: sequenceNumber)
         else { throw TestFailure("not a measurement") }
         return m
     }
 
     /// A 0x2A35 record whose systolic/diastolic/MAP/pulse words are set directly.
-    static func withWords(sys: SFloat, dia: SFloat, map: SFloat = .nan, pulse: SFloat? = nil, unit: PressureUnit = .mmHg) throws -> MeasurementRecord {
-        let v = BloodPressureMeasurement(unit: unit, systolic: sys, diastolic: dia, meanArterialPressure: map, pulseRate: pulse)
+    static func withWords(
+        sys: SFloat, dia: SFloat, map: SFloat = .nan, pulse: SFloat? = nil, unit: PressureUnit = .mmHg
+    ) throws -> MeasurementRecord {
+        let v = BloodPressureMeasurement(
+            unit: unit, systolic: sys, diastolic: dia, meanArterialPressure: map, pulseRate: pulse)
         let raw = v.encode()
         return try bpm(Hex.encode(raw))
     }
@@ -63,7 +74,9 @@ enum Vectors {
 /// Parses NDJSON lines with Foundation.
 func parseLines(_ lines: [String]) throws -> [[String: Any]] {
     try lines.map { line in
-        guard let o = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { throw TestFailure("not an object: \(line)") }
+        guard let o = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            throw TestFailure("not an object: \(line)")
+        }
         return o
     }
 }
@@ -71,8 +84,11 @@ func parseLines(_ lines: [String]) throws -> [[String: Any]] {
 /// Runs `/work/shared/schemas/validate.py` (found next to the package root) on `lines`.
 /// Records an Issue when python3 or the validator is missing; returns (exit status, stdout).
 @discardableResult
-func validate(_ kind: String, _ lines: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> (Int32, String)? {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+func validate(_ kind: String, _ lines: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> (
+    Int32, String
+)? {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     let script = root.deletingLastPathComponent().appendingPathComponent("shared/schemas/validate.py")
     guard FileManager.default.fileExists(atPath: script.path) else {
         Issue.record("validator missing at \(script.path)", sourceLocation: sourceLocation)
@@ -80,11 +96,16 @@ func validate(_ kind: String, _ lines: [String], sourceLocation: SourceLocation 
     }
     // python3 as PATH finds it (the one with jsonschema may be a pyenv shim), then the usual places.
     let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { String($0) + "/python3" }
-    guard let python = (path + ["/usr/bin/python3", "/usr/local/bin/python3"]).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+    guard
+        let python = (path + ["/usr/bin/python3", "/usr/local/bin/python3"]).first(where: {
+            FileManager.default.isExecutableFile(atPath: $0)
+        })
+    else {
         Issue.record("python3 not found", sourceLocation: sourceLocation)
         return nil
     }
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent("sinks-\(kind)-\(UUID().uuidString).ndjson")
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "sinks-\(kind)-\(UUID().uuidString).ndjson")
     try Data(lines.map { $0 + "\n" }.joined().utf8).write(to: file)
     defer { try? FileManager.default.removeItem(at: file) }
     let r = try runToCompletion(python, [script.path, kind, file.path])

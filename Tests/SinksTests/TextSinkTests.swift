@@ -8,7 +8,9 @@ import Testing
 @testable import Sinks
 
 let session = SessionOutput.session(SessionRecord(event: .start, device: Vectors.device, at: Vectors.at))
-let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPressure: SFloat(rawValue: 0x0064), unit: .mmHg, elapsed: 1.25, at: Vectors.at))
+let progress = SessionOutput.progress(
+    ProgressRecord(
+        phase: .inflating, cuffPressure: SFloat(rawValue: 0x0064), unit: .mmHg, elapsed: 1.25, at: Vectors.at))
 
 @Suite struct NDJSONSinkTests {
     @Test func everyOutputIsItsJSONLineFlushedBeforeWriteReturns() throws {
@@ -80,9 +82,13 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
         // Year 0 in the Date Time: no usable device time, so the reception time.
         let unknown = try Vectors.bpm(Vectors.mmHgFull)
         #expect(unknown.timestamp == nil)
-        #expect(EffectiveTime.of(unknown, offset: .fixed(7200)) == EffectiveTime(rfc3339: "2026-11-22T07:31:54.123Z", basis: .hostReceive))
+        #expect(
+            EffectiveTime.of(unknown, offset: .fixed(7200))
+                == EffectiveTime(rfc3339: "2026-11-22T07:31:54.123Z", basis: .hostReceive))
         let enhanced = try Vectors.enhancedRecord()
-        #expect(EffectiveTime.of(enhanced, offset: .fixed(7200)) == EffectiveTime(rfc3339: "2000-01-02T00:00:00Z", basis: .utcEnhanced))
+        #expect(
+            EffectiveTime.of(enhanced, offset: .fixed(7200))
+                == EffectiveTime(rfc3339: "2000-01-02T00:00:00Z", basis: .utcEnhanced))
     }
 
     @Test func impossibleDeviceDatesFallBackToReception() throws {
@@ -90,7 +96,9 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
         let m = try Vectors.bpm("1E 78 00 50 00 5D 00 E7 07 02 1D 0E 23 0A 48 00 01 00 00")
         #expect(m.timestamp == nil)
         #expect(m.warnings.map(\.code) == [.invalidDateTime])
-        #expect(EffectiveTime.of(m, offset: .fixed(7200)) == EffectiveTime(rfc3339: "2026-11-22T07:31:54.123Z", basis: .hostReceive))
+        #expect(
+            EffectiveTime.of(m, offset: .fixed(7200))
+                == EffectiveTime(rfc3339: "2026-11-22T07:31:54.123Z", basis: .hostReceive))
         // A store written before the calendar check may hold such a text: it is not a time either.
         for text in ["2023-02-29T14:35:10", "2024-04-31T14:35:10", "9999-02-31T14:35:10"] {
             var old = try Vectors.bpm(Vectors.withDateTime)
@@ -100,7 +108,9 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
         }
         var leap = try Vectors.bpm(Vectors.withDateTime)
         leap.timestamp = "2024-02-29T14:35:10"
-        #expect(EffectiveTime.of(leap, offset: .fixed(7200)) == EffectiveTime(rfc3339: "2024-02-29T14:35:10+02:00", basis: .deviceLocalAssumedHostOffset))
+        #expect(
+            EffectiveTime.of(leap, offset: .fixed(7200))
+                == EffectiveTime(rfc3339: "2024-02-29T14:35:10+02:00", basis: .deviceLocalAssumedHostOffset))
     }
 
     @Test func uuidsAreVersion4AndSeedable() {
@@ -164,17 +174,24 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
     @Test func bloodPressureAndHeartRateObservations() throws {
         let lines = try run([session, progress, .measurement(try Vectors.bpm(Vectors.mmHgFull))])
         #expect(lines.count == 2)  // session and progress produce nothing
-        let (bp, hr) = try { () throws -> ([String: Any], [String: Any]) in let p = try parseLines(lines); return (p[0], p[1]) }()
+        let (bp, hr) = try { () throws -> ([String: Any], [String: Any]) in
+            let p = try parseLines(lines); return (p[0], p[1])
+        }()
         #expect(bp["resourceType"] as? String == "Observation")
         #expect((bp.obj("meta")?["profile"] as? [String]) == ["http://hl7.org/fhir/StructureDefinition/bp"])
         #expect(bp["status"] as? String == "final")
-        #expect(codings(bp.arr("category")?.first) == ["http://terminology.hl7.org/CodeSystem/observation-category|vital-signs"])
+        #expect(
+            codings(bp.arr("category")?.first) == [
+                "http://terminology.hl7.org/CodeSystem/observation-category|vital-signs"
+            ])
         #expect(codings(bp.obj("code")) == ["http://loinc.org|85354-9", "urn:iso:std:iso:11073:10101|150020"])
         #expect(bp["effectiveDateTime"] as? String == "2026-11-22T07:31:54.123Z")
         #expect(bp.obj("subject")?.obj("identifier")?["value"] as? String == "serial:SN42|user:1")
         #expect(bp.obj("device")?.obj("identifier")?["value"] as? String == "serial:SN42")
         #expect(bp.obj("device")?["display"] as? String == "Acme M7 (serial SN42, AA:BB:CC:DD:EE:FF)")
-        for (loinc, mdc, value) in [("8480-6", "150021", 138.0), ("8462-4", "150022", 88.0), ("8478-0", "150023", 120.0)] {
+        for (loinc, mdc, value) in [
+            ("8480-6", "150021", 138.0), ("8462-4", "150022", 88.0), ("8478-0", "150023", 120.0),
+        ] {
             let c = component(bp, loinc)
             let cc = codings(c?.obj("code"))
             #expect(cc.contains("urn:iso:std:iso:11073:10101|" + mdc))
@@ -194,7 +211,9 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
     }
 
     @Test func deviceTimeGetsTheHostOffsetAndEnhancedStaysUTC() throws {
-        let lines = try run([.measurement(try Vectors.bpm(Vectors.withDateTime)), .measurement(try Vectors.enhancedRecord())])
+        let lines = try run([
+            .measurement(try Vectors.bpm(Vectors.withDateTime)), .measurement(try Vectors.enhancedRecord()),
+        ])
         let p = try parseLines(lines)
         #expect(p.count == 4)
         #expect(p[0]["effectiveDateTime"] as? String == "2024-06-23T14:35:10+02:00")
@@ -223,10 +242,16 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
         for loinc in ["8480-6", "8462-4", "8478-0"] {
             let c = try #require(component(p[0], loinc))
             #expect(c["valueQuantity"] == nil)
-            #expect(codings(c.obj("dataAbsentReason")) == ["http://terminology.hl7.org/CodeSystem/data-absent-reason|not-a-number"])
+            #expect(
+                codings(c.obj("dataAbsentReason")) == [
+                    "http://terminology.hl7.org/CodeSystem/data-absent-reason|not-a-number"
+                ])
         }
         #expect(p[1]["valueQuantity"] == nil)
-        #expect(codings(p[1].obj("dataAbsentReason")) == ["http://terminology.hl7.org/CodeSystem/data-absent-reason|not-a-number"])
+        #expect(
+            codings(p[1].obj("dataAbsentReason")) == [
+                "http://terminology.hl7.org/CodeSystem/data-absent-reason|not-a-number"
+            ])
         for l in lines {
             #expect(l.range(of: "\"value\":[-0-9]", options: .regularExpression) == nil)
             #expect(!l.contains("valueQuantity"))
@@ -239,24 +264,36 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
         (.reserved, "error"), (.nan, "not-a-number"),
     ])
     func eachSpecialValueHasItsReason(special: SFloat, reason: String) throws {
-        let m = try Vectors.withWords(sys: special, dia: SFloat(rawValue: 80), map: SFloat(rawValue: 93), pulse: special)
+        let m = try Vectors.withWords(
+            sys: special, dia: SFloat(rawValue: 80), map: SFloat(rawValue: 93), pulse: special)
         let lines = try run([.measurement(m)])
         let p = try parseLines(lines)
-        #expect(codings(component(p[0], "8480-6")?.obj("dataAbsentReason")) == ["http://terminology.hl7.org/CodeSystem/data-absent-reason|" + reason])
+        #expect(
+            codings(component(p[0], "8480-6")?.obj("dataAbsentReason")) == [
+                "http://terminology.hl7.org/CodeSystem/data-absent-reason|" + reason
+            ])
         #expect(component(p[0], "8462-4")?.obj("valueQuantity")?["value"] as? Double == 80)
-        #expect(codings(p[1].obj("dataAbsentReason")) == ["http://terminology.hl7.org/CodeSystem/data-absent-reason|" + reason])
+        #expect(
+            codings(p[1].obj("dataAbsentReason")) == [
+                "http://terminology.hl7.org/CodeSystem/data-absent-reason|" + reason
+            ])
         try #require(try validate("fhir", lines)?.0 == 0)
     }
 
     @Test func noPulseNoHeartRateObservation() throws {
-        let lines = try run([.measurement(try Vectors.withWords(sys: SFloat(rawValue: 120), dia: SFloat(rawValue: 80)))])
+        let lines = try run([.measurement(try Vectors.withWords(sys: SFloat(rawValue: 120), dia: SFloat(rawValue: 80)))]
+        )
         #expect(lines.count == 1)
     }
 
     @Test func subjectChoices() throws {
         let m = try Vectors.bpm(Vectors.kPa)
-        #expect(try parseLines(try run([.measurement(m)], subject: .reference("Patient/7")))[0].obj("subject")?["reference"] as? String == "Patient/7")
-        #expect(try parseLines(try run([.measurement(m)], subject: .display("Jane")))[0].obj("subject")?["display"] as? String == "Jane")
+        #expect(
+            try parseLines(try run([.measurement(m)], subject: .reference("Patient/7")))[0].obj("subject")?["reference"]
+                as? String == "Patient/7")
+        #expect(
+            try parseLines(try run([.measurement(m)], subject: .display("Jane")))[0].obj("subject")?["display"]
+                as? String == "Jane")
         let lines = try run([.measurement(m)], subject: .identifier(system: "urn:oid:1.2.3", value: "p1"))
         #expect(try parseLines(lines)[0].obj("subject")?.obj("identifier")?["value"] as? String == "p1")
         // No user ID in the kPa vector.
@@ -289,7 +326,9 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
     func run(_ outputs: [SessionOutput], seed: UInt64 = 1) throws -> ([String], [SinkWarning]) {
         let out = MemoryOutput()
         let w = WarningCollector()
-        let sink = OMHSink(output: out, ids: .seeded(seed), clock: .fixed(Vectors.receivedMicros + 5_000_000), utcOffset: .fixed(-18000), warn: w.handler)
+        let sink = OMHSink(
+            output: out, ids: .seeded(seed), clock: .fixed(Vectors.receivedMicros + 5_000_000),
+            utcOffset: .fixed(-18000), warn: w.handler)
         for o in outputs { try sink.write(o) }
         try sink.finish()
         return (out.lines, w.warnings)
@@ -308,7 +347,9 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
         #expect(h1.obj("schema_id")?["version"] as? String == "2.0")
         #expect(h0["creation_date_time"] as? String == "2026-11-22T07:31:59.123Z")
         #expect(h0.obj("acquisition_provenance")?["modality"] as? String == "sensed")
-        #expect(h0.obj("acquisition_provenance")?["source_name"] as? String == "BLE BPM Acme M7 (serial SN42, AA:BB:CC:DD:EE:FF)")
+        #expect(
+            h0.obj("acquisition_provenance")?["source_name"] as? String
+                == "BLE BPM Acme M7 (serial SN42, AA:BB:CC:DD:EE:FF)")
         #expect(h0["id"] as? String != h1["id"] as? String)
         let ids = UUIDGenerator.seeded(1)
         #expect(h0["id"] as? String == ids.make())
@@ -325,7 +366,9 @@ let progress = SessionOutput.progress(ProgressRecord(phase: .inflating, cuffPres
     }
 
     @Test func kPaConvertedAndLocalTimeOffset() throws {
-        let (lines, _) = try run([.measurement(try Vectors.bpm(Vectors.kPa)), .measurement(try Vectors.bpm(Vectors.withDateTime))])
+        let (lines, _) = try run([
+            .measurement(try Vectors.bpm(Vectors.kPa)), .measurement(try Vectors.bpm(Vectors.withDateTime)),
+        ])
         let p = try parseLines(lines)
         #expect(p.count == 4)
         #expect(p[0].obj("body")?.obj("systolic_blood_pressure")?["value"] as? Double == 141.8)
@@ -376,7 +419,10 @@ struct ExtremeWallTimeTests {
         for micros: Int64 in [.min, .min + 1, -62_135_596_800_000_001, -1, 0, 1_795_330_917_123_456, .max - 1, .max] {
             let at = EventTime(monotonic: .zero, wallMicros: micros)
             let lines = NDJSONLineBuffer()
-            lines.append(.progress(ProgressRecord(phase: .inflating, cuffPressure: SFloat(rawValue: 0x0064), unit: .mmHg, elapsed: 0, at: at)))
+            lines.append(
+                .progress(
+                    ProgressRecord(
+                        phase: .inflating, cuffPressure: SFloat(rawValue: 0x0064), unit: .mmHg, elapsed: 0, at: at)))
             let text = String(decoding: lines.bytes, as: UTF8.self)
             #expect(text.contains("\"received_at\":\"\(at.iso8601)\""), "\(micros): \(text)")
         }

@@ -15,7 +15,10 @@ struct BluetoothAddressTests {
         #expect(a.type == .public)
     }
 
-    @Test(arguments: ["", "00:AA:01:00:00", "00:AA:01:00:00:2F:11", "0:AA:01:00:00:2F", "00:AA:01:00:00:2G", "00-AA-01-00-00-2F", "00:AA:01:00:00:+F"])
+    @Test(arguments: [
+        "", "00:AA:01:00:00", "00:AA:01:00:00:2F:11", "0:AA:01:00:00:2F", "00:AA:01:00:00:2G", "00-AA-01-00-00-2F",
+        "00:AA:01:00:00:+F",
+    ])
     func rejects(_ text: String) {
         #expect(BluetoothAddress(text) == nil)
     }
@@ -39,7 +42,9 @@ struct TransportAddressTests {
         #expect(try TransportAddress(parsing: "C0:FF:EE:00:00:01/public") == plain)
     }
 
-    @Test(arguments: ["unix:", "tcp:1.2.3.4", "C0:FF:EE:00:00:01/static", "hello", "unix:/" + String(repeating: "p", count: 120)])
+    @Test(arguments: [
+        "unix:", "tcp:1.2.3.4", "C0:FF:EE:00:00:01/static", "hello", "unix:/" + String(repeating: "p", count: 120),
+    ])
     func rejects(_ text: String) {
         let error = #expect(throws: TransportAddressError.self) { _ = try TransportAddress(parsing: text) }
         #expect(error?.description.hasPrefix("invalid address \"\(text)\": ") == true)

@@ -19,7 +19,8 @@ struct SignalFlagsTests {
         var now = sigset_t()
         pthread_sigmask(SIG_BLOCK, nil, &now)
         #expect(sigismember(&now, SIGUSR1) == 0)
-        #expect(raise(SIGUSR1) == 0)  // handled on this thread before raise returns  // delivered synchronously to this thread before raise returns
+        // handled on this thread before raise returns  // delivered synchronously to this thread before raise returns
+        #expect(raise(SIGUSR1) == 0)
         #expect(SignalFlags.shared.isRaised(.usr1))
         #expect(SignalFlags.shared.isRaised(.int) == false)
         #expect(SignalFlags.shared.consume(.usr1))

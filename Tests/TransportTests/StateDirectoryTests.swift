@@ -10,7 +10,8 @@ struct StateDirectoryTests {
     @Test func xdgStateHomeWhenAbsoluteElseHome() {
         #expect(StateDirectory.cuff { ["XDG_STATE_HOME": "/state", "HOME": "/home/u"][$0] } == "/state/cuff")
         // A relative XDG_STATE_HOME is ignored, as the XDG Base Directory specification says.
-        #expect(StateDirectory.cuff { ["XDG_STATE_HOME": "state", "HOME": "/home/u"][$0] } == "/home/u/.local/state/cuff")
+        #expect(
+            StateDirectory.cuff { ["XDG_STATE_HOME": "state", "HOME": "/home/u"][$0] } == "/home/u/.local/state/cuff")
         #expect(StateDirectory.cuff { ["HOME": "/home/u"][$0] } == "/home/u/.local/state/cuff")
     }
 

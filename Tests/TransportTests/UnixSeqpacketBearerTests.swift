@@ -20,7 +20,9 @@ struct UnixSeqpacketBearerTests {
     @Test func keepsRecordBoundariesIncludingEmptyRecords() throws {
         let (a, b) = try UnixSeqpacketBearer.pair()
         defer { a.close(); b.close() }
-        let records: [[UInt8]] = [[0x1D, 0x03, 0x00, 0x00, 0x78, 0x00], [], [0x1E], Array(repeating: 0xAB, count: 1024)]
+        let records: [[UInt8]] = [
+            [0x1D, 0x03, 0x00, 0x00, 0x78, 0x00], [], [0x1E], Array(repeating: 0xAB, count: 1024),
+        ]
         for r in records { try a.send(r) }
         for r in records { #expect(try b.next(timeout: .seconds(5)) == .pdu(r)) }
         #expect(try b.next(timeout: .zero) == .timeout)

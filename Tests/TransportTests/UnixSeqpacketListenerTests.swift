@@ -41,7 +41,10 @@ struct UnixSeqpacketListenerTests {
         let path = dir.path("absent.sock")
         let error = #expect(throws: TransportError.self) { _ = try UnixSeqpacketBearer.connect(path: path) }
         #expect(error?.errno == ENOENT)
-        #expect(error?.message == "connect(unix:\(path)): No such file or directory (ENOENT) — no simulator listening at \(path) — start `cuff simulate --listen unix:\(path)`")
+        #expect(
+            error?.message
+                == "connect(unix:\(path)): No such file or directory (ENOENT) — no simulator listening at \(path) — start `cuff simulate --listen unix:\(path)`"
+        )
     }
 
     @Test func staleSocketIsReplacedAndConnectToItIsRefused() throws {
@@ -88,7 +91,9 @@ struct UnixSeqpacketListenerTests {
     }
 
     @Test func listenerInMissingDirectoryExplains() throws {
-        let error = #expect(throws: TransportError.self) { _ = try UnixSeqpacketListener(path: "/nonexistent-cuff-dir/s.sock") }
+        let error = #expect(throws: TransportError.self) {
+            _ = try UnixSeqpacketListener(path: "/nonexistent-cuff-dir/s.sock")
+        }
         #expect(error?.errno == ENOENT)
         #expect(error?.message.contains("does not exist") == true)
     }
@@ -104,7 +109,9 @@ struct UnixSeqpacketListenerTests {
             for (i, b) in path.utf8.enumerated() { raw[i] = b }
         }
         let r = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         try #require(r == 0)
     }

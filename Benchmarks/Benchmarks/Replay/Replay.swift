@@ -46,11 +46,15 @@ func replay(_ records: [HCIRecord], _ out: inout [CaptureReplay.Output]) -> Int 
 }
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .cpuTotal, .instructions, .mallocCountTotal, .throughput],
-                                           maxDuration: .seconds(3), maxIterations: 1_000_000)
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .cpuTotal, .instructions, .mallocCountTotal, .throughput],
+        maxDuration: .seconds(3), maxIterations: 1_000_000)
 
     // Full-flag 2A35 (every optional field present, 19 bytes): 0 allocations per decode.
-    let value: [UInt8] = [0x1E, 0x8A, 0x00, 0x58, 0x00, 0x78, 0x00, 0x00, 0x00, 0x04, 0x11, 0x14, 0x29, 0x3B, 0x3C, 0x00, 0x01, 0x27, 0x00]
+    let value: [UInt8] = [
+        0x1E, 0x8A, 0x00, 0x58, 0x00, 0x78, 0x00, 0x00, 0x00, 0x04, 0x11, 0x14, 0x29, 0x3B, 0x3C, 0x00, 0x01, 0x27,
+        0x00,
+    ]
     Benchmark("decode 2A35 full flags", configuration: .init(scalingFactor: .kilo)) { benchmark in
         let slice = value[...]
         for _ in benchmark.scaledIterations {

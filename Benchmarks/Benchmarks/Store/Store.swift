@@ -14,16 +14,19 @@ import Sinks
 
 /// `count` distinct readings: values, times and sequence numbers vary, as a cuff's history does.
 func benchReadings(_ count: Int, from first: Int = 0) -> [MeasurementRecord] {
-    let device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF", name: "BPM-1", manufacturer: "Acme", model: "M7", serial: "SN42", firmware: "1.0")
+    let device = DeviceInfo(
+        address: "AA:BB:CC:DD:EE:FF", name: "BPM-1", manufacturer: "Acme", model: "M7", serial: "SN42", firmware: "1.0")
     return (first..<(first + count)).map { i in
         let v = BloodPressureMeasurement(
             unit: .mmHg, systolic: SFloat(Double(100 + i % 60)), diastolic: SFloat(Double(60 + i % 30)),
-            meanArterialPressure: SFloat(Double(80 + i % 20)), timestamp: DateTime(unixSeconds: 1_700_000_000 + Int64(i) * 3600),
+            meanArterialPressure: SFloat(Double(80 + i % 20)),
+            timestamp: DateTime(unixSeconds: 1_700_000_000 + Int64(i) * 3600),
             pulseRate: SFloat(Double(55 + i % 40)), userID: 1)
         let raw = v.encode()
         let d = try! BloodPressureMeasurement.decode(raw[...])
         let at = EventTime(monotonic: .seconds(Double(i)), wallMicros: (1_700_000_000 + Int64(i) * 3600) * 1_000_000)
-        return MeasurementRecord.from(bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: false)
+        return MeasurementRecord.from(
+            bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: false)
     }
 }
 
@@ -38,8 +41,9 @@ func scratchDirectory(_ label: String) -> String {
 let historySize = 10_000
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .throughput],
-                                           maxDuration: .seconds(5), maxIterations: 2000)
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .throughput],
+        maxDuration: .seconds(5), maxIterations: 2000)
     let dir = scratchDirectory("store-bench")
     let key = try! StoreKey.create(path: dir + "/key")
     let readings = benchReadings(historySize)
@@ -57,7 +61,8 @@ let benchmarks: @Sendable () -> Void = {
         }
 
         // A bulk load of historySize readings in one transaction, into a new store each time.
-        Benchmark("store \(label): bulk load of \(historySize) readings", configuration: .init(maxIterations: 10)) { benchmark in
+        Benchmark("store \(label): bulk load of \(historySize) readings", configuration: .init(maxIterations: 10)) {
+            benchmark in
             for _ in benchmark.scaledIterations {
                 benchmark.stopMeasurement()
                 let path = dir + "/bulk-\(label)-\(UUID().uuidString).db"
@@ -69,7 +74,8 @@ let benchmarks: @Sendable () -> Void = {
         }
 
         // A history of historySize readings read back whole.
-        Benchmark("store \(label): history of \(historySize) readings", configuration: .init(maxIterations: 20)) { benchmark, path in
+        Benchmark("store \(label): history of \(historySize) readings", configuration: .init(maxIterations: 20)) {
+            benchmark, path in
             for _ in benchmark.scaledIterations {
                 let reader = try SQLiteStore(path: path, mustExist: true, key: k, warn: SinkWarnings.ignore)
                 let back = try reader.records()
@@ -97,20 +103,24 @@ let benchmarks: @Sendable () -> Void = {
     var round = 0
     for batch in [1000, 100, 1] {
         let count = batch == 1 ? 1000 : historySize
-        Benchmark("pgship: outbox of \(count) readings, batches of \(batch)",
-                  configuration: .init(metrics: [.wallClock, .cpuTotal, .mallocCountTotal], maxIterations: 3)) { benchmark, url in
+        Benchmark(
+            "pgship: outbox of \(count) readings, batches of \(batch)",
+            configuration: .init(metrics: [.wallClock, .cpuTotal, .mallocCountTotal], maxIterations: 3)
+        ) { benchmark, url in
             for _ in benchmark.scaledIterations {
                 benchmark.stopMeasurement()
                 // Readings no earlier round shipped (the server would skip them as duplicates).
                 round += 1
-                let box = try PostgresOutboxStore(url: url, outboxPath: dir + "/outbox-\(batch)-\(round).db", background: false,
-                                                  batchSize: batch, warn: SinkWarnings.ignore)
+                let box = try PostgresOutboxStore(
+                    url: url, outboxPath: dir + "/outbox-\(batch)-\(round).db", background: false,
+                    batchSize: batch, warn: SinkWarnings.ignore)
                 _ = try box.outbox.insert(contentsOf: benchReadings(count, from: round * historySize))
                 benchmark.startMeasurement()
                 let r = box.drain()
                 benchmark.stopMeasurement()
-                precondition(r.failure == nil && r.shipped == count && r.new == count,
-                             "shipped \(r.shipped), new \(r.new): \(r.failure.map { "\($0)" } ?? "")")
+                precondition(
+                    r.failure == nil && r.shipped == count && r.new == count,
+                    "shipped \(r.shipped), new \(r.new): \(r.failure.map { "\($0)" } ?? "")")
                 try box.close()
                 benchmark.startMeasurement()
             }

@@ -18,15 +18,21 @@ public struct OmronCaptureObserver: CuffProtocolObserver {
     var modelReadPending = false
     var framesSeen = false
 
-    static func text(_ readResponse: [UInt8]) -> String { String(decoding: readResponse.dropFirst().prefix { $0 != 0 }, as: UTF8.self) }
+    static func text(_ readResponse: [UInt8]) -> String {
+        String(decoding: readResponse.dropFirst().prefix { $0 != 0 }, as: UTF8.self)
+    }
 
     public init(_ observer: OmronObserver, gatt: GATTProfile, device: DeviceInfo) {
         self.observer = observer
         let profile = observer.profile
         var m: [UInt16: OmronCharacteristic] = [:]
         let service = BluetoothUUID(profile.transport.serviceUUID)!
-        for (i, u) in profile.transport.txUUIDs.enumerated() { if let c = gatt.characteristic(BluetoothUUID(u)!, in: service) { m[c.valueHandle] = .tx(i) } }
-        for (i, u) in profile.transport.rxUUIDs.enumerated() { if let c = gatt.characteristic(BluetoothUUID(u)!, in: service) { m[c.valueHandle] = .rx(i) } }
+        for (i, u) in profile.transport.txUUIDs.enumerated() {
+            if let c = gatt.characteristic(BluetoothUUID(u)!, in: service) { m[c.valueHandle] = .tx(i) }
+        }
+        for (i, u) in profile.transport.rxUUIDs.enumerated() {
+            if let c = gatt.characteristic(BluetoothUUID(u)!, in: service) { m[c.valueHandle] = .rx(i) }
+        }
         if let c = gatt.characteristic(BluetoothUUID(OmronUUID.unlock)!) { m[c.valueHandle] = .unlock }
         byHandle = m
         var d = device
@@ -52,11 +58,15 @@ public struct OmronCaptureObserver: CuffProtocolObserver {
         // (The request may have gone by before this observer took over: the standard observer
         // sees discovery end at the first PDU after it. A read response before any frame whose
         // text names a profile is taken as the model number then.)
-        if !fromCentral, bytes.first == 0x0B, modelReadPending || (!framesSeen && OmronCatalog.profile(named: Self.text(bytes)) != nil) {
+        if !fromCentral, bytes.first == 0x0B,
+            modelReadPending || (!framesSeen && OmronCatalog.profile(named: Self.text(bytes)) != nil)
+        {
             modelReadPending = false
             let text = Self.text(bytes)
             device.model = text
-            if let p = OmronCatalog.profile(named: text), p.transport == observer.profile.transport { observer = OmronObserver(profile: p) }
+            if let p = OmronCatalog.profile(named: text), p.transport == observer.profile.transport {
+                observer = OmronObserver(profile: p)
+            }
             return
         }
         guard bytes.count >= 3 else { return }
@@ -78,8 +88,12 @@ public struct OmronCaptureObserver: CuffProtocolObserver {
             case let .reading(s):
                 measurements += 1
                 if device.model == nil { device.model = observer.profile.id }
-                out.append(.emit(.measurement(MeasurementRecord.from(
-                    omron: s.reading, profile: observer.profile, user: s.user, slot: s.slot, raw: s.raw, device: device, at: at))))
+                out.append(
+                    .emit(
+                        .measurement(
+                            MeasurementRecord.from(
+                                omron: s.reading, profile: observer.profile, user: s.user, slot: s.slot, raw: s.raw,
+                                device: device, at: at))))
             case .clock: break
             case let .note(n): out.append(.log(n))
             }
@@ -92,7 +106,11 @@ public struct OmronCaptureObserver: CuffProtocolObserver {
         guard !isFinished else { return }
         take(observer.finish(), at, &out)
         isFinished = true
-        out.append(.emit(.session(SessionRecord(event: .end, device: device, at: at, outcome: measurements > 0 ? .completed : .noResult,
-                                                measurements: measurements, message: why))))
+        out.append(
+            .emit(
+                .session(
+                    SessionRecord(
+                        event: .end, device: device, at: at, outcome: measurements > 0 ? .completed : .noResult,
+                        measurements: measurements, message: why))))
     }
 }

@@ -47,8 +47,11 @@ public struct OmronCentral: CuffProtocolSession {
     ///   clock holds local time, read and set against `start`'s wall clock plus this.
     /// - Parameter modelForced: `profile` is the user's choice; otherwise discovery's family and
     ///   Device Information's model number (or `modelHint`) pick the profile.
-    public init(profile: OmronProfile, options: OmronSyncOptions, device: DeviceInfo, utcOffsetSeconds: Int64, note: String? = nil,
-                modelForced: Bool = true, modelHint: String? = nil, standardFallback: Bool = false, preferredMTU: UInt16 = 247) {
+    public init(
+        profile: OmronProfile, options: OmronSyncOptions, device: DeviceInfo, utcOffsetSeconds: Int64,
+        note: String? = nil,
+        modelForced: Bool = true, modelHint: String? = nil, standardFallback: Bool = false, preferredMTU: UInt16 = 247
+    ) {
         self.profile = profile
         self.modelForced = modelForced
         self.modelHint = modelHint
@@ -90,7 +93,9 @@ public struct OmronCentral: CuffProtocolSession {
         return out
     }
 
-    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [Output] { gatt(client.receive(pdu, now: at.monotonic), at) }
+    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [Output] {
+        gatt(client.receive(pdu, now: at.monotonic), at)
+    }
 
     public mutating func tick(at: EventTime) -> [Output] {
         var out = gatt(client.tick(now: at.monotonic), at)
@@ -125,8 +130,9 @@ public struct OmronCentral: CuffProtocolSession {
         guard outcome == nil else { return [] }
         outcome = o
         sessionDeadline = nil
-        var end = SessionRecord(event: .end, device: device, at: at, outcome: o, measurements: measurements, message: message,
-                                clockDriftSeconds: session.driftSeconds)
+        var end = SessionRecord(
+            event: .end, device: device, at: at, outcome: o, measurements: measurements, message: message,
+            clockDriftSeconds: session.driftSeconds)
         end.attRequests = client.requestsSent
         return [.emit(.session(end)), .finished(o)]
     }
@@ -147,7 +153,9 @@ public struct OmronCentral: CuffProtocolSession {
                     modelRead = nil
                     out += modelNumber(result, at)
                 } else if case let .failure(e) = result, client.failure == nil, outcome == nil {
-                    out += finish(e.code == .securityRefused ? .securityRefused : .protocolError, "GATT request failed: \(e.message)", at)
+                    out += finish(
+                        e.code == .securityRefused ? .securityRefused : .protocolError,
+                        "GATT request failed: \(e.message)", at)
                     out.append(.disconnect)
                 }
             case let .notification(handle, value):
@@ -158,7 +166,9 @@ public struct OmronCentral: CuffProtocolSession {
             case let .raiseSecurity(level):
                 out.append(.raiseSecurity(level))
             case let .failed(error):
-                let o: SessionOutcome = error.code == .timeout ? .timedOut : error.code == .securityRefused ? .securityRefused : .protocolError
+                let o: SessionOutcome =
+                    error.code == .timeout
+                    ? .timedOut : error.code == .securityRefused ? .securityRefused : .protocolError
                 out += finish(o, error.message, at) + [.disconnect]
             }
         }
@@ -171,14 +181,22 @@ public struct OmronCentral: CuffProtocolSession {
     /// standard measurement is kept as one).
     mutating func indication(_ handle: UInt16, _ value: [UInt8], _ at: EventTime) -> [Output] {
         guard outcome == nil else {
-            return [.log("indication from handle 0x\(String(handle, radix: 16)) after the session ended: not confirmed, so the cuff keeps it")]
+            return [
+                .log(
+                    "indication from handle 0x\(String(handle, radix: 16)) after the session ended: not confirmed, so the cuff keeps it"
+                )
+            ]
         }
         if let c = byHandle[handle] {
-            return run(session.handle(.notified(c, value), now: at.monotonic), at) + gatt(client.confirmIndication(), at)
+            return run(session.handle(.notified(c, value), now: at.monotonic), at)
+                + gatt(client.confirmIndication(), at)
         }
-        let verdict = UninvitedIndication.classify(handle: handle, value: value, profile: discoveredProfile, device: device, at: at)
+        let verdict = UninvitedIndication.classify(
+            handle: handle, value: value, profile: discoveredProfile, device: device, at: at)
         if case .keep = verdict { measurements += 1 }
-        return verdict.outputs(log: Output.log, measurement: { .emit(.measurement($0)) }) { gatt(client.confirmIndication(), at) }
+        return verdict.outputs(log: Output.log, measurement: { .emit(.measurement($0)) }) {
+            gatt(client.confirmIndication(), at)
+        }
     }
 
     mutating func discovered(_ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
@@ -208,13 +226,20 @@ public struct OmronCentral: CuffProtocolSession {
             modelRead = r.id
             return gatt(r.actions, at)
         }
-        if !modelForced, let family = OmronTransport.allCases.first(where: { gp.service(BluetoothUUID($0.serviceUUID)!) != nil }) {
+        if !modelForced,
+            let family = OmronTransport.allCases.first(where: { gp.service(BluetoothUUID($0.serviceUUID)!) != nil })
+        {
             let choice = OmronCatalog.choose(name: modelHint, transport: family)
             if case let .unknown(closest) = choice, standardFallback, gp.service(BluetoothUUID(0x1810)) != nil,
-               gp.characteristic(BluetoothUUID(0x2A35)) != nil {
-                handOver = DiscoveredLink(protocolID: .bps, client: client, profile: gp, device: device, startedAt: startedAt ?? at)
-                return [.log("unknown Omron model \(modelHint ?? ""); the closest profile is \(closest.id); reading the standard Blood "
-                    + "Pressure Service instead (--model NAME reads the Omron memory with a profile)")]
+                gp.characteristic(BluetoothUUID(0x2A35)) != nil
+            {
+                handOver = DiscoveredLink(
+                    protocolID: .bps, client: client, profile: gp, device: device, startedAt: startedAt ?? at)
+                return [
+                    .log(
+                        "unknown Omron model \(modelHint ?? ""); the closest profile is \(closest.id); reading the standard Blood "
+                            + "Pressure Service instead (--model NAME reads the Omron memory with a profile)")
+                ]
             }
             profile = choice.profile
             note = Self.note(choice, name: modelHint ?? "", family: family)
@@ -223,14 +248,17 @@ public struct OmronCentral: CuffProtocolSession {
             if case .known = choice {} else { device.model = profile.id }
         }
         var out: [Output] = note.map { [.log($0)] } ?? []
-        out.append(.log("Omron \(profile.id) (\(profile.transport.rawValue) service, \(profile.pairing.rawValue) pairing)"))
-        session = OmronSession(profile: profile, options: options, localSeconds: Self.localSeconds(at, utcOffsetSeconds))
+        out.append(
+            .log("Omron \(profile.id) (\(profile.transport.rawValue) service, \(profile.pairing.rawValue) pairing)"))
+        session = OmronSession(
+            profile: profile, options: options, localSeconds: Self.localSeconds(at, utcOffsetSeconds))
         return out + startSession(gp, at)
     }
 
     mutating func modelNumber(_ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
         if case let .success(.value(v)) = result {
-            let text = String(decoding: v.prefix { $0 != 0 }, as: UTF8.self).split(separator: " ").joined(separator: " ")
+            let text = String(decoding: v.prefix { $0 != 0 }, as: UTF8.self).split(separator: " ").joined(
+                separator: " ")
             if !text.isEmpty {
                 device.model = text
                 modelHint = text
@@ -246,10 +274,12 @@ public struct OmronCentral: CuffProtocolSession {
         switch c {
         case .known: return nil
         case let .sibling(p, named):
-            return "\(name) is \(named.id), a \(named.transport.rawValue) profile, but the cuff has the \(f) service: using \(p.id) "
+            return
+                "\(name) is \(named.id), a \(named.transport.rawValue) profile, but the cuff has the \(f) service: using \(p.id) "
                 + "(--model NAME chooses another)"
         case let .otherFamily(p, named):
-            return "\(name) is \(named.id), a \(named.transport.rawValue) profile, but the cuff has the \(f) service: using the "
+            return
+                "\(name) is \(named.id), a \(named.transport.rawValue) profile, but the cuff has the \(f) service: using the "
                 + "closest \(f) profile, \(p.id) (--model NAME chooses another)"
         case let .unknown(p):
             return "unknown Omron model \(name); using the closest \(f) profile, \(p.id) (--model NAME chooses one)"
@@ -262,11 +292,18 @@ public struct OmronCentral: CuffProtocolSession {
         let service = BluetoothUUID(profile.transport.serviceUUID)!
         guard gp.service(service) != nil else {
             let other: OmronTransport = profile.transport == .classic ? .modern : .classic
-            let hint = gp.service(BluetoothUUID(other.serviceUUID)!) != nil ? " (the cuff has the \(other.rawValue) one: another model?)" : ""
-            return finish(.serviceMissing, "no Omron \(profile.transport.rawValue) service on this device\(hint)", at) + [.disconnect]
+            let hint =
+                gp.service(BluetoothUUID(other.serviceUUID)!) != nil
+                ? " (the cuff has the \(other.rawValue) one: another model?)" : ""
+            return finish(.serviceMissing, "no Omron \(profile.transport.rawValue) service on this device\(hint)", at)
+                + [.disconnect]
         }
-        for (i, u) in profile.transport.txUUIDs.enumerated() { handles[.tx(i)] = gp.characteristic(BluetoothUUID(u)!, in: service) }
-        for (i, u) in profile.transport.rxUUIDs.enumerated() { handles[.rx(i)] = gp.characteristic(BluetoothUUID(u)!, in: service) }
+        for (i, u) in profile.transport.txUUIDs.enumerated() {
+            handles[.tx(i)] = gp.characteristic(BluetoothUUID(u)!, in: service)
+        }
+        for (i, u) in profile.transport.rxUUIDs.enumerated() {
+            handles[.rx(i)] = gp.characteristic(BluetoothUUID(u)!, in: service)
+        }
         handles[.unlock] = gp.characteristic(BluetoothUUID(OmronUUID.unlock)!)
         byHandle = Dictionary(handles.map { ($1.valueHandle, $0) }, uniquingKeysWith: { a, _ in a })
         started = true
@@ -293,7 +330,9 @@ public struct OmronCentral: CuffProtocolSession {
             case let .setTimer(t):
                 sessionDeadline = t
             case let .clock(_, drift):
-                if let drift { out.append(.log("cuff clock \(drift >= 0 ? "+" : "")\(drift) s from ours")) } else {
+                if let drift {
+                    out.append(.log("cuff clock \(drift >= 0 ? "+" : "")\(drift) s from ours"))
+                } else {
                     out.append(.log("cuff clock not set (reset by a battery change?)"))
                 }
             case let .reading(r):
@@ -305,7 +344,9 @@ public struct OmronCentral: CuffProtocolSession {
                 out.append(.log("user \(user) slot \(slot): \(e.message)"))
             case let .finished(o):
                 // A pairing session reads nothing: completing is its result.
-                let outcome = options.pair && o == .completed ? SessionOutcome.completed : Self.outcome(o, measurements: measurements)
+                let outcome =
+                    options.pair && o == .completed
+                    ? SessionOutcome.completed : Self.outcome(o, measurements: measurements)
                 out += finish(outcome, Self.message(o), at) + [.disconnect]
             }
         }
@@ -332,10 +373,12 @@ public struct OmronCentral: CuffProtocolSession {
     static func message(_ o: OmronSessionOutcome) -> String? {
         switch o {
         case .completed: nil
-        case let .keyRefused(s): "the cuff refused the key (status 0x\(Hex.digits(s, 2))): pair it with `cuff pair` (or --omron-key)"
+        case let .keyRefused(s):
+            "the cuff refused the key (status 0x\(Hex.digits(s, 2))): pair it with `cuff pair` (or --omron-key)"
         case .notInPairingMode: "the cuff is not in pairing mode: hold its Bluetooth button until -P- blinks"
         case .linkNotEncrypted: "the cuff takes a key only over a bonded, encrypted link (82 0F)"
-        case let .keyLatched(s): "the cuff latched a refused key (status 0x\(Hex.digits(s, 2))): take its batteries out and in, then pair again"
+        case let .keyLatched(s):
+            "the cuff latched a refused key (status 0x\(Hex.digits(s, 2))): take its batteries out and in, then pair again"
         case let .timedOut(what): "no reply to the \(what)"
         case .disconnected: "the link dropped mid-transaction; nothing was marked read"
         case let .deviceStatus(cmd, s): "the cuff answered the \(cmd) with status 0x\(Hex.digits(s, 2))"

@@ -30,10 +30,12 @@ public struct OmronProtocol: CuffProtocol {
             return p.service(Self.classic) != nil || p.service(Self.modern) != nil ? Self.ownService : nil
         }
         if offer.advertisedServices.contains(Self.classic) || offer.advertisedServices.contains(Self.modern)
-            || offer.manufacturerData[OmronUUID.companyID] != nil {
+            || offer.manufacturerData[OmronUUID.companyID] != nil
+        {
             return .likely
         }
-        if let n = offer.name?.uppercased(), n.hasPrefix("BLESMART_") || OmronCatalog.profile(advertisedName: n) != nil {
+        if let n = offer.name?.uppercased(), n.hasPrefix("BLESMART_") || OmronCatalog.profile(advertisedName: n) != nil
+        {
             return .possible
         }
         return nil
@@ -56,33 +58,43 @@ public struct OmronProtocol: CuffProtocol {
         var o = c.omronSync
         o.setTime = c.setTime
         return OmronCentral(
-            profile: p, options: o, device: DeviceInfo(address: c.address, name: c.advertisedName), utcOffsetSeconds: c.localUTCOffsetSeconds,
+            profile: p, options: o, device: DeviceInfo(address: c.address, name: c.advertisedName),
+            utcOffsetSeconds: c.localUTCOffsetSeconds,
             modelForced: c.omronModel != nil, modelHint: chosen?.id, standardFallback: c.forcedProtocol == nil)
     }
 
-    public func makeObserver(configuration c: CuffSessionConfiguration, discovered: GATTProfile?) -> (any CuffProtocolObserver)? {
+    public func makeObserver(configuration c: CuffSessionConfiguration, discovered: GATTProfile?) -> (
+        any CuffProtocolObserver
+    )? {
         guard let gatt = discovered else { return nil }
         let transport: OmronTransport = gatt.service(Self.classic) != nil ? .classic : .modern
         let device = DeviceInfo(address: c.address, name: c.advertisedName)
         // --model names the map; otherwise the captured reads tell it.
-        if let p = Self.profile(c), p.transport == transport { return OmronCaptureObserver(OmronObserver(profile: p), gatt: gatt, device: device) }
+        if let p = Self.profile(c), p.transport == transport {
+            return OmronCaptureObserver(OmronObserver(profile: p), gatt: gatt, device: device)
+        }
         return OmronCaptureObserver(OmronObserver(transport: transport), gatt: gatt, device: device)
     }
 
-    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? {
+    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)?
+    {
         OmronPeripheral(configuration: configuration)
     }
 
     /// A kept Omron row again: the slot bytes decoded with the layout of the profile the store's
     /// device model names, for the user kept beside it. The store keeps no slot number, so
     /// `omron.slot` is null in the rebuilt record.
-    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
-                             sequenceNumber: UInt16?, userID: UInt8?) -> MeasurementRecord? {
-        guard characteristic == .named(id.rawValue), let p = Self.storedProfile(model: device.model, slotSize: raw.count),
-              let reading = try? OmronRecordCodec.decode(raw[...], layout: p.layout, slotSize: p.slotSize)
+    public func storedRecord(
+        _ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+        sequenceNumber: UInt16?, userID: UInt8?
+    ) -> MeasurementRecord? {
+        guard characteristic == .named(id.rawValue),
+            let p = Self.storedProfile(model: device.model, slotSize: raw.count),
+            let reading = try? OmronRecordCodec.decode(raw[...], layout: p.layout, slotSize: p.slotSize)
         else { return nil }
-        var r = MeasurementRecord.from(omron: reading, profile: p, user: userID.map(Int.init), slot: nil, raw: raw, device: device,
-                                       at: receivedAt)
+        var r = MeasurementRecord.from(
+            omron: reading, profile: p, user: userID.map(Int.init), slot: nil, raw: raw, device: device,
+            at: receivedAt)
         r.stored = stored
         return r
     }
@@ -94,6 +106,8 @@ public struct OmronProtocol: CuffProtocol {
         guard let model, !model.isEmpty else { return nil }
         let named = OmronCatalog.profile(named: model) ?? OmronCatalog.closest(to: model)
         if named.slotSize == slotSize { return named }
-        return OmronCatalog.profiles.first { OmronCatalog.base($0.id) == OmronCatalog.base(named.id) && $0.slotSize == slotSize }
+        return OmronCatalog.profiles.first {
+            OmronCatalog.base($0.id) == OmronCatalog.base(named.id) && $0.slotSize == slotSize
+        }
     }
 }

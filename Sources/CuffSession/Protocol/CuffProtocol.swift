@@ -5,7 +5,8 @@ import GATT
 
 /// Names a cuff protocol: `bps` (the standard Blood Pressure Service), `omron`, … — the value
 /// of `--protocol`.
-public struct CuffProtocolID: RawRepresentable, Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
+public struct CuffProtocolID: RawRepresentable, Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible
+{
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { rawValue = value }
@@ -47,8 +48,10 @@ public struct DeviceOffer: Sendable, Hashable {
     public var manufacturer: String?
     public var model: String?
 
-    public init(name: String? = nil, advertisedServices: [BluetoothUUID] = [], manufacturerData: [UInt16: [UInt8]] = [:],
-                profile: GATTProfile? = nil, manufacturer: String? = nil, model: String? = nil) {
+    public init(
+        name: String? = nil, advertisedServices: [BluetoothUUID] = [], manufacturerData: [UInt16: [UInt8]] = [:],
+        profile: GATTProfile? = nil, manufacturer: String? = nil, model: String? = nil
+    ) {
         self.name = name
         self.advertisedServices = advertisedServices
         self.manufacturerData = manufacturerData
@@ -90,21 +93,34 @@ public protocol CuffProtocol: Sendable {
     /// Rebuilds a record a store kept (`characteristic`, its `raw` value and what the store
     /// holds beside it), decoding `raw` again as the live session did; nil when `characteristic`
     /// is not this protocol's source (the standard session's records are rebuilt by the stores).
-    func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
-                      sequenceNumber: UInt16?) -> MeasurementRecord?
+    func storedRecord(
+        _ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+        sequenceNumber: UInt16?
+    ) -> MeasurementRecord?
     /// As above, with the user the store kept beside the row: a protocol whose records come from
     /// several users' memories (Omron) cannot tell it from `raw`. By default the form above.
-    func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
-                      sequenceNumber: UInt16?, userID: UInt8?) -> MeasurementRecord?
+    func storedRecord(
+        _ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+        sequenceNumber: UInt16?, userID: UInt8?
+    ) -> MeasurementRecord?
 }
 
 extension CuffProtocol {
-    public func makeObserver(configuration: CuffSessionConfiguration, discovered: GATTProfile?) -> (any CuffProtocolObserver)? { nil }
-    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? { nil }
-    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
-                             sequenceNumber: UInt16?) -> MeasurementRecord? { nil }
-    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
-                             sequenceNumber: UInt16?, userID: UInt8?) -> MeasurementRecord? {
-        storedRecord(characteristic, raw: raw, device: device, receivedAt: receivedAt, stored: stored, sequenceNumber: sequenceNumber)
+    public func makeObserver(configuration: CuffSessionConfiguration, discovered: GATTProfile?) -> (
+        any CuffProtocolObserver
+    )? { nil }
+    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)?
+    { nil }
+    public func storedRecord(
+        _ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+        sequenceNumber: UInt16?
+    ) -> MeasurementRecord? { nil }
+    public func storedRecord(
+        _ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
+        sequenceNumber: UInt16?, userID: UInt8?
+    ) -> MeasurementRecord? {
+        storedRecord(
+            characteristic, raw: raw, device: device, receivedAt: receivedAt, stored: stored,
+            sequenceNumber: sequenceNumber)
     }
 }

@@ -56,11 +56,17 @@ public struct CuffProtocolRegistry: Sendable {
 
     /// A stored record of a non-standard source, rebuilt by the protocol that names it (nil: none does).
     /// `userID` is the user the store kept beside the row.
-    public func storedRecord(_ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime,
-                             stored: Bool, sequenceNumber: UInt16?, userID: UInt8? = nil) -> MeasurementRecord? {
+    public func storedRecord(
+        _ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime,
+        stored: Bool, sequenceNumber: UInt16?, userID: UInt8? = nil
+    ) -> MeasurementRecord? {
         for p in protocols {
-            if let r = p.storedRecord(characteristic, raw: raw, device: device, receivedAt: receivedAt, stored: stored,
-                                      sequenceNumber: sequenceNumber, userID: userID) { return r }
+            if let r = p.storedRecord(
+                characteristic, raw: raw, device: device, receivedAt: receivedAt, stored: stored,
+                sequenceNumber: sequenceNumber, userID: userID)
+            {
+                return r
+            }
         }
         return nil
     }

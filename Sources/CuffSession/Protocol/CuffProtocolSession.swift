@@ -64,8 +64,9 @@ extension CuffProtocolSession {
 
     /// By default a session cannot take a link over: it ends with `service_missing`.
     public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {
-        let end = SessionRecord(event: .end, device: link.device, at: at, outcome: .serviceMissing,
-                                message: "the \(protocolID) protocol cannot take over a discovered link")
+        let end = SessionRecord(
+            event: .end, device: link.device, at: at, outcome: .serviceMissing,
+            message: "the \(protocolID) protocol cannot take over a discovered link")
         return [.emit(.session(end)), .disconnect, .finished(.serviceMissing)]
     }
 }
@@ -81,7 +82,9 @@ public struct DiscoveredLink: Sendable {
     /// When the session started.
     public var startedAt: EventTime
 
-    public init(protocolID: CuffProtocolID, client: GATTClient, profile: GATTProfile, device: DeviceInfo, startedAt: EventTime) {
+    public init(
+        protocolID: CuffProtocolID, client: GATTClient, profile: GATTProfile, device: DeviceInfo, startedAt: EventTime
+    ) {
         self.protocolID = protocolID
         self.client = client
         self.profile = profile

@@ -17,7 +17,8 @@ public struct ProtocolSession: Sendable {
     public init(configuration: CuffSessionConfiguration) {
         registry = configuration.protocols
         self.configuration = configuration
-        session = registry.select(configuration.offer, forced: configuration.forcedProtocol).makeCentral(configuration: configuration)
+        session = registry.select(configuration.offer, forced: configuration.forcedProtocol).makeCentral(
+            configuration: configuration)
     }
 
     public var protocolID: CuffProtocolID { session.protocolID }
@@ -33,9 +34,13 @@ public struct ProtocolSession: Sendable {
     public var gattCache: GATTCacheUse? { session.gattCacheUse }
 
     public mutating func start(at: EventTime) -> [CentralAction] { followed(session.start(at: at), at) }
-    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] { followed(session.receive(pdu, at: at), at) }
+    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] {
+        followed(session.receive(pdu, at: at), at)
+    }
     public mutating func tick(at: EventTime) -> [CentralAction] { followed(session.tick(at: at), at) }
-    public mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] { followed(session.disconnected(why, at: at), at) }
+    public mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] {
+        followed(session.disconnected(why, at: at), at)
+    }
     public mutating func stop(at: EventTime) -> [CentralAction] { followed(session.stop(at: at), at) }
     public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction] {
         followed(session.securityRaised(level, at: at), at)
@@ -50,7 +55,7 @@ public struct ProtocolSession: Sendable {
         var out = actions
         // A session that adopts a link may give it on at once (an Omron cuff of an unknown model
         // back to the standard session); a few hops at most, never a loop.
-        for _ in 0 ..< 4 {
+        for _ in 0..<4 {
             guard let link = session.handOver, let next = registry[link.protocolID] else { break }
             session = next.makeCentral(configuration: configuration)
             out += session.adopt(link, at: at)

@@ -55,8 +55,8 @@ public struct RecordCharacteristic: Sendable, Hashable, CustomStringConvertible 
         }
         let u = argument.utf8
         guard let first = u.first, (0x61...0x7A).contains(first), u.count <= 32,
-              u.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F }),
-              !(u.count == 4 && u.allSatisfy({ (0x61...0x66).contains($0) || (0x30...0x39).contains($0) }))
+            u.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F }),
+            !(u.count == 4 && u.allSatisfy({ (0x61...0x66).contains($0) || (0x30...0x39).contains($0) }))
         else { return nil }
         self.init(backing: .named(argument))
     }

@@ -25,7 +25,8 @@ public struct StandardBPSProtocol: CuffProtocol {
         CuffCentral(configuration: configuration)
     }
 
-    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)? {
+    public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)?
+    {
         CuffPeripheral(configuration: configuration, requireEncryption: requireEncryption)
     }
 }

@@ -11,7 +11,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var w = ByteWriter()
     pdu.encode(into: &w)
     guard let again = try? ATTPDU(parsing: w.bytes) else {
-        fatalError("ATTPDU: the encoding of a parsed PDU does not parse: \(Hex.encode(w.bytes)) from \(Hex.encode(input))")
+        fatalError(
+            "ATTPDU: the encoding of a parsed PDU does not parse: \(Hex.encode(w.bytes)) from \(Hex.encode(input))")
     }
     if again != pdu {
         fatalError("ATTPDU: parse → encode → parse differs: \(Hex.encode(input)) → \(Hex.encode(w.bytes))")

@@ -22,7 +22,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     let once = m.encoded(serial: m.serial)
     guard let again = try? DBusMessage(parsing: once) else {
-        fatalError("DBusMessage: the encoding of a parsed message does not parse (\(once.count) bytes from \(input.count))")
+        fatalError(
+            "DBusMessage: the encoding of a parsed message does not parse (\(once.count) bytes from \(input.count))")
     }
     guard again.bodyError == nil, again.encoded(serial: m.serial) == once else {
         fatalError("DBusMessage: parse → encode → parse differs (\(String(describing: again.bodyError)))")

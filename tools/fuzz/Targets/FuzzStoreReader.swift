@@ -25,16 +25,20 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     image.initialize(from: data, count: size)
     if image[18] == 2 && image[19] == 2 { image[18] = 1; image[19] = 1 }
     let flags = UInt32(SQLITE_DESERIALIZE_READONLY | SQLITE_DESERIALIZE_FREEONCLOSE)
-    guard sqlite3_deserialize(db, "main", image, sqlite3_int64(size), sqlite3_int64(size), flags) == SQLITE_OK else { return 0 }
+    guard sqlite3_deserialize(db, "main", image, sqlite3_int64(size), sqlite3_int64(size), flags) == SQLITE_OK else {
+        return 0
+    }
     // At most ~10 million virtual-machine steps per input: a hostile file cannot make a query run long.
     let steps = UnsafeMutablePointer<Int>.allocate(capacity: 1)
     steps.initialize(to: 0)
     defer { steps.deallocate() }
-    sqlite3_progress_handler(db, 10_000, { p in
-        let n = p!.assumingMemoryBound(to: Int.self)
-        n.pointee += 1
-        return n.pointee > 1000 ? 1 : 0
-    }, steps)
+    sqlite3_progress_handler(
+        db, 10_000,
+        { p in
+            let n = p!.assumingMemoryBound(to: Int.self)
+            n.pointee += 1
+            return n.pointee > 1000 ? 1 : 0
+        }, steps)
 
     // Which tables are there (SQLiteStore.layout): a file without `measurements` is no plain store.
     var tables: Set<String> = []
@@ -78,7 +82,9 @@ func query(_ db: OpaquePointer, _ sql: String, names: (([String]) -> Void)? = ni
             case SQLITE_TEXT:
                 let count = Int(sqlite3_column_bytes(stmt, i))
                 let p = sqlite3_column_text(stmt, i)
-                cells.append(.text(p.map { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) } ?? ""))
+                cells.append(
+                    .text(p.map { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) } ?? "")
+                )
             case SQLITE_BLOB:
                 let count = Int(sqlite3_column_bytes(stmt, i))
                 let p = sqlite3_column_blob(stmt, i)?.assumingMemoryBound(to: UInt8.self)
