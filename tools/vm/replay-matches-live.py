@@ -4,10 +4,16 @@
 # received_at (the capture's clock instead of ours) and the device address; no record missing, none
 # extra.
 #
-#   python3 tools/vm/replay-matches-live.py OUT PATTERN...   (e.g. "measure-*.ndjson")
+#   python3 tools/vm/replay-matches-live.py [--live-models-only] OUT PATTERN...   (e.g. "measure-*.ndjson")
+#
+# --live-models-only: replayed records of a device model no live record names are left out (the
+# capture also holds sessions that are checked another way).
 import glob, json, subprocess, sys
 
-out, patterns = sys.argv[1], sys.argv[2:]
+args = sys.argv[1:]
+live_models_only = "--live-models-only" in args
+args = [a for a in args if a != "--live-models-only"]
+out, patterns = args[0], args[1:]
 
 
 def measurements(lines):
@@ -30,6 +36,9 @@ for pattern in patterns:
         live += measurements(open(f))
 replayed = subprocess.run([".build/debug/cuff", "replay", out + "/capture.btsnoop", "--quiet"], capture_output=True, text=True)
 got = measurements(replayed.stdout.splitlines())
+if live_models_only:
+    models = {json.loads(m)["device"].get("model") for m in live}
+    got = [m for m in got if json.loads(m)["device"].get("model") in models]
 print(f"live measurements: {len(live)}, replayed (both controllers' view, central sessions only): {len(got)}")
 if not live:
     sys.exit("no live measurements to compare")

@@ -49,7 +49,7 @@ if [ "${CUFF_VM_OMRON:-1}" = 1 ]; then
     echo "guest-omron failed ($rc); logs:"; tail -n 40 tools/vm/out/omron/console.log 2>/dev/null || true
     exit 1
   fi
-  python3 tools/vm/replay-matches-live.py tools/vm/out/omron "omron-*.ndjson"
+  python3 tools/vm/replay-matches-live.py --live-models-only tools/vm/out/omron "omron-*.ndjson"
 fi
 # Opt-in (CUFF_VM_DESKTOP_SIM=1) until it has passed inside the full VM test (issue #27).
 if [ "${CUFF_VM_DESKTOP_SIM:-0}" = 1 ]; then
