@@ -183,13 +183,7 @@ public final class PostgresServer: Sendable {
                     c,
                     PostgresQuery(
                         unsafeSQL: """
-                            INSERT INTO cuff_measurements (
-                                device_id, characteristic, raw, quirks, unit,
-                                systolic, diastolic, mean_arterial_pressure, pulse_rate,
-                                systolic_raw, diastolic_raw, mean_arterial_pressure_raw, pulse_rate_raw,
-                                systolic_special, diastolic_special, mean_arterial_pressure_special, pulse_rate_special,
-                                timestamp, user_id, status, stored, sequence_number,
-                                received_at, received_at_us, host_utc_offset, dedup_key, warnings, decoded)
+                            INSERT INTO cuff_measurements (\(StoreSchema.measurementColumnList))
                             SELECT d, c, decode(r, 'hex'), q, u, sy, di, ma, pr, syr, dir, mar, prr, sys, dis, mas, prs,
                                    ts, uid, st, sto, seq, ra, rus, off, k, w, dec
                             FROM jsonb_to_recordset($1::jsonb) AS x(

@@ -396,13 +396,7 @@ public final class SQLiteStore: MeasurementStore {
         // ON CONFLICT on the dedup key only: other constraint failures are errors, not "duplicates".
         try db.cachedStatement(
             sql: """
-                INSERT INTO measurements (
-                    device_id, characteristic, raw, quirks, unit,
-                    systolic, diastolic, mean_arterial_pressure, pulse_rate,
-                    systolic_raw, diastolic_raw, mean_arterial_pressure_raw, pulse_rate_raw,
-                    systolic_special, diastolic_special, mean_arterial_pressure_special, pulse_rate_special,
-                    timestamp, user_id, status, stored, sequence_number,
-                    received_at, received_at_us, host_utc_offset, dedup_key, warnings, decoded)
+                INSERT INTO measurements (\(StoreSchema.measurementColumnList))
                 VALUES (?, ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?,  ?, ?, ?, ?, ?,  ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(dedup_key) DO NOTHING
                 """

@@ -114,6 +114,12 @@ public struct StoreTable: Sendable, Hashable {
         self.indexes = indexes
     }
 
+    /// The columns a stored row fills, in table order: all but the row id and what only one
+    /// dialect keeps (the server's `shipped_at`, set by its default).
+    public var filledColumns: [String] {
+        columns.filter { $0.kind != .rowID && $0.dialects == Set(SQLDialect.allCases) }.map(\.name)
+    }
+
     /// `CREATE TABLE` and then `CREATE INDEX` for each index, as statements without the `;`, with
     /// the columns and indexes `dialect` has; table and index names get `prefix`.
     public func statements(_ dialect: SQLDialect, prefix: String = "") -> [String] {
@@ -203,4 +209,7 @@ public enum StoreSchema {
     /// The plain SQLite store's tables, as migration `v1` makes them: the statements, each ended
     /// by `;`, one a line (the text of v1 since the store began: `sqlite_master` keeps it).
     public static let v1 = statements(.sqlite).map { $0 + ";" }.joined(separator: "\n")
+
+    /// The measurement columns both stores' INSERT name, in this order (their values are bound in it).
+    public static let measurementColumnList = measurements.filledColumns.joined(separator: ", ")
 }

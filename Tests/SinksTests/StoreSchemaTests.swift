@@ -78,4 +78,14 @@ import Testing
         }
         #expect(names(.postgres) == names(.sqlite) + ["shipped_at"])
     }
+
+    /// Both stores' INSERT name these columns, in this order, and bind their values in it.
+    @Test func bothStoresInsertTheSameColumns() {
+        #expect(
+            StoreSchema.measurementColumnList
+                == "device_id, characteristic, raw, quirks, unit, systolic, diastolic, mean_arterial_pressure, pulse_rate, "
+                + "systolic_raw, diastolic_raw, mean_arterial_pressure_raw, pulse_rate_raw, systolic_special, diastolic_special, "
+                + "mean_arterial_pressure_special, pulse_rate_special, timestamp, user_id, status, stored, sequence_number, "
+                + "received_at, received_at_us, host_utc_offset, dedup_key, warnings, decoded")
+    }
 }
