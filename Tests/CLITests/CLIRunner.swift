@@ -33,3 +33,24 @@ enum CLI {
         return try #require(obj as? [String: Any])
     }
 }
+
+/// `cuff simulate --cuffs N --every 60 --speed 60 --quiet` serving `DIR/cuffs` of a scratch
+/// directory (its stderr in `sim.err` there): a fleet the watch tests follow, each cuff measuring
+/// once a second of real time.
+enum SimulatedFleet {
+    /// Starts the fleet and waits (at most 10 s, else the test fails) for its last cuff's socket.
+    static func start(in s: ScratchDirectory, cuffs: Int, sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> ChildProcess
+    {
+        let fleet = try ChildProcess(
+            [
+                "simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "\(cuffs)", "--every", "60", "--speed",
+                "60",
+                "--quiet",
+            ],
+            stderr: s.path("sim.err"))
+        let last = s.path("cuffs/cuff-" + String(format: "%04d", cuffs) + ".sock")
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: last) }, sourceLocation: sourceLocation)
+        return fleet
+    }
+}

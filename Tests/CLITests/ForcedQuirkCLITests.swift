@@ -56,13 +56,7 @@ struct ForcedQuirkCLITests {
 
     @Test func watchAppliesItToEveryCuff() throws {
         let s = try ScratchDirectory()
-        let fleet = try ChildProcess(
-            [
-                "simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "2", "--every", "60", "--speed", "60",
-                "--quiet",
-            ],
-            stderr: s.path("sim.err"))
-        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0002.sock")) })
+        let fleet = try SimulatedFleet.start(in: s, cuffs: 2)
         let watch = try ChildProcess(
             ["watch", "--connect", "unix:" + s.path("cuffs"), "--quirk", Self.quirk], stdout: s.path("out"),
             stderr: s.path("watch.err"))

@@ -162,13 +162,7 @@ struct MQTTCLITests {
         let reader = try MosquittoBroker.Reader(broker, topics: ["cuff/+/+/reading"], id: "reader")
         usleep(300_000)
         let s = try ScratchDirectory()
-        let fleet = try ChildProcess(
-            [
-                "simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "4", "--every", "60", "--speed", "60",
-                "--quiet",
-            ],
-            stderr: s.path("sim.err"))
-        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0004.sock")) })
+        let fleet = try SimulatedFleet.start(in: s, cuffs: 4)
         let watch = try ChildProcess(
             ["watch", "--connect", "unix:" + s.path("cuffs"), "--publish", broker.url, "--outbox", s.path("o.db")],
             stdout: s.path("out"), stderr: s.path("watch.err"))

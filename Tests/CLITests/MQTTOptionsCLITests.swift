@@ -102,12 +102,7 @@ struct MQTTOptionsCLITests {
     @Test func aKilledWatchLeavesItsLastWillOffline() throws {
         let broker = try MosquittoBroker()
         let s = try ScratchDirectory()
-        let fleet = try ChildProcess(
-            [
-                "simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "1", "--every", "60", "--speed", "60",
-                "--quiet",
-            ],
-            stderr: s.path("sim.err"))
+        let fleet = try SimulatedFleet.start(in: s, cuffs: 1)
         defer {
             fleet.signal(SIGTERM)
             _ = fleet.wait(timeout: 20)

@@ -34,13 +34,7 @@ struct WatchCommandTests {
 
     @Test func fleetEveryReadingStoredOncePrintedOnceAndSIGTERMExitsZero() throws {
         let s = try ScratchDirectory()
-        let fleet = try ChildProcess(
-            [
-                "simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "6", "--every", "60", "--speed", "60",
-                "--quiet",
-            ],
-            stderr: s.path("sim.err"))
-        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0006.sock")) })
+        let fleet = try SimulatedFleet.start(in: s, cuffs: 6)
         let watch = try ChildProcess(
             ["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
             stdout: s.path("out"), stderr: s.path("watch.err"))

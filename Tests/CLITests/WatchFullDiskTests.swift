@@ -38,13 +38,7 @@ struct WatchFullDiskTests {
         let s = try ScratchDirectory()
         let fs = s.path("fs")
         try FileManager.default.createDirectory(atPath: fs, withIntermediateDirectories: true)
-        let fleet = try ChildProcess(
-            [
-                "simulate", "--listen", "unix:" + s.path("cuffs"), "--cuffs", "2", "--every", "60", "--speed", "60",
-                "--quiet",
-            ],
-            stderr: s.path("sim.err"))
-        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: s.path("cuffs/cuff-0002.sock")) })
+        let fleet = try SimulatedFleet.start(in: s, cuffs: 2)
         let script =
             "mount -t tmpfs -o size=4m,mode=0700 tmpfs '\(fs)' && exec '\(CLI.binary.path)' watch --connect 'unix:\(s.path("cuffs"))' --store '\(fs)/w.db'"
         let watch = try ChildProcess(
