@@ -25,7 +25,7 @@ import Transport
 /// (`NameOwnerChanged` for `org.bluez`), the current client's connection ends; when it comes back,
 /// the application and the advertisement are registered again.
 public final class BlueZGATTApplication {
-    public let layout: BlueZGATTLayout
+    public private(set) var layout: BlueZGATTLayout
     public let adapter: BluetoothAdapter
     let connection: DBusConnection
     let loop: EventLoop
@@ -405,6 +405,23 @@ public final class BlueZGATTApplication {
         default: name = "org.bluez.Error.Failed"
         }
         return (name, "0x" + String(code.rawValue, radix: 16, uppercase: false).leftPadded(2) + " \(code)")
+    }
+
+    /// Changes what is advertised (an Omron cuff's advertising data says whether it is in pairing
+    /// mode and has data): bluetoothd follows the advertisement's PropertiesChanged and sends the
+    /// new data to the controller.
+    public func changeAdvertisement(name: String, serviceUUIDs16: [UInt16], manufacturerData: [UInt16: [UInt8]]) {
+        let (changed, removed) = layout.changeAdvertisement(
+            name: name, serviceUUIDs16: serviceUUIDs16, manufacturerData: manufacturerData)
+        guard !changed.isEmpty || !removed.isEmpty else { return }
+        send(
+            DBusMessage(
+                kind: .signal, path: layout.advertisementPath, interface: "org.freedesktop.DBus.Properties",
+                member: "PropertiesChanged",
+                body: [
+                    .string("org.bluez.LEAdvertisement1"), .dictionary(changed),
+                    .array(element: "s", removed.map { .string($0) }),
+                ]))
     }
 
     // MARK: - Calls on our objects

@@ -40,7 +40,7 @@ public struct BlueZGATTLayout: Sendable {
     /// Characteristic value handle → its CCCD handle and the CCCD value StartNotify writes.
     public private(set) var subscriptions: [UInt16: (cccd: UInt16, value: UInt16)] = [:]
     /// The advertisement's properties.
-    public let advertisement: [(String, DBusValue)]
+    public private(set) var advertisement: [(String, DBusValue)]
     private var byPath: [String: Int] = [:]
     private var byHandle: [UInt16: Int] = [:]
 
@@ -55,23 +55,8 @@ public struct BlueZGATTLayout: Sendable {
     ) {
         self.root = root
         self.advertisementPath = advertisementPath
-        var advertisement: [(String, DBusValue)] = [
-            ("Type", .string("peripheral")),
-            ("ServiceUUIDs", .array(element: "s", serviceUUIDs16.map { .string(Self.text(BluetoothUUID($0))) })),
-            ("LocalName", .string(name)),
-        ]
-        if !manufacturerData.isEmpty {
-            advertisement.append(
-                (
-                    "ManufacturerData",
-                    .array(
-                        element: "{qv}",
-                        manufacturerData.sorted { $0.key < $1.key }.map {
-                            .dictEntry(.uint16($0.key), .variant(.bytes($0.value)))
-                        })
-                ))
-        }
-        self.advertisement = advertisement
+        advertisement = Self.advertisementProperties(
+            name: name, serviceUUIDs16: serviceUUIDs16, manufacturerData: manufacturerData)
         let skipped: Set<BluetoothUUID> = [.genericAccess, BluetoothUUID(0x1801)]
         var serviceIndex = 0
         for service in database.services where !skipped.contains(service.uuid) {
@@ -189,6 +174,47 @@ public struct BlueZGATTLayout: Sendable {
                     .objectPath(o.path),
                     .array(element: "{sa{sv}}", [.dictEntry(.string(o.interface), .dictionary(o.properties))]))
             })
+    }
+
+    /// The `LEAdvertisement1` properties of an advertisement.
+    static func advertisementProperties(
+        name: String, serviceUUIDs16: [UInt16], manufacturerData: [UInt16: [UInt8]]
+    ) -> [(String, DBusValue)] {
+        var properties: [(String, DBusValue)] = [
+            ("Type", .string("peripheral")),
+            ("ServiceUUIDs", .array(element: "s", serviceUUIDs16.map { .string(Self.text(BluetoothUUID($0))) })),
+            ("LocalName", .string(name)),
+            // General Discoverable in the Flags, as a cuff advertises (0x06; the raw path's too).
+            // Without it bluetoothd advertises no discoverable flag unless the whole adapter is
+            // discoverable, and a desktop's discovery (bluetoothctl, GNOME) drops the cuff.
+            ("Discoverable", .boolean(true)),
+        ]
+        if !manufacturerData.isEmpty {
+            properties.append(
+                (
+                    "ManufacturerData",
+                    .array(
+                        element: "{qv}",
+                        manufacturerData.sorted { $0.key < $1.key }.map {
+                            .dictEntry(.uint16($0.key), .variant(.bytes($0.value)))
+                        })
+                ))
+        }
+        return properties
+    }
+
+    /// Changes the advertisement; returns the properties whose values changed (for
+    /// PropertiesChanged) and the names of those now gone.
+    public mutating func changeAdvertisement(
+        name: String, serviceUUIDs16: [UInt16], manufacturerData: [UInt16: [UInt8]]
+    ) -> (changed: [(String, DBusValue)], removed: [String]) {
+        let new = Self.advertisementProperties(
+            name: name, serviceUUIDs16: serviceUUIDs16, manufacturerData: manufacturerData)
+        let old = advertisement
+        advertisement = new
+        let changed = new.filter { n in !old.contains { $0.0 == n.0 && $0.1 == n.1 } }
+        let removed = old.map(\.0).filter { k in !new.contains { $0.0 == k } }
+        return (changed, removed)
     }
 
     /// The properties of `interface` at `path` (an exported object or the advertisement).

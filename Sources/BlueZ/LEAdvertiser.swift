@@ -13,8 +13,8 @@ import Transport
 /// `LEAdvertisingManager1` instead, or `btmgmt add-adv`).
 public final class LEAdvertiser {
     public let adapter: BluetoothAdapter
-    public let advertisingData: [UInt8]
-    public let scanResponseData: [UInt8]
+    public private(set) var advertisingData: [UInt8]
+    public private(set) var scanResponseData: [UInt8]
     private let socket: HCISocket
     private let interval: (UInt16, UInt16)
     public private(set) var isAdvertising = false
@@ -58,6 +58,37 @@ public final class LEAdvertiser {
             // Some controllers (pre-5.0 rules) refuse "enable" while still enabled: cycle it.
             _ = try? socket.execute(.leSetAdvertisingEnable(false))
             try socket.execute(.leSetAdvertisingEnable(true))
+        }
+        isAdvertising = true
+    }
+
+    /// Changes what is advertised while advertising goes on (a cuff's advertising data says
+    /// whether it is in pairing mode and has data): sends only what changed.
+    public func update(
+        name: String, serviceUUIDs16: [UInt16], manufacturerData: [UInt16: [UInt8]]
+    ) throws(TransportError) {
+        let data = AdvertisingData.make(name: name, serviceUUIDs16: serviceUUIDs16, manufacturerData: manufacturerData)
+        let response = AdvertisingData.scanResponse(name: name)
+        if data != advertisingData {
+            try socket.execute(.leSetAdvertisingData(data))
+            advertisingData = data
+        }
+        if response != scanResponseData {
+            try socket.execute(.leSetScanResponseData(response))
+            scanResponseData = response
+        }
+    }
+
+    /// Enables advertising again without turning it off first, so a central that scans now
+    /// hears it, and advertising that something else on the adapter turned off (the kernel does
+    /// when bluetoothd removes its last advertisement) comes back. Call it from time to time while
+    /// waiting for a central. "Command disallowed" means it was on already (controllers before
+    /// Core 5.0 refuse "enable" while enabled).
+    public func reassert() throws(TransportError) {
+        do {
+            try socket.execute(.leSetAdvertisingEnable(true))
+        } catch  where error.hciStatus == HCIStatus.commandDisallowed {
+            // On already.
         }
         isAdvertising = true
     }

@@ -368,6 +368,13 @@ public enum LiveBluetooth {
         )
         var session = 0
         var unserved: [UInt16: (LinkWatcher.IncomingLink, ContinuousClock.Instant)] = [:]
+        // Advertising is switched on again every few seconds while we wait: on an adapter that
+        // bluetoothd shares, the kernel turns it off when bluetoothd's own advertisements change;
+        // and a scanner that started meanwhile hears an advertisement at once (an emulated
+        // controller such as btvirt reports one only when advertising or scanning is switched on).
+        var asserted = ContinuousClock.now
+        var assertFailed = false
+        var advertised = ad
         while !signals.isRaised(.int) && !signals.isRaised(.term) {
             let bearer: L2CAPATTBearer?
             do {
@@ -375,6 +382,30 @@ public enum LiveBluetooth {
             } catch {
                 log.info("accept failed: \(error.message)")
                 throw LiveBluetoothFailure(.connectionFailed)
+            }
+            // The button between connections (SIGUSR1; during one the session's loop takes it), and
+            // what the cuff advertises kept current (an Omron cuff's pairing mode, its data pending).
+            if bearer == nil, signals.consume(.usr1) { driver.pressButton() }
+            if driver.peripheral.advertisement != advertised {
+                advertised = driver.peripheral.advertisement
+                do {
+                    try advertiser.update(
+                        name: advertised.name ?? name, serviceUUIDs16: advertised.serviceUUIDs16,
+                        manufacturerData: advertised.manufacturerData)
+                } catch {
+                    log.info("advertising data could not be changed: \(error.message)")
+                }
+            }
+            if bearer == nil, ContinuousClock.now - asserted >= .seconds(2) {
+                do {
+                    try advertiser.reassert()
+                    assertFailed = false
+                } catch {
+                    // Once per failing stretch, not every two seconds.
+                    if !assertFailed { log.info("advertising could not be switched on again: \(error.message)") }
+                    assertFailed = true
+                }
+                asserted = .now
             }
             if case .dbus(let a)? = agent, a.wasReleased {
                 log.info(
@@ -405,6 +436,7 @@ public enum LiveBluetooth {
             log.info("session \(session) ended: \(end)")
             if end == .interrupted { break }
             do { try advertiser.restart() } catch { log.info("re-advertising failed: \(error.message)") }
+            asserted = .now
         }
         log.info("stopped")
     }
@@ -458,10 +490,18 @@ public enum LiveBluetooth {
         log.info(
             "\(label) \"\(ad.name ?? name)\" through bluetoothd on \(adapter): \(application.layout.objects.count) GATT objects at \(application.layout.root), advertising \(ad.summary)"
         )
+        var advertised = ad
         do {
             try loop.run {
                 if signals.isRaised(.int) || signals.isRaised(.term) { return true }
                 if signals.consume(.usr1) { driver.pressButton() }
+                // What the cuff advertises kept current (an Omron cuff's pairing mode, its data pending).
+                if driver.peripheral.advertisement != advertised {
+                    advertised = driver.peripheral.advertisement
+                    application.changeAdvertisement(
+                        name: advertised.name ?? name, serviceUUIDs16: advertised.serviceUUIDs16,
+                        manufacturerData: advertised.manufacturerData)
+                }
                 return application.failure != nil
             }
         } catch {

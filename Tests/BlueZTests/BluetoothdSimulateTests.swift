@@ -191,6 +191,28 @@ struct BluetoothdSimulateTests {
         #expect(ad?["Type"]?.stringValue == "peripheral")
         #expect(ad?["ServiceUUIDs"]?.stringsValue == ["00001810-0000-1000-8000-00805f9b34fb"])
         #expect(ad?["LocalName"]?.stringValue == "cuff-sim")
+        #expect(ad?["Discoverable"] == .boolean(true))
+        #expect(ad?["ManufacturerData"] == nil)
+        let cuffName = try #require(app.connectionName)
+        // What the cuff advertises changes (an Omron cuff enters pairing mode): bluetoothd hears
+        // only what changed, and reads the new value.
+        let omronData: DBusValue = .array(
+            element: "{qv}", [.dictEntry(.uint16(0x020E), .variant(.bytes([1, 9, 0, 0])))])
+        app.changeAdvertisement(name: "cuff-sim", serviceUUIDs16: [0x1810], manufacturerData: [0x020E: [1, 9, 0, 0]])
+        let changed = try h.take("the advertisement's PropertiesChanged") {
+            $0.kind == .signal && $0.path == "/cuff/advertisement0" && $0.member == "PropertiesChanged"
+        }
+        #expect(changed?.body?.first == .string("org.bluez.LEAdvertisement1"))
+        #expect(changed?.body?[1].entries?.map(\.0) == ["ManufacturerData"])
+        #expect(changed?.body?[1]["ManufacturerData"] == omronData)
+        let reread = try h.call(
+            cuffName, "/cuff/advertisement0", "org.freedesktop.DBus.Properties", "GetAll",
+            [.string("org.bluez.LEAdvertisement1")])?
+            .body?.first
+        #expect(reread?["ManufacturerData"] == omronData)
+        #expect(reread?["LocalName"]?.stringValue == "cuff-sim")
+        // The same again: nothing is sent.
+        app.changeAdvertisement(name: "cuff-sim", serviceUUIDs16: [0x1810], manufacturerData: [0x020E: [1, 9, 0, 0]])
         let services = objects?.entries?.compactMap { $0.1["org.bluez.GattService1"]?["UUID"]?.stringValue }
         #expect(services?.contains("00001800-0000-1000-8000-00805f9b34fb") == false)  // bluetoothd's own
         #expect(services?.contains("00001810-0000-1000-8000-00805f9b34fb") == true)
@@ -241,6 +263,9 @@ struct BluetoothdSimulateTests {
         try h.spin("the second registration") { app.registrations == 2 }
         #expect(again.objects == objects)
         #expect(app.failure == nil)
+
+        // The advertisement that did not change was not announced again.
+        #expect(!h.inbox.contains { $0.path == "/cuff/advertisement0" && $0.member == "PropertiesChanged" })
 
         // Ctrl-C: both unregistered.
         app.stop()
