@@ -123,6 +123,10 @@ exec 7> /tmp/btctl.in
 ctl() { echo "$1" >&7; sleep "${2:-1}"; }
 btlog() { sed -e 's/\x1b\[[0-9;]*[A-Za-z]//g' -e 's/\x01\|\x02//g' dsim-btctl.raw; }
 ctl "select $CADDR"
+# bluetoothctl keeps the GATT objects of the devices of its default controller when it starts
+# (the first one, P here) and drops the rest: the cuff's, known on C since the measures, would
+# never show. Forgotten on C, it is found and connected anew, its services listed as they appear.
+ctl "remove $PADDR" 2
 ctl "scan le" 0
 # Starting discovery drops the devices bluetoothd had only seen ([DEL]); wait until the cuff's
 # advertising brings it back (bluetoothd makes no object for a device whose advertising is not
