@@ -188,10 +188,15 @@ for i, line in enumerate(lines):
     if path and path in line and line.rstrip().endswith("Value:"):
         hexes = []
         for l in lines[i + 1:]:
+            # bluetoothctl prints its prompt again between the "Value:" line and the dump lines.
+            if re.match(r"^\[[^]]*\]#\s*$", l.strip()) or not l.strip():
+                continue
             m = re.match(r"^\s*((?:[0-9a-f]{2} ){1,16})", l.strip() + " ")
             if not m or "Value:" in l:
                 break
             hexes += m.group(1).split()
+            if len(m.group(1).split()) < 16:
+                break  # a dump's last line (it prints the value read twice: take one)
         if hexes:
             found.append("".join(hexes))
 print(found[nth - 1] if len(found) >= nth else "")
