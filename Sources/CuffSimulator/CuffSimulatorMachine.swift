@@ -440,13 +440,16 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
                 }
             }
             let allConfirmed = connection.outstandingIndications == 0
+            // The last result delivered (re-sent from an earlier connection that never confirmed
+            // it): the cuff would linger and switch off, unless it measures anew now (which
+            // clears the linger: it switches off after that measurement instead).
+            if allConfirmed && resultPending {
+                resultPending = false
+                lingerUntil = now + configuration.linger
+            }
             if allConfirmed && connection.autostartPending {
                 connection.autostartPending = false
                 startMeasurement(now, why: "autostart: stored readings delivered", &out)
-            }
-            if connection.outstandingIndications == 0 && resultPending {
-                resultPending = false
-                lingerUntil = now + configuration.linger
             }
             if connection.outstandingIndications == 0 && connection.disconnectWhenConfirmed {
                 connection.disconnectWhenConfirmed = false

@@ -235,6 +235,38 @@ struct ConfirmedReadingTests {
         #expect(Self.subscribe(&m, at: t + .seconds(10)).isEmpty)
     }
 
+    /// A result the client never confirmed is sent first on the next connection; once that is
+    /// confirmed the cuff measures anew (autostart) and does not switch off mid-measurement.
+    @Test func anUnconfirmedResultResentThenAFullNewMeasurement() {
+        var sim = SimulatorConfiguration(scenario: .normal, seed: 3, autostart: true)
+        sim.linger = .seconds(1)
+        var m = M(configuration: sim)
+        #expect(Self.subscribe(&m, at: .zero).isEmpty)
+        var t = Timestamp.zero
+        var live: [BloodPressureMeasurement] = []
+        while live.isEmpty, t < .seconds(120) {
+            t = t + .milliseconds(200)
+            live += Self.results(m.handle(.tick(t)))
+        }
+        #expect(live.count == 1)
+        _ = m.handle(.disconnected(t + .milliseconds(100)))  // hung up without confirming
+        t = t + .seconds(10)
+        let resent = Self.subscribe(&m, at: t)
+        #expect(resent.map(\.systolic) == live.map(\.systolic))
+        var ended = false
+        var next: [BloodPressureMeasurement] = []
+        var out = m.handle(.indicationConfirmed(t))
+        while next.isEmpty, !ended, t < .seconds(400) {
+            ended = out.contains { if case .disconnect = $0 { true } else { false } }
+            next += Self.results(out)
+            t = t + .milliseconds(200)
+            out = m.handle(.tick(t))
+        }
+        #expect(!ended)
+        #expect(next.count == 1)
+        #expect(next.first?.systolic != live.first?.systolic || next.first?.timestamp != live.first?.timestamp)
+    }
+
     @Test func aScenarioMayOptInToResending() {
         #expect(Scenario.allCases.allSatisfy { !$0.resendsConfirmedReadings })
         var sim = SimulatorConfiguration(scenario: .storedRecords, seed: 3)
