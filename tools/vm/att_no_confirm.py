@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # A GATT client that never confirms, for the VM: over a raw LE L2CAP ATT channel (CID 4) it finds
-# the Blood Pressure Measurement characteristic (2A35) and its CCCD, subscribes to indications,
+# the Blood Pressure Measurement characteristic (2A35) and its CCCD, subscribes to indications
+# (and to 2A36's notifications, as every client in the test does),
 # waits for the first indication, prints its value as hex on stdout and hangs up WITHOUT sending
 # the Handle Value Confirmation. A faithful cuff must then send that reading again to the next
 # client (the Blood Pressure Service keeps a stored reading until it is confirmed).
@@ -71,25 +72,34 @@ def main():
                 uuid = struct.unpack_from("<H", rsp, i + 5)[0] if size == 7 else None
                 chars.append((handle, value_handle, uuid))
             start = chars[-1][0] + 1
-        bpm = [c for c in chars if c[2] == 0x2A35]
-        if not bpm:
+        def cccd_of(uuid):
+            """The characteristic's value handle and its CCCD (Find Information over its descriptors)."""
+            found = [c for c in chars if c[2] == uuid]
+            if not found:
+                return None, None
+            later = [c[0] for c in chars if c[0] > found[0][0]]
+            end = (later[0] - 1) if later else 0xFFFF
+            rsp = request(s, struct.pack("<BHH", 0x04, found[0][1] + 1, end), 0x05, deadline)
+            if rsp[0] == 0x05 and rsp[1] == 0x01:
+                for i in range(2, len(rsp) - 3, 4):
+                    h, u = struct.unpack_from("<HH", rsp, i)
+                    if u == 0x2902:
+                        return found[0][1], h
+            return found[0][1], None
+
+        value_handle, cccd = cccd_of(0x2A35)
+        if value_handle is None:
             print("no Blood Pressure Measurement characteristic", file=sys.stderr)
             return 2
-        value_handle = bpm[0][1]
-        later = [c[0] for c in chars if c[0] > bpm[0][0]]
-        end = (later[0] - 1) if later else 0xFFFF
-        # Its CCCD (Find Information 0x04 over the characteristic's descriptors).
-        cccd = None
-        rsp = request(s, struct.pack("<BHH", 0x04, value_handle + 1, end), 0x05, deadline)
-        if rsp[0] == 0x05 and rsp[1] == 0x01:
-            for i in range(2, len(rsp) - 3, 4):
-                h, u = struct.unpack_from("<HH", rsp, i)
-                if u == 0x2902:
-                    cccd = h
-                    break
         if cccd is None:
             print("no CCCD for 2A35", file=sys.stderr)
             return 2
+        # The cuff's pressure too, as every client in the VM test subscribes: the simulated cuff
+        # draws its seeded noise only for samples someone receives, so its later readings then
+        # follow the same sequence as the reference's.
+        _, icp_cccd = cccd_of(0x2A36)
+        if icp_cccd is not None:
+            request(s, struct.pack("<BHH", 0x12, icp_cccd, 0x0001), 0x13, deadline)
         rsp = request(s, struct.pack("<BHH", 0x12, cccd, 0x0002), 0x13, deadline)
         if rsp[0] != 0x13:
             print("subscribing was refused: %s" % rsp.hex(), file=sys.stderr)
