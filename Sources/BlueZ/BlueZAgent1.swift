@@ -4,7 +4,6 @@ import CuffCore
 import CuffLogging
 import Glibc
 import Logging
-import Synchronization
 import Transport
 
 /// What a cuff agent answers for: one device on one adapter (the one being paired or measured),
@@ -46,60 +45,68 @@ extension String {
     func replacingColons() -> String { String(map { $0 == ":" ? "_" : $0 }) }
 }
 
-/// A `NoInputNoOutput` `org.bluez.Agent1` on the system bus, on its own thread: for when
-/// bluetoothd runs (it answers the kernel's pairing questions itself and rejects them when no
-/// agent is registered). Without bluetoothd, ``PairingAgent`` answers on MGMT.
+/// A `NoInputNoOutput` `org.bluez.Agent1` on the system bus, served on an ``EventLoop`` given to
+/// it (no thread of its own: it answers while the loop runs): for when bluetoothd runs (it answers
+/// the kernel's pairing questions itself and rejects them when no agent is registered). Without
+/// bluetoothd, ``PairingAgent`` answers on MGMT.
 ///
 /// It accepts requests only for its ``AgentScope`` (the device being paired or measured, on the
 /// adapter in use). bluetoothd sends a default agent the requests of *every* adapter and device;
 /// all others get `org.bluez.Error.Rejected` and a log line.
 ///
-/// Registers with `org.bluez.AgentManager1.RegisterAgent` and `RequestDefaultAgent`; ``stop()``
-/// sends `UnregisterAgent` and closes. Needs a bus policy that lets the caller talk to `org.bluez`
-/// (root, or the `bluetooth` group on Debian).
-public final class BlueZAgent: Sendable {
-    private struct State {
-        var log: [String] = []
-        var answered = 0
-        var rejected = 0
-        var released = false
-    }
-
+/// Registers with `org.bluez.AgentManager1.RegisterAgent` and `RequestDefaultAgent` (waiting for
+/// the replies, in `init`); ``stop()`` sends `UnregisterAgent` and closes. Needs a bus policy that
+/// lets the caller talk to `org.bluez` (root, or the `bluetooth` group on Debian). Used on the
+/// loop's thread only.
+public final class BlueZAgent {
     /// The agent's object path.
     public let path: String
     /// The one device it accepts requests for.
     public let scope: AgentScope
     private let connection: DBusConnection
-    private let state = Mutex(State())
-    private let wakeFDs: (CInt, CInt)
-    private let thread: Mutex<OSThread?> = Mutex(nil)
+    private let socket: AgentSocket
+    /// One line per event handled so far.
+    public private(set) var log: [String] = []
+    /// How many Agent1 calls were answered (accepted or rejected).
+    public private(set) var callsAnswered = 0
+    /// Whether bluetoothd released the agent (`Release`: it is stopping or restarting).
+    public private(set) var wasReleased = false
+    /// How many requests for other devices or adapters were rejected.
+    public private(set) var rejected = 0
     /// Where each line goes too (the command's stderr).
     private let logger: Logger
+    /// Messages handled per turn of the loop at most (the rest in the next turn).
+    static let readBudget = 32
 
-    /// Connects to the system bus, registers the agent and starts answering.
+    /// The loop it answers on.
+    public var loop: EventLoop { socket.loop }
+
+    /// Connects to the system bus, registers the agent and answers on `loop` from now on.
     ///
     /// - Parameters:
+    ///   - loop: where the agent's socket is served; it answers while the loop runs.
     ///   - busPath: the bus socket (default ``DBusConnection/systemBusPath(environment:)``).
-    ///   - logger: told (on the agent's thread, after registration) one line per call handled.
-    /// - Throws: no bus, refused by policy, bluetoothd absent or refusing, thread creation failure.
+    ///   - logger: told (on the loop's thread) one line per call handled.
+    /// - Throws: no bus, refused by policy, bluetoothd absent or refusing.
     public convenience init(
-        scope: AgentScope, busPath: String = DBusConnection.systemBusPath(), path: String = "/cuff/agent",
-        timeout: Duration = .seconds(5),
-        logger: Logger = .silent
+        scope: AgentScope, loop: EventLoop, busPath: String = DBusConnection.systemBusPath(),
+        path: String = "/cuff/agent", timeout: Duration = .seconds(5), logger: Logger = .silent
     ) throws(TransportError) {
         let connection = try DBusConnection(path: busPath)
-        try self.init(connection: connection, scope: scope, path: path, timeout: timeout, logger: logger)
+        try self.init(
+            connection: connection, scope: scope, loop: loop, path: path, timeout: timeout, logger: logger)
     }
 
     /// Over an already connected (not yet authenticated) socket: handshake, Hello, register, serve.
     package init(
-        connection: DBusConnection, scope: AgentScope, path: String = "/cuff/agent", timeout: Duration = .seconds(5),
-        logger: Logger = .silent
+        connection: DBusConnection, scope: AgentScope, loop: EventLoop, path: String = "/cuff/agent",
+        timeout: Duration = .seconds(5), logger: Logger = .silent
     ) throws(TransportError) {
         self.path = path
         self.scope = scope
         self.connection = connection
         self.logger = logger
+        socket = AgentSocket(fd: connection.fd, loop: loop, close: connection.close)
         do {
             try connection.authenticate(timeout: timeout)
             try connection.hello()
@@ -108,7 +115,7 @@ public final class BlueZAgent: Sendable {
                     destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
                     member: "RegisterAgent", body: [.objectPath(path), .string("NoInputNoOutput")]), timeout: timeout)
         } catch {
-            connection.close()
+            socket.stop()
             throw error
         }
         var notes: [String] = [
@@ -123,39 +130,16 @@ public final class BlueZAgent: Sendable {
         } catch {
             notes.append("agent: not the default agent (\(error.message)); bluetoothd uses it for pairings cuff starts")
         }
-        let wake: (CInt, CInt)
-        switch Sys.socketpair(domain: AF_UNIX, type: CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_CLOEXEC.rawValue)) {
-        case .success(let pair): wake = pair
-        case .failure(let e):
-            connection.close()
-            throw TransportError.system("socketpair", "D-Bus agent wake-up", e)
-        }
-        wakeFDs = wake
+        try socket.serve { [unowned self] _ in readable() }
         for line in notes { note(line) }
-        guard let t = OSThread.start({ [self] in run() }) else {
-            connection.close()
-            _ = Sys.close(wake.0)
-            _ = Sys.close(wake.1)
-            throw TransportError(.systemCall, "D-Bus agent: cannot start a thread")
-        }
-        thread.withLock { $0 = t }
+        // A request that came in with the replies above sits in the buffer, not on the socket.
+        if connection.hasBufferedMessage { answerBufferedSoon() }
     }
 
     deinit { stop() }
 
-    /// One line per event handled so far.
-    public var log: [String] { state.withLock { $0.log } }
-    /// How many Agent1 calls were answered (accepted or rejected).
-    public var callsAnswered: Int { state.withLock { $0.answered } }
-    /// Whether bluetoothd released the agent (`Release`: it is stopping or restarting).
-    public var wasReleased: Bool { state.withLock { $0.released } }
-    /// How many requests for other devices or adapters were rejected.
-    public var rejected: Int { state.withLock { $0.rejected } }
-
     private func note(_ line: String) {
-        state.withLock { s in
-            if s.log.count < 1000 { s.log.append(line) }
-        }
+        if log.count < 1000 { log.append(line) }
         logger.info("\(line)")
     }
 
@@ -220,67 +204,56 @@ public final class BlueZAgent: Sendable {
         return (reply, "agent: unknown call \(message.interface ?? "").\(member)(\(message.signature)) → UnknownMethod")
     }
 
-    private func run() {
-        while true {
-            if !connection.hasBufferedMessage {
-                var fds = [
-                    pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0),
-                    pollfd(fd: wakeFDs.1, events: Int16(POLLIN), revents: 0),
-                ]
-                switch Sys.poll(&fds, timeoutMS: -1) {
-                case .failure(.interrupted): continue
-                case .failure(let e):
-                    note("agent: poll failed: \(e); stopping")
-                    return
-                case .success: break
-                }
-                if fds[1].revents != 0 { return }
-                if fds[0].revents == 0 { continue }
-            }
+    /// The socket is readable (or failed): reads what is there and answers it.
+    private func readable() {
+        for _ in 0..<Self.readBudget {
+            guard socket.serving else { return }
             let message: DBusMessage?
             do {
                 message = try connection.receive(until: .now)
             } catch {
                 note("agent: \(error.message); stopping")
+                socket.pause()
                 return
             }
-            guard let message else { continue }
-            let (reply, line) = Self.response(to: message, path: path, scope: scope)
-            if message.member == "Release", message.path == path { state.withLock { $0.released = true } }
-            if let line { note(line) }
-            if let reply {
-                state.withLock { s in
-                    s.answered += 1
-                    if reply.errorName == Self.rejectedError { s.rejected += 1 }
-                }
-                do {
-                    try connection.send(reply)
-                } catch {
-                    note("agent: sending reply failed: \(error.message); stopping")
-                    return
-                }
-            }
+            guard let message else { return }
+            guard answer(message) else { return }
         }
+        // More than a turn's worth: the rest next turn (what is still on the socket keeps it readable).
+        if connection.hasBufferedMessage { answerBufferedSoon() }
     }
 
-    /// Stops the thread, unregisters the agent (best effort, bounded wait) and closes. Idempotent.
+    /// Answers the messages already read into the buffer in the next turn of the loop.
+    private func answerBufferedSoon() {
+        loop.schedule(at: MonotonicClock.now()) { [weak self] in self?.readable() }
+    }
+
+    /// Handles one message; false when the reply could not be sent (the agent stops answering).
+    private func answer(_ message: DBusMessage) -> Bool {
+        let (reply, line) = Self.response(to: message, path: path, scope: scope)
+        if message.member == "Release", message.path == path { wasReleased = true }
+        if let line { note(line) }
+        if let reply {
+            callsAnswered += 1
+            if reply.errorName == Self.rejectedError { rejected += 1 }
+            do {
+                try connection.send(reply)
+            } catch {
+                note("agent: sending reply failed: \(error.message); stopping")
+                socket.pause()
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Stops answering, unregisters the agent (best effort, bounded wait) and closes. Idempotent.
     public func stop() {
-        guard
-            let t = thread.withLock({ t -> OSThread? in
-                let old = t
-                t = nil
-                return old
-            })
-        else { return }
-        let one: [UInt8] = [1]
-        _ = one.withUnsafeBytes { Sys.send(wakeFDs.0, $0, flags: CInt(MSG_NOSIGNAL)) }
-        t.join()
-        _ = try? connection.call(
-            .call(
-                destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
-                member: "UnregisterAgent", body: [.objectPath(path)]), timeout: .seconds(1))
-        connection.close()
-        _ = Sys.close(wakeFDs.0)
-        _ = Sys.close(wakeFDs.1)
+        socket.stop {
+            _ = try? connection.call(
+                .call(
+                    destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
+                    member: "UnregisterAgent", body: [.objectPath(path)]), timeout: .seconds(1))
+        }
     }
 }

@@ -152,13 +152,14 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         }
     }
 
-    /// Finds (discovering if bluetoothd does not know it yet), connects and resolves `peer`.
+    /// Finds (discovering if bluetoothd does not know it yet), connects and resolves `peer`: the
+    /// steps of ``BlueZConnectSteps``, taken one after another, waiting in between.
     ///
     /// `timeout` bounds the whole connect phase (discovery, Connect, service resolution together;
     /// nil: no limit), as `cuff measure --timeout` promises.
     ///
     /// - Throws: bluetoothd absent or refusing, the device not found within `timeout`, Connect
-    ///   failing, services not resolved within `timeout`.
+    ///   failing, the link dropping or services not resolved within `timeout`.
     public static func connect(
         adapter: BluetoothAdapter, to peer: BluetoothAddress, bus: BlueZBus, timeout: Duration? = .seconds(30),
         log: Logger = .silent
@@ -168,46 +169,70 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
         func left() -> Duration { max(.zero, deadline - .now) }
         let path = BlueZPaths.device(peer, on: adapter)
         try bus.addMatch("type='signal',sender='org.bluez',path_namespace='\(path)'")
-        var objects = try bus.managedObjects()
+        let objects = try bus.managedObjects()
         guard objects[BlueZPaths.adapter(adapter)]?["org.bluez.Adapter1"] != nil else {
             throw TransportError(
                 .notConnected, "bluetoothd has no adapter \(adapter) (\(BlueZPaths.adapter(adapter)))", errno: ENODEV)
         }
-        if objects[path]?["org.bluez.Device1"] == nil {
-            log.info("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
-            try BlueZDiscovery.find(peer, on: adapter, bus: bus, timeout: left(), log: log)
-            objects = try bus.managedObjects()
-        }
-        var weConnected = false
-        let connected = objects[path]?["org.bluez.Device1"]?["Connected"]?.boolValue == true
-        if !connected {
-            log.info("connecting through bluetoothd (org.bluez.Device1.Connect)")
-            do {
-                try bus.call(path, "org.bluez.Device1", "Connect", timeout: left())
-            } catch  where error.code == .timedOut {
-                _ = try? bus.connection.send(
-                    .call(
-                        destination: BlueZBus.service, path: path, interface: "org.bluez.Device1", member: "Disconnect")
+        let device = objects[path]?["org.bluez.Device1"]
+        var steps = BlueZConnectSteps(
+            devicePath: path, known: device != nil, connected: device?["Connected"]?.boolValue == true)
+        var step = steps.first()
+        while true {
+            switch step {
+            case .discover:
+                log.info("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
+                try BlueZDiscovery.find(peer, on: adapter, bus: bus, timeout: left(), log: log)
+                let found = try bus.managedObjects()[path]?["org.bluez.Device1"]
+                step = steps.found(connected: found?["Connected"]?.boolValue == true)
+            case .connect:
+                log.info("connecting through bluetoothd (org.bluez.Device1.Connect)")
+                steps.connectSent(
+                    serial: try bus.connection.send(
+                        .call(
+                            destination: BlueZBus.service, path: path, interface: "org.bluez.Device1", member: "Connect"
+                        )
+                    ))
+                step = .wait
+            case .checkResolved:
+                if !steps.weConnected { log.info("\(peer) is connected already (bluetoothd); using that link") }
+                steps.checkSent(
+                    serial: try bus.connection.send(
+                        .call(
+                            destination: BlueZBus.service, path: path, interface: "org.freedesktop.DBus.Properties",
+                            member: "Get", body: [.string("org.bluez.Device1"), .string("ServicesResolved")])))
+                step = .wait
+            case .wait:
+                guard let m = try bus.next(until: deadline) else {
+                    if case .connecting = steps.state {
+                        _ = try? bus.connection.send(
+                            .call(
+                                destination: BlueZBus.service, path: path, interface: "org.bluez.Device1",
+                                member: "Disconnect"))
+                        throw TransportError(
+                            .timedOut,
+                            "bluetoothd did not connect to \(peer) on \(adapter) within \(limit) (--timeout)",
+                            errno: ETIMEDOUT)
+                    }
+                    throw TransportError(
+                        .timedOut,
+                        "bluetoothd connected to \(peer) but did not resolve its services within \(limit) (--timeout)")
+                }
+                step = steps.receive(m)
+            case .done:
+                return try resolved(adapter: adapter, peer: peer, bus: bus, weConnected: steps.weConnected, log: log)
+            case .fail(let why, _):
+                guard let refusal = steps.connectError else {
+                    throw TransportError(.notConnected, "\(peer) on \(adapter): \(why)")
+                }
+                var text = ""
+                if case .string(let s)? = refusal.body?.first { text = ": " + s }
+                throw TransportError(
+                    .notConnected,
+                    "bluetoothd could not connect to \(peer) on \(adapter): D-Bus Connect failed: \(refusal.errorName ?? "error")\(text)"
                 )
-                throw TransportError(
-                    .timedOut, "bluetoothd did not connect to \(peer) on \(adapter) within \(limit) (--timeout)",
-                    errno: ETIMEDOUT)
-            } catch {
-                throw TransportError(
-                    .notConnected, "bluetoothd could not connect to \(peer) on \(adapter): \(error.message)")
             }
-            weConnected = true
-        } else {
-            log.info("\(peer) is connected already (bluetoothd); using that link")
         }
-        guard
-            try bus.wait(for: path, "org.bluez.Device1", "ServicesResolved", timeout: left(), { $0?.boolValue == true })
-        else {
-            throw TransportError(
-                .timedOut,
-                "bluetoothd connected to \(peer) but did not resolve its services within \(limit) (--timeout)")
-        }
-        return try resolved(adapter: adapter, peer: peer, bus: bus, weConnected: weConnected, log: log)
     }
 
     /// The bearer for `peer`, connected and its services resolved by bluetoothd: mirrors the

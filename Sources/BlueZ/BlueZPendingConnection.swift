@@ -7,11 +7,12 @@ import Logging
 import Transport
 
 /// The steps of connecting to a device through bluetoothd, as a value: D-Bus messages in, what
-/// to do next out. ``BlueZPendingConnection`` does the sending; this decides (pure, so the
-/// unhappy paths are tested without a bus).
+/// to do next out. ``BlueZPendingConnection`` (on an event loop) and
+/// ``BlueZGATTBearer/connect(adapter:to:bus:timeout:log:)`` (blocking) do the sending; this
+/// decides (pure, so the unhappy paths are tested without a bus).
 ///
-/// 1. bluetoothd does not know the device: discover (our own session) until `InterfacesAdded`
-///    brings its `Device1`;
+/// 1. bluetoothd does not know the device: discover until it has its `Device1` (``found(connected:)``,
+///    or the `InterfacesAdded` signal);
 /// 2. `Device1.Connect`: bluetoothd has the kernel connect as soon as the device advertises; the
 ///    reply comes once the link is up, or with an error after the kernel's connect timeout;
 /// 3. `ServicesResolved` (asked once, then followed in `PropertiesChanged`): done.
@@ -29,6 +30,9 @@ public struct BlueZConnectSteps: Sendable {
     public enum Step: Sendable, Equatable {
         /// Nothing: wait for the next message.
         case wait
+        /// Find the device: discover until bluetoothd has its `Device1`, then ``found(connected:)``
+        /// (or hand the `InterfacesAdded` signal to ``receive(_:connectElapsed:)``).
+        case discover
         /// Send `Device1.Connect` and report its serial with ``connectSent(serial:)``.
         case connect
         /// Send `Properties.Get(Device1, ServicesResolved)`, report with ``checkSent(serial:)``.
@@ -44,6 +48,8 @@ public struct BlueZConnectSteps: Sendable {
     public private(set) var state: State
     /// Whether we asked for the connection (so we disconnect when done with it).
     public private(set) var weConnected = false
+    /// bluetoothd's error reply to `Connect`, when that ended the attempt.
+    public private(set) var connectError: DBusMessage?
 
     /// Starts from what bluetoothd's object tree says about the device.
     public init(devicePath: String, known: Bool, connected: Bool) {
@@ -54,10 +60,18 @@ public struct BlueZConnectSteps: Sendable {
     /// The first step.
     public func first() -> Step {
         switch state {
-        case .discovering: .wait
+        case .discovering: .discover
         case .connecting: .connect
         default: .checkResolved
         }
+    }
+
+    /// Discovery found the device (bluetoothd has its `Device1` now); `connected`: as it says.
+    public mutating func found(connected: Bool) -> Step {
+        guard state == .discovering else { return .wait }
+        if connected { return check() }
+        state = .connecting(serial: 0)
+        return .connect
     }
 
     public mutating func connectSent(serial: UInt32) {
@@ -85,6 +99,7 @@ public struct BlueZConnectSteps: Sendable {
                     if case .string(let s)? = m.body?.first { text = s }
                     if name == "org.bluez.Error.AlreadyConnected" { return check() }
                     state = .failed
+                    connectError = m
                     return .fail(
                         "bluetoothd could not connect: \(name)\(text.isEmpty ? "" : ": " + text)",
                         notThere: Self.meansNotThere(name: name, text: text, elapsed: elapsed))
@@ -150,6 +165,8 @@ public final class BlueZPendingConnection: PendingConnection {
     private var steps: BlueZConnectSteps
     private var connectSentAt: Timestamp?
     private var discovering = false
+    /// bluetoothd's objects as ``start(adapter:to:busPath:log:)`` read them (for discovery).
+    private var objects: [String: [String: DBusValue]] = [:]
     private let log: Logger
 
     public var fileDescriptor: CInt? { bus?.connection.fd }
@@ -179,22 +196,9 @@ public final class BlueZPendingConnection: PendingConnection {
             let steps = BlueZConnectSteps(
                 devicePath: path, known: device != nil, connected: device?["Connected"]?.boolValue == true)
             let p = BlueZPendingConnection(adapter: adapter, peer: peer, bus: bus, steps: steps, log: log)
-            if device == nil {
-                log.info("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
-                try bus.addMatch(
-                    "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesAdded'"
-                )
-                // Another program's discovery is followed, not joined (BlueZDiscoveryParticipation).
-                let discovery = try BlueZDiscoveryParticipation(
-                    adapterPath: BlueZPaths.adapter(adapter), filter: [("Transport", .string("le"))],
-                    objects: objects, bus: bus, log: log)
-                p.discovering = discovery.own
-                // The device may have turned up between GetManagedObjects and the match.
-                if try bus.managedObjects()[path]?["org.bluez.Device1"] != nil {
-                    p.steps = BlueZConnectSteps(devicePath: path, known: true, connected: false)
-                }
-            }
+            p.objects = objects
             try p.perform(p.steps.first())
+            p.objects = [:]
             return p
         } catch {
             bus.close()
@@ -220,6 +224,19 @@ public final class BlueZPendingConnection: PendingConnection {
         guard let bus else { throw TransportError(.notConnected, "connect(\(peer)) through bluetoothd: cancelled") }
         switch step {
         case .wait: return false
+        case .discover:
+            log.info("bluetoothd does not know \(peer) yet; discovering (LE) on \(adapter)")
+            try bus.addMatch(
+                "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesAdded'"
+            )
+            // Another program's discovery is followed, not joined (BlueZDiscoveryParticipation).
+            let discovery = try BlueZDiscoveryParticipation(
+                adapterPath: BlueZPaths.adapter(adapter), filter: [("Transport", .string("le"))],
+                objects: objects, bus: bus, log: log)
+            discovering = discovery.own
+            // The device may have turned up between GetManagedObjects and the match.
+            guard try bus.managedObjects()[steps.devicePath]?["org.bluez.Device1"] != nil else { return false }
+            return try perform(steps.found(connected: false))
         case .connect:
             if discovering {
                 // Discovery found it: our discovery session ends (other clients' go on).

@@ -167,6 +167,58 @@ public final class L2CAPATTBearer: SteppedSecurityBearer, Sendable {
     /// How long after connecting a link that cannot take `BT_SECURITY` yet is asked again.
     public static let securitySettle: Duration = .seconds(3)
 
+    /// ``raiseSecurity(to:)`` with its waits on `loop`, so that what else is served there (the
+    /// pairing agent answering this very pairing) goes on meanwhile. The same steps, retries and
+    /// errors; returns once the link has `level`.
+    public func raiseSecurity(to level: SecurityLevel, on loop: EventLoop) throws(TransportError) {
+        guard let fd = channel.descriptor else {
+            throw TransportError(.notConnected, "raiseSecurity(\(peerDescription)): the bearer is closed")
+        }
+        let settle = MonotonicClock.now() + Self.securitySettle
+        var outcome: Result<Void, TransportError>?
+        var timer: EventLoop.TimerID?
+        func end(_ result: Result<Void, TransportError>) {
+            if let t = timer { loop.cancel(t) }
+            timer = nil
+            loop.unwatch(fd)
+            if outcome == nil { outcome = result }
+        }
+        func finish(timedOut: Bool) {
+            end(Result { () throws(TransportError) in try finishRaisingSecurity(to: level, timedOut: timedOut) })
+        }
+        func ask() {
+            timer = nil
+            do {
+                switch try beginRaisingSecurity(to: level, lastTry: MonotonicClock.now() >= settle) {
+                case .done: end(.success(()))
+                case .notReady:
+                    // Asked again shortly; a dropped link ends the wait at once.
+                    try loop.watch(fd, readable: false, writable: false) { _ in
+                        end(
+                            .failure(
+                                TransportError(
+                                    .notConnected,
+                                    "raiseSecurity(\(self.peerDescription), BT_SECURITY \(level)): \(BlueZErrors.closeReason(Sys.socketError(fd)))"
+                                )))
+                    }
+                    timer = loop.schedule(at: MonotonicClock.now() + .milliseconds(50)) { ask() }
+                case .pending:
+                    try loop.watch(fd, readable: false, writable: true) { _ in finish(timedOut: false) }
+                    timer = loop.schedule(at: MonotonicClock.now() + securityTimeout) { finish(timedOut: true) }
+                }
+            } catch {
+                end(.failure(error))
+            }
+        }
+        ask()
+        do {
+            try loop.run { outcome != nil }
+        } catch {
+            end(.failure(error))
+        }
+        try outcome?.get()
+    }
+
     public func beginRaisingSecurity(to level: SecurityLevel, lastTry: Bool) throws(TransportError) -> SecurityProgress
     {
         guard let fd = channel.descriptor else {

@@ -52,6 +52,10 @@ public final class L2CAPATTListener: Sendable {
 
     deinit { close() }
 
+    /// The listening socket, for an event loop to wait on (readable: a central is waiting to be
+    /// accepted, with `accept(timeout: .zero)`); nil once closed.
+    public var fileDescriptor: CInt? { fdState.openDescriptor }
+
     /// Waits up to `timeout` (nil: no limit) for a central to connect.
     ///
     /// - Returns: the bearer, or nil when the time ran out or a signal woke the wait.

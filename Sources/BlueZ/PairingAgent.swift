@@ -5,10 +5,10 @@ import CuffCore
 import CuffLogging
 import Glibc
 import Logging
-import Synchronization
 import Transport
 
-/// Answers the kernel's pairing questions on the MGMT control socket, on its own thread.
+/// Answers the kernel's pairing questions on the MGMT control socket, served on an ``EventLoop``
+/// given to it (no thread of its own: it answers while the loop runs).
 ///
 /// Kernels with "Always request for user confirmation for Just Works" (upstream 2023/24; Debian's
 /// 6.1.0-56 has it) send **User Confirmation Request** (0x000F) to user space even for LE Just
@@ -20,43 +20,36 @@ import Transport
 /// ``BluetoothDaemon``).
 ///
 /// Needs CAP_NET_ADMIN: the kernel sends pairing events only to trusted MGMT sockets.
-/// Start it before raising security; events are queued from `init` on, so there is no race.
-public final class PairingAgent: Sendable {
-    private struct State {
-        var log: [String] = []
-        var confirmations = 0
-        var passkeys = 0
-        var failures = 0
-        var keyEvents: [MGMTPacket] = []
-    }
-
+/// Start it before raising security; events are queued from `init` on, so there is no race. Used
+/// on the loop's thread only.
+public final class PairingAgent {
     /// The passkey given for User Passkey Requests.
     public let passkey: UInt32
     /// Only answer for this adapter (nil: all).
     public let adapter: BluetoothAdapter?
     /// Only answer for this peer (nil: any, e.g. the simulator, which takes any central).
     public let peer: BluetoothAddress?
-    private let state = Mutex(State())
-    private let mgmtFD: CInt
-    private let wakeFDs: (CInt, CInt)
-    private let thread: Mutex<OSThread?> = Mutex(nil)
+    private let socket: AgentSocket
     /// Where each line goes too (the command's stderr).
     private let logger: Logger
+    /// Packets handled per turn of the loop at most (the rest keep the socket readable).
+    static let readBudget = 16
 
-    /// Opens the control socket and starts answering.
+    /// The loop it answers on.
+    public var loop: EventLoop { socket.loop }
+
+    /// Opens the control socket and answers on `loop` from now on.
     ///
     /// - Parameters:
+    ///   - loop: where the socket is served; the agent answers while the loop runs.
     ///   - passkey: 0…999999, for passkey entry.
-    ///   - logger: told (on the agent's thread) one line per event handled.
-    /// - Throws: Bluetooth absent, no CAP_NET_ADMIN (with what to do), thread creation failure.
+    ///   - logger: told (on the loop's thread) one line per event handled.
+    /// - Throws: Bluetooth absent, no CAP_NET_ADMIN (with what to do).
     public init(
-        adapter: BluetoothAdapter? = nil, peer: BluetoothAddress? = nil, passkey: UInt32 = 0, logger: Logger = .silent
+        adapter: BluetoothAdapter? = nil, peer: BluetoothAddress? = nil, passkey: UInt32 = 0, loop: EventLoop,
+        logger: Logger = .silent
     ) throws(TransportError) {
         precondition(passkey <= 999_999, "a passkey has six decimal digits")
-        self.adapter = adapter
-        self.peer = peer
-        self.passkey = passkey
-        self.logger = logger
         if !Self.hasNetAdmin() {
             throw TransportError(
                 .systemCall,
@@ -64,22 +57,12 @@ public final class PairingAgent: Sendable {
                 errno: EPERM)
         }
         let fd = try MGMTSocket.openControl()
-        let wake: (CInt, CInt)
-        switch Sys.socketpair(domain: AF_UNIX, type: CInt(SOCK_SEQPACKET.rawValue) | BT.cloexec) {
-        case .success(let pair): wake = pair
-        case .failure(let e):
-            _ = Sys.close(fd)
-            throw TransportError.system("socketpair", "pairing agent wake-up", e)
-        }
-        mgmtFD = fd
-        wakeFDs = wake
-        guard let t = OSThread.start({ [self] in run() }) else {
-            _ = Sys.close(fd)
-            _ = Sys.close(wake.0)
-            _ = Sys.close(wake.1)
-            throw TransportError(.systemCall, "pairing agent: cannot start a thread")
-        }
-        thread.withLock { $0 = t }
+        self.adapter = adapter
+        self.peer = peer
+        self.passkey = passkey
+        self.logger = logger
+        socket = AgentSocket(fd: fd, loop: loop, close: { _ = Sys.close(fd) })
+        try socket.serve { [unowned self] readiness in readable(readiness) }
     }
 
     deinit { stop() }
@@ -95,47 +78,35 @@ public final class PairingAgent: Sendable {
     }
 
     /// One line per event handled so far.
-    public var log: [String] { state.withLock { $0.log } }
+    public private(set) var log: [String] = []
     /// How many confirmations were accepted.
-    public var confirmationsAnswered: Int { state.withLock { $0.confirmations } }
+    public private(set) var confirmationsAnswered = 0
     /// How many passkey requests were answered.
-    public var passkeysAnswered: Int { state.withLock { $0.passkeys } }
+    public private(set) var passkeysAnswered = 0
     /// The key events (New Long Term Key, New IRK, New CSRK) of this agent's adapter, in order:
     /// what the raw path's bond store keeps.
-    public var keyEvents: [MGMTPacket] { state.withLock { $0.keyEvents } }
+    public private(set) var keyEvents: [MGMTPacket] = []
     /// How many pairings the kernel reported as failed.
-    public var failures: Int { state.withLock { $0.failures } }
+    public private(set) var failures = 0
 
     private func note(_ line: String) {
-        state.withLock { s in
-            if s.log.count < 1000 { s.log.append(line) }
-        }
+        if log.count < 1000 { log.append(line) }
         logger.info("\(line)")
     }
 
-    private func run() {
+    /// The socket is readable (or failed): reads the packets there and answers them.
+    private func readable(_ readiness: EventLoop.Readiness) {
+        guard readiness.contains(.readable) else {
+            note("agent: MGMT socket failed; stopping")
+            socket.pause()
+            return
+        }
         var buffer = [UInt8](repeating: 0, count: 1024)
-        while true {
-            var fds = [
-                pollfd(fd: mgmtFD, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: wakeFDs.1, events: Int16(POLLIN), revents: 0),
-            ]
-            switch Sys.poll(&fds, timeoutMS: -1) {
-            case .failure(.interrupted): continue
-            case .failure(let e):
-                note("agent: poll failed: \(e); stopping")
-                return
-            case .success: break
-            }
-            if fds[1].revents != 0 { return }
-            if fds[0].revents & Int16(POLLIN) != 0 {
-                let r = buffer.withUnsafeMutableBytes { Sys.recv(mgmtFD, $0, flags: CInt(MSG_DONTWAIT)) }
-                guard case .success(let n) = r else { continue }
-                handle(Array(buffer[0..<min(n, buffer.count)]))
-            } else if fds[0].revents != 0 {
-                note("agent: MGMT socket failed; stopping")
-                return
-            }
+        for _ in 0..<Self.readBudget {
+            guard socket.serving else { return }
+            let r = buffer.withUnsafeMutableBytes { Sys.recv(socket.fd, $0, flags: CInt(MSG_DONTWAIT)) }
+            guard case .success(let n) = r else { return }
+            handle(Array(buffer[0..<min(n, buffer.count)]))
         }
     }
 
@@ -192,40 +163,24 @@ public final class PairingAgent: Sendable {
         if let packet = try? MGMTPacket(parsing: bytes), [0x000A, 0x0018, 0x0019].contains(packet.code),
             adapter == nil || packet.index == adapter?.index
         {
-            state.withLock { s in
-                if s.keyEvents.count < 64 { s.keyEvents.append(packet) }
-            }
+            if keyEvents.count < 64 { keyEvents.append(packet) }
         }
         let (reply, line, event) = Self.response(to: bytes, passkey: passkey, adapter: adapter, peer: peer)
         switch event {
-        case .userConfirmationRequest? where reply != nil: state.withLock { $0.confirmations += 1 }
-        case .userPasskeyRequest? where reply != nil: state.withLock { $0.passkeys += 1 }
-        case .authenticationFailed?: state.withLock { $0.failures += 1 }
+        case .userConfirmationRequest? where reply != nil: confirmationsAnswered += 1
+        case .userPasskeyRequest? where reply != nil: passkeysAnswered += 1
+        case .authenticationFailed?: failures += 1
         default: break
         }
         if let line { note(line) }
         if let reply {
             let out = reply.encoded
-            if case .failure(let e) = out.withUnsafeBytes({ Sys.send(mgmtFD, $0, flags: CInt(MSG_NOSIGNAL)) }) {
+            if case .failure(let e) = out.withUnsafeBytes({ Sys.send(socket.fd, $0, flags: CInt(MSG_NOSIGNAL)) }) {
                 note("agent: hci\(reply.index) sending reply failed: \(e)")
             }
         }
     }
 
-    /// Stops the thread and closes the socket. Idempotent.
-    public func stop() {
-        guard
-            let t = thread.withLock({ t -> OSThread? in
-                let old = t
-                t = nil
-                return old
-            })
-        else { return }
-        let one: [UInt8] = [1]
-        _ = one.withUnsafeBytes { Sys.send(wakeFDs.0, $0, flags: CInt(MSG_NOSIGNAL)) }
-        t.join()
-        _ = Sys.close(mgmtFD)
-        _ = Sys.close(wakeFDs.0)
-        _ = Sys.close(wakeFDs.1)
-    }
+    /// Stops answering and closes the socket. Idempotent.
+    public func stop() { socket.stop() }
 }

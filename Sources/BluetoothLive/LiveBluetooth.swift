@@ -44,10 +44,19 @@ public struct LiveBluetoothFailure: ExitStatusError, Sendable {
 /// path's bonds, the ATT connect that frees a channel bluetoothd holds, the simulator's accept
 /// loop. Library code, so the CLI only wires (each takes a `log` for its lines).
 public enum LiveBluetooth {
-    /// A running pairing agent: ours on MGMT, or a D-Bus `org.bluez.Agent1` when bluetoothd owns pairing.
+    /// A running pairing agent: ours on MGMT, or a D-Bus `org.bluez.Agent1` when bluetoothd owns
+    /// pairing. Either answers on the event loop it was given, while that loop runs.
     public enum Agent {
         case mgmt(PairingAgent)
         case dbus(BlueZAgent)
+
+        /// The loop it answers on.
+        public var loop: EventLoop {
+            switch self {
+            case .mgmt(let a): a.loop
+            case .dbus(let a): a.loop
+            }
+        }
 
         public func stop() {
             switch self {
@@ -60,13 +69,16 @@ public enum LiveBluetooth {
     /// Starts our MGMT pairing agent; when bluetoothd owns pairing, registers a NoInputNoOutput
     /// agent with it over D-Bus instead (and says what to do if that fails).
     /// Either agent answers only for `peer` on `adapter` (nil: any device on `adapter`, as for
-    /// `cuff watch`, which follows several).
-    public static func pairingAgent(_ adapter: BluetoothAdapter, peer: BluetoothAddress? = nil, log: Logger) -> Agent? {
+    /// `cuff watch`, which follows several), on `loop` while it runs.
+    public static func pairingAgent(
+        _ adapter: BluetoothAdapter, peer: BluetoothAddress? = nil, loop: EventLoop, log: Logger
+    ) -> Agent? {
         if let advice = BluetoothDaemon.advice(simulating: false) {
             do {
                 return .dbus(
                     try BlueZAgent(
-                        scope: AgentScope(adapter: adapter, device: peer), logger: log.scoped("pairing agent (D-Bus)")))
+                        scope: AgentScope(adapter: adapter, device: peer), loop: loop,
+                        logger: log.scoped("pairing agent (D-Bus)")))
             } catch {
                 log.info("no D-Bus pairing agent: \(error.message)")
                 log.info("\(advice)")
@@ -74,7 +86,8 @@ public enum LiveBluetooth {
             }
         }
         do {
-            return .mgmt(try PairingAgent(adapter: adapter, peer: peer, logger: log.scoped("pairing agent")))
+            return .mgmt(
+                try PairingAgent(adapter: adapter, peer: peer, loop: loop, logger: log.scoped("pairing agent")))
         } catch {
             log.info("no pairing agent: \(error.message) — pairing that needs confirmation may stall")
             return nil
@@ -112,12 +125,13 @@ public enum LiveBluetooth {
     /// After a raw-path session: the keys the pairing agent saw go to the store.
     public static func saveBonds(_ store: BondStore?, agent: Agent?, adapter: BluetoothAdapter, log: Logger) {
         guard var store, case .mgmt(let a)? = agent else { return }
-        // The kernel sends the keys when SMP's key distribution ends, just after encryption.
+        // The kernel sends the keys when SMP's key distribution ends, just after encryption: the
+        // agent's loop runs until they came (at most 2 s).
         let until = ContinuousClock.now + .seconds(2)
         while a.failures == 0, a.keyEvents.isEmpty, a.confirmationsAnswered + a.passkeysAnswered > 0,
             ContinuousClock.now < until
         {
-            Sys.sleep(.milliseconds(50))
+            do { try a.loop.runOnce(timeout: until - .now) } catch { break }
         }
         let events = a.keyEvents
         guard !events.isEmpty, let address = try? adapter.info().address else { return }
@@ -171,9 +185,15 @@ public enum LiveBluetooth {
         store: (any MeasurementStore)?, gattCache: GATTCacheStore? = nil, log: Logger
     ) throws(LiveBluetoothFailure) -> (SessionOutcome, Int32, Bool) {
         let backend = backend.resolved(log: hooks.logger)
+        // The session's loop; the raw path's pairing agent answers there.
+        let loop: EventLoop
+        do { loop = try EventLoop() } catch {
+            log.info("cannot start the event loop: \(error.message)")
+            throw LiveBluetoothFailure(.connectionFailed)
+        }
         // On the bluetoothd path pairing goes through Device1.Pair with a per-call agent (the
         // bearer's raiseSecurity); the raw path needs the kernel's questions answered meanwhile.
-        let agent = backend == .raw ? pairingAgent(adapter, peer: peer, log: log) : nil
+        let agent = backend == .raw ? pairingAgent(adapter, peer: peer, loop: loop, log: log) : nil
         let bondStore = backend == .raw ? bondStore(bonds, log: hooks.logger) : nil
         loadBonds(bondStore, adapter: adapter, log: hooks.logger)
         defer {
@@ -204,7 +224,7 @@ public enum LiveBluetooth {
         let driver = CentralDriver(
             configuration: config, hooks: hooks, signals: signals, stopAfter: stopAfter,
             gattCache: backend == .raw ? gattCache : nil)
-        let outcome = driver.run(bearer)
+        let outcome = driver.run(bearer, on: loop)
         return (outcome, driver.central.exitCode, driver.sinkFailure != nil)
     }
 
@@ -251,7 +271,7 @@ public enum LiveBluetooth {
             }
             log.info("following the \(followed.count) cuff(s) bonded on \(adapter)")
         }
-        let agent = pairingAgent(adapter, log: log)
+        let agent = pairingAgent(adapter, loop: watcher.loop, log: log)
         for peer in followed {
             watcher.follow(address: peer.description, cachesGATT: true) {
                 () throws(TransportError) -> any PendingConnection in
@@ -327,6 +347,12 @@ public enum LiveBluetooth {
         } else {
             watcher = nil
         }
+        // One loop: the pairing agent, the waiting for a central, each central's session.
+        let loop: EventLoop
+        do { loop = try EventLoop() } catch {
+            log.info("\(error.message)")
+            throw LiveBluetoothFailure(.connectionFailed)
+        }
         // The simulator takes any central on its adapter. With bluetoothd, which answers the
         // kernel's pairing questions itself, that is a D-Bus agent for this adapter only.
         let agent: Agent?
@@ -334,10 +360,10 @@ public enum LiveBluetooth {
             if BluetoothDaemon.isRunning {
                 agent = .dbus(
                     try BlueZAgent(
-                        scope: AgentScope(adapter: adapter, device: nil), path: "/cuff/simulator_agent",
+                        scope: AgentScope(adapter: adapter, device: nil), loop: loop, path: "/cuff/simulator_agent",
                         logger: log.scoped("pairing agent (D-Bus)")))
             } else {
-                agent = .mgmt(try PairingAgent(adapter: adapter, logger: log.scoped("pairing agent")))
+                agent = .mgmt(try PairingAgent(adapter: adapter, loop: loop, logger: log.scoped("pairing agent")))
                 // A cuff bonds with whoever pairs with it (so a bonded central can come back).
                 if (try? adapter.makeBondable()) == true { log.info("\(adapter) made bondable (MGMT Set Bondable)") }
             }
@@ -359,7 +385,15 @@ public enum LiveBluetooth {
             log.info("\(error.message)")
             throw LiveBluetoothFailure(.connectionFailed)
         }
+        // A central waiting to be accepted ends the loop's turn (the agent answers in between).
+        let listenerFD = listener.fileDescriptor
+        func listen() {
+            guard let listenerFD else { return }
+            do { try loop.watch(listenerFD) { _ in } } catch { log.info("\(error.message)") }
+        }
+        listen()
         defer {
+            if let listenerFD { loop.unwatch(listenerFD) }
             advertiser.stop()
             listener.close()
         }
@@ -378,7 +412,8 @@ public enum LiveBluetooth {
         while !signals.isRaised(.int) && !signals.isRaised(.term) {
             let bearer: L2CAPATTBearer?
             do {
-                bearer = try listener.accept(timeout: .milliseconds(200))
+                try loop.runOnce(timeout: .milliseconds(200))
+                bearer = try listener.accept(timeout: .zero)
             } catch {
                 log.info("accept failed: \(error.message)")
                 throw LiveBluetoothFailure(.connectionFailed)
@@ -432,7 +467,10 @@ public enum LiveBluetooth {
             guard let bearer else { continue }
             session += 1
             log.info("session \(session): \(bearer.peerDescription) connected")
-            let end = driver.serve(bearer, client: bearer.peerDescription)
+            // The next central waits in the listen queue, not in the loop.
+            if let listenerFD { loop.unwatch(listenerFD) }
+            let end = driver.serve(bearer, client: bearer.peerDescription, on: loop)
+            listen()
             log.info("session \(session) ended: \(end)")
             if end == .interrupted { break }
             do { try advertiser.restart() } catch { log.info("re-advertising failed: \(error.message)") }
@@ -475,7 +513,7 @@ public enum LiveBluetooth {
         let agent: BlueZAgent?
         do {
             agent = try BlueZAgent(
-                scope: AgentScope(adapter: adapter, device: nil), path: "/cuff/simulator_agent",
+                scope: AgentScope(adapter: adapter, device: nil), loop: loop, path: "/cuff/simulator_agent",
                 logger: log.scoped("pairing agent (D-Bus)"))
         } catch {
             log.info("no pairing agent: \(error.message)")

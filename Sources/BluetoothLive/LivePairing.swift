@@ -15,7 +15,7 @@ extension LiveBluetooth {
     /// the bond.
     ///
     /// With `omron` (`cuff pair ADDR --model NAME`), the model's Omron pairing variant follows
-    /// the OS bond over the same link (``omronPair(over:configuration:signals:log:)``); a refused
+    /// the OS bond over the same link (``omronPair(over:configuration:signals:loop:log:)``); a refused
     /// key, a cuff not in pairing mode and a latched refusal end with their own outcome.
     public static func pair(
         _ peer: BluetoothAddress, adapter: BluetoothAdapter, backend: Backend, level: SecurityLevel, bonds: String?,
@@ -35,7 +35,14 @@ extension LiveBluetooth {
             }
             return reached
         }
-        let agent = pairingAgent(adapter, peer: peer, log: log)
+        // The pairing agent answers on this loop: while the link's security is raised, during the
+        // Omron pairing, and while the keys are waited for.
+        let loop: EventLoop
+        do { loop = try EventLoop() } catch {
+            log.info("\(error.message)")
+            throw LiveBluetoothFailure(.securityRefused)
+        }
+        let agent = pairingAgent(adapter, peer: peer, loop: loop, log: log)
         let store = bondStore(bonds, log: log)
         loadBonds(store, adapter: adapter, log: log)
         defer {
@@ -45,13 +52,13 @@ extension LiveBluetooth {
         let bearer: L2CAPATTBearer
         do {
             bearer = try connect(adapter: adapter, to: peer, log: log)
-            try bearer.raiseSecurity(to: level)
+            try bearer.raiseSecurity(to: level, on: loop)
         } catch {
             log.info("\(error.message)")
             throw LiveBluetoothFailure(.securityRefused)
         }
         defer { bearer.close() }
-        if let omron { try omronStep(omronPair(over: bearer, configuration: omron, log: log)) }
+        if let omron { try omronStep(omronPair(over: bearer, configuration: omron, loop: loop, log: log)) }
         return bearer.securityLevel
     }
 

@@ -13,10 +13,10 @@ extension LiveBluetooth {
     /// `bearer`, through the same session as a sync. `cuff pair --connect unix:PATH` (a simulated
     /// cuff) and `cuff pair ADDR --model NAME` (after the OS bond) both run this; the outcome's
     /// exit status tells a refused key, a cuff not in pairing mode and a latched refusal apart, and
-    /// `message` says which.
+    /// `message` says which. `loop`: the one to run on (where a pairing agent answers); nil: its own.
     public static func omronPair(
         over bearer: any PollableBearer, configuration: CuffSessionConfiguration, signals: SignalFlags? = .shared,
-        log: Logger
+        loop: EventLoop? = nil, log: Logger
     ) -> (outcome: SessionOutcome, message: String?) {
         var c = configuration
         c.setTime = false
@@ -28,7 +28,8 @@ extension LiveBluetooth {
             emit: { o in
                 if case let .session(s) = o, s.event == .end { message = s.message }
             }, log: log)
-        let outcome = CentralDriver(configuration: c, hooks: hooks, signals: signals, stopAfter: nil).run(bearer)
+        let outcome = CentralDriver(configuration: c, hooks: hooks, signals: signals, stopAfter: nil).run(
+            bearer, on: loop)
         return (outcome, message)
     }
 

@@ -491,15 +491,22 @@ public final class CentralDriver {
     }
 
     /// Runs the session to its end; returns the outcome.
+    ///
+    /// - Parameter given: the loop to run it on, with whatever else is served there meanwhile
+    ///   (a pairing agent); nil: a loop of its own.
     @discardableResult
-    public func run(_ bearer: any PollableBearer) -> SessionOutcome {
+    public func run(_ bearer: any PollableBearer, on given: EventLoop? = nil) -> SessionOutcome {
         let loop: EventLoop
-        do {
-            loop = try EventLoop(capacity: 4)
-        } catch {
-            hooks.log("cannot start the event loop: \(error.message)")
-            bearer.close()
-            return .connectionFailed
+        if let given {
+            loop = given
+        } else {
+            do {
+                loop = try EventLoop(capacity: 4)
+            } catch {
+                hooks.log("cannot start the event loop: \(error.message)")
+                bearer.close()
+                return .connectionFailed
+            }
         }
         var config = configuration
         if let gattCache { config = gattCache.session(config, log: hooks.logger) }

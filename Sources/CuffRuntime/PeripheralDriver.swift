@@ -90,15 +90,22 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
 
     /// Serves one connection on a loop of its own until it ends: the blocking form, for a single
     /// client (a Bluetooth adapter, tests). SIGINT/SIGTERM end it; SIGUSR1 presses the button.
-    public func serve(_ bearer: any PollableBearer, client: String? = nil) -> End {
+    ///
+    /// - Parameter given: the loop to run it on, with whatever else is served there meanwhile
+    ///   (a pairing agent); nil: a loop of its own.
+    public func serve(_ bearer: any PollableBearer, client: String? = nil, on given: EventLoop? = nil) -> End {
         let previous = loop
         defer { loop = previous }
         let own: EventLoop
-        do {
-            own = try EventLoop(capacity: 4)
-        } catch {
-            bearer.close()
-            return .transportFailed(error.message)
+        if let given {
+            own = given
+        } else {
+            do {
+                own = try EventLoop(capacity: 4)
+            } catch {
+                bearer.close()
+                return .transportFailed(error.message)
+            }
         }
         if let t = timer, let previous { previous.cancel(t) }
         timer = nil

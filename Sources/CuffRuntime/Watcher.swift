@@ -97,7 +97,8 @@ public final class Watcher {
     }
 
     let configuration: Configuration
-    let loop: EventLoop
+    /// The loop everything followed runs on (a pairing agent can be served there too).
+    public let loop: EventLoop
     let collector: Collector
     /// Events and device identities (journald); never readings.
     let logger: Logger

@@ -341,7 +341,7 @@ struct BlueZConnectStepsTests {
 
     @Test func unknownDeviceIsDiscoveredThenConnectedThenResolved() {
         var s = BlueZConnectSteps(devicePath: path, known: false, connected: false)
-        #expect(s.first() == .wait)
+        #expect(s.first() == .discover)
         let other = DBusMessage(
             kind: .signal, path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded",
             body: [
@@ -404,6 +404,41 @@ struct BlueZConnectStepsTests {
         var already = BlueZConnectSteps(devicePath: path, known: true, connected: false)
         already.connectSent(serial: 2)
         #expect(already.receive(reply(2, error: "org.bluez.Error.AlreadyConnected")) == .checkResolved)
+    }
+
+    /// A blocking driver discovers itself and says what it found.
+    @Test func foundByDiscoveryThenConnectedOrChecked() {
+        var s = BlueZConnectSteps(devicePath: path, known: false, connected: false)
+        #expect(s.first() == .discover)
+        #expect(s.found(connected: false) == .connect)
+        #expect(s.state == .connecting(serial: 0))
+        #expect(s.found(connected: false) == .wait)  // only while discovering
+        s.connectSent(serial: 4)
+        #expect(s.receive(reply(4)) == .checkResolved)
+        var connected = BlueZConnectSteps(devicePath: path, known: false, connected: false)
+        #expect(connected.found(connected: true) == .checkResolved)
+        #expect(!connected.weConnected)
+        connected.checkSent(serial: 2)
+        #expect(connected.receive(reply(2, body: [.variant(.boolean(true))])) == .done)
+    }
+
+    /// The error reply that ended Connect is kept, for the driver's own wording.
+    @Test func aRefusedConnectKeepsBluetoothdsError() {
+        var s = BlueZConnectSteps(devicePath: path, known: true, connected: false)
+        s.connectSent(serial: 9)
+        #expect(s.connectError == nil)
+        let refusal = reply(9, error: "org.bluez.Error.Failed", text: "Software caused connection abort")
+        #expect(
+            s.receive(refusal)
+                == .fail(
+                    "bluetoothd could not connect: org.bluez.Error.Failed: Software caused connection abort",
+                    notThere: false))
+        #expect(s.connectError == refusal)
+        #expect(s.state == .failed)
+        var already = BlueZConnectSteps(devicePath: path, known: true, connected: false)
+        already.connectSent(serial: 9)
+        _ = already.receive(reply(9, error: "org.bluez.Error.AlreadyConnected"))
+        #expect(already.connectError == nil)
     }
 
     @Test func droppedBeforeResolvingFails() {

@@ -121,9 +121,10 @@ struct DBusDaemonAgentTests {
             }
             return seen
         }
-        let agent = try BlueZAgent(connection: DBusConnection(path: bus.socketPath), scope: scope)
+        let loop = try EventLoop()
+        let agent = try BlueZAgent(connection: DBusConnection(path: bus.socketPath), scope: scope, loop: loop)
         let deadline = ContinuousClock.now + .seconds(8)
-        while agent.callsAnswered < 5 && ContinuousClock.now < deadline { usleep(10_000) }
+        try loop.run { agent.callsAnswered >= 5 || ContinuousClock.now >= deadline }
         agent.stop()
         let seen = try #require(script.join(limit: .seconds(15)))
         #expect(
@@ -145,5 +146,88 @@ struct DBusDaemonAgentTests {
             agent.log.contains(
                 "agent: rejected RequestConfirmation for /org/bluez/hci0/dev_00_AA_01_00_00_00: not 00:AA:01:00:00:00 on hci1"
             ))
+    }
+
+    /// The agent is a source on the caller's event loop, beside the caller's own timers: bluetoothd
+    /// asks and releases it while the loop runs; stop() leaves nothing watched on the loop.
+    @Test func servedOnTheCallersLoopUntilReleased() throws {
+        guard let bus = PrivateBus() else {
+            print("skipped: dbus-daemon is not installed (tools/install-deps.sh --test installs it)")
+            return
+        }
+        let bluez = try bus.connect()
+        _ = try bluez.call(
+            .call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
+        let scope = AgentScope(adapter: BluetoothAdapter(index: 0), device: nil)
+        let device = "/org/bluez/hci0/dev_00_AA_01_00_00_01"
+        let script = Background { () -> [String] in
+            var seen: [String] = []
+            var agentName: String?
+            let deadline = ContinuousClock.now + .seconds(8)
+            while agentName == nil || !seen.contains("RequestDefaultAgent") {
+                guard let m = try? bluez.receive(until: deadline) else { return seen + ["no registration"] }
+                guard m.kind == .methodCall, m.interface == "org.bluez.AgentManager1" else { continue }
+                seen.append(m.member ?? "?")
+                if m.member == "RegisterAgent" { agentName = m.sender }
+                _ = try? bluez.send(.methodReturn(to: m))
+            }
+            guard let agentName else { return seen }
+            func call(_ member: String, _ body: [DBusValue]) -> String {
+                do {
+                    let r = try bluez.call(
+                        .call(
+                            destination: agentName, path: "/cuff/simulator_agent", interface: "org.bluez.Agent1",
+                            member: member, body: body), timeout: .seconds(3))
+                    return "\(member): \(r.kind) \(r.body ?? [])"
+                } catch {
+                    return "\(member): \(error.message)"
+                }
+            }
+            seen.append(call("RequestConfirmation", [.objectPath(device), .uint32(123_456)]))
+            usleep(100_000)  // the loop goes on turning meanwhile (its 10 ms timer)
+            seen.append(call("Release", []))
+            let end = ContinuousClock.now + .seconds(8)
+            while let m = try? bluez.receive(until: end) {
+                guard m.kind == .methodCall, m.interface == "org.bluez.AgentManager1" else { continue }
+                seen.append(m.member ?? "?")
+                _ = try? bluez.send(.methodReturn(to: m))
+                if m.member == "UnregisterAgent" { break }
+            }
+            return seen
+        }
+        let loop = try EventLoop()
+        let agent = try BlueZAgent(
+            connection: DBusConnection(path: bus.socketPath), scope: scope, loop: loop, path: "/cuff/simulator_agent")
+        #expect(loop.watchedCount == 1)
+        var ticks = 0
+        func tick() {
+            ticks += 1
+            loop.schedule(at: MonotonicClock.now() + .milliseconds(10)) { tick() }
+        }
+        tick()
+        let deadline = ContinuousClock.now + .seconds(8)
+        try loop.run { agent.wasReleased || ContinuousClock.now >= deadline }
+        #expect(agent.wasReleased)
+        #expect(agent.callsAnswered == 2)
+        #expect(ticks >= 5, "the loop's own timer ran while the agent was served (\(ticks) ticks)")
+        #expect(agent.log.count == 4)
+        #expect(agent.log.first?.hasPrefix("agent: registered /cuff/simulator_agent (NoInputNoOutput) as :1.") == true)
+        #expect(
+            Array(agent.log.dropFirst())
+                == [
+                    "agent: default agent", "agent: confirm \(device) passkey 123456 → accept",
+                    "agent: released by bluetoothd",
+                ])
+        agent.stop()
+        agent.stop()  // idempotent: one UnregisterAgent
+        #expect(loop.watchedCount == 0)
+        let seen = try #require(script.join(limit: .seconds(15)))
+        #expect(
+            seen == [
+                "RegisterAgent", "RequestDefaultAgent", "RequestConfirmation: methodReturn []",
+                "Release: methodReturn []", "UnregisterAgent",
+            ])
     }
 }

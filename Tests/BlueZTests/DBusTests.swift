@@ -347,9 +347,12 @@ struct DBusAgentScriptTests {
             bus.reply(to: unregister, serial: 9)
             return seen
         }
-        let agent = try BlueZAgent(connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope)
+        let loop = try EventLoop()
+        let agent = try BlueZAgent(
+            connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, loop: loop)
+        // The agent answers while the loop runs, on this thread.
         let deadline = ContinuousClock.now + .seconds(5)
-        while agent.callsAnswered < 2 && ContinuousClock.now < deadline { usleep(10_000) }
+        try loop.run { agent.callsAnswered >= 2 || ContinuousClock.now >= deadline }
         agent.stop()
         let seen = try #require(script.join())
         #expect(
@@ -365,6 +368,42 @@ struct DBusAgentScriptTests {
         #expect(agent.log.contains("agent: default agent"))
     }
 
+    /// The bus going away while the agent is served: one line, and the socket is no longer
+    /// watched (a hung-up descriptor would keep the loop spinning).
+    @Test func aClosedBusStopsServingWithoutSpinning() throws {
+        let (ours, theirs) = try Self.pair()
+        let bus = FakeBus(fd: theirs)
+        let script = Background { () -> Bool in
+            _ = bus.line()
+            bus.write(Array("OK 0123456789abcdef0123456789abcdef\r\n".utf8))
+            _ = bus.line()
+            guard bus.message() != nil else { return false }
+            bus.write(DBusBytes.helloReply)
+            guard let register = bus.message() else { return false }
+            bus.reply(to: register, serial: 3)
+            guard let request = bus.message() else { return false }
+            bus.reply(to: request, serial: 4)
+            close(theirs)
+            return true
+        }
+        let loop = try EventLoop()
+        let agent = try BlueZAgent(
+            connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, loop: loop)
+        #expect(script.join() == true)
+        #expect(loop.watchedCount == 1)
+        var turns = 0
+        let deadline = ContinuousClock.now + .seconds(5)
+        try loop.run {
+            turns += 1
+            return loop.watchedCount == 0 || ContinuousClock.now >= deadline
+        }
+        #expect(loop.watchedCount == 0)
+        #expect(agent.log.last == "agent: D-Bus: the bus closed the connection; stopping")
+        #expect(turns <= 3, "\(turns) turns")
+        agent.stop()
+        #expect(agent.callsAnswered == 0)
+    }
+
     @Test func refusedAuthenticationIsATypedError() throws {
         let (ours, theirs) = try Self.pair()
         let bus = FakeBus(fd: theirs)
@@ -376,7 +415,8 @@ struct DBusAgentScriptTests {
         }
         #expect(throws: TransportError.self) {
             try BlueZAgent(
-                connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, timeout: .seconds(2))
+                connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, loop: EventLoop(),
+                timeout: .seconds(2))
         }
         _ = script.join()
     }
@@ -395,7 +435,8 @@ struct DBusAgentScriptTests {
         }
         let error = #expect(throws: TransportError.self) {
             try BlueZAgent(
-                connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, timeout: .seconds(2))
+                connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, loop: EventLoop(),
+                timeout: .seconds(2))
         }
         #expect(error?.message.contains("too long") == true)
         _ = script.join()
@@ -420,7 +461,8 @@ struct DBusAgentScriptTests {
         }
         let error = #expect(throws: TransportError.self) {
             try BlueZAgent(
-                connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, timeout: .seconds(2))
+                connection: DBusConnection(fd: ours), scope: BlueZAgentResponseTests.scope, loop: EventLoop(),
+                timeout: .seconds(2))
         }
         #expect(error?.message.contains("ServiceUnknown") == true)
         #expect(script.join() == true)

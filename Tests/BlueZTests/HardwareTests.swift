@@ -78,7 +78,9 @@ struct HardwareTests {
 
     @Test func attOverL2CAPWithJustWorksPairing() throws {
         let peripheralAddress = try BTHardware.peripheral.info().address
-        let agent = try PairingAgent(logger: LogRecorder().logger())
+        // The agent answers on this loop, which runs while the link's security is raised.
+        let loop = try EventLoop()
+        let agent = try PairingAgent(loop: loop, logger: LogRecorder().logger())
         defer {
             agent.stop()
             for l in agent.log { print("hardware: \(l)") }
@@ -119,7 +121,7 @@ struct HardwareTests {
         )
         #expect(link.securityLevel == .low)
         let pairStart = MonotonicClock.now()
-        try link.raiseSecurity(to: .medium)
+        try link.raiseSecurity(to: .medium, on: loop)
         print("hardware: security \(link.securityLevel) after \(MonotonicClock.now() - pairStart)")
         #expect(link.securityLevel >= .medium)
         try link.send([0x02, 0x05, 0x02])  // Exchange MTU Request, 517
