@@ -154,10 +154,10 @@ public struct GATTClient: Sendable {
     }
 
     /// Confirms the pending indication (Part F §3.4.7.3); no action when none is pending.
-    public mutating func confirmIndication() -> [GATTClientAction] {
-        guard indicationPending, failure == nil else { return [] }
+    public mutating func confirmIndication(into out: inout [GATTClientAction]) {
+        guard indicationPending, failure == nil else { return }
         indicationPending = false
-        return [.send(ATTPDU.handleValueConfirmation.bytes)]
+        out.append(.send(ATTPDU.handleValueConfirmation.bytes))
     }
 
     // MARK: Security
@@ -165,9 +165,9 @@ public struct GATTClient: Sendable {
     /// The link now has `level`: the request that asked for it goes out again, or fails when the
     /// level is still too low. Also call it when the caller raised security on its own, so later
     /// step-ups start from the right level.
-    public mutating func securityRaised(level: SecurityLevel, now: Timestamp) -> [GATTClientAction] {
+    public mutating func securityRaised(level: SecurityLevel, now: Timestamp, into out: inout [GATTClientAction]) {
         securityLevel = level
-        guard case let .awaitingSecurity(pdu, target) = request else { return [] }
+        guard case let .awaitingSecurity(pdu, target) = request else { return }
         guard level >= target.level else {
             request = .none
             return finish(
@@ -175,23 +175,23 @@ public struct GATTClient: Sendable {
                     GATTClientError(
                         .attError,
                         "\(target.error) at \(Hex.handle(target.handle)) persists: link raised to \(level), not \(target.level)",
-                        attError: target.error, handle: target.handle)), now: now)
+                        attError: target.error, handle: target.handle)), now: now, into: &out)
         }
         request = .onTheAir(pdu, sentAt: now)
         requestsSent += 1
-        return [.send(pdu.bytes)]
+        out.append(.send(pdu.bytes))
     }
 
     /// The caller could not or would not raise security: the waiting procedure fails.
-    public mutating func securityRefused(now: Timestamp) -> [GATTClientAction] {
-        guard case let .awaitingSecurity(_, target) = request else { return [] }
+    public mutating func securityRefused(now: Timestamp, into out: inout [GATTClientAction]) {
+        guard case let .awaitingSecurity(_, target) = request else { return }
         request = .none
-        return finish(
+        finish(
             .failure(
                 GATTClientError(
                     .securityRefused,
                     "\(target.error) at \(Hex.handle(target.handle)): security not raised to \(target.level)",
-                    attError: target.error, handle: target.handle)), now: now)
+                    attError: target.error, handle: target.handle)), now: now, into: &out)
     }
 
     /// BlueZ's policy (src/shared/att.c): 0x0F asks for encryption; 0x05 and 0x0C step up a level.
@@ -209,56 +209,59 @@ public struct GATTClient: Sendable {
     // MARK: Events
 
     /// Checks the transaction timer.
-    public mutating func tick(now: Timestamp) -> [GATTClientAction] {
+    public mutating func tick(now: Timestamp, into out: inout [GATTClientAction]) {
         guard failure == nil, case let (pdu, sent)? = request.onTheAir, now - sent >= Self.transactionTimeout else {
-            return []
+            return
         }
-        return fail(GATTClientError(.timeout, "no answer to \(pdu.opcode) within 30 s"))
+        fail(GATTClientError(.timeout, "no answer to \(pdu.opcode) within 30 s"), into: &out)
     }
 
     /// Handles one PDU from the server.
-    public mutating func receive(_ bytes: [UInt8], now: Timestamp) -> [GATTClientAction] {
-        guard failure == nil else { return [] }
-        let timedOut = tick(now: now)
-        guard timedOut.isEmpty else { return timedOut }
+    public mutating func receive(_ bytes: [UInt8], now: Timestamp, into out: inout [GATTClientAction]) {
+        guard failure == nil else { return }
+        tick(now: now, into: &out)
+        // The transaction timer ran out: `tick` failed the client.
+        guard failure == nil else { return }
         guard bytes.count <= Int(mtu) else {
             return fail(
                 GATTClientError(
-                    .pduTooLarge, "\(bytes.count)-byte PDU (opcode 0x\(hex2(bytes[0]))) exceeds ATT_MTU \(mtu)"))
+                    .pduTooLarge, "\(bytes.count)-byte PDU (opcode 0x\(hex2(bytes[0]))) exceeds ATT_MTU \(mtu)"),
+                into: &out)
         }
         let pdu: ATTPDU
         do {
             pdu = try ATTPDU(parsing: bytes)
         } catch {
-            return fail(GATTClientError(.malformedPDU, error.description))
+            return fail(GATTClientError(.malformedPDU, error.description), into: &out)
         }
         switch pdu {
         case let .handleValueNotification(handle, value):
-            return [.notification(handle: handle, value: value)]
+            out.append(.notification(handle: handle, value: value))
         case let .handleValueIndication(handle, value):
             guard !indicationPending else {
                 return fail(
                     GATTClientError(
                         .unconfirmedIndication,
                         "indication of \(Hex.handle(handle)) arrived before the previous one was confirmed",
-                        handle: handle))
+                        handle: handle), into: &out)
             }
             indicationPending = true
-            return [.indication(handle: handle, value: value)]
+            out.append(.indication(handle: handle, value: value))
         case let .exchangeMTURequest(serverMTU):
             // The peer's client role asks; answer for our (empty) server role.
             mtu = max(GATTServer.minimumMTU, min(serverMTU, preferredMTU))
-            return [.send(ATTPDU.exchangeMTUResponse(serverMTU: preferredMTU).bytes)]
+            out.append(.send(ATTPDU.exchangeMTUResponse(serverMTU: preferredMTU).bytes))
         case let .unknown(opcode, _) where opcode.isCommand:
-            return []
+            return
         case .writeCommand:
-            return []
+            return
         default:
             if pdu.opcode.isRequest {
                 // This client has no attribute database of its own.
-                return [.send(ATTPDU.errorResponse(request: pdu.opcode, handle: 0, error: .requestNotSupported).bytes)]
+                return out.append(
+                    .send(ATTPDU.errorResponse(request: pdu.opcode, handle: 0, error: .requestNotSupported).bytes))
             }
-            return response(pdu, now: now)
+            response(pdu, now: now, into: &out)
         }
     }
 
@@ -298,13 +301,14 @@ public struct GATTClient: Sendable {
         let id = makeID()
         if let failure { return (id, [.completed(id, .failure(bearerFailed(failure)))]) }
         queue.append(Running(id: id, procedure: procedure))
-        return (id, pump(now: now))
+        var actions: [GATTClientAction] = []
+        pump(now: now, into: &actions)
+        return (id, actions)
     }
 
     /// Starts queued procedures until one has a request on the air (iteratively: a long queue of
     /// procedures that complete at once does not recurse).
-    private mutating func pump(now: Timestamp) -> [GATTClientAction] {
-        var actions: [GATTClientAction] = []
+    private mutating func pump(now: Timestamp, into actions: inout [GATTClientAction]) {
         while current == nil, !queue.isEmpty {
             var running = queue.removeFirst()
             let step = start(&running.procedure)
@@ -315,49 +319,49 @@ public struct GATTClient: Sendable {
                 requestsSent += 1
                 actions.append(.send(pdu.bytes))
             case let .done(result):
-                actions += complete(result)
+                complete(result, into: &actions)
             }
         }
-        return actions
     }
 
     /// Sends a step's request, or completes the current procedure and starts the next.
-    private mutating func apply(_ step: ProcedureStep, now: Timestamp) -> [GATTClientAction] {
+    private mutating func apply(_ step: ProcedureStep, now: Timestamp, into out: inout [GATTClientAction]) {
         switch step {
         case let .send(pdu):
             request = .onTheAir(pdu, sentAt: now)
             requestsSent += 1
-            return [.send(pdu.bytes)]
+            out.append(.send(pdu.bytes))
         case let .done(result):
-            return finish(result, now: now)
+            finish(result, now: now, into: &out)
         }
     }
 
     /// Completes the current procedure and starts the next.
-    private mutating func finish(_ result: Result<GATTClientResponse, GATTClientError>, now: Timestamp)
-        -> [GATTClientAction]
-    {
-        complete(result) + pump(now: now)
+    private mutating func finish(
+        _ result: Result<GATTClientResponse, GATTClientError>, now: Timestamp, into out: inout [GATTClientAction]
+    ) {
+        complete(result, into: &out)
+        pump(now: now, into: &out)
     }
 
-    private mutating func complete(_ result: Result<GATTClientResponse, GATTClientError>) -> [GATTClientAction] {
+    private mutating func complete(
+        _ result: Result<GATTClientResponse, GATTClientError>, into out: inout [GATTClientAction]
+    ) {
         request = .none
-        guard let done = current else { return [] }
+        guard let done = current else { return }
         current = nil
-        return [.completed(done.id, result)]
+        out.append(.completed(done.id, result))
     }
 
     /// Completes every procedure with `error` and stops the client.
-    private mutating func fail(_ error: GATTClientError) -> [GATTClientAction] {
+    private mutating func fail(_ error: GATTClientError, into out: inout [GATTClientAction]) {
         failure = error
         request = .none
-        var actions: [GATTClientAction] = []
-        if let current { actions.append(.completed(current.id, .failure(error))) }
-        actions += queue.map { .completed($0.id, .failure(bearerFailed(error))) }
+        if let current { out.append(.completed(current.id, .failure(error))) }
+        for queued in queue { out.append(.completed(queued.id, .failure(bearerFailed(error)))) }
         current = nil
         queue = []
-        actions.append(.failed(error))
-        return actions
+        out.append(.failed(error))
     }
 
     private func start(_ procedure: inout Procedure) -> ProcedureStep {
@@ -379,9 +383,11 @@ public struct GATTClient: Sendable {
     }
 
     /// A response to the request on the air.
-    private mutating func response(_ pdu: ATTPDU, now: Timestamp) -> [GATTClientAction] {
+    private mutating func response(_ pdu: ATTPDU, now: Timestamp, into out: inout [GATTClientAction]) {
         guard let sent = request.onTheAir, var running = current else {
-            return fail(GATTClientError(.unexpectedResponse, "unsolicited \(pdu.opcode): no request is outstanding"))
+            return fail(
+                GATTClientError(.unexpectedResponse, "unsolicited \(pdu.opcode): no request is outstanding"), into: &out
+            )
         }
         let asked = sent.pdu.opcode
         if case let .errorResponse(request, handle, error) = pdu {
@@ -389,7 +395,8 @@ public struct GATTClient: Sendable {
                 return fail(
                     GATTClientError(
                         .unexpectedResponse,
-                        "Error Response (\(error)) for \(request) while \(asked) is outstanding", handle: handle))
+                        "Error Response (\(error)) for \(request) while \(asked) is outstanding", handle: handle),
+                    into: &out)
             }
             if error.isSecurityError {
                 guard let target = Self.level(after: error, at: securityLevel) else {
@@ -398,17 +405,17 @@ public struct GATTClient: Sendable {
                             GATTClientError(
                                 .attError,
                                 "\(error) at \(Hex.handle(handle)) for \(asked), and the link is already \(securityLevel)",
-                                attError: error, handle: handle)), now: now)
+                                attError: error, handle: handle)), now: now, into: &out)
                 }
                 self.request = .awaitingSecurity(sent.pdu, SecurityTarget(level: target, error: error, handle: handle))
-                return [.raiseSecurity(to: target)]
+                return out.append(.raiseSecurity(to: target))
             }
         } else if pdu.opcode != asked.responseOpcode {
-            return fail(GATTClientError(.unexpectedResponse, "\(pdu.opcode) in answer to \(asked)"))
+            return fail(GATTClientError(.unexpectedResponse, "\(pdu.opcode) in answer to \(asked)"), into: &out)
         }
         let step = advance(&running.procedure, with: pdu)
         current = running
-        return apply(step, now: now)
+        apply(step, now: now, into: &out)
     }
 
     /// Moves a procedure on with the answer to its request.
@@ -458,5 +465,39 @@ public struct GATTClient: Sendable {
         default:
             return .done(.failure(GATTClientError(.unexpectedResponse, "\(pdu.opcode) does not answer this procedure")))
         }
+    }
+}
+
+/// The array-returning forms (tests, and drivers off the hot path): each is its `into:` form
+/// into a new array.
+extension GATTClient {
+    public mutating func confirmIndication() -> [GATTClientAction] {
+        var out: [GATTClientAction] = []
+        confirmIndication(into: &out)
+        return out
+    }
+
+    public mutating func securityRaised(level: SecurityLevel, now: Timestamp) -> [GATTClientAction] {
+        var out: [GATTClientAction] = []
+        securityRaised(level: level, now: now, into: &out)
+        return out
+    }
+
+    public mutating func securityRefused(now: Timestamp) -> [GATTClientAction] {
+        var out: [GATTClientAction] = []
+        securityRefused(now: now, into: &out)
+        return out
+    }
+
+    public mutating func tick(now: Timestamp) -> [GATTClientAction] {
+        var out: [GATTClientAction] = []
+        tick(now: now, into: &out)
+        return out
+    }
+
+    public mutating func receive(_ bytes: [UInt8], now: Timestamp) -> [GATTClientAction] {
+        var out: [GATTClientAction] = []
+        receive(bytes, now: now, into: &out)
+        return out
     }
 }
