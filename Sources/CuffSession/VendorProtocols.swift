@@ -161,81 +161,86 @@ struct VendorProtocolCentral: CuffProtocolSession {
     var nextDeadline: Timestamp? { isFinished ? nil : central?.nextDeadline }
     var stateName: String { isFinished ? (outcome?.rawValue ?? "done") : "\(protocolID)" }
 
-    mutating func start(at: EventTime) -> [CentralAction] {
+    mutating func start(at: EventTime, into out: inout [CentralAction]) {
         var c = VendorCentral(makeSession(at), device: device)
-        let out = c.start(at: at)
+        let actions = c.start(at: at)
         central = c
-        return [.emit(.session(SessionRecord(event: .start, device: device, at: at)))] + map(out, at)
+        out.append(.emit(.session(SessionRecord(event: .start, device: device, at: at))))
+        map(actions, at, &out)
     }
 
-    mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {
+    mutating func adopt(_ link: DiscoveredLink, at: EventTime, into out: inout [CentralAction]) {
         device = link.device
         var c = VendorCentral(makeSession(at), device: device)
-        let out = c.adopt(client: link.client, profile: link.profile, at: at)
+        let actions = c.adopt(client: link.client, profile: link.profile, at: at)
         central = c
-        return map(out, at)
+        map(actions, at, &out)
     }
 
-    mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] { step(at) { $0.receive(pdu, at: at) } }
-    mutating func tick(at: EventTime) -> [CentralAction] { step(at) { $0.tick(at: at) } }
-    mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] {
-        step(at) { $0.disconnected(at: at) }
+    mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [CentralAction]) {
+        step(at, &out) { $0.receive(pdu, at: at) }
     }
-    mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction] {
-        step(at) { $0.securityRaised(level, at: at) }
+    mutating func tick(at: EventTime, into out: inout [CentralAction]) { step(at, &out) { $0.tick(at: at) } }
+    mutating func disconnected(_ why: String?, at: EventTime, into out: inout [CentralAction]) {
+        step(at, &out) { $0.disconnected(at: at) }
     }
-    mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction] {
-        step(at) { $0.securityRefused(at: at) }
+    mutating func securityRaised(_ level: SecurityLevel, at: EventTime, into out: inout [CentralAction]) {
+        step(at, &out) { $0.securityRaised(level, at: at) }
     }
-
-    mutating func stop(at: EventTime) -> [CentralAction] {
-        guard !isFinished else { return [] }
-        return [.disconnect] + end(.stopped, "stopped by the user", at)
+    mutating func securityRefused(_ why: String, at: EventTime, into out: inout [CentralAction]) {
+        step(at, &out) { $0.securityRefused(at: at) }
     }
 
-    mutating func step(_ at: EventTime, _ f: (inout VendorCentral) -> [VendorCentral.Output]) -> [CentralAction] {
-        guard !isFinished, var c = central else { return [] }
-        let out = f(&c)
+    mutating func stop(at: EventTime, into out: inout [CentralAction]) {
+        guard !isFinished else { return }
+        out.append(.disconnect)
+        end(.stopped, "stopped by the user", at, &out)
+    }
+
+    mutating func step(
+        _ at: EventTime, _ out: inout [CentralAction], _ f: (inout VendorCentral) -> [VendorCentral.Output]
+    ) {
+        guard !isFinished, var c = central else { return }
+        let actions = f(&c)
         central = c
-        return map(out, at)
+        map(actions, at, &out)
     }
 
-    mutating func map(_ out: [VendorCentral.Output], _ at: EventTime) -> [CentralAction] {
-        var actions: [CentralAction] = []
-        for o in out where !isFinished {
+    mutating func map(_ outputs: [VendorCentral.Output], _ at: EventTime, _ out: inout [CentralAction]) {
+        for o in outputs where !isFinished {
             switch o {
-            case let .send(p): actions.append(.send(p))
-            case let .raiseSecurity(l): actions.append(.raiseSecurity(l))
-            case let .emit(r): actions += kept(r.record(device: device, at: at))
-            case let .measurement(record): actions += kept(record)
-            case let .log(s): if configuration.logs { actions.append(.log(s)) }
-            case .disconnect: actions.append(.disconnect)
-            case let .finished(o): actions += end(o, nil, at)
+            case let .send(p): out.append(.send(p))
+            case let .raiseSecurity(l): out.append(.raiseSecurity(l))
+            case let .emit(r): kept(r.record(device: device, at: at), &out)
+            case let .measurement(record): kept(record, &out)
+            case let .log(s): if configuration.logs { out.append(.log(s)) }
+            case .disconnect: out.append(.disconnect)
+            case let .finished(o): end(o, nil, at, &out)
             }
         }
-        return actions
     }
 
     /// A reading, emitted unless the store (or this session) has it already.
-    mutating func kept(_ record: MeasurementRecord) -> [CentralAction] {
+    mutating func kept(_ record: MeasurementRecord, _ out: inout [CentralAction]) {
         if seen.insert(record.dedupKey).inserted {
             measurements += 1
-            return [.emit(.measurement(record))]
+            return out.append(.emit(.measurement(record)))
         }
         repeats += 1
-        return configuration.logs
-            ? [.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))")] : []
+        if configuration.logs {
+            out.append(.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))"))
+        }
     }
 
-    mutating func end(_ o: SessionOutcome, _ why: String?, _ at: EventTime) -> [CentralAction] {
+    mutating func end(_ o: SessionOutcome, _ why: String?, _ at: EventTime, _ out: inout [CentralAction]) {
         outcome = o
         var record = SessionRecord(
             event: .end, device: device, at: at, outcome: o, measurements: measurements, message: why)
         record.attRequests = central?.client.requestsSent
-        var out: [CentralAction] = []
         if repeats > 0, configuration.logs {
             out.append(.log(CuffSessionMachine.newAndKept(measurements, repeats)))
         }
-        return out + [.emit(.session(record)), .finished(o)]
+        out.append(.emit(.session(record)))
+        out.append(.finished(o))
     }
 }
