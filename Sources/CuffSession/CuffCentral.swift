@@ -173,6 +173,21 @@ public struct CuffCentral: CuffProtocolSession {
 
     // MARK: - Session actions → GATT procedures
 
+    /// Submits a GATT procedure with ``clientScratch`` (as ``clientStep(_:_:_:)`` does), notes
+    /// what it is for, then runs its first actions (an immediate completion among them) into `out`.
+    mutating func request(
+        _ what: Pending, _ at: EventTime, _ out: inout [Output],
+        _ submit: (inout GATTClient, inout [GATTClientAction]) -> GATTRequestID
+    ) {
+        var actions: [GATTClientAction] = []
+        swap(&actions, &clientScratch)
+        let id = submit(&client, &actions)
+        pending[id] = what
+        gatt(actions, at, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
+    }
+
     mutating func run(_ actions: [CuffSessionMachine.Action], _ at: EventTime, _ out: inout [Output]) {
         let now = at.monotonic
         if requestsBeforeReading == nil, session.resultsReceived > 0 { requestsBeforeReading = client.requestsSent }
@@ -187,9 +202,7 @@ public struct CuffCentral: CuffProtocolSession {
                 if let known {
                     if known.databaseHash != nil {
                         // Read by UUID: the hash's own handle may have moved with the rest.
-                        let r = client.read(type: .databaseHash, now: now)
-                        pending[r.id] = .hashCheck
-                        gatt(r.actions, at, &out)
+                        request(.hashCheck, at, &out) { $0.read(type: .databaseHash, now: now, into: &$1) }
                     } else {
                         useCache(known, at, &out)
                     }
@@ -205,23 +218,19 @@ public struct CuffCentral: CuffProtocolSession {
                 guard let ch = byCharacteristic[c] else {
                     sessionStep(.requestFailed(c, "not on this device", at), at, &out); continue
                 }
-                let r = client.read(ch.valueHandle, now: now)
-                pending[r.id] = .read(c)
-                gatt(r.actions, at, &out)
+                request(.read(c), at, &out) { $0.read(ch.valueHandle, now: now, into: &$1) }
             case let .write(c, v):
                 guard let ch = byCharacteristic[c] else {
                     sessionStep(.requestFailed(c, "not on this device", at), at, &out); continue
                 }
-                let r = client.write(ch.valueHandle, v, now: now)
-                pending[r.id] = .write(c)
-                gatt(r.actions, at, &out)
+                request(.write(c), at, &out) { $0.write(ch.valueHandle, v, now: now, into: &$1) }
             case let .subscribe(c, indicate):
                 guard let ch = byCharacteristic[c] else {
                     sessionStep(.requestFailed(c, "not on this device", at), at, &out); continue
                 }
-                let r = client.subscribe(ch, notify: !indicate, indicate: indicate, now: now)
-                pending[r.id] = .subscribe(c)
-                gatt(r.actions, at, &out)
+                request(.subscribe(c), at, &out) {
+                    $0.subscribe(ch, notify: !indicate, indicate: indicate, now: now, into: &$1)
+                }
             case let .emit(o):
                 guard case var .session(s) = o, s.event == .end else {
                     out.append(.emit(o))
@@ -401,18 +410,16 @@ public struct CuffCentral: CuffProtocolSession {
     /// Exchange MTU (once a connection) and full discovery.
     mutating func discover(_ at: EventTime, _ out: inout [Output]) {
         exchangeMTUOnce(at, &out)
-        let d = client.discover(services: [], now: at.monotonic)
-        pending[d.id] = .discovery
-        gatt(d.actions, at, &out)
+        let now = at.monotonic
+        request(.discovery, at, &out) { $0.discover(services: [], now: now, into: &$1) }
     }
 
     /// Exchange MTU, unless this connection did already.
     mutating func exchangeMTUOnce(_ at: EventTime, _ out: inout [Output]) {
         guard !mtuExchanged else { return }
         mtuExchanged = true
-        let m = client.exchangeMTU(now: at.monotonic)
-        pending[m.id] = .mtu
-        gatt(m.actions, at, &out)
+        let now = at.monotonic
+        request(.mtu, at, &out) { $0.exchangeMTU(now: now, into: &$1) }
     }
 
     /// After a discovery with the cache on: the Database Hash read (to check the cache with next
@@ -420,16 +427,16 @@ public struct CuffCentral: CuffProtocolSession {
     /// queued before the session's own requests.
     mutating func learn(_ profile: GATTProfile, _ at: EventTime, _ out: inout [Output]) {
         if let h = profile.characteristic(.databaseHash, in: .genericAttribute), h.properties.contains(.read) {
-            let r = client.read(h.valueHandle, now: at.monotonic)
-            pending[r.id] = .hashRead
-            gatt(r.actions, at, &out)
+            let now = at.monotonic
+            request(.hashRead, at, &out) { $0.read(h.valueHandle, now: now, into: &$1) }
         }
         if let sc = profile.characteristic(.serviceChanged, in: .genericAttribute), sc.properties.contains(.indicate),
             sc.cccdHandle != nil
         {
-            let r = client.subscribe(sc, notify: false, indicate: true, now: at.monotonic)
-            pending[r.id] = .serviceChangedSubscription
-            gatt(r.actions, at, &out)
+            let now = at.monotonic
+            request(.serviceChangedSubscription, at, &out) {
+                $0.subscribe(sc, notify: false, indicate: true, now: now, into: &$1)
+            }
         }
     }
 

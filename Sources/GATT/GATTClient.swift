@@ -72,85 +72,91 @@ public struct GATTClient: Sendable {
     public var pendingProcedures: Int { queue.count + (current == nil ? 0 : 1) }
 
     // MARK: Procedures
+    //
+    // Each appends its actions to `out` (the ActionMachine convention) and returns the procedure's
+    // ID; the forms that return `(id, actions)` are in an extension, for tests.
 
     /// Exchange MTU (Part G §4.3.1). Completes with ``GATTClientResponse/mtu(_:)``; a server
     /// that does not support it leaves the MTU at 23.
-    public mutating func exchangeMTU(now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
-        submit(.exchangeMTU, now: now)
+    public mutating func exchangeMTU(now: Timestamp, into out: inout [GATTClientAction]) -> GATTRequestID {
+        submit(.exchangeMTU, now: now, into: &out)
     }
 
     /// Discovers primary services (all, or only those in `services`), their characteristics and
     /// descriptors (Part G §4.4.1, §4.6.1, §4.7.1). Completes with ``GATTClientResponse/profile(_:)``.
-    public mutating func discover(services: [BluetoothUUID] = [], now: Timestamp) -> (
-        id: GATTRequestID, actions: [GATTClientAction]
-    ) {
-        submit(.discover(Discovery(filter: services)), now: now)
+    public mutating func discover(
+        services: [BluetoothUUID] = [], now: Timestamp, into out: inout [GATTClientAction]
+    ) -> GATTRequestID {
+        submit(.discover(Discovery(filter: services)), now: now, into: &out)
     }
 
     /// Reads a value, long ones with Read Blob (Part G §4.8.1, §4.8.3), up to 512 bytes.
-    public mutating func read(_ handle: UInt16, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
-        submit(.read(handle: handle, value: []), now: now)
+    public mutating func read(_ handle: UInt16, now: Timestamp, into out: inout [GATTClientAction]) -> GATTRequestID {
+        submit(.read(handle: handle, value: []), now: now, into: &out)
     }
 
     /// Reads the first value of characteristic type `type` in `start...end` (Read Using
     /// Characteristic UUID, Part G §4.8.2), as a client reads the Database Hash whose handle it may
     /// not know. Completes with ``GATTClientResponse/value(_:)``; with Attribute Not Found when the
     /// server has none.
-    public mutating func read(type: BluetoothUUID, from start: UInt16 = 0x0001, to end: UInt16 = 0xFFFF, now: Timestamp)
-        -> (id: GATTRequestID, actions: [GATTClientAction])
-    {
-        submit(.readByType(type: type, start: start, end: end), now: now)
+    public mutating func read(
+        type: BluetoothUUID, from start: UInt16 = 0x0001, to end: UInt16 = 0xFFFF, now: Timestamp,
+        into out: inout [GATTClientAction]
+    ) -> GATTRequestID {
+        submit(.readByType(type: type, start: start, end: end), now: now, into: &out)
     }
 
     /// Writes a value that fits in one Write Request (Part G §4.9.3).
-    public mutating func write(_ handle: UInt16, _ value: [UInt8], now: Timestamp) -> (
-        id: GATTRequestID, actions: [GATTClientAction]
-    ) {
-        submit(.write(handle: handle, value: value), now: now)
+    public mutating func write(
+        _ handle: UInt16, _ value: [UInt8], now: Timestamp, into out: inout [GATTClientAction]
+    ) -> GATTRequestID {
+        submit(.write(handle: handle, value: value), now: now, into: &out)
     }
 
     /// Writes the CCCD at `cccdHandle` (Part G §3.3.3.3).
-    public mutating func subscribe(cccdHandle: UInt16, notify: Bool, indicate: Bool, now: Timestamp) -> (
-        id: GATTRequestID, actions: [GATTClientAction]
-    ) {
-        write(cccdHandle, [(notify ? 1 : 0) | (indicate ? 2 : 0), 0], now: now)
+    public mutating func subscribe(
+        cccdHandle: UInt16, notify: Bool, indicate: Bool, now: Timestamp, into out: inout [GATTClientAction]
+    ) -> GATTRequestID {
+        write(cccdHandle, [(notify ? 1 : 0) | (indicate ? 2 : 0), 0], now: now, into: &out)
     }
 
     /// Writes a discovered characteristic's CCCD; fails with ``GATTClientError/Code/noCCCD`` when it has none.
     public mutating func subscribe(
-        _ characteristic: GATTProfile.Characteristic, notify: Bool, indicate: Bool, now: Timestamp
-    ) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+        _ characteristic: GATTProfile.Characteristic, notify: Bool, indicate: Bool, now: Timestamp,
+        into out: inout [GATTClientAction]
+    ) -> GATTRequestID {
         guard let cccd = characteristic.cccdHandle else {
             let id = makeID()
-            return (
-                id,
-                [
-                    .completed(
-                        id,
-                        .failure(
-                            GATTClientError(
-                                .noCCCD,
-                                "characteristic \(characteristic.uuid) at \(Hex.handle(characteristic.valueHandle)) has no CCCD",
-                                handle: characteristic.valueHandle)))
-                ]
-            )
+            out.append(
+                .completed(
+                    id,
+                    .failure(
+                        GATTClientError(
+                            .noCCCD,
+                            "characteristic \(characteristic.uuid) at \(Hex.handle(characteristic.valueHandle)) has no CCCD",
+                            handle: characteristic.valueHandle))))
+            return id
         }
-        return subscribe(cccdHandle: cccd, notify: notify, indicate: indicate, now: now)
+        return subscribe(cccdHandle: cccd, notify: notify, indicate: indicate, now: now, into: &out)
     }
 
     /// Sends a Write Command at once (commands are not subject to the one-request rule, §3.3.2)
     /// and completes immediately.
-    public mutating func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) -> (
-        id: GATTRequestID, actions: [GATTClientAction]
-    ) {
+    public mutating func writeWithoutResponse(
+        _ handle: UInt16, _ value: [UInt8], into out: inout [GATTClientAction]
+    ) -> GATTRequestID {
         let id = makeID()
-        if let failure { return (id, [.completed(id, .failure(bearerFailed(failure)))]) }
-        guard value.count <= Int(mtu) - 3 else {
-            return (id, [.completed(id, .failure(tooLong(handle, value)))])
+        if let failure {
+            out.append(.completed(id, .failure(bearerFailed(failure))))
+            return id
         }
-        return (
-            id, [.send(ATTPDU.writeCommand(handle: handle, value: value).bytes), .completed(id, .success(.written))]
-        )
+        guard value.count <= Int(mtu) - 3 else {
+            out.append(.completed(id, .failure(tooLong(handle, value))))
+            return id
+        }
+        out.append(.send(ATTPDU.writeCommand(handle: handle, value: value).bytes))
+        out.append(.completed(id, .success(.written)))
+        return id
     }
 
     /// Confirms the pending indication (Part F §3.4.7.3); no action when none is pending.
@@ -295,15 +301,17 @@ public struct GATTClient: Sendable {
             handle: handle)
     }
 
-    private mutating func submit(_ procedure: Procedure, now: Timestamp) -> (
-        id: GATTRequestID, actions: [GATTClientAction]
-    ) {
+    private mutating func submit(_ procedure: Procedure, now: Timestamp, into out: inout [GATTClientAction])
+        -> GATTRequestID
+    {
         let id = makeID()
-        if let failure { return (id, [.completed(id, .failure(bearerFailed(failure)))]) }
+        if let failure {
+            out.append(.completed(id, .failure(bearerFailed(failure))))
+            return id
+        }
         queue.append(Running(id: id, procedure: procedure))
-        var actions: [GATTClientAction] = []
-        pump(now: now, into: &actions)
-        return (id, actions)
+        pump(now: now, into: &out)
+        return id
     }
 
     /// Starts queued procedures until one has a request on the air (iteratively: a long queue of
@@ -471,6 +479,60 @@ public struct GATTClient: Sendable {
 /// The array-returning forms (tests, and drivers off the hot path): each is its `into:` form
 /// into a new array.
 extension GATTClient {
+    public typealias Submitted = (id: GATTRequestID, actions: [GATTClientAction])
+
+    public mutating func exchangeMTU(now: Timestamp) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = exchangeMTU(now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func discover(services: [BluetoothUUID] = [], now: Timestamp) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = discover(services: services, now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func read(_ handle: UInt16, now: Timestamp) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = read(handle, now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func read(type: BluetoothUUID, from start: UInt16 = 0x0001, to end: UInt16 = 0xFFFF, now: Timestamp)
+        -> Submitted
+    {
+        var out: [GATTClientAction] = []
+        let id = read(type: type, from: start, to: end, now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func write(_ handle: UInt16, _ value: [UInt8], now: Timestamp) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = write(handle, value, now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func subscribe(cccdHandle: UInt16, notify: Bool, indicate: Bool, now: Timestamp) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = subscribe(cccdHandle: cccdHandle, notify: notify, indicate: indicate, now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func subscribe(
+        _ characteristic: GATTProfile.Characteristic, notify: Bool, indicate: Bool, now: Timestamp
+    ) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = subscribe(characteristic, notify: notify, indicate: indicate, now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = writeWithoutResponse(handle, value, into: &out)
+        return (id, out)
+    }
+
     public mutating func confirmIndication() -> [GATTClientAction] {
         var out: [GATTClientAction] = []
         confirmIndication(into: &out)

@@ -75,7 +75,8 @@ import Testing
         while !c.isFinished, rounds < 100_000 {
             rounds += 1
             if !linkUp {
-                onCentral({ c.disconnected("link closed", at: at()) }, { c.disconnected("link closed", at: at(), into: &$0) })
+                onCentral(
+                    { c.disconnected("link closed", at: at()) }, { c.disconnected("link closed", at: at(), into: &$0) })
                 break
             }
             if !toPeripheral.isEmpty {

@@ -89,11 +89,9 @@ public struct OmronCentral: CuffProtocolSession {
     public mutating func start(at: EventTime, into out: inout [Output]) {
         startedAt = at
         out.append(.emit(.session(SessionRecord(event: .start, device: device, at: at))))
-        let m = client.exchangeMTU(now: at.monotonic)
-        gatt(m.actions, at, &out)
-        let d = client.discover(services: [], now: at.monotonic)
-        discovery = d.id
-        gatt(d.actions, at, &out)
+        let now = at.monotonic
+        request(nil, at, &out) { $0.exchangeMTU(now: now, into: &$1) }
+        request(\.discovery, at, &out) { $0.discover(services: [], now: now, into: &$1) }
     }
 
     public mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [Output]) {
@@ -167,6 +165,21 @@ public struct OmronCentral: CuffProtocolSession {
         end.attRequests = client.requestsSent
         out.append(.emit(.session(end)))
         out.append(.finished(o))
+    }
+
+    /// Submits a GATT procedure with ``clientScratch`` (as ``clientStep(_:_:_:)`` does), keeps its
+    /// ID at `record` when one is given, then runs its first actions into `out`.
+    mutating func request(
+        _ record: WritableKeyPath<OmronCentral, GATTRequestID?>?, _ at: EventTime, _ out: inout [Output],
+        _ submit: (inout GATTClient, inout [GATTClientAction]) -> GATTRequestID
+    ) {
+        var actions: [GATTClientAction] = []
+        swap(&actions, &clientScratch)
+        let id = submit(&client, &actions)
+        if let record { self[keyPath: record] = id }
+        gatt(actions, at, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
     }
 
     // MARK: GATT → session
@@ -257,9 +270,8 @@ public struct OmronCentral: CuffProtocolSession {
         // Without --model, Device Information's model number (HEM-7361T_ESL) picks the profile.
         if !modelForced, !modelChecked, let ch = gp.characteristic(BluetoothUUID(0x2A24)) {
             modelChecked = true
-            let r = client.read(ch.valueHandle, now: at.monotonic)
-            modelRead = r.id
-            return gatt(r.actions, at, &out)
+            let now = at.monotonic
+            return request(\.modelRead, at, &out) { $0.read(ch.valueHandle, now: now, into: &$1) }
         }
         if !modelForced,
             let family = OmronTransport.allCases.first(where: { gp.service(BluetoothUUID($0.serviceUUID)!) != nil })
@@ -354,13 +366,13 @@ public struct OmronCentral: CuffProtocolSession {
             switch a {
             case let .subscribe(c):
                 guard let ch = handles[c] else { return missing(c, at, &out) }
-                gatt(client.subscribe(ch, notify: true, indicate: false, now: now).actions, at, &out)
+                request(nil, at, &out) { $0.subscribe(ch, notify: true, indicate: false, now: now, into: &$1) }
             case let .write(c, bytes):
                 guard let ch = handles[c] else { return missing(c, at, &out) }
                 if profile.transport == .modern, case .tx = c {
-                    gatt(client.writeWithoutResponse(ch.valueHandle, bytes).actions, at, &out)
+                    request(nil, at, &out) { $0.writeWithoutResponse(ch.valueHandle, bytes, into: &$1) }
                 } else {
-                    gatt(client.write(ch.valueHandle, bytes, now: now).actions, at, &out)
+                    request(nil, at, &out) { $0.write(ch.valueHandle, bytes, now: now, into: &$1) }
                 }
             case let .setTimer(t):
                 sessionDeadline = t
