@@ -140,6 +140,8 @@ struct VendorProtocolCentral: CuffProtocolSession {
     /// Readings that arrived but were kept already (the store had them).
     private(set) var repeats = 0
     private(set) var outcome: SessionOutcome?
+    /// The vendor central's outputs for one event, kept between events (``ActionMachine``).
+    var scratch: [VendorCentral.Output] = []
 
     init(
         id: CuffProtocolID, configuration: CuffSessionConfiguration,
@@ -162,33 +164,29 @@ struct VendorProtocolCentral: CuffProtocolSession {
     var stateName: String { isFinished ? (outcome?.rawValue ?? "done") : "\(protocolID)" }
 
     mutating func start(at: EventTime, into out: inout [CentralAction]) {
-        var c = VendorCentral(makeSession(at), device: device)
-        let actions = c.start(at: at)
-        central = c
+        central = VendorCentral(makeSession(at), device: device)
         out.append(.emit(.session(SessionRecord(event: .start, device: device, at: at))))
-        map(actions, at, &out)
+        step(at, &out) { $0.start(at: at, into: &$1) }
     }
 
     mutating func adopt(_ link: DiscoveredLink, at: EventTime, into out: inout [CentralAction]) {
         device = link.device
-        var c = VendorCentral(makeSession(at), device: device)
-        let actions = c.adopt(client: link.client, profile: link.profile, at: at)
-        central = c
-        map(actions, at, &out)
+        central = VendorCentral(makeSession(at), device: device)
+        step(at, &out) { $0.adopt(client: link.client, profile: link.profile, at: at, into: &$1) }
     }
 
     mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [CentralAction]) {
-        step(at, &out) { $0.receive(pdu, at: at) }
+        step(at, &out) { $0.receive(pdu, at: at, into: &$1) }
     }
-    mutating func tick(at: EventTime, into out: inout [CentralAction]) { step(at, &out) { $0.tick(at: at) } }
+    mutating func tick(at: EventTime, into out: inout [CentralAction]) { step(at, &out) { $0.tick(at: at, into: &$1) } }
     mutating func disconnected(_ why: String?, at: EventTime, into out: inout [CentralAction]) {
-        step(at, &out) { $0.disconnected(at: at) }
+        step(at, &out) { $0.disconnected(at: at, into: &$1) }
     }
     mutating func securityRaised(_ level: SecurityLevel, at: EventTime, into out: inout [CentralAction]) {
-        step(at, &out) { $0.securityRaised(level, at: at) }
+        step(at, &out) { $0.securityRaised(level, at: at, into: &$1) }
     }
     mutating func securityRefused(_ why: String, at: EventTime, into out: inout [CentralAction]) {
-        step(at, &out) { $0.securityRefused(at: at) }
+        step(at, &out) { $0.securityRefused(at: at, into: &$1) }
     }
 
     mutating func stop(at: EventTime, into out: inout [CentralAction]) {
@@ -197,13 +195,20 @@ struct VendorProtocolCentral: CuffProtocolSession {
         end(.stopped, "stopped by the user", at, &out)
     }
 
+    /// `f` with the vendor central (taken out meanwhile, so its own arrays are not shared) and
+    /// ``scratch`` (emptied; a nested call gets a new array); what it asks for, mapped into `out`.
     mutating func step(
-        _ at: EventTime, _ out: inout [CentralAction], _ f: (inout VendorCentral) -> [VendorCentral.Output]
+        _ at: EventTime, _ out: inout [CentralAction], _ f: (inout VendorCentral, inout [VendorCentral.Output]) -> Void
     ) {
         guard !isFinished, var c = central else { return }
-        let actions = f(&c)
+        central = nil
+        var outputs: [VendorCentral.Output] = []
+        swap(&outputs, &scratch)
+        f(&c, &outputs)
         central = c
-        map(actions, at, &out)
+        map(outputs, at, &out)
+        outputs.removeAll(keepingCapacity: true)
+        if outputs.capacity > scratch.capacity { swap(&outputs, &scratch) }
     }
 
     mutating func map(_ outputs: [VendorCentral.Output], _ at: EventTime, _ out: inout [CentralAction]) {
