@@ -407,6 +407,9 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
     var waitingNoted = false
     /// The pushes are done and the captured cuff dropped the link: `due` is when.
     var dropping = false
+    /// The server's actions for one call, kept between calls (emptied, its capacity kept:
+    /// ``ActionMachine``).
+    var serverScratch: [GATTServerAction] = []
     public var database: AttributeDatabase { server.database }
 
     public init(_ captured: CapturedCuff, loop: Bool = false) {
@@ -417,14 +420,13 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
 
     public var nextDeadline: Timestamp? { [server.nextDeadline, due].compactMap { $0 }.min() }
 
-    public mutating func connected(now: Timestamp, client: String?) -> [PeripheralOutput] {
+    public mutating func connected(now: Timestamp, client: String?, into out: inout [PeripheralOutput]) {
         server.reset()
         next = 0
         written = []
         due = nil
         waitingNoted = false
         dropping = false
-        var out: [PeripheralOutput] = []
         if !captured.unknownValues.isEmpty {
             out.append(
                 .log(
@@ -433,47 +435,56 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
         }
         for d in captured.inferredDescriptors { out.append(.log(d.description)) }
         schedule(now, &out)
-        return out
     }
 
-    public mutating func disconnected(now: Timestamp) -> [PeripheralOutput] {
+    public mutating func disconnected(now: Timestamp, into out: inout [PeripheralOutput]) {
         due = nil
-        return []
     }
 
     public mutating func linkSecurityChanged(_ level: SecurityLevel) { server.linkSecurityChanged(level: level) }
 
-    public mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput] { [] }
+    public mutating func buttonPressed(now: Timestamp, into out: inout [PeripheralOutput]) {}
 
-    public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [PeripheralOutput] {
-        var out: [PeripheralOutput] = []
-        serverActions(server.receive(pdu, now: now), now, &out)
-        return out
+    public mutating func receive(_ pdu: [UInt8], now: Timestamp, into out: inout [PeripheralOutput]) {
+        serving({ $0.receive(pdu, now: now, into: &$1) }, now, &out)
     }
 
-    public mutating func tick(now: Timestamp) -> [PeripheralOutput] {
-        var out: [PeripheralOutput] = []
-        serverActions(server.tick(now: now), now, &out)
+    public mutating func tick(now: Timestamp, into out: inout [PeripheralOutput]) {
+        serving({ $0.tick(now: now, into: &$1) }, now, &out)
         if dropping, let d = due, now >= d {
             due = nil
             out.append(.disconnect("the captured cuff dropped the link here"))
-            return out
+            return
         }
         while let d = due, now >= d, next < captured.pushes.count {
             let p = captured.pushes[next]
             next += 1
             due = nil
-            serverActions(
-                p.indication
-                    ? server.indicate(handle: p.handle, value: p.value, now: now)
-                    : server.notify(handle: p.handle, value: p.value), now, &out)
+            if p.indication {
+                serving({ $0.indicate(handle: p.handle, value: p.value, now: now, into: &$1) }, now, &out)
+            } else {
+                serving({ $0.notify(handle: p.handle, value: p.value, into: &$1) }, now, &out)
+            }
             if next == captured.pushes.count && loop {
                 next = 0
                 out.append(.log("end of the captured session: playing it again (--loop)"))
             }
             schedule(now, &out)
         }
-        return out
+    }
+
+    /// Calls the server with ``serverScratch`` (emptied; a nested call would get a new array) and
+    /// runs what it asks for.
+    mutating func serving(
+        _ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ now: Timestamp,
+        _ out: inout [PeripheralOutput]
+    ) {
+        var actions: [GATTServerAction] = []
+        swap(&actions, &serverScratch)
+        call(&server, &actions)
+        serverActions(actions, now, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > serverScratch.capacity { swap(&actions, &serverScratch) }
     }
 
     /// Sets when the next push may go, if the central has made the writes it needs (or, after the

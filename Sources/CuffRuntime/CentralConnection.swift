@@ -88,6 +88,10 @@ public final class CentralConnection {
     var link: Link = .open(watched: nil)
     var stopRequest: StopRequest = .none
     var armed: ArmedTimer?
+    /// The session's actions for one event, kept between events (emptied, its capacity kept: the
+    /// ``ActionMachine`` convention); an event taken while another one's actions run gets a new
+    /// array, and actions left waiting (a measurement being kept) keep theirs.
+    var actions: [CentralAction] = []
     /// At most this many PDUs are read per readiness, so one busy link cannot starve the others.
     static let readBudget = 32
 
@@ -158,7 +162,7 @@ public final class CentralConnection {
         } else {
             link = .closed(told: false)
         }
-        execute(central.start(at: now)[...])
+        step { $0.start(at: now, into: &$1) }
         settle()
     }
 
@@ -169,7 +173,8 @@ public final class CentralConnection {
         hooks.log(reason)
         if isWaiting { return }  // looked at again once the measurement is kept / the raise ended
         stopRequest = .sentToSession
-        execute(central.stop(at: WallClock.eventTime())[...])
+        let at = WallClock.eventTime()
+        step { $0.stop(at: at, into: &$1) }
         settle()
     }
 
@@ -212,11 +217,13 @@ public final class CentralConnection {
         guard !isWaiting else { return keepTickDue(tickDue) }
         if stop, case .asked = stopRequest, !central.isFinished {
             stopRequest = .sentToSession
-            execute(central.stop(at: WallClock.eventTime())[...])
+            let at = WallClock.eventTime()
+            step { $0.stop(at: at, into: &$1) }
         }
         guard tickDue else { return }
         guard !isWaiting else { return keepTickDue(tickDue) }
-        execute(central.tick(at: WallClock.eventTime())[...])
+        let at = WallClock.eventTime()
+        step { $0.tick(at: at, into: &$1) }
     }
 
     /// A tick came due while outputs wait: it runs once they ran.
@@ -258,7 +265,7 @@ public final class CentralConnection {
             switch event {
             case let .pdu(pdu):
                 hooks.link?(.pdu(sent: false, pdu, at))
-                execute(central.receive(pdu, at: at)[...])
+                step { $0.receive(pdu, at: at, into: &$1) }
             case .timeout:
                 budget = 0
             case let .closed(why):
@@ -276,7 +283,8 @@ public final class CentralConnection {
             keepTickDue(true)
             return
         }
-        execute(central.tick(at: WallClock.eventTime())[...])
+        let at = WallClock.eventTime()
+        step { $0.tick(at: at, into: &$1) }
         settle()
     }
 
@@ -341,7 +349,11 @@ public final class CentralConnection {
         if let t = w.timer { loop.cancel(t) }
         if let fd = watchedFD { loop.change(fd, readable: true, writable: false) }
         let at = WallClock.eventTime()
-        execute((failure.map { central.securityRefused($0, at: at) } ?? central.securityRaised(w.level, at: at))[...])
+        if let failure {
+            step { $0.securityRefused(failure, at: at, into: &$1) }
+        } else {
+            step { $0.securityRaised(w.level, at: at, into: &$1) }
+        }
         // The outputs that waited go after whatever waits now (a measurement being kept, another
         // raise), or run at once.
         if !w.rest.isEmpty {
@@ -389,7 +401,8 @@ public final class CentralConnection {
     func tellClosed(_ why: String?) {
         if case .closed(told: true) = link { return }
         link = .closed(told: true)
-        execute(central.disconnected(why, at: WallClock.eventTime())[...])
+        let at = WallClock.eventTime()
+        step { $0.disconnected(why, at: at, into: &$1) }
     }
 
     func closeLink() {
@@ -404,6 +417,16 @@ public final class CentralConnection {
     }
 
     // MARK: Outputs
+
+    /// Gives the session one event with ``actions`` (emptied; see there) and executes what it asks for.
+    func step(_ event: (inout ProtocolSession, inout [CentralAction]) -> Void) {
+        var out: [CentralAction] = []
+        swap(&out, &actions)
+        event(&central, &out)
+        execute(out[...])
+        out.removeAll(keepingCapacity: true)
+        if out.capacity > actions.capacity { swap(&out, &actions) }
+    }
 
     func execute(_ outputs: ArraySlice<CentralAction>) {
         var i = outputs.startIndex
@@ -423,7 +446,8 @@ public final class CentralConnection {
             case let .raiseSecurity(level):
                 if let stepped = bearer as? any SteppedSecurityBearer {
                     guard !linkClosed else {
-                        execute(central.securityRefused("the link is closed", at: WallClock.eventTime())[...])
+                        let at = WallClock.eventTime()
+                        step { $0.securityRefused("the link is closed", at: at, into: &$1) }
                         continue
                     }
                     beginSecurity(level, rest: outputs[i...], on: stepped)
@@ -431,9 +455,11 @@ public final class CentralConnection {
                 }
                 do {
                     try bearer.raiseSecurity(to: level)
-                    execute(central.securityRaised(level, at: WallClock.eventTime())[...])
+                    let at = WallClock.eventTime()
+                    step { $0.securityRaised(level, at: at, into: &$1) }
                 } catch {
-                    execute(central.securityRefused(error.message, at: WallClock.eventTime())[...])
+                    let at = WallClock.eventTime()
+                    step { $0.securityRefused(error.message, at: at, into: &$1) }
                 }
             case let .emit(output):
                 if let committer {

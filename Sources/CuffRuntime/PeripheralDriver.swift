@@ -32,6 +32,9 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
     var onEnd: ((End) -> Void)?
     var timer: EventLoop.TimerID?
     var armedDeadline: Timestamp?
+    /// The peripheral's outputs for one event, kept between events (emptied, its capacity kept:
+    /// the ``ActionMachine`` convention), so a PDU or a tick allocates no array of its own.
+    var outputs: [PeripheralOutput] = []
     static var readBudget: Int { 32 }
 
     public init(peripheral: Peripheral, clock: SimulationClock, signals: SignalFlags? = .shared, log: Logger) {
@@ -70,14 +73,15 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
             }
         }
         peripheral.linkSecurityChanged(bearer.securityLevel)
-        if let e = execute(peripheral.connected(now: clock.now(), client: client)) { return end(e) }
+        let now = clock.now()
+        if let e = step({ $0.connected(now: now, client: client, into: &$1) }) { return end(e) }
         settle()
     }
 
     /// The cuff's button (SIGUSR1).
     public func pressButton() {
-        let out = peripheral.buttonPressed(now: clock.now())
-        if let e = execute(out) { end(e) }
+        let now = clock.now()
+        if let e = step({ $0.buttonPressed(now: now, into: &$1) }) { end(e) }
         settle()
     }
 
@@ -148,7 +152,8 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
             switch event {
             case let .pdu(pdu):
                 peripheral.linkSecurityChanged(bearer.securityLevel)
-                if let e = execute(peripheral.receive(pdu, now: clock.now())) { return end(e) }
+                let now = clock.now()
+                if let e = step({ $0.receive(pdu, now: now, into: &$1) }) { return end(e) }
             case .timeout:
                 break
             case let .closed(why):
@@ -165,7 +170,8 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
         timer = nil
         armedDeadline = nil
         if let d = peripheral.nextDeadline, clock.now() >= d {
-            if let e = execute(peripheral.tick(now: clock.now())) { return end(e) }
+            let now = clock.now()
+            if let e = step({ $0.tick(now: now, into: &$1) }) { return end(e) }
         }
         settle()
     }
@@ -196,6 +202,18 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
         onEnd = nil
         settle()
         callback?(e)
+    }
+
+    /// Gives the peripheral one event with ``outputs`` (emptied; an event taken while another
+    /// one's outputs run gets a new array) and executes what it asks for.
+    func step(_ event: (inout Peripheral, inout [PeripheralOutput]) -> Void) -> End? {
+        var out: [PeripheralOutput] = []
+        swap(&out, &outputs)
+        event(&peripheral, &out)
+        let e = execute(out)
+        out.removeAll(keepingCapacity: true)
+        if out.capacity > outputs.capacity { swap(&out, &outputs) }
+        return e
     }
 
     /// Sends and logs; returns the end when the cuff dropped the link or a send failed (the

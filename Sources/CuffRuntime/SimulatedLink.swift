@@ -31,6 +31,11 @@ public final class SimulatedLink {
     var linkUp = true
     var stopSent = false
     public private(set) var sinkFailure: String?
+    /// The peripheral's outputs for one event, kept between events (emptied, its capacity kept:
+    /// the ``ActionMachine`` convention).
+    var peripheralOutputs: [PeripheralOutput] = []
+    /// The central's actions for one event, kept the same way.
+    var centralActions: [CentralAction] = []
 
     public init(
         simulator: SimulatorConfiguration, session: CuffSessionConfiguration, hooks: SessionHooks,
@@ -63,19 +68,19 @@ public final class SimulatedLink {
     public func run() -> SessionOutcome {
         let realStart = MonotonicClock.now()
         hooks.link?(.connected(at(now)))
-        peripheralOut(peripheral.connected(now: now, client: nil))
-        centralOut(central.start(at: at(now)))
+        peripheralStep { [now] in $0.connected(now: now, client: nil, into: &$1) }
+        centralStep { [t = at(now)] in $0.start(at: t, into: &$1) }
         while !central.isFinished {
             if let s = signals, !stopSent, s.isRaised(.int) || s.isRaised(.term) {
                 stopSent = true
                 hooks.log("stopping (interrupted)")
-                centralOut(central.stop(at: at(now)))
+                centralStep { [t = at(now)] in $0.stop(at: t, into: &$1) }
                 continue
             }
             if let limit = stopAfter, !stopSent, now >= .zero + limit {
                 stopSent = true
                 hooks.log("stopping (--stop-after reached)")
-                centralOut(central.stop(at: at(now)))
+                centralStep { [t = at(now)] in $0.stop(at: t, into: &$1) }
                 continue
             }
             let candidates: [Timestamp?] = [
@@ -84,7 +89,7 @@ public final class SimulatedLink {
             ]
             guard let next = candidates.compactMap({ $0 }).min() else {
                 hooks.log("simulated link: nothing left to happen")
-                centralOut(central.disconnected("simulated link idle", at: at(now)))
+                centralStep { [t = at(now)] in $0.disconnected("simulated link idle", at: t, into: &$1) }
                 break
             }
             if let speed { pace(until: next, realStart: realStart, speed: speed) }
@@ -110,23 +115,36 @@ public final class SimulatedLink {
     func step() {
         while let (t, pdu) = toPeripheral.first, t <= now {
             toPeripheral.removeFirst()
-            if linkUp { peripheralOut(peripheral.receive(pdu, now: now)) }
+            if linkUp { peripheralStep { [now] in $0.receive(pdu, now: now, into: &$1) } }
         }
         while let (t, pdu) = toCentral.first, t <= now {
             toCentral.removeFirst()
             hooks.link?(.pdu(sent: false, pdu, at(now)))
-            centralOut(central.receive(pdu, at: at(now)))
+            centralStep { [t = at(now)] in $0.receive(pdu, at: t, into: &$1) }
             if central.isFinished { return }
         }
         if let d = centralSeesDisconnectAt, d <= now {
             centralSeesDisconnectAt = nil
             toCentral = []
             hooks.link?(.disconnected(at(now)))
-            centralOut(central.disconnected("the cuff closed the link", at: at(now)))
+            centralStep { [t = at(now)] in $0.disconnected("the cuff closed the link", at: t, into: &$1) }
             if central.isFinished { return }
         }
-        if linkUp, let d = peripheral.nextDeadline, d <= now { peripheralOut(peripheral.tick(now: now)) }
-        if let d = central.nextDeadline, d <= now { centralOut(central.tick(at: at(now))) }
+        if linkUp, let d = peripheral.nextDeadline, d <= now {
+            peripheralStep { [now] in $0.tick(now: now, into: &$1) }
+        }
+        if let d = central.nextDeadline, d <= now { centralStep { [t = at(now)] in $0.tick(at: t, into: &$1) } }
+    }
+
+    /// Gives the peripheral one event with ``peripheralOutputs`` (emptied; an event taken while
+    /// another one's outputs run gets a new array) and runs what it asks for.
+    func peripheralStep(_ event: (inout any GATTPeripheral, inout [PeripheralOutput]) -> Void) {
+        var out: [PeripheralOutput] = []
+        swap(&out, &peripheralOutputs)
+        event(&peripheral, &out)
+        peripheralOut(out)
+        out.removeAll(keepingCapacity: true)
+        if out.capacity > peripheralOutputs.capacity { swap(&out, &peripheralOutputs) }
     }
 
     func peripheralOut(_ outputs: [PeripheralOutput]) {
@@ -148,6 +166,17 @@ public final class SimulatedLink {
         }
     }
 
+    /// Gives the central one event with ``centralActions`` (as ``peripheralStep(_:)`` does) and
+    /// runs what it asks for.
+    func centralStep(_ event: (inout ProtocolSession, inout [CentralAction]) -> Void) {
+        var out: [CentralAction] = []
+        swap(&out, &centralActions)
+        event(&central, &out)
+        centralOut(out)
+        out.removeAll(keepingCapacity: true)
+        if out.capacity > centralActions.capacity { swap(&out, &centralActions) }
+    }
+
     func centralOut(_ outputs: [CentralAction]) {
         for o in outputs {
             switch o {
@@ -157,7 +186,7 @@ public final class SimulatedLink {
                 toPeripheral.append((now + latency, pdu))
             case let .raiseSecurity(level):
                 peripheral.linkSecurityChanged(level)
-                centralOut(central.securityRaised(level, at: at(now)))
+                centralStep { [t = at(now)] in $0.securityRaised(level, at: t, into: &$1) }
             case let .emit(output):
                 do {
                     try hooks.emit(output)
@@ -165,7 +194,7 @@ public final class SimulatedLink {
                     sinkFailure = "\(error)"
                     hooks.log("cannot store the result: \(error)")
                     closeLinkFromCentral()
-                    centralOut(central.disconnected("sink failed", at: at(now)))
+                    centralStep { [t = at(now)] in $0.disconnected("sink failed", at: t, into: &$1) }
                     return
                 }
             case .disconnect:

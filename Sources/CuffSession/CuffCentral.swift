@@ -57,6 +57,10 @@ public struct CuffCentral: CuffProtocolSession {
     static let maximumRediscoveries = 2
     /// Requests the client had sent when the first reading arrived.
     var requestsBeforeReading: Int?
+    /// The session's and the client's actions for one event, kept between events (emptied, their
+    /// capacity kept: ``ActionMachine``); an event taken while another one's actions run gets a new array.
+    var sessionScratch: [CuffSessionMachine.Action] = []
+    var clientScratch: [GATTClientAction] = []
 
     public init(configuration: CuffSessionConfiguration, preferredMTU: UInt16 = 247) {
         session = CuffSessionMachine(configuration: configuration)
@@ -99,48 +103,92 @@ public struct CuffCentral: CuffProtocolSession {
     public var nextDeadline: Timestamp? { [session.nextDeadline, client.nextDeadline].compactMap { $0 }.min() }
 
     /// The link is up: start the session.
-    public mutating func start(at: EventTime) -> [Output] {
-        var out = run(session.handle(.start(at)), at)
-        out += run(session.handle(.connected(at)), at)
-        return out
+    public mutating func start(at: EventTime, into out: inout [Output]) {
+        sessionStep(.start(at), at, &out)
+        sessionStep(.connected(at), at, &out)
     }
 
-    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [Output] {
-        gatt(client.receive(pdu, now: at.monotonic), at)
+    public mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [Output]) {
+        let now = at.monotonic
+        clientStep({ $0.receive(pdu, now: now, into: &$1) }, at, &out)
     }
 
-    public mutating func tick(at: EventTime) -> [Output] {
-        gatt(client.tick(now: at.monotonic), at) + run(session.handle(.tick(at)), at)
+    public mutating func tick(at: EventTime, into out: inout [Output]) {
+        let now = at.monotonic
+        clientStep({ $0.tick(now: now, into: &$1) }, at, &out)
+        sessionStep(.tick(at), at, &out)
     }
 
-    public mutating func disconnected(_ why: String?, at: EventTime) -> [Output] {
-        run(session.handle(.disconnected(why, at)), at)
+    public mutating func disconnected(_ why: String?, at: EventTime, into out: inout [Output]) {
+        sessionStep(.disconnected(why, at), at, &out)
     }
 
-    public mutating func stop(at: EventTime) -> [Output] {
-        run(session.handle(.stopRequested(at)), at)
+    public mutating func stop(at: EventTime, into out: inout [Output]) {
+        sessionStep(.stopRequested(at), at, &out)
     }
 
-    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [Output] {
+    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime, into out: inout [Output]) {
         if securityForClient {
             securityForClient = false
-            return gatt(client.securityRaised(level: level, now: at.monotonic), at)
+            let now = at.monotonic
+            return clientStep({ $0.securityRaised(level: level, now: now, into: &$1) }, at, &out)
         }
-        return run(session.handle(.securityRaised(level, at)), at)
+        sessionStep(.securityRaised(level, at), at, &out)
     }
 
-    public mutating func securityRefused(_ why: String, at: EventTime) -> [Output] {
+    public mutating func securityRefused(_ why: String, at: EventTime, into out: inout [Output]) {
         if securityForClient {
             securityForClient = false
-            return gatt(client.securityRefused(now: at.monotonic), at)
+            let now = at.monotonic
+            return clientStep({ $0.securityRefused(now: now, into: &$1) }, at, &out)
         }
-        return run(session.handle(.securityRefused(why, at)), at)
+        sessionStep(.securityRefused(why, at), at, &out)
+    }
+
+    // MARK: - Scratch arrays
+
+    /// The session takes `event` with ``sessionScratch`` (emptied; an event taken while another
+    /// one's actions run gets a new array), and its actions run into `out`.
+    mutating func sessionStep(_ event: CuffSessionMachine.Event, _ at: EventTime, _ out: inout [Output]) {
+        var actions: [CuffSessionMachine.Action] = []
+        swap(&actions, &sessionScratch)
+        session.handle(event, into: &actions)
+        run(actions, at, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > sessionScratch.capacity { swap(&actions, &sessionScratch) }
+    }
+
+    /// The GATT client takes an event with ``clientScratch`` (as ``sessionStep(_:_:_:)`` does), and its
+    /// actions run into `out`.
+    mutating func clientStep(
+        _ call: (inout GATTClient, inout [GATTClientAction]) -> Void, _ at: EventTime, _ out: inout [Output]
+    ) {
+        var actions: [GATTClientAction] = []
+        swap(&actions, &clientScratch)
+        call(&client, &actions)
+        gatt(actions, at, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
     }
 
     // MARK: - Session actions → GATT procedures
 
-    mutating func run(_ actions: [CuffSessionMachine.Action], _ at: EventTime) -> [Output] {
-        var out: [Output] = []
+    /// Submits a GATT procedure with ``clientScratch`` (as ``clientStep(_:_:_:)`` does), notes
+    /// what it is for, then runs its first actions (an immediate completion among them) into `out`.
+    mutating func request(
+        _ what: Pending, _ at: EventTime, _ out: inout [Output],
+        _ submit: (inout GATTClient, inout [GATTClientAction]) -> GATTRequestID
+    ) {
+        var actions: [GATTClientAction] = []
+        swap(&actions, &clientScratch)
+        let id = submit(&client, &actions)
+        pending[id] = what
+        gatt(actions, at, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
+    }
+
+    mutating func run(_ actions: [CuffSessionMachine.Action], _ at: EventTime, _ out: inout [Output]) {
         let now = at.monotonic
         if requestsBeforeReading == nil, session.resultsReceived > 0 { requestsBeforeReading = client.requestsSent }
         for a in actions {
@@ -154,41 +202,35 @@ public struct CuffCentral: CuffProtocolSession {
                 if let known {
                     if known.databaseHash != nil {
                         // Read by UUID: the hash's own handle may have moved with the rest.
-                        let r = client.read(type: .databaseHash, now: now)
-                        pending[r.id] = .hashCheck
-                        out += gatt(r.actions, at)
+                        request(.hashCheck, at, &out) { $0.read(type: .databaseHash, now: now, into: &$1) }
                     } else {
-                        out += useCache(known, at)
+                        useCache(known, at, &out)
                     }
                 } else {
-                    out += discover(at)
+                    discover(at, &out)
                 }
             case let .read(c):
                 if cacheUse == .hit, let v = known?.values[c] {
                     // Read on an earlier connection: a value that does not change.
-                    out += run(session.handle(.readCompleted(c, v, at)), at)
+                    sessionStep(.readCompleted(c, v, at), at, &out)
                     continue
                 }
                 guard let ch = byCharacteristic[c] else {
-                    out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue
+                    sessionStep(.requestFailed(c, "not on this device", at), at, &out); continue
                 }
-                let r = client.read(ch.valueHandle, now: now)
-                pending[r.id] = .read(c)
-                out += gatt(r.actions, at)
+                request(.read(c), at, &out) { $0.read(ch.valueHandle, now: now, into: &$1) }
             case let .write(c, v):
                 guard let ch = byCharacteristic[c] else {
-                    out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue
+                    sessionStep(.requestFailed(c, "not on this device", at), at, &out); continue
                 }
-                let r = client.write(ch.valueHandle, v, now: now)
-                pending[r.id] = .write(c)
-                out += gatt(r.actions, at)
+                request(.write(c), at, &out) { $0.write(ch.valueHandle, v, now: now, into: &$1) }
             case let .subscribe(c, indicate):
                 guard let ch = byCharacteristic[c] else {
-                    out += run(session.handle(.requestFailed(c, "not on this device", at)), at); continue
+                    sessionStep(.requestFailed(c, "not on this device", at), at, &out); continue
                 }
-                let r = client.subscribe(ch, notify: !indicate, indicate: indicate, now: now)
-                pending[r.id] = .subscribe(c)
-                out += gatt(r.actions, at)
+                request(.subscribe(c), at, &out) {
+                    $0.subscribe(ch, notify: !indicate, indicate: indicate, now: now, into: &$1)
+                }
             case let .emit(o):
                 guard case var .session(s) = o, s.event == .end else {
                     out.append(.emit(o))
@@ -199,7 +241,7 @@ public struct CuffCentral: CuffProtocolSession {
                 s.gattCache = cacheUse
                 out.append(.emit(.session(s)))
             case .confirmIndication:
-                out += gatt(client.confirmIndication(), at)
+                clientStep({ $0.confirmIndication(into: &$1) }, at, &out)
             case .disconnect:
                 out.append(.disconnect)
             case let .log(s):
@@ -208,124 +250,123 @@ public struct CuffCentral: CuffProtocolSession {
                 out.append(.finished(o))
             }
         }
-        return out
     }
 
     // MARK: - GATT actions → session events
 
-    mutating func gatt(_ actions: [GATTClientAction], _ at: EventTime) -> [Output] {
-        var out: [Output] = []
+    mutating func gatt(_ actions: [GATTClientAction], _ at: EventTime, _ out: inout [Output]) {
         for a in actions {
             switch a {
             case let .send(pdu):
                 out.append(.send(pdu))
             case let .completed(id, result):
                 guard let p = pending.removeValue(forKey: id) else { continue }
-                out += completed(p, result, at)
+                completed(p, result, at, &out)
             case let .notification(handle, value):
                 if let c = byHandle[handle] {
-                    out += run(session.handle(.notification(c, value, at)), at)
+                    sessionStep(.notification(c, value, at), at, &out)
                 } else {
                     out.append(
                         .log("notification from unknown handle 0x\(String(handle, radix: 16)): \(Hex.encode(value))"))
                 }
             case let .indication(handle, value):
-                out += indication(handle, value, at)
+                indication(handle, value, at, &out)
             case let .raiseSecurity(level):
                 securityForClient = true
                 out.append(.log("the cuff asks for more security; raising the link to \(level)"))
                 out.append(.raiseSecurity(level))
             case let .failed(error):
                 if error.code == .timeout {
-                    out += run(session.handle(.transactionTimedOut(at)), at)
+                    sessionStep(.transactionTimedOut(at), at, &out)
                 } else if error.code == .securityRefused {
-                    out += run(session.handle(.securityRefused(error.message, at)), at)
+                    sessionStep(.securityRefused(error.message, at), at, &out)
                 } else {
-                    out += run(session.handle(.protocolError(error.message, at)), at)
+                    sessionStep(.protocolError(error.message, at), at, &out)
                 }
             }
         }
-        return out
     }
 
     /// An indication is confirmed only once what it carried was kept (a measurement, whatever
     /// characteristic instance it came from) or when it is known to carry no reading: never
     /// "confirmed and dropped", as a cuff deletes what was confirmed.
-    mutating func indication(_ handle: UInt16, _ value: [UInt8], _ at: EventTime) -> [Output] {
+    mutating func indication(_ handle: UInt16, _ value: [UInt8], _ at: EventTime, _ out: inout [Output]) {
         let h = "0x" + String(handle, radix: 16)
         if session.isFinished {
             // Nothing is kept any more: the cuff keeps it and sends it again next time.
-            return [.log("indication from handle \(h) after the session ended: not confirmed, so the cuff keeps it")]
+            return out.append(
+                .log("indication from handle \(h) after the session ended: not confirmed, so the cuff keeps it"))
         }
         if let c = byHandle[handle] {
-            return run(session.handle(.indication(c, value, at)), at)
+            return self.sessionStep(.indication(c, value, at), at, &out)
         }
         if handle == gattProfile?.characteristic(.serviceChanged, in: .genericAttribute)?.valueHandle {
             // Nothing to keep: confirmed at once. With the cache's handles in use, they may be wrong now.
-            let confirm = gatt(client.confirmIndication(), at)
+            // (The confirmation's actions are only PDUs to send, so the log may go first.)
             guard usingCache else {
-                return [.log("the cuff indicated Service Changed (handles discovered on this connection)")] + confirm
+                out.append(.log("the cuff indicated Service Changed (handles discovered on this connection)"))
+                return clientStep({ $0.confirmIndication(into: &$1) }, at, &out)
             }
-            return confirm + invalidate("the cuff indicated Service Changed", at)
+            clientStep({ $0.confirmIndication(into: &$1) }, at, &out)
+            return invalidate("the cuff indicated Service Changed", at, &out)
         }
         guard let profile = gattProfile else {
             heldIndication = (handle, value)
-            return [
+            return out.append(
                 .log(
                     "indication from handle \(h) before discovery ended: held, unconfirmed, until it is known what it is"
-                )
-            ]
+                ))
         }
         if let ch = profile.characteristic(valueHandle: handle) {
             // A characteristic that carries no reading (Service Changed, a vendor's): nothing to keep.
-            return [.log("indication from \(ch.uuid) at handle \(h) confirmed (it carries no reading)")]
-                + gatt(client.confirmIndication(), at)
+            out.append(.log("indication from \(ch.uuid) at handle \(h) confirmed (it carries no reading)"))
+            return clientStep({ $0.confirmIndication(into: &$1) }, at, &out)
         }
-        return [.log("indication from handle \(h), which is no characteristic of this device: not confirmed")]
+        out.append(.log("indication from handle \(h), which is no characteristic of this device: not confirmed"))
     }
 
     /// A vendor protocol's session discovered the link and gives it back (an Omron cuff of a model
     /// no profile knows, which has the standard service too): the session starts (its start record
     /// is out already) and goes on from the discovered database with the same client.
-    public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [Output] {
+    public mutating func adopt(_ link: DiscoveredLink, at: EventTime, into out: inout [Output]) {
         client = link.client
-        var out: [Output] = []
         var discover = false
         for a in session.handle(.start(link.startedAt)) + session.handle(.connected(at)) {
             switch a {
             case .emit(.session): continue
             case .discover: discover = true
-            default: out += run([a], at)
+            default: run([a], at, &out)
             }
         }
         // (With security to raise first, discovery runs again once it is up.)
-        return discover ? out + use(link.profile, at) : out
+        if discover { use(link.profile, at, &out) }
     }
 
-    mutating func completed(_ p: Pending, _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime)
-        -> [Output]
-    {
+    mutating func completed(
+        _ p: Pending, _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime, _ out: inout [Output]
+    ) {
         // When the client itself failed (timeout, protocol violation), every queued procedure fails
         // first; the `.failed` action that follows says why, once.
-        if case .failure = result, client.failure != nil { return [] }
+        if case .failure = result, client.failure != nil { return }
         switch (p, result) {
         case (.mtu, _):
-            return []
+            return
         case let (.hashCheck, .success(.value(v))):
-            guard let known else { return [] }
-            if v == known.databaseHash { return useCache(known, at) }
+            guard let known else { return }
+            if v == known.databaseHash { return useCache(known, at, &out) }
             cacheUse = .stale
-            return [.log("the cuff's Database Hash changed: discovering its handles again")] + discover(at)
+            out.append(.log("the cuff's Database Hash changed: discovering its handles again"))
+            discover(at, &out)
         case let (.hashCheck, .failure(e)):
-            if e.code == .securityRefused { return run(session.handle(.securityRefused(e.message, at)), at) }
+            if e.code == .securityRefused { return sessionStep(.securityRefused(e.message, at), at, &out) }
             cacheUse = .stale
-            return [.log("the cuff's Database Hash could not be read (\(e.message)): discovering its handles again")]
-                + discover(at)
+            out.append(
+                .log("the cuff's Database Hash could not be read (\(e.message)): discovering its handles again"))
+            discover(at, &out)
         case let (.hashRead, .success(.value(v))):
             databaseHash = v
-            return []
         case (.hashRead, .failure), (.serviceChangedSubscription, _):
-            return []
+            return
         case let (.discovery, .success(.profile(profile))):
             let configuration = session.configuration
             if configuration.forcedProtocol == nil, configuration.protocols.protocols.count > 1 {
@@ -335,109 +376,106 @@ public struct CuffCentral: CuffProtocolSession {
                     handOver = DiscoveredLink(
                         protocolID: next.id, client: client, profile: profile, device: session.device,
                         startedAt: session.startedAt ?? at)
-                    return configuration.logs
-                        ? [.log("discovery shows a \(next.id) device; handing the link to its session")] : []
+                    if configuration.logs {
+                        out.append(.log("discovery shows a \(next.id) device; handing the link to its session"))
+                    }
+                    return
                 }
             }
-            return (cacheUse != .off ? learn(profile, at) : []) + use(profile, at)
+            if cacheUse != .off { learn(profile, at, &out) }
+            use(profile, at, &out)
         case let (.discovery, .failure(e)):
-            if e.code == .securityRefused { return run(session.handle(.securityRefused(e.message, at)), at) }
-            return run(session.handle(.protocolError("discovery failed: \(e.message)", at)), at)
+            if e.code == .securityRefused { return sessionStep(.securityRefused(e.message, at), at, &out) }
+            return sessionStep(.protocolError("discovery failed: \(e.message)", at), at, &out)
         case let (.read(c), .success(.value(v))):
             if CuffSessionMachine.plannedReads.contains(c) { readValues[c] = v }
-            return run(session.handle(.readCompleted(c, v, at)), at)
+            return sessionStep(.readCompleted(c, v, at), at, &out)
         case let (.write(c), .success):
-            return run(session.handle(.writeCompleted(c, at)), at)
+            return sessionStep(.writeCompleted(c, at), at, &out)
         case let (.subscribe(c), .success):
-            return run(session.handle(.subscribed(c, at)), at)
+            return sessionStep(.subscribed(c, at), at, &out)
         case let (.read(c), .failure(e)), let (.write(c), .failure(e)), let (.subscribe(c), .failure(e)):
-            if e.code == .securityRefused { return run(session.handle(.securityRefused(e.message, at)), at) }
+            if e.code == .securityRefused { return sessionStep(.securityRefused(e.message, at), at, &out) }
             if usingCache, Self.showsStaleHandle(e, subscribing: { if case .subscribe = p { true } else { false } }()) {
-                return invalidate("\(c.rawValue) at its cached handle failed: \(e.message)", at)
+                return invalidate("\(c.rawValue) at its cached handle failed: \(e.message)", at, &out)
             }
-            return run(session.handle(.requestFailed(c, e.message, at)), at)
+            return sessionStep(.requestFailed(c, e.message, at), at, &out)
         default:
-            return [.log("unexpected GATT completion for \(p)")]
+            out.append(.log("unexpected GATT completion for \(p)"))
         }
     }
 
     // MARK: - GATT cache
 
     /// Exchange MTU (once a connection) and full discovery.
-    mutating func discover(_ at: EventTime) -> [Output] {
-        let out = exchangeMTUOnce(at)
-        let d = client.discover(services: [], now: at.monotonic)
-        pending[d.id] = .discovery
-        return out + gatt(d.actions, at)
+    mutating func discover(_ at: EventTime, _ out: inout [Output]) {
+        exchangeMTUOnce(at, &out)
+        let now = at.monotonic
+        request(.discovery, at, &out) { $0.discover(services: [], now: now, into: &$1) }
     }
 
     /// Exchange MTU, unless this connection did already.
-    mutating func exchangeMTUOnce(_ at: EventTime) -> [Output] {
-        guard !mtuExchanged else { return [] }
+    mutating func exchangeMTUOnce(_ at: EventTime, _ out: inout [Output]) {
+        guard !mtuExchanged else { return }
         mtuExchanged = true
-        let m = client.exchangeMTU(now: at.monotonic)
-        pending[m.id] = .mtu
-        return gatt(m.actions, at)
+        let now = at.monotonic
+        request(.mtu, at, &out) { $0.exchangeMTU(now: now, into: &$1) }
     }
 
     /// After a discovery with the cache on: the Database Hash read (to check the cache with next
     /// time) and the Service Changed subscription (so the cuff can say when its handles change),
     /// queued before the session's own requests.
-    mutating func learn(_ profile: GATTProfile, _ at: EventTime) -> [Output] {
-        var out: [Output] = []
+    mutating func learn(_ profile: GATTProfile, _ at: EventTime, _ out: inout [Output]) {
         if let h = profile.characteristic(.databaseHash, in: .genericAttribute), h.properties.contains(.read) {
-            let r = client.read(h.valueHandle, now: at.monotonic)
-            pending[r.id] = .hashRead
-            out += gatt(r.actions, at)
+            let now = at.monotonic
+            request(.hashRead, at, &out) { $0.read(h.valueHandle, now: now, into: &$1) }
         }
         if let sc = profile.characteristic(.serviceChanged, in: .genericAttribute), sc.properties.contains(.indicate),
             sc.cccdHandle != nil
         {
-            let r = client.subscribe(sc, notify: false, indicate: true, now: at.monotonic)
-            pending[r.id] = .serviceChangedSubscription
-            out += gatt(r.actions, at)
+            let now = at.monotonic
+            request(.serviceChangedSubscription, at, &out) {
+                $0.subscribe(sc, notify: false, indicate: true, now: now, into: &$1)
+            }
         }
-        return out
     }
 
     /// The cache's handles, as if discovery had found them (and its values, as if read: ``run(_:_:)``).
-    mutating func useCache(_ known: LearnedCuff, _ at: EventTime) -> [Output] {
+    mutating func useCache(_ known: LearnedCuff, _ at: EventTime, _ out: inout [Output]) {
         cacheUse = .hit
         usingCache = true
-        var out: [Output] =
-            session.configuration.logs ? [.log("using the GATT cache for \(known.address): no discovery")] : []
+        if session.configuration.logs { out.append(.log("using the GATT cache for \(known.address): no discovery")) }
         let mapped = CuffCentral.map(known.profile)
         // A value over 20 bytes (BPS 1.1's enhanced and record characteristics) needs the larger MTU.
         let large: [CuffCharacteristic] = [
             .enhancedBloodPressureMeasurement, .enhancedIntermediateCuffPressure, .bloodPressureRecord,
         ]
         if known.mtu > GATTServer.minimumMTU, large.contains(where: { mapped.profile.has($0) }) {
-            out += exchangeMTUOnce(at)
+            exchangeMTUOnce(at, &out)
         }
-        return out + use(known.profile, at)
+        use(known.profile, at, &out)
     }
 
     /// Maps `profile` and hands it to the session (again, after a rediscovery).
-    mutating func use(_ profile: GATTProfile, _ at: EventTime) -> [Output] {
+    mutating func use(_ profile: GATTProfile, _ at: EventTime, _ out: inout [Output]) {
         gattProfile = profile
         let mapped = CuffCentral.map(profile)
         byHandle = mapped.byHandle
         byCharacteristic = mapped.byCharacteristic
         let event: CuffSessionMachine.Event =
             session.state == .discovering ? .discovered(mapped.profile, at) : .rediscovered(mapped.profile, at)
-        var out = run(session.handle(event), at)
+        sessionStep(event, at, &out)
         if let held = heldIndication {
             heldIndication = nil
-            out += indication(held.handle, held.value, at)
+            indication(held.handle, held.value, at, &out)
         }
-        return out
     }
 
     /// The handles in use proved wrong: forget them and discover again; the session configures
     /// again on the new ones (results received meanwhile are kept).
-    mutating func invalidate(_ why: String, _ at: EventTime) -> [Output] {
+    mutating func invalidate(_ why: String, _ at: EventTime, _ out: inout [Output]) {
         guard rediscoveries < Self.maximumRediscoveries, !session.isFinished else {
-            return [.log("\(why); not discovering again")]
+            return out.append(.log("\(why); not discovering again"))
         }
         rediscoveries += 1
         if usingCache { cacheUse = .stale }
@@ -447,7 +485,8 @@ public struct CuffCentral: CuffProtocolSession {
         byCharacteristic = [:]
         // A request on the old handles still on the air is answered, and ignored.
         pending = pending.filter { $0.value == .mtu }
-        return [.log("\(why): discovering the cuff's handles again")] + discover(at)
+        out.append(.log("\(why): discovering the cuff's handles again"))
+        discover(at, &out)
     }
 
     /// True for an error that says a cached handle is not what the cache says: no such handle,

@@ -12,14 +12,14 @@ public struct VendorCentral: Sendable {
         case microlife(MicrolifeSession)
         case yonker(YonkerSession)
 
-        mutating func handle(_ e: VendorSessionEvent) -> [VendorSessionAction] {
+        mutating func handle(_ e: VendorSessionEvent, into out: inout [VendorSessionAction]) {
             switch self {
             case var .microlife(s):
                 defer { self = .microlife(s) }
-                return s.handle(e)
+                s.handle(e, into: &out)
             case var .yonker(s):
                 defer { self = .yonker(s) }
-                return s.handle(e)
+                s.handle(e, into: &out)
             }
         }
 
@@ -55,6 +55,10 @@ public struct VendorCentral: Sendable {
     public private(set) var outcome: SessionOutcome?
     /// The device the records of unasked standard measurements name.
     public var device: DeviceInfo
+    /// The session's and the client's actions for one event, kept between events (emptied, their
+    /// capacity kept: ``ActionMachine``); an event taken while another one's actions run gets a new array.
+    var sessionScratch: [VendorSessionAction] = []
+    var clientScratch: [GATTClientAction] = []
 
     public init(_ session: Session, device: DeviceInfo = DeviceInfo(address: "unknown")) {
         self.session = session
@@ -64,61 +68,102 @@ public struct VendorCentral: Sendable {
     public var nextDeadline: Timestamp? { [session.nextDeadline, client.nextDeadline].compactMap { $0 }.min() }
 
     /// The link is up: exchange the MTU and discover.
-    public mutating func start(at: EventTime) -> [Output] {
-        let m = client.exchangeMTU(now: at.monotonic)
-        pending[m.id] = .mtu
-        let d = client.discover(services: [], now: at.monotonic)
-        pending[d.id] = .discovery
-        return gatt(m.actions + d.actions, at)
+    public mutating func start(at: EventTime, into out: inout [Output]) {
+        let now = at.monotonic
+        request(.mtu, at, &out) { $0.exchangeMTU(now: now, into: &$1) }
+        request(.discovery, at, &out) { $0.discover(services: [], now: now, into: &$1) }
     }
 
     /// Carries on with a link another session discovered: its client, its database.
-    public mutating func adopt(client: GATTClient, profile: GATTProfile, at: EventTime) -> [Output] {
+    public mutating func adopt(client: GATTClient, profile: GATTProfile, at: EventTime, into out: inout [Output]) {
         self.client = client
         self.profile = profile
-        return run(session.handle(.start(at)), at)
+        sessionStep(.start(at), at, &out)
     }
 
-    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [Output] {
-        gatt(client.securityRaised(level: level, now: at.monotonic), at)
+    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime, into out: inout [Output]) {
+        let now = at.monotonic
+        clientStep({ $0.securityRaised(level: level, now: now, into: &$1) }, at, &out)
     }
-    public mutating func securityRefused(at: EventTime) -> [Output] {
-        gatt(client.securityRefused(now: at.monotonic), at)
+    public mutating func securityRefused(at: EventTime, into out: inout [Output]) {
+        let now = at.monotonic
+        clientStep({ $0.securityRefused(now: now, into: &$1) }, at, &out)
     }
 
-    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [Output] {
-        gatt(client.receive(pdu, now: at.monotonic), at)
+    public mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [Output]) {
+        let now = at.monotonic
+        clientStep({ $0.receive(pdu, now: now, into: &$1) }, at, &out)
     }
-    public mutating func tick(at: EventTime) -> [Output] {
-        gatt(client.tick(now: at.monotonic), at) + run(session.handle(.tick(at)), at)
+    public mutating func tick(at: EventTime, into out: inout [Output]) {
+        let now = at.monotonic
+        clientStep({ $0.tick(now: now, into: &$1) }, at, &out)
+        sessionStep(.tick(at), at, &out)
     }
-    public mutating func disconnected(at: EventTime) -> [Output] { run(session.handle(.disconnected(at)), at) }
+    public mutating func disconnected(at: EventTime, into out: inout [Output]) {
+        sessionStep(.disconnected(at), at, &out)
+    }
+
+    /// The session takes `event` with ``sessionScratch`` (emptied; an event taken while another
+    /// one's actions run gets a new array), and its actions run into `out`.
+    mutating func sessionStep(_ event: VendorSessionEvent, _ at: EventTime, _ out: inout [Output]) {
+        var actions: [VendorSessionAction] = []
+        swap(&actions, &sessionScratch)
+        session.handle(event, into: &actions)
+        run(actions, at, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > sessionScratch.capacity { swap(&actions, &sessionScratch) }
+    }
+
+    /// The GATT client takes an event with ``clientScratch`` (as ``sessionStep(_:_:_:)`` does),
+    /// and its actions run into `out`.
+    mutating func clientStep(
+        _ call: (inout GATTClient, inout [GATTClientAction]) -> Void, _ at: EventTime, _ out: inout [Output]
+    ) {
+        var actions: [GATTClientAction] = []
+        swap(&actions, &clientScratch)
+        call(&client, &actions)
+        gatt(actions, at, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
+    }
+
+    /// Submits a GATT procedure with ``clientScratch``, notes what it is for, then runs its first
+    /// actions into `out`.
+    mutating func request(
+        _ what: Pending, _ at: EventTime, _ out: inout [Output],
+        _ submit: (inout GATTClient, inout [GATTClientAction]) -> GATTRequestID
+    ) {
+        var actions: [GATTClientAction] = []
+        swap(&actions, &clientScratch)
+        let id = submit(&client, &actions)
+        pending[id] = what
+        gatt(actions, at, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
+    }
 
     func characteristic(_ uuid: String) -> GATTProfile.Characteristic? {
         guard let u = BluetoothUUID(uuid) ?? UInt16(uuid, radix: 16).map({ BluetoothUUID($0) }) else { return nil }
         return profile?.characteristic(u)
     }
 
-    mutating func run(_ actions: [VendorSessionAction], _ at: EventTime) -> [Output] {
-        var out: [Output] = []
+    mutating func run(_ actions: [VendorSessionAction], _ at: EventTime, _ out: inout [Output]) {
         for a in actions {
             switch a {
             case let .subscribe(uuid):
                 guard let ch = characteristic(uuid) else {
-                    out += run(session.handle(.requestFailed("characteristic \(uuid) not on this device", at)), at)
+                    sessionStep(.requestFailed("characteristic \(uuid) not on this device", at), at, &out)
                     continue
                 }
-                let r = client.subscribe(ch, notify: true, indicate: false, now: at.monotonic)
-                pending[r.id] = .subscribe
-                out += gatt(r.actions, at)
+                let now = at.monotonic
+                request(.subscribe, at, &out) { $0.subscribe(ch, notify: true, indicate: false, now: now, into: &$1) }
             case let .write(uuid, value):
                 guard let ch = characteristic(uuid) else {
-                    out += run(session.handle(.requestFailed("characteristic \(uuid) not on this device", at)), at)
+                    sessionStep(.requestFailed("characteristic \(uuid) not on this device", at), at, &out)
                     continue
                 }
-                let r = client.write(ch.valueHandle, value, now: at.monotonic)
-                pending[r.id] = .write
-                out += gatt(r.actions, at)
+                let now = at.monotonic
+                request(.write, at, &out) { $0.write(ch.valueHandle, value, now: now, into: &$1) }
             case let .emit(r): out.append(.emit(r))
             case let .log(s): out.append(.log(s))
             case .disconnect: out.append(.disconnect)
@@ -127,41 +172,79 @@ public struct VendorCentral: Sendable {
                 out.append(.finished(o))
             }
         }
-        return out
     }
 
-    mutating func gatt(_ actions: [GATTClientAction], _ at: EventTime) -> [Output] {
-        var out: [Output] = []
+    mutating func gatt(_ actions: [GATTClientAction], _ at: EventTime, _ out: inout [Output]) {
         for a in actions {
             switch a {
             case let .send(pdu): out.append(.send(pdu))
-            case let .notification(_, value): out += run(session.handle(.notification(value, at)), at)
+            case let .notification(_, value): sessionStep(.notification(value, at), at, &out)
             case let .indication(handle, value):
                 // Confirmed only once kept, or when it carries no reading: a cuff deletes what was confirmed.
                 let verdict = UninvitedIndication.classify(
                     handle: handle, value: value, profile: profile, device: device, at: at)
                 out += verdict.outputs(log: Output.log, measurement: Output.measurement) {
-                    gatt(client.confirmIndication(), at)
+                    var confirm: [Output] = []
+                    clientStep({ $0.confirmIndication(into: &$1) }, at, &confirm)
+                    return confirm
                 }
             case let .raiseSecurity(level):
                 out.append(.raiseSecurity(level))
             case let .failed(e):
-                out += run(session.handle(.requestFailed(e.message, at)), at)
+                sessionStep(.requestFailed(e.message, at), at, &out)
             case let .completed(id, result):
                 guard let p = pending.removeValue(forKey: id) else { continue }
                 switch (p, result) {
                 case (.mtu, _): break
                 case let (.discovery, .success(.profile(prof))):
                     profile = prof
-                    out += run(session.handle(.start(at)), at)
+                    sessionStep(.start(at), at, &out)
                 case let (.discovery, .failure(e)), let (.subscribe, .failure(e)), let (.write, .failure(e)):
-                    out += run(session.handle(.requestFailed(e.message, at)), at)
-                case (.subscribe, .success): out += run(session.handle(.subscribed(at)), at)
-                case (.write, .success): out += run(session.handle(.writeCompleted(at)), at)
+                    sessionStep(.requestFailed(e.message, at), at, &out)
+                case (.subscribe, .success): sessionStep(.subscribed(at), at, &out)
+                case (.write, .success): sessionStep(.writeCompleted(at), at, &out)
                 default: break
                 }
             }
         }
+    }
+}
+
+/// The array-returning forms (tests): each is its `into:` form into a new array.
+extension VendorCentral {
+    public mutating func start(at: EventTime) -> [Output] {
+        var out: [Output] = []
+        start(at: at, into: &out)
+        return out
+    }
+    public mutating func adopt(client: GATTClient, profile: GATTProfile, at: EventTime) -> [Output] {
+        var out: [Output] = []
+        adopt(client: client, profile: profile, at: at, into: &out)
+        return out
+    }
+    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [Output] {
+        var out: [Output] = []
+        securityRaised(level, at: at, into: &out)
+        return out
+    }
+    public mutating func securityRefused(at: EventTime) -> [Output] {
+        var out: [Output] = []
+        securityRefused(at: at, into: &out)
+        return out
+    }
+    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [Output] {
+        var out: [Output] = []
+        receive(pdu, at: at, into: &out)
+        return out
+    }
+    public mutating func tick(at: EventTime) -> [Output] {
+        var out: [Output] = []
+        tick(at: at, into: &out)
+        return out
+    }
+    public mutating func disconnected(at: EventTime) -> [Output] {
+        var out: [Output] = []
+        disconnected(at: at, into: &out)
         return out
     }
 }

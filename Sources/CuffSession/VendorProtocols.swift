@@ -140,6 +140,8 @@ struct VendorProtocolCentral: CuffProtocolSession {
     /// Readings that arrived but were kept already (the store had them).
     private(set) var repeats = 0
     private(set) var outcome: SessionOutcome?
+    /// The vendor central's outputs for one event, kept between events (``ActionMachine``).
+    var scratch: [VendorCentral.Output] = []
 
     init(
         id: CuffProtocolID, configuration: CuffSessionConfiguration,
@@ -161,81 +163,89 @@ struct VendorProtocolCentral: CuffProtocolSession {
     var nextDeadline: Timestamp? { isFinished ? nil : central?.nextDeadline }
     var stateName: String { isFinished ? (outcome?.rawValue ?? "done") : "\(protocolID)" }
 
-    mutating func start(at: EventTime) -> [CentralAction] {
-        var c = VendorCentral(makeSession(at), device: device)
-        let out = c.start(at: at)
-        central = c
-        return [.emit(.session(SessionRecord(event: .start, device: device, at: at)))] + map(out, at)
+    mutating func start(at: EventTime, into out: inout [CentralAction]) {
+        central = VendorCentral(makeSession(at), device: device)
+        out.append(.emit(.session(SessionRecord(event: .start, device: device, at: at))))
+        step(at, &out) { $0.start(at: at, into: &$1) }
     }
 
-    mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {
+    mutating func adopt(_ link: DiscoveredLink, at: EventTime, into out: inout [CentralAction]) {
         device = link.device
-        var c = VendorCentral(makeSession(at), device: device)
-        let out = c.adopt(client: link.client, profile: link.profile, at: at)
+        central = VendorCentral(makeSession(at), device: device)
+        step(at, &out) { $0.adopt(client: link.client, profile: link.profile, at: at, into: &$1) }
+    }
+
+    mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [CentralAction]) {
+        step(at, &out) { $0.receive(pdu, at: at, into: &$1) }
+    }
+    mutating func tick(at: EventTime, into out: inout [CentralAction]) { step(at, &out) { $0.tick(at: at, into: &$1) } }
+    mutating func disconnected(_ why: String?, at: EventTime, into out: inout [CentralAction]) {
+        step(at, &out) { $0.disconnected(at: at, into: &$1) }
+    }
+    mutating func securityRaised(_ level: SecurityLevel, at: EventTime, into out: inout [CentralAction]) {
+        step(at, &out) { $0.securityRaised(level, at: at, into: &$1) }
+    }
+    mutating func securityRefused(_ why: String, at: EventTime, into out: inout [CentralAction]) {
+        step(at, &out) { $0.securityRefused(at: at, into: &$1) }
+    }
+
+    mutating func stop(at: EventTime, into out: inout [CentralAction]) {
+        guard !isFinished else { return }
+        out.append(.disconnect)
+        end(.stopped, "stopped by the user", at, &out)
+    }
+
+    /// `f` with the vendor central (taken out meanwhile, so its own arrays are not shared) and
+    /// ``scratch`` (emptied; a nested call gets a new array); what it asks for, mapped into `out`.
+    mutating func step(
+        _ at: EventTime, _ out: inout [CentralAction], _ f: (inout VendorCentral, inout [VendorCentral.Output]) -> Void
+    ) {
+        guard !isFinished, var c = central else { return }
+        central = nil
+        var outputs: [VendorCentral.Output] = []
+        swap(&outputs, &scratch)
+        f(&c, &outputs)
         central = c
-        return map(out, at)
+        map(outputs, at, &out)
+        outputs.removeAll(keepingCapacity: true)
+        if outputs.capacity > scratch.capacity { swap(&outputs, &scratch) }
     }
 
-    mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] { step(at) { $0.receive(pdu, at: at) } }
-    mutating func tick(at: EventTime) -> [CentralAction] { step(at) { $0.tick(at: at) } }
-    mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] {
-        step(at) { $0.disconnected(at: at) }
-    }
-    mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction] {
-        step(at) { $0.securityRaised(level, at: at) }
-    }
-    mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction] {
-        step(at) { $0.securityRefused(at: at) }
-    }
-
-    mutating func stop(at: EventTime) -> [CentralAction] {
-        guard !isFinished else { return [] }
-        return [.disconnect] + end(.stopped, "stopped by the user", at)
-    }
-
-    mutating func step(_ at: EventTime, _ f: (inout VendorCentral) -> [VendorCentral.Output]) -> [CentralAction] {
-        guard !isFinished, var c = central else { return [] }
-        let out = f(&c)
-        central = c
-        return map(out, at)
-    }
-
-    mutating func map(_ out: [VendorCentral.Output], _ at: EventTime) -> [CentralAction] {
-        var actions: [CentralAction] = []
-        for o in out where !isFinished {
+    mutating func map(_ outputs: [VendorCentral.Output], _ at: EventTime, _ out: inout [CentralAction]) {
+        for o in outputs where !isFinished {
             switch o {
-            case let .send(p): actions.append(.send(p))
-            case let .raiseSecurity(l): actions.append(.raiseSecurity(l))
-            case let .emit(r): actions += kept(r.record(device: device, at: at))
-            case let .measurement(record): actions += kept(record)
-            case let .log(s): if configuration.logs { actions.append(.log(s)) }
-            case .disconnect: actions.append(.disconnect)
-            case let .finished(o): actions += end(o, nil, at)
+            case let .send(p): out.append(.send(p))
+            case let .raiseSecurity(l): out.append(.raiseSecurity(l))
+            case let .emit(r): kept(r.record(device: device, at: at), &out)
+            case let .measurement(record): kept(record, &out)
+            case let .log(s): if configuration.logs { out.append(.log(s)) }
+            case .disconnect: out.append(.disconnect)
+            case let .finished(o): end(o, nil, at, &out)
             }
         }
-        return actions
     }
 
     /// A reading, emitted unless the store (or this session) has it already.
-    mutating func kept(_ record: MeasurementRecord) -> [CentralAction] {
+    mutating func kept(_ record: MeasurementRecord, _ out: inout [CentralAction]) {
         if seen.insert(record.dedupKey).inserted {
             measurements += 1
-            return [.emit(.measurement(record))]
+            return out.append(.emit(.measurement(record)))
         }
         repeats += 1
-        return configuration.logs
-            ? [.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))")] : []
+        if configuration.logs {
+            out.append(.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))"))
+        }
     }
 
-    mutating func end(_ o: SessionOutcome, _ why: String?, _ at: EventTime) -> [CentralAction] {
+    mutating func end(_ o: SessionOutcome, _ why: String?, _ at: EventTime, _ out: inout [CentralAction]) {
         outcome = o
         var record = SessionRecord(
             event: .end, device: device, at: at, outcome: o, measurements: measurements, message: why)
         record.attRequests = central?.client.requestsSent
-        var out: [CentralAction] = []
         if repeats > 0, configuration.logs {
             out.append(.log(CuffSessionMachine.newAndKept(measurements, repeats)))
         }
-        return out + [.emit(.session(record)), .finished(o)]
+        out.append(.emit(.session(record)))
+        out.append(.finished(o))
     }
 }

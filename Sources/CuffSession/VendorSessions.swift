@@ -42,8 +42,10 @@ public enum VendorSessionAction: Sendable, Hashable {
 
     /// The actions that end a session: why (a log line), the disconnect when the link is still
     /// up, and the outcome.
-    static func ending(_ o: SessionOutcome, _ why: String, disconnect: Bool) -> [VendorSessionAction] {
-        [.log(why)] + (disconnect ? [.disconnect] : []) + [.finished(o)]
+    static func ending(_ o: SessionOutcome, _ why: String, disconnect: Bool, into out: inout [VendorSessionAction]) {
+        out.append(.log(why))
+        if disconnect { out.append(.disconnect) }
+        out.append(.finished(o))
     }
 }
 
@@ -96,7 +98,7 @@ extension VendorReading {
 /// The Microlife session (shared/spec/other-cuffs.md): subscribe to 0xFFF1, set the cuff's clock
 /// (optional), ask for the measurements, take the response (reassembled from notifications by
 /// its length), say goodbye. Pure: events in, actions out; each state's data in its case.
-public struct MicrolifeSession: Sendable {
+public struct MicrolifeSession: ActionMachine, Sendable {
     public typealias Event = VendorSessionEvent
     public typealias Action = VendorSessionAction
 
@@ -123,31 +125,30 @@ public struct MicrolifeSession: Sendable {
         self.answerWindow = answerWindow
     }
 
-    public mutating func handle(_ event: Event) -> [Action] {
-        if case .done = state { return [] }
+    public mutating func handle(_ event: Event, into out: inout [Action]) {
+        if case .done = state { return }
         switch (state, event) {
         case let (.idle, .start(at)):
             state = .subscribing
             nextDeadline = at.monotonic + answerWindow
-            return [.log("Microlife: subscribing to its responses (fff1)"), .subscribe(Microlife.responseUUID)]
+            out.append(.log("Microlife: subscribing to its responses (fff1)"))
+            out.append(.subscribe(Microlife.responseUUID))
         case let (.subscribing, .subscribed(at)):
             nextDeadline = at.monotonic + answerWindow
             if let t = setTime {
                 state = .settingTime
-                return [.write(Microlife.commandUUID, Microlife.setTimeCommand(DateTime(unixSeconds: t)))]
+                return out.append(.write(Microlife.commandUUID, Microlife.setTimeCommand(DateTime(unixSeconds: t))))
             }
-            return ask(at)
+            ask(at, &out)
         case let (.settingTime, .writeCompleted(at)):
             // The cuff answers the clock with a short frame; take it before asking.
             state = .awaiting(Microlife.Reassembler(), measurements: false)
             nextDeadline = at.monotonic + answerWindow
-            return []
         case (.awaiting(_, false), .writeCompleted), (.awaiting(_, true), .writeCompleted):
-            return []
+            return
         case let (.awaiting(r, measurements), .notification(bytes, at)):
             var r = r
             let (frames, junk) = r.add(bytes)
-            var out: [Action] = []
             if let junk {
                 out.append(.log("Microlife: ignored \(junk.count) byte(s) outside a frame: \(Hex.encode(junk))"))
             }
@@ -162,8 +163,7 @@ public struct MicrolifeSession: Sendable {
                 }
                 if !measurements {
                     out.append(.log("Microlife: the cuff acknowledged (\(Hex.encode(payload)))"))
-                    out += ask(at)
-                    return out
+                    return ask(at, &out)
                 }
                 guard payload.count >= Microlife.recordsOffset else {
                     out.append(.log("Microlife: a \(payload.count)-byte answer is no measurement list; still waiting"))
@@ -186,50 +186,50 @@ public struct MicrolifeSession: Sendable {
                 }
                 state = .sayingGoodbye
                 nextDeadline = at.monotonic + answerWindow
-                out.append(.write(Microlife.commandUUID, Microlife.disconnectCommand))
-                return out
+                return out.append(.write(Microlife.commandUUID, Microlife.disconnectCommand))
             }
-            return out
         case let (.sayingGoodbye, .writeCompleted(at)), let (.sayingGoodbye, .requestFailed(_, at)):
-            return finish(.completed, "Microlife: download complete", at, disconnect: true)
+            return finish(.completed, "Microlife: download complete", at, disconnect: true, &out)
         case let (_, .requestFailed(why, at)):
             return finish(
-                readings > 0 ? .completed : .protocolError, "Microlife: a request failed: \(why)", at, disconnect: true)
+                readings > 0 ? .completed : .protocolError, "Microlife: a request failed: \(why)", at, disconnect: true,
+                &out)
         case let (.sayingGoodbye, .disconnected(at)):
-            return finish(.completed, "Microlife: download complete", at, disconnect: false)
+            return finish(.completed, "Microlife: download complete", at, disconnect: false, &out)
         case let (_, .disconnected(at)):
             return finish(
-                readings > 0 ? .completed : .disconnected, "Microlife: the cuff disconnected", at, disconnect: false)
+                readings > 0 ? .completed : .disconnected, "Microlife: the cuff disconnected", at, disconnect: false,
+                &out)
         case let (_, .tick(at)):
-            guard let d = nextDeadline, at.monotonic >= d else { return [] }
+            guard let d = nextDeadline, at.monotonic >= d else { return }
             return finish(
                 readings > 0 ? .completed : .timedOut, "Microlife: no answer within \(answerWindow.secondsDouble) s",
-                at, disconnect: true)
+                at, disconnect: true, &out)
         default:
-            return []
+            return
         }
     }
 
-    mutating func ask(_ at: EventTime) -> [Action] {
+    mutating func ask(_ at: EventTime, _ out: inout [Action]) {
         state = .awaiting(Microlife.Reassembler(), measurements: true)
         nextDeadline = at.monotonic + answerWindow
-        return [
-            .log("Microlife: asking for the stored measurements"),
-            .write(Microlife.commandUUID, Microlife.getMeasurementsCommand),
-        ]
+        out.append(.log("Microlife: asking for the stored measurements"))
+        out.append(.write(Microlife.commandUUID, Microlife.getMeasurementsCommand))
     }
 
-    mutating func finish(_ o: SessionOutcome, _ why: String, _ at: EventTime, disconnect: Bool) -> [Action] {
+    mutating func finish(
+        _ o: SessionOutcome, _ why: String, _ at: EventTime, disconnect: Bool, _ out: inout [Action]
+    ) {
         state = .done(o)
         nextDeadline = nil
-        return Action.ending(o, why, disconnect: disconnect)
+        Action.ending(o, why, disconnect: disconnect, into: &out)
     }
 }
 
 /// The Yonker session: subscribe to its notify characteristic, wait for the result (byte 0 =
 /// 0x81; other values are progress), hand it out, end after a short settle (or when the cuff
 /// hangs up). The cuff's clock is unreliable: its time goes out as sent.
-public struct YonkerSession: Sendable {
+public struct YonkerSession: ActionMachine, Sendable {
     public typealias Event = VendorSessionEvent
     public typealias Action = VendorSessionAction
 
@@ -258,60 +258,61 @@ public struct YonkerSession: Sendable {
         return deadline
     }
 
-    public mutating func handle(_ event: Event) -> [Action] {
-        if case .done = state { return [] }
+    public mutating func handle(_ event: Event, into out: inout [Action]) {
+        if case .done = state { return }
         switch (state, event) {
         case let (.idle, .start(at)):
             state = .subscribing
             deadline = at.monotonic + timeout
-            return [.subscribe(Yonker.notifyUUID)]
+            out.append(.subscribe(Yonker.notifyUUID))
         case (.subscribing, .subscribed):
             state = .waiting(progress: 0)
-            return [.log("Yonker: waiting for the result (connect right after measuring)")]
+            out.append(.log("Yonker: waiting for the result (connect right after measuring)"))
         case let (.waiting, .notification(bytes, at)), let (.settling, .notification(bytes, at)):
             let d: Decoded<Yonker.Notification>
             do {
                 d = try Yonker.decode(bytes[...])
             } catch {
-                return [.log("Yonker: ignored a notification of \(bytes.count) bytes: \(error.message)")]
+                return out.append(.log("Yonker: ignored a notification of \(bytes.count) bytes: \(error.message)"))
             }
             switch d.value {
             case let .progress(code):
-                guard case let .waiting(n) = state else { return [] }
+                guard case let .waiting(n) = state else { return }
                 state = .waiting(progress: n + 1)
-                return n == 0 ? [.log("Yonker: measuring (progress \(Hex.encode([code])))")] : []
+                if n == 0 { out.append(.log("Yonker: measuring (progress \(Hex.encode([code])))")) }
             case let .result(r):
                 readings += 1
                 state = .settling(until: at.monotonic + settle)
-                var out: [Action] = d.warnings.map { .log("Yonker: \($0.code.rawValue): \($0.message)") }
+                for w in d.warnings { out.append(.log("Yonker: \(w.code.rawValue): \(w.message)")) }
                 out.append(
                     .emit(
                         VendorReading(
                             protocolName: "yonker", systolic: r.systolic, diastolic: r.diastolic, pulse: r.pulse,
                             timestamp: r.time.iso8601,
                             stored: false, raw: bytes)))
-                return out
             }
         case let (_, .requestFailed(why, at)):
-            return finish(.protocolError, "Yonker: subscribing failed: \(why)", at, disconnect: true)
+            return finish(.protocolError, "Yonker: subscribing failed: \(why)", at, disconnect: true, &out)
         case let (_, .disconnected(at)):
             return finish(
-                readings > 0 ? .completed : .disconnected, "Yonker: the cuff disconnected", at, disconnect: false)
+                readings > 0 ? .completed : .disconnected, "Yonker: the cuff disconnected", at, disconnect: false, &out)
         case let (.settling(until), .tick(at)) where at.monotonic >= until:
-            return finish(.completed, "Yonker: result received", at, disconnect: true)
+            return finish(.completed, "Yonker: result received", at, disconnect: true, &out)
         case let (_, .tick(at)):
-            guard let d = deadline, at.monotonic >= d else { return [] }
+            guard let d = deadline, at.monotonic >= d else { return }
             return finish(
                 readings > 0 ? .completed : .timedOut, "Yonker: no result within \(timeout.secondsDouble) s", at,
-                disconnect: true)
+                disconnect: true, &out)
         default:
-            return []
+            return
         }
     }
 
-    mutating func finish(_ o: SessionOutcome, _ why: String, _ at: EventTime, disconnect: Bool) -> [Action] {
+    mutating func finish(
+        _ o: SessionOutcome, _ why: String, _ at: EventTime, disconnect: Bool, _ out: inout [Action]
+    ) {
         state = .done(o)
         deadline = nil
-        return Action.ending(o, why, disconnect: disconnect)
+        Action.ending(o, why, disconnect: disconnect, into: &out)
     }
 }

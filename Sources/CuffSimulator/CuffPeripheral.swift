@@ -137,52 +137,54 @@ public struct CuffPeripheral: GATTPeripheral {
     /// A client connected: a fresh GATT connection state. `client` tells clients apart (a
     /// Bluetooth address); nil when the transport cannot (a Unix socket): then every client is the
     /// same one, so a reading one of them confirmed is not sent to the next spontaneously.
-    public mutating func connected(now: Timestamp, client: String? = nil) -> [Output] {
+    public mutating func connected(now: Timestamp, client: String? = nil, into out: inout [Output]) {
         server.reset()
-        var out: [Output] = []
         if let sc = serviceChangedOnConnect {
             server.restoreSubscription(cccdHandle: sc.cccd, notify: false, indicate: true)
-            out = serving({ $0.indicate(handle: sc.value, value: [0x01, 0x00, 0xFF, 0xFF], now: now, into: &$1) }, now)
+            serving({ $0.indicate(handle: sc.value, value: [0x01, 0x00, 0xFF, 0xFF], now: now, into: &$1) }, now, &out)
         }
         var actions = takeActions()
         machine.connect(client: client, now: now, into: &actions)
-        return out + run(actions: &actions, now)
+        run(actions: &actions, now, &out)
     }
 
-    public mutating func disconnected(now: Timestamp) -> [Output] {
-        let out = perform(.disconnected(now), now)
+    public mutating func disconnected(now: Timestamp, into out: inout [Output]) {
+        perform(.disconnected(now), now, &out)
         server.reset()
-        return out
     }
 
     public mutating func linkSecurityChanged(_ level: SecurityLevel) { server.linkSecurityChanged(level: level) }
 
     /// One PDU from the client.
-    public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [Output] {
-        serving({ $0.receive(pdu, now: now, into: &$1) }, now)
+    public mutating func receive(_ pdu: [UInt8], now: Timestamp, into out: inout [Output]) {
+        serving({ $0.receive(pdu, now: now, into: &$1) }, now, &out)
     }
 
     /// Starts the cuff's own measurement schedule, if it has one.
     public mutating func poweredOn(now: Timestamp) { machine.powerOn(now: now) }
 
     /// The start button (SIGUSR1).
-    public mutating func buttonPressed(now: Timestamp) -> [Output] { perform(.buttonPressed(now), now) }
+    public mutating func buttonPressed(now: Timestamp, into out: inout [Output]) {
+        perform(.buttonPressed(now), now, &out)
+    }
 
     /// Time passed: indication timeouts, the next cuff-pressure sample, the end of the linger.
-    public mutating func tick(now: Timestamp) -> [Output] {
-        serving({ $0.tick(now: now, into: &$1) }, now) + perform(.tick(now), now)
+    public mutating func tick(now: Timestamp, into out: inout [Output]) {
+        serving({ $0.tick(now: now, into: &$1) }, now, &out)
+        perform(.tick(now), now, &out)
     }
 
     /// The machine's actions for `event`, run.
-    mutating func perform(_ event: CuffSimulatorMachine.Event, _ now: Timestamp, writeResults: Bool = true) -> [Output]
-    {
+    mutating func perform(
+        _ event: CuffSimulatorMachine.Event, _ now: Timestamp, writeResults: Bool = true, _ out: inout [Output]
+    ) {
         var actions = takeActions()
         machine.handle(event, into: &actions)
         if !writeResults { actions.removeAll { if case .writeResult = $0 { true } else { false } } }
-        return run(actions: &actions, now)
+        run(actions: &actions, now, &out)
     }
 
-    /// ``machineActions``, empty, for one event (``run(actions:_:)`` gives it back).
+    /// ``machineActions``, empty, for one event (``run(actions:_:_:)`` gives it back).
     mutating func takeActions() -> [CuffSimulatorMachine.Action] {
         var actions: [CuffSimulatorMachine.Action] = []
         swap(&actions, &machineActions)
@@ -190,41 +192,40 @@ public struct CuffPeripheral: GATTPeripheral {
     }
 
     /// Runs one event's actions, then keeps the emptied array for the next event.
-    mutating func run(actions: inout [CuffSimulatorMachine.Action], _ now: Timestamp) -> [Output] {
-        let out = run(actions, now)
+    mutating func run(actions: inout [CuffSimulatorMachine.Action], _ now: Timestamp, _ out: inout [Output]) {
+        run(actions, now, &out)
         actions.removeAll(keepingCapacity: true)
         if actions.capacity > machineActions.capacity { swap(&actions, &machineActions) }
-        return out
     }
 
     /// Calls the server with ``serverScratch`` (emptied; a nested call gets a new array) and runs
     /// what it asks for.
-    mutating func serving(_ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ now: Timestamp) -> [Output] {
+    mutating func serving(
+        _ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ now: Timestamp, _ out: inout [Output]
+    ) {
         var actions: [GATTServerAction] = []
         swap(&actions, &serverScratch)
         call(&server, &actions)
-        let out = serverActions(actions, now)
+        serverActions(actions, now, &out)
         actions.removeAll(keepingCapacity: true)
         if actions.capacity > serverScratch.capacity { swap(&actions, &serverScratch) }
-        return out
     }
 
-    mutating func serverActions(_ actions: [GATTServerAction], _ now: Timestamp) -> [Output] {
-        var out: [Output] = []
+    mutating func serverActions(_ actions: [GATTServerAction], _ now: Timestamp, _ out: inout [Output]) {
         for a in actions {
             switch a {
             case let .send(pdu):
                 out.append(.send(pdu))
             case let .written(handle, _, value, withResponse):
                 guard let c = characteristicsByHandle[handle] else { continue }
-                out += perform(.written(c, value, now), now, writeResults: withResponse)
+                perform(.written(c, value, now), now, writeResults: withResponse, &out)
             case let .subscriptionChanged(valueHandle, _, notify, indicate):
                 guard let c = characteristicsByHandle[valueHandle] else { continue }
-                out += perform(.subscriptionChanged(c, notify: notify, indicate: indicate, now), now)
+                perform(.subscriptionChanged(c, notify: notify, indicate: indicate, now), now, &out)
             case .indicationConfirmed:
-                out += perform(.indicationConfirmed(now), now)
+                perform(.indicationConfirmed(now), now, &out)
             case .indicationTimedOut:
-                out += perform(.indicationTimedOut(now), now)
+                perform(.indicationTimedOut(now), now, &out)
             case let .dropped(handle, reason):
                 if reason != .notSubscribed {
                     out.append(.log("value for handle 0x\(String(handle, radix: 16)) not sent: \(reason.rawValue)"))
@@ -233,23 +234,22 @@ public struct CuffPeripheral: GATTPeripheral {
                 out.append(.log("client protocol violation: \(why)"))
             }
         }
-        return out
     }
 
-    mutating func run(_ actions: [CuffSimulatorMachine.Action], _ now: Timestamp) -> [Output] {
-        var out: [Output] = []
+    mutating func run(_ actions: [CuffSimulatorMachine.Action], _ now: Timestamp, _ out: inout [Output]) {
         for a in actions {
             switch a {
             case let .notify(c, v):
                 guard let h = handles[c] else { continue }
-                out += serving({ $0.notify(handle: h, value: v, into: &$1) }, now)
+                serving({ $0.notify(handle: h, value: v, into: &$1) }, now, &out)
             case let .indicate(c, v):
                 guard let h = handles[c] else { continue }
-                out += serving({ $0.indicate(handle: h, value: v, now: now, into: &$1) }, now)
+                serving({ $0.indicate(handle: h, value: v, now: now, into: &$1) }, now, &out)
             case let .writeResult(c, error):
                 guard let h = handles[c] else { continue }
-                out += serving(
-                    { $0.respondToWrite(handle: h, error: error.map(ATTErrorCode.init(rawValue:)), into: &$1) }, now)
+                serving(
+                    { $0.respondToWrite(handle: h, error: error.map(ATTErrorCode.init(rawValue:)), into: &$1) }, now,
+                    &out)
             case let .setValue(c, v):
                 if let h = handles[c] { _ = server.setValue(handle: h, v) }
             case let .disconnect(why):
@@ -258,6 +258,5 @@ public struct CuffPeripheral: GATTPeripheral {
                 out.append(.log(s))
             }
         }
-        return out
     }
 }

@@ -42,6 +42,10 @@ public struct OmronPeripheral: GATTPeripheral {
     let handles: [OmronCharacteristic: UInt16]
     let localAtPowerOn: Int64
     var poweredAt: Timestamp?
+    /// The server's and the cuff's actions for one call, kept between calls (emptied, their
+    /// capacity kept: ``ActionMachine``); a call made while another one's actions run gets a new array.
+    var serverScratch: [GATTServerAction] = []
+    var cuffScratch: [OmronSimulator.Action] = []
     /// The standard service's Blood Pressure Measurement, when the cuff has one.
     let standardMeasurement: UInt16?
     /// `BLESmart_` and 20 hex digits, as Omron cuffs advertise (e.g. `BLESmart_000000BCF95D33C7649F`).
@@ -142,77 +146,103 @@ public struct OmronPeripheral: GATTPeripheral {
 
     public mutating func poweredOn(now: Timestamp) { if poweredAt == nil { poweredAt = now } }
 
-    public mutating func connected(now: Timestamp, client: String?) -> [PeripheralOutput] {
+    public mutating func connected(now: Timestamp, client: String?, into out: inout [PeripheralOutput]) {
         poweredOn(now: now)
         server.reset()
-        return []
     }
 
-    public mutating func disconnected(now: Timestamp) -> [PeripheralOutput] {
-        _ = cuff.handle(.disconnected, localSeconds: local(now))
+    public mutating func disconnected(now: Timestamp, into out: inout [PeripheralOutput]) {
+        cuffIgnoring(.disconnected, now)
         server.reset()
-        return []
     }
 
     public mutating func linkSecurityChanged(_ level: SecurityLevel) { server.linkSecurityChanged(level: level) }
 
-    public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [PeripheralOutput] {
+    public mutating func receive(_ pdu: [UInt8], now: Timestamp, into out: inout [PeripheralOutput]) {
         poweredOn(now: now)
-        return serverActions(server.receive(pdu, now: now), now)
+        serving({ $0.receive(pdu, now: now, into: &$1) }, now, &out)
     }
 
     /// The Bluetooth button (SIGUSR1): pairing mode.
-    public mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput] {
-        _ = cuff.handle(.button, localSeconds: local(now))
-        return [.log("Bluetooth button: pairing mode (-P-)")]
+    public mutating func buttonPressed(now: Timestamp, into out: inout [PeripheralOutput]) {
+        cuffIgnoring(.button, now)
+        out.append(.log("Bluetooth button: pairing mode (-P-)"))
     }
 
-    public mutating func tick(now: Timestamp) -> [PeripheralOutput] { serverActions(server.tick(now: now), now) }
+    public mutating func tick(now: Timestamp, into out: inout [PeripheralOutput]) {
+        serving({ $0.tick(now: now, into: &$1) }, now, &out)
+    }
 
-    mutating func serverActions(_ actions: [GATTServerAction], _ now: Timestamp) -> [PeripheralOutput] {
-        var out: [PeripheralOutput] = []
+    /// Calls the server with ``serverScratch`` (emptied; a nested call gets a new array) and runs
+    /// what it asks for.
+    mutating func serving(
+        _ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ now: Timestamp,
+        _ out: inout [PeripheralOutput]
+    ) {
+        var actions: [GATTServerAction] = []
+        swap(&actions, &serverScratch)
+        call(&server, &actions)
+        serverActions(actions, now, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > serverScratch.capacity { swap(&actions, &serverScratch) }
+    }
+
+    /// The cuff takes `event` with ``cuffScratch`` (as ``serving(_:_:_:)`` does); its actions run into `out`.
+    mutating func cuffHandling(_ event: OmronSimulator.Event, _ now: Timestamp, _ out: inout [PeripheralOutput]) {
+        var actions: [OmronSimulator.Action] = []
+        swap(&actions, &cuffScratch)
+        cuff.handle(event, localSeconds: local(now), into: &actions)
+        cuffActions(actions, now, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > cuffScratch.capacity { swap(&actions, &cuffScratch) }
+    }
+
+    /// The cuff takes `event`; what it asks for is dropped (a button press or a lost link asks for nothing).
+    mutating func cuffIgnoring(_ event: OmronSimulator.Event, _ now: Timestamp) {
+        cuff.handle(event, localSeconds: local(now), into: &cuffScratch)
+        cuffScratch.removeAll(keepingCapacity: true)
+    }
+
+    mutating func serverActions(_ actions: [GATTServerAction], _ now: Timestamp, _ out: inout [PeripheralOutput]) {
         for a in actions {
             switch a {
             case let .send(pdu):
                 out.append(.send(pdu))
             case let .written(handle, _, value, _):
                 guard let c = byHandle[handle] else { continue }
-                out += cuffActions(cuff.handle(.write(c, value), localSeconds: local(now)), now)
+                cuffHandling(.write(c, value), now, &out)
             case let .subscriptionChanged(valueHandle, _, _, true) where valueHandle == standardMeasurement:
-                out += standardReading(now)
+                standardReading(now, &out)
             case let .subscriptionChanged(valueHandle, _, notify, _):
                 guard notify, let c = byHandle[valueHandle] else { continue }
-                out += cuffActions(cuff.handle(.subscribe(c), localSeconds: local(now)), now)
+                cuffHandling(.subscribe(c), now, &out)
             case .indicationConfirmed, .indicationTimedOut, .dropped:
                 continue
             case let .protocolViolation(why):
                 out.append(.log("client protocol violation: \(why)"))
             }
         }
-        return out
     }
 
     /// User 1's newest reading as a standard Blood Pressure Measurement indication.
-    mutating func standardReading(_ now: Timestamp) -> [PeripheralOutput] {
-        guard let h = standardMeasurement, let r = cuff.stored(user: 0).last else { return [] }
+    mutating func standardReading(_ now: Timestamp, _ out: inout [PeripheralOutput]) {
+        guard let h = standardMeasurement, let r = cuff.stored(user: 0).last else { return }
         let m = BloodPressureMeasurement(
             systolic: SFloat(Double(r.systolic)), diastolic: SFloat(Double(r.diastolic)), meanArterialPressure: .nan,
             timestamp: r.time,
             pulseRate: SFloat(Double(r.pulse)), userID: 1)
-        return serverActions(server.indicate(handle: h, value: m.encode(), now: now), now)
+        serving({ $0.indicate(handle: h, value: m.encode(), now: now, into: &$1) }, now, &out)
     }
 
-    mutating func cuffActions(_ actions: [OmronSimulator.Action], _ now: Timestamp) -> [PeripheralOutput] {
-        var out: [PeripheralOutput] = []
+    mutating func cuffActions(_ actions: [OmronSimulator.Action], _ now: Timestamp, _ out: inout [PeripheralOutput]) {
         for a in actions {
             switch a {
             case let .notify(c, bytes):
                 guard let h = handles[c] else { continue }
-                out += serverActions(server.notify(handle: h, value: bytes), now)
+                serving({ $0.notify(handle: h, value: bytes, into: &$1) }, now, &out)
             case .disconnect:
                 out.append(.disconnect("the simulated Omron cuff dropped the link"))
             }
         }
-        return out
     }
 }

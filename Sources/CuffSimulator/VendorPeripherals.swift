@@ -17,6 +17,9 @@ public struct VendorCuffPeripheral: GATTPeripheral {
     /// Where the cuff answers (Microlife fff1, Yonker cdeacd81), and where Microlife takes commands.
     let notifyHandle: UInt16
     let commandHandle: UInt16?
+    /// The server's actions for one call, kept between calls (emptied, its capacity kept:
+    /// ``ActionMachine``); a call made while another one's actions run gets a new array.
+    var serverScratch: [GATTServerAction] = []
 
     public init(_ kind: Kind, name: String) {
         var b = AttributeDatabase.Builder()
@@ -47,25 +50,26 @@ public struct VendorCuffPeripheral: GATTPeripheral {
     public var nextDeadline: Timestamp? { server.nextDeadline }
     public var database: AttributeDatabase { server.database }
 
-    public mutating func connected(now: Timestamp, client: String?) -> [PeripheralOutput] {
+    public mutating func connected(now: Timestamp, client: String?, into out: inout [PeripheralOutput]) {
         server.reset()
-        return [.log("\(label) cuff: client connected")]
+        out.append(.log("\(label) cuff: client connected"))
     }
 
-    public mutating func disconnected(now: Timestamp) -> [PeripheralOutput] {
+    public mutating func disconnected(now: Timestamp, into out: inout [PeripheralOutput]) {
         server.reset()
         if case var .microlife(c) = kind {
             c.subscriptionChanged(false)
             kind = .microlife(c)
         }
-        return []
     }
 
     public mutating func linkSecurityChanged(_ level: SecurityLevel) { server.linkSecurityChanged(level: level) }
-    public mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput] { [] }
-    public mutating func tick(now: Timestamp) -> [PeripheralOutput] { run(server.tick(now: now)) }
-    public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [PeripheralOutput] {
-        run(server.receive(pdu, now: now))
+    public mutating func buttonPressed(now: Timestamp, into out: inout [PeripheralOutput]) {}
+    public mutating func tick(now: Timestamp, into out: inout [PeripheralOutput]) {
+        serving({ $0.tick(now: now, into: &$1) }, &out)
+    }
+    public mutating func receive(_ pdu: [UInt8], now: Timestamp, into out: inout [PeripheralOutput]) {
+        serving({ $0.receive(pdu, now: now, into: &$1) }, &out)
     }
 
     var label: String {
@@ -75,8 +79,20 @@ public struct VendorCuffPeripheral: GATTPeripheral {
         }
     }
 
-    mutating func run(_ actions: [GATTServerAction]) -> [PeripheralOutput] {
-        var out: [PeripheralOutput] = []
+    /// Calls the server with ``serverScratch`` (emptied; a nested call gets a new array) and runs
+    /// what it asks for.
+    mutating func serving(_ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ out: inout [PeripheralOutput])
+    {
+        var actions: [GATTServerAction] = []
+        swap(&actions, &serverScratch)
+        call(&server, &actions)
+        run(actions, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > serverScratch.capacity { swap(&actions, &serverScratch) }
+    }
+
+    mutating func run(_ actions: [GATTServerAction], _ out: inout [PeripheralOutput]) {
+        let notifyHandle = notifyHandle
         for a in actions {
             switch a {
             case let .send(pdu):
@@ -87,7 +103,7 @@ public struct VendorCuffPeripheral: GATTPeripheral {
                 kind = .microlife(c)
                 for x in answer {
                     switch x {
-                    case let .notify(v): out += run(server.notify(handle: notifyHandle, value: v))
+                    case let .notify(v): serving({ $0.notify(handle: notifyHandle, value: v, into: &$1) }, &out)
                     case let .log(s): out.append(.log(s))
                     case let .disconnect(why): out.append(.disconnect(why))
                     }
@@ -102,7 +118,7 @@ public struct VendorCuffPeripheral: GATTPeripheral {
                     kind = .yonker(c)
                     for x in sent {
                         switch x {
-                        case let .notify(v): out += run(server.notify(handle: notifyHandle, value: v))
+                        case let .notify(v): serving({ $0.notify(handle: notifyHandle, value: v, into: &$1) }, &out)
                         case let .log(s): out.append(.log(s))
                         }
                     }
@@ -113,6 +129,5 @@ public struct VendorCuffPeripheral: GATTPeripheral {
                 break
             }
         }
-        return out
     }
 }

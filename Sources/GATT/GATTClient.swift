@@ -72,92 +72,98 @@ public struct GATTClient: Sendable {
     public var pendingProcedures: Int { queue.count + (current == nil ? 0 : 1) }
 
     // MARK: Procedures
+    //
+    // Each appends its actions to `out` (the ActionMachine convention) and returns the procedure's
+    // ID; the forms that return `(id, actions)` are in an extension, for tests.
 
     /// Exchange MTU (Part G §4.3.1). Completes with ``GATTClientResponse/mtu(_:)``; a server
     /// that does not support it leaves the MTU at 23.
-    public mutating func exchangeMTU(now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
-        submit(.exchangeMTU, now: now)
+    public mutating func exchangeMTU(now: Timestamp, into out: inout [GATTClientAction]) -> GATTRequestID {
+        submit(.exchangeMTU, now: now, into: &out)
     }
 
     /// Discovers primary services (all, or only those in `services`), their characteristics and
     /// descriptors (Part G §4.4.1, §4.6.1, §4.7.1). Completes with ``GATTClientResponse/profile(_:)``.
-    public mutating func discover(services: [BluetoothUUID] = [], now: Timestamp) -> (
-        id: GATTRequestID, actions: [GATTClientAction]
-    ) {
-        submit(.discover(Discovery(filter: services)), now: now)
+    public mutating func discover(
+        services: [BluetoothUUID] = [], now: Timestamp, into out: inout [GATTClientAction]
+    ) -> GATTRequestID {
+        submit(.discover(Discovery(filter: services)), now: now, into: &out)
     }
 
     /// Reads a value, long ones with Read Blob (Part G §4.8.1, §4.8.3), up to 512 bytes.
-    public mutating func read(_ handle: UInt16, now: Timestamp) -> (id: GATTRequestID, actions: [GATTClientAction]) {
-        submit(.read(handle: handle, value: []), now: now)
+    public mutating func read(_ handle: UInt16, now: Timestamp, into out: inout [GATTClientAction]) -> GATTRequestID {
+        submit(.read(handle: handle, value: []), now: now, into: &out)
     }
 
     /// Reads the first value of characteristic type `type` in `start...end` (Read Using
     /// Characteristic UUID, Part G §4.8.2), as a client reads the Database Hash whose handle it may
     /// not know. Completes with ``GATTClientResponse/value(_:)``; with Attribute Not Found when the
     /// server has none.
-    public mutating func read(type: BluetoothUUID, from start: UInt16 = 0x0001, to end: UInt16 = 0xFFFF, now: Timestamp)
-        -> (id: GATTRequestID, actions: [GATTClientAction])
-    {
-        submit(.readByType(type: type, start: start, end: end), now: now)
+    public mutating func read(
+        type: BluetoothUUID, from start: UInt16 = 0x0001, to end: UInt16 = 0xFFFF, now: Timestamp,
+        into out: inout [GATTClientAction]
+    ) -> GATTRequestID {
+        submit(.readByType(type: type, start: start, end: end), now: now, into: &out)
     }
 
     /// Writes a value that fits in one Write Request (Part G §4.9.3).
-    public mutating func write(_ handle: UInt16, _ value: [UInt8], now: Timestamp) -> (
-        id: GATTRequestID, actions: [GATTClientAction]
-    ) {
-        submit(.write(handle: handle, value: value), now: now)
+    public mutating func write(
+        _ handle: UInt16, _ value: [UInt8], now: Timestamp, into out: inout [GATTClientAction]
+    ) -> GATTRequestID {
+        submit(.write(handle: handle, value: value), now: now, into: &out)
     }
 
     /// Writes the CCCD at `cccdHandle` (Part G §3.3.3.3).
-    public mutating func subscribe(cccdHandle: UInt16, notify: Bool, indicate: Bool, now: Timestamp) -> (
-        id: GATTRequestID, actions: [GATTClientAction]
-    ) {
-        write(cccdHandle, [(notify ? 1 : 0) | (indicate ? 2 : 0), 0], now: now)
+    public mutating func subscribe(
+        cccdHandle: UInt16, notify: Bool, indicate: Bool, now: Timestamp, into out: inout [GATTClientAction]
+    ) -> GATTRequestID {
+        write(cccdHandle, [(notify ? 1 : 0) | (indicate ? 2 : 0), 0], now: now, into: &out)
     }
 
     /// Writes a discovered characteristic's CCCD; fails with ``GATTClientError/Code/noCCCD`` when it has none.
     public mutating func subscribe(
-        _ characteristic: GATTProfile.Characteristic, notify: Bool, indicate: Bool, now: Timestamp
-    ) -> (id: GATTRequestID, actions: [GATTClientAction]) {
+        _ characteristic: GATTProfile.Characteristic, notify: Bool, indicate: Bool, now: Timestamp,
+        into out: inout [GATTClientAction]
+    ) -> GATTRequestID {
         guard let cccd = characteristic.cccdHandle else {
             let id = makeID()
-            return (
-                id,
-                [
-                    .completed(
-                        id,
-                        .failure(
-                            GATTClientError(
-                                .noCCCD,
-                                "characteristic \(characteristic.uuid) at \(Hex.handle(characteristic.valueHandle)) has no CCCD",
-                                handle: characteristic.valueHandle)))
-                ]
-            )
+            out.append(
+                .completed(
+                    id,
+                    .failure(
+                        GATTClientError(
+                            .noCCCD,
+                            "characteristic \(characteristic.uuid) at \(Hex.handle(characteristic.valueHandle)) has no CCCD",
+                            handle: characteristic.valueHandle))))
+            return id
         }
-        return subscribe(cccdHandle: cccd, notify: notify, indicate: indicate, now: now)
+        return subscribe(cccdHandle: cccd, notify: notify, indicate: indicate, now: now, into: &out)
     }
 
     /// Sends a Write Command at once (commands are not subject to the one-request rule, §3.3.2)
     /// and completes immediately.
-    public mutating func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) -> (
-        id: GATTRequestID, actions: [GATTClientAction]
-    ) {
+    public mutating func writeWithoutResponse(
+        _ handle: UInt16, _ value: [UInt8], into out: inout [GATTClientAction]
+    ) -> GATTRequestID {
         let id = makeID()
-        if let failure { return (id, [.completed(id, .failure(bearerFailed(failure)))]) }
-        guard value.count <= Int(mtu) - 3 else {
-            return (id, [.completed(id, .failure(tooLong(handle, value)))])
+        if let failure {
+            out.append(.completed(id, .failure(bearerFailed(failure))))
+            return id
         }
-        return (
-            id, [.send(ATTPDU.writeCommand(handle: handle, value: value).bytes), .completed(id, .success(.written))]
-        )
+        guard value.count <= Int(mtu) - 3 else {
+            out.append(.completed(id, .failure(tooLong(handle, value))))
+            return id
+        }
+        out.append(.send(ATTPDU.writeCommand(handle: handle, value: value).bytes))
+        out.append(.completed(id, .success(.written)))
+        return id
     }
 
     /// Confirms the pending indication (Part F §3.4.7.3); no action when none is pending.
-    public mutating func confirmIndication() -> [GATTClientAction] {
-        guard indicationPending, failure == nil else { return [] }
+    public mutating func confirmIndication(into out: inout [GATTClientAction]) {
+        guard indicationPending, failure == nil else { return }
         indicationPending = false
-        return [.send(ATTPDU.handleValueConfirmation.bytes)]
+        out.append(.send(ATTPDU.handleValueConfirmation.bytes))
     }
 
     // MARK: Security
@@ -165,9 +171,9 @@ public struct GATTClient: Sendable {
     /// The link now has `level`: the request that asked for it goes out again, or fails when the
     /// level is still too low. Also call it when the caller raised security on its own, so later
     /// step-ups start from the right level.
-    public mutating func securityRaised(level: SecurityLevel, now: Timestamp) -> [GATTClientAction] {
+    public mutating func securityRaised(level: SecurityLevel, now: Timestamp, into out: inout [GATTClientAction]) {
         securityLevel = level
-        guard case let .awaitingSecurity(pdu, target) = request else { return [] }
+        guard case let .awaitingSecurity(pdu, target) = request else { return }
         guard level >= target.level else {
             request = .none
             return finish(
@@ -175,23 +181,23 @@ public struct GATTClient: Sendable {
                     GATTClientError(
                         .attError,
                         "\(target.error) at \(Hex.handle(target.handle)) persists: link raised to \(level), not \(target.level)",
-                        attError: target.error, handle: target.handle)), now: now)
+                        attError: target.error, handle: target.handle)), now: now, into: &out)
         }
         request = .onTheAir(pdu, sentAt: now)
         requestsSent += 1
-        return [.send(pdu.bytes)]
+        out.append(.send(pdu.bytes))
     }
 
     /// The caller could not or would not raise security: the waiting procedure fails.
-    public mutating func securityRefused(now: Timestamp) -> [GATTClientAction] {
-        guard case let .awaitingSecurity(_, target) = request else { return [] }
+    public mutating func securityRefused(now: Timestamp, into out: inout [GATTClientAction]) {
+        guard case let .awaitingSecurity(_, target) = request else { return }
         request = .none
-        return finish(
+        finish(
             .failure(
                 GATTClientError(
                     .securityRefused,
                     "\(target.error) at \(Hex.handle(target.handle)): security not raised to \(target.level)",
-                    attError: target.error, handle: target.handle)), now: now)
+                    attError: target.error, handle: target.handle)), now: now, into: &out)
     }
 
     /// BlueZ's policy (src/shared/att.c): 0x0F asks for encryption; 0x05 and 0x0C step up a level.
@@ -209,56 +215,59 @@ public struct GATTClient: Sendable {
     // MARK: Events
 
     /// Checks the transaction timer.
-    public mutating func tick(now: Timestamp) -> [GATTClientAction] {
+    public mutating func tick(now: Timestamp, into out: inout [GATTClientAction]) {
         guard failure == nil, case let (pdu, sent)? = request.onTheAir, now - sent >= Self.transactionTimeout else {
-            return []
+            return
         }
-        return fail(GATTClientError(.timeout, "no answer to \(pdu.opcode) within 30 s"))
+        fail(GATTClientError(.timeout, "no answer to \(pdu.opcode) within 30 s"), into: &out)
     }
 
     /// Handles one PDU from the server.
-    public mutating func receive(_ bytes: [UInt8], now: Timestamp) -> [GATTClientAction] {
-        guard failure == nil else { return [] }
-        let timedOut = tick(now: now)
-        guard timedOut.isEmpty else { return timedOut }
+    public mutating func receive(_ bytes: [UInt8], now: Timestamp, into out: inout [GATTClientAction]) {
+        guard failure == nil else { return }
+        tick(now: now, into: &out)
+        // The transaction timer ran out: `tick` failed the client.
+        guard failure == nil else { return }
         guard bytes.count <= Int(mtu) else {
             return fail(
                 GATTClientError(
-                    .pduTooLarge, "\(bytes.count)-byte PDU (opcode 0x\(hex2(bytes[0]))) exceeds ATT_MTU \(mtu)"))
+                    .pduTooLarge, "\(bytes.count)-byte PDU (opcode 0x\(hex2(bytes[0]))) exceeds ATT_MTU \(mtu)"),
+                into: &out)
         }
         let pdu: ATTPDU
         do {
             pdu = try ATTPDU(parsing: bytes)
         } catch {
-            return fail(GATTClientError(.malformedPDU, error.description))
+            return fail(GATTClientError(.malformedPDU, error.description), into: &out)
         }
         switch pdu {
         case let .handleValueNotification(handle, value):
-            return [.notification(handle: handle, value: value)]
+            out.append(.notification(handle: handle, value: value))
         case let .handleValueIndication(handle, value):
             guard !indicationPending else {
                 return fail(
                     GATTClientError(
                         .unconfirmedIndication,
                         "indication of \(Hex.handle(handle)) arrived before the previous one was confirmed",
-                        handle: handle))
+                        handle: handle), into: &out)
             }
             indicationPending = true
-            return [.indication(handle: handle, value: value)]
+            out.append(.indication(handle: handle, value: value))
         case let .exchangeMTURequest(serverMTU):
             // The peer's client role asks; answer for our (empty) server role.
             mtu = max(GATTServer.minimumMTU, min(serverMTU, preferredMTU))
-            return [.send(ATTPDU.exchangeMTUResponse(serverMTU: preferredMTU).bytes)]
+            out.append(.send(ATTPDU.exchangeMTUResponse(serverMTU: preferredMTU).bytes))
         case let .unknown(opcode, _) where opcode.isCommand:
-            return []
+            return
         case .writeCommand:
-            return []
+            return
         default:
             if pdu.opcode.isRequest {
                 // This client has no attribute database of its own.
-                return [.send(ATTPDU.errorResponse(request: pdu.opcode, handle: 0, error: .requestNotSupported).bytes)]
+                return out.append(
+                    .send(ATTPDU.errorResponse(request: pdu.opcode, handle: 0, error: .requestNotSupported).bytes))
             }
-            return response(pdu, now: now)
+            response(pdu, now: now, into: &out)
         }
     }
 
@@ -292,19 +301,22 @@ public struct GATTClient: Sendable {
             handle: handle)
     }
 
-    private mutating func submit(_ procedure: Procedure, now: Timestamp) -> (
-        id: GATTRequestID, actions: [GATTClientAction]
-    ) {
+    private mutating func submit(_ procedure: Procedure, now: Timestamp, into out: inout [GATTClientAction])
+        -> GATTRequestID
+    {
         let id = makeID()
-        if let failure { return (id, [.completed(id, .failure(bearerFailed(failure)))]) }
+        if let failure {
+            out.append(.completed(id, .failure(bearerFailed(failure))))
+            return id
+        }
         queue.append(Running(id: id, procedure: procedure))
-        return (id, pump(now: now))
+        pump(now: now, into: &out)
+        return id
     }
 
     /// Starts queued procedures until one has a request on the air (iteratively: a long queue of
     /// procedures that complete at once does not recurse).
-    private mutating func pump(now: Timestamp) -> [GATTClientAction] {
-        var actions: [GATTClientAction] = []
+    private mutating func pump(now: Timestamp, into actions: inout [GATTClientAction]) {
         while current == nil, !queue.isEmpty {
             var running = queue.removeFirst()
             let step = start(&running.procedure)
@@ -315,49 +327,49 @@ public struct GATTClient: Sendable {
                 requestsSent += 1
                 actions.append(.send(pdu.bytes))
             case let .done(result):
-                actions += complete(result)
+                complete(result, into: &actions)
             }
         }
-        return actions
     }
 
     /// Sends a step's request, or completes the current procedure and starts the next.
-    private mutating func apply(_ step: ProcedureStep, now: Timestamp) -> [GATTClientAction] {
+    private mutating func apply(_ step: ProcedureStep, now: Timestamp, into out: inout [GATTClientAction]) {
         switch step {
         case let .send(pdu):
             request = .onTheAir(pdu, sentAt: now)
             requestsSent += 1
-            return [.send(pdu.bytes)]
+            out.append(.send(pdu.bytes))
         case let .done(result):
-            return finish(result, now: now)
+            finish(result, now: now, into: &out)
         }
     }
 
     /// Completes the current procedure and starts the next.
-    private mutating func finish(_ result: Result<GATTClientResponse, GATTClientError>, now: Timestamp)
-        -> [GATTClientAction]
-    {
-        complete(result) + pump(now: now)
+    private mutating func finish(
+        _ result: Result<GATTClientResponse, GATTClientError>, now: Timestamp, into out: inout [GATTClientAction]
+    ) {
+        complete(result, into: &out)
+        pump(now: now, into: &out)
     }
 
-    private mutating func complete(_ result: Result<GATTClientResponse, GATTClientError>) -> [GATTClientAction] {
+    private mutating func complete(
+        _ result: Result<GATTClientResponse, GATTClientError>, into out: inout [GATTClientAction]
+    ) {
         request = .none
-        guard let done = current else { return [] }
+        guard let done = current else { return }
         current = nil
-        return [.completed(done.id, result)]
+        out.append(.completed(done.id, result))
     }
 
     /// Completes every procedure with `error` and stops the client.
-    private mutating func fail(_ error: GATTClientError) -> [GATTClientAction] {
+    private mutating func fail(_ error: GATTClientError, into out: inout [GATTClientAction]) {
         failure = error
         request = .none
-        var actions: [GATTClientAction] = []
-        if let current { actions.append(.completed(current.id, .failure(error))) }
-        actions += queue.map { .completed($0.id, .failure(bearerFailed(error))) }
+        if let current { out.append(.completed(current.id, .failure(error))) }
+        for queued in queue { out.append(.completed(queued.id, .failure(bearerFailed(error)))) }
         current = nil
         queue = []
-        actions.append(.failed(error))
-        return actions
+        out.append(.failed(error))
     }
 
     private func start(_ procedure: inout Procedure) -> ProcedureStep {
@@ -379,9 +391,11 @@ public struct GATTClient: Sendable {
     }
 
     /// A response to the request on the air.
-    private mutating func response(_ pdu: ATTPDU, now: Timestamp) -> [GATTClientAction] {
+    private mutating func response(_ pdu: ATTPDU, now: Timestamp, into out: inout [GATTClientAction]) {
         guard let sent = request.onTheAir, var running = current else {
-            return fail(GATTClientError(.unexpectedResponse, "unsolicited \(pdu.opcode): no request is outstanding"))
+            return fail(
+                GATTClientError(.unexpectedResponse, "unsolicited \(pdu.opcode): no request is outstanding"), into: &out
+            )
         }
         let asked = sent.pdu.opcode
         if case let .errorResponse(request, handle, error) = pdu {
@@ -389,7 +403,8 @@ public struct GATTClient: Sendable {
                 return fail(
                     GATTClientError(
                         .unexpectedResponse,
-                        "Error Response (\(error)) for \(request) while \(asked) is outstanding", handle: handle))
+                        "Error Response (\(error)) for \(request) while \(asked) is outstanding", handle: handle),
+                    into: &out)
             }
             if error.isSecurityError {
                 guard let target = Self.level(after: error, at: securityLevel) else {
@@ -398,17 +413,17 @@ public struct GATTClient: Sendable {
                             GATTClientError(
                                 .attError,
                                 "\(error) at \(Hex.handle(handle)) for \(asked), and the link is already \(securityLevel)",
-                                attError: error, handle: handle)), now: now)
+                                attError: error, handle: handle)), now: now, into: &out)
                 }
                 self.request = .awaitingSecurity(sent.pdu, SecurityTarget(level: target, error: error, handle: handle))
-                return [.raiseSecurity(to: target)]
+                return out.append(.raiseSecurity(to: target))
             }
         } else if pdu.opcode != asked.responseOpcode {
-            return fail(GATTClientError(.unexpectedResponse, "\(pdu.opcode) in answer to \(asked)"))
+            return fail(GATTClientError(.unexpectedResponse, "\(pdu.opcode) in answer to \(asked)"), into: &out)
         }
         let step = advance(&running.procedure, with: pdu)
         current = running
-        return apply(step, now: now)
+        apply(step, now: now, into: &out)
     }
 
     /// Moves a procedure on with the answer to its request.
@@ -458,5 +473,93 @@ public struct GATTClient: Sendable {
         default:
             return .done(.failure(GATTClientError(.unexpectedResponse, "\(pdu.opcode) does not answer this procedure")))
         }
+    }
+}
+
+/// The array-returning forms (tests, and drivers off the hot path): each is its `into:` form
+/// into a new array.
+extension GATTClient {
+    public typealias Submitted = (id: GATTRequestID, actions: [GATTClientAction])
+
+    public mutating func exchangeMTU(now: Timestamp) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = exchangeMTU(now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func discover(services: [BluetoothUUID] = [], now: Timestamp) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = discover(services: services, now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func read(_ handle: UInt16, now: Timestamp) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = read(handle, now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func read(type: BluetoothUUID, from start: UInt16 = 0x0001, to end: UInt16 = 0xFFFF, now: Timestamp)
+        -> Submitted
+    {
+        var out: [GATTClientAction] = []
+        let id = read(type: type, from: start, to: end, now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func write(_ handle: UInt16, _ value: [UInt8], now: Timestamp) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = write(handle, value, now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func subscribe(cccdHandle: UInt16, notify: Bool, indicate: Bool, now: Timestamp) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = subscribe(cccdHandle: cccdHandle, notify: notify, indicate: indicate, now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func subscribe(
+        _ characteristic: GATTProfile.Characteristic, notify: Bool, indicate: Bool, now: Timestamp
+    ) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = subscribe(characteristic, notify: notify, indicate: indicate, now: now, into: &out)
+        return (id, out)
+    }
+
+    public mutating func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) -> Submitted {
+        var out: [GATTClientAction] = []
+        let id = writeWithoutResponse(handle, value, into: &out)
+        return (id, out)
+    }
+
+    public mutating func confirmIndication() -> [GATTClientAction] {
+        var out: [GATTClientAction] = []
+        confirmIndication(into: &out)
+        return out
+    }
+
+    public mutating func securityRaised(level: SecurityLevel, now: Timestamp) -> [GATTClientAction] {
+        var out: [GATTClientAction] = []
+        securityRaised(level: level, now: now, into: &out)
+        return out
+    }
+
+    public mutating func securityRefused(now: Timestamp) -> [GATTClientAction] {
+        var out: [GATTClientAction] = []
+        securityRefused(now: now, into: &out)
+        return out
+    }
+
+    public mutating func tick(now: Timestamp) -> [GATTClientAction] {
+        var out: [GATTClientAction] = []
+        tick(now: now, into: &out)
+        return out
+    }
+
+    public mutating func receive(_ bytes: [UInt8], now: Timestamp) -> [GATTClientAction] {
+        var out: [GATTClientAction] = []
+        receive(bytes, now: now, into: &out)
+        return out
     }
 }

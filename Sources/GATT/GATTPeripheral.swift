@@ -12,17 +12,21 @@ public enum PeripheralOutput: Sendable, Hashable {
 
 /// A peripheral as a pure state machine over a GATT server: the simulated cuff, or a captured
 /// one played back. One driver serves any of them over a bearer with a clock.
+///
+/// Each event appends what it calls for to `out`, an array the driver owns and empties between
+/// events with `removeAll(keepingCapacity: true)` (the ``ActionMachine`` convention); the
+/// array-returning forms in the extension are for tests and drivers off the hot path.
 public protocol GATTPeripheral: Sendable {
-    /// The earliest time the driver must call ``tick(now:)``.
+    /// The earliest time the driver must call ``tick(now:into:)``.
     var nextDeadline: Timestamp? { get }
     /// A client connected; `client` names it when the transport knows (a Bluetooth address).
-    mutating func connected(now: Timestamp, client: String?) -> [PeripheralOutput]
-    mutating func disconnected(now: Timestamp) -> [PeripheralOutput]
+    mutating func connected(now: Timestamp, client: String?, into out: inout [PeripheralOutput])
+    mutating func disconnected(now: Timestamp, into out: inout [PeripheralOutput])
     mutating func linkSecurityChanged(_ level: SecurityLevel)
-    mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [PeripheralOutput]
+    mutating func receive(_ pdu: [UInt8], now: Timestamp, into out: inout [PeripheralOutput])
     /// The device's button (SIGUSR1).
-    mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput]
-    mutating func tick(now: Timestamp) -> [PeripheralOutput]
+    mutating func buttonPressed(now: Timestamp, into out: inout [PeripheralOutput])
+    mutating func tick(now: Timestamp, into out: inout [PeripheralOutput])
     /// The driver starts running the device's clock (before the first client).
     mutating func poweredOn(now: Timestamp)
     /// The attribute table it serves (what a GATT application registered with bluetoothd exports).
@@ -33,6 +37,39 @@ public protocol GATTPeripheral: Sendable {
 
 extension GATTPeripheral {
     public mutating func poweredOn(now: Timestamp) {}
+
+    // The array-returning forms (tests, and drivers off the hot path): each is its `into:` form
+    // into a new array.
+
+    public mutating func connected(now: Timestamp, client: String? = nil) -> [PeripheralOutput] {
+        var out: [PeripheralOutput] = []
+        connected(now: now, client: client, into: &out)
+        return out
+    }
+
+    public mutating func disconnected(now: Timestamp) -> [PeripheralOutput] {
+        var out: [PeripheralOutput] = []
+        disconnected(now: now, into: &out)
+        return out
+    }
+
+    public mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [PeripheralOutput] {
+        var out: [PeripheralOutput] = []
+        receive(pdu, now: now, into: &out)
+        return out
+    }
+
+    public mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput] {
+        var out: [PeripheralOutput] = []
+        buttonPressed(now: now, into: &out)
+        return out
+    }
+
+    public mutating func tick(now: Timestamp) -> [PeripheralOutput] {
+        var out: [PeripheralOutput] = []
+        tick(now: now, into: &out)
+        return out
+    }
 }
 
 /// What a peripheral advertises when it is served on a Bluetooth adapter: its 16-bit service

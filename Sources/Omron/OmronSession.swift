@@ -155,118 +155,132 @@ public struct OmronSession: Sendable {
 
     // MARK: event handling
 
-    public mutating func handle(_ event: Event, now: Timestamp) -> [Action] {
+    /// Takes `event` at `now`; appends the actions it calls for to `out`, in order (the
+    /// ``ActionMachine`` convention: the driver owns `out` and empties it between events).
+    public mutating func handle(_ event: Event, now: Timestamp, into out: inout [Action]) {
         switch (state, event) {
-        case (.finished, _): return []
+        case (.finished, _): return
         case (.idle, .start):
             startedAt = now
-            return begin(now)
-        case (.idle, _): return []
-        case (_, .disconnected): return finish(.disconnected)
-        case let (_, .notified(.unlock, bytes)): return unlockReply(bytes, now)
-        case let (_, .notified(.rx(ch), bytes)): return rxPiece(ch, bytes, now)
-        case (_, .timer): return timer(now)
-        default: return []
+            begin(now, &out)
+        case (.idle, _): return
+        case (_, .disconnected): finish(.disconnected, &out)
+        case let (_, .notified(.unlock, bytes)): unlockReply(bytes, now, &out)
+        case let (_, .notified(.rx(ch), bytes)): rxPiece(ch, bytes, now, &out)
+        case (_, .timer): timer(now, &out)
+        default: return
         }
     }
 
-    private mutating func finish(_ o: OmronSessionOutcome) -> [Action] {
+    private mutating func finish(_ o: OmronSessionOutcome, _ out: inout [Action]) {
         state = .finished(o)
-        return [.finished(o)]
+        out.append(.finished(o))
     }
 
-    private mutating func begin(_ now: Timestamp) -> [Action] {
+    private mutating func begin(_ now: Timestamp, _ out: inout [Action]) {
         // RX channel 0 first: on classic cuffs it triggers the OS bond (§3.1 step 0).
-        var out: [Action] = (0..<profile.transport.channelCount).map { .subscribe(.rx($0)) }
+        for ch in 0..<profile.transport.channelCount { out.append(.subscribe(.rx(ch))) }
         switch profile.pairing {
         case .customKey:
             out.append(.subscribe(.unlock))
             if options.pair {
-                out += probe(attempt: 1, now)
+                probe(attempt: 1, now, &out)
             } else {
-                out += unlock(attempt: 1, now)
+                unlock(attempt: 1, now, &out)
             }
         case .token:
             out.append(.subscribe(.unlock))
-            out += unlock(attempt: 1, now)
+            unlock(attempt: 1, now, &out)
         case .bondOnly:
-            out += send(.start, attempt: 1, now) { .starting($0) }
+            send(.start, attempt: 1, now, &out) { .starting($0) }
         }
-        return out
     }
 
-    private mutating func probe(attempt: Int, _ now: Timestamp) -> [Action] {
+    private mutating func probe(attempt: Int, _ now: Timestamp, _ out: inout [Action]) {
         let deadline = now + options.pairingProbeWait
         state = .pairing(.probing(attempt: attempt), deadline: deadline)
-        return [.write(.unlock, [0x02] + [UInt8](repeating: 0, count: 16)), .setTimer(deadline)]
+        out.append(.write(.unlock, [0x02] + [UInt8](repeating: 0, count: 16)))
+        out.append(.setTimer(deadline))
     }
 
-    private mutating func unlock(attempt: Int, _ now: Timestamp) -> [Action] {
+    private mutating func unlock(attempt: Int, _ now: Timestamp, _ out: inout [Action]) {
         let deadline = now + options.replyTimeout
         state = .unlocking(attempt: attempt, deadline: deadline)
         let bytes =
             profile.pairing == .token
             ? [0x11] + options.token.prefix(4) + [UInt8](repeating: 0, count: 15)
             : [0x01] + options.key
-        return [.write(.unlock, bytes), .setTimer(deadline)]
+        out.append(.write(.unlock, bytes))
+        out.append(.setTimer(deadline))
     }
 
-    private mutating func unlockReply(_ b: [UInt8], _ now: Timestamp) -> [Action] {
-        guard b.count >= 2 else { return [] }
+    private mutating func unlockReply(_ b: [UInt8], _ now: Timestamp, _ out: inout [Action]) {
+        guard b.count >= 2 else { return }
         switch state {
         case .pairing(.probing, _) where b[0] == 0x82:
-            if b[1] == 0x0F { return finish(.linkNotEncrypted) }
-            guard b[1] == 0x00 else { return finish(.keyLatched(status: b[1])) }
+            if b[1] == 0x0F { return finish(.linkNotEncrypted, &out) }
+            guard b[1] == 0x00 else { return finish(.keyLatched(status: b[1]), &out) }
             let deadline = now + options.replyTimeout
             state = .pairing(.programming, deadline: deadline)
-            return [.write(.unlock, [0x00] + options.key), .setTimer(deadline)]
+            out.append(.write(.unlock, [0x00] + options.key))
+            out.append(.setTimer(deadline))
         case .pairing(.programming, _) where b[0] == 0x80:
-            guard b[1] == 0x00 else { return finish(.keyRefused(status: b[1])) }
-            return unlock(attempt: 1, now)
+            guard b[1] == 0x00 else { return finish(.keyRefused(status: b[1]), &out) }
+            unlock(attempt: 1, now, &out)
         case .unlocking where profile.pairing == .customKey && b[0] == 0x81:
-            guard b[1] == 0x00 else { return finish(.keyRefused(status: b[1])) }
-            return send(.start, attempt: 1, now) { .starting($0) }
+            guard b[1] == 0x00 else { return finish(.keyRefused(status: b[1]), &out) }
+            send(.start, attempt: 1, now, &out) { .starting($0) }
         case .unlocking where profile.pairing == .token && b[0] == 0x91:
-            guard b[1] == 0x00 else { return finish(.keyRefused(status: b[1])) }
-            return send(.start, attempt: 1, now) { .starting($0) }
+            guard b[1] == 0x00 else { return finish(.keyRefused(status: b[1]), &out) }
+            send(.start, attempt: 1, now, &out) { .starting($0) }
         default:
-            return []
+            return
         }
     }
 
-    private mutating func timer(_ now: Timestamp) -> [Action] {
+    private mutating func timer(_ now: Timestamp, _ out: inout [Action]) {
         switch state {
         case let .pairing(.probing(attempt), deadline) where now >= deadline:
-            return attempt < options.pairingProbes ? probe(attempt: attempt + 1, now) : finish(.notInPairingMode)
+            if attempt < options.pairingProbes {
+                probe(attempt: attempt + 1, now, &out)
+            } else {
+                finish(.notInPairingMode, &out)
+            }
         case let .pairing(.programming, deadline) where now >= deadline:
-            return finish(.timedOut(what: "key programming"))
+            finish(.timedOut(what: "key programming"), &out)
         case let .unlocking(attempt, deadline) where now >= deadline:
-            return attempt < options.attempts ? unlock(attempt: attempt + 1, now) : finish(.timedOut(what: "unlock"))
-        case let .starting(p) where now >= p.deadline: return resend(p, now) { .starting($0) }
+            if attempt < options.attempts {
+                unlock(attempt: attempt + 1, now, &out)
+            } else {
+                finish(.timedOut(what: "unlock"), &out)
+            }
+        case let .starting(p) where now >= p.deadline: resend(p, now, &out) { .starting($0) }
         case let .readingSettings(p, s) where now >= p.deadline:
-            return resend(p, now) { .readingSettings($0, settings: s) }
-        case let .transferring(p, t) where now >= p.deadline: return resend(p, now) { .transferring($0, t) }
-        case let .ending(p) where now >= p.deadline: return resend(p, now) { .ending($0) }
-        case let .settling(until, t) where now >= until: return next(t, now)
-        default: return []
+            resend(p, now, &out) { .readingSettings($0, settings: s) }
+        case let .transferring(p, t) where now >= p.deadline: resend(p, now, &out) { .transferring($0, t) }
+        case let .ending(p) where now >= p.deadline: resend(p, now, &out) { .ending($0) }
+        case let .settling(until, t) where now >= until: next(t, now, &out)
+        default: return
         }
     }
 
     // MARK: frames
 
-    private mutating func send(_ f: OmronFrame, attempt: Int, _ now: Timestamp, _ make: (Pending) -> State) -> [Action]
-    {
+    private mutating func send(
+        _ f: OmronFrame, attempt: Int, _ now: Timestamp, _ out: inout [Action], _ make: (Pending) -> State
+    ) {
         let p = Pending(frame: f, attempt: attempt, deadline: now + options.replyTimeout)
         state = make(p)
         assembler = OmronReassembler(transport: profile.transport)
-        var out: [Action] = profile.transport.split(f.encode()).map { .write(.tx($0.channel), $0.bytes) }
+        for piece in profile.transport.split(f.encode()) { out.append(.write(.tx(piece.channel), piece.bytes)) }
         out.append(.setTimer(p.deadline))
-        return out
     }
 
-    private mutating func resend(_ p: Pending, _ now: Timestamp, _ make: (Pending) -> State) -> [Action] {
-        guard p.attempt < options.attempts else { return finish(.timedOut(what: Self.name(p.frame))) }
-        return send(p.frame, attempt: p.attempt + 1, now, make)
+    private mutating func resend(
+        _ p: Pending, _ now: Timestamp, _ out: inout [Action], _ make: (Pending) -> State
+    ) {
+        guard p.attempt < options.attempts else { return finish(.timedOut(what: Self.name(p.frame)), &out) }
+        send(p.frame, attempt: p.attempt + 1, now, &out, make)
     }
 
     static func name(_ f: OmronFrame) -> String {
@@ -286,73 +300,73 @@ public struct OmronSession: Sendable {
         }
     }
 
-    private mutating func rxPiece(_ ch: Int, _ bytes: [UInt8], _ now: Timestamp) -> [Action] {
-        guard let p = pending else { return [] }
+    private mutating func rxPiece(_ ch: Int, _ bytes: [UInt8], _ now: Timestamp, _ out: inout [Action]) {
+        guard let p = pending else { return }
         let complete: [UInt8]?
         do {
             complete = try assembler.receive(channel: ch, bytes)
         } catch {
-            return []  // a broken reply: the retry timer runs (hass-omron)
+            return  // a broken reply: the retry timer runs (hass-omron)
         }
-        guard let complete, let reply = try? OmronFrame.decode(complete) else { return [] }
+        guard let complete, let reply = try? OmronFrame.decode(complete) else { return }
         let want = p.frame.type | OmronFrame.replyBit
         if reply.type == 0x8F00, p.frame.kind != .end {
-            return finish(.deviceStatus(command: Self.name(p.frame), status: reply.status))
+            return finish(.deviceStatus(command: Self.name(p.frame), status: reply.status), &out)
         }
-        guard reply.type == want else { return [] }
-        if p.frame.kind == .read || p.frame.kind == .write, reply.address != p.frame.address { return [] }
-        if reply.status != 0 { return finish(.deviceStatus(command: Self.name(p.frame), status: reply.status)) }
+        guard reply.type == want else { return }
+        if p.frame.kind == .read || p.frame.kind == .write, reply.address != p.frame.address { return }
+        if reply.status != 0 {
+            return finish(.deviceStatus(command: Self.name(p.frame), status: reply.status), &out)
+        }
         if p.frame.kind == .read, reply.data.count != Int(p.frame.size) {
             // Short data: dropped (hass-omron); the retry timer runs.
-            return []
+            return
         }
-        return replied(reply, now)
+        replied(reply, now, &out)
     }
 
-    private mutating func replied(_ reply: OmronFrame, _ now: Timestamp) -> [Action] {
+    private mutating func replied(_ reply: OmronFrame, _ now: Timestamp, _ out: inout [Action]) {
         switch state {
         case .starting:
-            if options.pair { return send(.end, attempt: 1, now) { .ending($0) } }
-            return readSettings([], now)
+            if options.pair { return send(.end, attempt: 1, now, &out) { .ending($0) } }
+            readSettings([], now, &out)
         case let .readingSettings(_, settings):
-            return readSettings(settings + reply.data, now)
+            readSettings(settings + reply.data, now, &out)
         case var .transferring(_, t):
-            var out: [Action] = []
             if case let .read(_, _, run) = t.queue.first {
                 t.buffers[run] += reply.data
                 let r = t.runs[run]
-                if t.buffers[run].count == r.count * profile.slotSize { out += decodeRun(r, t.buffers[run]) }
+                if t.buffers[run].count == r.count * profile.slotSize { decodeRun(r, t.buffers[run], &out) }
             }
             let settle: Bool = if case .write(_, _, true) = t.queue.first { true } else { false }
             t.queue.removeFirst()
             if settle {
                 let until = now + options.clockSettle
                 state = .settling(until: until, t)
-                return out + [.setTimer(until)]
+                return out.append(.setTimer(until))
             }
-            return out + next(t, now)
+            next(t, now, &out)
         case .ending:
-            return finish(.completed)
+            finish(.completed, &out)
         default:
-            return []
+            return
         }
     }
 
-    private mutating func readSettings(_ have: [UInt8], _ now: Timestamp) -> [Action] {
+    private mutating func readSettings(_ have: [UInt8], _ now: Timestamp, _ out: inout [Action]) {
         let total = profile.settingsLength
         if have.count < total {
             let n = min(profile.block, total - have.count)
-            return send(.read(profile.settingsRead + UInt16(have.count), count: n), attempt: 1, now) {
+            return send(.read(profile.settingsRead + UInt16(have.count), count: n), attempt: 1, now, &out) {
                 .readingSettings($0, settings: have)
             }
         }
-        return plan(settings: have, now)
+        plan(settings: have, now, &out)
     }
 
     /// With the settings block in hand: report the clock, then queue the clock write, the record
     /// reads, the unread-counter write and **end**.
-    private mutating func plan(settings: [UInt8], _ now: Timestamp) -> [Action] {
-        var out: [Action] = []
+    private mutating func plan(settings: [UInt8], _ now: Timestamp, _ out: inout [Action]) {
         let c = profile.clock
         let window = Array(settings[c.offset..<c.offset + c.length])
         let cuff = OmronClockCodec.decode(window, layout: c.layout)?.unixSeconds
@@ -364,7 +378,7 @@ public struct OmronSession: Sendable {
         do {
             entries = try profile.index.decode(settings[...])
         } catch {
-            return out + finish(.protocolError(error))
+            return finish(.protocolError(error), &out)
         }
         var queue: [Step] = []
         if options.setTime {
@@ -403,19 +417,20 @@ public struct OmronSession: Sendable {
                 .write(address: profile.settingsWrite + UInt16(r.lowerBound), data: Array(block[r]), settle: false))
         }
         queue.append(.end)
-        return out + next(Transfer(queue: queue, runs: runs, buffers: runs.map { _ in [] }), now)
+        next(Transfer(queue: queue, runs: runs, buffers: runs.map { _ in [] }), now, &out)
     }
 
-    private mutating func next(_ t: Transfer, _ now: Timestamp) -> [Action] {
+    private mutating func next(_ t: Transfer, _ now: Timestamp, _ out: inout [Action]) {
         switch t.queue.first {
-        case let .read(address, count, _)?: send(.read(address, count: count), attempt: 1, now) { .transferring($0, t) }
-        case let .write(address, data, _)?: send(.write(address, data), attempt: 1, now) { .transferring($0, t) }
-        case .end?, nil: send(.end, attempt: 1, now) { .ending($0) }
+        case let .read(address, count, _)?:
+            send(.read(address, count: count), attempt: 1, now, &out) { .transferring($0, t) }
+        case let .write(address, data, _)?:
+            send(.write(address, data), attempt: 1, now, &out) { .transferring($0, t) }
+        case .end?, nil: send(.end, attempt: 1, now, &out) { .ending($0) }
         }
     }
 
-    private mutating func decodeRun(_ r: OmronSlotRun, _ bytes: [UInt8]) -> [Action] {
-        var out: [Action] = []
+    private mutating func decodeRun(_ r: OmronSlotRun, _ bytes: [UInt8], _ out: inout [Action]) {
         for k in 0..<r.count {
             let raw = Array(bytes[k * profile.slotSize..<(k + 1) * profile.slotSize])
             do {
@@ -428,6 +443,14 @@ public struct OmronSession: Sendable {
                 out.append(.badRecord(user: r.user + 1, slot: r.slot + k, error))
             }
         }
+    }
+}
+
+extension OmronSession {
+    /// ``handle(_:now:into:)`` into a new array (tests, and drivers off the hot path).
+    public mutating func handle(_ event: Event, now: Timestamp) -> [Action] {
+        var out: [Action] = []
+        handle(event, now: now, into: &out)
         return out
     }
 }

@@ -226,30 +226,27 @@ public struct OmronSimulator: Sendable {
 
     // MARK: events
 
-    public mutating func handle(_ event: Event, localSeconds now: Int64) -> [Action] {
+    /// Takes `event` at the cuff's local time `now`; appends what it calls for to `out`.
+    public mutating func handle(_ event: Event, localSeconds now: Int64, into out: inout [Action]) {
         switch event {
         case let .subscribe(c):
             subscribed.insert(c)
-            return []
         case .disconnected:
             resetLink()
-            return []
         case .button:
             pairingMode = true
-            return []
         case .powerCycle:
             latched = false
             pairingMode = false
             resetLink()
             clockBase = 946_684_800
             clockRef = now
-            return []
         case let .write(.unlock, bytes):
-            return unlockWrite(bytes)
+            unlockWrite(bytes, &out)
         case let .write(.tx(ch), bytes):
-            return txWrite(ch, bytes, now: now)
+            txWrite(ch, bytes, now: now, &out)
         case .write:
-            return []
+            break
         }
     }
 
@@ -263,43 +260,43 @@ public struct OmronSimulator: Sendable {
         rxAssembler = OmronReassembler(transport: profile.transport)
     }
 
-    private func reply(_ bytes: [UInt8]) -> [Action] {
-        guard subscribed.contains(.unlock) else { return [] }
-        return [.notify(.unlock, bytes + [UInt8](repeating: 0, count: max(0, 16 - bytes.count)))]
+    private func reply(_ bytes: [UInt8], _ out: inout [Action]) {
+        guard subscribed.contains(.unlock) else { return }
+        out.append(.notify(.unlock, bytes + [UInt8](repeating: 0, count: max(0, 16 - bytes.count))))
     }
 
-    private mutating func unlockWrite(_ b: [UInt8]) -> [Action] {
-        guard let op = b.first else { return [] }
+    private mutating func unlockWrite(_ b: [UInt8], _ out: inout [Action]) {
+        guard let op = b.first else { return }
         switch (profile.pairing, op) {
         case (.customKey, 0x02) where b.count == 17:
             // Key programming needs pairing mode; a refusal latched earlier wins.
             // A latched refusal answers key programming with 82 01 (our choice; the code is not documented).
-            if latched { return reply([0x82, 0x01]) }
-            guard pairingMode else { return [] }
+            if latched { return reply([0x82, 0x01], &out) }
+            guard pairingMode else { return }
             keyProgramming = true
-            return reply([0x82, 0x00])
+            return reply([0x82, 0x00], &out)
         case (.customKey, 0x00) where b.count == 17:
-            guard keyProgramming else { return [] }
+            guard keyProgramming else { return }
             key = Array(b[1...])
             paired = true
             pairingMode = false
             keyProgramming = false
-            return reply([0x80, 0x00])
+            return reply([0x80, 0x00], &out)
         case (.customKey, 0x01) where b.count == 17:
             if !latched, let key, key == Array(b[1...]) {
                 unlocked = true
-                return reply([0x81, 0x00])
+                return reply([0x81, 0x00], &out)
             }
             latched = key != nil
-            return reply([0x81, 0x01])
+            return reply([0x81, 0x01], &out)
         case (.token, 0x11) where b.count == 20:
-            guard paired || pairingMode else { return [] }
+            guard paired || pairingMode else { return }
             paired = true
             pairingMode = false
             unlocked = true
-            return reply([0x91, 0x00] + b[1...4])
+            return reply([0x91, 0x00] + b[1...4], &out)
         default:
-            return []
+            return
         }
     }
 
@@ -310,46 +307,46 @@ public struct OmronSimulator: Sendable {
         }
     }
 
-    private mutating func txWrite(_ ch: Int, _ bytes: [UInt8], now: Int64) -> [Action] {
+    private mutating func txWrite(_ ch: Int, _ bytes: [UInt8], now: Int64, _ out: inout [Action]) {
         guard ch < profile.transport.channelCount, let frameBytes = try? rxAssembler.receive(channel: ch, bytes) else {
-            return []
+            return
         }
-        guard let f = try? OmronFrame.decode(frameBytes), !f.isReply, let kind = f.kind else { return [] }
-        guard mayTransfer, subscribed.contains(.rx(0)) else { return [] }
+        guard let f = try? OmronFrame.decode(frameBytes), !f.isReply, let kind = f.kind else { return }
+        guard mayTransfer, subscribed.contains(.rx(0)) else { return }
         if profile.pairing == .bondOnly { paired = true; pairingMode = false }
         framesThisLink += 1
         if dropArmed, framesThisLink == 3 {
             dropArmed = false
             resetLink()
-            return [.disconnect]
+            return out.append(.disconnect)
         }
-        let out: OmronFrame
+        let answer: OmronFrame
         switch kind {
         case .start:
             inTransaction = true
             written = []
             sessions += 1
             // Classic cuffs answer with 16 device-id bytes (HEM-7280T), modern ones with 8 bytes (HEM-7155T).
-            out =
+            answer =
                 profile.transport == .classic
                 ? OmronFrame(type: 0x8000, size: 0x10, data: Array("OMRON-SIM-CUFF!!".utf8))
                 : OmronFrame(type: 0x8000, size: 0x10)
         case .read:
-            guard inTransaction else { out = OmronFrame(type: 0x8F00, status: 0x01); break }
+            guard inTransaction else { answer = OmronFrame(type: 0x8F00, status: 0x01); break }
             renderClock(now: now)
             let a = Int(f.address), n = Int(f.size)
             guard n <= profile.block, n + 8 <= OmronFrame.maxLength else {
-                out = OmronFrame(type: 0x8F00, status: 0x02)
+                answer = OmronFrame(type: 0x8F00, status: 0x02)
                 break
             }
             let data = (a..<a + n).map { $0 < memory.count ? memory[$0] : 0xFF }
-            out = OmronFrame(type: 0x8100, address: f.address, data: data)
+            answer = OmronFrame(type: 0x8100, address: f.address, data: data)
         case .write:
-            guard inTransaction else { out = OmronFrame(type: 0x8F00, status: 0x01); break }
+            guard inTransaction else { answer = OmronFrame(type: 0x8F00, status: 0x01); break }
             let a = Int(f.address)
             if a + f.data.count <= memory.count { memory.replaceSubrange(a..<a + f.data.count, with: f.data) }
             written.append((a, f.data, now))
-            out =
+            answer =
                 profile.transport == .classic
                 ? OmronFrame(type: 0x81C0, address: f.address, data: f.data)
                 : OmronFrame(type: 0x81C0, address: f.address, size: UInt8(f.data.count))
@@ -357,18 +354,18 @@ public struct OmronSimulator: Sendable {
             let status = inTransaction ? commit(now: now) : 0x01
             inTransaction = false
             written = []
-            out = OmronFrame(type: 0x8F00, status: status)
+            answer = OmronFrame(type: 0x8F00, status: status)
         }
-        return notify(out.encode())
+        notify(answer.encode(), &out)
     }
 
-    private func notify(_ frame: [UInt8]) -> [Action] {
-        profile.transport.split(frame).compactMap { piece in
-            guard subscribed.contains(.rx(piece.channel)) else { return nil }
+    private func notify(_ frame: [UInt8], _ out: inout [Action]) {
+        for piece in profile.transport.split(frame) {
+            guard subscribed.contains(.rx(piece.channel)) else { continue }
             let padded =
                 profile.transport == .classic
                 ? piece.bytes + [UInt8](repeating: 0, count: 16 - piece.bytes.count) : piece.bytes
-            return .notify(.rx(piece.channel), padded)
+            out.append(.notify(.rx(piece.channel), padded))
         }
     }
 
@@ -402,5 +399,14 @@ public struct OmronSimulator: Sendable {
         }
         renderIndex()
         return status
+    }
+}
+
+extension OmronSimulator {
+    /// ``handle(_:localSeconds:into:)`` into a new array (tests, and drivers off the hot path).
+    public mutating func handle(_ event: Event, localSeconds now: Int64) -> [Action] {
+        var out: [Action] = []
+        handle(event, localSeconds: now, into: &out)
+        return out
     }
 }

@@ -97,7 +97,7 @@ struct SeamTestCentral: CuffProtocolSession {
     var nextDeadline: Timestamp? { isFinished ? nil : client.nextDeadline }
     var stateName: String { "\(stage)" }
 
-    mutating func start(at: EventTime) -> [CentralAction] {
+    mutating func startActions(at: EventTime) -> [CentralAction] {
         var out: [CentralAction] = [.emit(.session(SessionRecord(event: .start, device: device, at: at)))]
         let d = client.discover(now: at.monotonic)
         stage = .discovering(d.id)
@@ -105,24 +105,26 @@ struct SeamTestCentral: CuffProtocolSession {
         return out
     }
 
-    mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {
+    mutating func adoptActions(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {
         client = link.client
         device = link.device
         return subscribe(link.profile, at)
     }
 
-    mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] {
+    mutating func receiveActions(_ pdu: [UInt8], at: EventTime) -> [CentralAction] {
         gatt(client.receive(pdu, now: at.monotonic), at)
     }
-    mutating func tick(at: EventTime) -> [CentralAction] { gatt(client.tick(now: at.monotonic), at) }
-    mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] {
+    mutating func tickActions(at: EventTime) -> [CentralAction] { gatt(client.tick(now: at.monotonic), at) }
+    mutating func disconnectedActions(_ why: String?, at: EventTime) -> [CentralAction] {
         end(measurements > 0 ? .completed : .disconnected, why, at)
     }
-    mutating func stop(at: EventTime) -> [CentralAction] { end(.stopped, nil, at) }
-    mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction] {
+    mutating func stopActions(at: EventTime) -> [CentralAction] { end(.stopped, nil, at) }
+    mutating func securityRaisedActions(_ level: SecurityLevel, at: EventTime) -> [CentralAction] {
         gatt(client.securityRaised(level: level, now: at.monotonic), at)
     }
-    mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction] { end(.securityRefused, why, at) }
+    mutating func securityRefusedActions(_ why: String, at: EventTime) -> [CentralAction] {
+        end(.securityRefused, why, at)
+    }
 
     mutating func subscribe(_ profile: GATTProfile, _ at: EventTime) -> [CentralAction] {
         guard let ch = profile.characteristic(SeamTestProtocol.reading) else {
@@ -218,25 +220,23 @@ struct SeamTestPeripheral: GATTPeripheral {
 
     var nextDeadline: Timestamp? { server.nextDeadline }
     var database: AttributeDatabase { server.database }
-    mutating func connected(now: Timestamp, client: String?) -> [PeripheralOutput] {
+    mutating func connected(now: Timestamp, client: String?, into out: inout [PeripheralOutput]) {
         server.reset()
-        return []
     }
-    mutating func disconnected(now: Timestamp) -> [PeripheralOutput] {
+    mutating func disconnected(now: Timestamp, into out: inout [PeripheralOutput]) {
         server.reset()
-        return []
     }
     mutating func linkSecurityChanged(_ level: SecurityLevel) { server.linkSecurityChanged(level: level) }
-    mutating func receive(_ pdu: [UInt8], now: Timestamp) -> [PeripheralOutput] {
+    mutating func receive(_ pdu: [UInt8], now: Timestamp, into out: inout [PeripheralOutput]) {
         let actions = server.receive(pdu, now: now)  // (first: `run` must see the server after it)
-        return run(actions)
+        out += run(actions)
     }
-    mutating func buttonPressed(now: Timestamp) -> [PeripheralOutput] {
-        run(server.notify(handle: valueHandle, value: reading))
+    mutating func buttonPressed(now: Timestamp, into out: inout [PeripheralOutput]) {
+        out += run(server.notify(handle: valueHandle, value: reading))
     }
-    mutating func tick(now: Timestamp) -> [PeripheralOutput] {
+    mutating func tick(now: Timestamp, into out: inout [PeripheralOutput]) {
         let actions = server.tick(now: now)
-        return run(actions)
+        out += run(actions)
     }
 
     func run(_ actions: [GATTServerAction]) -> [PeripheralOutput] {
@@ -250,5 +250,27 @@ struct SeamTestPeripheral: GATTPeripheral {
             }
         }
         return out
+    }
+}
+
+/// The ``CuffProtocolSession`` entry points: each appends its array-returning form's actions to `out`.
+extension SeamTestCentral {
+    mutating func start(at: EventTime, into out: inout [CentralAction]) { out += startActions(at: at) }
+    mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [CentralAction]) {
+        out += receiveActions(pdu, at: at)
+    }
+    mutating func tick(at: EventTime, into out: inout [CentralAction]) { out += tickActions(at: at) }
+    mutating func disconnected(_ why: String?, at: EventTime, into out: inout [CentralAction]) {
+        out += disconnectedActions(why, at: at)
+    }
+    mutating func stop(at: EventTime, into out: inout [CentralAction]) { out += stopActions(at: at) }
+    mutating func securityRaised(_ level: SecurityLevel, at: EventTime, into out: inout [CentralAction]) {
+        out += securityRaisedActions(level, at: at)
+    }
+    mutating func securityRefused(_ why: String, at: EventTime, into out: inout [CentralAction]) {
+        out += securityRefusedActions(why, at: at)
+    }
+    mutating func adopt(_ link: DiscoveredLink, at: EventTime, into out: inout [CentralAction]) {
+        out += adoptActions(link, at: at)
     }
 }

@@ -41,6 +41,10 @@ public struct OmronCentral: CuffProtocolSession {
     /// to the standard session (not when `--protocol omron` forced this one).
     let standardFallback: Bool
     var startedAt: EventTime?
+    /// The session's and the client's actions for one event, kept between events (emptied, their
+    /// capacity kept: ``ActionMachine``); an event taken while another one's actions run gets a new array.
+    var sessionScratch: [OmronSession.Action] = []
+    var clientScratch: [GATTClientAction] = []
     public private(set) var handOver: DiscoveredLink?
 
     /// - Parameter utcOffsetSeconds: seconds east of UTC of the host's local time: the cuff's
@@ -82,65 +86,105 @@ public struct OmronCentral: CuffProtocolSession {
     }
     public var nextDeadline: Timestamp? { [sessionDeadline, client.nextDeadline].compactMap { $0 }.min() }
 
-    public mutating func start(at: EventTime) -> [Output] {
+    public mutating func start(at: EventTime, into out: inout [Output]) {
         startedAt = at
-        var out: [Output] = [.emit(.session(SessionRecord(event: .start, device: device, at: at)))]
-        let m = client.exchangeMTU(now: at.monotonic)
-        out += gatt(m.actions, at)
-        let d = client.discover(services: [], now: at.monotonic)
-        discovery = d.id
-        out += gatt(d.actions, at)
-        return out
+        out.append(.emit(.session(SessionRecord(event: .start, device: device, at: at))))
+        let now = at.monotonic
+        request(nil, at, &out) { $0.exchangeMTU(now: now, into: &$1) }
+        request(\.discovery, at, &out) { $0.discover(services: [], now: now, into: &$1) }
     }
 
-    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [Output] {
-        gatt(client.receive(pdu, now: at.monotonic), at)
+    public mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [Output]) {
+        let now = at.monotonic
+        clientStep({ $0.receive(pdu, now: now, into: &$1) }, at, &out)
     }
 
-    public mutating func tick(at: EventTime) -> [Output] {
-        var out = gatt(client.tick(now: at.monotonic), at)
+    public mutating func tick(at: EventTime, into out: inout [Output]) {
+        let now = at.monotonic
+        clientStep({ $0.tick(now: now, into: &$1) }, at, &out)
         if let d = sessionDeadline, at.monotonic >= d {
             sessionDeadline = nil
-            out += run(session.handle(.timer, now: at.monotonic), at)
+            sessionStep(.timer, at, &out)
         }
-        return out
     }
 
-    public mutating func disconnected(_ why: String?, at: EventTime) -> [Output] {
-        guard outcome == nil else { return [] }
-        if !started { return finish(.disconnected, why ?? "the link went down", at) }
-        return run(session.handle(.disconnected, now: at.monotonic), at)
+    public mutating func disconnected(_ why: String?, at: EventTime, into out: inout [Output]) {
+        guard outcome == nil else { return }
+        if !started { return finish(.disconnected, why ?? "the link went down", at, &out) }
+        sessionStep(.disconnected, at, &out)
     }
 
     /// Stopping a sync ends it at once: whatever was read is kept, the cuff's counters stay.
-    public mutating func stop(at: EventTime) -> [Output] {
-        guard outcome == nil else { return [] }
-        return finish(.stopped, "stopped", at) + [.disconnect]
+    public mutating func stop(at: EventTime, into out: inout [Output]) {
+        guard outcome == nil else { return }
+        finish(.stopped, "stopped", at, &out)
+        out.append(.disconnect)
     }
 
-    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [Output] {
-        gatt(client.securityRaised(level: level, now: at.monotonic), at)
+    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime, into out: inout [Output]) {
+        let now = at.monotonic
+        clientStep({ $0.securityRaised(level: level, now: now, into: &$1) }, at, &out)
     }
 
-    public mutating func securityRefused(_ why: String, at: EventTime) -> [Output] {
-        gatt(client.securityRefused(now: at.monotonic), at)
+    public mutating func securityRefused(_ why: String, at: EventTime, into out: inout [Output]) {
+        let now = at.monotonic
+        clientStep({ $0.securityRefused(now: now, into: &$1) }, at, &out)
     }
 
-    mutating func finish(_ o: SessionOutcome, _ message: String?, _ at: EventTime) -> [Output] {
-        guard outcome == nil else { return [] }
+    /// The session takes `event` with ``sessionScratch`` (emptied; an event taken while another
+    /// one's actions run gets a new array), and its actions run into `out`.
+    mutating func sessionStep(_ event: OmronSession.Event, _ at: EventTime, _ out: inout [Output]) {
+        var actions: [OmronSession.Action] = []
+        swap(&actions, &sessionScratch)
+        session.handle(event, now: at.monotonic, into: &actions)
+        run(actions, at, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > sessionScratch.capacity { swap(&actions, &sessionScratch) }
+    }
+
+    /// The GATT client takes an event with ``clientScratch`` (as ``sessionStep(_:_:_:)`` does),
+    /// and its actions run into `out`.
+    mutating func clientStep(
+        _ call: (inout GATTClient, inout [GATTClientAction]) -> Void, _ at: EventTime, _ out: inout [Output]
+    ) {
+        var actions: [GATTClientAction] = []
+        swap(&actions, &clientScratch)
+        call(&client, &actions)
+        gatt(actions, at, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
+    }
+
+    mutating func finish(_ o: SessionOutcome, _ message: String?, _ at: EventTime, _ out: inout [Output]) {
+        guard outcome == nil else { return }
         outcome = o
         sessionDeadline = nil
         var end = SessionRecord(
             event: .end, device: device, at: at, outcome: o, measurements: measurements, message: message,
             clockDriftSeconds: session.driftSeconds)
         end.attRequests = client.requestsSent
-        return [.emit(.session(end)), .finished(o)]
+        out.append(.emit(.session(end)))
+        out.append(.finished(o))
+    }
+
+    /// Submits a GATT procedure with ``clientScratch`` (as ``clientStep(_:_:_:)`` does), keeps its
+    /// ID at `record` when one is given, then runs its first actions into `out`.
+    mutating func request(
+        _ record: WritableKeyPath<OmronCentral, GATTRequestID?>?, _ at: EventTime, _ out: inout [Output],
+        _ submit: (inout GATTClient, inout [GATTClientAction]) -> GATTRequestID
+    ) {
+        var actions: [GATTClientAction] = []
+        swap(&actions, &clientScratch)
+        let id = submit(&client, &actions)
+        if let record { self[keyPath: record] = id }
+        gatt(actions, at, &out)
+        actions.removeAll(keepingCapacity: true)
+        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
     }
 
     // MARK: GATT → session
 
-    mutating func gatt(_ actions: [GATTClientAction], _ at: EventTime) -> [Output] {
-        var out: [Output] = []
+    mutating func gatt(_ actions: [GATTClientAction], _ at: EventTime, _ out: inout [Output]) {
         for a in actions {
             switch a {
             case let .send(pdu):
@@ -148,83 +192,86 @@ public struct OmronCentral: CuffProtocolSession {
             case let .completed(id, result):
                 if id == discovery {
                     discovery = nil
-                    out += discovered(result, at)
+                    discovered(result, at, &out)
                 } else if id == modelRead {
                     modelRead = nil
-                    out += modelNumber(result, at)
+                    modelNumber(result, at, &out)
                 } else if case let .failure(e) = result, client.failure == nil, outcome == nil {
-                    out += finish(
+                    finish(
                         e.code == .securityRefused ? .securityRefused : .protocolError,
-                        "GATT request failed: \(e.message)", at)
+                        "GATT request failed: \(e.message)", at, &out)
                     out.append(.disconnect)
                 }
             case let .notification(handle, value):
                 guard let c = byHandle[handle] else { continue }
-                out += run(session.handle(.notified(c, value), now: at.monotonic), at)
+                sessionStep(.notified(c, value), at, &out)
             case let .indication(handle, value):
-                out += indication(handle, value, at)
+                indication(handle, value, at, &out)
             case let .raiseSecurity(level):
                 out.append(.raiseSecurity(level))
             case let .failed(error):
                 let o: SessionOutcome =
                     error.code == .timeout
                     ? .timedOut : error.code == .securityRefused ? .securityRefused : .protocolError
-                out += finish(o, error.message, at) + [.disconnect]
+                finish(o, error.message, at, &out)
+                out.append(.disconnect)
             }
         }
-        return out
     }
 
     /// An indication is confirmed only once what it carried was kept, or when it carries no
     /// reading: a cuff deletes what was confirmed. On the Omron service's own channels it is the
     /// session's (as a notification would be); elsewhere ``UninvitedIndication`` decides (a
     /// standard measurement is kept as one).
-    mutating func indication(_ handle: UInt16, _ value: [UInt8], _ at: EventTime) -> [Output] {
+    mutating func indication(_ handle: UInt16, _ value: [UInt8], _ at: EventTime, _ out: inout [Output]) {
         guard outcome == nil else {
-            return [
+            return out.append(
                 .log(
                     "indication from handle 0x\(String(handle, radix: 16)) after the session ended: not confirmed, so the cuff keeps it"
-                )
-            ]
+                ))
         }
         if let c = byHandle[handle] {
-            return run(session.handle(.notified(c, value), now: at.monotonic), at)
-                + gatt(client.confirmIndication(), at)
+            sessionStep(.notified(c, value), at, &out)
+            return clientStep({ $0.confirmIndication(into: &$1) }, at, &out)
         }
         let verdict = UninvitedIndication.classify(
             handle: handle, value: value, profile: discoveredProfile, device: device, at: at)
         if case .keep = verdict { measurements += 1 }
-        return verdict.outputs(log: Output.log, measurement: { .emit(.measurement($0)) }) {
-            gatt(client.confirmIndication(), at)
+        out += verdict.outputs(log: Output.log, measurement: { .emit(.measurement($0)) }) {
+            var confirm: [Output] = []
+            clientStep({ $0.confirmIndication(into: &$1) }, at, &confirm)
+            return confirm
         }
     }
 
-    mutating func discovered(_ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
+    mutating func discovered(
+        _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime, _ out: inout [Output]
+    ) {
         guard case let .success(.profile(gp)) = result else {
-            return finish(.protocolError, "discovery failed", at) + [.disconnect]
+            finish(.protocolError, "discovery failed", at, &out)
+            return out.append(.disconnect)
         }
-        return begin(gp, at)
+        begin(gp, at, &out)
     }
 
     /// The standard session discovered the link and hands it over: carry on with its client.
-    public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [Output] {
+    public mutating func adopt(_ link: DiscoveredLink, at: EventTime, into out: inout [Output]) {
         client = link.client
         startedAt = link.startedAt
         var d = link.device
         if d.model == nil { d.model = profile.id }
         if d.manufacturer == nil { d.manufacturer = "OMRON HEALTHCARE" }
         device = d
-        return begin(link.profile, at)
+        begin(link.profile, at, &out)
     }
 
-    mutating func begin(_ gp: GATTProfile, _ at: EventTime) -> [Output] {
+    mutating func begin(_ gp: GATTProfile, _ at: EventTime, _ out: inout [Output]) {
         discoveredProfile = gp
         // Without --model, Device Information's model number (HEM-7361T_ESL) picks the profile.
         if !modelForced, !modelChecked, let ch = gp.characteristic(BluetoothUUID(0x2A24)) {
             modelChecked = true
-            let r = client.read(ch.valueHandle, now: at.monotonic)
-            modelRead = r.id
-            return gatt(r.actions, at)
+            let now = at.monotonic
+            return request(\.modelRead, at, &out) { $0.read(ch.valueHandle, now: now, into: &$1) }
         }
         if !modelForced,
             let family = OmronTransport.allCases.first(where: { gp.service(BluetoothUUID($0.serviceUUID)!) != nil })
@@ -235,11 +282,10 @@ public struct OmronCentral: CuffProtocolSession {
             {
                 handOver = DiscoveredLink(
                     protocolID: .bps, client: client, profile: gp, device: device, startedAt: startedAt ?? at)
-                return [
+                return out.append(
                     .log(
                         "unknown Omron model \(modelHint ?? ""); the closest profile is \(closest.id); reading the standard Blood "
-                            + "Pressure Service instead (--model NAME reads the Omron memory with a profile)")
-                ]
+                            + "Pressure Service instead (--model NAME reads the Omron memory with a profile)"))
             }
             profile = choice.profile
             note = Self.note(choice, name: modelHint ?? "", family: family)
@@ -247,15 +293,17 @@ public struct OmronCentral: CuffProtocolSession {
             // they name it, else its id (so a store rebuilds them with the same layout).
             if case .known = choice {} else { device.model = profile.id }
         }
-        var out: [Output] = note.map { [.log($0)] } ?? []
+        if let note { out.append(.log(note)) }
         out.append(
             .log("Omron \(profile.id) (\(profile.transport.rawValue) service, \(profile.pairing.rawValue) pairing)"))
         session = OmronSession(
             profile: profile, options: options, localSeconds: Self.localSeconds(at, utcOffsetSeconds))
-        return out + startSession(gp, at)
+        startSession(gp, at, &out)
     }
 
-    mutating func modelNumber(_ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime) -> [Output] {
+    mutating func modelNumber(
+        _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime, _ out: inout [Output]
+    ) {
         if case let .success(.value(v)) = result {
             let text = String(decoding: v.prefix { $0 != 0 }, as: UTF8.self).split(separator: " ").joined(
                 separator: " ")
@@ -264,8 +312,8 @@ public struct OmronCentral: CuffProtocolSession {
                 modelHint = text
             }
         }
-        guard let gp = discoveredProfile else { return [] }
-        return begin(gp, at)
+        guard let gp = discoveredProfile else { return }
+        begin(gp, at, &out)
     }
 
     /// What the log says about a profile discovery chose (nil: the cuff named it).
@@ -288,15 +336,15 @@ public struct OmronCentral: CuffProtocolSession {
         }
     }
 
-    mutating func startSession(_ gp: GATTProfile, _ at: EventTime) -> [Output] {
+    mutating func startSession(_ gp: GATTProfile, _ at: EventTime, _ out: inout [Output]) {
         let service = BluetoothUUID(profile.transport.serviceUUID)!
         guard gp.service(service) != nil else {
             let other: OmronTransport = profile.transport == .classic ? .modern : .classic
             let hint =
                 gp.service(BluetoothUUID(other.serviceUUID)!) != nil
                 ? " (the cuff has the \(other.rawValue) one: another model?)" : ""
-            return finish(.serviceMissing, "no Omron \(profile.transport.rawValue) service on this device\(hint)", at)
-                + [.disconnect]
+            finish(.serviceMissing, "no Omron \(profile.transport.rawValue) service on this device\(hint)", at, &out)
+            return out.append(.disconnect)
         }
         for (i, u) in profile.transport.txUUIDs.enumerated() {
             handles[.tx(i)] = gp.characteristic(BluetoothUUID(u)!, in: service)
@@ -307,25 +355,24 @@ public struct OmronCentral: CuffProtocolSession {
         handles[.unlock] = gp.characteristic(BluetoothUUID(OmronUUID.unlock)!)
         byHandle = Dictionary(handles.map { ($1.valueHandle, $0) }, uniquingKeysWith: { a, _ in a })
         started = true
-        return run(session.handle(.start, now: at.monotonic), at)
+        sessionStep(.start, at, &out)
     }
 
     // MARK: session → GATT
 
-    mutating func run(_ actions: [OmronSession.Action], _ at: EventTime) -> [Output] {
-        var out: [Output] = []
+    mutating func run(_ actions: [OmronSession.Action], _ at: EventTime, _ out: inout [Output]) {
         let now = at.monotonic
         for a in actions {
             switch a {
             case let .subscribe(c):
-                guard let ch = handles[c] else { return out + missing(c, at) }
-                out += gatt(client.subscribe(ch, notify: true, indicate: false, now: now).actions, at)
+                guard let ch = handles[c] else { return missing(c, at, &out) }
+                request(nil, at, &out) { $0.subscribe(ch, notify: true, indicate: false, now: now, into: &$1) }
             case let .write(c, bytes):
-                guard let ch = handles[c] else { return out + missing(c, at) }
+                guard let ch = handles[c] else { return missing(c, at, &out) }
                 if profile.transport == .modern, case .tx = c {
-                    out += gatt(client.writeWithoutResponse(ch.valueHandle, bytes).actions, at)
+                    request(nil, at, &out) { $0.writeWithoutResponse(ch.valueHandle, bytes, into: &$1) }
                 } else {
-                    out += gatt(client.write(ch.valueHandle, bytes, now: now).actions, at)
+                    request(nil, at, &out) { $0.write(ch.valueHandle, bytes, now: now, into: &$1) }
                 }
             case let .setTimer(t):
                 sessionDeadline = t
@@ -347,14 +394,15 @@ public struct OmronCentral: CuffProtocolSession {
                 let outcome =
                     options.pair && o == .completed
                     ? SessionOutcome.completed : Self.outcome(o, measurements: measurements)
-                out += finish(outcome, Self.message(o), at) + [.disconnect]
+                finish(outcome, Self.message(o), at, &out)
+                out.append(.disconnect)
             }
         }
-        return out
     }
 
-    mutating func missing(_ c: OmronCharacteristic, _ at: EventTime) -> [Output] {
-        finish(.serviceMissing, "the Omron service has no \(c) characteristic", at) + [.disconnect]
+    mutating func missing(_ c: OmronCharacteristic, _ at: EventTime, _ out: inout [Output]) {
+        finish(.serviceMissing, "the Omron service has no \(c) characteristic", at, &out)
+        out.append(.disconnect)
     }
 
     static func outcome(_ o: OmronSessionOutcome, measurements: Int) -> SessionOutcome {

@@ -4,6 +4,10 @@ import GATT
 
 /// A cuff protocol's central side, as a value: link events in, ``CentralAction``s out.
 ///
+/// Each event appends its actions to `out`, an array the driver owns and empties between events
+/// with `removeAll(keepingCapacity: true)` (the ``ActionMachine`` convention), so an event
+/// allocates no array of its own; the array-returning forms in the extension are for tests.
+///
 /// The standard Blood Pressure Service session (``CuffCentral``) is one; a vendor protocol is
 /// another. A driver (``ProtocolSession`` inside `CentralConnection`, `SimulatedLink`) feeds it
 /// the connection's ATT PDUs, the link's security changes, its end, a stop request and ticks at
@@ -34,20 +38,20 @@ public protocol CuffProtocolSession: Sendable {
     var stateName: String { get }
 
     /// The link is up: start the session.
-    mutating func start(at: EventTime) -> [CentralAction]
+    mutating func start(at: EventTime, into out: inout [CentralAction])
     /// An ATT PDU from the cuff.
-    mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction]
-    mutating func tick(at: EventTime) -> [CentralAction]
+    mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [CentralAction])
+    mutating func tick(at: EventTime, into out: inout [CentralAction])
     /// The link is gone (`why` when known).
-    mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction]
+    mutating func disconnected(_ why: String?, at: EventTime, into out: inout [CentralAction])
     /// The user asks to stop (Ctrl-C, `--stop-after`).
-    mutating func stop(at: EventTime) -> [CentralAction]
-    mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction]
-    mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction]
+    mutating func stop(at: EventTime, into out: inout [CentralAction])
+    mutating func securityRaised(_ level: SecurityLevel, at: EventTime, into out: inout [CentralAction])
+    mutating func securityRefused(_ why: String, at: EventTime, into out: inout [CentralAction])
 
     /// Another protocol's session discovered this link and handed it over: carry on from there
     /// (the session's start record is already out).
-    mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction]
+    mutating func adopt(_ link: DiscoveredLink, at: EventTime, into out: inout [CentralAction])
     /// Set once this session found, on discovery, that another protocol should follow the link.
     var handOver: DiscoveredLink? { get }
     /// What the session learned about the cuff for the GATT cache (read at the end, kept by the
@@ -63,11 +67,63 @@ extension CuffProtocolSession {
     public var gattCacheUse: GATTCacheUse? { nil }
 
     /// By default a session cannot take a link over: it ends with `service_missing`.
-    public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {
+    public mutating func adopt(_ link: DiscoveredLink, at: EventTime, into out: inout [CentralAction]) {
         let end = SessionRecord(
             event: .end, device: link.device, at: at, outcome: .serviceMissing,
             message: "the \(protocolID) protocol cannot take over a discovered link")
-        return [.emit(.session(end)), .disconnect, .finished(.serviceMissing)]
+        out += [.emit(.session(end)), .disconnect, .finished(.serviceMissing)]
+    }
+}
+
+/// The array-returning forms (tests, and drivers off the hot path): each is its `into:` form
+/// into a new array.
+extension CuffProtocolSession {
+    public mutating func start(at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        start(at: at, into: &out)
+        return out
+    }
+
+    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        receive(pdu, at: at, into: &out)
+        return out
+    }
+
+    public mutating func tick(at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        tick(at: at, into: &out)
+        return out
+    }
+
+    public mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        disconnected(why, at: at, into: &out)
+        return out
+    }
+
+    public mutating func stop(at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        stop(at: at, into: &out)
+        return out
+    }
+
+    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        securityRaised(level, at: at, into: &out)
+        return out
+    }
+
+    public mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        securityRefused(why, at: at, into: &out)
+        return out
+    }
+
+    public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        adopt(link, at: at, into: &out)
+        return out
     }
 }
 

@@ -33,33 +33,84 @@ public struct ProtocolSession: Sendable {
     /// How the session used the GATT cache, nil when its protocol has none.
     public var gattCache: GATTCacheUse? { session.gattCacheUse }
 
-    public mutating func start(at: EventTime) -> [CentralAction] { followed(session.start(at: at), at) }
-    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] {
-        followed(session.receive(pdu, at: at), at)
+    public mutating func start(at: EventTime, into out: inout [CentralAction]) {
+        session.start(at: at, into: &out)
+        followed(at, &out)
     }
-    public mutating func tick(at: EventTime) -> [CentralAction] { followed(session.tick(at: at), at) }
-    public mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] {
-        followed(session.disconnected(why, at: at), at)
+    public mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [CentralAction]) {
+        session.receive(pdu, at: at, into: &out)
+        followed(at, &out)
     }
-    public mutating func stop(at: EventTime) -> [CentralAction] { followed(session.stop(at: at), at) }
-    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction] {
-        followed(session.securityRaised(level, at: at), at)
+    public mutating func tick(at: EventTime, into out: inout [CentralAction]) {
+        session.tick(at: at, into: &out)
+        followed(at, &out)
     }
-    public mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction] {
-        followed(session.securityRefused(why, at: at), at)
+    public mutating func disconnected(_ why: String?, at: EventTime, into out: inout [CentralAction]) {
+        session.disconnected(why, at: at, into: &out)
+        followed(at, &out)
+    }
+    public mutating func stop(at: EventTime, into out: inout [CentralAction]) {
+        session.stop(at: at, into: &out)
+        followed(at, &out)
+    }
+    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime, into out: inout [CentralAction]) {
+        session.securityRaised(level, at: at, into: &out)
+        followed(at, &out)
+    }
+    public mutating func securityRefused(_ why: String, at: EventTime, into out: inout [CentralAction]) {
+        session.securityRefused(why, at: at, into: &out)
+        followed(at, &out)
     }
 
-    /// `actions`, then, when the session handed the link over, what the next protocol's session
-    /// does with it.
-    mutating func followed(_ actions: [CentralAction], _ at: EventTime) -> [CentralAction] {
-        var out = actions
+    /// When the session handed the link over: what the next protocol's session does with it,
+    /// after the actions already in `out`.
+    mutating func followed(_ at: EventTime, _ out: inout [CentralAction]) {
         // A session that adopts a link may give it on at once (an Omron cuff of an unknown model
         // back to the standard session); a few hops at most, never a loop.
         for _ in 0..<4 {
             guard let link = session.handOver, let next = registry[link.protocolID] else { break }
             session = next.makeCentral(configuration: configuration)
-            out += session.adopt(link, at: at)
+            session.adopt(link, at: at, into: &out)
         }
+    }
+}
+
+/// The array-returning forms (tests, and drivers off the hot path): each is its `into:` form
+/// into a new array.
+extension ProtocolSession {
+    public mutating func start(at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        start(at: at, into: &out)
+        return out
+    }
+    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        receive(pdu, at: at, into: &out)
+        return out
+    }
+    public mutating func tick(at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        tick(at: at, into: &out)
+        return out
+    }
+    public mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        disconnected(why, at: at, into: &out)
+        return out
+    }
+    public mutating func stop(at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        stop(at: at, into: &out)
+        return out
+    }
+    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        securityRaised(level, at: at, into: &out)
+        return out
+    }
+    public mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction] {
+        var out: [CentralAction] = []
+        securityRefused(why, at: at, into: &out)
         return out
     }
 }
