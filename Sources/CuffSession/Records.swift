@@ -110,6 +110,9 @@ public struct MeasurementRecord: Sendable, Hashable {
         set { decodedSource = .json(newValue) }
     }
 
+    /// ``decoded`` written to `w` (the same object, without building it as a ``JSON`` value).
+    @inlinable public func writeDecodedObject<W: JSONWriter>(to w: inout W) { writeDecoded(to: &w) }
+
     /// ``decoded`` written to `w`, with `more` writing keys after the codec's own. With
     /// `typeAsMeasurement`, the first `type` key says "measurement" whatever the object holds (the
     /// codecs' results say so already; a record read back as a tree may not).
