@@ -110,6 +110,9 @@ public struct MeasurementRecord: Sendable, Hashable {
         set { decodedSource = .json(newValue) }
     }
 
+    /// ``decoded`` written to `w` (the same object, without building it as a ``JSON`` value).
+    @inlinable public func writeDecodedObject<W: JSONWriter>(to w: inout W) { writeDecoded(to: &w) }
+
     /// ``decoded`` written to `w`, with `more` writing keys after the codec's own. With
     /// `typeAsMeasurement`, the first `type` key says "measurement" whatever the object holds (the
     /// codecs' results say so already; a record read back as a tree may not).
@@ -145,6 +148,20 @@ public struct MeasurementRecord: Sendable, Hashable {
         case enhanced(EnhancedBloodPressureMeasurement)
     }
     @usableFromInline var decodedSource: DecodedSource
+
+    /// The codec's value ``decoded`` is written from, for a record the codec made (nil for one
+    /// made from a JSON object, such as a record read back from a store).
+    public enum CodecValue: Sendable {
+        case bpm(BloodPressureMeasurement)
+        case enhanced(EnhancedBloodPressureMeasurement)
+    }
+    public var codecValue: CodecValue? {
+        switch decodedSource {
+        case .json: nil
+        case let .bpm(v): .bpm(v)
+        case let .enhanced(v): .enhanced(v)
+        }
+    }
     /// The device's own time fields as sent (also when the date is partly unknown), for deduplication.
     public var deviceTime: String?
 

@@ -55,6 +55,18 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
         put(0x0A)
     }
 
+    /// `m.decoded.serialized()`'s text, written straight from the record (no ``JSON`` value
+    /// built). Uses the buffer: whatever it held is gone, and it is left empty.
+    public func decodedText(of m: MeasurementRecord) -> String {
+        count = 0
+        comma = false
+        var w = self
+        m.writeDecodedObject(to: &w)
+        let text = String(decoding: bytes, as: UTF8.self)
+        count = 0
+        return text
+    }
+
     // MARK: - JSONWriter: the records' one shape (SessionOutput.write), written as bytes
 
     /// A comma goes before the next key or array item.

@@ -26,6 +26,39 @@ struct QuirkProfileTests {
         #expect(QuirkProfile.matching(name: nil, model: name)?.name == profile)
     }
 
+    /// The matcher gives what a plain search gives: the first profile of ``QuirkProfile/all``
+    /// with a match string in the name or the model, whichever of the two holds it, in any case
+    /// of ASCII letters (other bytes compared exactly).
+    @Test func matchingIsTheFirstProfileWithAMatchInNameOrModel() {
+        func reference(_ name: String?, _ model: String?) -> String? {
+            func contains(_ h: String, _ n: String) -> Bool {
+                func fold(_ b: UInt8) -> UInt8 { b >= 0x61 && b <= 0x7A ? b - 0x20 : b }
+                let h = Array(h.utf8).map(fold), n = Array(n.utf8).map(fold)
+                guard h.count >= n.count else { return false }
+                return (0...(h.count - n.count)).contains { Array(h[$0..<($0 + n.count)]) == n }
+            }
+            for p in QuirkProfile.all {
+                for m in p.deviceMatches {
+                    if let name, contains(name, m) { return p.name }
+                    if let model, contains(model, m) { return p.name }
+                }
+            }
+            return nil
+        }
+        let texts: [String?] = [
+            nil, "", "q", "Qardio", "qardioarm", "my BM 96 ua651", "xxBPU26", "bpu 2", "BOSO-MEDICUS", "Medisana BU 5",
+            "ua-65", "UA-651", "ELITE 900x", "sbm 69 veroval", "cuff-sim", "Blutdruckmessgerät BM85", "ÄBM96",
+            "bm\u{00E4}96", "LS BPMQardio",
+        ]
+        for name in texts {
+            for model in texts {
+                #expect(
+                    QuirkProfile.matching(name: name, model: model)?.name == reference(name, model),
+                    "name \(name ?? "nil"), model \(model ?? "nil")")
+            }
+        }
+    }
+
     /// Names of strict-standard cuffs (and of the simulator) select nothing.
     @Test(arguments: [
         "X4 Smart", "BLESmart_00000136D45D2F6A8E", "M7 Intelli IT", "cuff-sim", "CUFF-SIM 1", "cuff-sim-0001", "BP5250",

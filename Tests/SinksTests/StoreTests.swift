@@ -192,6 +192,35 @@ func vectorRecords() throws -> [MeasurementRecord] {
         #expect(decoded?["systolic"] as? Double == 18.9)
     }
 
+    /// A record the codec made is matched value for value, one read back from its JSON by its
+    /// JSON: both find the same options (none, a quirk profile's, or no set at all).
+    @Test func reproducingOptionsAreTheSameFromTheValueAndFromTheJSON() throws {
+        let q = QuirkProfile.beurerBM85.options
+        let v = BloodPressureMeasurement(
+            systolic: SFloat(rawValue: 125), diastolic: SFloat(rawValue: 82),
+            meanArterialPressure: SFloat(rawValue: 96),
+            pulseRate: SFloat(rawValue: 0x0102), userID: 2, status: MeasurementStatus(rawValue: 0x0004))
+        let quirkRaw = v.encode(quirks: q)
+        let d = try BloodPressureMeasurement.decode(quirkRaw[...], quirks: q)
+        let quirky = MeasurementRecord.from(
+            bpm: d.value, warnings: d.warnings, raw: quirkRaw, device: Vectors.device, at: Vectors.at, stored: false)
+        var wrongRaw = try Vectors.bpm(Vectors.kPa)
+        wrongRaw.raw = try Vectors.bytes(Vectors.withDateTime)
+        let cases: [(MeasurementRecord, QuirkProfile.Options?)] = [
+            (try Vectors.bpm(Vectors.kPa), []), (try Vectors.bpm(Vectors.errorFrame), []),
+            (try Vectors.bpm(Vectors.withDateTime), []), (try Vectors.enhancedRecord(), []),
+            (try Vectors.enhancedRecord(sequenceNumber: 7), []), (quirky, q), (wrongRaw, nil),
+        ]
+        for (m, expected) in cases {
+            #expect(m.codecValue != nil)
+            var fromJSON = m
+            fromJSON.decoded = m.decoded  // a record read back: its JSON only
+            #expect(fromJSON.codecValue == nil)
+            #expect(SQLiteStore.reproducingOptions(m) == expected, "\(m.raw)")
+            #expect(SQLiteStore.reproducingOptions(fromJSON) == expected, "\(m.raw)")
+        }
+    }
+
     @Test func quirkFramesDecodeAgainWithTheirProfile() throws {
         let dir = try ScratchDirectory()
         defer { dir.remove() }
