@@ -409,7 +409,7 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
     var dropping = false
     /// The server's actions for one call, kept between calls (emptied, its capacity kept:
     /// ``ActionMachine``).
-    var serverScratch: [GATTServerAction] = []
+    var serverScratch = ActionBuffer<GATTServerAction>()
     public var database: AttributeDatabase { server.database }
 
     public init(_ captured: CapturedCuff, loop: Bool = false) {
@@ -479,12 +479,10 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
         _ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ now: Timestamp,
         _ out: inout [PeripheralOutput]
     ) {
-        var actions: [GATTServerAction] = []
-        swap(&actions, &serverScratch)
+        var actions = serverScratch.take()
         call(&server, &actions)
         serverActions(actions, now, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > serverScratch.capacity { swap(&actions, &serverScratch) }
+        serverScratch.giveBack(&actions)
     }
 
     /// Sets when the next push may go, if the central has made the writes it needs (or, after the

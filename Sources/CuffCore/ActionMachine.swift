@@ -22,3 +22,29 @@ extension ActionMachine {
         return out
     }
 }
+
+/// The driver-owned array of the action convention, reused from event to event: ``take()`` lends
+/// it out empty, ``giveBack(_:)`` empties what comes back and keeps the larger storage. An event
+/// taken while another event's actions still run (a driver that re-enters) gets a new array, so
+/// neither sees the other's actions and the buffer is never shared.
+public struct ActionBuffer<Element> {
+    private var storage: [Element] = []
+
+    public init() {}
+
+    /// The buffer, empty (its storage kept); the buffer itself is left without storage until
+    /// ``giveBack(_:)``.
+    public mutating func take() -> [Element] {
+        var lent: [Element] = []
+        swap(&lent, &storage)
+        return lent
+    }
+
+    /// Takes `lent` back emptied, keeping whichever storage is larger.
+    public mutating func giveBack(_ lent: inout [Element]) {
+        lent.removeAll(keepingCapacity: true)
+        if lent.capacity > storage.capacity { swap(&lent, &storage) }
+    }
+}
+
+extension ActionBuffer: Sendable where Element: Sendable {}

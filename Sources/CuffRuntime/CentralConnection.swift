@@ -91,7 +91,7 @@ public final class CentralConnection {
     /// The session's actions for one event, kept between events (emptied, its capacity kept: the
     /// ``ActionMachine`` convention); an event taken while another one's actions run gets a new
     /// array, and actions left waiting (a measurement being kept) keep theirs.
-    var actions: [CentralAction] = []
+    var actions = ActionBuffer<CentralAction>()
     /// At most this many PDUs are read per readiness, so one busy link cannot starve the others.
     static let readBudget = 32
 
@@ -420,12 +420,10 @@ public final class CentralConnection {
 
     /// Gives the session one event with ``actions`` (emptied; see there) and executes what it asks for.
     func step(_ event: (inout ProtocolSession, inout [CentralAction]) -> Void) {
-        var out: [CentralAction] = []
-        swap(&out, &actions)
+        var out = actions.take()
         event(&central, &out)
         execute(out[...])
-        out.removeAll(keepingCapacity: true)
-        if out.capacity > actions.capacity { swap(&out, &actions) }
+        actions.giveBack(&out)
     }
 
     func execute(_ outputs: ArraySlice<CentralAction>) {

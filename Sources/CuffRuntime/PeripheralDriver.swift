@@ -34,7 +34,7 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
     var armedDeadline: Timestamp?
     /// The peripheral's outputs for one event, kept between events (emptied, its capacity kept:
     /// the ``ActionMachine`` convention), so a PDU or a tick allocates no array of its own.
-    var outputs: [PeripheralOutput] = []
+    var outputs = ActionBuffer<PeripheralOutput>()
     static var readBudget: Int { 32 }
 
     public init(peripheral: Peripheral, clock: SimulationClock, signals: SignalFlags? = .shared, log: Logger) {
@@ -207,12 +207,10 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
     /// Gives the peripheral one event with ``outputs`` (emptied; an event taken while another
     /// one's outputs run gets a new array) and executes what it asks for.
     func step(_ event: (inout Peripheral, inout [PeripheralOutput]) -> Void) -> End? {
-        var out: [PeripheralOutput] = []
-        swap(&out, &outputs)
+        var out = outputs.take()
         event(&peripheral, &out)
         let e = execute(out)
-        out.removeAll(keepingCapacity: true)
-        if out.capacity > outputs.capacity { swap(&out, &outputs) }
+        outputs.giveBack(&out)
         return e
     }
 

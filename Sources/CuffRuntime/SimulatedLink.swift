@@ -33,9 +33,9 @@ public final class SimulatedLink {
     public private(set) var sinkFailure: String?
     /// The peripheral's outputs for one event, kept between events (emptied, its capacity kept:
     /// the ``ActionMachine`` convention).
-    var peripheralOutputs: [PeripheralOutput] = []
+    var peripheralOutputs = ActionBuffer<PeripheralOutput>()
     /// The central's actions for one event, kept the same way.
-    var centralActions: [CentralAction] = []
+    var centralActions = ActionBuffer<CentralAction>()
 
     public init(
         simulator: SimulatorConfiguration, session: CuffSessionConfiguration, hooks: SessionHooks,
@@ -139,12 +139,10 @@ public final class SimulatedLink {
     /// Gives the peripheral one event with ``peripheralOutputs`` (emptied; an event taken while
     /// another one's outputs run gets a new array) and runs what it asks for.
     func peripheralStep(_ event: (inout any GATTPeripheral, inout [PeripheralOutput]) -> Void) {
-        var out: [PeripheralOutput] = []
-        swap(&out, &peripheralOutputs)
+        var out = peripheralOutputs.take()
         event(&peripheral, &out)
         peripheralOut(out)
-        out.removeAll(keepingCapacity: true)
-        if out.capacity > peripheralOutputs.capacity { swap(&out, &peripheralOutputs) }
+        peripheralOutputs.giveBack(&out)
     }
 
     func peripheralOut(_ outputs: [PeripheralOutput]) {
@@ -169,12 +167,10 @@ public final class SimulatedLink {
     /// Gives the central one event with ``centralActions`` (as ``peripheralStep(_:)`` does) and
     /// runs what it asks for.
     func centralStep(_ event: (inout ProtocolSession, inout [CentralAction]) -> Void) {
-        var out: [CentralAction] = []
-        swap(&out, &centralActions)
+        var out = centralActions.take()
         event(&central, &out)
         centralOut(out)
-        out.removeAll(keepingCapacity: true)
-        if out.capacity > centralActions.capacity { swap(&out, &centralActions) }
+        centralActions.giveBack(&out)
     }
 
     func centralOut(_ outputs: [CentralAction]) {

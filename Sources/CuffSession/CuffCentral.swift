@@ -59,8 +59,8 @@ public struct CuffCentral: CuffProtocolSession {
     var requestsBeforeReading: Int?
     /// The session's and the client's actions for one event, kept between events (emptied, their
     /// capacity kept: ``ActionMachine``); an event taken while another one's actions run gets a new array.
-    var sessionScratch: [CuffSessionMachine.Action] = []
-    var clientScratch: [GATTClientAction] = []
+    var sessionScratch = ActionBuffer<CuffSessionMachine.Action>()
+    var clientScratch = ActionBuffer<GATTClientAction>()
 
     public init(configuration: CuffSessionConfiguration, preferredMTU: UInt16 = 247) {
         session = CuffSessionMachine(configuration: configuration)
@@ -150,12 +150,10 @@ public struct CuffCentral: CuffProtocolSession {
     /// The session takes `event` with ``sessionScratch`` (emptied; an event taken while another
     /// one's actions run gets a new array), and its actions run into `out`.
     mutating func sessionStep(_ event: CuffSessionMachine.Event, _ at: EventTime, _ out: inout [Output]) {
-        var actions: [CuffSessionMachine.Action] = []
-        swap(&actions, &sessionScratch)
+        var actions = sessionScratch.take()
         session.handle(event, into: &actions)
         run(actions, at, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > sessionScratch.capacity { swap(&actions, &sessionScratch) }
+        sessionScratch.giveBack(&actions)
     }
 
     /// The GATT client takes an event with ``clientScratch`` (as ``sessionStep(_:_:_:)`` does), and its
@@ -163,12 +161,10 @@ public struct CuffCentral: CuffProtocolSession {
     mutating func clientStep(
         _ call: (inout GATTClient, inout [GATTClientAction]) -> Void, _ at: EventTime, _ out: inout [Output]
     ) {
-        var actions: [GATTClientAction] = []
-        swap(&actions, &clientScratch)
+        var actions = clientScratch.take()
         call(&client, &actions)
         gatt(actions, at, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
+        clientScratch.giveBack(&actions)
     }
 
     // MARK: - Session actions → GATT procedures
@@ -179,13 +175,11 @@ public struct CuffCentral: CuffProtocolSession {
         _ what: Pending, _ at: EventTime, _ out: inout [Output],
         _ submit: (inout GATTClient, inout [GATTClientAction]) -> GATTRequestID
     ) {
-        var actions: [GATTClientAction] = []
-        swap(&actions, &clientScratch)
+        var actions = clientScratch.take()
         let id = submit(&client, &actions)
         pending[id] = what
         gatt(actions, at, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
+        clientScratch.giveBack(&actions)
     }
 
     mutating func run(_ actions: [CuffSessionMachine.Action], _ at: EventTime, _ out: inout [Output]) {

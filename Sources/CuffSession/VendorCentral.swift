@@ -57,8 +57,8 @@ public struct VendorCentral: Sendable {
     public var device: DeviceInfo
     /// The session's and the client's actions for one event, kept between events (emptied, their
     /// capacity kept: ``ActionMachine``); an event taken while another one's actions run gets a new array.
-    var sessionScratch: [VendorSessionAction] = []
-    var clientScratch: [GATTClientAction] = []
+    var sessionScratch = ActionBuffer<VendorSessionAction>()
+    var clientScratch = ActionBuffer<GATTClientAction>()
 
     public init(_ session: Session, device: DeviceInfo = DeviceInfo(address: "unknown")) {
         self.session = session
@@ -106,12 +106,10 @@ public struct VendorCentral: Sendable {
     /// The session takes `event` with ``sessionScratch`` (emptied; an event taken while another
     /// one's actions run gets a new array), and its actions run into `out`.
     mutating func sessionStep(_ event: VendorSessionEvent, _ at: EventTime, _ out: inout [Output]) {
-        var actions: [VendorSessionAction] = []
-        swap(&actions, &sessionScratch)
+        var actions = sessionScratch.take()
         session.handle(event, into: &actions)
         run(actions, at, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > sessionScratch.capacity { swap(&actions, &sessionScratch) }
+        sessionScratch.giveBack(&actions)
     }
 
     /// The GATT client takes an event with ``clientScratch`` (as ``sessionStep(_:_:_:)`` does),
@@ -119,12 +117,10 @@ public struct VendorCentral: Sendable {
     mutating func clientStep(
         _ call: (inout GATTClient, inout [GATTClientAction]) -> Void, _ at: EventTime, _ out: inout [Output]
     ) {
-        var actions: [GATTClientAction] = []
-        swap(&actions, &clientScratch)
+        var actions = clientScratch.take()
         call(&client, &actions)
         gatt(actions, at, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
+        clientScratch.giveBack(&actions)
     }
 
     /// Submits a GATT procedure with ``clientScratch``, notes what it is for, then runs its first
@@ -133,13 +129,11 @@ public struct VendorCentral: Sendable {
         _ what: Pending, _ at: EventTime, _ out: inout [Output],
         _ submit: (inout GATTClient, inout [GATTClientAction]) -> GATTRequestID
     ) {
-        var actions: [GATTClientAction] = []
-        swap(&actions, &clientScratch)
+        var actions = clientScratch.take()
         let id = submit(&client, &actions)
         pending[id] = what
         gatt(actions, at, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
+        clientScratch.giveBack(&actions)
     }
 
     func characteristic(_ uuid: String) -> GATTProfile.Characteristic? {

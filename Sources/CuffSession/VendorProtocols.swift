@@ -141,7 +141,7 @@ struct VendorProtocolCentral: CuffProtocolSession {
     private(set) var repeats = 0
     private(set) var outcome: SessionOutcome?
     /// The vendor central's outputs for one event, kept between events (``ActionMachine``).
-    var scratch: [VendorCentral.Output] = []
+    var scratch = ActionBuffer<VendorCentral.Output>()
 
     init(
         id: CuffProtocolID, configuration: CuffSessionConfiguration,
@@ -202,13 +202,11 @@ struct VendorProtocolCentral: CuffProtocolSession {
     ) {
         guard !isFinished, var c = central else { return }
         central = nil
-        var outputs: [VendorCentral.Output] = []
-        swap(&outputs, &scratch)
+        var outputs = scratch.take()
         f(&c, &outputs)
         central = c
         map(outputs, at, &out)
-        outputs.removeAll(keepingCapacity: true)
-        if outputs.capacity > scratch.capacity { swap(&outputs, &scratch) }
+        scratch.giveBack(&outputs)
     }
 
     mutating func map(_ outputs: [VendorCentral.Output], _ at: EventTime, _ out: inout [CentralAction]) {

@@ -20,9 +20,9 @@ public struct CuffPeripheral: GATTPeripheral {
     let serviceChangedOnConnect: (value: UInt16, cccd: UInt16)?
     /// The machine's actions for one event, kept between events (emptied, its capacity kept:
     /// ``ActionMachine``); an event handled while another one's actions run gets a new array.
-    var machineActions: [CuffSimulatorMachine.Action] = []
+    var machineActions = ActionBuffer<CuffSimulatorMachine.Action>()
     /// The server's actions for one call, kept between calls the same way.
-    var serverScratch: [GATTServerAction] = []
+    var serverScratch = ActionBuffer<GATTServerAction>()
 
     /// - Parameter requireEncryption: the result and cuff-pressure subscriptions need an encrypted
     ///   link (a cuff that must be bonded first); clients get Insufficient Authentication until then.
@@ -186,16 +186,14 @@ public struct CuffPeripheral: GATTPeripheral {
 
     /// ``machineActions``, empty, for one event (``run(actions:_:_:)`` gives it back).
     mutating func takeActions() -> [CuffSimulatorMachine.Action] {
-        var actions: [CuffSimulatorMachine.Action] = []
-        swap(&actions, &machineActions)
+        var actions = machineActions.take()
         return actions
     }
 
     /// Runs one event's actions, then keeps the emptied array for the next event.
     mutating func run(actions: inout [CuffSimulatorMachine.Action], _ now: Timestamp, _ out: inout [Output]) {
         run(actions, now, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > machineActions.capacity { swap(&actions, &machineActions) }
+        machineActions.giveBack(&actions)
     }
 
     /// Calls the server with ``serverScratch`` (emptied; a nested call gets a new array) and runs
@@ -203,12 +201,10 @@ public struct CuffPeripheral: GATTPeripheral {
     mutating func serving(
         _ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ now: Timestamp, _ out: inout [Output]
     ) {
-        var actions: [GATTServerAction] = []
-        swap(&actions, &serverScratch)
+        var actions = serverScratch.take()
         call(&server, &actions)
         serverActions(actions, now, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > serverScratch.capacity { swap(&actions, &serverScratch) }
+        serverScratch.giveBack(&actions)
     }
 
     mutating func serverActions(_ actions: [GATTServerAction], _ now: Timestamp, _ out: inout [Output]) {

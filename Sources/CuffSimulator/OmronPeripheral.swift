@@ -44,8 +44,8 @@ public struct OmronPeripheral: GATTPeripheral {
     var poweredAt: Timestamp?
     /// The server's and the cuff's actions for one call, kept between calls (emptied, their
     /// capacity kept: ``ActionMachine``); a call made while another one's actions run gets a new array.
-    var serverScratch: [GATTServerAction] = []
-    var cuffScratch: [OmronSimulator.Action] = []
+    var serverScratch = ActionBuffer<GATTServerAction>()
+    var cuffScratch = ActionBuffer<OmronSimulator.Action>()
     /// The standard service's Blood Pressure Measurement, when the cuff has one.
     let standardMeasurement: UInt16?
     /// `BLESmart_` and 20 hex digits, as Omron cuffs advertise (e.g. `BLESmart_000000BCF95D33C7649F`).
@@ -179,28 +179,25 @@ public struct OmronPeripheral: GATTPeripheral {
         _ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ now: Timestamp,
         _ out: inout [PeripheralOutput]
     ) {
-        var actions: [GATTServerAction] = []
-        swap(&actions, &serverScratch)
+        var actions = serverScratch.take()
         call(&server, &actions)
         serverActions(actions, now, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > serverScratch.capacity { swap(&actions, &serverScratch) }
+        serverScratch.giveBack(&actions)
     }
 
     /// The cuff takes `event` with ``cuffScratch`` (as ``serving(_:_:_:)`` does); its actions run into `out`.
     mutating func cuffHandling(_ event: OmronSimulator.Event, _ now: Timestamp, _ out: inout [PeripheralOutput]) {
-        var actions: [OmronSimulator.Action] = []
-        swap(&actions, &cuffScratch)
+        var actions = cuffScratch.take()
         cuff.handle(event, localSeconds: local(now), into: &actions)
         cuffActions(actions, now, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > cuffScratch.capacity { swap(&actions, &cuffScratch) }
+        cuffScratch.giveBack(&actions)
     }
 
     /// The cuff takes `event`; what it asks for is dropped (a button press or a lost link asks for nothing).
     mutating func cuffIgnoring(_ event: OmronSimulator.Event, _ now: Timestamp) {
-        cuff.handle(event, localSeconds: local(now), into: &cuffScratch)
-        cuffScratch.removeAll(keepingCapacity: true)
+        var actions = cuffScratch.take()
+        cuff.handle(event, localSeconds: local(now), into: &actions)
+        cuffScratch.giveBack(&actions)
     }
 
     mutating func serverActions(_ actions: [GATTServerAction], _ now: Timestamp, _ out: inout [PeripheralOutput]) {

@@ -19,7 +19,7 @@ public struct VendorCuffPeripheral: GATTPeripheral {
     let commandHandle: UInt16?
     /// The server's actions for one call, kept between calls (emptied, its capacity kept:
     /// ``ActionMachine``); a call made while another one's actions run gets a new array.
-    var serverScratch: [GATTServerAction] = []
+    var serverScratch = ActionBuffer<GATTServerAction>()
 
     public init(_ kind: Kind, name: String) {
         var b = AttributeDatabase.Builder()
@@ -83,12 +83,10 @@ public struct VendorCuffPeripheral: GATTPeripheral {
     /// what it asks for.
     mutating func serving(_ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ out: inout [PeripheralOutput])
     {
-        var actions: [GATTServerAction] = []
-        swap(&actions, &serverScratch)
+        var actions = serverScratch.take()
         call(&server, &actions)
         run(actions, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > serverScratch.capacity { swap(&actions, &serverScratch) }
+        serverScratch.giveBack(&actions)
     }
 
     mutating func run(_ actions: [GATTServerAction], _ out: inout [PeripheralOutput]) {

@@ -43,8 +43,8 @@ public struct OmronCentral: CuffProtocolSession {
     var startedAt: EventTime?
     /// The session's and the client's actions for one event, kept between events (emptied, their
     /// capacity kept: ``ActionMachine``); an event taken while another one's actions run gets a new array.
-    var sessionScratch: [OmronSession.Action] = []
-    var clientScratch: [GATTClientAction] = []
+    var sessionScratch = ActionBuffer<OmronSession.Action>()
+    var clientScratch = ActionBuffer<GATTClientAction>()
     public private(set) var handOver: DiscoveredLink?
 
     /// - Parameter utcOffsetSeconds: seconds east of UTC of the host's local time: the cuff's
@@ -134,12 +134,10 @@ public struct OmronCentral: CuffProtocolSession {
     /// The session takes `event` with ``sessionScratch`` (emptied; an event taken while another
     /// one's actions run gets a new array), and its actions run into `out`.
     mutating func sessionStep(_ event: OmronSession.Event, _ at: EventTime, _ out: inout [Output]) {
-        var actions: [OmronSession.Action] = []
-        swap(&actions, &sessionScratch)
+        var actions = sessionScratch.take()
         session.handle(event, now: at.monotonic, into: &actions)
         run(actions, at, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > sessionScratch.capacity { swap(&actions, &sessionScratch) }
+        sessionScratch.giveBack(&actions)
     }
 
     /// The GATT client takes an event with ``clientScratch`` (as ``sessionStep(_:_:_:)`` does),
@@ -147,12 +145,10 @@ public struct OmronCentral: CuffProtocolSession {
     mutating func clientStep(
         _ call: (inout GATTClient, inout [GATTClientAction]) -> Void, _ at: EventTime, _ out: inout [Output]
     ) {
-        var actions: [GATTClientAction] = []
-        swap(&actions, &clientScratch)
+        var actions = clientScratch.take()
         call(&client, &actions)
         gatt(actions, at, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
+        clientScratch.giveBack(&actions)
     }
 
     mutating func finish(_ o: SessionOutcome, _ message: String?, _ at: EventTime, _ out: inout [Output]) {
@@ -173,13 +169,11 @@ public struct OmronCentral: CuffProtocolSession {
         _ record: WritableKeyPath<OmronCentral, GATTRequestID?>?, _ at: EventTime, _ out: inout [Output],
         _ submit: (inout GATTClient, inout [GATTClientAction]) -> GATTRequestID
     ) {
-        var actions: [GATTClientAction] = []
-        swap(&actions, &clientScratch)
+        var actions = clientScratch.take()
         let id = submit(&client, &actions)
         if let record { self[keyPath: record] = id }
         gatt(actions, at, &out)
-        actions.removeAll(keepingCapacity: true)
-        if actions.capacity > clientScratch.capacity { swap(&actions, &clientScratch) }
+        clientScratch.giveBack(&actions)
     }
 
     // MARK: GATT → session
