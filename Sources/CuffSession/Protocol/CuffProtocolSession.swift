@@ -2,6 +2,22 @@
 import CuffCore
 import GATT
 
+/// The link events a central session takes (a ``CuffProtocolSession``, and ``ProtocolSession``,
+/// which drives one): each appends its actions to `out` (the ``ActionMachine`` convention).
+public protocol CentralSessionEvents {
+    /// The link is up: start the session.
+    mutating func start(at: EventTime, into out: inout [CentralAction])
+    /// An ATT PDU from the cuff.
+    mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [CentralAction])
+    mutating func tick(at: EventTime, into out: inout [CentralAction])
+    /// The link is gone (`why` when known).
+    mutating func disconnected(_ why: String?, at: EventTime, into out: inout [CentralAction])
+    /// The user asks to stop (Ctrl-C, `--stop-after`).
+    mutating func stop(at: EventTime, into out: inout [CentralAction])
+    mutating func securityRaised(_ level: SecurityLevel, at: EventTime, into out: inout [CentralAction])
+    mutating func securityRefused(_ why: String, at: EventTime, into out: inout [CentralAction])
+}
+
 /// A cuff protocol's central side, as a value: link events in, ``CentralAction``s out.
 ///
 /// Each event appends its actions to `out`, an array the driver owns and empties between events
@@ -22,7 +38,7 @@ import GATT
 ///   pressure as `.progress`.
 /// - A session that discovered a database another protocol should follow sets ``handOver`` and
 ///   returns; its driver then starts that protocol with ``adopt(_:at:)``.
-public protocol CuffProtocolSession: Sendable {
+public protocol CuffProtocolSession: CentralSessionEvents, Sendable {
     /// The protocol this session speaks.
     var protocolID: CuffProtocolID { get }
     var isFinished: Bool { get }
@@ -36,18 +52,6 @@ public protocol CuffProtocolSession: Sendable {
     var nextDeadline: Timestamp? { get }
     /// Where the session is, for logs (`discovering`, `measuring (inflating)`).
     var stateName: String { get }
-
-    /// The link is up: start the session.
-    mutating func start(at: EventTime, into out: inout [CentralAction])
-    /// An ATT PDU from the cuff.
-    mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [CentralAction])
-    mutating func tick(at: EventTime, into out: inout [CentralAction])
-    /// The link is gone (`why` when known).
-    mutating func disconnected(_ why: String?, at: EventTime, into out: inout [CentralAction])
-    /// The user asks to stop (Ctrl-C, `--stop-after`).
-    mutating func stop(at: EventTime, into out: inout [CentralAction])
-    mutating func securityRaised(_ level: SecurityLevel, at: EventTime, into out: inout [CentralAction])
-    mutating func securityRefused(_ why: String, at: EventTime, into out: inout [CentralAction])
 
     /// Another protocol's session discovered this link and handed it over: carry on from there
     /// (the session's start record is already out).
@@ -77,7 +81,7 @@ extension CuffProtocolSession {
 
 /// The array-returning forms (tests, and drivers off the hot path): each is its `into:` form
 /// into a new array.
-extension CuffProtocolSession {
+extension CentralSessionEvents {
     public mutating func start(at: EventTime) -> [CentralAction] {
         var out: [CentralAction] = []
         start(at: at, into: &out)
@@ -119,7 +123,10 @@ extension CuffProtocolSession {
         securityRefused(why, at: at, into: &out)
         return out
     }
+}
 
+extension CuffProtocolSession {
+    /// ``adopt(_:at:into:)`` into a new array.
     public mutating func adopt(_ link: DiscoveredLink, at: EventTime) -> [CentralAction] {
         var out: [CentralAction] = []
         adopt(link, at: at, into: &out)

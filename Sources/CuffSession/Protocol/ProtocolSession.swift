@@ -75,42 +75,5 @@ public struct ProtocolSession: Sendable {
     }
 }
 
-/// The array-returning forms (tests, and drivers off the hot path): each is its `into:` form
-/// into a new array.
-extension ProtocolSession {
-    public mutating func start(at: EventTime) -> [CentralAction] {
-        var out: [CentralAction] = []
-        start(at: at, into: &out)
-        return out
-    }
-    public mutating func receive(_ pdu: [UInt8], at: EventTime) -> [CentralAction] {
-        var out: [CentralAction] = []
-        receive(pdu, at: at, into: &out)
-        return out
-    }
-    public mutating func tick(at: EventTime) -> [CentralAction] {
-        var out: [CentralAction] = []
-        tick(at: at, into: &out)
-        return out
-    }
-    public mutating func disconnected(_ why: String?, at: EventTime) -> [CentralAction] {
-        var out: [CentralAction] = []
-        disconnected(why, at: at, into: &out)
-        return out
-    }
-    public mutating func stop(at: EventTime) -> [CentralAction] {
-        var out: [CentralAction] = []
-        stop(at: at, into: &out)
-        return out
-    }
-    public mutating func securityRaised(_ level: SecurityLevel, at: EventTime) -> [CentralAction] {
-        var out: [CentralAction] = []
-        securityRaised(level, at: at, into: &out)
-        return out
-    }
-    public mutating func securityRefused(_ why: String, at: EventTime) -> [CentralAction] {
-        var out: [CentralAction] = []
-        securityRefused(why, at: at, into: &out)
-        return out
-    }
-}
+/// The array-returning forms come from ``CentralSessionEvents``.
+extension ProtocolSession: CentralSessionEvents {}
