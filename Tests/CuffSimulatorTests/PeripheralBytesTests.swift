@@ -218,17 +218,36 @@ struct ConfirmedReadingTests {
         #expect(Self.subscribe(&m, client: "client-0", at: .seconds(101)).count == 3)
     }
 
-    @Test func aConfirmedLiveResultIsNotSentAsAStoredOne() {
+    /// A normal cuff that measures when a client subscribes and lingers 1 s after a result.
+    static func autostartingCuff() -> M {
         var sim = SimulatorConfiguration(scenario: .normal, seed: 3, autostart: true)
         sim.linger = .seconds(1)
-        var m = M(configuration: sim)
+        return M(configuration: sim)
+    }
+
+    /// Takes `first` (actions already out), then ticks every 200 ms from `t` until a result or a
+    /// disconnect comes out, or `t` reaches `limit`; `t` ends at the last tick.
+    static func runUntilResult(
+        _ m: inout M, _ t: inout Timestamp, after first: [M.Action] = [], limit: Timestamp
+    ) -> (results: [BloodPressureMeasurement], disconnected: Bool) {
+        var out = first
+        var results: [BloodPressureMeasurement] = []
+        var disconnected = false
+        while true {
+            disconnected = out.contains { if case .disconnect = $0 { true } else { false } }
+            results += Self.results(out)
+            guard results.isEmpty, !disconnected, t < limit else { break }
+            t = t + .milliseconds(200)
+            out = m.handle(.tick(t))
+        }
+        return (results, disconnected)
+    }
+
+    @Test func aConfirmedLiveResultIsNotSentAsAStoredOne() {
+        var m = Self.autostartingCuff()
         #expect(Self.subscribe(&m, at: .zero).isEmpty)
         var t = Timestamp.zero
-        var live: [BloodPressureMeasurement] = []
-        while live.isEmpty, t < .seconds(120) {
-            t = t + .milliseconds(200)
-            live += Self.results(m.handle(.tick(t)))
-        }
+        let live = Self.runUntilResult(&m, &t, limit: .seconds(120)).results
         #expect(live.count == 1)
         _ = m.handle(.indicationConfirmed(t))
         _ = m.handle(.disconnected(t + .seconds(1)))
@@ -238,30 +257,17 @@ struct ConfirmedReadingTests {
     /// A result the client never confirmed is sent first on the next connection; once that is
     /// confirmed the cuff measures anew (autostart) and does not switch off mid-measurement.
     @Test func anUnconfirmedResultResentThenAFullNewMeasurement() {
-        var sim = SimulatorConfiguration(scenario: .normal, seed: 3, autostart: true)
-        sim.linger = .seconds(1)
-        var m = M(configuration: sim)
+        var m = Self.autostartingCuff()
         #expect(Self.subscribe(&m, at: .zero).isEmpty)
         var t = Timestamp.zero
-        var live: [BloodPressureMeasurement] = []
-        while live.isEmpty, t < .seconds(120) {
-            t = t + .milliseconds(200)
-            live += Self.results(m.handle(.tick(t)))
-        }
+        let live = Self.runUntilResult(&m, &t, limit: .seconds(120)).results
         #expect(live.count == 1)
         _ = m.handle(.disconnected(t + .milliseconds(100)))  // hung up without confirming
         t = t + .seconds(10)
         let resent = Self.subscribe(&m, at: t)
         #expect(resent.map(\.systolic) == live.map(\.systolic))
-        var ended = false
-        var next: [BloodPressureMeasurement] = []
-        var out = m.handle(.indicationConfirmed(t))
-        while next.isEmpty, !ended, t < .seconds(400) {
-            ended = out.contains { if case .disconnect = $0 { true } else { false } }
-            next += Self.results(out)
-            t = t + .milliseconds(200)
-            out = m.handle(.tick(t))
-        }
+        let (next, ended) = Self.runUntilResult(
+            &m, &t, after: m.handle(.indicationConfirmed(t)), limit: .seconds(400))
         #expect(!ended)
         #expect(next.count == 1)
         #expect(next.first?.systolic != live.first?.systolic || next.first?.timestamp != live.first?.timestamp)
