@@ -79,17 +79,25 @@ public final class LEAdvertiser {
         }
     }
 
-    /// Enables advertising again without turning it off first, so a central that scans now
-    /// hears it, and advertising that something else on the adapter turned off (the kernel does
-    /// when bluetoothd removes its last advertisement) comes back. Call it from time to time while
-    /// waiting for a central. "Command disallowed" means it was on already (controllers before
-    /// Core 5.0 refuse "enable" while enabled).
+    /// Switches advertising off and on again, so a central that started scanning since hears it at
+    /// once, and advertising that something else on the adapter turned off (the kernel does when
+    /// bluetoothd removes its last advertisement) comes back. Call it every few seconds while
+    /// waiting for a central.
+    ///
+    /// A radio repeats an advertisement every interval, but an emulated controller (btvirt) reports
+    /// one to a scanner only at the moment advertising or scanning is switched on: a report that
+    /// reaches the scanner's kernel before its discovery counts as running is dropped, and the cuff
+    /// stays unseen until something is switched on again. Enabling while enabled is refused
+    /// ("command disallowed") and reports nothing, so it is switched off first. On a radio the
+    /// gap is two HCI commands long; a central connecting then waits for the next advertisement.
     public func reassert() throws(TransportError) {
         do {
-            try socket.execute(.leSetAdvertisingEnable(true))
+            try socket.execute(.leSetAdvertisingEnable(false))
         } catch  where error.hciStatus == HCIStatus.commandDisallowed {
-            // On already.
+            // Off already (the kernel, or a link, turned it off).
         }
+        isAdvertising = false
+        try socket.execute(.leSetAdvertisingEnable(true))
         isAdvertising = true
     }
 

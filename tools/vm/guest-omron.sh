@@ -55,7 +55,10 @@ syncs() {  # PREFIX BACKEND-ARGS...: pair, measure --keep-unread, measure, measu
   local prc=$?
   ok=false; [ $prc = 0 ] && grep -q '"paired"' "omron-$prefix-pair.out" && ok=true
   result "$prefix-pair" $ok "\"exit\":$prc"
-  $ok || sed 's/^/    /' "omron-$prefix-pair.log" | tail -8
+  if ! $ok; then
+    sed 's/^/    /' "omron-$prefix-pair.log" | tail -8
+    say "the simulator's log:"; sed 's/^/    /' "omron-sim-$prefix.log" | tail -12
+  fi
   local n rc
   for n in keep mark none; do
     extra=(); [ $n = keep ] && extra=(--keep-unread)
