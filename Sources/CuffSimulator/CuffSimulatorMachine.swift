@@ -690,9 +690,26 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
 
     mutating func sample(_ now: Timestamp, _ out: inout [Action]) {
         nextSample = now + sampleInterval
-        if !pressureWanted, let end = phaseEnd(), now < end {
-            nextSample = end
-            return
+        if !pressureWanted {
+            // Nobody sees the samples up to the next phase change: skip to it in one step, but
+            // on the same sample times and with the same noise drawn, so the readings and their
+            // times are the ones a client following the pressure gets (a cuff's values do not
+            // depend on who listens).
+            var at = now
+            var skipped = 0
+            while skipped < Self.quietSampleLimit, !phaseChanges(at: at) {
+                switch phase {
+                case .inflating: _ = Double.random(in: -0.4...0.4, using: &random)
+                case .deflating: _ = Double.random(in: -0.2...0.2, using: &random)
+                case .idle, .dumping: break
+                }
+                at = at + sampleInterval
+                skipped += 1
+            }
+            if skipped > 0 {
+                nextSample = at
+                return
+            }
         }
         switch phase {
         case .idle:
@@ -758,18 +775,22 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         }
     }
 
-    /// When the current phase changes without outside help: the top reached, the result (or the
-    /// scenario's link loss) due, the cuff empty.
-    func phaseEnd() -> Timestamp? {
+    /// At most this many unseen samples are skipped in one step (a bound on the work of one tick).
+    static let quietSampleLimit = 100_000
+
+    /// Whether the sample at `at` changes the phase (the top reached, the result or the
+    /// scenario's link loss due, the cuff empty): the same tests, on the same arithmetic, as
+    /// ``sample(_:_:)``.
+    func phaseChanges(at: Timestamp) -> Bool {
         switch phase {
-        case .idle: return nil
-        case let .inflating(since, top): return since + .seconds(top / 15)
+        case .idle: return true
+        case let .inflating(since, top): return 15 * (at - since).secondsDouble >= top
         case let .deflating(since, top):
+            let base = top - 3 * (at - since).secondsDouble
             let r = reading
-            var t = (top - (r.diastolic - 10)) / 3
-            if configuration.scenario == .disconnect { t = min(t, (top - (top + r.diastolic) / 2) / 3) }
-            return since + .seconds(max(0, t))
-        case let .dumping(since, from): return since + .seconds(max(0, from / 60))
+            if configuration.scenario == .disconnect && base <= (top + r.diastolic) / 2 { return true }
+            return base <= r.diastolic - 10
+        case let .dumping(since, from): return from - 60 * (at - since).secondsDouble <= 0
         }
     }
 

@@ -64,8 +64,9 @@ struct ScheduleTests {
         #expect(m.records.map(\.sequence) == [6, 7, 8, 9])
     }
 
-    @Test func withoutAPressureSubscriberTheResultIsTheSameAndNoSamplesAreTaken() {
-        // Same seed: one client follows the cuff pressure, the other only the result.
+    @Test func withoutAPressureSubscriberTheResultsAreTheSameAndNoSamplesAreTaken() {
+        // Same seed: one client follows the cuff pressure, the other only the result; three
+        // measurements in a row, so the noise a skipped sample would have drawn shows in the next.
         func session(pressure: Bool) -> (results: [[UInt8]], notifications: Int, ticks: Int) {
             var m = machine(every: nil)
             _ = m.connect(client: nil, now: .zero)
@@ -73,29 +74,38 @@ struct ScheduleTests {
             if pressure {
                 _ = m.handle(.subscriptionChanged(.intermediateCuffPressure, notify: true, indicate: false, .zero))
             }
-            var out = m.handle(.buttonPressed(.zero))
-            var ticks = 0
-            while let d = m.nextDeadline, d < .zero + .seconds(120),
-                !out.contains(where: { if case .indicate = $0 { true } else { false } })
-            {
-                ticks += 1
-                out += m.handle(.tick(d))
+            var results: [[UInt8]] = [], notes = 0, ticks = 0
+            var now = Timestamp.zero
+            for _ in 0..<3 {
+                var out = m.handle(.buttonPressed(now))
+                while let d = m.nextDeadline, d < now + .seconds(120),
+                    !out.contains(where: { if case .indicate = $0 { true } else { false } })
+                {
+                    ticks += 1
+                    now = d
+                    out += m.handle(.tick(d))
+                }
+                results += out.compactMap {
+                    if case let .indicate(.bloodPressureMeasurement, v) = $0 { v } else { nil }
+                }
+                notes += out.filter { if case .notify = $0 { true } else { false } }.count
+                _ = m.handle(.indicationConfirmed(now))
+                // Until the cuff has let the air out.
+                while let d = m.nextDeadline, m.isMeasuring {
+                    now = d
+                    notes += m.handle(.tick(d)).filter { if case .notify = $0 { true } else { false } }.count
+                }
+                now = now + .seconds(5)
             }
-            let results = out.compactMap { if case let .indicate(.bloodPressureMeasurement, v) = $0 { v } else { nil } }
-            let notes = out.filter { if case .notify = $0 { true } else { false } }.count
             return (results, notes, ticks)
         }
         let followed = session(pressure: true), quiet = session(pressure: false)
-        #expect(followed.results.count == 1)
-        // The same reading (the time stamp may differ by the last sample's step).
-        func values(_ v: [UInt8]) -> [Double?] {
-            guard let d = try? BloodPressureMeasurement.decode(v[...], quirks: []) else { return [] }
-            return [d.value.systolic.doubleValue, d.value.diastolic.doubleValue, d.value.pulseRate?.doubleValue]
-        }
-        #expect(values(followed.results[0]) == values(quiet.results[0]))
-        #expect(values(quiet.results[0]).count == 3)
-        #expect(followed.notifications > 100)
+        #expect(followed.results.count == 3)
+        // The very same bytes: values, and the time stamps too (the same sample times).
+        #expect(followed.results == quiet.results)
+        #expect(Set(followed.results).count == 3, "three different readings")
+        #expect(followed.notifications > 300)
         #expect(quiet.notifications == 0)
-        #expect(quiet.ticks < 10, "\(quiet.ticks) ticks without anyone following the pressure")
+        #expect(quiet.ticks < 30, "\(quiet.ticks) ticks without anyone following the pressure")
     }
 }
