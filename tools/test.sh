@@ -3,7 +3,7 @@
 # (tools/format.sh --check), runs every test (and the example
 # package's, Examples/ReplayInTests), then checks
 # what `cuff` prints against the official FHIR and Open mHealth schemas, then the BlueZ VM test.
-# It also fuzzes every libFuzzer target for 60 s (tools/fuzz; CUFF_FUZZ=0 skips, CUFF_FUZZ_SECONDS sets the time).
+# It also fuzzes every libFuzzer target for 30 s (tools/fuzz; CUFF_FUZZ=0 skips, CUFF_FUZZ_SECONDS sets the time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -35,8 +35,8 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 if grep -q "ThreadSanitizer" .build/tsan.log; then echo "ThreadSanitizer reported a problem (above)"; exit 1; fi
 
 if [ "${CUFF_FUZZ:-1}" != 0 ]; then
-  echo "== coverage-guided fuzzing (libFuzzer, ${CUFF_FUZZ_SECONDS:-60} s a target)"
-  bash tools/fuzz/run.sh --seconds "${CUFF_FUZZ_SECONDS:-60}"
+  echo "== coverage-guided fuzzing (libFuzzer, ${CUFF_FUZZ_SECONDS:-30} s a target)"
+  bash tools/fuzz/run.sh --seconds "${CUFF_FUZZ_SECONDS:-30}"
 fi
 
 echo "== schema validation of cuff's own output (every scenario, both personas)"

@@ -11,7 +11,8 @@
 #   1. the simulator registered its GATT application and advertisement;
 #   2. `cuff measure ADDR --backend raw` and 3. `cuff measure ADDR --backend bluetoothd` each get a
 #      measurement with the exact values the same cuff (scenario, seed) gives over a Unix socket;
-#   4. bluetoothctl's gatt menu: read 2A49, notify 2A36, indicate 2A35 (exact values);
+#   4. bluetoothctl's gatt menu: read 2A49, notify 2A36, indicate 2A35 (exact values; it prints
+#      only the selected attribute's values, so it selects 2A36, then 2A35, during the measurement);
 #   5. a client that hangs up without confirming the indicated reading (att_no_confirm.py), and
 #      6. the next client gets that same reading again first;
 #   7. `cuff watch --device ADDR` (through bluetoothd) collects the next reading into its store;
@@ -169,6 +170,12 @@ ctl "select-attribute $P2A36"
 ctl "notify on"
 ctl "select-attribute $P2A35"
 ctl "notify on" 0
+# bluetoothctl prints a characteristic's new values only while it is the selected attribute
+# (client/main.c: property_changed, `proxy == default_attr`): watch 2A36 during the inflation,
+# then 2A35 for the result.
+ctl "select-attribute $P2A36" 0
+for _ in $(seq 50); do btlog | grep -q "$P2A36 Value:" && break; sleep 0.1; done
+ctl "select-attribute $P2A35" 0
 for _ in $(seq 200); do btlog | grep -q "$P2A35 Value:" && break; sleep 0.2; done
 sleep 1
 ctl "back"

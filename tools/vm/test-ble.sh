@@ -11,7 +11,7 @@
 #   5. (a second VM) cuff watch across simulator turns and simulate --from-capture;
 #   6. (a third VM) `cuff simulate --backend bluetoothd` as a non-root user, served to cuff measure
 #      (both backends), bluetoothctl's gatt menu and cuff watch, an unconfirmed reading re-sent,
-#      a bluetoothd restart (guest-desktop-sim.sh; opt-in with CUFF_VM_DESKTOP_SIM=1);
+#      a bluetoothd restart (guest-desktop-sim.sh; CUFF_VM_DESKTOP_SIM=0 skips);
 #   7. (a fourth VM) a simulated Omron cuff (`cuff simulate --model`): scan, pair with its button,
 #      measure --keep-unread / marking / nothing new, watch across two turns, raw and through
 #      bluetoothd (guest-omron.sh; CUFF_VM_OMRON=0 skips), its capture replayed to the same records;
@@ -51,8 +51,7 @@ if [ "${CUFF_VM_OMRON:-1}" = 1 ]; then
   fi
   python3 tools/vm/replay-matches-live.py --live-models-only tools/vm/out/omron "omron-*.ndjson"
 fi
-# Opt-in (CUFF_VM_DESKTOP_SIM=1) until it has passed inside the full VM test (issue #27).
-if [ "${CUFF_VM_DESKTOP_SIM:-0}" = 1 ]; then
+if [ "${CUFF_VM_DESKTOP_SIM:-1}" = 1 ]; then
   echo "-- cuff simulate --backend bluetoothd as a user who is not root, served to cuff measure, bluetoothctl and cuff watch (a VM of its own)"
   rc=0
   CUFF_VM_TIMEOUT=${CUFF_VM_TIMEOUT:-900} CUFF_VM_OUT=tools/vm/out/desktop-sim tools/vm/run.sh -- bash -c '"$CUFF_REPO/tools/vm/guest-desktop-sim.sh"' || rc=$?
