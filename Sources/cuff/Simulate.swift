@@ -185,8 +185,11 @@ struct Simulate: ParsableCommand {
         if let cuffs {
             guard (1...100_000).contains(cuffs) else { throw ValidationError("--cuffs takes 1 to 100000") }
             guard listen != nil, adapter == nil, fromCapture == nil else {
+                // An adapter has one address and one GATT database (bluetoothd's too) for all its
+                // advertisements: N cuffs there would be one device with N copies of each service.
                 throw ValidationError(
-                    "--cuffs N serves a fleet on --listen unix:DIR (not with --adapter or --from-capture)")
+                    "--cuffs N serves a fleet on --listen unix:DIR (not with --from-capture, nor with --adapter: an adapter has one address and one GATT database for all its advertisements, so N cuffs there would look like one; run one simulator per adapter)"
+                )
             }
         }
     }
