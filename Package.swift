@@ -35,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // Pure foundations: byte reading/writing, hex, JSON writer, time values, the bearer seam.
@@ -53,10 +54,11 @@ let package = Package(
         .target(name: "CuffSession", dependencies: ["CuffCore", "BloodPressure", "GATT", "CuffSimulator", "Omron"]),
         // epoll as plain arrays (Glibc's module leaves out <sys/epoll.h>; its event struct is packed).
         .target(name: "CEpoll"),
-        // Syscalls wrapped once, the event loop, Unix SEQPACKET and in-process bearers.
+        // Syscalls wrapped once (the file calls through swift-system), the event loop, Unix
+        // SEQPACKET and in-process bearers. Only Transport imports SystemPackage.
         .target(
             name: "Transport",
-            dependencies: ["CuffCore", "CEpoll"],
+            dependencies: ["CuffCore", "CEpoll", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: [.define("ENABLE_MOCKING", .when(configuration: .debug))]
         ),
         // cuff's swift-log handler (the lines stderr has always shown) and the stderr they go to.

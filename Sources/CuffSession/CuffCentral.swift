@@ -28,7 +28,7 @@ public struct CuffCentral: CuffProtocolSession {
     }
 
     public private(set) var session: CuffSessionMachine
-    public private(set) var client: GATTClient
+    public internal(set) var client: GATTClient
     var gattProfile: GATTProfile?
     var byHandle: [UInt16: CuffCharacteristic] = [:]
     var byCharacteristic: [CuffCharacteristic: GATTProfile.Characteristic] = [:]
@@ -156,30 +156,15 @@ public struct CuffCentral: CuffProtocolSession {
         sessionScratch.giveBack(&actions)
     }
 
-    /// The GATT client takes an event with ``clientScratch`` (as ``sessionStep(_:_:_:)`` does), and its
-    /// actions run into `out`.
-    mutating func clientStep(
-        _ call: (inout GATTClient, inout [GATTClientAction]) -> Void, _ at: EventTime, _ out: inout [Output]
-    ) {
-        var actions = clientScratch.take()
-        call(&client, &actions)
-        gatt(actions, at, &out)
-        clientScratch.giveBack(&actions)
-    }
-
     // MARK: - Session actions → GATT procedures
 
-    /// Submits a GATT procedure with ``clientScratch`` (as ``clientStep(_:_:_:)`` does), notes
+    /// Submits a GATT procedure with ``clientScratch`` (as ``clientStep(_:_:_:noting:)`` does), notes
     /// what it is for, then runs its first actions (an immediate completion among them) into `out`.
     mutating func request(
         _ what: Pending, _ at: EventTime, _ out: inout [Output],
         _ submit: (inout GATTClient, inout [GATTClientAction]) -> GATTRequestID
     ) {
-        var actions = clientScratch.take()
-        let id = submit(&client, &actions)
-        pending[id] = what
-        gatt(actions, at, &out)
-        clientScratch.giveBack(&actions)
+        clientStep(submit, at, &out) { $0.pending[$1] = what }
     }
 
     mutating func run(_ actions: [CuffSessionMachine.Action], _ at: EventTime, _ out: inout [Output]) {

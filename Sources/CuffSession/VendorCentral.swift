@@ -49,7 +49,7 @@ public struct VendorCentral: Sendable {
     }
 
     public private(set) var session: Session
-    public private(set) var client = GATTClient()
+    public internal(set) var client = GATTClient()
     var profile: GATTProfile?
     var pending: [GATTRequestID: Pending] = [:]
     public private(set) var outcome: SessionOutcome?
@@ -112,28 +112,13 @@ public struct VendorCentral: Sendable {
         sessionScratch.giveBack(&actions)
     }
 
-    /// The GATT client takes an event with ``clientScratch`` (as ``sessionStep(_:_:_:)`` does),
-    /// and its actions run into `out`.
-    mutating func clientStep(
-        _ call: (inout GATTClient, inout [GATTClientAction]) -> Void, _ at: EventTime, _ out: inout [Output]
-    ) {
-        var actions = clientScratch.take()
-        call(&client, &actions)
-        gatt(actions, at, &out)
-        clientScratch.giveBack(&actions)
-    }
-
     /// Submits a GATT procedure with ``clientScratch``, notes what it is for, then runs its first
     /// actions into `out`.
     mutating func request(
         _ what: Pending, _ at: EventTime, _ out: inout [Output],
         _ submit: (inout GATTClient, inout [GATTClientAction]) -> GATTRequestID
     ) {
-        var actions = clientScratch.take()
-        let id = submit(&client, &actions)
-        pending[id] = what
-        gatt(actions, at, &out)
-        clientScratch.giveBack(&actions)
+        clientStep(submit, at, &out) { $0.pending[$1] = what }
     }
 
     func characteristic(_ uuid: String) -> GATTProfile.Characteristic? {

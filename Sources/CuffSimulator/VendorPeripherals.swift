@@ -20,6 +20,9 @@ public struct VendorCuffPeripheral: GATTPeripheral {
     /// The server's actions for one call, kept between calls (emptied, its capacity kept:
     /// ``ActionMachine``); a call made while another one's actions run gets a new array.
     var serverScratch = ActionBuffer<GATTServerAction>()
+    /// The same for the cuff's own actions.
+    var microlifeScratch = ActionBuffer<MicrolifeCuff.Action>()
+    var yonkerScratch = ActionBuffer<YonkerCuff.Action>()
 
     public init(_ kind: Kind, name: String) {
         var b = AttributeDatabase.Builder()
@@ -97,7 +100,8 @@ public struct VendorCuffPeripheral: GATTPeripheral {
                 out.append(.send(pdu))
             case let .written(handle, _, value, _) where handle == commandHandle:
                 guard case var .microlife(c) = kind else { continue }
-                let answer = c.written(value)
+                var answer = microlifeScratch.take()
+                c.written(value, into: &answer)
                 kind = .microlife(c)
                 for x in answer {
                     switch x {
@@ -106,13 +110,15 @@ public struct VendorCuffPeripheral: GATTPeripheral {
                     case let .disconnect(why): out.append(.disconnect(why))
                     }
                 }
+                microlifeScratch.giveBack(&answer)
             case let .subscriptionChanged(handle, _, notify, _) where handle == notifyHandle:
                 switch kind {
                 case var .microlife(c):
                     c.subscriptionChanged(notify)
                     kind = .microlife(c)
                 case var .yonker(c):
-                    let sent = c.subscriptionChanged(notify)
+                    var sent = yonkerScratch.take()
+                    c.subscriptionChanged(notify, into: &sent)
                     kind = .yonker(c)
                     for x in sent {
                         switch x {
@@ -120,6 +126,7 @@ public struct VendorCuffPeripheral: GATTPeripheral {
                         case let .log(s): out.append(.log(s))
                         }
                     }
+                    yonkerScratch.giveBack(&sent)
                 }
             case let .protocolViolation(why):
                 out.append(.log("client protocol violation: \(why)"))

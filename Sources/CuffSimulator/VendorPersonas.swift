@@ -28,40 +28,50 @@ public struct MicrolifeCuff: Sendable {
 
     public mutating func subscriptionChanged(_ on: Bool) { subscribed = on }
 
-    /// A write to 0xFFF2.
-    public mutating func written(_ value: [UInt8]) -> [Action] {
+    /// A write to 0xFFF2: appends what the cuff does about it to `out` (the ``ActionMachine``
+    /// convention).
+    public mutating func written(_ value: [UInt8], into out: inout [Action]) {
         let payload: ArraySlice<UInt8>
         do {
             payload = try Microlife.payload(ofFrame: value[...], header: Microlife.commandHeader)
         } catch {
-            return [.log("Microlife cuff: ignored a bad command: \(error.message)")]
+            return out.append(.log("Microlife cuff: ignored a bad command: \(error.message)"))
         }
-        guard let op = payload.first else { return [.log("Microlife cuff: empty command")] }
+        guard let op = payload.first else { return out.append(.log("Microlife cuff: empty command")) }
         switch op {
         case 0x0D where payload.count == 7:
             let p = Array(payload)
-            clock = DateTime(
+            let set = DateTime(
                 year: 2000 + UInt16(p[1]), month: p[2], day: p[3], hours: p[4], minutes: p[5], seconds: p[6])
-            return [.log("Microlife cuff: clock set to \(clock!.description)")]
-                + send(Microlife.frame([0x81], header: Microlife.responseHeader))
+            clock = set
+            out.append(.log("Microlife cuff: clock set to \(set.description)"))
+            send(Microlife.frame([0x81], header: Microlife.responseHeader), into: &out)
         case 0x00
         where Array(payload)
             == Array(Microlife.getMeasurementsCommand[4..<(Microlife.getMeasurementsCommand.count - 1)]):
             var p = [UInt8](repeating: 0, count: Microlife.recordsOffset)
             for s in slots { p += s?.bytes ?? [UInt8](repeating: 0, count: Microlife.recordStride) }
             let frame = Microlife.frame(p, header: Microlife.responseHeader)
-            return [.log("Microlife cuff: sending \(slots.count) record slot(s) in \(frame.count) bytes")] + send(frame)
+            out.append(.log("Microlife cuff: sending \(slots.count) record slot(s) in \(frame.count) bytes"))
+            send(frame, into: &out)
         case 0x04:
-            return [.log("Microlife cuff: goodbye"), .disconnect("the client said goodbye")]
+            out += [.log("Microlife cuff: goodbye"), .disconnect("the client said goodbye")]
         default:
-            return [.log("Microlife cuff: unknown command \(Hex.encode(payload))")]
+            out.append(.log("Microlife cuff: unknown command \(Hex.encode(payload))"))
         }
     }
 
-    func send(_ frame: [UInt8]) -> [Action] {
-        guard subscribed else { return [.log("Microlife cuff: answer not sent: nobody subscribed to fff1")] }
-        return stride(from: 0, to: frame.count, by: chunk).map {
-            .notify(Array(frame[$0..<min(frame.count, $0 + chunk)]))
+    /// ``written(_:into:)`` into a new array (tests).
+    public mutating func written(_ value: [UInt8]) -> [Action] {
+        var out: [Action] = []
+        written(value, into: &out)
+        return out
+    }
+
+    func send(_ frame: [UInt8], into out: inout [Action]) {
+        guard subscribed else { return out.append(.log("Microlife cuff: answer not sent: nobody subscribed to fff1")) }
+        for start in stride(from: 0, to: frame.count, by: chunk) {
+            out.append(.notify(Array(frame[start..<min(frame.count, start + chunk)])))
         }
     }
 }
@@ -78,11 +88,18 @@ public struct YonkerCuff: Sendable {
 
     public init(result: Yonker.Result) { self.result = result }
 
+    /// The client subscribed (`on`) or unsubscribed: appends what the cuff sends to `out` (the
+    /// ``ActionMachine`` convention).
+    public mutating func subscriptionChanged(_ on: Bool, into out: inout [Action]) {
+        guard on else { return }
+        out.append(.log("Yonker cuff: result \(result.systolic)/\(result.diastolic) pulse \(result.pulse)"))
+        out.append(.notify(result.bytes))
+    }
+
+    /// ``subscriptionChanged(_:into:)`` into a new array (tests).
     public mutating func subscriptionChanged(_ on: Bool) -> [Action] {
-        guard on else { return [] }
-        return [
-            .log("Yonker cuff: result \(result.systolic)/\(result.diastolic) pulse \(result.pulse)"),
-            .notify(result.bytes),
-        ]
+        var out: [Action] = []
+        subscriptionChanged(on, into: &out)
+        return out
     }
 }

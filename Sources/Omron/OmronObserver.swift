@@ -118,57 +118,82 @@ public struct OmronObserver: Sendable {
     }
 
     /// The session ended: a capture that never told the profiles apart decodes with the first
-    /// that is left (their readings agree on everything read).
-    public mutating func finish() -> [Output] {
-        guard !settled, reads.count > 1 else { return [] }
+    /// that is left (their readings agree on everything read). Each event appends what it gives
+    /// to `out` (the ``ActionMachine`` convention).
+    public mutating func finish(into out: inout [Output]) {
+        guard !settled, reads.count > 1 else { return }
         settled = true
-        return reads.flatMap { harvest(from: $0.address, count: $0.count) }
+        harvestAllRead(into: &out)
     }
 
     /// The host wrote `bytes` to `c`.
-    public mutating func written(_ c: OmronCharacteristic, _ bytes: [UInt8]) -> [Output] {
-        guard case let .tx(ch) = c else { return [] }
+    public mutating func written(_ c: OmronCharacteristic, _ bytes: [UInt8], into out: inout [Output]) {
+        guard case let .tx(ch) = c else { return }
+        let f: OmronFrame
         do {
-            guard let whole = try tx.receive(channel: ch, bytes) else { return [] }
-            let f = try OmronFrame.decode(whole)
-            var out: [Output] = []
-            if f.kind == .end { out = finish() }
-            if f.kind == .start { memory = [:]; decoded = []; clockSeen = false; if !settled { reads = [] } }
-            command = f
-            return out
+            guard let whole = try tx.receive(channel: ch, bytes) else { return }
+            f = try OmronFrame.decode(whole)
         } catch {
-            return [.note("host frame: \(error.message)")]
+            return out.append(.note("host frame: \(error.message)"))
         }
+        if f.kind == .end { finish(into: &out) }
+        if f.kind == .start { memory = [:]; decoded = []; clockSeen = false; if !settled { reads = [] } }
+        command = f
     }
 
     /// The cuff notified `bytes` on `c`.
-    public mutating func notified(_ c: OmronCharacteristic, _ bytes: [UInt8]) -> [Output] {
-        guard case let .rx(ch) = c else { return [] }
+    public mutating func notified(_ c: OmronCharacteristic, _ bytes: [UInt8], into out: inout [Output]) {
+        guard case let .rx(ch) = c else { return }
         let reply: OmronFrame
         do {
-            guard let whole = try rx.receive(channel: ch, bytes) else { return [] }
+            guard let whole = try rx.receive(channel: ch, bytes) else { return }
             reply = try OmronFrame.decode(whole)
         } catch {
-            return [.note("cuff frame: \(error.message)")]
+            return out.append(.note("cuff frame: \(error.message)"))
         }
         guard let cmd = command, cmd.kind == .read, reply.type == 0x8100, reply.address == cmd.address,
             reply.status == 0,
             reply.data.count == Int(cmd.size)
-        else { return [] }
+        else { return }
         command = nil
         for (i, b) in reply.data.enumerated() { memory[Int(reply.address) + i] = b }
         if !settled {
             reads.append((Int(reply.address), reply.data.count))
             narrow()
-            guard settled else { return [] }
+            guard settled else { return }
             // Now the map is known: everything read so far, in order.
-            return reads.flatMap { harvest(from: $0.address, count: $0.count) }
+            return harvestAllRead(into: &out)
         }
-        return harvest(from: Int(reply.address), count: reply.data.count)
+        harvest(from: Int(reply.address), count: reply.data.count, into: &out)
     }
 
-    mutating func harvest(from start: Int, count: Int) -> [Output] {
+    /// ``finish(into:)`` into a new array (tests).
+    public mutating func finish() -> [Output] {
         var out: [Output] = []
+        finish(into: &out)
+        return out
+    }
+
+    /// ``written(_:_:into:)`` into a new array (tests).
+    public mutating func written(_ c: OmronCharacteristic, _ bytes: [UInt8]) -> [Output] {
+        var out: [Output] = []
+        written(c, bytes, into: &out)
+        return out
+    }
+
+    /// ``notified(_:_:into:)`` into a new array (tests).
+    public mutating func notified(_ c: OmronCharacteristic, _ bytes: [UInt8]) -> [Output] {
+        var out: [Output] = []
+        notified(c, bytes, into: &out)
+        return out
+    }
+
+    /// Every read so far, in order, as ``harvest(from:count:into:)`` takes it.
+    mutating func harvestAllRead(into out: inout [Output]) {
+        for r in reads { harvest(from: r.address, count: r.count, into: &out) }
+    }
+
+    mutating func harvest(from start: Int, count: Int, into out: inout [Output]) {
         let end = start + count
         let clockAt = Int(profile.settingsRead) + profile.clock.offset
         if !clockSeen, start < clockAt + profile.clock.length, end > clockAt,
@@ -197,7 +222,6 @@ public struct OmronObserver: Sendable {
                 }
             }
         }
-        return out
     }
 
     func bytes(_ at: Int, _ n: Int) -> [UInt8]? {

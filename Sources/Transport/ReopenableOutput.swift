@@ -16,9 +16,7 @@ public struct ReopenableOutput: Sendable {
     /// Looks at what `fd` is now.
     public init(fd: CInt) {
         self.fd = fd
-        var st = stat()
-        guard case .success = Sys.valueOrErrno(retryOnInterrupt: true, { system_fstat(fd, &st) }),
-            st.st_mode & S_IFMT == S_IFREG
+        guard case .success(let st) = Sys.fstat(fd), st.st_mode & S_IFMT == S_IFREG
         else {
             path = nil
             return
@@ -42,7 +40,7 @@ public struct ReopenableOutput: Sendable {
             return "cannot reopen \(path): \(e)"
         case .success(let new):
             defer { _ = Sys.close(new) }
-            if case .failure(let e) = Sys.valueOrErrno(retryOnInterrupt: true, { system_dup2(new, fd) }) {
+            if case .failure(let e) = Sys.duplicate(new, as: fd) {
                 return "cannot reopen \(path): dup2: \(e)"
             }
             return nil

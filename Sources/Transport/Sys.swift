@@ -3,8 +3,11 @@
 #if canImport(Glibc)
     import Glibc
 #endif
+internal import SystemPackage
 
-/// Typed wrappers over the `system_*` shims: `Result<_, Errno>`, EINTR retried where right.
+/// Typed wrappers over the `system_*` shims and, for files (open, read, write, seek, stat, dup2,
+/// pipe, close), over swift-system's `FileDescriptor` and `FilePath`: `Result<_, Errno>`, EINTR
+/// retried where right.
 ///
 /// Following swift-system, each function documents `retryOnInterrupt` and names its C function.
 /// Package access: Transport and BlueZ use these; the public API is the bearers.
@@ -20,6 +23,45 @@ package enum Sys {
             let e = Errno.current
             if retryOnInterrupt && e == .interrupted { continue }
             return .failure(e)
+        }
+    }
+
+    /// Makes a swift-system call (one made with `retryOnInterrupt: false`) until it succeeds or
+    /// fails with something other than EINTR (when retrying), as ``valueOrErrno(retryOnInterrupt:_:)``
+    /// does for the shims, so the EINTR policy stays ours. Its `SystemPackage.Errno` becomes an
+    /// ``Errno`` of the same code. In debug builds the mock table may stand in for each attempt,
+    /// under the C function's `name` and `arguments`, as in every shim: a scripted failure fails,
+    /// a scripted value becomes the result through `mocked`.
+    @inline(__always)
+    static func retrying<T>(
+        _ name: StaticString, _ arguments: @autoclosure () -> [Int], retryOnInterrupt: Bool, mocked: (Int) -> T,
+        _ call: () throws -> T
+    ) -> Result<T, Errno> {
+        while true {
+            let result: Result<T, Errno>
+            #if ENABLE_MOCKING
+                if let r = mockedResult("\(name)", arguments()) {
+                    result = r == -1 ? .failure(.current) : .success(mocked(r))
+                } else {
+                    result = attempt(call)
+                }
+            #else
+                result = attempt(call)
+            #endif
+            // (`==`, not a `case .failure(.interrupted)` pattern: in a file that imports
+            // SystemPackage, that pattern would take its `Errno ~= Error` and never match ours.)
+            if retryOnInterrupt, case .failure(let e) = result, e == .interrupted { continue }
+            return result
+        }
+    }
+
+    @inline(__always)
+    private static func attempt<T>(_ call: () throws -> T) -> Result<T, Errno> {
+        do {
+            return .success(try call())
+        } catch {
+            // swift-system throws only its Errno.
+            return .failure(Errno(rawValue: (error as? SystemPackage.Errno)?.rawValue ?? EIO))
         }
     }
 
@@ -207,7 +249,9 @@ package enum Sys {
     /// Closes a descriptor. Never retried: on Linux the descriptor is gone even when EINTR is
     /// reported. The corresponding C function is `close`.
     package static func close(_ fd: CInt) -> Result<Void, Errno> {
-        valueOrErrno(retryOnInterrupt: false) { system_close(fd) }.map { _ in () }
+        retrying("close", [Int(fd)], retryOnInterrupt: false, mocked: { _ in }) {
+            try FileDescriptor(rawValue: fd).close()
+        }
     }
 
     /// Removes a name from the file system. The corresponding C function is `unlink`.
@@ -217,14 +261,16 @@ package enum Sys {
 
     /// File status, following symbolic links. The corresponding C function is `stat`.
     package static func fileStatus(_ path: String) -> Result<stat, Errno> {
-        var st = stat()
-        return valueOrErrno(retryOnInterrupt: true) { system_stat(path, &st) }.map { _ in st }
+        retrying("stat", [], retryOnInterrupt: true, mocked: { _ in stat() }) {
+            try FilePath(path).stat(retryOnInterrupt: false).rawValue
+        }
     }
 
     /// File status without following a final symbolic link. The corresponding C function is `lstat`.
     package static func lstat(_ path: String) -> Result<stat, Errno> {
-        var st = stat()
-        return valueOrErrno(retryOnInterrupt: true) { system_lstat(path, &st) }.map { _ in st }
+        retrying("lstat", [], retryOnInterrupt: true, mocked: { _ in stat() }) {
+            try FilePath(path).stat(followTargetSymlink: false, retryOnInterrupt: false).rawValue
+        }
     }
 
     /// Sleeps for `duration` (at least 0), once: a signal ends it early (`.interrupted`), so a
@@ -258,23 +304,60 @@ package enum Sys {
     /// Opens (or, with `O_CREAT`, creates with `mode`) a file; `O_CLOEXEC` is always added.
     /// The corresponding C function is `open`.
     package static func open(_ path: String, _ flags: CInt, mode: mode_t = 0) -> Result<CInt, Errno> {
-        valueOrErrno(retryOnInterrupt: true) { system_open(path, flags | O_CLOEXEC, mode) }
+        let flags = flags | O_CLOEXEC
+        return retrying("open", [Int(flags), Int(mode)], retryOnInterrupt: true, mocked: { CInt($0) }) {
+            try FileDescriptor.open(
+                FilePath(path), FileDescriptor.AccessMode(rawValue: flags & O_ACCMODE),
+                options: FileDescriptor.OpenOptions(rawValue: flags & ~O_ACCMODE),
+                permissions: flags & O_CREAT != 0 ? FilePermissions(rawValue: mode) : nil, retryOnInterrupt: false
+            ).rawValue
+        }
     }
 
     /// Reads at most `buffer.count` bytes; 0 at the end of the file. The corresponding C function is `read`.
     package static func read(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
-        valueOrErrno(retryOnInterrupt: true) { system_read(fd, buffer.baseAddress, buffer.count) }
+        retrying("read", [Int(fd), buffer.count], retryOnInterrupt: true, mocked: { $0 }) {
+            try FileDescriptor(rawValue: fd).read(into: buffer, retryOnInterrupt: false)
+        }
+    }
+
+    /// Writes at most `buffer.count` bytes; returns how many went. The corresponding C function is `write`.
+    package static func write(_ fd: CInt, _ buffer: UnsafeRawBufferPointer) -> Result<Int, Errno> {
+        retrying("write", [Int(fd), buffer.count], retryOnInterrupt: true, mocked: { $0 }) {
+            try FileDescriptor(rawValue: fd).write(buffer, retryOnInterrupt: false)
+        }
+    }
+
+    /// Makes `target` another descriptor of what `fd` is open on (`target` is closed first if it
+    /// was open). The corresponding C function is `dup2`.
+    package static func duplicate(_ fd: CInt, as target: CInt) -> Result<Void, Errno> {
+        retrying("dup2", [Int(fd), Int(target)], retryOnInterrupt: true, mocked: { _ in }) {
+            _ = try FileDescriptor(rawValue: fd).duplicate(
+                as: FileDescriptor(rawValue: target), retryOnInterrupt: false)
+        }
+    }
+
+    /// A new pipe, both ends close-on-exec: the descriptor to read from and the one to write to.
+    /// The corresponding C function is `pipe2(O_CLOEXEC)`.
+    package static func pipe() -> Result<(read: CInt, write: CInt), Errno> {
+        retrying("pipe2", [], retryOnInterrupt: true, mocked: { _ in (-1, -1) }) {
+            let p = try FileDescriptor.pipe(options: .closeOnExec)
+            return (p.readEnd.rawValue, p.writeEnd.rawValue)
+        }
     }
 
     /// Moves a file's position to `offset` from its start. The corresponding C function is `lseek`.
     package static func seek(_ fd: CInt, to offset: Int64) -> Result<Void, Errno> {
-        valueOrErrno(retryOnInterrupt: true) { system_lseek(fd, off_t(offset), SEEK_SET) }.map { _ in () }
+        retrying("lseek", [Int(fd), Int(offset), Int(SEEK_SET)], retryOnInterrupt: true, mocked: { _ in }) {
+            _ = try FileDescriptor(rawValue: fd).seek(offset: offset, from: .start)
+        }
     }
 
     /// The status of an open file. The corresponding C function is `fstat`.
     package static func fstat(_ fd: CInt) -> Result<stat, Errno> {
-        var st = stat()
-        return valueOrErrno(retryOnInterrupt: true) { system_fstat(fd, &st) }.map { _ in st }
+        retrying("fstat", [Int(fd)], retryOnInterrupt: true, mocked: { _ in stat() }) {
+            try FileDescriptor(rawValue: fd).stat(retryOnInterrupt: false).rawValue
+        }
     }
 
     /// Renames `from` to `to` (atomically replacing it). The corresponding C function is `rename`.
@@ -306,9 +389,7 @@ package enum Sys {
     package static func writeAll(_ fd: CInt, _ buffer: UnsafeRawBufferPointer) -> (written: Int, error: Errno?) {
         var done = 0
         while done < buffer.count {
-            switch valueOrErrno(
-                retryOnInterrupt: true, { system_write(fd, buffer.baseAddress! + done, buffer.count - done) })
-            {
+            switch write(fd, UnsafeRawBufferPointer(rebasing: buffer[done...])) {
             case .success(let n): done += n
             case .failure(let e): return (done, e)
             }
@@ -326,14 +407,14 @@ package enum Sys {
     /// Reads a small file whole (at most `limit` bytes), e.g. under /proc or /sys.
     /// The corresponding C functions are `open`, `read` and `close`.
     package static func readFile(_ path: String, limit: Int = 4096) -> Result<[UInt8], Errno> {
-        valueOrErrno(retryOnInterrupt: true) { system_open(path, O_RDONLY | O_CLOEXEC) }.flatMap { fd in
+        open(path, O_RDONLY).flatMap { fd in
             defer { _ = close(fd) }
             var out: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: min(limit, 4096))
             while out.count < limit {
                 let want = min(chunk.count, limit - out.count)
-                let r = chunk.withUnsafeMutableBytes { raw in
-                    valueOrErrno(retryOnInterrupt: true) { system_read(fd, raw.baseAddress, want) }
+                let r = chunk.withUnsafeMutableBytes {
+                    read(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]))
                 }
                 switch r {
                 case .success(0): return .success(out)

@@ -3,7 +3,9 @@
 // The only place where the transports call the kernel. Each `system_*` shim wraps exactly one C
 // function, checks the debug-build mock table first, and otherwise returns what the kernel gave
 // (-1 with `errno` set on failure). The typed layer in `Sys` turns that into `Result<_, Errno>`
-// and retries EINTR where that is right. BlueZ reuses these (package access).
+// and retries EINTR where that is right. BlueZ reuses these (package access). The file calls
+// swift-system covers (open, close, read, write, lseek, stat, lstat, fstat, dup2, pipe) have no
+// shim: `Sys` makes them through its `FileDescriptor` and `FilePath`, with the same mock table.
 
 #if canImport(Glibc)
     import Glibc
@@ -103,12 +105,6 @@ package func system_shutdown(_ fd: CInt, _ how: CInt) -> CInt {
     return Glibc.shutdown(fd, how)
 }
 
-/// The corresponding C function is `close`.
-package func system_close(_ fd: CInt) -> CInt {
-    if let r = mock("close", Int(fd)) { return CInt(r) }
-    return Glibc.close(fd)
-}
-
 /// The corresponding C function is `unlink`.
 package func system_unlink(_ path: UnsafePointer<CChar>) -> CInt {
     if let r = mock("unlink") { return CInt(r) }
@@ -126,12 +122,6 @@ package func system_nanosleep(_ request: UnsafePointer<timespec>, _ remaining: U
 package func system_isatty(_ fd: CInt) -> CInt {
     if let r = mock("isatty", Int(fd)) { return CInt(r) }
     return Glibc.isatty(fd)
-}
-
-/// The corresponding C function is `lstat`.
-package func system_lstat(_ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>) -> CInt {
-    if let r = mock("lstat") { return CInt(r) }
-    return Glibc.lstat(path, buf)
 }
 
 /// The corresponding C function is `ioctl` (with a pointer argument, or an integer passed as a
@@ -158,36 +148,6 @@ package func system_pthread_sigmask(
     return pthread_sigmask(how, set, old)
 }
 
-/// The corresponding C function is `open`.
-package func system_open(_ path: UnsafePointer<CChar>, _ flags: CInt) -> CInt {
-    if let r = mock("open", Int(flags)) { return CInt(r) }
-    return Glibc.open(path, flags)
-}
-
-/// The corresponding C function is `open` (with a mode, for `O_CREAT`).
-package func system_open(_ path: UnsafePointer<CChar>, _ flags: CInt, _ mode: mode_t) -> CInt {
-    if let r = mock("open", Int(flags), Int(mode)) { return CInt(r) }
-    return Glibc.open(path, flags, mode)
-}
-
-/// The corresponding C function is `lseek`.
-package func system_lseek(_ fd: CInt, _ offset: off_t, _ whence: CInt) -> off_t {
-    if let r = mock("lseek", Int(fd), Int(offset), Int(whence)) { return off_t(r) }
-    return Glibc.lseek(fd, offset, whence)
-}
-
-/// The corresponding C function is `stat`.
-package func system_stat(_ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>) -> CInt {
-    if let r = mock("stat") { return CInt(r) }
-    return stat(path, buf)
-}
-
-/// The corresponding C function is `fstat`.
-package func system_fstat(_ fd: CInt, _ buf: UnsafeMutablePointer<stat>) -> CInt {
-    if let r = mock("fstat", Int(fd)) { return CInt(r) }
-    return Glibc.fstat(fd, buf)
-}
-
 /// The corresponding C function is `fchmod`.
 package func system_fchmod(_ fd: CInt, _ mode: mode_t) -> CInt {
     if let r = mock("fchmod", Int(fd), Int(mode)) { return CInt(r) }
@@ -210,18 +170,6 @@ package func system_mkdir(_ path: String, _ mode: mode_t) -> CInt {
 package func system_fsync(_ fd: CInt) -> CInt {
     if let r = mock("fsync", Int(fd)) { return CInt(r) }
     return Glibc.fsync(fd)
-}
-
-/// The corresponding C function is `read`.
-package func system_read(_ fd: CInt, _ buf: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-    if let r = mock("read", Int(fd), count) { return r }
-    return Glibc.read(fd, buf, count)
-}
-
-/// The corresponding C function is `write`.
-package func system_write(_ fd: CInt, _ buf: UnsafeRawPointer?, _ count: Int) -> Int {
-    if let r = mock("write", Int(fd), count) { return r }
-    return Glibc.write(fd, buf, count)
 }
 
 /// The corresponding C function is `opendir`.
@@ -265,10 +213,4 @@ package func system_epoll_wait(
 package func system_readlink(_ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<CChar>, _ size: Int) -> Int {
     if let r = mock("readlink", size) { return r }
     return Glibc.readlink(path, buf, size)
-}
-
-/// The corresponding C function is `dup2`.
-package func system_dup2(_ old: CInt, _ new: CInt) -> CInt {
-    if let r = mock("dup2", Int(old), Int(new)) { return CInt(r) }
-    return Glibc.dup2(old, new)
 }

@@ -17,6 +17,9 @@ public struct OmronCaptureObserver: CuffProtocolObserver {
     let modelHandle: UInt16?
     var modelReadPending = false
     var framesSeen = false
+    /// The observer's outputs for one PDU, kept between PDUs (emptied, its capacity kept:
+    /// ``ActionMachine``).
+    var scratch = ActionBuffer<OmronObserver.Output>()
 
     static func text(_ readResponse: [UInt8]) -> String {
         String(decoding: readResponse.dropFirst().prefix { $0 != 0 }, as: UTF8.self)
@@ -76,13 +79,21 @@ public struct OmronCaptureObserver: CuffProtocolObserver {
         switch (bytes[0], fromCentral) {
         case (0x12, true), (0x52, true):
             if case .tx = c { framesSeen = true }
-            take(observer.written(c, value), at, &out)
-        case (0x1B, false): take(observer.notified(c, value), at, &out)
+            take({ $0.written(c, value, into: &$1) }, at, &out)
+        case (0x1B, false): take({ $0.notified(c, value, into: &$1) }, at, &out)
         default: return
         }
     }
 
-    mutating func take(_ results: [OmronObserver.Output], _ at: EventTime, _ out: inout [ObserverOutput]) {
+    /// The observer takes an event with ``scratch`` (a nested call gets a new array), and what it
+    /// gives becomes records in `out`.
+    mutating func take(
+        _ call: (inout OmronObserver, inout [OmronObserver.Output]) -> Void, _ at: EventTime,
+        _ out: inout [ObserverOutput]
+    ) {
+        var results = scratch.take()
+        defer { scratch.giveBack(&results) }
+        call(&observer, &results)
         for r in results {
             switch r {
             case let .reading(s):
@@ -104,7 +115,7 @@ public struct OmronCaptureObserver: CuffProtocolObserver {
 
     public mutating func disconnected(_ why: String?, at: EventTime, into out: inout [ObserverOutput]) {
         guard !isFinished else { return }
-        take(observer.finish(), at, &out)
+        take({ $0.finish(into: &$1) }, at, &out)
         isFinished = true
         out.append(
             .emit(

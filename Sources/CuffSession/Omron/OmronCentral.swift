@@ -14,7 +14,7 @@ public struct OmronCentral: CuffProtocolSession {
     public typealias Output = CentralAction
 
     public private(set) var session: OmronSession
-    public private(set) var client: GATTClient
+    public internal(set) var client: GATTClient
     public private(set) var profile: OmronProfile
     /// `--model` chose the profile; otherwise Device Information's model number may correct it.
     let modelForced: Bool
@@ -140,17 +140,6 @@ public struct OmronCentral: CuffProtocolSession {
         sessionScratch.giveBack(&actions)
     }
 
-    /// The GATT client takes an event with ``clientScratch`` (as ``sessionStep(_:_:_:)`` does),
-    /// and its actions run into `out`.
-    mutating func clientStep(
-        _ call: (inout GATTClient, inout [GATTClientAction]) -> Void, _ at: EventTime, _ out: inout [Output]
-    ) {
-        var actions = clientScratch.take()
-        call(&client, &actions)
-        gatt(actions, at, &out)
-        clientScratch.giveBack(&actions)
-    }
-
     mutating func finish(_ o: SessionOutcome, _ message: String?, _ at: EventTime, _ out: inout [Output]) {
         guard outcome == nil else { return }
         outcome = o
@@ -163,17 +152,13 @@ public struct OmronCentral: CuffProtocolSession {
         out.append(.finished(o))
     }
 
-    /// Submits a GATT procedure with ``clientScratch`` (as ``clientStep(_:_:_:)`` does), keeps its
+    /// Submits a GATT procedure with ``clientScratch`` (as ``clientStep(_:_:_:noting:)`` does), keeps its
     /// ID at `record` when one is given, then runs its first actions into `out`.
     mutating func request(
         _ record: WritableKeyPath<OmronCentral, GATTRequestID?>?, _ at: EventTime, _ out: inout [Output],
         _ submit: (inout GATTClient, inout [GATTClientAction]) -> GATTRequestID
     ) {
-        var actions = clientScratch.take()
-        let id = submit(&client, &actions)
-        if let record { self[keyPath: record] = id }
-        gatt(actions, at, &out)
-        clientScratch.giveBack(&actions)
+        clientStep(submit, at, &out) { if let record { $0[keyPath: record] = $1 } }
     }
 
     // MARK: GATT → session
