@@ -282,9 +282,14 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             guard let b else { return a }
             return b < a ? b : a
         }
-        return earlier(
-            earlier(overallDeadline, stage.settleDeadline),
-            earlier(earlier(burstDeadline, stage.stopDeadline), observerStepDeadline))
+        // The stage's own deadlines only in the two stages that have any: taking them from the
+        // others too copied the stage out of the machine (a replay asks before every PDU).
+        let staged: Timestamp?
+        switch stage {
+        case .result, .stopping: staged = earlier(stage.settleDeadline, stage.stopDeadline)
+        default: staged = nil
+        }
+        return earlier(earlier(overallDeadline, staged), earlier(burstDeadline, observerStepDeadline))
     }
 
     /// The configuration plan; `steps[nextStep...]` are still to come (a cursor: no array
