@@ -594,7 +594,11 @@ public struct SessionObserver: Sendable {
         machine.handle(event, into: &actions)
         if requestsBeforeReading == nil, machine.resultsReceived > 0 { requestsBeforeReading = attRequests }
         var fromInherited: (CuffCharacteristic, [UInt8])?
-        for a in actions {
+        // Each action moved out, in order (reversed, then popped): `for a in actions` copied each
+        // one, a record's every string retained and released again (a session's start and end
+        // records hold two dozen).
+        actions.reverse()
+        while let a = actions.popLast() {
             switch a {
             case let .read(c) where answeringInheritedReadsAt != nil:
                 // (The session asks for one read at a time.)
