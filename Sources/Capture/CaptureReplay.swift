@@ -109,6 +109,26 @@ public struct CaptureReplay: Sendable {
         var handle: UInt16
     }
 
+    /// The configuration and the fresh observer of a session to one address. A new session starts
+    /// as a copy of them: making the machine and its configuration again for every connection
+    /// cost about 6,000 instructions a short session (under callgrind), and a capture's sessions
+    /// mostly go to the address of the one before.
+    final class Template: Sendable {
+        let address: String
+        let configuration: CuffSessionConfiguration
+        let observer: SessionObserver
+
+        init(address: String, configuration: CuffSessionConfiguration, overrides: [UInt16: CuffCharacteristic]) {
+            self.address = address
+            var config = configuration
+            config.address = address
+            self.configuration = config
+            observer = SessionObserver(configuration: config, overrides: overrides)
+        }
+    }
+    /// The template of the last new session's address.
+    var template: Template?
+
     /// A class, so the hot path mutates the observer in place instead of copying it in and out of the dictionary.
     final class Connection: @unchecked Sendable {
         let serial: Int
@@ -126,22 +146,28 @@ public struct CaptureReplay: Sendable {
         var openedAt: Int64?
         /// Another protocol's observer, when the user forced that protocol or `session` handed
         /// the connection over after discovery: it then follows the connection instead.
-        var other: (any CuffProtocolObserver)?
+        var other: (any CuffProtocolObserver)? {
+            didSet { followed = other != nil }
+        }
+        /// ``other`` is set: a flag read on every PDU and deadline check, where testing the
+        /// existential optional itself copied and destroyed it (about 5,000 instructions a short
+        /// session under callgrind).
+        private(set) var followed = false
         /// The session's next deadline (the peripheral side's placeholder session never has one).
-        @inline(__always) var deadline: Timestamp? { other == nil ? session.deadline : other!.deadline }
+        @inline(__always) var deadline: Timestamp? { followed ? other!.deadline : session.deadline }
         /// Results handed out so far.
-        var measurements: Int { other?.measurements ?? session.machine.measurements }
+        var measurements: Int { followed ? other!.measurements : session.machine.measurements }
 
         // The observer's events: the standard session's, or the other protocol's.
 
         func connected(at: EventTime, into out: inout [Output]) {
-            guard other != nil else { return session.connected(at: at, into: &out) }
+            guard followed else { return session.connected(at: at, into: &out) }
             relay(&out) { o, into in o.connected(at: at, into: &into) }
         }
 
         @inline(__always)
         func pdu(_ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, into out: inout [Output]) {
-            guard other != nil else {
+            guard followed else {
                 session.pdu(raw, fromCentral: fromCentral, at: at, into: &out)
                 if session.handsOver { handOver(at, &out) }
                 return
@@ -151,12 +177,12 @@ public struct CaptureReplay: Sendable {
         }
 
         func advance(to time: Timestamp, inclusive: Bool, into out: inout [Output]) {
-            guard other != nil else { return session.advance(to: time, inclusive: inclusive, into: &out) }
+            guard followed else { return session.advance(to: time, inclusive: inclusive, into: &out) }
             relay(&out) { o, into in o.advance(to: time, inclusive: inclusive, into: &into) }
         }
 
         func disconnected(_ why: String?, at: EventTime, into out: inout [Output]) {
-            guard other != nil else { return session.disconnected(why, at: at, into: &out) }
+            guard followed else { return session.disconnected(why, at: at, into: &out) }
             relay(&out) { o, into in o.disconnected(why, at: at, into: &into) }
         }
 
@@ -184,24 +210,25 @@ public struct CaptureReplay: Sendable {
             }
         }
 
-        /// A connection where the local controller is the central, with its session, made here
-        /// (the observer is large: made in place, not made elsewhere and copied in).
+        /// A connection where the local controller is the central, with its session: a copy of
+        /// `template`'s fresh one (what a new session to that address starts as), given the
+        /// connection's own inherited handles and mappings.
         init(
-            serial: Int, address: String, sniffed: Bool, configuration: CuffSessionConfiguration,
-            overrides: [UInt16: CuffCharacteristic],
+            serial: Int, address: String, sniffed: Bool, template: Template,
             inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?,
             mappings: [SessionObserver.Mapping]
         ) {
             self.serial = serial
             self.address = address
             self.sniffed = sniffed
-            self.configuration = configuration
+            configuration = template.configuration
             central = true
-            session = SessionObserver(
-                configuration: configuration, overrides: overrides, inherited: inherited, mappings: mappings)
+            session = template.observer
+            session.begin(inherited: inherited, mappings: mappings)
             // `--protocol`: that protocol's observer follows the connection from the start.
             if let forced = configuration.forcedProtocol, let p = configuration.protocols[forced] {
                 other = p.makeObserver(configuration: configuration, discovered: nil)
+                followed = other != nil  // (no didSet in an initialiser)
             }
         }
 
@@ -320,8 +347,9 @@ public struct CaptureReplay: Sendable {
         let peer = Peer(adapter: info.adapter, address: address)
         if info.role == .central {
             let adapter = info.adapter, handle = info.connectionHandle
-            if learned[peer] != nil, !discoveredPeers.contains(peer) { inheritedPeers.insert(peer) }
-            let inherited = learned[peer].map { h in
+            let known = learned[peer]
+            if known != nil, !discoveredPeers.contains(peer) { inheritedPeers.insert(peer) }
+            let inherited = known.map { h in
                 (
                     h,
                     { @Sendable in
@@ -410,11 +438,15 @@ public struct CaptureReplay: Sendable {
         inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil
     ) -> Connection {
         sessions += 1
-        var config = configuration
-        config.address = address
+        let t: Template
+        if let last = template, last.address == address {
+            t = last
+        } else {
+            t = Template(address: address, configuration: configuration, overrides: overrides)
+            template = t
+        }
         return Connection(
-            serial: serial, address: address, sniffed: sniffed, configuration: config, overrides: overrides,
-            inherited: inherited, mappings: mappings)
+            serial: serial, address: address, sniffed: sniffed, template: t, inherited: inherited, mappings: mappings)
     }
 
     mutating func att(_ p: ATTPacket, _ out: inout [Output]) {
@@ -521,7 +553,7 @@ public struct CaptureReplay: Sendable {
             }
         }
         // (The session read in place: a copy of the observer costs more than the rest of this.)
-        guard c.central, c.other == nil, !c.session.isMapped, !c.session.unmappedHandles.isEmpty else { return }
+        guard c.central, !c.followed, !c.session.isMapped, !c.session.unmappedHandles.isEmpty else { return }
         var handles: [UInt16: Unmapped.Counts] = [:]
         for (h, n) in c.session.unmappedHandles {
             handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications)

@@ -32,7 +32,7 @@ public struct SessionObserver: Sendable {
     public private(set) var machine: CuffSessionMachine
     let overrides: [UInt16: CuffCharacteristic]
     /// An earlier connection's discovery, and the line that says it is used.
-    let inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?
+    private(set) var inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?
     /// True once a PDU needed the handle map while this connection had shown no discovery and had
     /// no earlier one to use (with or without `--handle`).
     public private(set) var lackedDiscovery = false
@@ -136,6 +136,16 @@ public struct SessionObserver: Sendable {
         self.inherited = inherited
         knownMappings = mappings
         actions.reserveCapacity(16)  // (once, not grown step by step in every session)
+    }
+
+    /// Readies a copy of a fresh observer (one no event reached yet, made with no inherited
+    /// handles or mappings) for its own connection: as if made with `inherited` and `mappings`.
+    mutating func begin(
+        inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?, mappings: [Mapping]
+    ) {
+        self.inherited = inherited
+        knownMappings = mappings
+        actions.reserveCapacity(16)  // (the template's storage is shared: this one's own)
     }
 
     /// What this connection's own discovery showed, once it showed any (nil otherwise, and for a
@@ -584,7 +594,11 @@ public struct SessionObserver: Sendable {
         machine.handle(event, into: &actions)
         if requestsBeforeReading == nil, machine.resultsReceived > 0 { requestsBeforeReading = attRequests }
         var fromInherited: (CuffCharacteristic, [UInt8])?
-        for a in actions {
+        // Each action moved out, in order (reversed, then popped): `for a in actions` copied each
+        // one, a record's every string retained and released again (a session's start and end
+        // records hold two dozen).
+        actions.reverse()
+        while let a = actions.popLast() {
             switch a {
             case let .read(c) where answeringInheritedReadsAt != nil:
                 // (The session asks for one read at a time.)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import Capture
 import CuffCore
+import CuffLogging
 import Logging
 import ReplayEngine
 import Sinks
@@ -17,9 +18,11 @@ public enum ReplayService {
         let sinks: ReplaySinks
         do { sinks = try makeSinks() } catch { throw Console.sinkFailed("cuff replay", error) }
         let result: ReplayResult
+        let presenter = ReplayDisplay(display: display, file: job.path)
         do {
-            result = try job.run(into: sinks, presenter: ReplayDisplay(display: display, file: job.path))
+            result = try job.run(into: sinks, presenter: presenter)
         } catch {
+            presenter.flush()
             log.info("\(error.message)")
             throw ExitStatus.failure
         }
@@ -60,17 +63,40 @@ final class ReplayDisplay: ReplayPresenter, @unchecked Sendable {
         self.file = file
     }
 
+    /// Quiet (no gauge, no progress lines): the notice and warning lines, escaped, kept for
+    /// ``flush()`` and written many at once. A short-session capture has a notice per session:
+    /// one write each was about a quarter of the replay's system time.
+    private var pending = ""
+
     func show(_ o: CaptureReplay.Output) {
         switch o {
         case let .emit(e): display.show(e)
         case let .log(s): display.log(s)
         case let .notice(s):
+            if display.quiet { return keep("cuff replay: " + s) }
             display.clearGauge()
             Console.log("cuff replay: \(s)")
         case let .warning(w):
-            Console.log("cuff replay: \(file): \(ReplayService.describe(w))")
+            let line = "cuff replay: \(file): \(ReplayService.describe(w))"
+            if display.quiet { return keep(line) }
+            Console.log(line)
         }
     }
 
-    func sinkFailed(_ error: SinkError) { _ = Console.sinkFailed("cuff replay", error) }
+    private func keep(_ line: String) {
+        pending += TerminalText.escapingControlCharacters(line)
+        pending += "\n"
+        if pending.utf8.count >= 16 * 1024 { flush() }
+    }
+
+    func flush() {
+        guard !pending.isEmpty else { return }
+        StandardError.escapedLines(pending)
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    func sinkFailed(_ error: SinkError) {
+        flush()
+        _ = Console.sinkFailed("cuff replay", error)
+    }
 }

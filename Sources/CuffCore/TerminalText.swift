@@ -14,9 +14,7 @@ public enum TerminalText {
         // Most messages: a scan of the UTF-8 bytes finds none of a control's bytes (C0 and DEL are
         // those bytes; a C1 control is 0xC2 then 0x80–0x9F). A scan of the scalars cost about
         // 3,900 instructions for each line a replay writes to stderr (under callgrind).
-        if let clean = text.utf8.withContiguousStorageIfAvailable({ b in
-            !b.contains { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 }
-        }), clean {
+        if let clean = text.utf8.withContiguousStorageIfAvailable({ !mayHoldControl($0) }), clean {
             return text
         }
         guard text.unicodeScalars.contains(where: isControl) else { return text }
@@ -33,6 +31,31 @@ public enum TerminalText {
             out.append(contentsOf: (v < 0x80 ? "\\x\(padded)" : "\\u{\(padded)}").unicodeScalars)
         }
         return String(out)
+    }
+
+    /// True when `b` holds a byte below 0x20, DEL or 0xC2 (a C1 control's lead byte): 8 bytes at
+    /// a time (a byte at a time cost about 1,800 instructions for each notice a short-session
+    /// replay writes). A true may be wrong (a 0xC2 of another character): the caller looks again.
+    static func mayHoldControl(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let p = b.baseAddress else { return false }
+        let raw = UnsafeRawPointer(p), n = b.count
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        // (x − 0x01…01) & ~x & 0x80…80 ≠ 0: some byte of x is zero; with 0x20…20, some byte is below 0x20.
+        @inline(__always) func hasZero(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
+        var i = 0
+        while i + 8 <= n {
+            let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            if (w &- ones &* 0x20) & ~w & highs != 0 || hasZero(w ^ (ones &* 0x7F)) || hasZero(w ^ (ones &* 0xC2)) {
+                return true
+            }
+            i += 8
+        }
+        while i < n {
+            let c = p[i]
+            if c < 0x20 || c == 0x7F || c == 0xC2 { return true }
+            i += 1
+        }
+        return false
     }
 
     /// `text` in single quotes for a message, cut to its first `limit` bytes of UTF-8 (at a

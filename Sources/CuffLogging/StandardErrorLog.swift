@@ -28,6 +28,19 @@ public enum StandardError {
         }
     }
 
+    /// Lines already escaped (``TerminalText/escapingControlCharacters(_:)``), each ended by a
+    /// newline, in one write; a gauge on screen is cleared first.
+    public static func escapedLines(_ text: String) {
+        state.withLock { s in
+            guard !s.readerGone else { return }
+            if s.gaugeShown {
+                Sys.writeAll(2, "\r\u{1B}[2K")
+                s.gaugeShown = false
+            }
+            Sys.writeAll(2, text)
+        }
+    }
+
     /// The live gauge: `text` as it is (its own escape sequences), without a newline.
     public static func gauge(_ text: String) {
         state.withLock { s in

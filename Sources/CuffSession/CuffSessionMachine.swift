@@ -276,15 +276,22 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// The earliest time the driver must send a `.tick`.
     /// Inlinable, so a caller holding the machine in place (an observer's field) reads the
     /// deadlines where they are instead of copying the whole machine to call a getter.
-    @inlinable public var nextDeadline: Timestamp? {
+    // (Always inlined: called out of line on a machine held in place, as a replay's observers hold
+    // theirs, it first copied the whole machine: about 1 KB and a retain per field, before every PDU.)
+    @inlinable @inline(__always) public var nextDeadline: Timestamp? {
         func earlier(_ a: Timestamp?, _ b: Timestamp?) -> Timestamp? {
             guard let a else { return b }
             guard let b else { return a }
             return b < a ? b : a
         }
-        return earlier(
-            earlier(overallDeadline, stage.settleDeadline),
-            earlier(earlier(burstDeadline, stage.stopDeadline), observerStepDeadline))
+        // The stage's own deadlines only in the two stages that have any: taking them from the
+        // others too copied the stage out of the machine (a replay asks before every PDU).
+        let staged: Timestamp?
+        switch stage {
+        case .result, .stopping: staged = earlier(stage.settleDeadline, stage.stopDeadline)
+        default: staged = nil
+        }
+        return earlier(earlier(overallDeadline, staged), earlier(burstDeadline, observerStepDeadline))
     }
 
     /// The configuration plan; `steps[nextStep...]` are still to come (a cursor: no array

@@ -20,6 +20,7 @@ final class ReplayDrain: @unchecked Sendable {
     /// presenter gets them as ``drain(_:)`` gives them.
     func show(_ outputs: [CaptureReplay.Output]) {
         for o in outputs { show(o) }
+        presenter.flush()
     }
 
     /// One output to the presenter; a warning is counted.
@@ -43,6 +44,7 @@ final class ReplayDrain: @unchecked Sendable {
     /// outputs after it are dropped).
     func drain(_ outputs: [CaptureReplay.Output]) -> Bool {
         if sinkFailed { return false }
+        defer { presenter.flush() }
         for o in outputs {
             show(o)
             guard case let .emit(e) = o else { continue }
@@ -57,6 +59,7 @@ final class ReplayDrain: @unchecked Sendable {
 
     /// A sink failed: said once (through the presenter), remembered, and the replay stops writing.
     private func failed(_ error: SinkError) -> Bool {
+        presenter.flush()
         presenter.sinkFailed(error)
         sinkFailed = true
         return false

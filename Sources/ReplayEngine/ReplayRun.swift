@@ -16,6 +16,13 @@ import Transport
 public protocol ReplayPresenter: AnyObject, Sendable {
     func show(_ output: CaptureReplay.Output)
     func sinkFailed(_ error: SinkError)
+    /// Writes out what ``show(_:)`` kept back, if it keeps any: called after each batch of
+    /// outputs and before the replay returns.
+    func flush()
+}
+
+extension ReplayPresenter {
+    public func flush() {}
 }
 
 /// Where a replay's records go: the sinks, and (when stdout's NDJSON is the only one) that sink
@@ -165,6 +172,7 @@ extension ReplayJob {
         } else {
             sequential(&reader)
         }
+        presenter.flush()
         result.sinkFailed = drain.sinkFailed
         result.warnings = drain.warnings
         do { try sinks.fan.finish() } catch {

@@ -183,40 +183,45 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
 
     /// A JSON string as ``JSONEscape`` writes it (the one owner of escaping).
     func quoted(_ s: String) {
+        // (The string's own bytes where it has them, read in place: a mutable copy for withUTF8
+        // cost a retain and a release for every string.)
+        if s.utf8.withContiguousStorageIfAvailable({ quoted(utf8: $0) }) != nil { return }
         var s = s
-        s.withUTF8 { u in
-            // Most strings need no escape: copied as they are scanned, 8 bytes at a time, and
-            // the count advanced only when none needed one.
-            ensure(u.count + 2)
-            let q = base + count
-            q[0] = 0x22
-            var i = 0
-            var clean = true
-            if let p = u.baseAddress {
-                let from = UnsafeRawPointer(p), to = UnsafeMutableRawPointer(q + 1)
-                while i + 8 <= u.count {
-                    let word = from.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                    if JSONEscape.mayNeedEscape(word) { clean = false; break }
-                    to.storeBytes(of: word, toByteOffset: i, as: UInt64.self)
-                    i += 8
-                }
+        s.withUTF8 { quoted(utf8: $0) }
+    }
+
+    private func quoted(utf8 u: UnsafeBufferPointer<UInt8>) {
+        // Most strings need no escape: copied as they are scanned, 8 bytes at a time, and
+        // the count advanced only when none needed one.
+        ensure(u.count + 2)
+        let q = base + count
+        q[0] = 0x22
+        var i = 0
+        var clean = true
+        if let p = u.baseAddress {
+            let from = UnsafeRawPointer(p), to = UnsafeMutableRawPointer(q + 1)
+            while i + 8 <= u.count {
+                let word = from.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if JSONEscape.mayNeedEscape(word) { clean = false; break }
+                to.storeBytes(of: word, toByteOffset: i, as: UInt64.self)
+                i += 8
             }
-            while clean && i < u.count {
-                let b = u[i]
-                if JSONEscape.mayNeedEscape(b) { clean = false; break }
-                q[1 + i] = b
-                i += 1
-            }
-            if clean {
-                q[1 + i] = 0x22
-                count += u.count + 2
-                return
-            }
-            ensure(u.count * JSONEscape.maxGrowth + 2)
-            put(0x22)
-            JSONEscape.escape(u) { put($0) }
-            put(0x22)
         }
+        while clean && i < u.count {
+            let b = u[i]
+            if JSONEscape.mayNeedEscape(b) { clean = false; break }
+            q[1 + i] = b
+            i += 1
+        }
+        if clean {
+            q[1 + i] = 0x22
+            count += u.count + 2
+            return
+        }
+        ensure(u.count * JSONEscape.maxGrowth + 2)
+        put(0x22)
+        JSONEscape.escape(u) { put($0) }
+        put(0x22)
     }
 
     /// JSON.format: the shortest round-trip form, always with a decimal point or exponent.
