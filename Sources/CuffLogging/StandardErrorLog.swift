@@ -17,15 +17,7 @@ public enum StandardError {
 
     /// One line (unbuffered), its control characters escaped; a gauge on screen is cleared first.
     public static func line(_ text: String) {
-        let escaped = TerminalText.escapingControlCharacters(text) + "\n"
-        state.withLock { s in
-            guard !s.readerGone else { return }
-            if s.gaugeShown {
-                Sys.writeAll(2, "\r\u{1B}[2K")
-                s.gaugeShown = false
-            }
-            Sys.writeAll(2, escaped)
-        }
+        escapedLines(TerminalText.escapingControlCharacters(text) + "\n")
     }
 
     /// Lines already escaped (``TerminalText/escapingControlCharacters(_:)``), each ended by a
