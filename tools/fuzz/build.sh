@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets: compiles the pure library modules the targets need (CuffCore,
+# Builds the libFuzzer targets: compiles swift-system (which Transport uses) and the library modules the targets need (CuffCore,
 # BloodPressure, GATT, Omron, CuffSimulator, CuffSession, StoreFormat, Transport, Capture, DBus) with swiftc directly, instrumented for libFuzzer
 # and AddressSanitizer, then links one binary per target in tools/fuzz/Targets/.
 # SwiftPM is not involved, so `swift build` / `swift test` never see a LLVMFuzzerTestOneInput.
@@ -21,6 +21,28 @@ flags=(-sanitize=fuzzer,address -parse-as-library -package-name cuff "$opt" -g -
 if [ ! -f "$out/obj/CEpoll.o" ] || [ Sources/CEpoll/cepoll.c -nt "$out/obj/CEpoll.o" ]; then
   echo "fuzz build: module CEpoll (C)"
   "${CC:-clang}" -O2 -g -I Sources/CEpoll/include -c Sources/CEpoll/cepoll.c -o "$out/obj/CEpoll.o"
+fi
+
+# apple/swift-system (Transport's file calls), from the checkout SwiftPM resolved: its C shims and
+# its SystemPackage module, with the flags its Package.swift gives (one availability macro per
+# version it lists, all with its source availability; SYSTEM_PACKAGE; the Lifetimes feature).
+sys="$root/.build/checkouts/swift-system"
+[ -d "$sys/Sources/System" ] || swift package resolve > /dev/null
+flags+=(-I "$sys/Sources/CSystem/include")
+if [ ! -f "$out/obj/CSystem.o" ] || [ "$sys/Sources/CSystem/shims.c" -nt "$out/obj/CSystem.o" ]; then
+  echo "fuzz build: module CSystem (C, swift-system)"
+  "${CC:-clang}" -O2 -g -I "$sys/Sources/CSystem/include" -c "$sys/Sources/CSystem/shims.c" -o "$out/obj/CSystem.o"
+fi
+if [ ! -f "$out/obj/SystemPackage.o" ] || [ "$sys/Package.swift" -nt "$out/obj/SystemPackage.o" ]; then
+  echo "fuzz build: module SystemPackage (swift-system)"
+  sysflags=(-D SYSTEM_PACKAGE -enable-experimental-feature Lifetimes)
+  for v in $(grep -o 'Available("[0-9.]*"' "$sys/Package.swift" | grep -o '[0-9.][0-9.]*'); do
+    sysflags+=(-enable-experimental-feature "AvailabilityMacro=System $v:macOS 10.10, iOS 8.0, watchOS 2.0, tvOS 9.0, visionOS 1.0")
+  done
+  mapfile -t syssrcs < <(find "$sys/Sources/System" -name '*.swift' | sort)
+  "$swiftc" "${flags[@]}" "${sysflags[@]}" -module-name SystemPackage -wmo -whole-module-optimization \
+    -emit-module -emit-module-path "$out/modules/SystemPackage.swiftmodule" \
+    -c "${syssrcs[@]}" -o "$out/obj/SystemPackage.o"
 fi
 
 # Modules in dependency order, each compiled whole-module into one object. A module is rebuilt when
@@ -47,7 +69,7 @@ for m in "${modules[@]}"; do
 done
 stamp=$upstream
 
-objs=("$out/obj/CEpoll.o")
+objs=("$out/obj/CEpoll.o" "$out/obj/CSystem.o" "$out/obj/SystemPackage.o")
 for m in "${modules[@]}"; do objs+=("$out/obj/$m.o"); done
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
