@@ -12,7 +12,8 @@
 # first SHORT_NOTIFICATIONS (default 3) notifications: about 20 records and 700 bytes a session
 # (N = 20000: a 14.8 MB capture; SIZE_MB is then only an upper bound; SHORT_INPUTS: the sessions
 # to copy, default captures/normal.btsnoop). Also times
-# `cuff replay --jobs 1` (JOBS1_RUNS times, default RUNS) beside the default, in the same run.
+# `cuff replay --jobs 1` (JOBS1_RUNS times, default RUNS) beside the default, in the same run,
+# the two taking turns.
 # The capture is made by tools/replay/make-capture.py (once; kept in WORKDIR). TSHARK=0 skips tshark
 # (minutes on a 1 GB capture). CUFF=BINARY times that cuff instead of building one.
 set -euo pipefail
@@ -39,7 +40,7 @@ if [ ! -s "$file" ]; then
   python3 tools/replay/make-capture.py ${heavy:+--notifications "$heavy"} ${short:+--short --sessions "$short"} \
     "$file" "$size" $(if [ -n "$short" ]; then echo "${SHORT_INPUTS:-captures/normal.btsnoop}"; else echo captures/*.btsnoop; fi)
 fi
-bytes=$(stat -c %s "$file")
+bytes=$(stat -L -c %s "$file")
 echo "capture: $file ($bytes bytes)"
 
 measure() {  # label command...
@@ -55,12 +56,25 @@ measure() {  # label command...
   echo "$secs" >"$work/$label.secs"
 }
 
+# cat of the file from the page cache: one unmeasured read first (a file just made, or one read
+# from disk, would give the disk's time, not the cache's).
+cat "$file" > /dev/null
 measure cat sh -c "cat '$file' > /dev/null"
 # cuff's runs are short and this kind of machine (shared vCPUs) varies by ±30 % from run to run:
 # run it RUNS times (default 5) and compare tshark against the median and the best.
 runs=${RUNS:-5}
-for i in $(seq "$runs"); do
-  measure "cuff#$i" "$bin/cuff" replay "$file" --quiet
+# With SHORT_SESSIONS, the default and `--jobs 1` take turns (a drift in the machine's load then
+# touches both alike), each going first every other turn.
+jobs1_runs=${JOBS1_RUNS:-$runs}
+for i in $(seq "$(( runs > jobs1_runs ? runs : jobs1_runs ))"); do
+  # (Which goes first alternates too.)
+  if [ $((i % 2)) = 0 ] && [ -n "$short" ] && [ "$i" -le "$jobs1_runs" ]; then
+    measure "jobs1#$i" "$bin/cuff" replay "$file" --quiet --jobs 1
+  fi
+  if [ "$i" -le "$runs" ]; then measure "cuff#$i" "$bin/cuff" replay "$file" --quiet; fi
+  if [ $((i % 2)) = 1 ] && [ -n "$short" ] && [ "$i" -le "$jobs1_runs" ]; then
+    measure "jobs1#$i" "$bin/cuff" replay "$file" --quiet --jobs 1
+  fi
 done
 summary() {  # label prefix runs: prints the median and best of "$work/prefix#*.secs", sets median, best
   sort -n "$work"/"$2"#*.secs > "$work/$2.all"
@@ -70,10 +84,7 @@ summary() {  # label prefix runs: prints the median and best of "$work/prefix#*.
   rm -f "$work"/"$2"#*.secs
 }
 if [ -n "$short" ]; then
-  for i in $(seq "${JOBS1_RUNS:-$runs}"); do
-    measure "jobs1#$i" "$bin/cuff" replay "$file" --quiet --jobs 1
-  done
-  summary "jobs 1" jobs1 "${JOBS1_RUNS:-$runs}"
+  summary "jobs 1" jobs1 "$jobs1_runs"
   jobs1_median=$median
 fi
 summary cuff cuff "$runs"
