@@ -92,6 +92,9 @@ public struct CaptureReplay: Sendable {
     /// whose discovery matches one reuses it (see ``SessionObserver/Mapping``).
     var mappings: [SessionObserver.Mapping] = []
     static let maximumMappings = 8
+    /// The quirk matching's memo of the last session that ended, for the next ones (see
+    /// ``QuirkProfile/Memo``).
+    var quirkMemo = QuirkProfile.Memo()
 
     /// A peer device as seen from one controller.
     public struct Peer: Hashable, Sendable {
@@ -160,6 +163,12 @@ public struct CaptureReplay: Sendable {
 
         // The observer's events: the standard session's, or the other protocol's.
 
+        /// Swaps `memo` with the session's quirk memo (in place: a call on `session` from
+        /// outside the class copied the whole observer first).
+        func exchangeQuirkMemo(_ memo: inout QuirkProfile.Memo) {
+            session.exchangeQuirkMemo(&memo)
+        }
+
         func connected(at: EventTime, into out: inout [Output]) {
             guard followed else { return session.connected(at: at, into: &out) }
             relay(&out) { o, into in o.connected(at: at, into: &into) }
@@ -216,7 +225,7 @@ public struct CaptureReplay: Sendable {
         init(
             serial: Int, address: String, sniffed: Bool, template: Template,
             inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?,
-            mappings: [SessionObserver.Mapping]
+            mappings: [SessionObserver.Mapping], quirkMemo: QuirkProfile.Memo
         ) {
             self.serial = serial
             self.address = address
@@ -224,7 +233,7 @@ public struct CaptureReplay: Sendable {
             configuration = template.configuration
             central = true
             session = template.observer
-            session.begin(inherited: inherited, mappings: mappings)
+            session.begin(inherited: inherited, mappings: mappings, quirkMemo: quirkMemo)
             // `--protocol`: that protocol's observer follows the connection from the start.
             if let forced = configuration.forcedProtocol, let p = configuration.protocols[forced] {
                 other = p.makeObserver(configuration: configuration, discovered: nil)
@@ -446,7 +455,8 @@ public struct CaptureReplay: Sendable {
             template = t
         }
         return Connection(
-            serial: serial, address: address, sniffed: sniffed, template: t, inherited: inherited, mappings: mappings)
+            serial: serial, address: address, sniffed: sniffed, template: t, inherited: inherited, mappings: mappings,
+            quirkMemo: quirkMemo)
     }
 
     mutating func att(_ p: ATTPacket, _ out: inout [Output]) {
@@ -538,6 +548,8 @@ public struct CaptureReplay: Sendable {
     /// and its values no mapping named are noted.
     mutating func end(_ key: Key, _ c: Connection) {
         if c.central { endedMeasurements += c.measurements }
+        // (Swapped out in place: reading it through the class copied the whole observer.)
+        if c.central, !c.followed { c.exchangeQuirkMemo(&quirkMemo) }
         if c.central, let m = c.session.madeMapping {
             mappings.insert(m, at: 0)
             if mappings.count > Self.maximumMappings { mappings.removeLast() }

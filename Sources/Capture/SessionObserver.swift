@@ -141,11 +141,19 @@ public struct SessionObserver: Sendable {
     /// Readies a copy of a fresh observer (one no event reached yet, made with no inherited
     /// handles or mappings) for its own connection: as if made with `inherited` and `mappings`.
     mutating func begin(
-        inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?, mappings: [Mapping]
+        inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?, mappings: [Mapping],
+        quirkMemo: QuirkProfile.Memo
     ) {
         self.inherited = inherited
         knownMappings = mappings
+        machine.quirkMemo = quirkMemo
         actions.reserveCapacity(16)  // (the template's storage is shared: this one's own)
+    }
+
+    /// Gives the machine's quirk memo (``CuffSessionMachine/quirkMemo``) for `memo`: an ended
+    /// session's, for the next one.
+    mutating func exchangeQuirkMemo(_ memo: inout QuirkProfile.Memo) {
+        swap(&memo, &machine.quirkMemo)
     }
 
     /// What this connection's own discovery showed, once it showed any (nil otherwise, and for a

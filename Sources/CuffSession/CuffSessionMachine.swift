@@ -329,6 +329,9 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     var racpInProgress = false
     var configured = false
     var quirkCheckedFor: QuirkKey?
+    /// What the quirk matching found in the names and models seen: a driver that runs many
+    /// sessions to the same cuffs (a replay) may hand it from one session's machine to the next.
+    public var quirkMemo = QuirkProfile.Memo()
 
     struct QuirkKey: Sendable, Hashable {
         var name: String?
@@ -796,12 +799,15 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             device.firmware = text()
         default: break
         }
-        // The profile depends on name and model only: look again only when one of them changed.
-        guard configuration.quirk == nil,
-            quirkCheckedFor == nil || quirkCheckedFor! != QuirkKey(name: device.name, model: device.model)
-        else { return }
+        // The profile depends on name and model only: look again only when one of them changed
+        // (only these two reads change them; the first read of all looks once).
+        guard configuration.quirk == nil else { return }
+        if let checked = quirkCheckedFor {
+            guard c == .deviceName || c == .modelNumber, checked.name != device.name || checked.model != device.model
+            else { return }
+        }
         quirkCheckedFor = QuirkKey(name: device.name, model: device.model)
-        if let q = QuirkProfile.matching(name: device.name, model: device.model), activeProfile?.name != q.name {
+        if let q = quirkMemo.matching(name: device.name, model: device.model), activeProfile?.name != q.name {
             activeProfile = q
             quirks = q.options
             log("applying quirk profile \(q.name) for \(device.model ?? device.name ?? "this device")", &out)
