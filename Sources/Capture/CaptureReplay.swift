@@ -136,7 +136,10 @@ public struct CaptureReplay: Sendable {
     final class Connection: @unchecked Sendable {
         let serial: Int
         let address: String
-        let configuration: CuffSessionConfiguration
+        /// The session options: its template's (held, not copied: a copy retained and released
+        /// each of the configuration's references once a session).
+        let template: Template
+        var configuration: CuffSessionConfiguration { template.configuration }
         /// False: the local controller is the peripheral here (not reported; `session` is unused).
         var central = false
         // Unchecked: a replay runs on one thread and never overlaps accesses; the dynamic checks
@@ -230,7 +233,7 @@ public struct CaptureReplay: Sendable {
             self.serial = serial
             self.address = address
             self.sniffed = sniffed
-            configuration = template.configuration
+            self.template = template
             central = true
             session = template.observer
             session.begin(inherited: inherited, mappings: mappings, quirkMemo: quirkMemo)
@@ -246,8 +249,9 @@ public struct CaptureReplay: Sendable {
             self.serial = serial
             self.address = address
             self.sniffed = sniffed
-            configuration = CuffSessionConfiguration(address: address)
-            session = SessionObserver(configuration: configuration)
+            template = Template(
+                address: address, configuration: CuffSessionConfiguration(address: address), overrides: [:])
+            session = template.observer
         }
     }
 

@@ -262,7 +262,18 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         }
     }
 
-    public private(set) var configuration: CuffSessionConfiguration
+    /// The session options.
+    @inlinable public var configuration: CuffSessionConfiguration { settings.value }
+    /// ``configuration``, held by reference: a machine is copied whole (a replay starts each
+    /// session as a copy of a fresh machine) and destroyed whole, and the configuration's two
+    /// dozen references were each retained and released again every time.
+    @usableFromInline let settings: Settings
+
+    /// An unchanging configuration, shared.
+    @usableFromInline final class Settings: Sendable {
+        @usableFromInline let value: CuffSessionConfiguration
+        init(_ value: CuffSessionConfiguration) { self.value = value }
+    }
     public private(set) var device: DeviceInfo
     public private(set) var profile: CuffProfile?
     public private(set) var measurements = 0
@@ -355,7 +366,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     }
 
     public init(configuration: CuffSessionConfiguration) {
-        self.configuration = configuration
+        settings = Settings(configuration)
         self.device = DeviceInfo(address: configuration.address, name: configuration.advertisedName)
         self.seenKeys = configuration.knownRecordKeys
         // (Without a name there is nothing to match: every replayed session has none, and the
