@@ -1106,11 +1106,15 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         overallDeadline = nil
         burstDeadline = nil
         pending?.observerDeadline = nil
-        let end = SessionRecord(
-            event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: message)
         log(message, &out)
         if repeats > 0 { log(Self.newAndKept(measurements, repeats), &out) }
-        out.append(.emit(.session(end)))
+        // (Made where it goes: a record made first and appended after the logs was copied.)
+        out.append(
+            .emit(
+                .session(
+                    SessionRecord(
+                        event: .end, device: device, at: at, outcome: outcome, measurements: measurements,
+                        message: message))))
         out.append(.finished(outcome))
     }
 
