@@ -144,18 +144,23 @@ public struct SessionObserver: Sendable {
     /// handles or mappings) for its own connection: as if made with `inherited` and `mappings`.
     mutating func begin(
         inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?, mappings: [Mapping],
-        quirkMemo: QuirkProfile.Memo
+        quirkMemo: QuirkProfile.Memo, spareActions: inout [CuffSessionMachine.Action]
     ) {
         self.inherited = inherited
         knownMappings = mappings
         machine.quirkMemo = quirkMemo
-        actions.reserveCapacity(16)  // (the template's storage is shared: this one's own)
+        // The action array of a session that ended (emptied, its storage kept), for this one's
+        // own: the template's storage is shared, and a new one for every session cost an
+        // allocation and its release.
+        swap(&actions, &spareActions)
+        if actions.capacity < 16 { actions.reserveCapacity(16) }
     }
 
-    /// Gives the machine's quirk memo (``CuffSessionMachine/quirkMemo``) for `memo`: an ended
-    /// session's, for the next one.
-    mutating func exchangeQuirkMemo(_ memo: inout QuirkProfile.Memo) {
+    /// An ended session gives what the next one can reuse: the machine's quirk memo
+    /// (``CuffSessionMachine/quirkMemo``) for `memo`, and its emptied action array for `spare`.
+    mutating func handOverSpares(_ memo: inout QuirkProfile.Memo, _ spare: inout [CuffSessionMachine.Action]) {
         swap(&memo, &machine.quirkMemo)
+        if actions.isEmpty { swap(&actions, &spare) }
     }
 
     /// What this connection's own discovery showed, once it showed any (nil otherwise, and for a

@@ -272,7 +272,12 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// An unchanging configuration, shared.
     @usableFromInline final class Settings: Sendable {
         @usableFromInline let value: CuffSessionConfiguration
-        init(_ value: CuffSessionConfiguration) { self.value = value }
+        /// `value.quirk != nil` (testing the optional profile in place copied it).
+        let quirkChosen: Bool
+        init(_ value: CuffSessionConfiguration) {
+            self.value = value
+            quirkChosen = value.quirk != nil
+        }
     }
     public private(set) var device: DeviceInfo
     public private(set) var profile: CuffProfile?
@@ -339,14 +344,17 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// for it, whatever the stage (a measurement may run meanwhile).
     var racpInProgress = false
     var configured = false
-    var quirkCheckedFor: QuirkKey?
+    /// The name and model the quirk profile was last looked up for (when `quirkChecked`; two
+    /// fields, not an optional: testing the optional went through its type's value witnesses).
+    var quirkCheckedFor = QuirkKey()
+    var quirkChecked = false
     /// What the quirk matching found in the names and models seen: a driver that runs many
     /// sessions to the same cuffs (a replay) may hand it from one session's machine to the next.
     public var quirkMemo = QuirkProfile.Memo()
 
     struct QuirkKey: Sendable, Hashable {
-        var name: String?
-        var model: String?
+        var name: String? = nil
+        var model: String? = nil
     }
 
     enum Step: Sendable, Hashable {
@@ -812,11 +820,13 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         }
         // The profile depends on name and model only: look again only when one of them changed
         // (only these two reads change them; the first read of all looks once).
-        guard configuration.quirk == nil else { return }
-        if let checked = quirkCheckedFor {
-            guard c == .deviceName || c == .modelNumber, checked.name != device.name || checked.model != device.model
-            else { return }
+        // (Flags first: copying the last key out to compare cost more than the rest.)
+        if quirkChecked, c != .deviceName, c != .modelNumber { return }
+        guard !settings.quirkChosen else { return }
+        if quirkChecked {
+            guard quirkCheckedFor.name != device.name || quirkCheckedFor.model != device.model else { return }
         }
+        quirkChecked = true
         quirkCheckedFor = QuirkKey(name: device.name, model: device.model)
         if let q = quirkMemo.matching(name: device.name, model: device.model), activeProfile?.name != q.name {
             activeProfile = q
