@@ -187,6 +187,40 @@ public struct QuirkProfile: Sendable, Hashable {
 
     static let deviceMatcher = DeviceMatcher(all)
 
+    /// ``matching(name:model:)`` that remembers what it found in the last few texts: a replay's
+    /// sessions to one cuff each learn the same name and model, and each asks for both (about
+    /// 1,500 instructions a session under callgrind). A value: a driver hands it from one
+    /// session to the next; the result is the same as ``matching(name:model:)``'s, whatever texts
+    /// come.
+    public struct Memo: Sendable {
+        /// The texts searched, oldest first, and the profile index found in each (`Int.max` for none).
+        var texts: [String] = []
+        var found: [Int] = []
+        static let capacity = 4
+
+        public init() {}
+
+        public mutating func matching(name: String?, model: String?) -> QuirkProfile? {
+            var best = Int.max
+            if let name { best = profile(in: name) }
+            if let model { best = min(best, profile(in: model)) }
+            return best == Int.max ? nil : QuirkProfile.all[best]
+        }
+
+        /// ``DeviceMatcher/firstProfile(in:below:)`` with no limit, remembered.
+        mutating func profile(in text: String) -> Int {
+            if let i = texts.firstIndex(of: text) { return found[i] }
+            let p = QuirkProfile.deviceMatcher.firstProfile(in: text, below: Int.max)
+            if texts.count == Self.capacity {
+                texts.removeFirst()
+                found.removeFirst()
+            }
+            texts.append(text)
+            found.append(p)
+            return p
+        }
+    }
+
     /// ``all``'s match strings, folded to upper case (ASCII letters), each with its profile's
     /// index, grouped by their first byte: a text is searched once, and at each of its bytes
     /// only the strings that start with it are compared.

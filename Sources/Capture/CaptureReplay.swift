@@ -88,10 +88,22 @@ public struct CaptureReplay: Sendable {
     /// Peers with a connection that was offered the map `learned:` gave at the start (this
     /// replay's output depends on that map).
     public private(set) var inheritedPeers: Set<Peer> = []
+    /// The peer of the last connection event, with its map in ``learned`` and whether that map
+    /// was inherited (cleared whenever ``learned`` changes): a capture's connections mostly go to
+    /// the peer of the one before, and hashing its address twice cost about 1,200 instructions.
+    var lastPeer: Peer?
+    var lastKnown: DiscoveredHandles?
+    var lastInherited = false
     /// The last few handle → characteristic mappings sessions made, newest first: a new session
     /// whose discovery matches one reuses it (see ``SessionObserver/Mapping``).
     var mappings: [SessionObserver.Mapping] = []
     static let maximumMappings = 8
+    /// The quirk matching's memo of the last session that ended, for the next ones (see
+    /// ``QuirkProfile/Memo``).
+    var quirkMemo = QuirkProfile.Memo()
+    /// The emptied action array of the last session that ended, for the next one's (see
+    /// ``SessionObserver/begin(inherited:mappings:quirkMemo:spareActions:)``).
+    var spareActions: [CuffSessionMachine.Action] = []
 
     /// A peer device as seen from one controller.
     public struct Peer: Hashable, Sendable {
@@ -133,7 +145,10 @@ public struct CaptureReplay: Sendable {
     final class Connection: @unchecked Sendable {
         let serial: Int
         let address: String
-        let configuration: CuffSessionConfiguration
+        /// The session options: its template's (held, not copied: a copy retained and released
+        /// each of the configuration's references once a session).
+        let template: Template
+        var configuration: CuffSessionConfiguration { template.configuration }
         /// False: the local controller is the peripheral here (not reported; `session` is unused).
         var central = false
         // Unchecked: a replay runs on one thread and never overlaps accesses; the dynamic checks
@@ -159,6 +174,12 @@ public struct CaptureReplay: Sendable {
         var measurements: Int { followed ? other!.measurements : session.machine.measurements }
 
         // The observer's events: the standard session's, or the other protocol's.
+
+        /// ``SessionObserver/handOverSpares(_:_:)`` (in place: a call on `session` from
+        /// outside the class copied the whole observer first).
+        func handOverSpares(_ memo: inout QuirkProfile.Memo, _ spare: inout [CuffSessionMachine.Action]) {
+            session.handOverSpares(&memo, &spare)
+        }
 
         func connected(at: EventTime, into out: inout [Output]) {
             guard followed else { return session.connected(at: at, into: &out) }
@@ -216,15 +237,16 @@ public struct CaptureReplay: Sendable {
         init(
             serial: Int, address: String, sniffed: Bool, template: Template,
             inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?,
-            mappings: [SessionObserver.Mapping]
+            mappings: [SessionObserver.Mapping], quirkMemo: QuirkProfile.Memo,
+            spareActions: inout [CuffSessionMachine.Action]
         ) {
             self.serial = serial
             self.address = address
             self.sniffed = sniffed
-            configuration = template.configuration
+            self.template = template
             central = true
             session = template.observer
-            session.begin(inherited: inherited, mappings: mappings)
+            session.begin(inherited: inherited, mappings: mappings, quirkMemo: quirkMemo, spareActions: &spareActions)
             // `--protocol`: that protocol's observer follows the connection from the start.
             if let forced = configuration.forcedProtocol, let p = configuration.protocols[forced] {
                 other = p.makeObserver(configuration: configuration, discovered: nil)
@@ -237,8 +259,9 @@ public struct CaptureReplay: Sendable {
             self.serial = serial
             self.address = address
             self.sniffed = sniffed
-            configuration = CuffSessionConfiguration(address: address)
-            session = SessionObserver(configuration: configuration)
+            template = Template(
+                address: address, configuration: CuffSessionConfiguration(address: address), overrides: [:])
+            session = template.observer
         }
     }
 
@@ -347,13 +370,26 @@ public struct CaptureReplay: Sendable {
         let peer = Peer(adapter: info.adapter, address: address)
         if info.role == .central {
             let adapter = info.adapter, handle = info.connectionHandle
-            let known = learned[peer]
-            if known != nil, !discoveredPeers.contains(peer) { inheritedPeers.insert(peer) }
+            let known: DiscoveredHandles?
+            if lastPeer == peer {
+                known = lastKnown
+                if lastInherited { inheritedPeers.insert(peer) }
+            } else {
+                known = learned[peer]
+                lastInherited = known != nil && !discoveredPeers.contains(peer)
+                if lastInherited { inheritedPeers.insert(peer) }
+                lastPeer = peer
+                lastKnown = known
+            }
             let inherited = known.map { h in
-                (
+                // (The closure holds the two numbers it needs, not the handles: capturing those
+                // retained and released each of their arrays once more a session.)
+                let from = h.connectionHandle, at = h.openedAt
+                return (
                     h,
                     { @Sendable in
-                        CaptureReplay.inheritedNotice(adapter: adapter, handle: handle, address: address, from: h)
+                        CaptureReplay.inheritedNotice(
+                            adapter: adapter, handle: handle, address: address, fromConnection: from, openedAt: at)
                     }
                 )
             }
@@ -380,7 +416,9 @@ public struct CaptureReplay: Sendable {
     /// byte into the string's own storage: one allocation. Appending pieces to an array, then
     /// making it a string, cost about 3,900 instructions a line under callgrind, and every
     /// reconnect of a short-session capture makes this line.)
-    static func inheritedNotice(adapter: UInt16, handle: UInt16, address: String, from h: DiscoveredHandles) -> String {
+    static func inheritedNotice(
+        adapter: UInt16, handle: UInt16, address: String, fromConnection: UInt16, openedAt: Int64?
+    ) -> String {
         var address = address
         return address.withUTF8 { a in
             String(unsafeUninitializedCapacity: 192 + a.count) { out in
@@ -394,8 +432,8 @@ public struct CaptureReplay: Sendable {
                 put(&p, " to ")
                 for c in a { p.pointee = c; p += 1 }
                 put(&p, ": no service discovery on this connection; using the handles discovered on connection 0x")
-                hex4(&p, h.connectionHandle)
-                if let at = h.openedAt {
+                hex4(&p, fromConnection)
+                if let at = openedAt {
                     put(&p, at < 0 ? " (connected at offset -" : " (connected at offset ")
                     decimal(&p, at.magnitude)
                     put(&p, ")")
@@ -446,7 +484,8 @@ public struct CaptureReplay: Sendable {
             template = t
         }
         return Connection(
-            serial: serial, address: address, sniffed: sniffed, template: t, inherited: inherited, mappings: mappings)
+            serial: serial, address: address, sniffed: sniffed, template: t, inherited: inherited, mappings: mappings,
+            quirkMemo: quirkMemo, spareActions: &spareActions)
     }
 
     mutating func att(_ p: ATTPacket, _ out: inout [Output]) {
@@ -538,6 +577,8 @@ public struct CaptureReplay: Sendable {
     /// and its values no mapping named are noted.
     mutating func end(_ key: Key, _ c: Connection) {
         if c.central { endedMeasurements += c.measurements }
+        // (Swapped out in place: reading them through the class copied the whole observer.)
+        if c.central { c.handOverSpares(&quirkMemo, &spareActions) }
         if c.central, let m = c.session.madeMapping {
             mappings.insert(m, at: 0)
             if mappings.count > Self.maximumMappings { mappings.removeLast() }
@@ -547,6 +588,8 @@ public struct CaptureReplay: Sendable {
                 if learned[peer] != nil || learned.count < Self.maximumLearnedPeers {
                     learned[peer] = d
                     discoveredPeers.insert(peer)
+                    lastPeer = nil
+                    lastKnown = nil
                 }
             } else if c.session.lackedDiscovery {
                 lacking.insert(peer)

@@ -63,6 +63,8 @@ public struct SessionObserver: Sendable {
     /// While set (a connection using ``inherited``), a read the session asks for is answered with
     /// the earlier connection's value, at this time, as the central answered it from its cache.
     var answeringInheritedReadsAt: EventTime?
+    /// The values of ``inherited``, by ``CuffCharacteristic/ordinal`` (set with ``answeringInheritedReadsAt``).
+    var inheritedValues: [[UInt8]?] = []
 
     // Discovery
     var services: [GATTProfile.Service] = []
@@ -141,11 +143,24 @@ public struct SessionObserver: Sendable {
     /// Readies a copy of a fresh observer (one no event reached yet, made with no inherited
     /// handles or mappings) for its own connection: as if made with `inherited` and `mappings`.
     mutating func begin(
-        inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?, mappings: [Mapping]
+        inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?, mappings: [Mapping],
+        quirkMemo: QuirkProfile.Memo, spareActions: inout [CuffSessionMachine.Action]
     ) {
         self.inherited = inherited
         knownMappings = mappings
-        actions.reserveCapacity(16)  // (the template's storage is shared: this one's own)
+        machine.quirkMemo = quirkMemo
+        // The action array of a session that ended (emptied, its storage kept), for this one's
+        // own: the template's storage is shared, and a new one for every session cost an
+        // allocation and its release.
+        swap(&actions, &spareActions)
+        if actions.capacity < 16 { actions.reserveCapacity(16) }
+    }
+
+    /// An ended session gives what the next one can reuse: the machine's quirk memo
+    /// (``CuffSessionMachine/quirkMemo``) for `memo`, and its emptied action array for `spare`.
+    mutating func handOverSpares(_ memo: inout QuirkProfile.Memo, _ spare: inout [CuffSessionMachine.Action]) {
+        swap(&memo, &machine.quirkMemo)
+        if actions.isEmpty { swap(&actions, &spare) }
     }
 
     /// What this connection's own discovery showed, once it showed any (nil otherwise, and for a
@@ -468,6 +483,7 @@ public struct SessionObserver: Sendable {
                 // A central that kept the handles kept the values it read once too (Device
                 // Information, features): it asks the cuff for none of them again.
                 answeringInheritedReadsAt = inherited.handles.values.isEmpty ? nil : at
+                inheritedValues = inherited.handles.values
                 report(at, &out)
                 answeringInheritedReadsAt = nil
                 return
@@ -483,11 +499,13 @@ public struct SessionObserver: Sendable {
         reported = true
         lastHandle = nil
         lastCharacteristic = nil
-        if let m = knownMappings.first(where: { $0.fits(self) }) {
-            byHandle = m.byHandle
-            cccdOwner = m.cccdOwner
+        // (By index: the mapping is not copied out whole.)
+        if let i = knownMappings.firstIndex(where: { $0.fits(self) }) {
+            byHandle = knownMappings[i].byHandle
+            cccdOwner = knownMappings[i].cccdOwner
+            let profile = knownMappings[i].profile
             knownMappings = []
-            return run(.discovered(m.profile, at), &out)
+            return run(.discovered(profile, at), &out)
         }
         knownMappings = []
         var svc = services.sorted { $0.handle < $1.handle }
@@ -591,9 +609,15 @@ public struct SessionObserver: Sendable {
         // popLast: removeAll(keepingCapacity:) goes through a generic replaceSubrange (~160
         // instructions a call, most of them for an array that is already empty).
         while actions.popLast() != nil {}
+        let wasFinished = machine.isFinished
         machine.handle(event, into: &actions)
         if requestsBeforeReading == nil, machine.resultsReceived > 0 { requestsBeforeReading = attRequests }
         var fromInherited: (CuffCharacteristic, [UInt8])?
+        // The end record comes in the actions of the event that finished the session, and is
+        // the only session record there (it is the only one patched: the records are not taken
+        // out of their boxes to look, which copied each whole, its device's every string
+        // retained, and boxed them anew).
+        let ending = machine.isFinished && !wasFinished
         // Each action moved out, in order (reversed, then popped): `for a in actions` copied each
         // one, a record's every string retained and released again (a session's start and end
         // records hold two dozen).
@@ -602,18 +626,23 @@ public struct SessionObserver: Sendable {
             switch a {
             case let .read(c) where answeringInheritedReadsAt != nil:
                 // (The session asks for one read at a time.)
-                if let v = inherited?.handles.values[c] { fromInherited = (c, v) }
-            case let .emit(.session(s)) where s.event == .end:
-                var s = s
-                s.attRequests = attRequests
-                s.attRequestsBeforeReading = requestsBeforeReading
-                out.append(.emit(.session(s)))
-            case let .emit(o): out.append(.emit(o))
+                let i = Int(c.ordinal)
+                if i < inheritedValues.count, let v = inheritedValues[i] { fromInherited = (c, v) }
+            case let .emit(o):
+                if ending, case .session = o { out.append(.emit(withRequestCounts(o))) } else { out.append(.emit(o)) }
             case let .log(s): out.append(.log(s))  // (only when the configuration wants logs)
             default: break  // the capture already holds what the real client did
             }
         }
         if let (c, v) = fromInherited, let at = answeringInheritedReadsAt { run(.readCompleted(c, v, at), &out) }
+    }
+
+    /// The end record with the ATT requests the central was seen sending.
+    func withRequestCounts(_ o: SessionOutput) -> SessionOutput {
+        guard case var .session(s) = o, s.event == .end else { return o }
+        s.attRequests = attRequests
+        s.attRequestsBeforeReading = requestsBeforeReading
+        return .session(s)
     }
 
     /// Capture time as the machine's time: monotonic = wall = the capture's timestamp.
@@ -654,9 +683,32 @@ public struct DiscoveredHandles: Sendable, Hashable {
     var characteristics: [GATTProfile.Characteristic]
     var descriptors: [UInt16: BluetoothUUID]
     /// The values that connection read (Device Information, features).
-    var values: [CuffCharacteristic: [UInt8]] = [:]
+    /// By ``CuffCharacteristic/ordinal``, not a dictionary: every reconnect that uses these
+    /// handles looks up half a dozen, and hashing a key cost about 200 instructions a lookup.
+    /// (Empty when it read none.)
+    var values: [[UInt8]?]
     /// The connection that discovered them.
     public var connectionHandle: UInt16
     /// File offset of that connection's connection event, when the capture has one.
     public var openedAt: Int64?
+
+    init(
+        services: [GATTProfile.Service], characteristics: [GATTProfile.Characteristic],
+        descriptors: [UInt16: BluetoothUUID], values: [CuffCharacteristic: [UInt8]] = [:], connectionHandle: UInt16,
+        openedAt: Int64?
+    ) {
+        self.services = services
+        self.characteristics = characteristics
+        self.descriptors = descriptors
+        self.values = DiscoveredHandles.table(values)
+        self.connectionHandle = connectionHandle
+        self.openedAt = openedAt
+    }
+
+    private static func table(_ values: [CuffCharacteristic: [UInt8]]) -> [[UInt8]?] {
+        if values.isEmpty { return [] }
+        var t = [[UInt8]?](repeating: nil, count: CuffCharacteristic.allCases.count)
+        for (c, v) in values { t[Int(c.ordinal)] = v }
+        return t
+    }
 }

@@ -262,7 +262,23 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         }
     }
 
-    public private(set) var configuration: CuffSessionConfiguration
+    /// The session options.
+    @inlinable public var configuration: CuffSessionConfiguration { settings.value }
+    /// ``configuration``, held by reference: a machine is copied whole (a replay starts each
+    /// session as a copy of a fresh machine) and destroyed whole, and the configuration's two
+    /// dozen references were each retained and released again every time.
+    @usableFromInline let settings: Settings
+
+    /// An unchanging configuration, shared.
+    @usableFromInline final class Settings: Sendable {
+        @usableFromInline let value: CuffSessionConfiguration
+        /// `value.quirk != nil` (testing the optional profile in place copied it).
+        let quirkChosen: Bool
+        init(_ value: CuffSessionConfiguration) {
+            self.value = value
+            quirkChosen = value.quirk != nil
+        }
+    }
     public private(set) var device: DeviceInfo
     public private(set) var profile: CuffProfile?
     public private(set) var measurements = 0
@@ -328,11 +344,17 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// for it, whatever the stage (a measurement may run meanwhile).
     var racpInProgress = false
     var configured = false
-    var quirkCheckedFor: QuirkKey?
+    /// The name and model the quirk profile was last looked up for (when `quirkChecked`; two
+    /// fields, not an optional: testing the optional went through its type's value witnesses).
+    var quirkCheckedFor = QuirkKey()
+    var quirkChecked = false
+    /// What the quirk matching found in the names and models seen: a driver that runs many
+    /// sessions to the same cuffs (a replay) may hand it from one session's machine to the next.
+    public var quirkMemo = QuirkProfile.Memo()
 
     struct QuirkKey: Sendable, Hashable {
-        var name: String?
-        var model: String?
+        var name: String? = nil
+        var model: String? = nil
     }
 
     enum Step: Sendable, Hashable {
@@ -352,7 +374,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     }
 
     public init(configuration: CuffSessionConfiguration) {
-        self.configuration = configuration
+        settings = Settings(configuration)
         self.device = DeviceInfo(address: configuration.address, name: configuration.advertisedName)
         self.seenKeys = configuration.knownRecordKeys
         // (Without a name there is nothing to match: every replayed session has none, and the
@@ -796,12 +818,17 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             device.firmware = text()
         default: break
         }
-        // The profile depends on name and model only: look again only when one of them changed.
-        guard configuration.quirk == nil,
-            quirkCheckedFor == nil || quirkCheckedFor! != QuirkKey(name: device.name, model: device.model)
-        else { return }
+        // The profile depends on name and model only: look again only when one of them changed
+        // (only these two reads change them; the first read of all looks once).
+        // (Flags first: copying the last key out to compare cost more than the rest.)
+        if quirkChecked, c != .deviceName, c != .modelNumber { return }
+        guard !settings.quirkChosen else { return }
+        if quirkChecked {
+            guard quirkCheckedFor.name != device.name || quirkCheckedFor.model != device.model else { return }
+        }
+        quirkChecked = true
         quirkCheckedFor = QuirkKey(name: device.name, model: device.model)
-        if let q = QuirkProfile.matching(name: device.name, model: device.model), activeProfile?.name != q.name {
+        if let q = quirkMemo.matching(name: device.name, model: device.model), activeProfile?.name != q.name {
             activeProfile = q
             quirks = q.options
             log("applying quirk profile \(q.name) for \(device.model ?? device.name ?? "this device")", &out)
@@ -1089,11 +1116,15 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         overallDeadline = nil
         burstDeadline = nil
         pending?.observerDeadline = nil
-        let end = SessionRecord(
-            event: .end, device: device, at: at, outcome: outcome, measurements: measurements, message: message)
         log(message, &out)
         if repeats > 0 { log(Self.newAndKept(measurements, repeats), &out) }
-        out.append(.emit(.session(end)))
+        // (Made where it goes: a record made first and appended after the logs was copied.)
+        out.append(
+            .emit(
+                .session(
+                    SessionRecord(
+                        event: .end, device: device, at: at, outcome: outcome, measurements: measurements,
+                        message: message))))
         out.append(.finished(outcome))
     }
 
