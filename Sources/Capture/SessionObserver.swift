@@ -621,7 +621,7 @@ public struct SessionObserver: Sendable {
         // Each action moved out, in order (reversed, then popped): `for a in actions` copied each
         // one, a record's every string retained and released again (a session's start and end
         // records hold two dozen).
-        actions.reverse()
+        if actions.count > 1 { actions.reverse() }  // (most events give one action or none)
         while let a = actions.popLast() {
             switch a {
             case let .read(c) where answeringInheritedReadsAt != nil:
