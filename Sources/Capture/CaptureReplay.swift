@@ -473,7 +473,7 @@ public struct CaptureReplay: Sendable {
     /// then tells it the link is up, in place).
     mutating func newConnection(
         _ address: String, sniffed: Bool,
-        inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil
+        inherited: consuming (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil
     ) -> Connection {
         sessions += 1
         let t: Template
