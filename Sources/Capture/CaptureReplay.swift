@@ -381,11 +381,13 @@ public struct CaptureReplay: Sendable {
                 lastPeer = peer
                 lastKnown = known
             }
-            let inherited = known.map { h in
+            var inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?
+            // (Moved on from `known`: `known.map` copied the handles, then destroyed `known`.)
+            if let h = consume known {
                 // (The closure holds the two numbers it needs, not the handles: capturing those
                 // retained and released each of their arrays once more a session.)
                 let from = h.connectionHandle, at = h.openedAt
-                return (
+                inherited = (
                     h,
                     { @Sendable in
                         CaptureReplay.inheritedNotice(
@@ -393,7 +395,7 @@ public struct CaptureReplay: Sendable {
                     }
                 )
             }
-            c = newConnection(address, sniffed: sniffed, inherited: inherited)
+            c = newConnection(address, sniffed: sniffed, inherited: consume inherited)
             c.connected(at: SessionObserver.eventTime(info.timestamp), into: &out)
             c.peer = peer
             c.openedAt = info.fileOffset
