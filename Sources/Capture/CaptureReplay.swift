@@ -357,7 +357,9 @@ public struct CaptureReplay: Sendable {
 
     mutating func connected(_ info: ConnectionInfo, _ out: inout [Output]) {
         let key = Key(adapter: info.adapter, handle: info.connectionHandle)
-        if let old = connections[key], old.central {
+        // (Most connection events come with no other connection open: an empty dictionary still
+        // hashes the key.)
+        if !connections.isEmpty, let old = connections[key], old.central {
             old.disconnected(
                 "the connection handle was reused without a disconnection",
                 at: SessionObserver.eventTime(info.timestamp), into: &out)
@@ -409,8 +411,10 @@ public struct CaptureReplay: Sendable {
             c = Connection(serial: serial, address: address, sniffed: sniffed)
         }
         connections[key] = c
-        hotKey = nil
-        hotConnection = nil
+        // The link's first PDU comes next, most often: it finds its connection here, not by a
+        // lookup (as att() would leave it).
+        hotKey = key
+        hotConnection = .passUnretained(c)
         updateEarliest()
     }
 
