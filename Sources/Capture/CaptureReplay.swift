@@ -92,6 +92,11 @@ public struct CaptureReplay: Sendable {
     /// was inherited (cleared whenever ``learned`` changes): a capture's connections mostly go to
     /// the peer of the one before, and hashing its address twice cost about 1,200 instructions.
     var lastPeer: Peer?
+    /// The peer address of the last connection event and its text (the same string again for
+    /// the same address: no new one to write, and equal strings that share storage compare at once).
+    var lastAddressBytes: [UInt8] = []
+    var lastAddressRandom = false
+    var lastAddressText = ""
     var lastKnown: DiscoveredHandles?
     var lastInherited = false
     /// The last few handle → characteristic mappings sessions made, newest first: a new session
@@ -366,7 +371,16 @@ public struct CaptureReplay: Sendable {
             end(key, old)
         }
         serial += 1
-        let address = info.peerAddress.text(random: info.peerAddressType.rawValue & 1 == 1)
+        let random = info.peerAddressType.rawValue & 1 == 1
+        let address: String
+        if random == lastAddressRandom, info.peerAddress.bytes == lastAddressBytes {
+            address = lastAddressText
+        } else {
+            address = info.peerAddress.text(random: random)
+            lastAddressBytes = info.peerAddress.bytes
+            lastAddressRandom = random
+            lastAddressText = address
+        }
         let sniffed = info.accessAddress != nil
         let c: Connection
         let peer = Peer(adapter: info.adapter, address: address)
