@@ -92,6 +92,11 @@ public struct CaptureReplay: Sendable {
     /// was inherited (cleared whenever ``learned`` changes): a capture's connections mostly go to
     /// the peer of the one before, and hashing its address twice cost about 1,200 instructions.
     var lastPeer: Peer?
+    /// The peer address of the last connection event and its text (the same string again for
+    /// the same address: no new one to write, and equal strings that share storage compare at once).
+    var lastAddressBytes: [UInt8] = []
+    var lastAddressRandom = false
+    var lastAddressText = ""
     var lastKnown: DiscoveredHandles?
     var lastInherited = false
     /// The last few handle → characteristic mappings sessions made, newest first: a new session
@@ -357,14 +362,25 @@ public struct CaptureReplay: Sendable {
 
     mutating func connected(_ info: ConnectionInfo, _ out: inout [Output]) {
         let key = Key(adapter: info.adapter, handle: info.connectionHandle)
-        if let old = connections[key], old.central {
+        // (Most connection events come with no other connection open: an empty dictionary still
+        // hashes the key.)
+        if !connections.isEmpty, let old = connections[key], old.central {
             old.disconnected(
                 "the connection handle was reused without a disconnection",
                 at: SessionObserver.eventTime(info.timestamp), into: &out)
             end(key, old)
         }
         serial += 1
-        let address = info.peerAddress.text(random: info.peerAddressType.rawValue & 1 == 1)
+        let random = info.peerAddressType.rawValue & 1 == 1
+        let address: String
+        if random == lastAddressRandom, info.peerAddress.bytes == lastAddressBytes {
+            address = lastAddressText
+        } else {
+            address = info.peerAddress.text(random: random)
+            lastAddressBytes = info.peerAddress.bytes
+            lastAddressRandom = random
+            lastAddressText = address
+        }
         let sniffed = info.accessAddress != nil
         let c: Connection
         let peer = Peer(adapter: info.adapter, address: address)
@@ -381,11 +397,13 @@ public struct CaptureReplay: Sendable {
                 lastPeer = peer
                 lastKnown = known
             }
-            let inherited = known.map { h in
+            var inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?
+            // (Moved on from `known`: `known.map` copied the handles, then destroyed `known`.)
+            if let h = consume known {
                 // (The closure holds the two numbers it needs, not the handles: capturing those
                 // retained and released each of their arrays once more a session.)
                 let from = h.connectionHandle, at = h.openedAt
-                return (
+                inherited = (
                     h,
                     { @Sendable in
                         CaptureReplay.inheritedNotice(
@@ -393,7 +411,7 @@ public struct CaptureReplay: Sendable {
                     }
                 )
             }
-            c = newConnection(address, sniffed: sniffed, inherited: inherited)
+            c = newConnection(address, sniffed: sniffed, inherited: consume inherited)
             c.connected(at: SessionObserver.eventTime(info.timestamp), into: &out)
             c.peer = peer
             c.openedAt = info.fileOffset
@@ -407,8 +425,10 @@ public struct CaptureReplay: Sendable {
             c = Connection(serial: serial, address: address, sniffed: sniffed)
         }
         connections[key] = c
-        hotKey = nil
-        hotConnection = nil
+        // The link's first PDU comes next, most often: it finds its connection here, not by a
+        // lookup (as att() would leave it).
+        hotKey = key
+        hotConnection = .passUnretained(c)
         updateEarliest()
     }
 
@@ -473,7 +493,7 @@ public struct CaptureReplay: Sendable {
     /// then tells it the link is up, in place).
     mutating func newConnection(
         _ address: String, sniffed: Bool,
-        inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil
+        inherited: consuming (handles: DiscoveredHandles, notice: @Sendable () -> String)? = nil
     ) -> Connection {
         sessions += 1
         let t: Template

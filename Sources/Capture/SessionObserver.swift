@@ -31,7 +31,8 @@ public struct SessionObserver: Sendable {
 
     public private(set) var machine: CuffSessionMachine
     let overrides: [UInt16: CuffCharacteristic]
-    /// An earlier connection's discovery, and the line that says it is used.
+    /// An earlier connection's discovery, and the line that says it is used (taken out when
+    /// used: ``inheritedValues`` keeps what is read afterwards).
     private(set) var inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?
     /// True once a PDU needed the handle map while this connection had shown no discovery and had
     /// no earlier one to use (with or without `--handle`).
@@ -143,7 +144,7 @@ public struct SessionObserver: Sendable {
     /// Readies a copy of a fresh observer (one no event reached yet, made with no inherited
     /// handles or mappings) for its own connection: as if made with `inherited` and `mappings`.
     mutating func begin(
-        inherited: (handles: DiscoveredHandles, notice: @Sendable () -> String)?, mappings: [Mapping],
+        inherited: consuming (handles: DiscoveredHandles, notice: @Sendable () -> String)?, mappings: [Mapping],
         quirkMemo: QuirkProfile.Memo, spareActions: inout [CuffSessionMachine.Action]
     ) {
         self.inherited = inherited
@@ -473,7 +474,9 @@ public struct SessionObserver: Sendable {
     mutating func ensureReported(_ at: EventTime, _ out: inout [Output]) {
         guard !reported else { return }
         if !sawDiscovery {
-            if let inherited {
+            // (Taken out, not copied: nothing reads it after this; `if let` copied it through
+            // the tuple's generic value witnesses.)
+            if let inherited = inherited.take() {
                 // A bonded reconnect: the handles an earlier connection to this cuff discovered.
                 services = inherited.handles.services
                 characteristics = inherited.handles.characteristics
@@ -621,7 +624,7 @@ public struct SessionObserver: Sendable {
         // Each action moved out, in order (reversed, then popped): `for a in actions` copied each
         // one, a record's every string retained and released again (a session's start and end
         // records hold two dozen).
-        actions.reverse()
+        if actions.count > 1 { actions.reverse() }  // (most events give one action or none)
         while let a = actions.popLast() {
             switch a {
             case let .read(c) where answeringInheritedReadsAt != nil:
