@@ -50,11 +50,19 @@ struct QuirkProfileTests {
             "ua-65", "UA-651", "ELITE 900x", "sbm 69 veroval", "cuff-sim", "Blutdruckmessgerät BM85", "ÄBM96",
             "bm\u{00E4}96", "LS BPMQardio",
         ]
+        // The memo a replay hands from session to session gives the same answers, through its
+        // hits and its evictions (more texts than it keeps, each pair asked twice).
+        var memo = QuirkProfile.Memo()
         for name in texts {
             for model in texts {
                 #expect(
                     QuirkProfile.matching(name: name, model: model)?.name == reference(name, model),
                     "name \(name ?? "nil"), model \(model ?? "nil")")
+                for _ in 0..<2 {
+                    #expect(
+                        memo.matching(name: name, model: model)?.name == reference(name, model),
+                        "memo: name \(name ?? "nil"), model \(model ?? "nil")")
+                }
             }
         }
     }
