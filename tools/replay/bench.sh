@@ -66,15 +66,13 @@ runs=${RUNS:-5}
 # With SHORT_SESSIONS, the default and `--jobs 1` take turns (a drift in the machine's load then
 # touches both alike), each going first every other turn.
 jobs1_runs=${JOBS1_RUNS:-$runs}
+jobs1_run() {  # i: the i-th `--jobs 1` run, when there is one
+  if [ -n "$short" ] && [ "$1" -le "$jobs1_runs" ]; then measure "jobs1#$1" "$bin/cuff" replay "$file" --quiet --jobs 1; fi
+}
 for i in $(seq "$(( runs > jobs1_runs ? runs : jobs1_runs ))"); do
-  # (Which goes first alternates too.)
-  if [ $((i % 2)) = 0 ] && [ -n "$short" ] && [ "$i" -le "$jobs1_runs" ]; then
-    measure "jobs1#$i" "$bin/cuff" replay "$file" --quiet --jobs 1
-  fi
+  if [ $((i % 2)) = 0 ]; then jobs1_run "$i"; fi  # (which goes first alternates too)
   if [ "$i" -le "$runs" ]; then measure "cuff#$i" "$bin/cuff" replay "$file" --quiet; fi
-  if [ $((i % 2)) = 1 ] && [ -n "$short" ] && [ "$i" -le "$jobs1_runs" ]; then
-    measure "jobs1#$i" "$bin/cuff" replay "$file" --quiet --jobs 1
-  fi
+  if [ $((i % 2)) = 1 ]; then jobs1_run "$i"; fi
 done
 summary() {  # label prefix runs: prints the median and best of "$work/prefix#*.secs", sets median, best
   sort -n "$work"/"$2"#*.secs > "$work/$2.all"
