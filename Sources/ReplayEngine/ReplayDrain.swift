@@ -11,9 +11,14 @@ final class ReplayDrain: @unchecked Sendable {
     private(set) var warnings = 0
     private(set) var sinkFailed = false
 
-    init(presenter: ReplayPresenter, sinks: ReplaySinks) {
+    /// Whether the presenter is handed records (``ReplayJob/showAll``); notices, warnings and
+    /// log lines it always gets.
+    let showsRecords: Bool
+
+    init(presenter: ReplayPresenter, sinks: ReplaySinks, showsRecords: Bool = true) {
         self.presenter = presenter
         self.sinks = sinks
+        self.showsRecords = showsRecords
     }
 
     /// Shows outputs whose records were already serialised elsewhere (a parallel replay's): the
@@ -45,6 +50,7 @@ final class ReplayDrain: @unchecked Sendable {
     func drain(_ outputs: [CaptureReplay.Output]) -> Bool {
         if sinkFailed { return false }
         defer { presenter.flush() }
+        if let direct = sinks.direct { return drain(outputs, into: direct) }
         for o in outputs {
             show(o)
             guard case let .emit(e) = o else { continue }
@@ -55,6 +61,36 @@ final class ReplayDrain: @unchecked Sendable {
             }
         }
         return true
+    }
+
+    /// ``drain(_:)`` into stdout's NDJSON alone: each output read in place, a progress record's
+    /// fields straight from the batch (matched on its own, not as one arm of a switch over every
+    /// output: that copied each output's record out of the batch and destroyed the copy).
+    private func drain(_ outputs: [CaptureReplay.Output], into direct: ReplayNDJSONSink) -> Bool {
+        let showsRecords = self.showsRecords
+        return outputs.withUnsafeBufferPointer { b in
+            for i in b.indices {
+                do throws(SinkError) {
+                    if case let .emit(.progress(p)) = b[i] {
+                        if showsRecords { presenter.show(b[i]) }
+                        try direct.write(progress: p)
+                        continue
+                    }
+                    switch b[i] {
+                    case let .emit(e):
+                        if showsRecords { presenter.show(b[i]) }
+                        try direct.write(e)
+                    case .warning:
+                        show(b[i])
+                    case .log, .notice:
+                        presenter.show(b[i])
+                    }
+                } catch {
+                    return failed(error)
+                }
+            }
+            return true
+        }
     }
 
     /// A sink failed: said once (through the presenter), remembered, and the replay stops writing.

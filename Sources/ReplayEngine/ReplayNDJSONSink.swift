@@ -21,6 +21,11 @@ public final class ReplayNDJSONSink: SampleSink, @unchecked Sendable {
         if flushEachRecord || lines.byteCount >= 64 * 1024 { try drain() }
     }
 
+    /// ``write(_:)`` for a progress record (most of a replay's lines), written in one go.
+    @inline(__always) func write(progress p: ProgressRecord) throws(SinkError) {
+        if lines.append(progress: p) >= 64 * 1024 || flushEachRecord { try drain() }
+    }
+
     public func finish() throws(SinkError) { try drain() }
 
     func drain() throws(SinkError) {

@@ -96,7 +96,7 @@ extension ReplayJob {
     /// the same output. With ``realtime`` every record goes out at once, at its capture's pace.
     public func run(into sinks: ReplaySinks, presenter: ReplayPresenter) throws(CaptureError) -> ReplayResult {
         var reader = try CaptureReader(path: path, format: format)
-        let drain = ReplayDrain(presenter: presenter, sinks: sinks)
+        let drain = ReplayDrain(presenter: presenter, sinks: sinks, showsRecords: showAll)
         // Log lines nobody is shown are not made.
         var configuration = self.configuration
         if !showAll { configuration.logs = false }

@@ -28,16 +28,19 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
     /// The second of the last timestamp written; `prefix` holds its `YYYY-MM-DDTHH:MM:SS.` text.
     @exclusivity(unchecked) private var second: Int64 = .min
     /// The text of a timestamp up to its milliseconds: at most 9 + 20 + 10 bytes (a year of Int64 range).
-    private let prefix = UnsafeMutablePointer<UInt8>.allocate(capacity: 48)
+    /// (Aligned for word loads, and every byte set: ``iso8601(_:_:)`` copies 32 bytes at a time.)
+    private let prefix: UnsafeMutablePointer<UInt8>
 
     public init(capacity: Int = 128 * 1024) {
         self.capacity = max(capacity, 1024)
         base = .allocate(capacity: self.capacity)
+        prefix = UnsafeMutableRawPointer.allocate(byteCount: 48, alignment: 8).bindMemory(to: UInt8.self, capacity: 48)
+        prefix.initialize(repeating: 0, count: 48)
     }
 
     deinit {
         base.deallocate()
-        prefix.deallocate()
+        UnsafeMutableRawPointer(prefix).deallocate()
     }
 
     /// The bytes held, valid until the next call on this buffer.
@@ -48,11 +51,157 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
 
     /// Appends one line: `output`'s JSON and a newline.
     public func append(_ output: SessionOutput) {
+        switch output {
+        case let .progress(p): append(progress: p)
+        case let .session(s): append(session: s)
+        case .measurement: appendWritten(output)
+        }
+    }
+
+    /// Appends `output`'s line through the records' own `write(to:)`, key by key (the shape's one
+    /// definition; ``append(progress:)`` is proven equal to it).
+    func appendWritten(_ output: SessionOutput) {
         var w = self
         comma = false
         output.write(to: &w)
         ensure(1)
         put(0x0A)
+    }
+
+    /// Appends a progress line (most of a session's), the bytes `ProgressRecord.write(to:)` gives,
+    /// in one go: room made once, the fixed parts copied as constants, the numbers and the time
+    /// written straight from the record (the SFLOAT's text from its mantissa and exponent, no
+    /// Double). Values that text does not cover (an SFLOAT exponent outside −3…5, an elapsed time
+    /// that is not a whole number of milliseconds under 10⁹ s, or is −0) take ``appendWritten(_:)``.
+    /// Returns ``byteCount``.
+    @discardableResult public func append(progress p: ProgressRecord) -> Int {
+        // Elapsed in milliseconds, rounded half away from zero as `rounded()` does, without a
+        // call to round: x − trunc(x) is exact for |x| < 10¹².
+        let x = p.elapsed * 1000
+        guard abs(x) < 1e12 else { appendWritten(.progress(p)); return count }
+        var ms = Int(x)
+        let f = x - Double(ms)
+        if f >= 0.5 { ms += 1 } else if f <= -0.5 { ms -= 1 }
+        let raw = p.cuffPressure.rawValue
+        let e = Int(Int16(bitPattern: raw) >> 12)
+        let special = raw >= 0x07FE && raw <= 0x0802
+        guard abs(ms) < 1_000_000_000_000, ms != 0 || x.sign == .plus, special || (e >= -3 && e <= 5) else {
+            appendWritten(.progress(p))
+            return count
+        }
+        // 54 + 10 + 25 + 14 + 16 + 43 + 3 bytes at most.
+        ensure(192)
+        var q = base + count
+        if p.phase == .inflating {
+            Self.put(#"{"type":"progress","phase":"inflating","cuff_pressure":"#, &q)
+        } else {
+            Self.put(#"{"type":"progress","phase":"deflating","cuff_pressure":"#, &q)
+        }
+        if special {
+            switch raw {
+            case 0x07FF: Self.put(#""NaN""#, &q)
+            case 0x0800: Self.put(#""NRes""#, &q)
+            case 0x07FE: Self.put(#""+INF""#, &q)
+            case 0x0802: Self.put(#""-INF""#, &q)
+            default: Self.put(#""reserved""#, &q)
+            }
+        } else {
+            Self.decimal(Int(Int16(bitPattern: raw << 4) >> 4), exponent: e, &q)
+        }
+        if p.unit == .mmHg {
+            Self.put(#","unit":"mmHg","elapsed":"#, &q)
+        } else {
+            Self.put(#","unit":"kPa","elapsed":"#, &q)
+        }
+        Self.decimal(ms, exponent: -3, &q)
+        Self.put(#","received_at":""#, &q)
+        iso8601(p.at.wallMicros, &q)
+        Self.put("\"}\n", &q)
+        count = q - base
+        return count
+    }
+
+    /// Appends a session line, the bytes `SessionRecord.write(to:)` gives, with runs of keys and
+    /// punctuation copied as single constants (no per-key call, no comma bookkeeping).
+    public func append(session s: SessionRecord) {
+        fragment(
+            s.event == .start
+                ? #"{"type":"session","event":"start","device":{"address":"#
+                : #"{"type":"session","event":"end","device":{"address":"#)
+        quoted(s.device.address)
+        fragment(#","name":"#)
+        optional(s.device.name)
+        fragment(#","manufacturer":"#)
+        optional(s.device.manufacturer)
+        fragment(#","model":"#)
+        optional(s.device.model)
+        fragment(#","serial":"#)
+        optional(s.device.serial)
+        fragment(#","firmware":"#)
+        optional(s.device.firmware)
+        fragment(#"},"name":"#)
+        optional(s.device.name)
+        fragment(#","manufacturer":"#)
+        optional(s.device.manufacturer)
+        fragment(#","model":"#)
+        optional(s.device.model)
+        fragment(#","serial":"#)
+        optional(s.device.serial)
+        fragment(#","address":"#)
+        quoted(s.device.address)
+        fragment(#","features":"#)
+        if let f = s.device.features {
+            comma = false
+            var w = self
+            f.writeNames(to: &w)
+        } else {
+            fragment("null")
+        }
+        fragment(#","at":""#)
+        ensure(48)
+        var q = base + count
+        iso8601(s.at.wallMicros, &q)
+        count = q - base
+        if s.event == .end {
+            fragment(#"","outcome":"#)
+            if let o = s.outcome { quoted(o.rawValue) } else { fragment("null") }
+            fragment(#","measurements":"#)
+            signed(Int64(s.measurements))
+            fragment(#","message":"#)
+            optional(s.message)
+            fragment(#","att_requests":"#)
+            intOrNull(s.attRequests)
+            fragment(#","att_requests_before_reading":"#)
+            intOrNull(s.attRequestsBeforeReading)
+            if let g = s.gattCache {
+                fragment(#","gatt_cache":""#)
+                fragment(g.name)
+                fragment(#"""#)
+            } else {
+                fragment(#","gatt_cache":null"#)
+            }
+            if let c = s.clockDriftSeconds {
+                fragment(#","clock_drift_s":"#)
+                signed(c)
+            }
+            fragment("}\n")
+        } else {
+            fragment("\"}\n")
+        }
+    }
+
+    /// A constant run of JSON text (room made for it).
+    @inline(__always) private func fragment(_ s: StaticString) {
+        ensure(s.utf8CodeUnitCount + 21)  // (and for a number after it)
+        put(s)
+    }
+
+    @inline(__always) private func optional(_ s: String?) {
+        if let s { quoted(s) } else { fragment("null") }
+    }
+
+    @inline(__always) private func intOrNull(_ i: Int?) {
+        if let i { signed(Int64(i)) } else { fragment("null") }
     }
 
     /// `m.decoded.serialized()`'s text, written straight from the record (no ``JSON`` value
@@ -293,7 +442,7 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
         repeat { i -= 1; i.pointee = UInt8(0x30 + n % 10); n /= 10 } while n > 0
     }
 
-    /// EventTime.iso8601 (`2026-11-22T07:31:54.123Z`) at `q` (at most 14 + 9 + 4 bytes); the text up to the seconds is computed
+    /// EventTime.iso8601 (`2026-11-22T07:31:54.123Z`) at `q`, which has room for 48 bytes (at most 14 + 9 + 4 written); the text up to the seconds is computed
     /// once per second (a cuff notifies several times a second), the date once per day.
     @inline(__always) func iso8601(_ wallMicros: Int64, _ q: inout UnsafeMutablePointer<UInt8>) {
         // Floor division with no intermediate that can overflow (any Int64 will do).
@@ -301,7 +450,16 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
         let secs = wallMicros / 1_000_000 - (rest < 0 ? 1 : 0)
         if secs != second { newSecond(secs) }
         let n = dayLength + 9
-        q.update(from: prefix, count: n)
+        if n <= 32 {
+            // (Four word moves, not a call to memmove: the bytes past `n` are written over next.)
+            let from = UnsafeRawPointer(prefix), to = UnsafeMutableRawPointer(q)
+            to.storeBytes(of: from.load(as: UInt64.self), as: UInt64.self)
+            to.storeBytes(of: from.load(fromByteOffset: 8, as: UInt64.self), toByteOffset: 8, as: UInt64.self)
+            to.storeBytes(of: from.load(fromByteOffset: 16, as: UInt64.self), toByteOffset: 16, as: UInt64.self)
+            to.storeBytes(of: from.load(fromByteOffset: 24, as: UInt64.self), toByteOffset: 24, as: UInt64.self)
+        } else {
+            q.update(from: prefix, count: n)
+        }
         let ms = Int((rest < 0 ? rest + 1_000_000 : rest) / 1000)
         q[n] = UInt8(0x30 + ms / 100)
         q[n + 1] = UInt8(0x30 + ms / 10 % 10)

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
+import CuffCore
+import CuffSession
+import Testing
+
+@testable import Sinks
+
+/// The line buffer's one-go progress line (`append(progress:)`) is byte for byte what the
+/// record's own `write(to:)` gives: through the JSON tree (`json.serialized()`) and through the
+/// buffer key by key, for every SFLOAT word, phase and unit, and elapsed times and wall times at
+/// and past the edges of what the one-go text covers.
+@Suite struct ProgressLineTests {
+    static let elapsed: [Double] = [
+        0, -0.0, 0.0004, 0.0005, 0.0006, -0.0004, -0.0005, -0.0006, 0.001, -0.001, 0.0015, 0.0025, 0.0105, 0.1 + 0.2,
+        1.25, 1.2345, 2.675, 12.3456789, -3.5, -12.0625, 59.9995, 123_456_789.0125, 999_999_999.999,
+        999_999_999.9994, 999_999_999.9995, 999_999_999.9996, 1e9, -1e9, -999_999_999.9996, 4_503_599_627.3704995,
+        1e12, -1e12, 1e300, -1e300, .infinity, -.infinity, .nan, -.nan, .leastNonzeroMagnitude,
+        -.leastNonzeroMagnitude, .leastNormalMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
+    ]
+
+    static let wallMicros: [Int64] = [
+        .min, .min + 1, -62_135_596_800_000_001, -62_135_596_800_000_000, -86_400_000_001, -1_000_001, -1, 0, 1,
+        999, 1000, 999_999, 1_000_000, 1_795_330_917_123_456, 1_795_330_917_999_999, 1_795_330_918_000_000,
+        253_402_300_799_999_999, 253_402_300_800_000_000, .max - 1, .max,
+    ]
+
+    /// Special words: NaN, NRes, +INF, −INF, reserved.
+    static let specials: Set<UInt16> = [0x07FF, 0x0800, 0x07FE, 0x0802, 0x0801]
+
+    static func check(_ records: [ProgressRecord]) {
+        OneGoLines.check(records.map(SessionOutput.progress)) { buffer, o in
+            guard case let .progress(p) = o else { return }
+            #expect(buffer.append(progress: p) == buffer.byteCount)
+            if specials.contains(p.cuffPressure.rawValue) {
+                // Never a number: the special's name as a string.
+                #expect(String(decoding: buffer.bytes, as: UTF8.self).contains(#""cuff_pressure":""#))
+            }
+        }
+    }
+
+    static func record(_ i: Int, raw: UInt16, elapsed: Double, wallMicros: Int64) -> ProgressRecord {
+        ProgressRecord(
+            phase: i & 1 == 0 ? .inflating : .deflating, cuffPressure: SFloat(rawValue: raw),
+            unit: i >> 1 & 1 == 0 ? .mmHg : .kPa, elapsed: elapsed,
+            at: EventTime(monotonic: .zero, wallMicros: wallMicros))
+    }
+
+    @Test func everySFloatWord() {
+        // Every mantissa and exponent (specials included), with each phase and unit: once with an
+        // elapsed time the one-go text covers, once with one of the edge cases.
+        var records: [ProgressRecord] = []
+        for i in 0...0xFFFF {
+            let plain = Double(i % 4001 - 1000) / 1000
+            let edge = Self.elapsed[i % Self.elapsed.count]
+            let t = 1_795_330_917_123_456 + Int64(i) * 137_000
+            records.append(Self.record(i &* 7 >> 4, raw: UInt16(i), elapsed: plain, wallMicros: t))
+            records.append(Self.record(i &* 5 >> 3, raw: UInt16(i), elapsed: edge, wallMicros: -t))
+        }
+        Self.check(records)
+    }
+
+    @Test func everyPhaseUnitElapsedAndWallTime() {
+        var records: [ProgressRecord] = []
+        for (k, e) in Self.elapsed.enumerated() {
+            for (j, t) in Self.wallMicros.enumerated() {
+                for i in 0..<4 {
+                    records.append(
+                        Self.record(i, raw: [0x0064, 0xF4D2, 0x07FF, 0x2801][(j + k) % 4], elapsed: e, wallMicros: t))
+                }
+            }
+        }
+        Self.check(records)
+    }
+
+    @Test func randomValues() {
+        var g = SeededRandom(seed: 0x5EED_F00D)
+        var records: [ProgressRecord] = []
+        for i in 0..<20_000 {
+            let elapsed: Double
+            switch i % 4 {
+            case 0: elapsed = Double(Int64.random(in: -2_000_000...2_000_000_000, using: &g)) / 1000
+            case 1: elapsed = Double.random(in: -1e3...1e4, using: &g)
+            case 2: elapsed = Double.random(in: -2e12...2e12, using: &g) / 1000
+            default: elapsed = Double(bitPattern: g.next())
+            }
+            let t =
+                i % 3 == 0
+                ? Int64(bitPattern: g.next())
+                : Int64.random(in: -5_000_000_000_000_000...5_000_000_000_000_000, using: &g)
+            records.append(Self.record(i, raw: UInt16(truncatingIfNeeded: g.next()), elapsed: elapsed, wallMicros: t))
+        }
+        Self.check(records)
+    }
+}
+
+/// Lines written in one go against the records' own `write(to:)`.
+enum OneGoLines {
+    /// Appends each output to a line buffer with `oneGo` and key by key (each buffer kept across
+    /// outputs, so its cached date and second carry over, and cleared after each line), and to a
+    /// third that only grows (`append(_:)`); all must hold the JSON tree's lines.
+    static func check(_ outputs: [SessionOutput], oneGo: (NDJSONLineBuffer, SessionOutput) -> Void) {
+        let fast = NDJSONLineBuffer(), written = NDJSONLineBuffer(), grown = NDJSONLineBuffer(capacity: 1)
+        var all: [UInt8] = []
+        var wrong = 0
+        for o in outputs {
+            let tree = Array((o.json.serialized() + "\n").utf8)
+            all += tree
+            oneGo(fast, o)
+            written.appendWritten(o)
+            grown.append(o)
+            let one = Array(fast.bytes), keyed = Array(written.bytes)
+            if one != tree || keyed != tree {
+                wrong += 1
+                if wrong <= 5 {
+                    Issue.record(
+                        """
+                        tree:   \(String(decoding: tree, as: UTF8.self))
+                        one go: \(String(decoding: one, as: UTF8.self))
+                        keyed:  \(String(decoding: keyed, as: UTF8.self))
+                        """)
+                }
+            }
+            fast.removeAll()
+            written.removeAll()
+        }
+        #expect(wrong == 0)
+        let grownSame = Array(grown.bytes) == all
+        #expect(grownSame, "a buffer grown line by line holds other bytes")
+    }
+}
+
+@Suite struct SessionLineTests {
+    static let strings: [String?] = [
+        nil, "", "Cuff", "BP7000 \"home\" \\ 2", "é\u{7F}\u{9B}x\n\t\u{1}", String(repeating: "long name ", count: 40),
+    ]
+    static let addresses = ["AA:BB:CC:DD:EE:FF", "unix:/tmp/cuff.sock", "simulated", "a\"b\\c\u{1}", ""]
+    static let features: [BloodPressureFeature?] = [
+        nil, BloodPressureFeature(rawValue: 0), BloodPressureFeature(rawValue: 0x0021),
+        BloodPressureFeature(rawValue: 0x01FF), BloodPressureFeature(rawValue: 0xFFFF),
+    ]
+    static let counts: [Int?] = [nil, 0, 1, 123, -1, .max, .min]
+    static let drifts: [Int64?] = [nil, 0, -5, 3600, .min, .max]
+
+    /// Field `k`'s choice for record `i` (each field steps through its list at its own pace).
+    static func pick<T>(_ list: [T], _ i: Int, _ k: Int) -> T {
+        list[(i / [1, 2, 3, 5, 7, 11, 13][k % 7] + k) % list.count]
+    }
+
+    @Test func everyFieldsValues() {
+        var outputs: [SessionOutput] = []
+        for i in 0..<4000 {
+            let device = DeviceInfo(
+                address: Self.pick(Self.addresses, i, 0), name: Self.pick(Self.strings, i, 1),
+                manufacturer: Self.pick(Self.strings, i, 2), model: Self.pick(Self.strings, i, 3),
+                serial: Self.pick(Self.strings, i, 4), firmware: Self.pick(Self.strings, i, 5),
+                features: Self.pick(Self.features, i, 6))
+            var r = SessionRecord(
+                event: i % 2 == 0 ? .start : .end, device: device,
+                at: EventTime(monotonic: .zero, wallMicros: Self.pick(ProgressLineTests.wallMicros, i, 3)),
+                outcome: Self.pick([nil] + SessionOutcome.allCases, i, 2),
+                measurements: Self.pick(Self.counts, i, 4) ?? 7,
+                message: Self.pick(Self.strings, i, 6), clockDriftSeconds: Self.pick(Self.drifts, i, 5))
+            r.attRequests = Self.pick(Self.counts, i, 1)
+            r.attRequestsBeforeReading = Self.pick(Self.counts, i, 5)
+            r.gattCache = Self.pick([nil] + GATTCacheUse.allCases, i, 3)
+            outputs.append(.session(r))
+        }
+        OneGoLines.check(outputs) { buffer, o in
+            guard case let .session(s) = o else { return }
+            buffer.append(session: s)
+        }
+    }
+}
