@@ -12,20 +12,22 @@ public struct QuirkProfile: Sendable, Hashable {
     /// Stored with each record (the store's `quirks` column), so the raw bytes decode again alike.
     public struct Options: OptionSet, Sendable, Hashable {
         public let rawValue: UInt8
-        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+        // (Computed, inlinable: a stored `static let` is a lazily initialised global, read
+        // through an accessor call on every cuff-pressure value the replay's short path takes.)
         /// A User ID byte follows the pulse rate even when flags bit 3 is clear.
-        public static let userIDWithoutFlag = Options(rawValue: 1)
+        @inlinable public static var userIDWithoutFlag: Options { Options(rawValue: 1) }
         /// Pulse Rate and Measurement Status are big-endian.
-        public static let bigEndianPulseAndStatus = Options(rawValue: 2)
+        @inlinable public static var bigEndianPulseAndStatus: Options { Options(rawValue: 2) }
         /// Systolic, diastolic, MAP and pulse are unsigned 16-bit integers, not SFLOAT.
-        public static let unsignedIntegerValues = Options(rawValue: 4)
+        @inlinable public static var unsignedIntegerValues: Options { Options(rawValue: 4) }
         /// A mean arterial pressure of 0 means "not measured" (decoded as NaN).
-        public static let zeroMeanArterialPressureAbsent = Options(rawValue: 8)
+        @inlinable public static var zeroMeanArterialPressureAbsent: Options { Options(rawValue: 8) }
         /// Reserved Flags and Measurement Status bits are set by the cuff: noted once as a quirk,
         /// not as the RFU warnings a strict decode gives.
-        public static let reservedBitsExpected = Options(rawValue: 16)
+        @inlinable public static var reservedBitsExpected: Options { Options(rawValue: 16) }
         /// Systolic, diastolic and MAP all NaN: the cuff's error reading (warning `error_reading`).
-        public static let allNaNIsErrorReading = Options(rawValue: 32)
+        @inlinable public static var allNaNIsErrorReading: Options { Options(rawValue: 32) }
     }
 
     /// Deviations of the session: what a client must do differently with this cuff.

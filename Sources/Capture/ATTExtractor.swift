@@ -158,7 +158,9 @@ public struct ATTExtractor: Sendable {
         }
     }
 
-    /// ``singleFrame(_:)`` of an ACL record's parts (a payload lent by a reader).
+    /// ``singleFrame(_:)`` of an ACL record's parts (a payload lent by a reader). (Always
+    /// inlined: the replay asks for nearly every record.)
+    @inline(__always)
     mutating func singleFrame(adapter: UInt16, direction: HCIDirection, payload: UnsafeRawBufferPointer) -> SingleFrame?
     {
         guard payload.count >= 8 else { return nil }

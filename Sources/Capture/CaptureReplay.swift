@@ -191,10 +191,19 @@ public struct CaptureReplay: Sendable {
             relay(&out) { o, into in o.connected(at: at, into: &into) }
         }
 
+        /// `deadlinesDone`: no deadline of this connection's is before `at` (see
+        /// ``SessionObserver/pduAfterDeadlines(_:fromCentral:at:into:)``).
         @inline(__always)
-        func pdu(_ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, into out: inout [Output]) {
+        func pdu(
+            _ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, deadlinesDone: Bool,
+            into out: inout [Output]
+        ) {
             guard followed else {
-                session.pdu(raw, fromCentral: fromCentral, at: at, into: &out)
+                if deadlinesDone {
+                    session.pduAfterDeadlines(raw, fromCentral: fromCentral, at: at, into: &out)
+                } else {
+                    session.pdu(raw, fromCentral: fromCentral, at: at, into: &out)
+                }
                 if session.handsOver { handOver(at, &out) }
                 return
             }
@@ -325,10 +334,11 @@ public struct CaptureReplay: Sendable {
         }
         lastTimestamp = record.timestamp
         if let e = earliest, e < record.timestamp { fireDeadlines(before: record.timestamp, &out) }
+        // (The deadlines before this record just fired: none is left before it.)
         att(
             adapter: f.adapter, handle: f.connectionHandle, direction: f.direction,
             pdu: UnsafeRawBufferPointer(rebasing: record.payload[f.pdu]), timestamp: record.timestamp,
-            accessAddress: nil, &out)
+            accessAddress: nil, deadlinesDone: true, &out)
         return true
     }
 
@@ -517,16 +527,35 @@ public struct CaptureReplay: Sendable {
         }
     }
 
+    /// One ATT PDU to its connection. `deadlinesDone`: no session deadline is before `timestamp`
+    /// (the caller fired them, and ``earliest`` is every open session's earliest, exactly).
+    /// (Always inlined: the next PDU on the same link, most of them, then costs no call.)
+    @inline(__always)
     mutating func att(
         adapter: UInt16, handle: UInt16, direction: ATTDirection, pdu: UnsafeRawBufferPointer, timestamp: Timestamp,
-        accessAddress: UInt32?, _ out: inout [Output]
+        accessAddress: UInt32?, deadlinesDone: Bool = false, _ out: inout [Output]
     ) {
         let key = Key(adapter: adapter, handle: handle)
         guard let opcode = pdu.first else { return }
         if hotKey == key, let hotConnection {
-            hotConnection._withUnsafeGuaranteedRef { deliver($0, opcode, direction, pdu, timestamp, &out) }
+            hotConnection._withUnsafeGuaranteedRef {
+                deliver($0, opcode, direction, pdu, timestamp, deadlinesDone: deadlinesDone, &out)
+            }
             return
         }
+        newAtt(key, opcode, direction, pdu, timestamp, accessAddress, deadlinesDone, &out)
+    }
+
+    /// ``att(adapter:handle:direction:pdu:timestamp:accessAddress:deadlinesDone:_:)`` on another
+    /// link than the last PDU's (out of line: the same link's next PDU, most of them, does not
+    /// pay for this part's stack frame).
+    @inline(never)
+    mutating func newAtt(
+        _ key: Key, _ opcode: UInt8, _ direction: ATTDirection, _ pdu: UnsafeRawBufferPointer, _ timestamp: Timestamp,
+        _ accessAddress: UInt32?, _ deadlinesDone: Bool, _ out: inout [Output]
+    ) {
+        let adapter = key.adapter, handle = key.handle
+        var deadlinesDone = deadlinesDone
         let c: Connection
         if let known = connections[key] {
             c = known
@@ -545,6 +574,7 @@ public struct CaptureReplay: Sendable {
             if localIsCentral {
                 c = newConnection(address, sniffed: sniffed)
                 c.connected(at: SessionObserver.eventTime(timestamp), into: &out)
+                deadlinesDone = false  // (its own, just set, are not in `earliest`)
             } else {
                 if configuration.logs {
                     out.append(
@@ -558,13 +588,14 @@ public struct CaptureReplay: Sendable {
         }
         hotKey = key
         hotConnection = .passUnretained(c)
-        deliver(c, opcode, direction, pdu, timestamp, &out)
+        deliver(c, opcode, direction, pdu, timestamp, deadlinesDone: deadlinesDone, &out)
     }
 
     /// One ATT PDU to its connection's session.
+    @inline(__always)
     mutating func deliver(
         _ c: Connection, _ opcode: UInt8, _ direction: ATTDirection, _ pdu: UnsafeRawBufferPointer,
-        _ timestamp: Timestamp, _ out: inout [Output]
+        _ timestamp: Timestamp, deadlinesDone: Bool, _ out: inout [Output]
     ) {
         guard c.central else { return }
         let fromCentral: Bool
@@ -573,7 +604,9 @@ public struct CaptureReplay: Sendable {
         case .toLocal, .peripheralToCentral: fromCentral = false
         case .unknown: fromCentral = CaptureReplay.isClientOpcode(opcode) ?? false
         }
-        c.pdu(pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(timestamp), into: &out)
+        c.pdu(
+            pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(timestamp), deadlinesDone: deadlinesDone,
+            into: &out)
         if connections.count == 1 {
             earliest = c.deadline
         } else {

@@ -969,8 +969,11 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         out.append(.emit(.progress(cuffPressure(pressure, unit, at))))
     }
 
-    /// A decoded cuff pressure: phase tracking, and the progress record.
-    mutating func cuffPressure(_ pressure: SFloat, _ unit: PressureUnit, _ at: EventTime) -> ProgressRecord {
+    /// A decoded cuff pressure: phase tracking, and the progress record. (Always inlined: the
+    /// replay's short path calls it for most of a capture's records.)
+    @inline(__always) mutating func cuffPressure(_ pressure: SFloat, _ unit: PressureUnit, _ at: EventTime)
+        -> ProgressRecord
+    {
         // The first cuff pressure since the last live result starts a measurement.
         var m = measurement ?? Measurement(start: at.monotonic)
         burstDeadline = nil
