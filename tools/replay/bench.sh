@@ -88,6 +88,10 @@ fi
 summary cuff cuff "$runs"
 if [ -n "$short" ]; then
   echo "default vs --jobs 1: $(echo "$jobs1_median / $median" | bc -l | cut -c1-6)× the speed of --jobs 1 (medians)"
+  # (ReplayJob.defaultThreads: one replay thread on 2 CPUs or fewer.)
+  if [ "$(nproc)" -le 2 ]; then
+    echo "  (on $(nproc) CPUs the default runs one replay thread, as --jobs 1 does: a difference is the machine's noise)"
+  fi
 fi
 if [ "${TSHARK:-1}" = 0 ]; then
   echo "tshark: skipped (TSHARK=0)"
