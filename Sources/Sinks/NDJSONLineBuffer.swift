@@ -129,24 +129,11 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
                 ? #"{"type":"session","event":"start","device":{"address":"#
                 : #"{"type":"session","event":"end","device":{"address":"#)
         quoted(s.device.address)
-        fragment(#","name":"#)
-        optional(s.device.name)
-        fragment(#","manufacturer":"#)
-        optional(s.device.manufacturer)
-        fragment(#","model":"#)
-        optional(s.device.model)
-        fragment(#","serial":"#)
-        optional(s.device.serial)
+        nameToSerial(of: s.device)
         fragment(#","firmware":"#)
         optional(s.device.firmware)
-        fragment(#"},"name":"#)
-        optional(s.device.name)
-        fragment(#","manufacturer":"#)
-        optional(s.device.manufacturer)
-        fragment(#","model":"#)
-        optional(s.device.model)
-        fragment(#","serial":"#)
-        optional(s.device.serial)
+        fragment("}")
+        nameToSerial(of: s.device)
         fragment(#","address":"#)
         quoted(s.device.address)
         fragment(#","features":"#)
@@ -188,6 +175,18 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
         } else {
             fragment("\"}\n")
         }
+    }
+
+    /// `,"name":…,"manufacturer":…,"model":…,"serial":…` (in the device object and again beside it).
+    @inline(__always) private func nameToSerial(of d: DeviceInfo) {
+        fragment(#","name":"#)
+        optional(d.name)
+        fragment(#","manufacturer":"#)
+        optional(d.manufacturer)
+        fragment(#","model":"#)
+        optional(d.model)
+        fragment(#","serial":"#)
+        optional(d.serial)
     }
 
     /// A constant run of JSON text (room made for it).
