@@ -66,7 +66,10 @@ public struct SFloat: Sendable, Hashable, RawRepresentable, CustomStringConverti
     static let powersOfTen: [Double] = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10]
 
     /// The name a special value prints as: "NaN", "NRes", "+INF", "-INF", "reserved".
-    public var specialName: String? {
+    public var specialName: String? { specialNameConstant?.description }
+
+    /// ``specialName`` as a constant (for writers that copy it as it is).
+    @inlinable public var specialNameConstant: StaticString? {
         switch value {
         case .finite: nil
         case .nan: "NaN"

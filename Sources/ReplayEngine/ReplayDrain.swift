@@ -76,14 +76,11 @@ final class ReplayDrain: @unchecked Sendable {
                         try direct.write(progress: p)
                         continue
                     }
-                    switch b[i] {
-                    case let .emit(e):
+                    if case let .emit(e) = b[i] {
                         if showsRecords { presenter.show(b[i]) }
                         try direct.write(e)
-                    case .warning:
+                    } else {
                         show(b[i])
-                    case .log, .notice:
-                        presenter.show(b[i])
                     }
                 } catch {
                     return failed(error)

@@ -82,10 +82,9 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
         var ms = Int(x)
         let f = x - Double(ms)
         if f >= 0.5 { ms += 1 } else if f <= -0.5 { ms -= 1 }
-        let raw = p.cuffPressure.rawValue
-        let e = Int(Int16(bitPattern: raw) >> 12)
-        let special = raw >= 0x07FE && raw <= 0x0802
-        guard abs(ms) < 1_000_000_000_000, ms != 0 || x.sign == .plus, special || (e >= -3 && e <= 5) else {
+        let special = p.cuffPressure.specialNameConstant
+        let e = Int(p.cuffPressure.exponent)
+        guard abs(ms) < 1_000_000_000_000, ms != 0 || x.sign == .plus, special != nil || (e >= -3 && e <= 5) else {
             appendWritten(.progress(p))
             return count
         }
@@ -97,16 +96,12 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
         } else {
             Self.put(#"{"type":"progress","phase":"deflating","cuff_pressure":"#, &q)
         }
-        if special {
-            switch raw {
-            case 0x07FF: Self.put(#""NaN""#, &q)
-            case 0x0800: Self.put(#""NRes""#, &q)
-            case 0x07FE: Self.put(#""+INF""#, &q)
-            case 0x0802: Self.put(#""-INF""#, &q)
-            default: Self.put(#""reserved""#, &q)
-            }
+        if let special {
+            Self.put(0x22, &q)
+            Self.put(special, &q)
+            Self.put(0x22, &q)
         } else {
-            Self.decimal(Int(Int16(bitPattern: raw << 4) >> 4), exponent: e, &q)
+            Self.decimal(Int(p.cuffPressure.mantissa), exponent: e, &q)
         }
         if p.unit == .mmHg {
             Self.put(#","unit":"mmHg","elapsed":"#, &q)
