@@ -141,21 +141,7 @@ public enum BTSnoop {
         _ record: inout HCIRecord, header: RecordHeader, body: UnsafeRawBufferPointer, datalink: BTSnoopDatalink,
         fileOffset: Int64
     ) {
-        let view = RecordView(header: header, body: body, datalink: datalink, fileOffset: fileOffset)
-        record.direction = view.direction
-        record.kind = view.kind
-        record.adapterIndex = view.adapterIndex
-        record.originalLength = view.originalLength
-        record.timestamp = view.timestamp
-        record.fileOffset = fileOffset
-        let payload = view.payload
-        if record.payload.count == payload.count {
-            // The same length as the record before (the common case): copy over it, no resize.
-            record.payload.withUnsafeMutableBytes { $0.copyMemory(from: payload) }
-        } else {
-            record.payload.removeAll(keepingCapacity: true)
-            record.payload.append(contentsOf: payload.assumingMemoryBound(to: UInt8.self))  // typed: one memcpy
-        }
+        record.refill(from: RecordView(header: header, body: body, datalink: datalink, fileOffset: fileOffset))
     }
 
     /// Encodes one record (header + body) for `datalink`.
@@ -204,6 +190,19 @@ struct RecordView {
     var fileOffset: Int64
     var payload: UnsafeRawBufferPointer
 
+    init(
+        timestamp: Timestamp, adapterIndex: UInt16, direction: HCIDirection, kind: HCIPacketKind, originalLength: Int,
+        fileOffset: Int64, payload: UnsafeRawBufferPointer
+    ) {
+        self.timestamp = timestamp
+        self.adapterIndex = adapterIndex
+        self.direction = direction
+        self.kind = kind
+        self.originalLength = originalLength
+        self.fileOffset = fileOffset
+        self.payload = payload
+    }
+
     /// A record's fields, with `payload` its payload's bytes.
     init(_ record: HCIRecord, payload: UnsafeRawBufferPointer) {
         timestamp = record.timestamp
@@ -238,5 +237,33 @@ struct RecordView {
         }
         timestamp = BTSnoop.timestamp(fromBTSnoop: header.timestamp)
         self.fileOffset = fileOffset
+    }
+}
+
+extension HCIRecord {
+    /// The record `view` lends, its payload copied.
+    init(_ view: RecordView) {
+        self.init(
+            timestamp: view.timestamp, adapterIndex: view.adapterIndex, direction: view.direction, kind: view.kind,
+            payload: Array(view.payload.assumingMemoryBound(to: UInt8.self)), originalLength: view.originalLength,
+            fileOffset: view.fileOffset)
+    }
+
+    /// Makes this record the one `view` lends (the payload's storage is reused).
+    mutating func refill(from view: RecordView) {
+        direction = view.direction
+        kind = view.kind
+        adapterIndex = view.adapterIndex
+        originalLength = view.originalLength
+        timestamp = view.timestamp
+        fileOffset = view.fileOffset
+        let payload = view.payload
+        if self.payload.count == payload.count {
+            // The same length as the record before (the common case): copy over it, no resize.
+            self.payload.withUnsafeMutableBytes { $0.copyMemory(from: payload) }
+        } else {
+            self.payload.removeAll(keepingCapacity: true)
+            self.payload.append(contentsOf: payload.assumingMemoryBound(to: UInt8.self))  // typed: one memcpy
+        }
     }
 }

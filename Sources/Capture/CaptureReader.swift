@@ -209,13 +209,36 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
     /// left as it was (`.taken`); otherwise, or for a record that is not in the buffer whole or
     /// not btsnoop, `record` is filled as `next(into:)` fills it (`.record`).
     mutating func next(into record: inout HCIRecord, lending take: (RecordView) -> Bool) throws(CaptureError) -> Lent {
-        if case .btsnoop(let datalink) = state {
+        switch state {
+        case .btsnoop(let datalink):
             do {
                 return try nextBTSnoop(datalink, into: &record, lending: take)
             } catch {
                 if !error.isRecoverable { state = .finished }
                 throw error
             }
+        case .pcap(let file):
+            // A well-formed record whole in the buffer is lent from there; the rest (a cut, an
+            // oversize length, a cut pseudo-header) goes the checked way, which names the problem.
+            let at = input.offset
+            var short = input.withBuffered { Self.bufferedPcap($0, file, into: &record, at: at, lending: take) }
+            if case let .need(n) = short, try input.fill(n) >= n {
+                short = input.withBuffered { Self.bufferedPcap($0, file, into: &record, at: at, lending: take) }
+            }
+            if case .done = short { return .record }
+            if case .taken = short { return .taken }
+        case .pcapng(let st):
+            // The same for an Enhanced Packet Block on a known interface; every other block (and
+            // anything the checked way must name) goes that way.
+            let at = input.offset
+            var short = input.withBuffered { Self.bufferedPcapng($0, st, into: &record, at: at, lending: take) }
+            if case let .need(n) = short, try input.fill(n) >= n {
+                short = input.withBuffered { Self.bufferedPcapng($0, st, into: &record, at: at, lending: take) }
+            }
+            if case .done = short { return .record }
+            if case .taken = short { return .taken }
+        case .start, .finished:
+            break
         }
         guard let r = try next() else { return .end }
         record = r
@@ -299,8 +322,8 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
     private mutating func bufferedBTSnoop(
         _ datalink: BTSnoopDatalink, into record: inout HCIRecord, at recordOffset: Int64,
         lending take: (RecordView) -> Bool
-    ) -> BTSnoopShortPath {
-        input.withBuffered { raw -> (consumed: Int, result: BTSnoopShortPath) in
+    ) -> ShortPath {
+        input.withBuffered { raw -> (consumed: Int, result: ShortPath) in
             guard raw.count >= BTSnoop.recordHeaderLength else { return (0, .need(BTSnoop.recordHeaderLength)) }
             let header = BTSnoop.RecordHeader(loading: raw)
             let included = Int(header.includedLength)
@@ -346,7 +369,75 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             timestamp: header.timestamp, interface: 0, fileOffset: recordOffset)
     }
 
+    /// One pcap record whole at the start of `raw`, lent to `take` (or, when it declines,
+    /// filled into `record`) with the bytes it used; `.checked` for a record the checked path
+    /// must read (an oversize length, a pseudo-header cut short).
+    @inline(__always)
+    private static func bufferedPcap(
+        _ raw: UnsafeRawBufferPointer, _ file: Pcap.FileHeader, into record: inout HCIRecord, at offset: Int64,
+        lending take: (RecordView) -> Bool
+    ) -> (consumed: Int, result: ShortPath) {
+        guard raw.count >= Pcap.recordHeaderLength else { return (0, .need(Pcap.recordHeaderLength)) }
+        let header = Pcap.RecordHeader(loading: raw, file)
+        guard header.includedLength <= HCIRecord.maximumPayloadLength else { return (0, .checked) }
+        let total = Pcap.recordHeaderLength + Int(header.includedLength)
+        guard raw.count >= total else { return (0, .need(total)) }
+        guard
+            let view = LinkType.view(
+                linkType: file.linkType, data: UnsafeRawBufferPointer(rebasing: raw[Pcap.recordHeaderLength..<total]),
+                originalLength: Int(header.originalLength), timestamp: header.timestamp, interface: 0,
+                fileOffset: offset)
+        else { return (0, .checked) }
+        return lend(view, consumed: total, into: &record, take)
+    }
+
+    /// Lends `view` to `take`, or fills it into `record` when `take` declines.
+    @inline(__always)
+    private static func lend(
+        _ view: RecordView, consumed: Int, into record: inout HCIRecord, _ take: (RecordView) -> Bool
+    ) -> (consumed: Int, result: ShortPath) {
+        if take(view) { return (consumed, .taken) }
+        record.refill(from: view)
+        return (consumed, .done)
+    }
+
     // MARK: - pcapng
+
+    /// One Enhanced Packet Block whole at the start of `raw`, as ``bufferedPcap`` reads a pcap
+    /// record; `.checked` for any other block and for anything ``nextPcapng(_:)`` would throw at
+    /// or skip (a bad length or trailer, an unknown interface, an unusable timestamp, a cut
+    /// pseudo-header).
+    @inline(__always)
+    private static func bufferedPcapng(
+        _ raw: UnsafeRawBufferPointer, _ st: PcapngState, into record: inout HCIRecord, at offset: Int64,
+        lending take: (RecordView) -> Bool
+    ) -> (consumed: Int, result: ShortPath) {
+        // Type, length, interface id, timestamp (2), captured and original length, then the
+        // packet and, after any options, the length again.
+        let fields = 28
+        guard raw.count >= 8 else { return (0, .need(8)) }
+        let big = st.endian.big
+        @inline(__always) func u32(_ at: Int) -> UInt32 {
+            let v = raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)
+            return big ? UInt32(bigEndian: v) : UInt32(littleEndian: v)
+        }
+        let length = Int(u32(4))
+        guard u32(0) == Pcapng.enhancedPacketType, length >= fields + 4, length % 4 == 0,
+            length <= Pcapng.maximumBufferedBlock
+        else { return (0, .checked) }
+        guard raw.count >= length else { return (0, .need(length)) }
+        let id = Int(u32(8))
+        let captured = Int(u32(20))
+        guard u32(length - 4) == UInt32(length), captured <= length - 4 - fields, id < st.interfaces.count,
+            let interface = st.interfaces[id],
+            let timestamp = interface.timestamp(ticks: UInt64(u32(12)) << 32 | UInt64(u32(16))),
+            let view = LinkType.view(
+                linkType: interface.linkType, data: UnsafeRawBufferPointer(rebasing: raw[fields..<(fields + captured)]),
+                originalLength: Int(u32(24)), timestamp: timestamp, interface: UInt16(truncatingIfNeeded: id),
+                fileOffset: offset)
+        else { return (0, .checked) }
+        return lend(view, consumed: length, into: &record, take)
+    }
 
     /// Reads one block; returns a record for a packet block, nil for any other block.
     private mutating func nextPcapng(_ st: inout PcapngState) throws(CaptureError) -> HCIRecord? {
@@ -502,8 +593,8 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
     }
 }
 
-/// What the btsnoop short path found: a record read, more bytes needed, or a case for the checked path.
-enum BTSnoopShortPath { case done, taken, need(Int), checked }
+/// What a reader's short path found: a record read or taken, more bytes needed, or a case for the checked path.
+enum ShortPath { case done, taken, need(Int), checked }
 
 extension CaptureReader where Source == FileByteSource {
     /// Opens the capture at `path`.

@@ -63,11 +63,22 @@ enum Pcap {
     }
 
     static func parseRecordHeader(_ bytes: ArraySlice<UInt8>, _ h: FileHeader) -> RecordHeader {
-        var r = ByteReader(bytes)
-        func u32() -> UInt32 { h.bigEndian ? r.readUInt32BigEndian()! : r.readUInt32()! }
-        let sec = Int64(u32())
-        let frac = Int64(u32())
-        let ns = sec * 1_000_000_000 + (h.nanoseconds ? frac : frac * 1000)
-        return RecordHeader(timestamp: Timestamp(nanoseconds: ns), includedLength: u32(), originalLength: u32())
+        bytes.withUnsafeBytes { RecordHeader(loading: $0, h) }
+    }
+}
+
+extension Pcap.RecordHeader {
+    /// The record header in the first 16 bytes of `raw` (which must hold them).
+    @inline(__always)
+    init(loading raw: UnsafeRawBufferPointer, _ h: Pcap.FileHeader) {
+        @inline(__always) func u32(_ at: Int) -> UInt32 {
+            let v = raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)
+            return h.bigEndian ? UInt32(bigEndian: v) : UInt32(littleEndian: v)
+        }
+        let sec = Int64(u32(0))
+        let frac = Int64(u32(4))
+        self.init(
+            timestamp: Timestamp(nanoseconds: sec * 1_000_000_000 + (h.nanoseconds ? frac : frac * 1000)),
+            includedLength: u32(8), originalLength: u32(12))
     }
 }
