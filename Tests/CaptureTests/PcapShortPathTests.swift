@@ -130,7 +130,8 @@ struct PcapShortPathTests {
         var out: [(String, [UInt8])] = []
         for big in [false, true] {
             for nano in [false, true] {
-                out.append(("pcap 254 big \(big) ns \(nano)", pcap(records, linkType: 254, bigEndian: big, nanoseconds: nano)))
+                let bytes = pcap(records, linkType: 254, bigEndian: big, nanoseconds: nano)
+                out.append(("pcap 254 big \(big) ns \(nano)", bytes))
             }
             out.append(("pcapng big \(big)", pcapng(records, bigEndian: big)))
         }
@@ -144,7 +145,9 @@ struct PcapShortPathTests {
         for source in Self.sources {
             for (name, bytes) in Self.files(source) {
                 let expected = Self.read(bytes, inPlace: false, chunkSize: 64 * 1024)
-                #expect(expected.allSatisfy { if case .success = $0 { true } else { false } } || name.hasPrefix("pcapng"))
+                // (Only pcapng has an error: its interface of a link type we do not decode.)
+                let failures = expected.filter { if case .failure = $0 { true } else { false } }.count
+                #expect(failures == (name.hasPrefix("pcapng") ? 1 : 0), "\(name)")
                 for chunk in [64 * 1024, 1000, 23] {
                     let got = Self.read(bytes, inPlace: true, chunkSize: chunk)
                     #expect(Self.difference(got, expected) == nil, "\(name), chunk \(chunk)")
