@@ -26,7 +26,8 @@ struct OmronGATTCacheCLITests {
                 ["simulate", "--model", "HEM-7361T", "--listen", "unix:" + socket, "--speed", "100", "--seed", "5"]
                     + simulate, stderr: s.path("sim.err"))
             #expect(waitUntil(10) { FileManager.default.fileExists(atPath: self.socket) })
-            let r = try CLI.run(["measure", "--connect", "unix:" + socket, "--timeout", "60"] + measure, environment: env)
+            let r = try CLI.run(
+                ["measure", "--connect", "unix:" + socket, "--timeout", "60"] + measure, environment: env)
             sim.signal(SIGINT)
             #expect(sim.wait(timeout: 10) == 0)
             return r
@@ -91,7 +92,8 @@ struct OmronGATTCacheCLITests {
         #expect(results.allSatisfy { $0.status == 0 }, "\(moved.stderr.suffix(800))")
         let ends = try results.map(Self.end)
         #expect(ends.map { $0["gatt_cache"] as? String } == ["miss", "stale", "hit"], "\(moved.stderr)")
-        #expect(moved.stderr.contains("Invalid Handle") && moved.stderr.contains("discovering the cuff's handles again"))
+        #expect(
+            moved.stderr.contains("Invalid Handle") && moved.stderr.contains("discovering the cuff's handles again"))
         let records = try Self.raws(first)
         #expect(!records.isEmpty && results.allSatisfy { (try? Self.raws($0)) == records })
         #expect(Self.requests(ends[2]) < Self.requests(ends[0]) - 10)

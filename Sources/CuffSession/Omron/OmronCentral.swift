@@ -436,7 +436,8 @@ public struct OmronCentral: CuffProtocolSession {
     mutating func hashChecked(
         _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime, _ out: inout [Output]
     ) {
-        guard let known = cache.known else { return }
+        // The client itself failed: its `.failed` action says why, once.
+        guard let known = cache.known, client.failure == nil else { return }
         switch result {
         case let .success(.value(v)) where cache.hashMatches(v):
             return useCache(known, at, &out)
