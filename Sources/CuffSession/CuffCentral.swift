@@ -39,22 +39,15 @@ public struct CuffCentral: CuffProtocolSession {
     var heldIndication: (handle: UInt16, value: [UInt8])?
     public private(set) var handOver: DiscoveredLink?
 
-    // GATT cache
-    /// What an earlier session learned (``CuffSessionConfiguration/gattCache``), nil when nothing.
-    let known: LearnedCuff?
+    /// The GATT cache: what an earlier session learned, and how this one uses it.
+    var cache: GATTCacheState
     /// How this session used the cache so far (the end record's `gatt_cache`).
-    public private(set) var cacheUse: GATTCacheUse
-    public var gattCacheUse: GATTCacheUse? { cacheUse }
-    /// True while the handles in use are the cache's, not confirmed by this connection's discovery.
-    var usingCache = false
-    var mtuExchanged = false
-    var databaseHash: [UInt8]?
+    public var cacheUse: GATTCacheUse { cache.use }
+    public var gattCacheUse: GATTCacheUse? { cache.use }
+    var known: LearnedCuff? { cache.known }
+    var usingCache: Bool { cache.usingCache }
     /// The planned reads' values (from the cuff, or from the cache), for ``learned``.
     var readValues: [CuffCharacteristic: [UInt8]] = [:]
-    /// Discoveries made after the first (a changed database), bounded so a cuff that keeps saying
-    /// Service Changed cannot keep the session discovering.
-    var rediscoveries = 0
-    static let maximumRediscoveries = 2
     /// Requests the client had sent when the first reading arrived.
     var requestsBeforeReading: Int?
     /// The session's and the client's actions for one event, kept between events (emptied, their
@@ -65,29 +58,16 @@ public struct CuffCentral: CuffProtocolSession {
     public init(configuration: CuffSessionConfiguration, preferredMTU: UInt16 = 247) {
         session = CuffSessionMachine(configuration: configuration)
         client = GATTClient(preferredMTU: preferredMTU)
-        switch configuration.gattCache {
-        case .off:
-            known = nil
-            cacheUse = .off
-        case let .on(k):
-            // A cache file of another device (a copied file) is not this cuff's.
-            known = k?.address == configuration.address ? k : nil
-            cacheUse = .miss
-        }
+        cache = GATTCacheState(configuration.gattCache, address: configuration.address)
     }
 
     /// What this session learned about the cuff, for the GATT cache: set once discovery (or the
     /// cache) gave the handles, with the values read since; nil with the cache off, before that,
     /// and after a hand-over to another protocol.
     public var learned: LearnedCuff? {
-        guard cacheUse != .off, let gattProfile, handOver == nil else { return nil }
-        var values = known.map { cacheUse == .hit ? $0.values : [:] } ?? [:]
-        values.merge(readValues) { $1 }
-        let hash = cacheUse == .hit ? known?.databaseHash : databaseHash
-        return LearnedCuff(
-            address: session.configuration.address,
-            mtu: cacheUse == .hit && !mtuExchanged ? known?.mtu ?? client.mtu : client.mtu,
-            databaseHash: hash, profile: gattProfile, values: values)
+        guard handOver == nil else { return nil }
+        return cache.learned(
+            address: session.configuration.address, profile: gattProfile, mtu: client.mtu, values: readValues)
     }
 
     public var state: CuffSessionMachine.State { session.state }
@@ -332,18 +312,17 @@ public struct CuffCentral: CuffProtocolSession {
             return
         case let (.hashCheck, .success(.value(v))):
             guard let known else { return }
-            if v == known.databaseHash { return useCache(known, at, &out) }
-            cacheUse = .stale
+            if cache.hashMatches(v) { return useCache(known, at, &out) }
             out.append(.log("the cuff's Database Hash changed: discovering its handles again"))
             discover(at, &out)
         case let (.hashCheck, .failure(e)):
             if e.code == .securityRefused { return sessionStep(.securityRefused(e.message, at), at, &out) }
-            cacheUse = .stale
+            cache.use = .stale
             out.append(
                 .log("the cuff's Database Hash could not be read (\(e.message)): discovering its handles again"))
             discover(at, &out)
         case let (.hashRead, .success(.value(v))):
-            databaseHash = v
+            cache.databaseHash = v
         case (.hashRead, .failure), (.serviceChangedSubscription, _):
             return
         case let (.discovery, .success(.profile(profile))):
@@ -375,7 +354,9 @@ public struct CuffCentral: CuffProtocolSession {
             return sessionStep(.subscribed(c, at), at, &out)
         case let (.read(c), .failure(e)), let (.write(c), .failure(e)), let (.subscribe(c), .failure(e)):
             if e.code == .securityRefused { return sessionStep(.securityRefused(e.message, at), at, &out) }
-            if usingCache, Self.showsStaleHandle(e, subscribing: { if case .subscribe = p { true } else { false } }()) {
+            if usingCache,
+                GATTCacheState.showsStaleHandle(e, subscribing: { if case .subscribe = p { true } else { false } }())
+            {
                 return invalidate("\(c.rawValue) at its cached handle failed: \(e.message)", at, &out)
             }
             return sessionStep(.requestFailed(c, e.message, at), at, &out)
@@ -395,8 +376,8 @@ public struct CuffCentral: CuffProtocolSession {
 
     /// Exchange MTU, unless this connection did already.
     mutating func exchangeMTUOnce(_ at: EventTime, _ out: inout [Output]) {
-        guard !mtuExchanged else { return }
-        mtuExchanged = true
+        guard !cache.mtuExchanged else { return }
+        cache.mtuExchanged = true
         let now = at.monotonic
         request(.mtu, at, &out) { $0.exchangeMTU(now: now, into: &$1) }
     }
@@ -405,13 +386,12 @@ public struct CuffCentral: CuffProtocolSession {
     /// time) and the Service Changed subscription (so the cuff can say when its handles change),
     /// queued before the session's own requests.
     mutating func learn(_ profile: GATTProfile, _ at: EventTime, _ out: inout [Output]) {
-        if let h = profile.characteristic(.databaseHash, in: .genericAttribute), h.properties.contains(.read) {
+        let followUps = GATTCacheState.followUps(profile)
+        if let h = followUps.hash {
             let now = at.monotonic
             request(.hashRead, at, &out) { $0.read(h.valueHandle, now: now, into: &$1) }
         }
-        if let sc = profile.characteristic(.serviceChanged, in: .genericAttribute), sc.properties.contains(.indicate),
-            sc.cccdHandle != nil
-        {
+        if let sc = followUps.serviceChanged {
             let now = at.monotonic
             request(.serviceChangedSubscription, at, &out) {
                 $0.subscribe(sc, notify: false, indicate: true, now: now, into: &$1)
@@ -421,8 +401,7 @@ public struct CuffCentral: CuffProtocolSession {
 
     /// The cache's handles, as if discovery had found them (and its values, as if read: ``run(_:_:)``).
     mutating func useCache(_ known: LearnedCuff, _ at: EventTime, _ out: inout [Output]) {
-        cacheUse = .hit
-        usingCache = true
+        cache.hit()
         if session.configuration.logs { out.append(.log("using the GATT cache for \(known.address): no discovery")) }
         let mapped = CuffCentral.map(known.profile)
         // A value over 20 bytes (BPS 1.1's enhanced and record characteristics) needs the larger MTU.
@@ -453,12 +432,9 @@ public struct CuffCentral: CuffProtocolSession {
     /// The handles in use proved wrong: forget them and discover again; the session configures
     /// again on the new ones (results received meanwhile are kept).
     mutating func invalidate(_ why: String, _ at: EventTime, _ out: inout [Output]) {
-        guard rediscoveries < Self.maximumRediscoveries, !session.isFinished else {
+        guard !session.isFinished, cache.invalidate() else {
             return out.append(.log("\(why); not discovering again"))
         }
-        rediscoveries += 1
-        if usingCache { cacheUse = .stale }
-        usingCache = false
         gattProfile = nil
         byHandle = [:]
         byCharacteristic = [:]
@@ -466,19 +442,6 @@ public struct CuffCentral: CuffProtocolSession {
         pending = pending.filter { $0.value == .mtu }
         out.append(.log("\(why): discovering the cuff's handles again"))
         discover(at, &out)
-    }
-
-    /// True for an error that says a cached handle is not what the cache says: no such handle,
-    /// no such attribute, a database out of sync, and on a CCCD (which takes any 2-byte write)
-    /// a refused write.
-    static func showsStaleHandle(_ e: GATTClientError, subscribing: Bool) -> Bool {
-        guard e.code == .attError, let code = e.attError else { return e.code == .noCCCD }
-        switch code {
-        case .invalidHandle, .attributeNotFound, .databaseOutOfSync: return true
-        case .writeNotPermitted, .invalidAttributeValueLength, .requestNotSupported, .readNotPermitted:
-            return subscribing
-        default: return false
-        }
     }
 
     /// Our vendor control point's UUID, parsed once.

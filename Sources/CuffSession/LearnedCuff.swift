@@ -7,10 +7,12 @@ import GATT
 /// its GATT database (services, characteristics, CCCD handles), the values it read once
 /// (Device Information, Blood Pressure Feature, device name), the ATT_MTU it used and the
 /// Database Hash (0x2B2A) when the cuff has one. The GATT cache: the next session to the same
-/// cuff goes straight to its subscriptions and the clock (``CuffCentral``).
+/// cuff goes straight to its subscriptions and the clock (``CuffCentral``), or to the Omron
+/// service's subscriptions and unlock (``OmronCentral``).
 ///
 /// A value: the I/O edge loads it (`GATTCacheStore` in CuffRuntime), passes it in with
-/// ``CuffSessionConfiguration/gattCache``, and saves what ``CuffCentral/learned`` holds at the end.
+/// ``CuffSessionConfiguration/gattCache``, and saves what the session's
+/// ``CuffProtocolSession/learned`` holds at the end.
 public struct LearnedCuff: Sendable, Hashable {
     /// The device's identity: where it was reached (a Bluetooth address, `unix:PATH`).
     public var address: String

@@ -44,22 +44,7 @@ public struct CuffPeripheral: GATTPeripheral {
                     uuid, properties: props, permissions: perms, value: values[c] ?? [], cccdPermissions: cccd
                 ).valueHandle
         }
-        var serviceChanged: AttributeDatabase.CharacteristicHandles?
-        var hashHandle: UInt16?
-        if configuration.serviceChanged || configuration.databaseHash {
-            b.addService(.genericAttribute)
-            if configuration.serviceChanged {
-                serviceChanged = b.addCharacteristic(
-                    .serviceChanged, properties: .indicate, permissions: [], value: [0, 0, 0, 0])
-            }
-            if configuration.databaseHash {
-                hashHandle =
-                    b.addCharacteristic(
-                        .databaseHash, properties: .read, permissions: .read, value: [UInt8](repeating: 0, count: 16)
-                    ).valueHandle
-            }
-        }
-        if configuration.handleGap > 0 { b.skip(to: b.upcomingHandle + configuration.handleGap) }
+        let gattLayout = SimulatedGATTLayout(configuration, &b)
         b.addService(.genericAccess)
         add(.deviceName, .read, .read)
         b.addService(BluetoothUUID(BPSUUID.bloodPressureService))
@@ -91,9 +76,7 @@ public struct CuffPeripheral: GATTPeripheral {
             b.addService(BluetoothUUID(CuffControl.serviceUUID)!)
             add(.cuffControl, .write, .write)
         }
-        var database = b.build()
-        if let hashHandle { database.setValue(Self.databaseHash(database), at: hashHandle) }
-        var server = GATTServer(database: database)
+        var server = GATTServer(database: gattLayout.finish(b.build()))
         server.transactionTimeoutHere = configuration.transactionTimeout
         server.deferredWriteHandles = Set(
             [.cuffControl, .currentTime, .dateTime, .recordAccessControlPoint].compactMap { handles[$0] })
@@ -101,34 +84,7 @@ public struct CuffPeripheral: GATTPeripheral {
         self.machine = machine
         self.handles = handles
         self.characteristicsByHandle = Dictionary(uniqueKeysWithValues: handles.map { ($1, $0) })
-        serviceChangedOnConnect =
-            configuration.indicatesServiceChanged
-            ? serviceChanged.flatMap { sc in sc.cccdHandle.map { (sc.valueHandle, $0) } } : nil
-    }
-
-    /// The Database Hash of `database`: over what Core Vol 3 Part G §7.3.1 names (each service,
-    /// include and characteristic declaration's handle, type and value; each descriptor's handle
-    /// and type), a 128-bit digest (two 64-bit FNV-1a lanes) rather than the AES-CMAC the
-    /// specification asks for: a client only compares it with the value it kept.
-    static func databaseHash(_ database: AttributeDatabase) -> [UInt8] {
-        var lanes: (UInt64, UInt64) = (0xcbf2_9ce4_8422_2325, 0x6c62_272e_07bb_0142)
-        func mix(_ bytes: [UInt8]) {
-            for b in bytes {
-                lanes.0 = (lanes.0 ^ UInt64(b)) &* 0x0000_0100_0000_01b3
-                lanes.1 = (lanes.1 ^ UInt64(b ^ 0x5A)) &* 0x0000_0100_0000_01b3
-            }
-        }
-        let declarations: Set<BluetoothUUID> = [.primaryService, .secondaryService, .include, .characteristic]
-        let descriptors: Set<BluetoothUUID> = [
-            .characteristicExtendedProperties, .characteristicUserDescription,
-            .clientCharacteristicConfiguration, BluetoothUUID(0x2903), BluetoothUUID(0x2904), BluetoothUUID(0x2905),
-        ]
-        for a in database.attributes where declarations.contains(a.type) || descriptors.contains(a.type) {
-            mix([UInt8(a.handle & 0xFF), UInt8(a.handle >> 8)] + a.type.littleEndianBytes)
-            if declarations.contains(a.type) { mix(a.value) }
-        }
-        return withUnsafeBytes(of: lanes.0.littleEndian) { Array($0) }
-            + withUnsafeBytes(of: lanes.1.littleEndian) { Array($0) }
+        serviceChangedOnConnect = gattLayout.serviceChangedOnConnect
     }
 
     public var nextDeadline: Timestamp? { [server.nextDeadline, machine.nextDeadline].compactMap { $0 }.min() }
@@ -139,10 +95,8 @@ public struct CuffPeripheral: GATTPeripheral {
     /// same one, so a reading one of them confirmed is not sent to the next spontaneously.
     public mutating func connected(now: Timestamp, client: String? = nil, into out: inout [Output]) {
         server.reset()
-        if let sc = serviceChangedOnConnect {
-            server.restoreSubscription(cccdHandle: sc.cccd, notify: false, indicate: true)
-            serving({ $0.indicate(handle: sc.value, value: [0x01, 0x00, 0xFF, 0xFF], now: now, into: &$1) }, now, &out)
-        }
+        let sc = serviceChangedOnConnect
+        serving({ SimulatedGATTLayout.connected(sc, &$0, now: now, into: &$1) }, now, &out)
         var actions = takeActions()
         machine.connect(client: client, now: now, into: &actions)
         run(actions: &actions, now, &out)

@@ -48,18 +48,21 @@ public struct OmronPeripheral: GATTPeripheral {
     var cuffScratch = ActionBuffer<OmronSimulator.Action>()
     /// The standard service's Blood Pressure Measurement, when the cuff has one.
     let standardMeasurement: UInt16?
+    /// Service Changed's value and CCCD handles, when the cuff indicates it on connecting.
+    let serviceChangedOnConnect: (value: UInt16, cccd: UInt16)?
     /// `BLESmart_` and 20 hex digits, as Omron cuffs advertise (e.g. `BLESmart_000000BCF95D33C7649F`).
     public var advertisedName = "BLESmart_00000000000000000000"
 
     public init(
         cuff: OmronSimulator, localAtPowerOn: Int64, name: String? = nil, modelNumber: String? = nil,
-        standardService: Bool = false
+        standardService: Bool = false, gatt: SimulatorConfiguration = SimulatorConfiguration()
     ) {
         self.cuff = cuff
         self.localAtPowerOn = localAtPowerOn
         let p = cuff.profile
         var b = AttributeDatabase.Builder()
         var handles: [OmronCharacteristic: UInt16] = [:]
+        let gattLayout = SimulatedGATTLayout(gatt, &b)
         b.addService(.genericAccess)
         b.addCharacteristic(
             BluetoothUUID(0x2A00), properties: .read, permissions: .read, value: Array((name ?? p.id).utf8))
@@ -97,7 +100,8 @@ public struct OmronPeripheral: GATTPeripheral {
                 BluetoothUUID(OmronUUID.unlock)!, properties: [.write, .writeWithoutResponse, .notify],
                 permissions: .write
             ).valueHandle
-        server = GATTServer(database: b.build())
+        server = GATTServer(database: gattLayout.finish(b.build()))
+        serviceChangedOnConnect = gattLayout.serviceChangedOnConnect
         self.handles = handles
         byHandle = Dictionary(uniqueKeysWithValues: handles.map { ($1, $0) })
     }
@@ -109,7 +113,8 @@ public struct OmronPeripheral: GATTPeripheral {
         let cuff = OmronSimulator(
             profile: o.profile, scenario: o.scenario, seed: c.seed, paired: !o.unpaired, localSeconds: c.clockStart)
         self.init(
-            cuff: cuff, localAtPowerOn: c.clockStart, modelNumber: o.modelNumber, standardService: o.standardService)
+            cuff: cuff, localAtPowerOn: c.clockStart, modelNumber: o.modelNumber, standardService: o.standardService,
+            gatt: c)
         server.transactionTimeoutHere = c.transactionTimeout
         var rng = SeededRandom(seed: c.seed ^ 0x4F4D524F4E)
         advertisedName =
@@ -149,6 +154,8 @@ public struct OmronPeripheral: GATTPeripheral {
     public mutating func connected(now: Timestamp, client: String?, into out: inout [PeripheralOutput]) {
         poweredOn(now: now)
         server.reset()
+        let sc = serviceChangedOnConnect
+        serving({ SimulatedGATTLayout.connected(sc, &$0, now: now, into: &$1) }, now, &out)
     }
 
     public mutating func disconnected(now: Timestamp, into out: inout [PeripheralOutput]) {

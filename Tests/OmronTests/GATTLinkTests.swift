@@ -39,10 +39,15 @@ struct GATTLink {
     }
 
     /// The session a driver runs, choosing the protocol and the profile as `cuff measure` does without --model.
-    init(peripheral: OmronPeripheral, localSeconds: Int64 = localNow) {
+    init(
+        peripheral: OmronPeripheral, localSeconds: Int64 = localNow, gattCache: GATTCacheMode = .off,
+        keepUnread: Bool = false
+    ) {
         var c = CuffSessionConfiguration(address: "unix:/test")
         c.localUTCOffsetSeconds = localSeconds - 1_795_622_400
         c.logs = true
+        c.gattCache = gattCache
+        c.omronSync.keepUnread = keepUnread
         central = ProtocolSession(configuration: c)
         self.peripheral = peripheral
     }
@@ -139,6 +144,32 @@ struct GATTLinkTests {
         none.now = mark.now + .seconds(30)
         #expect(none.run() == .noResult)
         #expect(none.measurements.isEmpty)
+    }
+
+    /// The GATT cache in process, on every profile, without --model: a second session given what
+    /// the first learned goes straight to the Omron service (no discovery, no model number read,
+    /// no standard session first), reads the same records, and learns nothing new.
+    @Test(arguments: OmronCatalog.profiles)
+    func aKnownCuffSkipsDiscovery(p: OmronProfile) throws {
+        var peripheral = OmronPeripheral(
+            cuff: OmronSimulator(profile: p, seed: 11, localSeconds: localNow), localAtPowerOn: localNow)
+        peripheral.poweredOn(now: .zero)
+        var first = GATTLink(peripheral: peripheral, gattCache: .on(nil), keepUnread: true)
+        let outcome = first.run()
+        let learned = try #require((first.central as? ProtocolSession)?.learned, "\(first.logs)")
+        #expect(first.end?.gattCache == .miss && !first.measurements.isEmpty)
+        #expect(learned.values[.modelNumber] == Array(p.id.utf8))
+
+        var second = GATTLink(peripheral: first.peripheral, gattCache: .on(learned), keepUnread: true)
+        second.now = first.now + .seconds(30)
+        #expect(second.run() == outcome)
+        #expect(second.end?.gattCache == .hit, "\(second.logs)")
+        #expect(!second.logs.contains { $0.contains("handing the link") }, "\(second.logs)")
+        #expect(second.measurements.map(\.raw) == first.measurements.map(\.raw))
+        #expect(second.measurements.map(\.device) == first.measurements.map(\.device))
+        let before = try #require(first.end?.attRequests), after = try #require(second.end?.attRequests)
+        #expect(after <= before - 8, "\(before) → \(after)")
+        #expect((second.central as? ProtocolSession)?.learned == learned)
     }
 
     @Test func wrongTransportIsServiceMissing() {

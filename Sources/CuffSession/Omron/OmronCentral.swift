@@ -47,6 +47,21 @@ public struct OmronCentral: CuffProtocolSession {
     var clientScratch = ActionBuffer<GATTClientAction>()
     public private(set) var handOver: DiscoveredLink?
 
+    // GATT cache
+    /// What an earlier session learned, and how this one uses it (``GATTCacheState``).
+    var cache: GATTCacheState
+    public var gattCacheUse: GATTCacheUse? { cache.use }
+    /// Device Information's model number as read (or as the cache had it), for ``learned``.
+    var readValues: [CuffCharacteristic: [UInt8]] = [:]
+    var hashCheck: GATTRequestID?
+    var hashRead: GATTRequestID?
+    var serviceChangedSubscription: GATTRequestID?
+    /// The last request submitted, and the last one on handles found wrong: what those answer is ignored.
+    var lastRequest: GATTRequestID?
+    var staleUpTo: GATTRequestID?
+    /// Requests the client had sent when the first reading arrived.
+    var requestsBeforeReading: Int?
+
     /// - Parameter utcOffsetSeconds: seconds east of UTC of the host's local time: the cuff's
     ///   clock holds local time, read and set against `start`'s wall clock plus this.
     /// - Parameter modelForced: `profile` is the user's choice; otherwise discovery's family and
@@ -54,7 +69,8 @@ public struct OmronCentral: CuffProtocolSession {
     public init(
         profile: OmronProfile, options: OmronSyncOptions, device: DeviceInfo, utcOffsetSeconds: Int64,
         note: String? = nil,
-        modelForced: Bool = true, modelHint: String? = nil, standardFallback: Bool = false, preferredMTU: UInt16 = 247
+        modelForced: Bool = true, modelHint: String? = nil, standardFallback: Bool = false, preferredMTU: UInt16 = 247,
+        gattCache: GATTCacheMode = .off
     ) {
         self.profile = profile
         self.modelForced = modelForced
@@ -69,6 +85,22 @@ public struct OmronCentral: CuffProtocolSession {
         if d.model == nil { d.model = profile.id }
         if d.manufacturer == nil { d.manufacturer = "OMRON HEALTHCARE" }
         self.device = d
+        cache = GATTCacheState(gattCache, address: device.address)
+    }
+
+    /// What this session learned about the cuff, for the GATT cache: the database (discovered or
+    /// the cache's), the MTU, the Database Hash and Device Information's model number; nil with the
+    /// cache off, before discovery, and after a hand-over to another protocol. Nothing of the
+    /// Omron memory is kept: the settings block read each session holds the unread counters and
+    /// the clock, which change between sessions, and the records are what a session is for.
+    public var learned: LearnedCuff? {
+        guard handOver == nil else { return nil }
+        return cache.learned(address: device.address, profile: discoveredProfile, mtu: client.mtu, values: readValues)
+    }
+
+    /// True when `profile` has an Omron service (of either family).
+    static func hasOmronService(_ profile: GATTProfile) -> Bool {
+        OmronTransport.allCases.contains { profile.service(BluetoothUUID($0.serviceUUID)!) != nil }
     }
 
     public var isFinished: Bool { outcome != nil }
@@ -89,9 +121,18 @@ public struct OmronCentral: CuffProtocolSession {
     public mutating func start(at: EventTime, into out: inout [Output]) {
         startedAt = at
         out.append(.emit(.session(SessionRecord(event: .start, device: device, at: at))))
-        let now = at.monotonic
-        request(nil, at, &out) { $0.exchangeMTU(now: now, into: &$1) }
-        request(\.discovery, at, &out) { $0.discover(services: [], now: now, into: &$1) }
+        guard let known = cache.known else { return discover(at, &out) }
+        guard Self.hasOmronService(known.profile) else {
+            cache.use = .stale
+            out.append(.log("the GATT cache for \(known.address) has no Omron service: discovering"))
+            return discover(at, &out)
+        }
+        if known.databaseHash != nil {
+            // Read by UUID: the hash's own handle may have moved with the rest.
+            let now = at.monotonic
+            return request(\.hashCheck, at, &out) { $0.read(type: .databaseHash, now: now, into: &$1) }
+        }
+        useCache(known, at, &out)
     }
 
     public mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [Output]) {
@@ -148,6 +189,8 @@ public struct OmronCentral: CuffProtocolSession {
             event: .end, device: device, at: at, outcome: o, measurements: measurements, message: message,
             clockDriftSeconds: session.driftSeconds)
         end.attRequests = client.requestsSent
+        end.attRequestsBeforeReading = requestsBeforeReading
+        end.gattCache = cache.use
         out.append(.emit(.session(end)))
         out.append(.finished(o))
     }
@@ -158,7 +201,10 @@ public struct OmronCentral: CuffProtocolSession {
         _ record: WritableKeyPath<OmronCentral, GATTRequestID?>?, _ at: EventTime, _ out: inout [Output],
         _ submit: (inout GATTClient, inout [GATTClientAction]) -> GATTRequestID
     ) {
-        clientStep(submit, at, &out) { if let record { $0[keyPath: record] = $1 } }
+        clientStep(submit, at, &out) {
+            if let record { $0[keyPath: record] = $1 }
+            $0.lastRequest = $1
+        }
     }
 
     // MARK: GATT → session
@@ -169,13 +215,27 @@ public struct OmronCentral: CuffProtocolSession {
             case let .send(pdu):
                 out.append(.send(pdu))
             case let .completed(id, result):
-                if id == discovery {
+                if let staleUpTo, id.rawValue <= staleUpTo.rawValue {
+                    continue  // a request on handles found wrong since: answered, and ignored
+                } else if id == hashCheck {
+                    hashCheck = nil
+                    hashChecked(result, at, &out)
+                } else if id == hashRead {
+                    if case let .success(.value(v)) = result { cache.databaseHash = v }
+                } else if id == serviceChangedSubscription {
+                    continue
+                } else if id == discovery {
                     discovery = nil
                     discovered(result, at, &out)
                 } else if id == modelRead {
                     modelRead = nil
                     modelNumber(result, at, &out)
                 } else if case let .failure(e) = result, client.failure == nil, outcome == nil {
+                    if cache.usingCache, GATTCacheState.showsStaleHandle(e, subscribing: true),
+                        invalidate("a request on a cached handle failed: \(e.message)", at, &out)
+                    {
+                        continue
+                    }
                     finish(
                         e.code == .securityRefused ? .securityRefused : .protocolError,
                         "GATT request failed: \(e.message)", at, &out)
@@ -213,6 +273,14 @@ public struct OmronCentral: CuffProtocolSession {
             sessionStep(.notified(c, value), at, &out)
             return clientStep({ $0.confirmIndication(into: &$1) }, at, &out)
         }
+        if cache.usingCache,
+            handle == discoveredProfile?.characteristic(.serviceChanged, in: .genericAttribute)?.valueHandle
+        {
+            // Nothing to keep: confirmed at once; the cache's handles may be wrong now.
+            clientStep({ $0.confirmIndication(into: &$1) }, at, &out)
+            _ = invalidate("the cuff indicated Service Changed", at, &out)
+            return
+        }
         let verdict = UninvitedIndication.classify(
             handle: handle, value: value, profile: discoveredProfile, device: device, at: at)
         if case .keep = verdict { measurements += 1 }
@@ -230,6 +298,7 @@ public struct OmronCentral: CuffProtocolSession {
             finish(.protocolError, "discovery failed", at, &out)
             return out.append(.disconnect)
         }
+        if cache.use != .off { learn(gp, at, &out) }
         begin(gp, at, &out)
     }
 
@@ -241,6 +310,7 @@ public struct OmronCentral: CuffProtocolSession {
         if d.model == nil { d.model = profile.id }
         if d.manufacturer == nil { d.manufacturer = "OMRON HEALTHCARE" }
         device = d
+        if cache.use != .off { learn(link.profile, at, &out) }
         begin(link.profile, at, &out)
     }
 
@@ -249,6 +319,10 @@ public struct OmronCentral: CuffProtocolSession {
         // Without --model, Device Information's model number (HEM-7361T_ESL) picks the profile.
         if !modelForced, !modelChecked, let ch = gp.characteristic(BluetoothUUID(0x2A24)) {
             modelChecked = true
+            if cache.use == .hit, let v = cache.known?.values[.modelNumber] {
+                // Read on an earlier connection: a value that does not change.
+                return modelNumber(.success(.value(v)), at, &out)
+            }
             let now = at.monotonic
             return request(\.modelRead, at, &out) { $0.read(ch.valueHandle, now: now, into: &$1) }
         }
@@ -283,7 +357,13 @@ public struct OmronCentral: CuffProtocolSession {
     mutating func modelNumber(
         _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime, _ out: inout [Output]
     ) {
+        if case let .failure(e) = result, cache.usingCache, GATTCacheState.showsStaleHandle(e, subscribing: false),
+            invalidate("the model number at its cached handle failed: \(e.message)", at, &out)
+        {
+            return
+        }
         if case let .success(.value(v)) = result {
+            readValues[.modelNumber] = v
             let text = String(decoding: v.prefix { $0 != 0 }, as: UTF8.self).split(separator: " ").joined(
                 separator: " ")
             if !text.isEmpty {
@@ -337,6 +417,91 @@ public struct OmronCentral: CuffProtocolSession {
         sessionStep(.start, at, &out)
     }
 
+    // MARK: GATT cache
+
+    /// Exchange MTU (once a connection) and full discovery.
+    mutating func discover(_ at: EventTime, _ out: inout [Output]) {
+        exchangeMTUOnce(at, &out)
+        let now = at.monotonic
+        request(\.discovery, at, &out) { $0.discover(services: [], now: now, into: &$1) }
+    }
+
+    mutating func exchangeMTUOnce(_ at: EventTime, _ out: inout [Output]) {
+        guard !cache.mtuExchanged else { return }
+        cache.mtuExchanged = true
+        let now = at.monotonic
+        request(nil, at, &out) { $0.exchangeMTU(now: now, into: &$1) }
+    }
+
+    mutating func hashChecked(
+        _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime, _ out: inout [Output]
+    ) {
+        // The client itself failed: its `.failed` action says why, once.
+        guard let known = cache.known, client.failure == nil else { return }
+        switch result {
+        case let .success(.value(v)) where cache.hashMatches(v):
+            return useCache(known, at, &out)
+        case .success:
+            cache.use = .stale
+            out.append(.log("the cuff's Database Hash changed: discovering its handles again"))
+        case let .failure(e):
+            if e.code == .securityRefused {
+                finish(.securityRefused, "GATT request failed: \(e.message)", at, &out)
+                return out.append(.disconnect)
+            }
+            cache.use = .stale
+            out.append(.log("the cuff's Database Hash could not be read (\(e.message)): discovering its handles again"))
+        }
+        discover(at, &out)
+    }
+
+    /// After a discovery with the cache on: the Database Hash read and the Service Changed
+    /// subscription, queued before the session's own requests (as ``CuffCentral`` does).
+    mutating func learn(_ gp: GATTProfile, _ at: EventTime, _ out: inout [Output]) {
+        let followUps = GATTCacheState.followUps(gp)
+        let now = at.monotonic
+        if let h = followUps.hash {
+            request(\.hashRead, at, &out) { $0.read(h.valueHandle, now: now, into: &$1) }
+        }
+        if let sc = followUps.serviceChanged {
+            request(\.serviceChangedSubscription, at, &out) {
+                $0.subscribe(sc, notify: false, indicate: true, now: now, into: &$1)
+            }
+        }
+    }
+
+    /// The cache's handles, as if discovery had found them: straight to the subscriptions and
+    /// the unlock. The FE4A family carries a whole frame in one notification, so it needs the
+    /// larger MTU the cache says the cuff took; the classic one's 16-byte pieces fit the default.
+    mutating func useCache(_ known: LearnedCuff, _ at: EventTime, _ out: inout [Output]) {
+        cache.hit()
+        out.append(.log("using the GATT cache for \(known.address): no discovery"))
+        if known.mtu > GATTServer.minimumMTU, known.profile.service(BluetoothUUID(OmronUUID.modernService)!) != nil {
+            exchangeMTUOnce(at, &out)
+        }
+        begin(known.profile, at, &out)
+    }
+
+    /// The handles in use proved wrong: forget them and discover again, then start the Omron
+    /// session over on the new ones. Only before the first reading (a session started over reads
+    /// the same unread records again) and a bounded number of times: false when it does not.
+    mutating func invalidate(_ why: String, _ at: EventTime, _ out: inout [Output]) -> Bool {
+        guard outcome == nil, measurements == 0, cache.invalidate() else {
+            out.append(.log("\(why); not discovering again"))
+            return false
+        }
+        staleUpTo = lastRequest
+        discoveredProfile = nil
+        handles = [:]
+        byHandle = [:]
+        started = false
+        sessionDeadline = nil
+        modelRead = nil
+        out.append(.log("\(why): discovering the cuff's handles again"))
+        discover(at, &out)
+        return true
+    }
+
     // MARK: session → GATT
 
     mutating func run(_ actions: [OmronSession.Action], _ at: EventTime, _ out: inout [Output]) {
@@ -362,6 +527,7 @@ public struct OmronCentral: CuffProtocolSession {
                     out.append(.log("cuff clock not set (reset by a battery change?)"))
                 }
             case let .reading(r):
+                if requestsBeforeReading == nil { requestsBeforeReading = client.requestsSent }
                 measurements += 1
                 let record = MeasurementRecord.from(
                     omron: r.reading, profile: profile, user: r.user, slot: r.slot, raw: r.raw, device: device, at: at)

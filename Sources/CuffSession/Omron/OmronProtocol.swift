@@ -60,7 +60,8 @@ public struct OmronProtocol: CuffProtocol {
         return OmronCentral(
             profile: p, options: o, device: DeviceInfo(address: c.address, name: c.advertisedName),
             utcOffsetSeconds: c.localUTCOffsetSeconds,
-            modelForced: c.omronModel != nil, modelHint: chosen?.id, standardFallback: c.forcedProtocol == nil)
+            modelForced: c.omronModel != nil, modelHint: chosen?.id, standardFallback: c.forcedProtocol == nil,
+            gattCache: c.gattCache)
     }
 
     public func makeObserver(configuration c: CuffSessionConfiguration, discovered: GATTProfile?) -> (

@@ -8,7 +8,8 @@ import CuffCore
 /// protocol is chosen from ``CuffSessionConfiguration/forcedProtocol`` (`--protocol`), else
 /// from what the device advertised (``CuffSessionConfiguration/offer``); after discovery the
 /// session may hand the link to another protocol (``CuffProtocolSession/handOver``), which then
-/// carries on with the same GATT client.
+/// carries on with the same GATT client. A cuff the GATT cache knows is matched on its kept
+/// database instead, so its protocol's session starts at once.
 public struct ProtocolSession: Sendable {
     public private(set) var session: any CuffProtocolSession
     let registry: CuffProtocolRegistry
@@ -17,7 +18,15 @@ public struct ProtocolSession: Sendable {
     public init(configuration: CuffSessionConfiguration) {
         registry = configuration.protocols
         self.configuration = configuration
-        session = registry.select(configuration.offer, forced: configuration.forcedProtocol).makeCentral(
+        var offer = configuration.offer
+        // A cuff the GATT cache knows: its kept database chooses the protocol, as discovery's
+        // would, so a known vendor cuff's session starts at once (no standard discovery first).
+        if offer.profile == nil,
+            let known = GATTCacheState(configuration.gattCache, address: configuration.address).known
+        {
+            offer.profile = known.profile
+        }
+        session = registry.select(offer, forced: configuration.forcedProtocol).makeCentral(
             configuration: configuration)
     }
 
