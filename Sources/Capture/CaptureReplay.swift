@@ -91,9 +91,40 @@ public struct CaptureReplay: Sendable {
     public private(set) var lacking: Set<Peer> = []
     /// Peers whose map in ``learned`` this replay set itself (the others are the `learned:` it started from).
     public private(set) var discoveredPeers: Set<Peer> = []
-    /// Peers with a connection that was offered the map `learned:` gave at the start (this
-    /// replay's output depends on that map).
-    public private(set) var inheritedPeers: Set<Peer> = []
+    /// Peers with a connection that used the map `learned:` gave at the start (this replay's
+    /// output depends on that map; a connection that was offered it and discovered for itself
+    /// does not depend on it), counting the connections still open.
+    public var inheritedPeers: Set<Peer> {
+        var peers = endedInheritedPeers
+        for c in connections.values where c.usedStartMap { peers.insert(c.peer!) }
+        return peers
+    }
+    var endedInheritedPeers: Set<Peer> = []
+    /// A connection that used a map `learned:` gave at the start (see ``inheritedUses``).
+    public struct InheritedUse: Hashable, Sendable {
+        public var peer: Peer
+        public var connectionHandle: UInt16
+        public init(peer: Peer, connectionHandle: UInt16) {
+            self.peer = peer
+            self.connectionHandle = connectionHandle
+        }
+    }
+    /// Keep ``inheritedUses`` (off: a whole capture's replay need not keep one per connection).
+    public var recordsInheritedUses = false
+    /// With ``recordsInheritedUses``: the connections that used a map `learned:` gave at the
+    /// start, counting those still open. Each said so in the notice
+    /// ``inheritedNotice(_:from:)`` gives; only the map's origin (the connection that discovered it)
+    /// is in that text, so a replay that started from a map that differs from the right one only
+    /// in its origin (``DiscoveredHandles/sameHandles(as:)``) differs only in those notices.
+    public var inheritedUses: Set<InheritedUse> {
+        guard recordsInheritedUses else { return [] }
+        var uses = endedInheritedUses
+        for (key, c) in connections where c.usedStartMap {
+            uses.insert(InheritedUse(peer: c.peer!, connectionHandle: key.handle))
+        }
+        return uses
+    }
+    var endedInheritedUses: Set<InheritedUse> = []
     /// The peer of the last connection event, with its map in ``learned`` and whether that map
     /// was inherited (cleared whenever ``learned`` changes): a capture's connections mostly go to
     /// the peer of the one before, and hashing its address twice cost about 1,200 instructions.
@@ -170,6 +201,10 @@ public struct CaptureReplay: Sendable {
         var peer: Peer?
         /// File offset of the connection event.
         var openedAt: Int64?
+        /// The connection was offered a map `learned:` gave at the start (not one this replay learned).
+        var offeredStartMap = false
+        /// It used that map (its output depends on it).
+        var usedStartMap: Bool { offeredStartMap && session.usedInherited }
         /// Another protocol's observer, when the user forced that protocol or `session` handed
         /// the connection over after discovery: it then follows the connection instead.
         var other: (any CuffProtocolObserver)? {
@@ -414,11 +449,9 @@ public struct CaptureReplay: Sendable {
             let known: DiscoveredHandles?
             if lastPeer == peer {
                 known = lastKnown
-                if lastInherited { inheritedPeers.insert(peer) }
             } else {
                 known = learned[peer]
                 lastInherited = known != nil && !discoveredPeers.contains(peer)
-                if lastInherited { inheritedPeers.insert(peer) }
                 lastPeer = peer
                 lastKnown = known
             }
@@ -440,6 +473,7 @@ public struct CaptureReplay: Sendable {
             c.connected(at: SessionObserver.eventTime(info.timestamp), into: &out)
             c.peer = peer
             c.openedAt = info.fileOffset
+            c.offeredStartMap = lastInherited
         } else {
             if configuration.logs {
                 out.append(
@@ -455,6 +489,13 @@ public struct CaptureReplay: Sendable {
         hotKey = key
         hotConnection = .passUnretained(c)
         rearm(c)
+    }
+
+    /// The notice of a connection that used `handles` (see ``inheritedUses``).
+    public static func inheritedNotice(_ use: InheritedUse, from handles: DiscoveredHandles) -> String {
+        inheritedNotice(
+            adapter: use.peer.adapter, handle: use.connectionHandle, address: use.peer.address,
+            fromConnection: handles.connectionHandle, openedAt: handles.openedAt)
     }
 
     /// The line that says a connection uses the handles an earlier one discovered. (Written byte by
@@ -657,6 +698,11 @@ public struct CaptureReplay: Sendable {
                 }
             } else if c.session.lackedDiscovery {
                 lacking.insert(peer)
+            } else if c.usedStartMap {
+                endedInheritedPeers.insert(peer)
+                if recordsInheritedUses {
+                    endedInheritedUses.insert(InheritedUse(peer: peer, connectionHandle: key.handle))
+                }
             }
         }
         // (The session read in place: a copy of the observer costs more than the rest of this.)

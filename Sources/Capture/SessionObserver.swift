@@ -730,6 +730,13 @@ public struct DiscoveredHandles: Sendable, Hashable {
         self.openedAt = openedAt
     }
 
+    /// The same handles and values, wherever they were discovered: a connection that uses one
+    /// behaves as with the other, but for the notice that names the connection they came from.
+    public func sameHandles(as other: DiscoveredHandles) -> Bool {
+        services == other.services && characteristics == other.characteristics && descriptors == other.descriptors
+            && values == other.values
+    }
+
     private static func table(_ values: [CuffCharacteristic: [UInt8]]) -> [[UInt8]?] {
         if values.isEmpty { return [] }
         var t = [[UInt8]?](repeating: nil, count: CuffCharacteristic.allCases.count)

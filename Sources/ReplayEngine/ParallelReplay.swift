@@ -20,9 +20,13 @@ import Transport
 ///
 /// The one state a quiet point does not clear is the handle maps earlier discoveries left
 /// (``CaptureReplay/learned``: a bonded reconnect uses them). A worker replays its stretch without
-/// them; when that replay says a connection needed one it lacked (``CaptureReplay/lacking``) and
-/// the stretches before it had learned one for that peer, this thread replays the stretch again
-/// with the maps learned so far, so the output is the one-thread replay's.
+/// them, or from the maps learned when it was handed out (those of the stretches written by then).
+/// When that replay says a connection needed one it lacked (``CaptureReplay/lacking``) and the
+/// stretches before it had learned one for that peer, or used one (``CaptureReplay/inheritedPeers``)
+/// that a later discovery replaced, this thread replays the stretch again with the maps learned
+/// so far, so the output is the one-thread replay's. A replacement with the same handles (a cuff
+/// that is discovered again now and then, with reconnects between) changes only the notices that
+/// name where the map was discovered: those are written again instead.
 final class ParallelReplay: @unchecked Sendable {
     struct Segment: Sendable {
         var index: Int
@@ -33,7 +37,8 @@ final class ParallelReplay: @unchecked Sendable {
         /// A read error that came after these bytes: the stretch's replay ends with it.
         var fault: CaptureError?
         /// The handle maps learned before the stretches written when this one was handed out (the
-        /// replay starts from them; it is replayed again if they were not the ones the one-thread replay has there).
+        /// replay starts from them; it is replayed again if a connection used one that is not the
+        /// one the one-thread replay has there, but for where it was discovered).
         var learned: [CaptureReplay.Peer: DiscoveredHandles] = [:]
     }
 
@@ -58,6 +63,8 @@ final class ParallelReplay: @unchecked Sendable {
         var startedFrom: [CaptureReplay.Peer: DiscoveredHandles]
         var inherited: Set<CaptureReplay.Peer>
         var discovered: Set<CaptureReplay.Peer>
+        /// The connections that used one of the maps it started from (each said so in a notice).
+        var inheritedUses: Set<CaptureReplay.InheritedUse>
     }
 
     struct Outcome {
@@ -138,6 +145,7 @@ final class ParallelReplay: @unchecked Sendable {
     ) -> Result {
         var replay = CaptureReplay(
             configuration: configuration, adapter: adapter, overrides: overrides, learned: learned)
+        replay.recordsInheritedUses = true
         var shown: [CaptureReplay.Output] = []
         var out: [CaptureReplay.Output] = []
         out.reserveCapacity(1024 + 64)
@@ -174,17 +182,17 @@ final class ParallelReplay: @unchecked Sendable {
             ndjson: lines, shown: shown, sessions: replay.sessions, measurements: replay.measurements,
             unmapped: replay.unmapped, fault: fault, bytes: segment.bytes, offset: segment.offset, last: segment.last,
             readFault: segment.fault, learned: replay.learned, lacking: replay.lacking, startedFrom: learned,
-            inherited: replay.inheritedPeers, discovered: replay.discoveredPeers)
+            inherited: replay.inheritedPeers, discovered: replay.discoveredPeers, inheritedUses: replay.inheritedUses)
     }
 
     // MARK: - Reading, cutting, writing (this thread)
 
     private var outcome = Outcome()
     private var dispatched = 0
-    private var written = 0
+    private(set) var written = 0
     private var stopped = false
     /// Stretches replayed a second time, of those written (the parallel part gives up when most are).
-    private var replayedAgain = 0
+    private(set) var replayedAgain = 0
     /// Stretches written before the share replayed again is judged.
     static let judgedAfter = 16
     private var write: (Result) -> Bool = { _ in true }
@@ -198,21 +206,41 @@ final class ParallelReplay: @unchecked Sendable {
             : shared.withLock { $0.results.removeValue(forKey: index) }
         guard var r = ready else { return false }
         written += 1
+        // Maps that a stretch written since this one was handed out discovered again, the
+        // same but for where: only the notices that name where change.
+        var renamed: [CaptureReplay.Peer: DiscoveredHandles] = [:]
         if !stopped,
             r.lacking.contains(where: { outcome.learned[$0] != nil })
-                || r.inherited.contains(where: { outcome.learned[$0] != r.startedFrom[$0] })
+                || r.inherited.contains(where: { p in
+                    guard let now = outcome.learned[p], let then = r.startedFrom[p], now != then else { return false }
+                    // (A map learned before the stretch was discovered before it: the notices
+                    // that name it name an offset no notice of a map discovered in it names.)
+                    guard let at = then.openedAt, at < r.offset, now.sameHandles(as: then) else { return true }
+                    renamed[p] = now
+                    return false
+                })
                 || outcome.learned.count + r.learned.keys.filter({ outcome.learned[$0] == nil }).count
                     > CaptureReplay.maximumLearnedPeers
         {
             // A connection in the stretch would have used a map an earlier stretch learned, or used
-            // one that a stretch written since it was handed out replaced (or the stretch learned
-            // peers the one-thread replay has no room left for): replay it again from what was
-            // learned before it (what the one-thread replay knows there).
+            // one that a stretch written since it was handed out replaced with other handles (or
+            // the stretch learned peers the one-thread replay has no room left for): replay it
+            // again from what was learned before it (what the one-thread replay knows there).
             r.ndjson.removeAll()
             let segment = Segment(
                 index: written - 1, bytes: r.bytes, offset: r.offset, last: r.last, fault: r.readFault)
             r = replay(segment, into: r.ndjson, learned: outcome.learned)
             replayedAgain += 1
+        } else if !stopped, !renamed.isEmpty {
+            // The notices of the connections that used them, as the one-thread replay writes them.
+            var notices: [String: String] = [:]
+            for use in r.inheritedUses {
+                guard let now = renamed[use.peer], let then = r.startedFrom[use.peer] else { continue }
+                notices[CaptureReplay.inheritedNotice(use, from: then)] = CaptureReplay.inheritedNotice(use, from: now)
+            }
+            for i in r.shown.indices {
+                if case let .notice(s) = r.shown[i], let n = notices[s] { r.shown[i] = .notice(n) }
+            }
         }
         if !stopped {
             for p in r.discovered { outcome.learned[p] = r.learned[p] }

@@ -118,6 +118,43 @@ struct BondedReconnectTests {
         seeded.finish(into: &seededOut)
         #expect(seeded.measurements == 1)
         #expect(seededOut.contains(.notice(notices[0])))
+        // What depends on the map given at the start: the connections that used it.
+        let peer = CaptureReplay.Peer(adapter: 0, address: "00:AA:01:00:00:00")
+        #expect(seeded.inheritedPeers == [peer])
+        #expect(seeded.inheritedUses.isEmpty, "kept only when asked")
+        func seededReplay(_ records: [HCIRecord], _ map: DiscoveredHandles) -> (CaptureReplay, [CaptureReplay.Output]) {
+            var r = CaptureReplay(learned: [peer: map])
+            r.recordsInheritedUses = true
+            var out: [CaptureReplay.Output] = []
+            for rec in records { r.consume(rec, into: &out) }
+            r.finish(into: &out)
+            return (r, out)
+        }
+        let map = try #require(r.learned[peer])
+        let use = CaptureReplay.InheritedUse(peer: peer, connectionHandle: 0x0041)
+        #expect(seededReplay(alone, map).0.inheritedUses == [use])
+        #expect(CaptureReplay.inheritedNotice(use, from: map) == notices[0])
+        // Offered the map, the first connection discovers for itself, and the reconnect uses
+        // what that discovered: nothing depends on the map given at the start.
+        let (rediscovered, again) = seededReplay(records, map)
+        #expect(rediscovered.measurements == 2)
+        #expect(rediscovered.inheritedPeers.isEmpty)
+        #expect(rediscovered.inheritedUses.isEmpty)
+        #expect(again.contains(.notice(notices[0])))
+        // A map with the same handles discovered elsewhere gives the same, but for the notice.
+        var moved = map
+        moved.connectionHandle = 0x0123
+        moved.openedAt = 99
+        #expect(moved != map)
+        #expect(moved.sameHandles(as: map))
+        let (_, movedOut) = seededReplay(alone, moved)
+        #expect(movedOut.count == seededOut.count)
+        for (a, b) in zip(movedOut, seededOut) {
+            if case .notice = a { continue }
+            #expect(a == b)
+        }
+        #expect(movedOut.contains(.notice(CaptureReplay.inheritedNotice(use, from: moved))))
+        #expect(!movedOut.contains(.notice(notices[0])))
 
         // --handle still wins: the measurement's handle mapped to cuff pressure gives no
         // measurement from either session.

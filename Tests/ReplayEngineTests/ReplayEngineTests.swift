@@ -122,3 +122,36 @@ import Testing
         }
     }
 }
+
+extension ReplayEngineTests {
+    /// One cuff that reconnects without discovery (bonded, with a GATT cache) seven times after
+    /// each session with discovery: each stretch's replay starts from a map an earlier discovery
+    /// left, which later discoveries of the same handles replace before the stretch is written.
+    @Test func reconnectsAfterRediscoveriesAreNotReplayedAgain() throws {
+        let discovery: Set<UInt8> = [0x04, 0x05, 0x10, 0x11]
+        let reconnect = BigCapture.bloodPressureSession.filter { !discovery.contains($0.pdu[0]) }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cuff-engine-\(UUID().uuidString).btsnoop"
+        ).path
+        defer { unlink(path) }
+        _ = try BigCapture.write(
+            path: path, minimumBytes: 400_000,
+            sessions: [BigCapture.bloodPressureSession] + Array(repeating: reconnect, count: 7))
+        let one = try Self.run(path, threads: 1)
+        let notices = one.shown.filter { $0.hasPrefix("notice ") && $0.contains("using the handles discovered") }
+        #expect(notices.count > 100)
+        #expect(Set(notices).count > 20, "the notices name many discoveries")
+        #expect(try Self.run(path, threads: 2, segmentBytes: 4096) == one)
+
+        var configuration = CuffSessionConfiguration(address: "")
+        configuration.timeout = .seconds(300)
+        let parallel = ParallelReplay(
+            path: path, datalink: .monitor, configuration: configuration, adapter: nil, overrides: [:],
+            showAll: true, threads: 2, segmentBytes: 4096)
+        let outcome = parallel.run(from: 16) { _ in true }
+        #expect(outcome.resumeAt == nil, "the threads replayed the whole capture")
+        #expect(parallel.written > 50)
+        // Only the stretches handed out before the first discovery was written (they lacked its map).
+        #expect(parallel.replayedAgain <= parallel.maximumInFlight)
+    }
+}
