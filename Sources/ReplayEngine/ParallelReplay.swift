@@ -14,8 +14,8 @@ import Transport
 /// NDJSON; this thread writes the stretches' bytes in file order and shows their progress and
 /// warnings in order. A stretch ends at the first quiet point past ``segmentBytes``; one that finds
 /// none within ``maximumPendingBytes`` (connections that never close) makes the parallel part stop
-/// there: everything written so far stands, and the caller replays the rest from ``Outcome/resumeAt``
-/// on one thread (starting from ``Outcome/learned``). Memory stays bounded: at most
+/// at its start: everything written so far stands, and the caller replays the rest from
+/// ``Outcome/resumeAt`` on one thread (starting from ``Outcome/learned``). Memory stays bounded: at most
 /// ``maximumInFlight`` stretches are read ahead.
 ///
 /// The one state a quiet point does not clear is the handle maps earlier discoveries left
@@ -115,7 +115,10 @@ final class ParallelReplay: @unchecked Sendable {
         self.overrides = overrides
         self.showAll = showAll
         self.segmentBytes = max(segmentBytes, 1)
-        maximumPendingBytes = max(1 << 20, 64 * self.segmentBytes)
+        // Small: a capture whose connections stay open (a gateway's log of links never closed) is
+        // scanned this far before the one-thread replay takes it, and that scan is all the time
+        // the parallel attempt costs it (16 MB took 35 ms of a 50 ms replay; 1 MB, under 1 ms).
+        maximumPendingBytes = max(1 << 20, 4 * self.segmentBytes)
         maximumInFlight = threads + 2
         for _ in 0..<threads {
             if let t = OSThread.start({ [self] in work() }) { workers.append(t) }
@@ -303,7 +306,6 @@ final class ParallelReplay: @unchecked Sendable {
         var pending = spareBytes()
         var start = offset
         var scanned = 0  // bytes of `pending` scanned (whole records)
-        var quiet: Int?  // the last quiet point in `pending`
         var cuts: [Int] = []  // where this round's stretches end (quiet points, each ≥ segmentBytes past the last)
         // Reads small next to a stretch: what follows a cut (copied) stays short.
         let chunk = 64 << 10
@@ -320,17 +322,14 @@ final class ParallelReplay: @unchecked Sendable {
             cuts.removeAll(keepingCapacity: true)
             pending.withUnsafeBytes { raw in
                 var last = 0
-                var lastQuiet = quiet
                 let segmentBytes = self.segmentBytes
                 let (end, stop) = points.scan(raw, from: scanned) { at in
-                    lastQuiet = at
                     if at - last >= segmentBytes {
                         cuts.append(at)
                         last = at
                     }
                 }
                 scanned = end
-                quiet = lastQuiet
                 if stop { cutAt = min(raw.count, scanned + BTSnoop.recordHeaderLength) }
             }
             // The stretches that end at this round's cuts: the first in `pending` itself, the
@@ -351,7 +350,6 @@ final class ParallelReplay: @unchecked Sendable {
                 for p in pieces { dispatch(p.bytes, at: start + Int64(p.at), last: false) }
                 start += Int64(final)
                 scanned -= final
-                quiet = quiet.map { $0 - final }
                 if let c = cutAt { cutAt = c - final }
             }
             if let readError {
@@ -368,15 +366,10 @@ final class ParallelReplay: @unchecked Sendable {
                 break
             }
             if pending.count > maximumPendingBytes {
-                // Connections that stay open: from here on, one thread.
-                var handed = 0
-                if let q = quiet, q > 0 {
-                    pending.removeLast(pending.count - q)
-                    dispatch(pending, at: start, last: false)
-                    pending = []
-                    handed = q
-                }
-                outcome.resumeAt = start + Int64(handed)
+                // Connections that stay open: from the last cut on, one thread. (Not from the
+                // last quiet point: the stretch up to it would go to a worker, and the one-thread
+                // replay could only start once it came back.)
+                outcome.resumeAt = start
                 break
             }
             while writeNext(wait: false) {}

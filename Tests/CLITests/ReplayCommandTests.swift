@@ -196,8 +196,9 @@ struct ReplayCommandTests {
         }
     }
 
-    /// A connection that never closes leaves no quiet point: past 64 stretches' worth of bytes the
-    /// rest goes to one thread, after what the threads already wrote; the output is unchanged.
+    /// A connection that never closes leaves no quiet point: past 4 stretches' worth of bytes (at
+    /// least 1 MB) the rest goes to one thread, after what the threads already wrote; the output
+    /// is unchanged.
     @Test func aConnectionThatNeverClosesHandsTheRestToOneThread() throws {
         let joined = try Self.joinedCaptures()
         let records = joined.dropFirst(16)

@@ -155,3 +155,45 @@ extension ReplayEngineTests {
         #expect(parallel.replayedAgain <= parallel.maximumInFlight)
     }
 }
+
+extension ReplayEngineTests {
+    /// A connection that never closes, after a part that cuts: the threads write the stretches
+    /// before it, end to end, and the one-thread replay goes on from where the last one ends,
+    /// before the connection; the output is the one-thread replay's.
+    @Test func aCaptureThatStopsCuttingGoesToOneThreadFromTheLastCut() throws {
+        let joined = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Self.joined(repeats: 1))))
+        let records = Array(joined.dropFirst(16))
+        // An ATT Read Request on handle 0x0EEE, which no event opens or closes: no quiet point
+        // comes after it.
+        var acl: [UInt8] = [0, 0, 0, 11, 0, 0, 0, 11, 0, 0, 0, 4, 0, 0, 0, 0] + records[16..<24]
+        acl += [0xEE, 0x2E, 7, 0, 3, 0, 4, 0, 0x0A, 3, 0]
+        var bytes = Array(joined.prefix(16)) + records + records
+        let openAt = bytes.count
+        bytes += acl
+        while bytes.count < openAt + 3 << 20 { bytes += records }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cuff-engine-open-\(UUID().uuidString).btsnoop"
+        ).path
+        defer { unlink(path) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+
+        let one = try Self.run(path, threads: 1)
+        #expect(try Self.run(path, threads: 2, segmentBytes: 4096) == one)
+
+        var configuration = CuffSessionConfiguration(address: "")
+        configuration.timeout = .seconds(300)
+        let parallel = ParallelReplay(
+            path: path, datalink: .monitor, configuration: configuration, adapter: nil, overrides: [:],
+            showAll: true, threads: 2, segmentBytes: 4096)
+        var writtenTo: Int64 = 16
+        let outcome = parallel.run(from: 16) { r in
+            #expect(r.offset == writtenTo, "stretches are written in order, end to end")
+            writtenTo = r.offset + Int64(r.bytes.count)
+            return true
+        }
+        let resume = try #require(outcome.resumeAt)
+        #expect(resume == writtenTo, "the one-thread replay starts where the last written stretch ends")
+        #expect(resume <= Int64(openAt) && resume > Int64(openAt) - 2 * 4096 - 64 * 1024)
+        #expect(parallel.written > 10)
+    }
+}
