@@ -13,7 +13,7 @@
 # (N = 20000: a 14.8 MB capture; SIZE_MB is then only an upper bound; SHORT_INPUTS: the sessions
 # to copy, default captures/normal.btsnoop). Also times
 # `cuff replay --jobs 1` (JOBS1_RUNS times, default RUNS) beside the default, in the same run,
-# the two taking turns.
+# the two taking turns. JOBS1_RUNS=N does that for the other shapes too.
 # The capture is made by tools/replay/make-capture.py (once; kept in WORKDIR). TSHARK=0 skips tshark
 # (minutes on a 1 GB capture). CUFF=BINARY times that cuff instead of building one.
 set -euo pipefail
@@ -63,11 +63,12 @@ measure cat sh -c "cat '$file' > /dev/null"
 # cuff's runs are short and this kind of machine (shared vCPUs) varies by ±30 % from run to run:
 # run it RUNS times (default 5) and compare tshark against the median and the best.
 runs=${RUNS:-5}
-# With SHORT_SESSIONS, the default and `--jobs 1` take turns (a drift in the machine's load then
-# touches both alike), each going first every other turn.
-jobs1_runs=${JOBS1_RUNS:-$runs}
+# With SHORT_SESSIONS (or JOBS1_RUNS), the default and `--jobs 1` take turns (a drift in the
+# machine's load then touches both alike), each going first every other turn.
+jobs1_runs=${JOBS1_RUNS:-${short:+$runs}}
+jobs1_runs=${jobs1_runs:-0}
 jobs1_run() {  # i: the i-th `--jobs 1` run, when there is one
-  if [ -n "$short" ] && [ "$1" -le "$jobs1_runs" ]; then measure "jobs1#$1" "$bin/cuff" replay "$file" --quiet --jobs 1; fi
+  if [ "$1" -le "$jobs1_runs" ]; then measure "jobs1#$1" "$bin/cuff" replay "$file" --quiet --jobs 1; fi
 }
 for i in $(seq "$(( runs > jobs1_runs ? runs : jobs1_runs ))"); do
   if [ $((i % 2)) = 0 ]; then jobs1_run "$i"; fi  # (which goes first alternates too)
@@ -81,16 +82,16 @@ summary() {  # label prefix runs: prints the median and best of "$work/prefix#*.
   printf '%-8s median of %d: %.3f s = %.1f MB/s; best %.3f s = %.1f MB/s\n' "$1" "$3" "$median" "$(echo "$bytes / $median / 1000000" | bc -l)" "$best" "$(echo "$bytes / $best / 1000000" | bc -l)"
   rm -f "$work"/"$2"#*.secs
 }
-if [ -n "$short" ]; then
+if [ "$jobs1_runs" -gt 0 ]; then
   summary "jobs 1" jobs1 "$jobs1_runs"
   jobs1_median=$median
 fi
 summary cuff cuff "$runs"
-if [ -n "$short" ]; then
+if [ "$jobs1_runs" -gt 0 ]; then
   echo "default vs --jobs 1: $(echo "$jobs1_median / $median" | bc -l | cut -c1-6)× the speed of --jobs 1 (medians)"
-  # (ReplayJob.defaultThreads: one replay thread on 2 CPUs or fewer.)
-  if [ "$(nproc)" -le 2 ]; then
-    echo "  (on $(nproc) CPUs the default runs one replay thread, as --jobs 1 does: a difference is the machine's noise)"
+  # (ReplayJob.defaultThreads: one replay thread per CPU, at most 4; one on a single CPU.)
+  if [ "$(nproc)" -le 1 ]; then
+    echo "  (on 1 CPU the default runs one replay thread, as --jobs 1 does: a difference is the machine's noise)"
   fi
 fi
 if [ "${TSHARK:-1}" = 0 ]; then
