@@ -72,7 +72,7 @@ struct Replay: ParsableCommand {
 
     @Option(
         help:
-            "Threads that replay a btsnoop file, stretch by stretch (1: one thread; default: one per CPU, at most 4, and one on 2 CPUs or fewer). The output is the same."
+            "Threads that replay a btsnoop file, stretch by stretch (1: one thread; default: one per CPU, at most 4; one on a single CPU). The output is the same."
     )
     var jobs: Int?
 
