@@ -19,11 +19,11 @@ struct OmronGATTCacheCLITests {
         }
 
         /// One `cuff measure` (with `measure`'s extra arguments) against a freshly started
-        /// simulated HEM-7361T (with `simulate`'s).
-        func session(_ measure: [String], simulate: [String] = []) throws -> CLIResult {
+        /// simulated cuff of `model` (with `simulate`'s).
+        func session(_ measure: [String], simulate: [String] = [], model: String = "HEM-7361T") throws -> CLIResult {
             try? FileManager.default.removeItem(atPath: socket)
             let sim = try ChildProcess(
-                ["simulate", "--model", "HEM-7361T", "--listen", "unix:" + socket, "--speed", "100", "--seed", "5"]
+                ["simulate", "--model", model, "--listen", "unix:" + socket, "--speed", "100", "--seed", "5"]
                     + simulate, stderr: s.path("sim.err"))
             #expect(waitUntil(10) { FileManager.default.fileExists(atPath: self.socket) })
             let r = try CLI.run(
@@ -54,6 +54,25 @@ struct OmronGATTCacheCLITests {
 
     static func requests(_ e: [String: Any]) -> Int { e["att_requests"] as? Int ?? -1 }
 
+    /// Another model answering where a HEM-7361T was cached (the VM's simulators take turns at
+    /// one address): its model number is read again, so its own profile reads its memory; the
+    /// records are those a session without the cache reads.
+    @Test(arguments: ["HEM-6320T", "HEM-7155T-MW"])
+    func anotherModelAtACachedAddressIsReadWithItsOwnProfile(model: String) throws {
+        let cuff = try Cuff()
+        let first = try cuff.session([])
+        let other = try cuff.session([], model: model)
+        let reference = try cuff.session(["--no-gatt-cache"], model: model)
+        #expect(first.status == 0 && other.status == reference.status, "\(other.stderr.suffix(800))")
+        #expect(other.stderr.contains("Omron \(model) ("), "\(other.stderr.suffix(800))")
+        #expect(!other.stderr.contains("Omron HEM-7361T ("), "\(other.stderr.suffix(800))")
+        let records = try Self.raws(other)
+        #expect(!records.isEmpty)
+        #expect(records == (try Self.raws(reference)))
+        let end = try Self.end(other)
+        #expect(["hit", "stale"].contains(end["gatt_cache"] as? String), "\(end)")
+    }
+
     /// With `--model` and without it: the first session discovers (and, without `--model`, reads
     /// the model number after the standard session's discovery hands the link over), the second
     /// goes straight to the Omron service's subscriptions and the unlock, and reads the same records.
@@ -69,9 +88,10 @@ struct OmronGATTCacheCLITests {
         #expect(b["gatt_cache"] as? String == "hit", "\(second.stderr)")
         #expect(c["gatt_cache"] as? String == "off")
         // Discovery is 12 requests and the MTU exchange one (the classic family's pieces fit the
-        // default MTU); without --model the model number comes from the cache too.
+        // default MTU); without --model the model number is read again on every connection (the
+        // cuff at the address may be another model).
         #expect(Self.requests(a) == Self.requests(c), "\(a) \(c)")
-        #expect(Self.requests(b) == Self.requests(a) - (model.isEmpty ? 14 : 13), "\(a) \(b)")
+        #expect(Self.requests(b) == Self.requests(a) - 13, "\(a) \(b)")
         #expect(!second.stderr.contains("handing the link"), "\(second.stderr)")
         #expect(second.stderr.contains("using the GATT cache"))
         let records = try Self.raws(first), again = try Self.raws(second), without = try Self.raws(off)

@@ -37,6 +37,8 @@ public struct OmronCentral: CuffProtocolSession {
     var note: String?
     /// The model the cuff named before discovery (its advert), then Device Information's model number.
     var modelHint: String?
+    /// ``modelHint`` as given (before a model number read replaced it).
+    let initialModelHint: String?
     /// An unknown model on a cuff that also has the standard Blood Pressure Service hands the link
     /// to the standard session (not when `--protocol omron` forced this one).
     let standardFallback: Bool
@@ -75,6 +77,7 @@ public struct OmronCentral: CuffProtocolSession {
         self.profile = profile
         self.modelForced = modelForced
         self.modelHint = modelHint
+        initialModelHint = modelHint
         self.standardFallback = standardFallback
         self.options = options
         self.utcOffsetSeconds = utcOffsetSeconds
@@ -319,10 +322,10 @@ public struct OmronCentral: CuffProtocolSession {
         // Without --model, Device Information's model number (HEM-7361T_ESL) picks the profile.
         if !modelForced, !modelChecked, let ch = gp.characteristic(BluetoothUUID(0x2A24)) {
             modelChecked = true
-            if cache.use == .hit, let v = cache.known?.values[.modelNumber] {
-                // Read on an earlier connection: a value that does not change.
-                return modelNumber(.success(.value(v)), at, &out)
-            }
+            // Read on every connection, the GATT cache notwithstanding: another cuff can answer at
+            // the same address (a simulator of another model, a cuff replaced under a kept
+            // address), and a profile chosen from the cache's model number would read its memory
+            // with the wrong layout.
             let now = at.monotonic
             return request(\.modelRead, at, &out) { $0.read(ch.valueHandle, now: now, into: &$1) }
         }
@@ -497,6 +500,10 @@ public struct OmronCentral: CuffProtocolSession {
         started = false
         sessionDeadline = nil
         modelRead = nil
+        // The model number is read again at the handle discovery finds (the one read at a cached
+        // handle may have been another characteristic's value).
+        modelChecked = false
+        modelHint = initialModelHint
         out.append(.log("\(why): discovering the cuff's handles again"))
         discover(at, &out)
         return true
