@@ -205,13 +205,9 @@ struct RecordView {
 
     /// A record's fields, with `payload` its payload's bytes.
     init(_ record: HCIRecord, payload: UnsafeRawBufferPointer) {
-        timestamp = record.timestamp
-        adapterIndex = record.adapterIndex
-        direction = record.direction
-        kind = record.kind
-        originalLength = record.originalLength
-        fileOffset = record.fileOffset
-        self.payload = payload
+        self.init(
+            timestamp: record.timestamp, adapterIndex: record.adapterIndex, direction: record.direction,
+            kind: record.kind, originalLength: record.originalLength, fileOffset: record.fileOffset, payload: payload)
     }
 
     /// What one btsnoop record body holds, per datalink (an H4 body must have its type byte).
