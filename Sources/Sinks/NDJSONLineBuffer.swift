@@ -121,16 +121,9 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
     public func append(session s: SessionRecord) {
         fragment(
             s.event == .start
-                ? #"{"type":"session","event":"start","device":{"address":"#
-                : #"{"type":"session","event":"end","device":{"address":"#)
-        quoted(s.device.address)
-        nameToSerial(of: s.device)
-        fragment(#","firmware":"#)
-        optional(s.device.firmware)
-        fragment("}")
-        nameToSerial(of: s.device)
-        fragment(#","address":"#)
-        quoted(s.device.address)
+                ? #"{"type":"session","event":"start","device":"#
+                : #"{"type":"session","event":"end","device":"#)
+        deviceRun(s.device)
         fragment(#","features":"#)
         if let f = s.device.features {
             comma = false
@@ -170,6 +163,57 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
         } else {
             fragment("\"}\n")
         }
+    }
+
+    /// The device's text in a session line, from its object to the address beside it:
+    /// `{"address":…,"name":…,…,"firmware":…},"name":…,…,"serial":…,"address":…`. A session's
+    /// lines, and the next session's on a reconnect, carry one of two devices (the start line
+    /// before Device Information is read, the end line after): the text of the last two is kept
+    /// and copied while the device is one of them (comparing equal strings of the same storage is
+    /// one compare each; escaping a dozen strings again was most of the line).
+    private func deviceRun(_ d: DeviceInfo) {
+        if Self.sameText(recentDevice, d) { return copyRun(recentText) }
+        if Self.sameText(olderDevice, d) {
+            swap(&recentDevice, &olderDevice)
+            swap(&recentText, &olderText)
+            return copyRun(recentText)
+        }
+        let from = count
+        fragment(#"{"address":"#)
+        quoted(d.address)
+        nameToSerial(of: d)
+        fragment(#","firmware":"#)
+        optional(d.firmware)
+        fragment("}")
+        nameToSerial(of: d)
+        fragment(#","address":"#)
+        quoted(d.address)
+        // The older one goes; its array's storage is reused for this one's text.
+        swap(&recentDevice, &olderDevice)
+        swap(&recentText, &olderText)
+        recentDevice = d
+        recentText.removeAll(keepingCapacity: true)
+        recentText.append(contentsOf: UnsafeBufferPointer(start: base + from, count: count - from))
+    }
+
+    @inline(__always) private func copyRun(_ text: [UInt8]) {
+        let n = text.count
+        ensure(n + 21)
+        text.withUnsafeBufferPointer { Self.copy($0.baseAddress!, to: base + count, n) }
+        count += n
+    }
+
+    /// The two devices whose session-line text is kept (the most recent first), and the texts.
+    @exclusivity(unchecked) private var recentDevice: DeviceInfo?
+    @exclusivity(unchecked) private var olderDevice: DeviceInfo?
+    @exclusivity(unchecked) private var recentText: [UInt8] = []
+    @exclusivity(unchecked) private var olderText: [UInt8] = []
+
+    /// Whether `a` gives the same session-line text as `b` (features are written apart).
+    @inline(__always) private static func sameText(_ a: DeviceInfo?, _ b: DeviceInfo) -> Bool {
+        guard let a else { return false }
+        return a.address == b.address && a.name == b.name && a.manufacturer == b.manufacturer && a.model == b.model
+            && a.serial == b.serial && a.firmware == b.firmware
     }
 
     /// `,"name":…,"manufacturer":…,"model":…,"serial":…` (in the device object and again beside it).

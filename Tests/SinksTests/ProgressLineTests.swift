@@ -171,4 +171,50 @@ enum OneGoLines {
             buffer.append(session: s)
         }
     }
+
+    /// A device written again (the kept text copied) and one that differs from the last in a
+    /// single field, or only in its features, or is equal through other storage: each line still
+    /// the tree's.
+    @Test func repeatedDevices() {
+        var outputs: [SessionOutput] = []
+        var device = DeviceInfo(
+            address: "AA:BB:CC:DD:EE:FF", name: "cuff-sim", manufacturer: "cuff project", model: "CUFF-SIM 1",
+            serial: "SIM-000001", firmware: "0.1.0")
+        func add(_ d: DeviceInfo, times: Int = 2) {
+            for t in 0..<times {
+                outputs.append(
+                    .session(
+                        SessionRecord(
+                            event: t % 2 == 0 ? .start : .end, device: d,
+                            at: EventTime(monotonic: .zero, wallMicros: 1_795_330_917_123_456 + Int64(t)))))
+            }
+        }
+        add(device, times: 3)
+        let fields: [WritableKeyPath<DeviceInfo, String?>] = [\.name, \.manufacturer, \.model, \.serial, \.firmware]
+        for (i, f) in fields.enumerated() {
+            let old = device[keyPath: f]
+            for value in Self.strings + [old.map { String(decoding: Array($0.utf8), as: UTF8.self) }] {
+                device[keyPath: f] = value
+                add(device, times: 1 + i % 3)
+            }
+        }
+        for a in Self.addresses + [
+            "AA:BB:CC:DD:EE:FF", String(decoding: Array("AA:BB:CC:DD:EE:FF".utf8), as: UTF8.self),
+        ] {
+            device.address = a
+            add(device)
+        }
+        for f in Self.features {
+            device.features = f
+            add(device)
+        }
+        // Two devices taking turns (a session's start before Device Information, its end after),
+        // then a third, then the first again (no longer kept).
+        let bare = DeviceInfo(address: "AA:BB:CC:DD:EE:FF"), third = DeviceInfo(address: "11:22:33:44:55:66")
+        for d in [bare, device, bare, device, bare, third, device, bare, third, third, device] { add(d, times: 1) }
+        OneGoLines.check(outputs) { buffer, o in
+            guard case let .session(s) = o else { return }
+            buffer.append(session: s)
+        }
+    }
 }
