@@ -39,8 +39,29 @@ public struct BloodPressureFeature: OptionSet, Sendable, Hashable {
     /// record names them).
     @inlinable public func writeNames<W: JSONWriter>(to w: inout W) {
         w.beginArray()
-        for (feature, name) in Self.names where contains(feature) { w.string(name) }
+        // Lowest bit first, as ``names`` lists them; each name a constant (a writer copies it as
+        // it is, where a string would be scanned for characters to escape).
+        var bits = rawValue & Self.allVersion11.rawValue
+        while bits != 0 {
+            w.constant(Self.name(ofBit: bits & (~bits &+ 1)))
+            bits &= bits &- 1
+        }
         w.endArray()
+    }
+
+    /// ``names``' name of one feature bit.
+    @usableFromInline static func name(ofBit bit: UInt16) -> StaticString {
+        switch bit {
+        case 1 << 0: "body_movement_detection"
+        case 1 << 1: "cuff_fit_detection"
+        case 1 << 2: "irregular_pulse_detection"
+        case 1 << 3: "pulse_rate_range_detection"
+        case 1 << 4: "measurement_position_detection"
+        case 1 << 5: "multiple_bonds"
+        case 1 << 6: "e2e_crc"
+        case 1 << 7: "user_data_service"
+        default: "user_facing_time"
+        }
     }
 
     public static func decode(_ bytes: ArraySlice<UInt8>) throws(BPSDecodingError) -> Decoded<Self> {

@@ -122,6 +122,19 @@ struct VectorTests {
         #expect(try BloodPressureFeature.decode(bytes("3F 00")[...]).value == .allVersion10)
     }
 
+    /// The names written without building the array (`writeNames`) are `featureNames`, in the
+    /// same order, for every 16-bit word (reserved bits named by neither).
+    @Test func writtenFeatureNamesAreTheNamedOnesForEveryWord() {
+        var wrong = 0
+        for raw in 0...0xFFFF {
+            let f = BloodPressureFeature(rawValue: UInt16(raw))
+            let written = JSON.build { f.writeNames(to: &$0) }
+            if written != .array(f.featureNames.map(JSON.string)) { wrong += 1 }
+        }
+        #expect(wrong == 0)
+        #expect(BloodPressureFeature(rawValue: 0x0101).featureNames == ["body_movement_detection", "user_facing_time"])
+    }
+
     @Test func v25to28DateTime() throws {
         #expect(try DateTime.decode(bytes("E2 07 04 11 0F 33 00")[...]).value.iso8601 == "2018-04-17T15:51:00")
         let u = try DateTime.decode(bytes("00 00 00 00 12 1A 20")[...]).value
