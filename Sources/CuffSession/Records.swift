@@ -34,28 +34,108 @@ public struct EventTime: Sendable, Hashable {
 }
 
 /// What the session knows about the cuff.
+///
+/// A value type whose fields live in one shared box, copied when a copy is changed: a device
+/// rides in every session and measurement record, and those are copied several times between
+/// the session and the sinks (one retain each instead of one per string).
 public struct DeviceInfo: Sendable, Hashable {
+    @usableFromInline final class Storage: @unchecked Sendable {
+        // (Unchecked, and without the dynamic checks of exclusive access: changed only through
+        // a DeviceInfo that holds the one reference to it, never while it is read.)
+        @exclusivity(unchecked) @usableFromInline var address: String
+        @exclusivity(unchecked) @usableFromInline var name: String?
+        @exclusivity(unchecked) @usableFromInline var manufacturer: String?
+        @exclusivity(unchecked) @usableFromInline var model: String?
+        @exclusivity(unchecked) @usableFromInline var serial: String?
+        @exclusivity(unchecked) @usableFromInline var firmware: String?
+        @exclusivity(unchecked) @usableFromInline var features: BloodPressureFeature?
+
+        @usableFromInline init(
+            address: String, name: String?, manufacturer: String?, model: String?, serial: String?,
+            firmware: String?, features: BloodPressureFeature?
+        ) {
+            self.address = address
+            self.name = name
+            self.manufacturer = manufacturer
+            self.model = model
+            self.serial = serial
+            self.firmware = firmware
+            self.features = features
+        }
+
+        @usableFromInline func copy() -> Storage {
+            Storage(
+                address: address, name: name, manufacturer: manufacturer, model: model, serial: serial,
+                firmware: firmware, features: features)
+        }
+    }
+
+    @usableFromInline var storage: Storage
+
+    /// The box, made this value's own before a change.
+    @inlinable var unique: Storage {
+        mutating get {
+            if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+            return storage
+        }
+    }
+
     /// Where it is: `AA:BB:CC:DD:EE:FF`, `unix:/tmp/cuff.sock`, `simulated`.
-    public var address: String
-    public var name: String?
-    public var manufacturer: String?
-    public var model: String?
-    public var serial: String?
-    public var firmware: String?
+    @inlinable public var address: String {
+        get { storage.address }
+        set { unique.address = newValue }
+    }
+    @inlinable public var name: String? {
+        get { storage.name }
+        set { unique.name = newValue }
+    }
+    @inlinable public var manufacturer: String? {
+        get { storage.manufacturer }
+        set { unique.manufacturer = newValue }
+    }
+    @inlinable public var model: String? {
+        get { storage.model }
+        set { unique.model = newValue }
+    }
+    @inlinable public var serial: String? {
+        get { storage.serial }
+        set { unique.serial = newValue }
+    }
+    @inlinable public var firmware: String? {
+        get { storage.firmware }
+        set { unique.firmware = newValue }
+    }
     /// Blood Pressure Feature, once read.
-    public var features: BloodPressureFeature?
+    @inlinable public var features: BloodPressureFeature? {
+        get { storage.features }
+        set { unique.features = newValue }
+    }
 
     public init(
         address: String, name: String? = nil, manufacturer: String? = nil, model: String? = nil, serial: String? = nil,
         firmware: String? = nil, features: BloodPressureFeature? = nil
     ) {
-        self.address = address
-        self.name = name
-        self.manufacturer = manufacturer
-        self.model = model
-        self.serial = serial
-        self.firmware = firmware
-        self.features = features
+        storage = Storage(
+            address: address, name: name, manufacturer: manufacturer, model: model, serial: serial,
+            firmware: firmware, features: features)
+    }
+
+    public static func == (a: DeviceInfo, b: DeviceInfo) -> Bool {
+        if a.storage === b.storage { return true }
+        let x = a.storage, y = b.storage
+        return x.address == y.address && x.name == y.name && x.manufacturer == y.manufacturer && x.model == y.model
+            && x.serial == y.serial && x.firmware == y.firmware && x.features == y.features
+    }
+
+    public func hash(into h: inout Hasher) {
+        let x = storage
+        h.combine(x.address)
+        h.combine(x.name)
+        h.combine(x.manufacturer)
+        h.combine(x.model)
+        h.combine(x.serial)
+        h.combine(x.firmware)
+        h.combine(x.features)
     }
 
     public var json: JSON { JSON.build { write(to: &$0) } }
