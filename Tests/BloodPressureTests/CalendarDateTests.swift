@@ -71,3 +71,37 @@ struct CalendarDateTests {
         #expect(d.warnings.map(\.code) == [.invalidDateTime])
     }
 }
+
+/// `DateTime.description`'s fixed-width form (four-digit year, two-digit fields) is the format
+/// spelled out (``DateTimeTextTests/reference(_:)``) wherever it applies, and the general form
+/// takes over past it: every field at and across its edges.
+@Suite struct DateTimeFixedWidthTests {
+    static let years: [UInt16] = [0, 1, 9, 10, 99, 100, 999, 1000, 1582, 1970, 2026, 9998, 9999, 10000, 12345, .max]
+    static let fields: [UInt8] = [0, 1, 9, 10, 12, 23, 31, 59, 60, 99, 100, 101, 199, 255]
+
+    @Test func fixedWidthTextIsThePaddedText() {
+        var checked = 0, wrong: [String] = []
+        for y in Self.years {
+            for (i, a) in Self.fields.enumerated() {
+                for (j, b) in Self.fields.enumerated() {
+                    // Each field takes every value against a spread of the others.
+                    let c = Self.fields[(i + j) % Self.fields.count], d = Self.fields[(i * 3 + j) % Self.fields.count]
+                    let e = Self.fields[(i + 2 * j + 1) % Self.fields.count]
+                    let t = DateTime(year: y, month: a, day: b, hours: c, minutes: d, seconds: e)
+                    checked += 1
+                    if t.description != DateTimeTextTests.reference(t) { wrong.append(DateTimeTextTests.reference(t)) }
+                }
+            }
+        }
+        #expect(checked == Self.years.count * Self.fields.count * Self.fields.count)
+        #expect(wrong.count == 0, "first: \(wrong.prefix(5))")
+        #expect(
+            DateTime(year: 2026, month: 11, day: 27, hours: 9, minutes: 5, seconds: 0).description
+                == "2026-11-27T09:05:00")
+        #expect(
+            DateTime(year: 7, month: 1, day: 2, hours: 0, minutes: 0, seconds: 0).description == "0007-01-02T00:00:00")
+        #expect(
+            DateTime(year: 12345, month: 200, day: 2, hours: 0, minutes: 0, seconds: 0).description
+                == "12345-200-02T00:00:00")
+    }
+}
