@@ -154,15 +154,24 @@ final class ParallelReplay: @unchecked Sendable {
         out.reserveCapacity(1024 + 64)
         let showAll = self.showAll
         func take(_ out: inout [CaptureReplay.Output]) -> Bool {
-            for o in out {
-                switch o {
-                case let .emit(e):
-                    lines.append(e)
-                    if showAll { shown.append(o) }
-                case .log:
-                    if showAll { shown.append(o) }
-                case .warning, .notice:
-                    shown.append(o)
+            out.withUnsafeBufferPointer { b in
+                // A progress line (most of a capture's outputs) matched on its own and written in
+                // one go, read in place (as ReplayDrain does).
+                for i in b.indices {
+                    if !showAll, case let .emit(.progress(p)) = b[i] {
+                        lines.append(progress: p)
+                        continue
+                    }
+                    let o = b[i]
+                    switch o {
+                    case let .emit(e):
+                        lines.append(e)
+                        if showAll { shown.append(o) }
+                    case .log:
+                        if showAll { shown.append(o) }
+                    case .warning, .notice:
+                        shown.append(o)
+                    }
                 }
             }
             out.removeAll(keepingCapacity: true)
