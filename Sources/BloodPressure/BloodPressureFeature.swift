@@ -20,17 +20,10 @@ public struct BloodPressureFeature: OptionSet, Sendable, Hashable {
     public static let allVersion11: Self = Self(rawValue: 0x01FF)
     public static let rfuMask: UInt16 = 0xFE00
 
-    @usableFromInline static let names: [(Self, String)] = [
-        (.bodyMovementDetection, "body_movement_detection"),
-        (.cuffFitDetection, "cuff_fit_detection"),
-        (.irregularPulseDetection, "irregular_pulse_detection"),
-        (.pulseRateRangeDetection, "pulse_rate_range_detection"),
-        (.measurementPositionDetection, "measurement_position_detection"),
-        (.multipleBonds, "multiple_bonds"),
-        (.e2eCRC, "e2e_crc"),
-        (.userDataService, "user_data_service"),
-        (.userFacingTime, "user_facing_time"),
-    ]
+    /// Each feature bit (0–8) with its name, lowest first (``name(ofBit:)`` is the one list).
+    @usableFromInline static let names: [(Self, String)] = (0..<9).map { i in
+        (Self(rawValue: 1 << i), name(ofBit: 1 << i).description)
+    }
 
     /// Names of the supported features, e.g. `["body_movement_detection", "cuff_fit_detection"]`.
     public var featureNames: [String] { Self.names.filter { contains($0.0) }.map(\.1) }
@@ -49,7 +42,7 @@ public struct BloodPressureFeature: OptionSet, Sendable, Hashable {
         w.endArray()
     }
 
-    /// ``names``' name of one feature bit.
+    /// The name of one feature bit (bits 0–8; ``names`` lists them all).
     @usableFromInline static func name(ofBit bit: UInt16) -> StaticString {
         switch bit {
         case 1 << 0: "body_movement_detection"

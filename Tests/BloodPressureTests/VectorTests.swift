@@ -133,6 +133,13 @@ struct VectorTests {
         }
         #expect(wrong == 0)
         #expect(BloodPressureFeature(rawValue: 0x0101).featureNames == ["body_movement_detection", "user_facing_time"])
+        // The names themselves, bit 0 to 8 (BPS 1.1's Blood Pressure Feature field).
+        #expect(
+            BloodPressureFeature(rawValue: 0xFFFF).featureNames == [
+                "body_movement_detection", "cuff_fit_detection", "irregular_pulse_detection",
+                "pulse_rate_range_detection", "measurement_position_detection", "multiple_bonds", "e2e_crc",
+                "user_data_service", "user_facing_time",
+            ])
     }
 
     @Test func v25to28DateTime() throws {
