@@ -19,6 +19,7 @@ struct StoreKeyCommandTests {
     /// history with the key reads it; another key, or none, is refused (exit 10).
     @Test func measuredStoreIsUnreadableWithoutItsKey() throws {
         let d = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: d) }
         #expect(try CLI.run(["key", "new", d + "/k"]).status == 0)
         let m = try CLI.run([
             "measure", "--simulated", "stored-records", "--speed", "0", "--quiet", "--store", d + "/s.db",
@@ -78,6 +79,7 @@ struct StoreKeyCommandTests {
     /// holds every reading.
     @Test func interruptedRotationLeavesAStoreOneOfTheKeysOpens() throws {
         let d = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: d) }
         #expect(try CLI.run(["key", "new", d + "/k0"]).status == 0)
         // Many readings, so that a rotation takes long enough to be cut: every committed capture, twice over.
         let captures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -150,10 +150,16 @@ public enum CuffBinary {
         return packageRoot.appendingPathComponent(".build/debug/cuff").path
     }
 
-    /// One state directory (XDG_STATE_HOME) for every child the tests start, made once per run.
+    /// One state directory (XDG_STATE_HOME) for every child the tests start, made once per run and
+    /// removed when the test process exits.
     public static let stateDirectory: String = {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-cli-tests-state-\(getpid())")
-        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        return dir.path
+        let dir = stateDirectoryPath()
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(atPath: CuffBinary.stateDirectoryPath()) }
+        return dir
     }()
+
+    private static func stateDirectoryPath() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("cuff-cli-tests-state-\(getpid())").path
+    }
 }

@@ -60,6 +60,7 @@ struct EncryptedStoreTests {
 
     @Test func nothingAReadingHoldsIsInTheFilesAndHistoryIsThePlainStores() throws {
         let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         let key = try StoreKey.create(path: dir + "/k")
         let records = try Self.records()
         let sealed = try SQLiteStore(path: dir + "/e.db", key: key, utcOffset: .fixed(3600), warn: SinkWarnings.ignore)
@@ -104,6 +105,7 @@ struct EncryptedStoreTests {
 
     @Test func wrongKeyNoKeyAndAKeyForAPlainStoreAreRefusedAndChangeNothing() throws {
         let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         let key = try StoreKey.create(path: dir + "/k")
         let other = try StoreKey.create(path: dir + "/other")
         let s = try SQLiteStore(path: dir + "/e.db", key: key, warn: SinkWarnings.ignore)
@@ -131,6 +133,7 @@ struct EncryptedStoreTests {
 
     @Test func aChangedByteIsDetectedNotRead() throws {
         let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         let key = try StoreKey.create(path: dir + "/k")
         let s = try SQLiteStore(path: dir + "/e.db", key: key, warn: SinkWarnings.ignore)
         for m in try Self.records() { try s.insert(m) }
@@ -162,6 +165,7 @@ struct EncryptedStoreTests {
 
     @Test func rotationReSealsUnderTheNewKeyOnly() throws {
         let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         let old = try StoreKey.create(path: dir + "/old")
         let new = try StoreKey.create(path: dir + "/new")
         let s = try SQLiteStore(path: dir + "/e.db", key: old, warn: SinkWarnings.ignore)
@@ -178,6 +182,7 @@ struct EncryptedStoreTests {
 
     @Test func keyFiles() throws {
         let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         let k = try StoreKey.create(path: dir + "/k")
         let text = try String(contentsOfFile: dir + "/k", encoding: .utf8)
         #expect(text.count == 65 && text.hasSuffix("\n"))
