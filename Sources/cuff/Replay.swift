@@ -79,7 +79,8 @@ struct Replay: ParsableCommand {
     @Option(
         name: .customLong("segment-bytes"),
         help: ArgumentHelp(
-            "Smallest stretch handed to a replay thread, in bytes (default 262144).", visibility: .hidden))
+            "Smallest stretch handed to a replay thread, in bytes (default: from the file's size, 262144 to 1048576).",
+            visibility: .hidden))
     var segmentBytes: Int?
 
     /// `--handle`'s transform (also `cuff simulate --from-capture`'s).

@@ -59,7 +59,7 @@ import Testing
 
     /// Replays `path` with `threads` (and `segmentBytes`), NDJSON into a file; `direct: false`
     /// hands records through the fan-out sink (the reader-and-writer pipe path).
-    static func run(_ path: String, threads: Int, segmentBytes: Int = 256 * 1024, direct: Bool = true) throws -> Run {
+    static func run(_ path: String, threads: Int, segmentBytes: Int? = 256 * 1024, direct: Bool = true) throws -> Run {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-engine-out-\(UUID().uuidString)")
             .path
         let fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -92,6 +92,21 @@ import Testing
         #expect(try Self.run(path, threads: 2) == one)
         #expect(try Self.run(path, threads: 3, segmentBytes: 1) == one)
         #expect(try Self.run(path, threads: 4, segmentBytes: 20_000) == one)
+        #expect(try Self.run(path, threads: 2, segmentBytes: nil) == one)
+    }
+
+    /// The default stretch: about 128 a thread, from 256 KB (a short capture, and the size below
+    /// which one thread replays the file) to 1 MB (a long one).
+    @Test func theDefaultStretchGrowsWithTheFile() {
+        let kb = 1024
+        #expect(ReplayJob.segmentBytes(fileSize: 0, threads: 2) == 256 * kb)
+        #expect(ReplayJob.segmentBytes(fileSize: 14_800_000, threads: 2) == 256 * kb)
+        #expect(ReplayJob.segmentBytes(fileSize: 100_000_000, threads: 2) == 390_625)
+        #expect(ReplayJob.segmentBytes(fileSize: 100_000_000, threads: 4) == 256 * kb)
+        #expect(ReplayJob.segmentBytes(fileSize: 268_435_456, threads: 2) == 1024 * kb)
+        #expect(ReplayJob.segmentBytes(fileSize: 1_000_000_000, threads: 2) == 1024 * kb)
+        #expect(ReplayJob.segmentBytes(fileSize: .max, threads: 64) == 1024 * kb)
+        #expect(ReplayJob.segmentBytes(fileSize: 1_000_000_000, threads: 0) == 1024 * kb)
     }
 
     @Test func aCommittedCaptureGivesItsCommittedNDJSON() throws {

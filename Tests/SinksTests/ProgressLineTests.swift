@@ -73,6 +73,27 @@ import Testing
         Self.check(records)
     }
 
+    /// Wall times a second (or 0.4 s) apart in one buffer, over every field's turn: a second's
+    /// last digit, a minute, an hour, a day, a year, the epoch from below, and year 9999 into
+    /// 10000 (a longer date). The buffer steps its cached second by one where it can.
+    @Test func consecutiveSeconds() {
+        let starts: [Int64] = [
+            1_795_330_917, 1_795_335_535, 1_795_391_935, 1_798_761_535, -125, -62_135_596_925, 253_402_300_675,
+        ]
+        var records: [ProgressRecord] = []
+        for (k, s) in starts.enumerated() {
+            for step in 0..<250 {
+                let micros = (s + Int64(step)) * 1_000_000 + Int64(k) * 123_457
+                records.append(Self.record(step, raw: 0x0064, elapsed: Double(step) / 5, wallMicros: micros))
+            }
+            for step in 0..<250 {
+                let micros = s * 1_000_000 + Int64(step) * 400_000
+                records.append(Self.record(step, raw: 0x0064, elapsed: Double(step) / 5, wallMicros: micros))
+            }
+        }
+        Self.check(records)
+    }
+
     @Test func randomValues() {
         var g = SeededRandom(seed: 0x5EED_F00D)
         var records: [ProgressRecord] = []
