@@ -83,17 +83,66 @@ public final class FileByteSource: ByteSource {
 
     /// Appends what one `read` gives: up to `maxCount` bytes, at most ``scratchBytes`` (fewer
     /// than asked is not the end; 0 is).
+    ///
+    /// Into the array's own room past its elements when it has room for them all (a reader that
+    /// keeps its buffer, as the parallel replay's does): no copy. Otherwise through ``scratch``.
     public func read(into buffer: inout [UInt8], maxCount: Int) throws(CaptureError) -> Int {
         guard maxCount > 0 else { return 0 }
         let n = min(maxCount, Self.scratchBytes)
+        if buffer.capacity - buffer.count >= n {
+            let before = buffer.count
+            var landed: Result<Int, Errno>?
+            withUnsafeMutablePointer(to: &landed) { p in
+                buffer.append(contentsOf: ReadIntoSpareCapacity(fd: fd, maxCount: n, landed: p))
+            }
+            switch landed {
+            case .success?: return buffer.count - before
+            case .failure(let e)?: throw failed(e)
+            case nil: break  // (not read: the array had no room after all, and nothing was appended)
+            }
+        }
         switch Sys.read(fd, into: UnsafeMutableRawBufferPointer(start: scratch, count: n)) {
         case .success(let got):
-            let got = min(got, n)  // (a scripted read may claim more)
+            let got = min(max(got, 0), n)  // (a scripted read may claim more)
             buffer.append(contentsOf: UnsafeBufferPointer(start: scratch, count: got))
             return got
         case .failure(let e):
-            throw CaptureError(.ioError, "read from \(path) failed: \(e)", errno: e.rawValue)
+            throw failed(e)
         }
+    }
+
+    private func failed(_ e: Errno) -> CaptureError {
+        CaptureError(.ioError, "read from \(path) failed: \(e)", errno: e.rawValue)
+    }
+}
+
+/// One `read` straight into an array's spare capacity. `Array.append(contentsOf:)` hands a
+/// sequence's `_copyContents(initializing:)` the uninitialised room past the array's elements
+/// and counts what it says it wrote; this one reads into that room. (A 1 GB parallel replay
+/// spent 4 % of its time copying every byte from a scratch buffer into its stretches.)
+///
+/// Should `append` ever fill the room some other way, it finds an empty sequence: `landed` stays
+/// nil and the caller reads as before. `underestimatedCount` is 0, so a short read is no
+/// "overestimate" and `append` never makes room itself.
+private struct ReadIntoSpareCapacity: Sequence {
+    let fd: Int32
+    let maxCount: Int
+    /// The read's result, once there was one.
+    let landed: UnsafeMutablePointer<Result<Int, Errno>?>
+
+    var underestimatedCount: Int { 0 }
+    func makeIterator() -> EmptyCollection<UInt8>.Iterator { EmptyCollection<UInt8>.Iterator() }
+
+    func _copyContents(initializing room: UnsafeMutableBufferPointer<UInt8>) -> (
+        EmptyCollection<UInt8>.Iterator, Int
+    ) {
+        // No room (an array that was shared got a new buffer with none): no read, which
+        // would return 0 and look like the end of the file.
+        guard let base = room.baseAddress, room.count > 0 else { return (makeIterator(), 0) }
+        let r = Sys.read(fd, into: UnsafeMutableRawBufferPointer(start: base, count: Swift.min(maxCount, room.count)))
+        landed.pointee = r
+        guard case .success(let got) = r else { return (makeIterator(), 0) }
+        return (makeIterator(), Swift.min(Swift.max(got, 0), maxCount, room.count))
     }
 }
 
