@@ -53,6 +53,8 @@ public struct SFloat: Sendable, Hashable, RawRepresentable, CustomStringConverti
     /// `189 × 10⁻¹` is `18.9`, not `18.900000000000002`.
     @inlinable
     public var doubleValue: Double? {
+        // Exponent 0, a mantissa of 0…2045 (whole mmHg, most cuffs' every value): the word itself.
+        if rawValue < 0x07FE { return Double(rawValue) }
         guard case let .finite(m, e) = value else { return nil }
         return SFloat.scale(Double(m), exponent: Int(e))
     }
@@ -70,7 +72,9 @@ public struct SFloat: Sendable, Hashable, RawRepresentable, CustomStringConverti
 
     /// ``specialName`` as a constant (for writers that copy it as it is).
     @inlinable public var specialNameConstant: StaticString? {
-        switch value {
+        // (The five specials are the words 0x07FE…0x0802.)
+        if rawValue &- 0x07FE > 4 { return nil }
+        return switch value {
         case .finite: nil
         case .nan: "NaN"
         case .nres: "NRes"

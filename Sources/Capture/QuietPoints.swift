@@ -76,12 +76,8 @@ public struct QuietPoints: Sendable {
         guard bytes.count >= total else { return .need(count: total) }
         // An empty H4 record has no packet type: the reader warns and nothing changes.
         guard datalink != .uart || included > 0 else { return .record(length: total, quiet: isQuiet) }
-        // A timestamp the reader rejects (`bad_timestamp`): the record is skipped, nothing changes.
-        guard BTSnoop.usableTimestamp(fromBTSnoop: header.timestamp) != nil else {
-            return .record(length: total, quiet: isQuiet)
-        }
         // What the readers make of it (``RecordView``): only whether it is ACL data or an HCI
-        // event, its controller and its payload (no timestamp, no other kinds).
+        // event, its controller and its payload (no other kinds).
         let body = UnsafeRawBufferPointer(rebasing: bytes[BTSnoop.recordHeaderLength..<total])
         let flags = header.flags
         let isACL: Bool, isEvent: Bool
@@ -102,17 +98,21 @@ public struct QuietPoints: Sendable {
             adapter = flags >> 16
         }
         if isACL, payload.count >= 2 {
-            note(adapter, payload, at: 0, opening: true)
-        } else if isEvent, payload.count >= 2 && payload.count - 2 >= Int(payload[1]) {
+            // ACL data on a connection already open (most records) changes nothing, whatever
+            // its timestamp: only one that opens one needs a timestamp the reader takes.
+            let key = Self.key(adapter, payload, at: 0)
+            if open.contains(key) { return .record(length: total, quiet: false) }
+            if Self.usable(header) { note(key, opening: true) }
+        } else if isEvent, payload.count >= 2 && payload.count - 2 >= Int(payload[1]), Self.usable(header) {
             // Parameters as the event's own length gives them (the extractor reads no further).
             let length = Int(payload[1])
             switch payload[0] {
             case 0x05 where length >= 4 && payload[2] == 0:  // Disconnection Complete, status 0
-                note(adapter, payload, at: 3, opening: false)
+                note(Self.key(adapter, payload, at: 3), opening: false)
             case 0x3E where length >= 4:
                 switch payload[2] {
                 // LE (Enhanced) Connection Complete
-                case 0x01, 0x0A, 0x29: note(adapter, payload, at: 4, opening: true)
+                case 0x01, 0x0A, 0x29: note(Self.key(adapter, payload, at: 4), opening: true)
                 default: break
                 }
             default:
@@ -122,9 +122,19 @@ public struct QuietPoints: Sendable {
         return .record(length: total, quiet: isQuiet)
     }
 
-    /// Opens or closes the connection whose 12-bit handle is the little-endian word at `at`.
-    private mutating func note(_ adapter: UInt32, _ bytes: UnsafeRawBufferPointer, at: Int, opening: Bool) {
-        let key = adapter << 16 | (UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8) & 0x0FFF
+    /// A record whose timestamp the reader takes (one it rejects, `bad_timestamp`, is skipped:
+    /// nothing changes).
+    @inline(__always) private static func usable(_ header: BTSnoop.RecordHeader) -> Bool {
+        BTSnoop.usableTimestamp(fromBTSnoop: header.timestamp) != nil
+    }
+
+    /// `adapter << 16 | handle` of the connection whose 12-bit handle is the little-endian word at `at`.
+    @inline(__always) private static func key(_ adapter: UInt32, _ bytes: UnsafeRawBufferPointer, at: Int) -> UInt32 {
+        adapter << 16 | (UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8) & 0x0FFF
+    }
+
+    /// Opens or closes the connection `key`.
+    private mutating func note(_ key: UInt32, opening: Bool) {
         if let i = open.firstIndex(of: key) {
             if !opening { open.remove(at: i) }
         } else if opening && !saturated {

@@ -70,6 +70,37 @@ struct SFloatTests {
         }
     }
 
+    /// `doubleValue` and `specialNameConstant` (each with a shortcut for the common words) against
+    /// the word's meaning, for all 65,536 words.
+    @Test func everyWordsNumberAndSpecialName() {
+        var wrong = 0
+        for w in 0...UInt16.max {
+            let s = SFloat(rawValue: w)
+            let number: Double?
+            let name: String?
+            switch s.value {
+            case let .finite(m, e):
+                number = e >= 0 ? Double(m) * pow10(Int(e)) : Double(m) / pow10(-Int(e))
+                name = nil
+            case .nan: (number, name) = (nil, "NaN")
+            case .nres: (number, name) = (nil, "NRes")
+            case .positiveInfinity: (number, name) = (nil, "+INF")
+            case .negativeInfinity: (number, name) = (nil, "-INF")
+            case .reserved: (number, name) = (nil, "reserved")
+            }
+            let got = s.doubleValue
+            if got != number || got.map({ $0.sign }) != number.map({ $0.sign })
+                || s.specialNameConstant?.description != name || s.specialName != name
+            {
+                wrong += 1
+                if wrong <= 5 {
+                    Issue.record("word 0x\(String(w, radix: 16)): \(String(describing: got)) \(s.specialName ?? "-")")
+                }
+            }
+        }
+        #expect(wrong == 0)
+    }
+
     @Test func encoderNeverProducesSpecialWordsAndStaysInRange() {
         var g = SeededGenerator(seed: 42)
         for _ in 0..<20_000 {

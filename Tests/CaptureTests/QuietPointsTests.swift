@@ -76,6 +76,22 @@ struct QuietPointsTests {
         #expect(Self.quietAfterEach(steps.map(\.0)) == steps.map(\.1))
     }
 
+    /// A record whose timestamp the reader rejects (zero: before year 0) opens and closes
+    /// nothing, but ACL data on a connection already open stays where it is either way.
+    @Test func aRecordTheReaderSkipsForItsTimestampChangesNothing() {
+        func zeroTime(_ r: [UInt8]) -> [UInt8] { Array(r[0..<16]) + [UInt8](repeating: 0, count: 8) + r[24...] }
+        let steps: [([UInt8], Bool)] = [
+            (zeroTime(Self.acl(0x0040)), true),  // would open 0x0040: skipped
+            (zeroTime(Self.connected(0x0040)), true),
+            (Self.acl(0x0040), false),
+            (zeroTime(Self.acl(0x0040, received: true)), false),  // already open: still open
+            (zeroTime(Self.acl(0x0041)), false),
+            (zeroTime(Self.disconnected(0x0040)), false),
+            (Self.disconnected(0x0040), true),  // 0x0041 never opened
+        ]
+        #expect(Self.quietAfterEach(steps.map(\.0)) == steps.map(\.1))
+    }
+
     @Test func partialAndOversizeRecords() {
         var points = QuietPoints(datalink: .monitor)
         let r = Self.connected(0x0040)
