@@ -241,11 +241,11 @@ public struct CaptureReplay: Sendable {
         @inline(__always)
         func pdu(
             _ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, deadlinesDone: Bool,
-            into out: inout [Output]
+            progress: (any ProgressRecordSink)? = nil, into out: inout [Output]
         ) {
             guard followed else {
                 if deadlinesDone {
-                    session.pduAfterDeadlines(raw, fromCentral: fromCentral, at: at, into: &out)
+                    session.pduAfterDeadlines(raw, fromCentral: fromCentral, at: at, progress: progress, into: &out)
                 } else {
                     session.pdu(raw, fromCentral: fromCentral, at: at, into: &out)
                 }
@@ -361,7 +361,7 @@ public struct CaptureReplay: Sendable {
     /// controller than `adapter` is skipped, and an ACL fragment holding a whole ATT frame on a
     /// tracked link is replayed from the record's bytes (true); for anything else nothing changes
     /// and the record goes the general way (false).
-    mutating func take(_ record: RecordView, _ out: inout [Output]) -> Bool {
+    mutating func take(_ record: RecordView, _ out: inout [Output], progress: (any ProgressRecordSink)? = nil) -> Bool {
         if let adapter, record.adapterIndex != adapter { return true }  // consume() skips it whole
         if case .event = record.kind {
             // An event the extractor passes over (most of them: completed packets, command
@@ -383,7 +383,7 @@ public struct CaptureReplay: Sendable {
         att(
             adapter: f.adapter, handle: f.connectionHandle, direction: f.direction,
             pdu: UnsafeRawBufferPointer(rebasing: record.payload[f.pdu]), timestamp: record.timestamp,
-            accessAddress: nil, deadlinesDone: true, &out)
+            accessAddress: nil, deadlinesDone: true, progress: progress, &out)
         return true
     }
 
@@ -589,13 +589,14 @@ public struct CaptureReplay: Sendable {
     @inline(__always)
     mutating func att(
         adapter: UInt16, handle: UInt16, direction: ATTDirection, pdu: UnsafeRawBufferPointer, timestamp: Timestamp,
-        accessAddress: UInt32?, deadlinesDone: Bool = false, _ out: inout [Output]
+        accessAddress: UInt32?, deadlinesDone: Bool = false, progress: (any ProgressRecordSink)? = nil,
+        _ out: inout [Output]
     ) {
         let key = Key(adapter: adapter, handle: handle)
         guard let opcode = pdu.first else { return }
         if hotKey == key, let hotConnection {
             hotConnection._withUnsafeGuaranteedRef {
-                deliver($0, opcode, direction, pdu, timestamp, deadlinesDone: deadlinesDone, &out)
+                deliver($0, opcode, direction, pdu, timestamp, deadlinesDone: deadlinesDone, progress: progress, &out)
             }
             return
         }
@@ -651,7 +652,8 @@ public struct CaptureReplay: Sendable {
     @inline(__always)
     mutating func deliver(
         _ c: Connection, _ opcode: UInt8, _ direction: ATTDirection, _ pdu: UnsafeRawBufferPointer,
-        _ timestamp: Timestamp, deadlinesDone: Bool, _ out: inout [Output]
+        _ timestamp: Timestamp, deadlinesDone: Bool, progress: (any ProgressRecordSink)? = nil,
+        _ out: inout [Output]
     ) {
         guard c.central else { return }
         let fromCentral: Bool
@@ -662,7 +664,7 @@ public struct CaptureReplay: Sendable {
         }
         c.pdu(
             pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(timestamp), deadlinesDone: deadlinesDone,
-            into: &out)
+            progress: progress, into: &out)
         rearm(c)
     }
 
@@ -866,31 +868,43 @@ extension CaptureReplay {
     /// ``finish(_:into:)`` (a stretch of a longer capture is not its end).
     public mutating func replay(
         _ reader: inout CaptureReader<FileByteSource>, into out: inout [Output],
-        before: ((HCIRecord) -> Void)? = nil, batch: Int = 1, deliver: (inout [Output]) -> Bool
+        before: ((HCIRecord) -> Void)? = nil, batch: Int = 1, progress: (any ProgressRecordSink)? = nil,
+        deliver: (inout [Output]) -> Bool
     ) -> Ending {
-        replayRecords(&reader, into: &out, before: before, batch: batch, deliver: deliver)
+        replayRecords(&reader, into: &out, before: before, batch: batch, progress: progress, deliver: deliver)
     }
 
     /// ``replay(_:into:before:deliver:)`` for records in memory (a stretch of a file).
     public mutating func replay(
         _ reader: inout CaptureReader<ArrayByteSource>, into out: inout [Output],
-        before: ((HCIRecord) -> Void)? = nil, batch: Int = 1, deliver: (inout [Output]) -> Bool
+        before: ((HCIRecord) -> Void)? = nil, batch: Int = 1, progress: (any ProgressRecordSink)? = nil,
+        deliver: (inout [Output]) -> Bool
     ) -> Ending {
-        replayRecords(&reader, into: &out, before: before, batch: batch, deliver: deliver)
+        replayRecords(&reader, into: &out, before: before, batch: batch, progress: progress, deliver: deliver)
     }
 
     // Generic here, specialised for the two sources above inside this module.
+    ///
+    /// `progress`: a cuff-pressure progress record the short path makes while `out` is empty goes
+    /// there instead of into `out` (no output to store, read back and destroy: most of a
+    /// capture's). `deliver` then takes `out` after every record that left something in it, so
+    /// that the two keep their order.
     mutating func replayRecords<S: ByteSource>(
         _ reader: inout CaptureReader<S>, into out: inout [Output],
-        before: ((HCIRecord) -> Void)?, batch: Int, deliver: (inout [Output]) -> Bool
+        before: ((HCIRecord) -> Void)?, batch: Int, progress: (any ProgressRecordSink)? = nil,
+        deliver: (inout [Output]) -> Bool
     ) -> Ending {
+        let batch = progress == nil ? batch : 1
         var record = HCIRecord(timestamp: .zero, direction: .received, kind: .other(0), payload: [])
         while true {
             if before == nil {
                 // The records whole in the reader's buffer, in one loop (what follows reads the
                 // one that stopped it: a cut, a refill, an error to name, the end).
                 let goOn = reader.forEachBuffered { header, body, datalink, offset in
-                    if !take(RecordView(header: header, body: body, datalink: datalink, fileOffset: offset), &out) {
+                    if !take(
+                        RecordView(header: header, body: body, datalink: datalink, fileOffset: offset), &out,
+                        progress: progress)
+                    {
                         BTSnoop.fill(&record, header: header, body: body, datalink: datalink, fileOffset: offset)
                         consume(record, into: &out)
                     }
@@ -905,7 +919,7 @@ extension CaptureReplay {
                     consume(record, into: &out)
                 } else {
                     // A whole ATT frame in the reader's buffer is taken from there, without a copy.
-                    switch try reader.next(into: &record, lending: { take($0, &out) }) {
+                    switch try reader.next(into: &record, lending: { take($0, &out, progress: progress) }) {
                     case .end: return .end
                     case .record: consume(record, into: &out)
                     case .taken: break

@@ -217,8 +217,11 @@ public struct SessionObserver: Sendable {
     /// 60 instructions a PDU. (Always inlined, the cuff-pressure short path with it: the rest is
     /// ``otherPDU(_:fromCentral:at:into:)``.)
     @inline(__always)
+    /// `progress`: where a progress record goes when `out` is empty (see
+    /// ``CaptureReplay/replayRecords(_:into:before:batch:progress:deliver:)``).
     mutating func pduAfterDeadlines(
-        _ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, into out: inout [Output]
+        _ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime,
+        progress: (any ProgressRecordSink)? = nil, into out: inout [Output]
     ) {
         guard !machine.isFinished else { return }
         // Handle Value Notification (a literal: the named constant is a lazily initialised global)
@@ -227,7 +230,9 @@ public struct SessionObserver: Sendable {
             if let c = cachedCharacteristic(h),
                 let p = machine.progress(notified: c, UnsafeRawBufferPointer(rebasing: raw[3...]), at: at)
             {
-                out.append(.emit(.progress(p)))
+                // (Called through the optional in place: binding it first retained and released the
+                // sink around every call.)
+                if progress != nil, out.isEmpty { progress?.take(progress: p) } else { out.append(.emit(.progress(p))) }
                 return
             }
         }

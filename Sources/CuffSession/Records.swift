@@ -426,6 +426,13 @@ public enum MeasurementPhase: String, Sendable, Hashable, CaseIterable {
     }
 }
 
+/// Takes progress records one by one as a replay makes them, where they need not be stored
+/// with its other outputs first (a class: handed down a replay's inlined calls with no copy,
+/// retain or context to load).
+public protocol ProgressRecordSink: AnyObject {
+    func take(progress: ProgressRecord)
+}
+
 /// A cuff-pressure update (from 0x2A36 / 0x2B35).
 public struct ProgressRecord: Sendable, Hashable {
     public var phase: MeasurementPhase

@@ -186,7 +186,12 @@ final class ParallelReplay: @unchecked Sendable {
             var reader = CaptureReader(
                 btsnoopRecords: ArrayByteSource(segment.bytes), datalink: datalink, offset: segment.offset,
                 chunkSize: max(segment.bytes.count, 64 * 1024))
-            if case let .fault(e) = replay.replay(&reader, into: &out, batch: 1024, deliver: take) { fault = e }
+            // Progress lines (most of the stretch) written as the replay makes them, when the
+            // display does not show them too.
+            let progress: (any ProgressRecordSink)? = showAll ? nil : lines
+            if case let .fault(e) = replay.replay(&reader, into: &out, batch: 1024, progress: progress, deliver: take) {
+                fault = e
+            }
         }  // (the reader's copy of the bytes goes here, so they come back unshared)
         if fault == nil { fault = segment.fault }
         if segment.last || fault != nil {

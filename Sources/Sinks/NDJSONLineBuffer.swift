@@ -13,7 +13,7 @@ import CuffSession
 ///
 /// For a writer that drains the buffer itself (`cuff replay`): append lines, write ``bytes`` out,
 /// ``removeAll()``. Not thread-safe: one owner at a time.
-public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
+public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked Sendable {
     // Unchecked: one owner at a time (see above); the dynamic checks cost more than the writes.
     @exclusivity(unchecked) private var base: UnsafeMutablePointer<UInt8>
     @exclusivity(unchecked) private var capacity: Int
@@ -74,6 +74,9 @@ public final class NDJSONLineBuffer: JSONWriter, @unchecked Sendable {
     /// Double). Values that text does not cover (an SFLOAT exponent outside −3…5, an elapsed time
     /// that is not a whole number of milliseconds under 10⁹ s, or is −0) take ``appendWritten(_:)``.
     /// Returns ``byteCount``.
+    /// ``append(progress:)`` (a replay hands its progress records straight here).
+    public func take(progress p: ProgressRecord) { append(progress: p) }
+
     @discardableResult public func append(progress p: ProgressRecord) -> Int {
         // Elapsed in milliseconds, rounded half away from zero as `rounded()` does, without a
         // call to round: x − trunc(x) is exact for |x| < 10¹².

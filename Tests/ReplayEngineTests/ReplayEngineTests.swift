@@ -59,7 +59,9 @@ import Testing
 
     /// Replays `path` with `threads` (and `segmentBytes`), NDJSON into a file; `direct: false`
     /// hands records through the fan-out sink (the reader-and-writer pipe path).
-    static func run(_ path: String, threads: Int, segmentBytes: Int? = 256 * 1024, direct: Bool = true) throws -> Run {
+    static func run(
+        _ path: String, threads: Int, segmentBytes: Int? = 256 * 1024, direct: Bool = true, showAll: Bool = true
+    ) throws -> Run {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-engine-out-\(UUID().uuidString)")
             .path
         let fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -71,6 +73,7 @@ import Testing
         job.threads = threads
         job.segmentBytes = segmentBytes
         job.parallelMinimumBytes = 0  // the threads asked for, even on a small capture
+        job.showAll = showAll
         let presenter = Collected()
         let r = try job.run(into: sinks, presenter: presenter)
         #expect(presenter.failures.withLock { $0.isEmpty })
@@ -93,6 +96,16 @@ import Testing
         #expect(try Self.run(path, threads: 3, segmentBytes: 1) == one)
         #expect(try Self.run(path, threads: 4, segmentBytes: 20_000) == one)
         #expect(try Self.run(path, threads: 2, segmentBytes: nil) == one)
+        // Not shown (`--quiet`): progress records go from the replay straight into the stretch's
+        // lines; the bytes, counts and fault are the same.
+        let quiet = try Self.run(path, threads: 1, showAll: false)
+        #expect(quiet.stdout == one.stdout && quiet.fault == one.fault && quiet.measurements == one.measurements)
+        for (threads, segment) in [(2, 256 * 1024), (3, 1), (2, 4096), (4, 20_000)] {
+            var parallel = try Self.run(path, threads: threads, segmentBytes: segment, showAll: false)
+            #expect(parallel.stdout == one.stdout, "\(threads) threads, \(segment)")
+            parallel.stdout = quiet.stdout
+            #expect(parallel == quiet, "\(threads) threads, \(segment)")
+        }
     }
 
     /// The default stretch: about 128 a thread, from 256 KB (a short capture, and the size below
