@@ -231,6 +231,19 @@ public struct CaptureReplay: Sendable {
             session.handOverSpares(&memo, &spare)
         }
 
+        /// ``SessionObserver/discovered(connectionHandle:openedAt:)``, read in place (through an
+        /// inout access: a plain call copied the whole observer first and destroyed the copy
+        /// after, about 1,800 instructions a session).
+        func discovered(connectionHandle: UInt16) -> DiscoveredHandles? {
+            Self.discovered(in: &session, connectionHandle: connectionHandle, openedAt: openedAt)
+        }
+
+        private static func discovered(in session: inout SessionObserver, connectionHandle: UInt16, openedAt: Int64?)
+            -> DiscoveredHandles?
+        {
+            session.discovered(connectionHandle: connectionHandle, openedAt: openedAt)
+        }
+
         func connected(at: EventTime, into out: inout [Output]) {
             guard followed else { return session.connected(at: at, into: &out) }
             relay(&out) { o, into in o.connected(at: at, into: &into) }
@@ -691,7 +704,7 @@ public struct CaptureReplay: Sendable {
             if mappings.count > Self.maximumMappings { mappings.removeLast() }
         }
         if c.central, let peer = c.peer {
-            if let d = c.session.discovered(connectionHandle: key.handle, openedAt: c.openedAt) {
+            if let d = c.discovered(connectionHandle: key.handle) {
                 if learned[peer] != nil || learned.count < Self.maximumLearnedPeers {
                     learned[peer] = d
                     discoveredPeers.insert(peer)
