@@ -896,7 +896,7 @@ extension CaptureReplay {
         replayRecords(&reader, into: &out, before: before, batch: batch, progress: progress, deliver: deliver)
     }
 
-    // Generic here, specialised for the two sources above inside this module.
+    /// Generic here, specialised for the two sources above inside this module.
     ///
     /// `progress`: a cuff-pressure progress record the short path makes while `out` is empty goes
     /// there instead of into `out` (no output to store, read back and destroy: most of a

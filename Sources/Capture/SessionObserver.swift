@@ -215,10 +215,9 @@ public struct SessionObserver: Sendable {
     /// ``pdu(_:fromCentral:at:into:)`` once no deadline is before `at` (the caller fired them):
     /// a replay knows that from its earliest deadline, and asking the machine again cost about
     /// 60 instructions a PDU. (Always inlined, the cuff-pressure short path with it: the rest is
-    /// ``otherPDU(_:fromCentral:at:into:)``.)
+    /// ``otherPDU(_:fromCentral:at:into:)``.) `progress`: where a progress record goes when `out`
+    /// is empty (see ``CaptureReplay/replayRecords(_:into:before:batch:progress:deliver:)``).
     @inline(__always)
-    /// `progress`: where a progress record goes when `out` is empty (see
-    /// ``CaptureReplay/replayRecords(_:into:before:batch:progress:deliver:)``).
     mutating func pduAfterDeadlines(
         _ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime,
         progress: (any ProgressRecordSink)? = nil, into out: inout [Output]
