@@ -68,15 +68,15 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
         put(0x0A)
     }
 
+    /// ``append(progress:)`` (a replay hands its progress records straight here).
+    public func take(progress p: ProgressRecord) { append(progress: p) }
+
     /// Appends a progress line (most of a session's), the bytes `ProgressRecord.write(to:)` gives,
     /// in one go: room made once, the fixed parts copied as constants, the numbers and the time
     /// written straight from the record (the SFLOAT's text from its mantissa and exponent, no
     /// Double). Values that text does not cover (an SFLOAT exponent outside −3…5, an elapsed time
     /// that is not a whole number of milliseconds under 10⁹ s, or is −0) take ``appendWritten(_:)``.
     /// Returns ``byteCount``.
-    /// ``append(progress:)`` (a replay hands its progress records straight here).
-    public func take(progress p: ProgressRecord) { append(progress: p) }
-
     @discardableResult public func append(progress p: ProgressRecord) -> Int {
         // Elapsed in milliseconds, rounded half away from zero as `rounded()` does, without a
         // call to round: x − trunc(x) is exact for |x| < 10¹².
