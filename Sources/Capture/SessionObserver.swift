@@ -59,8 +59,12 @@ public struct SessionObserver: Sendable {
     var lastWrite: (handle: UInt16, value: [UInt8])?
     var partialRead: (handle: UInt16, value: [UInt8], at: EventTime)?
     /// The values this connection was seen reading (what a later connection that inherits its
-    /// discovery also inherits, as a central's GATT cache keeps them).
-    var readValues: [CuffCharacteristic: [UInt8]] = [:]
+    /// discovery also inherits, as a central's GATT cache keeps them), by
+    /// ``CuffCharacteristic/ordinal``: empty until the first. (A table, the shape
+    /// ``DiscoveredHandles`` keeps: a dictionary hashed and grew three times a session, about
+    /// 2,500 instructions under callgrind, only to be made this table at the end.)
+    var readValues: [[UInt8]?] = []
+    private static let characteristicCount = CuffCharacteristic.allCases.count
     /// While set (a connection using ``inherited``), a read the session asks for is answered with
     /// the earlier connection's value, at this time, as the central answered it from its cache.
     var answeringInheritedReadsAt: EventTime?
@@ -170,7 +174,7 @@ public struct SessionObserver: Sendable {
         guard sawDiscovery, !usedInherited else { return nil }
         return DiscoveredHandles(
             services: services, characteristics: characteristics, descriptors: descriptors,
-            values: readValues, connectionHandle: connectionHandle, openedAt: openedAt)
+            valueTable: readValues, connectionHandle: connectionHandle, openedAt: openedAt)
     }
 
     // MARK: - Events
@@ -485,7 +489,12 @@ public struct SessionObserver: Sendable {
 
     mutating func readDone(_ h: UInt16, _ v: [UInt8], _ at: EventTime, _ out: inout [Output]) {
         guard let c = characteristic(h) else { return }
-        if !usedInherited { readValues[c] = v }
+        if !usedInherited {
+            if readValues.isEmpty {
+                readValues = [[UInt8]?](repeating: nil, count: Self.characteristicCount)
+            }
+            readValues[Int(c.ordinal)] = v
+        }
         run(.readCompleted(c, v, at), &out)
     }
 
@@ -730,6 +739,19 @@ public struct DiscoveredHandles: Sendable, Hashable {
         self.characteristics = characteristics
         self.descriptors = descriptors
         self.values = DiscoveredHandles.table(values)
+        self.connectionHandle = connectionHandle
+        self.openedAt = openedAt
+    }
+
+    /// With the values already a table by ordinal (empty: none), as ``SessionObserver`` keeps them.
+    init(
+        services: [GATTProfile.Service], characteristics: [GATTProfile.Characteristic],
+        descriptors: [UInt16: BluetoothUUID], valueTable: [[UInt8]?], connectionHandle: UInt16, openedAt: Int64?
+    ) {
+        self.services = services
+        self.characteristics = characteristics
+        self.descriptors = descriptors
+        values = valueTable
         self.connectionHandle = connectionHandle
         self.openedAt = openedAt
     }
