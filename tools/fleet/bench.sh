@@ -3,7 +3,8 @@
 # on this machine, for SECONDS of wall time. Prints readings per second, commit latency p50/p99
 # (from a measurement's arrival at the watcher to its store commit, as watch reports it), CPU
 # seconds per reading and peak RSS of both processes, and checks that nothing was lost or stored
-# twice. Release build: `swift build -c release --product cuff` first (or set CUFF).
+# twice. The installed build first (or set CUFF): `swift build -c release --static-swift-stdlib
+# --product cuff` (README, "Installing").
 #   N=1000 SECONDS=60 bash tools/fleet/bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -12,7 +13,7 @@ SECONDS_RUN=${SECONDS:-60}
 EVERY=${EVERY:-60}
 SPEED=${SPEED:-60}
 CUFF=${CUFF:-.build/release/cuff}
-[ -x "$CUFF" ] || { echo "build first: swift build -c release --product cuff" >&2; exit 2; }
+[ -x "$CUFF" ] || { echo "build first: swift build -c release --static-swift-stdlib --product cuff" >&2; exit 2; }
 work=$(mktemp -d /tmp/cuff-fleet.XXXXXX)
 trap 'kill $sim $watch 2>/dev/null || true; rm -rf "$work"' EXIT
 ulimit -n 65536 2>/dev/null || ulimit -n 4096

@@ -15,7 +15,8 @@
 # `cuff replay --jobs 1` (JOBS1_RUNS times, default RUNS) beside the default, in the same run,
 # the two taking turns. JOBS1_RUNS=N does that for the other shapes too.
 # The capture is made by tools/replay/make-capture.py (once; kept in WORKDIR). TSHARK=0 skips tshark
-# (minutes on a 1 GB capture). CUFF=BINARY times that cuff instead of building one.
+# (minutes on a 1 GB capture). CUFF=BINARY times that cuff instead of building one; otherwise the
+# cuff timed is the installed build (README, "Installing"): release, --static-swift-stdlib.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 size=${1:-200}
@@ -33,8 +34,8 @@ fi
 if [ -n "${CUFF:-}" ]; then
   bin=$(mktemp -d); ln -s "$(realpath "$CUFF")" "$bin/cuff"  # CUFF=BINARY: that cuff, nothing built
 else
-  swift build -c release --product cuff >/dev/null
-  bin=$(swift build -c release --show-bin-path)
+  swift build -c release --static-swift-stdlib --product cuff >/dev/null
+  bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
 fi
 if [ ! -s "$file" ]; then
   python3 tools/replay/make-capture.py ${heavy:+--notifications "$heavy"} ${short:+--short --sessions "$short"} \
