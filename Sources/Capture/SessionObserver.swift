@@ -735,12 +735,9 @@ public struct DiscoveredHandles: Sendable, Hashable {
         descriptors: [UInt16: BluetoothUUID], values: [CuffCharacteristic: [UInt8]] = [:], connectionHandle: UInt16,
         openedAt: Int64?
     ) {
-        self.services = services
-        self.characteristics = characteristics
-        self.descriptors = descriptors
-        self.values = DiscoveredHandles.table(values)
-        self.connectionHandle = connectionHandle
-        self.openedAt = openedAt
+        self.init(
+            services: services, characteristics: characteristics, descriptors: descriptors,
+            valueTable: DiscoveredHandles.table(values), connectionHandle: connectionHandle, openedAt: openedAt)
     }
 
     /// With the values already a table by ordinal (empty: none), as ``SessionObserver`` keeps them.

@@ -167,4 +167,67 @@ struct QuietPointsTests {
         let s = (records[0] + huge).withUnsafeBytes { stopped.scan($0, from: 0) { _ in } }
         #expect(s.end == records[0].count && s.stop)
     }
+
+    /// Random streams of what a btmon file holds, many connections open at once: ACL data on
+    /// open handles (the scan's short path) and on others, its flag bits set or not, too short
+    /// to name a handle, on two controllers; connections and disconnections, failed or not;
+    /// other records; a record the reader skips for its timestamp. `scan` over the whole stream
+    /// and over random pieces of it gives the quiet points `step` gives record by record.
+    @Test func scanGivesWhatStepGivesOnRandomStreams() {
+        var g = SeededRandom(seed: 0x0051_E7E5)
+        var quietPoints = 0
+        for _ in 0..<300 {
+            var records: [[UInt8]] = []
+            for _ in 0..<Int.random(in: 1...60, using: &g) {
+                // (Two handles on two controllers, and disconnections as often as traffic: the
+                // stream keeps coming back to quiet, so a connection wrongly kept or left shows.)
+                let handle = UInt16.random(in: 0x40...0x41, using: &g)
+                let adapter = UInt16.random(in: 0...1, using: &g)
+                switch Int.random(in: 0..<10, using: &g) {
+                case 0: records.append(Self.connected(handle, status: g.next() % 4 == 0 ? 2 : 0, adapter: adapter))
+                case 1, 2, 3:
+                    records.append(Self.disconnected(handle, status: g.next() % 4 == 0 ? 8 : 0, adapter: adapter))
+                case 4: records.append(Self.record(Bool.random(using: &g) ? 4 : 5, adapter: adapter, [0x40]))
+                case 5: records.append(Self.record(UInt16.random(in: 0...13, using: &g), adapter: adapter, [1, 2, 3]))
+                case 6:
+                    var r = Self.acl(handle, adapter: adapter, received: Bool.random(using: &g))
+                    for i in 16..<24 { r[i] = 0 }  // year 0: outside what a Timestamp holds
+                    records.append(r)
+                default:
+                    var r = Self.acl(handle, adapter: adapter, received: Bool.random(using: &g))
+                    r[25] |= UInt8.random(in: 0...0xF, using: &g) << 4  // flag bits above the handle
+                    records.append(r)
+                }
+            }
+            var stepped = QuietPoints(datalink: .monitor)
+            var expected: [Int] = []
+            var end = 0
+            for r in records {
+                let step = r.withUnsafeBytes { stepped.step($0) }
+                #expect(step == .record(length: r.count, quiet: stepped.isQuiet))
+                end += r.count
+                if case .record(_, true) = step { expected.append(end) }
+            }
+            let bytes = records.flatMap { $0 }
+            var whole = QuietPoints(datalink: .monitor)
+            var seen: [Int] = []
+            let w = bytes.withUnsafeBytes { whole.scan($0, from: 0) { seen.append($0) } }
+            #expect(w.end == bytes.count && !w.stop && seen == expected)
+            #expect(whole.isQuiet == stepped.isQuiet)
+            // In pieces: each call sees a prefix of the stream, from where the last one stopped.
+            var pieces = QuietPoints(datalink: .monitor)
+            seen = []
+            var from = 0
+            var available = 0
+            while from < bytes.count {
+                available = Swift.min(bytes.count, available + Int.random(in: 1...64, using: &g))
+                let r = bytes[..<available].withUnsafeBytes { pieces.scan($0, from: from) { seen.append($0) } }
+                #expect(!r.stop && r.end <= available)
+                from = r.end
+            }
+            #expect(seen == expected)
+            quietPoints += expected.count
+        }
+        #expect(quietPoints > 300)  // (the streams do come back to quiet)
+    }
 }

@@ -189,7 +189,9 @@ extension ReplayEngineTests {
     /// before it, end to end, and the one-thread replay goes on from where the last one ends,
     /// before the connection; the output is the one-thread replay's.
     @Test func aCaptureThatStopsCuttingGoesToOneThreadFromTheLastCut() throws {
-        let joined = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Self.joined(repeats: 1))))
+        let joinedPath = try Self.joined(repeats: 1)
+        defer { unlink(joinedPath) }
+        let joined = [UInt8](try Data(contentsOf: URL(fileURLWithPath: joinedPath)))
         let records = Array(joined.dropFirst(16))
         // An ATT Read Request on handle 0x0EEE, which no event opens or closes: no quiet point
         // comes after it.
