@@ -58,7 +58,7 @@ public struct QuietPoints: Sendable {
         while true {
             // A btmon file's commonest record, ACL data on a connection already open, in a few
             // loads: it changes nothing and nothing is quiet after it (what ``look(_:)`` decides
-            // for it too, about 35 instructions a record later; the rest go there).
+            // for it too, some 25 instructions a record later; the rest go there).
             if datalink == .monitor, count - at >= BTSnoop.recordHeaderLength, !open.isEmpty {
                 let header = UnsafeRawPointer(base + at)
                 let included = Int(UInt32(bigEndian: header.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))

@@ -61,7 +61,7 @@ public struct SessionObserver: Sendable {
     /// The values this connection was seen reading (what a later connection that inherits its
     /// discovery also inherits, as a central's GATT cache keeps them), by
     /// ``CuffCharacteristic/ordinal``: empty until the first. (A table, the shape
-    /// ``DiscoveredHandles`` keeps: a dictionary hashed and grew three times a session, about
+    /// ``DiscoveredHandles`` keeps: a dictionary, hashed and regrown three times a session, about
     /// 2,500 instructions under callgrind, only to be made this table at the end.)
     var readValues: [[UInt8]?] = []
     private static let characteristicCount = CuffCharacteristic.allCases.count
