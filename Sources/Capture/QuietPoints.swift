@@ -60,19 +60,16 @@ public struct QuietPoints: Sendable {
             // loads: it changes nothing and nothing is quiet after it (what ``look(_:)`` decides
             // for it too, some 25 instructions a record later; the rest go there).
             if datalink == .monitor, count - at >= BTSnoop.recordHeaderLength, !open.isEmpty {
-                let header = UnsafeRawPointer(base + at)
-                let included = Int(UInt32(bigEndian: header.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
+                let header = BTSnoop.RecordHeader(
+                    loading: UnsafeRawBufferPointer(start: base + at, count: BTSnoop.recordHeaderLength))
+                let included = Int(header.includedLength)
                 let total = BTSnoop.recordHeaderLength + included
-                let flags = UInt32(bigEndian: header.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
-                let opcode = flags & 0xFFFF
+                let opcode = header.flags & 0xFFFF
                 if (opcode == 4 || opcode == 5), included >= 2, included <= HCIRecord.maximumPayloadLength,
                     count - at >= total
                 {
-                    let body = header + BTSnoop.recordHeaderLength
-                    let handle =
-                        (UInt32(body.load(as: UInt8.self)) | UInt32(body.load(fromByteOffset: 1, as: UInt8.self)) << 8)
-                        & 0x0FFF
-                    if open.contains(flags & 0xFFFF_0000 | handle) {
+                    let body = UnsafeRawBufferPointer(start: base + at + BTSnoop.recordHeaderLength, count: included)
+                    if open.contains(Self.key(header.flags >> 16, body, at: 0)) {
                         at += total
                         continue
                     }

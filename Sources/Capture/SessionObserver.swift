@@ -64,7 +64,6 @@ public struct SessionObserver: Sendable {
     /// ``DiscoveredHandles`` keeps: a dictionary, hashed and regrown three times a session, about
     /// 2,500 instructions under callgrind, only to be made this table at the end.)
     var readValues: [[UInt8]?] = []
-    private static let characteristicCount = CuffCharacteristic.allCases.count
     /// While set (a connection using ``inherited``), a read the session asks for is answered with
     /// the earlier connection's value, at this time, as the central answered it from its cache.
     var answeringInheritedReadsAt: EventTime?
@@ -489,12 +488,7 @@ public struct SessionObserver: Sendable {
 
     mutating func readDone(_ h: UInt16, _ v: [UInt8], _ at: EventTime, _ out: inout [Output]) {
         guard let c = characteristic(h) else { return }
-        if !usedInherited {
-            if readValues.isEmpty {
-                readValues = [[UInt8]?](repeating: nil, count: Self.characteristicCount)
-            }
-            readValues[Int(c.ordinal)] = v
-        }
+        if !usedInherited { DiscoveredHandles.set(v, for: c, in: &readValues) }
         run(.readCompleted(c, v, at), &out)
     }
 
@@ -761,9 +755,17 @@ public struct DiscoveredHandles: Sendable, Hashable {
     }
 
     private static func table(_ values: [CuffCharacteristic: [UInt8]]) -> [[UInt8]?] {
-        if values.isEmpty { return [] }
-        var t = [[UInt8]?](repeating: nil, count: CuffCharacteristic.allCases.count)
-        for (c, v) in values { t[Int(c.ordinal)] = v }
+        var t: [[UInt8]?] = []
+        for (c, v) in values { set(v, for: c, in: &t) }
         return t
     }
+
+    /// Sets `c`'s value in a table of ``values``' shape (an empty one first gets a slot for every
+    /// characteristic).
+    static func set(_ v: [UInt8], for c: CuffCharacteristic, in t: inout [[UInt8]?]) {
+        if t.isEmpty { t = [[UInt8]?](repeating: nil, count: characteristicCount) }
+        t[Int(c.ordinal)] = v
+    }
+
+    private static let characteristicCount = CuffCharacteristic.allCases.count
 }
