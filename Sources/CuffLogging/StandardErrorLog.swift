@@ -23,13 +23,19 @@ public enum StandardError {
     /// Lines already escaped (``TerminalText/escapingControlCharacters(_:)``), each ended by a
     /// newline, in one write; a gauge on screen is cleared first.
     public static func escapedLines(_ text: String) {
+        var text = text
+        text.withUTF8 { escapedLines(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// ``escapedLines(_:)`` for lines held as UTF-8 bytes.
+    public static func escapedLines(bytes: UnsafeRawBufferPointer) {
         state.withLock { s in
             guard !s.readerGone else { return }
             if s.gaugeShown {
                 Sys.writeAll(2, "\r\u{1B}[2K")
                 s.gaugeShown = false
             }
-            Sys.writeAll(2, text)
+            _ = Sys.writeAll(2, bytes)
         }
     }
 

@@ -374,8 +374,16 @@ public struct MeasurementRecord: Sendable, Hashable {
     /// ``json`` written to `w`; with `typeAsMeasurement`, as a `measurement` line of NDJSON (see
     /// ``writeDecoded(to:typeAsMeasurement:more:)``).
     @inlinable public func write<W: JSONWriter>(to w: inout W, typeAsMeasurement: Bool = false) {
+        write(to: &w, typeAsMeasurement: typeAsMeasurement) { w, d in d.write(to: &w) }
+    }
+
+    /// ``write(to:typeAsMeasurement:)`` with the `device` object written by `writeDevice` (a
+    /// writer that keeps the text of the devices it wrote copies it; the same object).
+    @inlinable public func write<W: JSONWriter>(
+        to w: inout W, typeAsMeasurement: Bool, device writeDevice: (inout W, DeviceInfo) -> Void
+    ) {
         writeDecoded(to: &w, typeAsMeasurement: typeAsMeasurement) { w in
-            w.key("device"); device.write(to: &w)
+            w.key("device"); writeDevice(&w, device)
             w.key("received_at"); w.timestamp(wallMicros: receivedAt.wallMicros, EventTime.iso8601(wallMicros:))
             w.key("stored"); w.bool(stored)
             w.key("sequence_number"); if let sequenceNumber { w.int(Int64(sequenceNumber)) } else { w.null() }

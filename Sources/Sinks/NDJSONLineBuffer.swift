@@ -54,8 +54,20 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
         switch output {
         case let .progress(p): append(progress: p)
         case let .session(s): append(session: s)
-        case .measurement: appendWritten(output)
+        case let .measurement(m): append(measurement: m)
         }
+    }
+
+    /// Appends a measurement line, the bytes `SessionOutput.write(to:)` gives, key by key but for
+    /// the device object: the kept text of a device written before is copied (a reconnecting
+    /// cuff's result carries the device its last session line did; quoting its six strings again
+    /// was a fifth of the line).
+    public func append(measurement m: MeasurementRecord) {
+        var w = self
+        comma = false
+        m.write(to: &w, typeAsMeasurement: true) { w, d in w.deviceObject(d) }
+        ensure(1)
+        put(0x0A)
     }
 
     /// Appends `output`'s line through the records' own `write(to:)`, key by key (the shape's one
@@ -175,11 +187,26 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
     /// and copied while the device is one of them (comparing equal strings of the same storage is
     /// one compare each; escaping a dozen strings again was most of the line).
     private func deviceRun(_ d: DeviceInfo) {
-        if Self.sameText(recentDevice, d) { return copyRun(recentText) }
+        keep(d)
+        copyKept(recentText.count)
+    }
+
+    /// The device's object alone (its kept text up to the object's end), as `DeviceInfo.write(to:)`
+    /// gives it.
+    fileprivate func deviceObject(_ d: DeviceInfo) {
+        separate()
+        keep(d)
+        copyKept(recentObjectLength)
+        comma = true
+    }
+
+    /// Makes `d`'s text the most recent kept one: found among the two kept, or written past the
+    /// buffer's bytes and taken back out.
+    private func keep(_ d: DeviceInfo) {
+        if Self.sameText(recentDevice, d) { return }
         if Self.sameText(olderDevice, d) {
-            swap(&recentDevice, &olderDevice)
-            swap(&recentText, &olderText)
-            return copyRun(recentText)
+            swapKept()
+            return
         }
         let from = count
         fragment(#"{"address":"#)
@@ -188,29 +215,40 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
         fragment(#","firmware":"#)
         optional(d.firmware)
         fragment("}")
+        let objectEnd = count
         nameToSerial(of: d)
         fragment(#","address":"#)
         quoted(d.address)
         // The older one goes; its array's storage is reused for this one's text.
-        swap(&recentDevice, &olderDevice)
-        swap(&recentText, &olderText)
+        swapKept()
         recentDevice = d
+        recentObjectLength = objectEnd - from
         recentText.removeAll(keepingCapacity: true)
         recentText.append(contentsOf: UnsafeBufferPointer(start: base + from, count: count - from))
+        count = from
     }
 
-    @inline(__always) private func copyRun(_ text: [UInt8]) {
-        let n = text.count
+    @inline(__always) private func swapKept() {
+        swap(&recentDevice, &olderDevice)
+        swap(&recentText, &olderText)
+        swap(&recentObjectLength, &olderObjectLength)
+    }
+
+    /// Copies the first `n` bytes of the most recent kept text.
+    @inline(__always) private func copyKept(_ n: Int) {
         ensure(n + 21)
-        text.withUnsafeBufferPointer { Self.copy($0.baseAddress!, to: base + count, n) }
+        recentText.withUnsafeBufferPointer { Self.copy($0.baseAddress!, to: base + count, n) }
         count += n
     }
 
-    /// The two devices whose session-line text is kept (the most recent first), and the texts.
+    /// The two devices whose session-line text is kept (the most recent first), the texts, and
+    /// where each text's device object ends.
     @exclusivity(unchecked) private var recentDevice: DeviceInfo?
     @exclusivity(unchecked) private var olderDevice: DeviceInfo?
     @exclusivity(unchecked) private var recentText: [UInt8] = []
     @exclusivity(unchecked) private var olderText: [UInt8] = []
+    @exclusivity(unchecked) private var recentObjectLength = 0
+    @exclusivity(unchecked) private var olderObjectLength = 0
 
     /// Whether `a` gives the same session-line text as `b` (features are written apart).
     @inline(__always) private static func sameText(_ a: DeviceInfo?, _ b: DeviceInfo) -> Bool {
@@ -344,12 +382,18 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
     public func hex(_ bytes: [UInt8]) {
         separate()
         ensure(bytes.count * 2 + 2)
-        put(0x22)
-        for b in bytes {
-            put(Hex.digit(b >> 4))
-            put(Hex.digit(b & 0xF))
+        // (Through a local pointer, the count stored once.)
+        var q = base + count
+        Self.put(0x22, &q)
+        bytes.withUnsafeBufferPointer { u in
+            for b in u {
+                q[0] = Hex.digit(b >> 4)
+                q[1] = Hex.digit(b & 0xF)
+                q += 2
+            }
         }
-        put(0x22)
+        Self.put(0x22, &q)
+        count = q - base
         comma = true
     }
 

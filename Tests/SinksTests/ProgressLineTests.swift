@@ -238,4 +238,43 @@ enum OneGoLines {
             buffer.append(session: s)
         }
     }
+
+    /// Measurement lines between session lines: the device object copied from the text kept for a
+    /// session line (or kept by the measurement line for the next), for devices that repeat, differ
+    /// in one field, take turns, or come back after two others; with every codec's record shape.
+    @Test func measurementLinesBetweenSessionLines() throws {
+        let records = try [
+            Vectors.bpm(Vectors.mmHgFull), Vectors.bpm(Vectors.kPa), Vectors.bpm(Vectors.errorFrame),
+            Vectors.bpm(Vectors.withDateTime, stored: true), Vectors.enhancedRecord(),
+            Vectors.enhancedRecord(sequenceNumber: 7),
+            // A record read back as a tree (another protocol's, or a store's).
+            MeasurementRecord(
+                characteristic: .named("vendor-x"), raw: [120, 1], unit: .mmHg, systolic: SFloat(120), diastolic: .nan,
+                meanArterialPressure: .nan, pulseRate: nil, timestamp: nil, userID: nil, status: nil, warnings: [],
+                device: Vectors.device, receivedAt: Vectors.at, stored: false, sequenceNumber: nil,
+                decoded: .object([("type", .string("cuff_pressure")), ("systolic", .int(120))])),
+        ]
+        var devices: [DeviceInfo] = [Vectors.device, DeviceInfo(address: Vectors.device.address)]
+        for (i, f) in [\DeviceInfo.name, \.manufacturer, \.model, \.serial, \.firmware].enumerated() {
+            var d = Vectors.device
+            d[keyPath: f] = Self.strings[(i + 1) % Self.strings.count]
+            devices.append(d)
+        }
+        for a in Self.addresses { devices.append(DeviceInfo(address: a, name: "x\u{1}\"y")) }
+        var outputs: [SessionOutput] = []
+        var n = 0
+        for (i, d) in (devices + devices.reversed() + devices).enumerated() {
+            for k in 0..<(1 + i % 4) {
+                var m = records[n % records.count]
+                n += 1
+                m.device = k == 2 ? devices[(i + 3) % devices.count] : d
+                outputs.append(.measurement(m))
+                if (i + k) % 3 == 0 {
+                    outputs.append(
+                        .session(SessionRecord(event: k % 2 == 0 ? .start : .end, device: d, at: Vectors.at)))
+                }
+            }
+        }
+        OneGoLines.check(outputs) { buffer, o in buffer.append(o) }
+    }
 }
