@@ -202,13 +202,12 @@ extension BloodPressureMeasurement {
             if meanArterialPressureAbsent { w.null() } else { meanArterialPressure.write(to: &w) }
         }
         w.key("pulse_rate"); if let pulseRate { pulseRate.write(to: &w) } else { w.null() }
-        let iso = timestamp?.iso8601
-        w.key("timestamp"); w.optional(iso)
+        w.key("timestamp"); if let timestamp { timestamp.writeISO8601(to: &w) } else { w.null() }
         w.key("user_id"); if let userID, userID != 0xFF { w.int(Int64(userID)) } else { w.null() }
         w.key("status"); if let status { status.write(to: &w) } else { w.null() }
         w.key("warnings"); warnings.write(to: &w)
         w.key("raw"); raw(&w)
-        if let timestamp, iso == nil {
+        if let timestamp, !timestamp.hasISO8601 {
             w.key("timestamp_fields"); timestamp.write(to: &w)
         }
         if userID == 0xFF { w.key("user_unknown"); w.bool(true) }

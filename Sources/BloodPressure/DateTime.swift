@@ -99,28 +99,51 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
 
     /// `2020-05-21T10:30:45` (ISO 8601 local time, no offset), or nil when the date is unknown or invalid.
     public var iso8601: String? {
-        guard isDateKnown, isValid else { return nil }
+        guard hasISO8601 else { return nil }
         return description
+    }
+
+    /// Whether ``iso8601`` is a date (the date is known and valid).
+    public var hasISO8601: Bool { isDateKnown && isValid }
+
+    /// ``iso8601`` written to `w` (a string, or null), without making a String of it where the
+    /// date has the common widths. (A result's record carries one; its JSON writes another.)
+    @inlinable public func writeISO8601<W: JSONWriter>(to w: inout W) {
+        guard hasISO8601 else { return w.null() }
+        guard hasCommonWidths else { return w.string(description) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 19) { b in
+            fillCommonWidths(b.baseAddress!)
+            w.plainText(UnsafeBufferPointer(b))
+        }
+    }
+
+    /// Nearly every date: a four-digit year and two-digit fields (19 bytes of ``description``).
+    @usableFromInline var hasCommonWidths: Bool {
+        year <= 9999 && month <= 99 && day <= 99 && hours <= 99 && minutes <= 99 && seconds <= 99
+    }
+
+    /// ``description`` of a date with ``hasCommonWidths``, as 19 bytes at `b`.
+    @usableFromInline func fillCommonWidths(_ b: UnsafeMutablePointer<UInt8>) {
+        let (y, mo, d, h, mi, s) = (Int(year), Int(month), Int(day), Int(hours), Int(minutes), Int(seconds))
+        @inline(__always) func two(_ v: Int, _ at: Int) {
+            b[at] = UInt8(truncatingIfNeeded: 0x30 + v / 10)
+            b[at + 1] = UInt8(truncatingIfNeeded: 0x30 + v % 10)
+        }
+        two(y / 100, 0); two(y % 100, 2); b[4] = 0x2D
+        two(mo, 5); b[7] = 0x2D
+        two(d, 8); b[10] = 0x54
+        two(h, 11); b[13] = 0x3A
+        two(mi, 14); b[16] = 0x3A
+        two(s, 17)
     }
 
     /// `YYYY-MM-DDTHH:MM:SS` with unknown parts as zeros.
     public var description: String {
-        // Nearly every date: four-digit year, two-digit fields, 19 bytes written in place. (The
-        // general form below cost about 700 instructions; a result's record carries one of these
-        // and its JSON writes another.)
-        if year <= 9999, month <= 99, day <= 99, hours <= 99, minutes <= 99, seconds <= 99 {
-            let (y, mo, d, h, mi, s) = (Int(year), Int(month), Int(day), Int(hours), Int(minutes), Int(seconds))
+        // Nearly every date: 19 bytes written in place. (The general form below cost about 700
+        // instructions.)
+        if hasCommonWidths {
             return String(unsafeUninitializedCapacity: 19) { b in
-                @inline(__always) func two(_ v: Int, _ at: Int) {
-                    b[at] = UInt8(truncatingIfNeeded: 0x30 + v / 10)
-                    b[at + 1] = UInt8(truncatingIfNeeded: 0x30 + v % 10)
-                }
-                two(y / 100, 0); two(y % 100, 2); b[4] = 0x2D
-                two(mo, 5); b[7] = 0x2D
-                two(d, 8); b[10] = 0x54
-                two(h, 11); b[13] = 0x3A
-                two(mi, 14); b[16] = 0x3A
-                two(s, 17)
+                fillCommonWidths(b.baseAddress!)
                 return 19
             }
         }

@@ -32,6 +32,9 @@ public protocol JSONWriter {
     /// Microseconds since 1970-01-01T00:00:00Z as a string; `format` gives the text (writers that
     /// cache the date part may write it themselves, with the same text).
     mutating func timestamp(wallMicros: Int64, _ format: (Int64) -> String)
+    /// A string value made of printable ASCII that JSON does not escape (the caller's promise: a
+    /// formatted date, digits and separators), written as it is.
+    mutating func plainText(_ utf8: UnsafeBufferPointer<UInt8>)
     /// A value held as a tree.
     mutating func value(_ v: JSON)
 }
@@ -41,6 +44,7 @@ extension JSONWriter {
     public mutating func hex(_ bytes: [UInt8]) { string(Hex.encode(bytes)) }
     public mutating func constant(_ s: StaticString) { string(s.description) }
     public mutating func timestamp(wallMicros: Int64, _ format: (Int64) -> String) { string(format(wallMicros)) }
+    public mutating func plainText(_ utf8: UnsafeBufferPointer<UInt8>) { string(String(decoding: utf8, as: UTF8.self)) }
 
     /// `value`, or `null`.
     @inlinable public mutating func optional(_ s: String?) {

@@ -397,6 +397,18 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
         comma = true
     }
 
+    public func plainText(_ utf8: UnsafeBufferPointer<UInt8>) {
+        separate()
+        let n = utf8.count
+        ensure(n + 2)
+        let q = base + count
+        q[0] = 0x22
+        if let p = utf8.baseAddress { Self.copy(p, to: q + 1, n) }
+        q[n + 1] = 0x22
+        count += n + 2
+        comma = true
+    }
+
     public func timestamp(wallMicros: Int64, _ format: (Int64) -> String) {
         separate()
         ensure(48)

@@ -239,6 +239,30 @@ enum OneGoLines {
         }
     }
 
+    /// A Date Time written by the line buffer (its 19 bytes copied as they are) is the JSON
+    /// tree's `iso8601` text, or null: every month, day and time field against years of each width.
+    @Test func writtenDateTimes() {
+        let fields: [UInt8] = [0, 1, 9, 10, 12, 13, 23, 24, 28, 29, 30, 31, 32, 59, 60, 99, 100, 255]
+        var wrong = 0
+        for y: UInt16 in [0, 1, 999, 1581, 1582, 1900, 2000, 2024, 2026, 9999, 10000, 65535] {
+            for (i, m) in fields.enumerated() {
+                for (j, d) in fields.enumerated() {
+                    let t = DateTime(
+                        year: y, month: m, day: d, hours: fields[(i + j) % fields.count],
+                        minutes: fields[(2 * i + j) % fields.count], seconds: fields[(i + 3 * j) % fields.count])
+                    let buffer = NDJSONLineBuffer(capacity: 64)
+                    var w = buffer
+                    w.beginArray()
+                    t.writeISO8601(to: &w)
+                    w.endArray()
+                    let tree = JSON.array([t.iso8601.map(JSON.string) ?? .null]).serialized()
+                    if String(decoding: buffer.bytes, as: UTF8.self) != tree { wrong += 1 }
+                }
+            }
+        }
+        #expect(wrong == 0)
+    }
+
     /// Measurement lines between session lines: the device object copied from the text kept for a
     /// session line (or kept by the measurement line for the next), for devices that repeat, differ
     /// in one field, take turns, or come back after two others; with every codec's record shape.
