@@ -100,6 +100,8 @@ public struct CaptureReplay: Sendable {
         return peers
     }
     var endedInheritedPeers: Set<Peer> = []
+    /// The peer last put in ``endedInheritedPeers``.
+    var lastEndedInheritedPeer: Peer?
     /// A connection that used a map `learned:` gave at the start (see ``inheritedUses``).
     public struct InheritedUse: Hashable, Sendable {
         public var peer: Peer
@@ -118,13 +120,16 @@ public struct CaptureReplay: Sendable {
     /// in its origin (``DiscoveredHandles/sameHandles(as:)``) differs only in those notices.
     public var inheritedUses: Set<InheritedUse> {
         guard recordsInheritedUses else { return [] }
-        var uses = endedInheritedUses
+        var uses = Set<InheritedUse>(minimumCapacity: endedInheritedUses.count + connections.count)
+        for u in endedInheritedUses { uses.insert(u) }
         for (key, c) in connections where c.usedStartMap {
             uses.insert(InheritedUse(peer: c.peer!, connectionHandle: key.handle))
         }
         return uses
     }
-    var endedInheritedUses: Set<InheritedUse> = []
+    /// (Listed as they end, made a set once when asked: inserting each into a set that kept
+    /// growing hashed its address twice, about 300 instructions a reconnect.)
+    var endedInheritedUses: [InheritedUse] = []
     /// The peer of the last connection event, with its map in ``learned`` and whether that map
     /// was inherited (cleared whenever ``learned`` changes): a capture's connections mostly go to
     /// the peer of the one before, and hashing its address twice cost about 1,200 instructions.
@@ -714,9 +719,13 @@ public struct CaptureReplay: Sendable {
             } else if c.session.lackedDiscovery {
                 lacking.insert(peer)
             } else if c.usedStartMap {
-                endedInheritedPeers.insert(peer)
+                // (Most reconnects are to the peer of the one before: not hashed again.)
+                if lastEndedInheritedPeer != peer {
+                    endedInheritedPeers.insert(peer)
+                    lastEndedInheritedPeer = peer
+                }
                 if recordsInheritedUses {
-                    endedInheritedUses.insert(InheritedUse(peer: peer, connectionHandle: key.handle))
+                    endedInheritedUses.append(InheritedUse(peer: peer, connectionHandle: key.handle))
                 }
             }
         }
