@@ -335,6 +335,11 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     var seenKeys: Set<String>
     var recentKeys: [String] = []
     static let recentKeysLimit = 8
+    /// The session's first kept record while it is the only one and no key is known (a session
+    /// usually has one result): its key is made only when another record comes to compare with
+    /// it. (Making the key cost about 1,700 instructions a result, for a comparison that never
+    /// came.)
+    var unkeyedFirst: MeasurementRecord?
     var recordAssembler = RecordAssembler()
     var quirks: QuirkProfile.Options = []
     /// The device family's profile in use (forced, or matched from the name, model or control
@@ -672,6 +677,19 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         }
     }
 
+    /// True when `r` is new (and now remembered); false for a record already kept (one with
+    /// its ``MeasurementRecord/dedupKey``).
+    mutating func remember(_ r: borrowing MeasurementRecord) -> Bool {
+        if let first = unkeyedFirst {
+            unkeyedFirst = nil
+            recentKeys.append(first.dedupKey)
+        } else if seenKeys.isEmpty, recentKeys.isEmpty {
+            unkeyedFirst = copy r
+            return true
+        }
+        return remember(r.dedupKey)
+    }
+
     /// True when `key` is new (and now remembered); false for a record already kept.
     mutating func remember(_ key: String) -> Bool {
         if !seenKeys.isEmpty, seenKeys.contains(key) { return false }
@@ -1005,7 +1023,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     }
 
     mutating func result(_ r: consuming MeasurementRecord, _ at: EventTime, _ out: inout [Action]) {
-        let isNew = remember(r.dedupKey)
+        let isNew = remember(r)
         resultsReceived += 1
         let stored = r.stored, hasValues = r.hasValues
         if isNew {

@@ -168,6 +168,29 @@ struct SessionMachineTests {
         #expect(h.m.state == .ready)
     }
 
+    /// Without known keys, the first result's key is made only when a second one comes: a
+    /// repeat of the first is still skipped, right after it, after others, and after the short
+    /// list of a session's keys overflows into the set.
+    @Test func repeatsOfTheFirstResultAreSkipped() {
+        func rec(_ second: Int) -> [UInt8] {
+            hx("1E 78 00 50 00 5D 00 E8 07 06 16 08 00 \(Hex.digits(UInt8(second), 2)) 48 00 01 00 00")
+        }
+        var h = Harness()
+        h.toReady()
+        var time = 1.0
+        func send(_ second: Int) {
+            _ = h.send(.indication(.bloodPressureMeasurement, rec(second), t(time)))
+            time += 0.1
+        }
+        for second in [0, 0, 1, 0, 1] { send(second) }
+        #expect(h.measurements.count == 2)
+        for second in 2..<12 { send(second) }
+        for second in [0, 1, 5, 11] { send(second) }
+        #expect(h.measurements.count == 12)
+        #expect(h.measurements.map { Int($0.raw[13]) } == Array(0..<12))
+        #expect(h.log.filter { $0 == .confirmIndication }.count == 19)
+    }
+
     @Test func bps11AsksRACPForRecordsAfterLastKnownSequence() throws {
         var c = CuffSessionConfiguration(address: "test")
         c.lastSequenceNumber = 4
