@@ -199,6 +199,7 @@ public struct MeasurementRecord: Sendable, Hashable {
     @inlinable func writeDecoded<W: JSONWriter>(
         to w: inout W, typeAsMeasurement: Bool = false, more: (inout W) -> Void = { _ in }
     ) {
+        let raw = self.raw  // (capturing `self` in the closures below copied the whole record)
         switch decodedSource {
         case let .bpm(v):
             v.write(as: .bloodPressureMeasurement, warnings: warnings, to: &w, raw: { $0.hex(raw) }, more: more)
@@ -382,6 +383,9 @@ public struct MeasurementRecord: Sendable, Hashable {
     @inlinable public func write<W: JSONWriter>(
         to w: inout W, typeAsMeasurement: Bool, device writeDevice: (inout W, DeviceInfo) -> Void
     ) {
+        // (The fields the closure needs, taken first: capturing `self` copied the whole record.)
+        let device = self.device, receivedAt = self.receivedAt, stored = self.stored
+        let sequenceNumber = self.sequenceNumber
         writeDecoded(to: &w, typeAsMeasurement: typeAsMeasurement) { w in
             w.key("device"); writeDevice(&w, device)
             w.key("received_at"); w.timestamp(wallMicros: receivedAt.wallMicros, EventTime.iso8601(wallMicros:))
