@@ -39,20 +39,22 @@ public enum TerminalText {
     static func mayHoldControl(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let p = b.baseAddress else { return false }
         let raw = UnsafeRawPointer(p), n = b.count
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        // (x − 0x01…01) & ~x & 0x80…80 ≠ 0: some byte of x is zero; with 0x20…20, some byte is below 0x20.
-        @inline(__always) func hasZero(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func control(_ c: UInt8) -> Bool { c < 0x20 || c == 0x7F || c == 0xC2 }
         var i = 0
         while i + 8 <= n {
             let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            if (w &- ones &* 0x20) & ~w & highs != 0 || hasZero(w ^ (ones &* 0x7F)) || hasZero(w ^ (ones &* 0xC2)) {
-                return true
+            // A word of ASCII bytes (high bits clear) in one test: a byte b < 0x20 is one where
+            // b + 0x60 keeps its high bit clear, DEL the one where b + 1 sets it (no sum carries
+            // into the next byte while every byte is below 0x80). A word with a byte ≥ 0x80 (or
+            // one that matched) is looked at byte by byte.
+            if (w | (w &+ 0x0101_0101_0101_0101) | ~(w &+ 0x6060_6060_6060_6060)) & highs != 0 {
+                for k in i..<(i + 8) where control(p[k]) { return true }
             }
             i += 8
         }
         while i < n {
-            let c = p[i]
-            if c < 0x20 || c == 0x7F || c == 0xC2 { return true }
+            if control(p[i]) { return true }
             i += 1
         }
         return false
