@@ -123,7 +123,7 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
         } else {
             Self.put(#","unit":"kPa","elapsed":"#, &q)
         }
-        Self.decimal(ms, exponent: -3, &q)
+        Self.milliseconds(ms, &q)
         Self.put(#","received_at":""#, &q)
         iso8601(p.at.wallMicros, &q)
         Self.put("\"}\n", &q)
@@ -511,6 +511,22 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
         var i = n
         while i > 0 { i -= 1; q[i] = UInt8(0x30 + frac % 10); frac /= 10 }
         q += n
+    }
+
+    /// ``decimal(_:exponent:_:)`` with exponent −3 (a count of milliseconds as seconds: a
+    /// progress line's elapsed time), its three decimals written at once and the trailing zeros
+    /// dropped by moving the end back (the loop of the general form was a fifth of the line).
+    @inline(__always) static func milliseconds(_ m: Int, _ q: inout UnsafeMutablePointer<UInt8>) {
+        if m < 0 { put(0x2D, &q) }
+        let v = abs(m)
+        digits(UInt64(v / 1000), &q)
+        let f = v % 1000
+        let d2 = f / 10 % 10, d3 = f % 10
+        q[0] = 0x2E
+        q[1] = UInt8(truncatingIfNeeded: 0x30 + f / 100)
+        q[2] = UInt8(truncatingIfNeeded: 0x30 + d2)
+        q[3] = UInt8(truncatingIfNeeded: 0x30 + d3)
+        q += d3 != 0 ? 4 : d2 != 0 ? 3 : 2
     }
 
     /// Decimal digits of `v` (at most 20 bytes).
