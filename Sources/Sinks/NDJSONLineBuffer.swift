@@ -494,7 +494,7 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
     /// least one decimal.
     @inline(__always) static func decimal(_ m: Int, exponent e: Int, _ q: inout UnsafeMutablePointer<UInt8>) {
         if m < 0 { put(0x2D, &q) }
-        var v = abs(m)
+        var v = m.magnitude  // (unsigned: divisions by constants without the sign's corrections)
         guard e < 0 else {
             for _ in 0..<e { v *= 10 }
             digits(UInt64(v), &q)
@@ -502,14 +502,14 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
             return
         }
         let d = -e
-        let scale = d == 1 ? 10 : d == 2 ? 100 : 1000
+        let scale: UInt = d == 1 ? 10 : d == 2 ? 100 : 1000
         digits(UInt64(v / scale), &q)
         put(0x2E, &q)
         var frac = v % scale
         var n = d
         while n > 1 && frac % 10 == 0 { frac /= 10; n -= 1 }  // trailing zeros, keeping one digit
         var i = n
-        while i > 0 { i -= 1; q[i] = UInt8(0x30 + frac % 10); frac /= 10 }
+        while i > 0 { i -= 1; q[i] = UInt8(truncatingIfNeeded: 0x30 + frac % 10); frac /= 10 }
         q += n
     }
 
@@ -518,7 +518,7 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
     /// dropped by moving the end back (the loop of the general form was a fifth of the line).
     @inline(__always) static func milliseconds(_ m: Int, _ q: inout UnsafeMutablePointer<UInt8>) {
         if m < 0 { put(0x2D, &q) }
-        let v = abs(m)
+        let v = m.magnitude  // (unsigned: a division by a constant without the sign's corrections)
         digits(UInt64(v / 1000), &q)
         let f = v % 1000
         let d2 = f / 10 % 10, d3 = f % 10
@@ -573,10 +573,10 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
         } else {
             q.update(from: prefix, count: n)
         }
-        let ms = Int((rest < 0 ? rest + 1_000_000 : rest) / 1000)
-        q[n] = UInt8(0x30 + ms / 100)
-        q[n + 1] = UInt8(0x30 + ms / 10 % 10)
-        q[n + 2] = UInt8(0x30 + ms % 10)
+        let ms = UInt64(bitPattern: rest < 0 ? rest + 1_000_000 : rest) / 1000  // (unsigned, as above)
+        q[n] = UInt8(truncatingIfNeeded: 0x30 + ms / 100)
+        q[n + 1] = UInt8(truncatingIfNeeded: 0x30 + ms / 10 % 10)
+        q[n + 2] = UInt8(truncatingIfNeeded: 0x30 + ms % 10)
         q[n + 3] = 0x5A
         q += n + 4
     }
