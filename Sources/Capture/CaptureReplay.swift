@@ -256,22 +256,30 @@ public struct CaptureReplay: Sendable {
 
         /// `deadlinesDone`: no deadline of this connection's is before `at` (see
         /// ``SessionObserver/pduAfterDeadlines(_:fromCentral:at:into:)``).
+        /// Returns false when ``deadline`` is as it was before the PDU (see
+        /// ``SessionObserver/pduAfterDeadlines(_:fromCentral:at:progress:into:)``).
         @inline(__always)
         func pdu(
             _ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime, deadlinesDone: Bool,
             progress: (any ProgressRecordSink)? = nil, into out: inout [Output]
-        ) {
+        ) -> Bool {
             guard followed else {
+                var changed = true
                 if deadlinesDone {
-                    session.pduAfterDeadlines(raw, fromCentral: fromCentral, at: at, progress: progress, into: &out)
+                    changed = session.pduAfterDeadlines(
+                        raw, fromCentral: fromCentral, at: at, progress: progress, into: &out)
                 } else {
                     session.pdu(raw, fromCentral: fromCentral, at: at, into: &out)
                 }
-                if session.handsOver { handOver(at, &out) }
-                return
+                if session.handsOver {
+                    handOver(at, &out)
+                    changed = true
+                }
+                return changed
             }
             let bytes = [UInt8](raw)
             relay(&out) { o, into in o.pdu(bytes, fromCentral: fromCentral, at: at, into: &into) }
+            return true
         }
 
         func advance(to time: Timestamp, inclusive: Bool, into out: inout [Output]) {
@@ -680,10 +688,13 @@ public struct CaptureReplay: Sendable {
         case .toLocal, .peripheralToCentral: fromCentral = false
         case .unknown: fromCentral = CaptureReplay.isClientOpcode(opcode) ?? false
         }
-        c.pdu(
+        // (Filed again only when the PDU may have moved its deadline: most do not.)
+        if c.pdu(
             pdu, fromCentral: fromCentral, at: SessionObserver.eventTime(timestamp), deadlinesDone: deadlinesDone,
             progress: progress, into: &out)
-        rearm(c)
+        {
+            rearm(c)
+        }
     }
 
     mutating func disconnected(_ d: Disconnection, _ out: inout [Output]) {

@@ -220,25 +220,29 @@ public struct SessionObserver: Sendable {
     /// 60 instructions a PDU. (Always inlined, the cuff-pressure short path with it: the rest is
     /// ``otherPDU(_:fromCentral:at:into:)``.) `progress`: where a progress record goes when `out`
     /// is empty (see ``CaptureReplay/replayRecords(_:into:before:batch:progress:deliver:)``).
-    @inline(__always)
+    /// Returns false when ``deadline`` is as it was before the PDU (a cuff pressure mid-measurement,
+    /// most PDUs: see ``CuffSessionMachine/progressKeepsDeadline``, or a finished session).
+    @inline(__always) @discardableResult
     mutating func pduAfterDeadlines(
         _ raw: UnsafeRawBufferPointer, fromCentral: Bool, at: EventTime,
         progress: (any ProgressRecordSink)? = nil, into out: inout [Output]
-    ) {
-        guard !machine.isFinished else { return }
+    ) -> Bool {
+        guard !machine.isFinished else { return false }
         // Handle Value Notification (a literal: the named constant is a lazily initialised global)
         if !fromCentral, reported, raw.count >= 3, raw[0] == 0x1B {
             let h = UInt16(raw[1]) | UInt16(raw[2]) << 8
+            let kept = machine.progressKeepsDeadline
             if let c = cachedCharacteristic(h),
                 let p = machine.progress(notified: c, UnsafeRawBufferPointer(rebasing: raw[3...]), at: at)
             {
                 // (Called through the optional in place: binding it first retained and released the
                 // sink around every call.)
                 if progress != nil, out.isEmpty { progress?.take(progress: p) } else { out.append(.emit(.progress(p))) }
-                return
+                return !kept
             }
         }
         otherPDU(raw, fromCentral: fromCentral, at: at, into: &out)
+        return true
     }
 
     /// A PDU that is not a cuff-pressure notification the short path takes.
