@@ -368,15 +368,7 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
 
     public func constant(_ s: StaticString) {
         // (No scan for characters to escape, no String: most lines have three of these.)
-        let n = s.utf8CodeUnitCount
-        ensure(n + 3)
-        var q = base + count
-        if comma { Self.put(0x2C, &q) }
-        q[0] = 0x22
-        Self.copy(s.utf8Start, to: q + 1, n)
-        q[n + 1] = 0x22
-        count = q + (n + 2) - base
-        comma = true
+        plainText(UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
     public func hex(_ bytes: [UInt8]) {
@@ -398,14 +390,15 @@ public final class NDJSONLineBuffer: JSONWriter, ProgressRecordSink, @unchecked 
     }
 
     public func plainText(_ utf8: UnsafeBufferPointer<UInt8>) {
-        separate()
+        // (Room made once, the comma with it.)
         let n = utf8.count
-        ensure(n + 2)
-        let q = base + count
+        ensure(n + 3)
+        var q = base + count
+        if comma { Self.put(0x2C, &q) }
         q[0] = 0x22
         if let p = utf8.baseAddress { Self.copy(p, to: q + 1, n) }
         q[n + 1] = 0x22
-        count += n + 2
+        count = q + (n + 2) - base
         comma = true
     }
 
