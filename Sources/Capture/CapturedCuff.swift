@@ -416,6 +416,9 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
         self.captured = captured
         self.loop = loop
         server = GATTServer(database: captured.database)
+        // Whatever the captured central wrote to a CCCD, the captured cuff took (and the
+        // properties of a database rebuilt from a capture may be guesses).
+        server.refusesImproperSubscriptions = false
     }
 
     public var nextDeadline: Timestamp? { [server.nextDeadline, due].compactMap { $0 }.min() }

@@ -88,13 +88,16 @@ struct GATTCacheState: Sendable {
     }
 
     /// True for an error that says a cached handle is not what the cache says: no such handle,
-    /// no such attribute, a database out of sync, and on a CCCD (which takes any 2-byte write)
-    /// a refused write.
+    /// no such attribute, a database out of sync, and on a CCCD (which takes any 2-byte write
+    /// the characteristic's properties allow) a refused write, or one refused as Improperly
+    /// Configured (the CCCD of a characteristic that does not notify, or indicate, as the cached
+    /// one did: two characteristics' handles swapped).
     static func showsStaleHandle(_ e: GATTClientError, subscribing: Bool) -> Bool {
         guard e.code == .attError, let code = e.attError else { return e.code == .noCCCD }
         switch code {
         case .invalidHandle, .attributeNotFound, .databaseOutOfSync: return true
-        case .writeNotPermitted, .invalidAttributeValueLength, .requestNotSupported, .readNotPermitted:
+        case .writeNotPermitted, .invalidAttributeValueLength, .requestNotSupported, .readNotPermitted,
+            .cccdImproperlyConfigured:
             return subscribing
         default: return false
         }

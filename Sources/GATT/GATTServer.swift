@@ -36,6 +36,14 @@ public struct GATTServer: Sendable {
     /// Checks each application write before it is applied; a non-nil result is sent as the Error
     /// Response (and a rejected Write Command is dropped).
     public var writeValidator: (@Sendable (GATTWriteRequest) -> ATTErrorCode?)?
+    /// A CCCD write that sets a bit the characteristic's properties do not allow (notifications
+    /// without Notify, indications without Indicate) or a reserved bit is refused with
+    /// ``ATTErrorCode/cccdImproperlyConfigured``, as bluetoothd's GATT server refuses it (its
+    /// `ccc_write_cb`; it refuses both bits at once too, which the specification allows and this
+    /// server accepts when both properties are set). A client that writes by stale handles then
+    /// hears of it at once. False: every 2-byte value is taken (a captured cuff served back, which
+    /// took what the captured central wrote).
+    public var refusesImproperSubscriptions = true
 
     /// The ATT_MTU in use on this connection.
     public private(set) var mtu: UInt16 = minimumMTU
@@ -409,6 +417,12 @@ public struct GATTServer: Sendable {
         if a.type == .clientCharacteristicConfiguration, let c = database.characteristic(cccdHandle: handle) {
             guard value.count == 2 else { return fail(.invalidAttributeValueLength) }
             let bits = UInt16(value[0]) | UInt16(value[1]) << 8
+            if refusesImproperSubscriptions,
+                bits > 3 || (bits & 1 != 0 && !c.properties.contains(.notify))
+                    || (bits & 2 != 0 && !c.properties.contains(.indicate))
+            {
+                return fail(.cccdImproperlyConfigured)
+            }
             cccds[handle] = bits
             if withResponse { out.append(ok) }
             return out.append(

@@ -105,6 +105,43 @@ struct GATTCacheTests {
         #expect(Self.same(first.reading, again.reading))
     }
 
+    @Test func swappedCharacteristicsAreRefusedAtTheirCCCDsAndRediscovered() throws {
+        let dir = try Dir()
+        let first = try Self.session(Self.simulator(), cache: dir.store)
+        // The cache says 2A35 is where 2A36 is and the other way round (same shapes, handles
+        // that exist): no handle error can tell, but the cuff refuses notifications of its
+        // indicate-only result, and indications of its notify-only cuff pressure.
+        let kept = try #require(dir.store.load(address: "unix:socketpair")?.profile)
+        let path = dir.store.path(address: "unix:socketpair")
+        var lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        let bpm = try #require(lines.firstIndex { $0.hasPrefix("characteristic 2A35 ") })
+        let icp = try #require(lines.firstIndex { $0.hasPrefix("characteristic 2A36 ") })
+        var a = lines[bpm].split(separator: " ").map(String.init), b = lines[icp].split(separator: " ").map(String.init)
+        (a[1], b[1]) = (b[1], a[1])
+        (a[4], b[4]) = (b[4], a[4])
+        (lines[bpm], lines[icp]) = (a.joined(separator: " "), b.joined(separator: " "))
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let swapped = try #require(dir.store.load(address: "unix:socketpair")?.profile)
+        #expect(
+            swapped.characteristic(BluetoothUUID(0x2A35))?.cccdHandle
+                == kept.characteristic(BluetoothUUID(0x2A36))?.cccdHandle)
+        #expect(
+            swapped.characteristic(BluetoothUUID(0x2A36))?.valueHandle
+                == kept.characteristic(BluetoothUUID(0x2A35))?.valueHandle)
+
+        let told = try Self.session(Self.simulator(), cache: dir.store)
+        #expect(told.end.gattCache == .stale, "\(told.run.logs)")
+        #expect(
+            told.run.logs.contains {
+                $0.contains("at its cached handle failed") && $0.contains("Improperly Configured")
+            }, "\(told.run.logs)")
+        #expect(Self.same(first.reading, told.reading))
+        // Discovery wrote the right handles back: the next session uses them.
+        let again = try Self.session(Self.simulator(), cache: dir.store)
+        #expect(again.end.gattCache == .hit && again.end.attRequests == 3)
+        #expect(Self.same(first.reading, again.reading))
+    }
+
     @Test func theDatabaseHashIsCheckedFirstAndAChangeRediscovers() throws {
         let dir = try Dir()
         let withHash = Self.simulator {

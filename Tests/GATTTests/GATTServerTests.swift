@@ -112,6 +112,51 @@ let t0 = Timestamp.seconds(100)
         #expect(server.receive([0x12, 0x0F, 0x00] + long, now: t0) == [send("01 12 0f00 0d")])
     }
 
+    /// A CCCD takes only the bits its characteristic's properties allow (bluetoothd's GATT
+    /// server refuses the rest the same way): 0x0007 is BPM's (indicate), 0x000A ICP's (notify),
+    /// 0x0010 the control point's (indicate).
+    @Test mutating func subscriptionsTheCharacteristicDoesNotAllowAreRefused() {
+        #expect(rx("12 0700 0100") == [send("01 12 0700 fd")], "notifications of an indicate-only value")
+        #expect(rx("12 0a00 0200") == [send("01 12 0a00 fd")], "indications of a notify-only value")
+        #expect(rx("12 0700 0300") == [send("01 12 0700 fd")], "both, where only one is allowed")
+        #expect(rx("12 0700 0600") == [send("01 12 0700 fd")], "a reserved bit with a right one")
+        #expect(rx("52 0700 0100") == [], "a refused command gets no answer")
+        #expect(server.subscription(valueHandle: 6) == (false, false), "nothing refused was kept")
+        #expect(server.subscription(valueHandle: 9) == (false, false))
+        #expect(
+            rx("12 0a00 0100") == [
+                send("13"),
+                .subscriptionChanged(valueHandle: 9, uuid: BluetoothUUID(0x2A36), notify: true, indicate: false),
+            ])
+        #expect(
+            rx("12 0700 0000") == [
+                send("13"),
+                .subscriptionChanged(valueHandle: 6, uuid: BluetoothUUID(0x2A35), notify: false, indicate: false),
+            ], "switching off is always allowed")
+        // A captured cuff served back takes what its central wrote.
+        var lenient = GATTServer(database: testDatabase())
+        lenient.refusesImproperSubscriptions = false
+        #expect(
+            lenient.receive(h("12 0700 0100"), now: t0) == [
+                send("13"),
+                .subscriptionChanged(valueHandle: 6, uuid: BluetoothUUID(0x2A35), notify: true, indicate: false),
+            ])
+    }
+
+    /// Both bits on a characteristic that both notifies and indicates.
+    @Test func bothBitsWhereBothAreAllowed() {
+        var b = AttributeDatabase.Builder()
+        b.addService(BluetoothUUID(0x1810))
+        b.addCharacteristic(BluetoothUUID(0x2A35), properties: [.notify, .indicate], permissions: [])
+        var s = GATTServer(database: b.build())
+        #expect(
+            s.receive(h("12 0400 0300"), now: t0) == [
+                send("13"),
+                .subscriptionChanged(valueHandle: 3, uuid: BluetoothUUID(0x2A35), notify: true, indicate: true),
+            ])
+        #expect(s.receive(h("12 0400 0400"), now: t0) == [send("01 12 0400 fd")])
+    }
+
     @Test mutating func unknownAndMalformed() {
         #expect(rx("3f 0102") == [send("01 3f 0000 06")], "unknown request: Request Not Supported")
         #expect(rx("0e 0300 0600") == [send("01 0e 0000 06")], "Read Multiple is not supported")
