@@ -89,11 +89,15 @@ public struct BondStore: Sendable {
     /// Reads the store (an absent file is an empty store). Malformed lines are skipped.
     public init(path: String) throws(TransportError) {
         self.path = path
-        switch Sys.readFile(path, limit: 1 << 20) {
+        switch Sys.readFile(path, limit: 1 << 20, regularFileOnly: true) {
         case .success(let bytes):
             keys = String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { BondKey(line: $0) }
         case .failure(.noSuchFileOrDirectory):
             keys = []
+        case .failure(.invalidArgument):
+            throw TransportError.system(
+                "open", "bond store \(path)", .invalidArgument,
+                hint: "not a regular file (a FIFO, a device or a socket)")
         case .failure(let e):
             throw TransportError.system("open", "bond store \(path)", e)
         }

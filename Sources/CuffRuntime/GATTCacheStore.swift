@@ -50,8 +50,11 @@ public struct GATTCacheStore: Sendable {
     /// discovers and the file is rewritten.
     public func load(address: String, log: Logger = .silent) -> LearnedCuff? {
         let p = path(address: address)
-        switch Sys.readFile(p, limit: 1 << 16) {
+        switch Sys.readFile(p, limit: 1 << 16, regularFileOnly: true) {
         case .failure(.noSuchFileOrDirectory):
+            return nil
+        case .failure(.invalidArgument):
+            log.info("GATT cache: \(p) is not a regular file; discovering")
             return nil
         case .failure(let e):
             log.info("GATT cache: cannot read \(p): \(e); discovering")

@@ -135,7 +135,9 @@ public final class SQLiteStore: MeasurementStore {
             ? Sys.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600) : .failure(Errno(rawValue: EEXIST))
         if case .failure(let e) = opened, e.rawValue == EEXIST {
             created = false
-            opened = Sys.open(path, (readOnly ? O_RDONLY : O_RDWR) | O_NOFOLLOW)
+            // Without blocking: a FIFO opened read-only would wait for a writer (`cuff history`
+            // hung on one); fstat below refuses anything but a regular file.
+            opened = Sys.open(path, (readOnly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_NONBLOCK)
         }
         let fd: CInt
         switch opened {

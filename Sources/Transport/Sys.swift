@@ -406,9 +406,22 @@ package enum Sys {
 
     /// Reads a small file whole (at most `limit` bytes), e.g. under /proc or /sys.
     /// The corresponding C functions are `open`, `read` and `close`.
-    package static func readFile(_ path: String, limit: Int = 4096) -> Result<[UInt8], Errno> {
-        open(path, O_RDONLY).flatMap { fd in
+    ///
+    /// `regularFileOnly`: a state file cuff keeps (a cache, a bond store). Anything else at that
+    /// path fails with ``Errno/invalidArgument``, and is never waited on: it is opened without
+    /// blocking (a FIFO with no writer would hold `open` forever), then checked with `fstat`.
+    package static func readFile(_ path: String, limit: Int = 4096, regularFileOnly: Bool = false) -> Result<
+        [UInt8], Errno
+    > {
+        open(path, regularFileOnly ? O_RDONLY | O_NONBLOCK : O_RDONLY).flatMap { fd in
             defer { _ = close(fd) }
+            if regularFileOnly {
+                switch fstat(fd) {
+                case .success(let st) where st.st_mode & S_IFMT == S_IFREG: break
+                case .success: return .failure(.invalidArgument)
+                case .failure(let e): return .failure(e)
+                }
+            }
             var out: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: min(limit, 4096))
             while out.count < limit {

@@ -41,6 +41,21 @@ struct BondStoreTests {
         #expect(again.keys.isEmpty)
     }
 
+    @Test func aFIFOInPlaceOfTheStoreIsRefusedAtOnce() throws {
+        var template = Array("/tmp/cuff-bonds-XXXXXX".utf8CString)
+        let dir = String(cString: try #require(template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }))
+        defer { system("rm -rf '\(dir)'") }
+        let path = dir + "/bonds"
+        #expect(mkfifo(path, 0o600) == 0)
+        // (A blocking open would wait here for a writer that never comes.)
+        do {
+            _ = try BondStore(path: path)
+            Issue.record("a FIFO read as a bond store")
+        } catch {
+            #expect(error.message.contains("bond store \(path)") && error.message.contains("not a regular file"))
+        }
+    }
+
     @Test func damagedLinesAndWrongLengthsAreSkipped() throws {
         #expect(BondKey(line: "ltk 00:AA:01:01:00:01 0011") == nil)
         #expect(BondKey(line: "xyz 00:AA:01:01:00:01 00") == nil)

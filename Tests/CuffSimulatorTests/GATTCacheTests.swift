@@ -187,6 +187,22 @@ struct GATTCacheTests {
         #expect(Self.same(first.reading, told.reading))
     }
 
+    @Test func aFIFOInPlaceOfTheCacheFileIsNotWaitedOn() throws {
+        let dir = try Dir()
+        let store = dir.store
+        let path = store.path(address: "unix:socketpair")
+        try FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
+        #expect(mkfifo(path, 0o600) == 0)
+        // (A blocking open would wait here for a writer that never comes.)
+        let said = LogRecorder()
+        #expect(store.load(address: "unix:socketpair", log: said.logger()) == nil)
+        #expect(said.lines.first?.contains("is not a regular file; discovering") == true, "\(said.lines)")
+        let s = try Self.session(Self.simulator(), cache: store)
+        #expect(s.end.gattCache == .miss)
+        // Rewritten as a file in its place.
+        #expect(store.load(address: "unix:socketpair")?.serial == "SIM-000001")
+    }
+
     @Test func aCacheFileOfAnotherFormatIsIgnoredAndRewritten() throws {
         let dir = try Dir()
         let store = dir.store

@@ -92,6 +92,25 @@ func vectorRecords() throws -> [MeasurementRecord] {
         #expect(!FileManager.default.fileExists(atPath: dir.path("none.db")))
     }
 
+    /// A FIFO where the store should be: refused at once, read-only (`cuff history`) or not. A
+    /// blocking read-only open waits for a writer that never comes.
+    @Test func aFIFOIsRefusedWithoutWaiting() throws {
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let path = dir.path("fifo.db")
+        #expect(mkfifo(path, 0o600) == 0)
+        for (mustExist, readOnly) in [(true, true), (false, false)] {
+            let err = #expect(throws: SinkError.self) {
+                try SQLiteStore(path: path, mustExist: mustExist, readOnly: readOnly, warn: SinkWarnings.ignore)
+            }
+            guard case let .insecureStoreFile(p, mode) = err else {
+                Issue.record("wrong error \(String(describing: err))"); return
+            }
+            #expect(p == path && mode & UInt32(S_IFMT) == UInt32(S_IFIFO))
+            #expect(err?.description.contains("is not a regular file") == true)
+        }
+    }
+
     @Test func walWithSynchronousFull() throws {
         let dir = try ScratchDirectory()
         defer { dir.remove() }

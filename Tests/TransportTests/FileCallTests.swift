@@ -58,6 +58,27 @@ struct FileCallTests {
         #expect(Sys.open(file, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) == .failure(.fileExists))
     }
 
+    /// A state file that is not a regular file is refused at once: a FIFO nobody writes to (a
+    /// blocking `open` would wait forever), a directory, a character device. A regular file
+    /// reads as before.
+    @Test func aRegularFileOnlyReadNeverWaitsOnAFIFO() throws {
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let fifo = dir.path("fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(Sys.readFile(fifo, regularFileOnly: true) == .failure(.invalidArgument))
+        #expect(Sys.readFile(dir.root, regularFileOnly: true) == .failure(.invalidArgument))
+        #expect(Sys.readFile("/dev/zero", limit: 8, regularFileOnly: true) == .failure(.invalidArgument))
+        #expect(Sys.readFile(dir.path("none"), regularFileOnly: true) == .failure(.noSuchFileOrDirectory))
+        let file = dir.path("f")
+        let fd = try Sys.open(file, O_WRONLY | O_CREAT, mode: 0o600).get()
+        #expect(Sys.writeAll(fd, "state\n") == nil)
+        _ = Sys.close(fd)
+        #expect(try Sys.readFile(file, regularFileOnly: true).get() == Array("state\n".utf8))
+        // Without the flag the same call reads a device (what /proc and /sys callers rely on).
+        #expect(try Sys.readFile("/dev/zero", limit: 8).get() == [UInt8](repeating: 0, count: 8))
+    }
+
     @Test func openCreatesWithTheModeAndCloseOnExec() throws {
         let dir = try ScratchDirectory()
         defer { dir.remove() }
