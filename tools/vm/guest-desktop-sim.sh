@@ -279,7 +279,7 @@ NEXT=$((NEXT + watched))
 kill "$BTD" 2>/dev/null; wait "$BTD" 2>/dev/null
 "$BTD_BIN" -n -d > bluetoothd-2.log 2>&1 &
 BTD=$!
-for _ in $(seq 200); do [ "$(grep -c 'registered the advertisement' dsim-sim.log)" -ge 2 ] && break; sleep 0.1; done
+wait_count 'registered the advertisement' dsim-sim.log 2 20
 ok=false; kill -0 "$SIM" 2>/dev/null && grep -q 'registering again' dsim-sim.log && [ "$(grep -c 'registered the application' dsim-sim.log)" -ge 2 ] && ok=true
 result re-registers-after-bluetoothd-restart $ok
 btmgmt -i "$C" power on > /dev/null 2>&1
