@@ -84,13 +84,38 @@ public struct SimulationOptions: ParsableArguments {
 
     @Option(
         help:
-            "How many times faster than real time the simulated cuff runs (1: real time; 0, for measure --simulated only: as fast as possible)."
+            "How many times faster than real time the simulated cuff runs, 0.001 to 1000000 (1: real time; 0, for measure --simulated only: as fast as possible)."
     )
     public var speed: Double = 10
 
+    /// The speeds a simulated cuff runs at besides 0: a thousand times slower than real time up
+    /// to a million times faster. Outside that, its times no longer fit a clock of nanoseconds.
+    public static let speeds: ClosedRange<Double> = 0.001...1_000_000
+
     public func validate() throws {
-        guard speed >= 0, speed.isFinite else { throw ValidationError("--speed must be a number, 0 or more") }
+        guard speed == 0 || Self.speeds.contains(speed) else {
+            throw ValidationError("--speed takes 0 or a number from 0.001 to 1000000")
+        }
     }
+}
+
+/// A number of seconds an option takes (`--timeout`, `--stop-after`, `--every`): checked, then
+/// turned into a `Duration` that cannot trap.
+public enum SecondsOption {
+    /// The most any option takes: 100 years (a `Duration` in nanoseconds holds 292).
+    public static let maximum: Double = 3_155_760_000
+
+    /// Throws unless `value` is a number of seconds from 0 (above 0 when `zero` is false) up to
+    /// ``maximum``.
+    public static func check(_ value: Double, option: String, zero: Bool = true) throws(ValidationError) {
+        guard zero ? value >= 0 : value > 0, value <= maximum else {
+            throw ValidationError(
+                "\(option) takes a number of seconds \(zero ? "from 0" : "above 0") up to \(Int(maximum)) (100 years)")
+        }
+    }
+
+    /// `seconds` as a `Duration` (saturating: never traps, whatever the Double).
+    public static func duration(_ seconds: Double) -> Duration { .nanoseconds(Timestamp.saturating(seconds * 1e9)) }
 }
 
 extension CuffProtocolID: ExpressibleByArgument {

@@ -102,7 +102,7 @@ public final class SimulatedLink {
 
     /// Sleeps until simulated `t` is due in real time, in slices so signals are seen.
     func pace(until t: Timestamp, realStart: Timestamp, speed: Double) {
-        let due = realStart + .nanoseconds(Int64(Double(t.nanoseconds) / speed))
+        let due = realStart + .nanoseconds(Timestamp.saturating(Double(t.nanoseconds) / speed))
         while true {
             let left = due - MonotonicClock.now()
             if left <= .zero { return }

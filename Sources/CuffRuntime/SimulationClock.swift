@@ -8,6 +8,7 @@ public struct SimulationClock: Sendable {
     let realStart: Timestamp
     let simStart: Timestamp
 
+    /// Times saturate at the ends of ``Timestamp``'s range (a speed far from 1 never traps).
     public init(speed: Double, start: Timestamp = MonotonicClock.now()) {
         precondition(speed > 0)
         self.speed = speed
@@ -19,13 +20,13 @@ public struct SimulationClock: Sendable {
     public func now() -> Timestamp { simulated(MonotonicClock.now()) }
 
     public func simulated(_ real: Timestamp) -> Timestamp {
-        simStart + .nanoseconds(Int64(Double((real - realStart).nanoseconds) * speed))
+        simStart + .nanoseconds(Timestamp.saturating(Double((real - realStart).nanoseconds) * speed))
     }
 
     /// Real time until simulated `deadline` (zero when it has passed).
     public func realInterval(until deadline: Timestamp) -> Duration {
         let sim = deadline - now()
         if sim <= .zero { return .zero }
-        return .nanoseconds(Int64(Double(sim.nanoseconds) / speed))
+        return .nanoseconds(Timestamp.saturating(Double(sim.nanoseconds) / speed))
     }
 }

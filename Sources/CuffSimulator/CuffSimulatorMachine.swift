@@ -353,7 +353,7 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
     public mutating func powerOn(now: Timestamp) {
         guard let every = configuration.measureEvery, every > .zero, nextScheduled == nil else { return }
         let fraction = Double.random(in: 0..<1, using: &random)
-        nextScheduled = now + .nanoseconds(Int64(Double(every.nanoseconds) * fraction))
+        nextScheduled = now + .nanoseconds(Timestamp.saturating(Double(every.nanoseconds) * fraction))
     }
 
     public var isMeasuring: Bool { phase != .idle }

@@ -29,6 +29,8 @@ struct Scan: ParsableCommand {
     @Flag(help: "Include devices that are not blood-pressure cuffs.")
     var all = false
 
+    func validate() throws { try SecondsOption.check(timeout, option: "--timeout") }
+
     func run() throws {
         let adapter = try bluetooth.parsedAdapter()
         let signals = try SignalFlags.shared.listen()
@@ -37,7 +39,7 @@ struct Scan: ParsableCommand {
             if let record = r.deviceRecord { try Console.print([record.serialized()], command: "cuff scan") }
         }
         try LiveBluetooth.scan(
-            adapter: adapter, backend: bluetooth.backend, duration: .nanoseconds(Int64(timeout * 1e9)), all: all,
+            adapter: adapter, backend: bluetooth.backend, duration: SecondsOption.duration(timeout), all: all,
             stop: { signals.isRaised(.int) || signals.isRaised(.term) }, collector: collector, log: log)
         try collector.finish(log: log)
     }

@@ -94,7 +94,8 @@ struct Measure: ParsableCommand {
         }
         if let connect, !connect.hasPrefix("unix:") { throw ValidationError("--connect takes unix:PATH") }
         if let simulated { try OmronModelOption.check(simulated, model: omron.model) }
-        guard timeout >= 0 else { throw ValidationError("--timeout must not be negative") }
+        try SecondsOption.check(timeout, option: "--timeout")
+        if let stopAfter { try SecondsOption.check(stopAfter, option: "--stop-after") }
     }
 
     func sessionConfiguration(address: String) -> CuffSessionConfiguration {
@@ -102,7 +103,7 @@ struct Measure: ParsableCommand {
         c.security = bluetooth.security ?? .low
         c.sendStart = start
         c.follow = follow
-        c.timeout = timeout > 0 ? .nanoseconds(Int64(timeout * 1e9)) : nil
+        c.timeout = timeout > 0 ? SecondsOption.duration(timeout) : nil
         c.quirk = quirk
         c.setTime = !bluetooth.noSetTime
         c.localUTCOffsetSeconds = WallClock.localUTCOffsetSeconds()
@@ -133,7 +134,7 @@ struct Measure: ParsableCommand {
         service.quiet = sinks.quiet
         service.capture = capture
         service.gattCache = GATTCacheStore.unless(disabled: noGATTCache, bonds: bluetooth.bonds)
-        service.stopAfter = stopAfter.map { Duration.nanoseconds(Int64($0 * 1e9)) }
+        service.stopAfter = stopAfter.map(SecondsOption.duration)
         try service.run()
     }
 }

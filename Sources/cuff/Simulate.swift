@@ -80,9 +80,7 @@ struct SimulatorOptions: ParsableArguments {
         if let n = recordSegment, !(6...512).contains(n) {
             throw ValidationError("--record-segment takes 6 to 512 bytes")
         }
-        if let every, !(every > 0 && every.isFinite) {
-            throw ValidationError("--every takes a number of seconds above 0")
-        }
+        if let every { try SecondsOption.check(every, option: "--every", zero: false) }
     }
 
     var persona: Persona { simulation.persona }
@@ -94,7 +92,7 @@ struct SimulatorOptions: ParsableArguments {
             scenario: scenario.bps ?? .normal, persona: persona, seed: seed, autostart: autostart)
         c.timeScale = speed
         c.recordSegmentLength = recordSegment
-        c.measureEvery = every.map { .nanoseconds(Int64($0 * 1e9)) }
+        c.measureEvery = every.map(SecondsOption.duration)
         (c.databaseHash, c.serviceChanged, c.indicatesServiceChanged, c.handleGap) = (
             databaseHash, serviceChanged, indicateServiceChanged, handleGap
         )

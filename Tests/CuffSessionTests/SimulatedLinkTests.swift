@@ -64,3 +64,31 @@ struct SimulatedLinkTests {
         #expect((28...42).contains(over))
     }
 }
+
+/// The paced clock of `cuff simulate` and `cuff measure --simulated --speed`: at a speed far from
+/// 1, its times saturate at the ends of `Timestamp`'s range instead of trapping (they once
+/// converted an out-of-range Double with `Int64(_:)`).
+@Suite("Simulation clock")
+struct SimulationClockTests {
+    let start = Timestamp(nanoseconds: 1_000_000_000)
+
+    @Test func itRunsSpeedTimesFaster() {
+        let c = SimulationClock(speed: 4, start: start)
+        #expect(c.simulated(start + .seconds(3)) == start + .seconds(12))
+        #expect(c.simulated(start) == start)
+    }
+
+    @Test func aHugeSpeedSaturatesTheSimulatedTime() {
+        let c = SimulationClock(speed: 1e300, start: start)
+        #expect(c.simulated(start + .seconds(1)).nanoseconds == .max)
+        #expect(c.simulated(start) == start)
+        // A deadline a year away in simulated time is no real time away.
+        #expect(c.realInterval(until: start + .seconds(31_536_000)) == .zero)
+    }
+
+    @Test func aTinySpeedSaturatesTheRealInterval() {
+        let c = SimulationClock(speed: 1e-300, start: MonotonicClock.now())
+        // 1 simulated second is 1e300 real seconds: the most a Duration of nanoseconds holds.
+        #expect(c.realInterval(until: c.now() + .seconds(1)).nanoseconds == .max)
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+
+/// The options that take a number of seconds or a speed. A value outside what a clock of
+/// nanoseconds holds (1e300, inf, nan, 1e-300 as a speed) once trapped the spawned `cuff`
+/// (SIGILL: `Int64(Double)` out of range) when it started or when the first timer was set; each
+/// is now a usage error (64) naming the option and its range, and the ends of the ranges work.
+struct TimeOptionTests {
+    @Test(arguments: [
+        (["measure", "--simulated", "normal", "--timeout", "1e300"], "--timeout takes a number of seconds from 0"),
+        (["measure", "--simulated", "normal", "--timeout", "1e10"], "--timeout takes a number of seconds from 0"),
+        (["measure", "--simulated", "normal", "--timeout", "inf"], "--timeout takes"),
+        (["measure", "--simulated", "normal", "--timeout", "nan"], "--timeout takes"),
+        (["measure", "--simulated", "normal", "--stop-after", "nan"], "--stop-after takes"),
+        (["measure", "--simulated", "normal", "--stop-after", "1e19"], "--stop-after takes"),
+        (["scan", "--timeout", "1e300"], "--timeout takes a number of seconds from 0"),
+        (["scan", "--timeout=-1"], "--timeout takes"),
+        (["measure", "--simulated", "normal", "--speed", "1e-300"], "--speed takes 0 or a number from 0.001 to 1000000"),
+        (["measure", "--simulated", "normal", "--speed", "1e300"], "--speed takes 0 or a number from 0.001 to 1000000"),
+        (["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--speed", "1e300"], "--speed takes"),
+        (["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--speed", "0.0009"], "--speed takes"),
+        (["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--every", "1e300"], "--every takes a number of seconds above 0"),
+        (["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--every", "0"], "--every takes a number of seconds above 0"),
+    ])
+    func refused(_ args: [String], _ message: String) throws {
+        let r = try CLI.run(args, timeout: 30)
+        #expect(r.status == 64, "\(args): \(r.stderr)")
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test(arguments: [
+        ["--timeout", "3155760000", "--speed", "0"],  // the longest timeout: its deadline is set, not reached
+        ["--speed", "1000000"],  // the fastest paced cuff
+        ["--stop-after", "3155760000", "--speed", "0"],
+    ])
+    func theEndsOfTheRangesWork(_ extra: [String]) throws {
+        let r = try CLI.run(["measure", "--simulated", "normal", "--quiet"] + extra, timeout: 60)
+        #expect(r.status == 0, "\(extra): \(r.stderr)")
+        #expect(try r.stdoutLines.contains { try CLI.json($0)["type"] as? String == "measurement" })
+    }
+}
