@@ -114,7 +114,7 @@ final class ParallelReplay: @unchecked Sendable {
         self.adapter = adapter
         self.overrides = overrides
         self.showAll = showAll
-        self.segmentBytes = max(segmentBytes, 1)
+        self.segmentBytes = min(max(segmentBytes, 1), ReplayJob.largestSegmentBytes)
         // Small: a capture whose connections stay open (a gateway's log of links never closed) is
         // scanned this far before the one-thread replay takes it, and that scan is all the time
         // the parallel attempt costs it (16 MB took 35 ms of a 50 ms replay; 1 MB, under 1 ms).

@@ -76,6 +76,10 @@ public struct ReplayJob: Sendable {
     /// The default stretch: as long as gives each thread about 128 of them, from 256 KB to 1 MB.
     public static let minimumSegmentBytes = 256 * 1024
     public static let maximumSegmentBytes = 1024 * 1024
+    /// The largest stretch `--segment-bytes` takes (a larger one is taken as this): each replay
+    /// thread keeps a buffer of three times it, and stretches this long leave two threads little to
+    /// share on any capture below a few hundred MB.
+    public static let largestSegmentBytes = 1 << 24
 
     /// Longer stretches mean fewer hand-overs between this thread and the replay threads, each of
     /// which can wake a sleeping thread (a futex call and, in a VM, a cross-CPU interrupt): on

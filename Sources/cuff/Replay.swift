@@ -92,8 +92,9 @@ struct Replay: ParsableCommand {
         if let jobs, !(1...64).contains(jobs) {
             throw ValidationError("--jobs takes a number of threads from 1 to 64; got \(jobs)")
         }
-        if let segmentBytes, segmentBytes < 1 {
-            throw ValidationError("--segment-bytes takes a positive number of bytes; got \(segmentBytes)")
+        if let segmentBytes, !(1...ReplayJob.largestSegmentBytes).contains(segmentBytes) {
+            throw ValidationError(
+                "--segment-bytes takes 1 to \(ReplayJob.largestSegmentBytes) bytes; got \(segmentBytes)")
         }
     }
 

@@ -236,6 +236,23 @@ struct ReplayCommandTests {
         #expect(try CLI.run(["replay", capture, "--jobs", "3", "--quiet"]).stdoutLines.count > 100)
     }
 
+    /// `--segment-bytes` past 16 MiB once made each replay thread allocate three times it (1e12:
+    /// "failed to allocate", SIGABRT; Int.max: an overflow trap): it is refused, and the largest
+    /// taken gives the one-thread output.
+    @Test func segmentBytesAreBounded() throws {
+        let capture = Self.captures.appendingPathComponent("normal.btsnoop").path
+        for bad in ["0", "16777217", "1000000000000", "9223372036854775807"] {
+            let r = try CLI.run(["replay", capture, "--jobs", "2", "--segment-bytes", bad])
+            #expect(r.status == 64, "\(bad): \(r.stderr)")
+            #expect(r.stderr.contains("--segment-bytes takes 1 to 16777216 bytes"), "\(r.stderr)")
+        }
+        let one = try CLI.run(["replay", capture, "--jobs", "1"])
+        let largest = try CLI.run(["replay", capture, "--jobs", "2", "--segment-bytes", "16777216"])
+        #expect(largest.status == 0)
+        #expect(largest.stdout == one.stdout)
+        #expect(largest.stdout.count > 10_000)
+    }
+
     /// A capture read from a pipe (it cannot be read again from an offset) is replayed in one pass.
     @Test func aCaptureFromAPipe() throws {
         let joined = try Self.joinedCaptures()

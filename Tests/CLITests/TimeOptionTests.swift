@@ -15,12 +15,24 @@ struct TimeOptionTests {
         (["measure", "--simulated", "normal", "--stop-after", "1e19"], "--stop-after takes"),
         (["scan", "--timeout", "1e300"], "--timeout takes a number of seconds from 0"),
         (["scan", "--timeout=-1"], "--timeout takes"),
-        (["measure", "--simulated", "normal", "--speed", "1e-300"], "--speed takes 0 or a number from 0.001 to 1000000"),
-        (["measure", "--simulated", "normal", "--speed", "1e300"], "--speed takes 0 or a number from 0.001 to 1000000"),
+        (
+            ["measure", "--simulated", "normal", "--speed", "1e-300"],
+            "--speed takes 0 or a number from 0.001 to 1000000"
+        ),
+        (
+            ["measure", "--simulated", "normal", "--speed", "1e300"],
+            "--speed takes 0 or a number from 0.001 to 1000000"
+        ),
         (["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--speed", "1e300"], "--speed takes"),
         (["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--speed", "0.0009"], "--speed takes"),
-        (["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--every", "1e300"], "--every takes a number of seconds above 0"),
-        (["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--every", "0"], "--every takes a number of seconds above 0"),
+        (
+            ["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--every", "1e300"],
+            "--every takes a number of seconds above 0"
+        ),
+        (
+            ["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--every", "0"],
+            "--every takes a number of seconds above 0"
+        ),
     ])
     func refused(_ args: [String], _ message: String) throws {
         let r = try CLI.run(args, timeout: 30)
