@@ -77,8 +77,10 @@ public struct PublishOptions: ParsableArguments {
         }
         _ = try names()
         _ = try offsetPolicy()
-        if haDiscoveryPrefix.isEmpty || haDiscoveryPrefix.contains("+") || haDiscoveryPrefix.contains("#") {
-            throw ValidationError("--ha-discovery-prefix takes a topic prefix without wildcards")
+        if haDiscoveryPrefix.isEmpty || MQTTTopics.problem(prefix: haDiscoveryPrefix) != nil {
+            throw ValidationError(
+                "--ha-discovery-prefix takes a topic prefix without wildcards or control characters, at most \(MQTTTopics.longestPrefix) bytes"
+            )
         }
     }
 

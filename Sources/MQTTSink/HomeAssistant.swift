@@ -11,6 +11,23 @@ public struct MQTTTopics: Sendable, Hashable {
 
     public init(prefix: String) { self.prefix = prefix }
 
+    /// The longest topic prefix taken, in UTF-8 bytes: a topic is at most 65,535 bytes, and a
+    /// cuff's own level (its serial, up to an attribute's 512 bytes) must still fit after it.
+    public static let longestPrefix = 4096
+
+    /// Why `prefix` cannot start a topic (nil: it can): the wildcards `+` and `#`, U+0000 (no
+    /// topic may hold it), other control characters (none should), or more than
+    /// ``longestPrefix`` bytes. libmosquitto refuses such a topic only when it is published, so the
+    /// readings would wait in the outbox for good.
+    public static func problem(prefix: String) -> String? {
+        if prefix.contains("+") || prefix.contains("#") { return "may not contain the wildcards + or #" }
+        if prefix.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "may not contain control characters"
+        }
+        if prefix.utf8.count > longestPrefix { return "may be at most \(longestPrefix) bytes long" }
+        return nil
+    }
+
     /// `PREFIX/status`: `online` while connected, `offline` as the last will.
     public var status: String { prefix + "/status" }
 

@@ -75,6 +75,9 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
                 user = try Self.decode(auth, bad)
             }
             if user?.isEmpty == true { throw bad("the user name is empty") }
+            // MQTT carries each in a 16-bit length (libmosquitto refuses a longer one).
+            if (user?.utf8.count ?? 0) > 65535 { throw bad("the user name is longer than 65535 bytes") }
+            if (password?.utf8.count ?? 0) > 65535 { throw bad("the password is longer than 65535 bytes") }
         }
         var portText: Substring? = nil
         if rest.hasPrefix("[") {
@@ -102,9 +105,7 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
         }
         let decoded = try Self.decode(Substring(path), bad).split(separator: "/", omittingEmptySubsequences: true)
             .joined(separator: "/")
-        if decoded.contains("+") || decoded.contains("#") {
-            throw bad("the topic prefix may not contain the wildcards + or #")
-        }
+        if let problem = MQTTTopics.problem(prefix: decoded) { throw bad("the topic prefix \(problem)") }
         prefix = decoded.isEmpty ? "cuff" : decoded
     }
 
@@ -122,6 +123,9 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
                 throw ParseError(url: description, reason: "cannot read the password file \(file)")
             }
             u.password = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+            if u.password!.utf8.count > 65535 {
+                throw ParseError(url: description, reason: "the password file's first line is longer than 65535 bytes")
+            }
         } else if u.user != nil, let p = environment["CUFF_MQTT_PASSWORD"], !p.isEmpty {
             u.password = p
         }

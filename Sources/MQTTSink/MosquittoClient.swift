@@ -60,27 +60,25 @@ final class MosquittoClient {
             guard level & MOSQ_LOG_ERR != 0, let text else { return }
             Unmanaged<MosquittoClient>.fromOpaque(obj!).takeUnretainedValue().lastLoggedError = String(cString: text)
         }
-        do throws(MQTTError) {
-            try check(mosquitto_int_option(h, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311), "protocol version")
-            if let user = url.user { try check(mosquitto_username_pw_set(h, user, url.password), "user name") }
-            if let will {
-                try check(
-                    mosquitto_will_set(h, will.topic, Int32(will.payload.utf8.count), will.payload, 1, true),
-                    "last will")
-            }
-            if let tls {
-                let capath: String? = tls.caFile == nil ? "/etc/ssl/certs" : nil
-                let rc = mosquitto_tls_set(h, tls.caFile, capath, tls.certFile, tls.keyFile, nil)
-                guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                    throw MQTTError(
-                        .client, broker: broker,
-                        detail: "TLS files (--publish-ca, --publish-cert, --publish-key): \(Self.describe(rc))")
-                }
-            }
-        } catch {
-            mosquitto_destroy(h)
-            throw error
+        try check(mosquitto_int_option(h, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311), "protocol version")
+        if let user = url.user { try check(mosquitto_username_pw_set(h, user, url.password), "user name") }
+        if let will {
+            try check(
+                mosquitto_will_set(h, will.topic, Int32(will.payload.utf8.count), will.payload, 1, true),
+                "last will")
         }
+        if let tls {
+            let capath: String? = tls.caFile == nil ? "/etc/ssl/certs" : nil
+            let rc = mosquitto_tls_set(h, tls.caFile, capath, tls.certFile, tls.keyFile, nil)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                throw MQTTError(
+                    .client, broker: broker,
+                    detail: "TLS files (--publish-ca, --publish-cert, --publish-key): \(Self.describe(rc))")
+            }
+        }
+        // Nothing to undo on a throw above: every stored property is set by then, so the throw
+        // runs `deinit`, which destroys the handle (a second `mosquitto_destroy` here once freed it
+        // twice, and closed whatever descriptors reused its sockets' numbers).
     }
 
     deinit { mosquitto_destroy(handle) }

@@ -119,6 +119,24 @@ import Testing
         for bad in ["http://h", "mqtt://", "mqtt://h:0", "mqtt://h:99999", "mqtt://h/a/+/b", "mqtt://h:x"] {
             #expect(throws: MQTTURL.ParseError.self, "\(bad)") { try MQTTURL(parsing: bad) }
         }
+        // What libmosquitto refuses only when it publishes (a reading would wait in the outbox for
+        // good) or when the client is made: U+0000 (which the C string cut the topic at), other
+        // control characters, a prefix past 4096 bytes; a user name or password past 65535.
+        let long = String(repeating: "p", count: 4097)
+        for (bad, reason) in [
+            ("mqtt://h/a%00b", "control characters"), ("mqtt://h/a%1Bb", "control characters"),
+            ("mqtt://h/" + long, "at most 4096 bytes"),
+            ("mqtt://\(String(repeating: "u", count: 65536))@h", "user name is longer than 65535 bytes"),
+            ("mqtt://u:\(String(repeating: "w", count: 65536))@h", "password is longer than 65535 bytes"),
+        ] {
+            #expect("\(bad.prefix(20))") {
+                try MQTTURL(parsing: bad)
+            } throws: { ($0 as? MQTTURL.ParseError)?.reason.contains(reason) == true }
+        }
+        #expect(try MQTTURL(parsing: "mqtt://h/" + long.dropLast()).prefix.utf8.count == 4096)
+        #expect(try MQTTURL(parsing: "mqtt://h/a%C3%A9b").prefix == "aéb")
+        #expect(MQTTTopics.problem(prefix: "home/cuff") == nil)
+        #expect(MQTTTopics.problem(prefix: "a\u{85}b") != nil)  // a C1 control
         let env = ["CUFF_MQTT_PASSWORD": "fromenv"]
         #expect(
             try MQTTURL(parsing: "mqtt://bob@h").resolvingPassword(file: nil, environment: env).password == "fromenv")

@@ -1,11 +1,13 @@
 import Foundation
 import Testing
 
+/// Options whose values once got past the parser and failed far later.
+///
 /// The options that take a number of seconds or a speed. A value outside what a clock of
 /// nanoseconds holds (1e300, inf, nan, 1e-300 as a speed) once trapped the spawned `cuff`
 /// (SIGILL: `Int64(Double)` out of range) when it started or when the first timer was set; each
 /// is now a usage error (64) naming the option and its range, and the ends of the ranges work.
-struct TimeOptionTests {
+struct OptionRangeTests {
     @Test(arguments: [
         (["measure", "--simulated", "normal", "--timeout", "1e300"], "--timeout takes a number of seconds from 0"),
         (["measure", "--simulated", "normal", "--timeout", "1e10"], "--timeout takes a number of seconds from 0"),
@@ -50,5 +52,23 @@ struct TimeOptionTests {
         let r = try CLI.run(["measure", "--simulated", "normal", "--quiet"] + extra, timeout: 60)
         #expect(r.status == 0, "\(extra): \(r.stderr)")
         #expect(try r.stdoutLines.contains { try CLI.json($0)["type"] as? String == "measurement" })
+    }
+
+    /// A topic prefix libmosquitto refuses only when it publishes: the reading then waited in the
+    /// outbox for good, and `cuff sync` blamed "Malformed UTF-8". Refused when given instead.
+    @Test(arguments: [
+        (["--ha-discovery-prefix", String(repeating: "p", count: 4097)], "--ha-discovery-prefix takes a topic prefix"),
+        (["--ha-discovery-prefix", "ha\u{1B}x"], "--ha-discovery-prefix takes a topic prefix"),
+        (["--publish", "mqtt://127.0.0.1:1/a%00b"], "the topic prefix may not contain control characters"),
+        (["--publish", "mqtt://127.0.0.1:1/" + String(repeating: "q", count: 70_000)], "at most 4096 bytes"),
+    ])
+    func topicPrefixesMQTTCannotCarryAreRefused(_ args: [String], _ message: String) throws {
+        var all = ["measure", "--simulated", "normal", "--speed", "0"] + args
+        if !args.contains("--publish") { all += ["--publish", "mqtt://127.0.0.1:1/x"] }
+        let r = try CLI.run(all + ["--outbox", "/tmp/cuff-never-made-outbox.db"], timeout: 30)
+        #expect(r.status == 64, "\(r.stderr.prefix(300))")
+        #expect(r.stderr.contains(message), "\(r.stderr.prefix(300))")
+        #expect(r.stdout.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/cuff-never-made-outbox.db"))
     }
 }
