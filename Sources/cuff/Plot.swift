@@ -69,7 +69,10 @@ struct PlotCommand: ParsableCommand {
         if input != nil, since != nil || user != nil { throw ValidationError("--since and --user go with --store") }
         if store != nil, session != nil { throw ValidationError("--session goes with an INPUT, not --store") }
         if let session, session < 1 { throw ValidationError("--session counts from 1; got \(session)") }
-        if let since, CivilTime.seconds(since) == nil || since.count != 10 {
+        // A date that exists (2026-02-30 would be taken as March 2): it reads back the same.
+        if let since,
+            since.count != 10 || CivilTime.seconds(since).map({ CivilTime.dateText(days: CivilTime.day($0)) }) != since
+        {
             throw ValidationError("--since takes a date, YYYY-MM-DD; got '\(since)'")
         }
         do { _ = try PlotOutput.kind(of: output) } catch { throw ValidationError(error.description) }

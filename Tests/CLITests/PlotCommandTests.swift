@@ -85,8 +85,13 @@ import Testing
         let none = try CLI.run(["plot", "--store", store, "--user", "9", "--output", out])
         #expect(none.status == 3)
         #expect(none.stderr.contains("no reading matches --since/--user"))
-        let badDate = try CLI.run(["plot", "--store", store, "--since", "22.11.2026", "--output", out])
-        #expect(badDate.status == 64)
+        // Not a date, or no such day (2026-02-30 was once taken as March 2).
+        for bad in ["22.11.2026", "2026-02-30", "2026-02-29", "2026-04-31"] {
+            let badDate = try CLI.run(["plot", "--store", store, "--since", bad, "--output", out])
+            #expect(badDate.status == 64, "\(bad)")
+            #expect(badDate.stderr.contains("--since takes a date, YYYY-MM-DD; got '\(bad)'"))
+        }
+        #expect(try CLI.run(["plot", "--store", store, "--since", "2024-02-29", "--output", out]).status == 0)
     }
 
     @Test func pngNeedsRsvgConvert() throws {

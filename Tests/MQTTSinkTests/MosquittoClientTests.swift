@@ -40,7 +40,9 @@ struct MosquittoClientTests {
             #expect(back == UInt8(i))
         }
         // A good client is still made after all that.
-        let good = try MosquittoClient(id: "cuff-test-good", url: try MQTTURL(parsing: "mqtt://127.0.0.1:1/x"), tls: nil, will: ("x/status", "offline"))
+        let good = try MosquittoClient(
+            id: "cuff-test-good", url: try MQTTURL(parsing: "mqtt://127.0.0.1:1/x"), tls: nil,
+            will: ("x/status", "offline"))
         #expect(good.socket == nil)
     }
 }
