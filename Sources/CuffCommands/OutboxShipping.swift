@@ -14,6 +14,7 @@ public enum OutboxShipping {
     /// `--publish`: each broker's outbox published.
     public static func publishAll(_ targets: [MQTTPublishOptions], quiet: Bool) throws(ExitStatus) -> Bool {
         var waiting = false
+        var unreadable = false
         for t in targets {
             let box: MQTTOutboxStore
             do {
@@ -25,9 +26,16 @@ public enum OutboxShipping {
             }
             let r = box.publishAll(timeout: .seconds(120))
             try? box.close()
-            if let failure = r.failure, r.waiting != 0 {
+            if r.waiting == nil || r.failure?.code == .outbox {
+                // Damaged, or on a failing disk: not a matter of waiting for the broker.
+                let why = r.countError.map { "\($0)" } ?? r.failure.map { "\($0)" } ?? "cannot be read"
                 log.info(
-                    "published \(r.delivered) reading\(r.delivered == 1 ? "" : "s"); \(r.waiting) still wait in the outbox \(t.outboxPath): \(failure)"
+                    "published \(r.delivered) reading\(r.delivered == 1 ? "" : "s"); the outbox \(t.outboxPath) cannot be read: \(why)"
+                )
+                unreadable = true
+            } else if let failure = r.failure, let n = r.waiting, n != 0 {
+                log.info(
+                    "published \(r.delivered) reading\(r.delivered == 1 ? "" : "s"); \(n) still wait in the outbox \(t.outboxPath): \(failure)"
                 )
                 waiting = true
             } else if !quiet {
@@ -36,6 +44,7 @@ public enum OutboxShipping {
                 )
             }
         }
+        if unreadable { throw .sinkFailed }
         return waiting
     }
 
@@ -58,8 +67,17 @@ public enum OutboxShipping {
             throw .sinkFailed
         }
         let result = box.drain()
-        let waiting = (try? box.outbox.count()) ?? -1
+        let counted = Result { () throws(SinkError) in try box.outbox.count() }
         try? box.close()
+        let waiting: Int
+        switch counted {
+        case .success(let n): waiting = n
+        case .failure(let e):
+            log.info(
+                "shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s"); the outbox \(path) cannot be read: \(e)"
+            )
+            throw .sinkFailed
+        }
         if let failure = result.failure, waiting != 0 {
             log.info(
                 "shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s"); \(waiting) still wait in the outbox \(path): \(failure)"

@@ -18,6 +18,8 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
         case protocolError
         /// The client library refused a call (bad options, a file it cannot read).
         case client
+        /// The outbox could not be read (a damaged file, a failing disk): nothing to publish from.
+        case outbox
     }
 
     public var code: Code
@@ -44,6 +46,7 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
         case .timeout: "MQTT broker \(broker) did not answer: \(detail)"
         case .protocolError: "\(broker) does not answer as an MQTT broker: \(detail)"
         case .client: "MQTT client for \(broker): \(detail)"
+        case .outbox: "cannot read the outbox for MQTT broker \(broker): \(detail)"
         }
     }
 }

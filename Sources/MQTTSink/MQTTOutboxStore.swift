@@ -133,10 +133,22 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
     public struct PublishResult: Sendable {
         /// Readings the broker acknowledged (and that left the outbox).
         public var delivered: Int
-        /// Readings still in the outbox.
-        public var waiting: Int
+        /// Readings still in the outbox (nil: the outbox could not be counted, see ``countError``).
+        public var waiting: Int?
         /// Why it stopped with readings waiting.
         public var failure: MQTTError?
+        /// Why the outbox could not be counted afterwards.
+        public var countError: SinkError?
+
+        /// What waits, for a message: "1 reading", "3 readings", or "readings (an unknown number:
+        /// WHY)" when the outbox could not be counted.
+        public var waitingText: String {
+            guard let waiting else {
+                return
+                    "readings (an unknown number: \(countError.map { "\($0)" } ?? "the outbox could not be counted"))"
+            }
+            return "\(waiting) reading\(waiting == 1 ? "" : "s")"
+        }
     }
 
     /// Publishes until the outbox is empty, the first failure, or `timeout`.
@@ -145,16 +157,26 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         publisher.reconnects = true
         publisher.resetFailureCount()
         publisher.kick()
-        publisher.run(until: { publisher.drained || publisher.failures > 0 }, deadline: MonotonicClock.now() + timeout)
-        let waiting = (try? outbox.count()) ?? -1
+        // An outbox that cannot be read ends it at once: waiting could not help.
+        publisher.run(
+            until: { publisher.drained || publisher.failures > 0 || publisher.outboxError != nil },
+            deadline: MonotonicClock.now() + timeout)
+        // A count that fails (a damaged outbox) is said as such, never as a number.
+        let counted = Result { () throws(SinkError) in try outbox.count() }
+        let waiting = try? counted.get()
         var failure = publisher.lastError
+        if waiting != 0 && failure == nil, let e = publisher.outboxError {
+            failure = MQTTError(.outbox, broker: options.url.serverName, detail: "\(e)")
+        }
         if waiting != 0 && failure == nil {
             failure = MQTTError(
                 .timeout, broker: options.url.serverName, detail: "not every reading was acknowledged within \(timeout)"
             )
         }
-        return PublishResult(
+        var result = PublishResult(
             delivered: publisher.delivered - before, waiting: waiting, failure: waiting == 0 ? nil : failure)
+        if case .failure(let e) = counted { result.countError = e }
+        return result
     }
 
     /// Publishes what waits (for at most the options' `finishTimeout`), says how many still wait, marks
@@ -171,13 +193,13 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
                 deadline: MonotonicClock.now() + .seconds(2))
         }
         publisher.disconnect()
-        if r.waiting > 0 {
+        if r.waiting != 0 {
             let why = r.failure.map { ": \($0)" } ?? ""
             warn(
                 SinkWarning(
                     sink: "publish",
                     message:
-                        "\(r.waiting) reading\(r.waiting == 1 ? "" : "s") wait\(r.waiting == 1 ? "s" : "") in the outbox \(outbox.path)\(why); "
+                        "\(r.waitingText) wait\(r.waiting == 1 ? "s" : "") in the outbox \(outbox.path)\(why); "
                         + "cuff sync --publish URL --outbox \(outbox.path) publishes them"))
         }
         try outbox.finish()

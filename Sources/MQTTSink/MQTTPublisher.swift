@@ -85,6 +85,8 @@ final class MQTTPublisher {
     private var awaiting: [Int64: (count: Int, key: String)] = [:]
     /// The outbox's last read error, said once.
     private var saidOutboxError: SinkError?
+    /// Why the outbox could not be read on the last try (nil: it could).
+    var outboxError: SinkError? { saidOutboxError }
     /// Rows that do not decode (said once, left in the outbox).
     private var undecodable: Set<Int64> = []
     /// Rows acknowledged, to leave the outbox in one commit.

@@ -17,7 +17,7 @@ struct Sync: ParsableCommand {
             mqtt://…, the readings waiting in that broker's outbox are published (QoS 1, oldest first) and \
             leave it once the broker acknowledged them.
             Exit status: 0 the outbox is empty; 9 readings still wait (the server could not be reached \
-            or refused them; the reason is on stderr); 10 the outbox cannot be opened.
+            or refused them; the reason is on stderr); 10 the outbox cannot be opened or read.
             """
     )
 

@@ -51,6 +51,41 @@ struct MQTTCLITests {
 
     static func json(_ s: String) throws -> [String: Any] { try CLI.json(s) }
 
+    /// An outbox that opens but cannot be read (its table renamed in the file's schema, as damage
+    /// can leave it). Against a live broker `cuff sync` once waited out its 120 s in silence, then
+    /// said "-1 still wait" (exit 9); against one that is down, at once, the same "-1". Now it says
+    /// the outbox cannot be read, with the reason, at once, exit status 10, either way.
+    @Test func syncOnAnOutboxThatCannotBeRead() throws {
+        let broker = try MosquittoBroker()
+        let out = broker.dir + "/damaged.db"
+        let closed = MosquittoBroker.freePort()
+        let taken = try CLI.run([
+            "replay", Self.capture("normal.btsnoop"), "--publish", "mqtt://127.0.0.1:\(closed)", "--outbox", out,
+        ])
+        #expect(taken.status == 0, "\(taken.stderr)")
+        #expect(taken.stderr.contains("1 reading waits in the outbox"), "\(taken.stderr)")
+        // Same-length renames keep every record's size: the file stays a valid database.
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: out))
+        let from = Data("measurements".utf8), to = Data("measurementz".utf8)
+        var renamed = 0
+        while let r = bytes.range(of: from) {
+            bytes.replaceSubrange(r, with: to)
+            renamed += 1
+        }
+        #expect(renamed > 0)
+        try bytes.write(to: URL(fileURLWithPath: out))
+        let url = "mqtt://\(broker.user):\(broker.password)@127.0.0.1:\(broker.port)"
+        for target in [url, "mqtt://127.0.0.1:\(closed)"] {
+            let started = Date()
+            let r = try CLI.run(["sync", "--publish", target, "--outbox", out], timeout: 60)
+            #expect(r.status == 10, "\(target): \(r.stderr)")
+            #expect(r.stderr.contains("the outbox \(out) cannot be read: "), "\(r.stderr)")
+            #expect(r.stderr.contains("no such table: measurements"), "\(r.stderr)")
+            #expect(!r.stderr.contains("-1"), "\(r.stderr)")
+            #expect(Date().timeIntervalSince(started) < 30)
+        }
+    }
+
     /// What Home Assistant's `{{ value_json.KEY }}` renders for `state` (Jinja prints null as `None`).
     static func render(_ template: String, _ state: [String: Any]) throws -> String {
         let key = try #require(
