@@ -69,7 +69,7 @@ public struct DecodeService {
         JSON, String?
     ) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
-        guard let bytes = Hex.decode(trimmed) else { return Self.notHex(trimmed) }
+        guard let bytes = Hex.decode(trimmed) else { return Self.notHex(trimmed, in: text) }
         let v = CuffDecoder.decode(bytes, characteristic: characteristic, quirks: quirks)
         return (v.json, v.failure.map { "\(characteristic.uuidString): \($0.message)" })
     }
@@ -78,7 +78,7 @@ public struct DecodeService {
     public static func decodeOmron(_ text: String, profile: OmronProfile) -> (JSON, String?) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
         guard let bytes = Hex.decode(trimmed) else {
-            return Self.notHex(trimmed)
+            return Self.notHex(trimmed, in: text)
         }
         let v = CuffDecoder.decode(omronRecord: bytes, profile: profile)
         return (v.json, v.failure.map { "\(profile.id): \($0.message)" })
@@ -90,7 +90,7 @@ public struct DecodeService {
     public static func decodeVendorLine(_ text: String, protocol p: VendorProtocol) -> ([JSON], String?) {
         let trimmed = text.trimmingCharacters(in: " \t\r")
         guard let bytes = Hex.decode(trimmed) else {
-            let (json, message) = Self.notHex(trimmed)
+            let (json, message) = Self.notHex(trimmed, in: text)
             return ([json], message)
         }
         let frame = CuffDecoder.decodeFrame(bytes, protocol: p)
@@ -105,10 +105,16 @@ public struct DecodeService {
     }
 
     /// The answer to a line that is not hex, whatever it was to be decoded as: the message and the
-    /// `raw` field quote its start only (a long line is not echoed back whole).
-    static func notHex(_ trimmed: String) -> (JSON, String) {
+    /// `raw` field quote its start only (a long line is not echoed back whole); `offset` is where
+    /// in the line (UTF-8 bytes, its leading blanks counted) it stops being hex, and the detail
+    /// quotes the text from there.
+    static func notHex(_ trimmed: String, in line: String) -> (JSON, String) {
+        let lead = line.utf8.count - String(line.drop { " \t\r".contains($0) }).utf8.count
+        let at = Hex.problemOffset(trimmed) ?? 0
+        let rest = String(decoding: trimmed.utf8.dropFirst(at), as: UTF8.self)
         let e = BPSDecodingError(
-            .invalidHex, field: TerminalText.quotedExcerpt(trimmed), offset: 0, detail: "expected pairs of hex digits")
+            .invalidHex, field: TerminalText.quotedExcerpt(trimmed), offset: lead + at,
+            detail: "expected pairs of hex digits; at \(lead + at): \(TerminalText.quotedExcerpt(rest))")
         return (.object([("error", e.json), ("raw", .string(TerminalText.excerpt(trimmed)))]), e.message)
     }
 }

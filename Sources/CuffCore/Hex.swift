@@ -51,7 +51,24 @@ public enum Hex {
     /// Parses hex with spaces, colons, dashes or nothing between bytes; an optional `0x` prefix on
     /// the whole string or on each group. Returns nil for an odd digit count or a non-hex character.
     public static func decode(_ text: String) -> [UInt8]? {
+        if case .success(let bytes) = parse(text) { return bytes }
+        return nil
+    }
+
+    /// Where ``decode(_:)`` fails on `text`: the UTF-8 byte offset of the first character that is
+    /// no hex digit, of a separator that splits a byte, or of the last digit of an odd count; nil
+    /// when it does not fail.
+    public static func problemOffset(_ text: String) -> Int? {
+        if case .failure(let at) = parse(text) { return at.offset }
+        return nil
+    }
+
+    /// A byte offset in hex text where it stops being hex (``problemOffset(_:)``).
+    public struct BadHex: Error { public var offset: Int }
+
+    static func parse(_ text: String) -> Result<[UInt8], BadHex> {
         var nibbles: [UInt8] = []
+        var lastDigit = 0
         let scalars = Array(text.utf8)
         var i = 0
         while i < scalars.count {
@@ -64,15 +81,16 @@ public enum Hex {
             }
             if isSeparator(c) {
                 // A separator may not split a byte.
-                if nibbles.count % 2 != 0 { return nil }
+                if nibbles.count % 2 != 0 { return .failure(BadHex(offset: i)) }
                 i += 1
                 continue
             }
-            guard let v = nibble(c) else { return nil }
+            guard let v = nibble(c) else { return .failure(BadHex(offset: i)) }
             nibbles.append(v)
+            lastDigit = i
             i += 1
         }
-        guard nibbles.count % 2 == 0 else { return nil }
+        guard nibbles.count % 2 == 0 else { return .failure(BadHex(offset: lastDigit)) }
         var out: [UInt8] = []
         out.reserveCapacity(nibbles.count / 2)
         var j = 0
@@ -80,7 +98,7 @@ public enum Hex {
             out.append(nibbles[j] << 4 | nibbles[j + 1])
             j += 2
         }
-        return out
+        return .success(out)
     }
 
     private static func isSeparator(_ c: UInt8) -> Bool {

@@ -290,20 +290,23 @@ public enum HistoryChart {
     }
 
     /// Ticks on a time axis (seconds since 1970, local): the smallest step among hours, days,
-    /// weeks and months whose labels fit side by side; day-or-longer steps fall on midnights,
-    /// weeks on Mondays.
+    /// weeks, months and (52-week) years whose labels fit side by side; day-or-longer steps fall
+    /// on midnights, weeks on Mondays. When not even a step of a thousand years fits (readings
+    /// centuries apart, as a cuff's clock gone wrong gives), only the first label is drawn: labels
+    /// are never printed over each other.
     public static func timeTicks(_ x: LinearScale) -> [(value: Double, label: String)] {
-        let hour = 3600.0, day = 86_400.0
-        let steps = [
-            hour, 2 * hour, 3 * hour, 6 * hour, 12 * hour, day, 2 * day, 7 * day, 14 * day, 28 * day, 91 * day,
-            182 * day, 364 * day,
-        ]
+        let hour = 3600.0, day = 86_400.0, year = 364 * day
+        let steps =
+            [
+                hour, 2 * hour, 3 * hour, 6 * hour, 12 * hour, day, 2 * day, 7 * day, 14 * day, 28 * day, 91 * day,
+                182 * day,
+            ]
+            + [1.0, 2, 5, 10, 20, 50, 100, 200, 500, 1000].map { $0 * year }
         for step in steps {
             let subDay = step < day
             let sample = subDay ? "11-22 08:00" : "2026-11-22"
-            guard step * x.pixelsPerUnit >= Style.textWidth(sample, size: 11) + 14 || step == steps.last else {
-                continue
-            }
+            let fits = step * x.pixelsPerUnit >= Style.textWidth(sample, size: 11) + 14
+            guard fits || step == steps.last else { continue }
             var t: Double
             if step >= 7 * day {
                 t = Double(CivilTime.weekStart(days: CivilTime.day(x.lower))) * day
@@ -321,6 +324,7 @@ public enum HistoryChart {
                         text = CivilTime.dateText(days: CivilTime.day(t))
                     }
                     out.append((t, text))
+                    if !fits { return out }  // the first only
                 }
                 t += step
             }

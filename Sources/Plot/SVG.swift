@@ -61,12 +61,41 @@ public struct SVGAttribute: Sendable, Hashable {
 /// exponent, never `-0`, never NaN or infinity (those are a programming error upstream; they are
 /// written as 0 and the charts never pass them, as tests check).
 public enum SVGNumber {
+    /// The decimal digits of a whole, finite, non-negative `a` of any size (no exponent, exact):
+    /// its binary significand doubled exponent times, in base-10⁹ limbs.
+    static func integerDigits(_ a: Double) -> String {
+        guard a.isFinite, a >= 1 else { return "0" }
+        let shift = Int(a.exponent) - Double.significandBitCount
+        var significand = a.significandBitPattern | (1 << UInt64(Double.significandBitCount))
+        if shift < 0 { significand >>= UInt64(-shift) }  // a below 2^52: whole already
+        var limbs: [UInt64] = []  // little-endian, base 10⁹
+        while significand > 0 {
+            limbs.append(significand % 1_000_000_000)
+            significand /= 1_000_000_000
+        }
+        for _ in 0..<max(0, shift) {
+            var carry: UInt64 = 0
+            for i in limbs.indices {
+                let d = limbs[i] * 2 + carry
+                limbs[i] = d % 1_000_000_000
+                carry = d / 1_000_000_000
+            }
+            if carry > 0 { limbs.append(carry) }
+        }
+        var text = String(limbs.last ?? 0)
+        for limb in limbs.dropLast().reversed() {
+            let digits = String(limb)
+            text += String(repeating: "0", count: 9 - digits.count) + digits
+        }
+        return text
+    }
+
     public static func format(_ v: Double, decimals: Int = 2) -> String {
         guard v.isFinite else { return "0" }
         var scale = 1.0
         for _ in 0..<max(0, min(decimals, 6)) { scale *= 10 }
         let scaled = (abs(v) * scale).rounded()
-        guard scaled < 9e15 else { return String(Int64(v.rounded())) }
+        guard scaled < 9e15 else { return (v < 0 ? "-" : "") + integerDigits(abs(v).rounded()) }
         let n = Int64(scaled)
         if n == 0 { return "0" }
         let whole = n / Int64(scale)

@@ -50,8 +50,13 @@ public enum Ticks {
     /// Ticks in `scale`'s domain, every nice step, with at least `minGap` pixels between labels
     /// (or between tick lines, on a vertical axis: give the font's line height).
     /// - Parameter labelSize: the pixel extent of a label along the axis, from its text.
+    /// A domain no nice step can divide into a few thousand ticks (a span past the Double range,
+    /// or ends so large that a step no longer moves them) gets its two ends only.
     public static func linear(_ scale: LinearScale, minGap: Double = 10, labelSize: (Double) -> Double) -> [Double] {
         let span = scale.upper - scale.lower
+        guard span.isFinite, span > 0, span / max(abs(scale.lower), abs(scale.upper)) > 1e-12 else {
+            return [scale.lower, scale.upper].filter(\.isFinite)
+        }
         var step = niceStep(span / 12)
         for _ in 0..<40 {
             let ticks = values(scale.lower, scale.upper, step)
@@ -59,15 +64,22 @@ public enum Ticks {
             let px = step * scale.pixelsPerUnit
             let widest = ticks.map(labelSize).max() ?? 0
             if px >= widest + minGap || ticks.count <= 2 { return ticks }
-            step = niceStep(step * 1.0001 * 1.5)
+            let next = niceStep(step * 1.0001 * 1.5)
+            guard next.isFinite, next > step else { break }  // past the largest Double
+            step = next
         }
         return [scale.lower, scale.upper]
     }
 
-    static func values(_ lo: Double, _ hi: Double, _ step: Double) -> [Double] {
+    /// Every multiple of `step` in [lo, hi]; at most `limit` of them (a step too small for the
+    /// domain, or one that no longer moves numbers this large, stops there instead of looping).
+    static func values(_ lo: Double, _ hi: Double, _ step: Double, limit: Int = 10_000) -> [Double] {
         var out: [Double] = []
         var i = (lo / step - 1e-9).rounded(.up)
-        while i * step <= hi + step * 1e-9 {
+        let slack = hi + step * 1e-9
+        let top = slack.isFinite ? slack : hi  // (near the largest Double the slack overflows)
+        guard i.isFinite else { return out }
+        while i * step <= top, out.count < limit, i + 1 != i {
             let v = i * step
             out.append(abs(v) < step * 1e-9 ? 0 : v)
             i += 1

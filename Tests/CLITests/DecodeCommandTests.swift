@@ -47,7 +47,23 @@ struct DecodeCommandTests {
         #expect(bad["raw"] as? String == "030203")
         let notHex = try CLI.json(lines[2])
         #expect((notHex["error"] as? [String: Any])?["code"] as? String == "invalid_hex")
+        #expect((notHex["error"] as? [String: Any])?["offset"] as? Int == 0)
         #expect(r.stderr.split(separator: "\n").count == 2)
+    }
+
+    /// Where a line stops being hex: the offset (UTF-8 bytes into the line as given, leading blanks
+    /// counted) and the text from there, also past the 64 bytes the line's excerpt quotes. It
+    /// was always offset 0.
+    @Test func notHexSaysWhere() throws {
+        let long = String(repeating: "00", count: 100) + "zz"
+        let r = try CLI.run(["decode"], stdin: "1e 8a 00 5g 00 78 00\n  \(long)\n1e 8a 0\n")
+        #expect(r.status == 1)
+        let errors = try r.stdoutLines.map { try #require(try CLI.json($0)["error"] as? [String: Any]) }
+        #expect(errors.map { $0["offset"] as? Int } == [10, 202, 6])
+        #expect(errors.allSatisfy { $0["code"] as? String == "invalid_hex" })
+        #expect((errors[0]["message"] as? String)?.hasSuffix("at 10: 'g 00 78 00'") == true)
+        #expect((errors[1]["message"] as? String)?.hasSuffix("at 202: 'zz'") == true)
+        #expect(r.stderr.contains("at 202: 'zz'"))
     }
 
     @Test func specialValuesAreStringsNeverNumbers() throws {

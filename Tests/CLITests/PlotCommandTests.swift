@@ -94,6 +94,26 @@ import Testing
         #expect(try CLI.run(["plot", "--store", store, "--since", "2024-02-29", "--output", out]).status == 0)
     }
 
+    /// Hand-written NDJSON with values no cuff sends: 1e19 trapped (SIGILL) in the label's digits,
+    /// and ±1.7e308 made the tick loop append until memory ran out (17 GB in a minute). Each is
+    /// drawn now, in bounded time and memory, its labels whole numbers without an exponent.
+    @Test(arguments: [
+        #"{"type":"measurement","systolic":1e19,"diastolic":80}"#,
+        #"{"type":"progress","phase":"inflating","cuff_pressure":10,"elapsed":1e19}"#,
+        #"{"type":"measurement","systolic":1.7e308,"diastolic":-1.7e308}"#,
+        #"{"type":"progress","phase":"inflating","cuff_pressure":1.7e308,"elapsed":1.7e308}"#,
+    ])
+    func valuesNoCuffSendsAreDrawn(_ line: String) throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("huge.svg").path
+        let r = try CLI.run(["plot", "-", "--output", out], stdin: line + "\n", timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        let svg = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(svg.utf8.count < 200_000)
+        #expect(!svg.contains("e+"))
+    }
+
     @Test func pngNeedsRsvgConvert() throws {
         let dir = try Self.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -60,9 +60,20 @@ struct HexTests {
         #expect(Hex.decode(text) == [0x1E, 0x8A, 0x00])
     }
 
-    @Test(arguments: ["1", "1e8", "zz", "1 e", "1e 8a 0"])
-    func rejectsWhatIsNotBytes(text: String) {
+    /// Each refusal with where it is (a UTF-8 byte offset): the first character that is no hex
+    /// digit, a separator splitting a byte, or the last digit of an odd count.
+    @Test(arguments: [
+        ("1", 0), ("1e8", 2), ("zz", 0), ("1 e", 1), ("1e 8a 0", 6), ("1e 8a 00 5g 00", 10), ("1e8aé0", 4),
+        ("0x1E 0xZZ", 7), ("00" + String(repeating: "11", count: 100) + "!", 202),
+    ])
+    func rejectsWhatIsNotBytes(text: String, at offset: Int) {
         #expect(Hex.decode(text) == nil)
+        #expect(Hex.problemOffset(text) == offset)
+    }
+
+    @Test func hexHasNoProblemOffset() {
+        #expect(Hex.problemOffset("1e 8a 00") == nil)
+        #expect(Hex.problemOffset("") == nil)
     }
 
     @Test func encodeIsLowercase() {

@@ -144,6 +144,21 @@ enum HistoryFixture {
             ])
     }
 
+    /// Readings years apart (a cuff's clock fallen back to 2000; dates from 1582 to 9999) once
+    /// fell through to a 364-day step whatever it gave: 28 labels 25 px apart, or 8,783 labels
+    /// 0.08 px apart. Labels now stay a label's width apart, on any span; past a thousand years a
+    /// step, only the first is drawn.
+    @Test(arguments: [1.0, 31, 365, 3650, 9496, 50_000, 3_056_000])
+    func timeLabelsNeverOverlap(_ days: Double) {
+        let start = Double(CivilTime.days(year: 2000, month: 1, day: 1)) * 86_400
+        let x = LinearScale(domain: start, start + days * 86_400, pixels: 80, 880)
+        let ticks = HistoryChart.timeTicks(x)
+        #expect(!ticks.isEmpty)
+        let width = Style.textWidth("2026-11-22", size: 11)
+        for (a, b) in zip(ticks, ticks.dropFirst()) { #expect(x(b.value) - x(a.value) >= width + 14, "\(days) days") }
+        #expect(ticks.count <= 60)
+    }
+
     @Test func bandLabelsDoNotOverlap() throws {
         let dir = try Paths.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -11,6 +11,27 @@ import Testing
         #expect(SVGNumber.format(v) == text)
     }
 
+    /// Past 9e15 the digits were made through `Int64(_:)`, which trapped from 2^63 on (a plot of
+    /// NDJSON with `"systolic":1e19`). They are now exact at any size, with no exponent.
+    @Test(arguments: [
+        (9e15, "9000000000000000"), (9_223_372_036_854_775_807.0, "9223372036854775808"),
+        (1e19, "10000000000000000000"), (-1e19, "-10000000000000000000"),
+        (18_446_744_073_709_551_616.0, "18446744073709551616"), (1e22, "10000000000000000000000"),
+    ])
+    func hugeNumbersAreExactIntegers(_ v: Double, _ text: String) {
+        #expect(SVGNumber.format(v) == text)
+    }
+
+    @Test func theLargestDoubleHasAllItsDigits() {
+        let text = SVGNumber.format(Double.greatestFiniteMagnitude)
+        #expect(text.count == 309)
+        #expect(
+            text.hasPrefix(
+                "17976931348623157081452742373170435679807056752584499659891747680315726078002853876058955863276687817154045895351438246423432132688946418276846754670353751698604991057655128207624549009038932894407586850845513394230458323690322294816580855933212334827479782620414472316873817718091929988125040402618412485836"
+            ))
+        #expect(text.hasSuffix("8"))
+    }
+
     @Test func numberDecimalsCanBeChosen() {
         #expect(SVGNumber.format(15.94, decimals: 1) == "15.9")
         #expect(SVGNumber.format(119.5, decimals: 0) == "120")

@@ -30,6 +30,23 @@ import Testing
         #expect(many.first == 0 && many.last == 200)
     }
 
+    /// A domain from -1.7e308 to 1.7e308 has an infinite span: the step came out as 1 and the tick
+    /// loop, adding 1 to -1.7e308 (which leaves it unchanged), appended until memory ran out.
+    @Test(arguments: [
+        (-1.7e308, 1.7e308), (0.0, Double.greatestFiniteMagnitude), (1e300, 1e300 * 1.0000001), (1e17, 1e17 + 64),
+        (-Double.greatestFiniteMagnitude, -1e308),
+    ])
+    func domainsNoStepCanDivideGetAtMostTheirEnds(_ lo: Double, _ hi: Double) {
+        let ticks = Ticks.linear(LinearScale(domain: lo, hi, pixels: 400, 0), minGap: 6) { _ in 12 }
+        #expect(ticks.count <= 100)
+        #expect(ticks.allSatisfy { $0.isFinite })
+    }
+
+    @Test func tickValuesAreBounded() {
+        // A step far too small for the domain stops at the limit instead of running on.
+        #expect(Ticks.linear(LinearScale(domain: 0, 1e9, pixels: 0, 1e12), minGap: 1) { _ in 1 }.count <= 10_000)
+    }
+
     @Test func tickLabelsUseTheDecimalsTheStepNeeds() {
         #expect(Ticks.label(2.5, step: 0.5) == "2.5")
         #expect(Ticks.label(20, step: 10) == "20")
