@@ -98,6 +98,19 @@ public struct GATTCacheStore: Sendable {
     public func keep(_ central: ProtocolSession, before: LearnedCuff?, address: String, log: Logger = .silent)
         -> LearnedCuff?
     {
+        // A session that got nothing and ended as a database that is no cuff's explains (no
+        // service, nothing answered on the handles, a protocol error) neither keeps what it
+        // learned nor the entry it used: a peer that was no cuff must not hold the address for
+        // the cuff that comes next; the next session discovers.
+        if central.measurements == 0, let o = central.outcome,
+            o == .serviceMissing || o == .timedOut || o == .protocolError
+        {
+            if before != nil {
+                remove(address: address)
+                log.info("GATT cache: the session got nothing (\(o.rawValue)); the entry is dropped")
+            }
+            return nil
+        }
         if let learned = central.learned {
             guard learned != before else { return before }
             do { try save(learned) } catch { log.info("GATT cache: \(error.message)") }

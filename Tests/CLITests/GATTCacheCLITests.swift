@@ -49,6 +49,41 @@ struct GATTCacheCLITests {
         #expect(second.stderr.contains("using the GATT cache"))
     }
 
+    /// A session that got nothing and found no service it could speak (a peer that was no cuff of
+    /// that protocol) once kept the database it discovered; the honest cuff served next at the same
+    /// path then used it, found no Blood Pressure Service there, and ended `service_missing` every
+    /// time (and `cuff watch` forever) until the file was deleted. Such a session keeps nothing.
+    @Test func aSessionThatFoundNoServiceKeepsNothing() throws {
+        let s = try ScratchDirectory()
+        let env = ["XDG_STATE_HOME": s.path("state")]
+        let socket = s.path("c.sock")
+        let measure = ["measure", "--connect", "unix:" + socket, "--timeout", "60"]
+        let omron = try ChildProcess(
+            ["simulate", "--listen", "unix:" + socket, "--model", "HEM-7361T", "--speed", "200"],
+            stderr: s.path("o.err"))
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: socket) })
+        let wrong = try CLI.run(measure + ["--protocol", "bps"], environment: env)
+        omron.signal(SIGINT)
+        #expect(omron.wait(timeout: 10) != nil)
+        #expect(wrong.status == 7, "\(wrong.stderr.suffix(400))")
+        #expect(try Self.end(wrong)["outcome"] as? String == "service_missing")
+        let kept = (try? FileManager.default.contentsOfDirectory(atPath: s.path("state") + "/cuff/gatt")) ?? []
+        #expect(kept.isEmpty, "\(kept)")
+        let honest = try ChildProcess(
+            ["simulate", "--listen", "unix:" + socket, "--speed", "200", "--autostart"], stderr: s.path("h.err"))
+        defer {
+            honest.signal(SIGINT)
+            _ = honest.wait(timeout: 10)
+        }
+        #expect(waitUntil(10) { FileManager.default.fileExists(atPath: socket) })
+        let first = try CLI.run(measure, environment: env)
+        #expect(first.status == 0, "\(first.stderr.suffix(400))")
+        #expect(try Self.end(first)["gatt_cache"] as? String == "miss")
+        let again = try CLI.run(measure, environment: env)
+        #expect(again.status == 0, "\(again.stderr.suffix(400))")
+        #expect(try Self.end(again)["gatt_cache"] as? String == "hit")
+    }
+
     @Test func watchKeepsWhatItLearnedAcrossSessionsAndRestarts() throws {
         let s = try ScratchDirectory()
         let env = ["XDG_STATE_HOME": s.path("state")]
