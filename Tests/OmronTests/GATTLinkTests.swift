@@ -27,6 +27,8 @@ struct GATTLink {
     var logs: [String] = []
     var outcome: SessionOutcome?
     var pdus = 0
+    /// Drop the link as soon as this many measurements are out (a radio lost mid-sync).
+    var dropAfterMeasurements: Int?
 
     init(
         _ p: OmronProfile, peripheral: OmronPeripheral, options: OmronSyncOptions = OmronSyncOptions(),
@@ -74,6 +76,7 @@ struct GATTLink {
         }
         var down = take(central.start(at: at), &self, &toPeripheral)
         for _ in 0..<2_000_000 where outcome == nil {
+            if let n = dropAfterMeasurements, measurements.count >= n { down = true }
             if down {
                 _ = peripheral.disconnected(now: now)
                 _ = take(central.disconnected("closed", at: at), &self, &toPeripheral)
@@ -258,5 +261,17 @@ struct GATTLinkTests {
                 cuff: OmronSimulator(profile: p, scenario: .droppedLink, localSeconds: localNow),
                 localAtPowerOn: localNow))
         #expect(d.run() == .disconnected)
+        #expect(d.measurements.isEmpty)
+        #expect((d.central as? OmronCentral)?.exitCode == 4, "dropped before any reading")
+        // Dropped after readings were out: the exit status is 0, as for every protocol (it was 4);
+        // nothing was marked read, so the cuff sends them again next time.
+        var late = GATTLink(
+            p,
+            peripheral: OmronPeripheral(
+                cuff: OmronSimulator(profile: p, seed: 11, localSeconds: localNow), localAtPowerOn: localNow))
+        late.dropAfterMeasurements = 2
+        #expect(late.run() == .disconnected)
+        #expect(late.measurements.count == 2)
+        #expect((late.central as? OmronCentral)?.exitCode == 0)
     }
 }

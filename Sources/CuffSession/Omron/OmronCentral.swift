@@ -108,7 +108,10 @@ public struct OmronCentral: CuffProtocolSession {
 
     public var isFinished: Bool { outcome != nil }
     public var protocolID: CuffProtocolID { .omron }
-    public var exitCode: Int32 { (outcome ?? .noResult).exitCode }
+    /// 0 when any reading was handed out, as for every protocol (also when the link then dropped
+    /// or the end was refused: the readings were printed and stored; the cuff, not told they were
+    /// read, sends them again, and the store keeps them once); else the outcome's own code.
+    public var exitCode: Int32 { measurements > 0 ? 0 : (outcome ?? .noResult).exitCode }
     public var stateName: String {
         if let outcome { return "finished (\(outcome.rawValue))" }
         return started ? "syncing" : "discovering"
