@@ -179,18 +179,21 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         return result
     }
 
-    /// Publishes what waits (for at most the options' `finishTimeout`), says how many still wait, marks
-    /// the status `offline` when a watch is stopping, disconnects and closes the outbox.
+    /// Publishes what waits (for at most the options' `finishTimeout`; a stopping watch, at most
+    /// ``stoppingTimeout``), says how many still wait, marks the status `offline` when a watch is
+    /// stopping, disconnects and closes the outbox.
     public func finish() throws(SinkError) {
         guard !done.exchange(true, ordering: .relaxed) else { throw .finished(sink: "publish") }
         publisher.detach()
         publisher.longRunning = false
-        let r = publishAll(timeout: options.finishTimeout)
+        // A watch told to stop exits within seconds (its README promise): a broker that does not
+        // acknowledge cannot hold it; what is left waits in the outbox for the next run or sync.
+        let r = publishAll(timeout: attached ? min(options.finishTimeout, Self.stoppingTimeout) : options.finishTimeout)
         if attached && publisher.connected {
             publisher.sendOffline()
             publisher.run(
                 until: { publisher.offlineAcknowledged || !publisher.connected },
-                deadline: MonotonicClock.now() + .seconds(2))
+                deadline: MonotonicClock.now() + .seconds(1))
         }
         publisher.disconnect()
         if r.waiting != 0 {
@@ -204,6 +207,9 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         }
         try outbox.finish()
     }
+
+    /// How long a stopping `cuff watch` publishes what waits (then 1 s for the `offline` status).
+    public static let stoppingTimeout: Duration = .seconds(2)
 
     /// Closes without publishing (after ``publishAll(timeout:)``).
     public func close() throws(SinkError) {

@@ -51,6 +51,52 @@ struct MQTTCLITests {
 
     static func json(_ s: String) throws -> [String: Any] { try CLI.json(s) }
 
+    /// A broker that takes the connection and never acknowledges a publish. A `cuff watch` told
+    /// to stop waited its 15 s finishing timeout and 2 s more for the `offline` status, ignoring
+    /// every further signal (17 s; the README promises about 5 s). It now exits within a few
+    /// seconds; the readings not acknowledged wait in the outbox, and stderr says so.
+    @Test func aStoppingWatchIsNotHeldByABrokerThatNeverAcknowledges() throws {
+        let s = try ScratchDirectory()
+        let port = MosquittoBroker.freePort()
+        let script = """
+            import socket, threading
+            srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            srv.bind(("127.0.0.1", \(port))); srv.listen(8)
+            def serve(c):
+                c.recv(65536); c.sendall(bytes([0x20, 2, 0, 0]))  # CONNACK, accepted
+                while c.recv(65536): pass                          # never a PUBACK
+            while True:
+                c, _ = srv.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
+            """
+        try script.write(toFile: s.path("broker.py"), atomically: true, encoding: .utf8)
+        let broker = try ChildProcess([s.path("broker.py")], executable: "python3", stderr: s.path("broker.err"))
+        defer {
+            broker.signal(SIGKILL)
+            _ = broker.wait(timeout: 5)
+        }
+        #expect(waitUntil(10) { MosquittoBroker.accepts(port) })
+        let fleet = try SimulatedFleet.start(in: s, cuffs: 2)
+        defer {
+            fleet.signal(SIGINT)
+            _ = fleet.wait(timeout: 10)
+        }
+        let watch = try ChildProcess(
+            [
+                "watch", "--connect", "unix:" + s.path("cuffs"), "--publish", "mqtt://127.0.0.1:\(port)", "--outbox",
+                s.path("ob.db"),
+            ], stdout: s.path("w.out"), stderr: s.path("w.err"), environment: ["XDG_STATE_HOME": s.path("state")])
+        #expect(waitUntil(20) { s.lines("w.out").contains { $0.contains(#""type":"measurement""#) } })
+        let stopped = Date()
+        watch.signal(SIGTERM)
+        let status = watch.wait(timeout: 30)
+        let took = Date().timeIntervalSince(stopped)
+        #expect(status == 0)
+        #expect(took < 8, "took \(took) s")
+        let err = (try? String(contentsOfFile: s.path("w.err"), encoding: .utf8)) ?? ""
+        #expect(err.contains("wait in the outbox") || err.contains("waits in the outbox"), "\(err)")
+        #expect(try CLI.run(["history", "--store", s.path("ob.db")]).stdoutLines.count >= 1)
+    }
+
     /// An outbox that opens but cannot be read (its table renamed in the file's schema, as damage
     /// can leave it). Against a live broker `cuff sync` once waited out its 120 s in silence, then
     /// said "-1 still wait" (exit 9); against one that is down, at once, the same "-1". Now it says
