@@ -143,6 +143,12 @@ final class MosquittoClient {
             return MQTTError(.refused, broker: broker, detail: Self.describe(rc))
         case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue:
             return MQTTError(.tls, broker: broker, detail: lastLoggedError.map(Self.openSSLReason) ?? Self.describe(rc))
+        case MOSQ_ERR_ERRNO.rawValue where errno == 0:
+            // libmosquitto's "end of file in the middle of a packet" (its errno untouched, so
+            // strerror said "Success"): what answered spoke something else (an HTTP server's 400).
+            return MQTTError(
+                .protocolError, broker: broker,
+                detail: "the connection ended in the middle of an MQTT packet (is it an MQTT broker's port?)")
         case MOSQ_ERR_ERRNO.rawValue:
             return MQTTError(
                 errno == ECONNRESET || errno == EPIPE ? .connectionLost : .unreachable, broker: broker,

@@ -51,6 +51,36 @@ struct MQTTCLITests {
 
     static func json(_ s: String) throws -> [String: Any] { try CLI.json(s) }
 
+    /// A peer that answers CONNECT with something else (an HTTP server's 400) and hangs up, in the
+    /// middle of what libmosquitto took for a packet: it was "cannot reach MQTT broker …: Success"
+    /// (errno untouched), exit 0 with the reading waiting. It is no broker: exit 10, said so.
+    @Test func aPeerThatAnswersInAnotherProtocolIsNoBroker() throws {
+        let s = try ScratchDirectory()
+        let port = MosquittoBroker.freePort()
+        let script = """
+            import socket
+            srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            srv.bind(("127.0.0.1", \(port))); srv.listen(8)
+            while True:
+                c, _ = srv.accept(); c.recv(4096)
+                c.sendall(b"HTTP/1.1 400 Bad Request\\r\\n\\r\\n"); c.close()
+            """
+        try script.write(toFile: s.path("http.py"), atomically: true, encoding: .utf8)
+        let peer = try ChildProcess([s.path("http.py")], executable: "python3", stderr: s.path("peer.err"))
+        defer {
+            peer.signal(SIGKILL)
+            _ = peer.wait(timeout: 5)
+        }
+        #expect(waitUntil(10) { MosquittoBroker.accepts(port) })
+        let r = try CLI.run([
+            "measure", "--simulated", "normal", "--speed", "0", "--publish", "mqtt://127.0.0.1:\(port)", "--outbox",
+            s.path("ob.db"),
+        ])
+        #expect(r.status == 10, "\(r.stderr)")
+        #expect(r.stderr.contains("does not answer as an MQTT broker"), "\(r.stderr)")
+        #expect(!r.stderr.contains("Success"))
+    }
+
     /// A broker that takes the connection and never acknowledges a publish. A `cuff watch` told
     /// to stop waited its 15 s finishing timeout and 2 s more for the `offline` status, ignoring
     /// every further signal (17 s; the README promises about 5 s). It now exits within a few
