@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import Foundation
 import CuffCore
 import Logging
 import MQTTSink
@@ -9,13 +10,24 @@ import Sinks
 /// MQTT brokers. Each returns whether readings still wait; a failure to open an outbox throws
 /// ``ExitStatus/sinkFailed``. Lines go to stderr as `cuff sync: …` (`quiet`: only what still waits).
 public enum OutboxShipping {
+    static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
+
     static var log: Logger { Console.logger("cuff sync") }
 
     /// `--publish`: each broker's outbox published.
-    public static func publishAll(_ targets: [MQTTPublishOptions], quiet: Bool) throws(ExitStatus) -> Bool {
+    /// - Parameter given: the outbox named with `--outbox`: when a broker's outbox is that very
+    ///   path and it does not exist, that is a mistake (a typo would otherwise make an empty
+    ///   outbox and report it "empty"), exit status 10.
+    public static func publishAll(_ targets: [MQTTPublishOptions], quiet: Bool, given: String? = nil) throws(ExitStatus)
+        -> Bool
+    {
         var waiting = false
         var unreadable = false
         for t in targets {
+            if t.outboxPath == given && !Self.exists(t.outboxPath) {
+                log.info("no outbox at \(t.outboxPath): nothing was ever kept there (check --outbox)")
+                throw .sinkFailed
+            }
             let box: MQTTOutboxStore
             do {
                 // No check at open: a refusal is said below, once, with what waits.
@@ -57,6 +69,10 @@ public enum OutboxShipping {
             throw .sinkFailed
         }
         let path = outbox ?? Outbox.defaultPath()
+        if outbox != nil && !Self.exists(path) {
+            log.info("no outbox at \(path): nothing was ever kept there (check --outbox)")
+            throw .sinkFailed
+        }
         let box: PostgresOutboxStore
         do {
             // Warnings (an unreachable server) are said below, once, with the count.

@@ -17,7 +17,7 @@ struct Sync: ParsableCommand {
             mqtt://…, the readings waiting in that broker's outbox are published (QoS 1, oldest first) and \
             leave it once the broker acknowledged them.
             Exit status: 0 the outbox is empty; 9 readings still wait (the server could not be reached \
-            or refused them; the reason is on stderr); 10 the outbox cannot be opened or read.
+            or refused them; the reason is on stderr); 10 the outbox cannot be opened or read, or the --outbox given does not exist.
             """
     )
 
@@ -57,7 +57,8 @@ struct Sync: ParsableCommand {
         if let store { waiting = try OutboxShipping.ship(to: store, outbox: outbox, batch: batch, quiet: quiet) }
         if let p = try publishing.setup() {
             waiting =
-                try OutboxShipping.publishAll(p.targets(outbox: outbox, sharedWithStore: store != nil), quiet: quiet)
+                try OutboxShipping.publishAll(
+                    p.targets(outbox: outbox, sharedWithStore: store != nil), quiet: quiet, given: outbox)
                 || waiting
         }
         // Readings still wait: as `measure`'s "connection failed".

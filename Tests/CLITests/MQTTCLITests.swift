@@ -160,6 +160,13 @@ struct MQTTCLITests {
             #expect(!r.stderr.contains("-1"), "\(r.stderr)")
             #expect(Date().timeIntervalSince(started) < 30)
         }
+        // A mistyped --outbox once made an empty outbox (and its directory) and reported it empty,
+        // exit 0, while the readings waited in the real one.
+        let typo = broker.dir + "/typo/outbx.db"
+        let t = try CLI.run(["sync", "--publish", url, "--outbox", typo])
+        #expect(t.status == 10, "\(t.stderr)")
+        #expect(t.stderr.contains("no outbox at \(typo)"), "\(t.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: broker.dir + "/typo"))
     }
 
     /// What Home Assistant's `{{ value_json.KEY }}` renders for `state` (Jinja prints null as `None`).
