@@ -77,6 +77,9 @@ struct SimulatorOptions: ParsableArguments {
         guard simulation.speed > 0 else {
             throw ValidationError("cuff simulate needs --speed above 0 (0 is for measure --simulated)")
         }
+        // The gap comes before each service: a few thousand keeps every handle below 0xFFFF (65535
+        // once overflowed the handle arithmetic, SIGILL).
+        if handleGap > 4096 { throw ValidationError("--handle-gap takes 0 to 4096 handles; got \(handleGap)") }
         if let n = recordSegment, !(6...512).contains(n) {
             throw ValidationError("--record-segment takes 6 to 512 bytes")
         }

@@ -35,6 +35,10 @@ struct OptionRangeTests {
             ["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--every", "0"],
             "--every takes a number of seconds above 0"
         ),
+        (
+            ["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--handle-gap", "65535"],
+            "--handle-gap takes 0 to 4096"
+        ),
     ])
     func refused(_ args: [String], _ message: String) throws {
         let r = try CLI.run(args, timeout: 30)
