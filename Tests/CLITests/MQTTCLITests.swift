@@ -51,27 +51,41 @@ struct MQTTCLITests {
 
     static func json(_ s: String) throws -> [String: Any] { try CLI.json(s) }
 
+    /// A peer on 127.0.0.1:`port` that is no honest broker: Python after a listening socket bound
+    /// to the port as `srv` (the script's own lines, indented as a module's), started and waited
+    /// for. The caller kills it.
+    static func fakePeer(_ s: ScratchDirectory, port: Int, imports: String = "socket", _ serve: String) throws
+        -> ChildProcess
+    {
+        let script = """
+            import \(imports)
+            srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            srv.bind(("127.0.0.1", \(port))); srv.listen(8)
+
+            """ + serve
+        try script.write(toFile: s.path("peer.py"), atomically: true, encoding: .utf8)
+        let peer = try ChildProcess([s.path("peer.py")], executable: "python3", stderr: s.path("peer.err"))
+        #expect(waitUntil(10) { MosquittoBroker.accepts(port) })
+        return peer
+    }
+
     /// A peer that answers CONNECT with something else (an HTTP server's 400) and hangs up, in the
     /// middle of what libmosquitto took for a packet: it was "cannot reach MQTT broker …: Success"
     /// (errno untouched), exit 0 with the reading waiting. It is no broker: exit 10, said so.
     @Test func aPeerThatAnswersInAnotherProtocolIsNoBroker() throws {
         let s = try ScratchDirectory()
         let port = MosquittoBroker.freePort()
-        let script = """
-            import socket
-            srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            srv.bind(("127.0.0.1", \(port))); srv.listen(8)
+        let peer = try Self.fakePeer(
+            s, port: port,
+            """
             while True:
                 c, _ = srv.accept(); c.recv(4096)
                 c.sendall(b"HTTP/1.1 400 Bad Request\\r\\n\\r\\n"); c.close()
-            """
-        try script.write(toFile: s.path("http.py"), atomically: true, encoding: .utf8)
-        let peer = try ChildProcess([s.path("http.py")], executable: "python3", stderr: s.path("peer.err"))
+            """)
         defer {
             peer.signal(SIGKILL)
             _ = peer.wait(timeout: 5)
         }
-        #expect(waitUntil(10) { MosquittoBroker.accepts(port) })
         let r = try CLI.run([
             "measure", "--simulated", "normal", "--speed", "0", "--publish", "mqtt://127.0.0.1:\(port)", "--outbox",
             s.path("ob.db"),
@@ -88,23 +102,19 @@ struct MQTTCLITests {
     @Test func aStoppingWatchIsNotHeldByABrokerThatNeverAcknowledges() throws {
         let s = try ScratchDirectory()
         let port = MosquittoBroker.freePort()
-        let script = """
-            import socket, threading
-            srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            srv.bind(("127.0.0.1", \(port))); srv.listen(8)
+        let broker = try Self.fakePeer(
+            s, port: port, imports: "socket, threading",
+            """
             def serve(c):
                 c.recv(65536); c.sendall(bytes([0x20, 2, 0, 0]))  # CONNACK, accepted
                 while c.recv(65536): pass                          # never a PUBACK
             while True:
                 c, _ = srv.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
-            """
-        try script.write(toFile: s.path("broker.py"), atomically: true, encoding: .utf8)
-        let broker = try ChildProcess([s.path("broker.py")], executable: "python3", stderr: s.path("broker.err"))
+            """)
         defer {
             broker.signal(SIGKILL)
             _ = broker.wait(timeout: 5)
         }
-        #expect(waitUntil(10) { MosquittoBroker.accepts(port) })
         let fleet = try SimulatedFleet.start(in: s, cuffs: 2)
         defer {
             fleet.signal(SIGINT)
