@@ -404,6 +404,9 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
     var written: Set<UInt16> = []
     /// When the push at `next` may go (its requirements met, plus its gap).
     var due: Timestamp?
+    /// When the current round of pushes began (`--loop`): the next round begins at least
+    /// ``shortestRound`` after it.
+    var roundStarted: Timestamp?
     var waitingNoted = false
     /// The pushes are done and the captured cuff dropped the link: `due` is when.
     var dropping = false
@@ -411,6 +414,11 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
     /// ``ActionMachine``).
     var serverScratch = ActionBuffer<GATTServerAction>()
     public var database: AttributeDatabase { server.database }
+
+    /// The shortest time a round of pushes takes when looping. A capture whose pushes carry no
+    /// time between them (one clock reading for all, as some tools write) would otherwise be
+    /// played again and again within one call, never returning.
+    public static let shortestRound: Duration = .seconds(1)
 
     public init(_ captured: CapturedCuff, loop: Bool = false) {
         self.captured = captured
@@ -428,6 +436,7 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
         next = 0
         written = []
         due = nil
+        roundStarted = nil
         waitingNoted = false
         dropping = false
         if !captured.unknownValues.isEmpty {
@@ -461,6 +470,7 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
         }
         while let d = due, now >= d, next < captured.pushes.count {
             let p = captured.pushes[next]
+            if next == 0 { roundStarted = now }
             next += 1
             due = nil
             if p.indication {
@@ -521,6 +531,7 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
         }
         waitingNoted = false
         due = now + p.gap
+        if next == 0, let r = roundStarted, let d = due { due = max(d, r + Self.shortestRound) }
     }
 
     mutating func serverActions(_ actions: [GATTServerAction], _ now: Timestamp, _ out: inout [PeripheralOutput]) {

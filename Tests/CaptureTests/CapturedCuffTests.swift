@@ -197,6 +197,32 @@ struct CapturedCuffTests {
         return path
     }
 
+    /// A capture whose pushes all carry one time (no gap between them), served with `--loop`:
+    /// each call returns, a round of pushes takes at least `shortestRound`, and the rounds go on.
+    @Test func aLoopOfPushesWithoutGapsIsPacedAndEachCallReturns() throws {
+        var captured = try Self.foreignCuff()
+        for i in captured.pushes.indices { captured.pushes[i].gap = .zero }
+        var p = CapturedCuffPeripheral(captured, loop: true)
+        var now = Timestamp(nanoseconds: 5_000_000_000)
+        _ = p.connected(now: now, client: nil)
+        func pushes(_ o: [PeripheralOutput]) -> Int {
+            o.count { if case let .send(pdu) = $0 { pdu.first == 0x1B || pdu.first == 0x1D } else { false } }
+        }
+        var sent = 0
+        for cccd: UInt16 in [0x0044, 0x0048] {
+            sent += pushes(p.receive([0x12, UInt8(cccd & 0xFF), UInt8(cccd >> 8), 0x03, 0x00], now: now))
+        }
+        sent += pushes(p.tick(now: now))
+        // One round (7 notifications and the indication), not a round after round without end.
+        #expect(sent == captured.pushes.count)
+        #expect(p.nextDeadline.map { $0 >= now + CapturedCuffPeripheral.shortestRound } == true, "\(p.nextDeadline!)")
+        // Confirm the indication; the next round comes a round's time later, not before.
+        _ = p.receive([0x1E], now: now)
+        #expect(pushes(p.tick(now: now + .milliseconds(999))) == 0)
+        now = now + CapturedCuffPeripheral.shortestRound
+        #expect(pushes(p.tick(now: now)) == captured.pushes.count)
+    }
+
     @Test func aForeignLayoutIsServedHandleForHandle() throws {
         let path = try Self.foreignCapture()
         defer { unlink(path) }
