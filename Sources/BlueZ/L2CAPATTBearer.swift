@@ -115,6 +115,10 @@ public final class L2CAPATTBearer: SteppedSecurityBearer, Sendable {
         try channel.send(pdu)
     }
 
+    public func sendNow(_ pdu: [UInt8]) throws(TransportError) -> Bool {
+        try channel.sendNow(pdu)
+    }
+
     public var fileDescriptor: CInt? { channel.descriptor }
 
     public func receiveNow() throws(TransportError) -> BearerEvent? {

@@ -36,6 +36,20 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
     /// the ``ActionMachine`` convention), so a PDU or a tick allocates no array of its own.
     var outputs = ActionBuffer<PeripheralOutput>()
     static var readBudget: Int { 32 }
+    /// PDUs the client's socket had no room for, oldest first (from `unsentStart`). While any
+    /// wait, the client's requests are not read (they wait in its socket, so what is owed stays
+    /// bounded) and the descriptor is watched for room; the loop never waits in a send, so
+    /// other cuffs of a fleet and the stop signals go on.
+    var unsent: [[UInt8]] = []
+    var unsentStart = 0
+    /// Ends the connection when the client has taken nothing for ``stallTimeout``.
+    var stallTimer: EventLoop.TimerID?
+    /// How long a client may leave the cuff's PDUs unread before it is dropped.
+    static var stallTimeout: Duration { .seconds(5) }
+    /// How many PDUs may wait for a client that does not read (pushes the cuff makes meanwhile)
+    /// before it is dropped.
+    static var unsentLimit: Int { 256 }
+    var isStalled: Bool { unsentStart < unsent.count }
 
     public init(peripheral: Peripheral, clock: SimulationClock, signals: SignalFlags? = .shared, log: Logger) {
         self.peripheral = peripheral
@@ -66,7 +80,7 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
         self.onEnd = onEnd
         if let fd = bearer.fileDescriptor {
             do {
-                try loop.watch(fd) { [unowned self] _ in self.ready() }
+                try loop.watch(fd) { [unowned self] readiness in self.ready(readiness) }
                 watchedFD = fd
             } catch {
                 return end(.transportFailed(error.message))
@@ -138,8 +152,17 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
 
     // MARK: Events
 
-    func ready() {
+    func ready(_ readiness: EventLoop.Readiness = .readable) {
         guard let bearer else { return }
+        if isStalled {
+            if readiness.contains(.hangUp) {
+                let out = peripheral.disconnected(now: clock.now())
+                for case let .log(s) in out { log.info("\(s)") }
+                return end(.disconnected("the client closed the connection"))
+            }
+            if readiness.contains(.writable), let e = flush() { return end(e) }
+            if isStalled { return }
+        }
         for _ in 0..<Self.readBudget {
             let event: BearerEvent?
             do {
@@ -162,8 +185,67 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
                 return end(.disconnected(why ?? "the client closed the connection"))
             }
             if self.bearer == nil { return }
+            if isStalled { break }
         }
         settle()
+    }
+
+    /// Sends what waits for room; when all went out, reads the client again.
+    func flush() -> End? {
+        guard let bearer else { return nil }
+        var sent = 0
+        while unsentStart < unsent.count {
+            do {
+                guard try bearer.sendNow(unsent[unsentStart]) else { break }
+            } catch {
+                _ = peripheral.disconnected(now: clock.now())
+                return .transportFailed(error.message)
+            }
+            unsentStart += 1
+            sent += 1
+        }
+        if !isStalled {
+            unsent.removeAll(keepingCapacity: true)
+            unsentStart = 0
+            if let t = stallTimer { loop?.cancel(t) }
+            stallTimer = nil
+            if let fd = watchedFD { loop?.change(fd, readable: true, writable: false) }
+        } else if sent > 0 {
+            armStallTimer()
+        }
+        return nil
+    }
+
+    /// Keeps `pdu` for when the client's socket has room; the end when too many wait.
+    func keepUnsent(_ pdu: [UInt8]) -> End? {
+        if !isStalled {
+            unsent.removeAll(keepingCapacity: true)
+            unsentStart = 0
+            if let fd = watchedFD { loop?.change(fd, readable: false, writable: true) }
+            armStallTimer()
+        }
+        guard unsent.count - unsentStart < Self.unsentLimit else {
+            _ = peripheral.disconnected(now: clock.now())
+            return .transportFailed(
+                "the client does not read: \(Self.unsentLimit) PDUs wait for it; connection dropped")
+        }
+        unsent.append(pdu)
+        return nil
+    }
+
+    /// (Re)starts the wait for the client to take what waits.
+    func armStallTimer() {
+        guard let loop else { return }
+        if let t = stallTimer { loop.cancel(t) }
+        stallTimer = loop.schedule(at: MonotonicClock.now() + Self.stallTimeout) { [unowned self] in
+            self.stallTimer = nil
+            guard self.isStalled, self.bearer != nil else { return }
+            _ = self.peripheral.disconnected(now: self.clock.now())
+            self.end(
+                .transportFailed(
+                    "the client has not read for \(Self.stallTimeout); \(self.unsent.count - self.unsentStart) PDUs unsent"
+                ))
+        }
     }
 
     func timerFired() {
@@ -192,6 +274,10 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
 
     /// Closes the connection (the peripheral already knows) and reports how it ended.
     func end(_ e: End) {
+        if let t = stallTimer { loop?.cancel(t) }
+        stallTimer = nil
+        unsent.removeAll()
+        unsentStart = 0
         if let fd = watchedFD {
             loop?.unwatch(fd)
             watchedFD = nil
@@ -221,8 +307,12 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
             switch o {
             case let .send(pdu):
                 guard let bearer else { continue }  // between connections: nobody to send to
+                if isStalled {
+                    if let e = keepUnsent(pdu) { return e }
+                    continue
+                }
                 do {
-                    try bearer.send(pdu)
+                    if try !bearer.sendNow(pdu), let e = keepUnsent(pdu) { return e }
                 } catch {
                     _ = peripheral.disconnected(now: clock.now())
                     return .transportFailed(error.message)
@@ -250,6 +340,13 @@ public final class ListeningPeripheral<Peripheral: GATTPeripheral> {
     /// Connections served so far.
     public private(set) var sessions = 0
     var listening = false
+    /// While accepting fails (no descriptor left: EMFILE, ENFILE, ENOBUFS), the listener is not
+    /// watched (it stays readable, so watching it would spin) and this timer tries again.
+    var retry: EventLoop.TimerID?
+    /// Accepting failed and has not succeeded since (said once per such stretch).
+    var acceptFailing = false
+    /// How long to wait before accepting again after a failed accept.
+    static var acceptRetry: Duration { .milliseconds(250) }
 
     public init(driver: PeripheralDriver<Peripheral>, listener: UnixSeqpacketListener, loop: EventLoop, log: Logger) {
         self.driver = driver
@@ -275,12 +372,22 @@ public final class ListeningPeripheral<Peripheral: GATTPeripheral> {
         do {
             bearer = try listener.accept(timeout: .zero)
         } catch {
-            log.info("accept failed: \(error.message)")
+            // Said once per failing stretch; the listener rests meanwhile (the client waits in
+            // the listen queue) rather than being polled again at once, without end.
+            if !acceptFailing {
+                acceptFailing = true
+                log.info("accept failed: \(error.message); trying again every \(Self.acceptRetry)")
+            }
+            pauseAccepting()
             return
         }
         guard let bearer else { return }
         if let fd = listener.fileDescriptor { loop.unwatch(fd) }
         listening = false
+        if acceptFailing {
+            acceptFailing = false
+            log.info("accepting again")
+        }
         sessions += 1
         let n = sessions
         log.info("session \(n): client connected")
@@ -292,8 +399,23 @@ public final class ListeningPeripheral<Peripheral: GATTPeripheral> {
         }
     }
 
+    /// Stops watching the listener for ``acceptRetry``, then accepts again.
+    func pauseAccepting() {
+        if let fd = listener.fileDescriptor, listening { loop.unwatch(fd) }
+        listening = false
+        retry = loop.schedule(at: MonotonicClock.now() + Self.acceptRetry) { [unowned self] in
+            self.retry = nil
+            do throws(TransportError) { try self.listen() } catch {
+                self.log.info("cannot accept any more: \(error.message)")
+            }
+            self.acceptOne()
+        }
+    }
+
     /// Ends the connection (if any) and stops listening; removes the socket.
     public func stop() {
+        if let t = retry { loop.cancel(t) }
+        retry = nil
         driver.interrupt()
         if let fd = listener.fileDescriptor, listening { loop.unwatch(fd) }
         listening = false

@@ -223,6 +223,17 @@ public protocol PollableBearer: ATTBearer {
     var fileDescriptor: CInt? { get }
     /// The next event without waiting: a PDU or `.closed`; nil when nothing is queued.
     func receiveNow() throws(TransportError) -> BearerEvent?
+    /// Sends one PDU without waiting: false when the link has no room for it now (the peer has
+    /// not read); the descriptor turns writable once it has.
+    func sendNow(_ pdu: [UInt8]) throws(TransportError) -> Bool
+}
+
+extension PollableBearer {
+    /// A bearer that cannot tell: ``ATTBearer/send(_:)``, which may wait.
+    public func sendNow(_ pdu: [UInt8]) throws(TransportError) -> Bool {
+        try send(pdu)
+        return true
+    }
 }
 
 extension UnixSeqpacketBearer: PollableBearer {}

@@ -61,6 +61,21 @@ package final class SeqpacketChannel: Sendable {
     }
 
     package func send(_ pdu: [UInt8]) throws(TransportError) {
+        let deadline = MonotonicClock.now() + sendTimeout
+        while try !sendNow(pdu) {
+            let left = deadline - MonotonicClock.now()
+            if left <= .zero {
+                throw TransportError(
+                    .timedOut, "send(\(label)): the peer has not read for \(sendTimeout); socket buffer full")
+            }
+            guard let fd = descriptor else { continue }  // closed meanwhile: sendNow says so
+            _ = Sys.poll(fd, events: Int16(POLLOUT), timeoutMS: Sys.pollMilliseconds(left))
+        }
+    }
+
+    /// One record without waiting: true when it went out, false when the socket buffer is full
+    /// (the peer has not read; try again once the descriptor is writable).
+    package func sendNow(_ pdu: [UInt8]) throws(TransportError) -> Bool {
         guard pdu.count <= maxPDUSize else {
             throw TransportError(
                 .oversize, "send(\(label)): PDU of \(pdu.count) bytes exceeds the \(maxPDUSize)-byte limit")
@@ -68,25 +83,16 @@ package final class SeqpacketChannel: Sendable {
         guard let fd = descriptor else {
             throw TransportError(.notConnected, "send(\(label)): the bearer is closed")
         }
-        let deadline = MonotonicClock.now() + sendTimeout
-        while true {
-            let r = pdu.withUnsafeBytes { Sys.send(fd, $0, flags: CInt(MSG_NOSIGNAL) | CInt(MSG_DONTWAIT)) }
-            switch r {
-            case .success(let n):
-                if n != pdu.count {
-                    throw TransportError(.systemCall, "send(\(label)): only \(n) of \(pdu.count) bytes went out")
-                }
-                return
-            case .failure(.wouldBlock):
-                let left = deadline - MonotonicClock.now()
-                if left <= .zero {
-                    throw TransportError(
-                        .timedOut, "send(\(label)): the peer has not read for \(sendTimeout); socket buffer full")
-                }
-                _ = Sys.poll(fd, events: Int16(POLLOUT), timeoutMS: Sys.pollMilliseconds(left))
-            case .failure(let e):
-                throw TransportError.system("send", label, e, hint: sendHint(e))
+        switch pdu.withUnsafeBytes({ Sys.send(fd, $0, flags: CInt(MSG_NOSIGNAL) | CInt(MSG_DONTWAIT)) }) {
+        case .success(let n):
+            if n != pdu.count {
+                throw TransportError(.systemCall, "send(\(label)): only \(n) of \(pdu.count) bytes went out")
             }
+            return true
+        case .failure(.wouldBlock):
+            return false
+        case .failure(let e):
+            throw TransportError.system("send", label, e, hint: sendHint(e))
         }
     }
 

@@ -106,6 +106,10 @@ public final class UnixSeqpacketBearer: ATTBearer, Sendable {
         try channel.send(pdu)
     }
 
+    public func sendNow(_ pdu: [UInt8]) throws(TransportError) -> Bool {
+        try channel.sendNow(pdu)
+    }
+
     public func next(timeout: Duration?) throws(TransportError) -> BearerEvent {
         try channel.next(timeout: timeout)
     }
