@@ -259,7 +259,14 @@ public struct GATTServer: Sendable {
             out.append(.indicationConfirmed(handle: handle))
             sendNextIndication(after: queue, now: now, into: &out)
         case let .unknown(opcode, _):
-            if !opcode.isCommand { out.append(reject(opcode, 0, .requestNotSupported)) }
+            // A request (or an opcode nobody defined, without the command flag) gets Request Not
+            // Supported; a command is ignored; a response the server never asked for is the
+            // client's mistake, not a request to answer (§3.4.1.1).
+            if opcode.isRequest {
+                out.append(reject(opcode, 0, .requestNotSupported))
+            } else if !opcode.isCommand {
+                out.append(.protocolViolation("\(opcode) is not something a client sends"))
+            }
         default:
             out.append(.protocolViolation("\(parsed.opcode) is not something a client sends"))
         }

@@ -167,6 +167,13 @@ let t0 = Timestamp.seconds(100)
         guard case .protocolViolation = rx("52 0f").first else { Issue.record("truncated command"); return }
         guard case .protocolViolation = server.receive([], now: t0).first else { Issue.record("empty PDU"); return }
         guard case .protocolViolation = rx("0b 0102").first else { Issue.record("a response sent to a server"); return }
+        // Responses this server cannot parse are not answered either: Read Multiple (Variable),
+        // Prepare Write and Execute Write Responses.
+        for response in ["0f 0102", "17 0300 0000 01", "19", "21 0100 01"] {
+            let answer = rx(response)
+            #expect(answer.count == 1, "\(response)")
+            guard case .protocolViolation = answer.first else { Issue.record("answered \(response)"); return }
+        }
     }
 
     @Test mutating func exchangeMTU() {
