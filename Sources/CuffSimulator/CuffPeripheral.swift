@@ -96,7 +96,7 @@ public struct CuffPeripheral: GATTPeripheral {
     public mutating func connected(now: Timestamp, client: String? = nil, into out: inout [Output]) {
         server.reset()
         let sc = serviceChangedOnConnect
-        serving({ SimulatedGATTLayout.connected(sc, &$0, now: now, into: &$1) }, now, &out)
+        serving({ SimulatedGATTLayout.connected(sc, &$0, now: now, into: &$1) }, now, .other, &out)
         var actions = takeActions()
         machine.connect(client: client, now: now, into: &actions)
         run(actions: &actions, now, &out)
@@ -111,7 +111,9 @@ public struct CuffPeripheral: GATTPeripheral {
 
     /// One PDU from the client.
     public mutating func receive(_ pdu: [UInt8], now: Timestamp, into out: inout [Output]) {
-        serving({ $0.receive(pdu, now: now, into: &$1) }, now, &out)
+        let mtu = server.mtu
+        serving({ $0.receive(pdu, now: now, into: &$1) }, now, .other, &out)
+        if server.mtu != mtu { perform(.mtuChanged(Int(server.mtu)), now, &out) }
     }
 
     /// Starts the cuff's own measurement schedule, if it has one.
@@ -124,7 +126,7 @@ public struct CuffPeripheral: GATTPeripheral {
 
     /// Time passed: indication timeouts, the next cuff-pressure sample, the end of the linger.
     public mutating func tick(now: Timestamp, into out: inout [Output]) {
-        serving({ $0.tick(now: now, into: &$1) }, now, &out)
+        serving({ $0.tick(now: now, into: &$1) }, now, .other, &out)
         perform(.tick(now), now, &out)
     }
 
@@ -153,15 +155,29 @@ public struct CuffPeripheral: GATTPeripheral {
     /// Calls the server with ``serverScratch`` (emptied; a nested call gets a new array) and runs
     /// what it asks for.
     mutating func serving(
-        _ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ now: Timestamp, _ out: inout [Output]
+        _ call: (inout GATTServer, inout [GATTServerAction]) -> Void, _ now: Timestamp,
+        _ context: ServerCall, _ out: inout [Output]
     ) {
         var actions = serverScratch.take()
         call(&server, &actions)
-        serverActions(actions, now, &out)
+        serverActions(actions, now, context, &out)
         serverScratch.giveBack(&actions)
     }
 
-    mutating func serverActions(_ actions: [GATTServerAction], _ now: Timestamp, _ out: inout [Output]) {
+    /// What a call of the server was, for what its drops mean.
+    enum ServerCall {
+        /// A notification of the machine's: a drop is of nothing the machine waits for.
+        case notifying
+        /// An indication of the machine's, with `behind` more of its indications after it in the
+        /// actions being run: a drop is of that one.
+        case indicating(behind: Int)
+        /// A PDU, time, a connection: a drop is of an indication that waited in the queue.
+        case other
+    }
+
+    mutating func serverActions(
+        _ actions: [GATTServerAction], _ now: Timestamp, _ context: ServerCall, _ out: inout [Output]
+    ) {
         for a in actions {
             switch a {
             case let .send(pdu):
@@ -172,11 +188,22 @@ public struct CuffPeripheral: GATTPeripheral {
             case let .subscriptionChanged(valueHandle, _, notify, indicate):
                 guard let c = characteristicsByHandle[valueHandle] else { continue }
                 perform(.subscriptionChanged(c, notify: notify, indicate: indicate, now), now, &out)
-            case .indicationConfirmed:
+            case let .indicationConfirmed(handle):
+                // (Service Changed is the server's own: the machine did not ask for it.)
+                guard characteristicsByHandle[handle] != nil else { continue }
                 perform(.indicationConfirmed(now), now, &out)
             case .indicationTimedOut:
                 perform(.indicationTimedOut(now), now, &out)
             case let .dropped(handle, reason):
+                // An indication of the machine's will never be confirmed: the machine forgets it
+                // (after a confirmation timed out, the link is dropped and the machine with it).
+                if characteristicsByHandle[handle] != nil, reason != .transactionTimedOut {
+                    switch context {
+                    case .notifying: break
+                    case let .indicating(behind): perform(.indicationDropped(now, behind: behind), now, &out)
+                    case .other: perform(.indicationDropped(now, behind: nil), now, &out)
+                    }
+                }
                 if reason != .notSubscribed {
                     out.append(.log("value for handle 0x\(String(handle, radix: 16)) not sent: \(reason.rawValue)"))
                 }
@@ -187,19 +214,26 @@ public struct CuffPeripheral: GATTPeripheral {
     }
 
     mutating func run(_ actions: [CuffSimulatorMachine.Action], _ now: Timestamp, _ out: inout [Output]) {
+        var indications = actions.count { if case .indicate = $0 { true } else { false } }
         for a in actions {
             switch a {
             case let .notify(c, v):
                 guard let h = handles[c] else { continue }
-                serving({ $0.notify(handle: h, value: v, into: &$1) }, now, &out)
+                serving({ $0.notify(handle: h, value: v, into: &$1) }, now, .notifying, &out)
             case let .indicate(c, v):
-                guard let h = handles[c] else { continue }
-                serving({ $0.indicate(handle: h, value: v, now: now, into: &$1) }, now, &out)
+                indications -= 1
+                guard let h = handles[c] else {
+                    perform(.indicationDropped(now, behind: indications), now, &out)
+                    continue
+                }
+                serving(
+                    { $0.indicate(handle: h, value: v, now: now, into: &$1) }, now, .indicating(behind: indications),
+                    &out)
             case let .writeResult(c, error):
                 guard let h = handles[c] else { continue }
                 serving(
                     { $0.respondToWrite(handle: h, error: error.map(ATTErrorCode.init(rawValue:)), into: &$1) }, now,
-                    &out)
+                    .other, &out)
             case let .setValue(c, v):
                 if let h = handles[c] { _ = server.setValue(handle: h, v) }
             case let .disconnect(why):

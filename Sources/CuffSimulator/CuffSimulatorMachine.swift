@@ -194,6 +194,14 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         case subscriptionChanged(CuffCharacteristic, notify: Bool, indicate: Bool, Timestamp)
         case written(CuffCharacteristic, [UInt8], Timestamp)
         case indicationConfirmed(Timestamp)
+        /// The client and the cuff agreed on this ATT_MTU (Exchange MTU): a value longer than it
+        /// allows (ATT_MTU − 3) is sent in segments where the characteristic has them.
+        case mtuChanged(Int)
+        /// The GATT server did not send an indication the cuff asked for, so the client never
+        /// got it and will not confirm it. `behind`: one of the cuff's latest actions, with
+        /// `behind` more indications asked for after it (the client is not subscribed, the queue
+        /// is full); nil: the oldest still waiting (the client unsubscribed while it was queued).
+        case indicationDropped(Timestamp, behind: Int?)
         /// A confirmation never came (30 s): the link must be dropped.
         case indicationTimedOut(Timestamp)
         /// The cuff's start button (SIGUSR1).
@@ -270,6 +278,9 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         var autostartPending = false
         /// Autostart measures once per connection.
         var autostarted = false
+        /// A RACP procedure is under way: from an accepted request until its response (the
+        /// last indication it asked for) is confirmed. Another request meanwhile gets Procedure
+        /// Already In Progress, except Abort Operation.
         var racpBusy = false
         /// A&D: the link is dropped at this time unless Date Time was written and the result
         /// subscribed by then.
@@ -277,6 +288,8 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         var dateTimeWritten = false
         /// Drop the link once every indication in flight is confirmed (the buffer was sent).
         var disconnectWhenConfirmed = false
+        /// The ATT_MTU: 23 until the client exchanges another.
+        var mtu = 23
 
         var outstandingIndications: Int { indications.count }
     }
@@ -287,6 +300,8 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         /// The stored reading it carries, a result (spontaneous, or the live one, which the cuff
         /// stores too) by its sequence number; nil for RACP records and responses.
         var carries: UInt16?
+        /// A RACP procedure's response: confirmed (or dropped), the procedure is over.
+        var endsProcedure = false
     }
 
     struct StoredRecord: Sendable, Hashable {
@@ -434,28 +449,22 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             if !connection.indications.isEmpty {
                 let confirmed = connection.indications.removeFirst()
                 if let seq = confirmed.carries { markDelivered(seq) }
+                if confirmed.endsProcedure { connection.racpBusy = false }
                 let waited = (now - confirmed.sentAt).secondsDouble
                 if waited > 1 {
                     out.append(.log(String(format1(waited)) + " s until the client confirmed an indication"))
                 }
             }
-            let allConfirmed = connection.outstandingIndications == 0
-            // The last result delivered (re-sent from an earlier connection that never confirmed
-            // it): the cuff would linger and switch off, unless it measures anew now (which
-            // clears the linger: it switches off after that measurement instead).
-            if allConfirmed && resultPending {
-                resultPending = false
-                lingerUntil = now + configuration.linger
-            }
-            if allConfirmed && connection.autostartPending {
-                connection.autostartPending = false
-                startMeasurement(now, why: "autostart: stored readings delivered", &out)
-            }
-            if connection.outstandingIndications == 0 && connection.disconnectWhenConfirmed {
-                connection.disconnectWhenConfirmed = false
-                out.append(.log("buffer sent; the cuff switches off"))
-                out.append(.disconnect("cuff switched off after sending its buffer"))
-            }
+            indicationsSettled(now, &out)
+
+        case let .mtuChanged(mtu):
+            connection.mtu = max(23, mtu)
+
+        case let .indicationDropped(now, behind):
+            let i = behind.map { connection.indications.count - 1 - $0 } ?? 0
+            guard connection.indications.indices.contains(i) else { return }
+            if connection.indications.remove(at: i).endsProcedure { connection.racpBusy = false }
+            indicationsSettled(now, &out)
 
         case .indicationTimedOut:
             out.append(.log("no confirmation within 30 s: dropping the link (ATT transaction timeout)"))
@@ -583,22 +592,35 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         guard connection.subscribed[.recordAccessControlPoint]?.indicate == true else {
             return out.append(.writeResult(.recordAccessControlPoint, error: 0xFD))  // CCCD improperly configured
         }
-        if connection.racpBusy { return out.append(.writeResult(.recordAccessControlPoint, error: 0xFE)) }
+        let abort = value.first == RecordAccessControlPoint.OpCode.abortOperation.rawValue
+        if connection.racpBusy && !abort {
+            return out.append(.writeResult(.recordAccessControlPoint, error: 0xFE))  // Procedure Already In Progress
+        }
         out.append(.writeResult(.recordAccessControlPoint, error: nil))
+        // Every path below ends with one response indication, which ends the procedure.
+        connection.racpBusy = true
         func respond(
             _ op: RecordAccessControlPoint.OpCode, _ code: RecordAccessControlPoint.ResponseCode, _ out: inout [Action]
         ) {
             indicate(
                 .recordAccessControlPoint,
-                RecordAccessControlPoint.responseCode(requestOpCode: op, response: code).encode(), now, &out)
+                RecordAccessControlPoint.responseCode(requestOpCode: op, response: code).encode(), now,
+                endsProcedure: true, &out)
         }
         guard let req = try? RecordAccessControlPoint.decode(value[...], as: .request).value,
             case let .request(op, opr, filter) = req
         else {
+            // A request op code with its operator missing, or its operand cut short; else an op
+            // code the cuff does not know.
             let op = RecordAccessControlPoint.OpCode(rawValue: value.first ?? 0)
-            respond(op, value.count < 2 ? .invalidOperator : .opCodeNotSupported, &out)
+            let isRequest = [1, 2, 3, 4, 7].contains(op.rawValue)
+            respond(op, !isRequest ? .opCodeNotSupported : value.count < 2 ? .invalidOperator : .invalidOperand, &out)
             return
         }
+        // A selection the cuff cannot make: no operand where one is needed, or a filter it does
+        // not support (the user facing time).
+        let unselectable: RecordAccessControlPoint.ResponseCode =
+            filter == nil ? .invalidOperator : .operandNotSupported
         func select() -> [StoredRecord]? {
             switch opr {
             case .allRecords: return records
@@ -616,9 +638,7 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         }
         switch op {
         case .reportStoredRecords:
-            guard let sel = select() else {
-                return respond(op, filter == nil ? .invalidOperator : .operandNotSupported, &out)
-            }
+            guard let sel = select() else { return respond(op, unselectable, &out) }
             if sel.isEmpty { return respond(op, .noRecordsFound, &out) }
             out.append(.log("RACP: reporting \(sel.count) stored record(s)"))
             for r in sel {
@@ -626,27 +646,32 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
                     sequenceNumber: r.sequence, recordedUUID: 0x2B34,
                     recorded: enhanced(r.reading, localSeconds: r.localSeconds).encode())
                 let withCRC = configuration.features.contains(.e2eCRC)
-                if let n = configuration.recordSegmentLength {
+                let whole = [0x03] + rec.encodeBody(withCRC: withCRC)
+                // In segments when the configuration says so, or when the record is longer than
+                // an indication can carry at this ATT_MTU (it would arrive cut).
+                let fits = whole.count <= connection.mtu - 3
+                if let n = configuration.recordSegmentLength ?? (fits ? nil : connection.mtu - 3) {
                     let segments = rec.segments(maxLength: max(6, n), startCounter: recordCounter, withCRC: withCRC)
                     for seg in segments { indicate(.bloodPressureRecord, seg.encode(), now, &out) }
                     recordCounter = UInt8((Int(recordCounter) + segments.count) & 0x3F)
                 } else {
-                    indicate(.bloodPressureRecord, [0x03] + rec.encodeBody(withCRC: withCRC), now, &out)
+                    indicate(.bloodPressureRecord, whole, now, &out)
                 }
             }
             respond(op, .success, &out)
         case .deleteStoredRecords:
-            guard let sel = select() else { return respond(op, .invalidOperator, &out) }
+            guard let sel = select() else { return respond(op, unselectable, &out) }
             let gone = Set(sel.map(\.sequence))
             records.removeAll { gone.contains($0.sequence) }
             respond(op, sel.isEmpty ? .noRecordsFound : .success, &out)
         case .abortOperation:
             respond(op, .success, &out)
         case .reportNumberOfStoredRecords:
-            guard let sel = select() else { return respond(op, .invalidOperator, &out) }
+            guard let sel = select() else { return respond(op, unselectable, &out) }
             indicate(
                 .recordAccessControlPoint,
-                RecordAccessControlPoint.numberOfRecords(UInt32(sel.count), width: 2).encode(), now, &out)
+                RecordAccessControlPoint.numberOfRecords(UInt32(sel.count), width: 2).encode(), now,
+                endsProcedure: true, &out)
         default:
             respond(op, .opCodeNotSupported, &out)
         }
@@ -938,11 +963,35 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         }
     }
 
+    /// An indication was confirmed or dropped: once none is in flight, what waited for that
+    /// (the linger after a result, an autostart after the upload, switching off after the buffer).
+    mutating func indicationsSettled(_ now: Timestamp, _ out: inout [Action]) {
+        let allConfirmed = connection.outstandingIndications == 0
+        // The last result delivered (re-sent from an earlier connection that never confirmed
+        // it): the cuff would linger and switch off, unless it measures anew now (which
+        // clears the linger: it switches off after that measurement instead).
+        if allConfirmed && resultPending {
+            resultPending = false
+            lingerUntil = now + configuration.linger
+        }
+        if allConfirmed && connection.autostartPending {
+            connection.autostartPending = false
+            startMeasurement(now, why: "autostart: stored readings delivered", &out)
+        }
+        if connection.outstandingIndications == 0 && connection.disconnectWhenConfirmed {
+            connection.disconnectWhenConfirmed = false
+            out.append(.log("buffer sent; the cuff switches off"))
+            out.append(.disconnect("cuff switched off after sending its buffer"))
+        }
+
+    }
+
     mutating func indicate(
         _ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp, carrying sequence: UInt16? = nil,
-        _ out: inout [Action]
+        endsProcedure: Bool = false, _ out: inout [Action]
     ) {
-        connection.indications.append(IndicationInFlight(sentAt: now, carries: sequence))
+        connection.indications.append(
+            IndicationInFlight(sentAt: now, carries: sequence, endsProcedure: endsProcedure))
         out.append(.indicate(c, value))
     }
 

@@ -115,6 +115,8 @@ struct PeripheralBytesTests {
         let racp = p.handles[.recordAccessControlPoint]!
         let rec = p.handles[.bloodPressureRecord]!
         func le(_ h: UInt16) -> String { format2(h & 0xFF) + " " + format2(h >> 8) }
+        // Records whole (at the default ATT_MTU of 23 they go in segments).
+        #expect(sent(p.receive(hx("02 F7 00"), now: .zero)) == ["03f700"])
         // RACP write before enabling its indications → CCCD Improperly Configured (0xFD).
         #expect(
             sent(p.receive(hx("12 \(le(racp)) 01 01"), now: .zero)) == [
@@ -138,6 +140,116 @@ struct PeripheralBytesTests {
         let seqs = try records.prefix(3).map { try BloodPressureRecord.decode($0[3...]).value.sequenceNumber }
         #expect(seqs == [0, 1, 2])
         #expect(Hex.encode(records[3][3...]) == "06000101")
+    }
+
+    /// A RACP request while another's records and response are not confirmed yet gets Procedure
+    /// Already In Progress (0xFE); Abort Operation does not. Malformed operands get Invalid
+    /// Operand, a filter the cuff does not support Operand Not Supported.
+    @Test func racpProcedureInProgressAndOperandErrors() throws {
+        var p = peripheral(.storedRecords, persona: .bps11)
+        let racp = p.handles[.recordAccessControlPoint]!, rec = p.handles[.bloodPressureRecord]!
+        func le(_ h: UInt16) -> [UInt8] { [UInt8(h & 0xFF), UInt8(h >> 8)] }
+        _ = p.receive([0x12] + le(rec + 1) + [0x02, 0x00], now: .zero)
+        _ = p.receive([0x12] + le(racp + 1) + [0x02, 0x00], now: .zero)
+        let report: [UInt8] = [0x12] + le(racp) + [0x01, 0x01]
+        var out = sent(p.receive(report, now: .zero))
+        #expect(out.count == 2 && out.last?.hasPrefix("1d") == true, "\(out)")
+        // While the first record waits for its confirmation:
+        #expect(sent(p.receive(report, now: .zero)) == [Hex.encode([0x01, 0x12] + le(racp) + [0xFE])])
+        #expect(sent(p.receive([0x12] + le(racp) + [0x03, 0x00], now: .zero)) == ["13"], "abort is taken")
+        // Confirm until nothing more comes: then a request is taken again.
+        var responses: [String] = []
+        while let last = out.last, last.hasPrefix("1d") {
+            if last.hasPrefix("1d" + Hex.encode(le(racp))) { responses.append(String(last.dropFirst(6))) }
+            out = sent(p.receive([0x1E], now: .zero))
+        }
+        #expect(responses == ["06000101", "06000301"], "report, then abort: success")
+        func answer(_ request: [UInt8]) -> String? {
+            var out = sent(p.receive([0x12] + le(racp) + request, now: .zero))
+            var response: String?
+            while let last = out.last, last.hasPrefix("1d") {
+                if last.hasPrefix("1d" + Hex.encode(le(racp))) { response = String(last.dropFirst(6)) }
+                out = sent(p.receive([0x1E], now: .zero))
+            }
+            return response
+        }
+        #expect(answer([0x01, 0x03]) == "06000105", "≥ without an operand: Invalid Operand")
+        #expect(answer([0x01, 0x03, 0x01, 0x01]) == "06000105", "a sequence number cut short")
+        #expect(answer([0x04, 0x03]) == "06000405", "Report Number, ≥ without an operand")
+        #expect(answer([0x01, 0x03, 0x02, 0, 0, 0, 0]) == "06000109", "user facing time: Operand Not Supported")
+        #expect(answer([0x09, 0x01]) == "06000902", "an unknown op code")
+        #expect(answer([0x01]) == "06000103", "no operator")
+        #expect(answer([0x04, 0x01]) == "05000300", "and a good request still works")
+    }
+
+    /// A Blood Pressure Record longer than an indication carries at the default ATT_MTU (23) goes
+    /// in segments of at most 20 bytes, which reassemble to the record sent whole at ATT_MTU 247.
+    @Test func aRecordLongerThanTheMTUAllowsGoesInSegments() throws {
+        func lastRecord(mtu: UInt16?) throws -> [[UInt8]] {
+            var p = peripheral(.storedRecords, persona: .bps11)
+            let racp = p.handles[.recordAccessControlPoint]!, rec = p.handles[.bloodPressureRecord]!
+            func le(_ h: UInt16) -> [UInt8] { [UInt8(h & 0xFF), UInt8(h >> 8)] }
+            if let mtu { _ = p.receive([0x02] + le(mtu), now: .zero) }
+            _ = p.receive([0x12] + le(rec + 1) + [0x02, 0x00], now: .zero)
+            _ = p.receive([0x12] + le(racp + 1) + [0x02, 0x00], now: .zero)
+            var out = sent(p.receive([0x12] + le(racp) + [0x01, 0x06], now: .zero)).compactMap(Hex.decode)
+            var values: [[UInt8]] = []
+            while let last = out.last, last[0] == 0x1D {
+                if Array(last[1...2]) == le(rec) { values.append(Array(last.dropFirst(3))) }
+                out = sent(p.receive([0x1E], now: .zero)).compactMap(Hex.decode)
+            }
+            return values
+        }
+        let whole = try lastRecord(mtu: 247)
+        #expect(whole.count == 1 && whole[0].first == 0x03 && whole[0].count > 20, "\(whole)")
+        let cut = try lastRecord(mtu: nil)
+        #expect(cut.count > 1 && cut.allSatisfy { $0.count <= 20 }, "\(cut.map(\.count))")
+        var assembler = RecordAssembler()
+        var body: [UInt8]?
+        for v in cut { body = try assembler.add(RecordSegment.decode(v[...])).body ?? body }
+        #expect(body == Array(whole[0].dropFirst()))
+    }
+
+    /// Stored readings the GATT server never sent (the client unsubscribed while they were
+    /// queued) are not in flight: the next confirmation (of a live result) is the live result's,
+    /// and the next connection gets the readings the client never had, each once.
+    @Test func indicationsTheServerDroppedAreNotCountedInFlight() throws {
+        var p = peripheral(.storedRecords)
+        let bpm = p.handles[.bloodPressureMeasurement]!, control = p.handles[.cuffControl]!
+        func le(_ h: UInt16) -> [UInt8] { [UInt8(h & 0xFF), UInt8(h >> 8)] }
+        func stamp(_ pdu: [UInt8]) throws -> String {
+            "\(try #require(try BloodPressureMeasurement.decode(pdu[3...]).value.timestamp))"
+        }
+        // Subscribe: the first stored reading goes out, two wait behind it.
+        let first = sent(p.receive([0x12] + le(bpm + 1) + [0x02, 0x00], now: .zero)).compactMap(Hex.decode)
+        let got = try first.filter { $0[0] == 0x1D }.map(stamp)
+        #expect(got.count == 1)
+        // Unsubscribe, confirm: the two waiting are dropped, not sent.
+        #expect(sent(p.receive([0x12] + le(bpm + 1) + [0x00, 0x00], now: .zero)) == ["13"])
+        #expect(sent(p.receive([0x1E], now: .zero)).isEmpty)
+        #expect(p.machine.connection.outstandingIndications == 0)
+        // Subscribe again, measure: the live result is indicated and confirmed.
+        _ = p.receive([0x12] + le(bpm + 1) + [0x02, 0x00], now: .zero)
+        _ = p.receive([0x12] + le(control) + [0x01], now: .zero)
+        var t = Timestamp.zero
+        var live: String?
+        while live == nil, t < .seconds(300) {
+            t = t + .milliseconds(100)
+            for case let .send(pdu) in p.tick(now: t) where pdu[0] == 0x1D { live = try stamp(pdu) }
+        }
+        #expect(live != nil)
+        _ = p.receive([0x1E], now: t)
+        _ = p.disconnected(now: t)
+        // The next connection: the two stored readings the client never got, and not the result.
+        _ = p.connected(now: t + .seconds(1))
+        var next = sent(p.receive([0x12] + le(bpm + 1) + [0x02, 0x00], now: t + .seconds(1))).compactMap(Hex.decode)
+        var stamps: [String] = []
+        while let pdu = next.last(where: { $0[0] == 0x1D }) {
+            stamps.append(try stamp(pdu))
+            next = sent(p.receive([0x1E], now: t + .seconds(1))).compactMap(Hex.decode)
+        }
+        #expect(stamps.count == 2, "\(stamps)")
+        #expect(!stamps.contains(live ?? "") && !stamps.contains(got.first ?? ""), "\(stamps) \(got) \(live ?? "")")
     }
 }
 
@@ -182,6 +294,19 @@ struct ConfirmedReadingTests {
             Self.results(
                 m.handle(.subscriptionChanged(.bloodPressureMeasurement, notify: false, indicate: true, .seconds(20)))
             ).isEmpty)
+    }
+
+    /// An indication the server dropped among several asked for at once (`behind`: how many
+    /// were asked for after it) is forgotten, and the confirmations go to the others.
+    @Test func aDroppedIndicationAmongSeveralIsTheOneForgotten() {
+        var m = M(configuration: SimulatorConfiguration(scenario: .storedRecords, seed: 3))
+        let first = Self.subscribe(&m, at: .seconds(1))
+        #expect(first.count == 3)
+        _ = m.handle(.indicationDropped(.seconds(1), behind: 1))  // the middle one
+        #expect(m.connection.outstandingIndications == 2)
+        for _ in 0..<2 { _ = m.handle(.indicationConfirmed(.seconds(2))) }
+        _ = m.handle(.disconnected(.seconds(3)))
+        #expect(Self.subscribe(&m, at: .seconds(10)).map(\.timestamp) == [first[1].timestamp])
     }
 
     @Test func unconfirmedReadingsAreSentAgain() {
@@ -289,6 +414,7 @@ struct ConfirmedReadingTests {
         for round in 0..<2 {
             let t = Timestamp.seconds(Double(round * 10))
             _ = m.connect(client: nil, now: t)
+            _ = m.handle(.mtuChanged(247))  // whole records (at 23 they go in segments)
             _ = m.handle(.subscriptionChanged(.bloodPressureRecord, notify: false, indicate: true, t))
             _ = m.handle(.subscriptionChanged(.recordAccessControlPoint, notify: false, indicate: true, t))
             let out = m.handle(.written(.recordAccessControlPoint, [0x01, 0x01], t))
