@@ -289,6 +289,7 @@ public struct CuffCentral: CuffProtocolSession {
     /// is out already) and goes on from the discovered database with the same client.
     public mutating func adopt(_ link: DiscoveredLink, at: EventTime, into out: inout [Output]) {
         client = link.client
+        cache.adopted(link)
         var discover = false
         for a in session.handle(.start(link.startedAt)) + session.handle(.connected(at)) {
             switch a {

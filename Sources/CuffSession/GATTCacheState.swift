@@ -33,6 +33,11 @@ struct GATTCacheState: Sendable {
         }
     }
 
+    /// A session that handed the link over found the cache wrong (``DiscoveredLink``).
+    mutating func adopted(_ link: DiscoveredLink) {
+        if link.gattCacheProvedStale, use != .off { use = .stale }
+    }
+
     /// The cache's handles are in use from now on.
     mutating func hit() {
         use = .hit

@@ -20,10 +20,12 @@ struct OmronGATTCacheCLITests {
 
         /// One `cuff measure` (with `measure`'s extra arguments) against a freshly started
         /// simulated cuff of `model` (with `simulate`'s).
-        func session(_ measure: [String], simulate: [String] = [], model: String = "HEM-7361T") throws -> CLIResult {
+        /// (`model` nil: a standard cuff that measures once a client subscribes.)
+        func session(_ measure: [String], simulate: [String] = [], model: String? = "HEM-7361T") throws -> CLIResult {
             try? FileManager.default.removeItem(atPath: socket)
+            let cuff = model.map { ["--model", $0] } ?? ["--autostart"]
             let sim = try ChildProcess(
-                ["simulate", "--model", model, "--listen", "unix:" + socket, "--speed", "100", "--seed", "5"]
+                ["simulate"] + cuff + ["--listen", "unix:" + socket, "--speed", "100", "--seed", "5"]
                     + simulate, stderr: s.path("sim.err"))
             #expect(waitUntil(10) { FileManager.default.fileExists(atPath: self.socket) })
             let r = try CLI.run(
@@ -71,6 +73,29 @@ struct OmronGATTCacheCLITests {
         #expect(records == (try Self.raws(reference)))
         let end = try Self.end(other)
         #expect(["hit", "stale"].contains(end["gatt_cache"] as? String), "\(end)")
+    }
+
+    /// An Omron cuff's cache entry, then a standard cuff at the same address (and the reverse):
+    /// the first session finds the cache wrong, discovers, hands the link to the protocol the
+    /// cuff speaks and gets its readings (`stale`); the next uses what that session kept (`hit`).
+    @Test func anotherProtocolAtACachedAddressIsReadAtOnce() throws {
+        for (cached, now) in [("HEM-7361T", nil), (nil, "HEM-7361T")] as [(String?, String?)] {
+            let cuff = try Cuff()
+            let first = try cuff.session([], model: cached)
+            #expect(first.status == 0, "\(first.stderr.suffix(800))")
+            let other = try cuff.session([], model: now)
+            #expect(
+                other.status == 0, "\(cached ?? "standard") then \(now ?? "standard"): \(other.stderr.suffix(1200))")
+            let records = try Self.raws(other)
+            #expect(!records.isEmpty)
+            let end = try Self.end(other)
+            #expect(end["gatt_cache"] as? String == "stale", "\(end)")
+            let again = try cuff.session([], model: now)
+            let recordsAgain = try Self.raws(again)
+            #expect(again.status == 0 && recordsAgain == records, "\(again.stderr.suffix(800))")
+            let endAgain = try Self.end(again)
+            #expect(endAgain["gatt_cache"] as? String == "hit", "\(endAgain)")
+        }
     }
 
     /// With `--model` and without it: the first session discovers (and, without `--model`, reads

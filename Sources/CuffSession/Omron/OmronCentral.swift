@@ -42,6 +42,9 @@ public struct OmronCentral: CuffProtocolSession {
     /// An unknown model on a cuff that also has the standard Blood Pressure Service hands the link
     /// to the standard session (not when `--protocol omron` forced this one).
     let standardFallback: Bool
+    /// The protocols a device without any Omron service is handed to (the GATT cache chose this
+    /// session, and another cuff now answers at the address); nil when `--protocol omron` forced it.
+    let protocols: CuffProtocolRegistry?
     var startedAt: EventTime?
     /// The session's and the client's actions for one event, kept between events (emptied, their
     /// capacity kept: ``ActionMachine``); an event taken while another one's actions run gets a new array.
@@ -72,8 +75,9 @@ public struct OmronCentral: CuffProtocolSession {
         profile: OmronProfile, options: OmronSyncOptions, device: DeviceInfo, utcOffsetSeconds: Int64,
         note: String? = nil,
         modelForced: Bool = true, modelHint: String? = nil, standardFallback: Bool = false, preferredMTU: UInt16 = 247,
-        gattCache: GATTCacheMode = .off
+        gattCache: GATTCacheMode = .off, protocols: CuffProtocolRegistry? = nil
     ) {
+        self.protocols = protocols
         self.profile = profile
         self.modelForced = modelForced
         self.modelHint = modelHint
@@ -311,6 +315,7 @@ public struct OmronCentral: CuffProtocolSession {
     /// The standard session discovered the link and hands it over: carry on with its client.
     public mutating func adopt(_ link: DiscoveredLink, at: EventTime, into out: inout [Output]) {
         client = link.client
+        cache.adopted(link)
         startedAt = link.startedAt
         var d = link.device
         if d.model == nil { d.model = profile.id }
@@ -331,6 +336,15 @@ public struct OmronCentral: CuffProtocolSession {
             // with the wrong layout.
             let now = at.monotonic
             return request(\.modelRead, at, &out) { $0.read(ch.valueHandle, now: now, into: &$1) }
+        }
+        let hasOmronService = OmronTransport.allCases.contains { gp.service(BluetoothUUID($0.serviceUUID)!) != nil }
+        if !hasOmronService, let protocols, let next = protocols.handOver(from: protocolID, DeviceOffer(profile: gp)) {
+            handOver = DiscoveredLink(
+                protocolID: next.id, client: client, profile: gp,
+                device: DeviceInfo(address: device.address, name: device.name),
+                startedAt: startedAt ?? at)
+            return out.append(
+                .log("discovery shows no Omron service but a \(next.id) device; handing the link to its session"))
         }
         if !modelForced,
             let family = OmronTransport.allCases.first(where: { gp.service(BluetoothUUID($0.serviceUUID)!) != nil })

@@ -144,6 +144,9 @@ public struct DiscoveredLink: Sendable {
     public var device: DeviceInfo
     /// When the session started.
     public var startedAt: EventTime
+    /// The session handing the link over found the GATT cache wrong (the entry was another
+    /// cuff's): the adopting session's end record says `stale`.
+    public var gattCacheProvedStale = false
 
     public init(
         protocolID: CuffProtocolID, client: GATTClient, profile: GATTProfile, device: DeviceInfo, startedAt: EventTime

@@ -77,7 +77,8 @@ public struct ProtocolSession: Sendable {
         // A session that adopts a link may give it on at once (an Omron cuff of an unknown model
         // back to the standard session); a few hops at most, never a loop.
         for _ in 0..<4 {
-            guard let link = session.handOver, let next = registry[link.protocolID] else { break }
+            guard var link = session.handOver, let next = registry[link.protocolID] else { break }
+            if session.gattCacheUse == .stale { link.gattCacheProvedStale = true }
             session = next.makeCentral(configuration: configuration)
             session.adopt(link, at: at, into: &out)
         }
