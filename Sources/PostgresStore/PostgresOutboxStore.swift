@@ -55,6 +55,7 @@ public final class PostgresOutboxStore: MeasurementStore {
         server = PostgresServer(url: url)
         self.warn = warn
         self.batchSize = max(1, batchSize)
+        if let message = url.cleartextWarning { warn(SinkWarning(sink: "store", message: message)) }
         do throws(PostgresStoreError) {
             try server.migrate()
         } catch {

@@ -64,6 +64,31 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     /// A short name for the server: `HOST:PORT` or the socket's path.
     public var serverName: String { socketPath ?? "\(host ?? "localhost"):\(port)" }
 
+    /// Whether the server is this machine: a Unix socket, a loopback address or `localhost`.
+    public var isLocal: Bool {
+        guard socketDirectory == nil, let h = host?.lowercased() else { return true }
+        return h == "localhost" || h.hasSuffix(".localhost") || h.hasPrefix("127.") || h == "::1"
+    }
+
+    /// What to tell the user when readings (health data) may cross a network unencrypted: with
+    /// `sslmode=disable` to another machine they do; with `prefer` they do when that server offers
+    /// no TLS (and no certificate is checked). Nil when TLS is a must or the server is local.
+    public var cleartextWarning: String? {
+        guard !isLocal else { return nil }
+        switch sslMode {
+        case .disable:
+            return
+                "\(description) is not this machine and sslmode=disable: readings (health data) cross the network in the clear; "
+                + "use sslmode=verify-full"
+        case .prefer:
+            return
+                "\(description) is not this machine and sslmode=prefer: readings (health data) cross the network in the clear "
+                + "if the server offers no TLS; sslmode=verify-full (or require) makes TLS a must"
+        case .require, .verifyCA, .verifyFull:
+            return nil
+        }
+    }
+
     public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
         public var url: String
         public var reason: String

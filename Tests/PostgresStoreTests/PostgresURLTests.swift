@@ -45,6 +45,24 @@ struct PostgresURLTests {
         #expect(try PostgresURL(parsing: "postgres://x@[::1]:5433/d", environment: env).host == "::1")
     }
 
+    /// Readings that may cross a network unencrypted are said: sslmode=disable or prefer to
+    /// another machine; never for this machine (loopback, localhost, a Unix socket) or with TLS a must.
+    @Test func cleartextToAnotherMachineIsSaid() throws {
+        func warning(_ url: String) throws -> String? {
+            try PostgresURL(parsing: url, environment: env).cleartextWarning
+        }
+        let disable = try #require(try warning("postgres://u:pw@db.example.org/d?sslmode=disable"))
+        #expect(disable.contains("in the clear") && disable.contains("sslmode=disable") && !disable.contains("pw"))
+        #expect(try warning("postgres://u@10.0.0.7/d")?.contains("if the server offers no TLS") == true)
+        for local in [
+            "postgres://u@127.0.0.1/d?sslmode=disable", "postgres://u@localhost/d?sslmode=disable",
+            "postgres://u@[::1]/d?sslmode=disable", "postgres://u@%2Frun%2Fpostgresql/d", "postgresql://",
+            "postgres://u@db.example.org/d?sslmode=require", "postgres://u@db.example.org/d?sslmode=verify-full",
+        ] {
+            #expect(try warning(local) == nil, "\(local)")
+        }
+    }
+
     @Test func unixSocketDirectory() throws {
         let a = try PostgresURL(parsing: "postgres://u@%2Frun%2Fpostgresql:5433/d", environment: env)
         #expect(a.socketPath == "/run/postgresql/.s.PGSQL.5433")
