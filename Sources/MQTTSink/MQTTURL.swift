@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import Foundation
+import Transport
 
 /// `--publish mqtt://[USER[:PASSWORD]@]HOST[:PORT][/PREFIX]` or `mqtts://…` (TLS).
 ///
@@ -119,13 +120,22 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
         var u = self
         if u.password != nil { return u }
         if let file {
-            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                throw ParseError(url: description, reason: "cannot read the password file \(file)")
+            // Read as a stream, so a pipe (`<(pass show mqtt)`) serves as well as a file; no more
+            // than the longest password MQTT carries and its line end.
+            let bytes: [UInt8]
+            switch Sys.readFile(file, limit: 65537) {
+            case .success(let b): bytes = b
+            case .failure(let e):
+                throw ParseError(url: description, reason: "cannot read the password file \(file): \(e)")
             }
-            u.password = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-            if u.password!.utf8.count > 65535 {
+            let line = bytes.split(separator: 0x0A, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
+            guard line.count <= 65535 else {
                 throw ParseError(url: description, reason: "the password file's first line is longer than 65535 bytes")
             }
+            guard let text = String(bytes: line, encoding: .utf8) else {
+                throw ParseError(url: description, reason: "the password file's first line is not UTF-8")
+            }
+            u.password = text
         } else if u.user != nil, let p = environment["CUFF_MQTT_PASSWORD"], !p.isEmpty {
             u.password = p
         }

@@ -147,6 +147,30 @@ import Testing
         #expect(anonymous.user == nil && anonymous.password == nil)
     }
 
+    /// `--publish-password-file` reads a pipe as well as a file (`<(pass show mqtt)`): its first line.
+    @Test func aPasswordFileMayBeAPipe() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pw-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let fifo = dir + "/pw"
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let writer = Thread {
+            let fd = open(fifo, O_WRONLY)
+            let text = Array("s3cret\nsecond line\n".utf8)
+            _ = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            close(fd)
+        }
+        writer.start()
+        let url = try MQTTURL(parsing: "mqtt://bob@h").resolvingPassword(file: fifo, environment: [:])
+        #expect(url.password == "s3cret")
+        do {
+            _ = try MQTTURL(parsing: "mqtt://bob@h").resolvingPassword(file: dir + "/none", environment: [:])
+            Issue.record("a missing file was read")
+        } catch {
+            #expect(error.reason.contains("cannot read the password file \(dir)/none"), "\(error)")
+        }
+    }
+
     @Test func cleartextToAnotherHostIsWarned() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mqtt-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
