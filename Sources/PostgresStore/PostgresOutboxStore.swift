@@ -131,10 +131,24 @@ public final class PostgresOutboxStore: MeasurementStore {
         try insert(m)
     }
 
-    /// Stops the shipper, tries once more to ship what waits, and closes the outbox. An
-    /// unreachable server is not a failure: how many readings wait is said through `warn`.
+    /// How long a stopping store still ships (and waits for a shipment under way): a server that
+    /// does not answer by then leaves the rest in the outbox.
+    public static let stoppingSeconds = 2.0
+
+    /// Cuts the server off ``stoppingSeconds`` from now, unless cancelled first.
+    func stoppingWatchdog() -> DispatchWorkItem {
+        let watchdog = DispatchWorkItem { [server] in server.interrupt() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.stoppingSeconds, execute: watchdog)
+        return watchdog
+    }
+
+    /// Stops the shipper, tries once more to ship what waits, and closes the outbox, in at most
+    /// ``stoppingSeconds``. An unreachable server is not a failure: how many readings wait is
+    /// said through `warn`.
     public func finish() throws(SinkError) {
         guard !done.exchange(true, ordering: .relaxed) else { throw .finished(sink: "store") }
+        let watchdog = stoppingWatchdog()
+        defer { watchdog.cancel() }
         if running.load(ordering: .relaxed) {
             stopping.store(true, ordering: .relaxed)
             wake.signal()
@@ -158,6 +172,8 @@ public final class PostgresOutboxStore: MeasurementStore {
     /// Closes without shipping or saying anything (after ``drain()``, with no shipper thread).
     public func close() throws(SinkError) {
         guard !done.exchange(true, ordering: .relaxed) else { throw .finished(sink: "store") }
+        let watchdog = stoppingWatchdog()
+        defer { watchdog.cancel() }
         if running.load(ordering: .relaxed) {
             stopping.store(true, ordering: .relaxed)
             wake.signal()

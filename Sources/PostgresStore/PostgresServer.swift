@@ -40,6 +40,8 @@ public final class PostgresServer: Sendable {
     let logger = Logger(label: "cuff.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
     private let state = Mutex<PostgresConnection?>(nil)
     private let nextID = Atomic<Int>(1)
+    /// Set by ``interrupt()``: every wait ends at once, and none starts.
+    private let interrupted = Atomic<Bool>(false)
 
     public init(url: PostgresURL) {
         self.url = url
@@ -445,7 +447,14 @@ public final class PostgresServer: Sendable {
     /// died without the connection noticing would otherwise block a drain for ever).
     let statementTimeoutSeconds: Double = 60
 
-    /// The future's value, waited for on this thread (never the event loop's) for at most `seconds`.
+    /// Ends whatever waits for the server, from any thread, and every wait after: a store that
+    /// stops does not wait out a statement timeout on a server that does not answer.
+    public func interrupt() {
+        interrupted.store(true, ordering: .relaxed)
+    }
+
+    /// The future's value, waited for on this thread (never the event loop's) for at most
+    /// `seconds`, or until ``interrupt()``.
     func wait<T>(_ f: EventLoopFuture<T>, seconds: Double) throws -> T {
         let done = DispatchSemaphore(value: 0)
         let box = ResultBox<T>()
@@ -453,9 +462,20 @@ public final class PostgresServer: Sendable {
             box.set(r)
             done.signal()
         }
-        guard done.wait(timeout: .now() + seconds) == .success, let r = box.get() else {
-            throw PostgresStoreError(
-                server: url.serverName, message: "no answer within \(Int(seconds)) s", transient: true)
+        let deadline = DispatchTime.now() + seconds
+        // In slices, to see an interrupt (a twentieth of a second at most).
+        while done.wait(timeout: min(deadline, .now() + 0.05)) == .timedOut {
+            if interrupted.load(ordering: .relaxed) {
+                throw PostgresStoreError(
+                    server: url.serverName, message: "no answer by the time cuff stopped", transient: true)
+            }
+            if DispatchTime.now() >= deadline {
+                throw PostgresStoreError(
+                    server: url.serverName, message: "no answer within \(Int(seconds)) s", transient: true)
+            }
+        }
+        guard let r = box.get() else {
+            throw PostgresStoreError(server: url.serverName, message: "no answer", transient: true)
         }
         return try r.get()
     }

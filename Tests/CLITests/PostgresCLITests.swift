@@ -181,6 +181,48 @@ struct PostgresCLITests {
 
     /// `cuff watch --store postgres://…`: readings reach the server while it runs (the shipper
     /// works continuously), and after SIGTERM the server holds each printed reading once.
+    /// A server that stops answering (SIGSTOP: no error, no hang-up) while watch ships: SIGTERM
+    /// still ends watch in seconds (it ships for at most 2 s more), the unshipped readings wait in
+    /// the outbox, and `cuff sync` ships them once the server answers again.
+    @Test func aStoppingWatchDoesNotWaitForAFrozenServer() throws {
+        guard let c = try cluster() else { return }
+        let s = try ScratchDirectory()
+        let fleet = try SimulatedFleet.start(in: s, cuffs: 1)
+        defer { fleet.kill9() }
+        let watch = try ChildProcess(
+            ["watch", "--connect", "unix:" + s.path("cuffs"), "--store", c.url(), "--outbox", s.path("outbox.db")],
+            stdout: s.path("out"), stderr: s.path("watch.err"))
+        defer { watch.kill9() }
+        func shipped() -> Int { Int((try? c.psql("SELECT count(*) FROM cuff_measurements")) ?? "0") ?? 0 }
+        #expect(waitUntil(60) { shipped() >= 1 }, "\(s.text("watch.err").suffix(2000))")
+        // Freeze the server and its backends.
+        let postmaster = try #require(
+            pid_t(try String(contentsOfFile: c.dataDir + "/postmaster.pid", encoding: .utf8).split(separator: "\n")[0]))
+        let backends = try runToCompletion("pgrep", ["-P", "\(postmaster)"]).stdout.split(separator: "\n")
+            .compactMap { pid_t($0) }
+        let frozen = [postmaster] + backends
+        for p in frozen { kill(p, SIGSTOP) }
+        defer { for p in frozen { kill(p, SIGCONT) } }
+        let before = try WatchCommandTests.measurementLines(s.lines("out")).count
+        #expect(waitUntil(30) { ((try? WatchCommandTests.measurementLines(s.lines("out")).count) ?? 0) >= before + 2 })
+        fleet.signal(SIGTERM)
+        _ = fleet.wait(timeout: 20)
+        let stopping = ContinuousClock.now
+        watch.signal(SIGTERM)
+        #expect(watch.wait(timeout: 30) == 0, "\(s.text("watch.err").suffix(2000))")
+        let took = ContinuousClock.now - stopping
+        #expect(took < .seconds(12), "SIGTERM took \(took)")
+        #expect(s.text("watch.err").contains("wait in the outbox"), "\(s.text("watch.err").suffix(2000))")
+        for p in frozen { kill(p, SIGCONT) }
+        let sync = try CLI.run(["sync", "--store", c.url(), "--outbox", s.path("outbox.db")])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        let printed = try WatchCommandTests.measurementLines(s.lines("out")).map(WatchCommandTests.key)
+        let stored = try WatchCommandTests.history(c.url()).map(WatchCommandTests.key)
+        #expect(
+            Set(printed) == Set(stored) && stored.count == printed.count,
+            "\(printed.count) printed, \(stored.count) stored")
+    }
+
     @Test func watchShipsContinuously() throws {
         guard let c = try cluster() else { return }
         let s = try ScratchDirectory()
