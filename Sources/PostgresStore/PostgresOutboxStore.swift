@@ -123,6 +123,13 @@ public final class PostgresOutboxStore: MeasurementStore {
         }
     }
 
+    /// ``history()`` with rows that cannot be read skipped and named (``PostgresServer/readHistory()``).
+    public func readHistory() throws(SinkError) -> StoreReading {
+        do throws(PostgresStoreError) { return try server.readHistory() } catch {
+            throw .storeRead(path: storeName, reason: error.description)
+        }
+    }
+
     public func write(_ o: SessionOutput) throws(SinkError) {
         guard case let .measurement(m) = o else {
             if done.load(ordering: .relaxed) { throw .finished(sink: "store") }
@@ -323,6 +330,12 @@ public final class PostgresReadStore: MeasurementStore {
 
     public func history() throws(SinkError) -> [StoredMeasurement] {
         do throws(PostgresStoreError) { return try server.history() } catch {
+            throw .storeRead(path: storeName, reason: error.description)
+        }
+    }
+
+    public func readHistory() throws(SinkError) -> StoreReading {
+        do throws(PostgresStoreError) { return try server.readHistory() } catch {
             throw .storeRead(path: storeName, reason: error.description)
         }
     }

@@ -286,6 +286,57 @@ public final class PostgresServer: Sendable {
         }
     }
 
+    /// Every measurement the server holds that can be read, and the rows that cannot (named by id
+    /// and column, never by value): each cell is taken as what it is on the wire and checked by
+    /// ``StoreRows``, as the SQLite store's rows are, so one row that another program changed, or a
+    /// column whose type was altered, skips that row and not the whole history.
+    public func readHistory() throws(PostgresStoreError) -> StoreReading {
+        try withConnection { c in
+            let r = try run(
+                c,
+                """
+                SELECT m.id AS cuff_row, m.*, d.id AS d_id, d.address AS d_address, d.name AS d_name,
+                       d.manufacturer AS d_manufacturer, d.model AS d_model, d.serial AS d_serial, d.firmware AS d_firmware
+                FROM cuff_measurements m LEFT JOIN cuff_devices d ON d.id = m.device_id
+                ORDER BY m.received_at_us, m.id
+                """)
+            var out = StoreReading(rows: [])
+            var layout: StoreRows.Layout?
+            for row in r.rows {
+                let cells = Array(row)
+                let l = layout ?? StoreRows.Layout(columnNames: cells.map(\.columnName))
+                layout = l
+                do throws(StoreRowProblem) {
+                    let d = try StoreRows.decode(l, cells.map(Self.storeValue))
+                    out.rows.append(d.measurement)
+                    if d.deviceRowMissing { out.withoutDevice += 1 }
+                } catch {
+                    out.skipped.append(error)
+                }
+            }
+            return out
+        }
+    }
+
+    /// A cell as the storage class ``StoreRows`` checks: integers (and booleans, as 0 or 1),
+    /// numbers, text, bytes; a type this schema never has is bytes, which no column takes.
+    static func storeValue(_ cell: PostgresCell) -> StoreValue {
+        guard let bytes = cell.bytes else { return .null }
+        switch cell.dataType {
+        case .int2, .int4, .int8:
+            if let v = try? cell.decode(Int64.self) { return .integer(v) }
+        case .float4, .float8, .numeric:
+            if let v = try? cell.decode(Double.self) { return .real(v) }
+        case .bool:
+            if let v = try? cell.decode(Bool.self) { return .integer(v ? 1 : 0) }
+        case .text, .varchar, .bpchar, .name:
+            if let v = try? cell.decode(String.self) { return .text(v) }
+        default:
+            break
+        }
+        return .blob(Array(bytes.readableBytesView))
+    }
+
     /// The dedup keys of every measurement on the server.
     public func knownKeys() throws(PostgresStoreError) -> Set<String> {
         try withConnection { c in

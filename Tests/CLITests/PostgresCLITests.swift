@@ -135,6 +135,32 @@ struct PostgresCLITests {
         #expect(try c.psql("SELECT count(*) FROM cuff_measurements") == "\(n)")
     }
 
+    /// A row another program changed (a user id out of range) skips that row, named by id and
+    /// column, and the rest is printed (exit 11), as for a damaged SQLite store; a column whose
+    /// type was altered skips the rows it makes unreadable, never the whole history at once.
+    @Test func anUnreadableRowOnTheServerSkipsThatRowOnly() throws {
+        guard let c = try cluster() else { return }
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let capture = Self.captures.appendingPathComponent("stored-records-bps-1.1.btsnoop").path
+        let r = try CLI.run(["replay", capture, "--quiet", "--store", c.url(), "--outbox", "\(dir)/o.db"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let whole = try CLI.run(["history", "--store", c.url()])
+        #expect(whole.status == 0 && whole.stdoutLines.count > 1, "\(whole.stderr)")
+        let first = try c.psql("SELECT min(id) FROM cuff_measurements")
+        _ = try c.psql("UPDATE cuff_measurements SET user_id = 999 WHERE id = \(first)")
+        let damaged = try CLI.run(["history", "--store", c.url()])
+        #expect(damaged.status == 11, "\(damaged.stderr)")
+        #expect(damaged.stdoutLines == Array(whole.stdoutLines.dropFirst()))
+        #expect(damaged.stderr.contains("skipped") && damaged.stderr.contains("user_id"), "\(damaged.stderr)")
+        #expect(!damaged.stderr.contains("999"), "a value is never shown")
+        _ = try c.psql(
+            "ALTER TABLE cuff_measurements ALTER COLUMN warnings TYPE BYTEA USING convert_to(warnings, 'UTF8')")
+        let altered = try CLI.run(["history", "--store", c.url()])
+        #expect(altered.status == 11 && altered.stdoutLines.isEmpty, "\(altered.stderr)")
+        #expect(altered.stderr.contains("warnings"), "\(altered.stderr)")
+    }
+
     @Test func clearErrors() throws {
         guard let c = try cluster() else { return }
         let dir = try tempDir()
