@@ -50,6 +50,9 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
     /// before it is dropped.
     static var unsentLimit: Int { 256 }
     var isStalled: Bool { unsentStart < unsent.count }
+    /// The cuff dropped the link while PDUs still waited for room: it is dropped once they went
+    /// out (as a cuff's radio sends what it queued before it disconnects), or at the stall timeout.
+    var disconnectAfterUnsent: String?
 
     public init(peripheral: Peripheral, clock: SimulationClock, signals: SignalFlags? = .shared, log: Logger) {
         self.peripheral = peripheral
@@ -209,6 +212,11 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
             unsentStart = 0
             if let t = stallTimer { loop?.cancel(t) }
             stallTimer = nil
+            if let why = disconnectAfterUnsent {
+                let out = peripheral.disconnected(now: clock.now())
+                for case let .log(s) in out { log.info("\(s)") }
+                return .disconnected(why)
+            }
             if let fd = watchedFD { loop?.change(fd, readable: true, writable: false) }
         } else if sent > 0 {
             armStallTimer()
@@ -278,6 +286,7 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
         stallTimer = nil
         unsent.removeAll()
         unsentStart = 0
+        disconnectAfterUnsent = nil
         if let fd = watchedFD {
             loop?.unwatch(fd)
             watchedFD = nil
@@ -307,6 +316,7 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
             switch o {
             case let .send(pdu):
                 guard let bearer else { continue }  // between connections: nobody to send to
+                if disconnectAfterUnsent != nil { continue }  // the cuff is leaving: nothing new
                 if isStalled {
                     if let e = keepUnsent(pdu) { return e }
                     continue
@@ -321,6 +331,10 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
                 log.info("\(s)")
             case let .disconnect(why):
                 guard bearer != nil else { continue }
+                if isStalled {
+                    disconnectAfterUnsent = disconnectAfterUnsent ?? why
+                    continue
+                }
                 let out = peripheral.disconnected(now: clock.now())
                 for case let .log(s) in out { log.info("\(s)") }
                 return .disconnected(why)
