@@ -158,13 +158,24 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
     func ready(_ readiness: EventLoop.Readiness = .readable) {
         guard let bearer else { return }
         if isStalled {
-            if readiness.contains(.hangUp) {
-                let out = peripheral.disconnected(now: clock.now())
-                for case let .log(s) in out { log.info("\(s)") }
-                return end(.disconnected("the client closed the connection"))
+            if readiness.contains(.writable) || readiness.contains(.hangUp) {
+                // A client that shut down only its writing may still read what waits: send it. One
+                // that is gone fails the send.
+                if let e = flush() {
+                    if case .transportFailed = e, readiness.contains(.hangUp) {
+                        return end(.disconnected("the client closed the connection"))
+                    }
+                    return end(e)
+                }
             }
-            if readiness.contains(.writable), let e = flush() { return end(e) }
-            if isStalled { return }
+            if isStalled {
+                // Still waiting for room: a half-close, once seen, is not reported again meanwhile
+                // (reading the client resumes once all went out, and finds it there).
+                if readiness.contains(.hangUp), let fd = watchedFD {
+                    loop?.change(fd, readable: false, writable: true, peerShutdown: false)
+                }
+                return
+            }
         }
         for _ in 0..<Self.readBudget {
             let event: BearerEvent?

@@ -76,10 +76,14 @@ public final class EventLoop {
         handlers[fd] = handler
     }
 
-    /// Changes what `fd` is watched for (both false: only hang-ups and errors).
-    public func change(_ fd: CInt, readable: Bool, writable: Bool) {
+    /// Changes what `fd` is watched for (both false: only hang-ups and errors). `peerShutdown`
+    /// false stops reporting that the peer shut down its writing (once seen, it would be reported
+    /// on every turn), while a full hang-up and errors are still reported.
+    public func change(_ fd: CInt, readable: Bool, writable: Bool, peerShutdown: Bool = true) {
         guard handlers[fd] != nil else { return }
-        _ = Sys.epollControl(epfd, Self.modify, fd, events: Self.mask(readable: readable, writable: writable))
+        var events = Self.mask(readable: readable, writable: writable)
+        if !peerShutdown { events &= ~UInt32(CUFF_EPOLLRDHUP) }
+        _ = Sys.epollControl(epfd, Self.modify, fd, events: events)
     }
 
     /// Stops watching `fd` (call before closing it). Unknown descriptors are ignored.

@@ -66,6 +66,40 @@ struct SimulatorUnderLoadTests {
         #expect(sim.wait(timeout: 3) == 0, "SIGTERM is heard at once")
     }
 
+    /// A client that sends many requests without reading, then shuts down its writing
+    /// (`shutdown(SHUT_WR)`) and reads: it gets an answer to every request, then the end.
+    @Test func aHalfClosedClientStillGetsEveryAnswer() throws {
+        let s = try ScratchDirectory(prefix: "sim-half")
+        let sim = try Self.fleet(s, cuffs: 1)
+        defer { sim.kill9() }
+        let client = try UnixSeqpacketBearer.connect(path: Self.socket(s, 1))
+        defer { client.close() }
+        var sent = 0
+        let filling = ContinuousClock.now
+        while ContinuousClock.now - filling < .seconds(10) {
+            if try client.sendNow([0x0A, 0x03, 0x00]) {
+                sent += 1
+            } else {
+                usleep(20_000)
+                if try !client.sendNow([0x0A, 0x03, 0x00]) { break }
+                sent += 1
+            }
+        }
+        #expect(sent > 100, "\(sent)")
+        let fd = try #require(client.fileDescriptor)
+        #expect(shutdown(fd, Int32(SHUT_WR)) == 0)
+        var answers = 0
+        var closed = false
+        while !closed, case let event = try client.next(timeout: .seconds(3)) {
+            switch event {
+            case let .pdu(p): if p.first == 0x0B { answers += 1 }
+            case .closed: closed = true
+            case .timeout: closed = true
+            }
+        }
+        #expect(answers == sent, "\(answers) of \(sent): \(s.text("sim.err").suffix(600))")
+    }
+
     /// More clients than the simulator has descriptors for: accept fails with EMFILE. The
     /// simulator says so once per cuff, does not spin (the listener stays readable), and accepts
     /// again once clients leave.
