@@ -63,7 +63,8 @@ public struct PublishOptions: ParsableArguments {
     public var isEnabled: Bool { !publish.isEmpty }
 
     public func validate() throws {
-        for p in publish { _ = try parse(p) }
+        // The password file is not read here (a pipe can be read only once): ``setup()`` reads it.
+        for p in publish { _ = try parse(p, filePassword: publishPasswordFile.map { _ in "" }) }
         if !isEnabled
             && (publishCA != nil || publishCert != nil || publishKey != nil || publishPasswordFile != nil
                 || !userNames.isEmpty || cuffTimezone != nil)
@@ -84,9 +85,19 @@ public struct PublishOptions: ParsableArguments {
         }
     }
 
-    public func parse(_ text: String) throws -> MQTTURL {
-        do { return try MQTTURL(parsing: text).resolvingPassword(file: publishPasswordFile) } catch {
+    /// A `--publish` URL with its password: the URL's, else `filePassword` (the password file's,
+    /// read once), else `CUFF_MQTT_PASSWORD`.
+    public func parse(_ text: String, filePassword: String?) throws -> MQTTURL {
+        do { return try MQTTURL(parsing: text).resolvingPassword(fromFile: filePassword) } catch {
             throw ValidationError("--publish: \(error)")
+        }
+    }
+
+    /// The password file's first line, read once; nil without `--publish-password-file`.
+    public func filePassword() throws -> String? {
+        guard let file = publishPasswordFile else { return nil }
+        do { return try MQTTURL.readPasswordFile(file) } catch {
+            throw ValidationError("--publish-password-file: \(error)")
         }
     }
 
@@ -100,8 +111,10 @@ public struct PublishOptions: ParsableArguments {
     /// The brokers, parsed; nil without `--publish`.
     public func setup() throws -> MQTTPublishing? {
         guard isEnabled else { return nil }
+        let password = try filePassword()
         return MQTTPublishing(
-            urls: try publish.map(parse), caFile: publishCA, certFile: publishCert, keyFile: publishKey,
+            urls: try publish.map { try parse($0, filePassword: password) }, caFile: publishCA, certFile: publishCert,
+            keyFile: publishKey,
             discovery: noHADiscovery
                 ? nil
                 : HomeAssistantDiscovery(

@@ -117,25 +117,21 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
     public func resolvingPassword(file: String?, environment: [String: String] = ProcessInfo.processInfo.environment)
         throws(ParseError) -> MQTTURL
     {
+        guard password == nil, let file else { return try resolvingPassword(fromFile: nil, environment: environment) }
+        let text: String
+        do { text = try Self.readPasswordFile(file) } catch { throw ParseError(url: description, reason: error.reason) }
+        return try resolvingPassword(fromFile: text, environment: environment)
+    }
+
+    /// ``resolvingPassword(file:environment:)`` with the file already read (``readPasswordFile(_:)``:
+    /// a pipe can be read only once, however many URLs take its password).
+    public func resolvingPassword(
+        fromFile: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ParseError) -> MQTTURL {
         var u = self
         if u.password != nil { return u }
-        if let file {
-            // Read as a stream, so a pipe (`<(pass show mqtt)`) serves as well as a file; no more
-            // than the longest password MQTT carries and its line end.
-            let bytes: [UInt8]
-            switch Sys.readFile(file, limit: 65537) {
-            case .success(let b): bytes = b
-            case .failure(let e):
-                throw ParseError(url: description, reason: "cannot read the password file \(file): \(e)")
-            }
-            let line = bytes.split(separator: 0x0A, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
-            guard line.count <= 65535 else {
-                throw ParseError(url: description, reason: "the password file's first line is longer than 65535 bytes")
-            }
-            guard let text = String(bytes: line, encoding: .utf8) else {
-                throw ParseError(url: description, reason: "the password file's first line is not UTF-8")
-            }
-            u.password = text
+        if let fromFile {
+            u.password = fromFile
         } else if u.user != nil, let p = environment["CUFF_MQTT_PASSWORD"], !p.isEmpty {
             u.password = p
         }
@@ -143,6 +139,30 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
             throw ParseError(url: description, reason: "a password needs a user name (mqtt://USER@HOST)")
         }
         return u
+    }
+
+    /// Why a password file gave no password.
+    public struct PasswordFileError: Error, Sendable, Hashable, CustomStringConvertible {
+        public var reason: String
+        public var description: String { reason }
+    }
+
+    /// A password file's first line. Read as a stream, once, so a pipe (`<(pass show mqtt)`)
+    /// serves as well as a file; no more than the longest password MQTT carries and its line end.
+    public static func readPasswordFile(_ file: String) throws(PasswordFileError) -> String {
+        let bytes: [UInt8]
+        switch Sys.readFile(file, limit: 65537) {
+        case .success(let b): bytes = b
+        case .failure(let e): throw PasswordFileError(reason: "cannot read the password file \(file): \(e)")
+        }
+        let line = bytes.split(separator: 0x0A, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
+        guard line.count <= 65535 else {
+            throw PasswordFileError(reason: "the password file's first line is longer than 65535 bytes")
+        }
+        guard let text = String(bytes: line, encoding: .utf8) else {
+            throw PasswordFileError(reason: "the password file's first line is not UTF-8")
+        }
+        return text
     }
 
     /// `text` with the password (between `user:` and `@`) replaced by `***`.

@@ -376,8 +376,16 @@ struct MQTTCLITests {
         #expect(try waiting() == taken.count)
         #expect(try CLI.run(["history", "--store", broker.dir + "/s.db"]).stdoutLines.count == taken.count)
         // Wrong password, then a CA that did not sign the broker's certificate: nothing leaves.
+        // The password comes through a FIFO written once (as `<(pass show mqtt)` is): it is read
+        // once, and that is the password the broker sees.
         let pwFile = broker.dir + "/pw"
-        try "nope\n".write(toFile: pwFile, atomically: true, encoding: .utf8)
+        try #require(mkfifo(pwFile, 0o600) == 0)
+        let writer = Thread {
+            let fd = open(pwFile, O_WRONLY)
+            _ = Array("nope\n".utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            close(fd)
+        }
+        writer.start()
         let s1 = try CLI.run([
             "sync", "--publish", "mqtt://\(broker.user)@127.0.0.1:\(broker.port)", "--publish-password-file", pwFile,
             "--outbox", out,
