@@ -630,12 +630,14 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
                 switch filter {
                 case let .sequenceNumber(n)?:
                     return records.filter { opr == .lessThanOrEqualTo ? $0.sequence <= n : $0.sequence >= n }
-                case let .sequenceNumberRange(a, b)?: return records.filter { (a...max(a, b)).contains($0.sequence) }
+                case let .sequenceNumberRange(a, b)?: return records.filter { (a...b).contains($0.sequence) }
                 default: return nil
                 }
             default: return nil
             }
         }
+        // A range from a higher sequence number to a lower one is no range.
+        if case let .sequenceNumberRange(a, b)? = filter, a > b { return respond(op, .invalidOperand, &out) }
         switch op {
         case .reportStoredRecords:
             guard let sel = select() else { return respond(op, unselectable, &out) }
@@ -648,9 +650,12 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
                 let withCRC = configuration.features.contains(.e2eCRC)
                 let whole = [0x03] + rec.encodeBody(withCRC: withCRC)
                 // In segments when the configuration says so, or when the record is longer than
-                // an indication can carry at this ATT_MTU (it would arrive cut).
-                let fits = whole.count <= connection.mtu - 3
-                if let n = configuration.recordSegmentLength ?? (fits ? nil : connection.mtu - 3) {
+                // an indication can carry at this ATT_MTU (it would arrive cut); a segment is never
+                // longer than the ATT_MTU allows either.
+                let room = connection.mtu - 3
+                if let n = configuration.recordSegmentLength.map({ min($0, room) })
+                    ?? (whole.count <= room ? nil : room)
+                {
                     let segments = rec.segments(maxLength: max(6, n), startCounter: recordCounter, withCRC: withCRC)
                     for seg in segments { indicate(.bloodPressureRecord, seg.encode(), now, &out) }
                     recordCounter = UInt8((Int(recordCounter) + segments.count) & 0x3F)

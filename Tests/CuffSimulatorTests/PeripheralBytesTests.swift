@@ -179,14 +179,18 @@ struct PeripheralBytesTests {
         #expect(answer([0x01, 0x03, 0x02, 0, 0, 0, 0]) == "06000109", "user facing time: Operand Not Supported")
         #expect(answer([0x09, 0x01]) == "06000902", "an unknown op code")
         #expect(answer([0x01]) == "06000103", "no operator")
+        #expect(answer([0x01, 0x04, 0x01, 0x02, 0x00, 0x01, 0x00]) == "06000105", "a range from 2 down to 1")
         #expect(answer([0x04, 0x01]) == "05000300", "and a good request still works")
     }
 
     /// A Blood Pressure Record longer than an indication carries at the default ATT_MTU (23) goes
     /// in segments of at most 20 bytes, which reassemble to the record sent whole at ATT_MTU 247.
     @Test func aRecordLongerThanTheMTUAllowsGoesInSegments() throws {
-        func lastRecord(mtu: UInt16?) throws -> [[UInt8]] {
-            var p = peripheral(.storedRecords, persona: .bps11)
+        func lastRecord(
+            mtu: UInt16?, _ config: SimulatorConfiguration = .init(scenario: .storedRecords, persona: .bps11, seed: 3)
+        ) throws -> [[UInt8]] {
+            var p = CuffPeripheral(configuration: config)
+            _ = p.connected(now: .zero)
             let racp = p.handles[.recordAccessControlPoint]!, rec = p.handles[.bloodPressureRecord]!
             func le(_ h: UInt16) -> [UInt8] { [UInt8(h & 0xFF), UInt8(h >> 8)] }
             if let mtu { _ = p.receive([0x02] + le(mtu), now: .zero) }
@@ -208,6 +212,15 @@ struct PeripheralBytesTests {
         var body: [UInt8]?
         for v in cut { body = try assembler.add(RecordSegment.decode(v[...])).body ?? body }
         #expect(body == Array(whole[0].dropFirst()))
+        // --record-segment larger than the ATT_MTU allows: segments of at most ATT_MTU - 3 still,
+        // which reassemble to the same record.
+        var config = SimulatorConfiguration(scenario: .storedRecords, persona: .bps11, seed: 3)
+        config.recordSegmentLength = 64
+        let big = try lastRecord(mtu: nil, config)
+        var again = RecordAssembler()
+        var bigBody: [UInt8]?
+        for v in big { bigBody = try again.add(RecordSegment.decode(v[...])).body ?? bigBody }
+        #expect(bigBody == Array(whole[0].dropFirst()), "\(big.map(\.count))")
     }
 
     /// Stored readings the GATT server never sent (the client unsubscribed while they were
