@@ -36,6 +36,25 @@ struct SimulatorUnderLoadTests {
         return false
     }
 
+    /// A client of cuff `cuff` that sent Read Requests until its own socket was full (the cuff has
+    /// stopped taking them), and how many went.
+    static func floodedClient(_ s: ScratchDirectory, cuff: Int) throws -> (UnixSeqpacketBearer, Int) {
+        let client = try UnixSeqpacketBearer.connect(path: socket(s, cuff))
+        var sent = 0
+        let filling = ContinuousClock.now
+        while ContinuousClock.now - filling < .seconds(10) {
+            if try client.sendNow([0x0A, 0x03, 0x00]) {
+                sent += 1
+            } else {
+                usleep(20_000)  // the cuff may still be reading: full only when nothing more goes
+                if try !client.sendNow([0x0A, 0x03, 0x00]) { break }
+                sent += 1
+            }
+        }
+        #expect(sent > 100, "\(sent)")
+        return (client, sent)
+    }
+
     /// A client that sends requests and never reads the answers: the cuff stops reading it once
     /// its socket is full, another cuff of the fleet answers at once, SIGTERM ends the simulator at
     /// once, and the client that does not read is dropped after 5 s.
@@ -43,21 +62,8 @@ struct SimulatorUnderLoadTests {
         let s = try ScratchDirectory(prefix: "sim-slow")
         let sim = try Self.fleet(s, cuffs: 2)
         defer { sim.kill9() }
-        let slow = try UnixSeqpacketBearer.connect(path: Self.socket(s, 1))
+        let (slow, _) = try Self.floodedClient(s, cuff: 1)
         defer { slow.close() }
-        // Requests until the client's own socket is full: the cuff has stopped taking them.
-        var queued = 0
-        let filling = ContinuousClock.now
-        while ContinuousClock.now - filling < .seconds(10) {
-            if try slow.sendNow([0x0A, 0x03, 0x00]) {
-                queued += 1
-            } else {
-                usleep(20_000)  // the cuff may still be reading: full only when nothing more goes
-                if try !slow.sendNow([0x0A, 0x03, 0x00]) { break }
-                queued += 1
-            }
-        }
-        #expect(queued > 100, "\(queued)")
         #expect(try Self.readAnswered(Self.socket(s, 2), within: 2), "the other cuff answers meanwhile")
         #expect(
             waitUntil(10) { s.text("sim.err").contains("the client has not read for 5") }, "\(s.text("sim.err"))")
@@ -72,20 +78,8 @@ struct SimulatorUnderLoadTests {
         let s = try ScratchDirectory(prefix: "sim-half")
         let sim = try Self.fleet(s, cuffs: 1)
         defer { sim.kill9() }
-        let client = try UnixSeqpacketBearer.connect(path: Self.socket(s, 1))
+        let (client, sent) = try Self.floodedClient(s, cuff: 1)
         defer { client.close() }
-        var sent = 0
-        let filling = ContinuousClock.now
-        while ContinuousClock.now - filling < .seconds(10) {
-            if try client.sendNow([0x0A, 0x03, 0x00]) {
-                sent += 1
-            } else {
-                usleep(20_000)
-                if try !client.sendNow([0x0A, 0x03, 0x00]) { break }
-                sent += 1
-            }
-        }
-        #expect(sent > 100, "\(sent)")
         let fd = try #require(client.fileDescriptor)
         #expect(shutdown(fd, Int32(SHUT_WR)) == 0)
         var answers = 0
