@@ -264,26 +264,15 @@ public final class PostgresServer: Sendable {
     // MARK: Reading
 
     /// Every measurement, in received order (then shipping order), as ``StoredMeasurement``s that
-    /// decode to the records an SQLite store with the same readings gives.
+    /// decode to the records an SQLite store with the same readings gives. A row that cannot be
+    /// read is an error naming it (``readHistory()`` skips such rows instead).
     public func history() throws(PostgresStoreError) -> [StoredMeasurement] {
-        try withConnection { c in
-            let r = try run(
-                c,
-                """
-                SELECT m.id, m.characteristic, m.raw, m.quirks, m.unit, m.systolic, m.diastolic, m.mean_arterial_pressure,
-                       m.pulse_rate, m.systolic_raw, m.diastolic_raw, m.mean_arterial_pressure_raw, m.pulse_rate_raw,
-                       m.systolic_special, m.diastolic_special, m.mean_arterial_pressure_special, m.pulse_rate_special,
-                       m.timestamp, m.user_id, m.status, m.stored, m.sequence_number, m.received_at, m.received_at_us,
-                       m.host_utc_offset, m.dedup_key, m.warnings, m.decoded,
-                       d.address, d.name, d.manufacturer, d.model, d.serial, d.firmware
-                FROM cuff_measurements m JOIN cuff_devices d ON d.id = m.device_id
-                ORDER BY m.received_at_us, m.id
-                """)
-            var out: [StoredMeasurement] = []
-            out.reserveCapacity(r.rows.count)
-            for row in r.rows { out.append(try Self.stored(row.makeRandomAccess(), server: url.serverName)) }
-            return out
+        let r = try readHistory()
+        if let p = r.skipped.first {
+            throw PostgresStoreError(
+                server: url.serverName, message: "cuff_measurements: \(p.description)", transient: false)
         }
+        return r.rows
     }
 
     /// Every measurement the server holds that can be read, and the rows that cannot (named by id
@@ -373,56 +362,6 @@ public final class PostgresServer: Sendable {
                         """, binds: b))
             return try r.rows.first.flatMap { try $0.decode(Int64?.self) }.flatMap { UInt16(exactly: $0) }
         }
-    }
-
-    static func stored(_ r: PostgresRandomAccessRow, server: String) throws -> StoredMeasurement {
-        func bad(_ what: String) -> PostgresStoreError {
-            PostgresStoreError(server: server, message: "cuff_measurements row has a bad \(what)", transient: false)
-        }
-        func u16(_ c: String) throws -> UInt16? {
-            guard let v = try r[c].decode(Int64?.self) else { return nil }
-            guard let w = UInt16(exactly: v) else { throw bad(c) }
-            return w
-        }
-        func req(_ c: String) throws -> UInt16 {
-            guard let v = try u16(c) else { throw bad(c) }
-            return v
-        }
-        guard let ch = RecordCharacteristic(argument: try r["characteristic"].decode(String.self)) else {
-            throw bad("characteristic")
-        }
-        guard let unit = PressureUnit(rawValue: try r["unit"].decode(String.self)) else { throw bad("unit") }
-        let raw = try r["raw"].decode(ByteBuffer.self)
-        let uid = try r["user_id"].decode(Int64?.self)
-        return StoredMeasurement(
-            id: try r["id"].decode(Int64.self),
-            device: DeviceInfo(
-                address: try r["address"].decode(String.self), name: try r["name"].decode(String?.self),
-                manufacturer: try r["manufacturer"].decode(String?.self), model: try r["model"].decode(String?.self),
-                serial: try r["serial"].decode(String?.self), firmware: try r["firmware"].decode(String?.self)),
-            characteristic: ch, raw: Array(raw.readableBytesView),
-            quirks: QuirkProfile.Options(rawValue: UInt8(truncatingIfNeeded: try r["quirks"].decode(Int64.self))),
-            unit: unit,
-            systolic: try r["systolic"].decode(Double?.self), diastolic: try r["diastolic"].decode(Double?.self),
-            meanArterialPressure: try r["mean_arterial_pressure"].decode(Double?.self),
-            pulseRate: try r["pulse_rate"].decode(Double?.self),
-            systolicRaw: try req("systolic_raw"), diastolicRaw: try req("diastolic_raw"),
-            meanArterialPressureRaw: try req("mean_arterial_pressure_raw"), pulseRateRaw: try u16("pulse_rate_raw"),
-            systolicSpecial: try r["systolic_special"].decode(String?.self),
-            diastolicSpecial: try r["diastolic_special"].decode(String?.self),
-            meanArterialPressureSpecial: try r["mean_arterial_pressure_special"].decode(String?.self),
-            pulseRateSpecial: try r["pulse_rate_special"].decode(String?.self),
-            timestamp: try r["timestamp"].decode(String?.self),
-            userID: try uid.map { v in
-                guard let u = UInt8(exactly: v) else { throw bad("user_id") }; return u
-            },
-            status: try u16("status"), stored: try r["stored"].decode(Bool.self),
-            sequenceNumber: try u16("sequence_number"),
-            receivedAt: try r["received_at"].decode(String.self),
-            receivedAtMicros: try r["received_at_us"].decode(Int64.self),
-            hostUTCOffsetSeconds: Int(try r["host_utc_offset"].decode(Int64.self)),
-            dedupKey: try r["dedup_key"].decode(String.self),
-            warningsJSON: try r["warnings"].decode(String.self), decodedJSON: try r["decoded"].decode(String.self))
     }
 
     // MARK: Connection
