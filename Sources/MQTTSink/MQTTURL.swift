@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
 import Foundation
 import Transport
 
@@ -37,10 +38,7 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the host is this machine (a loopback address or `localhost`): health data sent to
     /// any other host without TLS crosses a network in the clear.
-    public var isLoopback: Bool {
-        let h = host.lowercased()
-        return h == "localhost" || h.hasSuffix(".localhost") || h.hasPrefix("127.") || h == "::1"
-    }
+    public var isLoopback: Bool { HostName.isThisMachine(host) }
 
     public init(parsing text: String) throws(ParseError) {
         let shown = Self.redacting(text)

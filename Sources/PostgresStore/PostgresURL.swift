@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import CuffCore
 import Foundation
 import Logging
 import Sinks
@@ -66,8 +67,8 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the server is this machine: a Unix socket, a loopback address or `localhost`.
     public var isLocal: Bool {
-        guard socketDirectory == nil, let h = host?.lowercased() else { return true }
-        return h == "localhost" || h.hasSuffix(".localhost") || h.hasPrefix("127.") || h == "::1"
+        guard socketDirectory == nil, let host else { return true }
+        return HostName.isThisMachine(host)
     }
 
     /// What to tell the user when readings (health data) may cross a network unencrypted: with
