@@ -278,10 +278,10 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         var autostartPending = false
         /// Autostart measures once per connection.
         var autostarted = false
-        /// A RACP procedure is under way: from an accepted request until its response (the
-        /// last indication it asked for) is confirmed. Another request meanwhile gets Procedure
-        /// Already In Progress, except Abort Operation.
-        var racpBusy = false
+        /// A RACP procedure is under way: its response (the last indication it asked for) is
+        /// not confirmed or dropped yet. Another request meanwhile gets Procedure Already In
+        /// Progress, except Abort Operation.
+        var racpBusy: Bool { indications.contains { $0.endsProcedure } }
         /// A&D: the link is dropped at this time unless Date Time was written and the result
         /// subscribed by then.
         var clockDeadline: Timestamp?
@@ -449,7 +449,6 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             if !connection.indications.isEmpty {
                 let confirmed = connection.indications.removeFirst()
                 if let seq = confirmed.carries { markDelivered(seq) }
-                if confirmed.endsProcedure { connection.racpBusy = false }
                 let waited = (now - confirmed.sentAt).secondsDouble
                 if waited > 1 {
                     out.append(.log(String(format1(waited)) + " s until the client confirmed an indication"))
@@ -463,7 +462,7 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         case let .indicationDropped(now, behind):
             let i = behind.map { connection.indications.count - 1 - $0 } ?? 0
             guard connection.indications.indices.contains(i) else { return }
-            if connection.indications.remove(at: i).endsProcedure { connection.racpBusy = false }
+            connection.indications.remove(at: i)
             indicationsSettled(now, &out)
 
         case .indicationTimedOut:
@@ -598,7 +597,6 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         }
         out.append(.writeResult(.recordAccessControlPoint, error: nil))
         // Every path below ends with one response indication, which ends the procedure.
-        connection.racpBusy = true
         func respond(
             _ op: RecordAccessControlPoint.OpCode, _ code: RecordAccessControlPoint.ResponseCode, _ out: inout [Action]
         ) {
