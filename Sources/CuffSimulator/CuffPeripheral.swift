@@ -236,6 +236,9 @@ public struct CuffPeripheral: GATTPeripheral {
                     .other, &out)
             case let .setValue(c, v):
                 if let h = handles[c] { _ = server.setValue(handle: h, v) }
+            case let .withdrawQueued(cs):
+                let taken = server.withdrawQueuedIndications(handles: Set(cs.compactMap { handles[$0] }))
+                perform(.indicationsWithdrawn(taken, now), now, &out)
             case let .disconnect(why):
                 out.append(.disconnect(why))
             case let .log(s):

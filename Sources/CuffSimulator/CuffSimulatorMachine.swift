@@ -202,6 +202,9 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         /// `behind` more indications asked for after it (the client is not subscribed, the queue
         /// is full); nil: the oldest still waiting (the client unsubscribed while it was queued).
         case indicationDropped(Timestamp, behind: Int?)
+        /// The GATT server took back this many of the indications a ``Action/withdrawQueued(_:)``
+        /// named: they were queued, never sent, and will not be confirmed.
+        case indicationsWithdrawn(Int, Timestamp)
         /// A confirmation never came (30 s): the link must be dropped.
         case indicationTimedOut(Timestamp)
         /// The cuff's start button (SIGUSR1).
@@ -217,6 +220,10 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         case writeResult(CuffCharacteristic, error: UInt8?)
         /// A readable value changed (Current Time after a write, the clock ticking).
         case setValue(CuffCharacteristic, [UInt8])
+        /// Take back the indications of these characteristics still queued behind the one in
+        /// flight (a RACP procedure the client aborted), then answer with
+        /// ``Event/indicationsWithdrawn(_:_:)``.
+        case withdrawQueued(Set<CuffCharacteristic>)
         case disconnect(String)
         case log(String)
     }
@@ -291,7 +298,16 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         /// The ATT_MTU: 23 until the client exchanges another.
         var mtu = 23
 
+        /// An Abort Operation waits for the GATT server to take back what was queued.
+        var abortPending = false
+
         var outstandingIndications: Int { indications.count }
+
+        /// The oldest indication waiting went out now (the one before it was confirmed or
+        /// dropped): its wait for a confirmation starts here, not when it was queued.
+        mutating func nextIndicationSent(at now: Timestamp) {
+            if !indications.isEmpty { indications[0].sentAt = max(indications[0].sentAt, now) }
+        }
     }
 
     /// One indication waiting for its confirmation.
@@ -302,6 +318,9 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         var carries: UInt16?
         /// A RACP procedure's response: confirmed (or dropped), the procedure is over.
         var endsProcedure = false
+        /// Part of a RACP procedure (a record it reports, or its response): what Abort Operation
+        /// takes back while it is still queued.
+        var racp = false
     }
 
     struct StoredRecord: Sendable, Hashable {
@@ -449,6 +468,7 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             if !connection.indications.isEmpty {
                 let confirmed = connection.indications.removeFirst()
                 if let seq = confirmed.carries { markDelivered(seq) }
+                connection.nextIndicationSent(at: now)
                 let waited = (now - confirmed.sentAt).secondsDouble
                 if waited > 1 {
                     out.append(.log(String(format1(waited)) + " s until the client confirmed an indication"))
@@ -463,7 +483,23 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             let i = behind.map { connection.indications.count - 1 - $0 } ?? 0
             guard connection.indications.indices.contains(i) else { return }
             connection.indications.remove(at: i)
+            if i == 0 { connection.nextIndicationSent(at: now) }
             indicationsSettled(now, &out)
+
+        case let .indicationsWithdrawn(n, now):
+            // The newest `n` of the procedure's (those queued: the one in flight is older).
+            var left = n
+            for i in connection.indications.indices.reversed() where left > 0 && connection.indications[i].racp {
+                connection.indications.remove(at: i)
+                left -= 1
+            }
+            guard connection.abortPending else { return }
+            connection.abortPending = false
+            out.append(.log("RACP: procedure aborted (\(n) indication(s) taken back)"))
+            indicate(
+                .recordAccessControlPoint,
+                RecordAccessControlPoint.responseCode(requestOpCode: .abortOperation, response: .success).encode(), now,
+                endsProcedure: true, racp: true, &out)
 
         case .indicationTimedOut:
             out.append(.log("no confirmation within 30 s: dropping the link (ATT transaction timeout)"))
@@ -603,7 +639,7 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             indicate(
                 .recordAccessControlPoint,
                 RecordAccessControlPoint.responseCode(requestOpCode: op, response: code).encode(), now,
-                endsProcedure: true, &out)
+                endsProcedure: true, racp: true, &out)
         }
         guard let req = try? RecordAccessControlPoint.decode(value[...], as: .request).value,
             case let .request(op, opr, filter) = req
@@ -615,6 +651,8 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             respond(op, !isRequest ? .opCodeNotSupported : value.count < 2 ? .invalidOperator : .invalidOperand, &out)
             return
         }
+        // Bytes after what the operator takes (an operand to All Records, to Abort): Invalid Operand.
+        if req.encode().count < value.count { return respond(op, .invalidOperand, &out) }
         // A selection the cuff cannot make: no operand where one is needed, or a filter it does
         // not support (the user facing time).
         let unselectable: RecordAccessControlPoint.ResponseCode =
@@ -655,10 +693,10 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
                     ?? (whole.count <= room ? nil : room)
                 {
                     let segments = rec.segments(maxLength: max(6, n), startCounter: recordCounter, withCRC: withCRC)
-                    for seg in segments { indicate(.bloodPressureRecord, seg.encode(), now, &out) }
+                    for seg in segments { indicate(.bloodPressureRecord, seg.encode(), now, racp: true, &out) }
                     recordCounter = UInt8((Int(recordCounter) + segments.count) & 0x3F)
                 } else {
-                    indicate(.bloodPressureRecord, whole, now, &out)
+                    indicate(.bloodPressureRecord, whole, now, racp: true, &out)
                 }
             }
             respond(op, .success, &out)
@@ -668,13 +706,19 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
             records.removeAll { gone.contains($0.sequence) }
             respond(op, sel.isEmpty ? .noRecordsFound : .success, &out)
         case .abortOperation:
-            respond(op, .success, &out)
+            // (Its operator is Null.) A procedure under way stops: what it queued is taken back,
+            // and once that is done (``Event/indicationsWithdrawn(_:_:)``) the abort succeeds.
+            // The aborted procedure gets no response of its own; what was sent stays sent.
+            guard opr == .null else { return respond(op, .invalidOperator, &out) }
+            guard connection.racpBusy, !connection.abortPending else { return respond(op, .success, &out) }
+            connection.abortPending = true
+            out.append(.withdrawQueued([.bloodPressureRecord, .recordAccessControlPoint]))
         case .reportNumberOfStoredRecords:
             guard let sel = select() else { return respond(op, unselectable, &out) }
             indicate(
                 .recordAccessControlPoint,
                 RecordAccessControlPoint.numberOfRecords(UInt32(sel.count), width: 2).encode(), now,
-                endsProcedure: true, &out)
+                endsProcedure: true, racp: true, &out)
         default:
             respond(op, .opCodeNotSupported, &out)
         }
@@ -991,10 +1035,10 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
 
     mutating func indicate(
         _ c: CuffCharacteristic, _ value: [UInt8], _ now: Timestamp, carrying sequence: UInt16? = nil,
-        endsProcedure: Bool = false, _ out: inout [Action]
+        endsProcedure: Bool = false, racp: Bool = false, _ out: inout [Action]
     ) {
         connection.indications.append(
-            IndicationInFlight(sentAt: now, carries: sequence, endsProcedure: endsProcedure))
+            IndicationInFlight(sentAt: now, carries: sequence, endsProcedure: endsProcedure, racp: racp))
         out.append(.indicate(c, value))
     }
 

@@ -170,6 +170,17 @@ public struct GATTServer: Sendable {
         out.append(sendIndication(handle: handle, value: value, now: now, queue: []))
     }
 
+    /// Takes back the queued indications of `handles` (never the one in flight, which the client
+    /// has): a procedure the client aborted. Returns how many were taken back.
+    public mutating func withdrawQueuedIndications(handles: Set<UInt16>) -> Int {
+        guard case .inFlight(let h, let sentAt, var queue) = indications else { return 0 }
+        indications = .modifying
+        let before = queue.count
+        queue.removeAll { handles.contains($0.handle) }
+        indications = .inFlight(handle: h, sentAt: sentAt, queue: queue)
+        return before - queue.count
+    }
+
     private mutating func sendIndication(handle: UInt16, value: [UInt8], now: Timestamp, queue: [Indication])
         -> GATTServerAction
     {

@@ -143,8 +143,10 @@ struct PeripheralBytesTests {
     }
 
     /// A RACP request while another's records and response are not confirmed yet gets Procedure
-    /// Already In Progress (0xFE); Abort Operation does not. Malformed operands get Invalid
-    /// Operand, a filter the cuff does not support Operand Not Supported.
+    /// Already In Progress (0xFE); Abort Operation does not: it stops the report (the records
+    /// still queued and the report's response are not sent; the one in flight stays) and succeeds.
+    /// Malformed operands get Invalid Operand, a filter the cuff does not support Operand Not
+    /// Supported, an operand where the operator takes none Invalid Operand.
     @Test func racpProcedureInProgressAndOperandErrors() throws {
         var p = peripheral(.storedRecords, persona: .bps11)
         let racp = p.handles[.recordAccessControlPoint]!, rec = p.handles[.bloodPressureRecord]!
@@ -159,11 +161,14 @@ struct PeripheralBytesTests {
         #expect(sent(p.receive([0x12] + le(racp) + [0x03, 0x00], now: .zero)) == ["13"], "abort is taken")
         // Confirm until nothing more comes: then a request is taken again.
         var responses: [String] = []
+        var records = 0
         while let last = out.last, last.hasPrefix("1d") {
             if last.hasPrefix("1d" + Hex.encode(le(racp))) { responses.append(String(last.dropFirst(6))) }
+            if last.hasPrefix("1d" + Hex.encode(le(rec))) { records += 1 }
             out = sent(p.receive([0x1E], now: .zero))
         }
-        #expect(responses == ["06000101", "06000301"], "report, then abort: success")
+        #expect(records == 1, "only the record already sent when the abort came (of 3)")
+        #expect(responses == ["06000301"], "the abort's success, and no response for the aborted report")
         func answer(_ request: [UInt8]) -> String? {
             var out = sent(p.receive([0x12] + le(racp) + request, now: .zero))
             var response: String?
@@ -180,7 +185,29 @@ struct PeripheralBytesTests {
         #expect(answer([0x09, 0x01]) == "06000902", "an unknown op code")
         #expect(answer([0x01]) == "06000103", "no operator")
         #expect(answer([0x01, 0x04, 0x01, 0x02, 0x00, 0x01, 0x00]) == "06000105", "a range from 2 down to 1")
+        #expect(answer([0x01, 0x01, 0x00]) == "06000105", "All Records takes no operand")
+        #expect(answer([0x04, 0x06, 0x01, 0x00, 0x00]) == "06000405", "nor does Last Record")
+        #expect(answer([0x03, 0x01]) == "06000303", "Abort's operator is Null")
+        #expect(answer([0x03, 0x00]) == "06000301", "Abort with nothing under way succeeds")
         #expect(answer([0x04, 0x01]) == "05000300", "and a good request still works")
+        #expect(answer([0x01, 0x01]) == "06000101", "and so does a report after an abort")
+    }
+
+    /// The wait for a confirmation that the cuff logs counts from when the indication went out,
+    /// not from when it was queued behind another.
+    @Test func aConfirmationWaitCountsFromTheSend() throws {
+        var p = peripheral(.storedRecords, persona: .bps11)
+        let racp = p.handles[.recordAccessControlPoint]!, rec = p.handles[.bloodPressureRecord]!
+        func le(_ h: UInt16) -> [UInt8] { [UInt8(h & 0xFF), UInt8(h >> 8)] }
+        func logs(_ out: [CuffPeripheral.Output]) -> [String] {
+            out.compactMap { if case let .log(s) = $0, s.contains("until the client confirmed") { s } else { nil } }
+        }
+        _ = p.receive([0x12] + le(rec + 1) + [0x02, 0x00], now: .zero)
+        _ = p.receive([0x12] + le(racp + 1) + [0x02, 0x00], now: .zero)
+        _ = p.receive([0x12] + le(racp) + [0x01, 0x01], now: .zero)  // 3 records and a response queued at 0
+        #expect(logs(p.receive([0x1E], now: .seconds(5))) == ["5.0 s until the client confirmed an indication"])
+        #expect(logs(p.receive([0x1E], now: .milliseconds(5500))) == [], "sent at 5 s, confirmed 0.5 s later")
+        #expect(logs(p.receive([0x1E], now: .seconds(7))) == ["1.5 s until the client confirmed an indication"])
     }
 
     /// A Blood Pressure Record longer than an indication carries at the default ATT_MTU (23) goes
