@@ -153,7 +153,9 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
         case .success(let b): bytes = b
         case .failure(let e): throw PasswordFileError(reason: "cannot read the password file \(file): \(e)")
         }
-        let line = bytes.split(separator: 0x0A, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
+        var line = bytes.split(separator: 0x0A, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
+        // A file saved with CRLF line ends (a Windows editor): the CR ends the line too.
+        if line.last == 0x0D { line = line.dropLast() }
         guard line.count <= 65535 else {
             throw PasswordFileError(reason: "the password file's first line is longer than 65535 bytes")
         }

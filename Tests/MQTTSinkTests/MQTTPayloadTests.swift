@@ -171,6 +171,19 @@ import Testing
         }
     }
 
+    /// A password file saved with CRLF line ends gives the password without the CR; a CR inside
+    /// the line is the password's.
+    @Test func aCRLFPasswordFileEndsAtTheCR() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pw-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for (text, password) in [("s3cret\r\nnext\r\n", "s3cret"), ("s3cret\r", "s3cret"), ("a\rb\n", "a\rb")] {
+            try text.write(toFile: dir + "/pw", atomically: true, encoding: .utf8)
+            let url = try MQTTURL(parsing: "mqtt://bob@h").resolvingPassword(file: dir + "/pw", environment: [:])
+            #expect(url.password == password, "\(text.debugDescription)")
+        }
+    }
+
     @Test func cleartextToAnotherHostIsWarned() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mqtt-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
