@@ -97,9 +97,18 @@ public struct DeviceInfo: Sendable, Hashable {
         get { storage.model }
         set { unique.model = newValue }
     }
+    /// The Serial Number the cuff gave; nil when it gave none, or only blanks or NULs (cheap cuffs
+    /// send such a serial: taken as one, it would make every such cuff one device).
     @inlinable public var serial: String? {
         get { storage.serial }
-        set { unique.serial = newValue }
+        set { unique.serial = Self.meaningful(serial: newValue) }
+    }
+    /// `serial`, or nil when it holds nothing but spaces, control characters or NULs.
+    @inlinable public static func meaningful(serial: String?) -> String? {
+        guard let serial, serial.unicodeScalars.contains(where: { $0.value > 0x20 && $0.value != 0x7F }) else {
+            return nil
+        }
+        return serial
     }
     @inlinable public var firmware: String? {
         get { storage.firmware }
@@ -116,8 +125,8 @@ public struct DeviceInfo: Sendable, Hashable {
         firmware: String? = nil, features: BloodPressureFeature? = nil
     ) {
         storage = Storage(
-            address: address, name: name, manufacturer: manufacturer, model: model, serial: serial,
-            firmware: firmware, features: features)
+            address: address, name: name, manufacturer: manufacturer, model: model,
+            serial: Self.meaningful(serial: serial), firmware: firmware, features: features)
     }
 
     public static func == (a: DeviceInfo, b: DeviceInfo) -> Bool {
