@@ -89,6 +89,9 @@ public struct DecodeWarning: Sendable, Hashable, CustomStringConvertible {
         public static let invalidRecordedValue = Code(rawValue: "invalid_recorded_value")
         /// The cuff's error reading (a device profile says all-NaN pressures mean "Err"): no values.
         public static let errorReading = Code(rawValue: "error_reading")
+        /// A value the device sent as an integer that an SFLOAT cannot hold exactly (above 2045):
+        /// it is recorded rounded; the message and `raw` keep the integer.
+        public static let valueRounded = Code(rawValue: "value_rounded")
     }
     public var code: Code
     public var message: String

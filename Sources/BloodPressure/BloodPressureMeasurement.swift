@@ -92,12 +92,26 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
                 DecodeWarning(.rfuFlags, "reserved Flags bits set: 0x" + Hex.encode([flags & Flag.rfuMask]), offset: 0))
         }
         let unsigned = quirks.contains(.unsignedIntegerValues)
-        // (SBM69: the same two bytes, read as an unsigned integer.)
+        // (SBM69: the same two bytes, read as an unsigned integer. Above 2045 an SFLOAT holds it
+        // only rounded, which is said: no blood pressure or pulse is that high, so it is a fault.)
         func value(_ raw: UInt16) -> SFloat { unsigned ? SFloat(Double(raw)) : SFloat(rawValue: raw) }
-        let sys = value(try r.u16("Systolic"))
-        let dia = value(try r.u16("Diastolic"))
+        func rounded(_ raw: UInt16, _ field: String, at offset: Int) -> DecodeWarning? {
+            guard unsigned, raw > SFloat.maxMantissa else { return nil }
+            return DecodeWarning(
+                .valueRounded,
+                "\(field) \(raw) (an unsigned integer, device quirk) has no exact SFLOAT: recorded as \(value(raw))",
+                offset: offset)
+        }
+        let sysRaw = try r.u16("Systolic"), diaRaw = try r.u16("Diastolic")
+        let sys = value(sysRaw), dia = value(diaRaw)
         let mapOffset = r.offset
-        var map = value(try r.u16("Mean Arterial Pressure"))
+        let mapRaw = try r.u16("Mean Arterial Pressure")
+        if unsigned {
+            for (raw, field, at) in [(sysRaw, "Systolic", 1), (diaRaw, "Diastolic", 3), (mapRaw, "MAP", 5)] {
+                if let w = rounded(raw, field, at: at) { warnings.append(w) }
+            }
+        }
+        var map = value(mapRaw)
         var mapAbsent = false
         if quirks.contains(.zeroMeanArterialPressureAbsent), map.rawValue == 0 {
             map = .nan
@@ -115,8 +129,10 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
         let bigEndian = quirks.contains(.bigEndianPulseAndStatus)
         var pulse: SFloat? = nil
         if flags & Flag.pulseRate != 0 {
+            let at = r.offset
             let raw = try (bigEndian ? r.u16BigEndian("Pulse Rate") : r.u16("Pulse Rate"))
             pulse = value(raw)
+            if let w = rounded(raw, "Pulse Rate", at: at) { warnings.append(w) }
         }
         var uid: UInt8? = nil
         if flags & Flag.userID != 0 {
