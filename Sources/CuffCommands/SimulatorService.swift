@@ -49,6 +49,7 @@ public struct SimulatorService {
 
     /// The registry's simulated cuff: the default protocol's, or `forced`'s.
     public func serve(protocol forced: CuffProtocolID?, configuration: SimulatorConfiguration, label: String) throws {
+        Self.sayIgnored(configuration)
         let kind = CuffProtocolRegistry.builtIn.select(DeviceOffer(), forced: forced)
         guard let peripheral = kind.makePeripheral(configuration: configuration, requireEncryption: false) else {
             Self.log.error("the \(kind.id) protocol has no simulated cuff")
@@ -111,6 +112,12 @@ public struct SimulatorService {
         }
     }
 
+    /// Says an option the cuff asked for cannot follow (`--autostart` on a cuff that never
+    /// measures on its own).
+    static func sayIgnored(_ configuration: SimulatorConfiguration) {
+        if let why = configuration.autostartIgnored { log.warning("--autostart has no effect: \(why)") }
+    }
+
     /// Serves `peripheral` at ``place``, one client after another, until stopped.
     public func serve<P: GATTPeripheral>(_ peripheral: P, label: String, name: String?) throws {
         let signals = try SignalFlags.shared.listen()
@@ -144,6 +151,7 @@ public struct SimulatorService {
     /// `--cuffs N`: N simulated cuffs (``SimulatorConfiguration/fleetMember(_:)`` of `configuration`)
     /// on one event loop, at DIR/cuff-0001.sock ….
     public func serveFleet(_ count: Int, configuration: SimulatorConfiguration) throws {
+        Self.sayIgnored(configuration)
         if let o = configuration.omron {
             // Omron cuffs: each its own seed (readings) and advertised name, the clock from the host's.
             let label =

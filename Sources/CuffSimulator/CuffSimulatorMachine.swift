@@ -180,6 +180,16 @@ struct PersonaHabits: Sendable {
 
 extension SimulatorConfiguration {
     var unit: PressureUnit { scenario == .kpa ? .kPa : .mmHg }
+
+    /// Why ``autostart`` does nothing for this cuff (its family never measures on its own), nil
+    /// when it applies or was not asked for.
+    public var autostartIgnored: String? {
+        let h = habits
+        guard autostart, omron == nil, !h.autostarts else { return nil }
+        return h.vendorStart != nil
+            ? "this cuff measures on its start command only (`cuff measure --start`)"
+            : "this cuff sends its memory only, it does not measure for a client"
+    }
 }
 
 /// The simulated cuff: a value that takes GATT-level events (subscriptions, writes,

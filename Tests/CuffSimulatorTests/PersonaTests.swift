@@ -26,6 +26,21 @@ struct PersonaTests {
 
     static func applied(_ r: SocketRun) -> [String] { r.logs.filter { $0.hasPrefix("applying quirk profile") } }
 
+    /// `--autostart` on a family that never measures on its own says so (the simulator logs why).
+    @Test func autostartThatCannotApplyIsSaid() {
+        func why(_ q: QuirkProfile?, autostart: Bool = true) -> String? {
+            var c = SimulatorConfiguration(scenario: .normal, persona: .bps10, seed: 1, autostart: autostart)
+            if let q { c.behave(as: q) }
+            return c.autostartIgnored
+        }
+        #expect(why(.qardio)?.contains("cuff measure --start") == true)
+        for q in [QuirkProfile.andUA651, .veroval, .sbm69] {
+            #expect(why(q)?.contains("memory only") == true, "\(q.name)")
+        }
+        for q in [nil, QuirkProfile.boso, .beurerBM96, .medisana] { #expect(why(q) == nil, "\(q?.name ?? "standard")") }
+        #expect(why(.qardio, autostart: false) == nil)
+    }
+
     @Test func andUA651() throws {
         let r = try Self.run(.andUA651)
         #expect(Self.applied(r) == ["applying quirk profile and-ua651 for UA-651BLE"])
