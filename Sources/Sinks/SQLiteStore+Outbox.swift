@@ -12,7 +12,10 @@ extension SQLiteStore {
     public func pending(limit: Int) throws(SinkError) -> [StoredMeasurement] {
         guard crypto == nil else { throw .storeRead(path: path, reason: "an encrypted store is not an outbox") }
         do {
-            let r = try db.read { db in try SQLiteStore.readRows(db, sql: StoreRows.pendingSQL, arguments: [limit]) }
+            let r = try db.read { db in
+                try SQLiteStore.readRows(
+                    db, sql: StoreRows.pendingSQL(deviceColumns: SQLiteStore.deviceColumns(db)), arguments: [limit])
+            }
             // A row that cannot be read cannot be shipped either: say which, rather than skip it unseen.
             if let p = r.skipped.first { throw SinkError.storeRead(path: path, reason: p.description) }
             if r.withoutDevice > 0, let row = r.rows.first(where: { $0.device.address.isEmpty }) {

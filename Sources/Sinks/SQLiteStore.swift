@@ -575,10 +575,17 @@ public final class SQLiteStore: MeasurementStore {
         guard hasTables else { return StoreReading(rows: []) }
         if crypto != nil { return try openedRows() }
         do {
-            return try db.read { db in try SQLiteStore.readRows(db, sql: StoreRows.historySQL) }
+            return try db.read { db in
+                try SQLiteStore.readRows(db, sql: StoreRows.historySQL(deviceColumns: SQLiteStore.deviceColumns(db)))
+            }
         } catch {
             throw .storeRead(path: path, reason: SQLiteStore.describe(error))
         }
+    }
+
+    /// The columns the store's `devices` table has (lowercased).
+    static func deviceColumns(_ db: Database) throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('devices')").map { $0.lowercased() })
     }
 
     /// The rows of a ``StoreRows`` query, each decoded by ``StoreRows/decode(_:_:)``.

@@ -66,22 +66,36 @@ public struct StoreRowProblem: Error, Sendable, Hashable, CustomStringConvertibl
 /// column without trusting a declared type (pure: no SQLite here; `SQLiteStore` and the fuzz target
 /// run the query and hand over the cells).
 public enum StoreRows {
+    /// The `devices` columns the queries read, each as `d_NAME`.
+    public static let deviceColumns = ["address", "name", "manufacturer", "model", "serial", "firmware"]
+
     /// Every measurement with its device, in received order (then insertion order). A measurement
     /// whose device row is missing comes too (`d_id` is NULL then). `cuff_row` is the row id.
-    public static let historySQL = """
-        SELECT m.rowid AS cuff_row, m.*, d.id AS d_id, d.address AS d_address, d.name AS d_name,
-               d.manufacturer AS d_manufacturer, d.model AS d_model, d.serial AS d_serial, d.firmware AS d_firmware
-        FROM measurements m LEFT JOIN devices d ON d.id = m.device_id
-        ORDER BY m.received_at_us, m.rowid
-        """
+    /// `deviceColumns`: the columns the store's `devices` table has (a dropped one is left out of
+    /// the query, so the query still runs: a dropped address skips the rows, with a problem
+    /// naming it; a dropped name reads as none).
+    public static func historySQL(deviceColumns present: Set<String>) -> String {
+        query(present, order: "ORDER BY m.received_at_us, m.rowid")
+    }
 
-    /// Like ``historySQL``, oldest insertion first, at most `?` rows (an outbox's next batch).
-    public static let pendingSQL = """
-        SELECT m.rowid AS cuff_row, m.*, d.id AS d_id, d.address AS d_address, d.name AS d_name,
-               d.manufacturer AS d_manufacturer, d.model AS d_model, d.serial AS d_serial, d.firmware AS d_firmware
-        FROM measurements m LEFT JOIN devices d ON d.id = m.device_id
-        ORDER BY m.rowid LIMIT ?
-        """
+    /// Like ``historySQL(deviceColumns:)``, oldest insertion first, at most `?` rows (an outbox's next batch).
+    public static func pendingSQL(deviceColumns present: Set<String>) -> String {
+        query(present, order: "ORDER BY m.rowid LIMIT ?")
+    }
+
+    /// ``historySQL(deviceColumns:)`` for a store with every device column.
+    public static let historySQL = historySQL(deviceColumns: Set(deviceColumns))
+    /// ``pendingSQL(deviceColumns:)`` for a store with every device column.
+    public static let pendingSQL = pendingSQL(deviceColumns: Set(deviceColumns))
+
+    static func query(_ present: Set<String>, order: String) -> String {
+        let device = deviceColumns.filter { present.contains($0) }.map { ", d.\($0) AS d_\($0)" }.joined()
+        return """
+            SELECT m.rowid AS cuff_row, m.*, d.id AS d_id\(device)
+            FROM measurements m LEFT JOIN devices d ON d.id = m.device_id
+            \(order)
+            """
+    }
 
     /// The latest received time a store can hold: 9999-12-31T23:59:59.999999Z, in µs since 1970.
     public static let latestMicros: Int64 = 253_402_300_799_999_999
@@ -174,7 +188,9 @@ public enum StoreRows {
         var rowID: Int64
 
         func problem(_ column: String, _ kind: StoreRowProblem.Kind) -> StoreRowProblem {
-            StoreRowProblem(rowID: rowID, column: column, kind: kind)
+            // (A device column by its table's name: `d_address` is `devices.address`.)
+            StoreRowProblem(
+                rowID: rowID, column: column.hasPrefix("d_") ? "devices." + column.dropFirst(2) : column, kind: kind)
         }
 
         func value(_ column: String) -> StoreValue? {

@@ -96,7 +96,7 @@ import Testing
         let (r, warnings, _) = try Self.read(path)
         #expect(r.entries.isEmpty)
         #expect(r.skipped.map(\.rowID) == [1, 2, 3, 4, 5, 6])
-        #expect(r.skipped.allSatisfy { $0.column == "d_address" })
+        #expect(r.skipped.allSatisfy { $0.column == "devices.address" })
         #expect(warnings.count == 6)
     }
 
@@ -113,6 +113,26 @@ import Testing
         #expect(r.entries.isEmpty && lines.isEmpty)
         #expect(r.skipped.count == 6 && r.skipped.allSatisfy { $0.kind == .missingColumn && $0.column == "decoded" })
         #expect(warnings.count == 6)
+    }
+
+    /// A `devices` column dropped: the history still runs. Without `address` each row is skipped,
+    /// named by the column; without `name` the rows read with no name.
+    @Test func aDroppedDeviceColumnIsReadAsNullOrSkipsTheRows() throws {
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let a = try Self.damagedStore(dir, "ALTER TABLE devices DROP COLUMN address")
+        let (r, warnings, lines) = try Self.read(a)
+        #expect(r.entries.isEmpty && lines.isEmpty)
+        #expect(
+            r.skipped.count == 6 && r.skipped.allSatisfy { $0.kind == .missingColumn && $0.column == "devices.address" }
+        )
+        #expect(warnings.count == 6)
+        try FileManager.default.removeItem(atPath: a)
+        let b = try Self.damagedStore(dir, "ALTER TABLE devices DROP COLUMN name")
+        let (rb, _, _) = try Self.read(b)
+        #expect(rb.entries.count == 6 && rb.skipped.isEmpty)
+        #expect(
+            rb.entries.allSatisfy { $0.record.device.name == nil && $0.record.device.address == "AA:BB:CC:DD:EE:FF" })
     }
 
     @Test func manyUnreadableRowsAreNamedUpTo20ThenCounted() throws {
