@@ -53,7 +53,8 @@ public struct OmronError: Error, Sendable, Hashable, CustomStringConvertible {
         switch code {
         case .truncated: base = "bytes end inside field \(field) at byte \(offset)"
         case .invalidLength: base = "invalid length for \(field) at byte \(offset)"
-        case .badChecksum: base = "bad XOR check of \(field) at byte \(offset)"
+        case .badChecksum:
+            base = field == "check" ? "bad XOR check at byte \(offset)" : "bad XOR check of \(field) at byte \(offset)"
         case .invalidValue: base = "invalid \(field) at byte \(offset)"
         case .unexpectedType: base = "unexpected reply type in \(field) at byte \(offset)"
         case .addressMismatch: base = "reply for another address in \(field) at byte \(offset)"

@@ -53,8 +53,11 @@ public enum OmronSessionOutcome: Sendable, Hashable {
     case linkNotEncrypted
     /// `82` with another status: a refusal latched until the cuff is power-cycled.
     case keyLatched(status: UInt8)
-    /// No (valid) reply after every attempt.
+    /// No reply after every attempt.
     case timedOut(what: String)
+    /// Replies came, but every attempt's was refused (the last: `last`), a broken frame from a
+    /// cuff or a link that corrupts them.
+    case refusedReplies(what: String, last: OmronError)
     case disconnected
     /// A non-zero status byte from the cuff (e.g. 0xE5 after a bad clock write).
     case deviceStatus(command: String, status: UInt8)
@@ -137,6 +140,9 @@ public struct OmronSession: Sendable {
     private let localAtStart: Int64
     private var startedAt: Timestamp?
     private var assembler: OmronReassembler
+    /// Why the last reply to the frame being sent (any attempt) was refused: a session that gets
+    /// only such replies says so when the attempts run out, not "no reply".
+    private var refused: OmronError?
     public private(set) var readings = 0
     public private(set) var driftSeconds: Int64?
 
@@ -270,6 +276,7 @@ public struct OmronSession: Sendable {
         _ f: OmronFrame, attempt: Int, _ now: Timestamp, _ out: inout [Action], _ make: (Pending) -> State
     ) {
         let p = Pending(frame: f, attempt: attempt, deadline: now + options.replyTimeout)
+        if attempt == 1 { refused = nil }
         state = make(p)
         assembler = OmronReassembler(transport: profile.transport)
         for piece in profile.transport.split(f.encode()) { out.append(.write(.tx(piece.channel), piece.bytes)) }
@@ -279,7 +286,10 @@ public struct OmronSession: Sendable {
     private mutating func resend(
         _ p: Pending, _ now: Timestamp, _ out: inout [Action], _ make: (Pending) -> State
     ) {
-        guard p.attempt < options.attempts else { return finish(.timedOut(what: Self.name(p.frame)), &out) }
+        guard p.attempt < options.attempts else {
+            let what = Self.name(p.frame)
+            return finish(refused.map { .refusedReplies(what: what, last: $0) } ?? .timedOut(what: what), &out)
+        }
         send(p.frame, attempt: p.attempt + 1, now, &out, make)
     }
 
@@ -302,24 +312,38 @@ public struct OmronSession: Sendable {
 
     private mutating func rxPiece(_ ch: Int, _ bytes: [UInt8], _ now: Timestamp, _ out: inout [Action]) {
         guard let p = pending else { return }
-        let complete: [UInt8]?
+        // A broken reply is dropped and the retry timer runs (hass-omron); why is kept.
+        let reply: OmronFrame
         do {
-            complete = try assembler.receive(channel: ch, bytes)
+            guard let complete = try assembler.receive(channel: ch, bytes) else { return }
+            reply = try OmronFrame.decode(complete)
         } catch {
-            return  // a broken reply: the retry timer runs (hass-omron)
+            refused = error
+            return
         }
-        guard let complete, let reply = try? OmronFrame.decode(complete) else { return }
         let want = p.frame.type | OmronFrame.replyBit
         if reply.type == 0x8F00, p.frame.kind != .end {
             return finish(.deviceStatus(command: Self.name(p.frame), status: reply.status), &out)
         }
-        guard reply.type == want else { return }
-        if p.frame.kind == .read || p.frame.kind == .write, reply.address != p.frame.address { return }
+        guard reply.type == want else {
+            refused = OmronError(
+                .unexpectedType, field: "type", offset: 1,
+                detail: "0x\(Hex.digits(reply.type, 4)), not 0x\(Hex.digits(want, 4))")
+            return
+        }
+        if p.frame.kind == .read || p.frame.kind == .write, reply.address != p.frame.address {
+            refused = OmronError(
+                .addressMismatch, field: "address", offset: 3,
+                detail: "0x\(Hex.digits(reply.address, 4)), not 0x\(Hex.digits(p.frame.address, 4))")
+            return
+        }
         if reply.status != 0 {
             return finish(.deviceStatus(command: Self.name(p.frame), status: reply.status), &out)
         }
         if p.frame.kind == .read, reply.data.count != Int(p.frame.size) {
-            // Short data: dropped (hass-omron); the retry timer runs.
+            // Short data (hass-omron drops it too).
+            refused = OmronError(
+                .invalidLength, field: "data", offset: 6, detail: "\(reply.data.count) bytes, not \(p.frame.size)")
             return
         }
         replied(reply, now, &out)

@@ -239,6 +239,52 @@ struct SessionTests {
         #expect(writes == 4)
         #expect(now == .seconds(20))
     }
+
+    /// Replies that come but are refused (a bad XOR check, another address, short data) are
+    /// retried as lost ones are; when the attempts run out the session says why the last was
+    /// refused, not that none came.
+    @Test func refusedRepliesAreSaidWhenTheAttemptsRunOut() {
+        let p = OmronCatalog.profile(named: "HEM-7146T")!
+        func outcome(_ corrupt: (inout [UInt8]) -> Void) -> OmronSessionOutcome? {
+            var s = OmronSession(profile: p, localSeconds: localNow)
+            var now = Timestamp.zero
+            var actions = s.handle(.start, now: now)
+            for _ in 0..<10 {
+                var timer: Timestamp?
+                for a in actions {
+                    if case let .finished(o) = a { return o }
+                    if case let .setTimer(t) = a { timer = t }
+                }
+                // Each start gets a reply, made wrong.
+                var reply = OmronFrame(type: 0x8000, size: 0).encode()
+                corrupt(&reply)
+                for piece in p.transport.split(reply) {
+                    for a in s.handle(.notified(.rx(piece.channel), piece.bytes), now: now) {
+                        if case let .finished(o) = a { return o }
+                    }
+                }
+                guard let t = timer else { return nil }
+                now = t
+                actions = s.handle(.timer, now: now)
+            }
+            return nil
+        }
+        let badXOR = outcome { $0[$0.count - 1] ^= 0x5A }
+        guard case let .refusedReplies(what, last)? = badXOR else {
+            Issue.record("\(String(describing: badXOR))")
+            return
+        }
+        #expect(what == "start" && last.code == .badChecksum && last.offset == 7)
+        let wrongType = outcome { b in
+            b[2] = 0x01
+            b[b.count - 1] = b.dropLast().reduce(0, ^)
+        }
+        guard case let .refusedReplies(_, typeError)? = wrongType else {
+            Issue.record("\(String(describing: wrongType))")
+            return
+        }
+        #expect(typeError.code == .unexpectedType)
+    }
 }
 
 @Suite("Omron observer (replay)")

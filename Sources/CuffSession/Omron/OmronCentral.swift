@@ -583,7 +583,7 @@ public struct OmronCentral: CuffProtocolSession {
         case .linkNotEncrypted: .securityRefused
         case .timedOut: .timedOut
         case .disconnected: .disconnected
-        case .deviceStatus, .protocolError: .protocolError
+        case .deviceStatus, .protocolError, .refusedReplies: .protocolError
         }
     }
 
@@ -597,6 +597,8 @@ public struct OmronCentral: CuffProtocolSession {
         case let .keyLatched(s):
             "the cuff latched a refused key (status 0x\(Hex.digits(s, 2))): take its batteries out and in, then pair again"
         case let .timedOut(what): "no reply to the \(what)"
+        case let .refusedReplies(what, last):
+            "no usable reply to the \(what): each attempt's reply was refused; the last: \(last.message)"
         case .disconnected: "the link dropped mid-transaction; nothing was marked read"
         case let .deviceStatus(cmd, s): "the cuff answered the \(cmd) with status 0x\(Hex.digits(s, 2))"
         case let .protocolError(e): e.message
