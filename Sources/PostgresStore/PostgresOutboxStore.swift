@@ -301,20 +301,25 @@ public final class PostgresReadStore: MeasurementStore {
     public let server: PostgresServer
     public var storeName: String { server.url.description }
 
+    /// The database has cuff's tables (a database no cuff wrote to reads as empty: nothing is created).
+    let hasSchema: Bool
+
     public init(url: PostgresURL) throws(SinkError) {
         server = PostgresServer(url: url)
-        do throws(PostgresStoreError) { try server.migrate() } catch {
+        do throws(PostgresStoreError) { hasSchema = try server.hasSchema() } catch {
             throw .storeOpen(path: url.description, reason: error.description)
         }
     }
 
     public func knownKeys() throws(SinkError) -> Set<String> {
+        guard hasSchema else { return [] }
         do throws(PostgresStoreError) { return try server.knownKeys() } catch {
             throw .storeRead(path: storeName, reason: error.description)
         }
     }
 
     public func lastSequenceNumber(address: String) throws(SinkError) -> UInt16? {
+        guard hasSchema else { return nil }
         do throws(PostgresStoreError) { return try server.lastSequenceNumber(address: address) } catch {
             throw .storeRead(path: storeName, reason: error.description)
         }
@@ -329,12 +334,14 @@ public final class PostgresReadStore: MeasurementStore {
     }
 
     public func history() throws(SinkError) -> [StoredMeasurement] {
+        guard hasSchema else { return [] }
         do throws(PostgresStoreError) { return try server.history() } catch {
             throw .storeRead(path: storeName, reason: error.description)
         }
     }
 
     public func readHistory() throws(SinkError) -> StoreReading {
+        guard hasSchema else { return StoreReading(rows: []) }
         do throws(PostgresStoreError) { return try server.readHistory() } catch {
             throw .storeRead(path: storeName, reason: error.description)
         }

@@ -67,26 +67,24 @@ public final class PostgresServer: Sendable {
     /// migrations run in one transaction holding `pg_advisory_xact_lock`, so one hub creates the
     /// tables and the others, waiting for the lock, then find them made. A schema with a version
     /// this cuff does not know is refused (it was made by a newer cuff).
+    /// A schema already up to date is only read: a role that may use the tables but not create
+    /// any (no CREATE on the schema) can write readings.
     public func migrate() throws(PostgresStoreError) {
         try withConnection { c in
             try run(c, "BEGIN")
             do {
                 try run(c, "SELECT pg_advisory_xact_lock(\(Self.migrationLock))")
-                try run(
-                    c,
-                    """
-                    CREATE TABLE IF NOT EXISTS cuff_schema_migrations (
-                        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
-                    """)
-                let applied = Set(
-                    try run(c, "SELECT version FROM cuff_schema_migrations").rows.map { try $0.decode(Int.self) })
-                let known = Set(Self.migrations.map(\.version))
-                if let newer = applied.subtracting(known).max() {
-                    throw PostgresStoreError(
-                        server: url.serverName,
-                        message:
-                            "the database has cuff schema version \(newer), which this cuff does not know: it was made by a newer cuff",
-                        transient: false)
+                let applied: Set<Int>
+                if let versions = try appliedVersions(c) {
+                    applied = versions
+                } else {
+                    try run(
+                        c,
+                        """
+                        CREATE TABLE cuff_schema_migrations (
+                            version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                        """)
+                    applied = []
                 }
                 for m in Self.migrations where !applied.contains(m.version) {
                     for s in m.statements { try run(c, s) }
@@ -104,6 +102,28 @@ public final class PostgresServer: Sendable {
                 throw error
             }
         }
+    }
+
+    /// The schema versions applied, nil when the database has no cuff schema (nothing is
+    /// created). A version this cuff does not know is refused (a newer cuff made it).
+    func appliedVersions(_ c: PostgresConnection) throws -> Set<Int>? {
+        let exists = try run(c, "SELECT to_regclass('cuff_schema_migrations') IS NOT NULL").rows.first
+        guard let exists, try exists.decode(Bool.self) else { return nil }
+        let applied = Set(try run(c, "SELECT version FROM cuff_schema_migrations").rows.map { try $0.decode(Int.self) })
+        if let newer = applied.subtracting(Set(Self.migrations.map(\.version))).max() {
+            throw PostgresStoreError(
+                server: url.serverName,
+                message:
+                    "the database has cuff schema version \(newer), which this cuff does not know: it was made by a newer cuff",
+                transient: false)
+        }
+        return applied
+    }
+
+    /// Whether the database has cuff's tables, checked without writing (`cuff history`): false for
+    /// a database no cuff has written to; a schema a newer cuff made is refused.
+    public func hasSchema() throws(PostgresStoreError) -> Bool {
+        try withConnection { c in try appliedVersions(c).map { !$0.isEmpty } ?? false }
     }
 
     /// The schema versions applied, in order (for tests).

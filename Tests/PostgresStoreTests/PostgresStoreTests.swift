@@ -121,6 +121,41 @@ struct PostgresStoreTests {
         s.disconnect()
     }
 
+    /// `history` of a database no cuff wrote to reads it as empty and creates nothing; a role
+    /// that may use cuff's tables but not create any (no CREATE on the schema) reads and writes
+    /// once the schema is there.
+    @Test func aRoleWithoutCreateUsesAnExistingSchemaAndHistoryCreatesNothing() throws {
+        guard let c = try cluster() else { return }
+        let empty = try PostgresReadStore(url: try url(c))
+        #expect(try empty.readHistory().rows.isEmpty)
+        try empty.finish()
+        #expect(try c.psql("SELECT to_regclass('cuff_schema_migrations') IS NULL") == "t", "history created tables")
+        let owner = PostgresServer(url: try url(c))
+        try owner.migrate()
+        owner.disconnect()
+        _ = try c.psql(
+            """
+            CREATE ROLE hub LOGIN PASSWORD 'hubpw'; REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+            GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO hub;
+            GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO hub;
+            """)
+        let hubURL = try PostgresURL(
+            parsing: "postgres://hub:hubpw@127.0.0.1:\(c.port)/cuff?sslmode=disable",
+            environment: ["HOME": "/nonexistent", "USER": "root"])
+        let hub = PostgresServer(url: hubURL)
+        try hub.migrate()  // (was: permission denied for schema public)
+        hub.disconnect()
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let store = try PostgresOutboxStore(url: hubURL, outboxPath: dir.path("o.db"))
+        for r in readings(3) { try store.insert(r) }
+        try store.finish()
+        #expect(try c.psql("SELECT count(*) FROM cuff_measurements") == "3")
+        let read = try PostgresReadStore(url: hubURL)
+        #expect(try read.readHistory().rows.count == 3)
+        try read.finish()
+    }
+
     @Test func threeHubsWritingAtOnceAndTheSameReadingFromTwoHubs() throws {
         guard let c = try cluster() else { return }
         let dir = try ScratchDirectory()
