@@ -51,6 +51,7 @@ public struct SinkOptions: ParsableArguments {
     public var quiet = false
 
     public func validate() throws {
+        if let f = fhirSubject, let p = FHIRSubject.problem(in: f) { throw ValidationError("--fhir-subject: \(p)") }
         if key.storeKeyFile != nil && store == nil {
             throw ValidationError("--store-key-file is the key of a --store; give --store PATH too")
         }

@@ -29,6 +29,13 @@ public enum FHIRSubject: Sendable, Hashable {
         }
     }
 
+    /// Why `s` cannot be a subject (nil when it can): a FHIR string is never empty, so an empty
+    /// or blank value would make every Observation invalid.
+    public static func problem(in s: String) -> String? {
+        s.allSatisfy(\.isWhitespace)
+            ? "give a subject (cuff-user, Type/id, SYSTEM|VALUE or a display name), not an empty value" : nil
+    }
+
     /// `Type/id` with a FHIR resource type name and a FHIR id (`[A-Za-z0-9\-\.]{1,64}`).
     static func isReference(_ s: String) -> Bool {
         let parts = s.split(separator: "/", omittingEmptySubsequences: false)

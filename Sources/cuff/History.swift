@@ -32,6 +32,10 @@ struct History: ParsableCommand {
 
     @OptionGroup var key: StoreKeyOption
 
+    func validate() throws {
+        if let f = fhirSubject, let p = FHIRSubject.problem(in: f) { throw ValidationError("--fhir-subject: \(p)") }
+    }
+
     func run() throws {
         try StoreCommands.printHistory(store: store, format: format, fhirSubject: fhirSubject, keyPath: key.path)
     }

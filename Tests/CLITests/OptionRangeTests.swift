@@ -39,6 +39,12 @@ struct OptionRangeTests {
             ["simulate", "--listen", "unix:/tmp/cuff-never.sock", "--handle-gap", "65535"],
             "--handle-gap takes 0 to 4096"
         ),
+        // An empty FHIR subject made every Observation invalid FHIR.
+        (
+            ["history", "--store", "/tmp/cuff-never.db", "--format", "fhir", "--fhir-subject", ""],
+            "--fhir-subject: give"
+        ),
+        (["measure", "--simulated", "normal", "--format", "fhir", "--fhir-subject", "  "], "--fhir-subject: give"),
     ])
     func refused(_ args: [String], _ message: String) throws {
         let r = try CLI.run(args, timeout: 30)
