@@ -301,14 +301,21 @@ public final class PostgresServer: Sendable {
     /// column whose type was altered, skips that row and not the whole history.
     public func readHistory() throws(PostgresStoreError) -> StoreReading {
         try withConnection { c in
-            let r = try run(
+            // Only the device columns the table has (one dropped by another program leaves its
+            // rows readable, or skipped naming it, as in an SQLite store), resolved as the query's
+            // table name is (search_path).
+            let columns = try run(
                 c,
                 """
-                SELECT m.id AS cuff_row, m.*, d.id AS d_id, d.address AS d_address, d.name AS d_name,
-                       d.manufacturer AS d_manufacturer, d.model AS d_model, d.serial AS d_serial, d.firmware AS d_firmware
-                FROM cuff_measurements m LEFT JOIN cuff_devices d ON d.id = m.device_id
-                ORDER BY m.received_at_us, m.id
-                """)
+                SELECT attname::TEXT FROM pg_attribute
+                WHERE attrelid = to_regclass('cuff_devices') AND attnum > 0 AND NOT attisdropped
+                """
+            ).rows.map { try $0.decode(String.self) }
+            let r = try run(
+                c,
+                StoreRows.historySQL(
+                    deviceColumns: Set(columns.map { $0.lowercased() }), measurements: "cuff_measurements",
+                    devices: "cuff_devices", rowID: "m.id"))
             var out = StoreReading(rows: [])
             var layout: StoreRows.Layout?
             for row in r.rows {

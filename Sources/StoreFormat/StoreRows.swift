@@ -88,11 +88,24 @@ public enum StoreRows {
     /// ``pendingSQL(deviceColumns:)`` for a store with every device column.
     public static let pendingSQL = pendingSQL(deviceColumns: Set(deviceColumns))
 
-    static func query(_ present: Set<String>, order: String) -> String {
+    /// The history query of a store whose tables have other names (PostgreSQL's `cuff_measurements`
+    /// and `cuff_devices`, its row id `m.id`): the same result columns as ``historySQL(deviceColumns:)``.
+    public static func historySQL(
+        deviceColumns present: Set<String>, measurements: String, devices: String, rowID: String
+    ) -> String {
+        query(
+            present, measurements: measurements, devices: devices, rowID: rowID,
+            order: "ORDER BY m.received_at_us, \(rowID)")
+    }
+
+    static func query(
+        _ present: Set<String>, measurements: String = "measurements", devices: String = "devices",
+        rowID: String = "m.rowid", order: String
+    ) -> String {
         let device = deviceColumns.filter { present.contains($0) }.map { ", d.\($0) AS d_\($0)" }.joined()
         return """
-            SELECT m.rowid AS cuff_row, m.*, d.id AS d_id\(device)
-            FROM measurements m LEFT JOIN devices d ON d.id = m.device_id
+            SELECT \(rowID) AS cuff_row, m.*, d.id AS d_id\(device)
+            FROM \(measurements) m LEFT JOIN \(devices) d ON d.id = m.device_id
             \(order)
             """
     }

@@ -156,6 +156,30 @@ struct PostgresStoreTests {
         try read.finish()
     }
 
+    /// A `cuff_devices` column dropped by another program: history still runs, as an SQLite
+    /// store's does. Without `name` the rows read with no name; without `address` each row is
+    /// skipped, named by the column.
+    @Test func aDroppedDeviceColumnIsReadAsNullOrSkipsTheRows() throws {
+        guard let c = try cluster() else { return }
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let store = try PostgresOutboxStore(url: try url(c), outboxPath: dir.path("o.db"))
+        for r in readings(3) { try store.insert(r) }
+        try store.finish()
+        _ = try c.psql("ALTER TABLE cuff_devices DROP COLUMN name")
+        let read = try PostgresReadStore(url: try url(c))
+        let named = try read.readHistory()
+        #expect(named.rows.count == 3 && named.skipped.isEmpty)
+        #expect(named.rows.allSatisfy { $0.device.name == nil && $0.device.address == "AA:BB:CC:DD:EE:FF" })
+        _ = try c.psql("ALTER TABLE cuff_devices DROP COLUMN address")
+        let unaddressed = try read.readHistory()
+        #expect(unaddressed.rows.isEmpty)
+        #expect(
+            unaddressed.skipped.count == 3
+                && unaddressed.skipped.allSatisfy { $0.kind == .missingColumn && $0.column == "devices.address" })
+        try read.finish()
+    }
+
     @Test func threeHubsWritingAtOnceAndTheSameReadingFromTwoHubs() throws {
         guard let c = try cluster() else { return }
         let dir = try ScratchDirectory()
