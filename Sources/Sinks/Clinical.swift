@@ -51,9 +51,12 @@ public struct UTCOffsetPolicy: Sendable {
 
     /// The host zone's offset at the device's wall time (DST included, `mktime` with
     /// `tm_isdst = -1`), or at `received_at` when the record has no zone-less device time.
+    /// A wall time the zone shows twice (the hour repeated when DST ends) takes the offset that
+    /// makes it the latest instant not after `received_at` (a reading is taken before it arrives).
     public static let system = UTCOffsetPolicy { m in
-        if let ts = m.timestamp, let off = hostUTCOffset(atLocalDateTime: ts) { return off }
-        return hostUTCOffset(atUnixSeconds: m.receivedAt.wallMicros / 1_000_000)
+        let received = m.receivedAt.wallMicros / 1_000_000
+        if let ts = m.timestamp, let off = hostUTCOffset(atLocalDateTime: ts, receivedAt: received) { return off }
+        return hostUTCOffset(atUnixSeconds: received)
     }
 
     /// The host zone's offset at `received_at`.
@@ -77,21 +80,46 @@ public struct UTCOffsetPolicy: Sendable {
     }()
 
     /// The host zone's offset for the local wall time `YYYY-MM-DDTHH:MM:SS`, or nil when `s` is not one.
-    public static func hostUTCOffset(atLocalDateTime s: String) -> Int? {
+    ///
+    /// A wall time the zone shows twice (the hour repeated when DST ends) has two offsets: with
+    /// `receivedAt` (Unix seconds), the one that makes it the latest instant not after it, or, when
+    /// both are after it (a cuff clock running ahead), the earlier; without, the one `mktime` picks.
+    public static func hostUTCOffset(atLocalDateTime s: String, receivedAt: Int64? = nil) -> Int? {
         guard EffectiveTime.isLocalDateTime(s) else { return nil }
         let u = Array(s.utf8)
         func n(_ r: Range<Int>) -> Int32 { r.reduce(0) { $0 * 10 + Int32(u[$1] - UInt8(ascii: "0")) } }
         _ = tzLoaded
-        var tmv = tm()
-        tmv.tm_year = n(0..<4) - 1900
-        tmv.tm_mon = n(5..<7) - 1
-        tmv.tm_mday = n(8..<10)
-        tmv.tm_hour = n(11..<13)
-        tmv.tm_min = n(14..<16)
-        tmv.tm_sec = n(17..<19)
+        var wall = tm()
+        wall.tm_year = n(0..<4) - 1900
+        wall.tm_mon = n(5..<7) - 1
+        wall.tm_mday = n(8..<10)
+        wall.tm_hour = n(11..<13)
+        wall.tm_min = n(14..<16)
+        wall.tm_sec = n(17..<19)
+        var tmv = wall
         tmv.tm_isdst = -1
-        guard mktime(&tmv) != -1 else { return nil }
-        return Int(tmv.tm_gmtoff)
+        let t = mktime(&tmv)
+        guard t != -1 else { return nil }
+        let picked = (instant: Int64(t), offset: Int(tmv.tm_gmtoff))
+        guard let receivedAt else { return picked.offset }
+        // The other reading of the same wall time: the offset an hour's DST step away, kept when
+        // the zone shows that wall time at that offset too.
+        var candidates = [picked]
+        for isDST: Int32 in [0, 1] {
+            var other = wall
+            other.tm_isdst = isDST
+            let o = mktime(&other)
+            guard o != -1, Int64(o) != picked.instant, let back = Sys.localTime(Int64(o)),
+                back.tm_year == wall.tm_year, back.tm_mon == wall.tm_mon, back.tm_mday == wall.tm_mday,
+                back.tm_hour == wall.tm_hour, back.tm_min == wall.tm_min, back.tm_sec == wall.tm_sec
+            else { continue }
+            candidates.append((Int64(o), Int(back.tm_gmtoff)))
+        }
+        guard candidates.count > 1 else { return picked.offset }
+        if let latest = candidates.filter({ $0.instant <= receivedAt }).max(by: { $0.instant < $1.instant }) {
+            return latest.offset
+        }
+        return candidates.min { $0.instant < $1.instant }!.offset
     }
 
     /// The host zone's offset from UTC at `unixSeconds`.

@@ -80,7 +80,54 @@ let tzChildVariable = "CUFF_SINKS_TZ_CHILD"
     }
 }
 
+/// Runs only in the child that ``HostZoneTests`` spawns with a `TZ`: prints the offset the
+/// system policy gives each wall time, received at each instant (Unix seconds).
+@Suite struct SinksRepeatedHourChild {
+    static let cases: [(wall: String, received: Int64)] = [
+        // New York, 2025-11-02: 01:30 is 05:30Z (EDT) and 06:30Z (EST).
+        ("2025-11-02T01:30:00", 1_762_061_460), ("2025-11-02T01:30:00", 1_762_065_060),
+        ("2025-11-02T01:30:00", 1_762_059_600),
+        // Berlin, 2025-10-26: 02:30 is 00:30Z (CEST) and 01:30Z (CET).
+        ("2025-10-26T02:30:00", 1_761_442_800), ("2025-10-26T02:30:00", 1_761_439_200),
+        ("2025-10-26T02:30:00", 1_761_436_800),
+        // Shown once.
+        ("2025-07-01T12:00:00", 1_762_065_060),
+    ]
+
+    @Test(.enabled(if: ProcessInfo.processInfo.environment[tzChildVariable] == "repeated-hour"))
+    func childPrintsRepeatedHourOffsets() throws {
+        var text = ""
+        for c in Self.cases {
+            let offset = UTCOffsetPolicy.hostUTCOffset(atLocalDateTime: c.wall, receivedAt: c.received)
+            text += "OFFSET \(c.wall) \(c.received) \(offset.map(String.init) ?? "nil")\n"
+        }
+        _ = text.withCString { write(1, $0, strlen($0)) }
+    }
+}
+
 @Suite struct HostZoneTests {
+    /// A wall time shown twice (the hour repeated when DST ends) takes the offset that makes it the
+    /// latest instant not after its reception (was: whichever `mktime` picked, an hour off for a
+    /// live reading in that hour); both after it (a cuff clock ahead): the earlier.
+    @Test(arguments: [
+        ("America/New_York", ["-14400", "-18000", "-14400", "-", "-", "-", "-14400"]),
+        ("Europe/Berlin", ["-", "-", "-", "3600", "7200", "7200", "7200"]),
+    ])
+    func aWallTimeShownTwiceTakesTheOffsetBeforeItsReception(tz: String, expected: [String]) throws {
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let child = try runToCompletion(
+            exe, ["--testing-library", "swift-testing", "--filter", "childPrintsRepeatedHourOffsets"], timeout: nil,
+            environment: [tzChildVariable: "repeated-hour", "TZ": tz])
+        #expect(child.status == 0)
+        let offsets = child.stdout.split(separator: "\n").filter { $0.hasPrefix("OFFSET ") }.map {
+            String($0.split(separator: " ").last!)
+        }
+        #expect(offsets.count == 7)
+        // Each zone's own cases (the other zone's wall times are ordinary there, or in its gap).
+        let mine = tz == "America/New_York" ? [0, 1, 2, 6] : [3, 4, 5, 6]
+        #expect(mine.map { offsets.indices.contains($0) ? offsets[$0] : "" } == mine.map { expected[$0] })
+    }
+
     /// The device time gets the host's offset at ingest, read from the real zone machinery.
     @Test(arguments: [
         ("CUF-5:45", "+05:45", "+05:45"), ("America/New_York", "-04:00", "-05:00"),
