@@ -86,7 +86,11 @@ public final class Collector: MeasurementCommitter {
         for (i, (o, _)) in items.enumerated() {
             guard case let .measurement(m) = o else { continue }
             let key = m.dedupKey
-            if knownKeys.contains(key) || !batchKeys.insert(key).inserted {
+            // (A stored record received live before is known by its key without the sequence number.)
+            if knownKeys.contains(key)
+                || m.unsequencedDedupKeys.contains(where: { knownKeys.contains($0) || batchKeys.contains($0) })
+                || !batchKeys.insert(key).inserted
+            {
                 skip.insert(i)
                 duplicates += 1
             } else {

@@ -688,6 +688,8 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
 
     /// True when `r` is new (and now remembered); false for a record already kept (one with
     /// its ``MeasurementRecord/dedupKey``).
+    /// A stored record with a known ``MeasurementRecord/unsequencedDedupKeys`` key (received live
+    /// before, without a sequence number) is one already kept too.
     mutating func remember(_ r: borrowing MeasurementRecord) -> Bool {
         if let first = unkeyedFirst {
             unkeyedFirst = nil
@@ -695,6 +697,11 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         } else if seenKeys.isEmpty, recentKeys.isEmpty {
             unkeyedFirst = copy r
             return true
+        }
+        if r.sequenceNumber != nil,
+            r.unsequencedDedupKeys.contains(where: { seenKeys.contains($0) || recentKeys.contains($0) })
+        {
+            return false
         }
         return remember(r.dedupKey)
     }

@@ -311,6 +311,28 @@ public struct MeasurementRecord: Sendable, Hashable {
     /// True when systolic and diastolic are numbers (not an error frame).
     public var hasValues: Bool { systolic.doubleValue != nil && diastolic.doubleValue != nil }
 
+    /// The keys this record would have without its sequence number, for a record that has one
+    /// and a time (nil otherwise): a stored record that a session received live before, with no
+    /// sequence number (a BPS 1.1 cuff sends a measurement live, then the same one as a record of
+    /// its memory), is known by one of them. Only the keys of records without a sequence number are ever of
+    /// that form, so two stored records are never taken for one.
+    ///
+    /// A 0x2B34 record has two such keys: by its time stamp (as a live 0x2B34 is keyed), and by
+    /// its user-facing time, the cuff's local time (as a live 0x2A35 is keyed).
+    public var unsequencedDedupKeys: [String] {
+        guard sequenceNumber != nil, deviceTime != nil || timestamp != nil else { return [] }
+        var r = self
+        r.sequenceNumber = nil
+        var keys = [r.dedupKey]
+        if case let .enhanced(v) = decodedSource, let local = v.userFacingTimeISO8601,
+            local != (deviceTime ?? timestamp)
+        {
+            r.deviceTime = local
+            keys.append(r.dedupKey)
+        }
+        return keys
+    }
+
     /// Deduplication key: sequence number when known, else device + user + timestamp + values.
     public var dedupKey: String {
         // `identity|user:U|seq:N`, or `identity|user:U|ts:T|` + the four SFLOAT words as

@@ -49,6 +49,33 @@ struct GATTCacheCLITests {
         #expect(second.stderr.contains("using the GATT cache"))
     }
 
+    /// A BPS 1.1 cuff sends its measurement live (0x2A35, no sequence number), then, at the next
+    /// connection, the same one as a record of its memory (0x2B36, sequence number 0): that record
+    /// is one already kept, neither stored nor printed again (was: stored and printed twice).
+    @Test func aBPS11RecordOfAReadingReceivedLiveIsNotKeptTwice() throws {
+        let sim = try TwoProcessTests.Simulator([
+            "--persona", "bps-1.1", "--speed", "200", "--autostart", "--seed", "4",
+        ])
+        let store = sim.dir.appendingPathComponent("readings.db").path
+        let env = ["XDG_STATE_HOME": sim.dir.appendingPathComponent("state").path]
+        let measure = ["measure", "--connect", "unix:\(sim.path)", "--store", store, "--timeout", "60", "--quiet"]
+        let first = try CLI.run(measure, environment: env)
+        let second = try CLI.run(measure, environment: env)
+        let history = try CLI.run(["history", "--store", store])
+        let log = sim.logText
+        #expect(sim.stop() == 0, "\(log)")
+        #expect(first.status == 0 && second.status == 0, "\(second.stderr.suffix(400))")
+        func measurements(_ r: CLIResult) throws -> [[String: Any]] {
+            try r.stdoutLines.map(CLI.json).filter { $0["type"] as? String == "measurement" }
+        }
+        let live = try measurements(first), next = try measurements(second)
+        #expect(live.count == 1 && live[0]["characteristic"] as? String == "2A35")
+        // The second session: its own live reading only, not the record of the first one.
+        #expect(next.count == 1 && next.allSatisfy { $0["stored"] as? Bool == false }, "\(second.stdout)")
+        #expect(history.status == 0, "\(history.stderr)")
+        #expect(history.stdoutLines.count == 2, "\(history.stdout)")
+    }
+
     /// A session that got nothing and found no service it could speak (a peer that was no cuff of
     /// that protocol) once kept the database it discovered; the honest cuff served next at the same
     /// path then used it, found no Blood Pressure Service there, and ended `service_missing` every
