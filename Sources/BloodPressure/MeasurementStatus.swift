@@ -83,7 +83,10 @@ public struct MeasurementStatus: Sendable, Hashable, RawRepresentable {
                 DecodeWarning(
                     .rfuStatus,
                     "reserved Measurement Status bits set: 0x"
-                        + Hex.encode([UInt8(rawValue >> 8), UInt8(rawValue & 0xFF)]), offset: offset))
+                        + Hex.encode([
+                            UInt8((rawValue & MeasurementStatus.rfuMask) >> 8),
+                            UInt8(rawValue & MeasurementStatus.rfuMask & 0xFF),
+                        ]), offset: offset))
         }
         if pulseRateRange == .reserved {
             w.append(DecodeWarning(.reservedPulseRateRange, "pulse-rate range value 3 is reserved", offset: offset))

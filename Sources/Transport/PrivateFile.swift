@@ -11,9 +11,10 @@ import CuffCore
 package enum PrivateFile {
     /// Writes `text` to `path`, creating missing directories; `what` names the file in errors.
     package static func replace(_ path: String, with text: String, what: String) throws(TransportError) {
-        var dir = ""
+        // (A relative path's directories are relative too: `a/b/f` makes `a`, then `a/b`.)
+        var dir = path.hasPrefix("/") ? "/" : ""
         for part in path.split(separator: "/").dropLast() {
-            dir += "/" + part
+            dir += (dir.isEmpty || dir == "/" ? "" : "/") + part
             if case .failure(let e) = Sys.mkdir(dir, 0o700), e != .fileExists {
                 throw TransportError.system("mkdir", "\(what) directory \(dir)", e)
             }

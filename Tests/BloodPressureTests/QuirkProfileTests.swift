@@ -157,6 +157,11 @@ struct QuirkProfileTests {
         #expect(d.value.status?.rawValue == 0x0080)
         #expect(d.warnings.map(\.code) == [.quirkApplied])
         #expect(try BloodPressureMeasurement.decode(b[...]).warnings.map(\.code) == [.rfuFlags, .rfuStatus])
+        // The warning names the reserved bits only (bits 0–5 are defined; was: the whole word).
+        for (status, named) in [("C1 00", "0x00c0"), ("44 01", "0x0140"), ("40 80", "0x8040")] {
+            let w = try BloodPressureMeasurement.decode(bytes("10 78 00 50 00 5D 00 " + status)[...]).warnings
+            #expect(w.first { $0.code == .rfuStatus }?.message == "reserved Measurement Status bits set: " + named)
+        }
         // The user ID sent without its flag (0xD6: bit 3 clear) is still read.
         let noFlag = bytes("D6 F6 F4 20 F3 FF 07 E8 07 03 0F 0A 1E 00 D0 F2 02 44 01")
         let n = try BloodPressureMeasurement.decode(noFlag[...], quirks: QuirkProfile.beurerBM96.options)

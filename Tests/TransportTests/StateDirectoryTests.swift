@@ -24,3 +24,19 @@ struct StateDirectoryTests {
         #expect(StateDirectory.cuff { ["HOME": ""][$0] } == account + "/.local/state/cuff")
     }
 }
+
+@Suite("PrivateFile")
+struct PrivateFileTests {
+    /// A relative path makes its directories relative to the working directory (was: `/a`, then
+    /// `/a/b`, so `--bonds gc3/bonds` never kept a GATT cache: "open(gc3/gatt/….gatt.tmp): No such
+    /// file or directory").
+    @Test func aRelativePathMakesItsDirectoriesWhereItSays() throws {
+        let top = ".build/cuff-private-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: top) }
+        try PrivateFile.replace(top + "/gatt/x.gatt", with: "kept\n", what: "test file")
+        #expect(try String(contentsOfFile: top + "/gatt/x.gatt", encoding: .utf8) == "kept\n")
+        let mode = try FileManager.default.attributesOfItem(atPath: top + "/gatt")[.posixPermissions] as? Int
+        #expect(mode == 0o700)
+        #expect(!FileManager.default.fileExists(atPath: "/" + top))
+    }
+}
