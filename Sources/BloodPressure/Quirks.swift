@@ -277,7 +277,7 @@ public struct QuirkProfile: Sendable, Hashable {
                                     guard n <= h.count - start else { continue }
                                     var i = 1
                                     while i < n && DeviceMatcher.fold(h[start + i]) == needles[at + i] { i += 1 }
-                                    if i == n { best = e[3 * k + 2] }
+                                    if i == n, QuirkProfile.standsAlone(h, start, n) { best = e[3 * k + 2] }
                                 }
                             }
                             return best
@@ -302,8 +302,19 @@ public struct QuirkProfile: Sendable, Hashable {
         return nil
     }
 
+    /// A match string found at `start` (`count` bytes) counts only as a word of its own: not
+    /// right after a letter or digit, and not followed by a digit ("BM850", "xBM85", "SBM690" or
+    /// the hex of an Omron `BLESmart_…` name are other devices; "UA-651BLE" is an A&D UA-651).
+    @inline(__always) static func standsAlone(_ h: UnsafeBufferPointer<UInt8>, _ start: Int, _ count: Int) -> Bool {
+        func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+        func isAlphanumeric(_ b: UInt8) -> Bool { isDigit(b) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x7A) }
+        if start > 0, isAlphanumeric(h[start - 1]) { return false }
+        let end = start + count
+        return end == h.count || !isDigit(h[end])
+    }
+
     /// True when `needle` occurs in `haystack`, comparing ASCII letters without case (match
-    /// strings are ASCII; other bytes compare exactly).
+    /// strings are ASCII; other bytes compare exactly), as a word of its own (``standsAlone(_:_:_:)``).
     static func containsIgnoringASCIICase(_ haystack: String, _ needle: String) -> Bool {
         func fold(_ b: UInt8) -> UInt8 { b >= 0x61 && b <= 0x7A ? b - 0x20 : b }
         func search(_ h: UnsafeBufferPointer<UInt8>, _ n: UnsafeBufferPointer<UInt8>) -> Bool {
@@ -313,7 +324,7 @@ public struct QuirkProfile: Sendable, Hashable {
             for start in 0...(h.count - n.count) where h[start] | 0x20 == first {
                 var i = 0
                 while i < n.count && fold(h[start + i]) == fold(n[i]) { i += 1 }
-                if i == n.count { return true }
+                if i == n.count, standsAlone(h, start, n.count) { return true }
             }
             return false
         }

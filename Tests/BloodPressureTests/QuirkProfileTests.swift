@@ -35,7 +35,12 @@ struct QuirkProfileTests {
                 func fold(_ b: UInt8) -> UInt8 { b >= 0x61 && b <= 0x7A ? b - 0x20 : b }
                 let h = Array(h.utf8).map(fold), n = Array(n.utf8).map(fold)
                 guard h.count >= n.count else { return false }
-                return (0...(h.count - n.count)).contains { Array(h[$0..<($0 + n.count)]) == n }
+                // As a word of its own: not after a letter or digit, not before a digit.
+                func alnum(_ b: UInt8) -> Bool { (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) }
+                return (0...(h.count - n.count)).contains {
+                    Array(h[$0..<($0 + n.count)]) == n && ($0 == 0 || !alnum(h[$0 - 1]))
+                        && ($0 + n.count == h.count || !(0x30...0x39).contains(h[$0 + n.count]))
+                }
             }
             for p in QuirkProfile.all {
                 for m in p.deviceMatches {
@@ -46,7 +51,8 @@ struct QuirkProfileTests {
             return nil
         }
         let texts: [String?] = [
-            nil, "", "q", "Qardio", "qardioarm", "my BM 96 ua651", "xxBPU26", "bpu 2", "BOSO-MEDICUS", "Medisana BU 5",
+            nil, "", "q", "Qardio", "qardioarm", "my BM 96 ua651", "xxBPU26", "bpu 2", "BM850", "(BM85)", "UA-651BLE",
+            "BOSO-MEDICUS", "Medisana BU 5",
             "ua-65", "UA-651", "ELITE 900x", "sbm 69 veroval", "cuff-sim", "Blutdruckmessgerät BM85", "ÄBM96",
             "bm\u{00E4}96", "LS BPMQardio",
         ]
@@ -71,6 +77,10 @@ struct QuirkProfileTests {
     @Test(arguments: [
         "X4 Smart", "BLESmart_00000136D45D2F6A8E", "M7 Intelli IT", "cuff-sim", "CUFF-SIM 1", "cuff-sim-0001", "BP5250",
         "Omron EVOLV", "BPM Connect", "BM", "UA-", "medicus",
+        // A match string inside another word is another device's name (was: a profile, and
+        // "BM850" decoded a standard frame's pulse as -15360000).
+        "BM850", "xBM85xyz", "XBM96000", "SBM690xx", "BPU 260", "UA-6510 XX", "A1872B-ST1",
+        "BLESmart_000000011872B0000000",
     ])
     func strictNamesSelectNothing(name: String) {
         #expect(QuirkProfile.matching(name: name, model: name) == nil)
