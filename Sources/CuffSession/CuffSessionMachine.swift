@@ -298,6 +298,9 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// Results that arrived but were kept already (the store's, or earlier in this session): not
     /// new, yet a session that got only these did get results.
     public private(set) var repeats = 0
+    /// Marker records skipped (``QuirkProfile/Behaviour/skipsNaNMarkers``): the cuff has begun
+    /// sending its buffer, and its hang-up after it ends the session as completed.
+    var markersSkipped = 0
     /// The earliest time the driver must send a `.tick`.
     /// Inlinable, so a caller holding the machine in place (an observer's field) reads the
     /// deadlines where they are instead of copying the whole machine to call a getter.
@@ -574,7 +577,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             if case .result = stage {
                 return finish(.completed, why ?? "the cuff disconnected", at, &out)
             }
-            if liveResults > 0 || (measurements + repeats > 0 && !isMidMeasurement) {
+            if liveResults > 0 || (measurements + repeats + markersSkipped > 0 && !isMidMeasurement) {
                 return finish(.completed, why ?? "the cuff disconnected", at, &out)
             }
             finish(
@@ -917,6 +920,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
                     log(
                         "skipped a marker record from the cuff (every pressure NaN; \(q.name) sends these before its readings)",
                         &out)
+                    markersSkipped += 1
                     if indication { out.append(.confirmIndication) }
                     return
                 }

@@ -137,4 +137,23 @@ struct QuirkSessionTests {
                     == (forced != nil))
         }
     }
+
+    /// An A&D cuff with nothing new sends its markers and hangs up: the session ends completed
+    /// (no result, exit 2), as with readings (was: `disconnected`, exit 4, as a lost link). A
+    /// hang-up before any marker is still a disconnection.
+    @Test func aHangUpAfterTheMarkersCompletesTheSession() {
+        let marker: [UInt8] = [0x00, 0xFF, 0x07, 0xFF, 0x07, 0xFF, 0x07]
+        for markers in [2, 0] {
+            var c = CuffSessionConfiguration(address: "test")
+            c.quirk = .andUA651
+            var h = Harness(c)
+            h.toReady(profile: Self.andProfile)
+            for i in 0..<markers { _ = h.send(.indication(.bloodPressureMeasurement, marker, t(3 + Double(i)))) }
+            _ = h.send(.disconnected(nil, t(6)))
+            #expect(h.outcome == (markers > 0 ? .completed : .disconnected), "\(markers) markers")
+            #expect(
+                h.m.exitCode == (markers > 0 ? SessionOutcome.noResult.exitCode : SessionOutcome.disconnected.exitCode))
+            #expect(h.measurements.isEmpty)
+        }
+    }
 }
