@@ -28,7 +28,8 @@ import CuffCore
 /// CONNECT_IND on the advertising channel announces the link, unencrypted data-channel PDUs
 /// (LLID 2 start, 1 continuation) are reassembled, LL_TERMINATE_IND ends it. Encrypted links
 /// (after LL_ENC_REQ, unless the pseudo-header says decrypted) and CRC failures are skipped;
-/// an exact retransmission (same SN, same bytes) is dropped.
+/// an exact retransmission (the SN, LLID and bytes of that side's previous packet, empty ones
+/// included) is dropped.
 public struct ATTExtractor: Sendable {
     public static let attCID: UInt16 = 0x0004
     /// Most connections (HCI or sniffed) tracked at once.
@@ -465,12 +466,12 @@ public struct ATTExtractor: Sendable {
         let sn = Int(packet.header0 >> 3 & 1)
         let directionKey =
             packet.direction == .centralToPeripheral ? 0 : packet.direction == .peripheralToCentral ? 1 : 2
-        // An exact retransmission (same SN, same bytes, same direction) was already taken.
-        let signature = [UInt8(sn)] + packet.pdu
-        if llid != 0b01 || !packet.pdu.isEmpty {
-            if link.lastPDU[directionKey] == signature { return }
-            link.lastPDU[directionKey] = signature
-        }
+        // An exact retransmission (the SN and bytes of the side's previous packet, same
+        // direction) was already taken. Empty packets count: they move the SN on too, so the
+        // same bytes again after an odd number of them are a new packet, not a resend.
+        let signature = [UInt8(llid), UInt8(sn)] + packet.pdu
+        if link.lastPDU[directionKey] == signature { return }
+        link.lastPDU[directionKey] = signature
         if link.encrypted && !packet.decrypted { return }
         switch llid {
         case 0b11:  // LL control

@@ -101,6 +101,35 @@ enum LL {
         #expect(d.reason == 0x13)
     }
 
+    /// A resend repeats the SN of the side's previous packet, empty ones included: the same
+    /// notification sent again after an empty packet (the SN moved on twice) is a new one (was:
+    /// compared with the last non-empty packet only, and dropped as a resend after an odd number
+    /// of empty packets: repeated cuff pressures went missing from nRF Sniffer captures).
+    @Test func theSameBytesAfterAnEmptyPacketAreNoResend() throws {
+        let notification = hex("04 00 04 00 1b 09 00 64")
+        for empties in 0...3 {
+            var b = PcapBuilder(linkType: 256, bigEndian: false)
+            var t: UInt32 = 0
+            func add(_ p: [UInt8]) { b.record(seconds: 1_700_000_000, fraction: t, p); t += 1000 }
+            add(LL.connectInd)
+            var central: UInt8 = 0, peripheral: UInt8 = 0
+            // One connection event: the central's packet, then the peripheral's, each acknowledging the other's.
+            func event(_ payload: [UInt8]) {
+                add(LL.data(llid: 1, sn: central, nesn: peripheral, toPeripheral: true, []))
+                central ^= 1
+                add(LL.data(llid: payload.isEmpty ? 1 : 2, sn: peripheral, nesn: central, toPeripheral: false, payload))
+                peripheral ^= 1
+            }
+            event(notification)
+            for _ in 0..<empties { event([]) }
+            event(notification)
+            let (records, error) = readAll(b.bytes)
+            #expect(error == nil)
+            let att = try extract(records, strict: true).compactMap(\.att)
+            #expect(att.map(\.pdu) == [hex("1b 09 00 64"), hex("1b 09 00 64")], "\(empties) empty packets between")
+        }
+    }
+
     @Test func encryptedLinksAreSkipped() throws {
         var b = PcapBuilder(linkType: 256, bigEndian: true)
         b.record(seconds: 0, fraction: 0, LL.data(llid: 2, sn: 0, nesn: 0, toPeripheral: true, hex("01 00 04 00 1e")))
