@@ -637,6 +637,14 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         guard connection.subscribed[.recordAccessControlPoint]?.indicate == true else {
             return out.append(.writeResult(.recordAccessControlPoint, error: 0xFD))  // CCCD improperly configured
         }
+        // Report Stored Records sends its records on the Blood Pressure Record characteristic: with
+        // that characteristic's indications off they would go nowhere, so the request is refused
+        // the same way (as GLS and PLXS do for their record characteristics), before anything runs.
+        if value.first == RecordAccessControlPoint.OpCode.reportStoredRecords.rawValue,
+            connection.subscribed[.bloodPressureRecord]?.indicate != true
+        {
+            return out.append(.writeResult(.recordAccessControlPoint, error: 0xFD))
+        }
         let abort = value.first == RecordAccessControlPoint.OpCode.abortOperation.rawValue
         if connection.racpBusy && !abort {
             return out.append(.writeResult(.recordAccessControlPoint, error: 0xFE))  // Procedure Already In Progress

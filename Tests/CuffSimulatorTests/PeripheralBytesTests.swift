@@ -122,8 +122,14 @@ struct PeripheralBytesTests {
             sent(p.receive(hx("12 \(le(racp)) 01 01"), now: .zero)) == [
                 "0112" + le(racp).replacingOccurrences(of: " ", with: "") + "fd"
             ])
-        _ = p.receive(hx("12 \(le(rec + 1)) 02 00"), now: .zero)
         _ = p.receive(hx("12 \(le(racp + 1)) 02 00"), now: .zero)
+        // Report Stored Records with the Record characteristic's indications off: 0xFD too (the
+        // records would go nowhere), and nothing is sent or started.
+        #expect(
+            sent(p.receive(hx("12 \(le(racp)) 01 01"), now: .zero)) == [
+                "0112" + le(racp).replacingOccurrences(of: " ", with: "") + "fd"
+            ])
+        _ = p.receive(hx("12 \(le(rec + 1)) 02 00"), now: .zero)
         // Number of stored records: 3.
         var out = sent(p.receive(hx("12 \(le(racp)) 04 01"), now: .zero))
         #expect(out == ["13", "1d" + le(racp).replacingOccurrences(of: " ", with: "") + "05000300"])
