@@ -894,8 +894,19 @@ extension CaptureReplay {
         case stopped
     }
 
+    /// What a replay gives out for a reader error it goes on after: a `.warning` (the capture is
+    /// damaged there), but a `.notice` for a pcapng interface of a link type that is not
+    /// Bluetooth (an Ethernet interface captured beside the Bluetooth one): its packets are
+    /// skipped, and a whole capture is no damage.
+    public static func skipped(_ error: CaptureError) -> Output {
+        guard error.code == .unknownDatalink else { return .warning(error) }
+        var s = "\(error.code.rawValue)"
+        if let o = error.offset { s += " at offset \(o)" }
+        return .notice(error.message.isEmpty ? s : s + ": " + error.message)
+    }
+
     /// Feeds every record `reader` gives, in order, as `cuff replay` does: an error the reader can
-    /// go on after becomes a `.warning` output; any other ends the replay. Once `out` holds at
+    /// go on after becomes a `.warning` output (``skipped(_:)``); any other ends the replay. Once `out` holds at
     /// least `batch` outputs after a record, `deliver` gets them (it may empty the array) and
     /// returns false to stop; what is left in `out` at the end is the caller's, as is
     /// ``finish(_:into:)`` (a stretch of a longer capture is not its end).
@@ -960,7 +971,7 @@ extension CaptureReplay {
                 }
             } catch {
                 guard error.isRecoverable else { return .fault(error) }
-                out.append(.warning(error))
+                out.append(Self.skipped(error))
             }
             if out.count >= batch, !out.isEmpty, !deliver(&out) { return .stopped }
         }

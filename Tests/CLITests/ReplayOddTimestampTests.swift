@@ -176,6 +176,54 @@ struct ReplayOddTimestampPcapCLITests {
     }
 }
 
+/// A capture made on a Bluetooth interface and an Ethernet one at once (Wireshark's multi-interface
+/// capture): the Ethernet packets are skipped, with a notice on stderr even with `--quiet`, and the
+/// replay is the Bluetooth interface's alone, exit 0: a whole capture is not a damaged one.
+@Suite("cuff replay: pcapng with a second, non-Bluetooth interface")
+struct ReplayForeignInterfaceCLITests {
+    typealias P = ReplayOddTimestampPcapCLITests
+
+    @Test func itsPacketsAreSkippedWithANoticeAndTheReplaySucceeds() throws {
+        let src = [UInt8](try Data(contentsOf: ReplayCommandTests.captures.appendingPathComponent("normal.btsnoop")))
+        let want = try String(
+            contentsOf: ReplayCommandTests.captures.appendingPathComponent("normal.ndjson"), encoding: .utf8
+        )
+        .split(separator: "\n").map(String.init)
+        let file = ReplayCommandTests.tempFile("eth")
+        defer { try? FileManager.default.removeItem(at: file) }
+        func epb(_ interface: UInt32, _ micros: UInt64, _ data: [UInt8]) -> [UInt8] {
+            P.block(
+                6,
+                P.le32(interface) + P.le32(UInt32(micros >> 32)) + P.le32(UInt32(truncatingIfNeeded: micros))
+                    + P.le32(UInt32(data.count)) + P.le32(UInt32(data.count)) + data)
+        }
+        var g = P.block(
+            0x0A0D_0D0A, P.le32(0x1A2B_3C4D) + P.le16(1) + P.le16(0) + P.le32(0xFFFF_FFFF) + P.le32(0xFFFF_FFFF))
+        let ethernetBlock = g.count
+        g += P.block(1, P.le16(1) + P.le16(0) + P.le32(0))  // interface 0: Ethernet
+        g += P.block(1, P.le16(254) + P.le16(0) + P.le32(0))  // interface 1: Bluetooth monitor
+        for (i, p) in P.packets(src).enumerated() {
+            g += epb(1, p.micros, p.data)
+            // An ARP-sized Ethernet frame now and then, between the Bluetooth packets.
+            if i % 10 == 0 {
+                g += epb(0, p.micros, [UInt8](repeating: 0xFF, count: 6) + [UInt8](repeating: 0, count: 36))
+            }
+        }
+        try Data(g).write(to: file)
+        for quiet in [["--quiet"], []] {
+            let r = try CLI.run(["replay", file.path] + quiet)
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdoutLines == want)
+            let notices = r.stderr.split(separator: "\n").filter { $0.contains("unknown_datalink") }
+            #expect(notices.count == 1, "\(r.stderr)")
+            #expect(
+                notices.first?.contains(
+                    "unknown_datalink at offset \(ethernetBlock): interface 0 has link type 1, expected 201, 254 or 256; its packets are skipped"
+                ) == true, "\(r.stderr)")
+        }
+    }
+}
+
 /// `--realtime` paces by the capture's clock; one that runs backwards across the whole range and
 /// forward again must neither trap nor wait for centuries (the jump back to 2026 is one pause of
 /// 5 s at most): the output is the unpaced replay's.
