@@ -87,6 +87,10 @@ public struct DecodeWarning: Sendable, Hashable, CustomStringConvertible {
         public static let reservedPulseRateRange = Code(rawValue: "reserved_pulse_rate_range")
         /// A Blood Pressure Record's recorded value does not decode; the record's header stands.
         public static let invalidRecordedValue = Code(rawValue: "invalid_recorded_value")
+        /// A Blood Pressure Record holds a characteristic other than the Enhanced Blood Pressure
+        /// Measurement (0x2B34) or its cuff-pressure form (0x2B35): the header stands, the recorded
+        /// value is not decoded.
+        public static let unknownRecordedCharacteristic = Code(rawValue: "unknown_recorded_characteristic")
         /// The cuff's error reading (a device profile says all-NaN pressures mean "Err"): no values.
         public static let errorReading = Code(rawValue: "error_reading")
         /// A value the device sent as an integer that an SFLOAT cannot hold exactly (above 2045):

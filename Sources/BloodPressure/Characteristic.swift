@@ -122,6 +122,11 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
                             ))
                     } else {
                         pairs.append(("record", .null))
+                        warnings.append(
+                            DecodeWarning(
+                                .unknownRecordedCharacteristic,
+                                "recorded characteristic \(Hex.digits(d.value.recordedUUID, 4)) is not one cuff decodes in a Blood Pressure Record (2B34, 2B35); its value is left undecoded",
+                                offset: 3))
                     }
                 } catch {
                     // The header (sequence number, UUID) stands; the recorded value is reported, not decoded.

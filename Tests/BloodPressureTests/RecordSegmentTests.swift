@@ -168,6 +168,19 @@ struct RecordSegmentTests {
         }
     }
 
+    /// A record of a characteristic cuff does not decode inside one (a 0x2A35 where BPS 1.1 puts a
+    /// 0x2B34): the header prints, `"record":null`, and a warning says why the value is not decoded.
+    @Test func anUnknownRecordedCharacteristicIsNamedInAWarning() throws {
+        let j = try BPSCharacteristic.bloodPressureRecord.decodeJSON(
+            bytes("03 00 00 35 2A 1E 77 00 08 10 5D 00 EA 07 0B 16 08 0E 00 4A 00 01 00 00")[...]
+        ).serialized()
+        #expect(
+            j.contains(
+                #""sequence_number":0,"recorded_characteristic":"2A35","record":null,"warnings":[{"code":"unknown_recorded_characteristic","message":"recorded characteristic 2A35 is not one"#
+            ), "\(j)")
+        #expect(j.contains(#""offset":3}]"#), "\(j)")
+    }
+
     @Test func aSingleSegmentRecordPrintsAsBefore() throws {
         let j = try BPSCharacteristic.bloodPressureRecord.decodeJSON(bytes("03 " + Self.body)[...]).serialized()
         #expect(
