@@ -138,7 +138,9 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
         if flags & Flag.userID != 0 {
             uid = try r.u8("User ID")
         } else if quirks.contains(.userIDWithoutFlag),
-            r.remaining == (flags & Flag.status != 0 ? 3 : 1)
+            // Room for the byte and the status after it; bytes beyond that are trailing bytes,
+            // not a reason to read the user ID as part of the status.
+            r.remaining >= (flags & Flag.status != 0 ? 3 : 1)
         {
             uid = try r.u8("User ID")
             warnings.append(

@@ -212,6 +212,33 @@ struct QuirkProfileTests {
         #expect(d.timestamp?.iso8601 == "2026-08-11T20:57:00")
     }
 
+    /// A BM85 frame with a byte after its status (probe J): the user ID is still the byte after
+    /// the pulse, the status the two after it, and the extra byte a trailing byte, as it would be
+    /// on a standard frame; without the status flag the same.
+    @Test func bm85FrameWithATrailingByte() throws {
+        for (hex, status) in [
+            ("56 77 00 46 00 00 00 EA 07 08 0B 14 39 00 00 57 01 00 40 FF", UInt16(0x0040)),
+            ("46 77 00 46 00 00 00 EA 07 08 0B 14 39 00 00 57 01 FF", nil),
+        ] {
+            let d = try BloodPressureMeasurement.decode(bytes(hex)[...], quirks: QuirkProfile.beurerBM85.options)
+            #expect(d.value.userID == 1, "\(hex)")
+            #expect(d.value.status?.rawValue == status, "\(hex)")
+            #expect(d.value.pulseRate?.doubleValue == 87)
+            // (Flags bit 6 and status bit 6, which the real cuff sets, are reserved: rfu warnings.)
+            #expect(
+                d.warnings.map(\.code).filter { $0 != .rfuFlags && $0 != .rfuStatus } == [
+                    .quirkApplied, .trailingBytes,
+                ], "\(hex)")
+            #expect(
+                d.warnings.first { $0.code == .trailingBytes }?.message.hasPrefix("1 byte") == true, "\(d.warnings)")
+        }
+        // Two bytes after the pulse with the status flag set and no room for a user ID: the status.
+        let s = try BloodPressureMeasurement.decode(
+            bytes("56 77 00 46 00 00 00 EA 07 08 0B 14 39 00 00 57 00 40")[...], quirks: QuirkProfile.beurerBM85.options
+        )
+        #expect(s.value.userID == nil && s.value.status?.rawValue == 0x0040)
+    }
+
     /// Every profile's options decode every truncated prefix of a full value to an error, never a crash.
     @Test func everyProfileRefusesEveryTruncatedPrefix() {
         let full = Self.veroval
