@@ -149,9 +149,21 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
         var status: MeasurementStatus? = nil
         if flags & Flag.status != 0 {
             let at = r.offset
-            status = MeasurementStatus(
+            let s = MeasurementStatus(
                 rawValue: try (bigEndian ? r.u16BigEndian("Measurement Status") : r.u16("Measurement Status")))
-            status!.check(at: at, &warnings)
+            status = s
+            if quirks.contains(.reservedStatusBit15Expected), s.rawValue & 0x8000 != 0 {
+                // Bit 15 is the cuff's own; any other reserved bit is still warned, alone.
+                var rest = s
+                rest.rawValue &= 0x7FFF
+                rest.check(at: at, &warnings)
+                warnings.append(
+                    DecodeWarning(
+                        .quirkApplied, "reserved Measurement Status bit 15 set, as this cuff does (device quirk)",
+                        offset: at))
+            } else {
+                s.check(at: at, &warnings)
+            }
         }
         r.noteTrailing(&warnings)
         if quirks.contains(.reservedBitsExpected) {

@@ -76,17 +76,18 @@ public struct MeasurementStatus: Sendable, Hashable, RawRepresentable {
         w.endObject()
     }
 
+    /// The `rfu_status` warning for the reserved bits `bits`, at `offset`.
+    @usableFromInline static func rfuWarning(_ bits: UInt16, at offset: Int) -> DecodeWarning {
+        DecodeWarning(
+            .rfuStatus,
+            "reserved Measurement Status bits set: 0x" + Hex.encode([UInt8(bits >> 8), UInt8(bits & 0xFF)]),
+            offset: offset)
+    }
+
     @inlinable
     func check(at offset: Int, _ w: inout [DecodeWarning]) {
         if rawValue & MeasurementStatus.rfuMask != 0 {
-            w.append(
-                DecodeWarning(
-                    .rfuStatus,
-                    "reserved Measurement Status bits set: 0x"
-                        + Hex.encode([
-                            UInt8((rawValue & MeasurementStatus.rfuMask) >> 8),
-                            UInt8(rawValue & MeasurementStatus.rfuMask & 0xFF),
-                        ]), offset: offset))
+            w.append(Self.rfuWarning(rawValue & MeasurementStatus.rfuMask, at: offset))
         }
         if pulseRateRange == .reserved {
             w.append(DecodeWarning(.reservedPulseRateRange, "pulse-rate range value 3 is reserved", offset: offset))

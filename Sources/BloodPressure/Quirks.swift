@@ -28,6 +28,9 @@ public struct QuirkProfile: Sendable, Hashable {
         @inlinable public static var reservedBitsExpected: Options { Options(rawValue: 16) }
         /// Systolic, diastolic and MAP all NaN: the cuff's error reading (warning `error_reading`).
         @inlinable public static var allNaNIsErrorReading: Options { Options(rawValue: 32) }
+        /// Measurement Status bit 15 (reserved) is set by the cuff: noted once as a quirk; other
+        /// reserved Flags and Status bits are still RFU warnings (unlike ``reservedBitsExpected``).
+        @inlinable public static var reservedStatusBit15Expected: Options { Options(rawValue: 64) }
     }
 
     /// Deviations of the session: what a client must do differently with this cuff.
@@ -103,7 +106,7 @@ public struct QuirkProfile: Sendable, Hashable {
 
     /// Hartmann Veroval compact+ BPU 26.
     public static let veroval = QuirkProfile(
-        name: "veroval", options: [.zeroMeanArterialPressureAbsent, .reservedBitsExpected],
+        name: "veroval", options: [.zeroMeanArterialPressureAbsent, .reservedStatusBit15Expected],
         behaviour: [.dumpsMemoryOnSubscribe],
         deviceMatches: ["Veroval", "BPU 26", "BPU26"],
         manufacturerDataMatches: [ManufacturerData(companyID: 0x0ABF, prefix: [0x01, 0x02])],

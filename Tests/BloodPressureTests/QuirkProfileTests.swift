@@ -120,6 +120,37 @@ struct QuirkProfileTests {
         #expect(d.value.encode(quirks: QuirkProfile.veroval.options) == Self.veroval)
     }
 
+    /// Only bit 15 is the Veroval's own (probe J): another reserved status bit, or a reserved
+    /// Flags bit, is still an RFU warning naming that bit alone; a cuff pressure (0x2A36) has no
+    /// MAP, so "MAP 0 read as absent" is not said of it.
+    @Test func veroValToleratesStatusBit15Only() throws {
+        var other = Self.veroval
+        other[17] = 0x40  // status 0x8040
+        let d = try BloodPressureMeasurement.decode(other[...], quirks: QuirkProfile.veroval.options)
+        #expect(d.value.status?.rawValue == 0x8040)
+        #expect(
+            d.warnings.filter { $0.code == .rfuStatus }.map(\.message) == [
+                "reserved Measurement Status bits set: 0x0040"
+            ])
+        #expect(d.warnings.contains { $0.code == .quirkApplied && $0.message.contains("bit 15") })
+        var flags = Self.veroval
+        flags[0] = 0x5E  // reserved Flags bit 6
+        #expect(
+            try BloodPressureMeasurement.decode(flags[...], quirks: QuirkProfile.veroval.options).warnings.contains {
+                $0.code == .rfuFlags
+            })
+        // Status without bit 15: no quirk note, the standard check.
+        var plain = Self.veroval
+        plain[18] = 0x00
+        let p = try BloodPressureMeasurement.decode(plain[...], quirks: QuirkProfile.veroval.options)
+        #expect(!p.warnings.contains { $0.code == .rfuStatus || $0.message.contains("bit 15") })
+        // A cuff pressure with MAP 0 (its unused slot) under the profile: no MAP note.
+        let icp = try BPSCharacteristic.intermediateCuffPressure.decodeJSON(
+            bytes("00 64 00 FF 07 00 00")[...], quirks: QuirkProfile.veroval.options
+        ).serialized()
+        #expect(!icp.contains("Mean Arterial Pressure"), "\(icp)")
+    }
+
     // MARK: SBM69: unsigned integers
 
     @Test func sbm69ValuesAreUnsignedIntegers() throws {
