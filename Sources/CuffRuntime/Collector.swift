@@ -88,7 +88,7 @@ public final class Collector: MeasurementCommitter {
             let key = m.dedupKey
             // (A stored record received live before is known by its key without the sequence number.)
             if knownKeys.contains(key)
-                || m.unsequencedDedupKeys.contains(where: { knownKeys.contains($0) || batchKeys.contains($0) })
+                || m.wasKeptLive({ knownKeys.contains($0) || batchKeys.contains($0) })
                 || !batchKeys.insert(key).inserted
             {
                 skip.insert(i)

@@ -701,11 +701,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             unkeyedFirst = copy r
             return true
         }
-        if r.sequenceNumber != nil,
-            r.unsequencedDedupKeys.contains(where: { seenKeys.contains($0) || recentKeys.contains($0) })
-        {
-            return false
-        }
+        if r.wasKeptLive({ seenKeys.contains($0) || recentKeys.contains($0) }) { return false }
         return remember(r.dedupKey)
     }
 

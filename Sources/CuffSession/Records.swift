@@ -312,7 +312,7 @@ public struct MeasurementRecord: Sendable, Hashable {
     public var hasValues: Bool { systolic.doubleValue != nil && diastolic.doubleValue != nil }
 
     /// The keys this record would have without its sequence number, for a record that has one
-    /// and a time (nil otherwise): a stored record that a session received live before, with no
+    /// and a time (empty otherwise): a stored record that a session received live before, with no
     /// sequence number (a BPS 1.1 cuff sends a measurement live, then the same one as a record of
     /// its memory), is known by one of them. Only the keys of records without a sequence number are ever of
     /// that form, so two stored records are never taken for one.
@@ -331,6 +331,13 @@ public struct MeasurementRecord: Sendable, Hashable {
             keys.append(r.dedupKey)
         }
         return keys
+    }
+
+    /// True for a stored record that `known` already knows by one of its
+    /// ``unsequencedDedupKeys``: the same reading, received live before (the one check every
+    /// place that keeps records makes, against its own sets of keys).
+    public func wasKeptLive(_ known: (String) -> Bool) -> Bool {
+        sequenceNumber != nil && unsequencedDedupKeys.contains(where: known)
     }
 
     /// Deduplication key: sequence number when known, else device + user + timestamp + values.

@@ -225,7 +225,7 @@ struct VendorProtocolCentral: CuffProtocolSession {
 
     /// A reading, emitted unless the store (or this session) has it already.
     mutating func kept(_ record: MeasurementRecord, _ out: inout [CentralAction]) {
-        if !record.unsequencedDedupKeys.contains(where: { seen.contains($0) }), seen.insert(record.dedupKey).inserted {
+        if !record.wasKeptLive({ seen.contains($0) }), seen.insert(record.dedupKey).inserted {
             measurements += 1
             return out.append(.emit(.measurement(record)))
         }
