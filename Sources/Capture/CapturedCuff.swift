@@ -410,6 +410,8 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
     var waitingNoted = false
     /// The pushes are done and the captured cuff dropped the link: `due` is when.
     var dropping = false
+    /// A value longer than the client's ATT_MTU allows was sent cut on this connection (said once).
+    var cutNoted = false
     /// The server's actions for one call, kept between calls (emptied, its capacity kept:
     /// ``ActionMachine``).
     var serverScratch = ActionBuffer<GATTServerAction>()
@@ -439,6 +441,7 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
         roundStarted = nil
         waitingNoted = false
         dropping = false
+        cutNoted = false
         if !captured.unknownValues.isEmpty {
             out.append(
                 .log(
@@ -473,6 +476,16 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
             if next == 0 { roundStarted = now }
             next += 1
             due = nil
+            // ATT sends at most ATT_MTU - 3 bytes of a value: a client that did not raise the MTU
+            // as far as the captured central did gets the value cut, as from the real cuff. Said
+            // once a connection, so the difference is not a silent one.
+            if !cutNoted, p.value.count > Int(server.mtu) - 3 {
+                cutNoted = true
+                out.append(
+                    .log(
+                        "a captured value of \(p.value.count) bytes on \(Hex.handle(p.handle)) goes out cut to \(Int(server.mtu) - 3): this client's ATT_MTU is \(server.mtu) (exchange a larger one to get values whole)"
+                    ))
+            }
             if p.indication {
                 serving({ $0.indicate(handle: p.handle, value: p.value, now: now, into: &$1) }, now, &out)
             } else {

@@ -7,7 +7,7 @@ import Sinks
 struct History: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "history",
-        abstract: "Print what a store holds, oldest first, in any output format.",
+        abstract: "Print what a store holds, in the order it was received, in any output format.",
         discussion: """
             Measurements are decoded again from the raw bytes the store kept; the store is opened \
             read-only. A row that cannot be read (a damaged cell, raw bytes that no longer decode) is \

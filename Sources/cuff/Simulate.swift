@@ -180,6 +180,25 @@ struct Simulate: ParsableCommand {
         if fromCapture == nil && (session != nil || listSessions || loop || !handles.isEmpty) {
             throw ValidationError("--session, --list-sessions, --loop and --handle go with --from-capture FILE")
         }
+        if fromCapture != nil {
+            // The captured cuff is served as it was: options that shape a simulated cuff would be
+            // ignored, so they are refused instead (--speed still paces it, --listen/--adapter place it).
+            let o = options
+            let shaping: [(String, Bool)] = [
+                ("--scenario", o.scenario != .normal), ("--persona", o.persona != .bps10),
+                ("--seed", o.seed != 1), ("--model", o.model != nil), ("--unpaired", o.unpaired),
+                ("--autostart", o.autostart), ("--quirk", o.quirk != nil), ("--record-segment", o.recordSegment != nil),
+                ("--every", o.every != nil), ("--database-hash", o.databaseHash),
+                ("--service-changed", o.serviceChanged), ("--indicate-service-changed", o.indicateServiceChanged),
+                ("--handle-gap", o.handleGap != 0), ("--protocol", cuffProtocol.forced != nil),
+            ]
+            let given = shaping.filter(\.1).map(\.0)
+            if !given.isEmpty {
+                throw ValidationError(
+                    "\(given.joined(separator: ", ")) shape\(given.count == 1 ? "s" : "") a simulated cuff; --from-capture serves the captured one as it was"
+                )
+            }
+        }
         if listSessions { return }
         if listen == nil && adapter == nil { throw ValidationError("give --listen unix:PATH or --adapter hciN") }
         if let listen, !listen.hasPrefix("unix:") { throw ValidationError("--listen takes unix:PATH") }

@@ -88,5 +88,15 @@ struct FromCaptureTests {
         #expect(missing.status == 7 && missing.stderr.contains("no session 9"), "\(missing.stderr)")
         let misuse = try CLI.run(["simulate", "--listen", "unix:/tmp/x", "--loop"])
         #expect(misuse.status == 64)
+        // Options that shape a simulated cuff would be ignored by a captured one: refused, named.
+        let shaped = try CLI.run([
+            "simulate", "--from-capture", file, "--listen", "unix:/tmp/x", "--persona", "bps-1.1", "--every", "5",
+        ])
+        #expect(shaped.status == 64, "\(shaped.stderr)")
+        #expect(
+            shaped.stderr.contains("--persona, --every shape a simulated cuff; --from-capture serves the captured one"),
+            "\(shaped.stderr)")
+        let scenario = try CLI.run(["simulate", "--from-capture", file, "--list-sessions", "--scenario", "kpa"])
+        #expect(scenario.status == 64 && scenario.stderr.contains("--scenario shapes"), "\(scenario.stderr)")
     }
 }

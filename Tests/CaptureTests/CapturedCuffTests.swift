@@ -223,6 +223,32 @@ struct CapturedCuffTests {
         #expect(pushes(p.tick(now: now)) == captured.pushes.count)
     }
 
+    /// A captured value longer than this client's ATT_MTU allows goes out cut (as ATT does), and
+    /// the log says so once a connection, naming the handle and the MTU (probe H: it was silent).
+    @Test func aValueCutToTheClientsMTUIsSaid() throws {
+        var captured = try Self.foreignCuff()
+        let i = try #require(captured.pushes.firstIndex { !$0.indication })
+        captured.pushes[i].value += [UInt8](repeating: 0x11, count: 30)
+        for j in captured.pushes.indices { captured.pushes[j].gap = .zero }
+        var p = CapturedCuffPeripheral(captured)
+        let now = Timestamp(nanoseconds: 5_000_000_000)
+        var out = p.connected(now: now, client: nil)
+        for cccd: UInt16 in [0x0044, 0x0048] {
+            out += p.receive([0x12, UInt8(cccd & 0xFF), UInt8(cccd >> 8), 0x03, 0x00], now: now)
+        }
+        out += p.tick(now: now)
+        _ = p.receive([0x1E], now: now)
+        out += p.tick(now: now + .seconds(5))
+        let logs = out.compactMap { if case let .log(s) = $0 { s } else { nil } }.filter { $0.contains("goes out cut") }
+        #expect(logs.count == 1, "\(out)")
+        #expect(
+            logs.first?.contains(
+                "\(captured.pushes[i].value.count) bytes on \(Hex.handle(captured.pushes[i].handle)) goes out cut to 20: this client's ATT_MTU is 23"
+            ) == true, "\(logs)")
+        let sentLong = out.contains { if case let .send(pdu) = $0 { pdu.count > 23 } else { false } }
+        #expect(!sentLong)
+    }
+
     @Test func aForeignLayoutIsServedHandleForHandle() throws {
         let path = try Self.foreignCapture()
         defer { unlink(path) }
