@@ -132,14 +132,16 @@ public struct QuirkProfile: Sendable, Hashable {
     /// The Beurer BM85 family (BM85, BM48, BM59, ELITE900 / Sanitas relatives).
     public static let beurerBM85 = QuirkProfile(
         name: "beurer-bm85",
-        options: [.userIDWithoutFlag, .bigEndianPulseAndStatus],
+        options: [.userIDWithoutFlag, .bigEndianPulseAndStatus, .zeroMeanArterialPressureAbsent],
         deviceMatches: ["BM85", "BM48", "BM59", "ELITE900", "BM 85", "BM 48", "BM 59", "ELITE 900"],
-        summary: "pulse and status big-endian; a user-ID byte read without its flag",
+        summary:
+            "pulse and status big-endian; a user-ID byte read without its flag; MAP 0 means absent (mean_arterial_pressure null)",
         evidence: """
             Real-device frames in derdilla/blood-pressure-monitor-fl's tests (#735/#737) and a bleak user \
             script (collected in shared/spec/peers-and-user-needs.md §6): the cuff appends a user-ID byte \
-            without setting flags bit 3, and sends Pulse Rate and Measurement Status big-endian; the vendor \
-            app's big-endian model list names BM48, BM59, BM85 and ELITE900.
+            without setting flags bit 3, and sends Pulse Rate and Measurement Status big-endian, with a \
+            Mean Arterial Pressure of 0 (no measured MAP); the vendor app's big-endian model list names \
+            BM48, BM59, BM85 and ELITE900.
             """)
 
     /// boso medicus.

@@ -95,8 +95,13 @@ public struct SimulatorConfiguration: Sendable {
         persona == .bps11 ? [.allVersion10, .userFacingTime] : .allVersion10
     }
 
+    /// How this cuff lays out its values (what the encoder is given).
     var quirks: QuirkProfile.Options {
-        scenario == .beurerBM85 ? QuirkProfile.beurerBM85.options : quirk?.options ?? []
+        if scenario == .beurerBM85 { return QuirkProfile.beurerBM85.options }
+        guard let quirk else { return [] }
+        // A BM96 sends its user ID with the flag (flags 0xDE in the questions' frames): the
+        // profile's tolerance of a user-ID byte without one is the decoder's, not this cuff's way.
+        return quirk == .beurerBM96 ? quirk.options.subtracting(.userIDWithoutFlag) : quirk.options
     }
 
     /// The persona's habits, by family (none without ``quirk``).

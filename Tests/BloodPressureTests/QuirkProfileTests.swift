@@ -241,6 +241,8 @@ struct QuirkProfileTests {
         #expect(d.pulseRate?.doubleValue == 87)
         #expect(d.userID == 1)
         #expect(d.timestamp?.iso8601 == "2026-08-11T20:57:00")
+        // Its MAP field is 0: no measured MAP, never "0 mmHg".
+        #expect(d.meanArterialPressure == .nan && d.meanArterialPressureAbsent)
     }
 
     /// A BM85 frame with a byte after its status (probe J): the user ID is still the byte after
@@ -258,7 +260,7 @@ struct QuirkProfileTests {
             // (Flags bit 6 and status bit 6, which the real cuff sets, are reserved: rfu warnings.)
             #expect(
                 d.warnings.map(\.code).filter { $0 != .rfuFlags && $0 != .rfuStatus } == [
-                    .quirkApplied, .trailingBytes,
+                    .quirkApplied, .quirkApplied, .trailingBytes,  // (MAP 0 absent, user ID without its flag)
                 ], "\(hex)")
             #expect(
                 d.warnings.first { $0.code == .trailingBytes }?.message.hasPrefix("1 byte") == true, "\(d.warnings)")

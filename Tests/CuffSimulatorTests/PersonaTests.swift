@@ -89,7 +89,7 @@ struct PersonaTests {
         #expect(Self.applied(r) == ["applying quirk profile beurer-bm96 for BM96"])
         #expect(r.measurements.map(\.userID) == [1, 2, 1])  // two stored, then the live one
         for m in r.measurements {
-            #expect(m.raw[0] == 0xD6)  // reserved bits 6 and 7, user-ID flag clear
+            #expect(m.raw[0] == 0xDE)  // reserved bits 6 and 7, user-ID flag set (the facts' frames)
             #expect(m.systolic.exponent == -1 && m.systolic.doubleValue.map { $0 == $0.rounded() } == true)
             #expect(m.meanArterialPressure == .nan)
             #expect(m.warnings.map(\.code).allSatisfy { $0 == .quirkApplied })
