@@ -160,8 +160,36 @@ public struct DeviceInfo: Sendable, Hashable {
         w.endObject()
     }
 
-    /// A stable identity for deduplication: serial when known, else the address.
-    public var identity: String { serial.map { "serial:" + $0 } ?? "address:" + address }
+    /// A stable identity for deduplication: ``distinctSerial`` when known, else the address.
+    public var identity: String { distinctSerial.map { "serial:" + $0 } ?? "address:" + address }
+
+    /// The serial number when it tells this cuff from others: nil without one, and for the
+    /// placeholders cheap cuffs send in Device Information alike (``isPlaceholder(serial:)``).
+    /// Two cuffs sharing one would be one device to the store and share its sequence-number
+    /// keys, so a record of the second would be dropped as the first's: they are known by their
+    /// address instead. (`serial` itself stays what the cuff sent.)
+    public var distinctSerial: String? {
+        guard let serial, !Self.isPlaceholder(serial: serial) else { return nil }
+        return serial
+    }
+
+    /// A serial number that many cuffs send alike: blank, one character repeated ("0000000000",
+    /// "FFFFFFFF"), a counting run ("123456789", "0123456789"), or a word for none ("N/A",
+    /// "none", "unknown", "serial number" …), ignoring case, spaces and NULs around it.
+    public static func isPlaceholder(serial: String) -> Bool {
+        let bytes = serial.utf8.filter { $0 > 0x20 && $0 != 0x7F }
+        guard let first = bytes.first else { return true }
+        if bytes.allSatisfy({ $0 == first }) { return true }
+        let lower = String(decoding: bytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        return Self.placeholderSerials.contains(lower)
+    }
+
+    /// (Lowercase, without spaces.)
+    static let placeholderSerials: Set<String> = [
+        "n/a", "na", "none", "null", "nil", "unknown", "serial", "serialnumber", "sn", "s/n", "default", "-",
+        "123456", "1234567", "12345678", "123456789", "1234567890", "0123456789", "01234567", "012345678",
+        "abcdef", "abcdefgh", "xxxx",
+    ]
 }
 
 /// One blood-pressure result: the decoded value, where it came from, when it arrived.
@@ -345,7 +373,8 @@ public struct MeasurementRecord: Sendable, Hashable {
         // `identity|user:U|seq:N`, or `identity|user:U|ts:T|` + the four SFLOAT words as
         // little-endian hex. (UTF-8 bytes written straight into the string's own storage: a
         // session computes one per result, and string appends cost several times more.)
-        let identity = device.serial ?? device.address
+        let serial = device.distinctSerial
+        let identity = serial ?? device.address
         let time = sequenceNumber == nil ? deviceTime ?? timestamp : nil
         let received = sequenceNumber == nil && time == nil ? receivedAt.iso8601 : nil
         let capacity =
@@ -355,7 +384,7 @@ public struct MeasurementRecord: Sendable, Hashable {
             // (Through a local pointer and static helpers: a variable captured by nested
             // functions is checked for exclusive access at every use.)
             var q = b.baseAddress!
-            Self.put(device.serial != nil ? "serial:" : "address:", &q)
+            Self.put(serial != nil ? "serial:" : "address:", &q)
             Self.put(identity, &q)
             Self.put("|user:", &q)
             if let userID { Self.putDecimal(Int(userID), &q) } else { Self.put("-", &q) }

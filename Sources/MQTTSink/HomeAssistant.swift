@@ -31,8 +31,9 @@ public struct MQTTTopics: Sendable, Hashable {
     /// `PREFIX/status`: `online` while connected, `offline` as the last will.
     public var status: String { prefix + "/status" }
 
-    /// The DEVICE level: the serial when the cuff gave one, else its address, as topic-safe text.
-    public static func deviceLevel(_ d: DeviceInfo) -> String { slug(d.serial ?? d.address) }
+    /// The DEVICE level: the serial when the cuff gave a distinct one (not a placeholder many cuffs
+    /// share), else its address, as topic-safe text.
+    public static func deviceLevel(_ d: DeviceInfo) -> String { slug(d.distinctSerial ?? d.address) }
 
     /// The USER level: the BPS user id, or `none` when the reading names no user.
     public static func userLevel(_ user: UInt8?) -> String { user.map { String($0) } ?? "none" }

@@ -17,7 +17,11 @@ import Testing
             e.serial = blank
             #expect(e.serial == nil && e.identity == "address:AA:BB:CC:00:00:02", "\(blank.debugDescription)")
         }
-        #expect(DeviceInfo(address: "a", serial: " 0 ").identity == "serial: 0 ", "a serial with a character is one")
+        // A serial with characters is kept as sent; one that many cuffs send alike (a lone "0", a
+        // run of one character) is no identity: such cuffs are known by their address too.
+        #expect(DeviceInfo(address: "a", serial: " 0 ").serial == " 0 ")
+        #expect(DeviceInfo(address: "a", serial: " 0 ").identity == "address:a")
+        #expect(DeviceInfo(address: "a", serial: " A7 ").identity == "serial: A7 ", "a serial with characters is one")
     }
 
     @Test func twoCuffsWithBlankSerialsStayTwoInTheStore() throws {

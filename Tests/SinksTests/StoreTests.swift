@@ -188,6 +188,38 @@ func vectorRecords() throws -> [MeasurementRecord] {
         #expect(try store.lastSequenceNumber(address: "11:22:33:44:55:66") == nil)
     }
 
+    /// Two cuffs that send the same placeholder serial ("0000000000", as cheap cuffs do) are two
+    /// devices, and the same sequence number on each is two readings: neither record is dropped
+    /// as the other's. A real serial still makes one cuff of two addresses.
+    @Test func cuffsSharingAPlaceholderSerialAreKeptApart() throws {
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let store = try SQLiteStore(path: dir.path("d.db"), warn: SinkWarnings.ignore)
+        func record(_ address: String, serial: String) throws -> MeasurementRecord {
+            var r = try Vectors.enhancedRecord(sequenceNumber: 0)
+            r.device = DeviceInfo(address: address, name: "BPM", serial: serial)
+            return r
+        }
+        for placeholder in ["0000000000", " N/A ", "123456789", "FFFFFFFF", "Serial Number"] {
+            let a = try record("AA:00:00:00:00:01", serial: placeholder)
+            let b = try record("AA:00:00:00:00:02", serial: placeholder)
+            #expect(a.dedupKey != b.dedupKey, "\(placeholder)")
+            #expect(a.device.identity == "address:AA:00:00:00:00:01", "\(placeholder)")
+            #expect(a.device.serial == placeholder, "the serial itself is kept as sent")
+        }
+        #expect(try store.insert(try record("AA:00:00:00:00:01", serial: "0000000000")).isNew)
+        #expect(try store.insert(try record("AA:00:00:00:00:02", serial: "0000000000")).isNew)
+        let history = try store.history()
+        #expect(history.count == 2)
+        #expect(Set(history.map(\.device.address)) == ["AA:00:00:00:00:01", "AA:00:00:00:00:02"])
+        // A distinct serial: the same cuff, whatever address it came from.
+        #expect(try store.insert(try record("AA:00:00:00:00:03", serial: "A1B2C3-778")).isNew)
+        #expect(try store.insert(try record("AA:00:00:00:00:04", serial: "A1B2C3-778")) == .duplicate)
+        for real in ["SN42", "SIM-000001", "2024110012", "A1B2C3-778", "00AB"] {
+            #expect(!DeviceInfo.isPlaceholder(serial: real), "\(real)")
+        }
+    }
+
     @Test func columnsKeepUnitWordsAndSpecialNames() throws {
         let dir = try ScratchDirectory()
         defer { dir.remove() }
