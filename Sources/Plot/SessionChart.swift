@@ -74,11 +74,18 @@ public enum SessionChart {
         let plotTop = top + 64
         let plotBottom = plotTop + plotHeight
 
+        // A result in the other unit (a kPa result in an mmHg session) is drawn where its value
+        // lies in the session's unit; its labels keep the unit it came in.
+        func inChartUnit(_ v: PlotValue, _ from: PressureUnitName) -> Double? {
+            guard let n = v.number else { return nil }
+            if from == unit { return n }
+            return from == .kPa ? n * PressureUnitName.mmHgPerKPa : n / PressureUnitName.mmHgPerKPa
+        }
         // Scales.
         let numbers =
             s.samples.compactMap(\.pressure.number)
-            + live.flatMap {
-                [$0.systolic.number, $0.diastolic.number, $0.meanArterialPressure.number].compactMap { $0 }
+            + live.flatMap { r in
+                [r.systolic, r.diastolic, r.meanArterialPressure].compactMap { inChartUnit($0, r.unit) }
             }
         let maxP = numbers.max() ?? (unit == .kPa ? 24 : 180)
         let (_, yHi) = Ticks.niceDomain(0, max(maxP * 1.06, unit == .kPa ? 2 : 10), count: 6)
@@ -196,13 +203,15 @@ public enum SessionChart {
         for r in live {
             let marks = [
                 Mark(
-                    kind: "systolic", label: "SYS", value: r.systolic.number ?? .nan, text: r.systolic.text,
+                    kind: "systolic", label: "SYS", value: inChartUnit(r.systolic, r.unit) ?? .nan,
+                    text: r.systolic.text,
                     shape: .triangleUp, colour: Style.vermillion),
                 Mark(
-                    kind: "map", label: "MAP", value: r.meanArterialPressure.number ?? .nan,
+                    kind: "map", label: "MAP", value: inChartUnit(r.meanArterialPressure, r.unit) ?? .nan,
                     text: r.meanArterialPressure.text, shape: .diamond, colour: Style.reddishPurple),
                 Mark(
-                    kind: "diastolic", label: "DIA", value: r.diastolic.number ?? .nan, text: r.diastolic.text,
+                    kind: "diastolic", label: "DIA", value: inChartUnit(r.diastolic, r.unit) ?? .nan,
+                    text: r.diastolic.text,
                     shape: .triangleDown, colour: Style.skyBlue),
             ]
             let at = resultTime(r) ?? maxT

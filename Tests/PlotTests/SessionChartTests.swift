@@ -155,6 +155,35 @@ func sessionSVG(_ name: String, capture: Bool = false) throws -> String {
         #expect(root.having("box-value").map(\.text).contains("SYS 15.9 kPa (119 mmHg)"))
     }
 
+    /// A kPa result in an mmHg session (probe I) is marked where its value lies in mmHg: the same
+    /// place on the deflating curve as the mmHg result it equals, not at its raw number.
+    @Test func aResultInTheOtherUnitIsMarkedInTheSessionsUnit() throws {
+        let url = Paths.captures.appendingPathComponent("normal.ndjson")
+        let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map(String.init)
+        let kpa = lines.map { line -> String in
+            guard line.contains("\"type\":\"measurement\"") else { return line }
+            return
+                line
+                .replacingOccurrences(of: "\"unit\":\"mmHg\"", with: "\"unit\":\"kPa\"")
+                .replacingOccurrences(of: "\"systolic\":119.0", with: "\"systolic\":15.9")
+                .replacingOccurrences(of: "\"diastolic\":80.0", with: "\"diastolic\":10.7")
+                .replacingOccurrences(of: "\"mean_arterial_pressure\":93.0", with: "\"mean_arterial_pressure\":12.4")
+        }
+        #expect(kpa != lines)
+        func times(_ text: String) throws -> [Double] {
+            let sessions = try PlotInput.sessions(Array(text.utf8))
+            let root = try SVGParse.parse(
+                SVGWriter.document(
+                    SessionChart.document(sessions.enumerated().map { ($0.offset + 1, $0.element) }, source: "t")))
+            return try ["systolic", "map", "diastolic"].map { k in
+                try #require(root.having("result-marker", k).first?.number("data-time"))
+            }
+        }
+        let mmHg = try times(lines.joined(separator: "\n") + "\n")
+        let converted = try times(kpa.joined(separator: "\n") + "\n")
+        for (a, b) in zip(mmHg, converted) { #expect(abs(a - b) < 1.5, "\(mmHg) vs \(converted)") }
+    }
+
     @Test func storedReadingsAreListedNotMarked() throws {
         let root = try SVGParse.parse(try sessionSVG("stored-records"))
         #expect(root.having("result-marker", "systolic").map { $0.attributes["data-value"] } == ["120"])
