@@ -68,8 +68,11 @@ public struct CaptureError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func == (a: CaptureError, b: CaptureError) -> Bool { a.code == b.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    public var description: String {
-        var s = "CaptureError.\(code.rawValue)"
+    public var description: String { "CaptureError." + summary }
+
+    /// The code, the offset and the message, as stderr names them: `CODE at offset N: MESSAGE`.
+    public var summary: String {
+        var s = code.rawValue
         if let offset { s += " at offset \(offset)" }
         if !message.isEmpty { s += ": " + message }
         return s

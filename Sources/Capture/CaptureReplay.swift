@@ -899,10 +899,7 @@ extension CaptureReplay {
     /// Bluetooth (an Ethernet interface captured beside the Bluetooth one): its packets are
     /// skipped, and a whole capture is no damage.
     public static func skipped(_ error: CaptureError) -> Output {
-        guard error.code == .unknownDatalink else { return .warning(error) }
-        var s = "\(error.code.rawValue)"
-        if let o = error.offset { s += " at offset \(o)" }
-        return .notice(error.message.isEmpty ? s : s + ": " + error.message)
+        error.code == .unknownDatalink ? .notice(error.summary) : .warning(error)
     }
 
     /// Feeds every record `reader` gives, in order, as `cuff replay` does: an error the reader can

@@ -31,7 +31,7 @@ public enum ReplayService {
         for hint in UnmappedHint.group(result.unmapped) {
             for line in hint.lines(file: job.path) { log.info("\(line)") }
         }
-        if let fault = result.fault { log.info("\(job.path): \(describe(fault))") }
+        if let fault = result.fault { log.info("\(job.path): \(fault.summary)") }
         let (sessions, measurements) = (result.sessions, result.measurements)
         if !quiet {
             log.info(
@@ -44,13 +44,6 @@ public enum ReplayService {
         if measurements == 0 { throw ExitStatus.noResult }
     }
 
-    /// A capture fault for stderr: its code, the offset, the message.
-    public static func describe(_ e: CaptureError) -> String {
-        var s = "\(e.code.rawValue)"
-        if let o = e.offset { s += " at offset \(o)" }
-        if !e.message.isEmpty { s += ": " + e.message }
-        return s
-    }
 }
 
 /// `cuff replay`'s stderr: records on the progress display, log lines, notices and warnings.
@@ -80,7 +73,7 @@ final class ReplayDisplay: ReplayPresenter, @unchecked Sendable {
             display.clearGauge()
             Console.log("cuff replay: \(s)")
         case let .warning(w):
-            let line = "cuff replay: \(file): \(ReplayService.describe(w))"
+            let line = "cuff replay: \(file): \(w.summary)"
             if display.quiet { return keep(prefix: "", line) }
             Console.log(line)
         }
