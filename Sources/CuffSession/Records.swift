@@ -177,11 +177,19 @@ public struct DeviceInfo: Sendable, Hashable {
     /// "FFFFFFFF"), a counting run ("123456789", "0123456789"), or a word for none ("N/A",
     /// "none", "unknown", "serial number" …), ignoring case, spaces and NULs around it.
     public static func isPlaceholder(serial: String) -> Bool {
-        let bytes = serial.utf8.filter { $0 > 0x20 && $0 != 0x7F }
-        guard let first = bytes.first else { return true }
-        if bytes.allSatisfy({ $0 == first }) { return true }
-        let lower = String(decoding: bytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
-        return Self.placeholderSerials.contains(lower)
+        // (One pass, no array: the dedup key asks this for every result. The words are at most 12
+        // bytes, so the lowercased text is a small string, kept inline.)
+        var first: UInt8?
+        var allSame = true
+        var lower = ""
+        var count = 0
+        for b in serial.utf8 where b > 0x20 && b != 0x7F {
+            if let f = first { allSame = allSame && b == f } else { first = b }
+            count += 1
+            if count <= 12 { lower.unicodeScalars.append(Unicode.Scalar((0x41...0x5A).contains(b) ? b | 0x20 : b)) }
+        }
+        guard first != nil, !allSame else { return true }
+        return count <= 12 && Self.placeholderSerials.contains(lower)
     }
 
     /// (Lowercase, without spaces.)
