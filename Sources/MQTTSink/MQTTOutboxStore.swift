@@ -46,7 +46,10 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
             try? outbox.finish()
             throw .storeOpen(path: options.outboxPath, reason: "is an encrypted store, not an outbox")
         }
-        do { sent = DeliveredKeys(try outbox.sentKeys()) } catch {
+        do {
+            try Self.claim(outbox, options: options)
+            sent = DeliveredKeys(try outbox.sentKeys())
+        } catch {
             try? outbox.finish()
             throw error
         }
@@ -61,6 +64,16 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
                         "\(options.url) is not TLS and not this machine: readings (health data) cross the network in the clear; use mqtts://"
                 ))
         }
+        if let legacy = options.legacyOutboxPath, legacy != options.outboxPath,
+            let n = SQLiteStore.unclaimedOutboxWaiting(path: legacy)
+        {
+            warn(
+                SinkWarning(
+                    sink: "publish",
+                    message:
+                        "\(n) reading\(n == 1 ? "" : "s") wait\(n == 1 ? "s" : "") in \(legacy), the outbox an earlier cuff kept for every topic prefix on \(options.url.serverName) (each prefix now has its own); "
+                        + "cuff sync --publish \(options.url) --outbox \(legacy) publishes them under this prefix"))
+        }
         guard check else { return }
         publisher.reconnects = false
         publisher.startConnect()
@@ -73,6 +86,21 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         }
         publisher.disconnect()
         publisher.resetFailureCount()
+    }
+
+    /// Claims the outbox for this target's topic prefix (``SQLiteStore/claimOutbox(for:)``): one
+    /// that holds readings for another prefix is refused, since publishing them here would put
+    /// them under the wrong topics.
+    static func claim(_ outbox: SQLiteStore, options: MQTTPublishOptions) throws(SinkError) {
+        guard case let .heldFor(other, waiting) = try outbox.claimOutbox(for: options.url.prefix) else { return }
+        var theirs = options.url
+        theirs.prefix = other
+        throw .storeOpen(
+            path: outbox.path,
+            reason:
+                "holds \(waiting) reading\(waiting == 1 ? "" : "s") for the topic prefix \(other), not \(options.url.prefix): "
+                + "cuff sync --publish \(theirs) --outbox \(outbox.path) publishes them there; "
+                + "or give this --publish an --outbox of its own")
     }
 
     /// Publishes from `loop` from now on, reconnecting with backoff, until ``finish()``.
@@ -219,9 +247,23 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         try outbox.finish()
     }
 
-    /// The default outbox of a broker: `$XDG_STATE_HOME/cuff/mqtt-HOST-PORT.db` (by default under
-    /// `~/.local/state`).
+    /// The default outbox of a broker and topic prefix: `$XDG_STATE_HOME/cuff/mqtt-HOST-PORT.db`
+    /// (by default under `~/.local/state`) for the default prefix `cuff`, `mqtt-HOST-PORT-PREFIX.db`
+    /// for another (also for `cuff` with `taggedAlways`: several prefixes on one broker in one
+    /// command). Two processes that publish to one broker under other prefixes must not share one:
+    /// each would publish the other's readings under its own prefix.
     public static func defaultOutboxPath(
+        for url: MQTTURL, taggedAlways: Bool = false,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String {
+        let tag = taggedAlways || url.prefix != MQTTURL.defaultPrefix ? "-" + MQTTTopics.slug(url.prefix) : ""
+        return Outbox.stateDirectory(environment: environment)
+            + "/mqtt-\(MQTTTopics.slug(url.host))-\(url.port)\(tag).db"
+    }
+
+    /// The default outbox of a broker before each topic prefix had its own (``defaultOutboxPath(for:taggedAlways:environment:)``
+    /// of the default prefix): readings an earlier cuff left there are named at open.
+    public static func legacyOutboxPath(
         for url: MQTTURL, environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String {
         Outbox.stateDirectory(environment: environment) + "/mqtt-\(MQTTTopics.slug(url.host))-\(url.port).db"

@@ -14,6 +14,10 @@ public struct MQTTPublishOptions: Sendable {
     public var keyFile: String?
     /// The local SQLite outbox of this target.
     public var outboxPath: String
+    /// The outbox every topic prefix on this broker shared before each had its own (set when
+    /// ``outboxPath`` is a default other than it): readings an earlier cuff left there are named
+    /// at open, with the command that publishes them.
+    public var legacyOutboxPath: String?
     /// Home Assistant discovery, or nil (`--no-ha-discovery`).
     public var discovery: HomeAssistantDiscovery?
     /// The offset given to the cuffs' zone-less clock times (`--cuff-timezone`, else the host's zone).

@@ -18,6 +18,8 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
     public var port: Int
     /// The topics' first levels (`cuff`, or `home/cuff`), without slashes at either end.
     public var prefix: String
+    /// The topic prefix of a URL without a path.
+    public static let defaultPrefix = "cuff"
 
     public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
         public var url: String
@@ -105,7 +107,7 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
         let decoded = try Self.decode(Substring(path), bad).split(separator: "/", omittingEmptySubsequences: true)
             .joined(separator: "/")
         if let problem = MQTTTopics.problem(prefix: decoded) { throw bad("the topic prefix \(problem)") }
-        prefix = decoded.isEmpty ? "cuff" : decoded
+        prefix = decoded.isEmpty ? Self.defaultPrefix : decoded
     }
 
     /// The password when the URL has none: the first line of `file`, else `CUFF_MQTT_PASSWORD`.

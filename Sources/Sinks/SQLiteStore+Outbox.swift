@@ -107,6 +107,69 @@ extension SQLiteStore {
     }
 }
 
+extension SQLiteStore {
+    /// What ``claimOutbox(for:)`` found.
+    public enum OutboxClaim: Sendable, Equatable {
+        /// The outbox is this destination's: it was already, or it was nobody's yet (a new
+        /// outbox, or one an earlier cuff kept without saying whose it is).
+        case claimed
+        /// It was another destination's, and empty: it is this one's now, and the dedup keys
+        /// delivered to the other are forgotten (this destination never had those readings).
+        case taken(from: String)
+        /// Readings for another destination wait in it; nothing was changed.
+        case heldFor(String, waiting: Int)
+    }
+
+    /// Claims an outbox for one destination (an MQTT topic prefix): an outbox's readings go to the
+    /// destination they were kept for, never to another that happens to open the same file (two
+    /// processes, or a changed `--publish` URL, with one `--outbox`). In one transaction.
+    public func claimOutbox(for destination: String) throws(SinkError) -> OutboxClaim {
+        do {
+            return try db.write { db in
+                try db.execute(sql: Self.destinationTable)
+                guard let held = try String.fetchOne(db, sql: "SELECT destination FROM outbox_destination LIMIT 1")
+                else {
+                    try db.execute(
+                        sql: "INSERT INTO outbox_destination (destination) VALUES (?)", arguments: [destination])
+                    return .claimed
+                }
+                if held == destination { return .claimed }
+                let waiting = try Int.fetchOne(db, sql: "SELECT count(*) FROM measurements") ?? 0
+                if waiting > 0 { return .heldFor(held, waiting: waiting) }
+                try db.execute(sql: "UPDATE outbox_destination SET destination = ?", arguments: [destination])
+                try db.execute(sql: Self.sentTable)
+                try db.execute(sql: "DELETE FROM outbox_sent")
+                return .taken(from: held)
+            }
+        } catch {
+            throw .storeWrite(path: path, dedupKey: "(outbox claim)", reason: SQLiteStore.describe(error))
+        }
+    }
+
+    /// The readings waiting in the outbox at `path` when no destination ever claimed it (kept by
+    /// a cuff from before outboxes were claimed); nil when there is no such file, it is claimed,
+    /// it is empty, or it cannot be read. Read-only: nothing is made or changed.
+    public static func unclaimedOutboxWaiting(path: String) -> Int? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        var config = Configuration()
+        config.readonly = true
+        config.busyMode = .timeout(1)
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: config)
+            defer { try? queue.close() }
+            return try queue.read { db -> Int? in
+                guard try !db.tableExists("outbox_destination"), try db.tableExists("measurements") else { return nil }
+                let n = try Int.fetchOne(db, sql: "SELECT count(*) FROM measurements") ?? 0
+                return n > 0 ? n : nil
+            }
+        } catch {
+            return nil
+        }
+    }
+
+    static let destinationTable = "CREATE TABLE IF NOT EXISTS outbox_destination (destination TEXT NOT NULL)"
+}
+
 /// The outbox's place: `--outbox PATH`, else `$XDG_STATE_HOME/cuff/outbox.db` (by default
 /// `~/.local/state/cuff/outbox.db`).
 public enum Outbox {

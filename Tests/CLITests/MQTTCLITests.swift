@@ -416,4 +416,49 @@ struct MQTTCLITests {
                 Set(reader.messages.compactMap { try? Self.key(Self.json($0.payload)) }) == Set(taken.map(Self.key))
             })
     }
+
+    /// Two processes publishing to one broker under other topic prefixes, with default outboxes,
+    /// while it is down: each reading waits in its own prefix's outbox, and `cuff sync` of each
+    /// prefix publishes that prefix's readings only. (They shared `mqtt-HOST-PORT.db`, so the first
+    /// sync published both processes' readings under its own prefix.) An outbox given to another
+    /// prefix while it holds readings is refused, naming the command that publishes them.
+    @Test func twoProcessesWithOtherPrefixesOnOneBrokerKeepTheirReadingsApart() throws {
+        let broker = try MosquittoBroker()
+        let s = try ScratchDirectory()
+        let env = ["XDG_STATE_HOME": s.path("state"), "CUFF_MQTT_PASSWORD": broker.password]
+        func url(_ prefix: String) -> String { "mqtt://\(broker.user)@127.0.0.1:\(broker.port)/\(prefix)" }
+        broker.stop()
+        var taken: [String: Set<String>] = [:]
+        for (prefix, capture) in [("home", "normal.btsnoop"), ("lab", "multi-user.btsnoop")] {
+            let r = try CLI.run(["replay", Self.capture(capture), "--publish", url(prefix)], environment: env)
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stderr.contains("mqtt-127_0_0_1-\(broker.port)-\(prefix).db"), "\(r.stderr)")
+            taken[prefix] = Set(try WatchCommandTests.measurementLines(r.stdoutLines).map(Self.key))
+            #expect(!(taken[prefix] ?? []).isEmpty)
+        }
+        let homeOutbox = s.path("state") + "/cuff/mqtt-127_0_0_1-\(broker.port)-home.db"
+        let refused = try CLI.run(["sync", "--publish", url("lab"), "--outbox", homeOutbox], environment: env)
+        #expect(refused.status == 10, "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("for the topic prefix home, not lab")
+                && refused.stderr.contains("cuff sync --publish \(url("home")) --outbox \(homeOutbox)"),
+            "\(refused.stderr)")
+        try broker.start()
+        let reader = try MosquittoBroker.Reader(broker, topics: ["home/+/+/reading", "lab/+/+/reading"], id: "apart")
+        usleep(300_000)
+        for prefix in ["home", "lab"] {
+            let r = try CLI.run(["sync", "--publish", url(prefix)], environment: env)
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        func arrived(_ prefix: String) -> Set<String> {
+            Set(
+                reader.messages.filter { $0.topic.hasPrefix(prefix + "/") }.compactMap {
+                    try? Self.key(Self.json($0.payload))
+                })
+        }
+        #expect(waitUntil(10) { arrived("home") == taken["home"] && arrived("lab") == taken["lab"] })
+        #expect(
+            arrived("home") == taken["home"], "home got \(arrived("home").count), took \(taken["home"]?.count ?? 0)")
+        #expect(arrived("lab") == taken["lab"], "lab got \(arrived("lab").count), took \(taken["lab"]?.count ?? 0)")
+    }
 }

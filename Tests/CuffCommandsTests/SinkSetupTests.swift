@@ -79,15 +79,39 @@ import Testing
             let t = p.targets(outbox: outbox, sharedWithStore: false)
             #expect(Set(t.map(\.outboxPath)).count == 3, "\(t.map(\.outboxPath))")
             #expect(Set(t.map(\.clientID)).count == 3, "\(t.map(\.clientID))")
-            // The broker that has one target keeps the name it always had.
+            // The broker that has one target: named with its prefix only when it is not the default
+            // (another process may publish there under another).
             #expect(
                 t[2].outboxPath.hasSuffix(
-                    outbox == nil ? "mqtt-other_example-1883.db" : "cuff-outbox.other_example-1883"),
+                    outbox == nil ? "mqtt-other_example-1883-home.db" : "cuff-outbox.other_example-1883"),
                 "\(t[2].outboxPath)")
         }
         let one = try publishing(["mqtt://127.0.0.1:1883/home"]).targets(outbox: nil, sharedWithStore: false)
         #expect(
             one[0].outboxPath
                 == MQTTOutboxStore.defaultOutboxPath(for: try MQTTURL(parsing: "mqtt://127.0.0.1:1883/home")))
+    }
+
+    /// Two processes, each with one `--publish` to the same broker under its own prefix: each
+    /// gets an outbox of its own (sharing one, each published the other's readings under its own
+    /// prefix). The default prefix keeps the name it always had; the others name the outbox all
+    /// prefixes shared before, to say what an earlier cuff left there.
+    @Test func oneTargetPerProcessOnOneBrokerDoesNotShareAnOutbox() throws {
+        let paths = try ["mqtt://127.0.0.1:1883", "mqtt://127.0.0.1:1883/home", "mqtt://127.0.0.1:1883/lab"].map {
+            try publishing([$0]).targets(outbox: nil, sharedWithStore: false)[0]
+        }
+        #expect(Set(paths.map(\.outboxPath)).count == 3, "\(paths.map(\.outboxPath))")
+        #expect(paths[0].outboxPath.hasSuffix("/mqtt-127_0_0_1-1883.db"), "\(paths[0].outboxPath)")
+        #expect(paths[0].legacyOutboxPath == nil)
+        #expect(paths[1].outboxPath.hasSuffix("/mqtt-127_0_0_1-1883-home.db"), "\(paths[1].outboxPath)")
+        #expect(paths[1].legacyOutboxPath == paths[0].outboxPath)
+        // The same name as when both prefixes go in one command.
+        let both = try publishing(["mqtt://127.0.0.1:1883/home", "mqtt://127.0.0.1:1883/lab"])
+            .targets(outbox: nil, sharedWithStore: false)
+        #expect(both[0].outboxPath == paths[1].outboxPath)
+        #expect(both[1].outboxPath == paths[2].outboxPath)
+        // `--outbox`: the user's path, no earlier one to name.
+        let given = try publishing(["mqtt://127.0.0.1:1883/home"]).targets(outbox: "/tmp/x.db", sharedWithStore: false)
+        #expect(given[0].outboxPath == "/tmp/x.db" && given[0].legacyOutboxPath == nil)
     }
 }

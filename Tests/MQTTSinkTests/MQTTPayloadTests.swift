@@ -225,3 +225,79 @@ import Testing
         }
     }
 }
+
+/// An MQTT outbox belongs to one topic prefix: readings kept for one are never published under another.
+@Suite struct MQTTOutboxClaimTests {
+    static func dir() throws -> String {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("claim-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    static func open(_ url: String, _ path: String, legacy: String? = nil, warn: WarningCollector = WarningCollector())
+        throws -> MQTTOutboxStore
+    {
+        var o = MQTTPublishOptions(url: try MQTTURL(parsing: url), outboxPath: path, clientID: "t")
+        o.legacyOutboxPath = legacy
+        return try MQTTOutboxStore(options: o, check: false, warn: warn.handler)
+    }
+
+    @Test func anOutboxHoldingAnotherPrefixsReadingsIsRefusedAndAnEmptyOneIsTaken() throws {
+        let dir = try Self.dir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/o.db"
+        let home = try Self.open("mqtt://127.0.0.1:1883/home", path)
+        try home.insert(try MQTTPayloadTests.record(flags: 0x1E, sys: 0x0078, dia: 0x0050, map: 0x005D))
+        try home.close()
+        // Another prefix on the same file: refused, naming the prefix and the command that ships them.
+        do {
+            _ = try Self.open("mqtt://127.0.0.1:1883/lab", path)
+            Issue.record("an outbox holding home's reading was opened for lab")
+        } catch let e as SinkError {
+            guard case let .storeOpen(p, reason) = e else { throw e }
+            #expect(p == path)
+            #expect(reason.contains("holds 1 reading for the topic prefix home, not lab"), "\(reason)")
+            #expect(reason.contains("cuff sync --publish mqtt://127.0.0.1:1883/home --outbox \(path)"), "\(reason)")
+        }
+        // Its own prefix opens it, and the reading still waits there.
+        let again = try Self.open("mqtt://127.0.0.1:1883/home", path)
+        #expect(try again.outbox.count() == 1)
+        // Delivered and removed (keys kept): empty, so another prefix takes it, without home's keys.
+        let ids = try again.outbox.pending(limit: 10).map(\.id)
+        try again.outbox.remove(ids: ids, rememberingKeys: true)
+        #expect(try again.outbox.sentKeys().count == 1)
+        try again.close()
+        let lab = try Self.open("mqtt://127.0.0.1:1883/lab", path)
+        #expect(try lab.knownKeys().isEmpty, "lab never had home's reading: it must not skip it as delivered")
+        try lab.close()
+        #expect(throws: Never.self) { try Self.open("mqtt://127.0.0.1:1883/lab", path).close() }
+    }
+
+    @Test func readingsAnEarlierCuffLeftInTheSharedOutboxAreNamedUntilAPrefixClaimsIt() throws {
+        let dir = try Self.dir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let legacy = dir + "/mqtt-127_0_0_1-1883.db"
+        // An outbox as an earlier cuff kept it: a plain store, no claim.
+        let old = try SQLiteStore(path: legacy, warn: SinkWarnings.ignore)
+        try old.insert(try MQTTPayloadTests.record(flags: 0x1E, sys: 0x0078, dia: 0x0050, map: 0x005D))
+        try old.insert(try MQTTPayloadTests.record(flags: 0x1E, sys: 0x0079, dia: 0x0050, map: 0x005D))
+        try old.finish()
+        let w = WarningCollector()
+        try Self.open("mqtt://127.0.0.1:1883/home", dir + "/mqtt-127_0_0_1-1883-home.db", legacy: legacy, warn: w)
+            .close()
+        #expect(
+            w.warnings.contains {
+                $0.message.hasPrefix("2 readings wait in \(legacy)")
+                    && $0.message.contains("cuff sync --publish mqtt://127.0.0.1:1883/home --outbox \(legacy)")
+            }, "\(w.warnings)")
+        // Nothing was made or changed in it by looking.
+        #expect(SQLiteStore.unclaimedOutboxWaiting(path: legacy) == 2)
+        // Once the default prefix's process claims it, they are its readings: no longer named.
+        try Self.open("mqtt://127.0.0.1:1883", legacy).close()
+        let w2 = WarningCollector()
+        try Self.open("mqtt://127.0.0.1:1883/home", dir + "/mqtt-127_0_0_1-1883-home.db", legacy: legacy, warn: w2)
+            .close()
+        #expect(w2.warnings.isEmpty, "\(w2.warnings)")
+        #expect(SQLiteStore.unclaimedOutboxWaiting(path: dir + "/none.db") == nil)
+    }
+}
