@@ -60,28 +60,29 @@ public enum OutboxShipping {
         return waiting
     }
 
-    /// `--store postgres://…`: the outbox at `outbox` (default: ``Outbox/defaultPath()``) shipped in
-    /// transactions of `batch` readings.
+    /// `--store postgres://…`: the outbox at `outbox` (default: the server's database's, see
+    /// ``PostgresOutboxStore/init(url:outboxPath:utcOffset:background:batchSize:environment:warn:)``)
+    /// shipped in transactions of `batch` readings.
     public static func ship(to store: String, outbox: String?, batch: Int, quiet: Bool) throws(ExitStatus) -> Bool {
         let url: PostgresURL
         do { url = try PostgresURL(parsing: store) } catch {
             log.info("\(error)")
             throw .sinkFailed
         }
-        let path = outbox ?? Outbox.defaultPath()
-        if outbox != nil && !Self.exists(path) {
-            log.info("no outbox at \(path): nothing was ever kept there (check --outbox)")
+        if let outbox, !Self.exists(outbox) {
+            log.info("no outbox at \(outbox): nothing was ever kept there (check --outbox)")
             throw .sinkFailed
         }
         let box: PostgresOutboxStore
         do {
             // Warnings (an unreachable server) are said below, once, with the count.
             box = try PostgresOutboxStore(
-                url: url, outboxPath: path, background: false, batchSize: batch, warn: SinkWarnings.ignore)
+                url: url, outboxPath: outbox, background: false, batchSize: batch, warn: SinkWarnings.ignore)
         } catch {
             log.info("\(error)")
             throw .sinkFailed
         }
+        let path = box.outboxPath
         let result = box.drain()
         let counted = Result { () throws(SinkError) in try box.outbox.count() }
         try? box.close()

@@ -36,22 +36,63 @@ public final class PostgresOutboxStore: MeasurementStore {
     private let running = Atomic<Bool>(false)
     private let done = Atomic<Bool>(false)
 
+    /// What an outbox's readings are kept for: the server and the database
+    /// (`postgres://HOST:PORT/DATABASE`, or the socket's path for HOST:PORT), whoever logs in.
+    public static func destination(_ url: PostgresURL) -> String { "postgres://\(url.serverName)/\(url.database)" }
+
+    /// The outbox at `path`, claimed for `destination`; nil when it is another's and `takingEmpty`
+    /// is false (then it is closed again, unchanged). Refused when it holds another's readings.
+    private static func openClaimed(
+        _ path: String, _ destination: String, _ utcOffset: UTCOffsetPolicy, _ warn: @escaping SinkWarningHandler,
+        takingEmpty: Bool
+    ) throws(SinkError) -> SQLiteStore? {
+        try Outbox.prepareDirectory(of: path)
+        let outbox = try SQLiteStore(path: path, utcOffset: utcOffset, warn: warn)
+        guard !outbox.isEncrypted else {
+            try? outbox.finish()
+            throw .storeOpen(path: path, reason: "is an encrypted store, not an outbox")
+        }
+        let claim: SQLiteStore.OutboxClaim
+        do { claim = try outbox.claimOutbox(for: destination, takingEmpty: takingEmpty) } catch {
+            try? outbox.finish()
+            throw error
+        }
+        guard case let .heldFor(other, waiting) = claim else { return outbox }
+        try? outbox.finish()
+        guard takingEmpty else { return nil }
+        throw .storeOpen(
+            path: path,
+            reason:
+                "holds \(waiting) reading\(waiting == 1 ? "" : "s") for \(other), not \(destination): "
+                + "cuff sync --store (that server's URL) --outbox \(path) ships them there; "
+                + "or give this store an --outbox of its own")
+    }
+
     /// Opens the outbox (creating it, mode 0600) and connects to the server. With `background`, a
     /// thread ships while the store is open (from what earlier runs left, at once).
     ///
     /// Throws when the server refuses this cuff or the outbox cannot be opened; an unreachable
     /// server is said once through `warn` and readings wait in the outbox.
+    ///
+    /// `outboxPath` nil: the default outbox (``Outbox/defaultPath(environment:)``), unless another
+    /// server's database claimed it (``SQLiteStore/claimOutbox(for:takingEmpty:)``); then this
+    /// database's own, `outbox-SERVER-DATABASE.db` beside it. An outbox given that holds readings
+    /// for another server's database is refused: shipped here, they would land in the wrong database.
     public init(
-        url: PostgresURL, outboxPath: String, utcOffset: UTCOffsetPolicy = .system, background: Bool = true,
-        batchSize: Int = 1000,
+        url: PostgresURL, outboxPath: String?, utcOffset: UTCOffsetPolicy = .system, background: Bool = true,
+        batchSize: Int = 1000, environment: [String: String] = ProcessInfo.processInfo.environment,
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) {
-        try Outbox.prepareDirectory(of: outboxPath)
-        outbox = try SQLiteStore(path: outboxPath, utcOffset: utcOffset, warn: warn)
-        guard !outbox.isEncrypted else {
-            try? outbox.finish()
-            throw .storeOpen(path: outboxPath, reason: "is an encrypted store, not an outbox")
-        }
+        let destination = Self.destination(url)
+        var opened = try Self.openClaimed(
+            outboxPath ?? Outbox.defaultPath(environment: environment), destination, utcOffset, warn,
+            takingEmpty: outboxPath != nil)
+        // The default outbox is another database's: this one gets its own.
+        let own = Outbox.defaultPath(named: "\(url.serverName)-\(url.database)", environment: environment)
+        if opened == nil { opened = try Self.openClaimed(own, destination, utcOffset, warn, takingEmpty: true) }
+        guard let opened else { throw .storeOpen(path: own, reason: "is another database's outbox") }  // (not reached)
+        outbox = opened
+        let outboxPath = outbox.path
         server = PostgresServer(url: url)
         self.warn = warn
         self.batchSize = max(1, batchSize)
@@ -257,7 +298,7 @@ public final class PostgresOutboxStore: MeasurementStore {
 }
 
 /// The ``StoreOpener`` the CLI gives to ``SinkConfiguration``: `postgres://` and `postgresql://`
-/// URLs, with the outbox at `outboxPath` (nil: ``Outbox/defaultPath(environment:)``).
+/// URLs, with the outbox at `outboxPath` (nil: the default, see ``PostgresOutboxStore/init(url:outboxPath:utcOffset:background:batchSize:environment:warn:)``).
 public struct PostgresStoreOpener: StoreOpener {
     public var outboxPath: String?
     public var background: Bool
@@ -288,7 +329,7 @@ public struct PostgresStoreOpener: StoreOpener {
         switch purpose {
         case .write:
             return try PostgresOutboxStore(
-                url: url, outboxPath: outboxPath ?? Outbox.defaultPath(), utcOffset: options.utcOffset,
+                url: url, outboxPath: outboxPath, utcOffset: options.utcOffset,
                 background: background, warn: warn)
         case .read:
             return try PostgresReadStore(url: url)

@@ -120,10 +120,12 @@ extension SQLiteStore {
         case heldFor(String, waiting: Int)
     }
 
-    /// Claims an outbox for one destination (an MQTT topic prefix): an outbox's readings go to the
-    /// destination they were kept for, never to another that happens to open the same file (two
-    /// processes, or a changed `--publish` URL, with one `--outbox`). In one transaction.
-    public func claimOutbox(for destination: String) throws(SinkError) -> OutboxClaim {
+    /// Claims an outbox for one destination (an MQTT topic prefix, a PostgreSQL server's
+    /// database): an outbox's readings go to the destination they were kept for, never to another
+    /// that happens to open the same file (two processes, or a changed URL, with one outbox). In
+    /// one transaction. Without `takingEmpty`, an empty outbox of another destination stays
+    /// theirs too (``OutboxClaim/heldFor(_:waiting:)`` with 0).
+    public func claimOutbox(for destination: String, takingEmpty: Bool = true) throws(SinkError) -> OutboxClaim {
         do {
             return try db.write { db in
                 try db.execute(sql: Self.destinationTable)
@@ -135,7 +137,7 @@ extension SQLiteStore {
                 }
                 if held == destination { return .claimed }
                 let waiting = try Int.fetchOne(db, sql: "SELECT count(*) FROM measurements") ?? 0
-                if waiting > 0 { return .heldFor(held, waiting: waiting) }
+                if waiting > 0 || !takingEmpty { return .heldFor(held, waiting: waiting) }
                 try db.execute(sql: "UPDATE outbox_destination SET destination = ?", arguments: [destination])
                 try db.execute(sql: Self.sentTable)
                 try db.execute(sql: "DELETE FROM outbox_sent")
@@ -175,6 +177,19 @@ extension SQLiteStore {
 public enum Outbox {
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         stateDirectory(environment: environment) + "/outbox.db"
+    }
+
+    /// The default outbox of one destination when `outbox.db` is another's:
+    /// `$XDG_STATE_HOME/cuff/outbox-NAME.db`, `NAME` made of ASCII letters, digits, `-` and `_`.
+    public static func defaultPath(
+        named name: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String {
+        let slug = String(
+            name.unicodeScalars.map { c -> Character in
+                c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "-" || c == "_")
+                    ? Character(c) : "_"
+            })
+        return stateDirectory(environment: environment) + "/outbox-\(slug).db"
     }
 
     /// Cuff's state directory (``StateDirectory/cuff(environment:)``): where outboxes are kept by default.

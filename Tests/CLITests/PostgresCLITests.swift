@@ -276,4 +276,35 @@ struct PostgresCLITests {
         #expect(Set(printed) == Set(stored), "stdout and the server disagree")
         #expect(printed.count >= 4)
     }
+
+    /// Two processes storing into two databases of one server, with default outboxes, while it is
+    /// down: `cuff sync` of each database ships that database's reading only. (They shared
+    /// `outbox.db`, and the first sync shipped both readings into its own database.)
+    @Test func twoDatabasesWithDefaultOutboxesGetOnlyTheirOwnReadings() throws {
+        guard let c = try cluster() else { return }
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try c.createDatabase("lab")
+        let env = ["XDG_STATE_HOME": dir + "/state"]
+        try c.stop()
+        var taken: [String: [String]] = [:]
+        for (db, scenario) in [("cuff", "normal"), ("lab", "hypertensive")] {
+            let r = try CLI.run(
+                ["measure", "--simulated", scenario, "--speed", "0", "--store", c.url(db)], environment: env)
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stderr.contains("1 reading waits in the outbox"), "\(r.stderr)")
+            taken[db] = try r.stdoutLines.filter { $0.contains(#""type":"measurement""#) }.map {
+                try CLI.json($0)["raw"] as? String ?? ""
+            }
+        }
+        try c.start()
+        for db in ["cuff", "lab"] {
+            let s = try CLI.run(["sync", "--store", c.url(db)], environment: env)
+            #expect(s.status == 0 && s.stderr.contains("shipped 1 reading"), "\(s.stderr)")
+            let history = try CLI.run(["history", "--store", c.url(db)])
+            #expect(
+                try history.stdoutLines.map { try CLI.json($0)["raw"] as? String ?? "" } == taken[db],
+                "\(db): \(history.stdout)")
+        }
+    }
 }

@@ -329,3 +329,55 @@ struct PostgresStoreTests {
         try ok.close()
     }
 }
+
+/// An outbox belongs to the server's database that first used it: two processes storing into two
+/// databases never ship each other's readings (they shared `outbox.db`, and the first to ship sent
+/// both processes' readings into its own database).
+@Suite("PostgreSQL outboxes, one per database")
+struct PostgresOutboxClaimTests {
+    @Test func anotherDatabaseGetsItsOwnDefaultOutboxAndIsRefusedOneHoldingOthersReadings() throws {
+        let dir = try ScratchDirectory()
+        let env = ["XDG_STATE_HOME": dir.path("state")]
+        let port = TestCluster.freePort()  // nothing listens: the readings wait
+        func open(_ db: String, _ outbox: String?) throws -> PostgresOutboxStore {
+            try PostgresOutboxStore(
+                url: try PostgresURL(parsing: "postgres://cuff@127.0.0.1:\(port)/\(db)?sslmode=disable"),
+                outboxPath: outbox, background: false, environment: env, warn: SinkWarnings.ignore)
+        }
+        let a = try open("clinic", nil)
+        #expect(a.outboxPath == dir.path("state") + "/cuff/outbox.db")
+        try a.insert(readings(1)[0])
+        try a.close()
+        let b = try open("lab", nil)
+        #expect(b.outboxPath == dir.path("state") + "/cuff/outbox-127_0_0_1_\(port)-lab.db")
+        try b.insert(readings(2, from: 1)[1])
+        #expect(try b.outbox.count() == 1)
+        try b.close()
+        // Each comes back to its own; the first keeps the default even when it is empty.
+        let again = try open("clinic", nil)
+        #expect(again.outboxPath.hasSuffix("/cuff/outbox.db"))
+        #expect(try again.outbox.count() == 1)
+        try again.close()
+        // The clinic's outbox given to the lab: refused, nothing in it changed.
+        let given = dir.path("state") + "/cuff/outbox.db"
+        do {
+            _ = try open("lab", given)
+            Issue.record("the lab opened the clinic's outbox")
+        } catch let e as SinkError {
+            guard case let .storeOpen(path, reason) = e else { throw e }
+            #expect(path == given)
+            #expect(
+                reason.contains(
+                    "holds 1 reading for postgres://127.0.0.1:\(port)/clinic, not postgres://127.0.0.1:\(port)/lab"),
+                "\(reason)")
+            #expect(reason.contains("cuff sync --store"), "\(reason)")
+        }
+        #expect(try open("clinic", given).outbox.count() == 1)
+        // An empty outbox given to another database passes to it.
+        let empty = dir.path("empty.db")
+        try open("clinic", empty).close()
+        let taken = try open("lab", empty)
+        #expect(taken.outboxPath == empty)
+        try taken.close()
+    }
+}
