@@ -59,7 +59,18 @@ public final class PostgresOutboxStore: MeasurementStore {
         }
         guard case let .heldFor(other, waiting) = claim else { return outbox }
         try? outbox.finish()
-        guard takingEmpty else { return nil }
+        guard takingEmpty else {
+            // (Said: a changed URL, `localhost` for `127.0.0.1`, would otherwise leave them unseen.)
+            if waiting > 0 {
+                warn(
+                    SinkWarning(
+                        sink: "store",
+                        message:
+                            "\(waiting) reading\(waiting == 1 ? "" : "s") for \(other) wait\(waiting == 1 ? "s" : "") in the outbox \(path); "
+                            + "cuff sync --store (that server's URL) --outbox \(path) ships them there"))
+            }
+            return nil
+        }
         throw .storeOpen(
             path: path,
             reason:

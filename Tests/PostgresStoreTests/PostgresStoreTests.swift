@@ -339,17 +339,28 @@ struct PostgresOutboxClaimTests {
         let dir = try ScratchDirectory()
         let env = ["XDG_STATE_HOME": dir.path("state")]
         let port = TestCluster.freePort()  // nothing listens: the readings wait
-        func open(_ db: String, _ outbox: String?) throws -> PostgresOutboxStore {
+        func open(_ db: String, _ outbox: String?, warn: WarningCollector = WarningCollector()) throws
+            -> PostgresOutboxStore
+        {
             try PostgresOutboxStore(
                 url: try PostgresURL(parsing: "postgres://cuff@127.0.0.1:\(port)/\(db)?sslmode=disable"),
-                outboxPath: outbox, background: false, environment: env, warn: SinkWarnings.ignore)
+                outboxPath: outbox, background: false, environment: env, warn: warn.handler)
         }
         let a = try open("clinic", nil)
         #expect(a.outboxPath == dir.path("state") + "/cuff/outbox.db")
         try a.insert(readings(1)[0])
         try a.close()
-        let b = try open("lab", nil)
+        let w = WarningCollector()
+        let b = try open("lab", nil, warn: w)
         #expect(b.outboxPath == dir.path("state") + "/cuff/outbox-127_0_0_1_\(port)-lab.db")
+        // What waits in the default outbox for the other database is said (a changed URL would
+        // otherwise leave it unseen).
+        #expect(
+            w.warnings.contains {
+                $0.message.hasPrefix(
+                    "1 reading for postgres://127.0.0.1:\(port)/clinic waits in the outbox \(dir.path("state"))/cuff/outbox.db"
+                )
+            }, "\(w.warnings)")
         try b.insert(readings(2, from: 1)[1])
         #expect(try b.outbox.count() == 1)
         try b.close()
