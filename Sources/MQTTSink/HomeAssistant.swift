@@ -46,13 +46,7 @@ public struct MQTTTopics: Sendable, Hashable {
     }
 
     /// Letters, digits, `-` and `_` kept; anything else (`:` of an address, `/`, `+`, `#`, spaces) `_`.
-    public static func slug(_ s: String) -> String {
-        String(
-            s.unicodeScalars.map { c -> Character in
-                c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "-" || c == "_")
-                    ? Character(c) : "_"
-            })
-    }
+    public static func slug(_ s: String) -> String { Outbox.slug(s) }
 }
 
 /// The payloads `--publish` sends.

@@ -129,8 +129,15 @@ extension SQLiteStore {
         do {
             return try db.write { db in
                 try db.execute(sql: Self.destinationTable)
-                guard let held = try String.fetchOne(db, sql: "SELECT destination FROM outbox_destination LIMIT 1")
+                // (As text whatever was stored there; a table left without a usable row is claimed anew.)
+                guard
+                    let held = try String.fetchOne(
+                        db,
+                        sql:
+                            "SELECT CAST(destination AS TEXT) FROM outbox_destination WHERE destination IS NOT NULL ORDER BY rowid LIMIT 1"
+                    )
                 else {
+                    try db.execute(sql: "DELETE FROM outbox_destination")
                     try db.execute(
                         sql: "INSERT INTO outbox_destination (destination) VALUES (?)", arguments: [destination])
                     return .claimed
@@ -144,7 +151,7 @@ extension SQLiteStore {
                 return .taken(from: held)
             }
         } catch {
-            throw .storeWrite(path: path, dedupKey: "(outbox claim)", reason: SQLiteStore.describe(error))
+            throw .storeOpen(path: path, reason: "cannot claim it as an outbox: \(SQLiteStore.describe(error))")
         }
     }
 
@@ -184,12 +191,16 @@ public enum Outbox {
     public static func defaultPath(
         named name: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String {
-        let slug = String(
-            name.unicodeScalars.map { c -> Character in
+        stateDirectory(environment: environment) + "/outbox-\(slug(name)).db"
+    }
+
+    /// `s` for a file name: every character but ASCII letters, digits, `-` and `_` made `_`.
+    public static func slug(_ s: String) -> String {
+        String(
+            s.unicodeScalars.map { c -> Character in
                 c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "-" || c == "_")
                     ? Character(c) : "_"
             })
-        return stateDirectory(environment: environment) + "/outbox-\(slug).db"
     }
 
     /// Cuff's state directory (``StateDirectory/cuff(environment:)``): where outboxes are kept by default.

@@ -250,3 +250,53 @@ import Testing
         #expect(!w.description.contains(key) && !w.description.contains("|user:"))
     }
 }
+
+/// An outbox's claim (`outbox_destination`) as damage or another program may leave it: never a
+/// trap, and a claim that names a destination is kept.
+@Suite struct DamagedOutboxClaimTests {
+    static func outbox(_ dir: ScratchDirectory, rows: Int, _ damage: String) throws -> SQLiteStore {
+        let path = dir.path("o-\(UUID().uuidString.prefix(6)).db")
+        let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        if rows > 0 { try store.insert(contentsOf: Array(try vectorRecords().prefix(rows))) }
+        try store.finish()
+        let q = try DatabaseQueue(path: path)
+        try q.writeWithoutTransaction { try $0.execute(sql: damage) }
+        try q.close()
+        return try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+    }
+
+    @Test func oddClaimRows() throws {
+        let dir = try ScratchDirectory()
+        let made = "CREATE TABLE outbox_destination (destination);"
+        // No usable row (none, NULL only): claimed anew, and that claim holds from then on.
+        for damage in [made, made + "INSERT INTO outbox_destination VALUES (NULL);"] {
+            let s = try Self.outbox(dir, rows: 1, damage)
+            #expect(try s.claimOutbox(for: "home") == .claimed, "\(damage)")
+            #expect(try s.claimOutbox(for: "lab") == .heldFor("home", waiting: 1), "\(damage)")
+            try s.finish()
+        }
+        // A number, a blob: read as text, and held for it.
+        let n = try Self.outbox(dir, rows: 1, made + "INSERT INTO outbox_destination VALUES (42);")
+        #expect(try n.claimOutbox(for: "lab") == .heldFor("42", waiting: 1))
+        try n.finish()
+        let b = try Self.outbox(dir, rows: 0, made + "INSERT INTO outbox_destination VALUES (x'686f6d65');")
+        #expect(try b.claimOutbox(for: "home") == .claimed)
+        try b.finish()
+        // Two rows: the first one made counts.
+        let two = try Self.outbox(
+            dir, rows: 2,
+            made + "INSERT INTO outbox_destination VALUES ('home'); INSERT INTO outbox_destination VALUES ('lab');")
+        #expect(try two.claimOutbox(for: "lab") == .heldFor("home", waiting: 2))
+        #expect(try two.claimOutbox(for: "home") == .claimed)
+        try two.finish()
+        // A view in its place: an error that names the outbox, no trap.
+        let v = try Self.outbox(dir, rows: 0, "CREATE VIEW outbox_destination AS SELECT 1 AS destination;")
+        #expect {
+            try v.claimOutbox(for: "home")
+        } throws: { e in
+            guard case let .storeOpen(path, reason) = e as? SinkError else { return false }
+            return path == v.path && reason.hasPrefix("cannot claim it as an outbox")
+        }
+        try v.finish()
+    }
+}
