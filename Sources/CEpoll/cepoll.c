@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include <sys/file.h>
 #include "cepoll.h"
 #include <sys/epoll.h>
 
@@ -22,3 +23,5 @@ int cuff_epoll_wait(int epfd, int *fds, uint32_t *events, int max, int timeout_m
     }
     return n;
 }
+
+int cuff_flock(int fd, int operation) { return flock(fd, operation); }

@@ -36,23 +36,25 @@ public enum OutboxShipping {
                 log.info("\(error)")
                 throw .sinkFailed
             }
+            for n in box.notices { log.info("\(n)") }
+            let path = box.outboxPath
             let r = box.publishAll(timeout: .seconds(120))
             try? box.close()
             if r.waiting == nil || r.failure?.code == .outbox {
                 // Damaged, or on a failing disk: not a matter of waiting for the broker.
                 let why = r.countError.map { "\($0)" } ?? r.failure.map { "\($0)" } ?? "cannot be read"
                 log.info(
-                    "published \(r.delivered) reading\(r.delivered == 1 ? "" : "s"); the outbox \(t.outboxPath) cannot be read: \(why)"
+                    "published \(r.delivered) reading\(r.delivered == 1 ? "" : "s"); the outbox \(path) cannot be read: \(why)"
                 )
                 unreadable = true
             } else if let failure = r.failure, let n = r.waiting, n != 0 {
                 log.info(
-                    "published \(r.delivered) reading\(r.delivered == 1 ? "" : "s"); \(n) still wait in the outbox \(t.outboxPath): \(failure)"
+                    "published \(r.delivered) reading\(r.delivered == 1 ? "" : "s"); \(n) still wait in the outbox \(path): \(failure)"
                 )
                 waiting = true
             } else if !quiet {
                 log.info(
-                    "published \(r.delivered) reading\(r.delivered == 1 ? "" : "s") to \(t.url); the outbox \(t.outboxPath) is empty"
+                    "published \(r.delivered) reading\(r.delivered == 1 ? "" : "s") to \(t.url); the outbox \(path) is empty"
                 )
             }
         }
@@ -83,6 +85,7 @@ public enum OutboxShipping {
             throw .sinkFailed
         }
         let path = box.outboxPath
+        for n in box.notices { log.info("\(n)") }
         let result = box.drain()
         let counted = Result { () throws(SinkError) in try box.outbox.count() }
         try? box.close()

@@ -110,31 +110,32 @@ public struct MQTTPublishing {
     /// store uses it, else a base each target's name is made from (`PATH.HOST-PORT`). Two targets
     /// on one broker (the same host and port, other prefixes) each get an outbox and a client id of
     /// their own, named with their prefix too: sharing them, each reading would go to one prefix
-    /// only, and the broker would drop one connection for the other. Without `--outbox`, a prefix
-    /// other than `cuff` names the outbox even alone, for another process may publish to the same
-    /// broker under another prefix (``MQTTOutboxStore/defaultOutboxPath(for:taggedAlways:environment:)``).
+    /// only, and the broker would drop one connection for the other. Without `--outbox`, each
+    /// prefix has its default (``MQTTOutboxStore/defaultOutboxPath(for:tagged:environment:)``),
+    /// alone or beside others: another process may publish to the same broker under another prefix.
     public func targets(outbox: String?, sharedWithStore: Bool) -> [MQTTPublishOptions] {
         let sharedBrokers = Set(Dictionary(grouping: urls, by: \.serverName).filter { $0.value.count > 1 }.keys)
         return urls.map { url in
             let tag = sharedBrokers.contains(url.serverName) ? "-" + MQTTTopics.slug(url.prefix) : ""
             let path: String
-            var legacy: String?
             if let outbox {
                 path =
                     urls.count == 1 && !sharedWithStore
                     ? outbox : "\(outbox).\(MQTTTopics.slug(url.host))-\(url.port)\(tag)"
             } else {
-                // (Tagged with a prefix other than the default one even alone: another process
-                // may publish to this broker under another prefix.)
-                path = MQTTOutboxStore.defaultOutboxPath(for: url, taggedAlways: !tag.isEmpty)
-                legacy = MQTTOutboxStore.legacyOutboxPath(for: url)
+                // (Named by the prefix alone or beside others: another process may publish to this
+                // broker under another prefix, and a second `--publish` must not move the first's.)
+                path = MQTTOutboxStore.defaultOutboxPath(for: url)
             }
             var options = MQTTPublishOptions(
                 url: url, outboxPath: path, caFile: caFile, certFile: certFile, keyFile: keyFile, discovery: discovery,
                 utcOffset: utcOffset,
                 clientID: MQTTOutboxStore.defaultClientID()
                     + (urls.count > 1 ? "-\(MQTTTopics.slug(url.serverName))\(tag)" : ""))
-            if legacy != path { options.legacyOutboxPath = legacy }
+            if outbox == nil {
+                options.taggedOutboxPath = MQTTOutboxStore.defaultOutboxPath(for: url, tagged: true)
+                options.legacyOutboxPaths = MQTTOutboxStore.legacyOutboxPaths(for: url)
+            }
             return options
         }
     }

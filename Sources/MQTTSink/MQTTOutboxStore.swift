@@ -31,6 +31,11 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
 
     public var storeName: String { options.url.description }
     public var outboxPath: String { outbox.path }
+    /// This process's hold on the outbox (``OutboxLock``), dropped when it closes.
+    let lock: OutboxLock
+    /// Readings an earlier cuff left for this prefix in another outbox (``MQTTPublishOptions/legacyOutboxPaths``):
+    /// said through `warn` at open, kept for `cuff sync` to print.
+    public let notices: [String]
 
     /// Opens the outbox (creating it, mode 0600) and, with `check`, connects once to see that the
     /// broker takes this cuff: a refusal (user, password, TLS) throws; an unreachable broker is said
@@ -40,16 +45,20 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
     ) throws(SinkError) {
         self.options = options
         self.warn = warn
-        try Outbox.prepareDirectory(of: options.outboxPath)
-        outbox = try SQLiteStore(path: options.outboxPath, utcOffset: options.utcOffset, warn: warn)
-        guard !outbox.isEncrypted else {
-            try? outbox.finish()
-            throw .storeOpen(path: options.outboxPath, reason: "is an encrypted store, not an outbox")
-        }
-        do {
-            try Self.claim(outbox, options: options)
-            sent = DeliveredKeys(try outbox.sentKeys())
-        } catch {
+        let destination = Outbox.mqttDestination(prefix: options.url.prefix)
+        let url = options.url
+        let opened = try Outbox.open(
+            [options.outboxPath] + (options.taggedOutboxPath.map { [$0] } ?? []),
+            for: destination, takingEmpty: options.taggedOutboxPath == nil, utcOffset: options.utcOffset, warn: warn,
+            service: "this --publish",
+            mqttURL: { prefix in
+                var theirs = url
+                theirs.prefix = prefix
+                return theirs.description
+            })
+        outbox = opened.store
+        lock = opened.lock
+        do { sent = DeliveredKeys(try outbox.sentKeys()) } catch {
             try? outbox.finish()
             throw error
         }
@@ -64,16 +73,15 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
                         "\(options.url) is not TLS and not this machine: readings (health data) cross the network in the clear; use mqtts://"
                 ))
         }
-        if let legacy = options.legacyOutboxPath, legacy != options.outboxPath,
-            let n = SQLiteStore.unclaimedOutboxWaiting(path: legacy)
-        {
-            warn(
-                SinkWarning(
-                    sink: "publish",
-                    message:
-                        "\(n) reading\(n == 1 ? "" : "s") wait\(n == 1 ? "s" : "") in \(legacy), the outbox an earlier cuff kept for every topic prefix on \(options.url.serverName) (each prefix now has its own); "
-                        + "cuff sync --publish \(options.url) --outbox \(legacy) publishes them under this prefix"))
+        var notices: [String] = []
+        for legacy in options.legacyOutboxPaths where legacy != outbox.path {
+            guard let n = SQLiteStore.outboxWaiting(path: legacy, for: destination) else { continue }
+            notices.append(
+                "\(n) reading\(n == 1 ? "" : "s") wait\(n == 1 ? "s" : "") in \(legacy), an outbox an earlier cuff kept for \(options.url.serverName); "
+                    + "cuff sync --publish \(options.url) --outbox \(legacy) publishes them under this prefix")
         }
+        self.notices = notices
+        for n in notices { warn(SinkWarning(sink: "publish", message: n)) }
         guard check else { return }
         publisher.reconnects = false
         publisher.startConnect()
@@ -86,21 +94,6 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         }
         publisher.disconnect()
         publisher.resetFailureCount()
-    }
-
-    /// Claims the outbox for this target's topic prefix (``SQLiteStore/claimOutbox(for:)``): one
-    /// that holds readings for another prefix is refused, since publishing them here would put
-    /// them under the wrong topics.
-    static func claim(_ outbox: SQLiteStore, options: MQTTPublishOptions) throws(SinkError) {
-        guard case let .heldFor(other, waiting) = try outbox.claimOutbox(for: options.url.prefix) else { return }
-        var theirs = options.url
-        theirs.prefix = other
-        throw .storeOpen(
-            path: outbox.path,
-            reason:
-                "holds \(waiting) reading\(waiting == 1 ? "" : "s") for the topic prefix \(other), not \(options.url.prefix): "
-                + "cuff sync --publish \(theirs) --outbox \(outbox.path) publishes them there; "
-                + "or give this --publish an --outbox of its own")
     }
 
     /// Publishes from `loop` from now on, reconnecting with backoff, until ``finish()``.
@@ -224,6 +217,7 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
                 deadline: MonotonicClock.now() + .seconds(1))
         }
         publisher.disconnect()
+        defer { lock.release() }
         if r.waiting != 0 {
             let why = r.failure.map { ": \($0)" } ?? ""
             warn(
@@ -244,29 +238,32 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         guard !done.exchange(true, ordering: .relaxed) else { throw .finished(sink: "publish") }
         publisher.detach()
         publisher.disconnect()
+        defer { lock.release() }
         try outbox.finish()
     }
 
     /// The default outbox of a broker and topic prefix: `$XDG_STATE_HOME/cuff/mqtt-HOST-PORT.db`
     /// (by default under `~/.local/state`) for the default prefix `cuff`, `mqtt-HOST-PORT-PREFIX.db`
-    /// for another (also for `cuff` with `taggedAlways`: several prefixes on one broker in one
-    /// command). Two processes that publish to one broker under other prefixes must not share one:
-    /// each would publish the other's readings under its own prefix.
+    /// for another (``Outbox/fileNames(_:)``; `tagged`: the name with a ``Outbox/tag(_:)``, for
+    /// when the plain one is another prefix's). Two processes that publish to one broker under
+    /// other prefixes must not share one: each would publish the other's readings under its own prefix.
     public static func defaultOutboxPath(
-        for url: MQTTURL, taggedAlways: Bool = false,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        for url: MQTTURL, tagged: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String {
-        let tag = taggedAlways || url.prefix != MQTTURL.defaultPrefix ? "-" + MQTTTopics.slug(url.prefix) : ""
+        let names = Outbox.fileNames(url.prefix)
+        let name =
+            tagged ? "-" + names.tagged : url.prefix == MQTTURL.defaultPrefix ? "" : "-" + names.plain
         return Outbox.stateDirectory(environment: environment)
-            + "/mqtt-\(MQTTTopics.slug(url.host))-\(url.port)\(tag).db"
+            + "/mqtt-\(MQTTTopics.slug(url.host))-\(url.port)\(name).db"
     }
 
-    /// The default outbox of a broker before each topic prefix had its own (``defaultOutboxPath(for:taggedAlways:environment:)``
-    /// of the default prefix): readings an earlier cuff left there are named at open.
-    public static func legacyOutboxPath(
+    /// Where an earlier cuff kept this prefix's readings by default: the broker's one outbox for
+    /// every prefix (`mqtt-HOST-PORT.db`), or for `cuff` beside another prefix, `mqtt-HOST-PORT-cuff.db`.
+    public static func legacyOutboxPaths(
         for url: MQTTURL, environment: [String: String] = ProcessInfo.processInfo.environment
-    ) -> String {
-        Outbox.stateDirectory(environment: environment) + "/mqtt-\(MQTTTopics.slug(url.host))-\(url.port).db"
+    ) -> [String] {
+        let base = Outbox.stateDirectory(environment: environment) + "/mqtt-\(MQTTTopics.slug(url.host))-\(url.port)"
+        return [url.prefix == MQTTURL.defaultPrefix ? base + "-cuff.db" : base + ".db"]
     }
 
     /// The default client id: `cuff-HOSTNAME-PID`.

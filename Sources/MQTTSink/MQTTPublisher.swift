@@ -14,10 +14,14 @@ public struct MQTTPublishOptions: Sendable {
     public var keyFile: String?
     /// The local SQLite outbox of this target.
     public var outboxPath: String
-    /// The outbox every topic prefix on this broker shared before each had its own (set when
-    /// ``outboxPath`` is a default other than it): readings an earlier cuff left there are named
-    /// at open, with the command that publishes them.
-    public var legacyOutboxPath: String?
+    /// When ``outboxPath`` is the default one: its tagged name
+    /// (``MQTTOutboxStore/defaultOutboxPath(for:tagged:environment:)``), used when another prefix
+    /// claimed the plain one (their names are the same: `a/b`, `a_b`). Nil for an `--outbox`: then
+    /// the outbox passes to this prefix if it is empty and open in no other process.
+    public var taggedOutboxPath: String?
+    /// Where an earlier cuff kept this prefix's readings by default (``MQTTOutboxStore/legacyOutboxPaths(for:environment:)``):
+    /// what waits there for this prefix is named at open, with the command that publishes it.
+    public var legacyOutboxPaths: [String] = []
     /// Home Assistant discovery, or nil (`--no-ha-discovery`).
     public var discovery: HomeAssistantDiscovery?
     /// The offset given to the cuffs' zone-less clock times (`--cuff-timezone`, else the host's zone).

@@ -21,6 +21,11 @@ public final class PostgresOutboxStore: MeasurementStore {
     public let outbox: SQLiteStore
     public var storeName: String { server.url.description }
     public var outboxPath: String { outbox.path }
+    /// This process's hold on the outbox (``OutboxLock``), dropped when it closes.
+    let lock: OutboxLock
+    /// What waits in outboxes passed over for this one (another database's `outbox.db`): said
+    /// through `warn` at open, kept for `cuff sync` to print.
+    public let notices: [String]
     let warn: SinkWarningHandler
     /// Rows per transaction when shipping.
     public let batchSize: Int
@@ -40,45 +45,6 @@ public final class PostgresOutboxStore: MeasurementStore {
     /// (`postgres://HOST:PORT/DATABASE`, or the socket's path for HOST:PORT), whoever logs in.
     public static func destination(_ url: PostgresURL) -> String { "postgres://\(url.serverName)/\(url.database)" }
 
-    /// The outbox at `path`, claimed for `destination`; nil when it is another's and `takingEmpty`
-    /// is false (then it is closed again, unchanged). Refused when it holds another's readings.
-    private static func openClaimed(
-        _ path: String, _ destination: String, _ utcOffset: UTCOffsetPolicy, _ warn: @escaping SinkWarningHandler,
-        takingEmpty: Bool
-    ) throws(SinkError) -> SQLiteStore? {
-        try Outbox.prepareDirectory(of: path)
-        let outbox = try SQLiteStore(path: path, utcOffset: utcOffset, warn: warn)
-        guard !outbox.isEncrypted else {
-            try? outbox.finish()
-            throw .storeOpen(path: path, reason: "is an encrypted store, not an outbox")
-        }
-        let claim: SQLiteStore.OutboxClaim
-        do { claim = try outbox.claimOutbox(for: destination, takingEmpty: takingEmpty) } catch {
-            try? outbox.finish()
-            throw error
-        }
-        guard case let .heldFor(other, waiting) = claim else { return outbox }
-        try? outbox.finish()
-        guard takingEmpty else {
-            // (Said: a changed URL, `localhost` for `127.0.0.1`, would otherwise leave them unseen.)
-            if waiting > 0 {
-                warn(
-                    SinkWarning(
-                        sink: "store",
-                        message:
-                            "\(waiting) reading\(waiting == 1 ? "" : "s") for \(other) wait\(waiting == 1 ? "s" : "") in the outbox \(path); "
-                            + "cuff sync --store (that server's URL) --outbox \(path) ships them there"))
-            }
-            return nil
-        }
-        throw .storeOpen(
-            path: path,
-            reason:
-                "holds \(waiting) reading\(waiting == 1 ? "" : "s") for \(other), not \(destination): "
-                + "cuff sync --store (that server's URL) --outbox \(path) ships them there; "
-                + "or give this store an --outbox of its own")
-    }
-
     /// Opens the outbox (creating it, mode 0600) and connects to the server. With `background`, a
     /// thread ships while the store is open (from what earlier runs left, at once).
     ///
@@ -86,23 +52,34 @@ public final class PostgresOutboxStore: MeasurementStore {
     /// server is said once through `warn` and readings wait in the outbox.
     ///
     /// `outboxPath` nil: the default outbox (``Outbox/defaultPath(environment:)``), unless another
-    /// server's database claimed it (``SQLiteStore/claimOutbox(for:takingEmpty:)``); then this
-    /// database's own, `outbox-SERVER-DATABASE.db` beside it. An outbox given that holds readings
-    /// for another server's database is refused: shipped here, they would land in the wrong database.
+    /// server's database claimed it (``SQLiteStore/claimOutbox(for:takingEmpty:lock:)``); then this
+    /// database's own, `outbox-SERVER-DATABASE.db` beside it (with a ``Outbox/tag(_:)`` when that
+    /// name is another's too). An outbox given that holds readings for another server's database,
+    /// or is open for one in another process, is refused: shipped here, they would land in the
+    /// wrong database (``Outbox/open(_:for:takingEmpty:utcOffset:warn:service:mqttURL:)``).
     public init(
         url: PostgresURL, outboxPath: String?, utcOffset: UTCOffsetPolicy = .system, background: Bool = true,
         batchSize: Int = 1000, environment: [String: String] = ProcessInfo.processInfo.environment,
         warn: @escaping SinkWarningHandler = SinkWarnings.standardError
     ) throws(SinkError) {
         let destination = Self.destination(url)
-        var opened = try Self.openClaimed(
-            outboxPath ?? Outbox.defaultPath(environment: environment), destination, utcOffset, warn,
-            takingEmpty: outboxPath != nil)
-        // The default outbox is another database's: this one gets its own.
-        let own = Outbox.defaultPath(named: "\(url.serverName)-\(url.database)", environment: environment)
-        if opened == nil { opened = try Self.openClaimed(own, destination, utcOffset, warn, takingEmpty: true) }
-        guard let opened else { throw .storeOpen(path: own, reason: "is another database's outbox") }  // (not reached)
-        outbox = opened
+        let name = "\(url.serverName)-\(url.database)"
+        let opened = try Outbox.open(
+            outboxPath.map { [$0] } ?? [
+                Outbox.defaultPath(environment: environment), Outbox.defaultPath(named: name, environment: environment),
+                Outbox.defaultPath(named: name, tagged: true, environment: environment),
+            ], for: destination, takingEmpty: outboxPath != nil, utcOffset: utcOffset, warn: warn,
+            service: "this store")
+        outbox = opened.store
+        lock = opened.lock
+        // (Said: a changed URL, `localhost` for `127.0.0.1`, would otherwise leave them unseen.)
+        notices = opened.passed.filter { $0.waiting > 0 }.map { p in
+            let d = Outbox.describe(p.holder, path: p.path, mqttURL: { _ in nil })
+            return
+                "\(p.waiting) reading\(p.waiting == 1 ? "" : "s") for \(d.name) wait\(p.waiting == 1 ? "s" : "") in the outbox \(p.path)"
+                + (d.sync.map { "; " + $0 } ?? "")
+        }
+        for n in notices { warn(SinkWarning(sink: "store", message: n)) }
         let outboxPath = outbox.path
         server = PostgresServer(url: url)
         self.warn = warn
@@ -225,6 +202,7 @@ public final class PostgresOutboxStore: MeasurementStore {
                         + "cuff sync --store URL --outbox \(outbox.path) ships them"))
         }
         server.disconnect()
+        defer { lock.release() }
         try outbox.finish()
     }
 
@@ -239,6 +217,7 @@ public final class PostgresOutboxStore: MeasurementStore {
             stopped.wait()
         }
         server.disconnect()
+        defer { lock.release() }
         try outbox.finish()
     }
 

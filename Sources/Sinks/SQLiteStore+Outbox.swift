@@ -108,35 +108,36 @@ extension SQLiteStore {
 }
 
 extension SQLiteStore {
-    /// What ``claimOutbox(for:)`` found.
+    /// What ``claimOutbox(for:takingEmpty:lock:)`` found.
     public enum OutboxClaim: Sendable, Equatable {
         /// The outbox is this destination's: it was already, or it was nobody's yet (a new
         /// outbox, or one an earlier cuff kept without saying whose it is).
         case claimed
-        /// It was another destination's, and empty: it is this one's now, and the dedup keys
-        /// delivered to the other are forgotten (this destination never had those readings).
+        /// It was another destination's, empty and open in no other process: it is this one's
+        /// now, and the dedup keys delivered to the other are forgotten (this destination never
+        /// had those readings).
         case taken(from: String)
         /// Readings for another destination wait in it; nothing was changed.
         case heldFor(String, waiting: Int)
+        /// Another destination's, empty, but open in another process (which may keep a reading
+        /// for it at any moment); nothing was changed.
+        case inUse(by: String)
     }
 
-    /// Claims an outbox for one destination (an MQTT topic prefix, a PostgreSQL server's
-    /// database): an outbox's readings go to the destination they were kept for, never to another
-    /// that happens to open the same file (two processes, or a changed URL, with one outbox). In
-    /// one transaction. Without `takingEmpty`, an empty outbox of another destination stays
-    /// theirs too (``OutboxClaim/heldFor(_:waiting:)`` with 0).
-    public func claimOutbox(for destination: String, takingEmpty: Bool = true) throws(SinkError) -> OutboxClaim {
+    /// Claims an outbox for one destination (``Outbox/Destination``): an outbox's readings go to
+    /// the destination they were kept for, never to another that happens to open the same file
+    /// (two processes, or a changed URL, with one outbox). In one transaction. An empty outbox of
+    /// another destination passes to this one only with `takingEmpty`, and only when `lock` shows
+    /// no other process has it open (``OutboxLock/alone(_:)``): a claim never changes under a
+    /// process that uses the outbox.
+    public func claimOutbox(for destination: String, takingEmpty: Bool = true, lock: OutboxLock? = nil)
+        throws(SinkError) -> OutboxClaim
+    {
         do {
             return try db.write { db in
                 try db.execute(sql: Self.destinationTable)
                 // (As text whatever was stored there; a table left without a usable row is claimed anew.)
-                guard
-                    let held = try String.fetchOne(
-                        db,
-                        sql:
-                            "SELECT CAST(destination AS TEXT) FROM outbox_destination WHERE destination IS NOT NULL ORDER BY rowid LIMIT 1"
-                    )
-                else {
+                guard let held = try Self.claimant(db) else {
                     try db.execute(sql: "DELETE FROM outbox_destination")
                     try db.execute(
                         sql: "INSERT INTO outbox_destination (destination) VALUES (?)", arguments: [destination])
@@ -145,20 +146,32 @@ extension SQLiteStore {
                 if held == destination { return .claimed }
                 let waiting = try Int.fetchOne(db, sql: "SELECT count(*) FROM measurements") ?? 0
                 if waiting > 0 || !takingEmpty { return .heldFor(held, waiting: waiting) }
-                try db.execute(sql: "UPDATE outbox_destination SET destination = ?", arguments: [destination])
-                try db.execute(sql: Self.sentTable)
-                try db.execute(sql: "DELETE FROM outbox_sent")
-                return .taken(from: held)
+                return try (lock ?? OutboxLock.unshared).alone { () throws -> OutboxClaim in
+                    try db.execute(sql: "UPDATE outbox_destination SET destination = ?", arguments: [destination])
+                    try db.execute(sql: Self.sentTable)
+                    try db.execute(sql: "DELETE FROM outbox_sent")
+                    return .taken(from: held)
+                } ?? .inUse(by: held)
             }
         } catch {
             throw .storeOpen(path: path, reason: "cannot claim it as an outbox: \(SQLiteStore.describe(error))")
         }
     }
 
-    /// The readings waiting in the outbox at `path` when no destination ever claimed it (kept by
-    /// a cuff from before outboxes were claimed); nil when there is no such file, it is claimed,
-    /// it is empty, or it cannot be read. Read-only: nothing is made or changed.
-    public static func unclaimedOutboxWaiting(path: String) -> Int? {
+    /// The destination an outbox is claimed for, nil when none.
+    static func claimant(_ db: Database) throws -> String? {
+        try String.fetchOne(
+            db,
+            sql:
+                "SELECT CAST(destination AS TEXT) FROM outbox_destination WHERE destination IS NOT NULL ORDER BY rowid LIMIT 1"
+        )
+    }
+
+    /// The readings waiting in the outbox at `path` for `destination`: in one it claims, or one
+    /// no destination ever claimed (kept by a cuff from before outboxes were claimed); nil when
+    /// there is no such file, it is another's, it is empty, or it cannot be read. Read-only:
+    /// nothing is made or changed.
+    public static func outboxWaiting(path: String, for destination: String) -> Int? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         var config = Configuration()
         config.readonly = true
@@ -167,7 +180,10 @@ extension SQLiteStore {
             let queue = try DatabaseQueue(path: path, configuration: config)
             defer { try? queue.close() }
             return try queue.read { db -> Int? in
-                guard try !db.tableExists("outbox_destination"), try db.tableExists("measurements") else { return nil }
+                guard try db.tableExists("measurements") else { return nil }
+                if try db.tableExists("outbox_destination"), let held = try claimant(db), held != destination {
+                    return nil
+                }
                 let n = try Int.fetchOne(db, sql: "SELECT count(*) FROM measurements") ?? 0
                 return n > 0 ? n : nil
             }
@@ -179,6 +195,64 @@ extension SQLiteStore {
     static let destinationTable = "CREATE TABLE IF NOT EXISTS outbox_destination (destination TEXT NOT NULL)"
 }
 
+/// A process's hold on an outbox it has open: a shared `flock` on `PATH.lock` (mode 0600, beside
+/// it, never removed), kept until ``release()`` or the end of the process. Moving an empty outbox
+/// to another destination needs the lock alone, so no process that has the outbox open ever sees
+/// its claim change (``SQLiteStore/claimOutbox(for:takingEmpty:lock:)``).
+public final class OutboxLock: @unchecked Sendable {
+    private var fd: CInt?
+
+    /// No lock: as if alone (an outbox opened by a caller that takes none, as tests do).
+    static let unshared = OutboxLock()
+    private init() {}
+
+    /// Takes the shared lock, waiting at most 5 s for a process that holds it alone (for the
+    /// moment of a claim's change).
+    public init(outbox path: String) throws(SinkError) {
+        let lockPath = path + ".lock"
+        let fd: CInt
+        switch Sys.open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600) {
+        case .success(let f): fd = f
+        case .failure(let e): throw .storeOpen(path: path, reason: "cannot open its lock \(lockPath): \(e)")
+        }
+        var attempts = 0
+        while true {
+            switch Sys.flock(fd, LOCK_SH | LOCK_NB) {
+            case .success:
+                self.fd = fd
+                return
+            case .failure(let e) where e == .wouldBlock && attempts < 250:  // (250 × 20 ms: 5 s)
+                attempts += 1
+                MonotonicClock.sleep(nanoseconds: 20_000_000)
+            case .failure(let e):
+                _ = Sys.close(fd)
+                throw .storeOpen(path: path, reason: "cannot lock \(lockPath): \(e)")
+            }
+        }
+    }
+
+    /// Runs `body` if no other process holds the lock (it is held alone meanwhile, then shared
+    /// again); nil without running it otherwise.
+    func alone<T>(_ body: () throws -> T) rethrows -> T? {
+        guard let fd else { return try body() }
+        guard case .success = Sys.flock(fd, LOCK_EX | LOCK_NB) else {
+            // (A failed conversion may have dropped the shared lock: taken again.)
+            _ = Sys.flock(fd, LOCK_SH)
+            return nil
+        }
+        defer { _ = Sys.flock(fd, LOCK_SH) }
+        return try body()
+    }
+
+    /// Drops the lock (closing its file).
+    public func release() {
+        if let fd { _ = Sys.close(fd) }
+        fd = nil
+    }
+
+    deinit { release() }
+}
+
 /// The outbox's place: `--outbox PATH`, else `$XDG_STATE_HOME/cuff/outbox.db` (by default
 /// `~/.local/state/cuff/outbox.db`).
 public enum Outbox {
@@ -186,12 +260,120 @@ public enum Outbox {
         stateDirectory(environment: environment) + "/outbox.db"
     }
 
+    /// An MQTT topic prefix as an outbox's claim (``SQLiteStore/claimOutbox(for:takingEmpty:lock:)``);
+    /// a PostgreSQL database's is its `postgres://HOST:PORT/DATABASE`.
+    public static func mqttDestination(prefix: String) -> String { "mqtt:" + prefix }
+
+    /// A claim in words, and the `cuff sync` that ships what waits for it (`mqttURL`: the
+    /// `--publish` URL for a topic prefix, nil when no broker is known; nil for a claim cuff does
+    /// not know).
+    public static func describe(_ destination: String, path: String, mqttURL: (String) -> String?)
+        -> (name: String, sync: String?)
+    {
+        if destination.hasPrefix("mqtt:") {
+            let prefix = String(destination.dropFirst(5))
+            return (
+                "the MQTT topic prefix \(prefix)",
+                "cuff sync --publish \(mqttURL(prefix) ?? "mqtt://BROKER/\(prefix)") --outbox \(path) publishes them there"
+            )
+        }
+        if destination.hasPrefix("postgres://") {
+            return (
+                "the PostgreSQL database \(destination)",
+                "cuff sync --store \(destination) (with its user) --outbox \(path) ships them there"
+            )
+        }
+        return (destination, nil)
+    }
+
+    /// An outbox opened and claimed for one destination, with the process's lock on it, and the
+    /// outboxes passed over on the way there that hold readings for others.
+    public struct Opened {
+        public let store: SQLiteStore
+        public let lock: OutboxLock
+        public var passed: [(path: String, holder: String, waiting: Int)] = []
+    }
+
+    /// Opens the first of `candidates` that is, or becomes, `destination`'s: each but the last
+    /// only when it is this destination's or nobody's (the defaults: `outbox.db`, then names
+    /// made from the destination, then such a name with a ``tag(_:)``); the last also when it is
+    /// another's and empty (with `takingEmpty`, and no other process has it open). Refused, with
+    /// `service`'s words ("this store", "this --publish") and `mqttURL` for the advice, when the
+    /// last is another's.
+    public static func open(
+        _ candidates: [String], for destination: String, takingEmpty: Bool, utcOffset: UTCOffsetPolicy,
+        warn: @escaping SinkWarningHandler, service: String, mqttURL: (String) -> String? = { _ in nil }
+    ) throws(SinkError) -> Opened {
+        var passed: [(path: String, holder: String, waiting: Int)] = []
+        for (i, path) in candidates.enumerated() {
+            let last = i == candidates.count - 1
+            try prepareDirectory(of: path)
+            let lock = try OutboxLock(outbox: path)
+            let store = try SQLiteStore(path: path, utcOffset: utcOffset, warn: warn)
+            let claim: SQLiteStore.OutboxClaim
+            do throws(SinkError) {
+                guard !store.isEncrypted else {
+                    throw SinkError.storeOpen(path: path, reason: "is an encrypted store, not an outbox")
+                }
+                claim = try store.claimOutbox(for: destination, takingEmpty: last && takingEmpty, lock: lock)
+            } catch {
+                try? store.finish()
+                throw error
+            }
+            let holder: String
+            let waiting: Int
+            switch claim {
+            case .claimed, .taken: return Opened(store: store, lock: lock, passed: passed)
+            case let .heldFor(h, n): (holder, waiting) = (h, n)
+            case let .inUse(h): (holder, waiting) = (h, 0)
+            }
+            try? store.finish()
+            lock.release()
+            if !last {
+                passed.append((path, holder, waiting))
+                continue
+            }
+            let theirs = describe(holder, path: path, mqttURL: mqttURL)
+            let mine = describe(destination, path: path, mqttURL: mqttURL).name
+            if waiting == 0 {
+                throw .storeOpen(
+                    path: path,
+                    reason:
+                        "is open in another process for \(theirs.name), not \(mine) (empty, but that process may keep a reading in it at any moment); give \(service) an --outbox of its own"
+                )
+            }
+            throw .storeOpen(
+                path: path,
+                reason:
+                    "holds \(waiting) reading\(waiting == 1 ? "" : "s") for \(theirs.name), not \(mine): "
+                    + (theirs.sync.map { $0 + "; or " } ?? "") + "give \(service) an --outbox of its own")
+        }
+        throw .storeOpen(path: candidates.last ?? "", reason: "no outbox to open")  // (never: one candidate at least)
+    }
+
+    /// A short, stable tag for `s` (FNV-1a over its UTF-8, 8 hex digits): it tells apart names
+    /// that ``slug(_:)`` makes the same (`a/b`, `a_b`) or cuts.
+    public static func tag(_ s: String) -> String {
+        var h: UInt32 = 0x811C_9DC5
+        for b in s.utf8 { h = (h ^ UInt32(b)) &* 0x0100_0193 }
+        let hex = String(h, radix: 16)
+        return String(repeating: "0", count: 8 - hex.count) + hex
+    }
+
+    /// ``slug(_:)`` of `name`, at most 64 characters, and, as `tagged`, the same with ``tag(_:)`` appended.
+    public static func fileNames(_ name: String) -> (plain: String, tagged: String) {
+        let slug = String(slug(name).prefix(64))
+        return (slug, slug + "-" + tag(name))
+    }
+
     /// The default outbox of one destination when `outbox.db` is another's:
     /// `$XDG_STATE_HOME/cuff/outbox-NAME.db`, `NAME` made of ASCII letters, digits, `-` and `_`.
+    /// (`tagged`: with ``tag(_:)`` too, for when the plain name is another destination's.)
     public static func defaultPath(
-        named name: String, environment: [String: String] = ProcessInfo.processInfo.environment
+        named name: String, tagged: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String {
-        stateDirectory(environment: environment) + "/outbox-\(slug(name)).db"
+        let names = fileNames(name)
+        return stateDirectory(environment: environment) + "/outbox-\(tagged ? names.tagged : names.plain).db"
     }
 
     /// `s` for a file name: every character but ASCII letters, digits, `-` and `_` made `_`.

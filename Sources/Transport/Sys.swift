@@ -3,6 +3,7 @@
 #if canImport(Glibc)
     import Glibc
 #endif
+import CEpoll
 internal import SystemPackage
 
 /// Typed wrappers over the `system_*` shims and, for files (open, read, write, seek, stat, dup2,
@@ -244,6 +245,12 @@ package enum Sys {
     /// Shuts a socket down in one or both directions. The corresponding C function is `shutdown`.
     package static func shutdown(_ fd: CInt, how: CInt) -> Result<Void, Errno> {
         valueOrErrno(retryOnInterrupt: true) { system_shutdown(fd, how) }.map { _ in () }
+    }
+
+    /// Takes, changes or drops an advisory lock on a whole open file (`LOCK_SH`, `LOCK_EX`,
+    /// `LOCK_UN`, with `LOCK_NB` not to wait). The corresponding C function is `flock`.
+    package static func flock(_ fd: CInt, _ operation: CInt) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { cuff_flock(fd, operation) }.map { _ in () }
     }
 
     /// Closes a descriptor. Never retried: on Linux the descriptor is gone even when EINTR is

@@ -440,7 +440,7 @@ struct MQTTCLITests {
         let refused = try CLI.run(["sync", "--publish", url("lab"), "--outbox", homeOutbox], environment: env)
         #expect(refused.status == 10, "\(refused.stderr)")
         #expect(
-            refused.stderr.contains("for the topic prefix home, not lab")
+            refused.stderr.contains("for the MQTT topic prefix home, not the MQTT topic prefix lab")
                 && refused.stderr.contains("cuff sync --publish \(url("home")) --outbox \(homeOutbox)"),
             "\(refused.stderr)")
         try broker.start()

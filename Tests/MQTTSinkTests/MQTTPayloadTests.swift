@@ -234,12 +234,22 @@ import Testing
         return d
     }
 
-    static func open(_ url: String, _ path: String, legacy: String? = nil, warn: WarningCollector = WarningCollector())
-        throws -> MQTTOutboxStore
-    {
+    static func open(
+        _ url: String, _ path: String, legacy: String? = nil, tagged: String? = nil,
+        warn: WarningCollector = WarningCollector()
+    ) throws -> MQTTOutboxStore {
         var o = MQTTPublishOptions(url: try MQTTURL(parsing: url), outboxPath: path, clientID: "t")
-        o.legacyOutboxPath = legacy
+        o.legacyOutboxPaths = legacy.map { [$0] } ?? []
+        o.taggedOutboxPath = tagged
         return try MQTTOutboxStore(options: o, check: false, warn: warn.handler)
+    }
+
+    static func refusal(_ body: () throws -> Void) throws -> (path: String, reason: String)? {
+        do { try body() } catch let e as SinkError {
+            guard case let .storeOpen(p, reason) = e else { throw e }
+            return (p, reason)
+        }
+        return nil
     }
 
     @Test func anOutboxHoldingAnotherPrefixsReadingsIsRefusedAndAnEmptyOneIsTaken() throws {
@@ -250,15 +260,12 @@ import Testing
         try home.insert(try MQTTPayloadTests.record(flags: 0x1E, sys: 0x0078, dia: 0x0050, map: 0x005D))
         try home.close()
         // Another prefix on the same file: refused, naming the prefix and the command that ships them.
-        do {
-            _ = try Self.open("mqtt://127.0.0.1:1883/lab", path)
-            Issue.record("an outbox holding home's reading was opened for lab")
-        } catch let e as SinkError {
-            guard case let .storeOpen(p, reason) = e else { throw e }
-            #expect(p == path)
-            #expect(reason.contains("holds 1 reading for the topic prefix home, not lab"), "\(reason)")
-            #expect(reason.contains("cuff sync --publish mqtt://127.0.0.1:1883/home --outbox \(path)"), "\(reason)")
-        }
+        let r = try #require(try Self.refusal { _ = try Self.open("mqtt://127.0.0.1:1883/lab", path) })
+        #expect(r.path == path)
+        #expect(
+            r.reason.contains("holds 1 reading for the MQTT topic prefix home, not the MQTT topic prefix lab"),
+            "\(r.reason)")
+        #expect(r.reason.contains("cuff sync --publish mqtt://127.0.0.1:1883/home --outbox \(path)"), "\(r.reason)")
         // Its own prefix opens it, and the reading still waits there.
         let again = try Self.open("mqtt://127.0.0.1:1883/home", path)
         #expect(try again.outbox.count() == 1)
@@ -273,6 +280,49 @@ import Testing
         #expect(throws: Never.self) { try Self.open("mqtt://127.0.0.1:1883/lab", path).close() }
     }
 
+    /// An empty outbox another process has open for its prefix is not taken: that process may
+    /// keep a reading in it at any moment (it did, and a second prefix then published it).
+    @Test func anEmptyOutboxOpenForAnotherPrefixIsNotTaken() throws {
+        let dir = try Self.dir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/o.db"
+        let watching = try Self.open("mqtt://127.0.0.1:1883/pa", path)
+        let r = try #require(try Self.refusal { _ = try Self.open("mqtt://127.0.0.1:1883/pb", path) })
+        #expect(r.reason.contains("is open in another process for the MQTT topic prefix pa"), "\(r.reason)")
+        // Its own prefix still opens it beside (a watch and a sync).
+        try Self.open("mqtt://127.0.0.1:1883/pa", path).close()
+        try watching.insert(try MQTTPayloadTests.record(flags: 0x1E, sys: 0x0078, dia: 0x0050, map: 0x005D))
+        #expect(try watching.outbox.count() == 1)
+        try watching.close()
+        #expect(try Self.refusal { _ = try Self.open("mqtt://127.0.0.1:1883/pb", path) } != nil)
+    }
+
+    /// Prefixes whose file names are the same (`a/b`, `a_b`): the second default gets a tagged name.
+    @Test func prefixesWithOneFileNameGetTwoDefaultOutboxes() throws {
+        let dir = try Self.dir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let env = ["XDG_STATE_HOME": dir]
+        func open(_ url: String) throws -> MQTTOutboxStore {
+            let u = try MQTTURL(parsing: url)
+            return try Self.open(
+                url, MQTTOutboxStore.defaultOutboxPath(for: u, environment: env),
+                tagged: MQTTOutboxStore.defaultOutboxPath(for: u, tagged: true, environment: env))
+        }
+        let ab = try open("mqtt://127.0.0.1:1883/a/b")
+        try ab.insert(try MQTTPayloadTests.record(flags: 0x1E, sys: 0x0078, dia: 0x0050, map: 0x005D))
+        let under = try open("mqtt://127.0.0.1:1883/a_b")
+        #expect(ab.outboxPath == dir + "/cuff/mqtt-127_0_0_1-1883-a_b.db")
+        #expect(under.outboxPath.hasPrefix(dir + "/cuff/mqtt-127_0_0_1-1883-a_b-") && under.outboxPath != ab.outboxPath)
+        #expect(try under.outbox.count() == 0)
+        try ab.close()
+        try under.close()
+        // A prefix too long for a file name: cut, and tagged.
+        let long = String(repeating: "p", count: 300)
+        let path = MQTTOutboxStore.defaultOutboxPath(
+            for: try MQTTURL(parsing: "mqtt://127.0.0.1:1883/" + long), environment: env)
+        #expect((path as NSString).lastPathComponent.count < 100, "\(path)")
+    }
+
     @Test func readingsAnEarlierCuffLeftInTheSharedOutboxAreNamedUntilAPrefixClaimsIt() throws {
         let dir = try Self.dir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -283,21 +333,23 @@ import Testing
         try old.insert(try MQTTPayloadTests.record(flags: 0x1E, sys: 0x0079, dia: 0x0050, map: 0x005D))
         try old.finish()
         let w = WarningCollector()
-        try Self.open("mqtt://127.0.0.1:1883/home", dir + "/mqtt-127_0_0_1-1883-home.db", legacy: legacy, warn: w)
-            .close()
+        let home = try Self.open(
+            "mqtt://127.0.0.1:1883/home", dir + "/mqtt-127_0_0_1-1883-home.db", legacy: legacy, warn: w)
+        #expect(home.notices.count == 1)
+        try home.close()
         #expect(
             w.warnings.contains {
                 $0.message.hasPrefix("2 readings wait in \(legacy)")
                     && $0.message.contains("cuff sync --publish mqtt://127.0.0.1:1883/home --outbox \(legacy)")
             }, "\(w.warnings)")
         // Nothing was made or changed in it by looking.
-        #expect(SQLiteStore.unclaimedOutboxWaiting(path: legacy) == 2)
+        #expect(SQLiteStore.outboxWaiting(path: legacy, for: Outbox.mqttDestination(prefix: "home")) == 2)
         // Once the default prefix's process claims it, they are its readings: no longer named.
         try Self.open("mqtt://127.0.0.1:1883", legacy).close()
         let w2 = WarningCollector()
         try Self.open("mqtt://127.0.0.1:1883/home", dir + "/mqtt-127_0_0_1-1883-home.db", legacy: legacy, warn: w2)
             .close()
         #expect(w2.warnings.isEmpty, "\(w2.warnings)")
-        #expect(SQLiteStore.unclaimedOutboxWaiting(path: dir + "/none.db") == nil)
+        #expect(SQLiteStore.outboxWaiting(path: dir + "/none.db", for: "mqtt:home") == nil)
     }
 }

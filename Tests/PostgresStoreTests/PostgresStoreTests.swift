@@ -358,7 +358,7 @@ struct PostgresOutboxClaimTests {
         #expect(
             w.warnings.contains {
                 $0.message.hasPrefix(
-                    "1 reading for postgres://127.0.0.1:\(port)/clinic waits in the outbox \(dir.path("state"))/cuff/outbox.db"
+                    "1 reading for the PostgreSQL database postgres://127.0.0.1:\(port)/clinic waits in the outbox \(dir.path("state"))/cuff/outbox.db"
                 )
             }, "\(w.warnings)")
         try b.insert(readings(2, from: 1)[1])
@@ -379,14 +379,24 @@ struct PostgresOutboxClaimTests {
             #expect(path == given)
             #expect(
                 reason.contains(
-                    "holds 1 reading for postgres://127.0.0.1:\(port)/clinic, not postgres://127.0.0.1:\(port)/lab"),
+                    "holds 1 reading for the PostgreSQL database postgres://127.0.0.1:\(port)/clinic, not the PostgreSQL database postgres://127.0.0.1:\(port)/lab"
+                ),
                 "\(reason)")
             #expect(reason.contains("cuff sync --store"), "\(reason)")
         }
         #expect(try open("clinic", given).outbox.count() == 1)
         // An empty outbox given to another database passes to it.
         let empty = dir.path("empty.db")
-        try open("clinic", empty).close()
+        let holding = try open("clinic", empty)
+        // …but not while another process (here another store) has it open for its database.
+        do {
+            _ = try open("lab", empty)
+            Issue.record("the lab took an outbox the clinic has open")
+        } catch let e as SinkError {
+            guard case let .storeOpen(_, reason) = e else { throw e }
+            #expect(reason.contains("is open in another process for the PostgreSQL database"), "\(reason)")
+        }
+        try holding.close()
         let taken = try open("lab", empty)
         #expect(taken.outboxPath == empty)
         try taken.close()

@@ -11,6 +11,8 @@ int cuff_epoll_create(void);
 int cuff_epoll_ctl(int epfd, int op, int fd, uint32_t events);
 /// epoll_wait into fds[] and events[] (max entries each); returns the count or -1 (errno set).
 int cuff_epoll_wait(int epfd, int *fds, uint32_t *events, int max, int timeout_ms);
+/// flock(fd, operation): Swift sees only the struct of that name.
+int cuff_flock(int fd, int operation);
 
 enum {
     CUFF_EPOLLIN = 0x001,
