@@ -40,6 +40,9 @@ public struct CaptureReplay: Sendable {
         public var address: String
         /// Value handle → (notifications, indications) seen.
         public var handles: [UInt16: Counts]
+        /// The connection used an earlier connection's handles (it discovered none), and these
+        /// are handles that map does not cover; false: it had no map at all.
+        public var usedEarlierMap = false
         public struct Counts: Sendable, Hashable {
             public var notifications = 0
             public var indications = 0
@@ -741,13 +744,18 @@ public struct CaptureReplay: Sendable {
             }
         }
         // (The session read in place: a copy of the observer costs more than the rest of this.)
-        guard c.central, !c.followed, !c.session.isMapped, !c.session.unmappedHandles.isEmpty else { return }
+        // (A connection that used an earlier one's map is reported too: its values on handles
+        // that map does not cover were lost, not merely of no interest.)
+        guard c.central, !c.followed, !c.session.isMapped || c.session.usedInherited,
+            !c.session.unmappedHandles.isEmpty
+        else { return }
         var handles: [UInt16: Unmapped.Counts] = [:]
         for (h, n) in c.session.unmappedHandles {
             handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications)
         }
-        unmapped.append(
-            Unmapped(adapter: key.adapter, connectionHandle: key.handle, address: c.address, handles: handles))
+        var u = Unmapped(adapter: key.adapter, connectionHandle: key.handle, address: c.address, handles: handles)
+        u.usedEarlierMap = c.session.usedInherited
+        unmapped.append(u)
     }
 
     // MARK: - Deadlines

@@ -111,7 +111,9 @@ public struct SessionObserver: Sendable {
         }
     }
 
-    /// Value handles that carried notifications or indications no discovery or override maps.
+    /// Value handles that carried notifications or indications no discovery or override maps
+    /// (reported for a connection with no map, or one that used an earlier connection's: values
+    /// on handles that map does not cover say it may not be this cuff's table).
     public private(set) var unmappedHandles: [UInt16: (notifications: Int, indications: Int)] = [:]
     /// True once the handle → characteristic map is known (discovery or overrides).
     public var isMapped: Bool { reported && machine.profile != nil }
@@ -459,10 +461,12 @@ public struct SessionObserver: Sendable {
             var u = unmappedHandles[h] ?? (0, 0)
             if indication { u.indications += 1 } else { u.notifications += 1 }
             unmappedHandles[h] = u
-            if !isMapped, u.notifications + u.indications == 1, machine.configuration.logs {
+            if !isMapped || usedInherited, u.notifications + u.indications == 1, machine.configuration.logs {
                 out.append(
                     .log(
-                        "\(indication ? "indication" : "notification") from handle \(Hex.handle(h)), which no discovery in the capture and no --handle maps"
+                        usedInherited
+                            ? "\(indication ? "indication" : "notification") from handle \(Hex.handle(h)), which the handles inherited from an earlier connection do not map (has the cuff's table changed?)"
+                            : "\(indication ? "indication" : "notification") from handle \(Hex.handle(h)), which no discovery in the capture and no --handle maps"
                     ))
             }
             return

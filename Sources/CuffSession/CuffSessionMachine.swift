@@ -1042,6 +1042,10 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         let isNew = remember(r)
         resultsReceived += 1
         let stored = r.stored, hasValues = r.hasValues
+        // (Only "no values" when it gave none: a result may lack one pressure and keep others.)
+        let noValues =
+            !hasValues && r.meanArterialPressure.doubleValue == nil && r.systolic.doubleValue == nil
+            && r.diastolic.doubleValue == nil
         if isNew {
             measurements += 1
             out.append(.emit(.measurement(consume r)))  // (the record's last use: moved, not copied)
@@ -1063,7 +1067,13 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             } else {
                 stage = .result(settle: settle)
             }
-            if isNew && !hasValues { log("the cuff reported an error (no values) — measure again", &out) }
+            if isNew && !hasValues {
+                log(
+                    noValues
+                        ? "the cuff reported an error (no values) — measure again"
+                        : "the cuff's result lacks a systolic or diastolic pressure (a special value) — measure again",
+                    &out)
+            }
         } else {
             switch stage {
             case .ready:

@@ -17,7 +17,9 @@ public struct UnmappedHint: Sendable, Hashable {
         var keys: [String] = []
         var groups: [UnmappedHint] = []
         for u in unmapped {
-            let key = "\(u.adapter)|\(u.address)|" + u.handles.keys.sorted().map { String($0) }.joined(separator: ",")
+            let key =
+                "\(u.adapter)|\(u.address)|\(u.usedEarlierMap)|"
+                + u.handles.keys.sorted().map { String($0) }.joined(separator: ",")
             if let i = keys.firstIndex(of: key) {
                 groups[i].connections += 1
                 for (h, n) in u.handles {
@@ -47,7 +49,9 @@ public struct UnmappedHint: Sendable, Hashable {
         let example = handles.map { h in "--handle \(Hex.handle(h))=\(totals[h]!.indications > 0 ? "2a35" : "2a36")" }
             .joined(separator: " ")
         return [
-            "hci\(first.adapter) \(conns) to \(first.address): no service discovery in the capture, so these value handles are unknown: \(list.joined(separator: ", ")).",
+            first.usedEarlierMap
+                ? "hci\(first.adapter) \(conns) to \(first.address): no service discovery on the connection, and the handles an earlier connection to this address discovered do not cover these value handles (is it another cuff, or another table?); their values were not read: \(list.joined(separator: ", "))."
+                : "hci\(first.adapter) \(conns) to \(first.address): no service discovery in the capture, so these value handles are unknown: \(list.joined(separator: ", ")).",
             "map them with --handle HANDLE=UUID (indications usually carry the Blood Pressure Measurement 2a35, or 2b34 enhanced; notifications the Intermediate Cuff Pressure 2a36, or 2b35), e.g. cuff replay \(file) \(example)",
         ]
     }

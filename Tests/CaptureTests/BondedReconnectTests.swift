@@ -53,6 +53,50 @@ func measurementValues(_ lines: [String]) -> [String] {
 
 @Suite("Bonded reconnects")
 struct BondedReconnectTests {
+    /// A reconnect that uses an earlier connection's handles, but whose cuff sends values on
+    /// handles that map does not cover (another table at that address: here normal.btsnoop's BPS
+    /// 1.0 cuff, then stored-records-bps-1.1.btsnoop's records without its discovery). Those
+    /// values are listed as unmapped, as for a connection with no map (exit status 7), not
+    /// dropped in silence (probe L: three stored readings vanished, exit 0).
+    @Test func valuesOnHandlesAnInheritedMapDoesNotCoverAreListed() throws {
+        var reader = try CaptureReader(path: capturesDirectory.appendingPathComponent("normal.btsnoop").path)
+        let first = try reader.readAll()
+        var other = try CaptureReader(
+            path: capturesDirectory.appendingPathComponent("stored-records-bps-1.1.btsnoop").path)
+        let second = try extract(try other.readAll())
+        guard
+            case let .connected(info)? = try extract(first).first(where: {
+                if case .connected = $0 { true } else { false }
+            })
+        else { throw CaptureError(.malformedPacket, "no connection in normal.btsnoop") }
+        var rec = SessionRecorder(
+            datalink: .monitor, adapter: 0, localAddress: BDAddress("00:AA:01:01:00:01")!, connectionHandle: 0x0041)
+        let shift = Duration.seconds(3600 * 24 * 30)
+        var records = first
+        let att = second.compactMap(\.att)
+        records += rec.connected(
+            peer: info.peerAddress, peerType: info.peerAddressType, role: .central, at: att[0].timestamp + shift)
+        for p in att {
+            let op = p.pdu[0]
+            if discoveryOpcodes.contains(op) || (op == 0x01 && p.pdu.count > 1 && discoveryOpcodes.contains(p.pdu[1])) {
+                continue
+            }
+            records += try rec.att(p.pdu, direction: p.direction, at: p.timestamp + shift)
+        }
+        records += rec.disconnected(reason: 0x13, at: att.last!.timestamp + shift + .milliseconds(500))
+        var r = CaptureReplay()
+        var out: [CaptureReplay.Output] = []
+        for x in records { r.consume(x, into: &out) }
+        r.finish(into: &out)
+        #expect(r.sessions == 2)
+        let listed = try #require(r.unmapped.first, "the reconnect's values on handles its map lacks are listed")
+        #expect(listed.connectionHandle == 0x0041)
+        #expect(listed.usedEarlierMap)
+        #expect(listed.handles.values.contains { $0.indications > 0 }, "\(listed.handles)")
+        // The connection that discovered for itself has nothing listed.
+        #expect(r.unmapped.count == 1)
+    }
+
     /// A central with a GATT cache reads neither the handles nor Device Information again (cuff's
     /// own does so): the reconnect's records still name the device, as the live session's did.
     @Test func aReconnectWithoutReadsUsesTheValuesReadEarlier() throws {

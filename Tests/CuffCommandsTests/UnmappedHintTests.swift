@@ -40,4 +40,20 @@ import Testing
     @Test func nothingUnmappedNoHint() {
         #expect(UnmappedHint.group([]).isEmpty)
     }
+
+    /// Handles an earlier connection's map does not cover are said as such (the connection had a
+    /// map), and are not grouped with a connection that had none.
+    @Test func handlesAnEarlierMapLacksAreSaidSo() {
+        var inherited = Self.unmapped(0x41, [0x14: .init(indications: 3)])
+        inherited.usedEarlierMap = true
+        let hints = UnmappedHint.group([Self.unmapped(0x40, [0x14: .init(indications: 1)]), inherited])
+        #expect(hints.count == 2)
+        let lines = hints[1].lines(file: "f.btsnoop")
+        #expect(
+            lines[0].contains(
+                "the handles an earlier connection to this address discovered do not cover these value handles"),
+            "\(lines[0])")
+        #expect(lines[0].hasSuffix("their values were not read: 0x0014 (3 indications)."), "\(lines[0])")
+        #expect(hints[0].lines(file: "f.btsnoop")[0].contains("no service discovery in the capture"))
+    }
 }

@@ -242,6 +242,23 @@ struct SessionMachineTests {
         #expect(h.log.contains(.log("the cuff reported an error (no values) — measure again")))
     }
 
+    /// A result with one pressure special (diastolic NRes) and the others numbers is no "no
+    /// values" error: the log says which kind it is (probe L: 16.0/NRes kPa said "no values").
+    @Test func aResultLackingOnePressureIsNotSaidToHaveNoValues() {
+        var h = Harness()
+        h.toReady()
+        _ = h.send(.notification(.intermediateCuffPressure, icp(30), t(1)))
+        // Flags 0x01 (kPa): systolic 16.0 (0x00A0 = 160 × 10⁻¹ as F0A0), diastolic NRes, MAP 12.0.
+        _ = h.send(.indication(.bloodPressureMeasurement, hx("01 A0 F0 00 08 78 F0"), t(2)))
+        #expect(h.measurements.count == 1)
+        #expect(!h.measurements[0].hasValues)
+        #expect(!h.log.contains(.log("the cuff reported an error (no values) — measure again")), "\(h.log)")
+        #expect(
+            h.log.contains(
+                .log("the cuff's result lacks a systolic or diastolic pressure (a special value) — measure again")),
+            "\(h.log)")
+    }
+
     @Test func timeoutWithoutResult() {
         var c = CuffSessionConfiguration(address: "test")
         c.timeout = .seconds(10)
