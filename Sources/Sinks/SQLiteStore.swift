@@ -41,6 +41,9 @@ public final class SQLiteStore: MeasurementStore {
     public let readOnly: Bool
     /// False for a read-only store whose file has no tables at all (an empty file): nothing to read.
     let hasTables: Bool
+    /// The store file's device and inode when opened for writing: a file removed or replaced
+    /// while open would keep taking readings that nobody can ever read (``checkLinked(afterWrite:dedupKey:)``).
+    let fileIdentity: (device: UInt64, inode: UInt64)?
     private let done = FinishGuard("store")
     /// The `decoded` column's text is written here (used inside the write transaction only, one
     /// row at a time): building the ``JSON`` value and serialising it were about 100,000
@@ -94,6 +97,7 @@ public final class SQLiteStore: MeasurementStore {
                 db = queue
                 crypto = layout.crypto
                 hasTables = layout.sealed || layout.plain
+                fileIdentity = nil
                 return
             }
             // Several processes opening one new store at once: the switch to WAL and the schema
@@ -114,6 +118,11 @@ public final class SQLiteStore: MeasurementStore {
             db = opened.0
             crypto = opened.1
             hasTables = true
+            if case .success(let st) = Sys.fileStatus(path) {
+                fileIdentity = (UInt64(st.st_dev), UInt64(st.st_ino))
+            } else {
+                fileIdentity = nil
+            }
             let sync = try db.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
             guard sync == 2 else {
                 throw DatabaseError(message: "synchronous is \(sync.map(String.init) ?? "nil"), not FULL (2)")
@@ -129,33 +138,42 @@ public final class SQLiteStore: MeasurementStore {
     /// regular file (not a symlink) that only its owner can read or write. Existing `-wal`, `-shm`
     /// and `-journal` files must pass the same check.
     public static func prepareFile(_ path: String, create: Bool = true, readOnly: Bool = false) throws(SinkError) {
-        var created = create
-        var opened =
+        let opened =
             create
             ? Sys.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600) : .failure(Errno(rawValue: EEXIST))
-        if case .failure(let e) = opened, e.rawValue == EEXIST {
-            created = false
-            // Without blocking: a FIFO opened read-only would wait for a writer (`cuff history`
-            // hung on one); fstat below refuses anything but a regular file.
-            opened = Sys.open(path, (readOnly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_NONBLOCK)
-        }
-        let fd: CInt
-        switch opened {
-        case .success(let d): fd = d
-        case .failure(let e):
-            throw .storeOpen(
-                path: path,
-                reason: e.rawValue == ELOOP
-                    ? "is a symbolic link" : e.rawValue == ENOENT ? "no such file" : "open: \(e)")
-        }
-        defer { _ = Sys.close(fd) }
-        if created, case .failure(let e) = Sys.fchmod(fd, 0o600) {
-            throw .storeOpen(path: path, reason: "fchmod 600: \(e)")
-        }
         let st: stat
-        switch Sys.fstat(fd) {
-        case .success(let s): st = s
-        case .failure(let e): throw .storeOpen(path: path, reason: "fstat: \(e)")
+        switch opened {
+        case .success(let fd):
+            // A new file: made 0600 whatever the umask.
+            defer { _ = Sys.close(fd) }
+            if case .failure(let e) = Sys.fchmod(fd, 0o600) {
+                throw .storeOpen(path: path, reason: "fchmod 600: \(e)")
+            }
+            switch Sys.fstat(fd) {
+            case .success(let s): st = s
+            case .failure(let e): throw .storeOpen(path: path, reason: "fstat: \(e)")
+            }
+        case .failure(let e) where e.rawValue != EEXIST:
+            throw .storeOpen(path: path, reason: e.rawValue == ELOOP ? "is a symbolic link" : "open: \(e)")
+        case .failure:
+            // An existing file is looked at without opening it: closing a descriptor of a file
+            // SQLite has open in this process drops every lock SQLite holds on it (POSIX locks
+            // belong to the process), and another process may then take the file as unused and
+            // remove its write-ahead log under a connection that still writes to it. (Nor does a
+            // FIFO get opened: `cuff history` once hung on one.)
+            switch Sys.lstat(path) {
+            case .success(let s): st = s
+            case .failure(let e):
+                throw .storeOpen(path: path, reason: e.rawValue == ENOENT ? "no such file" : "lstat: \(e)")
+            }
+            if UInt32(st.st_mode) & UInt32(S_IFMT) == UInt32(S_IFLNK) {
+                throw .storeOpen(path: path, reason: "is a symbolic link")
+            }
+            if UInt32(st.st_mode) & UInt32(S_IFMT) == UInt32(S_IFREG),
+                case .failure(let e) = Sys.access(path, readOnly ? R_OK : R_OK | W_OK)
+            {
+                throw .storeOpen(path: path, reason: "open: \(e)")
+            }
         }
         let mode = UInt32(st.st_mode)
         guard mode & UInt32(S_IFMT) == UInt32(S_IFREG), mode & 0o077 == 0 else {
@@ -331,13 +349,43 @@ public final class SQLiteStore: MeasurementStore {
     @discardableResult
     public func insert(_ m: MeasurementRecord) throws(SinkError) -> InsertOutcome {
         try done.check()
+        try checkLinked(afterWrite: false, dedupKey: m.dedupKey)
         let q = quirks(for: m)
         let offset = utcOffset.offsetSeconds(m)
+        let outcome: InsertOutcome
         do {
-            return try db.write { db in try insertRow(db, m, quirks: q, offset: offset) }
+            outcome = try db.write { db in try insertRow(db, m, quirks: q, offset: offset) }
         } catch {
             throw .storeWrite(path: path, dedupKey: m.dedupKey, reason: SQLiteStore.describe(error))
         }
+        try checkLinked(afterWrite: true, dedupKey: m.dedupKey)
+        return outcome
+    }
+
+    /// Throws when the store file (or, after a write, its write-ahead log) is no longer the one
+    /// opened at `path`: removed or replaced, it would keep taking readings, and confirming them,
+    /// that are gone once the process ends. Checked before and after every write, so nothing is
+    /// confirmed from then on (and no retry finds the reading "already kept" in the lost file).
+    func checkLinked(afterWrite: Bool, dedupKey: String) throws(SinkError) {
+        guard let id = fileIdentity else { return }
+        let what: String?
+        switch Sys.fileStatus(path) {
+        case .success(let st) where UInt64(st.st_dev) == id.device && UInt64(st.st_ino) == id.inode:
+            // (In WAL mode the log exists from the first write until the last connection closes.)
+            if afterWrite, case .failure(let e) = Sys.fileStatus(path + "-wal"), e == .noSuchFileOrDirectory {
+                what = "its write-ahead log \(path)-wal was removed"
+            } else {
+                what = nil
+            }
+        case .success: what = "the file was replaced"
+        case .failure(let e): what = "the file is gone (\(e))"
+        }
+        guard let what else { return }
+        throw .storeWrite(
+            path: path, dedupKey: dedupKey,
+            reason:
+                "\(what) while cuff had the store open: what it takes now would be lost, so nothing more is kept or confirmed; restart cuff (it makes the store anew)"
+        )
     }
 
     /// Stores every record of `ms` in one transaction (one commit, one fsync): a bulk load. Returns
@@ -345,9 +393,11 @@ public final class SQLiteStore: MeasurementStore {
     @discardableResult
     public func insert(contentsOf ms: [MeasurementRecord]) throws(SinkError) -> Int {
         try done.check()
+        try checkLinked(afterWrite: false, dedupKey: ms.first?.dedupKey ?? "-")
         let prepared = ms.map { ($0, quirks(for: $0), utcOffset.offsetSeconds($0)) }
+        let n: Int
         do {
-            return try db.write { db in
+            n = try db.write { db in
                 var n = 0
                 for (m, q, o) in prepared where try insertRow(db, m, quirks: q, offset: o).isNew { n += 1 }
                 return n
@@ -355,6 +405,8 @@ public final class SQLiteStore: MeasurementStore {
         } catch {
             throw .storeWrite(path: path, dedupKey: ms.first?.dedupKey ?? "-", reason: SQLiteStore.describe(error))
         }
+        try checkLinked(afterWrite: true, dedupKey: ms.first?.dedupKey ?? "-")
+        return n
     }
 
     /// One measurement's rows, in the caller's transaction: sealed in an encrypted store, else the

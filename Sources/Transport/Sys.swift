@@ -247,6 +247,12 @@ package enum Sys {
         valueOrErrno(retryOnInterrupt: true) { system_shutdown(fd, how) }.map { _ in () }
     }
 
+    /// Whether this process may read (`R_OK`) or write (`W_OK`) the file at `path`, without
+    /// opening it. The corresponding C function is `access`.
+    package static func access(_ path: String, _ mode: CInt) -> Result<Void, Errno> {
+        valueOrErrno(retryOnInterrupt: true) { Glibc.access(path, mode) }.map { _ in () }
+    }
+
     /// Takes, changes or drops an advisory lock on a whole open file (`LOCK_SH`, `LOCK_EX`,
     /// `LOCK_UN`, with `LOCK_NB` not to wait). The corresponding C function is `flock`.
     package static func flock(_ fd: CInt, _ operation: CInt) -> Result<Void, Errno> {

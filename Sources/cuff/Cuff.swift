@@ -30,6 +30,9 @@ struct Cuff: ParsableCommand {
     static func main() {
         // A closed stdout (`cuff measure | head`) becomes a write error the sinks report, not a kill.
         Sys.ignore(signal: SIGPIPE)
+        // A file-size limit (`ulimit -f`) becomes EFBIG, a store error said and handled as a full
+        // disk's, not a kill without a word.
+        Sys.ignore(signal: SIGXFSZ)
         // Every Logger writes cuff's own stderr lines (`cuff watch: …`).
         StandardErrorLogHandler.bootstrap()
         do {

@@ -85,4 +85,19 @@ struct WatchFullDiskTests {
         let totals = try #require(WatchCommandTests.simulatorTotals(s.text("sim.err")), "\(s.text("sim.err"))")
         #expect(all.count >= totals.confirmed, "\(all.count) kept, \(totals.confirmed) confirmed to the cuffs")
     }
+
+    /// A file-size limit (`ulimit -f`) is a store error, said and with exit status 10, not a kill
+    /// by SIGXFSZ without a word (probe M: `watch` died with status 153 and nothing on stderr).
+    @Test func aFileSizeLimitIsAStoreErrorNotAKill() throws {
+        let s = try ScratchDirectory()
+        let r = try runToCompletion(
+            "/bin/sh",
+            [
+                "-c",
+                "ulimit -f 8; exec \"$0\" measure --simulated normal --speed 0 --store \"$1\"", CuffBinary.path,
+                s.path("s.db"),
+            ], stdin: nil, timeout: 120, environment: [:])
+        #expect(r.status == 10, "status \(r.status): \(r.stderr)")
+        #expect(r.stderr.contains(s.path("s.db")), "\(r.stderr)")
+    }
 }

@@ -300,3 +300,36 @@ import Testing
         try v.finish()
     }
 }
+
+/// A store's file removed or replaced while a process has it open (probe M: `rm w.db` under a
+/// running watch, and 95 readings confirmed to cuffs went into a file nobody can open again).
+@Suite struct RemovedStoreFileTests {
+    @Test func aRemovedStoreOrLogTakesNothingMore() throws {
+        let dir = try ScratchDirectory()
+        let records = try vectorRecords()
+        for removed in ["", "-wal"] {
+            let path = dir.path("s\(removed.isEmpty ? "main" : "wal").db")
+            let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+            #expect(try store.insert(records[0]).isNew)
+            try FileManager.default.removeItem(atPath: path + removed)
+            for m in [records[1], records[1]] {  // (and again: a retry is not taken as already kept)
+                #expect {
+                    try store.insert(m)
+                } throws: { e in
+                    guard case let .storeWrite(p, _, reason) = e as? SinkError else { return false }
+                    return p == path && reason.contains("while cuff had the store open")
+                        && reason.contains(removed.isEmpty ? "the file is gone" : "write-ahead log")
+                }
+            }
+            #expect(throws: SinkError.self) { try store.insert(contentsOf: [records[2]]) }
+            try? store.finish()
+        }
+        // Replaced by another file at the same path: the same.
+        let path = dir.path("replaced.db")
+        let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        try FileManager.default.removeItem(atPath: path)
+        try Data().write(to: URL(fileURLWithPath: path))
+        #expect(throws: SinkError.self) { try store.insert(records[0]) }
+        try? store.finish()
+    }
+}
