@@ -125,11 +125,11 @@ extension SQLiteStore {
     }
 
     /// Claims an outbox for one destination (``Outbox/mqttDestination(prefix:)``, or a
-    /// `postgres://` URL): an outbox's readings go to the destination they were kept for, never to another that happens to open the same file
-    /// (two processes, or a changed URL, with one outbox). In one transaction. An empty outbox of
-    /// another destination passes to this one only with `takingEmpty`, and only when `lock` shows
-    /// no other process has it open (``OutboxLock/alone(_:)``): a claim never changes under a
-    /// process that uses the outbox.
+    /// `postgres://` URL): an outbox's readings go to the destination they were kept for, never
+    /// to another that happens to open the same file (two processes, or a changed URL, with one
+    /// outbox). In one transaction. An empty outbox of another destination passes to this one
+    /// only with `takingEmpty`, and only when `lock` shows no other process has it open
+    /// (``OutboxLock/alone(_:)``): a claim never changes under a process that uses the outbox.
     public func claimOutbox(for destination: String, takingEmpty: Bool = true, lock: OutboxLock? = nil)
         throws(SinkError) -> OutboxClaim
     {
