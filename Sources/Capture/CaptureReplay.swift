@@ -46,9 +46,31 @@ public struct CaptureReplay: Sendable {
         public struct Counts: Sendable, Hashable {
             public var notifications = 0
             public var indications = 0
-            public init(notifications: Int = 0, indications: Int = 0) {
+            /// The characteristic the handle's first recognisable value looks like
+            /// (``ValueShape``), for the hint; nil when none of the values looked like one.
+            public var looksLike: CuffCharacteristic?
+            /// How many values were looked at (only the first few are).
+            var looked = 0
+            public init(notifications: Int = 0, indications: Int = 0, looksLike: CuffCharacteristic? = nil) {
                 self.notifications = notifications
                 self.indications = indications
+                self.looksLike = looksLike
+            }
+
+            /// Counts `value`, and looks at its shape while none has been recognised (at most
+            /// 16 values: a handle's values are all of one characteristic).
+            mutating func add(_ value: [UInt8], indication: Bool) {
+                if indication { indications += 1 } else { notifications += 1 }
+                guard looksLike == nil, looked < 16 else { return }
+                looked += 1
+                looksLike = ValueShape.characteristic(of: value[...], indication: indication)
+            }
+
+            /// `other`'s counts added; the shape already recognised, or else `other`'s.
+            public mutating func merge(_ other: Counts) {
+                notifications += other.notifications
+                indications += other.indications
+                looksLike = looksLike ?? other.looksLike
             }
         }
     }
@@ -749,11 +771,8 @@ public struct CaptureReplay: Sendable {
         guard c.central, !c.followed, !c.session.isMapped || c.session.usedInherited,
             !c.session.unmappedHandles.isEmpty
         else { return }
-        var handles: [UInt16: Unmapped.Counts] = [:]
-        for (h, n) in c.session.unmappedHandles {
-            handles[h] = Unmapped.Counts(notifications: n.notifications, indications: n.indications)
-        }
-        var u = Unmapped(adapter: key.adapter, connectionHandle: key.handle, address: c.address, handles: handles)
+        var u = Unmapped(
+            adapter: key.adapter, connectionHandle: key.handle, address: c.address, handles: c.session.unmappedHandles)
         u.usedEarlierMap = c.session.usedInherited
         unmapped.append(u)
     }

@@ -114,7 +114,7 @@ public struct SessionObserver: Sendable {
     /// Value handles that carried notifications or indications no discovery or override maps
     /// (reported for a connection with no map, or one that used an earlier connection's: values
     /// on handles that map does not cover say it may not be this cuff's table).
-    public private(set) var unmappedHandles: [UInt16: (notifications: Int, indications: Int)] = [:]
+    public private(set) var unmappedHandles: [UInt16: CaptureReplay.Unmapped.Counts] = [:]
     /// True once the handle → characteristic map is known (discovery or overrides).
     public var isMapped: Bool { reported && machine.profile != nil }
     // (Always inlined: a call on an observer held in a class field, as the replay's are, would
@@ -458,9 +458,8 @@ public struct SessionObserver: Sendable {
 
     mutating func value(_ h: UInt16, _ v: [UInt8], indication: Bool, _ at: EventTime, _ out: inout [Output]) {
         guard let c = characteristic(h) else {
-            var u = unmappedHandles[h] ?? (0, 0)
-            if indication { u.indications += 1 } else { u.notifications += 1 }
-            unmappedHandles[h] = u
+            unmappedHandles[h, default: .init()].add(v, indication: indication)
+            let u = unmappedHandles[h]!
             if !isMapped || usedInherited, u.notifications + u.indications == 1, machine.configuration.logs {
                 out.append(
                     .log(

@@ -308,7 +308,7 @@ struct ReplayCommandTests {
         guard FileManager.default.fileExists(atPath: sample) else { return }
         let r = try CLI.run(["replay", sample, "--quiet"])
         #expect(r.status == 7)
-        #expect(r.stderr.contains("0x0003 (6 indications)"))
+        #expect(r.stderr.contains("0x0003 (6 indications; like Blood Pressure Measurement 2a35)"))
         #expect(r.stderr.contains("--handle 0x0003=2a35"))
         let m = try CLI.run(["replay", sample, "--quiet", "--handle", "0x0003=2a35"])
         #expect(m.status == 0)

@@ -93,6 +93,13 @@ struct BondedReconnectTests {
         #expect(listed.connectionHandle == 0x0041)
         #expect(listed.usedEarlierMap)
         #expect(listed.handles.values.contains { $0.indications > 0 }, "\(listed.handles)")
+        // What the values look like, for the hint: the records as records and the control point's
+        // responses as such, never as classic results (probe L: following a guessed 2a35 for
+        // them gave diastolic -122800 kPa).
+        let shapes = listed.handles.values.map(\.looksLike)
+        #expect(shapes.contains(.bloodPressureRecord), "\(listed.handles)")
+        #expect(shapes.contains(.recordAccessControlPoint), "\(listed.handles)")
+        #expect(!shapes.contains(.bloodPressureMeasurement), "\(listed.handles)")
         // The connection that discovered for itself has nothing listed.
         #expect(r.unmapped.count == 1)
     }
