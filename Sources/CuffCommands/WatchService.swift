@@ -44,6 +44,8 @@ public struct WatchService {
     public var verbose = false
     /// Nothing on stderr.
     public var quiet = false
+    /// The offset each session sets its cuff's clock with (`--cuff-timezone`, else the host's).
+    public var clockOffset: @Sendable () -> Int64 = { WallClock.localUTCOffsetSeconds() }
     /// What sessions learned about each cuff (nil: discover on every connection).
     public var gattCache: GATTCacheStore?
     /// The command's choices for each session (security, Current Time, protocol, Omron options).
@@ -78,8 +80,9 @@ public struct WatchService {
         var watcherConfig = Watcher.Configuration()
         watcherConfig.add(paths: paths)
         watcherConfig.gattCache = gattCache
-        let offset = WallClock.localUTCOffsetSeconds()
-        watcherConfig.session = { [self] address in sessionConfiguration(address: address, offset: offset) }
+        // (Each session's own: a collector that runs across a change to or from summer time sets
+        // the cuffs' clocks with the offset of the day.)
+        watcherConfig.session = { [self] address in sessionConfiguration(address: address, offset: clockOffset()) }
 
         let (fan, store) = try Opening.sinks("cuff watch", openSinks)
         let outputs = fan.sinks.filter { !($0 is any MeasurementStore) }

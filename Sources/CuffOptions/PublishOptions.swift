@@ -3,6 +3,7 @@ import ArgumentParser
 import CuffCommands
 import MQTTSink
 import Sinks
+import Transport
 
 /// `--publish mqtt://…` and its companions: readings published to MQTT brokers, with Home Assistant
 /// discovery, through a local outbox each.
@@ -56,7 +57,7 @@ public struct PublishOptions: ParsableArguments {
     @Option(
         name: .customLong("cuff-timezone"),
         help: ArgumentHelp(
-            "The zone the cuffs' clocks are set in (e.g. Europe/Berlin, UTC, +01:00), for the published measurement time; default: the host's.",
+            "The zone the cuffs' clocks are set in (e.g. Europe/Berlin, UTC, +01:00): cuff sets them in it, and publishes measurement times with its offset; default: the host's.",
             valueName: "zone"))
     public var cuffTimezone: String?
 
@@ -106,6 +107,13 @@ public struct PublishOptions: ParsableArguments {
     /// `--cuff-timezone`: that zone's offsets, else the host zone's.
     public func offsetPolicy() throws -> UTCOffsetPolicy {
         try usage { try MQTTPublishing.offsetPolicy(zone: cuffTimezone) }
+    }
+
+    /// The offset the cuffs' clocks are set with now: `--cuff-timezone` `zone`'s, else nil (the host's).
+    static func cuffClockOffset(zone: String?) -> Int64? {
+        guard let zone else { return nil }
+        let now = WallClock.system.nowMicros() / 1_000_000
+        return UTCOffsetPolicy.cuffClockOffset(zone: zone, atUnixSeconds: now).map(Int64.init)
     }
 
     /// The brokers, parsed; nil without `--publish`.

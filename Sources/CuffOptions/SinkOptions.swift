@@ -3,6 +3,7 @@ import ArgumentParser
 import CuffCommands
 import Capture
 import Sinks
+import Transport
 
 extension FormatName: ExpressibleByArgument {
     public init?(argument: String) { self.init(parsing: argument) }
@@ -60,6 +61,16 @@ public struct SinkOptions: ParsableArguments {
                 "--outbox is the outbox of a postgres:// --store or of --publish; give --store postgres://… or --publish mqtt://… too"
             )
         }
+    }
+
+    /// The offset the cuffs' clocks are set with, in seconds east of UTC, now: `--cuff-timezone`'s,
+    /// else the host's.
+    public func cuffClockOffset() -> Int64 { cuffClock() }
+
+    /// ``cuffClockOffset()`` as a function of the time it is called (for a long-running collector).
+    public var cuffClock: @Sendable () -> Int64 {
+        let zone = publishing.cuffTimezone
+        return { PublishOptions.cuffClockOffset(zone: zone) ?? WallClock.localUTCOffsetSeconds() }
     }
 
     /// What the options say, for the sinks to be made from.

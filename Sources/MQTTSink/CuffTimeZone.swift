@@ -21,6 +21,14 @@ extension UTCOffsetPolicy {
         }
     }
 
+    /// `--cuff-timezone ZONE`'s offset at `unixSeconds` (summer time included): the offset cuff
+    /// sets the cuffs' clocks with, so that the time it publishes with that zone's offset is the
+    /// instant the cuff measured. Nil for a zone the system does not know.
+    public static func cuffClockOffset(zone name: String, atUnixSeconds s: Int64) -> Int? {
+        if let seconds = fixedOffset(name) { return seconds }
+        return TimeZone(identifier: name)?.secondsFromGMT(for: Date(timeIntervalSince1970: Double(s)))
+    }
+
     /// `UTC`, `Z`, `+01:00`, `-0530`, `+02`: seconds east of UTC.
     static func fixedOffset(_ s: String) -> Int? {
         if s == "UTC" || s == "Z" { return 0 }

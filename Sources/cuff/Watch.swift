@@ -114,6 +114,7 @@ struct Watch: ParsableCommand {
         service.followPressure = progress
         service.verbose = verbose
         service.quiet = sinks.quiet
+        service.clockOffset = self.sinks.cuffClock
         service.gattCache = GATTCacheStore.unless(disabled: noGATTCache, bonds: bluetooth.bonds)
         let (setTime, level, forced, omron, quirk) = (
             !bluetooth.noSetTime, bluetooth.security ?? .low, cuffProtocol.forced, self.omron, self.quirk

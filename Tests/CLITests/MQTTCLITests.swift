@@ -422,6 +422,30 @@ struct MQTTCLITests {
     /// prefix publishes that prefix's readings only. (They shared `mqtt-HOST-PORT.db`, so the first
     /// sync published both processes' readings under its own prefix.) An outbox given to another
     /// prefix while it holds readings is refused, naming the command that publishes them.
+    /// `--cuff-timezone` is the zone cuff sets the cuff's clock in, so the published measurement
+    /// time, the cuff's time with that zone's offset, is the instant it measured, whatever the
+    /// host's zone (probe P: the clock was set in the host's zone and labelled with the option's,
+    /// one to five hours off).
+    @Test(arguments: [("UTC", "+05:00"), ("America/New_York", "Asia/Tokyo"), ("Asia/Tokyo", "UTC")])
+    func theCuffTimezoneIsTheZoneTheClockIsSetIn(hostZone: String, cuffZone: String) throws {
+        let broker = try MosquittoBroker()
+        let before = Date()
+        let r = try CLI.run(
+            [
+                "measure", "--simulated", "normal", "--speed", "0", "--quiet", "--publish", broker.url, "--outbox",
+                broker.dir + "/o.db", "--cuff-timezone", cuffZone,
+            ], environment: ["TZ": hostZone])
+        #expect(r.status == 0, "\(r.stderr)")
+        let states = try broker.retained(["cuff/+/+/state"])
+        let state = try Self.json(try #require(states.first, "no state").payload)
+        let measured = try #require(state["measured_at"] as? String)
+        let instant = try #require(ISO8601DateFormatter().date(from: measured), "\(measured)")
+        // (The simulated measurement takes about 40 s of the cuff's clock, run at once.)
+        #expect(
+            instant.timeIntervalSince(before) > -5 && instant.timeIntervalSince(Date()) < 120,
+            "measured_at \(measured) is not the time of the run (\(before))")
+    }
+
     @Test func twoProcessesWithOtherPrefixesOnOneBrokerKeepTheirReadingsApart() throws {
         let broker = try MosquittoBroker()
         let s = try ScratchDirectory()
