@@ -103,6 +103,9 @@ public struct OmronSession: Sendable {
         /// Per run: slots and the bytes read so far.
         public var runs: [OmronSlotRun]
         public var buffers: [[UInt8]]
+        /// Per run: how many of its slots were decoded (each as soon as its bytes are in, so a
+        /// fault in a later block of the run keeps the readings before it).
+        public var decoded: [Int] = []
     }
 
     public enum Step: Sendable, Hashable {
@@ -359,8 +362,9 @@ public struct OmronSession: Sendable {
         case var .transferring(_, t):
             if case let .read(_, _, run) = t.queue.first {
                 t.buffers[run] += reply.data
-                let r = t.runs[run]
-                if t.buffers[run].count == r.count * profile.slotSize { decodeRun(r, t.buffers[run], &out) }
+                let complete = min(t.buffers[run].count / profile.slotSize, t.runs[run].count)
+                decodeSlots(t.runs[run], t.buffers[run], from: t.decoded[run], to: complete, &out)
+                t.decoded[run] = complete
             }
             let settle: Bool = if case .write(_, _, true) = t.queue.first { true } else { false }
             t.queue.removeFirst()
@@ -441,7 +445,7 @@ public struct OmronSession: Sendable {
                 .write(address: profile.settingsWrite + UInt16(r.lowerBound), data: Array(block[r]), settle: false))
         }
         queue.append(.end)
-        next(Transfer(queue: queue, runs: runs, buffers: runs.map { _ in [] }), now, &out)
+        next(Transfer(queue: queue, runs: runs, buffers: runs.map { _ in [] }, decoded: runs.map { _ in 0 }), now, &out)
     }
 
     private mutating func next(_ t: Transfer, _ now: Timestamp, _ out: inout [Action]) {
@@ -454,8 +458,11 @@ public struct OmronSession: Sendable {
         }
     }
 
-    private mutating func decodeRun(_ r: OmronSlotRun, _ bytes: [UInt8], _ out: inout [Action]) {
-        for k in 0..<r.count {
+    /// Slots `from..<to` of run `r`, whose bytes so far are `bytes`.
+    private mutating func decodeSlots(
+        _ r: OmronSlotRun, _ bytes: [UInt8], from: Int, to: Int, _ out: inout [Action]
+    ) {
+        for k in from..<max(from, to) {
             let raw = Array(bytes[k * profile.slotSize..<(k + 1) * profile.slotSize])
             do {
                 let reading = try OmronRecordCodec.decode(raw[...], layout: profile.layout, slotSize: profile.slotSize)

@@ -102,7 +102,9 @@ public struct OmronSimulator: Sendable {
     private var rxAssembler: OmronReassembler
     private var written: [(address: Int, bytes: [UInt8], at: Int64)] = []
     private var framesThisLink = 0
-    private var dropArmed: Bool
+    var dropArmed: Bool
+    /// The frame of the first link the link drops at, when ``dropArmed`` (the dropped-link scenario: 3).
+    var dropAtFrame = 3
 
     /// A cuff of `profile` with readings from `seed`; `paired` false starts it factory-fresh.
     public init(
@@ -315,7 +317,7 @@ public struct OmronSimulator: Sendable {
         guard mayTransfer, subscribed.contains(.rx(0)) else { return }
         if profile.pairing == .bondOnly { paired = true; pairingMode = false }
         framesThisLink += 1
-        if dropArmed, framesThisLink == 3 {
+        if dropArmed, framesThisLink == dropAtFrame {
             dropArmed = false
             resetLink()
             return out.append(.disconnect)

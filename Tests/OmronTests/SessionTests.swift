@@ -140,6 +140,32 @@ struct SessionTests {
         }
     }
 
+    /// A link that drops at any frame of a full memory's transfer: every slot whose bytes came
+    /// in before is a reading, in order, although the rest of its user's ring never arrived
+    /// (probe N: a ring read in several blocks gave nothing when a later block failed).
+    @Test func aDropMidRingKeepsTheSlotsThatArrived() {
+        for id in ["HEM-7142T2", "HEM-7361T", "HEM-9700T"] {
+            let p = OmronCatalog.profile(named: id)!
+            var whole = link(p, .fullMemory)
+            #expect(whole.run() == .completed)
+            let all = whole.readings
+            let first = p.users[0].records
+            var counts: [Int] = []
+            for frame in 3...40 {
+                var l = link(p, .fullMemory)
+                l.cuff.dropArmed = true
+                l.cuff.dropAtFrame = frame
+                let outcome = l.run()
+                if outcome == .completed { break }
+                #expect(outcome == .disconnected)
+                #expect(Array(all.prefix(l.readings.count)) == l.readings, "\(id) frame \(frame)")
+                counts.append(l.readings.count)
+            }
+            #expect(counts == counts.sorted(), "\(id): \(counts)")
+            #expect(counts.contains { $0 > 0 && $0 < first }, "\(id): part of user 1's ring: \(counts)")
+        }
+    }
+
     @Test func refusedKeyLatchesUntilPowerCycled() {
         let p = OmronCatalog.profile(named: "HEM-7361T")!
         var l = link(p, .refusedKey)
