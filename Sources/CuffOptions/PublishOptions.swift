@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 import ArgumentParser
 import CuffCommands
+import Foundation
 import MQTTSink
 import Sinks
 import Transport
@@ -76,6 +77,23 @@ public struct PublishOptions: ParsableArguments {
         }
         if (publishCert == nil) != (publishKey == nil) {
             throw ValidationError("--publish-cert and --publish-key go together")
+        }
+        // (TLS files beside plain mqtt:// alone would be ignored, and the readings sent in the clear.)
+        if publishCA != nil || publishCert != nil, isEnabled,
+            !publish.contains(where: { $0.lowercased().hasPrefix("mqtts://") })
+        {
+            throw ValidationError(
+                "--publish-ca, --publish-cert and --publish-key are for TLS: give --publish mqtts://… (mqtt:// sends without TLS)"
+            )
+        }
+        for (option, file) in [
+            ("--publish-ca", publishCA), ("--publish-cert", publishCert), ("--publish-key", publishKey),
+        ] {
+            if let file, !FileManager.default.isReadableFile(atPath: file) {
+                throw ValidationError(
+                    "\(option) \(file): \(FileManager.default.fileExists(atPath: file) ? "cannot be read" : "no such file")"
+                )
+            }
         }
         _ = try names()
         _ = try offsetPolicy()

@@ -312,8 +312,16 @@ final class MQTTPublisher {
                 SinkWarning(
                     sink: "publish",
                     message:
-                        "\(error); readings wait in the outbox \(outbox.path)\(longRunning ? "; trying again" : "")"))
+                        "\(Self.sentence(error)); readings wait in the outbox \(outbox.path)\(longRunning ? "; trying again" : "")"
+                ))
         }
+    }
+
+    /// `error`'s text without a full stop at its end (libmosquitto's messages have one), so that
+    /// more can follow after a semicolon.
+    static func sentence(_ error: MQTTError) -> String {
+        let s = "\(error)"
+        return s.hasSuffix(".") ? String(s.dropLast()) : s
     }
 
     private func closeClient() {

@@ -45,6 +45,16 @@ struct OptionRangeTests {
             "--fhir-subject: give"
         ),
         (["measure", "--simulated", "normal", "--format", "fhir", "--fhir-subject", "  "], "--fhir-subject: give"),
+        // Probe P: TLS files beside plain mqtt:// were ignored (exit 0, readings in the clear), and
+        // a missing CA file was "Invalid function arguments provided".
+        (
+            ["measure", "--simulated", "normal", "--publish", "mqtt://127.0.0.1:1", "--publish-ca", "/etc/hostname"],
+            "give --publish mqtts://"
+        ),
+        (
+            ["measure", "--simulated", "normal", "--publish", "mqtts://127.0.0.1:1", "--publish-ca", "/nonexistent"],
+            "--publish-ca /nonexistent: no such file"
+        ),
     ])
     func refused(_ args: [String], _ message: String) throws {
         let r = try CLI.run(args, timeout: 30)
