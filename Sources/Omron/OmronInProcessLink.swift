@@ -13,6 +13,8 @@ public struct OmronInProcessLink: Sendable {
     public private(set) var readings: [OmronSyncedReading] = []
     public private(set) var clockReports: [(cuff: Int64?, drift: Int64?)] = []
     public private(set) var badRecords: [OmronError] = []
+    /// The statuses the cuff refused clock writes with.
+    public private(set) var clockRefusals: [UInt8] = []
     /// Every frame the session wrote, as (characteristic, bytes), for tests and traces.
     public private(set) var trace: [(OmronCharacteristic, [UInt8])] = []
 
@@ -56,6 +58,7 @@ public struct OmronInProcessLink: Sendable {
                     }
                 case let .setTimer(t): timer = t
                 case let .clock(c, d): clockReports.append((c, d))
+                case let .clockRefused(status): clockRefusals.append(status)
                 case let .reading(r): readings.append(r)
                 case let .badRecord(_, _, e): badRecords.append(e)
                 case let .finished(o):
@@ -73,6 +76,7 @@ public struct OmronInProcessLink: Sendable {
         session = OmronSession(profile: cuff.profile, options: options, localSeconds: local)
         readings = []
         clockReports = []
+        clockRefusals = []
         badRecords = []
         trace = []
     }

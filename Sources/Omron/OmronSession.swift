@@ -84,6 +84,9 @@ public struct OmronSession: Sendable {
         case setTimer(Timestamp)
         /// The cuff's clock read (local time as seconds since 1970) and its drift from ours, in s.
         case clock(cuffLocalSeconds: Int64?, driftSeconds: Int64?)
+        /// The cuff refused the clock write with this status: its clock stays as it was, and the
+        /// sync goes on (setting the clock is optional, omron.md §2 step 5).
+        case clockRefused(status: UInt8)
         case reading(OmronSyncedReading)
         /// A slot that did not decode (other than an empty one); the session goes on.
         case badRecord(user: Int, slot: Int, OmronError)
@@ -341,6 +344,11 @@ public struct OmronSession: Sendable {
             return
         }
         if reply.status != 0 {
+            if case var .transferring(_, t) = state, case .write(_, _, true)? = t.queue.first {
+                out.append(.clockRefused(status: reply.status))
+                t.queue.removeFirst()
+                return next(t, now, &out)
+            }
             return finish(.deviceStatus(command: Self.name(p.frame), status: reply.status), &out)
         }
         if p.frame.kind == .read, reply.data.count != Int(p.frame.size) {

@@ -103,6 +103,9 @@ public struct OmronSimulator: Sendable {
     private var written: [(address: Int, bytes: [UInt8], at: Int64)] = []
     private var framesThisLink = 0
     var dropArmed: Bool
+    /// Answers a write to the clock window with this status instead of taking it (a cuff that
+    /// refuses to have its clock set; tests).
+    var refuseClockWrites: UInt8?
     /// The frame of the first link the link drops at, when ``dropArmed`` (the dropped-link scenario: 3).
     var dropAtFrame = 3
 
@@ -346,6 +349,11 @@ public struct OmronSimulator: Sendable {
         case .write:
             guard inTransaction else { answer = OmronFrame(type: 0x8F00, status: 0x01); break }
             let a = Int(f.address)
+            let clockAt = Int(profile.settingsWrite) + profile.clock.offset
+            if let status = refuseClockWrites, a <= clockAt, a + f.data.count >= clockAt + profile.clock.length {
+                answer = OmronFrame(type: 0x81C0, address: f.address, status: status)
+                break
+            }
             if a + f.data.count <= memory.count { memory.replaceSubrange(a..<a + f.data.count, with: f.data) }
             written.append((a, f.data, now))
             answer =

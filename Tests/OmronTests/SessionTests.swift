@@ -166,6 +166,22 @@ struct SessionTests {
         }
     }
 
+    /// A cuff that refuses the clock write (status 0xE5): the records are read all the same, and
+    /// marked read (probe N: exit 8, no reading, until --no-set-time).
+    @Test func aRefusedClockWriteStillSyncs() {
+        for id in ["HEM-7142T2", "HEM-7361T", "HEM-7386T1", "HEM-9700T"] {
+            let p = OmronCatalog.profile(named: id)!
+            var l = link(p)
+            l.cuff.refuseClockWrites = 0xE5
+            let unread = p.users.indices.flatMap { l.cuff.unreadReadings(user: $0) }
+            #expect(l.run() == .completed, "\(id)")
+            #expect(l.clockRefusals == [0xE5], "\(id)")
+            #expect(l.readings.map(\.reading) == unread, "\(id)")
+            #expect(l.again() == .completed)
+            #expect(l.readings.isEmpty, "\(id): marked read")
+        }
+    }
+
     @Test func refusedKeyLatchesUntilPowerCycled() {
         let p = OmronCatalog.profile(named: "HEM-7361T")!
         var l = link(p, .refusedKey)

@@ -550,6 +550,11 @@ public struct OmronCentral: CuffProtocolSession {
                 } else {
                     out.append(.log("cuff clock not set (reset by a battery change?)"))
                 }
+            case let .clockRefused(status):
+                out.append(
+                    .log(
+                        "the cuff refused the clock write (status 0x\(Hex.digits(status, 2))): its clock stays as it was; the records are read all the same (--no-set-time leaves the clock alone)"
+                    ))
             case let .reading(r):
                 if requestsBeforeReading == nil { requestsBeforeReading = client.requestsSent }
                 measurements += 1
