@@ -1075,11 +1075,14 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
                     &out)
             }
         } else {
+            // The burst lasts until the window passes without a stored record: a memory dump
+            // sent at radio pace (Veroval: 102 records, one every 100 ms) is all stored, and a
+            // dump that ends the session ends after its last record (probe O: cut after 1.5 s).
             switch stage {
             case .ready:
                 stage = .receivingStoredRecords
                 burstDeadline = at.monotonic.adding(nanoseconds: burstNanoseconds)
-            case .configuring:
+            case .configuring, .receivingStoredRecords:
                 burstDeadline = at.monotonic.adding(nanoseconds: burstNanoseconds)
             default: break
             }

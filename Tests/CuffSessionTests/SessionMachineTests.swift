@@ -168,6 +168,33 @@ struct SessionMachineTests {
         #expect(h.m.state == .ready)
     }
 
+    /// A memory sent at radio pace (one record every 100 ms, 30 records: 3 s, twice the burst
+    /// window) is stored to its last record, the burst ending a window after it (probe O: the
+    /// window ran from the first record, so a Veroval's dump was cut after 1.5 s and a cuff
+    /// without cuff pressure had the rest of its buffer printed as live results).
+    @Test func aMemoryDumpAtRadioPaceIsStoredToItsLastRecord() {
+        let profile = CuffProfile(
+            hasBloodPressureService: true, characteristics: [.bloodPressureMeasurement: .indicate])
+        var h = Harness()
+        h.toReady(profile: profile)
+        func record(_ i: Int) -> [UInt8] {
+            // 120/80/93 mmHg with a time stamp of 2024-06-(1 + i / 24) (i % 24):00.
+            hx("1E 78 00 50 00 5D 00 E8 07 06") + [UInt8(1 + i / 24), UInt8(i % 24), 0, 0] + hx("48 00 01 00 00")
+        }
+        for i in 0..<30 {
+            let at = 1.0 + Double(i) * 0.1
+            _ = h.send(.tick(t(at)))
+            _ = h.send(.indication(.bloodPressureMeasurement, record(i), t(at)))
+        }
+        #expect(h.measurements.count == 30)
+        #expect(h.measurements.filter { !$0.stored }.isEmpty, "\(h.measurements.map(\.stored))")
+        #expect(h.m.state == .receivingStoredRecords)
+        _ = h.send(.tick(t(1.0 + 2.9 + 1.4)))
+        #expect(h.m.state == .receivingStoredRecords, "the window runs from the last record")
+        _ = h.send(.tick(t(1.0 + 2.9 + 1.6)))
+        #expect(h.m.state == .ready)
+    }
+
     /// Without known keys, the first result's key is made only when a second one comes: a
     /// repeat of the first is still skipped, right after it, after others, and after the short
     /// list of a session's keys overflows into the set.
