@@ -341,6 +341,13 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// one stage's data.
     @usableFromInline var burstDeadline: Timestamp?
     @inlinable var observerStepDeadline: Timestamp? { pending?.observerDeadline }
+    /// A result indicated while the plan's reads (name, model, serial …) are still to come (a
+    /// bonded cuff that kept its subscription indicates at once): held, unconfirmed, until they
+    /// are done, so that it is decoded with the quirk profile they pick and names the device as
+    /// the later ones do (probe O: a BM85's reading came out with the standard layout, pulse
+    /// -20480000, and under the address instead of the serial). The cuff sends no other
+    /// indication before it is confirmed.
+    var heldResult: (characteristic: CuffCharacteristic, value: [UInt8], at: EventTime)?
     /// Deduplication keys of the records kept: the store's (`knownRecordKeys`), then this
     /// session's. A session's few go in a short array first (compared, not hashed: a session
     /// usually has one or two), then into the set once there are more.
@@ -573,6 +580,12 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             received(c, value, at, indication: true, &out)
 
         case let .disconnected(why, at):
+            // (A replay's observer keeps what the capture's central got: a result it held for
+            // reads that central never made is decoded with what is known.)
+            if configuration.observer, let held = heldResult {
+                heldResult = nil
+                received(held.characteristic, held.value, held.at, indication: true, mayHold: false, &out)
+            }
             if isStopping { return finish(.stopped, "stopped by the user", at, &out) }
             if case .result = stage {
                 return finish(.completed, why ?? "the cuff disconnected", at, &out)
@@ -783,12 +796,23 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         return s
     }
 
+    /// Whether the plan's reads are still to come (see ``heldResult``).
+    var identityToCome: Bool {
+        guard case .configuring = stage else { return false }
+        func read(_ s: Step) -> Bool { if case .read = s { true } else { false } }
+        return pending.map { read($0.step) } == true || steps[nextStep...].contains(where: read)
+    }
+
     mutating func advance(_ at: EventTime, _ out: inout [Action]) {
         // Configuration goes on whatever the cuff does meanwhile (it may start measuring, or send
         // stored records, as soon as it sees the first subscription).
         switch stage {
         case .done, .stopping, .discovering, .securing: return
         default: break
+        }
+        if let held = heldResult, !identityToCome {
+            heldResult = nil
+            received(held.characteristic, held.value, held.at, indication: true, &out)
         }
         guard pending == nil else { return }
         guard nextStep < steps.count else {
@@ -902,8 +926,15 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     // MARK: - Received values
 
     mutating func received(
-        _ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime, indication: Bool, _ out: inout [Action]
+        _ c: CuffCharacteristic, _ value: [UInt8], _ at: EventTime, indication: Bool, mayHold: Bool = true,
+        _ out: inout [Action]
     ) {
+        if indication, mayHold, c == .bloodPressureMeasurement || c == .enhancedBloodPressureMeasurement,
+            heldResult == nil, identityToCome
+        {
+            heldResult = (c, value, at)
+            return log("a result came before the device's details were read: held, unconfirmed, until they are", &out)
+        }
         switch c {
         case .intermediateCuffPressure, .enhancedIntermediateCuffPressure:
             cuffPressure(c, value, at, &out)

@@ -88,6 +88,33 @@ struct QuirkSessionTests {
         #expect(m.activeProfile == nil)
     }
 
+    /// A result indicated before the name and model are read (a bonded cuff that kept its
+    /// subscription) is held, unconfirmed, until they are, then decoded with the profile they
+    /// pick (probe O: a BM85 reading came out as the standard layout: MAP 0, pulse -20480000).
+    @Test func aResultBeforeTheIdentityReadsIsDecodedWithTheProfile() throws {
+        let bm85 = hx("16 7B 00 50 00 00 00 E8 07 03 0F 08 1E 00 00 48 01 00 04")
+        let profile = CuffProfile(
+            hasBloodPressureService: true,
+            characteristics: [.bloodPressureMeasurement: .indicate, .deviceName: .read, .modelNumber: .read])
+        var h = Harness()
+        var a = h.send(.start(t(0)))
+        a = h.send(.connected(t(0.01)))
+        a = h.send(.discovered(profile, t(0.02)))
+        #expect(a.contains(.read(.deviceName)))
+        let early = h.send(.indication(.bloodPressureMeasurement, bm85, t(0.03)))
+        #expect(!early.contains(.confirmIndication), "held unconfirmed")
+        #expect(h.measurements.isEmpty)
+        a = h.send(.readCompleted(.deviceName, Array("BM85".utf8), t(0.04)))
+        #expect(!a.contains(.confirmIndication), "the model is still to come")
+        a = h.send(.readCompleted(.modelNumber, Array("BM85".utf8), t(0.05)))
+        #expect(a.contains(.confirmIndication))
+        let m = try #require(h.measurements.first)
+        #expect(h.measurements.count == 1)
+        #expect(m.meanArterialPressure == .nan && m.pulseRate?.doubleValue == 72 && m.userID == 1, "\(m)")
+        #expect(m.device.model == "BM85")
+        #expect(m.receivedAt == t(0.03), "received when it came")
+    }
+
     /// The advertised name alone picks the profile, before anything is read.
     @Test func advertisedNameSelectsTheProfile() {
         var c = CuffSessionConfiguration(address: "AA:BB:CC:DD:EE:FF")
