@@ -37,6 +37,11 @@ public struct SessionObserver: Sendable {
     /// True once a PDU needed the handle map while this connection had shown no discovery and had
     /// no earlier one to use (with or without `--handle`).
     public private(set) var lackedDiscovery = false
+    /// An indication that came before this connection's handles were known (no discovery over
+    /// yet, no earlier connection's map): held as the live central holds it (``CuffCentral``),
+    /// and run once the map is known, or when the link goes down (probe O: the replay dropped
+    /// a reading the live session printed).
+    var heldEarly: (handle: UInt16, value: [UInt8])?
     /// True when this connection used ``inherited``.
     public private(set) var usedInherited = false
     /// Set when discovery showed a database another registered protocol fits better: that
@@ -198,6 +203,10 @@ public struct SessionObserver: Sendable {
         advance(to: at.monotonic, inclusive: true, into: &out)
         flushRead(&out)
         ensureReported(at, &out)
+        if let h = heldEarly {  // (no map came: said as an unmapped value)
+            heldEarly = nil
+            value(h.handle, h.value, indication: true, at, &out)
+        }
         run(.disconnected(why, at), &out)
     }
 
@@ -317,6 +326,10 @@ public struct SessionObserver: Sendable {
             value(h, v, indication: false, at, &out)
             return
         case let .handleValueIndication(h, v):
+            if !reported, heldEarly == nil, inherited == nil, overrides.isEmpty {
+                heldEarly = (h, v)
+                return
+            }
             ensureReported(at, &out)
             value(h, v, indication: true, at, &out)
             return
@@ -509,6 +522,15 @@ public struct SessionObserver: Sendable {
 
     mutating func ensureReported(_ at: EventTime, _ out: inout [Output]) {
         guard !reported else { return }
+        reportIfKnown(at, &out)
+        if reported, let h = heldEarly {
+            heldEarly = nil
+            value(h.handle, h.value, indication: true, at, &out)
+        }
+    }
+
+    /// ``ensureReported(_:_:)``'s work: the map reported when this connection has one.
+    mutating func reportIfKnown(_ at: EventTime, _ out: inout [Output]) {
         if !sawDiscovery {
             // (Taken out, not copied: nothing reads it after this; `if let` copied it through
             // the tuple's generic value witnesses.)

@@ -389,6 +389,32 @@ struct InferredDescriptorTests {
         #expect(results(live) == results(replayed), "\(live)")
     }
 
+    /// A bonded cuff that kept its subscription indicates before the central's discovery: the
+    /// live central holds the indication until the handles are known, and so does the replay
+    /// (probe O: the replay listed it as unmapped and lost the reading the live session printed).
+    @Test func anIndicationBeforeDiscoveryIsReadOnceTheHandlesAreKnown() throws {
+        let path = temporaryPath("early-indication-\(UUID().uuidString).btsnoop")
+        defer { unlink(path) }
+        var writer = try BTSnoopWriter(path: path, datalink: .monitor)
+        var rec = SessionRecorder(datalink: .monitor, adapter: 0, localAddress: .zero, connectionHandle: 0x0040)
+        var t = Timestamp(nanoseconds: 1_790_000_000_000_000_000)
+        try writer.write(contentsOf: rec.connected(peer: BDAddress("00:AA:01:00:00:08")!, role: .central, at: t))
+        let conversation: [(String, ATTDirection)] = [
+            ("1d 0c00 02 7800 5000 5d00 ea07 0b 19 0a 00 00", .toLocal),
+            ("10 0100 ffff 0028", .fromLocal), ("11 06 0a00 1200 1018", .toLocal),
+            ("08 0a00 1200 0328", .fromLocal), ("09 07 0b00 20 0c00 352a 0e00 02 0f00 492a", .toLocal),
+            ("1e", .fromLocal), ("12 0d00 0200", .fromLocal), ("13", .toLocal),
+        ]
+        for (hex, direction) in conversation {
+            t = t + .milliseconds(30)
+            try writer.write(contentsOf: rec.att(try #require(Hex.decode(hex)), direction: direction, at: t))
+        }
+        try writer.write(contentsOf: rec.disconnected(reason: 0x13, at: t + .milliseconds(30)))
+        _ = try writer.finish()
+        let replay = try replayFile(path)
+        #expect(results(replay.outputs) == ["02780050005d00ea070b190a0000 seq -"])
+    }
+
     @Test func placementFollowsTheWriteElseTheValue() {
         let indicate: CharacteristicProperties = .indicate
         #expect(
