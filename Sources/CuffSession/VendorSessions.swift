@@ -114,6 +114,9 @@ public struct MicrolifeSession: ActionMachine, Sendable {
 
     public private(set) var state: State = .idle
     public private(set) var readings = 0
+    /// Why the last frame the cuff sent was ignored (a bad checksum …): the session's error when
+    /// no good answer follows (probe O: said as a timeout, though the cuff had answered).
+    var badFrame: String?
     /// Local wall-clock seconds to set the cuff to; nil leaves its clock alone.
     let setTime: Int64?
     /// How long to wait for an answer.
@@ -159,6 +162,7 @@ public struct MicrolifeSession: ActionMachine, Sendable {
                     payload = try Microlife.payload(ofFrame: f[...])
                 } catch {
                     out.append(.log("Microlife: ignored a bad frame: \(error.message)"))
+                    badFrame = error.message
                     continue
                 }
                 if !measurements {
@@ -202,6 +206,12 @@ public struct MicrolifeSession: ActionMachine, Sendable {
                 &out)
         case let (_, .tick(at)):
             guard let d = nextDeadline, at.monotonic >= d else { return }
+            if readings == 0, let badFrame {
+                return finish(
+                    .protocolError,
+                    "Microlife: the cuff's answer was a bad frame (\(badFrame)), and no good one came within \(answerWindow.secondsDouble) s",
+                    at, disconnect: true, &out)
+            }
             return finish(
                 readings > 0 ? .completed : .timedOut, "Microlife: no answer within \(answerWindow.secondsDouble) s",
                 at, disconnect: true, &out)

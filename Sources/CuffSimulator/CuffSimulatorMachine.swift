@@ -527,7 +527,7 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         case let .tick(now):
             if let d = connection.clockDeadline, now >= d {
                 connection.clockDeadline = nil
-                let missing = connection.dateTimeWritten ? "the result subscription" : "a Date Time write"
+                let missing = connection.dateTimeWritten ? "result subscription" : "Date Time write"
                 out.append(
                     .log(
                         "no \(missing) within \(format1(habits.clockWindow?.secondsDouble ?? 0)) s of the link coming up; the cuff disconnects"

@@ -229,6 +229,9 @@ public struct OmronSession: Sendable {
     private mutating func unlockReply(_ b: [UInt8], _ now: Timestamp, _ out: inout [Action]) {
         guard b.count >= 2 else { return }
         switch state {
+        case .pairing where b.allSatisfy({ $0 == 0 }):
+            // An all-zero reply: the OS bond did not happen (omron.md §3.1, OB#3), as `82 0F` says.
+            return finish(.linkNotEncrypted, &out)
         case .pairing(.probing, _) where b[0] == 0x82:
             if b[1] == 0x0F { return finish(.linkNotEncrypted, &out) }
             guard b[1] == 0x00 else { return finish(.keyLatched(status: b[1]), &out) }

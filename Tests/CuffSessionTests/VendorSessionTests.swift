@@ -98,6 +98,9 @@ struct VendorSessionTests {
         #expect(s.readings == 0)
         let junk = s.handle(.notification([0x01, 0x02], t(0.3)))
         #expect(junk.contains { if case let .log(l) = $0 { l.contains("outside a frame") } else { false } })
+        // No good frame follows: a protocol error naming the bad frame, not a timeout (probe O).
+        let end = s.handle(.tick(t(20)))
+        #expect(end.contains(.finished(.protocolError)) && end.contains(.disconnect), "\(end)")
     }
 
     @Test func yonkerResult() {

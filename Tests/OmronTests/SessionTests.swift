@@ -182,6 +182,17 @@ struct SessionTests {
         }
     }
 
+    /// An all-zero reply to the pairing probe means the OS bond did not happen (omron.md §3.1,
+    /// OB#3): said as the unencrypted link it is, not as a cuff out of pairing mode (probe N).
+    @Test func anAllZeroPairingReplyIsTheMissingBond() {
+        var s = OmronSession(
+            profile: OmronCatalog.profile(named: "HEM-7322T")!, options: OmronSyncOptions(pair: true),
+            localSeconds: localNow)
+        _ = s.handle(.start, now: .zero)
+        let a = s.handle(.notified(.unlock, [0x00, 0x00]), now: .milliseconds(10))
+        #expect(a.contains(.finished(.linkNotEncrypted)), "\(a)")
+    }
+
     @Test func refusedKeyLatchesUntilPowerCycled() {
         let p = OmronCatalog.profile(named: "HEM-7361T")!
         var l = link(p, .refusedKey)
