@@ -44,8 +44,10 @@ public final class SimulatedLink {
         wallStartMicros: Int64 = WallClock.system.nowMicros(), peripheral: (any GATTPeripheral)? = nil
     ) {
         var sim = simulator
-        // The cuff's clock starts at the host's local time, as a cuff that was set before would.
-        sim.clockStart = wallStartMicros / 1_000_000 + WallClock.localUTCOffsetSeconds()
+        // The cuff's clock starts at the local time of the zone the session sets clocks in (the
+        // host's, or --cuff-timezone's), as a cuff that was set before would.
+        sim.clockStart = wallStartMicros / 1_000_000 + session.localUTCOffsetSeconds
+        sim.utcOffsetSeconds = session.localUTCOffsetSeconds
         // The cuff speaks the protocol the user forced (`--protocol`), else the default one.
         let kind = session.protocols.select(DeviceOffer(), forced: session.forcedProtocol)
         self.peripheral =

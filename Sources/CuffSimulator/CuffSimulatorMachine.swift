@@ -16,6 +16,9 @@ public struct SimulatorConfiguration: Sendable {
     public var firmware = "0.1.0"
     /// The cuff's clock at start-up, as local wall-clock seconds since 1970 (no zone, like the cuff).
     public var clockStart: Int64 = 1_767_254_400  // 2026-01-01T08:00:00
+    /// The offset from UTC of the zone the cuff's clock is set in, in seconds east: a BPS 1.1
+    /// Time Stamp is UTC (its clock's time less this), its User Facing Time the clock's time.
+    public var utcOffsetSeconds: Int64 = 0
     /// Cuff-pressure notifications per second.
     public var icpRate: Double = 5
     /// How long the cuff stays connected after its result was confirmed.
@@ -996,11 +999,14 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
     func enhanced(_ r: Reading, localSeconds: Int64) -> EnhancedBloodPressureMeasurement {
         let m = measurement(r, localSeconds: localSeconds)
         let since2000 = UInt32(clamping: localSeconds - Epoch.year2000.unixOffset)
+        // (Probe P: the local time was sent as the UTC Time Stamp, off by the host's offset.)
+        let utcSince2000 = UInt32(clamping: localSeconds - configuration.utcOffsetSeconds - Epoch.year2000.unixOffset)
         return EnhancedBloodPressureMeasurement(
             unit: m.unit,
             kind: .measurement(
                 systolic: m.systolic, diastolic: m.diastolic, meanArterialPressure: m.meanArterialPressure),
-            timestamp: m.timestamp == nil ? nil : since2000, pulseRate: m.pulseRate, userID: m.userID, status: m.status,
+            timestamp: m.timestamp == nil ? nil : utcSince2000, pulseRate: m.pulseRate, userID: m.userID,
+            status: m.status,
             userFacingTime: m.timestamp == nil || !configuration.features.contains(.userFacingTime) ? nil : since2000,
             epoch: .year2000)
     }

@@ -7,6 +7,7 @@ import CuffCore
 import CuffSimulator
 import Capture
 import Omron
+import Transport
 
 struct SimulatorOptions: ParsableArguments {
     @Option(help: "Scenario to play (see `cuff simulate --list`; with --model, an Omron scenario).")
@@ -94,6 +95,7 @@ struct SimulatorOptions: ParsableArguments {
         var c = SimulatorConfiguration(
             scenario: scenario.bps ?? .normal, persona: persona, seed: seed, autostart: autostart)
         c.timeScale = speed
+        c.utcOffsetSeconds = WallClock.localUTCOffsetSeconds()
         c.recordSegmentLength = recordSegment
         c.measureEvery = every.map(SecondsOption.duration)
         (c.databaseHash, c.serviceChanged, c.indicatesServiceChanged, c.handleGap) = (

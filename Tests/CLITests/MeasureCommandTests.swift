@@ -74,6 +74,33 @@ struct MeasureCommandTests {
         }
     }
 
+    /// BPS 1.1 Time Stamps are UTC: the simulated cuff's records name the same instants whatever
+    /// the host's zone (probe P: the local time was sent as UTC, 5 hours early in New York).
+    @Test func bps11TimeStampsAreTheSameInstantsInEveryHostZone() throws {
+        func instants(_ zone: String) throws -> [Date] {
+            let r = try CLI.run(
+                [
+                    "measure", "--simulated", "stored-records", "--persona", "bps-1.1", "--speed", "0", "--quiet",
+                    "--no-gatt-cache", "--seed", "3",
+                ], environment: ["TZ": zone])
+            #expect(r.status == 0, "\(r.stderr)")
+            // (The stored records are 2B34s; the live result is a 2A35, in the cuff's local time.)
+            return try r.stdoutLines.filter { $0.contains("\"characteristic\":\"2B34\"") }.map {
+                let ts = try #require(try CLI.json($0)["timestamp"] as? String)
+                return try #require(ISO8601DateFormatter().date(from: ts), "\(ts)")
+            }
+        }
+        let utc = try instants("UTC")
+        #expect(!utc.isEmpty)
+        for zone in ["America/New_York", "Asia/Tokyo"] {
+            let other = try instants(zone)
+            #expect(other.count == utc.count, "\(zone)")
+            for (a, b) in zip(utc, other) {
+                #expect(abs(a.timeIntervalSince(b)) < 120, "\(zone): \(a) against \(b) in UTC")
+            }
+        }
+    }
+
     @Test func sameSeedSameReadings() throws {
         func values(_ seed: String) throws -> [String] {
             let r = try CLI.run(["measure", "--simulated", "normal", "--speed", "0", "--seed", seed, "--quiet"])
