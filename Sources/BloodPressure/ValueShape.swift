@@ -68,16 +68,10 @@ public enum ValueShape {
         ].contains(uuid)
     }
 
-    /// A Record Access Control Point (0x2A52) response: Number of Stored Records (a count of 1, 2
-    /// or 4 bytes, as cuffs send it) or a Response Code (the request's op code and a code), with
-    /// the Null operator.
+    /// A Record Access Control Point (0x2A52) response, as ``RecordAccessControlPoint`` decodes
+    /// one: a count of 1, 2 or 4 bytes, or a Response Code, with the Null operator.
     static func controlPointResponse(_ bytes: ArraySlice<UInt8>) -> Bool {
-        let b = Array(bytes)
-        guard b.count >= 3, b[1] == 0 else { return false }
-        switch b[0] {
-        case 0x05: return [3, 4, 6].contains(b.count)
-        case 0x06: return b.count == 4 && b[2] != 0 && b[3] != 0
-        default: return false
-        }
+        guard let d = try? RecordAccessControlPoint.decode(bytes, as: .response) else { return false }
+        return d.warnings.isEmpty
     }
 }
