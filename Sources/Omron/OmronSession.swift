@@ -106,9 +106,6 @@ public struct OmronSession: Sendable {
         /// Per run: slots and the bytes read so far.
         public var runs: [OmronSlotRun]
         public var buffers: [[UInt8]]
-        /// Per run: how many of its slots were decoded (each as soon as its bytes are in, so a
-        /// fault in a later block of the run keeps the readings before it).
-        public var decoded: [Int] = []
     }
 
     public enum Step: Sendable, Hashable {
@@ -372,10 +369,13 @@ public struct OmronSession: Sendable {
             readSettings(settings + reply.data, now, &out)
         case var .transferring(_, t):
             if case let .read(_, _, run) = t.queue.first {
+                // Each slot decoded as soon as its bytes are in (a fault in a later block of the
+                // run keeps the readings before it): those the buffer completes now.
+                let (size, count) = (profile.slotSize, t.runs[run].count)
+                func slots(_ bytes: Int) -> Int { min(bytes / size, count) }
+                let before = slots(t.buffers[run].count)
                 t.buffers[run] += reply.data
-                let complete = min(t.buffers[run].count / profile.slotSize, t.runs[run].count)
-                decodeSlots(t.runs[run], t.buffers[run], from: t.decoded[run], to: complete, &out)
-                t.decoded[run] = complete
+                decodeSlots(t.runs[run], t.buffers[run], from: before, to: slots(t.buffers[run].count), &out)
             }
             let settle: Bool = if case .write(_, _, true) = t.queue.first { true } else { false }
             t.queue.removeFirst()
@@ -456,7 +456,7 @@ public struct OmronSession: Sendable {
                 .write(address: profile.settingsWrite + UInt16(r.lowerBound), data: Array(block[r]), settle: false))
         }
         queue.append(.end)
-        next(Transfer(queue: queue, runs: runs, buffers: runs.map { _ in [] }, decoded: runs.map { _ in 0 }), now, &out)
+        next(Transfer(queue: queue, runs: runs, buffers: runs.map { _ in [] }), now, &out)
     }
 
     private mutating func next(_ t: Transfer, _ now: Timestamp, _ out: inout [Action]) {
