@@ -349,8 +349,7 @@ public struct OmronSimulator: Sendable {
         case .write:
             guard inTransaction else { answer = OmronFrame(type: 0x8F00, status: 0x01); break }
             let a = Int(f.address)
-            let clockAt = Int(profile.settingsWrite) + profile.clock.offset
-            if let status = refuseClockWrites, a <= clockAt, a + f.data.count >= clockAt + profile.clock.length {
+            if let status = refuseClockWrites, coversClock(address: a, count: f.data.count) {
                 answer = OmronFrame(type: 0x81C0, address: f.address, status: status)
                 break
             }
@@ -379,15 +378,19 @@ public struct OmronSimulator: Sendable {
         }
     }
 
+    /// Whether a write of `count` bytes at `address` covers the whole clock window.
+    private func coversClock(address: Int, count: Int) -> Bool {
+        let clockAt = Int(profile.settingsWrite) + profile.clock.offset
+        return address <= clockAt && address + count >= clockAt + profile.clock.length
+    }
+
     /// What the cuff keeps at **end**: unread counters written back, and the last clock write.
     private mutating func commit(now: Int64) -> UInt8 {
         let w = Int(profile.settingsWrite)
         var status: UInt8 = 0
         let clockAt = w + profile.clock.offset
         // Only the last clock write of a session counts (hass-omron #190/#191).
-        if let last = written.last(where: {
-            $0.address <= clockAt && $0.address + $0.bytes.count >= clockAt + profile.clock.length
-        }) {
+        if let last = written.last(where: { coversClock(address: $0.address, count: $0.bytes.count) }) {
             let window = Array(last.bytes[(clockAt - last.address)..<(clockAt - last.address + profile.clock.length)])
             clockWrites += 1
             if let t = OmronClockCodec.decode(window, layout: profile.clock.layout), let secs = t.unixSeconds {
