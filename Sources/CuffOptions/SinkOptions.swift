@@ -63,11 +63,8 @@ public struct SinkOptions: ParsableArguments {
         }
     }
 
-    /// The offset the cuffs' clocks are set with, in seconds east of UTC, now: `--cuff-timezone`'s,
-    /// else the host's.
-    public func cuffClockOffset() -> Int64 { cuffClock() }
-
-    /// ``cuffClockOffset()`` as a function of the time it is called (for a long-running collector).
+    /// The offset the cuffs' clocks are set with, in seconds east of UTC, at the time it is
+    /// called: `--cuff-timezone`'s, else the host's.
     public var cuffClock: @Sendable () -> Int64 {
         let zone = publishing.cuffTimezone
         return { PublishOptions.cuffClockOffset(zone: zone) ?? WallClock.localUTCOffsetSeconds() }

@@ -106,7 +106,7 @@ struct Measure: ParsableCommand {
         c.timeout = timeout > 0 ? SecondsOption.duration(timeout) : nil
         c.quirk = quirk
         c.setTime = !bluetooth.noSetTime
-        c.localUTCOffsetSeconds = sinks.cuffClockOffset()
+        c.localUTCOffsetSeconds = sinks.cuffClock()
         c.forcedProtocol = cuffProtocol.forced
         omron.configure(&c)
         return c
