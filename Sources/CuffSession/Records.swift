@@ -235,6 +235,16 @@ public struct MeasurementRecord: Sendable, Hashable {
         set { decodedSource = .json(newValue) }
     }
 
+    /// The cuff does not measure the MAP (a quirk's placeholder, or a protocol without one): the
+    /// decoded object says `null`, not `"NaN"` (unavailable this time).
+    public var meanArterialPressureAbsent: Bool {
+        switch decodedSource {
+        case let .bpm(v): v.meanArterialPressureAbsent
+        case .enhanced: false
+        case let .json(j): j["mean_arterial_pressure"] == .null
+        }
+    }
+
     /// ``decoded`` written to `w` (the same object, without building it as a ``JSON`` value).
     @inlinable public func writeDecodedObject<W: JSONWriter>(to w: inout W) { writeDecoded(to: &w) }
 

@@ -173,21 +173,23 @@ public final class FHIRSink: SampleSink, Sendable {
         bp.append(("subject", subjectJSON))
         bp.append(("effectiveDateTime", .string(effective.rfc3339)))
         bp.append(("device", device))
-        bp.append(
-            (
-                "component",
-                .array([
-                    component(
-                        code(loinc: "8480-6", "Systolic blood pressure", mdc: "150021", "MDC_PRESS_BLD_NONINV_SYS"),
-                        m.systolic, m.unit),
-                    component(
-                        code(loinc: "8462-4", "Diastolic blood pressure", mdc: "150022", "MDC_PRESS_BLD_NONINV_DIA"),
-                        m.diastolic, m.unit),
-                    component(
-                        code(loinc: "8478-0", "Mean blood pressure", mdc: "150023", "MDC_PRESS_BLD_NONINV_MEAN"),
-                        m.meanArterialPressure, m.unit),
-                ])
-            ))
+        var components = [
+            component(
+                code(loinc: "8480-6", "Systolic blood pressure", mdc: "150021", "MDC_PRESS_BLD_NONINV_SYS"),
+                m.systolic, m.unit),
+            component(
+                code(loinc: "8462-4", "Diastolic blood pressure", mdc: "150022", "MDC_PRESS_BLD_NONINV_DIA"),
+                m.diastolic, m.unit),
+        ]
+        // A MAP the cuff never measures has no component (the panel's children are optional); a
+        // NaN it sent this time keeps its dataAbsentReason.
+        if !m.meanArterialPressureAbsent {
+            components.append(
+                component(
+                    code(loinc: "8478-0", "Mean blood pressure", mdc: "150023", "MDC_PRESS_BLD_NONINV_MEAN"),
+                    m.meanArterialPressure, m.unit))
+        }
+        bp.append(("component", .array(components)))
         var out = [JSON.object(bp)]
         if let pulse = m.pulseRate {
             var hr = head(profile: "heartrate", idSuffix: "hr")

@@ -37,11 +37,12 @@ enum Vectors {
         return b
     }
 
-    static func bpm(_ hex: String, device: DeviceInfo = device, at: EventTime = at, stored: Bool = false) throws
-        -> MeasurementRecord
-    {
+    static func bpm(
+        _ hex: String, quirks: QuirkProfile.Options = [], device: DeviceInfo = device, at: EventTime = at,
+        stored: Bool = false
+    ) throws -> MeasurementRecord {
         let raw = try bytes(hex)
-        let d = try BloodPressureMeasurement.decode(raw[...])
+        let d = try BloodPressureMeasurement.decode(raw[...], quirks: quirks)
         return MeasurementRecord.from(
             bpm: d.value, warnings: d.warnings, raw: raw, device: device, at: at, stored: stored)
     }

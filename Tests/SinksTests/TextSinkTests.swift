@@ -257,6 +257,26 @@ let progress = SessionOutput.progress(
         try #require(try validate("fhir", lines)?.0 == 0)
     }
 
+    /// A MAP the cuff never measures (Veroval's placeholder 0, a vendor protocol's null) has no
+    /// component; one it sent as NaN this time keeps its dataAbsentReason (above).
+    @Test func aMAPTheCuffNeverMeasuresHasNoComponent() throws {
+        let veroval = try Vectors.bpm(
+            "1E 7B 00 50 00 00 00 E8 07 03 0F 08 1E 00 48 00 01 01 80", quirks: QuirkProfile.veroval.options)
+        var vendor = try Vectors.bpm(Vectors.withDateTime)
+        vendor.decoded = .object([("type", .string("measurement")), ("mean_arterial_pressure", .null)])
+        vendor.meanArterialPressure = .nan
+        for m in [veroval, vendor] {
+            #expect(m.meanArterialPressureAbsent)
+            let lines = try run([.measurement(m)])
+            let bp = try parseLines(lines)[0]
+            #expect(component(bp, "8478-0") == nil)
+            #expect(component(bp, "8480-6")?.obj("valueQuantity")?["value"] as? Double != nil)
+            #expect(!lines[0].contains("not-a-number"))
+            try #require(try validate("fhir", lines)?.0 == 0)
+        }
+        #expect(try !Vectors.bpm(Vectors.withDateTime).meanArterialPressureAbsent)
+    }
+
     @Test(arguments: [
         (SFloat.nres, "error"), (.positiveInfinity, "positive-infinity"), (.negativeInfinity, "negative-infinity"),
         (.reserved, "error"), (.nan, "not-a-number"),
