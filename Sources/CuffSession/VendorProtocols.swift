@@ -63,6 +63,10 @@ public struct MicrolifeProtocol: CuffProtocol {
         slots.append(nil)
         return VendorCuffPeripheral(.microlife(MicrolifeCuff(slots: slots)), name: "BP3GY1-2N")
     }
+
+    /// Its simulated cuff is the vendor's own: a seeded memory and clock, none of the standard
+    /// cuff's scenarios, quirks or GATT options.
+    public func simulatorHonours(_ setting: SimulatorSetting) -> Bool { false }
 }
 
 /// Yonker's protocol (YK-IBPA1, YK-BPW5) on the seam: ``YonkerSession`` live, ``YonkerCuff``
@@ -106,6 +110,10 @@ public struct YonkerProtocol: CuffProtocol {
             time: DateTime(year: t.year, month: t.month, day: t.day, hours: t.hours, minutes: t.minutes, seconds: 0))
         return VendorCuffPeripheral(.yonker(YonkerCuff(result: result)), name: "YK-IBPA1")
     }
+
+    /// Its simulated cuff is the vendor's own: a seeded memory and clock, none of the standard
+    /// cuff's scenarios, quirks or GATT options.
+    public func simulatorHonours(_ setting: SimulatorSetting) -> Bool { false }
 }
 
 extension CuffProtocol {

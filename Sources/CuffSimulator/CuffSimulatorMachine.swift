@@ -3,6 +3,13 @@ import BloodPressure
 import CuffCore
 
 /// How the simulated cuff is set up.
+/// A way `cuff simulate` shapes the standard simulated cuff; a protocol whose simulated cuff does
+/// not play one says so (``CuffProtocol/simulatorHonours(_:)``), and the option is refused rather
+/// than silently ignored.
+public enum SimulatorSetting: String, Sendable, CaseIterable {
+    case scenario, persona, quirk, autostart, recordSegment, measureEvery, databaseHash, serviceChanged, handleGap
+}
+
 public struct SimulatorConfiguration: Sendable {
     public var scenario: Scenario = .normal
     public var persona: Persona = .bps10
@@ -107,8 +114,9 @@ public struct SimulatorConfiguration: Sendable {
         return quirk == .beurerBM96 ? quirk.options.subtracting(.userIDWithoutFlag) : quirk.options
     }
 
-    /// The persona's habits, by family (none without ``quirk``).
-    var habits: PersonaHabits { PersonaHabits(quirk) }
+    /// The persona's habits, by family (none without ``quirk``, but the beurer-bm85 scenario's,
+    /// which is that cuff).
+    var habits: PersonaHabits { PersonaHabits(quirk ?? (scenario == .beurerBM85 ? .beurerBM85 : nil)) }
 }
 
 /// What a device family's cuff does differently, as the public sources describe it.
@@ -139,7 +147,7 @@ struct PersonaHabits: Sendable {
     var vendorStart: QuirkProfile.VendorStart?
     /// Values sent with SFLOAT exponent −1 (Beurer BM96).
     var exponentMinusOne = false
-    /// MAP not sent (NaN; Veroval sends it as 0).
+    /// MAP not sent (NaN; Veroval and the BM85 send it as 0).
     var noMeanArterialPressure = false
     /// Reserved bits the family sets: in Flags, and in Measurement Status.
     var rfuFlags: UInt8 = 0
@@ -173,6 +181,9 @@ struct PersonaHabits: Sendable {
             noMeanArterialPressure = true
             rfuFlags = 0xC0
             rfuStatus = 0x0080
+        case QuirkProfile.beurerBM85.name:
+            // Its frames carry a MAP of 0: it does not measure one (shared/spec/peers-and-user-needs.md §6).
+            noMeanArterialPressure = true
         case QuirkProfile.boso.name:
             stored = [(1, false), (1, true)]
         case QuirkProfile.medisana.name:

@@ -5,6 +5,7 @@ import CuffCommands
 import BloodPressure
 import CuffCore
 import CuffSimulator
+import CuffSession
 import Capture
 import Omron
 import Transport
@@ -85,6 +86,21 @@ struct SimulatorOptions: ParsableArguments {
             throw ValidationError("--record-segment takes 6 to 512 bytes")
         }
         if let every { try SecondsOption.check(every, option: "--every", zero: false) }
+    }
+
+    /// The options given that shape a simulated cuff, each with the setting it plays (nil: one
+    /// only the standard and Omron cuffs read, as --seed is read by every one).
+    var shapingGiven: [(option: String, setting: SimulatorSetting?)] {
+        let all: [(String, SimulatorSetting?, Bool)] = [
+            ("--scenario", .scenario, scenario != .normal), ("--persona", .persona, persona != .bps10),
+            ("--seed", nil, seed != 1), ("--model", nil, model != nil), ("--unpaired", nil, unpaired),
+            ("--autostart", .autostart, autostart), ("--quirk", .quirk, quirk != nil),
+            ("--record-segment", .recordSegment, recordSegment != nil), ("--every", .measureEvery, every != nil),
+            ("--database-hash", .databaseHash, databaseHash), ("--service-changed", .serviceChanged, serviceChanged),
+            ("--indicate-service-changed", .serviceChanged, indicateServiceChanged),
+            ("--handle-gap", .handleGap, handleGap != 0),
+        ]
+        return all.filter(\.2).map { ($0.0, $0.1) }
     }
 
     var persona: Persona { simulation.persona }
@@ -185,16 +201,7 @@ struct Simulate: ParsableCommand {
         if fromCapture != nil {
             // The captured cuff is served as it was: options that shape a simulated cuff would be
             // ignored, so they are refused instead (--speed still paces it, --listen/--adapter place it).
-            let o = options
-            let shaping: [(String, Bool)] = [
-                ("--scenario", o.scenario != .normal), ("--persona", o.persona != .bps10),
-                ("--seed", o.seed != 1), ("--model", o.model != nil), ("--unpaired", o.unpaired),
-                ("--autostart", o.autostart), ("--quirk", o.quirk != nil), ("--record-segment", o.recordSegment != nil),
-                ("--every", o.every != nil), ("--database-hash", o.databaseHash),
-                ("--service-changed", o.serviceChanged), ("--indicate-service-changed", o.indicateServiceChanged),
-                ("--handle-gap", o.handleGap != 0), ("--protocol", cuffProtocol.forced != nil),
-            ]
-            let given = shaping.filter(\.1).map(\.0)
+            let given = options.shapingGiven.map(\.option) + (cuffProtocol.forced != nil ? ["--protocol"] : [])
             if !given.isEmpty {
                 throw ValidationError(
                     "\(given.joined(separator: ", ")) shape\(given.count == 1 ? "s" : "") a simulated cuff; --from-capture serves the captured one as it was"
@@ -202,6 +209,17 @@ struct Simulate: ParsableCommand {
             }
         }
         if listSessions { return }
+        // A protocol's own simulated cuff that does not play an option would serve something else
+        // than was asked for, under the option's name (probe O: `--protocol microlife --quirk
+        // veroval` served a Microlife cuff labelled "veroval").
+        if let forced = cuffProtocol.forced, options.model == nil, let kind = CuffProtocolRegistry.builtIn[forced] {
+            let refused = options.shapingGiven.filter { $0.setting.map { !kind.simulatorHonours($0) } ?? false }
+            if !refused.isEmpty {
+                throw ValidationError(
+                    "\(refused.map(\.option).joined(separator: ", ")) shape\(refused.count == 1 ? "s" : "") the standard simulated cuff; the \(forced) protocol's simulated cuff does not play \(refused.count == 1 ? "it" : "them")"
+                )
+            }
+        }
         if listen == nil && adapter == nil { throw ValidationError("give --listen unix:PATH or --adapter hciN") }
         if let listen, !listen.hasPrefix("unix:") { throw ValidationError("--listen takes unix:PATH") }
         if let cuffs {

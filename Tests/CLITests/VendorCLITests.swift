@@ -33,6 +33,10 @@ struct VendorCLITests {
         case "veroval":
             #expect(ms.allSatisfy { $0["mean_arterial_pressure"] is NSNull })
             #expect(ms.map { $0["user_id"] as? Int } == [0, 0, 0, 1, 1])
+        case "beurer-bm85":
+            // The cuff sends a MAP of 0 (it measures none), read as absent.
+            #expect(ms.allSatisfy { $0["systolic"] is Double && $0["mean_arterial_pressure"] is NSNull }, "\(r.stdout)")
+            #expect(ms.allSatisfy { ($0["raw"] as? String)?.dropFirst(10).hasPrefix("0000") == true }, "\(r.stdout)")
         case "boso":
             let errors = ms.filter {
                 ($0["warnings"] as? [[String: Any]])?.contains { $0["code"] as? String == "error_reading" } == true
@@ -134,6 +138,27 @@ struct VendorProtocolCLITests {
         if name == "microlife" {
             #expect(log.contains("Microlife cuff: clock set to") && log.contains("Microlife cuff: goodbye"), "\(log)")
         }
+    }
+
+    /// A vendor protocol's simulated cuff plays none of the standard cuff's shaping: asked for,
+    /// it is refused by name (exit 64), not served as another cuff under the option's name.
+    @Test(arguments: ["microlife", "yonker"])
+    func standardShapingIsRefused(name: String) throws {
+        let quirk = try CLI.run(["simulate", "--listen", "unix:/tmp/x", "--protocol", name, "--quirk", "veroval"])
+        #expect(quirk.status == 64, "\(quirk.stderr)")
+        #expect(
+            quirk.stderr.contains(
+                "--quirk shapes the standard simulated cuff; the \(name) protocol's simulated cuff does not play it"),
+            "\(quirk.stderr)")
+        let two = try CLI.run([
+            "simulate", "--listen", "unix:/tmp/x", "--protocol", name, "--scenario", "error", "--handle-gap", "4",
+        ])
+        #expect(two.status == 64 && two.stderr.contains("--scenario, --handle-gap shape the standard"), "\(two.stderr)")
+        // What it does play (--seed, --speed) and the standard protocol's own shaping still go.
+        let bps = try CLI.run([
+            "simulate", "--listen", "unix:/tmp/x", "--protocol", "bps", "--quirk", "veroval", "--list",
+        ])
+        #expect(bps.status == 0, "\(bps.stderr)")
     }
 
     /// The Microlife download repeats the whole memory, a Yonker cuff its last result: the store

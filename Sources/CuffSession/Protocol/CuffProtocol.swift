@@ -90,6 +90,8 @@ public protocol CuffProtocol: Sendable {
     /// needs of `configuration` (scenario, seed, names, clock); `requireEncryption` asks for a
     /// cuff that serves its results only over an encrypted link.
     func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)?
+    /// Whether the simulated cuff plays `setting` of its configuration (by default every one).
+    func simulatorHonours(_ setting: SimulatorSetting) -> Bool
     /// Rebuilds a record a store kept (`characteristic`, its `raw` value and what the store
     /// holds beside it), decoding `raw` again as the live session did; nil when `characteristic`
     /// is not this protocol's source (the standard session's records are rebuilt by the stores).
@@ -111,6 +113,7 @@ extension CuffProtocol {
     )? { nil }
     public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)?
     { nil }
+    public func simulatorHonours(_ setting: SimulatorSetting) -> Bool { true }
     public func storedRecord(
         _ characteristic: RecordCharacteristic, raw: [UInt8], device: DeviceInfo, receivedAt: EventTime, stored: Bool,
         sequenceNumber: UInt16?
