@@ -141,14 +141,23 @@ public struct OmronSimulator: Sendable {
             for k in 0..<count {
                 t += 21_601 + Int64(rng.next() % 600)
                 let sys = 105 + Int(rng.next() % 50), dia = 62 + Int(rng.next() % 30), pulse = 55 + Int(rng.next() % 40)
-                let r = OmronReading(
-                    systolic: sys, diastolic: dia, pulse: pulse, time: DateTime(unixSeconds: t),
-                    irregularPulse: rng.next() % 9 == 0,
-                    bodyMovement: rng.next() % 7 == 0, cuffOK: rng.next() % 11 != 0, batteryLow: false, position: 0,
-                    sequence: UInt16(truncatingIfNeeded: k + 1))
-                readings.append(Self.stored(r, profile))
+                readings.append(
+                    OmronReading(
+                        systolic: sys, diastolic: dia, pulse: pulse, time: DateTime(unixSeconds: t),
+                        irregularPulse: rng.next() % 9 == 0,
+                        bodyMovement: rng.next() % 7 == 0, cuffOK: rng.next() % 11 != 0, batteryLow: false,
+                        position: 0, sequence: UInt16(truncatingIfNeeded: k + 1)))
             }
-            taken.append(readings)
+            // A long ring's random gaps add up to days (probe N: a full HEM-9700T's newest reading
+            // 3 days ahead of its clock): every reading is taken before the cuff's clock starts
+            // (the newest at least 10 minutes before), as a real cuff's are.
+            let late = t - (localSeconds - 600)
+            if late > 0 {
+                for i in readings.indices {
+                    readings[i].time = DateTime(unixSeconds: (readings[i].time.unixSeconds ?? t) - late)
+                }
+            }
+            taken.append(readings.map { Self.stored($0, profile) })
             unread.append(fresh)
         }
         switch scenario {

@@ -99,6 +99,8 @@ struct SessionTests {
             for u in p.users.indices {
                 let times = l.readings.filter { $0.user == u + 1 }.compactMap { $0.reading.time.unixSeconds }
                 #expect(times == times.sorted())
+                // Every reading was taken before the cuff's clock started (probe N: up to 3 days after).
+                #expect(times.allSatisfy { $0 <= localNow - 600 }, "\(p.id) user \(u + 1): \(times.max() ?? 0)")
             }
             #expect(l.again() == .completed)
             #expect(l.readings.isEmpty)
