@@ -941,7 +941,9 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         case .bloodPressureMeasurement:
             do {
                 let d = try BloodPressureMeasurement.decode(value[...], quirks: quirks)
-                if let q = activeProfile, q.behaviour.contains(.skipsNaNMarkers),
+                // (Markers come before the buffer: an all-NaN result after a reading is the cuff's
+                // error reading, kept as a strict session keeps it.)
+                if let q = activeProfile, q.behaviour.contains(.skipsNaNMarkers), resultsReceived == 0,
                     d.value.systolic == .nan, d.value.diastolic == .nan, d.value.meanArterialPressure == .nan
                 {
                     log(

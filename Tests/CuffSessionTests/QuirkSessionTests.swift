@@ -165,6 +165,23 @@ struct QuirkSessionTests {
         }
     }
 
+    /// The markers come before the buffer: an all-NaN result after a reading is an error reading
+    /// the cuff kept, and is kept too (probe O: it was skipped as a marker, and lost).
+    @Test func anAllNaNResultAfterAReadingIsNoMarker() {
+        let marker: [UInt8] = [0x00, 0xFF, 0x07, 0xFF, 0x07, 0xFF, 0x07]
+        let reading: [UInt8] = [0x00, 0x78, 0x00, 0x50, 0x00, 0x5D, 0x00]
+        var c = CuffSessionConfiguration(address: "test")
+        c.quirk = .andUA651
+        var h = Harness(c)
+        h.toReady(profile: Self.andProfile)
+        for (i, v) in [marker, marker, reading, marker, reading].enumerated() {
+            let a = h.send(.indication(.bloodPressureMeasurement, v, t(3 + Double(i))))
+            #expect(a.contains(.confirmIndication))
+        }
+        #expect(h.measurements.count == 3)
+        #expect(h.measurements.map { $0.systolic == .nan } == [false, true, false])
+    }
+
     /// An A&D cuff with nothing new sends its markers and hangs up: the session ends completed
     /// (no result, exit 2), as with readings (was: `disconnected`, exit 4, as a lost link). A
     /// hang-up before any marker is still a disconnection.
