@@ -79,11 +79,17 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
     /// - Parameters:
     ///   - bytes: the attribute value as received.
     ///   - quirks: a device profile's deviations, if any.
+    ///   - cuffPressure: the value is an Intermediate Cuff Pressure (0x2A36): its diastolic and MAP
+    ///     fields are unused (NaN, as the specification has them, even from a cuff whose profile
+    ///     reads values as unsigned integers), and its pressures are no result (no error reading,
+    ///     no absent MAP).
     /// - Throws: ``BPSDecodingError`` naming the field and byte offset when the value ends early.
     @inlinable
     public static func decode(
-        _ bytes: ArraySlice<UInt8>, quirks: QuirkProfile.Options = []
+        _ bytes: ArraySlice<UInt8>, quirks: QuirkProfile.Options = [], cuffPressure: Bool = false
     ) throws(BPSDecodingError) -> Decoded<BloodPressureMeasurement> {
+        let quirks =
+            cuffPressure ? quirks.subtracting([.zeroMeanArterialPressureAbsent, .allNaNIsErrorReading]) : quirks
         var r = ByteReader(bytes)
         var warnings: [DecodeWarning] = []
         let flags = try r.u8("Flags")
@@ -103,15 +109,17 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
                 offset: offset)
         }
         let sysRaw = try r.u16("Systolic"), diaRaw = try r.u16("Diastolic")
-        let sys = value(sysRaw), dia = value(diaRaw)
         let mapOffset = r.offset
         let mapRaw = try r.u16("Mean Arterial Pressure")
+        let sys = value(sysRaw)
+        let dia = cuffPressure ? SFloat(rawValue: diaRaw) : value(diaRaw)
         if unsigned {
-            for (raw, field, at) in [(sysRaw, "Systolic", 1), (diaRaw, "Diastolic", 3), (mapRaw, "MAP", 5)] {
+            let fields = [(sysRaw, "Systolic", 1), (diaRaw, "Diastolic", 3), (mapRaw, "MAP", 5)]
+            for (raw, field, at) in fields.prefix(cuffPressure ? 1 : 3) {
                 if let w = rounded(raw, field, at: at) { warnings.append(w) }
             }
         }
-        var map = value(mapRaw)
+        var map = cuffPressure ? SFloat(rawValue: mapRaw) : value(mapRaw)
         var mapAbsent = false
         if quirks.contains(.zeroMeanArterialPressureAbsent), map.rawValue == 0 {
             map = .nan

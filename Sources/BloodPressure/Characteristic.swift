@@ -61,11 +61,8 @@ public enum BPSCharacteristic: UInt16, Sendable, Hashable, CaseIterable {
         let raw = JSON.string(Hex.encode(bytes))
         switch self {
         case .bloodPressureMeasurement, .intermediateCuffPressure:
-            // (A cuff pressure has no MAP: a profile's "MAP 0 is absent" says nothing there.)
             let d = try BloodPressureMeasurement.decode(
-                bytes,
-                quirks: self == .intermediateCuffPressure ? quirks.subtracting(.zeroMeanArterialPressureAbsent) : quirks
-            )
+                bytes, quirks: quirks, cuffPressure: self == .intermediateCuffPressure)
             return d.value.json(as: self, warnings: d.warnings, raw: raw)
         case .enhancedBloodPressureMeasurement, .enhancedIntermediateCuffPressure:
             let d = try EnhancedBloodPressureMeasurement.decode(

@@ -1021,7 +1021,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         let unit: PressureUnit
         do {
             if c == .intermediateCuffPressure {
-                let d = try BloodPressureMeasurement.decode(value[...], quirks: quirks)
+                let d = try BloodPressureMeasurement.decode(value[...], quirks: quirks, cuffPressure: true)
                 pressure = d.value.cuffPressure
                 unit = d.value.unit
             } else {

@@ -151,6 +151,22 @@ struct QuirkProfileTests {
         #expect(!icp.contains("Mean Arterial Pressure"), "\(icp)")
     }
 
+    /// A cuff pressure's diastolic and MAP fields are unused (NaN, 0x07FF, as the specification
+    /// has them): no "rounded" note under a profile reading unsigned integers, and a NaN cuff
+    /// pressure is no error reading under one that calls an all-NaN result one (probe O).
+    @Test func unusedCuffPressureSlotsGetNoResultNotes() throws {
+        for (hex, quirk) in [("00 64 00 FF 07 FF 07", QuirkProfile.sbm69), ("00 FF 07 FF 07 FF 07", .boso)] {
+            let icp = try BPSCharacteristic.intermediateCuffPressure.decodeJSON(bytes(hex)[...], quirks: quirk.options)
+            #expect(icp["warnings"] == .array([]), "\(quirk.name): \(icp.serialized())")
+            // The same bytes as a result still get them.
+            let bpm = try BPSCharacteristic.bloodPressureMeasurement.decodeJSON(bytes(hex)[...], quirks: quirk.options)
+            #expect(bpm["warnings"] != .array([]), "\(quirk.name): \(bpm.serialized())")
+        }
+        let d = try BloodPressureMeasurement.decode(
+            bytes("00 64 00 FF 07 FF 07")[...], quirks: QuirkProfile.sbm69.options, cuffPressure: true)
+        #expect(d.value.cuffPressure.doubleValue == 100 && d.value.diastolic == .nan)
+    }
+
     // MARK: SBM69: unsigned integers
 
     @Test func sbm69ValuesAreUnsignedIntegers() throws {
