@@ -46,6 +46,12 @@ struct Decode: ParsableCommand {
         if model != nil, characteristic != nil || quirk != nil {
             throw ValidationError("--model decodes Omron memory records; it does not take --characteristic or --quirk")
         }
+        // A vendor protocol's frame has its own layout: a quirk or a characteristic would be ignored.
+        if let vendorProtocol, model != nil || characteristic != nil || quirk != nil {
+            throw ValidationError(
+                "--protocol \(vendorProtocol.rawValue) decodes that protocol's own frames; it does not take --model, --characteristic or --quirk"
+            )
+        }
     }
 
     func run() throws {

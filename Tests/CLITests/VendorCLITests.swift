@@ -76,6 +76,12 @@ struct VendorCLITests {
         let bad = try CLI.run(["decode", "--protocol", "yonker", "81 83 67 51 00 00 19 0B 18 13"])
         #expect(bad.status == 1)
         #expect((try CLI.json(bad.stdoutLines[0])["error"] as? [String: Any])?["code"] as? String == "truncated")
+        // A quirk, a characteristic or an Omron model would be ignored by the frame's own layout: refused.
+        for extra in [["--quirk", "veroval"], ["--characteristic", "2a36"], ["--model", "HEM-7361T"]] {
+            let r = try CLI.run(
+                ["decode", "--protocol", "yonker"] + extra + ["81 83 67 51 00 00 19 0B 18 13 12 00 00 00 00"])
+            #expect(r.status == 64 && r.stderr.contains("it does not take"), "\(extra): \(r.stderr)")
+        }
     }
 
     /// A whole Microlife response frame: one line per record (derdilla's vector records, an empty
