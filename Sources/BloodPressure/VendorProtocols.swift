@@ -185,27 +185,32 @@ public enum Microlife {
         public var isEmpty: Bool { buffer.isEmpty }
 
         /// Adds one notification; returns the frames it completed (whole, header to checksum).
-        /// A notification that does not start with the response header while no frame is open is
-        /// returned in `junk`, and dropped.
+        /// Bytes before a response header while no frame is open (a notification that is no
+        /// frame, or bytes before one) are returned in `junk`, and dropped; the frame after them
+        /// is kept (probe O: a frame after a stray byte in its notification was dropped with it).
         public mutating func add(_ bytes: [UInt8]) -> (frames: [[UInt8]], junk: [UInt8]?) {
             guard !bytes.isEmpty else { return ([], nil) }
-            if buffer.isEmpty, !Self.mayStartFrame(bytes[...]) { return ([], bytes) }
             buffer += bytes
             var frames: [[UInt8]] = []
-            while let n = frameLength(buffer[...]), buffer.count >= n {
+            var junk: [UInt8] = []
+            while true {
+                // Up to where a frame may start (the header, or as much of it as the bytes end with).
+                let start = buffer.indices.first { Self.mayStartFrame(buffer[$0...]) } ?? buffer.endIndex
+                if start > 0 {
+                    junk += buffer[..<start]
+                    buffer.removeFirst(start)
+                }
+                guard let n = frameLength(buffer[...]), buffer.count >= n else { break }
                 frames.append(Array(buffer[..<n]))
                 buffer.removeFirst(n)
             }
-            // Whatever follows a frame must start the next one.
-            if !buffer.isEmpty, !Self.mayStartFrame(buffer[...]) {
-                defer { buffer = [] }
-                return (frames, buffer)
-            }
-            return (frames, nil)
+            return (frames, junk.isEmpty ? nil : junk)
         }
 
         /// The bytes begin with the response header, or with as much of it as they hold.
-        static func mayStartFrame(_ b: ArraySlice<UInt8>) -> Bool { b.starts(with: responseHeader.prefix(b.count)) }
+        static func mayStartFrame(_ b: ArraySlice<UInt8>) -> Bool {
+            b.starts(with: responseHeader.prefix(b.count))
+        }
     }
 }
 

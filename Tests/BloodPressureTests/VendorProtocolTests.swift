@@ -114,6 +114,13 @@ struct VendorProtocolTests {
         let ack = Microlife.frame([0x81], header: Microlife.responseHeader)
         #expect(r.add(ack + ack).frames == [ack, ack])
         #expect(r.add([0x01, 0x02]).junk == [0x01, 0x02])
+        // Stray bytes before a frame, in its notification or alone before it: dropped, the frame kept.
+        let stray = r.add([0x00, 0x4D] + ack)
+        #expect(stray.frames == [ack] && stray.junk == [0x00, 0x4D])
+        #expect(r.add([0xFF]).junk == [0xFF] && r.add(ack).frames == [ack])
+        // A header split over two notifications is still a frame.
+        #expect(r.add([0x07, 0x4D]).junk == [0x07] && r.add(Array(ack.dropFirst())).frames == [ack])
+        #expect(r.isEmpty)
     }
 
     // MARK: Yonker
