@@ -182,7 +182,7 @@ struct PersonaHabits: Sendable {
             rfuFlags = 0xC0
             rfuStatus = 0x0080
         case QuirkProfile.beurerBM85.name:
-            // Its frames carry a MAP of 0: it does not measure one (shared/spec/peers-and-user-needs.md §6).
+            // Its recorded frames carry a MAP of 0: it measures none (derdilla #735/#737, as in the profile).
             noMeanArterialPressure = true
         case QuirkProfile.boso.name:
             stored = [(1, false), (1, true)]
