@@ -491,6 +491,26 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             }
             return nil
         }
+        // A packet on an interface whose packets are skipped (another link type: an Ethernet or
+        // USB capture beside the Bluetooth one) may be as long as its own link allows: it is
+        // skipped unread, not held to the Bluetooth cap (probe Q: a 140 KB Ethernet packet ended
+        // the replay, and the readings after it were lost).
+        if length > Pcapng.maximumBufferedBlock,
+            type == Pcapng.enhancedPacketType || type == Pcapng.simplePacketType
+        {
+            var id: UInt32? = 0
+            if type == Pcapng.enhancedPacketType {
+                var h = ByteReader(head.dropFirst(8))
+                id = st.endian.u32(&h)
+            }
+            if let id, Int(id) < st.interfaces.count, st.interfaces[Int(id)] == nil {
+                guard try input.skip(Int64(length)) else {
+                    throw CaptureError(
+                        .truncatedRecord, "expected a \(length)-byte block, the file ends first", offset: blockOffset)
+                }
+                return nil
+            }
+        }
         guard length <= Pcapng.maximumBufferedBlock else {
             throw CaptureError(
                 .oversizeRecord, "expected a block length ≤ \(Pcapng.maximumBufferedBlock), found \(length)",

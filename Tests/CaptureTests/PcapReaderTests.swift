@@ -115,6 +115,38 @@ import Testing
         #expect(try reader.next() == nil)
     }
 
+    /// A packet on a skipped interface is as long as its link allows (an Ethernet jumbo frame, a
+    /// USB transfer): skipped unread, and the Bluetooth packets after it still come out (probe Q:
+    /// `oversize_record`, and the replay ended there). On a Bluetooth interface it is still damage.
+    @Test func aLongPacketOnASkippedInterfaceIsSkipped() throws {
+        for bigEndian in [false, true] {
+            var b = PcapngBuilder(bigEndian: bigEndian)
+            b.interface(linkType: 1)  // Ethernet
+            b.interface(linkType: 201)
+            b.enhancedPacket(interface: 0, ticks: 0, [UInt8](repeating: 0xAB, count: 140_000))
+            b.enhancedPacket(interface: 1, ticks: 0, hex("00 00 00 00 01 03 0c 00"))
+            // Read on past the recoverable error (the Ethernet interface, said once).
+            var reader = CaptureReader(source: ArrayByteSource(b.bytes))
+            var kinds: [HCIPacketKind] = []
+            var errors: [CaptureError.Code] = []
+            while true {
+                do {
+                    guard let r = try reader.next() else { break }
+                    kinds.append(r.kind)
+                } catch {
+                    errors.append(error.code)
+                    if !error.isRecoverable { break }
+                }
+            }
+            #expect(kinds == [.command], "big endian: \(bigEndian)")
+            #expect(errors == [.unknownDatalink], "big endian: \(bigEndian)")
+            var bt = PcapngBuilder(bigEndian: bigEndian)
+            bt.interface(linkType: 201)
+            bt.enhancedPacket(interface: 0, ticks: 0, [UInt8](repeating: 0, count: 140_000))
+            #expect(readAll(bt.bytes).error == CaptureError(.oversizeRecord))
+        }
+    }
+
     @Test func blockLengthsAreValidated() {
         var b = PcapngBuilder(bigEndian: false)
         b.interface(linkType: 201)
