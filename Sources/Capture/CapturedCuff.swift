@@ -98,14 +98,25 @@ extension CapturedCuff {
     }
 
     /// Reads every connection of the capture at `path`.
-    static func gather(path: String, format: CaptureFormat) throws(CaptureError) -> [Gathered] {
+    /// The capture's connections with ATT traffic; a fault in the capture ends the reading, and
+    /// the connections before it come back with it.
+    static func gather(path: String, format: CaptureFormat) throws(CaptureError) -> (
+        all: [Gathered], fault: CaptureError?
+    ) {
         var reader = try CaptureEventReader(path: path, format: format)
         var open: [UInt32: Int] = [:]
         var all: [Gathered] = []
         var peers: [UInt32: String] = [:]
         var roles: [UInt32: ConnectionRole] = [:]
         func key(_ a: UInt16, _ h: UInt16) -> UInt32 { UInt32(a) << 16 | UInt32(h) }
-        while let event = try reader.next() {
+        while true {
+            let event: CaptureEvent
+            do {
+                guard let e = try reader.next() else { break }
+                event = e
+            } catch {
+                return (all, error)
+            }
             switch event {
             case let .connected(info):
                 peers[key(info.adapter, info.connectionHandle)] = info.peerAddress.description
@@ -133,18 +144,21 @@ extension CapturedCuff {
                 continue
             }
         }
-        return all
+        return (all, nil)
     }
 
-    /// The connections in the capture at `path`, servable or not (`--list-sessions`).
+    /// The connections in the capture at `path`, servable or not (`--list-sessions`), and the
+    /// fault that ended the capture early, if one did (the connections are those before it).
     /// `overrides` (`--handle`) stands in for a discovery the capture lacks.
     public static func connections(
         path: String, format: CaptureFormat = .auto, overrides: [UInt16: CuffCharacteristic] = [:]
-    ) throws(CaptureError) -> [Connection] {
-        let all = try gather(path: path, format: format)
-        return all.map { g in
-            describe(g, inherited: g.sawDiscovery ? nil : earlierDiscovery(all, before: g), overrides: overrides)
-        }
+    ) throws(CaptureError) -> (connections: [Connection], fault: CaptureError?) {
+        let (all, fault) = try gather(path: path, format: format)
+        return (
+            all.map { g in
+                describe(g, inherited: g.sawDiscovery ? nil : earlierDiscovery(all, before: g), overrides: overrides)
+            }, fault
+        )
     }
 
     /// The peripheral of connection `number` (1-based), or of the first connection with a Blood
@@ -156,7 +170,8 @@ extension CapturedCuff {
         path: String, format: CaptureFormat = .auto, session number: Int? = nil,
         overrides: [UInt16: CuffCharacteristic] = [:]
     ) throws -> CapturedCuff {
-        let all = try gather(path: path, format: format)
+        let (all, fault) = try gather(path: path, format: format)
+        if let fault { throw fault }
         let candidates = all.map { g in (g, g.sawDiscovery ? nil : earlierDiscovery(all, before: g)) }
         let chosen: (Gathered, Gathered?)
         if let number {

@@ -93,10 +93,14 @@ public struct SimulatorService {
     /// `--list-sessions`: one line per connection of the capture on stdout.
     public static func listSessions(_ path: String, overrides: [UInt16: CuffCharacteristic]) throws {
         let list: [CapturedCuff.Connection]
-        do { list = try CapturedCuff.connections(path: path, overrides: overrides) } catch {
-            log.error("\(path): \(error)")
+        let fault: CaptureError?
+        do { (list, fault) = try CapturedCuff.connections(path: path, overrides: overrides) } catch {
+            log.error("\(path): \(error.summary)")
             throw ExitStatus.failure
         }
+        // The connections before a fault are listed, then the fault named (exit 1), as
+        // `cuff replay` prints the records before one.
+        defer { if let fault { log.error("\(path): \(fault.summary)") } }
         try Console.print(
             list.map { c in
                 let what =
@@ -106,6 +110,7 @@ public struct SimulatorService {
                 return
                     "\(c.number)\thci\(c.adapter)\t\(Hex.handle(c.handle))\t\(c.peer ?? "-")\t\(c.services) services\t\(c.pushes) notifications/indications\t\(what)"
             }, command: "cuff simulate")
+        if fault != nil { throw ExitStatus.failure }
         if !list.contains(where: \.servable) {
             log.error("no connection in \(path) can be served")
             throw ExitStatus.serviceMissing

@@ -290,7 +290,8 @@ struct CapturedCuffTests {
         throws
     {
         let overrides: [UInt16: CuffCharacteristic] = [0x0003: .bloodPressureMeasurement]
-        let sessions = try CapturedCuff.connections(path: sharedSample, overrides: overrides)
+        let (sessions, fault) = try CapturedCuff.connections(path: sharedSample, overrides: overrides)
+        #expect(fault == nil)
         #expect(sessions.count == 12 && sessions.allSatisfy(\.servable))
         // without the map: nothing to serve
         #expect(throws: (any Error).self) { try CapturedCuff.load(path: sharedSample) }
@@ -323,8 +324,22 @@ struct CapturedCuffTests {
             "\($0)".contains("no connection in the capture shows a Blood Pressure Service")
         }
         #expect { try CapturedCuff.load(path: path, session: 4) } throws: { "\($0)".contains("there is no session 4") }
-        let list = try CapturedCuff.connections(path: path)
+        let list = try CapturedCuff.connections(path: path).connections
         #expect(list.count == 1 && !list[0].servable && list[0].services == 1)
+    }
+
+    /// A capture cut short lists the connections before the cut, and names the cut (probe Q: it
+    /// listed nothing, and named the error by its Swift type).
+    @Test func aCutCaptureListsTheConnectionsBeforeTheCut() throws {
+        let bytes = [UInt8](try Data(contentsOf: capturesDirectory.appendingPathComponent("normal.btsnoop")))
+        let path = temporaryPath("cut-list-\(UUID().uuidString).btsnoop")
+        FileManager.default.createFile(atPath: path, contents: Data(bytes.prefix(9000)))
+        defer { unlink(path) }
+        let (list, fault) = try CapturedCuff.connections(path: path)
+        #expect(fault?.code == .truncatedRecord)
+        #expect(list.count == 1 && list[0].servable, "\(list)")
+        let whole = try CapturedCuff.connections(path: capturesDirectory.appendingPathComponent("normal.btsnoop").path)
+        #expect(whole.fault == nil && whole.connections.count == 1)
     }
 
     @Test func everyTruncatedCaptureIsAnErrorOrServesWhatItHolds() throws {
