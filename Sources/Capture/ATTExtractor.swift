@@ -200,11 +200,26 @@ public struct ATTExtractor: Sendable {
             try handleACL(record, &events)
         case .linkLayer: try handleLinkLayer(record, &events)
         case .monitorDeleteIndex:
+            // The controller is gone (btmon's Delete Index: unplugged, or its driver unbound): its
+            // links end there, as with a Disconnection Complete (probe Q: its session stayed open
+            // to the capture's end, and ended there as cut mid-measurement).
             hot = nil
-            links.removeAll { $0.adapter == record.adapterIndex }
+            links.removeAll { key in
+                guard key.adapter == record.adapterIndex else { return false }
+                events.append(
+                    .disconnected(
+                        Disconnection(
+                            adapter: key.adapter, connectionHandle: key.handle, reason: Self.localHostTerminated,
+                            timestamp: record.timestamp, fileOffset: record.fileOffset,
+                            cause: "the controller hci\(key.adapter) was removed")))
+                return true
+            }
         default: break
         }
     }
+
+    /// The HCI reason a link ended by its controller's removal is given (none is sent): the host ended it.
+    static let localHostTerminated: UInt8 = 0x16
 
     /// Forgets one link that has no frame pending when the table is full (any link, if all have).
     private mutating func makeRoom(for key: LinkKey) {

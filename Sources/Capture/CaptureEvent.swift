@@ -108,13 +108,20 @@ public struct Disconnection: Sendable, Hashable {
     public var reason: UInt8
     public var timestamp: Timestamp
     public var fileOffset: Int64
+    /// Why the link ended when no Disconnection Complete said so (its controller was removed):
+    /// said instead of the reason's name.
+    public var cause: String?
 
-    public init(adapter: UInt16, connectionHandle: UInt16, reason: UInt8, timestamp: Timestamp, fileOffset: Int64) {
+    public init(
+        adapter: UInt16, connectionHandle: UInt16, reason: UInt8, timestamp: Timestamp, fileOffset: Int64,
+        cause: String? = nil
+    ) {
         self.adapter = adapter
         self.connectionHandle = connectionHandle
         self.reason = reason
         self.timestamp = timestamp
         self.fileOffset = fileOffset
+        self.cause = cause
     }
 }
 

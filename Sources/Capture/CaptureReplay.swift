@@ -728,7 +728,8 @@ public struct CaptureReplay: Sendable {
         hotConnection = nil
         guard let c = connections.removeValue(forKey: key) else { return }
         if c.central {
-            c.disconnected(CaptureReplay.reasonText(d.reason), at: SessionObserver.eventTime(d.timestamp), into: &out)
+            c.disconnected(
+                d.cause ?? CaptureReplay.reasonText(d.reason), at: SessionObserver.eventTime(d.timestamp), into: &out)
             end(key, c)
         }
         disarm(c)

@@ -48,6 +48,27 @@ import Testing
         #expect(d.connectionHandle == 42 && d.reason == 0x13)
     }
 
+    /// btmon's Delete Index (the controller unplugged) ends that controller's links, as a
+    /// Disconnection Complete would (probe Q: its session stayed open to the capture's end);
+    /// another controller's links stay.
+    @Test func deleteIndexEndsThatControllersLinks() throws {
+        let gone = HCIRecord(
+            timestamp: Timestamp(nanoseconds: 9000), adapterIndex: 0, direction: .received,
+            kind: .monitorDeleteIndex, payload: [], fileOffset: 500)
+        let events = try extract([
+            Self.event(Self.connectionComplete, adapter: 0, offset: 100),
+            Self.event(Self.connectionComplete, adapter: 1, offset: 200),
+            gone,
+            Self.acl(hex("2a 20 07 00 03 00 04 00 02 05 02"), .received, adapter: 1, at: 10, offset: 600),
+        ])
+        #expect(events.count == 4)
+        guard case .disconnected(let d) = events[2] else { Issue.record("expected disconnected: \(events)"); return }
+        #expect(d.adapter == 0 && d.connectionHandle == 42 && d.fileOffset == 500)
+        #expect(d.timestamp == Timestamp(nanoseconds: 9000))
+        #expect(d.cause == "the controller hci0 was removed")
+        #expect(events[3].att?.adapter == 1 && events[3].att?.connectionKnown == true)
+    }
+
     @Test func enhancedConnectionCompleteV1AndV2() throws {
         // 3e 1f 0a: status, handle 0x0040, role 0, peer type 1 (random), peer c0:11:22:33:44:55,
         // local RPA, peer RPA, interval, latency, timeout, accuracy. v2 (0x29) adds adv handle + sync handle.
