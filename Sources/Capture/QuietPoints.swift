@@ -12,8 +12,9 @@ import CuffCore
 /// - a (controller, handle) opens on any LE (Enhanced) Connection Complete naming it (whatever its
 ///   status) and on any ACL traffic on it — a replay opens a connection on the first only when it
 ///   succeeded, on the second only for ATT it can place, so it never has one the scanner lacks;
-/// - it closes only on a well-formed Disconnection Complete with status 0, the one event on which
-///   both the extractor and the replay forget the connection.
+/// - it closes only on a well-formed Disconnection Complete with status 0, on which both the
+///   extractor and the replay forget the connection (they also forget the links of a controller
+///   btmon's Delete Index removed; the scanner keeps those open, which costs only quiet points).
 /// Anything the scanner cannot read (a cut header, a short event) changes nothing, as it changes
 /// nothing in the extractor either. A point after a record with nothing open is quiet.
 ///
