@@ -483,33 +483,23 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             Pcapng.sectionHeaderType, Pcapng.interfaceDescriptionType, Pcapng.enhancedPacketType,
             Pcapng.simplePacketType,
         ].contains(type)
-        guard known else {
+        // A packet on an interface whose packets are skipped (another link type: an Ethernet or
+        // USB capture beside the Bluetooth one) may be as long as its own link allows: skipped
+        // unread like an unknown block, not held to the Bluetooth cap (probe Q: a 140 KB Ethernet
+        // packet ended the replay, and the readings after it were lost).
+        var skippedLongPacket = false
+        if length > Pcapng.maximumBufferedBlock, type == Pcapng.enhancedPacketType || type == Pcapng.simplePacketType {
+            var h = ByteReader(head.dropFirst(8))
+            let id = type == Pcapng.enhancedPacketType ? st.endian.u32(&h) : 0
+            if let id, Int(id) < st.interfaces.count { skippedLongPacket = st.interfaces[Int(id)] == nil }
+        }
+        guard known, !skippedLongPacket else {
             guard try input.skip(Int64(length)) else {
                 throw CaptureError(
                     .truncatedRecord, "expected a \(length)-byte block (type \(type)), the file ends first",
                     offset: blockOffset)
             }
             return nil
-        }
-        // A packet on an interface whose packets are skipped (another link type: an Ethernet or
-        // USB capture beside the Bluetooth one) may be as long as its own link allows: it is
-        // skipped unread, not held to the Bluetooth cap (probe Q: a 140 KB Ethernet packet ended
-        // the replay, and the readings after it were lost).
-        if length > Pcapng.maximumBufferedBlock,
-            type == Pcapng.enhancedPacketType || type == Pcapng.simplePacketType
-        {
-            var id: UInt32? = 0
-            if type == Pcapng.enhancedPacketType {
-                var h = ByteReader(head.dropFirst(8))
-                id = st.endian.u32(&h)
-            }
-            if let id, Int(id) < st.interfaces.count, st.interfaces[Int(id)] == nil {
-                guard try input.skip(Int64(length)) else {
-                    throw CaptureError(
-                        .truncatedRecord, "expected a \(length)-byte block, the file ends first", offset: blockOffset)
-                }
-                return nil
-            }
         }
         guard length <= Pcapng.maximumBufferedBlock else {
             throw CaptureError(

@@ -88,8 +88,9 @@ struct SimulatorOptions: ParsableArguments {
         if let every { try SecondsOption.check(every, option: "--every", zero: false) }
     }
 
-    /// The options given that shape a simulated cuff, each with the setting it plays (nil: one
-    /// only the standard and Omron cuffs read, as --seed is read by every one).
+    /// The options given that shape a simulated cuff, each with the standard cuff's setting it
+    /// plays (nil: --seed, which every simulated cuff reads, and --model and --unpaired, which
+    /// make an Omron cuff instead).
     var shapingGiven: [(option: String, setting: SimulatorSetting?)] {
         let all: [(String, SimulatorSetting?, Bool)] = [
             ("--scenario", .scenario, scenario != .normal), ("--persona", .persona, persona != .bps10),
