@@ -120,10 +120,28 @@ public enum PlotInput {
     /// Groups records into sessions: a `session` start opens one, its end closes it; progress and
     /// measurement records outside a session get one of their own. Blank lines are skipped; any
     /// other line must be a JSON object. Records of other types are ignored.
+    ///
+    /// Sessions of different cuffs may overlap (two cuffs measuring at once, on two controllers):
+    /// a session is the cuff's whose address its start record names, and the measurement and end
+    /// records that name that address go to it. Progress records name no cuff: they go to the
+    /// session opened last of those still open. Sessions come in the order they started.
     public static func sessions(lines: [String]) throws(PlotInputError) -> [PlotSession] {
         var out: [PlotSession] = []
-        var current: PlotSession?
+        /// The open sessions (indices into `out`), by their cuff's address ("" for none), in the order they opened.
+        var open: [(address: String, index: Int)] = []
+        /// The session of records that came outside any session, while no session opened since.
+        var loose: Int?
         var sawRecord = false
+        /// The open session of the cuff at `address`; else, for a record that names no cuff or no
+        /// open session's, the one opened last, or else a session of its own.
+        func target(_ address: String?) -> Int {
+            if let address, let o = open.last(where: { $0.address == address }) { return o.index }
+            if let o = open.last { return o.index }
+            if let loose { return loose }
+            out.append(PlotSession())
+            loose = out.count - 1
+            return out.count - 1
+        }
         for (i, line) in lines.enumerated() {
             if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
             let object: [String: Any]
@@ -142,16 +160,32 @@ public enum PlotInput {
                 sawRecord = true
                 let device = self.device(object["device"])
                 let at = (object["at"] as? String).flatMap(CivilTime.seconds)
+                let address = device.address ?? ""
                 if object["event"] as? String == "end" {
-                    var s = current ?? PlotSession(startedAt: at)
-                    s.device.merge(device)
-                    s.outcome = object["outcome"] as? String
-                    s.message = object["message"] as? String
-                    out.append(s)
-                    current = nil
+                    // The session of this cuff; else (a record that names none, or an input that
+                    // lost the start) the one the records before it went to, when that one's
+                    // cuff is not another's; else one of its own.
+                    let index: Int
+                    if let o = open.lastIndex(where: { $0.address == address }) {
+                        index = open.remove(at: o).index
+                    } else if let o = open.indices.last, device.address == nil || open[o].address == "" {
+                        index = open.remove(at: o).index
+                    } else if let l = loose {
+                        index = l
+                        loose = nil
+                    } else {
+                        out.append(PlotSession(startedAt: at))
+                        index = out.count - 1
+                    }
+                    out[index].device.merge(device)
+                    out[index].outcome = object["outcome"] as? String
+                    out[index].message = object["message"] as? String
                 } else {
-                    if let c = current { out.append(c) }
-                    current = PlotSession(device: device, startedAt: at)
+                    // (A cuff's session with no end, followed by its next one: that one ends here.)
+                    open.removeAll { $0.address == address }
+                    loose = nil
+                    out.append(PlotSession(device: device, startedAt: at))
+                    open.append((address, out.count - 1))
                 }
             case "progress":
                 sawRecord = true
@@ -163,19 +197,18 @@ public enum PlotInput {
                     phase: phase, pressure: value(object["cuff_pressure"]), unit: unit,
                     elapsed: (object["elapsed"] as? NSNumber)?.doubleValue ?? 0,
                     receivedAt: (object["received_at"] as? String).flatMap(CivilTime.seconds))
-                if current == nil { current = PlotSession() }
-                current!.samples.append(sample)
+                out[target(nil)].samples.append(sample)
             case "measurement":
                 sawRecord = true
                 let r = try result(object, line: i + 1)
-                if current == nil { current = PlotSession() }
-                current!.results.append(r)
-                current!.device.merge(device(object["device"]))
+                let device = self.device(object["device"])
+                let index = target(device.address)
+                out[index].results.append(r)
+                out[index].device.merge(device)
             default:
                 continue
             }
         }
-        if let c = current { out.append(c) }
         guard sawRecord, !out.isEmpty else { throw .noSessions }
         return out
     }

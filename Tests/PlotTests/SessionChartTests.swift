@@ -248,3 +248,56 @@ extension SessionChartTests {
         #expect(notes.contains("3 stored readings also came in this session"))
     }
 }
+
+extension SessionChartTests {
+    /// Two cuffs measuring at once (two controllers): each cuff's measurement and end records go
+    /// to its own session, by the address they name, whatever came between (probe Q #3: a third,
+    /// empty panel, and one cuff's readings under the other's title).
+    @Test func overlappingSessionsOfTwoCuffsKeepTheirOwnRecords() throws {
+        func lines(_ name: String) throws -> [String] {
+            try String(contentsOf: Paths.captures.appendingPathComponent(name), encoding: .utf8)
+                .split(separator: "\n").map(String.init)
+        }
+        // Cuff B: stored-records' session under another address, without its progress records.
+        let b = try lines("stored-records.ndjson")
+            .filter { !$0.contains("\"type\":\"progress\"") }
+            .map { $0.replacingOccurrences(of: "00:AA:01:00:00:00", with: "00:AA:01:00:00:02") }
+        let a = try lines("normal.ndjson")
+        // B starts first; A starts, then their records alternate; A ends before B.
+        let bBody = Array(b[1..<(b.count - 1)])
+        let aBody = Array(a[1..<(a.count - 1)])
+        var mixed = [b[0], a[0]]
+        for i in 0..<max(aBody.count, bBody.count) {
+            if i < aBody.count { mixed.append(aBody[i]) }
+            if i < bBody.count { mixed.append(bBody[i]) }
+        }
+        mixed += [a[a.count - 1], b[b.count - 1]]
+        let sessions = try PlotInput.sessions(lines: mixed)
+        #expect(sessions.count == 2)
+        #expect(sessions.map(\.device.address) == ["00:AA:01:00:00:02", "00:AA:01:00:00:00"])
+        let count = { (l: [String]) in l.filter { $0.contains("\"type\":\"measurement\"") }.count }
+        #expect(sessions[0].results.count == count(b))
+        #expect(sessions[0].results.count == 4)
+        #expect(sessions[1].results.count == count(a))
+        #expect(sessions[0].samples.isEmpty)
+        #expect(sessions[1].samples.count == a.filter { $0.contains("\"type\":\"progress\"") }.count)
+        #expect(sessions.allSatisfy { $0.outcome == "completed" })
+        // Each as the same session read alone.
+        #expect(sessions[1] == (try PlotInput.sessions(lines: a))[0])
+    }
+
+    /// A cuff's session with no end record (a cut input) ends where its next one starts; records
+    /// outside any session still get a session of their own.
+    @Test func aSessionWithoutItsEndAndLooseRecords() throws {
+        let a = try String(contentsOf: Paths.captures.appendingPathComponent("normal.ndjson"), encoding: .utf8)
+            .split(separator: "\n").map(String.init)
+        let cut = Array(a.dropLast())
+        let sessions = try PlotInput.sessions(lines: cut + a + Array(a[1..<(a.count - 1)]))
+        #expect(sessions.count == 3)
+        #expect(sessions[0].outcome == nil)
+        #expect(sessions[1].outcome == "completed")
+        #expect(sessions[0].results == sessions[1].results)
+        #expect(sessions[2].samples == sessions[1].samples)
+        #expect(sessions[2].startedAt == nil)
+    }
+}
