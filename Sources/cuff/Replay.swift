@@ -34,7 +34,7 @@ struct Replay: ParsableCommand {
             """
     )
 
-    @Argument(help: "The capture file.")
+    @Argument(help: "The capture file (`-`: stdin, a pipe or a file).")
     var file: String
 
     @Option(
@@ -100,7 +100,9 @@ struct Replay: ParsableCommand {
 
     func run() throws {
         let setup = try sinks.setup()
-        var job = ReplayJob(path: file)
+        // (`-` as the other tools take it: /dev/stdin reopens a file that stdin is, which the
+        // parallel replay reads from offsets; a pipe is read once.)
+        var job = ReplayJob(path: file == "-" ? "/dev/stdin" : file)
         job.format = captureFormat
         job.adapter = adapter
         job.overrides = HandleMapping.overrides(handles)

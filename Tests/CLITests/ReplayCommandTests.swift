@@ -270,6 +270,26 @@ struct ReplayCommandTests {
         #expect(direct.stdoutLines.count > 1000)
     }
 
+    /// `cuff replay -` reads stdin, a pipe or a file, as the other tools do (probe Q: "cannot open -").
+    @Test(arguments: ["a pipe", "a file"])
+    func aCaptureFromStdinAsADash(_ stdin: String) throws {
+        let joined = try Self.joinedCaptures()
+        let file = Self.tempFile("dash.btsnoop")
+        let out = Self.tempFile("dash.out"), err = Self.tempFile("dash.err")
+        defer { for f in [file, out, err] { try? FileManager.default.removeItem(at: f) } }
+        try Data(joined).write(to: file)
+        let script =
+            stdin == "a pipe"
+            ? "cat '\(file.path)' | '\(CLI.binary.path)' replay - --quiet"
+            : "'\(CLI.binary.path)' replay - --quiet --segment-bytes 262144 --jobs 2 < '\(file.path)'"
+        let p = try ChildProcess(["-c", script], executable: "/bin/sh", stdout: out.path, stderr: err.path)
+        let status = p.wait(timeout: 120)
+        let direct = try CLI.run(["replay", file.path, "--quiet", "--jobs", "1"])
+        #expect(status == direct.status)
+        #expect(try String(contentsOf: out, encoding: .utf8) == direct.stdout)
+        #expect(direct.stdoutLines.count > 1000)
+    }
+
     @Test func aSinkThatFailsStopsTheReplayWithStatus10() throws {
         // stdout on /dev/full: the writer thread's first write fails (ENOSPC); the replay must stop,
         // say why, and exit 10 — not hang with the reading thread waiting on a full pipe.
