@@ -444,6 +444,7 @@ public struct CapturedCuffPeripheral: GATTPeripheral {
         // Whatever the captured central wrote to a CCCD, the captured cuff took (and the
         // properties of a database rebuilt from a capture may be guesses).
         server.refusesImproperSubscriptions = false
+        server.enforcesWriteProperties = false
     }
 
     public var nextDeadline: Timestamp? { [server.nextDeadline, due].compactMap { $0 }.min() }

@@ -228,7 +228,9 @@ public struct SimulatorService {
             if cuffs.count > 1 || every != nil, !machines.isEmpty {
                 let taken = machines.reduce(0) { $0 + $1.measurementsDone },
                     confirmed = machines.reduce(0) { $0 + $1.confirmedReadings }
-                Self.log.info("stopped: \(taken) measurements taken, \(confirmed) readings confirmed by clients")
+                Self.log.info(
+                    "stopped: \(taken) measurement\(taken == 1 ? "" : "s") taken, \(confirmed) reading\(confirmed == 1 ? "" : "s") confirmed by clients"
+                )
             } else {
                 Self.log.info("stopped")
             }

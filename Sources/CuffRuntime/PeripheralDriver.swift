@@ -53,6 +53,15 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
     /// The cuff dropped the link while PDUs still waited for room: it is dropped once they went
     /// out (as a cuff's radio sends what it queued before it disconnects), or at the stall timeout.
     var disconnectAfterUnsent: String?
+    /// How long (real time) a client may stay connected without a single PDU either way before
+    /// the cuff drops it, nil for no limit. A cuff serves one client at a time: one that connects
+    /// and sends nothing would otherwise hold it for good, every later client waiting in the
+    /// listen queue (probe R). A real cuff switches its radio off; a client that subscribed, or
+    /// had anything sent to it, is never dropped for its silence (it waits for a measurement).
+    /// ``ListeningPeripheral`` sets ``ListeningPeripheral/silentClientTimeout``.
+    public var silentClientTimeout: Duration?
+    /// Runs from the connection until the first PDU either way.
+    var silenceTimer: EventLoop.TimerID?
 
     public init(peripheral: Peripheral, clock: SimulationClock, signals: SignalFlags? = .shared, log: Logger) {
         self.peripheral = peripheral
@@ -91,8 +100,29 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
         }
         peripheral.linkSecurityChanged(bearer.securityLevel)
         let now = clock.now()
+        armSilenceTimer()
         if let e = step({ $0.connected(now: now, client: client, into: &$1) }) { return end(e) }
         settle()
+    }
+
+    /// Starts the wait for the client's first PDU (``silentClientTimeout``).
+    func armSilenceTimer() {
+        guard let loop, let limit = silentClientTimeout else { return }
+        silenceTimer = loop.schedule(at: MonotonicClock.now() + limit) { [unowned self] in
+            self.silenceTimer = nil
+            guard self.bearer != nil else { return }
+            let out = self.peripheral.disconnected(now: self.clock.now())
+            for case let .log(s) in out { self.log.info("\(s)") }
+            self.end(.disconnected("the client sent nothing for \(limit); connection dropped"))
+        }
+    }
+
+    /// Something went over the link: the client is not silent.
+    @inline(__always) func heard() {
+        if let t = silenceTimer {
+            loop?.cancel(t)
+            silenceTimer = nil
+        }
     }
 
     /// The cuff's button (SIGUSR1).
@@ -188,6 +218,7 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
             guard let event else { break }
             switch event {
             case let .pdu(pdu):
+                heard()
                 peripheral.linkSecurityChanged(bearer.securityLevel)
                 let now = clock.now()
                 if let e = step({ $0.receive(pdu, now: now, into: &$1) }) { return end(e) }
@@ -295,6 +326,7 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
     func end(_ e: End) {
         if let t = stallTimer { loop?.cancel(t) }
         stallTimer = nil
+        heard()
         unsent.removeAll()
         unsentStart = 0
         disconnectAfterUnsent = nil
@@ -327,6 +359,7 @@ public final class PeripheralDriver<Peripheral: GATTPeripheral> {
             switch o {
             case let .send(pdu):
                 guard let bearer else { continue }  // between connections: nobody to send to
+                heard()
                 if disconnectAfterUnsent != nil { continue }  // the cuff is leaving: nothing new
                 if isStalled {
                     if let e = keepUnsent(pdu) { return e }
@@ -373,11 +406,19 @@ public final class ListeningPeripheral<Peripheral: GATTPeripheral> {
     /// How long to wait before accepting again after a failed accept.
     static var acceptRetry: Duration { .milliseconds(250) }
 
-    public init(driver: PeripheralDriver<Peripheral>, listener: UnixSeqpacketListener, loop: EventLoop, log: Logger) {
+    /// The default ``PeripheralDriver/silentClientTimeout`` on a socket: ATT's transaction
+    /// timeout (Core Vol 3 Part F §3.3.3), the longest a client waits for any answer.
+    public static var silentClientTimeout: Duration { .seconds(30) }
+
+    public init(
+        driver: PeripheralDriver<Peripheral>, listener: UnixSeqpacketListener, loop: EventLoop, log: Logger,
+        silentClientTimeout: Duration? = ListeningPeripheral.silentClientTimeout
+    ) {
         self.driver = driver
         self.listener = listener
         self.loop = loop
         self.log = log
+        driver.silentClientTimeout = silentClientTimeout
     }
 
     /// Starts the peripheral's clock and accepting.

@@ -615,6 +615,14 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
                 stopMeasurement(now, why: "stop command", &out)
             }
         case .currentTime:
+            // (Current Time is 10 bytes, Date Time 7: any other length is Invalid Attribute
+            // Value Length, Core Vol 3 Part F §3.4.1.1; probe R: 11 to 512 bytes set the clock
+            // from the first 10, and 0 to 9 got Out of Range.)
+            guard value.count == CurrentTime.byteCount else {
+                return out.append(contentsOf: [
+                    .writeResult(c, error: 0x0D), .log("rejected Current Time of \(value.count) bytes"),
+                ])
+            }
             guard let ct = try? CurrentTime.decode(value[...]).value, let secs = ct.dateTime.unixSeconds,
                 ct.dateTime.isValid
             else {
@@ -631,6 +639,11 @@ public struct CuffSimulatorMachine: ActionMachine, Sendable {
         case .recordAccessControlPoint:
             racp(value, now, &out)
         case .dateTime where habits.hasDateTime:
+            guard value.count == DateTime.byteCount else {
+                return out.append(contentsOf: [
+                    .writeResult(c, error: 0x0D), .log("rejected Date Time of \(value.count) bytes"),
+                ])
+            }
             guard let dt = try? DateTime.decode(value[...]).value, let secs = dt.unixSeconds, dt.isValid else {
                 return out.append(contentsOf: [
                     .writeResult(c, error: 0xFF), .log("rejected Date Time \(Hex.encode(value))"),

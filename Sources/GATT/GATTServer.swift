@@ -44,9 +44,20 @@ public struct GATTServer: Sendable {
     /// hears of it at once. False: every 2-byte value is taken (a captured cuff served back, which
     /// took what the captured central wrote).
     public var refusesImproperSubscriptions = true
+    /// A write takes the form its characteristic's properties allow (Core Vol 3 Part G §3.3.1.1,
+    /// Table 3.5): a Write Request to a value without Write is refused with
+    /// ``ATTErrorCode/writeNotPermitted``, a Write Command to one without Write Without Response
+    /// is dropped (probe R: a command started a measurement on a write-only control point). False:
+    /// either form is taken where the attribute is writable (a captured cuff served back, which
+    /// took whatever the captured central sent).
+    public var enforcesWriteProperties = true
 
     /// The ATT_MTU in use on this connection.
     public private(set) var mtu: UInt16 = minimumMTU
+    /// The client exchanged MTUs on this connection: it may do so only once (Core Vol 3 Part F
+    /// §3.4.2.1), and a second request is answered but changes nothing (probe R: a second one with
+    /// 23 shrank the MTU under indications queued for the first, which then went out cut).
+    private var mtuExchanged = false
     public private(set) var securityLevel: SecurityLevel = .low
     /// True once an indication timed out: no more indications go out on this link.
     public var indicationsStopped: Bool {
@@ -94,6 +105,7 @@ public struct GATTServer: Sendable {
     /// indications, a deferred write. Attribute values stay.
     public mutating func reset() {
         mtu = Self.minimumMTU
+        mtuExchanged = false
         securityLevel = .low
         cccds = [:]
         indications = .idle
@@ -245,7 +257,10 @@ public struct GATTServer: Sendable {
         }
         switch parsed {
         case let .exchangeMTURequest(clientMTU):
-            mtu = max(Self.minimumMTU, min(clientMTU, preferredMTU))
+            if !mtuExchanged {
+                mtu = max(Self.minimumMTU, min(clientMTU, preferredMTU))
+                mtuExchanged = true
+            }
             out.append(.send(ATTPDU.exchangeMTUResponse(serverMTU: preferredMTU).bytes))
         case let .findInformationRequest(start, end):
             out.append(findInformation(start, end))
@@ -429,6 +444,11 @@ public struct GATTServer: Sendable {
         }
         guard let a = database.attribute(handle) else { return fail(.invalidHandle) }
         if let error = writeError(a) { return fail(error) }
+        if enforcesWriteProperties, let c = database.characteristic(valueHandle: handle),
+            !c.properties.contains(withResponse ? .write : .writeWithoutResponse)
+        {
+            return fail(.writeNotPermitted)
+        }
         guard value.count <= Self.maximumValueLength else { return fail(.invalidAttributeValueLength) }
         let ok = GATTServerAction.send(ATTPDU.writeResponse.bytes)
 

@@ -180,7 +180,7 @@ package final class SeqpacketChannel: Sendable {
             return .failure(
                 TransportError(
                     .oversize,
-                    "recv(\(label)): peer sent a \(length)-byte record, over the \(maxPDUSize)-byte limit; record dropped"
+                    "recv(\(label)): peer sent a \(length)-byte record, over the \(maxPDUSize)-byte limit"
                 ))
         }
         return .success(bytes)

@@ -24,7 +24,11 @@ struct WatchCommandTests {
 
     /// "N measurements taken, M readings confirmed by clients" from a simulator's last line.
     static func simulatorTotals(_ stderr: String) -> (taken: Int, confirmed: Int)? {
-        guard let line = stderr.split(separator: "\n").last(where: { $0.contains("measurements taken") }) else {
+        guard
+            let line = stderr.split(separator: "\n").last(where: {
+                $0.contains(" taken, ") && $0.contains("confirmed by clients")
+            })
+        else {
             return nil
         }
         let numbers = line.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }

@@ -484,4 +484,17 @@ struct CurrentTimeWriteTests {
         #expect(good.contains(.writeResult(.currentTime, error: nil)))
         #expect(good.contains(.log("clock set to 2024-02-29T10:30:00")))
     }
+
+    /// Current Time is 10 bytes: any other length is Invalid Attribute Value Length (0x0D), and
+    /// the clock stays (probe R: 11 to 512 bytes set it from the first 10; 0 to 9 got 0xFF).
+    @Test(arguments: [0, 1, 9, 11, 40, 512])
+    func aWriteOfAnotherLengthIsRefusedAndTheClockStays(_ count: Int) {
+        var m = CuffSimulatorMachine(configuration: SimulatorConfiguration())
+        _ = m.handle(.connected(.zero))
+        let valid = Hex.decode("E8 07 02 1D 0A 1E 00 04 00 00")!
+        let value = Array((valid + [UInt8](repeating: 0, count: max(0, count - 10))).prefix(count))
+        let out = m.handle(.written(.currentTime, value, .zero))
+        #expect(out.contains(.writeResult(.currentTime, error: 0x0D)))
+        #expect(!out.contains { if case let .log(s) = $0 { s.hasPrefix("clock set") } else { false } })
+    }
 }

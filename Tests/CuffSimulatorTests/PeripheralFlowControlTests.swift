@@ -1,4 +1,5 @@
 import CuffCore
+import Foundation
 import CuffLogging
 import GATT
 import Testing
@@ -66,5 +67,66 @@ struct PeripheralFlowControlTests {
         try loop.run { closed || MonotonicClock.now() > deadline }
         #expect(got == Array(0..<count))
         #expect(ended == .disconnected("buffer sent"), "\(String(describing: ended))")
+    }
+}
+
+/// A peripheral that sends nothing of its own and answers every PDU with an Exchange MTU Response.
+struct AnsweringPeripheral: GATTPeripheral {
+    var nextDeadline: Timestamp? { nil }
+    var database: AttributeDatabase { AttributeDatabase.Builder().build() }
+    static let answer: [UInt8] = [0x03, 0x17, 0x00]
+    mutating func connected(now: Timestamp, client: String?, into out: inout [PeripheralOutput]) {}
+    mutating func disconnected(now: Timestamp, into out: inout [PeripheralOutput]) {}
+    mutating func linkSecurityChanged(_ level: SecurityLevel) {}
+    mutating func receive(_ pdu: [UInt8], now: Timestamp, into out: inout [PeripheralOutput]) {
+        out.append(.send(Self.answer))
+    }
+    mutating func buttonPressed(now: Timestamp, into out: inout [PeripheralOutput]) {}
+    mutating func tick(now: Timestamp, into out: inout [PeripheralOutput]) {}
+}
+
+@Suite("A client that sends nothing does not hold the cuff")
+struct SilentClientTests {
+    /// Probe R: a client that connected and sent nothing held the cuff for good; the next one
+    /// waited in the listen queue, and `cuff measure` behind it timed out. The silent one is
+    /// dropped after the limit, and the next is served; one that spoke is never dropped for
+    /// being quiet afterwards (it waits for a measurement).
+    @Test func theSilentClientIsDroppedAndTheNextServed() throws {
+        let loop = try EventLoop()
+        let logs = LogRecorder()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("silent-\(getpid()).sock").path
+        defer { unlink(path) }
+        let driver = PeripheralDriver(
+            peripheral: AnsweringPeripheral(), clock: SimulationClock(speed: 1), signals: nil, log: logs.logger())
+        let cuff = ListeningPeripheral(
+            driver: driver, listener: try UnixSeqpacketListener(path: path), loop: loop, log: logs.logger(),
+            silentClientTimeout: .milliseconds(300))
+        try cuff.start()
+        defer { cuff.stop() }
+        let silent = try UnixSeqpacketBearer.connect(path: path)
+        defer { silent.close() }
+        let next = try UnixSeqpacketBearer.connect(path: path)
+        defer { next.close() }
+        try next.send([0x02, 0x17, 0x00])  // waits in its socket until the cuff takes it
+        var silentClosed = false
+        var answered = false
+        func poll() {
+            if case .closed? = try? silent.receiveNow() { silentClosed = true }
+            if case .pdu(let p)? = try? next.receiveNow() { answered = p == AnsweringPeripheral.answer }
+            if !answered { loop.schedule(at: MonotonicClock.now() + .milliseconds(5)) { poll() } }
+        }
+        poll()
+        let deadline = MonotonicClock.now() + .seconds(20)
+        try loop.run { answered || MonotonicClock.now() > deadline }
+        #expect(silentClosed)
+        #expect(answered)
+        #expect(
+            logs.lines.contains { $0.contains("session 1 ended") && $0.contains("the client sent nothing for") },
+            "\(logs.lines)")
+        // The client that spoke stays connected through several limits of silence.
+        let quietUntil = MonotonicClock.now() + .milliseconds(1000)
+        try loop.run { MonotonicClock.now() > quietUntil }
+        #expect(driver.isConnected)
+        #expect(!logs.lines.contains { $0.contains("session 2 ended") })
     }
 }

@@ -112,6 +112,49 @@ let t0 = Timestamp.seconds(100)
         #expect(server.receive([0x12, 0x0F, 0x00] + long, now: t0) == [send("01 12 0f00 0d")])
     }
 
+    /// The client may exchange MTUs once (Core Vol 3 Part F §3.4.2.1): a second request is
+    /// answered, and the MTU stays the one agreed (probe R: a second one with 23 shrank it under
+    /// queued indications, which went out cut).
+    @Test mutating func aSecondMTUExchangeChangesNothing() {
+        #expect(rx("02 f700") == [send("03 f700")])
+        #expect(server.mtu == 247)
+        #expect(rx("02 1700") == [send("03 f700")])
+        #expect(server.mtu == 247)
+        server.reset()
+        #expect(server.mtu == 23)
+        #expect(rx("02 6400") == [send("03 f700")], "a new connection exchanges again")
+        #expect(server.mtu == 100)
+    }
+
+    /// Each write form only where the characteristic's properties say so (Core Vol 3 Part G
+    /// §3.3.1.1, Table 3.5): a Write Request to a value without Write gets Write Not Permitted, a
+    /// Write Command to one without Write Without Response is dropped.
+    @Test func writesTakeOnlyTheFormsThePropertiesAllow() {
+        var b = AttributeDatabase.Builder()
+        b.addService(BluetoothUUID(0x1810))
+        b.addCharacteristic(BluetoothUUID(0xFF01), properties: .write, permissions: .write)  // value 0x0003
+        b.addCharacteristic(BluetoothUUID(0xFF02), properties: .writeWithoutResponse, permissions: .write)  // 0x0005
+        var s = GATTServer(database: b.build())
+        #expect(s.receive(h("52 0300 01"), now: t0) == [], "a command to a Write-only value")
+        #expect(s.database.attribute(3)?.value == [])
+        #expect(
+            s.receive(h("12 0300 02"), now: t0) == [
+                send("13"), .written(handle: 3, uuid: BluetoothUUID(0xFF01), value: [2], withResponse: true),
+            ])
+        #expect(s.receive(h("12 0500 03"), now: t0) == [send("01 12 0500 03")], "a request to a command-only value")
+        #expect(s.database.attribute(5)?.value == [])
+        #expect(
+            s.receive(h("52 0500 04"), now: t0) == [
+                .written(handle: 5, uuid: BluetoothUUID(0xFF02), value: [4], withResponse: false)
+            ])
+        // A captured cuff served back takes either form.
+        s.enforcesWriteProperties = false
+        #expect(
+            s.receive(h("52 0300 05"), now: t0) == [
+                .written(handle: 3, uuid: BluetoothUUID(0xFF01), value: [5], withResponse: false)
+            ])
+    }
+
     /// A CCCD takes only the bits its characteristic's properties allow (bluetoothd's GATT
     /// server refuses the rest the same way): 0x0007 is BPM's (indicate), 0x000A ICP's (notify),
     /// 0x0010 the control point's (indicate).
@@ -180,8 +223,10 @@ let t0 = Timestamp.seconds(100)
         #expect(rx("02 0002") == [send("03 f700")])
         #expect(server.mtu == 247)
         server.preferredMTU = 100
+        server.reset()  // (each exchange on a connection of its own: a second one changes nothing)
         #expect(rx("02 0502") == [send("03 6400")])
         #expect(server.mtu == 100)
+        server.reset()
         #expect(rx("02 0a00") == [send("03 6400")])
         #expect(server.mtu == 23, "a client MTU below 23 counts as 23")
         server.preferredMTU = 5

@@ -34,12 +34,12 @@ kill -TERM $sim; wait $sim || true
 kill -TERM $watch; rc=0; wait $watch || rc=$?
 end=$(date +%s.%N)
 summary=$(grep "stopped:" "$work/watch.err" | tail -1)
-simsum=$(grep "measurements taken" "$work/sim.err" | tail -1)
+simsum=$(grep -E "measurements? taken" "$work/sim.err" | tail -1)
 stored=$(echo "$summary" | grep -Eo '[0-9]+ reading\(s\) kept' | grep -Eo '^[0-9]+')
 p50=$(echo "$summary" | sed -E 's/.*p50 ([0-9.]+) ms.*/\1/'); p99=$(echo "$summary" | sed -E 's/.*p99 ([0-9.]+) ms.*/\1/')
 echo "$summary"; echo "$simsum"
-taken=$(echo "$simsum" | grep -Eo '[0-9]+ measurements taken' | grep -Eo '^[0-9]+')
-confirmed=$(echo "$simsum" | grep -Eo '[0-9]+ readings confirmed' | grep -Eo '^[0-9]+')
+taken=$(echo "$simsum" | grep -Eo '[0-9]+ measurements? taken' | grep -Eo '^[0-9]+')
+confirmed=$(echo "$simsum" | grep -Eo '[0-9]+ readings? confirmed' | grep -Eo '^[0-9]+')
 "$CUFF" history --store "$work/w.db" 2>/dev/null | python3 -c '
 import sys, json, collections
 rows = [json.loads(l) for l in sys.stdin]
