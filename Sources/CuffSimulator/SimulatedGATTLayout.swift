@@ -38,7 +38,7 @@ struct SimulatedGATTLayout: Sendable {
     /// The built `database`, with its Database Hash filled in.
     func finish(_ database: AttributeDatabase) -> AttributeDatabase {
         var database = database
-        if let hashHandle { database.setValue(Self.databaseHash(database), at: hashHandle) }
+        if let hashHandle { database.setValue(database.databaseHash, at: hashHandle) }
         return database
     }
 
@@ -56,30 +56,5 @@ struct SimulatedGATTLayout: Sendable {
         guard let sc else { return }
         server.restoreSubscription(cccdHandle: sc.cccd, notify: false, indicate: true)
         server.indicate(handle: sc.value, value: [0x01, 0x00, 0xFF, 0xFF], now: now, into: &out)
-    }
-
-    /// The Database Hash of `database`: over what Core Vol 3 Part G §7.3.1 names (each service,
-    /// include and characteristic declaration's handle, type and value; each descriptor's handle
-    /// and type), a 128-bit digest (two 64-bit FNV-1a lanes) rather than the AES-CMAC the
-    /// specification asks for: a client only compares it with the value it kept.
-    static func databaseHash(_ database: AttributeDatabase) -> [UInt8] {
-        var lanes: (UInt64, UInt64) = (0xcbf2_9ce4_8422_2325, 0x6c62_272e_07bb_0142)
-        func mix(_ bytes: [UInt8]) {
-            for b in bytes {
-                lanes.0 = (lanes.0 ^ UInt64(b)) &* 0x0000_0100_0000_01b3
-                lanes.1 = (lanes.1 ^ UInt64(b ^ 0x5A)) &* 0x0000_0100_0000_01b3
-            }
-        }
-        let declarations: Set<BluetoothUUID> = [.primaryService, .secondaryService, .include, .characteristic]
-        let descriptors: Set<BluetoothUUID> = [
-            .characteristicExtendedProperties, .characteristicUserDescription,
-            .clientCharacteristicConfiguration, BluetoothUUID(0x2903), BluetoothUUID(0x2904), BluetoothUUID(0x2905),
-        ]
-        for a in database.attributes where declarations.contains(a.type) || descriptors.contains(a.type) {
-            mix([UInt8(a.handle & 0xFF), UInt8(a.handle >> 8)] + a.type.littleEndianBytes)
-            if declarations.contains(a.type) { mix(a.value) }
-        }
-        return withUnsafeBytes(of: lanes.0.littleEndian) { Array($0) }
-            + withUnsafeBytes(of: lanes.1.littleEndian) { Array($0) }
     }
 }
