@@ -125,6 +125,16 @@ public final class Collector: MeasurementCommitter {
         } else {
             failures += fresh.count
         }
+        // A stored record the store holds already (most often a reading taken live, sent again
+        // from the cuff's memory) moves the mark too: asked for again, it would only come back
+        // as a repeat (probe S: the mark never passed the live readings, and every session
+        // fetched the cuff's whole memory again: 202,632 repeats for 3,817 readings).
+        for i in skip {
+            guard case let .measurement(m) = items[i].0, m.stored, let s = m.sequenceNumber,
+                knownKeys.contains(m.dedupKey) || m.wasKeptLive({ knownKeys.contains($0) })
+            else { continue }
+            learnSequenceNumber(s, address: m.device.address)
+        }
         for (i, (o, _)) in items.enumerated() where !skip.contains(i) {
             if failure != nil, case .measurement = o { continue }
             do {
