@@ -28,16 +28,24 @@ public struct SinkOptions: ParsableArguments {
     public var captureFormatName: String? { captureFormat?.rawValue }
 
     @Option(
+        name: .customLong("store"),
         help: ArgumentHelp(
             "Also keep every measurement, deduplicated: in this SQLite file (created with mode 0600), or on a PostgreSQL server (postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…]) through a local outbox.",
             valueName: "path|url"))
-    public var store: String?
+    var stores: [String] = []
+
+    /// `--store` (taken as a list only to refuse a second one: the last silently won).
+    public var store: String? { stores.last }
 
     @Option(
+        name: .customLong("outbox"),
         help: ArgumentHelp(
             "With a postgres:// store or --publish: the local SQLite outbox readings are committed to before the cuff is confirmed (default: $XDG_STATE_HOME/cuff/outbox.db, with --publish $XDG_STATE_HOME/cuff/mqtt-HOST-PORT.db; beside a postgres:// store or another --publish, PATH.HOST-PORT).",
             valueName: "path"))
-    public var outbox: String?
+    var outboxes: [String] = []
+
+    /// `--outbox` (a list only to refuse a second one).
+    public var outbox: String? { outboxes.last }
 
     @OptionGroup var key: StoreKeyOption
 
@@ -52,6 +60,15 @@ public struct SinkOptions: ParsableArguments {
     public var quiet = false
 
     public func validate() throws {
+        if stores.count > 1 {
+            throw ValidationError(
+                "--store is given \(stores.count) times (\(stores.joined(separator: ", "))): a command keeps one store; --publish can be given more than once"
+            )
+        }
+        if outboxes.count > 1 {
+            throw ValidationError(
+                "--outbox is given \(outboxes.count) times: give one (each --publish beside another gets its own file)")
+        }
         if let f = fhirSubject, let p = FHIRSubject.problem(in: f) { throw ValidationError("--fhir-subject: \(p)") }
         if key.storeKeyFile != nil && store == nil {
             throw ValidationError("--store-key-file is the key of a --store; give --store PATH too")

@@ -55,6 +55,19 @@ struct OptionRangeTests {
             ["measure", "--simulated", "normal", "--publish", "mqtts://127.0.0.1:1", "--publish-ca", "/nonexistent"],
             "--publish-ca /nonexistent: no such file"
         ),
+        // Probe S: a second --store silently replaced the first (the first file never made).
+        (
+            ["measure", "--simulated", "normal", "--store", "/tmp/cuff-never-1.db", "--store", "/tmp/cuff-never-2.db"],
+            "--store is given 2 times (/tmp/cuff-never-1.db, /tmp/cuff-never-2.db)"
+        ),
+        (
+            [
+                "watch", "--connect", "unix:/tmp/cuff-never.sock", "--publish", "mqtt://127.0.0.1:1", "--outbox",
+                "/tmp/a",
+                "--outbox", "/tmp/b",
+            ],
+            "--outbox is given 2 times"
+        ),
     ])
     func refused(_ args: [String], _ message: String) throws {
         let r = try CLI.run(args, timeout: 30)
