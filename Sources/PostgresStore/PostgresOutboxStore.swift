@@ -33,6 +33,11 @@ public final class PostgresOutboxStore: MeasurementStore {
     private let serverKeys = Mutex<Set<String>>([])
     /// The last failure to ship, if the last attempt failed.
     private let failure = Mutex<PostgresStoreError?>(nil)
+    /// The server's highest sequence number per address (RACP "newer than"), read once, in one
+    /// query, when the server first answers: nil until then. Never asked per cuff: `cuff watch`
+    /// asks on its event loop for each new cuff, and a frozen server held every cuff's session
+    /// for its statement timeout, 60 s (probe S).
+    private let serverMarks = Mutex<[String: UInt16]?>(nil)
     /// One drain at a time (the shipper thread, ``finish()``, ``shipAll()``).
     private let shipping = Mutex<Void>(())
     private let wake = DispatchSemaphore(value: 0)
@@ -114,6 +119,7 @@ public final class PostgresOutboxStore: MeasurementStore {
         var keys = try outbox.knownKeys()
         if failure.withLock({ $0 }) == nil, let remote = try? server.knownKeys() {
             serverKeys.withLock { $0.formUnion(remote) }
+            readServerMarks()
         }
         keys.formUnion(serverKeys.withLock { $0 })
         return keys
@@ -121,8 +127,17 @@ public final class PostgresOutboxStore: MeasurementStore {
 
     public func lastSequenceNumber(address: String) throws(SinkError) -> UInt16? {
         let local = try outbox.lastSequenceNumber(address: address)
-        let remote = failure.withLock({ $0 }) == nil ? (try? server.lastSequenceNumber(address: address)) ?? nil : nil
-        return [local, remote].compactMap { $0 }.max()
+        // (With a shipper, only it asks the server, once it answers: this runs on watch's loop.)
+        let remote = serverMarks.withLock { $0 } ?? (running.load(ordering: .relaxed) ? nil : readServerMarks())
+        return [local, remote?[address]].compactMap { $0 }.max()
+    }
+
+    /// Reads ``serverMarks`` when the server answered last time (or at open), once; nil when it did not.
+    @discardableResult
+    private func readServerMarks() -> [String: UInt16]? {
+        guard failure.withLock({ $0 }) == nil, let marks = try? server.lastSequenceNumbers() else { return nil }
+        serverMarks.withLock { $0 = $0 ?? marks }
+        return marks
     }
 
     /// Commits `m` to the outbox (fsynced) and wakes the shipper. A reading the server is known to
@@ -269,8 +284,13 @@ public final class PostgresOutboxStore: MeasurementStore {
 
     /// The shipper thread: drains when woken; after a failure, tries again after a pause that
     /// grows from 0.5 s to 10 s.
+    ///
+    /// A failure is said through `warn` once, until the server takes readings again, which is
+    /// said too (probe S: a 20 s outage of the server under `cuff watch` said nothing at all).
     private func shipLoop() {
         var pause = 0.5
+        var said = failure.withLock { $0 }?.description  // (said at open)
+        var shippedSinceSaid = 0
         while !stopping.load(ordering: .relaxed) {
             if failure.withLock({ $0 }) != nil {
                 _ = wake.wait(timeout: .now() + pause)
@@ -282,6 +302,30 @@ public final class PostgresOutboxStore: MeasurementStore {
             while wake.wait(timeout: .now()) == .success {}
             let r = drain()
             pause = r.failure == nil ? 0.5 : min(pause * 2, 10)
+            if stopping.load(ordering: .relaxed) { break }  // (finish() says what is left)
+            if let f = r.failure {
+                shippedSinceSaid += r.shipped
+                if f.description != said {
+                    said = f.description
+                    warn(
+                        SinkWarning(
+                            sink: "store",
+                            message: "\(f.description); readings wait in the outbox \(outbox.path); trying again"))
+                }
+            } else {
+                if said != nil {
+                    shippedSinceSaid += r.shipped
+                    warn(
+                        SinkWarning(
+                            sink: "store",
+                            message:
+                                "\(server.url.serverName) takes readings again: \(shippedSinceSaid) shipped from the outbox"
+                        ))
+                    said = nil
+                    shippedSinceSaid = 0
+                }
+                if serverMarks.withLock({ $0 }) == nil { readServerMarks() }
+            }
         }
         stopped.signal()
     }

@@ -360,6 +360,25 @@ public final class PostgresServer: Sendable {
         }
     }
 
+    /// ``lastSequenceNumber(address:)`` of every address the server holds readings of, in one query.
+    public func lastSequenceNumbers() throws(PostgresStoreError) -> [String: UInt16] {
+        try withConnection { c in
+            var marks: [String: UInt16] = [:]
+            let r = try run(
+                c,
+                """
+                SELECT d.address, max(m.sequence_number)::BIGINT FROM cuff_measurements m
+                JOIN cuff_devices d ON d.id = m.device_id
+                WHERE m.sequence_number IS NOT NULL GROUP BY d.address
+                """)
+            for row in r.rows {
+                let (address, n) = try row.decode((String, Int64?).self)
+                if let n = n.flatMap({ UInt16(exactly: $0) }) { marks[address] = n }
+            }
+            return marks
+        }
+    }
+
     /// The server process serving this connection (`pg_backend_pid()`; for the benchmark).
     public func backendPID() throws(PostgresStoreError) -> Int32 {
         try withConnection { c in

@@ -214,6 +214,32 @@ struct PostgresStoreTests {
         #expect(try c.psql("SELECT count(*) FROM cuff_measurements WHERE dedup_key = '\(again[0].dedupKey)'") == "1")
     }
 
+    /// Probe S: with the shipper running (`cuff watch`), a server that went away and came back
+    /// said nothing at all; readings waited silently. Both are said, once each.
+    @Test func anOutageUnderTheShipperIsSaidAndSoIsTheRecovery() throws {
+        guard let c = try cluster() else { return }
+        let dir = try ScratchDirectory()
+        let warnings = WarningCollector()
+        let hub = try PostgresOutboxStore(url: try url(c), outboxPath: dir.path("o.db"), warn: warnings.handler)
+        #expect(try hub.insert(readings(1)[0]).isNew)
+        #expect(waitUntil(30) { (try? hub.outbox.count()) == 0 })
+        #expect(warnings.warnings.isEmpty, "\(warnings.warnings)")
+        try c.stop()
+        for (i, r) in readings(3, from: 1).enumerated() {
+            #expect(try hub.insert(r).isNew, "\(i)")
+        }
+        #expect(
+            waitUntil(30) { warnings.warnings.contains { $0.description.contains("readings wait in the outbox") } },
+            "\(warnings.warnings)")
+        try c.start()
+        #expect(
+            waitUntil(60) { warnings.warnings.contains { $0.description.contains("takes readings again: 3 shipped") } },
+            "\(warnings.warnings)")
+        #expect(warnings.warnings.count == 2, "said once each: \(warnings.warnings)")
+        try hub.finish()
+        #expect(try c.psql("SELECT count(*) FROM cuff_measurements") == "4")
+    }
+
     @Test func serverDownReadingsWaitThenShip() throws {
         guard let c = try cluster() else { return }
         let dir = try ScratchDirectory()
