@@ -98,6 +98,11 @@ public final class BlueZBus {
     }
 
     /// The next message (signals asked for, calls to our objects), or nil at `deadline`.
+    /// The most messages a drain reads at once (`next(until: .now)` in a loop): a bus that keeps
+    /// sending (a flood of signals any local user may send) would otherwise hold it for good,
+    /// past every timeout and SIGTERM (probe T).
+    public static let drainBudget = 256
+
     public func next(until deadline: ContinuousClock.Instant?) throws(TransportError) -> DBusMessage? {
         try connection.receive(until: deadline)
     }
@@ -149,7 +154,7 @@ public enum BlueZPairing {
         defer { attempt.end() }
         let deadline = ContinuousClock.now + timeout
         while true {
-            guard let m = try bus.next(until: deadline) else {
+            guard ContinuousClock.now < deadline, let m = try bus.next(until: deadline) else {
                 throw TransportError(.timedOut, "Device1.Pair(\(devicePath)): no answer within \(timeout)")
             }
             if try attempt.handle(m, other: other) { return false }

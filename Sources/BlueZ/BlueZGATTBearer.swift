@@ -137,7 +137,9 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             closedReported = true
             return .closed(closedReason)
         }
-        while true {
+        // At most this many messages a call: a bus that keeps sending what concerns no link would
+        // otherwise keep the event loop here (what is left rings the bell again).
+        for _ in 0..<BlueZBus.drainBudget {
             let m: DBusMessage
             if !stashed.isEmpty {
                 m = stashed.removeFirst()
@@ -150,6 +152,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
                 return event
             }
         }
+        return nil
     }
 
     /// Finds (discovering if bluetoothd does not know it yet), connects and resolves `peer`: the
@@ -203,7 +206,9 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
                             member: "Get", body: [.string("org.bluez.Device1"), .string("ServicesResolved")])))
                 step = .wait
             case .wait:
-                guard let m = try bus.next(until: deadline) else {
+                // (The deadline checked before each message: a bus that keeps sending never lets
+                // the wait for one time out; probe T.)
+                guard ContinuousClock.now < deadline, let m = try bus.next(until: deadline) else {
                     if case .connecting = steps.state {
                         _ = try? bus.connection.send(
                             .call(
@@ -601,7 +606,10 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             if !stashed.isEmpty {
                 m = stashed.removeFirst()
             } else {
-                guard let message = try bus.next(until: deadline) else { return .timeout }
+                // (A bus that keeps sending what concerns no link still ends the slice.)
+                guard ContinuousClock.now < deadline, let message = try bus.next(until: deadline) else {
+                    return .timeout
+                }
                 m = message
             }
             if let event = event(for: m) { return event }
@@ -944,7 +952,8 @@ extension BlueZDiscovery {
             }
             try discovery.check(objects, bus: bus, log: log)
             _ = try bus.next(until: min(deadline, .now + .milliseconds(500)))
-            while let m = try bus.next(until: .now) { _ = m }  // changes show in the next GetManagedObjects
+            // (Changes show in the next GetManagedObjects; a bus that keeps sending ends the drain.)
+            for _ in 0..<BlueZBus.drainBudget { if try bus.next(until: .now) == nil { break } }
         }
     }
 }

@@ -13,8 +13,16 @@ public final class DBusConnection: @unchecked Sendable {
     private var buffer: [UInt8] = []
     private var nextSerial: UInt32 = 1
     private var closed = false
-    /// Messages that arrived while waiting for a reply, in order.
+    /// Messages that arrived while waiting for a reply, in order, and their sizes on the wire.
     private var pending: [DBusMessage] = []
+    private var pendingSizes: [Int] = []
+    private var pendingBytes = 0
+    /// The size on the wire of the message ``receiveFromWire(until:)`` returned last.
+    private var lastSize = 0
+    /// The most that waits in ``pending``, in bytes on the wire: past it a call fails rather than
+    /// drop what arrives (an agent's question, a disconnection, a notification bluetoothd has
+    /// confirmed already; probe T: they were dropped without a word past 64 messages).
+    public static let maximumPendingBytes = 4 << 20
     /// Our unique name (from Hello).
     public private(set) var uniqueName: String?
 
@@ -171,7 +179,10 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// The next message (queued ones first), waiting until `deadline` (nil: forever); nil on timeout.
     public func receive(until deadline: ContinuousClock.Instant?) throws(TransportError) -> DBusMessage? {
-        if !pending.isEmpty { return pending.removeFirst() }
+        if !pending.isEmpty {
+            pendingBytes -= pendingSizes.removeFirst()
+            return pending.removeFirst()
+        }
         return try receiveFromWire(until: deadline)
     }
 
@@ -181,6 +192,7 @@ public final class DBusConnection: @unchecked Sendable {
                 if let total = try DBusMessage.frameLength(buffer[...]), buffer.count >= total {
                     let message = try DBusMessage(parsing: Array(buffer[..<total]))
                     buffer.removeSubrange(..<total)
+                    lastSize = total
                     return message
                 }
             } catch {
@@ -219,7 +231,20 @@ public final class DBusConnection: @unchecked Sendable {
                 }
                 return m
             }
-            if pending.count < 64 { pending.append(m) }
+            pending.append(m)
+            pendingSizes.append(lastSize)
+            pendingBytes += lastSize
+            let name = "\(message.interface ?? "").\(message.member ?? "")"
+            if pendingBytes > Self.maximumPendingBytes {
+                throw TransportError(
+                    .systemCall,
+                    "D-Bus: more than \(Self.maximumPendingBytes >> 20) MiB of other messages arrived while waiting for the reply to \(name)"
+                )
+            }
+            // (Checked after each message too: a bus that keeps sending never lets the wait time out.)
+            if ContinuousClock.now >= deadline {
+                throw TransportError(.timedOut, "D-Bus: no reply to \(name) within \(timeout)")
+            }
         }
     }
 

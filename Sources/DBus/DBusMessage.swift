@@ -308,12 +308,19 @@ struct DBusReader {
     var position: Int
     let base: Int
     let bigEndian: Bool
+    /// Values that may still be read: one per byte of the message, and 1,024 more. A value is a
+    /// node in memory (tens of bytes) while on the wire a struct takes none: a 1 MiB signal of
+    /// arrays of nested structs, within every limit of the specification and relayed by
+    /// dbus-daemon, made 4 million of them, 355 MB to parse (probe T; a few queued together ran
+    /// the process out of memory). What bluetoothd sends stays well under one value per byte.
+    var valuesLeft: Int
 
     init(_ bytes: [UInt8], position: Int = 0, base: Int = 0, bigEndian: Bool) {
         self.bytes = bytes
         self.position = position
         self.base = base
         self.bigEndian = bigEndian
+        valuesLeft = bytes.count + 1024
     }
 
     var remaining: Int { bytes.count - position }
@@ -388,6 +395,10 @@ struct DBusReader {
             throw .nestedTooDeep("\(what) at byte \(position): containers nested deeper than \(DBusMessage.maxNesting)")
         }
         guard let code = type.first else { throw .malformed("\(what): empty type") }
+        valuesLeft -= 1
+        guard valuesLeft >= 0 else {
+            throw .tooLong("\(what) at byte \(position): more values than the message's \(bytes.count) bytes allow")
+        }
         switch code {
         case "y": return .byte(try u8(what))
         case "b":

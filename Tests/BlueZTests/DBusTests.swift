@@ -3,6 +3,7 @@
 import CuffCore
 import CuffTestSupport
 import Glibc
+import Synchronization
 import Testing
 @testable import BlueZ
 @testable import DBus
@@ -559,5 +560,95 @@ struct DBusContainerTests {
         #expect(try DBusSignature.split(String(repeating: "a", count: 32) + "y").count == 1)
         #expect(throws: DBusProtocolError.self) { try DBusSignature.split("a()") }
         #expect(try DBusSignature.split("a{sv}(iay)v").map(String.init) == ["a{sv}", "(iay)", "v"])
+    }
+}
+
+/// A bus that floods (probe T): any local user may send signals to cuff's connection on the
+/// system bus, and one that sends faster than cuff parses held every wait past its timeout.
+@Suite("D-Bus against a flooding or hostile sender")
+struct DBusFloodTests {
+    /// A small signal, as a flood sends it.
+    static func signal(_ i: Int) -> [UInt8] {
+        DBusMessage(
+            kind: .signal, path: "/org/bluez/hci0", interface: "org.freedesktop.DBus.Properties",
+            member: "PropertiesChanged", sender: ":1.99",
+            body: [.string("org.bluez.Adapter1"), .array(element: "y", [DBusValue](repeating: .byte(7), count: 8))]
+        ).encoded(serial: UInt32(i + 1))
+    }
+
+    /// A call that gets no reply while signals keep coming times out when its time is up.
+    @Test func aCallTimesOutWhileSignalsKeepComing() throws {
+        let (ours, theirs) = try DBusAgentScriptTests.pair()
+        let connection = DBusConnection(fd: ours)
+        let stop = Atomic<Bool>(false)
+        // Many small signals a send, made once: the flood outruns the parser, so a complete
+        // message always waits.
+        let bytes = (0..<600).flatMap { Self.signal($0) }
+        let flood = Background { () -> Int in
+            var sent = 0
+            while !stop.load(ordering: .relaxed) {
+                let n = bytes.withUnsafeBytes { send(theirs, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { break }
+                sent += 1
+            }
+            return sent
+        }
+        defer {
+            stop.store(true, ordering: .relaxed)
+            close(theirs)
+            _ = flood.join()
+        }
+        let started = ContinuousClock.now
+        var error: TransportError?
+        do {
+            _ = try connection.call(
+                .call(
+                    destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.Adapter1",
+                    member: "StartDiscovery"),
+                timeout: .milliseconds(300))
+        } catch let e {
+            error = e
+        }
+        let took = ContinuousClock.now - started
+        #expect(took < .seconds(5), "\(took)")
+        let message = error?.message ?? ""
+        #expect(
+            message.contains("no reply to org.bluez.Adapter1.StartDiscovery within")
+                || message.contains("MiB of other messages arrived while waiting"), "\(message)")
+    }
+
+    /// One message within every limit of the specification (1 MiB, structs nested 33 deep, in
+    /// an array) whose values would take hundreds of MB: its body is refused, typed.
+    @Test func aMessageOfMoreValuesThanBytesIsRefused() throws {
+        let nested = String(repeating: "(", count: 32) + "y" + String(repeating: ")", count: 32)
+        var element: DBusValue = .byte(1)
+        for _ in 0..<32 { element = .structure([element]) }
+        let m = DBusMessage(
+            kind: .signal, path: "/x", interface: "x.y", member: "Z", sender: ":1.5",
+            body: [.array(element: nested, [DBusValue](repeating: element, count: 4096))])
+        let bytes = m.encoded(serial: 1)
+        let parsed = try DBusMessage(parsing: bytes)
+        #expect(parsed.body?.count == nil)
+        guard case .tooLong(let why)? = parsed.bodyError else {
+            Issue.record("\(String(describing: parsed.bodyError))")
+            return
+        }
+        #expect(why.contains("more values than the message's \(bytes.count) bytes allow"), "\(why)")
+        // What bluetoothd sends parses: a GATT value of 512 bytes, a dictionary of properties.
+        let value = DBusMessage(
+            kind: .signal, path: "/org/bluez/hci0/dev_00_AA_01_00_00_00/service0010/char0011",
+            interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", sender: ":1.5",
+            body: [
+                .string("org.bluez.GattCharacteristic1"),
+                .array(
+                    element: "{sv}",
+                    [
+                        .dictEntry(
+                            .string("Value"),
+                            .variant(.array(element: "y", [DBusValue](repeating: .byte(9), count: 512))))
+                    ]),
+                .array(element: "s", []),
+            ])
+        #expect(try DBusMessage(parsing: value.encoded(serial: 2)).body?.count == 3)
     }
 }
