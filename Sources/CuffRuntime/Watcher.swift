@@ -107,6 +107,10 @@ public final class Watcher {
     /// Records that are not measurements go straight to the collector's queue too, in order.
     var targets: [String: Target] = [:]
     var rescanTimer: EventLoop.TimerID?
+    /// Paths given as sockets that turned out to be directories once they appeared (nothing was
+    /// there at start: a fleet that makes its directory after `watch` started): followed as
+    /// ``Configuration/directories`` are.
+    var laterDirectories: [String] = []
     public private(set) var stopping = false
     var stopDeadline: Timestamp?
     var random = SeededRandom(seed: 0x5eed)
@@ -261,8 +265,8 @@ public final class Watcher {
     }
 
     func rescanDirectories() {
-        guard !stopping, !configuration.directories.isEmpty else { return }
-        for dir in configuration.directories {
+        guard !stopping, !configuration.directories.isEmpty || !laterDirectories.isEmpty else { return }
+        for dir in configuration.directories + laterDirectories {
             guard case .success(let names) = Sys.listDirectory(dir) else { continue }
             for name in names.sorted() {
                 let path = dir.hasSuffix("/") ? dir + name : dir + "/" + name
@@ -287,6 +291,15 @@ public final class Watcher {
             if t.fromDirectory, case .failure(.noSuchFileOrDirectory) = Sys.lstat(t.path) {
                 log("unix:\(t.path) is gone; no longer followed")
                 targets[t.path] = nil
+                return
+            }
+            if !t.fromDirectory, case .success(let st) = Sys.fileStatus(t.path), st.st_mode & S_IFMT == S_IFDIR {
+                // Nothing was there at start; a directory is now (probe S: its cuffs were never
+                // followed, as `--connect unix:DIR` promises).
+                log("unix:\(t.path) is a directory now; following the sockets in it")
+                targets[t.path] = nil
+                laterDirectories.append(t.path)
+                if rescanTimer == nil { rescanDirectories() }
                 return
             }
             return failed(t, error.message)

@@ -36,6 +36,30 @@ struct WatchCommandTests {
         return (numbers[numbers.count - 2], numbers[numbers.count - 1])
     }
 
+    /// Probe S: `--connect unix:DIR` given before the fleet made DIR took DIR for a socket for
+    /// good; the fleet's cuffs were never followed. Once DIR is a directory, its sockets are.
+    @Test func aDirectoryMadeAfterWatchStartedIsFollowed() throws {
+        let s = try ScratchDirectory()
+        let watch = try ChildProcess(
+            ["watch", "--connect", "unix:" + s.path("cuffs"), "--store", s.path("w.db")],
+            stdout: s.path("out"), stderr: s.path("watch.err"))
+        #expect(waitUntil(10) { s.text("watch.err").contains("watching 1 socket(s) and 0 directories") })
+        let fleet = try SimulatedFleet.start(in: s, cuffs: 2)
+        #expect(
+            waitUntil(60) {
+                let serials =
+                    (try? Self.measurementLines(s.lines("out")))?.compactMap {
+                        ($0["device"] as? [String: Any])?["serial"] as? String
+                    } ?? []
+                return Set(serials).count == 2
+            }, "\(s.text("watch.err").suffix(2000))")
+        fleet.signal(SIGTERM)
+        #expect(fleet.wait(timeout: 20) == 0)
+        watch.signal(SIGTERM)
+        #expect(watch.wait(timeout: 20) == 0, "\(s.text("watch.err").suffix(2000))")
+        #expect(s.text("watch.err").contains("is a directory now; following the sockets in it"))
+    }
+
     @Test func fleetEveryReadingStoredOncePrintedOnceAndSIGTERMExitsZero() throws {
         let s = try ScratchDirectory()
         let fleet = try SimulatedFleet.start(in: s, cuffs: 6)
