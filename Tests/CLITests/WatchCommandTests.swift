@@ -22,6 +22,13 @@ struct WatchCommandTests {
         try lines.map(CLI.json).filter { $0["type"] as? String == "measurement" }
     }
 
+    /// The serial of each measurement watch printed so far (to its `out`), in order.
+    static func printedSerials(_ s: ScratchDirectory) -> [String] {
+        (try? measurementLines(s.lines("out")))?.compactMap {
+            ($0["device"] as? [String: Any])?["serial"] as? String
+        } ?? []
+    }
+
     /// "N measurements taken, M readings confirmed by clients" from a simulator's last line.
     static func simulatorTotals(_ stderr: String) -> (taken: Int, confirmed: Int)? {
         guard
@@ -47,10 +54,7 @@ struct WatchCommandTests {
         let fleet = try SimulatedFleet.start(in: s, cuffs: 2)
         #expect(
             waitUntil(60) {
-                let serials =
-                    (try? Self.measurementLines(s.lines("out")))?.compactMap {
-                        ($0["device"] as? [String: Any])?["serial"] as? String
-                    } ?? []
+                let serials = Self.printedSerials(s)
                 return Set(serials).count == 2
             }, "\(s.text("watch.err").suffix(2000))")
         fleet.signal(SIGTERM)
@@ -69,10 +73,7 @@ struct WatchCommandTests {
         // Every cuff delivers at least two readings.
         #expect(
             waitUntil(60) {
-                let serials =
-                    (try? Self.measurementLines(s.lines("out")))?.compactMap {
-                        ($0["device"] as? [String: Any])?["serial"] as? String
-                    } ?? []
+                let serials = Self.printedSerials(s)
                 return Set(serials).count == 6 && serials.count >= 12
             }, "watch did not collect from all 6 cuffs: \(s.text("watch.err").suffix(2000))")
         // Stop the fleet first: what it counts as confirmed is final then.
