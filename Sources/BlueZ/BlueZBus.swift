@@ -97,14 +97,21 @@ public final class BlueZBus {
         try call(path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)]).first?.unwrapped
     }
 
-    /// The next message (signals asked for, calls to our objects), or nil at `deadline`.
     /// The most messages a drain reads at once (`next(until: .now)` in a loop): a bus that keeps
     /// sending (a flood of signals any local user may send) would otherwise hold it for good,
     /// past every timeout and SIGTERM (probe T).
     public static let drainBudget = 256
 
+    /// The next message (signals asked for, calls to our objects), or nil at `deadline`.
     public func next(until deadline: ContinuousClock.Instant?) throws(TransportError) -> DBusMessage? {
         try connection.receive(until: deadline)
+    }
+
+    /// ``next(until:)`` for a wait that ends at `deadline`: nil once it has passed, also while
+    /// messages keep coming (a bus that keeps sending never let such a wait time out; probe T).
+    public func next(before deadline: ContinuousClock.Instant) throws(TransportError) -> DBusMessage? {
+        guard ContinuousClock.now < deadline else { return nil }
+        return try connection.receive(until: deadline)
     }
 
     /// Waits until `predicate` holds for a property, polling it and reading signals in between.
@@ -154,7 +161,7 @@ public enum BlueZPairing {
         defer { attempt.end() }
         let deadline = ContinuousClock.now + timeout
         while true {
-            guard ContinuousClock.now < deadline, let m = try bus.next(until: deadline) else {
+            guard let m = try bus.next(before: deadline) else {
                 throw TransportError(.timedOut, "Device1.Pair(\(devicePath)): no answer within \(timeout)")
             }
             if try attempt.handle(m, other: other) { return false }

@@ -206,9 +206,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
                             member: "Get", body: [.string("org.bluez.Device1"), .string("ServicesResolved")])))
                 step = .wait
             case .wait:
-                // (The deadline checked before each message: a bus that keeps sending never lets
-                // the wait for one time out; probe T.)
-                guard ContinuousClock.now < deadline, let m = try bus.next(until: deadline) else {
+                guard let m = try bus.next(before: deadline) else {
                     if case .connecting = steps.state {
                         _ = try? bus.connection.send(
                             .call(
@@ -606,10 +604,7 @@ public final class BlueZGATTBearer: SteppedSecurityBearer {
             if !stashed.isEmpty {
                 m = stashed.removeFirst()
             } else {
-                // (A bus that keeps sending what concerns no link still ends the slice.)
-                guard ContinuousClock.now < deadline, let message = try bus.next(until: deadline) else {
-                    return .timeout
-                }
+                guard let message = try bus.next(before: deadline) else { return .timeout }
                 m = message
             }
             if let event = event(for: m) { return event }

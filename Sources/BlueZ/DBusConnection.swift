@@ -13,12 +13,10 @@ public final class DBusConnection: @unchecked Sendable {
     private var buffer: [UInt8] = []
     private var nextSerial: UInt32 = 1
     private var closed = false
-    /// Messages that arrived while waiting for a reply, in order, and their sizes on the wire.
-    private var pending: [DBusMessage] = []
-    private var pendingSizes: [Int] = []
+    /// Messages that arrived while waiting for a reply, in order, with their sizes on the wire
+    /// (together ``pendingBytes``).
+    private var pending: [(message: DBusMessage, size: Int)] = []
     private var pendingBytes = 0
-    /// The size on the wire of the message ``receiveFromWire(until:)`` returned last.
-    private var lastSize = 0
     /// The most that waits in ``pending``, in bytes on the wire: past it a call fails rather than
     /// drop what arrives (an agent's question, a disconnection, a notification bluetoothd has
     /// confirmed already; probe T: they were dropped without a word past 64 messages).
@@ -180,20 +178,23 @@ public final class DBusConnection: @unchecked Sendable {
     /// The next message (queued ones first), waiting until `deadline` (nil: forever); nil on timeout.
     public func receive(until deadline: ContinuousClock.Instant?) throws(TransportError) -> DBusMessage? {
         if !pending.isEmpty {
-            pendingBytes -= pendingSizes.removeFirst()
-            return pending.removeFirst()
+            let first = pending.removeFirst()
+            pendingBytes -= first.size
+            return first.message
         }
-        return try receiveFromWire(until: deadline)
+        return try receiveFromWire(until: deadline)?.message
     }
 
-    private func receiveFromWire(until deadline: ContinuousClock.Instant?) throws(TransportError) -> DBusMessage? {
+    /// The next message read from the socket, with its size there.
+    private func receiveFromWire(until deadline: ContinuousClock.Instant?) throws(TransportError) -> (
+        message: DBusMessage, size: Int
+    )? {
         while true {
             do throws(DBusProtocolError) {
                 if let total = try DBusMessage.frameLength(buffer[...]), buffer.count >= total {
                     let message = try DBusMessage(parsing: Array(buffer[..<total]))
                     buffer.removeSubrange(..<total)
-                    lastSize = total
-                    return message
+                    return (message, total)
                 }
             } catch {
                 throw Self.error(error)
@@ -215,11 +216,10 @@ public final class DBusConnection: @unchecked Sendable {
     public func call(_ message: DBusMessage, timeout: Duration = .seconds(5)) throws(TransportError) -> DBusMessage {
         let serial = try send(message)
         let deadline = ContinuousClock.now + timeout
+        let name = "\(message.interface ?? "").\(message.member ?? "")"
         while true {
-            guard let m = try receiveFromWire(until: deadline) else {
-                throw TransportError(
-                    .timedOut, "D-Bus: no reply to \(message.interface ?? "").\(message.member ?? "") within \(timeout)"
-                )
+            guard let (m, size) = try receiveFromWire(until: deadline) else {
+                throw TransportError(.timedOut, "D-Bus: no reply to \(name) within \(timeout)")
             }
             if (m.kind == .methodReturn || m.kind == .error), m.replySerial == serial {
                 if m.kind == .error {
@@ -231,10 +231,8 @@ public final class DBusConnection: @unchecked Sendable {
                 }
                 return m
             }
-            pending.append(m)
-            pendingSizes.append(lastSize)
-            pendingBytes += lastSize
-            let name = "\(message.interface ?? "").\(message.member ?? "")"
+            pending.append((m, size))
+            pendingBytes += size
             if pendingBytes > Self.maximumPendingBytes {
                 throw TransportError(
                     .systemCall,

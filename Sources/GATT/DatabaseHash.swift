@@ -125,7 +125,7 @@ extension AttributeDatabase {
             BluetoothUUID(0x2904), BluetoothUUID(0x2905),
         ]
         var m: [UInt8] = []
-        for a in attributes.sorted(by: { $0.handle < $1.handle }) {
+        for a in attributes {  // (in handle order, as the database keeps them)
             let value = withValue.contains(a.type)
             guard value || withoutValue.contains(a.type) else { continue }
             m += [UInt8(a.handle & 0xFF), UInt8(a.handle >> 8)] + a.type.littleEndianBytes

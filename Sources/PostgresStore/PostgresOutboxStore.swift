@@ -303,8 +303,8 @@ public final class PostgresOutboxStore: MeasurementStore {
             let r = drain()
             pause = r.failure == nil ? 0.5 : min(pause * 2, 10)
             if stopping.load(ordering: .relaxed) { break }  // (finish() says what is left)
+            if r.failure != nil || said != nil { shippedSinceSaid += r.shipped }
             if let f = r.failure {
-                shippedSinceSaid += r.shipped
                 if f.description != said {
                     said = f.description
                     warn(
@@ -314,7 +314,6 @@ public final class PostgresOutboxStore: MeasurementStore {
                 }
             } else {
                 if said != nil {
-                    shippedSinceSaid += r.shipped
                     warn(
                         SinkWarning(
                             sink: "store",
