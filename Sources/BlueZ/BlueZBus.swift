@@ -19,6 +19,7 @@ public final class BlueZBus {
         do {
             try connection.authenticate(timeout: timeout)
             try connection.hello()
+            try connection.acceptSignals(onlyFromOwnerOf: Self.service)
         } catch {
             connection.close()
             throw error

@@ -105,9 +105,8 @@ public final class BlueZGATTApplication {
 
     /// Watches the bus on the loop, asks for bluetoothd's signals, registers (answered on the loop).
     public func start() throws(TransportError) {
-        try addMatch(
-            "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.bluez'"
-        )
+        // (Also bluetoothd's restarts: NameOwnerChanged.)
+        try connection.acceptSignals(onlyFromOwnerOf: BlueZBus.service)
         try addMatch(
             "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.bluez.Device1'"
         )

@@ -23,6 +23,11 @@ public final class DBusConnection: @unchecked Sendable {
     public static let maximumPendingBytes = 4 << 20
     /// Our unique name (from Hello).
     public private(set) var uniqueName: String?
+    /// Whose signals are taken, once ``acceptSignals(onlyFromOwnerOf:)`` said: a well-known name
+    /// and its owner now (nil while nobody owns it). nil: anyone's.
+    private var signalSource: (name: String, owner: String?)?
+    /// Signals dropped unread because neither the bus nor the trusted name's owner sent them.
+    public private(set) var foreignSignalsDropped = 0
 
     /// The system bus socket path: `$DBUS_SYSTEM_BUS_ADDRESS` (first `unix:path=`), else
     /// `/run/dbus/system_bus_socket`.
@@ -185,22 +190,76 @@ public final class DBusConnection: @unchecked Sendable {
         return try receiveFromWire(until: deadline)?.message
     }
 
-    /// The next message read from the socket, with its size there.
+    /// The next message read from the socket, with its size there. Signals from a sender
+    /// ``acceptSignals(onlyFromOwnerOf:)`` does not trust are dropped on the way.
     private func receiveFromWire(until deadline: ContinuousClock.Instant?) throws(TransportError) -> (
         message: DBusMessage, size: Int
     )? {
+        var dropped = 0
         while true {
             do throws(DBusProtocolError) {
                 if let total = try DBusMessage.frameLength(buffer[...]), buffer.count >= total {
                     let message = try DBusMessage(parsing: Array(buffer[..<total]))
                     buffer.removeSubrange(..<total)
-                    return (message, total)
+                    if accepts(message) { return (message, total) }
+                    foreignSignalsDropped += 1
+                    dropped += 1
+                    // A flood of them still ends the wait at its deadline.
+                    if dropped >= Self.dropBudget, let deadline, ContinuousClock.now >= deadline { return nil }
+                    continue
                 }
             } catch {
                 throw Self.error(error)
             }
             guard try fill(until: deadline) else { return nil }
         }
+    }
+
+    /// How many foreign signals one read drops before it looks at its deadline again.
+    static let dropBudget = 256
+
+    /// From now on, signals are taken only from the bus itself and from whoever owns `name`,
+    /// followed through `NameOwnerChanged` (a restarted bluetoothd is trusted once it owns its
+    /// name again). The system bus lets any local user send a signal to any connection, whatever
+    /// its match rules; such a signal is dropped unread (probe T: a forged `PropertiesChanged`
+    /// made `cuff pair` say "paired", and could hand `measure` a reading no cuff took).
+    public func acceptSignals(onlyFromOwnerOf name: String) throws(TransportError) {
+        signalSource = (name, nil)
+        // The match first: no change of owner falls between the question and the answer.
+        try call(
+            .call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                member: "AddMatch",
+                body: [
+                    .string(
+                        "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(name)'"
+                    )
+                ]))
+        do {
+            let reply = try call(
+                .call(
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                    interface: "org.freedesktop.DBus", member: "GetNameOwner", body: [.string(name)]))
+            if case .string(let owner)? = reply.body?.first { signalSource = (name, owner) }
+        } catch {
+            // Nobody owns it yet: signals wait for the NameOwnerChanged that says who does.
+            guard error.dbusError == .nameHasNoOwner else { throw error }
+        }
+    }
+
+    /// Whether a message is taken: all but a signal from a sender not trusted (and a change of
+    /// the trusted name's owner is followed).
+    private func accepts(_ m: DBusMessage) -> Bool {
+        guard m.kind == .signal, let source = signalSource else { return true }
+        if m.sender == "org.freedesktop.DBus" {
+            if m.member == "NameOwnerChanged", let body = m.body, body.count == 3, body[0] == .string(source.name),
+                case .string(let owner) = body[2]
+            {
+                signalSource = (source.name, owner.isEmpty ? nil : owner)
+            }
+            return true
+        }
+        return m.sender != nil && m.sender == source.owner
     }
 
     /// Whether a message is waiting already (queued or buffered whole).

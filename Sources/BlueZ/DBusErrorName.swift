@@ -20,6 +20,8 @@ public struct DBusErrorName: RawRepresentable, Sendable, Hashable, CustomStringC
     public static let invalidValueLength = DBusErrorName(rawValue: "org.bluez.Error.InvalidValueLength")
     /// The bus: no object at that path.
     public static let unknownObject = DBusErrorName(rawValue: "org.freedesktop.DBus.Error.UnknownObject")
+    /// The bus: nobody owns that name (bluetoothd is not running).
+    public static let nameHasNoOwner = DBusErrorName(rawValue: "org.freedesktop.DBus.Error.NameHasNoOwner")
 }
 
 extension TransportError {

@@ -231,3 +231,64 @@ struct DBusDaemonAgentTests {
             ])
     }
 }
+
+/// Probe T #3 on a real dbus-daemon: any connection may send a signal to ours (a unicast signal
+/// passes every match rule). Once told whose to take, a connection takes signals only from the
+/// bus and from that name's owner, also after the name changes hands (bluetoothd restarted).
+@Suite("D-Bus signals from the trusted name's owner only")
+struct DBusSignalSourceTests {
+    static func signal(_ member: String, to: String?) -> DBusMessage {
+        DBusMessage(kind: .signal, path: "/cuff/test", interface: "cuff.Test", member: member, destination: to)
+    }
+
+    static func own(_ c: DBusConnection) throws {
+        let r = try c.call(
+            .call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                member: "RequestName", body: [.string("org.bluez"), .uint32(4)]))
+        #expect(r.body == [.uint32(1)])
+    }
+
+    /// The `cuff.Test` signals `c` takes until `done` holds (or 5 s pass).
+    static func taken(_ c: DBusConnection, until done: ([String]) -> Bool) throws -> [String] {
+        var members: [String] = []
+        let deadline = ContinuousClock.now + .seconds(5)
+        // (In short waits: a dropped signal does not end one.)
+        while !done(members), ContinuousClock.now < deadline {
+            guard let m = try c.receive(until: .now + .milliseconds(50)) else { continue }
+            if m.interface == "cuff.Test", let member = m.member { members.append(member) }
+        }
+        return members
+    }
+
+    @Test func onlyTheOwnersSignalsAreTakenAcrossAChangeOfOwner() throws {
+        guard let bus = PrivateBus() else { return }
+        let cuff = try bus.connect()
+        try cuff.acceptSignals(onlyFromOwnerOf: "org.bluez")  // nobody owns it yet
+        let other = try bus.connect()
+        try other.send(Self.signal("beforeAnyOwner", to: cuff.uniqueName))
+        let first = try bus.connect()
+        try Self.own(first)
+        try other.send(Self.signal("forged", to: cuff.uniqueName))
+        try first.send(Self.signal("fromTheOwner", to: cuff.uniqueName))
+        // (The other connection's signals may come before or after the owner's: wait for all three.)
+        var seen = try Self.taken(cuff) { $0.contains("fromTheOwner") && cuff.foreignSignalsDropped >= 2 }
+        #expect(seen == ["fromTheOwner"])
+        #expect(cuff.foreignSignalsDropped == 2)
+
+        // bluetoothd restarted: the old owner gone, a new one owns the name.
+        first.close()
+        let second = try bus.connect()
+        try Self.own(second)
+        try second.send(Self.signal("fromTheNewOwner", to: cuff.uniqueName))
+        try other.send(Self.signal("forgedAgain", to: cuff.uniqueName))
+        seen = try Self.taken(cuff) { $0.contains("fromTheNewOwner") && cuff.foreignSignalsDropped >= 3 }
+        #expect(seen == ["fromTheNewOwner"])
+        #expect(cuff.foreignSignalsDropped == 3)
+
+        // A connection not told whom to trust takes everyone's.
+        let plain = try bus.connect()
+        try other.send(Self.signal("anyone", to: plain.uniqueName))
+        #expect(try Self.taken(plain) { $0.contains("anyone") } == ["anyone"])
+    }
+}

@@ -243,6 +243,79 @@ struct HostileBluetoothdTests {
         #expect(!r.stderr.contains("no Blood Pressure Service"))
     }
 
+    /// Probe T #3: the system bus lets any local program send a signal to cuff's connection,
+    /// whatever its match rules. A reading in a `PropertiesChanged` that bluetoothd did not send
+    /// is not a reading: only bluetoothd's own signals count.
+    @Test func aReadingAnotherProgramSendsIsNotTaken() throws {
+        let forger = Mutex<DBusConnection?>(nil)
+        let base = Self.cuffScript(values: [])
+        guard
+            let bluez = try ScriptedBluez({ m in
+                if m.member == "StartNotify", let cuff = m.sender {
+                    var forged = ScriptedBluez.changed(
+                        "org.bluez.GattCharacteristic1", [("Value", .bytes(Self.measurement))],
+                        path: Self.characteristic)
+                    forged.destination = cuff
+                    forger.withLock { _ = try? $0?.send(forged) }
+                    usleep(200_000)  // it arrives before bluetoothd's own signals
+                }
+                return base(m)
+            })
+        else { return }
+        forger.withLock { $0 = try? bluez.bus.connect() }
+        let r = try Cuff.run(
+            ["measure", Self.cuff, "--adapter", "hci1", "--backend", "bluetoothd", "--timeout", "5", "--no-set-time"],
+            bus: bluez.address)
+        #expect(bluez.calls.contains("org.bluez.GattCharacteristic1.StartNotify"), "\(bluez.calls)")
+        #expect(Self.measurements(r.stdout).isEmpty, "exit \(r.status)\n\(r.stdout)\n\(r.stderr)")
+        #expect(r.status != 0, "\(r.stderr)")
+    }
+
+    /// Probe T #3: `cuff pair --backend bluetoothd` goes by bluetoothd's `Paired`, not by one
+    /// another program sends: bluetoothd refused this pairing.
+    @Test func aPairedChangeAnotherProgramSendsIsNotTaken() throws {
+        let forger = Mutex<DBusConnection?>(nil)
+        guard
+            let bluez = try ScriptedBluez({ m in
+                switch (m.interface ?? "", m.member ?? "") {
+                case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects"):
+                    let tree: DBusValue = .array(
+                        element: "{oa{sa{sv}}}",
+                        [
+                            ScriptedBluez.object(Self.adapter, "org.bluez.Adapter1", [("Powered", .boolean(true))]),
+                            ScriptedBluez.object(
+                                Self.device, "org.bluez.Device1",
+                                [("Address", .string(Self.cuff)), ("Paired", .boolean(false))]),
+                        ])
+                    return (.methodReturn(to: m, body: [tree]), [])
+                case ("org.freedesktop.DBus.Properties", "Get"):
+                    return (.methodReturn(to: m, body: [.variant(.boolean(false))]), [])
+                case ("org.bluez.Device1", "Pair"):
+                    if let cuff = m.sender {
+                        var forged = ScriptedBluez.changed(
+                            "org.bluez.Device1", [("Paired", .boolean(true))], path: Self.device)
+                        forged.destination = cuff
+                        forger.withLock { _ = try? $0?.send(forged) }
+                        usleep(200_000)
+                    }
+                    return (
+                        .errorReply(to: m, name: "org.bluez.Error.AuthenticationFailed", text: "Authentication Failed"),
+                        []
+                    )
+                default:
+                    return (.methodReturn(to: m), [])
+                }
+            })
+        else { return }
+        forger.withLock { $0 = try? bluez.bus.connect() }
+        let r = try Cuff.run(
+            ["pair", Self.cuff, "--adapter", "hci1", "--backend", "bluetoothd"], bus: bluez.address, limit: 30)
+        #expect(bluez.calls.contains("org.bluez.Device1.Pair"), "\(bluez.calls)")
+        #expect(r.status != 0, "exit \(r.status)\n\(r.stdout)\n\(r.stderr)")
+        #expect(!r.stdout.contains("\"paired\""), "\(r.stdout)")
+        #expect(r.stderr.contains("org.bluez.Error.AuthenticationFailed"), "\(r.stderr)")
+    }
+
     /// bluetoothd for `cuff scan`: one device with `properties`; the adapter `Discovering` as given.
     static func scanScript(device properties: [(String, DBusValue)], discovering: Bool) -> ScriptedBluez.Answer {
         return { m in
