@@ -470,8 +470,12 @@ public final class BlueZGATTApplication {
         let options = body.last.flatMap { $0.signature == "a{sv}" ? $0 : nil }
         let device = options?["device"]?.stringValue
         let h = [UInt8(o.handle & 0xFF), UInt8(o.handle >> 8)]
-        // bluetoothd stops notifying and confirms after a client left: nothing to tell anyone.
+        // bluetoothd stops notifying and confirms after a client left: nothing to tell the cuff.
         if session == nil, member == "StopNotify" || member == "Confirm" {
+            if member == "Confirm" {
+                // (Said: the cuff keeps that reading unconfirmed and sends it to the next client.)
+                log.info("bluetoothd confirmed an indication of \(o.path) after the client's link ended")
+            }
             if m.flags & DBusMessage.noReplyExpected == 0 { reply(.methodReturn(to: m)) }
             return
         }
@@ -514,6 +518,10 @@ public final class BlueZGATTApplication {
             if s.indicated == o.path {
                 s.indicated = nil
                 do { try s.bearer.send([0x1E]) } catch { endSession(why: error.message) }
+            } else {
+                log.info(
+                    "bluetoothd confirmed an indication of \(o.path), but \(s.indicated.map { "one of \($0)" } ?? "none") is awaiting confirmation"
+                )
             }
             if m.flags & DBusMessage.noReplyExpected == 0 { reply(.methodReturn(to: m)) }
         default:

@@ -24,7 +24,7 @@
 set -u
 . "${CUFF_REPO:?run through tools/vm/run.sh}/tools/vm/guest-lib.sh"
 guest_init desktop-sim --need-cuff
-rm -f desktop-sim-results.jsonl
+rm -f desktop-sim-results.jsonl dsim-diagnosis.txt
 fails=0
 result() {  # STEP OK(true/false) EXTRA-JSON
   printf '{"step":"%s","ok":%s%s}\n' "$1" "$2" "${3:+,$3}" >> desktop-sim-results.jsonl
@@ -126,6 +126,14 @@ sleep 3
 CONF0=$(count 'GATT server received confirmation' bluetoothd.log)
 DONE0=$(count 'measurement done' dsim-sim.log)
 ENDED0=$(count 'connection ended' dsim-sim.log)
+SIMLINES0=$(wc -l < dsim-sim.log)
+# What bluetoothd and the cuff say to each other on the bus meanwhile (said when this step fails).
+MON=
+if command -v dbus-monitor > /dev/null; then
+  dbus-monitor --system "type='method_call',member='Confirm'" "type='signal',member='PropertiesChanged',arg0='org.bluez.Device1'" \
+    > dsim-btctl-dbus.txt 2>&1 &
+  MON=$!
+fi
 rm -f /tmp/btctl.in; mkfifo /tmp/btctl.in
 # On a terminal of its own (script: a pty), as a person runs it: without one bluetoothctl stops
 # reading its input after the first command that waits for bluetoothd.
@@ -238,6 +246,17 @@ confs=$(($(count 'GATT server received confirmation' bluetoothd.log) - CONF0))
 done3=$(($(count 'measurement done' dsim-sim.log) - DONE0))
 ok=false; { [ "$done3" -ge 1 ] || [ "$confs" -eq 0 ]; } && ok=true
 result bluetoothctl-confirmation $ok "\"cuff_confirmed\":$([ "$done3" -ge 1 ] && echo true || echo false),\"bluetoothd_confirmations\":$confs"
+[ -n "$MON" ] && stop "$MON" TERM
+if ! $ok; then  # (printed last, where a failed run's tail shows it)
+  {
+    echo "bluetoothctl-confirmation failed. The cuff's log since bluetoothctl connected:"
+    tail -n +$((SIMLINES0 + 1)) dsim-sim.log | head -30
+    echo "bluetoothd's indications and confirmations:"
+    grep -nE 'sending indication|received confirmation|dev_disconnected' bluetoothd.log | tail -n 8
+    echo "Confirm calls and Device1 changes on the bus:"
+    grep -E 'member=Confirm|member=PropertiesChanged' dsim-btctl-dbus.txt 2>/dev/null | tail -n 12
+  } | sed 's/^/    /' > dsim-diagnosis.txt
+fi
 [ "$done3" -ge 1 ] && NEXT=$((NEXT + 1))
 
 # 5. A client that hangs up without confirming the reading it was indicated.
@@ -297,5 +316,6 @@ say "simulator log:"; sed 's/^/    /' dsim-sim.log | head -40
 kill "$BTD" 2>/dev/null; wait "$BTD" 2>/dev/null
 kill "$DBUS" 2>/dev/null; wait "$DBUS" 2>/dev/null
 umount /etc/group /etc/passwd 2>/dev/null
+[ -s dsim-diagnosis.txt ] && cat dsim-diagnosis.txt
 say "$fails failed (desktop-sim-results.jsonl)"
 exit $fails
