@@ -367,6 +367,14 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// A RACP report was asked for (or observed) and its response has not come: the plan waits
     /// for it, whatever the stage (a measurement may run meanwhile).
     var racpInProgress = false
+    /// What the next RACP report asks for. After the mark (``CuffSessionConfiguration/lastSequenceNumber``)
+    /// found no records, the last record: a cuff whose numbering started again (reset, new
+    /// batteries, past 65535) holds new readings below the mark, which would stay on it for good.
+    /// When that last record lies below the mark, all records.
+    enum RACPAsk: Equatable { case afterMark, lastRecord, all }
+    var racpAsk = RACPAsk.afterMark
+    /// The sequence number of the stored record that came last (read while asking for the last record).
+    var lastRecordSequence: UInt16?
     var configured = false
     /// The name and model the quirk profile was last looked up for (when `quirkChecked`; two
     /// fields, not an optional: testing the optional went through its type's value witnesses).
@@ -842,7 +850,9 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             out.append(.subscribe(c, indicate: indicate))
         case .racpReport:
             let req: RecordAccessControlPoint =
-                if let last = configuration.lastSequenceNumber, last < UInt16.max {
+                if racpAsk == .lastRecord {
+                    .request(opCode: .reportStoredRecords, operator: .lastRecord, filter: nil)
+                } else if racpAsk == .afterMark, let last = configuration.lastSequenceNumber, last < UInt16.max {
                     .request(
                         opCode: .reportStoredRecords, operator: .greaterThanOrEqualTo, filter: .sequenceNumber(last + 1)
                     )
@@ -1150,6 +1160,12 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         } catch {
             return log("ignored a malformed Blood Pressure Record: \(error.message)", &out)
         }
+        if racpAsk == .lastRecord, racpInProgress {
+            lastRecordSequence = rec.sequenceNumber
+            // Asked only to learn its number: one not after the mark is kept already, or comes
+            // again with all the others.
+            if let mark = configuration.lastSequenceNumber, rec.sequenceNumber <= mark { return }
+        }
         let inner: Decoded<EnhancedBloodPressureMeasurement>
         do {
             guard let d = try rec.enhancedMeasurement() else {
@@ -1188,8 +1204,32 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         let wasInProgress = racpInProgress
         racpInProgress = false
         guard wasInProgress else { return }
+        if case let .responseCode(op, code) = d.value, op == .reportStoredRecords, !configuration.observer,
+            let mark = configuration.lastSequenceNumber
+        {
+            switch racpAsk {
+            case .afterMark where code == .noRecordsFound:
+                return askRACPAgain(.lastRecord, at, &out)
+            case .lastRecord where code == .success:
+                if let last = lastRecordSequence, last < mark {
+                    log(
+                        "the cuff's last stored record is number \(last), below \(mark), the last one kept: its numbering started again; asking for all its records",
+                        &out)
+                    return askRACPAgain(.all, at, &out)
+                }
+            default: break
+            }
+        }
         // Back to the remaining configuration steps (or ready when none are left).
         if case .receivingStoredRecords = stage { stage = configured ? .ready : .configuring }
+        advance(at, &out)
+    }
+
+    /// Another RACP report, asked for next (before the plan's remaining steps).
+    mutating func askRACPAgain(_ ask: RACPAsk, _ at: EventTime, _ out: inout [Action]) {
+        racpAsk = ask
+        lastRecordSequence = nil
+        steps.insert(.racpReport, at: nextStep)
         advance(at, &out)
     }
 
