@@ -241,32 +241,42 @@ struct SessionMachineTests {
         #expect(h.measurements[0].systolic.doubleValue == 118)
     }
 
+    /// A BPS 1.1 session whose mark is 40, ready: it has asked for the records from 41 on.
+    static func afterMark40() -> Harness {
+        var c = CuffSessionConfiguration(address: "test")
+        c.lastSequenceNumber = 40
+        var h = Harness(c)
+        h.toReady(profile: bps11Profile)
+        return h
+    }
+
+    /// The RACP requests the session wrote, in order.
+    static func racpWrites(_ h: Harness) -> [[UInt8]] {
+        h.log.compactMap { if case let .write(.recordAccessControlPoint, v) = $0 { v } else { nil } }
+    }
+
+    /// Stored record `n` (a Blood Pressure Record indication holding an enhanced measurement).
+    static func storedRecord(_ n: UInt16, systolic: Double) -> [UInt8] {
+        let inner = EnhancedBloodPressureMeasurement(
+            kind: .measurement(systolic: SFloat(systolic), diastolic: SFloat(76), meanArterialPressure: SFloat(90)),
+            timestamp: 800_000_000 + UInt32(n), userID: 1)
+        return [3] + BloodPressureRecord(sequenceNumber: n, recorded: inner.encode()).encodeBody()
+    }
+
     /// Probe S #2: a cuff whose sequence numbers started again (a reset, new batteries, past
     /// 65535) holds its new readings below the mark; asked only for those after it, it found none
     /// every time, and they stayed on the cuff for good. Its last record tells: when that lies
     /// below the mark, all records are asked for.
     @Test func aCuffWhoseNumberingStartedAgainIsAskedForAllItsRecords() throws {
-        var c = CuffSessionConfiguration(address: "test")
-        c.lastSequenceNumber = 40
-        var h = Harness(c)
-        h.toReady(profile: bps11Profile)
-        func racp() -> [[UInt8]] {
-            h.log.compactMap { if case let .write(.recordAccessControlPoint, v) = $0 { v } else { nil } }
-        }
-        func record(_ n: UInt16, systolic: Double) -> [UInt8] {
-            let inner = EnhancedBloodPressureMeasurement(
-                kind: .measurement(systolic: SFloat(systolic), diastolic: SFloat(76), meanArterialPressure: SFloat(90)),
-                timestamp: 800_000_000 + UInt32(n), userID: 1)
-            return [3] + BloodPressureRecord(sequenceNumber: n, recorded: inner.encode()).encodeBody()
-        }
-        #expect(racp() == [hx("01 03 01 29 00")])  // 41 and after (its write answered by toReady)
+        var h = Self.afterMark40()
+        #expect(Self.racpWrites(h) == [hx("01 03 01 29 00")])  // 41 and after (its write answered by toReady)
         _ = h.send(.indication(.recordAccessControlPoint, hx("06 00 01 06"), t(1.1)))  // no records found
-        #expect(racp().last == hx("01 06"))  // the last record
+        #expect(Self.racpWrites(h).last == hx("01 06"))  // the last record
         _ = h.send(.writeCompleted(.recordAccessControlPoint, t(1.2)))
-        _ = h.send(.indication(.bloodPressureRecord, record(3, systolic: 113), t(1.3)))
+        _ = h.send(.indication(.bloodPressureRecord, Self.storedRecord(3, systolic: 113), t(1.3)))
         #expect(h.measurements.isEmpty)  // asked only for its number
         _ = h.send(.indication(.recordAccessControlPoint, hx("06 00 01 01"), t(1.4)))
-        #expect(racp().last == hx("01 01"))  // all records
+        #expect(Self.racpWrites(h).last == hx("01 01"))  // all records
         #expect(
             h.log.contains(
                 .log(
@@ -274,10 +284,10 @@ struct SessionMachineTests {
                 )))
         _ = h.send(.writeCompleted(.recordAccessControlPoint, t(1.5)))
         for n: UInt16 in 1...3 {
-            _ = h.send(.indication(.bloodPressureRecord, record(n, systolic: 110 + Double(n)), t(1.6)))
+            _ = h.send(.indication(.bloodPressureRecord, Self.storedRecord(n, systolic: 110 + Double(n)), t(1.6)))
         }
         _ = h.send(.indication(.recordAccessControlPoint, hx("06 00 01 01"), t(1.7)))
-        #expect(racp().count == 3)
+        #expect(Self.racpWrites(h).count == 3)
         #expect(h.measurements.map(\.sequenceNumber) == [1, 2, 3])
         #expect(h.measurements.map(\.systolic.doubleValue) == [111, 112, 113])
         #expect(h.m.state == .ready)
@@ -286,25 +296,12 @@ struct SessionMachineTests {
     /// The usual case: nothing after the mark, and the cuff's last record is the mark itself. One
     /// more request, and nothing is emitted again (the session still has no result).
     @Test func aCuffWithNothingNewIsAskedOnlyForItsLastRecord() throws {
-        var c = CuffSessionConfiguration(address: "test")
-        c.lastSequenceNumber = 40
-        var h = Harness(c)
-        h.toReady(profile: bps11Profile)
-        func racp() -> [[UInt8]] {
-            h.log.compactMap { if case let .write(.recordAccessControlPoint, v) = $0 { v } else { nil } }
-        }
+        var h = Self.afterMark40()
         _ = h.send(.indication(.recordAccessControlPoint, hx("06 00 01 06"), t(1.1)))
         _ = h.send(.writeCompleted(.recordAccessControlPoint, t(1.2)))
-        let inner = EnhancedBloodPressureMeasurement(
-            kind: .measurement(systolic: SFloat(118), diastolic: SFloat(76), meanArterialPressure: SFloat(90)),
-            timestamp: 800_000_000, userID: 1)
-        _ = h.send(
-            .indication(
-                .bloodPressureRecord,
-                [3] + BloodPressureRecord(sequenceNumber: 40, recorded: inner.encode()).encodeBody(),
-                t(1.3)))
+        _ = h.send(.indication(.bloodPressureRecord, Self.storedRecord(40, systolic: 118), t(1.3)))
         _ = h.send(.indication(.recordAccessControlPoint, hx("06 00 01 01"), t(1.4)))
-        #expect(racp() == [hx("01 03 01 29 00"), hx("01 06")])
+        #expect(Self.racpWrites(h) == [hx("01 03 01 29 00"), hx("01 06")])
         #expect(h.measurements.isEmpty)
         #expect(h.m.state == .ready)
         #expect(h.m.exitCode == SessionOutcome.noResult.exitCode)
