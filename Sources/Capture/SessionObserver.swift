@@ -393,6 +393,7 @@ public struct SessionObserver: Sendable {
             if let c = cccdOwner[h] {
                 if v.first.map({ $0 & 0x03 != 0 }) == true { run(.subscribed(c, at), &out) }
             } else if let c = characteristic(h) {
+                if c == .recordAccessControlPoint { run(.requestWritten(c, v, at), &out) }
                 run(.writeCompleted(c, at), &out)
             }
         case let (.writeRequest(h, _)?, .errorResponse(_, _, error)):

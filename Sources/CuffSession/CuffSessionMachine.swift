@@ -131,6 +131,9 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         case rediscovered(CuffProfile, EventTime)
         case readCompleted(CuffCharacteristic, [UInt8], EventTime)
         case writeCompleted(CuffCharacteristic, EventTime)
+        /// Observer mode: the value of a write request seen in the capture (before its
+        /// ``writeCompleted(_:_:)``); a live session knows what it wrote.
+        case requestWritten(CuffCharacteristic, [UInt8], EventTime)
         case subscribed(CuffCharacteristic, EventTime)
         /// A request failed with an ATT error (code) or a local reason.
         case requestFailed(CuffCharacteristic, String, EventTime)
@@ -375,6 +378,14 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     var racpAsk = RACPAsk.afterMark
     /// The sequence number of the stored record that came last (read while asking for the last record).
     var lastRecordSequence: UInt16?
+    /// Observer mode: the mark the observed client asked for records after (its `≥ N` request),
+    /// so a replay leaves out what the live session left out.
+    var observedMark: UInt16?
+    /// ``askRACPAgain(_:_:_:)`` inserted a request, sent once the response is confirmed.
+    var racpAskDue = false
+    /// The mark records are asked for after: the configuration's, or in observer mode the one
+    /// the client's request showed.
+    var racpMark: UInt16? { configuration.observer ? observedMark : configuration.lastSequenceNumber }
     var configured = false
     /// The name and model the quirk profile was last looked up for (when `quirkChecked`; two
     /// fields, not an optional: testing the optional went through its type's value witnesses).
@@ -519,6 +530,20 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             pending = nil
             apply(read: c, value: value, at: at, &out)
             advance(at, &out)
+
+        case let .requestWritten(c, value, _):
+            // What a RACP request asked for: a session that asked for the last record after the
+            // records from N on found none did not emit it again (``racpAsk``).
+            guard configuration.observer, c == .recordAccessControlPoint,
+                case let .request(op, oper, filter)? = try? RecordAccessControlPoint.decode(value[...], as: .request)
+                    .value, op == .reportStoredRecords
+            else { return }
+            if oper == .greaterThanOrEqualTo, case let .sequenceNumber(n)? = filter, n > 0 {
+                observedMark = n - 1
+                racpAsk = .afterMark
+            } else {
+                racpAsk = oper == .lastRecord ? .lastRecord : .all
+            }
 
         case let .writeCompleted(c, at):
             _ = observe { s in
@@ -994,6 +1019,10 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         }
         // Confirm only after the result was emitted (and made durable by the sinks).
         if indication { out.append(.confirmIndication) }
+        if racpAskDue {
+            racpAskDue = false
+            advance(at, &out)
+        }
     }
 
     /// A result is live when cuff pressure was seen since the previous result, or when the cuff has
@@ -1164,7 +1193,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             lastRecordSequence = rec.sequenceNumber
             // Asked only to learn its number: one not after the mark is kept already, or comes
             // again with all the others.
-            if let mark = configuration.lastSequenceNumber, rec.sequenceNumber <= mark { return }
+            if let mark = racpMark, rec.sequenceNumber <= mark { return }
         }
         let inner: Decoded<EnhancedBloodPressureMeasurement>
         do {
@@ -1225,12 +1254,14 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         advance(at, &out)
     }
 
-    /// Another RACP report, asked for next (before the plan's remaining steps).
+    /// Another RACP report, asked for next (before the plan's remaining steps), once the response
+    /// indication is confirmed: until then the cuff's procedure is still in progress, and a cuff
+    /// answers a new request with Procedure Already In Progress (0xFE), as the simulated one does.
     mutating func askRACPAgain(_ ask: RACPAsk, _ at: EventTime, _ out: inout [Action]) {
         racpAsk = ask
         lastRecordSequence = nil
         steps.insert(.racpReport, at: nextStep)
-        advance(at, &out)
+        racpAskDue = true
     }
 
     mutating func finish(_ outcome: SessionOutcome, _ message: String, _ at: EventTime, _ out: inout [Action]) {

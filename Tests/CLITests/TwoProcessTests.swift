@@ -169,4 +169,30 @@ struct TwoProcessTests {
         #expect(h.status == 0)
         #expect(h.stdoutLines.count >= printed)
     }
+
+    /// A session with a mark that finds nothing after it asks for the cuff's last record, only to
+    /// learn its number, and does not print it. Its capture replayed does not print it either:
+    /// the replay reads the mark from the request it sees (the very records the live session gave).
+    @Test func theLastRecordAskedOnlyForItsNumberIsPrintedNeitherLiveNorReplayed() throws {
+        let sim = try Simulator([
+            "--scenario", "stored-records", "--persona", "bps-1.1", "--speed", "100", "--seed", "1",
+        ])
+        let db = sim.dir.appendingPathComponent("bp.sqlite").path
+        let capture = sim.dir.appendingPathComponent("second.btsnoop").path
+        let first = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--store", db, "--timeout", "3"])
+        let second = try CLI.run([
+            "measure", "--connect", "unix:\(sim.path)", "--store", db, "--timeout", "3", "--capture", capture,
+            "--no-gatt-cache",  // (the capture then holds the discovery the replay maps handles with)
+        ])
+        let replay = try CLI.run(["replay", capture])
+        let log = sim.logText
+        #expect(sim.stop() == 0, "\(log)")
+        #expect(try measurements(first).count == 3, "\(first.stdout)\n\(first.stderr)")
+        #expect(second.stderr.contains("stored records: no_records_found"), "\(second.stderr)")
+        #expect(second.stderr.components(separatedBy: "asked the cuff for its stored records").count == 3)
+        #expect(try measurements(second).isEmpty, "\(second.stdout)")
+        #expect(replay.stderr.contains("asked the cuff for its stored records"), "\(replay.stderr)")
+        #expect(!replay.stderr.contains("unknown"), "\(replay.stderr)")
+        #expect(try measurements(replay).isEmpty, "\(replay.stdout)\n\(replay.stderr)")
+    }
 }

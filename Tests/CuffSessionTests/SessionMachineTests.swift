@@ -270,8 +270,12 @@ struct SessionMachineTests {
     @Test func aCuffWhoseNumberingStartedAgainIsAskedForAllItsRecords() throws {
         var h = Self.afterMark40()
         #expect(Self.racpWrites(h) == [hx("01 03 01 29 00")])  // 41 and after (its write answered by toReady)
-        _ = h.send(.indication(.recordAccessControlPoint, hx("06 00 01 06"), t(1.1)))  // no records found
+        let answered = h.send(.indication(.recordAccessControlPoint, hx("06 00 01 06"), t(1.1)))  // no records found
         #expect(Self.racpWrites(h).last == hx("01 06"))  // the last record
+        // Asked once the response is confirmed: until then the cuff's procedure is in progress.
+        let confirmed = answered.firstIndex(of: .confirmIndication)
+        let asked = answered.firstIndex(of: .write(.recordAccessControlPoint, hx("01 06")))
+        #expect(confirmed != nil && asked != nil && confirmed! < asked!, "\(answered)")
         _ = h.send(.writeCompleted(.recordAccessControlPoint, t(1.2)))
         _ = h.send(.indication(.bloodPressureRecord, Self.storedRecord(3, systolic: 113), t(1.3)))
         #expect(h.measurements.isEmpty)  // asked only for its number
