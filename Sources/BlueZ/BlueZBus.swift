@@ -33,10 +33,7 @@ public final class BlueZBus {
     /// Whether bluetoothd owns its name on this bus (`NameHasOwner("org.bluez")`).
     public func bluetoothdIsPresent() -> Bool {
         guard
-            let r = try? connection.call(
-                .call(
-                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                    interface: "org.freedesktop.DBus", member: "NameHasOwner", body: [.string(Self.service)]))
+            let r = try? connection.call(DBusConnection.busCall("NameHasOwner", [.string(Self.service)]))
         else { return false }
         return r.body?.first == .boolean(true)
     }
@@ -45,7 +42,8 @@ public final class BlueZBus {
     public static func isAvailable(busPath: String = DBusConnection.systemBusPath()) -> Bool {
         guard let bus = try? BlueZBus(busPath: busPath, timeout: .seconds(2)) else { return false }
         defer { bus.close() }
-        return bus.bluetoothdIsPresent()
+        // (Connecting asked who owns org.bluez already: no second question.)
+        return bus.connection.trustedSender != nil
     }
 
     /// A method call on bluetoothd; returns the reply's body.
@@ -66,12 +64,7 @@ public final class BlueZBus {
     }
 
     /// `org.freedesktop.DBus.AddMatch`.
-    public func addMatch(_ rule: String) throws(TransportError) {
-        try connection.call(
-            .call(
-                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                member: "AddMatch", body: [.string(rule)]))
-    }
+    public func addMatch(_ rule: String) throws(TransportError) { try connection.addMatch(rule) }
 
     /// bluetoothd's objects: path → interface → properties (`GetManagedObjects` on `/`).
     public func managedObjects() throws(TransportError) -> [String: [String: DBusValue]] {

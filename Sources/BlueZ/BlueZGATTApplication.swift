@@ -107,20 +107,13 @@ public final class BlueZGATTApplication {
     public func start() throws(TransportError) {
         // (Also bluetoothd's restarts: NameOwnerChanged.)
         try connection.acceptSignals(onlyFromOwnerOf: BlueZBus.service)
-        try addMatch(
+        try connection.addMatch(
             "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.bluez.Device1'"
         )
         try loop.watch(connection.fd) { [unowned self] _ in self.readable() }
         watching = true
         try register()
         readable()  // what arrived during the AddMatch calls
-    }
-
-    func addMatch(_ rule: String) throws(TransportError) {
-        try connection.call(
-            .call(
-                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                member: "AddMatch", body: [.string(rule)]))
     }
 
     /// RegisterApplication and RegisterAdvertisement, sent without waiting: bluetoothd calls

@@ -226,25 +226,32 @@ public final class DBusConnection: @unchecked Sendable {
     public func acceptSignals(onlyFromOwnerOf name: String) throws(TransportError) {
         signalSource = (name, nil)
         // The match first: no change of owner falls between the question and the answer.
-        try call(
-            .call(
-                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                member: "AddMatch",
-                body: [
-                    .string(
-                        "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(name)'"
-                    )
-                ]))
+        try addMatch(
+            "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(name)'"
+        )
         do {
-            let reply = try call(
-                .call(
-                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                    interface: "org.freedesktop.DBus", member: "GetNameOwner", body: [.string(name)]))
+            let reply = try call(Self.busCall("GetNameOwner", [.string(name)]))
             if case .string(let owner)? = reply.body?.first { signalSource = (name, owner) }
         } catch {
             // Nobody owns it yet: signals wait for the NameOwnerChanged that says who does.
             guard error.dbusError == .nameHasNoOwner else { throw error }
         }
+    }
+
+    /// Who owns the name ``acceptSignals(onlyFromOwnerOf:)`` trusts, as last heard (nil: nobody,
+    /// or no name trusted).
+    public var trustedSender: String? { signalSource?.owner }
+
+    /// A method call on the bus daemon itself (`org.freedesktop.DBus`).
+    public static func busCall(_ member: String, _ body: [DBusValue] = []) -> DBusMessage {
+        .call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: member, body: body)
+    }
+
+    /// `org.freedesktop.DBus.AddMatch`: the signals `rule` matches are sent to us.
+    public func addMatch(_ rule: String) throws(TransportError) {
+        try call(Self.busCall("AddMatch", [.string(rule)]))
     }
 
     /// Whether a message is taken: all but a signal from a sender not trusted (and a change of
@@ -308,10 +315,7 @@ public final class DBusConnection: @unchecked Sendable {
     /// `org.freedesktop.DBus.Hello`; stores and returns our unique name.
     @discardableResult
     public func hello() throws(TransportError) -> String {
-        let reply = try call(
-            .call(
-                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                member: "Hello"))
+        let reply = try call(Self.busCall("Hello"))
         guard case .string(let name)? = reply.body?.first else {
             throw Self.error(.malformed("Hello reply without a name"))
         }

@@ -381,7 +381,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// Observer mode: the mark the observed client asked for records after (its `≥ N` request),
     /// so a replay leaves out what the live session left out.
     var observedMark: UInt16?
-    /// ``askRACPAgain(_:_:_:)`` inserted a request, sent once the response is confirmed.
+    /// ``askRACPAgain(_:)`` inserted a request, sent once the response is confirmed.
     var racpAskDue = false
     /// The mark records are asked for after: the configuration's, or in observer mode the one
     /// the client's request showed.
@@ -877,7 +877,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             let req: RecordAccessControlPoint =
                 if racpAsk == .lastRecord {
                     .request(opCode: .reportStoredRecords, operator: .lastRecord, filter: nil)
-                } else if racpAsk == .afterMark, let last = configuration.lastSequenceNumber, last < UInt16.max {
+                } else if racpAsk == .afterMark, let last = racpMark, last < UInt16.max {
                     .request(
                         opCode: .reportStoredRecords, operator: .greaterThanOrEqualTo, filter: .sequenceNumber(last + 1)
                     )
@@ -1233,18 +1233,19 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         let wasInProgress = racpInProgress
         racpInProgress = false
         guard wasInProgress else { return }
+        // (An observer only follows: the observed client asks what it asks.)
         if case let .responseCode(op, code) = d.value, op == .reportStoredRecords, !configuration.observer,
-            let mark = configuration.lastSequenceNumber
+            let mark = racpMark
         {
             switch racpAsk {
             case .afterMark where code == .noRecordsFound:
-                return askRACPAgain(.lastRecord, at, &out)
+                return askRACPAgain(.lastRecord)
             case .lastRecord where code == .success:
                 if let last = lastRecordSequence, last < mark {
                     log(
                         "the cuff's last stored record is number \(last), below \(mark), the last one kept: its numbering started again; asking for all its records",
                         &out)
-                    return askRACPAgain(.all, at, &out)
+                    return askRACPAgain(.all)
                 }
             default: break
             }
@@ -1257,7 +1258,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// Another RACP report, asked for next (before the plan's remaining steps), once the response
     /// indication is confirmed: until then the cuff's procedure is still in progress, and a cuff
     /// answers a new request with Procedure Already In Progress (0xFE), as the simulated one does.
-    mutating func askRACPAgain(_ ask: RACPAsk, _ at: EventTime, _ out: inout [Action]) {
+    mutating func askRACPAgain(_ ask: RACPAsk) {
         racpAsk = ask
         lastRecordSequence = nil
         steps.insert(.racpReport, at: nextStep)
