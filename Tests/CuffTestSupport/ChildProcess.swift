@@ -5,7 +5,9 @@ import Foundation
 /// A child process started with posix_spawn (Foundation's Process is avoided: it raced when many
 /// tests spawned at once, and its wait hangs when the child leaves a daemon behind that inherited
 /// Process's own descriptors). Its stdio goes to files; its signal mask is cleared and every signal
-/// has its default action (a test runner may block SIGTERM, and a child inherits the mask).
+/// has its default action (a test runner may block SIGTERM, and a child inherits the mask). It gets
+/// no other descriptor of this process: one another test's thread opened without `O_CLOEXEC` would
+/// otherwise stay open in the child (holding a pipe's end open, or skewing a descriptor limit).
 public final class ChildProcess: @unchecked Sendable {
     public let pid: pid_t
     private var exitStatus: Int32?
@@ -32,6 +34,7 @@ public final class ChildProcess: @unchecked Sendable {
         } else {
             posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         }
+        if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) }
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
         defer { posix_spawnattr_destroy(&attr) }
@@ -76,6 +79,14 @@ public final class ChildProcess: @unchecked Sendable {
         } while deadline.map { Date() < $0 } ?? true
         return nil
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 on; Swift's Glibc module does not
+    /// declare it, as it is a GNU extension), nil where the C library lacks it.
+    static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, CInt) -> CInt)? = {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(
+            symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, CInt) -> CInt).self)
+    }()
 
     public var isRunning: Bool { wait(timeout: 0) == nil }
 

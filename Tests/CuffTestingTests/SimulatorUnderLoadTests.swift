@@ -102,9 +102,11 @@ struct SimulatorUnderLoadTests {
         let cuffs = 8
         let sim = try Self.fleet(s, cuffs: cuffs)
         defer { sim.kill9() }
-        // Room for two clients more than it has open now.
-        let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(sim.pid)/fd").count
-        let limited = try runToCompletion("prlimit", ["--pid", "\(sim.pid)", "--nofile=\(open + 2):\(open + 2)"])
+        #expect(waitUntil(10) { s.text("sim.err").contains("listening at") }, "\(s.text("sim.err"))")
+        // Room for two clients more: the limit bounds descriptor numbers, not how many are open,
+        // so it is set just above the second free number.
+        let limit = try Self.limitLeaving(2, free: sim.pid)
+        let limited = try runToCompletion("prlimit", ["--pid", "\(sim.pid)", "--nofile=\(limit):\(limit)"])
         try #require(limited.status == 0, "prlimit (util-linux): \(limited.stderr)")
         let clients = try (1...cuffs).map { try UnixSeqpacketBearer.connect(path: Self.socket(s, $0)) }
         #expect(waitUntil(5) { s.text("sim.err").contains("accept failed") }, "\(s.text("sim.err"))")
@@ -119,6 +121,18 @@ struct SimulatorUnderLoadTests {
         #expect(s.text("sim.err").contains("accepting again"))
         sim.signal(SIGTERM)
         #expect(sim.wait(timeout: 5) == 0)
+    }
+
+    /// The descriptor limit under which process `pid` has exactly `count` free descriptor numbers
+    /// (a new descriptor takes the lowest free number; EMFILE once that reaches the limit).
+    static func limitLeaving(_ count: Int, free pid: pid_t) throws -> Int {
+        let open = Set(try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").compactMap { Int($0) })
+        var free = 0
+        for n in 0... where !open.contains(n) {
+            free += 1
+            if free == count { return n + 1 }
+        }
+        return 0
     }
 
     /// User and system CPU time of a process, in seconds (`/proc/PID/stat`).
