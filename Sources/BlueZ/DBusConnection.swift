@@ -204,18 +204,21 @@ public final class DBusConnection: @unchecked Sendable {
                     if accepts(message) { return (message, total) }
                     foreignSignalsDropped += 1
                     dropped += 1
-                    // A flood of them still ends the wait at its deadline.
-                    if dropped >= Self.dropBudget, let deadline, ContinuousClock.now >= deadline { return nil }
                     continue
                 }
             } catch {
                 throw Self.error(error)
             }
+            // A flood of them still ends the wait at its deadline, but only once nothing whole is
+            // left in the buffer: what is left there is on no socket, and a caller waiting for
+            // the socket to be readable would never hear of it.
+            if dropped >= Self.dropBudget, let deadline, ContinuousClock.now >= deadline { return nil }
             guard try fill(until: deadline) else { return nil }
         }
     }
 
-    /// How many foreign signals one read drops before it looks at its deadline again.
+    /// How many foreign signals one read drops before it looks at its deadline again (when it
+    /// next needs the socket: a read of 4 KiB may drop a few dozen more).
     static let dropBudget = 256
 
     /// From now on, signals are taken only from the bus itself and from whoever owns `name`,

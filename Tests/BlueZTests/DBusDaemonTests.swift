@@ -291,4 +291,39 @@ struct DBusSignalSourceTests {
         try other.send(Self.signal("anyone", to: plain.uniqueName))
         #expect(try Self.taken(plain) { $0.contains("anyone") } == ["anyone"])
     }
+
+    /// A flood of foreign signals just ahead of the owner's, read as an event loop reads: wait for
+    /// the socket to be readable, then read until nothing is left for now. The owner's signal
+    /// arrives whatever the flood's size: a read that ends with the drop budget spent leaves no
+    /// whole message behind in the buffer, where no readiness would ever show it (probe T).
+    @Test func theOwnersSignalAfterAFloodIsNotLeftInTheBuffer() throws {
+        guard let bus = PrivateBus() else { return }
+        let owner = try bus.connect()
+        try Self.own(owner)
+        let other = try bus.connect()
+        // Flood sizes around the budget, and signals of several sizes (128 bytes would end each
+        // 4 KiB read on a message's end): some reads end just past the owner's signal.
+        for flood in (DBusConnection.dropBudget - 4)...(DBusConnection.dropBudget + 36) {
+            let forged = "forged" + String(repeating: "x", count: flood % 16)
+            let cuff = try bus.connect()
+            defer { cuff.close() }
+            try cuff.acceptSignals(onlyFromOwnerOf: "org.bluez")
+            for _ in 0..<flood { try other.send(Self.signal(forged, to: cuff.uniqueName)) }
+            // The bus routes each connection's messages in order: once this call returns, the
+            // flood is on its way to `cuff`, ahead of the owner's signal.
+            try other.call(DBusConnection.busCall("GetId"))
+            try owner.send(Self.signal("fromTheOwner", to: cuff.uniqueName))
+            try owner.call(DBusConnection.busCall("GetId"))
+            var seen: [String] = []
+            while seen.isEmpty {
+                var p = pollfd(fd: cuff.fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&p, 1, 2000) == 1 else { break }
+                while let m = try cuff.receive(until: .now) {
+                    if m.interface == "cuff.Test", let member = m.member { seen.append(member) }
+                }
+            }
+            #expect(seen == ["fromTheOwner"], "after \(flood) forged signals")
+            #expect(cuff.foreignSignalsDropped == flood)
+        }
+    }
 }

@@ -153,7 +153,10 @@ struct PostgresCLITests {
         #expect(damaged.status == 11, "\(damaged.stderr)")
         #expect(damaged.stdoutLines == Array(whole.stdoutLines.dropFirst()))
         #expect(damaged.stderr.contains("skipped") && damaged.stderr.contains("user_id"), "\(damaged.stderr)")
-        #expect(!damaged.stderr.contains("999"), "a value is never shown")
+        // (The server's address is left out: its port may hold the digits.)
+        #expect(
+            !damaged.stderr.replacingOccurrences(of: "\(c.port)", with: "PORT").contains("999"),
+            "a value is never shown")
         _ = try c.psql(
             "ALTER TABLE cuff_measurements ALTER COLUMN warnings TYPE BYTEA USING convert_to(warnings, 'UTF8')")
         let altered = try CLI.run(["history", "--store", c.url()])
