@@ -52,6 +52,10 @@ public struct VendorCentral: Sendable {
     public internal(set) var client = GATTClient()
     var profile: GATTProfile?
     var pending: [GATTRequestID: Pending] = [:]
+    /// The value handles the session subscribed to: notifications from any other are not its cuff's answers.
+    var subscribed: Set<UInt16> = []
+    /// Whether a notification from another handle was said already (once per session).
+    var saidStrayNotification = false
     public private(set) var outcome: SessionOutcome?
     /// The device the records of unasked standard measurements name.
     public var device: DeviceInfo
@@ -135,6 +139,7 @@ public struct VendorCentral: Sendable {
                     continue
                 }
                 let now = at.monotonic
+                subscribed.insert(ch.valueHandle)
                 request(.subscribe, at, &out) { $0.subscribe(ch, notify: true, indicate: false, now: now, into: &$1) }
             case let .write(uuid, value):
                 guard let ch = characteristic(uuid) else {
@@ -157,7 +162,17 @@ public struct VendorCentral: Sendable {
         for a in actions {
             switch a {
             case let .send(pdu): out.append(.send(pdu))
-            case let .notification(_, value): sessionStep(.notification(value, at), at, &out)
+            case let .notification(handle, value):
+                guard subscribed.contains(handle) else {
+                    // (Probe V: a reading sent on the Device Name's handle was taken as the cuff's.)
+                    if !saidStrayNotification {
+                        saidStrayNotification = true
+                        out.append(
+                            .log("ignored a notification of handle \(Hex.handle(handle)), which was not subscribed"))
+                    }
+                    continue
+                }
+                sessionStep(.notification(value, at), at, &out)
             case let .indication(handle, value):
                 // Confirmed only once kept, or when it carries no reading: a cuff deletes what was confirmed.
                 let verdict = UninvitedIndication.classify(

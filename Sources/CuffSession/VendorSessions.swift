@@ -264,7 +264,7 @@ public struct YonkerSession: ActionMachine, Sendable {
     }
 
     public var nextDeadline: Timestamp? {
-        if case let .settling(until) = state { return until }
+        if case let .settling(until) = state { return deadline.map { min($0, until) } ?? until }
         return deadline
     }
 
@@ -292,7 +292,10 @@ public struct YonkerSession: ActionMachine, Sendable {
                 if n == 0 { out.append(.log("Yonker: measuring (progress \(Hex.encode([code])))")) }
             case let .result(r):
                 readings += 1
-                state = .settling(until: at.monotonic + settle)
+                // The window opens with the first result and is not moved by later ones: a cuff
+                // that keeps sending results cannot hold the session (probe V: one a second kept
+                // `measure --timeout 15` going past 60 s).
+                if case .waiting = state { state = .settling(until: at.monotonic + settle) }
                 for w in d.warnings { out.append(.log("Yonker: \(w.code.rawValue): \(w.message)")) }
                 out.append(
                     .emit(

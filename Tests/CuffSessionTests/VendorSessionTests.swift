@@ -128,6 +128,31 @@ struct VendorSessionTests {
         #expect(s.handle(.tick(t(2.2))).contains(.finished(.completed)))
     }
 
+    /// A cuff that sends a new result every second: the settle window opens with the first and
+    /// is not moved by later ones, so the session ends 2 s after the first (probe V: it ran on
+    /// past `--timeout`, one reading a second).
+    @Test func yonkerResultsThatKeepComingDoNotHoldTheSession() {
+        var s = YonkerSession(timeout: .seconds(15), settle: .seconds(2))
+        _ = s.handle(.start(t(0)))
+        _ = s.handle(.subscribed(t(0.1)))
+        var readings = 0
+        var ended: (SessionOutcome, Double)?
+        var clock = 1.0
+        while ended == nil, clock < 60 {
+            for a in s.handle(.tick(t(clock))) { if case let .finished(o) = a { ended = (o, clock) } }
+            if ended == nil, clock == clock.rounded() {
+                let r = Yonker.Result(
+                    systolic: UInt8(100 + Int(clock)), diastolic: 70, pulse: 60,
+                    time: DateTime(year: 2025, month: 3, day: 4, hours: 5, minutes: 6, seconds: 0))
+                for a in s.handle(.notification(r.bytes, t(clock))) { if case .emit = a { readings += 1 } }
+            }
+            clock += 0.5
+        }
+        #expect(ended?.0 == .completed)
+        #expect(ended?.1 == 3, "ended at \(ended?.1 ?? -1) s")
+        #expect(readings == 2)
+    }
+
     @Test func yonkerNothingBeforeTheTimeout() {
         var s = YonkerSession(timeout: .seconds(30))
         _ = s.handle(.start(t(0)))
@@ -148,7 +173,11 @@ struct VendorATTTests {
         var pdus = 0
     }
 
-    static func run(_ central: inout VendorCentral, _ cuff: inout VendorCuffPeripheral) -> Run {
+    /// `rewrite`: what the central gets for each PDU the cuff sends (a hostile link).
+    static func run(
+        _ central: inout VendorCentral, _ cuff: inout VendorCuffPeripheral,
+        rewrite: ([UInt8]) -> [[UInt8]] = { [$0] }
+    ) -> Run {
         var r = Run()
         var clock = 0.0
         _ = cuff.connected(now: t(0).monotonic, client: nil)
@@ -174,7 +203,7 @@ struct VendorATTTests {
                 r.pdus += 1
                 for o in cuff.receive(toCuff.removeFirst(), now: t(clock).monotonic) {
                     switch o {
-                    case let .send(p): toCentral.append(p)
+                    case let .send(p): toCentral += rewrite(p)
                     case .disconnect: take(central.disconnected(at: t(clock)))
                     case let .log(s): r.logs.append(s)
                     }
@@ -217,6 +246,25 @@ struct VendorATTTests {
         #expect(r.readings.count == 1)
         #expect(r.readings.first?.raw == result.bytes)
         #expect(r.outcome == .completed, "\(r.logs)")
+    }
+
+    /// A notification from a handle the session did not subscribe to (here the Device Name's,
+    /// 0x0003) is not the cuff's answer, however well it decodes: left out, said once.
+    @Test func aNotificationFromAnotherHandleIsNotTaken() {
+        let result = Yonker.Result(
+            systolic: 131, diastolic: 103, pulse: 81,
+            time: DateTime(year: 2024, month: 11, day: 25, hours: 19, minutes: 18, seconds: 0))
+        var forged = result
+        forged.systolic = 99
+        var cuff = VendorCuffPeripheral(.yonker(YonkerCuff(result: result)), name: "YK-IBPA1")
+        var central = VendorCentral(.yonker(YonkerSession(settle: .seconds(1))))
+        let r = Self.run(&central, &cuff) { pdu in
+            guard pdu.first == 0x1B else { return [pdu] }
+            return [[0x1B, 0x03, 0x00] + forged.bytes, [0x1B, 0x03, 0x00] + forged.bytes, pdu]
+        }
+        #expect(r.readings.map(\.systolic) == [131])
+        #expect(r.logs.filter { $0.contains("ignored a notification of handle 0x0003") }.count == 1, "\(r.logs)")
+        #expect(r.outcome == .completed)
     }
 
     /// The wrong cuff for the session: the vendor characteristic is missing; the session says so.
