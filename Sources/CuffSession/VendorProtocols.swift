@@ -168,10 +168,16 @@ struct VendorProtocolCentral: CuffProtocolSession {
         measurements + repeats > 0
             ? 0 : (outcome.map { $0 == .completed ? SessionOutcome.noResult : $0 } ?? .noResult).exitCode
     }
-    var nextDeadline: Timestamp? { isFinished ? nil : central?.nextDeadline }
+    /// `--timeout` from the start, whatever the stage (a Microlife answer that trickles in, a
+    /// Yonker cuff that keeps talking), as the standard session's.
+    var overallDeadline: Timestamp?
+    var nextDeadline: Timestamp? {
+        isFinished ? nil : [central?.nextDeadline, overallDeadline].compactMap { $0 }.min()
+    }
     var stateName: String { isFinished ? (outcome?.rawValue ?? "done") : "\(protocolID)" }
 
     mutating func start(at: EventTime, into out: inout [CentralAction]) {
+        overallDeadline = configuration.timeout.map { at.monotonic + $0 }
         central = VendorCentral(makeSession(at), device: device)
         out.append(.emit(.session(SessionRecord(event: .start, device: device, at: at))))
         step(at, &out) { $0.start(at: at, into: &$1) }
@@ -179,6 +185,7 @@ struct VendorProtocolCentral: CuffProtocolSession {
 
     mutating func adopt(_ link: DiscoveredLink, at: EventTime, into out: inout [CentralAction]) {
         device = link.device
+        overallDeadline = configuration.timeout.map { link.startedAt.monotonic + $0 }
         central = VendorCentral(makeSession(at), device: device)
         step(at, &out) { $0.adopt(client: link.client, profile: link.profile, at: at, into: &$1) }
     }
@@ -186,7 +193,16 @@ struct VendorProtocolCentral: CuffProtocolSession {
     mutating func receive(_ pdu: [UInt8], at: EventTime, into out: inout [CentralAction]) {
         step(at, &out) { $0.receive(pdu, at: at, into: &$1) }
     }
-    mutating func tick(at: EventTime, into out: inout [CentralAction]) { step(at, &out) { $0.tick(at: at, into: &$1) } }
+    mutating func tick(at: EventTime, into out: inout [CentralAction]) {
+        step(at, &out) { $0.tick(at: at, into: &$1) }
+        if !isFinished, let d = overallDeadline, at.monotonic >= d {
+            let limit = configuration.timeout.map { "\($0.secondsDouble)" } ?? "?"
+            out.append(.disconnect)
+            measurements + repeats == 0
+                ? end(.timedOut, "no result within \(limit) s", at, &out)
+                : end(.completed, "time limit reached (\(limit) s)", at, &out)
+        }
+    }
     mutating func disconnected(_ why: String?, at: EventTime, into out: inout [CentralAction]) {
         step(at, &out) { $0.disconnected(at: at, into: &$1) }
     }
@@ -245,6 +261,7 @@ struct VendorProtocolCentral: CuffProtocolSession {
 
     mutating func end(_ o: SessionOutcome, _ why: String?, _ at: EventTime, _ out: inout [CentralAction]) {
         outcome = o
+        if let why, configuration.logs { out.append(.log(why)) }
         var record = SessionRecord(
             event: .end, device: device, at: at, outcome: o, measurements: measurements, message: why)
         record.attRequests = central?.client.requestsSent

@@ -267,6 +267,73 @@ struct VendorATTTests {
         #expect(r.outcome == .completed)
     }
 
+    /// `--timeout` bounds a vendor session whatever the stage: a Microlife cuff whose answer
+    /// trickles in, a notification every 4 s, is given up at a 5 s limit (before the session's
+    /// own 10 s answer window); in time, the same cuff is not touched by it.
+    @Test(arguments: [4.0, 0.0])
+    func aTricklingAnswerIsBoundByTheTimeLimit(delay: Double) {
+        // A hundred records: an answer of several notifications.
+        let slots = (0..<100).map {
+            VendorSessionTests.record(120, 80, 60, 2024, 6, UInt8(1 + $0 / 24), UInt8($0 % 24), 30)
+        }
+        var cuff = VendorCuffPeripheral(.microlife(MicrolifeCuff(slots: slots)), name: "BP3GY1-2N")
+        var c = CuffSessionConfiguration(address: "unix:/test")
+        c.timeout = .seconds(5)
+        c.setTime = false
+        var session = MicrolifeProtocol().makeCentral(configuration: c)
+        var clock = 0.0
+        var toCuff: [[UInt8]] = []
+        var toCentral: [(at: Double, pdu: [UInt8])] = []
+        var readings = 0
+        var ended: (outcome: SessionOutcome, at: Double, why: String?)?
+        func take(_ out: [CentralAction]) {
+            for o in out {
+                switch o {
+                case let .send(p): toCuff.append(p)
+                case .emit(.measurement): readings += 1
+                case let .emit(.session(r)) where r.event == .end: ended = (r.outcome ?? .noResult, clock, r.message)
+                default: break
+                }
+            }
+        }
+        _ = cuff.connected(now: t(0).monotonic, client: nil)
+        var out: [CentralAction] = []
+        session.start(at: t(0), into: &out)
+        take(out)
+        for _ in 0..<10_000 where ended == nil {
+            out.removeAll()
+            if !toCuff.isEmpty {
+                for o in cuff.receive(toCuff.removeFirst(), now: t(clock).monotonic) {
+                    // Each notification `delay` after the one before it.
+                    let after = max(clock, toCentral.last?.at ?? clock)
+                    if case let .send(p) = o { toCentral.append((after + (p.first == 0x1B ? delay : 0), p)) }
+                }
+                continue
+            }
+            let due = session.nextDeadline.map { Double($0.nanoseconds) / 1e9 }
+            if let next = toCentral.first, due.map({ next.at <= $0 }) ?? true {
+                clock = max(clock, next.at)
+                toCentral.removeFirst()
+                session.receive(next.pdu, at: t(clock), into: &out)
+            } else if let due {
+                clock = max(clock, due)
+                session.tick(at: t(clock), into: &out)
+            } else {
+                break
+            }
+            take(out)
+        }
+        if delay > 0 {
+            #expect(ended?.outcome == .timedOut)
+            #expect(ended?.at == 5)
+            #expect(ended?.why == "no result within 5.0 s")
+            #expect(readings == 0)
+        } else {
+            #expect(ended?.outcome == .completed)
+            #expect(readings == 100)
+        }
+    }
+
     /// The wrong cuff for the session: the vendor characteristic is missing; the session says so.
     @Test func missingCharacteristic() {
         let result = Yonker.Result(

@@ -29,14 +29,17 @@ struct GATTLink {
     var pdus = 0
     /// Drop the link as soon as this many measurements are out (a radio lost mid-sync).
     var dropAfterMeasurements: Int?
+    /// How long each notification of the cuff (its answers on the RX channels) takes to reach the
+    /// central (a slow or stalling cuff).
+    var replyDelay: Duration = .zero
 
     init(
         _ p: OmronProfile, peripheral: OmronPeripheral, options: OmronSyncOptions = OmronSyncOptions(),
-        localSeconds: Int64 = localNow
+        localSeconds: Int64 = localNow, timeLimit: Duration? = nil
     ) {
         central = OmronCentral(
             profile: p, options: options, device: DeviceInfo(address: "unix:/test"),
-            utcOffsetSeconds: localSeconds - 1_795_622_400)
+            utcOffsetSeconds: localSeconds - 1_795_622_400, timeLimit: timeLimit)
         self.peripheral = peripheral
     }
 
@@ -59,7 +62,7 @@ struct GATTLink {
     mutating func run() -> SessionOutcome? {
         _ = peripheral.connected(now: now, client: nil)
         var toPeripheral: [[UInt8]] = []
-        var toCentral: [[UInt8]] = []
+        var toCentral: [(at: Timestamp, pdu: [UInt8])] = []
         func take(_ out: [CuffCentral.Output], _ link: inout GATTLink, _ q: inout [[UInt8]]) -> Bool {
             var dropped = false
             for o in out {
@@ -86,14 +89,16 @@ struct GATTLink {
                 pdus += 1
                 for o in peripheral.receive(toPeripheral.removeFirst(), now: now) {
                     switch o {
-                    case let .send(pdu): toCentral.append(pdu)
+                    case let .send(pdu): toCentral.append((now + (pdu.first == 0x1B ? replyDelay : .zero), pdu))
                     case .disconnect: down = true
                     case .log: break
                     }
                 }
-            } else if !toCentral.isEmpty {
+            } else if let next = toCentral.first, central.nextDeadline.map({ next.at <= $0 }) ?? true {
                 pdus += 1
-                down = take(central.receive(toCentral.removeFirst(), at: at), &self, &toPeripheral) || down
+                now = max(now, next.at)
+                toCentral.removeFirst()
+                down = take(central.receive(next.pdu, at: at), &self, &toPeripheral) || down
             } else if let d = central.nextDeadline {
                 now = max(now, d)
                 down = take(central.tick(at: at), &self, &toPeripheral) || down
@@ -173,6 +178,49 @@ struct GATTLinkTests {
         let before = try #require(first.end?.attRequests), after = try #require(second.end?.attRequests)
         #expect(after <= before - 8, "\(before) → \(after)")
         #expect((second.central as? ProtocolSession)?.learned == learned)
+    }
+
+    /// `--timeout` bounds a sync whatever the cuff does: one that answers every frame 4.5 s late
+    /// (inside the 5 s reply timeout) times out at the limit when no reading came by then (probe
+    /// V: `--timeout 10` ran 55 s); with a limit after its first readings those stand, and the
+    /// sync stops at the limit.
+    @Test func aCuffThatAnswersJustInTimeIsBoundByTheTimeLimit() throws {
+        let p = try #require(OmronCatalog.profile(named: "HEM-7361T"))
+        var peripheral = OmronPeripheral(
+            cuff: OmronSimulator(profile: p, seed: 11, localSeconds: localNow), localAtPowerOn: localNow)
+        peripheral.poweredOn(now: .zero)
+        func slowRun(_ limit: Duration?) -> GATTLink {
+            var link = GATTLink(p, peripheral: peripheral, timeLimit: limit)
+            link.replyDelay = .milliseconds(4500)
+            _ = link.run()
+            return link
+        }
+        // Without a limit: how long the slow cuff takes to its first reading and to its end.
+        let whole = slowRun(nil)
+        #expect(whole.outcome == .completed)
+        let first = try #require(whole.measurements.first?.receivedAt.monotonic) - .zero
+        let last = try #require(whole.measurements.last?.receivedAt.monotonic) - .zero
+        try #require(first > .seconds(10) && last > first, "\(first) \(last)")
+
+        let none = slowRun(.seconds(10))
+        #expect(none.outcome == .timedOut)
+        #expect(none.now - .zero <= .seconds(10))
+        #expect(none.measurements.isEmpty)
+        #expect(none.end?.message == "no result within 10.0 s")
+        #expect(none.logs.last == "no result within 10.0 s", "said on stderr too")
+
+        let limit = Duration.seconds(Int64(((first + last) / 2).components.seconds))
+        let some = slowRun(limit)
+        #expect(some.outcome == .completed)
+        #expect(some.now - .zero <= limit)
+        #expect(!some.measurements.isEmpty && some.measurements.count < whole.measurements.count)
+        #expect(some.end?.message == "time limit reached (\(limit.secondsDouble) s)")
+
+        // A cuff in time is not touched by the limit.
+        var quick = GATTLink(p, peripheral: peripheral, timeLimit: .seconds(10))
+        #expect(quick.run() == .completed)
+        #expect(quick.end?.message == nil)
+        #expect(quick.measurements.map(\.raw) == whole.measurements.map(\.raw))
     }
 
     @Test func wrongTransportIsServiceMissing() {

@@ -26,6 +26,9 @@ public struct OmronCentral: CuffProtocolSession {
     var handles: [OmronCharacteristic: GATTProfile.Characteristic] = [:]
     var byHandle: [UInt16: OmronCharacteristic] = [:]
     var sessionDeadline: Timestamp?
+    /// `--timeout`: the time limit from the start, whatever the stage (as the standard session's).
+    let timeLimit: Duration?
+    var overallDeadline: Timestamp?
     var discovery: GATTRequestID?
     public private(set) var measurements = 0
     public private(set) var outcome: SessionOutcome?
@@ -75,9 +78,10 @@ public struct OmronCentral: CuffProtocolSession {
         profile: OmronProfile, options: OmronSyncOptions, device: DeviceInfo, utcOffsetSeconds: Int64,
         note: String? = nil,
         modelForced: Bool = true, modelHint: String? = nil, standardFallback: Bool = false, preferredMTU: UInt16 = 247,
-        gattCache: GATTCacheMode = .off, protocols: CuffProtocolRegistry? = nil
+        gattCache: GATTCacheMode = .off, protocols: CuffProtocolRegistry? = nil, timeLimit: Duration? = nil
     ) {
         self.protocols = protocols
+        self.timeLimit = timeLimit
         self.profile = profile
         self.modelForced = modelForced
         self.modelHint = modelHint
@@ -126,10 +130,13 @@ public struct OmronCentral: CuffProtocolSession {
         let s = at.wallMicros / 1_000_000 - (at.wallMicros % 1_000_000 < 0 ? 1 : 0)
         return s + utcOffsetSeconds
     }
-    public var nextDeadline: Timestamp? { [sessionDeadline, client.nextDeadline].compactMap { $0 }.min() }
+    public var nextDeadline: Timestamp? {
+        [sessionDeadline, client.nextDeadline, overallDeadline].compactMap { $0 }.min()
+    }
 
     public mutating func start(at: EventTime, into out: inout [Output]) {
         startedAt = at
+        overallDeadline = timeLimit.map { at.monotonic + $0 }
         out.append(.emit(.session(SessionRecord(event: .start, device: device, at: at))))
         guard let known = cache.known else { return discover(at, &out) }
         guard Self.hasOmronService(known.profile) else {
@@ -156,6 +163,18 @@ public struct OmronCentral: CuffProtocolSession {
         if let d = sessionDeadline, at.monotonic >= d {
             sessionDeadline = nil
             sessionStep(.timer, at, &out)
+        }
+        // The time limit holds whatever the cuff does, also one that answers each frame just
+        // before the reply timeout (probe V: `--timeout 10` ran 55 s, the first reading at 40 s).
+        // Without a reading by then it is a time-out; after some, the readings stand and the
+        // sync stops there (the cuff's counters stay: it sends them again, the store keeps them once).
+        if outcome == nil, let d = overallDeadline, at.monotonic >= d {
+            overallDeadline = nil
+            let limit = timeLimit.map { "\($0.secondsDouble)" } ?? "?"
+            measurements == 0
+                ? finish(.timedOut, "no result within \(limit) s", at, &out)
+                : finish(.completed, "time limit reached (\(limit) s)", at, &out)
+            out.append(.disconnect)
         }
     }
 
@@ -195,6 +214,10 @@ public struct OmronCentral: CuffProtocolSession {
         guard outcome == nil else { return }
         outcome = o
         sessionDeadline = nil
+        overallDeadline = nil
+        // Why, on stderr too, as the standard session says it (probe V: a refused unlock said
+        // only "session ended: protocol_error" there; the reason was in the end record alone).
+        if let message { out.append(.log(message)) }
         var end = SessionRecord(
             event: .end, device: device, at: at, outcome: o, measurements: measurements, message: message,
             clockDriftSeconds: session.driftSeconds)
@@ -317,6 +340,7 @@ public struct OmronCentral: CuffProtocolSession {
         client = link.client
         cache.adopted(link)
         startedAt = link.startedAt
+        overallDeadline = timeLimit.map { link.startedAt.monotonic + $0 }
         var d = link.device
         if d.model == nil { d.model = profile.id }
         if d.manufacturer == nil { d.manufacturer = "OMRON HEALTHCARE" }

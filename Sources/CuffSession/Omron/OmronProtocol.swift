@@ -61,7 +61,7 @@ public struct OmronProtocol: CuffProtocol {
             profile: p, options: o, device: DeviceInfo(address: c.address, name: c.advertisedName),
             utcOffsetSeconds: c.localUTCOffsetSeconds,
             modelForced: c.omronModel != nil, modelHint: chosen?.id, standardFallback: c.forcedProtocol == nil,
-            gattCache: c.gattCache, protocols: c.forcedProtocol == nil ? c.protocols : nil)
+            gattCache: c.gattCache, protocols: c.forcedProtocol == nil ? c.protocols : nil, timeLimit: c.timeout)
     }
 
     public func makeObserver(configuration c: CuffSessionConfiguration, discovered: GATTProfile?) -> (
