@@ -85,9 +85,12 @@ public final class SimulatedLink {
                 centralStep { [t = at(now)] in $0.stop(at: t, into: &$1) }
                 continue
             }
+            // (Once the stop is sent, its time is past: left in, it was always the next event,
+            // and the clock stood still with the cuff's answer never due (probe U: 100 % CPU,
+            // deaf to SIGTERM, for good).)
             let candidates: [Timestamp?] = [
                 toPeripheral.first?.0, toCentral.first?.0, centralSeesDisconnectAt, central.nextDeadline,
-                linkUp ? peripheral.nextDeadline : nil, stopAfter.map { .zero + $0 },
+                linkUp ? peripheral.nextDeadline : nil, stopSent ? nil : stopAfter.map { .zero + $0 },
             ]
             guard let next = candidates.compactMap({ $0 }).min() else {
                 hooks.log("simulated link: nothing left to happen")

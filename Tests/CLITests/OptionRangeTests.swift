@@ -87,6 +87,16 @@ struct OptionRangeTests {
         #expect(try r.stdoutLines.contains { try CLI.json($0)["type"] as? String == "measurement" })
     }
 
+    /// `--stop-after` on the simulated cuff stops it and ends (exit 3), paced or not (probe U: once
+    /// the stop was sent the clock stood still, the process spun, and no signal ended it).
+    @Test(arguments: [["--speed", "0"], [], ["--speed", "1"]])
+    func stopAfterEndsTheSimulatedSession(_ extra: [String]) throws {
+        let r = try CLI.run(["measure", "--simulated", "normal", "--stop-after", "2"] + extra, timeout: 30)
+        #expect(r.status == 3, "\(extra): \(r.stderr.suffix(500))")
+        #expect(r.stderr.contains("stopping (--stop-after reached)"))
+        #expect(r.stderr.contains("session ended: stopped"), "\(r.stderr.suffix(500))")
+    }
+
     /// A topic prefix libmosquitto refuses only when it publishes: the reading then waited in the
     /// outbox for good, and `cuff sync` blamed "Malformed UTF-8". Refused when given instead.
     @Test(arguments: [
