@@ -75,12 +75,29 @@ extension QuirkProfile: ExpressibleByArgument {
 public struct SimulationOptions: ParsableArguments {
     public init() {}
 
+    // (Optional, their defaults below: whether one was given at all matters to `simulate
+    // --from-capture`, which refuses them even with their default values.)
     @Option(
-        help: "Blood Pressure Service version of the simulated cuff (bps-1.1 adds Enhanced BPM/ICP, Record and RACP).")
-    public var persona: Persona = .bps10
+        name: .customLong("persona"),
+        help: ArgumentHelp(
+            "Blood Pressure Service version of the simulated cuff (bps-1.1 adds Enhanced BPM/ICP, Record and RACP). (default: bps-1.0)",
+            valueName: "persona"))
+    public var personaGiven: Persona?
 
-    @Option(help: "Seed of the simulated readings (same seed, same readings).")
-    public var seed: UInt64 = 1
+    @Option(
+        name: .customLong("seed"),
+        help: ArgumentHelp("Seed of the simulated readings (same seed, same readings). (default: 1)", valueName: "seed")
+    )
+    public var seedGiven: UInt64?
+
+    public var persona: Persona {
+        get { personaGiven ?? .bps10 }
+        set { personaGiven = newValue }
+    }
+    public var seed: UInt64 {
+        get { seedGiven ?? 1 }
+        set { seedGiven = newValue }
+    }
 
     @Option(
         help:

@@ -11,8 +11,13 @@ import Omron
 import Transport
 
 struct SimulatorOptions: ParsableArguments {
-    @Option(help: "Scenario to play (see `cuff simulate --list`; with --model, an Omron scenario).")
-    var scenario: ScenarioName = .normal
+    @Option(
+        name: .customLong("scenario"),
+        help: ArgumentHelp(
+            "Scenario to play (see `cuff simulate --list`; with --model, an Omron scenario). (default: normal)",
+            valueName: "scenario"))
+    var scenarioGiven: ScenarioName?
+    var scenario: ScenarioName { scenarioGiven ?? .normal }
 
     @Option(help: ArgumentHelp(OmronModelOption.help, valueName: "name"))
     var model: String?
@@ -66,10 +71,11 @@ struct SimulatorOptions: ParsableArguments {
 
     @Option(
         name: .customLong("handle-gap"),
-        help:
-            "Leave N handles unused before the cuff's services: a firmware whose handles moved (for a client's GATT cache)."
-    )
-    var handleGap: UInt16 = 0
+        help: ArgumentHelp(
+            "Leave N handles unused before the cuff's services: a firmware whose handles moved (for a client's GATT cache). (default: 0)",
+            valueName: "handle-gap"))
+    var handleGapGiven: UInt16?
+    var handleGap: UInt16 { handleGapGiven ?? 0 }
 
     func validate() throws {
         try OmronModelOption.check(scenario, model: model)
@@ -93,13 +99,14 @@ struct SimulatorOptions: ParsableArguments {
     /// make an Omron cuff instead).
     var shapingGiven: [(option: String, setting: SimulatorSetting?)] {
         let all: [(String, SimulatorSetting?, Bool)] = [
-            ("--scenario", .scenario, scenario != .normal), ("--persona", .persona, persona != .bps10),
-            ("--seed", nil, seed != 1), ("--model", nil, model != nil), ("--unpaired", nil, unpaired),
+            // Given at all, also with the default value: --from-capture refuses them either way.
+            ("--scenario", .scenario, scenarioGiven != nil), ("--persona", .persona, simulation.personaGiven != nil),
+            ("--seed", nil, simulation.seedGiven != nil), ("--model", nil, model != nil), ("--unpaired", nil, unpaired),
             ("--autostart", .autostart, autostart), ("--quirk", .quirk, quirk != nil),
             ("--record-segment", .recordSegment, recordSegment != nil), ("--every", .measureEvery, every != nil),
             ("--database-hash", .databaseHash, databaseHash), ("--service-changed", .serviceChanged, serviceChanged),
             ("--indicate-service-changed", .serviceChanged, indicateServiceChanged),
-            ("--handle-gap", .handleGap, handleGap != 0),
+            ("--handle-gap", .handleGap, handleGapGiven != nil),
         ]
         return all.filter(\.2).map { ($0.0, $0.1) }
     }

@@ -98,5 +98,13 @@ struct FromCaptureTests {
             "\(shaped.stderr)")
         let scenario = try CLI.run(["simulate", "--from-capture", file, "--list-sessions", "--scenario", "kpa"])
         #expect(scenario.status == 64 && scenario.stderr.contains("--scenario shapes"), "\(scenario.stderr)")
+        // Also with their default values (probe U: `--scenario normal`, `--seed 1` and `--persona
+        // bps-1.0` were taken, and the capture served).
+        for (option, value) in [
+            ("--scenario", "normal"), ("--seed", "1"), ("--persona", "bps-1.0"), ("--handle-gap", "0"),
+        ] {
+            let given = try CLI.run(["simulate", "--from-capture", file, "--list-sessions", option, value])
+            #expect(given.status == 64 && given.stderr.contains("\(option) shapes"), "\(option): \(given.stderr)")
+        }
     }
 }
