@@ -313,7 +313,8 @@ public final class PostgresOutboxStore: MeasurementStore {
                             message: "\(f.description); readings wait in the outbox \(outbox.path); trying again"))
                 }
             } else {
-                if said != nil {
+                // (Only a batch the server took says it is back: an empty outbox asks it nothing.)
+                if said != nil, r.shipped > 0 {
                     warn(
                         SinkWarning(
                             sink: "store",
