@@ -48,13 +48,18 @@ public enum SinkError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .unknownFormat(f): "unknown output format \"\(f)\" (expected ndjson, fhir or omh)"
         case let .storeOpen(p, r): "cannot open store \(p): \(r)"
         case let .publishRefused(u, r): "cannot publish to \(u): \(r)"
+        // (Probe U: a directory was told to chmod 600, which only makes it unusable.)
+        case let .insecureStoreFile(p, m) where m & UInt32(S_IFMT) == UInt32(S_IFDIR):
+            "store \(p) is a directory; give the path of a store file (e.g. \(p)/bp.sqlite)"
+        case let .insecureStoreFile(p, m) where m & UInt32(S_IFMT) != UInt32(S_IFREG):
+            "store \(p) is not a regular file; give the path of a store file"
         case let .insecureStoreFile(p, m):
-            "store \(p) has mode \(String(m & 0o7777, radix: 8)) or is not a regular file; it must be a regular file with mode 600 (chmod 600 \(p))"
+            "store \(p) has mode \(String(m & 0o7777, radix: 8)); it must be readable and writable by its owner only (chmod 600 \(p))"
         // Not the dedup key: it holds the reading's values, and messages go to logs.
         case let .storeWrite(p, _, r): "cannot store a measurement in \(p): \(r)"
         case let .storeRead(p, r): "cannot read store \(p): \(r)"
         case let .storedValueUndecodable(p, id, r): "store \(p), measurement row \(id): raw value does not decode: \(r)"
-        case let .keyFile(p, r): "key file \(p) \(r)"
+        case let .keyFile(p, r): r.hasPrefix("is ") ? "key file \(p) \(r)" : "key file \(p): \(r)"
         case let .storeKey(p, r): "store \(p): \(r)"
         case let .storeTampered(p, id):
             "store \(p), measurement row \(id) does not authenticate: the file was changed or damaged (nothing of it was read)"

@@ -42,6 +42,19 @@ func vectorRecords() throws -> [MeasurementRecord] {
         try store.finish()
     }
 
+    /// A directory given as the store is named as one, with no chmod hint (probe U: following
+    /// "chmod 600 DIR" made the directory unusable).
+    @Test func aDirectoryIsNamedAsOne() throws {
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let err = #expect(throws: SinkError.self) {
+            try SQLiteStore(path: dir.root, mustExist: true, readOnly: true, warn: SinkWarnings.ignore)
+        }
+        #expect(
+            err?.description
+                == "store \(dir.root) is a directory; give the path of a store file (e.g. \(dir.root)/bp.sqlite)")
+    }
+
     @Test func groupReadableStoreIsRefused() throws {
         let dir = try ScratchDirectory()
         defer { dir.remove() }
