@@ -96,6 +96,9 @@ public struct DecodeWarning: Sendable, Hashable, CustomStringConvertible {
         /// A value the device sent as an integer that an SFLOAT cannot hold exactly (above 2045):
         /// it is recorded rounded; the message and `raw` keep the integer.
         public static let valueRounded = Code(rawValue: "value_rounded")
+        /// A pressure or pulse rate no cuff measures (below 0, or above 300 mmHg / 40 kPa or 300
+        /// bpm): decoded as sent, and flagged, since it is a fault, not a reading to trust.
+        public static let implausibleValue = Code(rawValue: "implausible_value")
     }
     public var code: Code
     public var message: String
@@ -108,4 +111,7 @@ public struct DecodeWarning: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "\(code.rawValue): \(message)" }
+
+    /// A warning about the values, not the layout (``Code/implausibleValue``).
+    public var isAboutValues: Bool { code == .implausibleValue }
 }

@@ -192,6 +192,12 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
                     "the cuff reported a failed measurement (every pressure NaN): an error reading, no values",
                     offset: 1))
         }
+        if !cuffPressure {
+            let unit: PressureUnit = flags & Flag.kPa != 0 ? .kPa : .mmHg
+            Plausibility.check(
+                [("Systolic", sys, 1), ("Diastolic", dia, 3), ("Mean Arterial Pressure", map, 5)], unit: unit,
+                pulse: pulse.map { ($0, 7 + (ts != nil ? 7 : 0)) }, into: &warnings)
+        }
         var m = BloodPressureMeasurement(
             unit: flags & Flag.kPa != 0 ? .kPa : .mmHg, systolic: sys, diastolic: dia, meanArterialPressure: map,
             timestamp: ts, pulseRate: pulse, userID: uid, status: status, rfuFlags: flags)
@@ -240,5 +246,62 @@ public struct BloodPressureMeasurement: Sendable, Hashable {
         if let userID { w.write(userID) }
         if let status { bigEndian ? w.writeBigEndian(status.rawValue) : w.write(status.rawValue) }
         return w.bytes
+    }
+}
+
+/// Values no cuff measures (probe V: a cuff's −1 mmHg systolic, 10,000,000 mmHg diastolic and
+/// −0.0000164 bpm pulse went to every format as a reading, with no warning). They are decoded as
+/// sent (the record keeps what the cuff said) and flagged ``DecodeWarning/Code/implausibleValue``.
+public enum Plausibility {
+    /// The highest pressure a non-invasive cuff measures, in mmHg (most stop at 299 or 300).
+    public static let highestMmHg = 300.0
+    /// The same in kPa (40 kPa is 300 mmHg).
+    public static let highestKPa = 40.0
+    /// The highest pulse rate in beats per minute.
+    public static let highestPulse = 300.0
+
+    /// Appends a warning for each finite value outside what a cuff measures (naming the field,
+    /// not the value: warnings reach logs); special values (NaN, NRes, ±INF) are said elsewhere,
+    /// and 0 stays (some cuffs send it for "absent").
+    @inlinable
+    public static func check(
+        _ pressures: [(field: String, value: SFloat, offset: Int)], unit: PressureUnit,
+        pulse: (value: SFloat, offset: Int)?, into warnings: inout [DecodeWarning]
+    ) {
+        let highest = unit == .kPa ? highestKPa : highestMmHg
+        let unitName = unit == .kPa ? "kPa" : "mmHg"
+        for p in pressures {
+            guard let v = p.value.doubleValue, v.isFinite, v < 0 || v > highest else { continue }
+            warnings.append(
+                DecodeWarning(
+                    .implausibleValue, "\(p.field) is outside 0…\(Int(highest)) \(unitName)",
+                    offset: p.offset))
+        }
+        if let (value, offset) = pulse, let v = value.doubleValue, v.isFinite, v < 0 || v > highestPulse {
+            warnings.append(
+                DecodeWarning(
+                    .implausibleValue, "Pulse Rate is outside 0…\(Int(highestPulse)) beats per minute",
+                    offset: offset))
+        }
+    }
+
+    /// A vendor protocol's whole-number reading (Microlife, Yonker: one byte each, so never out of
+    /// range): a zero, or a systolic not above the diastolic, is no measurement (probe V: 0/0
+    /// pulse 0, 255/255 pulse 255 and 0/200 were printed as readings). `offsets`: where each
+    /// value is in the bytes, when they are at hand.
+    public static func wholeValues(
+        systolic: UInt8, diastolic: UInt8, pulse: UInt8, offsets: (Int, Int, Int)? = nil
+    ) -> [DecodeWarning] {
+        var w: [DecodeWarning] = []
+        let fields = [
+            ("Systolic", systolic, offsets?.0), ("Diastolic", diastolic, offsets?.1), ("Pulse Rate", pulse, offsets?.2),
+        ]
+        for (field, value, offset) in fields where value == 0 {
+            w.append(DecodeWarning(.implausibleValue, "\(field) is zero", offset: offset))
+        }
+        if systolic != 0, diastolic != 0, systolic <= diastolic {
+            w.append(DecodeWarning(.implausibleValue, "Systolic is not above Diastolic", offset: offsets?.0))
+        }
+        return w
     }
 }

@@ -116,6 +116,12 @@ public struct EnhancedBloodPressureMeasurement: Sendable, Hashable {
         }
         let uft = try flags & Flag.userFacingTime != 0 ? r.u32("User Facing Time") : nil
         r.noteTrailing(&warnings)
+        if case let .measurement(sys, dia, map) = kind {
+            Plausibility.check(
+                [("Systolic", sys, 1), ("Diastolic", dia, 3), ("Mean Arterial Pressure", map, 5)],
+                unit: flags & Flag.kPa != 0 ? .kPa : .mmHg,
+                pulse: pulse.map { ($0, 7 + (ts != nil ? 4 : 0)) }, into: &warnings)
+        }
         let v = EnhancedBloodPressureMeasurement(
             unit: flags & Flag.kPa != 0 ? .kPa : .mmHg, kind: kind, timestamp: ts, pulseRate: pulse, userID: uid,
             status: status, userFacingTime: uft, epoch: flags & Flag.epoch2000 != 0 ? .year2000 : .year1900,

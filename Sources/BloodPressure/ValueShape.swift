@@ -36,7 +36,11 @@ public enum ValueShape {
 
     /// Blood Pressure Measurement (0x2A35) and Intermediate Cuff Pressure (0x2A36): one format.
     static func classic(_ bytes: ArraySlice<UInt8>) -> Bool {
-        guard let d = try? BloodPressureMeasurement.decode(bytes), d.warnings.isEmpty else { return false }
+        // (Values are judged here by ``plausible(_:)``, 0–300 whatever the unit: a kPa flag over
+        // mmHg values is still this layout.)
+        guard let d = try? BloodPressureMeasurement.decode(bytes), d.warnings.allSatisfy(\.isAboutValues) else {
+            return false
+        }
         let m = d.value
         return plausible(m.systolic) && plausible(m.diastolic) && plausible(m.meanArterialPressure)
             && plausible(m.pulseRate)
@@ -45,7 +49,7 @@ public enum ValueShape {
     /// Enhanced Blood Pressure Measurement (0x2B34), or its cuff-pressure form (0x2B35).
     static func enhanced(_ bytes: ArraySlice<UInt8>, cuffPressure: Bool) -> Bool {
         guard let d = try? EnhancedBloodPressureMeasurement.decode(bytes, cuffPressure: cuffPressure),
-            d.warnings.isEmpty
+            d.warnings.allSatisfy(\.isAboutValues)
         else { return false }
         let m = d.value
         guard plausible(m.pulseRate) else { return false }

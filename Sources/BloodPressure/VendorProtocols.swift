@@ -278,6 +278,8 @@ public enum Yonker {
             warnings.append(
                 DecodeWarning(.invalidDateTime, "Date Time is not a calendar date: \(t.description)", offset: 6))
         }
+        warnings += Plausibility.wholeValues(
+            systolic: bytes[s + 1], diastolic: bytes[s + 2], pulse: bytes[s + 3], offsets: (1, 2, 3))
         return Decoded(
             value: .result(Result(systolic: bytes[s + 1], diastolic: bytes[s + 2], pulse: bytes[s + 3], time: t)),
             warnings: warnings)

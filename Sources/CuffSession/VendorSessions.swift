@@ -58,8 +58,20 @@ extension VendorReading {
             ("mean_arterial_pressure", .null),
             ("pulse_rate", .int(Int64(pulse))), ("timestamp", JSON.from(timestamp, JSON.string)), ("user_id", .null),
             ("status", .null),
-            ("warnings", .array([])), ("raw", .string(Hex.encode(raw))),
+            ("warnings", warnings.json), ("raw", .string(Hex.encode(raw))),
         ])
+    }
+
+    /// What is wrong with the reading, from its values alone (so a rebuilt one says the same):
+    /// a date that is no calendar date (no time stamp), and values no measurement gives — a zero,
+    /// or a systolic not above the diastolic (probe V: 0/0 pulse 0, 255/255 pulse 255 and 0/200
+    /// were printed as readings with no warning). Named by field, never by value.
+    public var warnings: [DecodeWarning] {
+        var w: [DecodeWarning] = []
+        if timestamp == nil {
+            w.append(DecodeWarning(.invalidDateTime, "the cuff's date and time is not a calendar date: no time stamp"))
+        }
+        return w + Plausibility.wholeValues(systolic: systolic, diastolic: diastolic, pulse: pulse)
     }
 
     /// The reading again from what a store kept: the protocol's name and the raw bytes (a
@@ -90,7 +102,7 @@ extension VendorReading {
             characteristic: .named(protocolName), raw: raw, unit: .mmHg, systolic: SFloat(Double(systolic)),
             diastolic: SFloat(Double(diastolic)),
             meanArterialPressure: .nan, pulseRate: SFloat(Double(pulse)), timestamp: timestamp, userID: nil,
-            status: nil, warnings: [],
+            status: nil, warnings: warnings,
             device: device, receivedAt: at, stored: stored, sequenceNumber: nil, decoded: json)
     }
 }

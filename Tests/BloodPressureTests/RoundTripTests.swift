@@ -52,9 +52,44 @@ struct RoundTripTests {
                 status: Self.optional(&g, Self.status))
             let d = try BloodPressureMeasurement.decode(m.encode()[...])
             #expect(d.value == m)
-            #expect(d.warnings.isEmpty)
+            // Random values: the only warnings are for those no cuff measures, one each.
+            let highest = m.unit == .kPa ? 40.0 : 300.0
+            let outside =
+                [m.systolic, m.diastolic, m.meanArterialPressure].filter { Self.outside($0, highest) }.count
+                + (m.pulseRate.map { Self.outside($0, 300) } == true ? 1 : 0)
+            #expect(d.warnings.map(\.code) == Array(repeating: .implausibleValue, count: outside), "\(d.warnings)")
             #expect((7...19).contains(m.encode().count))
         }
+    }
+
+    /// Probe V's edited measurement: systolic 0x0FFF (−1), diastolic 0x7001 (10,000,000), MAP 0,
+    /// pulse 0x8999 (−0.0000164): decoded as sent, each value no cuff measures flagged by field
+    /// and offset, without the value; MAP 0 (some cuffs' "absent") is not.
+    @Test func valuesNoCuffMeasuresAreFlagged() throws {
+        let d = try BloodPressureMeasurement.decode([0x04, 0xFF, 0x0F, 0x01, 0x70, 0x00, 0x00, 0x99, 0x89][...])
+        #expect(d.value.systolic.doubleValue == -1)
+        #expect(d.warnings.map(\.code) == [.implausibleValue, .implausibleValue, .implausibleValue])
+        #expect(d.warnings.map(\.offset) == [1, 3, 7])
+        #expect(
+            d.warnings.map(\.message) == [
+                "Systolic is outside 0…300 mmHg", "Diastolic is outside 0…300 mmHg",
+                "Pulse Rate is outside 0…300 beats per minute",
+            ])
+        // In range (and kPa's own range): no warning.
+        #expect(
+            try BloodPressureMeasurement.decode([0x04, 0x2C, 0x01, 0x50, 0x00, 0x5D, 0x00, 0x48, 0x00][...]).warnings
+                .isEmpty)
+        #expect(
+            try BloodPressureMeasurement.decode([0x05, 0x28, 0x00, 0x0A, 0x00, 0x0C, 0x00, 0x48, 0x00][...]).warnings
+                .isEmpty)
+        #expect(
+            try BloodPressureMeasurement.decode([0x01, 0x29, 0x00, 0x0A, 0x00, 0x0C, 0x00][...]).warnings.map(\.message)
+                == ["Systolic is outside 0…40 kPa"])
+    }
+
+    static func outside(_ v: SFloat, _ highest: Double) -> Bool {
+        guard let d = v.doubleValue, d.isFinite else { return false }
+        return d < 0 || d > highest
     }
 
     @Test func enhanced() throws {

@@ -153,6 +153,34 @@ struct VendorSessionTests {
         #expect(readings == 2)
     }
 
+    /// A reading's record says what is wrong with it (probe V: 0/0 pulse 0 and a date of
+    /// 2025-13-00 25:60 went out with `"warnings":[]`), by field, never by value.
+    @Test func aVendorReadingSaysWhatIsWrongWithIt() throws {
+        func reading(_ s: UInt8, _ d: UInt8, _ p: UInt8, time: String?) -> VendorReading {
+            VendorReading(
+                protocolName: "yonker", systolic: s, diastolic: d, pulse: p, timestamp: time, stored: false, raw: [])
+        }
+        let fine = reading(131, 103, 81, time: "2024-11-25T19:18:00")
+        #expect(fine.warnings.isEmpty)
+        let zero = reading(0, 0, 0, time: "2024-11-25T19:18:00")
+        #expect(zero.warnings.map(\.message) == ["Systolic is zero", "Diastolic is zero", "Pulse Rate is zero"])
+        let inverted = reading(40, 250, 1, time: nil)
+        #expect(inverted.warnings.map(\.code) == [.invalidDateTime, .implausibleValue])
+        let record = inverted.record(device: DeviceInfo(address: "unix:/test"), at: t(1))
+        #expect(record.warnings == inverted.warnings)
+        let line = record.json.serialized()
+        #expect(
+            line.contains(#""code":"invalid_date_time""#) && line.contains("Systolic is not above Diastolic"), "\(line)"
+        )
+        // Through the session: the bad date reaches the record, not only stderr.
+        var s = YonkerSession(settle: .seconds(1))
+        _ = s.handle(.start(t(0)))
+        _ = s.handle(.subscribed(t(0.1)))
+        let bytes: [UInt8] = [0x81, 0x83, 0x67, 0x51, 0x00, 0x00, 0x00, 0x0D, 0x19, 0x19, 0x3C, 0x00, 0x00, 0x00, 0x00]
+        let emitted = s.handle(.notification(bytes, t(1))).compactMap { if case let .emit(r) = $0 { r } else { nil } }
+        #expect(emitted.first?.warnings.map(\.code) == [.invalidDateTime])
+    }
+
     @Test func yonkerNothingBeforeTheTimeout() {
         var s = YonkerSession(timeout: .seconds(30))
         _ = s.handle(.start(t(0)))
