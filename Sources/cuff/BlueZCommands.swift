@@ -88,6 +88,7 @@ struct Pair: ParsableCommand {
             throw ValidationError("--security takes medium or high: pairing is what raises the link above low")
         }
         guard (address == nil) != (connect == nil) else { throw ValidationError("give ADDRESS or --connect unix:PATH") }
+        if let address { _ = try BlueZCommands.address(address) }
         if let connect {
             guard connect.hasPrefix("unix:") else { throw ValidationError("--connect takes unix:PATH") }
             guard omron.model != nil else { throw ValidationError("--connect pairs an Omron cuff: give --model NAME") }

@@ -93,6 +93,8 @@ struct Measure: ParsableCommand {
             throw ValidationError("give exactly one of ADDRESS, --connect unix:PATH or --simulated SCENARIO")
         }
         if let connect, !connect.hasPrefix("unix:") { throw ValidationError("--connect takes unix:PATH") }
+        // (Here, not in run(): a typo'd address then shows this command's usage, not cuff's.)
+        if let address { _ = try BlueZCommands.address(address) }
         if let simulated { try OmronModelOption.check(simulated, model: omron.model) }
         try SecondsOption.check(timeout, option: "--timeout")
         if let stopAfter { try SecondsOption.check(stopAfter, option: "--stop-after") }

@@ -14,6 +14,9 @@ struct OptionRangeTests {
         (["measure", "--simulated", "normal", "--timeout", "inf"], "--timeout takes"),
         (["measure", "--simulated", "normal", "--timeout", "nan"], "--timeout takes"),
         (["measure", "--simulated", "normal", "--stop-after", "nan"], "--stop-after takes"),
+        // A typo'd address: this command's usage, not cuff's (probe U).
+        (["measure", "A4:C1:38:12:34"], "Usage: cuff measure"),
+        (["pair", "A4:C1:38:12:34"], "Usage: cuff pair"),
         (["measure", "--simulated", "normal", "--stop-after", "1e19"], "--stop-after takes"),
         (["scan", "--timeout", "1e300"], "--timeout takes a number of seconds from 0"),
         (["scan", "--timeout=-1"], "--timeout takes"),
