@@ -383,21 +383,34 @@ public struct MeasurementRecord: Sendable, Hashable {
     /// ``unsequencedDedupKeys``: the same reading, received live before (the one check every
     /// place that keeps records makes, against its own sets of keys).
     public func wasKeptLive(_ known: (String) -> Bool) -> Bool {
-        sequenceNumber != nil && unsequencedDedupKeys.contains(where: known)
+        sequenceNumber != nil && (unsequencedDedupKeys.contains(where: known) || legacyDedupKey.map(known) == true)
     }
 
-    /// Deduplication key: sequence number when known, else device + user + timestamp + values.
+    /// A stored record's key as cuff wrote it before its time and values were part of it
+    /// (`identity|user:U|seq:N`): a store kept then knows its records by it, so a record read
+    /// again (`--keep-unread`, a re-read memory) is not kept a second time after the upgrade.
+    public var legacyDedupKey: String? {
+        guard let sequenceNumber else { return nil }
+        return (device.distinctSerial.map { "serial:" + $0 } ?? "address:" + device.address) + "|user:"
+            + (userID.map { String($0) } ?? "-") + "|seq:" + String(sequenceNumber)
+    }
+
+    /// Deduplication key: device + user + the sequence number when known + timestamp + values.
     public var dedupKey: String {
-        // `identity|user:U|seq:N`, or `identity|user:U|ts:T|` + the four SFLOAT words as
-        // little-endian hex. (UTF-8 bytes written straight into the string's own storage: a
-        // session computes one per result, and string appends cost several times more.)
+        // `identity|user:U|seq:N|ts:T|` (a stored record; `|ts:T` only when it has a time) or
+        // `identity|user:U|ts:T|` (a live one; T its arrival when the cuff gave no time), then
+        // the four SFLOAT words as little-endian hex. A stored record's time and values are part
+        // of it (probe W: a cuff that numbered again from 0 sent new readings under numbers the
+        // store knew, and every one was skipped as "already received", for good). (UTF-8 bytes
+        // written straight into the string's own storage: a session computes one per result,
+        // and string appends cost several times more.)
         let serial = device.distinctSerial
         let identity = serial ?? device.address
-        let time = sequenceNumber == nil ? deviceTime ?? timestamp : nil
+        let time = deviceTime ?? timestamp
         let received = sequenceNumber == nil && time == nil ? receivedAt.iso8601 : nil
         let capacity =
-            8 + identity.utf8.count + 6 + 3
-            + (sequenceNumber != nil ? 5 + 5 : 4 + (time?.utf8.count ?? 9 + (received?.utf8.count ?? 0)) + 1 + 16)
+            8 + identity.utf8.count + 6 + 3 + (sequenceNumber != nil ? 5 + 5 : 0)
+            + 4 + (time?.utf8.count ?? 9 + (received?.utf8.count ?? 0)) + 1 + 16
         return String(unsafeUninitializedCapacity: capacity) { b in
             // (Through a local pointer and static helpers: a variable captured by nested
             // functions is checked for exclusive access at every use.)
@@ -409,16 +422,20 @@ public struct MeasurementRecord: Sendable, Hashable {
             if let sequenceNumber {
                 Self.put("|seq:", &q)
                 Self.putDecimal(Int(sequenceNumber), &q)
-                return q - b.baseAddress!
-            }
-            // Without a time stamp two equal readings cannot be told apart from one sent twice; keeping
-            // both (keyed by arrival) loses nothing, merging them could.
-            Self.put("|ts:", &q)
-            if let time {
-                Self.put(time, &q)
+                if let time {
+                    Self.put("|ts:", &q)
+                    Self.put(time, &q)
+                }
             } else {
-                Self.put("received ", &q)
-                Self.put(received ?? "", &q)
+                // Without a time stamp two equal readings cannot be told apart from one sent twice;
+                // keeping both (keyed by arrival) loses nothing, merging them could.
+                Self.put("|ts:", &q)
+                if let time {
+                    Self.put(time, &q)
+                } else {
+                    Self.put("received ", &q)
+                    Self.put(received ?? "", &q)
+                }
             }
             Self.put("|", &q)
             for w in [systolic.rawValue, diastolic.rawValue, meanArterialPressure.rawValue, pulseRate?.rawValue ?? 0] {

@@ -79,19 +79,52 @@ struct ProgressShortPathTests {
     }
 }
 
-/// The deduplication key is stored (SQLite `dedup_key`), so its text must never change.
+/// The deduplication key is stored (SQLite `dedup_key`), so its text changes only on purpose, and
+/// a store's older keys are still known (``MeasurementRecord/legacyDedupKey``).
 @Suite("Dedup key text")
 struct DedupKeyTextTests {
-    /// The key as first specified.
+    /// The key as specified: a live reading's as first specified; a stored record's (sequence
+    /// number) with its time, when it has one, and its values since probe W.
     static func reference(_ r: MeasurementRecord) -> String {
-        if let seq = r.sequenceNumber {
-            return "\(r.device.identity)|user:\(r.userID.map(String.init) ?? "-")|seq:\(seq)"
-        }
         let words = [
             r.systolic.rawValue, r.diastolic.rawValue, r.meanArterialPressure.rawValue, r.pulseRate?.rawValue ?? 0,
         ]
-        return
-            "\(r.device.identity)|user:\(r.userID.map(String.init) ?? "-")|ts:\(r.deviceTime ?? r.timestamp ?? "received " + r.receivedAt.iso8601)|\(Hex.encode(words.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }))"
+        let values = Hex.encode(words.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })
+        let head = "\(r.device.identity)|user:\(r.userID.map(String.init) ?? "-")"
+        if let seq = r.sequenceNumber {
+            return head + "|seq:\(seq)" + ((r.deviceTime ?? r.timestamp).map { "|ts:" + $0 } ?? "") + "|" + values
+        }
+        return head + "|ts:\(r.deviceTime ?? r.timestamp ?? "received " + r.receivedAt.iso8601)|" + values
+    }
+
+    /// The stored record's key as first specified, which stores kept before probe W hold.
+    static func firstReference(_ r: MeasurementRecord) -> String? {
+        r.sequenceNumber.map { "\(r.device.identity)|user:\(r.userID.map(String.init) ?? "-")|seq:\($0)" }
+    }
+
+    /// A cuff that numbers its records again from 0 (reset, new batteries, a wrap past 65535)
+    /// sends new readings under numbers a store knows: their time and values tell them apart
+    /// (probe W: all three were skipped as "already received", for good); the same record sent
+    /// again is still the same key.
+    @Test func aRecordNumberedAgainIsANewReading() throws {
+        func stored(_ seq: UInt16, _ day: UInt8, _ sys: Double) -> MeasurementRecord {
+            let m = BloodPressureMeasurement(
+                unit: .mmHg, systolic: SFloat(sys), diastolic: SFloat(80), meanArterialPressure: SFloat(93),
+                timestamp: DateTime(year: 2026, month: 1, day: day, hours: 8, minutes: 0, seconds: 0), pulseRate: nil,
+                userID: 1, status: nil)
+            var device = DeviceInfo(address: "AA:BB:CC:DD:EE:FF")
+            device.serial = "SN-1"
+            var r = MeasurementRecord.from(
+                bpm: m, warnings: [], raw: m.encode(), device: device, at: t(1), stored: true)
+            r.sequenceNumber = seq
+            return r
+        }
+        let before = stored(0, 1, 120), again = stored(0, 1, 120), renumbered = stored(0, 28, 141)
+        #expect(before.dedupKey == again.dedupKey)
+        #expect(renumbered.dedupKey != before.dedupKey)
+        #expect(!renumbered.wasKeptLive { $0 == before.dedupKey })
+        // A store kept before the change holds `serial:SN-1|user:1|seq:0`: a record read again is known by it.
+        #expect(again.wasKeptLive { $0 == "serial:SN-1|user:1|seq:0" })
     }
 
     @Test func keysMatchTheirSpecifiedText() throws {
@@ -117,6 +150,9 @@ struct DedupKeyTextTests {
             #expect(r.dedupKey == Self.reference(r))
             r.sequenceNumber = i % 7 == 0 ? UInt16(i) : nil
             #expect(r.dedupKey == Self.reference(r))
+            #expect(r.legacyDedupKey == Self.firstReference(r))
+            // A store that holds the first key knows the record by it.
+            if let legacy = Self.firstReference(r) { #expect(r.wasKeptLive { $0 == legacy }) }
             checked += 1
         }
         #expect(checked == 500)
