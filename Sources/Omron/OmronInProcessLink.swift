@@ -13,6 +13,8 @@ public struct OmronInProcessLink: Sendable {
     public private(set) var readings: [OmronSyncedReading] = []
     public private(set) var clockReports: [(cuff: Int64?, drift: Int64?)] = []
     public private(set) var badRecords: [OmronError] = []
+    /// The session left the unread counters alone (a slot did not decode).
+    public private(set) var countersKept = false
     /// The statuses the cuff refused clock writes with.
     public private(set) var clockRefusals: [UInt8] = []
     /// Every frame the session wrote, as (characteristic, bytes), for tests and traces.
@@ -61,6 +63,7 @@ public struct OmronInProcessLink: Sendable {
                 case let .clockRefused(status): clockRefusals.append(status)
                 case let .reading(r): readings.append(r)
                 case let .badRecord(_, _, e): badRecords.append(e)
+                case .countersKept: countersKept = true
                 case let .finished(o):
                     _ = cuff.handle(.disconnected, localSeconds: local)
                     return o

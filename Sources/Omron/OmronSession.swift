@@ -90,6 +90,9 @@ public struct OmronSession: Sendable {
         case reading(OmronSyncedReading)
         /// A slot that did not decode (other than an empty one); the session goes on.
         case badRecord(user: Int, slot: Int, OmronError)
+        /// Slots that did not decode (this many): the unread counters are not cleared, so the cuff
+        /// still counts those records unread and the next sync reads them again.
+        case countersKept(badRecords: Int)
         case finished(OmronSessionOutcome)
     }
 
@@ -111,6 +114,8 @@ public struct OmronSession: Sendable {
     public enum Step: Sendable, Hashable {
         case read(address: UInt16, count: Int, run: Int)
         case write(address: UInt16, data: [UInt8], settle: Bool)
+        /// The unread-counter write ("every record read"): left out when a slot did not decode.
+        case markRead(address: UInt16, data: [UInt8])
         case end
     }
 
@@ -147,6 +152,8 @@ public struct OmronSession: Sendable {
     /// only such replies says so when the attempts run out, not "no reply".
     private var refused: OmronError?
     public private(set) var readings = 0
+    /// Slots read that did not decode (not empty ones).
+    public private(set) var badRecords = 0
     public private(set) var driftSeconds: Int64?
 
     public init(profile: OmronProfile, options: OmronSyncOptions = OmronSyncOptions(), localSeconds: Int64) {
@@ -452,8 +459,7 @@ public struct OmronSession: Sendable {
             profile.index.encode(
                 entries.map { OmronIndexEntry(cursor: $0.cursor, unread: OmronIndexLayout.clearValue) }, into: &block)
             let r = profile.markReadRange
-            queue.append(
-                .write(address: profile.settingsWrite + UInt16(r.lowerBound), data: Array(block[r]), settle: false))
+            queue.append(.markRead(address: profile.settingsWrite + UInt16(r.lowerBound), data: Array(block[r])))
         }
         queue.append(.end)
         next(Transfer(queue: queue, runs: runs, buffers: runs.map { _ in [] }), now, &out)
@@ -464,6 +470,16 @@ public struct OmronSession: Sendable {
         case let .read(address, count, _)?:
             send(.read(address, count: count), attempt: 1, now, &out) { .transferring($0, t) }
         case let .write(address, data, _)?:
+            send(.write(address, data), attempt: 1, now, &out) { .transferring($0, t) }
+        case let .markRead(address, data)?:
+            // A slot that did not decode is no record read (probe W: the cuff was told all four
+            // were taken, the store held one): the counters stay, and the next sync reads again.
+            guard badRecords == 0 else {
+                out.append(.countersKept(badRecords: badRecords))
+                var rest = t
+                rest.queue.removeFirst()
+                return next(rest, now, &out)
+            }
             send(.write(address, data), attempt: 1, now, &out) { .transferring($0, t) }
         case .end?, nil: send(.end, attempt: 1, now, &out) { .ending($0) }
         }
@@ -482,6 +498,7 @@ public struct OmronSession: Sendable {
             } catch  where error.code == .emptyRecord {
                 continue
             } catch {
+                badRecords += 1
                 out.append(.badRecord(user: r.user + 1, slot: r.slot + k, error))
             }
         }

@@ -85,6 +85,34 @@ struct SessionTests {
         #expect(l.cuff.clockWrites == 1, "--no-set-time writes no clock")
     }
 
+    /// A slot that does not decode is no record read: the unread counters are left as they were,
+    /// said once, and the next sync reads the records again (probe W: the counters were cleared,
+    /// telling the cuff that all four records were taken when the store held one).
+    @Test func aSlotThatDoesNotDecodeLeavesTheCountersAlone() throws {
+        let p = try #require(OmronCatalog.profile(named: "HEM-7361T"))
+        var l = link(p)
+        // Hour 31: the slot holds it, no decoder takes it.
+        l.cuff.measure(
+            user: 0,
+            OmronReading(
+                systolic: 141, diastolic: 91, pulse: 77,
+                time: DateTime(year: 2026, month: 11, day: 25, hours: 31, minutes: 0, seconds: 0)))
+        #expect(l.run() == .completed)
+        let first = l.readings
+        #expect(!first.isEmpty)
+        #expect(l.badRecords.count == 1)
+        #expect(l.countersKept)
+        #expect(l.again() == .completed)
+        #expect(l.readings == first, "read again: the cuff still counts them unread")
+        #expect(l.badRecords.count == 1)
+        // A cuff whose slots all decode has its counters cleared as before.
+        var fine = link(p)
+        #expect(fine.run() == .completed)
+        #expect(!fine.countersKept)
+        #expect(fine.again() == .completed)
+        #expect(fine.readings.isEmpty)
+    }
+
     @Test func fullMemoryWraps() throws {
         for p in OmronCatalog.profiles {
             var l = link(p, .fullMemory)

@@ -587,6 +587,11 @@ public struct OmronCentral: CuffProtocolSession {
                 out.append(.emit(.measurement(record)))
             case let .badRecord(user, slot, e):
                 out.append(.log("user \(user) slot \(slot): \(e.message)"))
+            case let .countersKept(n):
+                out.append(
+                    .log(
+                        "\(n) record\(n == 1 ? "" : "s") did not decode: the cuff's unread counters are left as they were, so it still counts them unread and the next sync reads them again"
+                    ))
             case let .finished(o):
                 // A pairing session reads nothing: completing is its result.
                 let outcome =
