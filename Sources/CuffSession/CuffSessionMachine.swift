@@ -363,6 +363,11 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// came.)
     var unkeyedFirst: MeasurementRecord?
     var recordAssembler = RecordAssembler()
+    /// Record warnings (segments out of sequence, malformed records) so far: the first
+    /// ``recordWarningLimit`` are said, the rest counted and summed up at the end (probe W: a cuff
+    /// that sent one stray segment per confirmation, without end, wrote 36 MB of stderr in 10 s).
+    var recordWarnings = 0
+    static let recordWarningLimit = 20
     var quirks: QuirkProfile.Options = []
     /// The device family's profile in use (forced, or matched from the name, model or control
     /// characteristic), if any: its options are ``quirks``, its behaviour changes the session.
@@ -1170,16 +1175,25 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     /// first segment before the last, a record over 512 bytes) drops the unfinished record with a
     /// warning: a partial reading is never emitted. A record whose recorded value does not decode
     /// is reported with its sequence number and UUID, and not emitted (it has no values to keep).
+    /// A record warning: said while under ``recordWarningLimit``, counted after.
+    mutating func recordWarning(_ text: String, _ out: inout [Action]) {
+        recordWarnings += 1
+        if recordWarnings <= Self.recordWarningLimit { return log(text, &out) }
+        if recordWarnings == Self.recordWarningLimit + 1 {
+            log("more Blood Pressure Record warnings follow: counted, not said (the session end sums them up)", &out)
+        }
+    }
+
     mutating func record(_ value: [UInt8], _ at: EventTime, _ out: inout [Action]) {
         let seg: RecordSegment
         do {
             seg = try RecordSegment.decode(value[...])
         } catch {
-            return log("ignored a malformed Blood Pressure Record: \(error.message)", &out)
+            return recordWarning("ignored a malformed Blood Pressure Record: \(error.message)", &out)
         }
         let step = recordAssembler.add(seg)
         if let why = step.dropped {
-            log("warning: Blood Pressure Record segments out of sequence: \(why.message)", &out)
+            recordWarning("warning: Blood Pressure Record segments out of sequence: \(why.message)", &out)
         }
         guard let body = step.body else { return }
         let hasCRC = device.features?.contains(.e2eCRC) ?? false
@@ -1187,7 +1201,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         do {
             rec = try BloodPressureRecord.decodeBody(body[...], hasCRC: hasCRC).value
         } catch {
-            return log("ignored a malformed Blood Pressure Record: \(error.message)", &out)
+            return recordWarning("ignored a malformed Blood Pressure Record: \(error.message)", &out)
         }
         if racpAsk == .lastRecord, racpInProgress {
             lastRecordSequence = rec.sequenceNumber
@@ -1272,6 +1286,11 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         burstDeadline = nil
         pending?.observerDeadline = nil
         log(message, &out)
+        if recordWarnings > Self.recordWarningLimit {
+            log(
+                "\(recordWarnings) Blood Pressure Record warnings in all, \(recordWarnings - Self.recordWarningLimit) not said",
+                &out)
+        }
         if repeats > 0 { log(Self.newAndKept(measurements, repeats), &out) }
         // (Made where it goes: a record made first and appended after the logs was copied.)
         out.append(

@@ -48,6 +48,21 @@ struct RecordReassemblyTests {
         #expect(!Self.logs(split).contains { $0.contains("warning") })
     }
 
+    /// A cuff that sends stray continuation segments without end: the first 20 warnings are
+    /// said, the rest counted, and the session's end sums them up (probe W: 213,572 lines, 36 MB
+    /// of stderr in 10 s); a record after them is still taken.
+    @Test func endlessStraySegmentsAreSaidABoundedNumberOfTimes() throws {
+        let stray: [UInt8] = [0x04] + [UInt8](repeating: 0xAA, count: 19)  // a middle segment, counter 1
+        var h = Self.run(Array(repeating: stray, count: 1000) + Self.record.segments(maxLength: 8).map { $0.encode() })
+        #expect(h.measurements.count == 1)
+        var warnings = Self.logs(h).filter { $0.contains("out of sequence") }
+        #expect(warnings.count == 20)
+        #expect(Self.logs(h).filter { $0.contains("counted, not said") }.count == 1)
+        _ = h.send(.disconnected(nil, t(20)))
+        warnings = Self.logs(h).filter { $0.contains("Blood Pressure Record warnings in all") }
+        #expect(warnings == ["1000 Blood Pressure Record warnings in all, 980 not said"])
+    }
+
     @Test func aGapDropsThePartialRecordWithAWarning() throws {
         let s = Self.record.segments(maxLength: 8)
         #expect(s.count >= 3)
