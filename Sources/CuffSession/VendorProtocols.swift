@@ -196,11 +196,16 @@ struct VendorProtocolCentral: CuffProtocolSession {
     mutating func tick(at: EventTime, into out: inout [CentralAction]) {
         step(at, &out) { $0.tick(at: at, into: &$1) }
         if !isFinished, let d = overallDeadline, at.monotonic >= d {
+            overallDeadline = nil
+            // (As the standard session: with --follow, a session that has readings goes on.)
             let limit = configuration.timeout.map { "\($0.secondsDouble)" } ?? "?"
-            out.append(.disconnect)
-            measurements + repeats == 0
-                ? end(.timedOut, "no result within \(limit) s", at, &out)
-                : end(.completed, "time limit reached (\(limit) s)", at, &out)
+            if measurements + repeats == 0 {
+                out.append(.disconnect)
+                end(.timedOut, "no result within \(limit) s", at, &out)
+            } else if !configuration.follow {
+                out.append(.disconnect)
+                end(.completed, "time limit reached (\(limit) s)", at, &out)
+            }
         }
     }
     mutating func disconnected(_ why: String?, at: EventTime, into out: inout [CentralAction]) {

@@ -35,11 +35,11 @@ struct GATTLink {
 
     init(
         _ p: OmronProfile, peripheral: OmronPeripheral, options: OmronSyncOptions = OmronSyncOptions(),
-        localSeconds: Int64 = localNow, timeLimit: Duration? = nil
+        localSeconds: Int64 = localNow, timeLimit: Duration? = nil, follow: Bool = false
     ) {
         central = OmronCentral(
             profile: p, options: options, device: DeviceInfo(address: "unix:/test"),
-            utcOffsetSeconds: localSeconds - 1_795_622_400, timeLimit: timeLimit)
+            utcOffsetSeconds: localSeconds - 1_795_622_400, timeLimit: timeLimit, follow: follow)
         self.peripheral = peripheral
     }
 
@@ -189,8 +189,8 @@ struct GATTLinkTests {
         var peripheral = OmronPeripheral(
             cuff: OmronSimulator(profile: p, seed: 11, localSeconds: localNow), localAtPowerOn: localNow)
         peripheral.poweredOn(now: .zero)
-        func slowRun(_ limit: Duration?) -> GATTLink {
-            var link = GATTLink(p, peripheral: peripheral, timeLimit: limit)
+        func slowRun(_ limit: Duration?, follow: Bool = false) -> GATTLink {
+            var link = GATTLink(p, peripheral: peripheral, timeLimit: limit, follow: follow)
             link.replyDelay = .milliseconds(4500)
             _ = link.run()
             return link
@@ -215,6 +215,10 @@ struct GATTLinkTests {
         #expect(some.now - .zero <= limit)
         #expect(!some.measurements.isEmpty && some.measurements.count < whole.measurements.count)
         #expect(some.end?.message == "time limit reached (\(limit.secondsDouble) s)")
+        // With --follow, as the standard session: once readings came, the sync goes on to its end.
+        let followed = slowRun(limit, follow: true)
+        #expect(followed.outcome == .completed && followed.end?.message == nil)
+        #expect(followed.measurements.map(\.raw) == whole.measurements.map(\.raw))
 
         // A cuff in time is not touched by the limit.
         var quick = GATTLink(p, peripheral: peripheral, timeLimit: .seconds(10))

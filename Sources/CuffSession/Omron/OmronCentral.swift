@@ -28,6 +28,8 @@ public struct OmronCentral: CuffProtocolSession {
     var sessionDeadline: Timestamp?
     /// `--timeout`: the time limit from the start, whatever the stage (as the standard session's).
     let timeLimit: Duration?
+    /// `--follow`: after its first reading the sync is not stopped at ``timeLimit``.
+    let follow: Bool
     var overallDeadline: Timestamp?
     var discovery: GATTRequestID?
     public private(set) var measurements = 0
@@ -78,10 +80,12 @@ public struct OmronCentral: CuffProtocolSession {
         profile: OmronProfile, options: OmronSyncOptions, device: DeviceInfo, utcOffsetSeconds: Int64,
         note: String? = nil,
         modelForced: Bool = true, modelHint: String? = nil, standardFallback: Bool = false, preferredMTU: UInt16 = 247,
-        gattCache: GATTCacheMode = .off, protocols: CuffProtocolRegistry? = nil, timeLimit: Duration? = nil
+        gattCache: GATTCacheMode = .off, protocols: CuffProtocolRegistry? = nil, timeLimit: Duration? = nil,
+        follow: Bool = false
     ) {
         self.protocols = protocols
         self.timeLimit = timeLimit
+        self.follow = follow
         self.profile = profile
         self.modelForced = modelForced
         self.modelHint = modelHint
@@ -170,11 +174,15 @@ public struct OmronCentral: CuffProtocolSession {
         // sync stops there (the cuff's counters stay: it sends them again, the store keeps them once).
         if outcome == nil, let d = overallDeadline, at.monotonic >= d {
             overallDeadline = nil
+            // (As the standard session: with --follow, a sync that has readings goes on.)
             let limit = timeLimit.map { "\($0.secondsDouble)" } ?? "?"
-            measurements == 0
-                ? finish(.timedOut, "no result within \(limit) s", at, &out)
-                : finish(.completed, "time limit reached (\(limit) s)", at, &out)
-            out.append(.disconnect)
+            if measurements == 0 {
+                finish(.timedOut, "no result within \(limit) s", at, &out)
+                out.append(.disconnect)
+            } else if !follow {
+                finish(.completed, "time limit reached (\(limit) s)", at, &out)
+                out.append(.disconnect)
+            }
         }
     }
 

@@ -61,7 +61,8 @@ public struct OmronProtocol: CuffProtocol {
             profile: p, options: o, device: DeviceInfo(address: c.address, name: c.advertisedName),
             utcOffsetSeconds: c.localUTCOffsetSeconds,
             modelForced: c.omronModel != nil, modelHint: chosen?.id, standardFallback: c.forcedProtocol == nil,
-            gattCache: c.gattCache, protocols: c.forcedProtocol == nil ? c.protocols : nil, timeLimit: c.timeout)
+            gattCache: c.gattCache, protocols: c.forcedProtocol == nil ? c.protocols : nil, timeLimit: c.timeout,
+            follow: c.follow)
     }
 
     public func makeObserver(configuration c: CuffSessionConfiguration, discovered: GATTProfile?) -> (
