@@ -160,6 +160,7 @@ struct VendorProtocolCentral: CuffProtocolSession {
         self.makeSession = makeSession
         device = DeviceInfo(address: configuration.address, name: configuration.advertisedName)
         seen = configuration.knownRecordKeys
+        timeLimit = SessionTimeLimit(configuration.timeout, follow: configuration.follow)
     }
 
     var isFinished: Bool { outcome != nil }
@@ -169,15 +170,15 @@ struct VendorProtocolCentral: CuffProtocolSession {
             ? 0 : (outcome.map { $0 == .completed ? SessionOutcome.noResult : $0 } ?? .noResult).exitCode
     }
     /// `--timeout` from the start, whatever the stage (a Microlife answer that trickles in, a
-    /// Yonker cuff that keeps talking), as the standard session's.
-    var overallDeadline: Timestamp?
+    /// Yonker cuff that keeps talking).
+    var timeLimit: SessionTimeLimit
     var nextDeadline: Timestamp? {
-        isFinished ? nil : [central?.nextDeadline, overallDeadline].compactMap { $0 }.min()
+        isFinished ? nil : [central?.nextDeadline, timeLimit.deadline].compactMap { $0 }.min()
     }
     var stateName: String { isFinished ? (outcome?.rawValue ?? "done") : "\(protocolID)" }
 
     mutating func start(at: EventTime, into out: inout [CentralAction]) {
-        overallDeadline = configuration.timeout.map { at.monotonic + $0 }
+        timeLimit.start(at: at.monotonic)
         central = VendorCentral(makeSession(at), device: device)
         out.append(.emit(.session(SessionRecord(event: .start, device: device, at: at))))
         step(at, &out) { $0.start(at: at, into: &$1) }
@@ -185,7 +186,7 @@ struct VendorProtocolCentral: CuffProtocolSession {
 
     mutating func adopt(_ link: DiscoveredLink, at: EventTime, into out: inout [CentralAction]) {
         device = link.device
-        overallDeadline = configuration.timeout.map { link.startedAt.monotonic + $0 }
+        timeLimit.start(at: link.startedAt.monotonic)
         central = VendorCentral(makeSession(at), device: device)
         step(at, &out) { $0.adopt(client: link.client, profile: link.profile, at: at, into: &$1) }
     }
@@ -195,17 +196,9 @@ struct VendorProtocolCentral: CuffProtocolSession {
     }
     mutating func tick(at: EventTime, into out: inout [CentralAction]) {
         step(at, &out) { $0.tick(at: at, into: &$1) }
-        if !isFinished, let d = overallDeadline, at.monotonic >= d {
-            overallDeadline = nil
-            // (As the standard session: with --follow, a session that has readings goes on.)
-            let limit = configuration.timeout.map { "\($0.secondsDouble)" } ?? "?"
-            if measurements + repeats == 0 {
-                out.append(.disconnect)
-                end(.timedOut, "no result within \(limit) s", at, &out)
-            } else if !configuration.follow {
-                out.append(.disconnect)
-                end(.completed, "time limit reached (\(limit) s)", at, &out)
-            }
+        if !isFinished, let (o, why) = timeLimit.expired(at: at.monotonic, readings: measurements + repeats) {
+            out.append(.disconnect)
+            end(o, why, at, &out)
         }
     }
     mutating func disconnected(_ why: String?, at: EventTime, into out: inout [CentralAction]) {

@@ -26,11 +26,8 @@ public struct OmronCentral: CuffProtocolSession {
     var handles: [OmronCharacteristic: GATTProfile.Characteristic] = [:]
     var byHandle: [UInt16: OmronCharacteristic] = [:]
     var sessionDeadline: Timestamp?
-    /// `--timeout`: the time limit from the start, whatever the stage (as the standard session's).
-    let timeLimit: Duration?
-    /// `--follow`: after its first reading the sync is not stopped at ``timeLimit``.
-    let follow: Bool
-    var overallDeadline: Timestamp?
+    /// `--timeout` (and `--follow`), from the start whatever the stage.
+    var timeLimit: SessionTimeLimit
     var discovery: GATTRequestID?
     public private(set) var measurements = 0
     public private(set) var outcome: SessionOutcome?
@@ -84,8 +81,7 @@ public struct OmronCentral: CuffProtocolSession {
         follow: Bool = false
     ) {
         self.protocols = protocols
-        self.timeLimit = timeLimit
-        self.follow = follow
+        self.timeLimit = SessionTimeLimit(timeLimit, follow: follow)
         self.profile = profile
         self.modelForced = modelForced
         self.modelHint = modelHint
@@ -135,12 +131,12 @@ public struct OmronCentral: CuffProtocolSession {
         return s + utcOffsetSeconds
     }
     public var nextDeadline: Timestamp? {
-        [sessionDeadline, client.nextDeadline, overallDeadline].compactMap { $0 }.min()
+        [sessionDeadline, client.nextDeadline, timeLimit.deadline].compactMap { $0 }.min()
     }
 
     public mutating func start(at: EventTime, into out: inout [Output]) {
         startedAt = at
-        overallDeadline = timeLimit.map { at.monotonic + $0 }
+        timeLimit.start(at: at.monotonic)
         out.append(.emit(.session(SessionRecord(event: .start, device: device, at: at))))
         guard let known = cache.known else { return discover(at, &out) }
         guard Self.hasOmronService(known.profile) else {
@@ -172,17 +168,9 @@ public struct OmronCentral: CuffProtocolSession {
         // before the reply timeout (probe V: `--timeout 10` ran 55 s, the first reading at 40 s).
         // Without a reading by then it is a time-out; after some, the readings stand and the
         // sync stops there (the cuff's counters stay: it sends them again, the store keeps them once).
-        if outcome == nil, let d = overallDeadline, at.monotonic >= d {
-            overallDeadline = nil
-            // (As the standard session: with --follow, a sync that has readings goes on.)
-            let limit = timeLimit.map { "\($0.secondsDouble)" } ?? "?"
-            if measurements == 0 {
-                finish(.timedOut, "no result within \(limit) s", at, &out)
-                out.append(.disconnect)
-            } else if !follow {
-                finish(.completed, "time limit reached (\(limit) s)", at, &out)
-                out.append(.disconnect)
-            }
+        if outcome == nil, let (o, why) = timeLimit.expired(at: at.monotonic, readings: measurements) {
+            finish(o, why, at, &out)
+            out.append(.disconnect)
         }
     }
 
@@ -222,7 +210,7 @@ public struct OmronCentral: CuffProtocolSession {
         guard outcome == nil else { return }
         outcome = o
         sessionDeadline = nil
-        overallDeadline = nil
+        timeLimit.stop()
         // Why, on stderr too, as the standard session says it (probe V: a refused unlock said
         // only "session ended: protocol_error" there; the reason was in the end record alone).
         if let message { out.append(.log(message)) }
@@ -348,7 +336,7 @@ public struct OmronCentral: CuffProtocolSession {
         client = link.client
         cache.adopted(link)
         startedAt = link.startedAt
-        overallDeadline = timeLimit.map { link.startedAt.monotonic + $0 }
+        timeLimit.start(at: link.startedAt.monotonic)
         var d = link.device
         if d.model == nil { d.model = profile.id }
         if d.manufacturer == nil { d.manufacturer = "OMRON HEALTHCARE" }
