@@ -162,12 +162,15 @@ extension ReplayJob {
         } else if let direct = sinks.direct, threads > 1, !realtime, reader.format == .btsnoop,
             let size = Self.regularFileSize(path),
             size >= Int64(parallelMinimumBytes ?? threads * Self.minimumSegmentBytes * 8),
-            let datalink = reader.datalink.flatMap(BTSnoopDatalink.init(rawValue:))
+            let datalink = reader.datalink.flatMap(BTSnoopDatalink.init(rawValue:)),
+            case let stretch = segmentBytes ?? Self.segmentBytes(fileSize: size, threads: threads),
+            // (A file that does not cut where the first stretch would end goes to one thread at
+            // once: the parallel replay would give up there.)
+            ParallelReplay.cutsEarly(path: path, offset: reader.offset, datalink: datalink, segmentBytes: stretch)
         {
             let parallel = ParallelReplay(
                 path: path, datalink: datalink, configuration: configuration, adapter: adapter,
-                overrides: overrides, showAll: showAll, threads: threads,
-                segmentBytes: segmentBytes ?? Self.segmentBytes(fileSize: size, threads: threads))
+                overrides: overrides, showAll: showAll, threads: threads, segmentBytes: stretch)
             if parallel.started {
                 let o = parallel.run(from: reader.offset) { r in
                     drain.show(r.shown)

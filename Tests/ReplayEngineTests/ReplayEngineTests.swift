@@ -227,3 +227,47 @@ extension ReplayEngineTests {
         #expect(parallel.written > 10)
     }
 }
+
+extension ReplayEngineTests {
+    /// The look before the threads start: a quiet point at least a stretch in, within the distance
+    /// the parallel replay reads before it gives up, or none (the file goes to one thread at once).
+    @Test func theParallelReplayStartsOnlyWhereTheFileCutsEarly() throws {
+        let joinedPath = try Self.joined(repeats: 2)
+        defer { unlink(joinedPath) }
+        let joined = [UInt8](try Data(contentsOf: URL(fileURLWithPath: joinedPath)))
+        #expect(ParallelReplay.cutsEarly(path: joinedPath, offset: 16, datalink: .monitor, segmentBytes: 4096))
+        // No stretch of a whole file: nothing to share.
+        #expect(
+            !ParallelReplay.cutsEarly(path: joinedPath, offset: 16, datalink: .monitor, segmentBytes: joined.count))
+
+        // A connection open from the first record on (an ATT request on a handle no event opens or
+        // closes): no quiet point at all, however long the file.
+        let records = Array(joined.dropFirst(16))
+        var acl: [UInt8] = [0, 0, 0, 11, 0, 0, 0, 11, 0, 0, 0, 4, 0, 0, 0, 0] + records[16..<24]
+        acl += [0xEE, 0x2E, 7, 0, 3, 0, 4, 0, 0x0A, 3, 0]
+        var open = Array(joined.prefix(16)) + acl
+        while open.count < 3 << 20 { open += records }
+        let openPath = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cuff-engine-open-\(UUID().uuidString).btsnoop"
+        ).path
+        defer { unlink(openPath) }
+        try Data(open).write(to: URL(fileURLWithPath: openPath))
+        #expect(!ParallelReplay.cutsEarly(path: openPath, offset: 16, datalink: .monitor, segmentBytes: 4096))
+        // The same records from after the open one: they cut.
+        #expect(
+            ParallelReplay.cutsEarly(
+                path: openPath, offset: 16 + Int64(acl.count), datalink: .monitor, segmentBytes: 4096))
+        // And its replay is still the one-thread replay's.
+        #expect(try Self.run(openPath, threads: 2, segmentBytes: 4096) == Self.run(openPath, threads: 1))
+
+        // A record header no reader gets past, or a file that is not there: no.
+        var stop =
+            Array(joined.prefix(16)) + [0, 0xFF, 0xFF, 0xFF, 0, 0xFF, 0xFF, 0xFF] + [UInt8](repeating: 0, count: 16)
+        stop += records
+        let stopPath = openPath + ".stop"
+        defer { unlink(stopPath) }
+        try Data(stop).write(to: URL(fileURLWithPath: stopPath))
+        #expect(!ParallelReplay.cutsEarly(path: stopPath, offset: 16, datalink: .monitor, segmentBytes: 1))
+        #expect(!ParallelReplay.cutsEarly(path: stopPath + ".none", offset: 16, datalink: .monitor, segmentBytes: 1))
+    }
+}
