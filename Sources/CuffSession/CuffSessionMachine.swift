@@ -388,6 +388,12 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
     var observedMark: UInt16?
     /// ``askRACPAgain(_:)`` inserted a request, sent once the response is confirmed.
     var racpAskDue = false
+    /// Records of the RACP report in progress that did not arrive whole (segments out of sequence,
+    /// a malformed segment or record). The mark the next session asks after is the highest number
+    /// kept, so one dropped below it would stay on the cuff for good (probe W): the report is asked
+    /// for once more (``racpAskedAgainForDrops``), and what came whole is not emitted twice.
+    var racpDrops = 0
+    var racpAskedAgainForDrops = false
     /// The mark records are asked for after: the configuration's, or in observer mode the one
     /// the client's request showed.
     var racpMark: UInt16? { configuration.observer ? observedMark : configuration.lastSequenceNumber }
@@ -879,6 +885,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             }
             out.append(.subscribe(c, indicate: indicate))
         case .racpReport:
+            racpDrops = 0
             let req: RecordAccessControlPoint =
                 if racpAsk == .lastRecord {
                     .request(opCode: .reportStoredRecords, operator: .lastRecord, filter: nil)
@@ -1189,10 +1196,12 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         do {
             seg = try RecordSegment.decode(value[...])
         } catch {
+            if racpInProgress { racpDrops += 1 }
             return recordWarning("ignored a malformed Blood Pressure Record: \(error.message)", &out)
         }
         let step = recordAssembler.add(seg)
         if let why = step.dropped {
+            if racpInProgress { racpDrops += 1 }
             recordWarning("warning: Blood Pressure Record segments out of sequence: \(why.message)", &out)
         }
         guard let body = step.body else { return }
@@ -1201,6 +1210,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         do {
             rec = try BloodPressureRecord.decodeBody(body[...], hasCRC: hasCRC).value
         } catch {
+            if racpInProgress { racpDrops += 1 }
             return recordWarning("ignored a malformed Blood Pressure Record: \(error.message)", &out)
         }
         if racpAsk == .lastRecord, racpInProgress {
@@ -1248,6 +1258,20 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         racpInProgress = false
         guard wasInProgress else { return }
         // (An observer only follows: the observed client asks what it asks.)
+        if case let .responseCode(op, code) = d.value, op == .reportStoredRecords, !configuration.observer,
+            code == .success, racpAsk != .lastRecord, racpDrops > 0
+        {
+            guard racpAskedAgainForDrops else {
+                racpAskedAgainForDrops = true
+                log(
+                    "stored records did not arrive whole (segments out of sequence, or malformed); asking for the stored records again",
+                    &out)
+                return askRACPAgain(racpAsk)
+            }
+            log(
+                "warning: stored records did not arrive whole after asking again; they are not asked for again in this session",
+                &out)
+        }
         if case let .responseCode(op, code) = d.value, op == .reportStoredRecords, !configuration.observer,
             let mark = racpMark
         {

@@ -297,6 +297,66 @@ struct SessionMachineTests {
         #expect(h.m.state == .ready)
     }
 
+    /// Stored record `n` in segments of `maxLength` bytes (a continuation or more).
+    static func storedSegments(_ n: UInt16, systolic: Double) -> [[UInt8]] {
+        let inner = EnhancedBloodPressureMeasurement(
+            kind: .measurement(systolic: SFloat(systolic), diastolic: SFloat(76), meanArterialPressure: SFloat(90)),
+            timestamp: 800_000_000 + UInt32(n), userID: 1)
+        return BloodPressureRecord(sequenceNumber: n, recorded: inner.encode()).segments(maxLength: 8).map {
+            $0.encode()
+        }
+    }
+
+    /// Probe W #2: a stored record whose segments came out of sequence was dropped, the records
+    /// after it were kept, and the next session asked only for records after the highest kept:
+    /// the dropped one stayed on the cuff for good. The report is asked for once more; what came
+    /// whole the first time is not emitted twice.
+    @Test func aReportWithADroppedRecordIsAskedForOnceMore() throws {
+        var h = Self.afterMark40()
+        let first = Self.storedSegments(41, systolic: 121)
+        #expect(first.count >= 3)
+        // 41 with a gap (its second segment lost), then 42 whole.
+        for v in [first[0]] + first[2...] + [Self.storedRecord(42, systolic: 122)] {
+            _ = h.send(.indication(.bloodPressureRecord, v, t(1.1)))
+        }
+        #expect(h.measurements.map(\.sequenceNumber) == [42])
+        _ = h.send(.indication(.recordAccessControlPoint, hx("06 00 01 01"), t(1.2)))
+        #expect(Self.racpWrites(h) == [hx("01 03 01 29 00"), hx("01 03 01 29 00")])
+        #expect(
+            h.log.contains(
+                .log(
+                    "stored records did not arrive whole (segments out of sequence, or malformed); asking for the stored records again"
+                )))
+        _ = h.send(.writeCompleted(.recordAccessControlPoint, t(1.3)))
+        for v in first + [Self.storedRecord(42, systolic: 122)] {
+            _ = h.send(.indication(.bloodPressureRecord, v, t(1.4)))
+        }
+        _ = h.send(.indication(.recordAccessControlPoint, hx("06 00 01 01"), t(1.5)))
+        #expect(h.measurements.map(\.sequenceNumber) == [42, 41])
+        #expect(h.measurements.map(\.systolic.doubleValue) == [122, 121])
+        #expect(Self.racpWrites(h).count == 2)
+        #expect(h.m.state == .ready)
+    }
+
+    /// Asked once more only: a cuff whose record never comes whole is reported, not asked for without end.
+    @Test func aRecordThatNeverComesWholeIsAskedForOnceMoreThenReported() throws {
+        var h = Self.afterMark40()
+        let broken = Array(Self.storedSegments(41, systolic: 121).dropFirst())  // no first segment
+        for round in 0..<2 {
+            for v in broken { _ = h.send(.indication(.bloodPressureRecord, v, t(1.1 + Double(round)))) }
+            _ = h.send(.indication(.recordAccessControlPoint, hx("06 00 01 01"), t(1.2 + Double(round))))
+            _ = h.send(.writeCompleted(.recordAccessControlPoint, t(1.3 + Double(round))))
+        }
+        #expect(Self.racpWrites(h).count == 2)
+        #expect(
+            h.log.contains(
+                .log(
+                    "warning: stored records did not arrive whole after asking again; they are not asked for again in this session"
+                )))
+        #expect(h.measurements.isEmpty)
+        #expect(h.m.state == .ready)
+    }
+
     /// The usual case: nothing after the mark, and the cuff's last record is the mark itself. One
     /// more request, and nothing is emitted again (the session still has no result).
     @Test func aCuffWithNothingNewIsAskedOnlyForItsLastRecord() throws {
