@@ -100,10 +100,22 @@ public struct SimulationOptions: ParsableArguments {
     }
 
     @Option(
-        help:
-            "How many times faster than real time the simulated cuff runs, 0.001 to 1000000 (1: real time; 0, for measure --simulated only: as fast as possible)."
-    )
-    public var speed: Double = 10
+        name: .customLong("speed"),
+        help: ArgumentHelp(
+            "How many times faster than real time the simulated cuff runs, 0.001 to 1000000 (1: real time; 0, for measure --simulated only: as fast as possible). (default: 10)",
+            valueName: "speed"))
+    public var speedGiven: Double?
+
+    public var speed: Double {
+        get { speedGiven ?? 10 }
+        set { speedGiven = newValue }
+    }
+
+    /// The options given that shape a simulated cuff (`cuff measure` refuses them without one).
+    public var given: [String] {
+        [("--persona", personaGiven != nil), ("--seed", seedGiven != nil), ("--speed", speedGiven != nil)]
+            .filter(\.1).map(\.0)
+    }
 
     /// The speeds a simulated cuff runs at besides 0: a thousand times slower than real time up
     /// to a million times faster. Outside that, its times no longer fit a clock of nanoseconds.

@@ -93,6 +93,14 @@ struct Measure: ParsableCommand {
             throw ValidationError("give exactly one of ADDRESS, --connect unix:PATH or --simulated SCENARIO")
         }
         if let connect, !connect.hasPrefix("unix:") { throw ValidationError("--connect takes unix:PATH") }
+        if simulated == nil, !simulation.given.isEmpty {
+            // (They shape the simulated cuff; a real one, or one behind --connect, ignored them.)
+            let given = simulation.given
+            var why =
+                "\(given.joined(separator: ", ")) \(given.count == 1 ? "shapes" : "shape") a simulated cuff: give --simulated SCENARIO"
+            if connect != nil { why += " (the cuff behind --connect is shaped by its own cuff simulate)" }
+            throw ValidationError(why)
+        }
         // (Here, not in run(): a typo'd address then shows this command's usage, not cuff's.)
         if let address { _ = try BlueZCommands.address(address) }
         if let simulated { try OmronModelOption.check(simulated, model: omron.model) }

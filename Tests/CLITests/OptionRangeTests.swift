@@ -79,6 +79,18 @@ struct OptionRangeTests {
         #expect(r.stdout.isEmpty)
     }
 
+    /// Probe U: `--speed`, `--seed` and `--persona` were taken with a real cuff or `--connect`,
+    /// where they do nothing.
+    @Test func measureRefusesTheSimulatedCuffsOptionsWithoutOne() throws {
+        try refused(
+            ["measure", "--connect", "unix:/tmp/cuff-none.sock", "--speed", "2"],
+            "--speed shapes a simulated cuff: give --simulated SCENARIO (the cuff behind --connect is shaped by its own cuff simulate)"
+        )
+        try refused(
+            ["measure", "00:11:22:33:44:55", "--seed", "1", "--persona", "bps-1.0"],
+            "--persona, --seed shape a simulated cuff: give --simulated SCENARIO")
+    }
+
     @Test(arguments: [
         ["--timeout", "3155760000", "--speed", "0"],  // the longest timeout: its deadline is set, not reached
         ["--speed", "1000000"],  // the fastest paced cuff
