@@ -442,6 +442,16 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         stepNanoseconds = configuration.observerStepWindow.nanoseconds
     }
 
+    /// What the `.discover` action comes to, in the log: a cuff the GATT cache knows is checked
+    /// against it first (``CuffCentral`` then says whether its handles are used or discovered
+    /// again; probe U: "discovering services" was followed by "no discovery").
+    var discoveryWord: String {
+        if case let .on(known?) = configuration.gattCache, known.address == configuration.address {
+            return "checking the GATT cache"
+        }
+        return "discovering services"
+    }
+
     /// Takes one event; appends the actions it calls for to `out`, in the order the driver must
     /// execute them. A driver that keeps one array and empties it (keeping its capacity) between
     /// events allocates nothing per event.
@@ -468,7 +478,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
                 return
             }
             stage = .discovering
-            log("connected to \(device.address); discovering services", &out)
+            log("connected to \(device.address); \(discoveryWord)", &out)
             out.append(.discover)
 
         case let .connectionFailed(why, at):
@@ -477,7 +487,7 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
         case .securityRaised(_, _):
             guard case .securing = stage else { return }
             stage = .discovering
-            log("link secured; discovering services", &out)
+            log("link secured; \(discoveryWord)", &out)
             out.append(.discover)
 
         case let .securityRefused(why, at):

@@ -47,6 +47,10 @@ struct GATTCacheCLITests {
         #expect(r["systolic"] is Double && r["diastolic"] is Double)
         #expect((r["device"] as? [String: Any])?["serial"] as? String == "SIM-000001")
         #expect(second.stderr.contains("using the GATT cache"))
+        // Probe U: it said "discovering services", then "no discovery".
+        #expect(second.stderr.contains("; checking the GATT cache\n"), "\(second.stderr)")
+        #expect(!second.stderr.contains("discovering services"), "\(second.stderr)")
+        #expect(first.stderr.contains("; discovering services\n") && off.stderr.contains("; discovering services\n"))
     }
 
     /// A BPS 1.1 cuff sends its measurement live (0x2A35, no sequence number), then, at the next
