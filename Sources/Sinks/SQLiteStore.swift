@@ -355,6 +355,8 @@ public final class SQLiteStore: MeasurementStore {
         let outcome: InsertOutcome
         do {
             outcome = try db.write { db in try insertRow(db, m, quirks: q, offset: offset) }
+        } catch let e as SinkError {
+            throw e
         } catch {
             throw .storeWrite(path: path, dedupKey: m.dedupKey, reason: SQLiteStore.describe(error))
         }
@@ -402,6 +404,8 @@ public final class SQLiteStore: MeasurementStore {
                 for (m, q, o) in prepared where try insertRow(db, m, quirks: q, offset: o).isNew { n += 1 }
                 return n
             }
+        } catch let e as SinkError {
+            throw e
         } catch {
             throw .storeWrite(path: path, dedupKey: ms.first?.dedupKey ?? "-", reason: SQLiteStore.describe(error))
         }
@@ -415,6 +419,19 @@ public final class SQLiteStore: MeasurementStore {
         -> InsertOutcome
     {
         if let crypto {
+            // Sealed with the key the store was opened with, which must still be the store's: a
+            // `cuff key rotate` since then re-sealed every row under another (probe X: a reading
+            // stored after it was sealed with the old key, and no key opened the store any more).
+            // Read in this transaction: a rotation commits before it (seen here) or after it (and
+            // then re-seals this row too).
+            let check = try Data.fetchOne(db.cachedStatement(sql: "SELECT key_check FROM store_key WHERE id = 1"))
+            guard let check, [UInt8](check) == crypto.keyCheck else {
+                throw SinkError.storeWrite(
+                    path: path, dedupKey: m.dedupKey,
+                    reason:
+                        "its key was changed (cuff key rotate) while cuff had it open: nothing more is kept or confirmed with the old key; restart cuff with the new key"
+                )
+            }
             let row = SealedRow(m, quirks: quirks, hostUTCOffsetSeconds: offset)
             let tag = crypto.tag(m.dedupKey)
             let sealed = try crypto.seal(Array(try JSONEncoder().encode(row)), tag: tag)
@@ -489,7 +506,7 @@ public final class SQLiteStore: MeasurementStore {
     }
 
     /// Every sealed row opened, in received order; a row that does not authenticate (or holds
-    /// anything but its two BLOBs) is an error: the file was changed.
+    /// anything but its two BLOBs) is skipped, named in ``StoreReading/skipped``: it was changed.
     func openedRows() throws(SinkError) -> StoreReading {
         guard let crypto else { return StoreReading(rows: []) }
         let rows: [Row]
@@ -501,6 +518,7 @@ public final class SQLiteStore: MeasurementStore {
             throw .storeRead(path: path, reason: SQLiteStore.describe(error))
         }
         var out: [StoredMeasurement] = []
+        var skipped: [StoreRowProblem] = []
         out.reserveCapacity(rows.count)
         // A device's names as the plain store keeps them: one per identity, each field the latest
         // one learned (a later row without a name keeps the earlier name).
@@ -512,7 +530,13 @@ public final class SQLiteStore: MeasurementStore {
                 case let .blob(box) = (r[2] as DatabaseValue).storage,
                 let plain = crypto.open([UInt8](box), tag: [UInt8](tag)),
                 let sealed = try? decoder.decode(SealedRow.self, from: Data(plain))
-            else { throw .storeTampered(path: path, rowID: id) }
+            else {
+                // (The key opened the store: its key check matched. One row that does not open was
+                // changed or damaged; it is skipped, named, as a plain store's unreadable row is,
+                // and the rest is read. Probe X: one flipped byte hid the whole history.)
+                skipped.append(StoreRowProblem(rowID: id, column: "sealed", kind: .doesNotAuthenticate))
+                continue
+            }
             let s = sealed.stored(id: id)
             let identity = s.device.identity
             if var d = devices[identity] {
@@ -530,7 +554,7 @@ public final class SQLiteStore: MeasurementStore {
         }
         for i in out.indices { out[i].device = devices[out[i].device.identity] ?? out[i].device }
         out.sort { ($0.receivedAtMicros, $0.id) < ($1.receivedAtMicros, $1.id) }
-        return StoreReading(rows: out)
+        return StoreReading(rows: out, skipped: skipped)
     }
 
     /// Re-seals every row of the encrypted store at `path` under `newKey`, in one transaction: a

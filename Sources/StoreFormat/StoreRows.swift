@@ -38,6 +38,9 @@ public struct StoreRowProblem: Error, Sendable, Hashable, CustomStringConvertibl
         /// The raw bytes no longer decode with the BloodPressure codec (the codec's message:
         /// field and byte offset, no values).
         case undecodable(String)
+        /// An encrypted store's sealed row does not open with the store's key (which opens the
+        /// others): it was changed or damaged.
+        case doesNotAuthenticate
     }
 
     public var rowID: Int64
@@ -58,6 +61,8 @@ public struct StoreRowProblem: Error, Sendable, Hashable, CustomStringConvertibl
         case .null: "row \(rowID): column \(column) is NULL"
         case .outOfRange: "row \(rowID): column \(column) holds a value out of range"
         case let .undecodable(why): "row \(rowID): the raw value does not decode: \(why)"
+        case .doesNotAuthenticate:
+            "row \(rowID): the sealed row does not authenticate with the store's key: it was changed or damaged"
         }
     }
 }

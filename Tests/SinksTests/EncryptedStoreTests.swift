@@ -137,6 +137,7 @@ struct EncryptedStoreTests {
         let key = try StoreKey.create(path: dir + "/k")
         let s = try SQLiteStore(path: dir + "/e.db", key: key, warn: SinkWarnings.ignore)
         for m in try Self.records() { try s.insert(m) }
+        let all = try s.history()
         try s.finish()
         // Flip one bit of each place a row keeps: its sealed value (nonce, ciphertext, tag) and its
         // dedup tag; and swap two rows' sealed values.
@@ -158,9 +159,44 @@ struct EncryptedStoreTests {
                 try db.execute(sql: "UPDATE sealed_measurements SET \(column) = ? WHERE id = 3", arguments: [Data(v)])
             }
             try q.close()
+            // The changed rows are skipped, named (probe X: one of them hid the whole history);
+            // the others are read; a rotation refuses the store and changes nothing.
             let t = try SQLiteStore(path: copy, mustExist: true, key: key, warn: SinkWarnings.ignore)
-            #expect(throws: SinkError.storeTampered(path: copy, rowID: column == "swap" ? 1 : 3)) { try t.history() }
+            let r = try t.readHistory()
+            let bad: Set<Int64> = column == "swap" ? [1, 2] : [3]
+            #expect(Set(r.skipped.map(\.rowID)) == bad, "\(column)")
+            #expect(r.skipped.allSatisfy { $0.kind == .doesNotAuthenticate && $0.column == "sealed" })
+            #expect(r.rows.count == all.count - bad.count && r.rows.allSatisfy { !bad.contains($0.id) })
+            #expect(Set(r.rows.map(\.dedupKey)) == Set(all.filter { !bad.contains($0.id) }.map(\.dedupKey)))
+            #expect(throws: SinkError.self) { try t.history() }
+            try t.finish()
+            let other = try StoreKey.create(path: dir + "/k-\(column)\(offset)")
+            let before = Self.snapshot(copy)
+            #expect(throws: SinkError.storeTampered(path: copy, rowID: column == "swap" ? 1 : 3)) {
+                try SQLiteStore.rotateKey(path: copy, from: key, to: other)
+            }
+            #expect(Self.snapshot(copy) == before)
         }
+    }
+
+    /// Probe X: a rotation while a writer had the store open re-sealed the rows under the new key,
+    /// then the writer sealed its next reading under the old one, and neither key opened the store.
+    /// The writer now refuses (nothing stored, so nothing confirmed) and the store opens with the new key.
+    @Test func aWriterOpenDuringARotationStoresNothingUnderTheOldKey() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let old = try StoreKey.create(path: dir + "/old")
+        let new = try StoreKey.create(path: dir + "/new")
+        let records = try Self.records()
+        let writer = try SQLiteStore(path: dir + "/e.db", key: old, warn: SinkWarnings.ignore)
+        try writer.insert(records[0])
+        #expect(try SQLiteStore.rotateKey(path: dir + "/e.db", from: old, to: new) == 1)
+        #expect { try writer.insert(records[1]) } throws: { "\($0)".contains("its key was changed (cuff key rotate)") }
+        #expect { try writer.insert(contentsOf: [records[2]]) } throws: { "\($0)".contains("its key was changed") }
+        try writer.finish()
+        let r = try SQLiteStore(path: dir + "/e.db", mustExist: true, key: new, warn: SinkWarnings.ignore)
+        let rows = try r.readHistory()
+        #expect(rows.skipped.isEmpty && rows.rows.map(\.dedupKey) == [records[0].dedupKey])
     }
 
     @Test func rotationReSealsUnderTheNewKeyOnly() throws {
