@@ -55,21 +55,32 @@ public enum PlotOutput {
     }
 
     /// Renders SVG text to a PNG file with rsvg-convert (white background, 1:1 scale).
+    ///
+    /// The SVG goes to rsvg-convert through a pipe, never through a file: a temporary copy of the
+    /// readings in `$TMPDIR` was readable by other users while it ran, and stayed behind when cuff
+    /// was interrupted (probe X; the store it came from may be encrypted).
     public static func renderPNG(_ svg: String, to path: String, rsvg: String? = rsvgConvert()) throws(PlotOutputError)
     {
         guard let rsvg else { throw .rsvgMissing }
-        let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-plot-\(UUID().uuidString).svg")
-        do { try Data(svg.utf8).write(to: tmp) } catch {
-            throw .write(path: tmp.path, reason: (error as NSError).localizedDescription)
-        }
-        defer { try? FileManager.default.removeItem(at: tmp) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: rsvg)
-        p.arguments = ["--format", "png", "--background-color", "white", "--output", path, tmp.path]
+        p.arguments = ["--format", "png", "--background-color", "white", "--output", path]
+        let input = Pipe()
         let err = Pipe()
+        p.standardInput = input
         p.standardError = err
         p.standardOutput = FileHandle.nullDevice
         do { try p.run() } catch { throw .rsvgFailed(status: -1, stderr: (error as NSError).localizedDescription) }
+        // Written from another thread while this one reads stderr: neither pipe can fill up and
+        // stop both processes. (A renderer that exits early only makes the write fail: SIGPIPE
+        // is ignored.)
+        let bytes = Data(svg.utf8)
+        let sink = input.fileHandleForWriting
+        let writer = Thread {
+            try? sink.write(contentsOf: bytes)
+            try? sink.close()
+        }
+        writer.start()
         let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         guard p.terminationStatus == 0 else {

@@ -40,10 +40,17 @@ public struct StoreKey: @unchecked Sendable {
                     ? "already exists; a key file is never overwritten (remove it first if you mean to)"
                     : "cannot create: \(e)")
         }
-        defer { _ = Sys.close(fd) }
+        // A key that could not be written whole is no key: the file this call made goes again
+        // (probe X: a full disk left an empty file, which the next try refused to overwrite).
+        var written = false
+        defer {
+            _ = Sys.close(fd)
+            if !written { _ = Sys.unlink(path) }
+        }
         if case .failure(let e) = Sys.fchmod(fd, 0o600) { throw .keyFile(path: path, reason: "fchmod 600: \(e)") }
         if let e = Sys.writeAll(fd, text) { throw .keyFile(path: path, reason: "write: \(e)") }
         if case .failure(let e) = Sys.fsync(fd) { throw .keyFile(path: path, reason: "fsync: \(e)") }
+        written = true
         return StoreKey(material: key, path: path)
     }
 

@@ -142,4 +142,33 @@ import Testing
         #expect(data.starts(with: [0x89, 0x50, 0x4E, 0x47]))
         #expect(data.count > 20_000)
     }
+
+    /// Probe X: the SVG went to rsvg-convert as a file in `$TMPDIR`, mode 0644 (readable by other
+    /// users while it ran) and left behind when cuff was interrupted. It goes through a pipe now:
+    /// a stand-in rsvg-convert that keeps its arguments and its stdin sees no file and the SVG.
+    @Test func pngTakesTheSVGThroughAPipeNotATemporaryFile() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bin = dir.appendingPathComponent("bin"), tmp = dir.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        let args = dir.appendingPathComponent("args").path, input = dir.appendingPathComponent("stdin").path
+        let fake = bin.appendingPathComponent("rsvg-convert").path
+        try
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '\(args)'\ncat > '\(input)'\nls -A '\(tmp.path)' >> '\(args)'\nprintf 'png' > \"$6\"\n"
+            .write(toFile: fake, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: fake)
+        let png = dir.appendingPathComponent("p.png").path
+        let r = try CLI.run(
+            ["plot", Self.capture("normal.ndjson"), "--output", png],
+            environment: ["PATH": "\(bin.path):/usr/bin:/bin", "TMPDIR": tmp.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(
+            try String(contentsOfFile: args, encoding: .utf8)
+                == "--format\npng\n--background-color\nwhite\n--output\n\(png)\n")
+        let svg = try String(contentsOfFile: input, encoding: .utf8)
+        #expect(svg.hasPrefix("<svg") || svg.hasPrefix("<?xml"), "\(svg.prefix(80))")
+        #expect(svg.contains("</svg>"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty)
+    }
 }

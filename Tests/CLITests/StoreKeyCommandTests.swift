@@ -77,6 +77,22 @@ struct StoreKeyCommandTests {
 
     /// kill -9 at random points of a rotation: the store then opens with one of the two keys and
     /// holds every reading.
+    /// Probe X: `cuff key new` on a full disk left an empty key file, which the next try refused
+    /// to overwrite and every command refused as "not a cuff key". A write that fails (here: a file
+    /// size limit of 0, its signal ignored so the write fails with EFBIG) leaves no file.
+    @Test func aKeyThatCannotBeWrittenLeavesNoFile() throws {
+        let d = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: d) }
+        let r = try runToCompletion(
+            "/bin/sh", ["-c", "trap '' XFSZ; ulimit -f 0; exec \"$0\" key new \"$1\"", CLI.binary.path, d + "/k"])
+        // (Its stderr is a file too, so the limit keeps the message from it: the status says.)
+        #expect(r.status == 10, "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: d + "/k"))
+        // And then it can be made.
+        #expect(try CLI.run(["key", "new", d + "/k"]).status == 0)
+        #expect(try String(contentsOfFile: d + "/k", encoding: .utf8).count == 65)
+    }
+
     @Test func interruptedRotationLeavesAStoreOneOfTheKeysOpens() throws {
         let d = try Self.tempDir()
         defer { try? FileManager.default.removeItem(atPath: d) }
