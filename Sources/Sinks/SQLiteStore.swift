@@ -88,8 +88,34 @@ public final class SQLiteStore: MeasurementStore {
         }
         do {
             if readOnly {
-                let queue = try DatabaseQueue(path: path, configuration: config)
-                let layout = try queue.read { db in try SQLiteStore.layout(db, key: key, path: path) }
+                func open(_ location: String) throws -> (
+                    DatabaseQueue,
+                    (sealed: Bool, plain: Bool, hasTables: Bool, applied: Set<String>, crypto: StoreCrypto?)
+                ) {
+                    let queue = try DatabaseQueue(path: location, configuration: config)
+                    do {
+                        return (queue, try queue.read { db in try SQLiteStore.layout(db, key: key, path: path) })
+                    } catch {
+                        try? queue.close()
+                        throw error
+                    }
+                }
+                let (queue, layout):
+                    (
+                        DatabaseQueue,
+                        (sealed: Bool, plain: Bool, hasTables: Bool, applied: Set<String>, crypto: StoreCrypto?)
+                    )
+                do {
+                    (queue, layout) = try open(path)
+                } catch let e as DatabaseError
+                    where (e.resultCode == .SQLITE_CANTOPEN || e.resultCode == .SQLITE_READONLY)
+                    && SQLiteStore.hasNoWriteAheadLog(path)
+                {
+                    // A WAL store on read-only media (a backup, a snapshot, a stick mounted read-only):
+                    // SQLite cannot make the `-shm` beside it (probe X). With no `-wal` there, the
+                    // file holds every commit and cannot change: it is read as immutable.
+                    (queue, layout) = try open(SQLiteStore.immutableURI(path))
+                }
                 if !layout.sealed && !layout.plain && layout.hasTables {
                     // Another program's database: neither read as empty nor given our tables.
                     throw DatabaseError(message: "not a cuff store (it has tables, but no measurements)")
@@ -132,6 +158,30 @@ public final class SQLiteStore: MeasurementStore {
         } catch {
             throw .storeOpen(path: path, reason: SQLiteStore.describe(error))
         }
+    }
+
+    /// True when no write-ahead log with content lies beside `path` (every commit is in the file).
+    static func hasNoWriteAheadLog(_ path: String) -> Bool {
+        switch Sys.fileStatus(path + "-wal") {
+        case .success(let st): st.st_size == 0
+        case .failure(let e): e == .noSuchFileOrDirectory
+        }
+    }
+
+    /// `path` as an SQLite URI that opens it immutable (absolute; `%`, `?`, `#` and non-ASCII
+    /// bytes escaped).
+    static func immutableURI(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var out = "file://"
+        for b in absolute.utf8 {
+            switch b {
+            case UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#"), 0x80...:
+                out += "%" + Hex.digits(b, 2)
+            default:
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            }
+        }
+        return out + "?immutable=1"
     }
 
     /// Creates `path` with mode 0600 if it does not exist (and `create`); otherwise checks it is a
