@@ -44,7 +44,9 @@ public enum PlotOutput {
 
     /// Writes `svg` (the document's text) to `path`, as SVG or, for `.png`, rendered by rsvg-convert.
     public static func write(_ svg: String, to path: String) throws(PlotOutputError) {
-        switch try kind(of: path) {
+        let kind = try kind(of: path)
+        try checkWritable(path)
+        switch kind {
         case .svg:
             do { try Data(svg.utf8).write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
                 throw .write(path: path, reason: (error as NSError).localizedDescription)
@@ -52,6 +54,22 @@ public enum PlotOutput {
         case .png:
             try renderPNG(svg, to: path)
         }
+    }
+
+    /// Throws ``PlotOutputError/write(path:reason:)`` when `path` cannot be written as a file: it is
+    /// a directory, or its directory is missing or not writable. (Probe X: a PNG there was
+    /// "rsvg-convert failed", status 4, and an SVG named a Foundation error number.)
+    static func checkWritable(_ path: String) throws(PlotOutputError) {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw .write(path: path, reason: "is a directory")
+        }
+        let parent = (path as NSString).deletingLastPathComponent
+        let dir = parent.isEmpty ? "." : parent
+        guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .write(path: path, reason: "no such directory \(dir)")
+        }
+        guard access(dir, W_OK) == 0 else { throw .write(path: path, reason: "the directory \(dir) is not writable") }
     }
 
     /// Renders SVG text to a PNG file with rsvg-convert (white background, 1:1 scale).

@@ -143,6 +143,24 @@ import Testing
         #expect(data.count > 20_000)
     }
 
+    /// Probe X: a PNG into a missing directory was "rsvg-convert failed" (status 4), and an SVG
+    /// named a directory gave a Foundation error number; both are outputs that cannot be written (10).
+    @Test func anOutputThatCannotBeWrittenIsSaidSoWithStatus10() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let folder = dir.appendingPathComponent("d.svg").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for (out, reason) in [
+            (dir.appendingPathComponent("none/p.png").path, "no such directory"),
+            (dir.appendingPathComponent("none/p.svg").path, "no such directory"),
+            (folder, "is a directory"),
+        ] {
+            let r = try CLI.run(["plot", Self.capture("normal.ndjson"), "--output", out])
+            #expect(r.status == 10, "\(out): \(r.stderr)")
+            #expect(r.stderr.contains("cannot write \(out): \(reason)"), "\(r.stderr)")
+        }
+    }
+
     /// Probe X: the SVG went to rsvg-convert as a file in `$TMPDIR`, mode 0644 (readable by other
     /// users while it ran) and left behind when cuff was interrupted. It goes through a pipe now:
     /// a stand-in rsvg-convert that keeps its arguments and its stdin sees no file and the SVG.
