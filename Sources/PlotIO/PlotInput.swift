@@ -74,8 +74,11 @@ public enum PlotInput {
         if let capture {
             lines = try replay(bytes, format: capture)
         } else {
-            lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(
-                String.init)
+            // (CRLF too: in a Swift string "\r\n" is one Character, which a split on "\n" never
+            // matches, so a file saved with Windows line ends was one long line. Probe X.)
+            lines = String(decoding: bytes, as: UTF8.self).split(
+                omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }
+            ).map(String.init)
         }
         return try sessions(lines: lines)
     }

@@ -143,6 +143,25 @@ import Testing
         #expect(data.count > 20_000)
     }
 
+    /// Probe X: NDJSON saved with CRLF line ends was "line 1: not JSON" (in a Swift string "\r\n"
+    /// is one Character, which a split on "\n" never matched). It plots as the LF file does.
+    @Test func crlfLineEndsPlotAsLFOnesDo() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let lf = try String(contentsOfFile: Self.capture("normal.ndjson"), encoding: .utf8)
+        let crlf = dir.appendingPathComponent("crlf.ndjson").path, plain = dir.appendingPathComponent("lf.ndjson").path
+        try lf.replacingOccurrences(of: "\n", with: "\r\n").write(toFile: crlf, atomically: true, encoding: .utf8)
+        try lf.write(toFile: plain, atomically: true, encoding: .utf8)
+        var svgs: [String] = []
+        for (input, name) in [(crlf, "crlf"), (plain, "lf")] {
+            let out = dir.appendingPathComponent("\(name).svg").path
+            let r = try CLI.run(["plot", input, "--output", out])
+            #expect(r.status == 0, "\(name): \(r.stderr)")
+            svgs.append(try String(contentsOfFile: out, encoding: .utf8).replacingOccurrences(of: input, with: "IN"))
+        }
+        #expect(svgs.count == 2 && svgs[0] == svgs[1] && svgs[0].contains("<polyline"))
+    }
+
     /// Probe X: a PNG into a missing directory was "rsvg-convert failed" (status 4), and an SVG
     /// named a directory gave a Foundation error number; both are outputs that cannot be written (10).
     @Test func anOutputThatCannotBeWrittenIsSaidSoWithStatus10() throws {
