@@ -247,7 +247,12 @@ let package = Package(
                 "CuffSimulator", "Omron", "GATT", "CuffSession", "BloodPressure", "Transport", "CuffCore",
                 "CuffTestSupport",
             ]),
-        .testTarget(name: "CLITests", dependencies: ["CuffCore", "Omron", "PostgresTestCluster", "CuffTestSupport"]),
+        .testTarget(
+            name: "CLITests",
+            dependencies: [
+                "CuffCore", "Omron", "PostgresTestCluster", "CuffTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(
             name: "CuffTestingTests",
             dependencies: ["CuffLogging", "CuffTesting", "CuffRuntime", "Transport", "CuffTestSupport"]),

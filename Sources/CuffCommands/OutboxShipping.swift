@@ -104,6 +104,14 @@ public enum OutboxShipping {
             )
             return true
         }
+        if waiting != 0, result.unreadable > 0 {
+            // Not the server's doing: rows that cannot be read stay (as for a damaged outbox).
+            let more = result.unreadable - result.unreadableReasons.count
+            log.info(
+                "shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s"); the outbox \(path) cannot be read: \(result.unreadable == 1 ? "a row" : "\(result.unreadable) rows") of it \(result.unreadable == 1 ? "stays" : "stay") there (\(result.unreadableReasons.joined(separator: "; "))\(more > 0 ? "; and \(more) more" : ""))"
+            )
+            throw .sinkFailed
+        }
         if !quiet {
             log.info(
                 "shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s") to \(url) (\(result.new) new there); the outbox \(path) is empty"

@@ -189,6 +189,15 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         if waiting != 0 && failure == nil, let e = publisher.outboxError {
             failure = MQTTError(.outbox, broker: options.url.serverName, detail: "\(e)")
         }
+        if let w = waiting, w != 0, failure == nil, publisher.drained, publisher.unreadableRows >= w {
+            // What is left is what cannot be read (each said above), not what the broker did not take.
+            let more = publisher.unreadableRows - publisher.unreadableReasons.count
+            failure = MQTTError(
+                .outbox, broker: options.url.serverName,
+                detail:
+                    "\(publisher.unreadableRows == 1 ? "a row" : "\(publisher.unreadableRows) rows") of the outbox \(outbox.path) cannot be read, and \(publisher.unreadableRows == 1 ? "stays" : "stay") there (\(publisher.unreadableReasons.joined(separator: "; "))\(more > 0 ? "; and \(more) more" : ""))"
+            )
+        }
         if waiting != 0 && failure == nil {
             failure = MQTTError(
                 .timeout, broker: options.url.serverName, detail: "not every reading was acknowledged within \(timeout)"

@@ -97,6 +97,16 @@ final class MQTTPublisher {
     var outboxError: SinkError? { saidOutboxError }
     /// Rows that do not decode (said once, left in the outbox).
     private var undecodable: Set<Int64> = []
+    /// Rows of the outbox that cannot be read or decoded: left there, said once each.
+    var unreadableRows: Int { undecodable.count }
+    /// Why, for the first few of them (a caller that shows no warnings names them in its summary).
+    private(set) var unreadableReasons: [String] = []
+
+    private func leaveUnreadable(_ id: Int64, _ reason: String, dedupKey: String? = nil) {
+        warn(SinkWarning(sink: "publish", message: "outbox \(outbox.path): \(reason); left there", dedupKey: dedupKey))
+        undecodable.insert(id)
+        if unreadableReasons.count < 3 { unreadableReasons.append(reason) }
+    }
     /// Rows acknowledged, to leave the outbox in one commit.
     private var acknowledged: [(id: Int64, key: String)] = []
     /// Whether the outbox had no row beyond those in flight when last read.
@@ -367,7 +377,8 @@ final class MQTTPublisher {
         skip.formUnion(awaiting.keys)
         for a in acknowledged { skip.insert(a.id) }
         let rows: [StoredMeasurement]
-        do { rows = try outbox.pending(limit: free + skip.count) } catch {
+        let read: StoreReading
+        do { read = try outbox.pendingReadable(limit: free + skip.count) } catch {
             // Said once: this runs on every turn until the outbox can be read again.
             if saidOutboxError != error {
                 saidOutboxError = error
@@ -376,7 +387,10 @@ final class MQTTPublisher {
             return
         }
         saidOutboxError = nil
-        if rows.count < free + skip.count { exhausted = true }
+        if read.rows.count + read.skipped.count < free + skip.count { exhausted = true }
+        // A row that cannot be read stays in the outbox, said once; the others go on.
+        for p in read.skipped where !skip.contains(p.rowID) { leaveUnreadable(p.rowID, p.description) }
+        rows = read.rows
         for row in rows.lazy.filter({ !skip.contains($0.id) }).prefix(free) {
             do throws(MQTTError) { try publish(row, client) } catch {
                 fail(error)
@@ -388,12 +402,7 @@ final class MQTTPublisher {
     private func publish(_ row: StoredMeasurement, _ client: MosquittoClient) throws(MQTTError) {
         let m: MeasurementRecord
         do { m = try row.record() } catch {
-            warn(
-                SinkWarning(
-                    sink: "publish",
-                    message: "outbox \(outbox.path) row \(row.id) does not decode (\(error.message)); left there",
-                    dedupKey: row.dedupKey))
-            undecodable.insert(row.id)
+            leaveUnreadable(row.id, "row \(row.id) does not decode (\(error.message))", dedupKey: row.dedupKey)
             return
         }
         if let discovery = options.discovery {

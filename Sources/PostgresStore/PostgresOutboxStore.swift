@@ -33,6 +33,8 @@ public final class PostgresOutboxStore: MeasurementStore {
     private let serverKeys = Mutex<Set<String>>([])
     /// The last failure to ship, if the last attempt failed.
     private let failure = Mutex<PostgresStoreError?>(nil)
+    /// Outbox rows that cannot be read (left there; said once).
+    private let unreadable = Mutex<Set<Int64>>([])
     /// The server's highest sequence number per address (RACP "newer than"), read once, in one
     /// query, when the server first answers: nil until then. Never asked per cuff: `cuff watch`
     /// asks on its event loop for each new cuff, and a frozen server held every cuff's session
@@ -246,6 +248,10 @@ public final class PostgresOutboxStore: MeasurementStore {
         public var new: Int
         /// Why it stopped before the outbox was empty, or nil when it is empty.
         public var failure: PostgresStoreError?
+        /// Rows of the outbox that cannot be read, left there (each said through `warn` once), and
+        /// why, for the first few.
+        public var unreadable = 0
+        public var unreadableReasons: [String] = []
     }
 
     /// Ships batches until the outbox is empty or the server fails (then stops; rows not committed
@@ -253,9 +259,27 @@ public final class PostgresOutboxStore: MeasurementStore {
     public func drain() -> ShipResult {
         shipping.withLock { _ in
             var result = ShipResult(shipped: 0, new: 0, failure: nil)
+            var seen: Set<Int64> = []
             while true {
                 let batch: [StoredMeasurement]
-                do { batch = try outbox.pending(limit: batchSize) } catch {
+                do {
+                    // A row that cannot be read stays in the outbox (said once, while it stays) and
+                    // the rest ship (probe Y: one damaged row held back every later reading).
+                    let read = try outbox.pendingReadable(limit: batchSize + unreadable.withLock { $0.count })
+                    for p in read.skipped {
+                        let new = unreadable.withLock { $0.insert(p.rowID).inserted }
+                        if new {
+                            warn(
+                                SinkWarning(
+                                    sink: "store", message: "outbox \(outbox.path): \(p.description); left there"))
+                        }
+                        if seen.insert(p.rowID).inserted, result.unreadableReasons.count < 3 {
+                            result.unreadableReasons.append(p.description)
+                        }
+                    }
+                    result.unreadable = read.skipped.count
+                    batch = read.rows
+                } catch {
                     result.failure = PostgresStoreError(
                         server: "outbox \(outbox.path)", message: "\(error)", transient: false)
                     break

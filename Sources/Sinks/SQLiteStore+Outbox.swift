@@ -9,21 +9,33 @@ import Transport
 /// the server has committed them.
 extension SQLiteStore {
     /// Up to `limit` stored rows, oldest insertion first (lowest id), with their devices.
+    /// A row that cannot be read is an error naming it (``pendingReadable(limit:)`` skips such rows instead).
     public func pending(limit: Int) throws(SinkError) -> [StoredMeasurement] {
+        let r = try pendingReadable(limit: limit)
+        if let p = r.skipped.first { throw SinkError.storeRead(path: path, reason: p.description) }
+        return r.rows
+    }
+
+    /// The first `limit` rows, oldest insertion first (lowest id): those that can be read, with
+    /// their devices, and those that cannot (a damaged cell, a missing device row), named. A
+    /// shipper leaves the second kind in the outbox, says so once, and ships the rest (probe Y: one
+    /// damaged row stopped every later reading from reaching the broker or the server).
+    public func pendingReadable(limit: Int) throws(SinkError) -> StoreReading {
         guard crypto == nil else { throw .storeRead(path: path, reason: "an encrypted store is not an outbox") }
         do {
-            let r = try db.read { db in
+            var r = try db.read { db in
                 try SQLiteStore.readRows(
                     db, sql: StoreRows.pendingSQL(deviceColumns: SQLiteStore.deviceColumns(db)), arguments: [limit])
             }
-            // A row that cannot be read cannot be shipped either: say which, rather than skip it unseen.
-            if let p = r.skipped.first { throw SinkError.storeRead(path: path, reason: p.description) }
-            if r.withoutDevice > 0, let row = r.rows.first(where: { $0.device.address.isEmpty }) {
-                throw SinkError.storeRead(path: path, reason: "row \(row.id): its device row is missing")
+            if r.withoutDevice > 0 {
+                for row in r.rows where row.device.address.isEmpty {
+                    r.skipped.append(StoreRowProblem(rowID: row.id, column: "device_id", kind: .missingDevice))
+                }
+                r.rows.removeAll { $0.device.address.isEmpty }
+                r.withoutDevice = 0
             }
-            return r.rows
-        } catch let e as SinkError {
-            throw e
+            r.skipped.sort { $0.rowID < $1.rowID }
+            return r
         } catch {
             throw .storeRead(path: path, reason: SQLiteStore.describe(error))
         }

@@ -41,6 +41,8 @@ public struct StoreRowProblem: Error, Sendable, Hashable, CustomStringConvertibl
         /// An encrypted store's sealed row does not open with the store's key (which opens the
         /// others): it was changed or damaged.
         case doesNotAuthenticate
+        /// The measurement's device row is missing (an outbox ships a reading with its device).
+        case missingDevice
     }
 
     public var rowID: Int64
@@ -61,6 +63,7 @@ public struct StoreRowProblem: Error, Sendable, Hashable, CustomStringConvertibl
         case .null: "row \(rowID): column \(column) is NULL"
         case .outOfRange: "row \(rowID): column \(column) holds a value out of range"
         case let .undecodable(why): "row \(rowID): the raw value does not decode: \(why)"
+        case .missingDevice: "row \(rowID): its device row is missing"
         case .doesNotAuthenticate:
             "row \(rowID): the sealed row does not authenticate with the store's key: it was changed or damaged"
         }
