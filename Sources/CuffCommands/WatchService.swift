@@ -100,8 +100,18 @@ public struct WatchService {
                 do {
                     for s in outputs { try s.write(o) }
                 } catch {
-                    Console.noteFailure(error)
-                    if !outputFailed { Console.log("cuff watch: \(error)") }
+                    if let store, (error as? SinkError)?.isBrokenPipe == true {
+                        // A store keeps the collector going: stderr stays its voice (probe Y: it went
+                        // quiet for good, session ends, stop and summary included, and exit 141).
+                        if !outputFailed {
+                            Console.log(
+                                "cuff watch: stdout's reader went away; readings go on to \(store.storeName) only (exit status 10 at the end)"
+                            )
+                        }
+                    } else {
+                        Console.noteFailure(error)
+                        if !outputFailed { Console.log("cuff watch: \(error)") }
+                    }
                     outputFailed = true
                     throw error
                 }
@@ -164,7 +174,13 @@ public struct WatchService {
         collector.flush()
         // A sink that failed at any time during the run (a full disk that later freed up too) is status 10.
         var failed = outputFailed || collector.sinkFailed
-        do { try fan.finish() } catch { _ = Console.sinkFailed("cuff watch", error); failed = true }
+        do { try fan.finish() } catch {
+            // (stdout's reader gone, with a store: said already, and stderr stays on for the summary.)
+            if store == nil || !error.isBrokenPipe {
+                _ = Console.sinkFailed("cuff watch", error)
+            }
+            failed = true
+        }
         let p50 = collector.latency.quantile(0.5).map { "\($0) ms" } ?? "-"
         let p99 = collector.latency.quantile(0.99).map { "\($0) ms" } ?? "-"
         let notKept = collector.failures > 0 ? ", \(collector.failures) not kept (left unconfirmed on their cuffs)" : ""

@@ -20,7 +20,8 @@ struct DamagedOutboxRowTests {
         let q = try DatabaseQueue(path: outbox)
         defer { try? q.close() }
         return try q.write { db in
-            try db.execute(sql: "UPDATE measurements SET systolic = 'abc' WHERE id = (SELECT min(id) FROM measurements)")
+            try db.execute(
+                sql: "UPDATE measurements SET systolic = 'abc' WHERE id = (SELECT min(id) FROM measurements)")
             return try Int.fetchOne(db, sql: "SELECT count(*) FROM measurements") ?? 0
         }
     }

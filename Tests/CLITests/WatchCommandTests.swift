@@ -99,6 +99,36 @@ struct WatchCommandTests {
         #expect(!err.contains("mmHg") && !err.contains("systolic"))
     }
 
+    /// Probe Y: with a store, watch went on collecting after stdout's reader went away, but with
+    /// stderr muted for good (no session ends, no "stopping", no summary) and exit 141. It says so
+    /// once, keeps its stderr, stores every reading, and ends with 10 (a sink failed).
+    @Test func withAStoreAReaderOfStdoutGoingAwayIsSaidAndCollectingGoesOn() throws {
+        let s = try ScratchDirectory()
+        let fleet = try SimulatedFleet.start(in: s, cuffs: 2)
+        defer {
+            fleet.signal(SIGTERM)
+            _ = fleet.wait(timeout: 20)
+        }
+        // (The pipe's reader takes one line and leaves; the shell keeps watch's status.)
+        let script =
+            "( '\(CLI.binary.path)' watch --connect 'unix:\(s.path("cuffs"))' --store '\(s.path("w.db"))' 2> '\(s.path("watch.err"))'; echo $? > '\(s.path("rc"))' ) | head -n 1 > '\(s.path("first"))'"
+        let sh = try ChildProcess(["-c", script], executable: "/bin/sh", stderr: s.path("sh.err"))
+        #expect(
+            waitUntil(60) { s.text("watch.err").contains("stdout's reader went away") },
+            "\(s.text("watch.err").suffix(2000))")
+        // Readings keep coming into the store after that.
+        let before = try Self.history(s.path("w.db")).count
+        #expect(waitUntil(60) { ((try? Self.history(s.path("w.db")).count) ?? 0) >= before + 2 })
+        // SIGTERM to watch itself (the shell's child).
+        let pids = try runToCompletion("/usr/bin/pgrep", ["-f", "watch --connect unix:\(s.path("cuffs"))"]).stdout
+        for p in pids.split(separator: "\n") { if let pid = Int32(p) { kill(pid, SIGTERM) } }
+        #expect(sh.wait(timeout: 30) == 0)
+        #expect(s.text("rc") == "10\n", "\(s.text("watch.err").suffix(2000))")
+        let err = s.text("watch.err")
+        #expect(err.contains("stopping (SIGTERM)") && err.contains("stopped: "), "\(err.suffix(2000))")
+        #expect(s.lines("first").count == 1)
+    }
+
     @Test func simulatorRestartsAndSingleCuffKillsDoNotStopTheWatcher() throws {
         let s = try ScratchDirectory()
         try FileManager.default.createDirectory(atPath: s.path("cuffs"), withIntermediateDirectories: true)
