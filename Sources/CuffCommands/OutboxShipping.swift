@@ -58,8 +58,32 @@ public enum OutboxShipping {
                 )
             }
         }
+        if given == nil, let dir = targets.first.map({ ($0.outboxPath as NSString).deletingLastPathComponent }) {
+            mentionOtherBrokersOutboxes(
+                in: dir, besides: Set(targets.flatMap { [$0.outboxPath] + ($0.taggedOutboxPath.map { [$0] } ?? []) }))
+        }
         if unreadable { throw .sinkFailed }
         return waiting
+    }
+
+    /// Says which other brokers' outboxes beside the default ones still hold readings (probe Y:
+    /// after the broker's address was corrected, `cuff sync` said "the outbox is empty", exit 0,
+    /// while 17 readings waited in the outbox named after the old address). Nothing is shipped
+    /// from them: they are named, with how many wait.
+    static func mentionOtherBrokersOutboxes(in dir: String, besides: Set<String>) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
+        for name in names.sorted() where name.hasPrefix("mqtt-") && name.hasSuffix(".db") {
+            let path = dir + "/" + name
+            guard !besides.contains(path),
+                let store = try? SQLiteStore(path: path, mustExist: true, readOnly: true, warn: SinkWarnings.ignore)
+            else { continue }
+            let n = try? store.count()
+            try? store.finish()
+            guard let n, n > 0 else { continue }
+            log.info(
+                "note: \(n) reading\(n == 1 ? "" : "s") also wait\(n == 1 ? "s" : "") in \(path), the outbox of another broker address or topic prefix (cuff sync --publish mqtt://… --outbox \(path) sends them there)"
+            )
+        }
     }
 
     /// `--store postgres://…`: the outbox at `outbox` (default: the server's database's, see

@@ -180,6 +180,29 @@ struct MQTTCLITests {
         #expect(!FileManager.default.fileExists(atPath: broker.dir + "/typo"))
     }
 
+    /// Probe Y: readings that waited in the outbox named after an old broker address went
+    /// unmentioned once the address was corrected ("the outbox … is empty", exit 0). `cuff sync`
+    /// names such outboxes beside its own, with their count and how to send them.
+    @Test func syncNamesAnotherBrokersOutboxWithReadingsWaiting() throws {
+        let broker = try MosquittoBroker()
+        let closed = MosquittoBroker.freePort()
+        let env = ["XDG_STATE_HOME": broker.dir + "/state"]
+        let taken = try CLI.run(
+            ["replay", Self.capture("normal.btsnoop"), "--quiet", "--publish", "mqtt://127.0.0.1:\(closed)/t"],
+            environment: env)
+        #expect(taken.status == 0, "\(taken.stderr)")
+        let old = broker.dir + "/state/cuff/mqtt-127_0_0_1-\(closed)-t.db"
+        #expect(FileManager.default.fileExists(atPath: old))
+        let url = "mqtt://\(broker.user):\(broker.password)@127.0.0.1:\(broker.port)/t"
+        let first = try CLI.run(["sync", "--publish", url], environment: env)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("note: 1 reading also waits in \(old)"), "\(first.stderr)")
+        let moved = try CLI.run(["sync", "--publish", url, "--outbox", old], environment: env)
+        #expect(moved.status == 0 && moved.stderr.contains("published 1 reading"), "\(moved.stderr)")
+        let again = try CLI.run(["sync", "--publish", url], environment: env)
+        #expect(again.status == 0 && !again.stderr.contains("note:"), "\(again.stderr)")
+    }
+
     /// What Home Assistant's `{{ value_json.KEY }}` renders for `state` (Jinja prints null as `None`).
     static func render(_ template: String, _ state: [String: Any]) throws -> String {
         let key = try #require(
