@@ -113,8 +113,22 @@ final class MQTTPublisher {
     private var exhausted = false
     /// Discovery sent on this connection, by node id.
     private var announced: Set<String> = []
-    /// The time of the reading each state topic holds (this run), to keep the latest there.
+    /// The time of the reading each state topic holds, to keep the latest there: from this run,
+    /// and from the retained states the broker holds (read after each connect, before any state
+    /// is published: probe Y, a `cuff sync` of an older outbox, or a second hub, replaced a newer
+    /// retained state with an older reading).
     private var stateTime: [String: Int64] = [:]
+    /// The retained states are being read: a subscription to every state topic, then a marker
+    /// message on a topic of this client's own, which the broker delivers after every retained
+    /// state it sent for the subscription before. Rows wait until then, or ``stateCheckDeadline``.
+    private var learningStates = false
+    private var stateCheckDeadline = Timestamp.zero
+    private var markerSubscription: Int32?
+    private var stateSubscription: Int32?
+    private var stateFilter: String { "\(topics.prefix)/+/+/state" }
+    private var markerTopic: String { "\(topics.prefix)/cuff-state-check/\(Outbox.slug(options.clientID))" }
+    /// How long a broker gets to send its retained states before rows go out regardless.
+    static let stateCheckTimeout: Duration = .seconds(2)
     /// Message ids of the `offline` status, when it was sent.
     private var offlineMessage: Int32?
     private(set) var offlineAcknowledged = false
@@ -289,6 +303,29 @@ final class MQTTPublisher {
                 exhausted = false
                 announced.removeAll()
                 _ = try? client.publish(topic: topics.status, payload: Array("online".utf8), retain: true)
+                learningStates = true
+                stateCheckDeadline = MonotonicClock.now() + Self.stateCheckTimeout
+                do throws(MQTTError) {
+                    stateSubscription = try client.subscribe(stateFilter)
+                    markerSubscription = try client.subscribe(markerTopic)
+                } catch {
+                    finishStateCheck(client)
+                }
+            case let .subscribed(mid, granted):
+                guard learningStates else { continue }
+                if !granted {
+                    finishStateCheck(client)  // (a broker's ACL may refuse: go on as before)
+                } else if mid == markerSubscription {
+                    if (try? client.publish(topic: markerTopic, payload: Array("1".utf8), retain: false)) == nil {
+                        finishStateCheck(client)
+                    }
+                }
+            case let .message(topic, payload):
+                if topic == markerTopic {
+                    if learningStates { finishStateCheck(client) }
+                } else if topic.hasSuffix("/state"), let t = Self.measuredAt(payload), t > stateTime[topic] ?? .min {
+                    stateTime[topic] = t
+                }
             case .refused:
                 break  // the read that brought it fails with the reason
             case .published(let mid):
@@ -369,8 +406,21 @@ final class MQTTPublisher {
 
     /// Queues the oldest rows not in flight until the window is full or the outbox has no more.
     /// (Not "rows after the last one queued": SQLite gives a removed row's id to the next one.)
+    /// The retained states are known (or the broker had ``stateCheckTimeout`` to send them).
+    private func finishStateCheck(_ client: MosquittoClient) {
+        learningStates = false
+        client.unsubscribe(stateFilter)
+        client.unsubscribe(markerTopic)
+        stateSubscription = nil
+        markerSubscription = nil
+    }
+
     private func fill() {
         guard connected, let client, !exhausted else { return }
+        if learningStates {
+            guard MonotonicClock.now() >= stateCheckDeadline else { return }
+            finishStateCheck(client)
+        }
         let free = options.window - awaiting.count
         guard free > 0 else { return }
         var skip = undecodable
@@ -433,6 +483,53 @@ final class MQTTPublisher {
         awaiting[row.id] = (count, row.dedupKey)
     }
 
+    /// Seconds since 1970 of a retained state's `measured_at` (RFC 3339, with `Z` or an offset).
+    static func measuredAt(_ payload: [UInt8]) -> Int64? {
+        let key = Array(#""measured_at":""#.utf8)
+        guard payload.count > key.count,
+            let at = (0...(payload.count - key.count)).first(where: { payload[$0..<$0 + key.count].elementsEqual(key) })
+        else { return nil }
+        let start = at + key.count
+        guard let end = payload[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+        let u = Array(payload[start..<end])
+        guard u.count >= 20, u[4] == 45, u[7] == 45, u[10] == 84, u[13] == 58, u[16] == 58 else { return nil }
+        func n(_ r: Range<Int>) -> Int64? {
+            var v: Int64 = 0
+            for i in r { guard u[i] >= 48 && u[i] <= 57 else { return nil }; v = v * 10 + Int64(u[i] - 48) }
+            return v
+        }
+        guard let y = n(0..<4), let mo = n(5..<7), let d = n(8..<10), let h = n(11..<13), let mi = n(14..<16),
+            let s = n(17..<19), (1...12).contains(mo), (1...31).contains(d)
+        else { return nil }
+        var i = 19
+        if u[i] == 46 {  // a fraction of a second
+            i += 1
+            while i < u.count, u[i] >= 48 && u[i] <= 57 { i += 1 }
+        }
+        guard i < u.count else { return nil }
+        var zone: Int64 = 0
+        if u[i] == 90 {
+            guard i + 1 == u.count else { return nil }
+        } else if u[i] == 43 || u[i] == 45, i + 6 == u.count, u[i + 3] == 58, let zh = n(i + 1..<i + 3),
+            let zm = n(i + 4..<i + 6)
+        {
+            zone = (zh * 3600 + zm * 60) * (u[i] == 45 ? -1 : 1)
+        } else {
+            return nil
+        }
+        return epochSeconds(y, mo, d) + h * 3600 + mi * 60 + s - zone
+    }
+
+    /// Seconds since 1970 of the start of a civil date (Howard Hinnant's days from civil).
+    static func epochSeconds(_ y: Int64, _ mo: Int64, _ d: Int64) -> Int64 {
+        let yy = mo <= 2 ? y - 1 : y
+        let era = (yy >= 0 ? yy : yy - 399) / 400
+        let yoe = yy - era * 400
+        let doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return (era * 146097 + doe - 719468) * 86400
+    }
+
     /// Seconds since 1970 of the reading's measurement time (its device time with the offset, else its arrival).
     static func sortTime(_ m: MeasurementRecord, _ offset: UTCOffsetPolicy) -> Int64 {
         if let ts = m.timestamp, ts.utf8.count >= 19 {
@@ -445,15 +542,8 @@ final class MQTTPublisher {
             if let y = n(0..<4), let mo = n(5..<7), let d = n(8..<10), let h = n(11..<13), let mi = n(14..<16),
                 let s = n(17..<19)
             {
-                // Days from civil (Howard Hinnant's algorithm).
-                let yy = mo <= 2 ? y - 1 : y
-                let era = (yy >= 0 ? yy : yy - 399) / 400
-                let yoe = yy - era * 400
-                let doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1
-                let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-                let days = era * 146097 + doe - 719468
                 let zone = ts.hasSuffix("Z") ? 0 : Int64(offset.offsetSeconds(m))
-                return days * 86400 + h * 3600 + mi * 60 + s - zone
+                return epochSeconds(y, mo, d) + h * 3600 + mi * 60 + s - zone
             }
         }
         return m.receivedAt.wallMicros / 1_000_000

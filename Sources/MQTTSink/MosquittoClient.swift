@@ -22,6 +22,10 @@ final class MosquittoClient {
         case refused(code: Int32, reason: String)
         case published(mid: Int32)
         case disconnected(code: Int32)
+        /// A SUBACK: whether the broker granted the subscription (not 0x80).
+        case subscribed(mid: Int32, granted: Bool)
+        /// A message on a subscribed topic (retained ones included).
+        case message(topic: String, payload: [UInt8])
     }
 
     private let handle: OpaquePointer
@@ -52,6 +56,19 @@ final class MosquittoClient {
         }
         mosquitto_publish_callback_set(h) { _, obj, mid in
             Unmanaged<MosquittoClient>.fromOpaque(obj!).takeUnretainedValue().events.append(.published(mid: mid))
+        }
+        mosquitto_subscribe_callback_set(h) { _, obj, mid, count, granted in
+            var ok = count > 0 && granted != nil
+            if let g = granted { for i in 0..<Int(max(0, count)) where g[i] == 0x80 { ok = false } }
+            Unmanaged<MosquittoClient>.fromOpaque(obj!).takeUnretainedValue().events.append(
+                .subscribed(mid: mid, granted: ok))
+        }
+        mosquitto_message_callback_set(h) { _, obj, message in
+            guard let m = message?.pointee, let topic = m.topic else { return }
+            let payload: [UInt8] =
+                m.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(max(0, m.payloadlen)))) } ?? []
+            Unmanaged<MosquittoClient>.fromOpaque(obj!).takeUnretainedValue().events.append(
+                .message(topic: String(cString: topic), payload: payload))
         }
         mosquitto_disconnect_callback_set(h) { _, obj, rc in
             Unmanaged<MosquittoClient>.fromOpaque(obj!).takeUnretainedValue().events.append(.disconnected(code: rc))
@@ -122,6 +139,17 @@ final class MosquittoClient {
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw failure(rc) }
         return mid
     }
+
+    /// Queues a SUBSCRIBE; returns its message id (its SUBACK arrives as ``Event/subscribed(mid:granted:)``).
+    func subscribe(_ pattern: String, qos: Int32 = 1) throws(MQTTError) -> Int32 {
+        var mid: Int32 = 0
+        let rc = mosquitto_subscribe(handle, &mid, pattern, qos)
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw failure(rc) }
+        return mid
+    }
+
+    /// Queues an UNSUBSCRIBE.
+    func unsubscribe(_ pattern: String) { _ = mosquitto_unsubscribe(handle, nil, pattern) }
 
     /// Queues a DISCONNECT (the will is not sent).
     func disconnect() { _ = mosquitto_disconnect(handle) }

@@ -203,6 +203,43 @@ struct MQTTCLITests {
         #expect(again.status == 0 && !again.stderr.contains("note:"), "\(again.stderr)")
     }
 
+    /// Probe Y: the retained `state` went back to an older reading when an older outbox was
+    /// published later (`cuff sync`, or a second hub): the publisher only knew the times of its own
+    /// run. It now reads the broker's retained states before it replaces one.
+    @Test func anOlderReadingPublishedLaterDoesNotReplaceANewerRetainedState() throws {
+        let broker = try MosquittoBroker()
+        let closed = MosquittoBroker.freePort()
+        let url = "mqtt://\(broker.user):\(broker.password)@127.0.0.1:\(broker.port)/t"
+        // Hub B measures first, while its broker is unreachable: its reading waits.
+        let b = try CLI.run(
+            [
+                "measure", "--simulated", "normal", "--speed", "0", "--seed", "1", "--quiet", "--publish",
+                "mqtt://127.0.0.1:\(closed)/t", "--outbox", broker.dir + "/b.db",
+            ], timeout: 60)
+        #expect(b.status == 0, "\(b.stderr)")
+        Thread.sleep(forTimeInterval: 1.1)  // (the next reading's time stamp is a second later at least)
+        let a = try CLI.run(
+            [
+                "measure", "--simulated", "hypertensive", "--speed", "0", "--seed", "2", "--quiet", "--publish", url,
+                "--outbox", broker.dir + "/a.db",
+            ], timeout: 60)
+        #expect(a.status == 0, "\(a.stderr)")
+        func state() throws -> [String: Any] {
+            let r = try broker.retained(["t/+/+/state"])
+            #expect(r.count == 1, "\(r)")
+            return try CLI.json(r.first?.payload ?? "{}")
+        }
+        let newer = try state()
+        #expect(newer["systolic"] as? Double == 167)
+        let s = try CLI.run(["sync", "--publish", url, "--outbox", broker.dir + "/b.db"], timeout: 60)
+        #expect(s.status == 0 && s.stderr.contains("published 1 reading"), "\(s.stderr)")
+        let after = try state()
+        #expect(after["systolic"] as? Double == 167, "\(after)")
+        #expect(after["measured_at"] as? String == newer["measured_at"] as? String)
+        // Nothing of the check is left on the broker.
+        #expect(try broker.retained(["t/#"]).allSatisfy { !$0.topic.contains("cuff-state-check") })
+    }
+
     /// What Home Assistant's `{{ value_json.KEY }}` renders for `state` (Jinja prints null as `None`).
     static func render(_ template: String, _ state: [String: Any]) throws -> String {
         let key = try #require(

@@ -353,3 +353,33 @@ import Testing
         #expect(SQLiteStore.outboxWaiting(path: dir + "/none.db", for: "mqtt:home") == nil)
     }
 }
+
+/// The time a retained state names, as the publisher reads it back from the broker (to keep the
+/// latest reading there): the `measured_at` its own payloads write, in every form they take.
+@Suite struct RetainedStateTimeTests {
+    static func at(_ measuredAt: String) -> Int64? {
+        MQTTPublisher.measuredAt(
+            Array(#"{"dedup_key":"k","systolic":120.0,"measured_at":"\#(measuredAt)","unit":"mmHg"}"#.utf8))
+    }
+
+    @Test func theFormsAPayloadWritesAreRead() {
+        #expect(Self.at("1970-01-01T00:00:00Z") == 0)
+        #expect(Self.at("2026-11-30T01:21:35Z") == 1_796_001_695)
+        #expect(Self.at("2026-11-30T01:21:35+00:00") == 1_796_001_695)
+        #expect(Self.at("2026-11-30T02:21:35+01:00") == 1_796_001_695)
+        #expect(Self.at("2026-11-29T20:21:35-05:00") == 1_796_001_695)
+        #expect(Self.at("2026-11-30T01:21:35.250Z") == 1_796_001_695)
+        #expect(Self.at("2000-02-29T12:00:00Z") == 951_825_600)
+    }
+
+    @Test func anythingElseIsNoTime() {
+        for bad in [
+            "", "2026-11-30", "2026-11-30T01:21:35", "2026-13-30T01:21:35Z", "2026-11-30T01:21:35+0100",
+            "2026-11-30 01:21:35Z", "2026-11-30T01:21:35Zjunk", "abcd-11-30T01:21:35Z",
+        ] {
+            #expect(Self.at(bad) == nil, "\(bad)")
+        }
+        #expect(MQTTPublisher.measuredAt(Array(#"{"systolic":120.0}"#.utf8)) == nil)
+        #expect(MQTTPublisher.measuredAt([]) == nil)
+    }
+}
