@@ -135,7 +135,7 @@ public struct VendorCentral: Sendable {
             switch a {
             case let .subscribe(uuid):
                 guard let ch = characteristic(uuid) else {
-                    sessionStep(.requestFailed("characteristic \(uuid) not on this device", at), at, &out)
+                    sessionStep(.characteristicMissing(uuid, at), at, &out)
                     continue
                 }
                 let now = at.monotonic
@@ -143,7 +143,7 @@ public struct VendorCentral: Sendable {
                 request(.subscribe, at, &out) { $0.subscribe(ch, notify: true, indicate: false, now: now, into: &$1) }
             case let .write(uuid, value):
                 guard let ch = characteristic(uuid) else {
-                    sessionStep(.requestFailed("characteristic \(uuid) not on this device", at), at, &out)
+                    sessionStep(.characteristicMissing(uuid, at), at, &out)
                     continue
                 }
                 let now = at.monotonic

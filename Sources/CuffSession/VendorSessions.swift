@@ -24,6 +24,8 @@ public enum VendorSessionEvent: Sendable, Hashable {
     case subscribed(EventTime)
     case writeCompleted(EventTime)
     case requestFailed(String, EventTime)
+    /// The device has no characteristic with this UUID: not this protocol's cuff.
+    case characteristicMissing(String, EventTime)
     case notification([UInt8], EventTime)
     case disconnected(EventTime)
     case tick(EventTime)
@@ -206,6 +208,12 @@ public struct MicrolifeSession: ActionMachine, Sendable {
             }
         case let (.sayingGoodbye, .writeCompleted(at)), let (.sayingGoodbye, .requestFailed(_, at)):
             return finish(.completed, "Microlife: download complete", at, disconnect: true, &out)
+        case let (_, .characteristicMissing(uuid, at)):
+            // (As the standard and Omron sessions say of a device without their service: 7.)
+            return finish(
+                readings > 0 ? .completed : .serviceMissing,
+                "Microlife: no Microlife service on this device (no characteristic \(uuid))", at, disconnect: true, &out
+            )
         case let (_, .requestFailed(why, at)):
             return finish(
                 readings > 0 ? .completed : .protocolError, "Microlife: a request failed: \(why)", at, disconnect: true,
@@ -316,6 +324,10 @@ public struct YonkerSession: ActionMachine, Sendable {
                             timestamp: r.time.iso8601,
                             stored: false, raw: bytes)))
             }
+        case let (_, .characteristicMissing(uuid, at)):
+            return finish(
+                .serviceMissing, "Yonker: no Yonker service on this device (no characteristic \(uuid))", at,
+                disconnect: true, &out)
         case let (_, .requestFailed(why, at)):
             return finish(.protocolError, "Yonker: subscribing failed: \(why)", at, disconnect: true, &out)
         case let (_, .disconnected(at)):

@@ -146,6 +146,18 @@ struct VendorProtocolCLITests {
         }
     }
 
+    /// Probe Z: a vendor protocol forced on a device without its service exited 8 (protocol error)
+    /// for Yonker, where the standard and Omron sessions say 7 (not that kind of cuff); Microlife too now.
+    @Test(arguments: [("microlife", "yonker"), ("yonker", "microlife")])
+    func aForcedProtocolWithoutItsServiceIsNotThatCuff(device: String, forced: String) throws {
+        let sim = try Simulator(["--protocol", device, "--speed", "100", "--seed", "3"])
+        let r = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--timeout", "30", "--protocol", forced])
+        _ = sim.stop()
+        #expect(r.status == 7, "\(r.stderr)")
+        let name = forced == "yonker" ? "Yonker" : "Microlife"
+        #expect(r.stderr.contains("\(name): no \(name) service on this device (no characteristic "), "\(r.stderr)")
+    }
+
     /// A vendor protocol's simulated cuff plays none of the standard cuff's shaping: asked for,
     /// it is refused by name (exit 64), not served as another cuff under the option's name.
     @Test(arguments: ["microlife", "yonker"])
