@@ -23,7 +23,8 @@ extension LiveBluetooth {
     ) throws(LiveBluetoothFailure) -> SecurityLevel {
         func omronStep(_ r: (outcome: SessionOutcome, message: String?)) throws(LiveBluetoothFailure) {
             guard r.outcome == .completed else {
-                log.info("\(r.message ?? r.outcome.rawValue)")
+                // (The session's log said its reason already, when it had one.)
+                if r.message == nil { log.info("\(r.outcome.rawValue)") }
                 throw LiveBluetoothFailure(r.outcome)
             }
         }

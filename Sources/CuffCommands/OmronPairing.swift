@@ -16,7 +16,8 @@ public enum OmronPairing {
         let (outcome, message) = LiveBluetooth.omronPair(
             over: bearer, configuration: configuration, log: Console.logger("cuff pair"))
         guard outcome == .completed else {
-            Console.log("cuff pair: \(message ?? outcome.rawValue)")
+            // (The session's log said its reason already: probe Z saw each message twice.)
+            if message == nil { Console.log("cuff pair: \(outcome.rawValue)") }
             throw outcome.exitStatus
         }
         let p = OmronCatalog.profile(named: configuration.omronModel ?? "")

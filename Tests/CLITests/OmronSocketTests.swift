@@ -157,6 +157,8 @@ struct OmronPairTests {
         let wrong = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--model", "HEM-7322T", "--quiet"])
         #expect(sim.stop() == 0)
         #expect(early.status == 13 && early.stderr.contains("not in pairing mode"))
+        // Said once (probe Z: the session's log and the command both said it).
+        #expect(early.stderr.components(separatedBy: "not in pairing mode").count == 2, "\(early.stderr)")
         #expect(
             paired.status == 0 && paired.stdout.contains(#""type":"paired""#)
                 && paired.stdout.contains(#""pairing":"key""#))
