@@ -297,8 +297,19 @@ extension Microlife.Record {
             ("mean_arterial_pressure", .null),
             ("pulse_rate", .int(Int64(pulse))), ("timestamp", JSON.from(time.iso8601, JSON.string)),
             ("payload_offset", .int(Int64(payloadOffset))),
+            ("warnings", warnings.json),
             ("raw", .string(Hex.encode(bytes.prefix(Microlife.recordValueBytes)))),
         ])
+    }
+
+    /// What the live session says of the same record (probe A2: the decode line had no warnings
+    /// where the live path flags a zero, or a systolic not above the diastolic).
+    public var warnings: [DecodeWarning] {
+        var w: [DecodeWarning] = []
+        if time.iso8601 == nil {
+            w.append(DecodeWarning(.invalidDateTime, "the cuff's date and time is not a calendar date: no time stamp"))
+        }
+        return w + Plausibility.wholeValues(systolic: systolic, diastolic: diastolic, pulse: pulse)
     }
 }
 

@@ -103,6 +103,18 @@ struct VendorCLITests {
         #expect(
             r.stderr.contains("payload offset 48 skipped: empty")
                 && r.stderr.contains("payload offset 58 skipped: impossible_date"))
+        #expect(lines.allSatisfy { ($0["warnings"] as? [Any])?.isEmpty == true }, "\(r.stdout)")
+        // Values no measurement gives are flagged, as on the live path (probe A2: decode said nothing).
+        var odd = [UInt8](repeating: 0, count: 38)
+        odd += [80, 120, 70, 25, 6, 1, 8, 0, 0, 0] + [120, 120, 70, 25, 6, 1, 8, 0, 0, 0]
+        var oddFrame: [UInt8] = [0x4D, 0x3A, 0x00, UInt8(odd.count + 1)] + odd
+        oddFrame.append(UInt8(truncatingIfNeeded: oddFrame.reduce(0) { $0 + Int($1) }))
+        let o = try CLI.run(["decode", "--protocol", "microlife", oddFrame.map { String(format: "%02x", $0) }.joined()])
+        #expect(o.status == 0, "\(o.stderr)")
+        let flagged = try o.stdoutLines.map(CLI.json).map {
+            (($0["warnings"] as? [[String: Any]]) ?? []).map { $0["code"] as? String ?? "" }
+        }
+        #expect(flagged.count == 2 && flagged.allSatisfy { $0.contains("implausible_value") }, "\(o.stdout)")
         let prefixes = (1..<(hex.count / 2)).map { String(hex.prefix($0 * 2)) }
         let t = try CLI.run(["decode", "--protocol", "microlife"], stdin: prefixes.joined(separator: "\n") + "\n")
         #expect(t.status == 1)
