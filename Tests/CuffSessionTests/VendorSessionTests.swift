@@ -362,7 +362,8 @@ struct VendorATTTests {
         }
     }
 
-    /// The wrong cuff for the session: the vendor characteristic is missing; the session says so.
+    /// The wrong cuff for the session: the vendor characteristic is missing; the session says so,
+    /// and ends as the standard and Omron sessions do on a device without their service (7).
     @Test func missingCharacteristic() {
         let result = Yonker.Result(
             systolic: 131, diastolic: 103, pulse: 81,
@@ -370,8 +371,10 @@ struct VendorATTTests {
         var cuff = VendorCuffPeripheral(.yonker(YonkerCuff(result: result)), name: "YK-IBPA1")
         var central = VendorCentral(.microlife(MicrolifeSession(setTime: nil)))
         let r = Self.run(&central, &cuff)
-        #expect(r.outcome == .protocolError)
-        #expect(r.logs.contains { $0.contains("FFF1 not on this device") })
+        #expect(r.outcome == .serviceMissing)
+        #expect(
+            r.logs.contains { $0.contains("no Microlife service on this device (no characteristic FFF1)") }, "\(r.logs)"
+        )
     }
 }
 
