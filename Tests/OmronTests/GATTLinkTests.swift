@@ -327,3 +327,38 @@ struct GATTLinkTests {
         #expect((late.central as? OmronCentral)?.exitCode == 0)
     }
 }
+
+extension GATTLinkTests {
+    /// Probe A2: `--model` naming a profile of another memory map than the model the cuff names
+    /// itself (a HEM-7322T read as a HEM-7361T) read garbage and wrote a clock window outside any
+    /// of the cuff's areas. The sync now only reads: the cuff's memory is left byte for byte.
+    @Test func aForcedModelOfAnotherMemoryMapWritesNothing() throws {
+        let own = try #require(OmronCatalog.profile(named: "HEM-7322T"))
+        let forced = try #require(OmronCatalog.profile(named: "HEM-7361T"))
+        let peripheral = OmronPeripheral(
+            cuff: OmronSimulator(profile: own, seed: 3, localSeconds: localNow), localAtPowerOn: localNow)
+        let before = peripheral.cuff.memory
+        func changed(_ after: [UInt8]) -> Set<Int> {
+            Set(zip(after, before).enumerated().filter { $0.element.0 != $0.element.1 }.map(\.offset))
+        }
+        // What a session that writes nothing leaves changed: the cuff's own clock, ticking.
+        var readOnly = GATTLink(
+            own, peripheral: peripheral, options: OmronSyncOptions(keepUnread: true, setTime: false))
+        _ = readOnly.run()
+        let ticking = changed(readOnly.peripheral.cuff.memory)
+        var link = GATTLink(forced, peripheral: peripheral)
+        _ = link.run()
+        let written = changed(link.peripheral.cuff.memory).subtracting(ticking)
+        #expect(
+            written.isEmpty,
+            "the cuff's memory was written at \(written.sorted().prefix(20).map { String($0, radix: 16) })")
+        #expect(
+            link.logs.contains { $0.hasPrefix("warning: the cuff names itself HEM-7322T (profile HEM-7322T)") },
+            "\(link.logs)")
+        // Its own profile still syncs and marks what it read.
+        var right = GATTLink(own, peripheral: link.peripheral)
+        _ = right.run()
+        #expect(!right.measurements.isEmpty && right.peripheral.cuff.memory != before)
+        #expect(!right.logs.contains { $0.contains("names itself") })
+    }
+}

@@ -33,7 +33,7 @@ public struct OmronCentral: CuffProtocolSession {
     public private(set) var outcome: SessionOutcome?
     var started = false
 
-    let options: OmronSyncOptions
+    var options: OmronSyncOptions
     let utcOffsetSeconds: Int64
     /// Said once at the start (an unknown model and the profile used instead).
     var note: String?
@@ -347,8 +347,9 @@ public struct OmronCentral: CuffProtocolSession {
 
     mutating func begin(_ gp: GATTProfile, _ at: EventTime, _ out: inout [Output]) {
         discoveredProfile = gp
-        // Without --model, Device Information's model number (HEM-7361T_ESL) picks the profile.
-        if !modelForced, !modelChecked, let ch = gp.characteristic(BluetoothUUID(0x2A24)) {
+        // Without --model, Device Information's model number (HEM-7361T_ESL) picks the profile;
+        // with it, the number is checked against it (``checkForcedModel(_:)``).
+        if !modelChecked, let ch = gp.characteristic(BluetoothUUID(0x2A24)) {
             modelChecked = true
             // Read on every connection, the GATT cache notwithstanding: another cuff can answer at
             // the same address (a simulator of another model, a cuff replaced under a kept
@@ -387,6 +388,7 @@ public struct OmronCentral: CuffProtocolSession {
             if case .known = choice {} else { device.model = profile.id }
         }
         if let note { out.append(.log(note)) }
+        if modelForced { checkForcedModel(&out) }
         out.append(
             .log("Omron \(profile.id) (\(profile.transport.rawValue) service, \(profile.pairing.rawValue) pairing)"))
         session = OmronSession(
@@ -413,6 +415,31 @@ public struct OmronCentral: CuffProtocolSession {
         }
         guard let gp = discoveredProfile else { return }
         begin(gp, at, &out)
+    }
+
+    /// `--model` names a profile whose memory map is not the one of the model the cuff names
+    /// itself (Device Information): its addresses are another model's, so the sync only reads —
+    /// no clock written, no record marked read (probe A2: a HEM-7322T read as HEM-7361T gave
+    /// garbage readings and had a clock window written outside any of its areas, where a real cuff
+    /// keeps calibration data). The readings it gives are what that profile makes of the bytes.
+    mutating func checkForcedModel(_ out: inout [Output]) {
+        guard let named = modelHint, let own = OmronCatalog.profile(named: named), own.id != profile.id,
+            !Self.sameMemoryMap(own, profile)
+        else { return }
+        options.setTime = false
+        options.keepUnread = true
+        device.model = profile.id  // (the layout the readings were decoded with, for a store to rebuild them)
+        out.append(
+            .log(
+                "warning: the cuff names itself \(named) (profile \(own.id)), whose memory is laid out otherwise than \(profile.id)'s (--model): reading only, nothing is written to it (no clock set, no record marked read); leave --model out to use its own profile"
+            ))
+    }
+
+    /// Whether two profiles read and write the same addresses the same way.
+    static func sameMemoryMap(_ a: OmronProfile, _ b: OmronProfile) -> Bool {
+        a.transport == b.transport && a.layout == b.layout && a.slotSize == b.slotSize && a.users == b.users
+            && a.block == b.block && a.settingsRead == b.settingsRead && a.settingsWrite == b.settingsWrite
+            && a.unreadSection == b.unreadSection && a.index == b.index && a.clock == b.clock
     }
 
     /// What the log says about a profile discovery chose (nil: the cuff named it).
