@@ -78,10 +78,15 @@ public struct OmronObserver: Sendable {
         // …and whose record layout decodes every whole slot read so far.
         let decoding = fits.filter { p in slots(p).allSatisfy { s in Self.decodes(s.raw, p) } }
         if !decoding.isEmpty { candidates = decoding } else if !fits.isEmpty { candidates = fits }
-        // Settled once every candidate reads the same slots of the same users the same way.
+        // Settled once every candidate reads the same slots of the same users the same way, and
+        // would read the rest of the memory the same way too: candidates that agree on user 1's
+        // first slots but lay user 2 elsewhere wait for the reads to tell them apart, or for the
+        // session's end (probe A2: a HEM-7361T capture settled on HEM-7150T, whose map has no
+        // user 2, and the 140 readings read from there were dropped).
         let ways = Set(
             candidates.map { p in
-                "\(p.layout)|\(p.slotSize)|" + slots(p).map { "\($0.user):\($0.slot)" }.joined(separator: ",")
+                "\(p.layout)|\(p.slotSize)|\(p.users)|\(p.clock)|"
+                    + slots(p).map { "\($0.user):\($0.slot)" }.joined(separator: ",")
             })
         if ways.count == 1, reads.count > 1, !slots(candidates[0]).isEmpty { settled = true }
     }
