@@ -21,7 +21,9 @@ struct Measure: ParsableCommand {
             cuff disconnects; --follow keeps going. Ctrl-C stops the cuff and exits with what was received.
             Exit status: 0 with at least one result, 2 no result, 3 stopped, 4 disconnected, 5 timed out, \
             6 security refused, 7 not a blood-pressure cuff, 8 protocol error, 9 connection failed, \
-            10 a sink failed.
+            10 a sink failed, 12 an Omron cuff refused the key, 13 an Omron cuff not in pairing mode, \
+            14 an Omron cuff latched a refused key until power-cycled, 64 usage, 141 stdout's reader \
+            went away.
             """
     )
 

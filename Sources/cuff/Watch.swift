@@ -32,7 +32,8 @@ struct Watch: ParsableCommand {
             goes on collecting, each cuff retried with backoff, until the store takes them again.
 
             Exit status: 0 after SIGTERM/SIGINT, 9 the adapter cannot be used, 10 a sink failed at any \
-            time during the run.
+            time during the run (stdout's reader going away too, with a store), 64 usage, 141 stdout's \
+            reader went away (without a store).
             """
     )
 
@@ -88,7 +89,8 @@ struct Watch: ParsableCommand {
         }
         guard !connect.isEmpty || bluetooth.adapter != nil else {
             throw ValidationError(
-                "give --connect unix:PATH (a socket or a directory of sockets) or --adapter hciN --device ADDRESS")
+                "give --connect unix:PATH (a socket or a directory of sockets) or --adapter hciN (every bonded cuff, or --device ADDRESS)"
+            )
         }
         if bluetooth.adapter == nil
             && (!devices.isEmpty || bluetooth.security != nil || bluetooth.bonds != nil || bluetooth.backend != .auto)
