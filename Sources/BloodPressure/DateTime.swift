@@ -212,8 +212,9 @@ func pad(_ v: Int, _ width: Int) -> String {
 }
 
 /// Days ⇄ proleptic Gregorian civil dates (the well-known era-based algorithm).
-enum CivilCalendar {
-    static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+public enum CivilCalendar {
+    /// Days since 1970-01-01 of the civil date `y0`-`m`-`d`.
+    public static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
         let y = m <= 2 ? y0 - 1 : y0
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+import BloodPressure
 import CuffCore
 import CuffSession
 import Sinks
@@ -517,17 +518,7 @@ final class MQTTPublisher {
         } else {
             return nil
         }
-        return epochSeconds(y, mo, d) + h * 3600 + mi * 60 + s - zone
-    }
-
-    /// Seconds since 1970 of the start of a civil date (Howard Hinnant's days from civil).
-    static func epochSeconds(_ y: Int64, _ mo: Int64, _ d: Int64) -> Int64 {
-        let yy = mo <= 2 ? y - 1 : y
-        let era = (yy >= 0 ? yy : yy - 399) / 400
-        let yoe = yy - era * 400
-        let doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return (era * 146097 + doe - 719468) * 86400
+        return CivilCalendar.days(fromCivil: y, mo, d) * 86400 + h * 3600 + mi * 60 + s - zone
     }
 
     /// Seconds since 1970 of the reading's measurement time (its device time with the offset, else its arrival).
@@ -543,7 +534,7 @@ final class MQTTPublisher {
                 let s = n(17..<19)
             {
                 let zone = ts.hasSuffix("Z") ? 0 : Int64(offset.offsetSeconds(m))
-                return epochSeconds(y, mo, d) + h * 3600 + mi * 60 + s - zone
+                return CivilCalendar.days(fromCivil: y, mo, d) * 86400 + h * 3600 + mi * 60 + s - zone
             }
         }
         return m.receivedAt.wallMicros / 1_000_000
