@@ -88,10 +88,7 @@ public final class SQLiteStore: MeasurementStore {
         }
         do {
             if readOnly {
-                func open(_ location: String) throws -> (
-                    DatabaseQueue,
-                    (sealed: Bool, plain: Bool, hasTables: Bool, applied: Set<String>, crypto: StoreCrypto?)
-                ) {
+                func open(_ location: String) throws -> (DatabaseQueue, Layout) {
                     let queue = try DatabaseQueue(path: location, configuration: config)
                     do {
                         return (queue, try queue.read { db in try SQLiteStore.layout(db, key: key, path: path) })
@@ -100,13 +97,9 @@ public final class SQLiteStore: MeasurementStore {
                         throw error
                     }
                 }
-                let (queue, layout):
-                    (
-                        DatabaseQueue,
-                        (sealed: Bool, plain: Bool, hasTables: Bool, applied: Set<String>, crypto: StoreCrypto?)
-                    )
+                let opened: (DatabaseQueue, Layout)
                 do {
-                    (queue, layout) = try open(path)
+                    opened = try open(path)
                 } catch let e as DatabaseError
                     where (e.resultCode == .SQLITE_CANTOPEN || e.resultCode == .SQLITE_READONLY)
                     && SQLiteStore.hasNoWriteAheadLog(path)
@@ -114,8 +107,9 @@ public final class SQLiteStore: MeasurementStore {
                     // A WAL store on read-only media (a backup, a snapshot, a stick mounted read-only):
                     // SQLite cannot make the `-shm` beside it (probe X). With no `-wal` there, the
                     // file holds every commit and cannot change: it is read as immutable.
-                    (queue, layout) = try open(SQLiteStore.immutableURI(path))
+                    opened = try open(SQLiteStore.immutableURI(path))
                 }
+                let (queue, layout) = opened
                 if !layout.sealed && !layout.plain && layout.hasTables {
                     // Another program's database: neither read as empty nor given our tables.
                     throw DatabaseError(message: "not a cuff store (it has tables, but no measurements)")
@@ -316,13 +310,14 @@ public final class SQLiteStore: MeasurementStore {
         }
     }
 
+    /// What ``layout(_:key:path:)`` finds in a file.
+    typealias Layout = (sealed: Bool, plain: Bool, hasTables: Bool, applied: Set<String>, crypto: StoreCrypto?)
+
     /// What an existing file holds: which layout (sealed, plain, or neither yet), the migrations
     /// applied, and for a sealed store the subkeys of `key`, checked against the store's key check.
     /// Reads only. Refuses a store written by a newer cuff, an encrypted store without its key, and a
     /// key for a plain store.
-    static func layout(_ db: Database, key: StoreKey?, path: String) throws -> (
-        sealed: Bool, plain: Bool, hasTables: Bool, applied: Set<String>, crypto: StoreCrypto?
-    ) {
+    static func layout(_ db: Database, key: StoreKey?, path: String) throws -> Layout {
         let tables = Set(
             try String.fetchAll(
                 db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND typeof(name) = 'text'"))
