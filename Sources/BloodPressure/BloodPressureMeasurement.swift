@@ -285,6 +285,19 @@ public enum Plausibility {
         }
     }
 
+    /// What is wrong with a vendor protocol's reading, from its values alone (the live session's
+    /// record, `cuff decode --protocol`, and a reading rebuilt from a store say the same): a date
+    /// that is no calendar date (`hasTime` false: no time stamp), then ``wholeValues``.
+    public static func vendorReading(systolic: UInt8, diastolic: UInt8, pulse: UInt8, hasTime: Bool)
+        -> [DecodeWarning]
+    {
+        var w: [DecodeWarning] = []
+        if !hasTime {
+            w.append(DecodeWarning(.invalidDateTime, "the cuff's date and time is not a calendar date: no time stamp"))
+        }
+        return w + wholeValues(systolic: systolic, diastolic: diastolic, pulse: pulse)
+    }
+
     /// A vendor protocol's whole-number reading (Microlife, Yonker: one byte each, so never out of
     /// range): a zero, or a systolic not above the diastolic, is no measurement (probe V: 0/0
     /// pulse 0, 255/255 pulse 255 and 0/200 were printed as readings). `offsets`: where each

@@ -305,11 +305,7 @@ extension Microlife.Record {
     /// What the live session says of the same record (probe A2: the decode line had no warnings
     /// where the live path flags a zero, or a systolic not above the diastolic).
     public var warnings: [DecodeWarning] {
-        var w: [DecodeWarning] = []
-        if time.iso8601 == nil {
-            w.append(DecodeWarning(.invalidDateTime, "the cuff's date and time is not a calendar date: no time stamp"))
-        }
-        return w + Plausibility.wholeValues(systolic: systolic, diastolic: diastolic, pulse: pulse)
+        Plausibility.vendorReading(systolic: systolic, diastolic: diastolic, pulse: pulse, hasTime: time.iso8601 != nil)
     }
 }
 

@@ -69,11 +69,7 @@ extension VendorReading {
     /// or a systolic not above the diastolic (probe V: 0/0 pulse 0, 255/255 pulse 255 and 0/200
     /// were printed as readings with no warning). Named by field, never by value.
     public var warnings: [DecodeWarning] {
-        var w: [DecodeWarning] = []
-        if timestamp == nil {
-            w.append(DecodeWarning(.invalidDateTime, "the cuff's date and time is not a calendar date: no time stamp"))
-        }
-        return w + Plausibility.wholeValues(systolic: systolic, diastolic: diastolic, pulse: pulse)
+        Plausibility.vendorReading(systolic: systolic, diastolic: diastolic, pulse: pulse, hasTime: timestamp != nil)
     }
 
     /// The reading again from what a store kept: the protocol's name and the raw bytes (a
