@@ -128,11 +128,11 @@ public enum OutboxShipping {
             )
             return true
         }
-        if waiting != 0, result.unreadable > 0 {
+        if waiting != 0, result.unreadable.count > 0 {
             // Not the server's doing: rows that cannot be read stay (as for a damaged outbox).
-            let more = result.unreadable - result.unreadableReasons.count
+            let u = result.unreadable
             log.info(
-                "shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s"); the outbox \(path) cannot be read: \(result.unreadable == 1 ? "a row" : "\(result.unreadable) rows") of it \(result.unreadable == 1 ? "stays" : "stay") there (\(result.unreadableReasons.joined(separator: "; "))\(more > 0 ? "; and \(more) more" : ""))"
+                "shipped \(result.shipped) reading\(result.shipped == 1 ? "" : "s"); the outbox \(path) cannot be read: \(u.rows.noun) of it \(u.rows.stay) there \(u.reasonList)"
             )
             throw .sinkFailed
         }

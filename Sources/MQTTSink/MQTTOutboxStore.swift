@@ -189,13 +189,13 @@ public final class MQTTOutboxStore: MeasurementStore, @unchecked Sendable {
         if waiting != 0 && failure == nil, let e = publisher.outboxError {
             failure = MQTTError(.outbox, broker: options.url.serverName, detail: "\(e)")
         }
-        if let w = waiting, w != 0, failure == nil, publisher.drained, publisher.unreadableRows >= w {
+        if let w = waiting, w != 0, failure == nil, publisher.drained, publisher.unreadable.count >= w {
             // What is left is what cannot be read (each said above), not what the broker did not take.
-            let more = publisher.unreadableRows - publisher.unreadableReasons.count
+            let u = publisher.unreadable
             failure = MQTTError(
                 .outbox, broker: options.url.serverName,
                 detail:
-                    "\(publisher.unreadableRows == 1 ? "a row" : "\(publisher.unreadableRows) rows") of the outbox \(outbox.path) cannot be read, and \(publisher.unreadableRows == 1 ? "stays" : "stay") there (\(publisher.unreadableReasons.joined(separator: "; "))\(more > 0 ? "; and \(more) more" : ""))"
+                    "\(u.rows.noun) of the outbox \(outbox.path) cannot be read, and \(u.rows.stay) there \(u.reasonList)"
             )
         }
         if waiting != 0 && failure == nil {

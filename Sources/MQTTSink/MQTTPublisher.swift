@@ -96,17 +96,12 @@ final class MQTTPublisher {
     private var saidOutboxError: SinkError?
     /// Why the outbox could not be read on the last try (nil: it could).
     var outboxError: SinkError? { saidOutboxError }
-    /// Rows that do not decode (said once, left in the outbox).
-    private var undecodable: Set<Int64> = []
     /// Rows of the outbox that cannot be read or decoded: left there, said once each.
-    var unreadableRows: Int { undecodable.count }
-    /// Why, for the first few of them (a caller that shows no warnings names them in its summary).
-    private(set) var unreadableReasons: [String] = []
+    private(set) var unreadable = UnreadableOutboxRows()
 
     private func leaveUnreadable(_ id: Int64, _ reason: String, dedupKey: String? = nil) {
+        guard unreadable.note(id, reason) else { return }
         warn(SinkWarning(sink: "publish", message: "outbox \(outbox.path): \(reason); left there", dedupKey: dedupKey))
-        undecodable.insert(id)
-        if unreadableReasons.count < 3 { unreadableReasons.append(reason) }
     }
     /// Rows acknowledged, to leave the outbox in one commit.
     private var acknowledged: [(id: Int64, key: String)] = []
@@ -424,7 +419,7 @@ final class MQTTPublisher {
         }
         let free = options.window - awaiting.count
         guard free > 0 else { return }
-        var skip = undecodable
+        var skip = unreadable.ids
         skip.formUnion(awaiting.keys)
         for a in acknowledged { skip.insert(a.id) }
         let rows: [StoredMeasurement]

@@ -34,7 +34,7 @@ public final class PostgresOutboxStore: MeasurementStore {
     /// The last failure to ship, if the last attempt failed.
     private let failure = Mutex<PostgresStoreError?>(nil)
     /// Outbox rows that cannot be read (left there; said once).
-    private let unreadable = Mutex<Set<Int64>>([])
+    private let unreadable = Mutex(UnreadableOutboxRows())
     /// The server's highest sequence number per address (RACP "newer than"), read once, in one
     /// query, when the server first answers: nil until then. Never asked per cuff: `cuff watch`
     /// asks on its event loop for each new cuff, and a frozen server held every cuff's session
@@ -248,10 +248,9 @@ public final class PostgresOutboxStore: MeasurementStore {
         public var new: Int
         /// Why it stopped before the outbox was empty, or nil when it is empty.
         public var failure: PostgresStoreError?
-        /// Rows of the outbox that cannot be read, left there (each said through `warn` once), and
-        /// why, for the first few.
-        public var unreadable = 0
-        public var unreadableReasons: [String] = []
+        /// Rows of the outbox this drain found it cannot read, left there (each said through
+        /// `warn` once), and why, for the first few.
+        public var unreadable = UnreadableOutboxRows()
     }
 
     /// Ships batches until the outbox is empty or the server fails (then stops; rows not committed
@@ -259,7 +258,6 @@ public final class PostgresOutboxStore: MeasurementStore {
     public func drain() -> ShipResult {
         shipping.withLock { _ in
             var result = ShipResult(shipped: 0, new: 0, failure: nil)
-            var seen: Set<Int64> = []
             while true {
                 let batch: [StoredMeasurement]
                 do {
@@ -267,17 +265,13 @@ public final class PostgresOutboxStore: MeasurementStore {
                     // the rest ship (probe Y: one damaged row held back every later reading).
                     let read = try outbox.pendingReadable(limit: batchSize + unreadable.withLock { $0.count })
                     for p in read.skipped {
-                        let new = unreadable.withLock { $0.insert(p.rowID).inserted }
-                        if new {
+                        result.unreadable.note(p.rowID, p.description)
+                        if unreadable.withLock({ $0.note(p.rowID, p.description) }) {
                             warn(
                                 SinkWarning(
                                     sink: "store", message: "outbox \(outbox.path): \(p.description); left there"))
                         }
-                        if seen.insert(p.rowID).inserted, result.unreadableReasons.count < 3 {
-                            result.unreadableReasons.append(p.description)
-                        }
                     }
-                    result.unreadable = read.skipped.count
                     batch = read.rows
                 } catch {
                     result.failure = PostgresStoreError(
