@@ -326,14 +326,20 @@ public struct CaptureReplay: Sendable {
                 out.append(.log("\(address): discovery shows a \(id) device; its observer follows the connection"))
             }
             other = o
-            relay(&out) { o, into in o.connected(at: at, into: &into) }
+            // (The standard session gave the session's start record when the link came up; the
+            // live session hands over the same way and gives one.)
+            relay(&out, droppingStart: true) { o, into in o.connected(at: at, into: &into) }
         }
 
-        func relay(_ out: inout [Output], _ body: (inout any CuffProtocolObserver, inout [ObserverOutput]) -> Void) {
+        func relay(
+            _ out: inout [Output], droppingStart: Bool = false,
+            _ body: (inout any CuffProtocolObserver, inout [ObserverOutput]) -> Void
+        ) {
             var given: [ObserverOutput] = []
             body(&other!, &given)
             for g in given {
                 switch g {
+                case let .emit(.session(r)) where droppingStart && r.event == .start: continue
                 case let .emit(o): out.append(.emit(o))
                 case let .log(s): out.append(.log(s))
                 case let .notice(s): out.append(.notice(s))

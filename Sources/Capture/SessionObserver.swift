@@ -593,7 +593,14 @@ public struct SessionObserver: Sendable {
             svc[i].characteristics = list
         }
         let configuration = machine.configuration
-        if configuration.forcedProtocol == nil, configuration.protocols.protocols.count > 1 {
+        if let forced = configuration.forcedProtocol {
+            // `--protocol` names another protocol whose observer needs the database (it maps
+            // its characteristics by UUID): it follows the rest.
+            if forced != .bps, configuration.protocols[forced] != nil {
+                handOver = (forced, GATTProfile(services: svc))
+                return
+            }
+        } else if configuration.protocols.protocols.count > 1 {
             // Another registered protocol may fit this database better: it follows the rest.
             var offer = configuration.offer
             offer.profile = GATTProfile(services: svc)

@@ -125,7 +125,10 @@ public struct VendorCentral: Sendable {
         clientStep(submit, at, &out) { $0.pending[$1] = what }
     }
 
-    func characteristic(_ uuid: String) -> GATTProfile.Characteristic? {
+    func characteristic(_ uuid: String) -> GATTProfile.Characteristic? { Self.characteristic(uuid, in: profile) }
+
+    /// The characteristic a session names by UUID text (`FFF1`, or 128-bit) in `profile`.
+    static func characteristic(_ uuid: String, in profile: GATTProfile?) -> GATTProfile.Characteristic? {
         guard let u = BluetoothUUID(uuid) ?? UInt16(uuid, radix: 16).map({ BluetoothUUID($0) }) else { return nil }
         return profile?.characteristic(u)
     }

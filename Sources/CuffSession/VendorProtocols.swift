@@ -45,6 +45,15 @@ public struct MicrolifeProtocol: CuffProtocol {
         }
     }
 
+    /// Follows a captured download. The session is made without a clock to set: it then takes
+    /// the cuff's answer to a clock the central set as "no measurement list; still waiting", and
+    /// a capture of a central that set none is followed as well.
+    public func makeObserver(configuration c: CuffSessionConfiguration, discovered: GATTProfile?) -> (
+        any CuffProtocolObserver
+    )? {
+        vendorObserver(.microlife(MicrolifeSession(setTime: nil)), configuration: c, discovered: discovered)
+    }
+
     public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)?
     {
         // A memory of three readings a day apart (from the seed) and an empty slot.
@@ -99,6 +108,14 @@ public struct YonkerProtocol: CuffProtocol {
         }
     }
 
+    public func makeObserver(configuration c: CuffSessionConfiguration, discovered: GATTProfile?) -> (
+        any CuffProtocolObserver
+    )? {
+        vendorObserver(
+            .yonker(YonkerSession(timeout: c.timeout ?? .seconds(86_400 * 365), settle: c.settle)), configuration: c,
+            discovered: discovered)
+    }
+
     public func makePeripheral(configuration: SimulatorConfiguration, requireEncryption: Bool) -> (any GATTPeripheral)?
     {
         var random = SeededRandom(seed: configuration.seed)
@@ -125,6 +142,19 @@ extension CuffProtocol {
         guard characteristic == .named(id.rawValue) else { return nil }
         return VendorReading.rebuild(protocolName: id.rawValue, raw: raw, stored: stored)?.record(
             device: device, at: receivedAt)
+    }
+}
+
+extension CuffProtocol {
+    /// The observer of a captured vendor session, once discovery has shown the database (its
+    /// characteristics are found by UUID, as the live central finds them); nil before.
+    func vendorObserver(
+        _ session: VendorCentral.Session, configuration c: CuffSessionConfiguration, discovered: GATTProfile?
+    ) -> (any CuffProtocolObserver)? {
+        guard let gatt = discovered else { return nil }
+        return VendorCaptureObserver(
+            session, gatt: gatt, device: DeviceInfo(address: c.address, name: c.advertisedName),
+            known: c.knownRecordKeys)
     }
 }
 

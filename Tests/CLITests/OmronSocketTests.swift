@@ -117,13 +117,20 @@ struct OmronSocketTests {
 
     /// `cuff replay` of a captured Omron session (no --model: Device Information picked the
     /// profile live) gives the live session's readings, decoded from the channel traffic.
-    @Test(arguments: ["HEM-7600T", "HEM-7380T1"])
-    func replayOfACaptureGivesTheLiveReadings(model: String) throws {
+    /// With `--protocol omron` too (it gave no reading: the forced observer needs the discovered
+    /// database, and the standard one then followed alone). One session start, as live (the
+    /// replay gave two: the standard observer's, and the Omron observer's at the hand-over).
+    @Test(arguments: [("HEM-7600T", false), ("HEM-7380T1", false), ("HEM-7600T", true)])
+    func replayOfACaptureGivesTheLiveReadings(model: String, forced: Bool) throws {
         let sim = try TwoProcessTests.Simulator(["--model", model, "--speed", "1", "--seed", "9"])
         let capture = sim.dir.appendingPathComponent("omron.btsnoop").path
         let live = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--capture", capture, "--timeout", "60"])
-        let replay = try CLI.run(["replay", capture])
+        let replay = try CLI.run(["replay", capture] + (forced ? ["--protocol", "omron"] : []))
         _ = sim.stop()
+        let starts = try replay.stdoutLines.map(CLI.json).filter {
+            $0["type"] as? String == "session" && $0["event"] as? String == "start"
+        }
+        #expect(starts.count == 1, "\(replay.stdout)")
         #expect(live.status == 0, "\(live.stderr.suffix(300))")
         #expect(replay.status == 0, "\(replay.stderr.suffix(300))")
         func values(_ r: CLIResult) throws -> [String] {

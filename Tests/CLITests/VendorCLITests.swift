@@ -158,6 +158,38 @@ struct VendorProtocolCLITests {
         }
     }
 
+    /// `cuff replay` of a captured vendor session gives the records the live session printed,
+    /// every key but the capture's clock and the device's address; one session, started and ended
+    /// once. Also with `--protocol` (probe A2: such a capture gave no reading, though
+    /// `replay --help` lists the vendor protocols).
+    @Test(arguments: [("microlife", false), ("microlife", true), ("yonker", false), ("yonker", true)])
+    func replayOfACaptureGivesTheLiveRecords(name: String, forced: Bool) throws {
+        let sim = try Simulator(["--protocol", name, "--speed", "100", "--seed", "5"])
+        let capture = sim.dir.appendingPathComponent("\(name).btsnoop").path
+        let live = try CLI.run(["measure", "--connect", "unix:\(sim.path)", "--capture", capture, "--timeout", "60"])
+        let replay = try CLI.run(["replay", capture] + (forced ? ["--protocol", name] : []))
+        _ = sim.stop()
+        #expect(live.status == 0, "\(live.stderr.suffix(300))")
+        #expect(replay.status == 0, "\(replay.stderr.suffix(600))")
+        func comparable(_ r: CLIResult) throws -> [String] {
+            try measurements(r).map { m in
+                var m = m
+                m["received_at"] = nil
+                var d = m["device"] as? [String: Any] ?? [:]
+                d["address"] = nil
+                m["device"] = d
+                return String(
+                    decoding: try JSONSerialization.data(withJSONObject: m, options: .sortedKeys), as: UTF8.self)
+            }
+        }
+        let l = try comparable(live)
+        #expect(l.count == (name == "microlife" ? 3 : 1))
+        #expect(try comparable(replay) == l)
+        let sessions = try replay.stdoutLines.map(CLI.json).filter { $0["type"] as? String == "session" }
+        #expect(sessions.map { $0["event"] as? String } == ["start", "end"], "\(replay.stdout)")
+        #expect(sessions.last?["outcome"] as? String == "completed")
+    }
+
     /// Probe Z: a vendor protocol forced on a device without its service exited 8 (protocol error)
     /// for Yonker, where the standard and Omron sessions say 7 (not that kind of cuff); Microlife too now.
     @Test(arguments: [("microlife", "yonker"), ("yonker", "microlife")])
