@@ -356,7 +356,7 @@ public struct CuffCentral: CuffProtocolSession {
         case let (.read(c), .failure(e)), let (.write(c), .failure(e)), let (.subscribe(c), .failure(e)):
             if e.code == .securityRefused { return sessionStep(.securityRefused(e.message, at), at, &out) }
             if usingCache,
-                GATTCacheState.showsStaleHandle(e, subscribing: { if case .subscribe = p { true } else { false } }())
+                GATTCacheState.showsStaleHandle(e)
             {
                 return invalidate("\(c.rawValue) at its cached handle failed: \(e.message)", at, &out)
             }

@@ -537,6 +537,15 @@ public struct CuffSessionMachine: ActionMachine, Sendable {
             if case .ready = stage { stage = .configuring }
             pending = nil
             configured = false
+            // What was known of the device (the GATT cache's values, as if read) may be another
+            // cuff's: it is read again, and the quirk profile looked for again (probe B3: a cuff
+            // behind a known name kept the old one's name, model and quirks).
+            device = DeviceInfo(address: configuration.address, name: configuration.advertisedName)
+            activeProfile =
+                configuration.quirk
+                ?? configuration.advertisedName.flatMap { QuirkProfile.matching(name: $0, model: nil) }
+            quirks = activeProfile?.options ?? []
+            quirkChecked = false
             steps = plan(p)
             nextStep = 0
             log("configuring again on the rediscovered handles", &out)

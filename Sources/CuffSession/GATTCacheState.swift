@@ -93,17 +93,21 @@ struct GATTCacheState: Sendable {
     }
 
     /// True for an error that says a cached handle is not what the cache says: no such handle,
-    /// no such attribute, a database out of sync, and on a CCCD (which takes any 2-byte write
-    /// the characteristic's properties allow) a refused write, or one refused as Improperly
-    /// Configured (the CCCD of a characteristic that does not notify, or indicate, as the cached
-    /// one did: two characteristics' handles swapped).
-    static func showsStaleHandle(_ e: GATTClientError, subscribing: Bool) -> Bool {
+    /// no such attribute, a database out of sync, and a refusal of what the cached properties
+    /// allow there — a read or write not permitted, a value of the wrong length, a request not
+    /// supported, and on a CCCD (which takes any 2-byte write the characteristic's properties
+    /// allow) a write refused as Improperly Configured (the CCCD of a characteristic that does not
+    /// notify, or indicate, as the cached one did: two characteristics' handles swapped). A cuff
+    /// that refuses such a request on its own database is refused again after the rediscovery,
+    /// and the session goes on as without a cache (probe B3: a clock write refused at a cached
+    /// handle was passed over, and the readings that followed were decoded with the old cuff's
+    /// quirks).
+    static func showsStaleHandle(_ e: GATTClientError) -> Bool {
         guard e.code == .attError, let code = e.attError else { return e.code == .noCCCD }
         switch code {
-        case .invalidHandle, .attributeNotFound, .databaseOutOfSync: return true
-        case .writeNotPermitted, .invalidAttributeValueLength, .requestNotSupported, .readNotPermitted,
-            .cccdImproperlyConfigured:
-            return subscribing
+        case .invalidHandle, .attributeNotFound, .databaseOutOfSync, .writeNotPermitted, .invalidAttributeValueLength,
+            .requestNotSupported, .readNotPermitted, .cccdImproperlyConfigured:
+            return true
         default: return false
         }
     }

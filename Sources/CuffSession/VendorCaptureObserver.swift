@@ -128,7 +128,9 @@ public struct VendorCaptureObserver: CuffProtocolObserver {
                 if let c = ch.cccdHandle { cccds.insert(c) }
             case let .write(uuid, _):
                 // (The central writes; the answer is its own event.)
-                if VendorCentral.characteristic(uuid, in: gatt) == nil { step(.characteristicMissing(uuid, at), at, &out) }
+                if VendorCentral.characteristic(uuid, in: gatt) == nil {
+                    step(.characteristicMissing(uuid, at), at, &out)
+                }
             case let .emit(r):
                 let record = r.record(device: device, at: at)
                 if !record.wasKeptLive({ seen.contains($0) }), seen.insert(record.dedupKey).inserted {
@@ -136,7 +138,8 @@ public struct VendorCaptureObserver: CuffProtocolObserver {
                     out.append(.emit(.measurement(record)))
                 } else {
                     repeats += 1
-                    out.append(.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))"))
+                    out.append(
+                        .log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))"))
                 }
             case let .log(s): out.append(.log(s))
             case .disconnect: break

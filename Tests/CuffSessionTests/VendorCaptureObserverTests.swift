@@ -36,7 +36,8 @@ struct VendorCaptureObserverTests {
             for o in out {
                 switch o {
                 case let .emit(.measurement(m)):
-                    readings.append("\(m.systolic.doubleValue ?? -1)/\(m.diastolic.doubleValue ?? -1) \(m.timestamp ?? "-")")
+                    readings.append(
+                        "\(m.systolic.doubleValue ?? -1)/\(m.diastolic.doubleValue ?? -1) \(m.timestamp ?? "-")")
                 case let .emit(.session(s)): sessions.append("\(s.event)\(s.outcome.map { ":\($0.rawValue)" } ?? "")")
                 case .emit: break
                 case let .log(s), let .notice(s): logs.append(s)
@@ -63,7 +64,8 @@ struct VendorCaptureObserverTests {
         var commands = [Microlife.getMeasurementsCommand, Microlife.disconnectCommand]
         if setClock {
             commands.insert(
-                Microlife.setTimeCommand(DateTime(year: 2025, month: 2, day: 1, hours: 9, minutes: 0, seconds: 0)), at: 0)
+                Microlife.setTimeCommand(DateTime(year: 2025, month: 2, day: 1, hours: 9, minutes: 0, seconds: 0)),
+                at: 0)
         }
         for c in commands {
             pdus.append(([0x12, 25, 0] + c, true))
@@ -75,7 +77,8 @@ struct VendorCaptureObserverTests {
     }
 
     static func follow(
-        _ observer: inout VendorCaptureObserver, _ pdus: [(pdu: [UInt8], fromCentral: Bool)], disconnectAt: Double? = nil
+        _ observer: inout VendorCaptureObserver, _ pdus: [(pdu: [UInt8], fromCentral: Bool)],
+        disconnectAt: Double? = nil
     ) -> Given {
         var given = Given()
         var out: [ObserverOutput] = []

@@ -187,6 +187,38 @@ struct GATTCacheTests {
         #expect(Self.same(first.reading, told.reading))
     }
 
+    /// Probe B3: another cuff behind the same name, whose database has the cached handles but
+    /// other attributes at them. The cached clock handle is no clock on it: the write's refusal
+    /// was passed over ("— continuing"), the subscriptions happened to fit, and its readings were
+    /// decoded with the first cuff's quirks and named after it (pulse -15360000, exit 0). A
+    /// refusal at a cached handle now rediscovers, and the device is read again.
+    @Test func aRefusedWriteAtACachedHandleRediscoversAndReadsTheDeviceAgain() throws {
+        let dir = try Dir()
+        func run(_ q: QuirkProfile, cache: Bool = true) throws -> SocketRun {
+            let logs = LogRecorder()
+            let driver = PeripheralDriver(
+                peripheral: CuffPeripheral(configuration: Self.simulator { $0.behave(as: q) }),
+                clock: SimulationClock(speed: 400), signals: nil, log: logs.logger())
+            return try SocketRun.run(driver: driver, logs: logs, gattCache: cache ? dir.store : nil)
+        }
+        let first = try run(.andUA651)
+        #expect(first.sessions.last?.gattCache == .miss && !first.measurements.isEmpty, "\(first.logs)")
+        let other = try run(.beurerBM85)
+        #expect(other.sessions.last?.gattCache == .stale, "\(other.logs)")
+        #expect(
+            other.logs.contains { $0.contains("dateTime at its cached handle failed") && $0.contains("(0x03)") },
+            "\(other.logs)")
+        let m = try #require(other.measurements.last)
+        #expect(m.device.model == "BM85" && other.sessions.last?.device.model == "BM85")
+        // The reading a session without the cache takes from the same cuff.
+        let fresh = try #require(try run(.beurerBM85, cache: false).measurements.last)
+        #expect(
+            Self.same(m, fresh) && m.warnings == fresh.warnings,
+            "\(m.json.serialized()) vs \(fresh.json.serialized())")
+        #expect(other.logs.contains { $0.contains("applying quirk profile beurer-bm85") }, "\(other.logs)")
+        #expect(dir.store.load(address: "unix:socketpair")?.values[.modelNumber] == Array("BM85".utf8))
+    }
+
     @Test func aFIFOInPlaceOfTheCacheFileIsNotWaitedOn() throws {
         let dir = try Dir()
         let store = dir.store

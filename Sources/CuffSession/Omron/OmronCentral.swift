@@ -260,7 +260,7 @@ public struct OmronCentral: CuffProtocolSession {
                     modelRead = nil
                     modelNumber(result, at, &out)
                 } else if case let .failure(e) = result, client.failure == nil, outcome == nil {
-                    if cache.usingCache, GATTCacheState.showsStaleHandle(e, subscribing: true),
+                    if cache.usingCache, GATTCacheState.showsStaleHandle(e),
                         invalidate("a request on a cached handle failed: \(e.message)", at, &out)
                     {
                         continue
@@ -399,7 +399,7 @@ public struct OmronCentral: CuffProtocolSession {
     mutating func modelNumber(
         _ result: Result<GATTClientResponse, GATTClientError>, _ at: EventTime, _ out: inout [Output]
     ) {
-        if case let .failure(e) = result, cache.usingCache, GATTCacheState.showsStaleHandle(e, subscribing: false),
+        if case let .failure(e) = result, cache.usingCache, GATTCacheState.showsStaleHandle(e),
             invalidate("the model number at its cached handle failed: \(e.message)", at, &out)
         {
             return
