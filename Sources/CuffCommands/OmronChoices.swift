@@ -93,6 +93,13 @@ public enum OmronOptionCheck {
         if model == nil, s.bps == nil {
             throw Refused(description: "'\(s.rawValue)' is an Omron scenario: give --model NAME")
         }
+        // (Probe B3: refused-key on a token or bond-only model was taken and played as normal.)
+        if s.omron == .refusedKey, let model, let p = OmronCatalog.profile(named: model), p.pairing != .customKey {
+            throw Refused(
+                description:
+                    "'refused-key' needs a cuff that pairs with a key; \(p.id) pairs by \(p.pairing == .token ? "a token" : "the bond alone"), with no key to refuse"
+            )
+        }
     }
 
     /// `--omron-key`: 16 bytes as 32 hex digits.

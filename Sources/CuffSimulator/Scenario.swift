@@ -35,7 +35,7 @@ public enum Scenario: String, Sendable, Hashable, CaseIterable {
         case .error: "the cuff fails (\"Err\"): every value NaN, status 0"
         case .kpa: "cuff pressure and result in kPa"
         case .storedRecords:
-            "three stored readings sent right after subscription until a client confirmed them, oldest first (and by RACP with bps-1.1), then a live one"
+            "three stored readings sent right after subscription until a client confirmed them, oldest first (with bps-1.1, by RACP only: a client that asks for none gets none), then a live one"
         case .disconnect: "the link drops in the middle of the deflation"
         case .slowConfirm:
             "five stored readings queued at once; one indication in flight, link dropped if a confirmation is missing for 30 s"

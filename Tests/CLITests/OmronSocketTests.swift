@@ -87,6 +87,22 @@ struct OmronSocketTests {
         #expect(kept.map(withoutSlot) == printed.map(withoutSlot), "\(h.stdout.prefix(600))")
     }
 
+    /// Probe B3: `refused-key` on a model that pairs by token or by the bond alone was taken and
+    /// played as `normal` (exit 0, readings). It is refused as a usage error, by `simulate` and
+    /// by `measure --simulated`; a key-pairing model still plays it.
+    @Test(arguments: [("HEM-7142T2", "a token"), ("HEM-7377T1-OB", "the bond alone")])
+    func refusedKeyIsOnlyForModelsThatPairWithAKey(model: String, how: String) throws {
+        let sim = try CLI.run(["simulate", "--model", model, "--scenario", "refused-key", "--listen", "unix:/tmp/x"])
+        let measure = try CLI.run(["measure", "--simulated", "refused-key", "--model", model, "--timeout", "5"])
+        for r in [sim, measure] {
+            #expect(r.status == 64, "\(r.stderr)")
+            #expect(r.stderr.contains("'refused-key' needs a cuff that pairs with a key"), "\(r.stderr)")
+            #expect(r.stderr.contains("pairs by \(how)"), "\(r.stderr)")
+        }
+        let key = try CLI.run(["measure", "--simulated", "refused-key", "--model", "HEM-7322T", "--timeout", "30"])
+        #expect(key.status == 12, "\(key.stderr.suffix(300))")
+    }
+
     /// A refused key (exit 12), then, the refusal latched, pairing in pairing mode (exit 14); a
     /// factory-fresh cuff refuses any key (12) and takes none outside pairing mode (13).
     @Test func pairingFailuresHaveTheirOwnOutcomeAndExit() throws {
