@@ -37,6 +37,8 @@ public struct PlotService {
         let svg: SVGElement
         var summary: String
         var skippedRows = 0
+        /// A capture damaged after its first records: what came before the fault is drawn.
+        var damage: String?
         switch source {
         case let .store(store, since, user, keyPath, guideline):
             let readings: [HistoryReading]
@@ -57,18 +59,21 @@ public struct PlotService {
         case let .input(input, format, session):
             let sessions: [PlotSession]
             do {
-                sessions = try PlotInput.sessions(try PlotInput.read(input), format: format)
+                (sessions, damage) = try PlotInput.sessions(path: input, format: format, keep: session)
             } catch {
                 throw Self.fail("\(input == "-" ? "stdin" : input): \(error.description)", .failure)
             }
-            var chosen = Array(sessions.enumerated().map { (number: $0.offset + 1, session: $0.element) })
+            var chosen: [(number: Int, session: PlotSession)]
             if let session {
                 guard session <= sessions.count else {
                     throw Self.fail(
-                        "\(input): there is no session \(session): the input holds \(sessions.count) session\(sessions.count == 1 ? "" : "s")",
+                        "\(input): there is no session \(session): the input holds \(sessions.count) session\(sessions.count == 1 ? "" : "s")"
+                            + (damage.map { " (the capture is damaged: \($0))" } ?? ""),
                         .noSuchSession)
                 }
-                chosen = [chosen[session - 1]]
+                chosen = [(session, sessions[session - 1])]
+            } else {
+                chosen = sessions.enumerated().map { (number: $0.offset + 1, session: $0.element) }
             }
             svg = SessionChart.document(chosen, source: input == "-" ? "stdin" : input)
             summary =
@@ -83,6 +88,12 @@ public struct PlotService {
             }
         }
         Console.log("cuff plot: \(summary) → \(output)")
+        if let damage, case let .input(input, _, _) = source {
+            let inputName = input == "-" ? "stdin" : input
+            // (Probe C3: a damaged capture was drawn as far as it went, with nothing said and exit 0.)
+            throw Self.fail(
+                "\(inputName): the capture is damaged: \(damage); what came before the fault is drawn", .failure)
+        }
         if skippedRows > 0 { throw .rowsSkipped }
     }
 }

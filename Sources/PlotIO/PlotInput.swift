@@ -40,82 +40,203 @@ public enum PlotInputFormat: String, Sendable, CaseIterable {
 /// Turns cuff's records (NDJSON text, a capture replayed in process, a store) into the plain
 /// values the ``Plot`` charts draw.
 public enum PlotInput {
-    // MARK: Reading bytes
-
-    /// The bytes of `path`, or of stdin for `-`.
-    public static func read(_ path: String) throws(PlotInputError) -> [UInt8] {
-        if path == "-" { return [UInt8](FileHandle.standardInput.readDataToEndOfFile()) }
-        do {
-            return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        } catch {
-            let reason = (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
-            throw .unreadable(
-                path: path, reason: FileManager.default.fileExists(atPath: path) ? reason : "no such file")
-        }
-    }
+    // MARK: Reading
 
     /// The capture format from the file's first bytes (``CaptureFormat/detect(_:)``), or nil: NDJSON text.
     public static func sniff(_ bytes: [UInt8]) -> CaptureFormat? { CaptureFormat.detect(bytes[...]) }
 
     /// The sessions in `bytes`: NDJSON as cuff prints it, or a capture replayed as `cuff replay`
-    /// would (its records then go through the same NDJSON reading).
+    /// would (its records then go through the same NDJSON reading). A capture damaged after its
+    /// first records gives what came before the fault (``sessions(path:format:keep:)`` says it).
     public static func sessions(_ bytes: [UInt8], format: PlotInputFormat = .auto) throws(PlotInputError)
         -> [PlotSession]
     {
-        let capture: CaptureFormat?
-        switch format {
-        case .auto: capture = sniff(bytes)
-        case .ndjson: capture = nil
-        case .btsnoop: capture = .btsnoop
-        case .pcap: capture = .pcap
-        case .pcapng: capture = .pcapng
-        }
-        let lines: [String]
-        if let capture {
-            lines = try replay(bytes, format: capture)
+        var grouping = SessionGrouping(keep: nil)
+        if let capture = captureFormat(format, head: bytes.prefix(8)) {
+            var reader = CaptureReader(source: ArrayByteSource(bytes), format: capture)
+            _ = try replay(into: &grouping) { (r, out, deliver) throws(PlotInputError) in
+                try header(&reader)
+                return r.replay(&reader, into: &out, batch: 1024, deliver: deliver)
+            }
         } else {
-            // (CRLF too: in a Swift string "\r\n" is one Character, which a split on "\n" never
-            // matches, so a file saved with Windows line ends was one long line. Probe X.)
-            lines = String(decoding: bytes, as: UTF8.self).split(
-                omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }
-            ).map(String.init)
+            try lines(ArrayByteSource(bytes)) { (line, n) throws(PlotInputError) in
+                try grouping.take(line: line, number: n)
+            }
         }
-        return try sessions(lines: lines)
+        return try grouping.finish()
     }
 
-    /// Replays a capture in process; returns its records as NDJSON lines.
-    public static func replay(_ bytes: [UInt8], format: CaptureFormat) throws(PlotInputError) -> [String] {
-        var reader = CaptureReader(source: ArrayByteSource(bytes), format: format)
+    /// What a plot of a file (or stdin, `-`) draws from, read as it streams: its sessions, and the
+    /// damage a capture showed after its first records (nil when none: what came before is
+    /// drawn). With `keep`, only the `keep`th session keeps its samples and results (the others
+    /// are counted, their data dropped as it comes), so memory follows that session, not the file
+    /// (probe C3: a 150 MB capture took 964 MB for `--session 1`). A capture on stdin is read
+    /// whole first (the reader wants a file or bytes); NDJSON on stdin streams.
+    public static func sessions(path: String, format: PlotInputFormat = .auto, keep: Int? = nil)
+        throws(PlotInputError) -> (sessions: [PlotSession], fault: String?)
+    {
+        func open() throws(PlotInputError) -> FileByteSource {
+            do {
+                return try FileByteSource(path: path == "-" ? "/dev/stdin" : path)
+            } catch {
+                throw .unreadable(path: path, reason: error.errno == ENOENT ? "no such file" : error.message)
+            }
+        }
+        var source = try open()
+        // The first bytes say what it is.
+        var head: [UInt8] = []
+        do {
+            while head.count < 8, try source.read(into: &head, maxCount: 8 - head.count) > 0 {}
+        } catch {
+            throw .unreadable(path: path, reason: error.message)
+        }
+        var grouping = SessionGrouping(keep: keep)
+        var fault: String?
+        if let capture = captureFormat(format, head: head[...]) {
+            if path == "-" {
+                var all = head
+                do {
+                    while try source.read(into: &all, maxCount: 1 << 20) > 0 {}
+                } catch {
+                    throw .unreadable(path: path, reason: error.message)
+                }
+                var reader = CaptureReader(source: ArrayByteSource(all), format: capture)
+                fault = try replay(into: &grouping) { (r, out, deliver) throws(PlotInputError) in
+                    try header(&reader)
+                    return r.replay(&reader, into: &out, batch: 1024, deliver: deliver)
+                }
+            } else {
+                var reader = CaptureReader(source: try open(), format: capture)
+                fault = try replay(into: &grouping) { (r, out, deliver) throws(PlotInputError) in
+                    try header(&reader)
+                    return r.replay(&reader, into: &out, batch: 1024, deliver: deliver)
+                }
+            }
+        } else {
+            try lines(PrefixedByteSource(prefix: head, rest: source)) { (line, n) throws(PlotInputError) in
+                try grouping.take(line: line, number: n)
+            }
+        }
+        return (try grouping.finish(), fault)
+    }
+
+    /// Reads the capture's file header.
+    static func header<S: ByteSource>(_ reader: inout CaptureReader<S>) throws(PlotInputError) {
         do { try reader.readHeader() } catch { throw .capture("not a capture cuff can read: \(error.message)") }
+    }
+
+    /// The capture format `format` names, or the one the first bytes show with `.auto`; nil: NDJSON.
+    static func captureFormat(_ format: PlotInputFormat, head: ArraySlice<UInt8>) -> CaptureFormat? {
+        switch format {
+        case .auto: CaptureFormat.detect(head)
+        case .ndjson: nil
+        case .btsnoop: .btsnoop
+        case .pcap: .pcap
+        case .pcapng: .pcapng
+        }
+    }
+
+    /// The longest NDJSON line read (a record is a few hundred bytes; a longer line is no record).
+    public static let maximumLineBytes = 1 << 20
+
+    /// Each line of `source` (without its `\n`, or `\r\n`: probe X, a file saved with Windows line
+    /// ends was one long line) with its 1-based number, read in chunks.
+    static func lines<Source: ByteSource>(
+        _ source: Source, _ body: (String, Int) throws(PlotInputError) -> Void
+    ) throws(PlotInputError) {
+        var source = source
+        var buffer: [UInt8] = []
+        var start = 0
+        var number = 0
+        var ended = false
+        func emit(_ bytes: ArraySlice<UInt8>) throws(PlotInputError) {
+            number += 1
+            if bytes.count > maximumLineBytes {
+                throw .badLine(line: number, reason: "longer than \(maximumLineBytes) bytes: not a record")
+            }
+            let line = bytes.last == 0x0D ? bytes.dropLast() : bytes
+            try body(String(decoding: line, as: UTF8.self), number)
+        }
+        while !ended {
+            if start > 0, start >= buffer.count / 2 {
+                buffer.removeFirst(start)
+                start = 0
+            }
+            let n: Int
+            do { n = try source.read(into: &buffer, maxCount: 64 << 10) } catch {
+                throw .unreadable(path: "the input", reason: error.message)
+            }
+            ended = n == 0
+            while let nl = buffer[start...].firstIndex(of: 0x0A) {
+                try emit(buffer[start..<nl])
+                start = nl + 1
+            }
+            if buffer.count - start > maximumLineBytes {
+                throw .badLine(line: number + 1, reason: "longer than \(maximumLineBytes) bytes: not a record")
+            }
+        }
+        if start < buffer.count { try emit(buffer[start...]) }
+    }
+
+    /// Replays a capture in process into `grouping`, record by record (`run` reads the header,
+    /// then replays with the deliver function it is given); returns the damage the capture
+    /// showed after its first records — the fault that ended it, else the first fragment or
+    /// frame skipped (as `cuff replay` says and exits 1 for) — or nil.
+    static func replay(
+        into grouping: inout SessionGrouping,
+        _ run: (inout CaptureReplay, inout [CaptureReplay.Output], (inout [CaptureReplay.Output]) -> Bool)
+            throws(PlotInputError) -> CaptureReplay.Ending
+    ) throws(PlotInputError) -> String? {
         var config = CuffSessionConfiguration(address: "")
         config.timeout = .seconds(300)
         var replay = CaptureReplay(configuration: config)
         var out: [CaptureReplay.Output] = []
-        var lines: [String] = []
-        func collect(_ out: inout [CaptureReplay.Output]) {
-            for o in out { if case let .emit(e) = o { lines.append(e.json.serialized()) } }
+        var sawData = false
+        var failure: PlotInputError?
+        var skipped: CaptureError?
+        func collect(_ out: inout [CaptureReplay.Output]) -> Bool {
+            for o in out where failure == nil {
+                switch o {
+                case let .emit(e):
+                    if case .session = e {} else { sawData = true }
+                    do { try grouping.take(object: Self.foundation(e.json), line: 0) } catch { failure = error }
+                case let .warning(w): if skipped == nil { skipped = w }
+                case .log, .notice: break
+                }
+            }
             out.removeAll(keepingCapacity: true)
+            return failure == nil
         }
-        let ending = replay.replay(&reader, into: &out, batch: 1024) {
-            collect(&$0); return true
-        }
+        let ending = try run(&replay, &out) { collect(&$0) }
+        if let failure { throw failure }
         var fault: CaptureError?
         if case let .fault(e) = ending { fault = e }
         replay.finish(after: fault, into: &out)
-        collect(&out)
-        if !replay.unmapped.isEmpty
-            && lines.allSatisfy({ !$0.contains("\"type\":\"progress\"") && !$0.contains("\"type\":\"measurement\"") })
-        {
+        _ = collect(&out)
+        if let failure { throw failure }
+        if !replay.unmapped.isEmpty && !sawData {
             throw .capture(
                 "the capture has no service discovery, so its value handles are unknown: map them with `cuff replay FILE --handle HANDLE=UUID … | cuff plot - --output …`"
             )
         }
-        if let fault, lines.isEmpty {
-            throw .capture(
-                "the capture is damaged before any record: \(fault.message)"
-                    + (fault.offset.map { " (offset \($0))" } ?? ""))
+        guard let damage = fault ?? skipped else { return nil }
+        let said = damage.summary
+        if fault != nil, grouping.isEmpty { throw .capture("the capture is damaged before any record: \(said)") }
+        return said
+    }
+
+    /// A record as JSONSerialization gives it (numbers as NSNumber), without the text between.
+    static func foundation(_ j: JSON) -> Any {
+        switch j {
+        case .null: NSNull()
+        case let .bool(b): b
+        case let .int(i): NSNumber(value: i)
+        case let .double(d): NSNumber(value: d)
+        case let .string(s): s
+        case let .array(a): a.map(foundation)
+        case let .object(fields):
+            Dictionary(fields.map { ($0.0, foundation($0.1)) }, uniquingKeysWith: { $1 })
         }
-        return lines
     }
 
     // MARK: NDJSON
@@ -129,15 +250,32 @@ public enum PlotInput {
     /// records that name that address go to it. Progress records name no cuff: they go to the
     /// session opened last of those still open. Sessions come in the order they started.
     public static func sessions(lines: [String]) throws(PlotInputError) -> [PlotSession] {
+        var grouping = SessionGrouping(keep: nil)
+        for (i, line) in lines.enumerated() { try grouping.take(line: line, number: i + 1) }
+        return try grouping.finish()
+    }
+
+    /// ``sessions(lines:)`` one record at a time (see there). With `keep`, only that session (1 =
+    /// the first) keeps its samples and results.
+    struct SessionGrouping {
         var out: [PlotSession] = []
         /// The open sessions (indices into `out`), by their cuff's address ("" for none), in the order they opened.
         var open: [(address: String, index: Int)] = []
         /// The session of records that came outside any session, while no session opened since.
         var loose: Int?
         var sawRecord = false
+        let keep: Int?
+
+        init(keep: Int?) { self.keep = keep }
+
+        var isEmpty: Bool { !sawRecord }
+
+        /// Whether session `index` keeps its data.
+        func keeps(_ index: Int) -> Bool { keep.map { $0 == index + 1 } ?? true }
+
         /// The open session of the cuff at `address`; else, for a record that names no cuff or no
         /// open session's, the one opened last, or else a session of its own.
-        func target(_ address: String?) -> Int {
+        mutating func target(_ address: String?) -> Int {
             if let address, let o = open.last(where: { $0.address == address }) { return o.index }
             if let o = open.last { return o.index }
             if let loose { return loose }
@@ -145,23 +283,30 @@ public enum PlotInput {
             loose = out.count - 1
             return out.count - 1
         }
-        for (i, line) in lines.enumerated() {
-            if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
+
+        mutating func take(line: String, number: Int) throws(PlotInputError) {
+            if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { return }
             let object: [String: Any]
             do {
                 guard let o = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
-                    throw PlotInputError.badLine(line: i + 1, reason: "not a JSON object")
+                    throw PlotInputError.badLine(line: number, reason: "not a JSON object")
                 }
                 object = o
             } catch let e as PlotInputError {
                 throw e
             } catch {
-                throw .badLine(line: i + 1, reason: "not JSON (cuff plot reads cuff's NDJSON output or a capture file)")
+                throw .badLine(
+                    line: number, reason: "not JSON (cuff plot reads cuff's NDJSON output or a capture file)")
             }
+            try take(object: object, line: number)
+        }
+
+        mutating func take(object: Any, line: Int) throws(PlotInputError) {
+            guard let object = object as? [String: Any] else { return }
             switch object["type"] as? String {
             case "session":
                 sawRecord = true
-                let device = self.device(object["device"])
+                let device = PlotInput.device(object["device"])
                 let at = (object["at"] as? String).flatMap(CivilTime.seconds)
                 let address = device.address ?? ""
                 if object["event"] as? String == "end" {
@@ -193,27 +338,32 @@ public enum PlotInput {
             case "progress":
                 sawRecord = true
                 guard let phase = (object["phase"] as? String).flatMap(Phase.init(rawValue:)) else {
-                    throw .badLine(line: i + 1, reason: "a progress record without a phase (inflating or deflating)")
+                    throw .badLine(line: line, reason: "a progress record without a phase (inflating or deflating)")
                 }
-                let unit = try self.unit(object, line: i + 1)
-                let sample = PressureSample(
-                    phase: phase, pressure: value(object["cuff_pressure"]), unit: unit,
-                    elapsed: (object["elapsed"] as? NSNumber)?.doubleValue ?? 0,
-                    receivedAt: (object["received_at"] as? String).flatMap(CivilTime.seconds))
-                out[target(nil)].samples.append(sample)
+                let unit = try PlotInput.unit(object, line: line)
+                let index = target(nil)
+                guard keeps(index) else { return }
+                out[index].samples.append(
+                    PressureSample(
+                        phase: phase, pressure: PlotInput.value(object["cuff_pressure"]), unit: unit,
+                        elapsed: (object["elapsed"] as? NSNumber)?.doubleValue ?? 0,
+                        receivedAt: (object["received_at"] as? String).flatMap(CivilTime.seconds)))
             case "measurement":
                 sawRecord = true
-                let r = try result(object, line: i + 1)
-                let device = self.device(object["device"])
+                let r = try PlotInput.result(object, line: line)
+                let device = PlotInput.device(object["device"])
                 let index = target(device.address)
-                out[index].results.append(r)
                 out[index].device.merge(device)
+                if keeps(index) { out[index].results.append(r) }
             default:
-                continue
+                return
             }
         }
-        guard sawRecord, !out.isEmpty else { throw .noSessions }
-        return out
+
+        func finish() throws(PlotInputError) -> [PlotSession] {
+            guard sawRecord, !out.isEmpty else { throw .noSessions }
+            return out
+        }
     }
 
     /// A `measurement` record (as printed, or as ``MeasurementRecord/json`` gives it).
@@ -305,5 +455,21 @@ public enum PlotInput {
         }
         if out.isEmpty { throw .emptyStore(path: path, filtered: !read.entries.isEmpty) }
         return (out.sorted { $0.time < $1.time }, read.skipped.count)
+    }
+}
+
+/// Bytes already read (to tell what the input is), then the rest of the source.
+struct PrefixedByteSource<Rest: ByteSource>: ByteSource {
+    var prefix: [UInt8]
+    var rest: Rest
+
+    mutating func read(into buffer: inout [UInt8], maxCount: Int) throws(CaptureError) -> Int {
+        guard prefix.isEmpty else {
+            let n = min(maxCount, prefix.count)
+            buffer.append(contentsOf: prefix[..<n])
+            prefix.removeFirst(n)
+            return n
+        }
+        return try rest.read(into: &buffer, maxCount: maxCount)
     }
 }

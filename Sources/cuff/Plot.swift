@@ -22,7 +22,8 @@ struct PlotCommand: ParsableCommand {
 
             An output ending in .png is rendered by rsvg-convert (package librsvg2-bin).
 
-            Exit status: 0 written; 1 the input cannot be read or holds nothing to plot; 2 no session \
+            Exit status: 0 written; 1 the input cannot be read or holds nothing to plot (or a capture \
+            is damaged: what came before the fault is drawn, the error names its offset); 2 no session \
             --session N; 3 no reading in the store (or none matches --since/--user); 4 rsvg-convert \
             is missing or failed; 10 the store cannot be read or the output cannot be written; 11 \
             written, but rows of the store could not be read (each skipped with a warning naming its \

@@ -44,6 +44,46 @@ import Testing
         #expect(missing.stderr.contains("there is no session 3: the input holds 2 sessions"))
     }
 
+    /// Probe C3: a capture damaged after its measurement (a record whose length lies, an L2CAP
+    /// frame longer than its fragments) was drawn with nothing said and exit 0, where `cuff
+    /// replay` exits 1 and names the offset. What came before the fault is still drawn.
+    @Test(arguments: ["cut", "lying-length"])
+    func aDamagedCaptureIsDrawnAsFarAsItGoesAndSaidWithStatus1(damage: String) throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.capture("normal.btsnoop"))))
+        let replayed = try CLI.run(["replay", Self.capture("normal.btsnoop")])
+        let lines = replayed.stdoutLines
+        #expect(lines.contains { $0.contains("\"type\":\"measurement\"") })
+        // The last record (the disconnection): cut in its middle, or its included length a lie.
+        var offset = 16
+        var last = 16
+        while offset + 24 <= bytes.count {
+            last = offset
+            let included =
+                Int(bytes[offset + 4]) << 24 | Int(bytes[offset + 5]) << 16 | Int(bytes[offset + 6]) << 8
+                | Int(bytes[offset + 7])
+            offset += 24 + included
+        }
+        if damage == "cut" {
+            bytes = Array(bytes[..<(last + 10)])
+        } else {
+            bytes.replaceSubrange((last + 4)..<(last + 8), with: [0xFF, 0xFF, 0xFF, 0xF0])
+        }
+        let input = dir.appendingPathComponent("damaged.btsnoop").path
+        try Data(bytes).write(to: URL(fileURLWithPath: input))
+        let out = dir.appendingPathComponent("d.svg").path
+        let r = try CLI.run(["plot", input, "--output", out])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("damaged.btsnoop: the capture is damaged: "), "\(r.stderr)")
+        #expect(r.stderr.contains("at offset \(last)"), "\(r.stderr)")
+        #expect(r.stderr.contains("what came before the fault is drawn"))
+        let svg = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(svg.contains("data-value=\"119\""))
+        let replay = try CLI.run(["replay", input])
+        #expect(replay.status == 1 && replay.stderr.contains("at offset \(last)"), "\(replay.stderr)")
+    }
+
     @Test func badInputsHaveTheirOwnStatuses() throws {
         let dir = try Self.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }

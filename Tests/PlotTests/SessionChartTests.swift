@@ -301,3 +301,71 @@ extension SessionChartTests {
         #expect(sessions[2].startedAt == nil)
     }
 }
+
+/// Probe C3: `cuff plot --session N` of a big input held every record of every session (964 MB
+/// for a 150 MB capture). The input is read as it streams, and only the chosen session keeps
+/// its samples and results; the others are counted.
+@Suite struct StreamedPlotInputTests {
+    static func file(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("cuff-plot-\(UUID().uuidString)").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    static let three = ["normal", "body-movement", "kpa"]
+
+    @Test func onlyTheKeptSessionKeepsItsRecords() throws {
+        let text = try Self.three.map {
+            try String(contentsOf: Paths.captures.appendingPathComponent($0 + ".ndjson"), encoding: .utf8)
+        }.joined()
+        let path = try Self.file(text)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let all = try PlotInput.sessions(path: path)
+        #expect(all.fault == nil && all.sessions.count == 3)
+        #expect(all.sessions.allSatisfy { !$0.samples.isEmpty && !$0.results.isEmpty })
+        for k in 1...3 {
+            let kept = try PlotInput.sessions(path: path, keep: k)
+            #expect(kept.sessions.count == 3)
+            for (i, s) in kept.sessions.enumerated() {
+                if i + 1 == k {
+                    #expect(s == all.sessions[i])
+                } else {
+                    #expect(s.samples.isEmpty && s.results.isEmpty && s.outcome == all.sessions[i].outcome)
+                }
+            }
+        }
+        // The same from the bytes in memory, and from the capture replayed as it is read.
+        #expect(try PlotInput.sessions(Array(text.utf8)) == all.sessions)
+        let capture = Paths.captures.appendingPathComponent("normal.btsnoop").path
+        let fromCapture = try PlotInput.sessions(path: capture)
+        #expect(fromCapture.fault == nil)
+        #expect(
+            fromCapture.sessions
+                == (try PlotInput.sessions([UInt8](try Data(contentsOf: URL(fileURLWithPath: capture))))))
+        #expect(fromCapture.sessions.first?.results.first?.systolic == .number(119))
+    }
+
+    /// Lines split across read chunks, CRLF ends, a last line with no end; a line too long to
+    /// be a record is an error with its number, not a buffer that grows with it.
+    @Test func linesAcrossChunksAndALineTooLong() throws {
+        let record = try String(contentsOf: Paths.captures.appendingPathComponent("normal.ndjson"), encoding: .utf8)
+        var text = ""
+        while text.utf8.count < 300_000 { text += record.replacingOccurrences(of: "\n", with: "\r\n") }
+        // (No end on the last line; "\r\n" is one Character.)
+        let path = try Self.file(String(text.dropLast()))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let got = try PlotInput.sessions(path: path).sessions
+        #expect(got.count == text.components(separatedBy: "\"event\":\"start\"").count - 1)
+        #expect(got.allSatisfy { $0.results.first?.systolic == .number(119) })
+
+        let long = try Self.file(record + String(repeating: " ", count: PlotInput.maximumLineBytes + 10) + "x\n")
+        defer { try? FileManager.default.removeItem(atPath: long) }
+        let lines = record.split(separator: "\n").count
+        #expect(
+            throws: PlotInputError.badLine(
+                line: lines + 1, reason: "longer than \(PlotInput.maximumLineBytes) bytes: not a record")
+        ) {
+            try PlotInput.sessions(path: long)
+        }
+    }
+}
