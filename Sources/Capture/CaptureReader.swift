@@ -481,16 +481,20 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
         }
         let known = [
             Pcapng.sectionHeaderType, Pcapng.interfaceDescriptionType, Pcapng.enhancedPacketType,
-            Pcapng.simplePacketType,
+            Pcapng.simplePacketType, Pcapng.obsoletePacketType,
         ].contains(type)
         // A packet on an interface whose packets are skipped (another link type: an Ethernet or
         // USB capture beside the Bluetooth one) may be as long as its own link allows: skipped
         // unread like an unknown block, not held to the Bluetooth cap (probe Q: a 140 KB Ethernet
         // packet ended the replay, and the readings after it were lost).
         var skippedLongPacket = false
-        if length > Pcapng.maximumBufferedBlock, type == Pcapng.enhancedPacketType || type == Pcapng.simplePacketType {
+        if length > Pcapng.maximumBufferedBlock,
+            type == Pcapng.enhancedPacketType || type == Pcapng.simplePacketType || type == Pcapng.obsoletePacketType
+        {
             var h = ByteReader(head.dropFirst(8))
-            let id = type == Pcapng.enhancedPacketType ? st.endian.u32(&h) : 0
+            let id =
+                type == Pcapng.enhancedPacketType
+                ? st.endian.u32(&h) : type == Pcapng.obsoletePacketType ? st.endian.u16(&h).map(UInt32.init) : 0
             if let id, Int(id) < st.interfaces.count { skippedLongPacket = st.interfaces[Int(id)] == nil }
         }
         guard known, !skippedLongPacket else {
@@ -552,20 +556,28 @@ public struct CaptureReader<Source: ByteSource>: Sendable {
             }
             st.interfaces.append(interface)
             return nil
-        case Pcapng.enhancedPacketType:
+        case Pcapng.enhancedPacketType, Pcapng.obsoletePacketType:
             var b = ByteReader(body)
-            guard let id = st.endian.u32(&b), let high = st.endian.u32(&b), let low = st.endian.u32(&b),
+            let obsolete = type == Pcapng.obsoletePacketType
+            // (Packet Block: a 2-byte interface id, then a 2-byte drops count.)
+            let interfaceID =
+                obsolete
+                ? st.endian.u16(&b).flatMap { id in st.endian.u16(&b).map { _ in UInt32(id) } } : st.endian.u32(&b)
+            guard let id = interfaceID, let high = st.endian.u32(&b), let low = st.endian.u32(&b),
                 let captured = st.endian.u32(&b), let original = st.endian.u32(&b),
                 let data = b.readBytes(Int(captured))
             else {
                 throw CaptureError(
                     .badBlockLength,
-                    "expected an Enhanced Packet Block whose captured length fits its block length \(length)",
+                    "expected \(obsolete ? "a Packet Block" : "an Enhanced Packet Block") whose captured length fits its block length \(length)",
                     offset: blockOffset, isRecoverable: true)
             }
             guard Int(id) < st.interfaces.count else {
                 throw CaptureError(
-                    .unknownInterface, "expected an interface id < \(st.interfaces.count), found \(id)",
+                    .unknownInterface,
+                    st.interfaces.isEmpty
+                        ? "expected an Interface Description Block before the first packet, found a packet of interface \(id)"
+                        : "expected an interface id < \(st.interfaces.count), found \(id)",
                     offset: blockOffset + 8, isRecoverable: true)
             }
             guard let interface = st.interfaces[Int(id)] else { return nil }

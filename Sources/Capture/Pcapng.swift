@@ -10,6 +10,9 @@ enum Pcapng {
     static let sectionHeaderType: UInt32 = 0x0A0D_0D0A
     static let interfaceDescriptionType: UInt32 = 1
     static let simplePacketType: UInt32 = 3
+    /// The obsolete Packet Block: an Enhanced Packet Block with a 2-byte interface id and a
+    /// 2-byte drops count where the EPB has a 4-byte id (old writers; Wireshark still reads it).
+    static let obsoletePacketType: UInt32 = 2
     static let enhancedPacketType: UInt32 = 6
     static let byteOrderMagic: UInt32 = 0x1A2B_3C4D
     /// Largest block we buffer: a maximal packet plus EPB fields and generous options.

@@ -82,6 +82,37 @@ import Testing
         #expect(records[0].fileOffset == 28 + 32 + 20 + 20)
     }
 
+    /// Probe C3: a capture in obsolete Packet Blocks (type 2, which Wireshark still reads) was
+    /// skipped whole as unknown blocks, with nothing said (exit 2, no measurement). Read as the
+    /// EPB it prefigures; a packet before any interface says so.
+    @Test(arguments: [false, true])
+    func obsoletePacketBlocksAreRead(bigEndian: Bool) throws {
+        var b = PcapngBuilder(bigEndian: bigEndian)
+        b.interface(linkType: 254)
+        b.interface(linkType: 201, tsresol: 9)
+        b.obsoletePacket(interface: 0, ticks: 1_500_000_000_123_456, hex("00 07 00 05") + Self.aclMTURequest)
+        b.obsoletePacket(interface: 1, ticks: 1_500_000_000_123_456_789, hex("00 00 00 00 02") + Self.aclMTURequest)
+        let (records, error) = readAll(b.bytes)
+        #expect(error == nil)
+        #expect(records.map(\.kind) == [.aclData, .aclData])
+        #expect(records.map(\.adapterIndex) == [7, 1])  // (monitor: its index; H4: the interface)
+        #expect(records.map(\.timestamp.nanoseconds) == [1_500_000_000_123_456_000, 1_500_000_000_123_456_789])
+        #expect(records.allSatisfy { $0.payload == Self.aclMTURequest })
+        // Its block cut short of its captured length: said, and the reader goes on.
+        var short = PcapngBuilder(bigEndian: bigEndian)
+        short.interface(linkType: 254)
+        var body = ByteWriter()
+        PcapngBuilder.u16(&body, bigEndian, 0); PcapngBuilder.u16(&body, bigEndian, 0)
+        for v: UInt32 in [0, 0, 200, 200] { PcapngBuilder.u32(&body, bigEndian, v) }
+        short.block(2, body.bytes)
+        #expect(readAll(short.bytes).error == CaptureError(.badBlockLength))
+        var orphan = PcapngBuilder(bigEndian: bigEndian)
+        orphan.obsoletePacket(interface: 0, ticks: 0, Self.aclMTURequest)
+        let e = readAll(orphan.bytes).error
+        #expect(e == CaptureError(.unknownInterface))
+        #expect(e?.message.contains("expected an Interface Description Block before the first packet") == true)
+    }
+
     @Test func aNewSectionForgetsInterfaces() {
         var b = PcapngBuilder(bigEndian: false)
         b.interface(linkType: 201)

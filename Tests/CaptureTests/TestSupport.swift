@@ -126,6 +126,16 @@ struct PcapngBuilder {
         b.write(contentsOf: [UInt8](repeating: 0, count: (4 - data.count % 4) % 4))
         block(6, b.bytes)
     }
+    /// The obsolete Packet Block (type 2): a 2-byte interface id and a 2-byte drops count.
+    mutating func obsoletePacket(interface: UInt16, ticks: UInt64, _ data: [UInt8]) {
+        var b = ByteWriter()
+        Self.u16(&b, big, interface); Self.u16(&b, big, 0)
+        Self.u32(&b, big, UInt32(ticks >> 32)); Self.u32(&b, big, UInt32(truncatingIfNeeded: ticks))
+        Self.u32(&b, big, UInt32(data.count)); Self.u32(&b, big, UInt32(data.count))
+        b.write(contentsOf: data)
+        b.write(contentsOf: [UInt8](repeating: 0, count: (4 - data.count % 4) % 4))
+        block(2, b.bytes)
+    }
     mutating func simplePacket(_ data: [UInt8]) {
         var b = ByteWriter()
         Self.u32(&b, big, UInt32(data.count))
