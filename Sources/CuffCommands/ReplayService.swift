@@ -22,10 +22,11 @@ public enum ReplayService {
         do {
             result = try job.run(into: sinks, presenter: presenter)
         } catch {
-            presenter.flush()
+            presenter.sayHiddenWarnings()
             log.info("\(error.message)")
             throw ExitStatus.failure
         }
+        presenter.sayHiddenWarnings()
         display.clearGauge()
         // One hint per controller and set of handles, however many connections showed it.
         for hint in UnmappedHint.group(result.unmapped) {
@@ -73,10 +74,31 @@ final class ReplayDisplay: ReplayPresenter, @unchecked Sendable {
             display.clearGauge()
             Console.log("cuff replay: \(s)")
         case let .warning(w):
+            let shown = warningsByCode[w.code, default: 0] + 1
+            warningsByCode[w.code] = shown
+            guard shown <= Self.warningsShownPerCode else { return }
             let line = "cuff replay: \(file): \(w.summary)"
             if display.quiet { return keep(prefix: "", line) }
             Console.log(line)
         }
+    }
+
+    /// Warnings shown of one code: past these, they are counted and said once at the end (probe
+    /// C3: one overlong L2CAP frame was followed by 2,400 `acl_out_of_order` lines, one for each
+    /// continuation fragment after it). Each still counts for the exit status.
+    static let warningsShownPerCode = 10
+    private var warningsByCode: [CaptureError.Code: Int] = [:]
+
+    /// Says how many warnings of each code went unshown (then flushes what is kept).
+    func sayHiddenWarnings() {
+        for (code, count) in warningsByCode.sorted(by: { $0.key.rawValue < $1.key.rawValue })
+        where count > Self.warningsShownPerCode {
+            let line =
+                "cuff replay: \(file): \(count - Self.warningsShownPerCode) more \(code.rawValue) warnings not shown (the first \(Self.warningsShownPerCode) are above)"
+            if display.quiet { keep(prefix: "", line) } else { Console.log(line) }
+        }
+        warningsByCode = [:]
+        flush()
     }
 
     private func keep(prefix: StaticString, _ text: String) {

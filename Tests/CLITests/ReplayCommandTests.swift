@@ -26,6 +26,33 @@ struct ReplayCommandTests {
         return o as NSDictionary
     }
 
+    /// Probe C3: one overlong L2CAP frame was followed by a warning for every continuation
+    /// fragment after it (2,400 lines). Ten of a code are shown, the rest counted once at the
+    /// end; the exit status still says the capture is damaged. With and without `--quiet`.
+    @Test(arguments: [true, false])
+    func aRunOfOneWarningIsShownTenTimesThenCounted(quiet: Bool) throws {
+        // btsnoop (H4, 1002): 30 ACL continuation fragments with no start fragment before them.
+        var bytes = Array("btsnoop".utf8) + [0, 0, 0, 0, 1, 0, 0, 0x03, 0xEA]
+        for i in 0..<30 {
+            let acl: [UInt8] = [0x02, 0x40, 0x10, 4, 0, 1, 2, 3, 4]  // handle 0x040, PB 01
+            let n = UInt32(acl.count)
+            for v in [n, n, 1, 0] { bytes += withUnsafeBytes(of: v.bigEndian) { Array($0) } }
+            bytes += withUnsafeBytes(of: (0x00E0_3AB4_4A67_8000 + UInt64(i) * 1000).bigEndian) { Array($0) }
+            bytes += acl
+        }
+        let file = Self.tempFile("continuations.btsnoop")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(bytes).write(to: file)
+        let r = try CLI.run(["replay", file.path] + (quiet ? ["--quiet"] : []))
+        #expect(r.status == 1, "\(r.stderr)")
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.filter { $0.contains(": acl_out_of_order at offset ") }.count == 10, "\(r.stderr)")
+        #expect(
+            r.stderr.contains(
+                "continuations.btsnoop: 20 more acl_out_of_order warnings not shown (the first 10 are above)"),
+            "\(r.stderr)")
+    }
+
     @Test func everyScenarioIsListed() {
         #expect(Self.scenarios.count >= 15)
     }
