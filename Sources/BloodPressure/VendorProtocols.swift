@@ -135,6 +135,8 @@ public enum Microlife {
         public enum Reason: String, Sendable, Hashable {
             case empty
             case impossibleDate = "impossible_date"
+            /// The payload ends inside the slot's 8 value bytes.
+            case truncated
         }
         public var payloadOffset: Int
         public var reason: Reason
@@ -142,7 +144,8 @@ public enum Microlife {
 
     /// The readings of a "get measurements" response payload: records from offset 38, one every
     /// 10 bytes (a last one needs its 8 value bytes). Empty slots (systolic, diastolic and pulse
-    /// all 0) and records with impossible dates are left out, and listed in `skipped`.
+    /// all 0), records with impossible dates and a last one cut short are left out, and listed in
+    /// `skipped`.
     public static func records(inPayload payload: ArraySlice<UInt8>) -> (records: [Record], skipped: [SkippedSlot]) {
         var records: [Record] = []
         var skipped: [SkippedSlot] = []
@@ -164,6 +167,8 @@ public enum Microlife {
             }
             records.append(Record(systolic: sys, diastolic: dia, pulse: pulse, time: t, payloadOffset: at))
         }
+        // (Probe E3: a record cut short at the end was dropped without a word.)
+        if at < payload.count { skipped.append(SkippedSlot(payloadOffset: at, reason: .truncated)) }
         return (records, skipped)
     }
 

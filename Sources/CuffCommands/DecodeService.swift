@@ -27,26 +27,28 @@ public struct DecodeService {
     /// Throws ``ExitStatus/failure`` when an input did not decode, or a failed sink's status.
     public func run(_ hex: [String]) throws(ExitStatus) {
         var failed = 0
-        var index = 0
-        func handle(_ text: String) throws(SinkError) {
-            index += 1
+        /// `where`: "input N" (the Nth argument) or "line N" of stdin, blank lines counted (probe
+        /// E3: stdin's inputs were numbered without the blank lines, so "input 2" was line 4).
+        func handle(_ text: String, _ place: String) throws(SinkError) {
             let (lines, error) = decode(text)
             for json in lines { try Console.line(json.serialized(pretty: pretty)) }
             if let error {
                 failed += 1
-                Console.log("cuff decode: input \(index): \(error)")
+                Console.log("cuff decode: \(place): \(error)")
             }
         }
         do {
             if hex.isEmpty {
+                var number = 0
                 while let line = readLine(strippingNewline: true) {
+                    number += 1
                     if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
-                    try handle(line)
+                    try handle(line, "line \(number)")
                     // A line read is a line answered, for a program that talks to cuff through a pipe.
                     try Console.flush()
                 }
             } else {
-                for h in hex { try handle(h) }
+                for (i, h) in hex.enumerated() { try handle(h, "input \(i + 1)") }
             }
             try Console.flush()
         } catch {

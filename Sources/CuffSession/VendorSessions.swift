@@ -186,7 +186,9 @@ public struct MicrolifeSession: ActionMachine, Sendable {
                 let (records, skipped) = Microlife.records(inPayload: payload)
                 if !skipped.isEmpty {
                     out.append(
-                        .log("Microlife: \(skipped.count) record slot(s) empty or with an impossible date, skipped"))
+                        .log(
+                            "Microlife: \(skipped.count) record slot(s) empty, with an impossible date or cut short, skipped"
+                        ))
                 }
                 for rec in records {
                     readings += 1

@@ -191,11 +191,21 @@ public enum CuffDecoder {
     ///   - vendorProtocol: which protocol.
     /// - Returns: the objects and the skipped slots.
     public static func decodeFrame(_ frame: [UInt8], protocol vendorProtocol: VendorProtocol) -> DecodedFrame {
-        do {
+        do throws(BPSDecodingError) {
             switch vendorProtocol {
             case .microlife:
                 let payload = try Microlife.payload(ofFrame: frame[...])
                 let (records, skipped) = Microlife.records(inPayload: payload)
+                // A frame with not one whole record slot is no measurement list (probe E3: it
+                // printed nothing and exited 0). One whose slots were all skipped (an empty
+                // memory) says so per slot on stderr.
+                if records.isEmpty, !skipped.contains(where: { $0.reason != .truncated }) {
+                    throw BPSDecodingError(
+                        .truncated, field: "records", offset: Microlife.recordsOffset,
+                        detail:
+                            "expected records of \(Microlife.recordValueBytes) bytes or more from payload offset \(Microlife.recordsOffset), the payload has \(payload.count) bytes"
+                    )
+                }
                 return DecodedFrame(values: records.map { DecodedValue(json: $0.json) }, skipped: skipped)
             case .yonker:
                 let d = try Yonker.decode(frame[...])

@@ -10,10 +10,13 @@ struct Decode: ParsableCommand {
         commandName: "decode",
         abstract: "Decode Blood Pressure Service characteristic values given as hex.",
         discussion: """
-            Each HEX argument (or, with none, each line of stdin) is one attribute value; bytes may be \
-            separated by spaces, colons or nothing. With --model, each is one memory record of that Omron \
-            model instead (an empty slot is an error with code empty_record). Prints one JSON object per input. Exit status 0 when \
-            every input decoded, 1 otherwise, 10 when stdout cannot be written (141, quietly, when its reader went away).
+            Each HEX argument (or, with none, each non-blank line of stdin) is one attribute value; bytes \
+            may be separated by spaces, colons or nothing. With --model, each is one memory record of that \
+            Omron model instead (an empty slot is an error with code empty_record); with --protocol \
+            microlife, a response frame (one object per record). Prints one JSON object per input; stderr \
+            names a failed one as "input N" (the Nth argument) or "line N" (of stdin). Exit status 0 when \
+            every input decoded, 1 otherwise, 10 when stdout cannot be written (141, quietly, when its \
+            reader went away), 64 a usage error.
             """
     )
 

@@ -124,6 +124,36 @@ struct VendorCLITests {
                 ($0["error"] as? [String: Any])?["code"] as? String == "truncated"
             })
     }
+
+    /// Probe E3: a whole frame with no whole record slot (the 38 bytes before the records, then
+    /// nothing, or 5 bytes of a record) printed nothing and exited 0; a record cut short after
+    /// whole ones was dropped without a word. Stdin's failures are named by their line, blank
+    /// lines counted.
+    @Test func aMicrolifeFrameWithoutAWholeRecordIsAnError() throws {
+        func frame(_ payload: [UInt8]) -> String {
+            var f: [UInt8] = [0x4D, 0x3A, 0x00, UInt8(payload.count + 1)] + payload
+            f.append(UInt8(truncatingIfNeeded: f.reduce(0) { $0 + Int($1) }))
+            return f.map { String(format: "%02x", $0) }.joined()
+        }
+        let header = [UInt8](repeating: 0, count: 38)
+        let record: [UInt8] = [120, 80, 60, 24, 6, 15, 14, 30, 0, 0]
+        for payload in [header, header + record.prefix(5)] {
+            let r = try CLI.run(["decode", "--protocol", "microlife", frame(payload)])
+            #expect(r.status == 1, "\(r.stdout) \(r.stderr)")
+            let e = try #require(try r.stdoutLines.map(CLI.json).first?["error"] as? [String: Any])
+            #expect(e["code"] as? String == "truncated" && e["field"] as? String == "records", "\(e)")
+            #expect(r.stderr.contains("input 1: microlife: "), "\(r.stderr)")
+        }
+        let cut = try CLI.run(["decode", "--protocol", "microlife", frame(header + record + record.prefix(6))])
+        #expect(cut.status == 0 && cut.stdoutLines.count == 1, "\(cut.stderr)")
+        #expect(cut.stderr.contains("payload offset 48 skipped: truncated"), "\(cut.stderr)")
+
+        let lines = try CLI.run(["decode"], stdin: "\n\n00 78 00 50 00 5D 00\n\nzz\n")
+        #expect(lines.status == 1 && lines.stdoutLines.count == 2)
+        #expect(lines.stderr.contains("cuff decode: line 5: "), "\(lines.stderr)")
+        let args = try CLI.run(["decode", "00 78 00 50 00 5D 00", "zz"])
+        #expect(args.stderr.contains("cuff decode: input 2: "), "\(args.stderr)")
+    }
 }
 
 /// Microlife and Yonker on the protocol seam: `cuff simulate --protocol NAME` in one process,
