@@ -53,7 +53,9 @@ public struct SinkOptions: ParsableArguments {
 
     @Option(
         name: .customLong("fhir-subject"),
-        help: "FHIR Observation.subject: cuff-user (default), Type/id, SYSTEM|VALUE or a display name.")
+        help:
+            "FHIR Observation.subject: cuff-user (default), Type/id (Patient, Group, Device or Location), SYSTEM|VALUE or a display name."
+    )
     public var fhirSubject: String?
 
     @Flag(help: "No progress or logs on stderr.")

@@ -32,9 +32,19 @@ public enum FHIRSubject: Sendable, Hashable {
     /// Why `s` cannot be a subject (nil when it can): a FHIR string is never empty, so an empty
     /// or blank value would make every Observation invalid.
     public static func problem(in s: String) -> String? {
-        s.allSatisfy(\.isWhitespace)
-            ? "give a subject (cuff-user, Type/id, SYSTEM|VALUE or a display name), not an empty value" : nil
+        if s.allSatisfy(\.isWhitespace) {
+            return "give a subject (cuff-user, Type/id, SYSTEM|VALUE or a display name), not an empty value"
+        }
+        // (Probe E3: `Foo/bar` was written as the reference, valid JSON but no FHIR R4 Observation.)
+        if isReference(s), let type = s.split(separator: "/").first, !subjectTypes.contains(String(type)) {
+            return
+                "'\(s)': an Observation's subject is a \(subjectTypes.joined(separator: ", ")) (e.g. Patient/123), not a \(type)"
+        }
+        return nil
     }
+
+    /// The resource types FHIR R4 allows as `Observation.subject`.
+    public static let subjectTypes = ["Patient", "Group", "Device", "Location"]
 
     /// `Type/id` with a FHIR resource type name and a FHIR id (`[A-Za-z0-9\-\.]{1,64}`).
     static func isReference(_ s: String) -> Bool {

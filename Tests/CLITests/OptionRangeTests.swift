@@ -48,6 +48,11 @@ struct OptionRangeTests {
             "--fhir-subject: give"
         ),
         (["measure", "--simulated", "normal", "--format", "fhir", "--fhir-subject", "  "], "--fhir-subject: give"),
+        // Probe E3: a reference to a resource no Observation subject may be was written as given.
+        (
+            ["measure", "--simulated", "normal", "--format", "fhir", "--fhir-subject", "Foo/bar"],
+            "--fhir-subject: 'Foo/bar': an Observation's subject is a Patient, Group, Device, Location"
+        ),
         // Probe P: TLS files beside plain mqtt:// were ignored (exit 0, readings in the clear), and
         // a missing CA file was "Invalid function arguments provided".
         (
