@@ -113,7 +113,24 @@ public struct CurrentTime: Sendable, Hashable {
         let dow = try r.u8("Day of Week")
         let frac = try r.u8("Fractions256")
         let reason = try r.u8("Adjust Reason")
-        if dow > 7 { w.append(DecodeWarning(.invalidDateTime, "day of week \(dow) is reserved", offset: 7)) }
+        if dow > 7 {
+            w.append(DecodeWarning(.invalidDateTime, "day of week \(dow) is reserved", offset: 7))
+        } else if dow != 0, let t = dt.unixSeconds {
+            // (Probe E3: a day of week the date contradicts went unsaid.)
+            let days = t / 86400 - (t % 86400 < 0 ? 1 : 0)
+            let actual = UInt8(((days % 7) + 7 + 3) % 7 + 1)
+            if dow != actual {
+                w.append(
+                    DecodeWarning(
+                        .invalidDateTime, "day of week \(dow) is not the date's (\(actual), 1 = Monday)", offset: 7))
+            }
+        }
+        // Adjust Reason: bits 0–3 defined (manual, reference, time zone, DST), 4–7 reserved.
+        if reason & 0xF0 != 0 {
+            w.append(
+                DecodeWarning(
+                    .rfuFlags, "Adjust Reason has reserved bits set (0x\(Hex.encode([reason & 0xF0])))", offset: 9))
+        }
         r.noteTrailing(&w)
         return Decoded(
             value: CurrentTime(dateTime: dt, dayOfWeek: dow, fractions256: frac, adjustReason: reason), warnings: w)

@@ -65,6 +65,26 @@ struct CalendarDateTests {
         #expect(!DateTime(year: 0, month: 2, day: 30, hours: 0, minutes: 0, seconds: 0).isValid)
     }
 
+    /// Probe E3: a day of week the date contradicts, and Adjust Reason's reserved bits 4–7, went
+    /// unsaid (every other reserved field warns).
+    @Test func currentTimeWhoseDayOfWeekOrAdjustReasonIsWrongWarns() throws {
+        // 2024-06-23 was a Sunday (7).
+        let sunday = try CurrentTime.decode(bytes("E8 07 06 17 0E 23 0A 07 00 01")[...])
+        #expect(sunday.warnings.isEmpty)
+        let friday = try CurrentTime.decode(bytes("E8 07 06 17 0E 23 0A 05 00 01")[...])
+        #expect(friday.warnings.map(\.code) == [.invalidDateTime])
+        #expect(friday.warnings.first?.message.contains("day of week 5 is not the date's (7") == true)
+        #expect(friday.warnings.first?.offset == 7)
+        #expect(try CurrentTime.decode(bytes("E8 07 06 17 0E 23 0A 00 00 01")[...]).warnings.isEmpty)  // unknown
+        let reserved = try CurrentTime.decode(bytes("E8 07 06 17 0E 23 0A 07 00 F1")[...])
+        #expect(reserved.warnings.map(\.code) == [.rfuFlags] && reserved.warnings.first?.offset == 9)
+        // What cuff writes to a cuff's clock says the right day, every day of a few years.
+        for day in stride(from: Int64(-800), through: 20_000, by: 1) {
+            let ct = CurrentTime(localSeconds: day * 86_400 + 45_000)
+            #expect(try CurrentTime.decode(ct.encode()[...]).warnings.isEmpty)
+        }
+    }
+
     @Test func currentTimeWithAnImpossibleDateWarns() throws {
         let d = try CurrentTime.decode(bytes("E7 07 02 1D 0A 1E 00 03 00 00")[...])
         #expect(d.value.dateTime.iso8601 == nil)
