@@ -71,6 +71,19 @@ public struct SinkOptions: ParsableArguments {
             throw ValidationError(
                 "--outbox is given \(outboxes.count) times: give one (each --publish beside another gets its own file)")
         }
+        // (Probe E3: `--format fhir --format omh` printed OMH alone: the last silently won.)
+        let outputs = formats.compactMap { if case let .output(f) = $0 { f } else { nil } }
+        if Set(outputs.map(\.rawValue)).count > 1 {
+            throw ValidationError(
+                "--format names \(outputs.count) outputs (\(outputs.map(\.rawValue).joined(separator: ", "))): stdout takes one"
+            )
+        }
+        let captures = formats.compactMap { if case let .capture(c) = $0 { c } else { nil } }
+        if Set(captures.map(\.rawValue)).count > 1 {
+            throw ValidationError(
+                "--format names \(captures.count) capture formats (\(captures.map(\.rawValue).joined(separator: ", "))): give one"
+            )
+        }
         if let f = fhirSubject, let p = FHIRSubject.problem(in: f) { throw ValidationError("--fhir-subject: \(p)") }
         if key.storeKeyFile != nil && store == nil {
             throw ValidationError("--store-key-file is the key of a --store; give --store PATH too")

@@ -48,6 +48,13 @@ struct OptionRangeTests {
             "--fhir-subject: give"
         ),
         (["measure", "--simulated", "normal", "--format", "fhir", "--fhir-subject", "  "], "--fhir-subject: give"),
+        // Probe E3: two output formats: the last silently won.
+        (
+            ["replay", "/dev/null", "--format", "fhir", "--format", "omh"],
+            "--format names 2 outputs (fhir, omh): stdout takes one"
+        ),
+        (["measure", "--simulated", "normal", "--format", "ndjson", "--format", "fhir"], "--format names 2 outputs"),
+        (["replay", "/dev/null", "--format", "pcap", "--format", "pcapng"], "--format names 2 capture formats"),
         // Probe E3: a reference to a resource no Observation subject may be was written as given.
         (
             ["measure", "--simulated", "normal", "--format", "fhir", "--fhir-subject", "Foo/bar"],
