@@ -382,10 +382,23 @@ public final class SQLiteStore: MeasurementStore {
         try insert(m)
     }
 
-    /// Closes the database (checkpointing the WAL).
+    /// Closes the database, the WAL checkpointed into it first.
     public func finish() throws(SinkError) {
         try done.finish()
+        // (SQLite's own checkpoint at close is skipped for a file that was moved, and the next
+        // store made at the path deletes the log: checkpointed explicitly, what it holds reaches
+        // the file wherever it went.)
+        if fileIdentity != nil { checkpointIntoFile() }
         do { try db.close() } catch { throw .storeOpen(path: path, reason: "close: " + SQLiteStore.describe(error)) }
+    }
+
+    /// Writes what the write-ahead log holds into the store file through the open connection (its
+    /// descriptors follow the file if it was renamed, and the log's if it was removed), and
+    /// empties the log. Probe D3: readings confirmed before `mv bp.db bp-archive.db` stayed in
+    /// `bp.db-wal`, which SQLite does not checkpoint into a moved file at close; the restart
+    /// the message asks for made a new `bp.db`, and SQLite deleted that log: all of them lost.
+    func checkpointIntoFile() {
+        _ = try? db.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
     }
 
     // MARK: Writing
@@ -428,10 +441,13 @@ public final class SQLiteStore: MeasurementStore {
         case .failure(let e): what = "the file is gone (\(e))"
         }
         guard let what else { return }
+        // What was kept so far goes into the file (wherever it went) now, not at a close that
+        // may never come (kill -9) or that skips it.
+        checkpointIntoFile()
         throw .storeWrite(
             path: path, dedupKey: dedupKey,
             reason:
-                "\(what) while cuff had the store open: what it takes now would be lost, so nothing more is kept or confirmed; restart cuff (it makes the store anew)"
+                "\(what) while cuff had the store open: what it takes now would be lost, so nothing more is kept or confirmed (what was kept before is in the file that was at the path); restart cuff (it makes the store anew)"
         )
     }
 

@@ -333,4 +333,40 @@ import Testing
         #expect(throws: SinkError.self) { try store.insert(records[0]) }
         try? store.finish()
     }
+
+    /// Probe D3: readings confirmed before `mv bp.db bp-archive.db` stayed in `bp.db-wal`, which
+    /// SQLite does not checkpoint into a moved file at close; the next store made at the path
+    /// deleted that log, and every one of them was lost. They are now in the moved file: when
+    /// the next write finds the move, or at the end (a SIGTERM with no reading since), and a
+    /// removed log's readings are in the store file.
+    @Test(arguments: ["next write", "end", "removed log"])
+    func whatWasKeptBeforeAMoveIsInTheMovedFile(found: String) throws {
+        let dir = try ScratchDirectory()
+        let records = try vectorRecords()
+        let path = dir.path("bp.db"), archive = dir.path("bp-archive.db")
+        let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        for m in records.prefix(3) { #expect(try store.insert(m).isNew) }
+        if found == "removed log" {
+            try FileManager.default.removeItem(atPath: path + "-wal")
+        } else {
+            try FileManager.default.moveItem(atPath: path, toPath: archive)
+        }
+        if found != "end" { #expect(throws: SinkError.self) { try store.insert(records[3]) } }
+        try store.finish()
+        // The restart the message asks for: a new store at the path (SQLite then deletes a log
+        // left beside it that is not its own).
+        if found != "removed log" {
+            let again = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+            #expect(try again.readRecords().entries.isEmpty)
+            try again.finish()
+        }
+        let kept = try SQLiteStore(
+            path: found == "removed log" ? path : archive, mustExist: true, readOnly: true, warn: SinkWarnings.ignore)
+        // (With the log removed, the write that found it gone went into it first: kept too, though
+        // not confirmed.)
+        #expect(
+            try kept.readRecords().entries.map(\.record.raw)
+                == records.prefix(found == "removed log" ? 4 : 3).map(\.raw))
+        try kept.finish()
+    }
 }
