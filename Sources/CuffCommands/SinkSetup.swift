@@ -19,6 +19,9 @@ public struct SinkSetup {
     public var quiet = false
     /// `--publish`: the brokers, or nil.
     public var publishing: MQTTPublishing?
+    /// The offset a zone-less cuff time gets (FHIR, OMH, the store's recorded offset, MQTT):
+    /// `--cuff-timezone`'s zone, the one the cuffs' clocks are set in; else the host's.
+    public var utcOffset: UTCOffsetPolicy = .system
 
     public init() {}
 
@@ -26,7 +29,7 @@ public struct SinkSetup {
         var c = SinkConfiguration(
             format: format, storePath: store,
             fhirSubject: fhirSubject.map(FHIRSubject.init(parsing:)) ?? .cuffUser,
-            storeKeyPath: store == nil ? nil : keyPath)
+            utcOffset: utcOffset, storeKeyPath: store == nil ? nil : keyPath)
         c.storeOpener = PostgresStoreOpener(outboxPath: outbox)
         return c
     }

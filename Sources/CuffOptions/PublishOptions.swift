@@ -58,7 +58,7 @@ public struct PublishOptions: ParsableArguments {
     @Option(
         name: .customLong("cuff-timezone"),
         help: ArgumentHelp(
-            "The zone the cuffs' clocks are set in (e.g. Europe/Berlin, UTC, +01:00): cuff sets them in it, and publishes measurement times with its offset; default: the host's.",
+            "The zone the cuffs' clocks are set in (e.g. Europe/Berlin, UTC, +01:00): cuff sets them in it, and gives their times its offset (FHIR, OMH, the store, MQTT); default: the host's.",
             valueName: "zone"))
     public var cuffTimezone: String?
 
@@ -69,10 +69,10 @@ public struct PublishOptions: ParsableArguments {
         for p in publish { _ = try parse(p, filePassword: publishPasswordFile.map { _ in "" }) }
         if !isEnabled
             && (publishCA != nil || publishCert != nil || publishKey != nil || publishPasswordFile != nil
-                || !userNames.isEmpty || cuffTimezone != nil)
+                || !userNames.isEmpty)
         {
             throw ValidationError(
-                "--publish-ca, --publish-cert, --publish-key, --publish-password-file, --user-name and --cuff-timezone go with --publish mqtt://…"
+                "--publish-ca, --publish-cert, --publish-key, --publish-password-file and --user-name go with --publish mqtt://…"
             )
         }
         if (publishCert == nil) != (publishKey == nil) {

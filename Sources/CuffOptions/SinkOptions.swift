@@ -109,6 +109,9 @@ public struct SinkOptions: ParsableArguments {
             format, store, outbox, key.path, fhirSubject, quiet
         )
         s.publishing = try publishing.setup()
+        // (Probe D3: with --cuff-timezone Europe/Berlin on a UTC host, the clocks were set in
+        // Berlin time and FHIR and OMH gave those times +00:00, an hour ahead.)
+        s.utcOffset = try publishing.offsetPolicy()
         return s
     }
 }

@@ -507,6 +507,39 @@ struct MQTTCLITests {
             "measured_at \(measured) is not the time of the run (\(before))")
     }
 
+    /// Probe D3: with `--cuff-timezone` the clock was set in that zone, but FHIR and OMH gave
+    /// the cuff's time the host's offset (an hour ahead for Berlin on a UTC host); and the option
+    /// was refused without `--publish`. Now every output's time is the instant it measured.
+    @Test(arguments: ["fhir", "omh"], [true, false])
+    func theCuffTimezoneGivesFHIRAndOMHTheirOffset(format: String, publish: Bool) throws {
+        let broker = try MosquittoBroker()
+        let before = Date()
+        let r = try CLI.run(
+            [
+                "measure", "--simulated", "normal", "--speed", "0", "--quiet", "--format", format, "--cuff-timezone",
+                "Asia/Tokyo",
+            ]
+                + (publish ? ["--publish", broker.url, "--outbox", broker.dir + "/o.db"] : []),
+            environment: ["TZ": "UTC"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let times = r.stdoutLines.compactMap { line -> String? in
+            for key in ["\"effectiveDateTime\":\"", "\"date_time\":\""] {
+                if let a = line.range(of: key), let b = line[a.upperBound...].firstIndex(of: "\"") {
+                    return String(line[a.upperBound..<b])
+                }
+            }
+            return nil
+        }
+        #expect(!times.isEmpty, "\(r.stdout)")
+        for t in times {
+            #expect(t.hasSuffix("+09:00"), "\(t)")
+            let instant = try #require(ISO8601DateFormatter().date(from: t), "\(t)")
+            #expect(
+                instant.timeIntervalSince(before) > -5 && instant.timeIntervalSince(Date()) < 120,
+                "\(t) is not the time of the run (\(before))")
+        }
+    }
+
     @Test func twoProcessesWithOtherPrefixesOnOneBrokerKeepTheirReadingsApart() throws {
         let broker = try MosquittoBroker()
         let s = try ScratchDirectory()
