@@ -319,7 +319,8 @@ final class MQTTPublisher {
             case let .message(topic, payload):
                 if topic == markerTopic {
                     if learningStates { finishStateCheck(client) }
-                } else if topic.hasSuffix("/state"), let t = Self.measuredAt(payload), t > stateTime[topic] ?? .min {
+                } else if topic.hasSuffix("/state"), let t = Self.stateOrderTime(payload), t > stateTime[topic] ?? .min
+                {
                     stateTime[topic] = t
                 }
             case .refused:
@@ -479,9 +480,19 @@ final class MQTTPublisher {
         awaiting[row.id] = (count, row.dedupKey)
     }
 
+    /// The order time of a retained state (``sortTime(_:_:)`` of the reading it holds): its
+    /// `measured_at`, or its `received_at` when that is earlier (a cuff clock that ran ahead).
+    static func stateOrderTime(_ payload: [UInt8]) -> Int64? {
+        guard let measured = measuredAt(payload) else { return nil }
+        return min(measured, time(#""received_at":""#, in: payload) ?? measured)
+    }
+
     /// Seconds since 1970 of a retained state's `measured_at` (RFC 3339, with `Z` or an offset).
-    static func measuredAt(_ payload: [UInt8]) -> Int64? {
-        let key = Array(#""measured_at":""#.utf8)
+    static func measuredAt(_ payload: [UInt8]) -> Int64? { time(#""measured_at":""#, in: payload) }
+
+    /// Seconds since 1970 of the RFC 3339 time after `keyText` (`"KEY":"`) in `payload`.
+    static func time(_ keyText: StaticString, in payload: [UInt8]) -> Int64? {
+        let key = keyText.withUTF8Buffer { Array($0) }
         guard payload.count > key.count,
             let at = (0...(payload.count - key.count)).first(where: { payload[$0..<$0 + key.count].elementsEqual(key) })
         else { return nil }
@@ -516,8 +527,15 @@ final class MQTTPublisher {
         return CivilCalendar.days(fromCivil: y, mo, d) * 86400 + h * 3600 + mi * 60 + s - zone
     }
 
-    /// Seconds since 1970 of the reading's measurement time (its device time with the offset, else its arrival).
+    /// Seconds since 1970 of the reading's measurement time (its device time with the offset, else
+    /// its arrival), never after its arrival: a reading is taken before it arrives, so a later
+    /// time is a cuff clock that ran ahead (probe D3: one such reading, 2 h ahead, kept the
+    /// retained state for two hours against every newer reading).
     static func sortTime(_ m: MeasurementRecord, _ offset: UTCOffsetPolicy) -> Int64 {
+        min(deviceTime(m, offset), m.receivedAt.wallMicros / 1_000_000)
+    }
+
+    static func deviceTime(_ m: MeasurementRecord, _ offset: UTCOffsetPolicy) -> Int64 {
         if let ts = m.timestamp, ts.utf8.count >= 19 {
             let u = Array(ts.utf8)
             func n(_ r: Range<Int>) -> Int64? {

@@ -383,3 +383,36 @@ import Testing
         #expect(MQTTPublisher.measuredAt([]) == nil)
     }
 }
+
+/// Probe D3: one reading from a cuff whose clock ran 2 h ahead kept the retained state for two
+/// hours against every newer reading (the state is never replaced by an older one). A reading is
+/// taken before it arrives: a device time after its arrival counts as its arrival.
+@Suite struct StateOrderTimeTests {
+    @Test func aDeviceTimeAfterArrivalCountsAsTheArrival() throws {
+        // Device time 2026-11-25T08:30:05 (UTC here), received 2026-11-18T11:06:40Z: ahead.
+        let ahead = try MQTTPayloadTests.record(flags: 0x1E, sys: 0x0078, dia: 0x0050, map: 0x005D)
+        #expect(MQTTPublisher.sortTime(ahead, .fixed(0)) == 1_795_000_000)
+        // Received after its device time: the device time orders it.
+        var behind = ahead
+        behind.receivedAt = EventTime(monotonic: Timestamp(nanoseconds: 2), wallMicros: 1_796_001_695_000_000)
+        #expect(MQTTPublisher.sortTime(behind, .fixed(0)) == 1_795_595_405)
+        #expect(MQTTPublisher.sortTime(behind, .fixed(3600)) == 1_795_595_405 - 3600)
+        // No device time: its arrival.
+        let none = try MQTTPayloadTests.record(flags: 0x1C, sys: 0x0078, dia: 0x0050, map: 0x005D)
+        #expect(MQTTPublisher.sortTime(none, .fixed(0)) == 1_795_000_000)
+    }
+}
+
+extension StateOrderTimeTests {
+    /// A retained state read back at a publisher's start is ordered the same way: by its
+    /// `received_at` when its `measured_at` is later.
+    @Test func aRetainedStateIsOrderedByTheEarlierOfItsTimes() throws {
+        let ahead = try MQTTPayloadTests.record(flags: 0x1E, sys: 0x0078, dia: 0x0050, map: 0x005D)
+        let payload = Array(MQTTPayload.state(ahead, offset: .fixed(0)).serialized().utf8)
+        #expect(MQTTPublisher.measuredAt(payload) == 1_795_595_405)
+        #expect(MQTTPublisher.stateOrderTime(payload) == 1_795_000_000)
+        #expect(MQTTPublisher.stateOrderTime(payload) == MQTTPublisher.sortTime(ahead, .fixed(0)))
+        // Without a received_at (an older payload): its measured_at.
+        #expect(MQTTPublisher.stateOrderTime(Array(#"{"measured_at":"2026-11-30T01:21:35Z"}"#.utf8)) == 1_796_001_695)
+    }
+}
