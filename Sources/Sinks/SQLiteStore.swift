@@ -138,6 +138,18 @@ public final class SQLiteStore: MeasurementStore {
             db = opened.0
             crypto = opened.1
             hasTables = true
+            // A file SQLite's quick check finds damaged (a page, an index) takes nothing more:
+            // probe D3, a store whose dedup index was broken kept taking readings (and confirming
+            // them) that `cuff history` could not read back, and dedup cannot hold on a broken index.
+            let problems = try opened.0.read { try String.fetchAll($0, sql: "PRAGMA quick_check(3)") }
+            if problems != ["ok"] {
+                try? opened.0.close()
+                throw SinkError.storeOpen(
+                    path: path,
+                    reason:
+                        "the store is damaged (SQLite's quick check: \(problems.joined(separator: "; "))), so cuff keeps nothing in it and confirms nothing; `sqlite3 \(path) 'REINDEX;'` rebuilds a damaged index, `sqlite3 \(path) .recover` saves what can be read"
+                )
+            }
             if case .success(let st) = Sys.fileStatus(path) {
                 fileIdentity = (UInt64(st.st_dev), UInt64(st.st_ino))
             } else {

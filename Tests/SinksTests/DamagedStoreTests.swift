@@ -370,3 +370,44 @@ import Testing
         try kept.finish()
     }
 }
+
+/// Probe D3: 40 bytes flipped in a store broke its dedup index; `watch` kept taking readings into
+/// it and confirming them (26), while `cuff history` could read none back, and dedup cannot hold
+/// on a broken index. A store SQLite's quick check finds damaged is now refused for writing.
+@Suite struct DamagedIndexStoreTests {
+    @Test func aStoreWithADamagedIndexTakesNothing() throws {
+        let dir = try ScratchDirectory()
+        let path = dir.path("bp.db")
+        let records = try vectorRecords()
+        let store = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        for m in records { _ = try store.insert(m) }
+        try store.finish()
+        // The dedup index's root page overwritten (the table itself left whole).
+        let (root, pageSize) = try DatabaseQueue(path: path).read { db in
+            (
+                try Int.fetchOne(
+                    db, sql: "SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'measurements'")
+                    ?? 0,
+                try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0
+            )
+        }
+        #expect(root > 1 && pageSize >= 512)
+        let h = try #require(FileHandle(forUpdatingAtPath: path))
+        try h.seek(toOffset: UInt64((root - 1) * pageSize + 8))
+        h.write(Data(repeating: 0xA5, count: 64))
+        try h.close()
+        #expect {
+            try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        } throws: { e in
+            guard case let .storeOpen(p, reason) = e as? SinkError else { return false }
+            return p == path && reason.hasPrefix("the store is damaged (SQLite's quick check: ")
+                && reason.contains("REINDEX")
+        }
+        // What `sqlite3 PATH 'REINDEX;'` does makes it whole again, every reading still there.
+        try DatabaseQueue(path: path).write { try $0.execute(sql: "REINDEX") }
+        let again = try SQLiteStore(path: path, warn: SinkWarnings.ignore)
+        #expect(try again.readRecords().entries.count == records.count)
+        #expect(try again.insert(records[0]).isNew == false)
+        try again.finish()
+    }
+}
