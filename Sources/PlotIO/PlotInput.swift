@@ -53,11 +53,7 @@ public enum PlotInput {
     {
         var grouping = SessionGrouping(keep: nil)
         if let capture = captureFormat(format, head: bytes.prefix(8)) {
-            var reader = CaptureReader(source: ArrayByteSource(bytes), format: capture)
-            _ = try replay(into: &grouping) { (r, out, deliver) throws(PlotInputError) in
-                try header(&reader)
-                return r.replay(&reader, into: &out, batch: 1024, deliver: deliver)
-            }
+            _ = try replay(bytes, format: capture, into: &grouping)
         } else {
             try lines(ArrayByteSource(bytes)) { (line, n) throws(PlotInputError) in
                 try grouping.take(line: line, number: n)
@@ -100,11 +96,7 @@ public enum PlotInput {
                 } catch {
                     throw .unreadable(path: path, reason: error.message)
                 }
-                var reader = CaptureReader(source: ArrayByteSource(all), format: capture)
-                fault = try replay(into: &grouping) { (r, out, deliver) throws(PlotInputError) in
-                    try header(&reader)
-                    return r.replay(&reader, into: &out, batch: 1024, deliver: deliver)
-                }
+                fault = try replay(all, format: capture, into: &grouping)
             } else {
                 var reader = CaptureReader(source: try open(), format: capture)
                 fault = try replay(into: &grouping) { (r, out, deliver) throws(PlotInputError) in
@@ -118,6 +110,17 @@ public enum PlotInput {
             }
         }
         return (try grouping.finish(), fault)
+    }
+
+    /// Replays the capture in `bytes` into `grouping` (``replay(into:_:)``).
+    static func replay(_ bytes: [UInt8], format: CaptureFormat, into grouping: inout SessionGrouping)
+        throws(PlotInputError) -> String?
+    {
+        var reader = CaptureReader(source: ArrayByteSource(bytes), format: format)
+        return try replay(into: &grouping) { (r, out, deliver) throws(PlotInputError) in
+            try header(&reader)
+            return r.replay(&reader, into: &out, batch: 1024, deliver: deliver)
+        }
     }
 
     /// Reads the capture's file header.
