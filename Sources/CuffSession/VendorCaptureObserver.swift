@@ -29,15 +29,14 @@ public struct VendorCaptureObserver: CuffProtocolObserver {
     var saidStrayNotification = false
     /// Record keys handed out in this session (the live session's deduplication: a download
     /// that repeats a record gives it once).
-    var seen: Set<String>
-    var repeats = 0
+    var keys: VendorRecordKeys
     var scratch = ActionBuffer<VendorSessionAction>()
 
     public init(_ session: VendorCentral.Session, gatt: GATTProfile, device: DeviceInfo, known: Set<String> = []) {
         self.session = session
         self.gatt = gatt
         self.device = device
-        seen = known
+        keys = VendorRecordKeys(known)
     }
 
     public var deadline: Timestamp? { isFinished ? nil : session.nextDeadline }
@@ -133,13 +132,11 @@ public struct VendorCaptureObserver: CuffProtocolObserver {
                 }
             case let .emit(r):
                 let record = r.record(device: device, at: at)
-                if !record.wasKeptLive({ seen.contains($0) }), seen.insert(record.dedupKey).inserted {
+                if keys.admit(record) {
                     measurements += 1
                     out.append(.emit(.measurement(record)))
                 } else {
-                    repeats += 1
-                    out.append(
-                        .log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))"))
+                    out.append(.log(VendorRecordKeys.skipped(record)))
                 }
             case let .log(s): out.append(.log(s))
             case .disconnect: break

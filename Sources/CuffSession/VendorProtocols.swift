@@ -165,6 +165,28 @@ func namedAs(_ protocolName: String, _ offer: DeviceOffer) -> Bool {
         == .vendorProtocol(protocolName)
 }
 
+/// The records a vendor session handed out, by dedup key (the store's to start with), shared by
+/// the live session (``VendorProtocolCentral``) and the replay's (``VendorCaptureObserver``): a
+/// record is new unless it, or the live reading it was, is known; a repeat is counted.
+struct VendorRecordKeys: Sendable {
+    private(set) var seen: Set<String>
+    private(set) var repeats = 0
+
+    init(_ known: Set<String>) { seen = known }
+
+    /// True when `record` is new (its key is kept from now on); else the repeat is counted.
+    mutating func admit(_ record: MeasurementRecord) -> Bool {
+        if !record.wasKeptLive({ seen.contains($0) }), seen.insert(record.dedupKey).inserted { return true }
+        repeats += 1
+        return false
+    }
+
+    /// The log line of a repeat.
+    static func skipped(_ record: MeasurementRecord) -> String {
+        "skipped a stored record already received (\(record.timestamp ?? "no time stamp"))"
+    }
+}
+
 /// A vendor protocol's central session on the seam: ``VendorCentral`` with the session records,
 /// the readings as records, and the store's deduplication.
 struct VendorProtocolCentral: CuffProtocolSession {
@@ -173,10 +195,10 @@ struct VendorProtocolCentral: CuffProtocolSession {
     let makeSession: @Sendable (EventTime) -> VendorCentral.Session
     var central: VendorCentral?
     var device: DeviceInfo
-    var seen: Set<String>
+    var keys: VendorRecordKeys
     private(set) var measurements = 0
     /// Readings that arrived but were kept already (the store had them).
-    private(set) var repeats = 0
+    var repeats: Int { keys.repeats }
     private(set) var outcome: SessionOutcome?
     /// The vendor central's outputs for one event, kept between events (``ActionMachine``).
     var scratch = ActionBuffer<VendorCentral.Output>()
@@ -189,7 +211,7 @@ struct VendorProtocolCentral: CuffProtocolSession {
         self.configuration = configuration
         self.makeSession = makeSession
         device = DeviceInfo(address: configuration.address, name: configuration.advertisedName)
-        seen = configuration.knownRecordKeys
+        keys = VendorRecordKeys(configuration.knownRecordKeys)
         timeLimit = SessionTimeLimit(configuration.timeout, follow: configuration.follow)
     }
 
@@ -277,14 +299,11 @@ struct VendorProtocolCentral: CuffProtocolSession {
 
     /// A reading, emitted unless the store (or this session) has it already.
     mutating func kept(_ record: MeasurementRecord, _ out: inout [CentralAction]) {
-        if !record.wasKeptLive({ seen.contains($0) }), seen.insert(record.dedupKey).inserted {
+        if keys.admit(record) {
             measurements += 1
             return out.append(.emit(.measurement(record)))
         }
-        repeats += 1
-        if configuration.logs {
-            out.append(.log("skipped a stored record already received (\(record.timestamp ?? "no time stamp"))"))
-        }
+        if configuration.logs { out.append(.log(VendorRecordKeys.skipped(record))) }
     }
 
     mutating func end(_ o: SessionOutcome, _ why: String?, _ at: EventTime, _ out: inout [CentralAction]) {
